@@ -1,0 +1,12 @@
+// The one list of every endpoint group and queue handler; both hosts serve exactly this.
+import type { Route } from '../shared/http/route.js';
+import type { QueueHandler } from '../shared/queues/handler.js';
+import * as branding from './branding.js';
+import { metaRoutes } from './meta.js';
+import * as status from './status.js';
+
+const groups: readonly (readonly Route[])[] = [status.routes, branding.routes];
+
+export const ROUTES: readonly Route[] = [...groups.flat(), ...metaRoutes(() => ROUTES)];
+
+export const QUEUE_HANDLERS: readonly QueueHandler[] = [];

@@ -1,0 +1,50 @@
+// Self-description: the OpenAPI document of each API, and the local identity provider's JWKS.
+import { z } from 'zod';
+import { notFound } from '../shared/http/errors.js';
+import { buildOpenApi } from '../shared/http/openapi.js';
+import { defineRoute, type Route } from '../shared/http/route.js';
+import { json, type Api } from '../shared/http/types.js';
+
+/** Routes that describe the whole table, given lazily to avoid an import cycle. */
+export function metaRoutes(all: () => readonly Route[]): Route[] {
+  const documents = new Map<Api, unknown>();
+  const openApi = (api: Api) =>
+    defineRoute({
+      name: `meta-openapi-${api}`,
+      api,
+      method: 'GET',
+      path: '/openapi.json',
+      summary: 'OpenAPI document of this API',
+      tag: 'Meta',
+      auth: 'none',
+      errors: api,
+      responses: { 200: { description: 'OpenAPI 3.1 document' } },
+      handler: ({ services }) => {
+        let doc = documents.get(api);
+        if (!doc) {
+          doc = buildOpenApi(api, all(), services.config.version);
+          documents.set(api, doc);
+        }
+        return Promise.resolve(json(200, doc));
+      },
+    });
+  return [
+    openApi('core'),
+    openApi('management'),
+    defineRoute({
+      name: 'meta-jwks',
+      api: 'core',
+      method: 'GET',
+      path: '/.well-known/jwks.json',
+      summary: 'Signing keys of the local identity provider (only when no AUTH_* setting is given)',
+      tag: 'Meta',
+      auth: 'none',
+      errors: 'core',
+      responses: { 200: { description: 'JSON Web Key Set', schema: z.object({ keys: z.array(z.record(z.string(), z.unknown())) }) } },
+      handler: ({ services }) => {
+        if (!services.bearer.localJwks) throw notFound('The local identity provider is not in use');
+        return Promise.resolve(json(200, services.bearer.localJwks, { 'cache-control': 'public, max-age=300' }));
+      },
+    }),
+  ];
+}

@@ -1,0 +1,38 @@
+// Picks the credential a request carries and verifies it: bearer JWT, or (Core API) an agent access token.
+import { unauthorized } from '../http/errors.js';
+import type { AuthMode } from '../http/route.js';
+import type { PlatformRequest } from '../http/types.js';
+import type { BearerVerifier } from './bearer.js';
+import type { Principal } from './principal.js';
+
+/** Verifies agent access tokens (`X-AGENT-ACCESS-TOKEN`). */
+export interface AgentTokenVerifier {
+  verify(token: string): Promise<Principal>;
+}
+
+export interface Authenticator {
+  /** The caller's principal; throws a 401 ApiError when the credential is missing or invalid. */
+  authenticate(request: PlatformRequest, mode: Exclude<AuthMode, 'none'>): Promise<Principal>;
+}
+
+export const AGENT_TOKEN_HEADER = 'x-agent-access-token';
+
+export function createAuthenticator(bearer: BearerVerifier, agentTokens?: AgentTokenVerifier): Authenticator {
+  return {
+    async authenticate(request, mode) {
+      const authorization = request.header('authorization');
+      if (authorization !== undefined) {
+        const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
+        if (!match?.[1]) throw unauthorized('Authorization header must be "Bearer <token>"');
+        return bearer.verify(match[1]);
+      }
+      const agentToken = request.header(AGENT_TOKEN_HEADER);
+      if (agentToken !== undefined) {
+        // Token holders have Data.Read on one agent: never the Management API.
+        if (mode !== 'any' || !agentTokens) throw unauthorized('Agent access tokens are not accepted here');
+        return agentTokens.verify(agentToken);
+      }
+      throw unauthorized();
+    },
+  };
+}

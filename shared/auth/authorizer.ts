@@ -1,0 +1,15 @@
+// Role-based authorization: what a principal may do at a resource scope.
+import type { Principal } from './principal.js';
+
+/** Roles and actions a principal holds at one scope (the `roles` and `actions` of list and get envelopes). */
+export interface Access {
+  roles: string[];
+  actions: string[];
+}
+
+export interface Authorizer {
+  /** Throws a 403 ApiError unless the principal may perform `action` at `scope`. */
+  require(principal: Principal, action: string, scope: string): Promise<void>;
+  can(principal: Principal, action: string, scope: string): Promise<boolean>;
+  access(principal: Principal, scope: string): Promise<Access>;
+}

@@ -1,0 +1,51 @@
+// Identity-provider bearer tokens: verified with jose against a JWKS (remote in Azure, the local key locally).
+import { createLocalJWKSet, createRemoteJWKSet, errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import type { AuthConfig } from '../config.js';
+import { unauthorized } from '../http/errors.js';
+import { loadLocalKey } from './local-idp.js';
+import { principalFromClaims, type Principal } from './principal.js';
+
+export interface BearerVerifier {
+  verify(token: string): Promise<Principal>;
+  /** The local identity provider's JWKS, when it is the one in use. */
+  readonly localJwks?: { keys: unknown[] };
+}
+
+/** Builds the verifier for the configured identity provider. */
+export async function createBearerVerifier(config: AuthConfig): Promise<BearerVerifier> {
+  let keys: JWTVerifyGetKey;
+  let localJwks: BearerVerifier['localJwks'];
+  if (config.kind === 'jwks') {
+    keys = createRemoteJWKSet(new URL(config.jwksUri), { cooldownDuration: 30_000, cacheMaxAge: 10 * 60_000 });
+  } else {
+    const local = await loadLocalKey(config.keyFile);
+    keys = createLocalJWKSet(local.jwks);
+    localJwks = local.jwks;
+  }
+  return {
+    ...(localJwks ? { localJwks } : {}),
+    async verify(token) {
+      try {
+        const { payload } = await jwtVerify(token, keys, {
+          issuer: config.issuer,
+          audience: config.audience,
+          algorithms: ['RS256', 'ES256'],
+          requiredClaims: ['exp'],
+          clockTolerance: 60,
+        });
+        const principal = principalFromClaims(payload);
+        if (!principal) throw unauthorized('Token has no subject or user principal name');
+        return principal;
+      } catch (e) {
+        if (e instanceof errors.JOSEError) throw unauthorized(describe(e));
+        throw e;
+      }
+    },
+  };
+}
+
+function describe(e: InstanceType<typeof errors.JOSEError>): string {
+  if (e instanceof errors.JWTExpired) return 'Token expired';
+  if (e instanceof errors.JWTClaimValidationFailed) return `Token claim "${e.claim}" is invalid`;
+  return 'Token invalid';
+}

@@ -1,0 +1,90 @@
+// The local identity provider: a signing key kept in the data folder, its JWKS, and token minting for
+// `npm run token`. Used only when no AUTH_* setting is given.
+import { createHash, randomUUID } from 'node:crypto';
+import { link, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
+import path from 'node:path';
+import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK, type CryptoKey } from 'jose';
+
+const ALG = 'ES256';
+
+/** The default local user: the bootstrap owner when BOOTSTRAP_OWNER_IDS is not set. */
+export const LOCAL_DEFAULT_USER = {
+  oid: '5e2b6f0a-7c1d-4e8f-9a3b-1c2d3e4f5a6b',
+  upn: 'owner@local.test',
+  name: 'Local Owner',
+} as const;
+
+export interface LocalKey {
+  privateKey: CryptoKey;
+  /** Public JWKS document served at /.well-known/jwks.json. */
+  jwks: { keys: JWK[] };
+  kid: string;
+}
+
+/** Loads the key pair, creating it on first use (safe when two processes race to create it). */
+export async function loadLocalKey(keyFile: string): Promise<LocalKey> {
+  let stored: JWK;
+  try {
+    stored = JSON.parse(await readFile(keyFile, 'utf8')) as JWK;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    stored = await createKey(keyFile);
+  }
+  const privateKey = (await importJWK(stored, ALG)) as CryptoKey;
+  const { d: _private, ...publicJwk } = stored;
+  const kid = stored.kid ?? 'local';
+  return { privateKey, kid, jwks: { keys: [{ ...publicJwk, alg: ALG, use: 'sig', kid }] } };
+}
+
+async function createKey(keyFile: string): Promise<JWK> {
+  const { privateKey } = await generateKeyPair(ALG, { extractable: true });
+  const jwk = { ...(await exportJWK(privateKey)), kid: randomUUID() };
+  await mkdir(path.dirname(keyFile), { recursive: true, mode: 0o700 });
+  const temp = `${keyFile}.${process.pid}.${randomUUID()}.tmp`;
+  await writeFile(temp, JSON.stringify(jwk), { mode: 0o600 });
+  try {
+    // link() is atomic and fails when the file exists: the first writer wins and nobody reads half a file.
+    await link(temp, keyFile);
+    return jwk;
+  } catch (e) {
+    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
+    return JSON.parse(await readFile(keyFile, 'utf8')) as JWK;
+  } finally {
+    await rm(temp, { force: true });
+  }
+}
+
+/** A stable principal id for a UPN, so repeated `npm run token --upn x` calls name the same user. */
+export function oidForUpn(upn: string): string {
+  const h = createHash('sha256').update(`local-idp:${upn.toLowerCase()}`).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-4${h.slice(13, 16)}-a${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+export interface MintOptions {
+  upn: string;
+  oid?: string;
+  name?: string;
+  groups?: readonly string[];
+  roles?: readonly string[];
+  expiresInSeconds?: number;
+}
+
+/** Signs an access token as the local identity provider. */
+export async function mintLocalToken(key: LocalKey, issuer: string, audience: string, o: MintOptions): Promise<string> {
+  const oid = o.oid ?? (o.upn.toLowerCase() === LOCAL_DEFAULT_USER.upn ? LOCAL_DEFAULT_USER.oid : oidForUpn(o.upn));
+  return new SignJWT({
+    oid,
+    upn: o.upn,
+    preferred_username: o.upn,
+    name: o.name ?? o.upn.split('@')[0],
+    groups: [...(o.groups ?? [])],
+    ...(o.roles && o.roles.length > 0 ? { roles: [...o.roles] } : {}),
+  })
+    .setProtectedHeader({ alg: ALG, kid: key.kid, typ: 'JWT' })
+    .setSubject(oid)
+    .setIssuer(issuer)
+    .setAudience(audience)
+    .setIssuedAt()
+    .setExpirationTime(`${o.expiresInSeconds ?? 3600}s`)
+    .sign(key.privateKey);
+}

@@ -1,0 +1,51 @@
+// The authenticated caller as every handler sees it, whichever scheme authenticated it.
+
+export interface Principal {
+  /** `user` for identity-provider tokens, `agent-token` for agent access tokens. */
+  readonly kind: 'user' | 'agent-token' | 'anonymous';
+  /** Principal id: the token's `oid` (else `sub`), or the agent access token id. */
+  readonly id: string;
+  readonly upn: string;
+  readonly name: string | null;
+  readonly userName: string | null;
+  /** Group ids from the token (or the agent's virtual groups). */
+  readonly groups: readonly string[];
+  /** Delegated scopes (`scp`), e.g. `Data.Read` for agent access tokens. */
+  readonly scopes: readonly string[];
+  /** App roles (`roles` claim). */
+  readonly appRoles: readonly string[];
+  /** For agent access tokens: the one agent the token is bound to. */
+  readonly agentName?: string;
+}
+
+export const ANONYMOUS: Principal = {
+  kind: 'anonymous',
+  id: '',
+  upn: '',
+  name: null,
+  userName: null,
+  groups: [],
+  scopes: [],
+  appRoles: [],
+};
+
+const strings = (v: unknown): string[] =>
+  Array.isArray(v) ? v.filter((s): s is string => typeof s === 'string') : typeof v === 'string' ? v.split(' ') : [];
+const text = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
+
+/** Maps verified JWT claims to a principal (CONTRACT.md section 4); null when no id or UPN can be found. */
+export function principalFromClaims(claims: Record<string, unknown>): Principal | null {
+  const id = text(claims.oid) ?? text(claims.sub);
+  const upn = text(claims.upn) ?? text(claims.preferred_username) ?? text(claims.email);
+  if (!id || !upn) return null;
+  return {
+    kind: 'user',
+    id,
+    upn,
+    name: text(claims.name),
+    userName: text(claims.preferred_username) ?? upn,
+    groups: strings(claims.groups),
+    scopes: strings(claims.scp),
+    appRoles: strings(claims.roles),
+  };
+}

@@ -1,0 +1,148 @@
+// The one reader of process.env: every setting is parsed and checked here, once, at startup.
+import path from 'node:path';
+import { z } from 'zod';
+
+/** Instance id used when INSTANCE_ID is not set (CONTRACT.md section 2). */
+export const DEFAULT_INSTANCE_ID = '7a3c5a2e-4b1f-4c8e-9d6a-0f2b8e1c4d5a';
+
+const Guid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be a GUID');
+const Port = z.coerce.number().int().min(0).max(65535);
+const PositiveInt = z.coerce.number().int().positive();
+const Flag = z.enum(['true', 'false', '1', '0']).transform((v) => v === 'true' || v === '1');
+const List = z.string().transform((v) => v.split(',').map((s) => s.trim()).filter((s) => s.length > 0));
+const blank = (v: unknown): unknown => (typeof v === 'string' && v.trim() === '' ? undefined : v);
+const optional = <T extends z.ZodType>(schema: T) => z.preprocess(blank, schema.optional());
+
+const Env = z.object({
+  INSTANCE_ID: optional(Guid).default(DEFAULT_INSTANCE_ID),
+  HOST: optional(z.string()).default('127.0.0.1'),
+  CORE_PORT: optional(Port).default(7071),
+  MANAGEMENT_PORT: optional(Port).default(7072),
+  DATA_DIR: optional(z.string()).default('.data'),
+  /** Which APIs the Azure Functions host registers: one Function App per API in Azure. */
+  SERVICE_APIS: optional(z.string().pipe(List).pipe(z.array(z.enum(['core', 'management'])).min(1))).default([
+    'core',
+    'management',
+  ]),
+
+  STORE: optional(z.enum(['embedded', 'cosmos'])).default('embedded'),
+  COSMOS_ENDPOINT: optional(z.url()),
+  COSMOS_DATABASE: optional(z.string()).default('agent-platform'),
+  COSMOS_KEY: optional(z.string()),
+
+  AzureWebJobsStorage: optional(z.string()),
+  STORAGE_ACCOUNT_NAME: optional(z.string()),
+  AZURE_CLIENT_ID: optional(z.string()),
+
+  AUTH_ISSUER: optional(z.string()),
+  AUTH_AUDIENCE: optional(z.string()),
+  AUTH_JWKS_URI: optional(z.url()),
+  BOOTSTRAP_OWNER_IDS: optional(List),
+
+  APPLICATIONINSIGHTS_CONNECTION_STRING: optional(z.string()),
+  MAX_JSON_BODY_BYTES: optional(PositiveInt).default(1024 * 1024),
+  LOG_REQUESTS: optional(Flag).default(false),
+});
+
+/** A setting that is missing or malformed; the message names the setting. */
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export type StoreConfig =
+  | { kind: 'embedded'; file: string }
+  | { kind: 'cosmos'; endpoint: string; database: string; key: string | undefined; clientId: string | undefined };
+
+export type AuthConfig =
+  | { kind: 'jwks'; issuer: string; audience: string; jwksUri: string }
+  | { kind: 'local'; issuer: string; audience: string; keyFile: string };
+
+export type StorageConfig =
+  | { kind: 'connection-string'; connectionString: string }
+  | { kind: 'identity'; accountName: string; clientId: string | undefined };
+
+export interface Config {
+  instanceId: string;
+  host: string;
+  corePort: number;
+  managementPort: number;
+  dataDir: string;
+  serviceApis: ReadonlyArray<'core' | 'management'>;
+  store: StoreConfig;
+  storage: StorageConfig;
+  auth: AuthConfig;
+  /** Principal ids made Owner at instance scope at startup; undefined means "the local default user". */
+  bootstrapOwnerIds: readonly string[] | undefined;
+  appInsightsConnectionString: string | undefined;
+  maxJsonBodyBytes: number;
+  logRequests: boolean;
+  version: string;
+}
+
+/** The local identity provider's audience (CONTRACT.md section 4). */
+export const LOCAL_AUDIENCE = 'api://agent-platform';
+
+/** Parses the environment; throws ConfigError naming the first bad or missing setting. */
+export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.0'): Config {
+  const parsed = Env.safeParse(env);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const key = issue?.path.join('.') ?? 'environment';
+    throw new ConfigError(`Invalid setting ${key}: ${issue?.message ?? 'invalid'}`);
+  }
+  const e = parsed.data;
+  const dataDir = path.resolve(e.DATA_DIR);
+  return {
+    instanceId: e.INSTANCE_ID.toLowerCase(),
+    host: e.HOST,
+    corePort: e.CORE_PORT,
+    managementPort: e.MANAGEMENT_PORT,
+    dataDir,
+    serviceApis: e.SERVICE_APIS,
+    store: storeConfig(e, dataDir),
+    storage: storageConfig(e),
+    auth: authConfig(e, dataDir),
+    bootstrapOwnerIds: e.BOOTSTRAP_OWNER_IDS,
+    appInsightsConnectionString: e.APPLICATIONINSIGHTS_CONNECTION_STRING,
+    maxJsonBodyBytes: e.MAX_JSON_BODY_BYTES,
+    logRequests: e.LOG_REQUESTS,
+    version,
+  };
+}
+
+type Parsed = z.infer<typeof Env>;
+
+function storeConfig(e: Parsed, dataDir: string): StoreConfig {
+  if (e.STORE === 'embedded') return { kind: 'embedded', file: path.join(dataDir, 'store.db') };
+  if (!e.COSMOS_ENDPOINT) throw new ConfigError('Missing setting COSMOS_ENDPOINT (required when STORE=cosmos)');
+  return {
+    kind: 'cosmos',
+    endpoint: e.COSMOS_ENDPOINT,
+    database: e.COSMOS_DATABASE,
+    key: e.COSMOS_KEY,
+    clientId: e.AZURE_CLIENT_ID,
+  };
+}
+
+function storageConfig(e: Parsed): StorageConfig {
+  if (e.AzureWebJobsStorage) return { kind: 'connection-string', connectionString: e.AzureWebJobsStorage };
+  if (e.STORAGE_ACCOUNT_NAME) return { kind: 'identity', accountName: e.STORAGE_ACCOUNT_NAME, clientId: e.AZURE_CLIENT_ID };
+  return { kind: 'connection-string', connectionString: 'UseDevelopmentStorage=true' };
+}
+
+function authConfig(e: Parsed, dataDir: string): AuthConfig {
+  const given = { AUTH_ISSUER: e.AUTH_ISSUER, AUTH_AUDIENCE: e.AUTH_AUDIENCE, AUTH_JWKS_URI: e.AUTH_JWKS_URI };
+  const missing = Object.entries(given).filter(([, v]) => v === undefined).map(([k]) => k);
+  if (missing.length === 0 && e.AUTH_ISSUER && e.AUTH_AUDIENCE && e.AUTH_JWKS_URI) {
+    return { kind: 'jwks', issuer: e.AUTH_ISSUER, audience: e.AUTH_AUDIENCE, jwksUri: e.AUTH_JWKS_URI };
+  }
+  if (missing.length < 3) {
+    throw new ConfigError(`Missing setting ${missing.join(', ')}: set all of AUTH_ISSUER, AUTH_AUDIENCE, AUTH_JWKS_URI or none`);
+  }
+  return {
+    kind: 'local',
+    issuer: `http://${e.HOST}:${e.CORE_PORT}/local-idp`,
+    audience: LOCAL_AUDIENCE,
+    keyFile: path.join(dataDir, 'local-idp', 'signing-key.json'),
+  };
+}

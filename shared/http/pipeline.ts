@@ -1,0 +1,107 @@
+// The one wrapper every request runs through, on every host: request id, span, authentication,
+// validation, authorization, handler, and the mapping of anything thrown to the route's error envelope.
+import { randomUUID } from 'node:crypto';
+import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import type { z } from 'zod';
+import { ANONYMOUS, type Principal } from '../auth/principal.js';
+import type { Services } from '../services.js';
+import { ApiError, badRequest, notFound, toError, validationError, type FieldError } from './errors.js';
+import { errorReply, type ErrorStyle } from './envelopes.js';
+import type { Route } from './route.js';
+import type { PlatformRequest, Reply } from './types.js';
+
+const tracer = trace.getTracer('agent-platform');
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Echoes a well-formed incoming x-request-id, else makes one. */
+export function requestIdOf(request: PlatformRequest): string {
+  const given = request.header('x-request-id');
+  return given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+/** Runs one request through the route. Never throws: every failure becomes a reply. */
+export async function handle(
+  route: Route,
+  request: PlatformRequest,
+  rawParams: Readonly<Record<string, string>>,
+  services: Services,
+): Promise<Reply> {
+  const requestId = requestIdOf(request);
+  const attributes = {
+    'http.route': route.path,
+    'http.request.method': route.method,
+    'svc.route.name': route.name,
+    'svc.request_id': requestId,
+    ...(rawParams.instanceId !== undefined ? { 'Svc-InstanceId': rawParams.instanceId } : {}),
+  };
+  return tracer.startActiveSpan(route.name, { kind: SpanKind.SERVER, attributes }, async (span) => {
+    let reply: Reply;
+    try {
+      reply = await run(route, request, rawParams, services, requestId);
+    } catch (thrown) {
+      reply = failure(thrown, route.errors, request.path, requestId, services);
+    }
+    span.setAttribute('http.response.status_code', reply.status);
+    if (reply.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+    span.end();
+    return { ...reply, headers: { ...reply.headers, 'x-request-id': requestId } };
+  });
+}
+
+async function run(
+  route: Route,
+  request: PlatformRequest,
+  rawParams: Readonly<Record<string, string>>,
+  services: Services,
+  requestId: string,
+): Promise<Reply> {
+  // Another instance's path does not exist here.
+  if (rawParams.instanceId !== undefined && rawParams.instanceId.toLowerCase() !== services.config.instanceId) {
+    throw notFound(`Instance ${rawParams.instanceId} not found`);
+  }
+  const principal: Principal = route.auth === 'none' ? ANONYMOUS : await services.auth.authenticate(request, route.auth);
+  const params = parse(route.params, rawParams, 'path');
+  const query = parse(route.query, Object.fromEntries(request.query), 'query');
+  const body = route.body ? parse(route.body, await readJson(request, services.config.maxJsonBodyBytes), 'body') : undefined;
+  if (route.permission) {
+    const { action, scope } = route.permission({ params, principal });
+    await services.authorizer.require(principal, action, scope);
+  }
+  return route.handler({ params, query, body, principal, request, services, requestId });
+}
+
+async function readJson(request: PlatformRequest, limit: number): Promise<unknown> {
+  const bytes = await request.body(limit);
+  if (bytes.length === 0) return undefined;
+  try {
+    return JSON.parse(bytes.toString('utf8')) as unknown;
+  } catch {
+    throw badRequest('Request body is not valid JSON', [{ field: 'body', message: 'Request body is not valid JSON' }]);
+  }
+}
+
+/** Validates one part of the request; failures become a 400 naming each field. */
+function parse(schema: z.ZodType | undefined, value: unknown, part: 'path' | 'query' | 'body'): unknown {
+  if (!schema) return value;
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  const details: FieldError[] = result.error.issues.map((issue) => ({
+    field: issue.path.length > 0 ? issue.path.join('.') : part,
+    message: issue.message,
+  }));
+  throw validationError(details);
+}
+
+function failure(thrown: unknown, style: ErrorStyle, path: string, requestId: string, services: Services): Reply {
+  if (thrown instanceof ApiError) {
+    if (thrown.code === 'ValidationError' && style !== 'core') {
+      // Outside the Core API a validation failure reads "field: message" in one line.
+      const message = thrown.details.map((d) => `${d.field}: ${d.message}`).join('; ');
+      return errorReply(badRequest(message, thrown.details), style, path);
+    }
+    return errorReply(thrown, style, path);
+  }
+  const error = toError(thrown);
+  services.log.error('Unhandled error', { requestId, error: error.stack ?? error.message });
+  return errorReply(new ApiError(500, 'InternalError', 'An unexpected error occurred'), style, path);
+}

@@ -1,0 +1,57 @@
+// The standalone service: both APIs on their own ports and an in-process consumer per queue handler.
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { startQueueConsumer, type Consumer } from '../queues/local-consumer.js';
+import type { QueueHandler } from '../queues/handler.js';
+import type { Services } from '../services.js';
+import { createApiServer } from './node-host.js';
+import type { Route } from './route.js';
+
+export interface Standalone {
+  coreUrl: string;
+  managementUrl: string;
+  close(): Promise<void>;
+}
+
+const listen = (server: Server, host: string, port: number) =>
+  new Promise<string>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      const address = server.address() as AddressInfo;
+      resolve(`http://${host.includes(':') ? `[${host}]` : host}:${address.port}`);
+    });
+  });
+
+const closeServer = (server: Server) =>
+  new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeIdleConnections();
+  });
+
+/** Starts both API servers (port 0 picks free ports) and the queue consumers. */
+export async function startStandalone(
+  routes: readonly Route[],
+  queueHandlers: readonly QueueHandler[],
+  services: Services,
+  options: { consumers?: boolean } = {},
+): Promise<Standalone> {
+  const { host, corePort, managementPort } = services.config;
+  const core = createApiServer('core', routes, services);
+  const management = createApiServer('management', routes, services);
+  const coreUrl = await listen(core, host, corePort);
+  const managementUrl = await listen(management, host, managementPort).catch(async (e: unknown) => {
+    await closeServer(core);
+    throw e;
+  });
+  const consumers: Consumer[] =
+    options.consumers === false ? [] : queueHandlers.map((h) => startQueueConsumer(h, services.queues, services, { idlePollMs: 500 }));
+  const unsubscribe = services.producer.onSend(() => consumers.forEach((c) => c.wake()));
+  return {
+    coreUrl,
+    managementUrl,
+    async close() {
+      unsubscribe();
+      await Promise.all([...consumers.map((c) => c.stop()), closeServer(core), closeServer(management)]);
+    },
+  };
+}

@@ -1,0 +1,44 @@
+// Runtime settings: the app configuration resources of Svc.Configuration, read through a short cache.
+import type { Container, Doc } from '../store/types.js';
+
+export const APP_CONFIG_PK = 'Svc.Configuration/appConfigurations';
+
+/** The stored fields of an app configuration resource that settings need. */
+export interface AppConfigDoc extends Doc {
+  key: string;
+  value: string;
+  deleted?: boolean;
+}
+
+/**
+ * Reads settings by key. A write on this instance calls `invalidate`, so it is effective at once here;
+ * other instances see it when their cache entry expires (CONTRACT.md section 8: within 30 s).
+ */
+export class AppSettings {
+  private readonly cache = new Map<string, { value: string | undefined; expires: number }>();
+
+  constructor(
+    private readonly container: Container<AppConfigDoc>,
+    private readonly ttlMs = 15_000,
+  ) {}
+
+  async get(key: string): Promise<string | undefined> {
+    const hit = this.cache.get(key);
+    if (hit && hit.expires > Date.now()) return hit.value;
+    const doc = await this.container.read(APP_CONFIG_PK, key);
+    const value = doc && !doc.deleted ? doc.value : undefined;
+    this.cache.set(key, { value, expires: Date.now() + this.ttlMs });
+    return value;
+  }
+
+  async getNumber(key: string, fallback: number): Promise<number> {
+    const raw = await this.get(key);
+    const n = raw === undefined ? NaN : Number(raw);
+    return Number.isFinite(n) ? n : fallback;
+  }
+
+  invalidate(key?: string): void {
+    if (key === undefined) this.cache.clear();
+    else this.cache.delete(key);
+  }
+}

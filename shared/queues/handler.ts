@@ -1,0 +1,52 @@
+// Queue-triggered work, declared once: the Functions host binds it to a queue trigger, the standalone
+// server to the local consumer. Both deliver at least once.
+import type { QueueServiceClient } from '@azure/storage-queue';
+import type { Services } from '../services.js';
+
+export interface QueueDelivery {
+  id: string;
+  /** 1 on the first delivery; the message is given up after MAX_DEQUEUE_COUNT. */
+  dequeueCount: number;
+}
+
+export interface QueueHandler {
+  /** Function name: `<group>-<action>`. */
+  name: string;
+  queue: string;
+  handler: (message: unknown, delivery: QueueDelivery, services: Services) => Promise<void>;
+}
+
+/** Deliveries before a message moves to `<queue>-poison` (host.json `extensions.queues.maxDequeueCount`). */
+export const MAX_DEQUEUE_COUNT = 5;
+
+/** Messages are base64-encoded JSON: the Functions queue trigger's default encoding. */
+export const encodeMessage = (message: unknown) => Buffer.from(JSON.stringify(message)).toString('base64');
+export const decodeMessage = (text: string): unknown => JSON.parse(Buffer.from(text, 'base64').toString('utf8'));
+
+/** Sends messages, creating each queue on first use. */
+export class QueueProducer {
+  private readonly ready = new Map<string, Promise<unknown>>();
+  private readonly listeners = new Set<(queue: string) => void>();
+
+  constructor(private readonly service: QueueServiceClient) {}
+
+  async send(queue: string, message: unknown, options: { visibilityTimeoutSeconds?: number } = {}): Promise<void> {
+    const client = this.service.getQueueClient(queue);
+    let ready = this.ready.get(queue);
+    if (!ready) {
+      ready = client.createIfNotExists();
+      this.ready.set(queue, ready);
+    }
+    await ready;
+    await client.sendMessage(encodeMessage(message), {
+      ...(options.visibilityTimeoutSeconds ? { visibilityTimeout: options.visibilityTimeoutSeconds } : {}),
+    });
+    for (const listener of this.listeners) listener(queue);
+  }
+
+  /** Lets an in-process consumer wake at once instead of at its next poll. */
+  onSend(listener: (queue: string) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+}

@@ -1,0 +1,60 @@
+// The composition root: everything a handler may use, built once per process from configuration.
+import type { BlobServiceClient } from '@azure/storage-blob';
+import type { QueueServiceClient } from '@azure/storage-queue';
+import { createAuthenticator, type Authenticator } from './auth/authenticate.js';
+import type { Authorizer } from './auth/authorizer.js';
+import { createBearerVerifier, type BearerVerifier } from './auth/bearer.js';
+import type { Config } from './config.js';
+import { forbidden } from './http/errors.js';
+import { createLog, type Log } from './log.js';
+import { AppSettings, type AppConfigDoc } from './providers/settings.js';
+import { QueueProducer } from './queues/handler.js';
+import { openStore } from './store/open.js';
+import { createBlobService, createQueueService } from './store/storage.js';
+import type { DocumentStore } from './store/types.js';
+
+export interface Services {
+  readonly config: Config;
+  readonly log: Log;
+  readonly store: DocumentStore;
+  readonly bearer: BearerVerifier;
+  readonly auth: Authenticator;
+  readonly authorizer: Authorizer;
+  readonly settings: AppSettings;
+  readonly blobs: BlobServiceClient;
+  readonly queues: QueueServiceClient;
+  readonly producer: QueueProducer;
+  close(): Promise<void>;
+}
+
+export interface ServiceOverrides {
+  store?: DocumentStore;
+  log?: Log;
+}
+
+// Until role assignments exist nothing is granted: fail closed.
+const denyAll: Authorizer = {
+  require: () => Promise.reject(forbidden()),
+  can: () => Promise.resolve(false),
+  access: () => Promise.resolve({ roles: [], actions: [] }),
+};
+
+export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
+  const log = overrides.log ?? createLog();
+  const store = overrides.store ?? (await openStore(config.store));
+  const bearer = await createBearerVerifier(config.auth);
+  const queues = createQueueService(config.storage);
+  return {
+    config,
+    log,
+    store,
+    bearer,
+    auth: createAuthenticator(bearer),
+    authorizer: denyAll,
+    settings: new AppSettings(store.container<AppConfigDoc>('resources')),
+    blobs: createBlobService(config.storage),
+    queues,
+    producer: new QueueProducer(queues),
+    close: () => store.close(),
+  };
+}

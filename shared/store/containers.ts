@@ -1,0 +1,44 @@
+// Every container the service uses: name, partition key, TTL and indexed fields. The one source of truth
+// for both store adapters and for the infrastructure definitions (a test compares them).
+
+export interface ContainerDefinition {
+  readonly name: string;
+  /** Always `/pk`: each document carries its own partition key value (see Doc). */
+  readonly partitionKeyPath: '/pk';
+  /** Cosmos default TTL in seconds; -1 turns TTL on without a default (documents set `ttl`); absent is off. */
+  readonly defaultTtlSeconds?: number;
+  /** Field paths queries filter or sort on; each inner list is one (composite) index. */
+  readonly indexes: readonly (readonly string[])[];
+}
+
+const define = (name: string, rest: Omit<ContainerDefinition, 'name' | 'partitionKeyPath'>): ContainerDefinition => ({
+  name,
+  partitionKeyPath: '/pk',
+  ...rest,
+});
+
+/** Container definitions by name. */
+export const CONTAINERS = {
+  /** Management resources of every provider; pk = `{provider}/{resourceType}`, id = resource name. */
+  resources: define('resources', { indexes: [['deleted'], ['type']] }),
+  /** Sessions and their messages together; pk = owner UPN, so one user's conversation is one partition. */
+  sessions: define('sessions', { indexes: [['type', 'session_id'], ['type', 'created_on'], ['day']] }),
+  /** Long-running completion operations (the status container); pk = operation id. */
+  operations: define('operations', { defaultTtlSeconds: 30 * 24 * 3600, indexes: [['status']] }),
+  /** Personalized memory documents; pk = owner UPN. */
+  memories: define('memories', { indexes: [] }),
+  /** Agent access tokens; pk = agent name. */
+  tokens: define('tokens', { indexes: [] }),
+  /** Token usage records, one per completion; pk = UPN. */
+  usage: define('usage', { indexes: [['timestamp'], ['agent_name'], ['day']] }),
+  /** Uploaded file records (the bytes live in Blob storage); pk = owner UPN. */
+  files: define('files', { indexes: [['agent_name'], ['created_on']] }),
+  /** Quota counters; pk = quota partition; documents expire by `ttl`. */
+  quotas: define('quotas', { defaultTtlSeconds: -1, indexes: [] }),
+  /** Principals seen signing in, for identity search; pk = 'principals'. */
+  principals: define('principals', { indexes: [['upn']] }),
+} as const satisfies Record<string, ContainerDefinition>;
+
+export type ContainerName = keyof typeof CONTAINERS;
+
+export const CONTAINER_LIST: readonly ContainerDefinition[] = Object.values(CONTAINERS);

@@ -1,0 +1,245 @@
+// The Cosmos DB document store: @azure/cosmos with managed identity in Azure, a key only for emulators.
+import { CosmosClient, type Container as SdkContainer, type IndexingPolicy, type PatchOperation } from '@azure/cosmos';
+import { DefaultAzureCredential } from '@azure/identity';
+import { CONTAINER_LIST, type ContainerDefinition } from './containers.js';
+import { aggregateSql, selectSql } from './cosmos-sql.js';
+import { segments } from './fields.js';
+import {
+  ConflictError,
+  NotFoundError,
+  PreconditionFailedError,
+  StoreError,
+  type AggregateQuery,
+  type AggregateRow,
+  type Container,
+  type Doc,
+  type DocumentStore,
+  type JsonScalar,
+  type Page,
+  type PatchOp,
+  type Query,
+  type Stored,
+  type WriteOptions,
+} from './types.js';
+
+export interface CosmosStoreOptions {
+  endpoint: string;
+  database: string;
+  /** Account key: emulators and local Cosmos-compatible servers only. Without it, Entra ID is used. */
+  key?: string | undefined;
+  /** Client id of the user-assigned managed identity. */
+  clientId?: string | undefined;
+  /** Create the database and containers when missing (needs control-plane rights: emulators only). */
+  createContainers?: boolean;
+  definitions?: readonly ContainerDefinition[];
+}
+
+/** The indexing policy a container definition asks for: everything indexed, plus its composite indexes. */
+export function cosmosIndexingPolicy(def: ContainerDefinition): IndexingPolicy {
+  const composite = def.indexes.filter((fields) => fields.length > 1);
+  return {
+    indexingMode: 'consistent',
+    automatic: true,
+    includedPaths: [{ path: '/*' }],
+    excludedPaths: [{ path: '/"_etag"/?' }],
+    ...(composite.length > 0
+      ? { compositeIndexes: composite.map((fields) => fields.map((f) => ({ path: `/${segments(f).join('/')}`, order: 'ascending' as const }))) }
+      : {}),
+  };
+}
+
+export async function openCosmosStore(options: CosmosStoreOptions): Promise<DocumentStore> {
+  const definitions = options.definitions ?? CONTAINER_LIST;
+  const plainHttp = options.endpoint.startsWith('http://');
+  const client = new CosmosClient({
+    endpoint: options.endpoint,
+    ...(options.key
+      ? { key: options.key }
+      : { aadCredentials: new DefaultAzureCredential(options.clientId ? { managedIdentityClientId: options.clientId } : {}) }),
+    // Local Cosmos-compatible servers over plain HTTP have no regional endpoints to discover.
+    ...(plainHttp ? { connectionPolicy: { enableEndpointDiscovery: false } } : {}),
+  });
+  const database = client.database(options.database);
+  if (options.createContainers) {
+    await client.databases.createIfNotExists({ id: options.database });
+    for (const def of definitions) {
+      await database.containers.createIfNotExists({
+        id: def.name,
+        partitionKey: { paths: [def.partitionKeyPath] },
+        indexingPolicy: cosmosIndexingPolicy(def),
+        ...(def.defaultTtlSeconds !== undefined ? { defaultTtl: def.defaultTtlSeconds } : {}),
+      });
+    }
+  }
+  const containers = new Map(definitions.map((d) => [d.name, new CosmosContainer<Doc>(database.container(d.name), d.name)]));
+  return {
+    kind: 'cosmos',
+    container<T extends Doc>(name: string): Container<T> {
+      const c = containers.get(name);
+      if (!c) throw new StoreError(`Unknown container ${name}`);
+      return c as unknown as Container<T>;
+    },
+    close() {
+      client.dispose();
+      return Promise.resolve();
+    },
+  };
+}
+
+class CosmosContainer<T extends Doc> implements Container<T> {
+  constructor(
+    private readonly sdk: SdkContainer,
+    readonly name: string,
+  ) {}
+
+  async read(pk: string, id: string): Promise<Stored<T> | undefined> {
+    try {
+      const { resource } = await this.sdk.item(id, pk).read<T>();
+      return resource ? clean(resource) : undefined;
+    } catch (e) {
+      if (status(e) === 404) return undefined;
+      throw mapError(e, id);
+    }
+  }
+
+  async create(doc: T): Promise<Stored<T>> {
+    return this.write(id(doc), () => this.sdk.items.create<T>(doc));
+  }
+
+  async upsert(doc: T, options: WriteOptions = {}): Promise<Stored<T>> {
+    return this.write(id(doc), () => this.sdk.items.upsert<T>(doc, condition(options)));
+  }
+
+  async replace(doc: T, options: WriteOptions = {}): Promise<Stored<T>> {
+    return this.write(id(doc), () => this.sdk.item(doc.id, doc.pk).replace<T>(doc, condition(options)));
+  }
+
+  async delete(pk: string, id: string, options: WriteOptions = {}): Promise<boolean> {
+    try {
+      await this.sdk.item(id, pk).delete(condition(options));
+      return true;
+    } catch (e) {
+      if (status(e) === 404 && options.ifMatch === undefined) return false;
+      throw mapError(e, id);
+    }
+  }
+
+  async patch(pk: string, id: string, ops: readonly PatchOp[], options: WriteOptions = {}): Promise<Stored<T>> {
+    const operations: PatchOperation[] = ops.map((op) => {
+      const path = `/${segments(op.path).join('/')}`;
+      switch (op.op) {
+        case 'set':
+          return { op: 'set', path, value: op.value };
+        case 'incr':
+          return { op: 'incr', path, value: op.value };
+        case 'append':
+          return { op: 'add', path: `${path}/-`, value: op.value };
+        case 'remove':
+          return { op: 'remove', path };
+      }
+    });
+    return this.write(id, () => this.sdk.item(id, pk).patch<T>(operations, condition(options)));
+  }
+
+  async query(q: Query): Promise<Page<Stored<T>>> {
+    const spec = selectSql(q);
+    const iterator = this.sdk.items.query<T>(spec, {
+      ...(q.partition !== undefined ? { partitionKey: q.partition } : {}),
+      ...(q.limit !== undefined ? { maxItemCount: q.limit } : {}),
+      ...(q.continuation !== undefined ? { continuationToken: q.continuation } : {}),
+    });
+    try {
+      if (q.limit === undefined) {
+        const { resources } = await iterator.fetchAll();
+        return { items: resources.map((r) => clean(r)) };
+      }
+      const page = await iterator.fetchNext();
+      const items = page.resources.map((r) => clean(r));
+      return page.hasMoreResults && page.continuationToken ? { items, continuation: page.continuationToken } : { items };
+    } catch (e) {
+      throw mapError(e, this.name);
+    }
+  }
+
+  async aggregate(q: AggregateQuery): Promise<AggregateRow[]> {
+    const plan = aggregateSql(q);
+    const groupBy = q.groupBy ?? [];
+    const run = async <R>(spec: Parameters<SdkContainer['items']['query']>[0]) =>
+      (await this.sdk.items.query<R>(spec, q.partition !== undefined ? { partitionKey: q.partition } : {}).fetchAll()).resources;
+    try {
+      if (groupBy.length === 0) {
+        const row: AggregateRow = {};
+        for (const v of plan.values) {
+          const [value] = await run<JsonScalar>(v.spec);
+          row[v.alias] = value ?? (q.aggregates[v.alias]?.fn === 'count' ? 0 : null);
+        }
+        for (const d of plan.distinct) row[d.alias] = (await run<unknown>(d.spec)).length;
+        return [row];
+      }
+      // Grouped: merge the GROUP BY rows and the distinct projections on the group key.
+      const rows = new Map<string, AggregateRow>();
+      const rowFor = (g: Record<string, unknown>) => {
+        const values = groupBy.map((_, i) => (g[`g${i}`] ?? null) as JsonScalar);
+        const key = JSON.stringify(values);
+        const existing = rows.get(key);
+        if (existing) return existing;
+        const row: AggregateRow = {};
+        groupBy.forEach((field, i) => (row[field] = values[i] ?? null));
+        for (const [name, a] of Object.entries(q.aggregates)) row[name] = a.fn === 'count' || a.fn === 'countDistinct' ? 0 : null;
+        rows.set(key, row);
+        return row;
+      };
+      if (plan.grouped) {
+        for (const g of await run<Record<string, JsonScalar>>(plan.grouped)) {
+          const row = rowFor(g);
+          for (const name of Object.keys(q.aggregates)) if (name in g) row[name] = g[name] ?? null;
+        }
+      }
+      for (const d of plan.distinct) {
+        for (const g of await run<Record<string, unknown>>(d.spec)) {
+          const row = rowFor(g);
+          row[d.alias] = (row[d.alias] as number) + 1;
+        }
+      }
+      return [...rows.values()];
+    } catch (e) {
+      throw mapError(e, this.name);
+    }
+  }
+
+  private async write(id: string, op: () => Promise<{ resource?: T | undefined }>): Promise<Stored<T>> {
+    try {
+      const { resource } = await op();
+      if (!resource) throw new StoreError(`No document returned for ${id}`);
+      return clean(resource);
+    } catch (e) {
+      throw mapError(e, id);
+    }
+  }
+}
+
+const id = (doc: Doc) => doc.id;
+const condition = (o: WriteOptions) =>
+  o.ifMatch !== undefined ? { accessCondition: { type: 'IfMatch', condition: o.ifMatch } } : {};
+const status = (e: unknown): number | undefined =>
+  typeof e === 'object' && e !== null && 'code' in e && typeof e.code === 'number' ? e.code : undefined;
+
+function mapError(e: unknown, what: string): Error {
+  switch (status(e)) {
+    case 409:
+      return new ConflictError(`${what} already exists`);
+    case 412:
+      return new PreconditionFailedError(`${what} was changed by another writer`);
+    case 404:
+      return new NotFoundError(`${what} not found`);
+    default:
+      return e instanceof Error ? e : new StoreError(String(e));
+  }
+}
+
+/** Drops Cosmos system properties other than the ETag. */
+function clean<T extends Doc>(resource: T): Stored<T> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(resource)) if (!k.startsWith('_') || k === '_etag') out[k] = v;
+  return out as unknown as Stored<T>;
+}

@@ -1,0 +1,309 @@
+// The embedded document store: one SQLite file, one table per container, JSON documents with expression
+// indexes on the fields queries use. Synchronous SQLite under an async interface; writes that check an
+// ETag run in one immediate transaction, so they are atomic even across processes sharing the file.
+import { randomBytes } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+import { CONTAINER_LIST, type ContainerDefinition } from './containers.js';
+import { alias, getPath, segments, updatePath } from './fields.js';
+import {
+  ConflictError,
+  NotFoundError,
+  PreconditionFailedError,
+  StoreError,
+  type AggregateQuery,
+  type AggregateRow,
+  type Container,
+  type Doc,
+  type DocumentStore,
+  type Filter,
+  type JsonScalar,
+  type Page,
+  type PatchOp,
+  type Query,
+  type Stored,
+  type WriteOptions,
+} from './types.js';
+
+type Row = { body: string; etag: string };
+type Bind = string | number | null;
+
+const newEtag = () => `"${randomBytes(8).toString('hex')}"`;
+const jsonExpr = (field: string) => `json_extract(body, '$.${segments(field).join('.')}')`;
+const bind = (v: JsonScalar): Bind => (typeof v === 'boolean' ? (v ? 1 : 0) : v);
+
+/** Opens (creating when needed) the SQLite file; `:memory:` gives a private in-memory store. */
+export function openSqliteStore(file: string, definitions = CONTAINER_LIST): DocumentStore {
+  if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('busy_timeout = 5000');
+  const containers = new Map<string, SqliteContainer<Doc>>();
+  for (const def of definitions) containers.set(def.name, new SqliteContainer(db, def));
+  return {
+    kind: 'embedded',
+    container<T extends Doc>(name: string): Container<T> {
+      const c = containers.get(name);
+      if (!c) throw new StoreError(`Unknown container ${name}`);
+      return c as unknown as Container<T>;
+    },
+    close() {
+      db.close();
+      return Promise.resolve();
+    },
+  };
+}
+
+class SqliteContainer<T extends Doc> implements Container<T> {
+  private readonly table: string;
+  private readonly statements = new Map<string, Database.Statement>();
+
+  constructor(
+    private readonly db: Database.Database,
+    private readonly def: ContainerDefinition,
+  ) {
+    this.table = `docs_${def.name}`;
+    db.exec(`CREATE TABLE IF NOT EXISTS "${this.table}" (
+      pk TEXT NOT NULL, id TEXT NOT NULL, etag TEXT NOT NULL, expires_at INTEGER, body TEXT NOT NULL,
+      PRIMARY KEY (pk, id)) WITHOUT ROWID`);
+    def.indexes.forEach((fields, i) => {
+      db.exec(`CREATE INDEX IF NOT EXISTS "ix_${def.name}_${i}" ON "${this.table}" (${fields.map(jsonExpr).join(', ')})`);
+    });
+    if (def.defaultTtlSeconds !== undefined) {
+      db.prepare(`DELETE FROM "${this.table}" WHERE expires_at IS NOT NULL AND expires_at <= ?`).run(Date.now());
+    }
+  }
+
+  get name() {
+    return this.def.name;
+  }
+
+  private stmt(sql: string): Database.Statement {
+    let s = this.statements.get(sql);
+    if (!s) {
+      s = this.db.prepare(sql);
+      if (this.statements.size < 500) this.statements.set(sql, s);
+    }
+    return s;
+  }
+
+  private live = 'AND (expires_at IS NULL OR expires_at > ?)';
+
+  private readRow(pk: string, id: string): Row | undefined {
+    return this.stmt(`SELECT body, etag FROM "${this.table}" WHERE pk = ? AND id = ? ${this.live}`).get(pk, id, Date.now()) as
+      | Row
+      | undefined;
+  }
+
+  private expiresAt(doc: T): number | null {
+    const ttl = doc.ttl ?? this.def.defaultTtlSeconds;
+    return ttl !== undefined && ttl > 0 ? Date.now() + ttl * 1000 : null;
+  }
+
+  private write(doc: T, sqlVerb: 'INSERT' | 'INSERT OR REPLACE'): Stored<T> {
+    const clean = strip(doc);
+    const etag = newEtag();
+    this.stmt(`${sqlVerb} INTO "${this.table}" (pk, id, etag, expires_at, body) VALUES (?, ?, ?, ?, ?)`).run(
+      clean.pk,
+      clean.id,
+      etag,
+      this.expiresAt(clean),
+      JSON.stringify(clean),
+    );
+    return { ...clean, _etag: etag };
+  }
+
+  read(pk: string, id: string): Promise<Stored<T> | undefined> {
+    const row = this.readRow(pk, id);
+    return Promise.resolve(row ? parse<T>(row) : undefined);
+  }
+
+  create(doc: T): Promise<Stored<T>> {
+    return this.tx(() => {
+      if (this.readRow(doc.pk, doc.id)) throw new ConflictError(`${this.name}/${doc.pk}/${doc.id} already exists`);
+      return this.write(doc, 'INSERT OR REPLACE');
+    });
+  }
+
+  upsert(doc: T, options: WriteOptions = {}): Promise<Stored<T>> {
+    return this.tx(() => {
+      if (options.ifMatch !== undefined) this.check(this.readRow(doc.pk, doc.id), options.ifMatch, doc.id);
+      return this.write(doc, 'INSERT OR REPLACE');
+    });
+  }
+
+  replace(doc: T, options: WriteOptions = {}): Promise<Stored<T>> {
+    return this.tx(() => {
+      const row = this.readRow(doc.pk, doc.id);
+      if (!row) throw new NotFoundError(`${this.name}/${doc.pk}/${doc.id} not found`);
+      this.check(row, options.ifMatch, doc.id);
+      return this.write(doc, 'INSERT OR REPLACE');
+    });
+  }
+
+  delete(pk: string, id: string, options: WriteOptions = {}): Promise<boolean> {
+    return this.tx(() => {
+      const row = this.readRow(pk, id);
+      if (!row) return false;
+      this.check(row, options.ifMatch, id);
+      this.stmt(`DELETE FROM "${this.table}" WHERE pk = ? AND id = ?`).run(pk, id);
+      return true;
+    });
+  }
+
+  patch(pk: string, id: string, ops: readonly PatchOp[], options: WriteOptions = {}): Promise<Stored<T>> {
+    return this.tx(() => {
+      const row = this.readRow(pk, id);
+      if (!row) throw new NotFoundError(`${this.name}/${pk}/${id} not found`);
+      this.check(row, options.ifMatch, id);
+      const doc = JSON.parse(row.body) as T & Record<string, unknown>;
+      for (const op of ops) applyPatch(doc, op);
+      return this.write(doc, 'INSERT OR REPLACE');
+    });
+  }
+
+  query(q: Query): Promise<Page<Stored<T>>> {
+    const params: Bind[] = [];
+    const whereSql = this.where(q.partition, q.where, params);
+    const order = (q.orderBy ?? []).map((o) => `${jsonExpr(o.field)} ${o.direction === 'desc' ? 'DESC' : 'ASC'}`);
+    const offset = decodeContinuation(q.continuation);
+    const limit = q.limit ?? -1;
+    const sql = `SELECT body, etag FROM "${this.table}"${whereSql} ORDER BY ${[...order, 'pk', 'id'].join(', ')} LIMIT ? OFFSET ?`;
+    // One extra row tells whether another page follows.
+    const rows = this.stmt(sql).all(...params, limit < 0 ? -1 : limit + 1, offset) as Row[];
+    const more = limit >= 0 && rows.length > limit;
+    const items = (more ? rows.slice(0, limit) : rows).map((r) => parse<T>(r));
+    return Promise.resolve(more ? { items, continuation: encodeContinuation(offset + limit) } : { items });
+  }
+
+  aggregate(q: AggregateQuery): Promise<AggregateRow[]> {
+    const params: Bind[] = [];
+    const groupBy = q.groupBy ?? [];
+    const cols = groupBy.map((g, i) => `${jsonExpr(g)} AS g${i}`);
+    for (const [name, a] of Object.entries(q.aggregates)) {
+      const expr =
+        a.fn === 'count'
+          ? 'COUNT(*)'
+          : a.fn === 'countDistinct'
+            ? `COUNT(DISTINCT ${jsonExpr(a.field)})`
+            : `${a.fn.toUpperCase()}(${jsonExpr(a.field)})`;
+      cols.push(`${expr} AS "${alias(name)}"`);
+    }
+    const whereSql = this.where(q.partition, q.where, params);
+    const groupSql = groupBy.length > 0 ? ` GROUP BY ${groupBy.map((_, i) => `g${i}`).join(', ')}` : '';
+    const rows = this.stmt(`SELECT ${cols.join(', ')} FROM "${this.table}"${whereSql}${groupSql}`).all(...params) as Record<
+      string,
+      JsonScalar
+    >[];
+    return Promise.resolve(
+      rows.map((r) => {
+        const out: AggregateRow = {};
+        groupBy.forEach((g, i) => (out[g] = r[`g${i}`] ?? null));
+        for (const name of Object.keys(q.aggregates)) out[name] = r[name] ?? null;
+        return out;
+      }),
+    );
+  }
+
+  private where(partition: string | undefined, filters: readonly Filter[] | undefined, params: Bind[]): string {
+    const parts = ['(expires_at IS NULL OR expires_at > ?)'];
+    params.push(Date.now());
+    if (partition !== undefined) {
+      parts.push('pk = ?');
+      params.push(partition);
+    }
+    for (const f of filters ?? []) parts.push(sqliteCondition(f, params));
+    return ` WHERE ${parts.join(' AND ')}`;
+  }
+
+  private check(row: Row | undefined, ifMatch: string | undefined, id: string) {
+    if (ifMatch !== undefined && (!row || row.etag !== ifMatch)) {
+      throw new PreconditionFailedError(`${this.name}/${id} was changed by another writer`);
+    }
+  }
+
+  private tx<R>(fn: () => R): Promise<R> {
+    try {
+      return Promise.resolve(this.db.transaction(fn).immediate());
+    } catch (e) {
+      return Promise.reject(e instanceof Error ? e : new StoreError(String(e)));
+    }
+  }
+}
+
+function sqliteCondition(f: Filter, params: Bind[]): string {
+  const field = jsonExpr(f.field);
+  const ops = { eq: '=', ne: '!=', lt: '<', le: '<=', gt: '>', ge: '>=' } as const;
+  switch (f.op) {
+    case 'eq':
+    case 'ne':
+    case 'lt':
+    case 'le':
+    case 'gt':
+    case 'ge':
+      params.push(bind(f.value));
+      return `${field} ${ops[f.op]} ?`;
+    case 'in':
+      if (f.value.length === 0) return '0';
+      params.push(...f.value.map(bind));
+      return `${field} IN (${f.value.map(() => '?').join(', ')})`;
+    case 'startsWith':
+      params.push(f.value.length, f.value);
+      return `substr(${field}, 1, ?) = ?`;
+    case 'contains':
+      params.push(bind(f.value));
+      return `EXISTS (SELECT 1 FROM json_each(body, '$.${segments(f.field).join('.')}') WHERE value = ?)`;
+    case 'exists':
+      return `json_type(body, '$.${segments(f.field).join('.')}') IS NOT NULL`;
+    case 'missing':
+      return `json_type(body, '$.${segments(f.field).join('.')}') IS NULL`;
+  }
+}
+
+function applyPatch(doc: Record<string, unknown>, op: PatchOp): void {
+  updatePath(doc, op.path, (parent, key) => {
+    switch (op.op) {
+      case 'set':
+        parent[key] = op.value;
+        return;
+      case 'remove':
+        Reflect.deleteProperty(parent, key);
+        return;
+      case 'incr': {
+        const current = parent[key] ?? 0;
+        if (typeof current !== 'number') throw new StoreError(`Cannot increment non-number at ${op.path}`);
+        parent[key] = current + op.value;
+        return;
+      }
+      case 'append': {
+        const list = getPath(parent, key);
+        if (!Array.isArray(list)) throw new StoreError(`No array at ${op.path}`);
+        list.push(op.value);
+        return;
+      }
+    }
+  });
+}
+
+function strip<T extends Doc>(doc: T): T {
+  const clean: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(doc)) if (!k.startsWith('_')) clean[k] = v;
+  return clean as T;
+}
+
+const parse = <T extends Doc>(row: Row): Stored<T> => ({ ...(JSON.parse(row.body) as T), _etag: row.etag });
+
+const encodeContinuation = (offset: number) => Buffer.from(JSON.stringify({ o: offset })).toString('base64url');
+
+function decodeContinuation(token: string | undefined): number {
+  if (token === undefined) return 0;
+  try {
+    const o = (JSON.parse(Buffer.from(token, 'base64url').toString()) as { o?: unknown }).o;
+    if (typeof o === 'number' && Number.isInteger(o) && o >= 0) return o;
+  } catch {
+    // fall through to the error below
+  }
+  throw new StoreError('Invalid continuation token');
+}

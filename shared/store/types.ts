@@ -1,0 +1,109 @@
+// The narrow document-store interface every repository is written against; Cosmos and SQLite implement it.
+
+/** Every stored document has an id, unique within its partition, and its partition key value in `pk`. */
+export interface Doc {
+  id: string;
+  pk: string;
+  /** Seconds to live; the store removes the document after that (Cosmos TTL semantics). */
+  ttl?: number;
+}
+
+/** A document as read back: with the ETag of the version read. */
+export type Stored<T extends Doc> = T & { _etag: string };
+
+export type JsonScalar = string | number | boolean | null;
+
+/** A field path in dotted form (`resource.name`); only identifier characters are accepted. */
+export type FieldPath = string;
+
+export type Filter =
+  | { field: FieldPath; op: 'eq' | 'ne' | 'lt' | 'le' | 'gt' | 'ge'; value: Exclude<JsonScalar, null> }
+  | { field: FieldPath; op: 'in'; value: readonly Exclude<JsonScalar, null>[] }
+  | { field: FieldPath; op: 'startsWith'; value: string }
+  /** The array at `field` contains `value`. */
+  | { field: FieldPath; op: 'contains'; value: Exclude<JsonScalar, null> }
+  | { field: FieldPath; op: 'exists' | 'missing' };
+
+export interface Query {
+  /** Restricts the query to one partition; absent means all partitions. */
+  partition?: string;
+  /** All must hold. */
+  where?: readonly Filter[];
+  orderBy?: readonly { field: FieldPath; direction?: 'asc' | 'desc' }[];
+  /** Page size; absent means every match. */
+  limit?: number;
+  /** The `continuation` of the previous page. */
+  continuation?: string;
+}
+
+export interface Page<T> {
+  items: T[];
+  /** Present when more items follow; pass it back as `Query.continuation`. */
+  continuation?: string;
+}
+
+export type Aggregate =
+  | { fn: 'count' }
+  | { fn: 'sum' | 'min' | 'max'; field: FieldPath }
+  | { fn: 'countDistinct'; field: FieldPath };
+
+export interface AggregateQuery {
+  partition?: string;
+  where?: readonly Filter[];
+  /** Fields to group by; each row carries them under their own path as key. */
+  groupBy?: readonly FieldPath[];
+  aggregates: Readonly<Record<string, Aggregate>>;
+}
+
+/** One result row: group values by field path, aggregate values by alias (null for sum/min/max of nothing). */
+export type AggregateRow = Record<string, JsonScalar>;
+
+export type PatchOp =
+  | { op: 'set'; path: FieldPath; value: unknown }
+  | { op: 'incr'; path: FieldPath; value: number }
+  /** Appends `value` to the array at `path`, creating it when absent. */
+  | { op: 'append'; path: FieldPath; value: unknown }
+  | { op: 'remove'; path: FieldPath };
+
+export interface WriteOptions {
+  /** Only write when the stored document still has this ETag; otherwise PreconditionFailedError. */
+  ifMatch?: string;
+}
+
+/** One container: a set of documents sharing a partition key scheme. */
+export interface Container<T extends Doc> {
+  readonly name: string;
+  read(pk: string, id: string): Promise<Stored<T> | undefined>;
+  /** Fails with ConflictError when a document with this id exists in the partition. */
+  create(doc: T): Promise<Stored<T>>;
+  upsert(doc: T, options?: WriteOptions): Promise<Stored<T>>;
+  /** Fails with NotFoundError when absent, PreconditionFailedError on a stale ETag. */
+  replace(doc: T, options?: WriteOptions): Promise<Stored<T>>;
+  /** Returns false when the document was absent. */
+  delete(pk: string, id: string, options?: WriteOptions): Promise<boolean>;
+  patch(pk: string, id: string, ops: readonly PatchOp[], options?: WriteOptions): Promise<Stored<T>>;
+  query(query: Query): Promise<Page<Stored<T>>>;
+  aggregate(query: AggregateQuery): Promise<AggregateRow[]>;
+}
+
+export interface DocumentStore {
+  readonly kind: 'embedded' | 'cosmos';
+  container<T extends Doc>(name: string): Container<T>;
+  close(): Promise<void>;
+}
+
+export class StoreError extends Error {
+  override name = 'StoreError';
+}
+/** A document with that id already exists. */
+export class ConflictError extends StoreError {
+  override name = 'ConflictError';
+}
+/** The document is absent. */
+export class NotFoundError extends StoreError {
+  override name = 'NotFoundError';
+}
+/** The ETag given no longer matches: somebody else wrote first; read again and retry. */
+export class PreconditionFailedError extends StoreError {
+  override name = 'PreconditionFailedError';
+}

@@ -1,0 +1,29 @@
+// Read-modify-write with optimistic concurrency: the one loop every repository uses for updates.
+import { ConflictError, PreconditionFailedError, type Container, type Doc, type Stored } from './types.js';
+
+/**
+ * Reads the document, applies `change` and writes it back only if nobody wrote in between (ETag);
+ * on a conflict it reads again and retries, so concurrent writers never lose an update. `change`
+ * receives undefined for a missing document and returns the new document, or undefined to write nothing.
+ */
+export async function updateDocument<T extends Doc>(
+  container: Container<T>,
+  pk: string,
+  id: string,
+  change: (current: Stored<T> | undefined) => T | undefined,
+  attempts = 50,
+): Promise<Stored<T> | undefined> {
+  for (let attempt = 1; ; attempt++) {
+    const current = await container.read(pk, id);
+    const next = change(current);
+    if (next === undefined) return current;
+    try {
+      return current ? await container.replace(next, { ifMatch: current._etag }) : await container.create(next);
+    } catch (e) {
+      const raced = e instanceof PreconditionFailedError || (e instanceof ConflictError && !current);
+      if (!raced || attempt >= attempts) throw e;
+      // Back off a little, with jitter, so a crowd of writers spreads out.
+      await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, attempt * 2)));
+    }
+  }
+}
