@@ -9,46 +9,73 @@ type Json = Record<string, unknown>;
 
 const TITLES: Record<Api, string> = { core: 'Agent Platform Core API', management: 'Agent Platform Management API' };
 
-function schemaOf(schema: z.ZodType, io: 'input' | 'output'): Json {
-  const json = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any', reused: 'inline' }) as Json;
-  delete json.$schema;
-  return json;
+/**
+ * Named schemas (those with a `meta({ id })`) of one document. zod emits them as local `$defs`; OpenAPI
+ * wants them under `components.schemas`, so they are hoisted there and their references rewritten.
+ * A schema whose input form differs from its output form (defaults, transforms) gets an `Input` twin.
+ */
+class Components {
+  readonly schemas: Record<string, Json> = {};
+
+  schemaOf(schema: z.ZodType, io: 'input' | 'output'): Json {
+    const json = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Json;
+    const defs = (json.$defs ?? {}) as Record<string, Json>;
+    delete json.$defs;
+    delete json.$schema;
+    const names = new Map<string, string>();
+    for (const [id, def] of Object.entries(defs)) {
+      const existing = this.schemas[id];
+      const name = existing && JSON.stringify(existing) !== JSON.stringify(def) ? `${id}Input` : id;
+      names.set(id, name);
+    }
+    const rewrite = (node: unknown): unknown => {
+      if (Array.isArray(node)) return node.map(rewrite);
+      if (typeof node !== 'object' || node === null) return node;
+      const out: Json = {};
+      for (const [k, v] of Object.entries(node)) {
+        out[k] = k === '$ref' && typeof v === 'string' && v.startsWith('#/$defs/') ? `#/components/schemas/${names.get(v.slice(8)) ?? v.slice(8)}` : rewrite(v);
+      }
+      return out;
+    };
+    for (const [id, def] of Object.entries(defs)) this.schemas[names.get(id) ?? id] = rewrite(def) as Json;
+    return rewrite(json) as Json;
+  }
 }
 
-function errorSchema(route: Route): Json {
+function errorSchema(route: Route, c: Components): Json {
   const body = route.errors === 'core' ? CoreErrorBody : route.errors === 'management' ? ManagementErrorBody : ProblemDetailsBody;
   const type = route.errors === 'problem' ? 'application/problem+json' : 'application/json';
-  return { [type]: { schema: schemaOf(body, 'output') } };
+  return { [type]: { schema: c.schemaOf(body, 'output') } };
 }
 
-function parameters(route: Route): Json[] {
+function parameters(route: Route, c: Components): Json[] {
   const pathShape = route.params instanceof z.ZodObject ? (route.params.shape as Record<string, z.ZodType>) : {};
   const path = templateParams(route.path).map((name) => ({
     name,
     in: 'path',
     required: true,
-    schema: pathShape[name] ? schemaOf(pathShape[name], 'input') : { type: 'string' },
+    schema: pathShape[name] ? c.schemaOf(pathShape[name], 'input') : { type: 'string' },
   }));
   const queryShape = route.query instanceof z.ZodObject ? (route.query.shape as Record<string, z.ZodType>) : {};
   const query = Object.entries(queryShape).map(([name, s]) => ({
     name,
     in: 'query',
     required: !s.safeParse(undefined).success,
-    schema: schemaOf(s, 'input'),
+    schema: c.schemaOf(s, 'input'),
     ...(s.description ? { description: s.description } : {}),
   }));
   return [...path, ...query];
 }
 
-function operation(route: Route): Json {
+function operation(route: Route, c: Components): Json {
   const responses: Json = {};
   for (const [status, doc] of Object.entries(route.responses)) {
     responses[status] = {
       description: doc.description,
-      ...(doc.schema ? { content: { [doc.contentType ?? 'application/json']: { schema: schemaOf(doc.schema, 'output') } } } : {}),
+      ...(doc.schema ? { content: { [doc.contentType ?? 'application/json']: { schema: c.schemaOf(doc.schema, 'output') } } } : {}),
     };
   }
-  const errors = errorSchema(route);
+  const errors = errorSchema(route, c);
   const add = (status: number, description: string) => (responses[status] ??= { description, content: errors });
   if (route.params || route.query || route.body || route.bodyKind === 'stream') add(400, 'Invalid request');
   if (route.auth !== 'none') add(401, 'Authentication required, or the token is invalid or expired');
@@ -62,12 +89,12 @@ function operation(route: Route): Json {
     summary: route.summary,
     tags: [route.tag],
     security: route.auth === 'none' ? [] : route.auth === 'bearer' ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, { agentAccessToken: [] }],
-    parameters: parameters(route),
+    parameters: parameters(route, c),
     ...(body
       ? {
           requestBody: {
             required: true,
-            content: { [route.bodyDoc?.contentType ?? 'application/json']: { schema: schemaOf(body, 'input') } },
+            content: { [route.bodyDoc?.contentType ?? 'application/json']: { schema: c.schemaOf(body, 'input') } },
           },
         }
       : {}),
@@ -78,14 +105,16 @@ function operation(route: Route): Json {
 /** The OpenAPI 3.1 document for one API. */
 export function buildOpenApi(api: Api, routes: readonly Route[], version: string): Json {
   const paths: Record<string, Json> = {};
+  const components = new Components();
   for (const route of routes.filter((r) => r.api === api)) {
-    (paths[route.path] ??= {})[route.method.toLowerCase()] = operation(route);
+    (paths[route.path] ??= {})[route.method.toLowerCase()] = operation(route, components);
   }
   return {
     openapi: '3.1.0',
     info: { title: TITLES[api], version },
     paths,
     components: {
+      schemas: components.schemas,
       securitySchemes: {
         bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Identity-provider access token' },
         ...(api === 'core'

@@ -44,7 +44,7 @@ export function createRouter(routes: readonly Route[]): (method: string, path: s
       if (c.route.method === method) return { kind: 'found', route: c.route, params };
       allow.push(c.route.method);
     }
-    return allow.length > 0 ? { kind: 'method-not-allowed', allow } : { kind: 'not-found' };
+    return allow.length > 0 ? { kind: 'method-not-allowed', allow: [...new Set(allow)] } : { kind: 'not-found' };
   };
 }
 

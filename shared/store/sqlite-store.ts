@@ -116,8 +116,10 @@ class SqliteContainer<T extends Doc> implements Container<T> {
   }
 
   read(pk: string, id: string): Promise<Stored<T> | undefined> {
-    const row = this.readRow(pk, id);
-    return Promise.resolve(row ? parse<T>(row) : undefined);
+    return this.run(() => {
+      const row = this.readRow(pk, id);
+      return row ? parse<T>(row) : undefined;
+    });
   }
 
   create(doc: T): Promise<Stored<T>> {
@@ -165,6 +167,10 @@ class SqliteContainer<T extends Doc> implements Container<T> {
   }
 
   query(q: Query): Promise<Page<Stored<T>>> {
+    return this.run(() => this.querySync(q));
+  }
+
+  private querySync(q: Query): Page<Stored<T>> {
     const params: Bind[] = [];
     const whereSql = this.where(q.partition, q.where, params);
     const order = (q.orderBy ?? []).map((o) => `${jsonExpr(o.field)} ${o.direction === 'desc' ? 'DESC' : 'ASC'}`);
@@ -175,10 +181,14 @@ class SqliteContainer<T extends Doc> implements Container<T> {
     const rows = this.stmt(sql).all(...params, limit < 0 ? -1 : limit + 1, offset) as Row[];
     const more = limit >= 0 && rows.length > limit;
     const items = (more ? rows.slice(0, limit) : rows).map((r) => parse<T>(r));
-    return Promise.resolve(more ? { items, continuation: encodeContinuation(offset + limit) } : { items });
+    return more ? { items, continuation: encodeContinuation(offset + limit) } : { items };
   }
 
   aggregate(q: AggregateQuery): Promise<AggregateRow[]> {
+    return this.run(() => this.aggregateSync(q));
+  }
+
+  private aggregateSync(q: AggregateQuery): AggregateRow[] {
     const params: Bind[] = [];
     const groupBy = q.groupBy ?? [];
     const cols = groupBy.map((g, i) => `${jsonExpr(g)} AS g${i}`);
@@ -197,14 +207,12 @@ class SqliteContainer<T extends Doc> implements Container<T> {
       string,
       JsonScalar
     >[];
-    return Promise.resolve(
-      rows.map((r) => {
-        const out: AggregateRow = {};
-        groupBy.forEach((g, i) => (out[g] = r[`g${i}`] ?? null));
-        for (const name of Object.keys(q.aggregates)) out[name] = r[name] ?? null;
-        return out;
-      }),
-    );
+    return rows.map((r) => {
+      const out: AggregateRow = {};
+      groupBy.forEach((g, i) => (out[g] = r[`g${i}`] ?? null));
+      for (const name of Object.keys(q.aggregates)) out[name] = r[name] ?? null;
+      return out;
+    });
   }
 
   private where(partition: string | undefined, filters: readonly Filter[] | undefined, params: Bind[]): string {
@@ -224,12 +232,18 @@ class SqliteContainer<T extends Doc> implements Container<T> {
     }
   }
 
-  private tx<R>(fn: () => R): Promise<R> {
+  /** Runs synchronous SQLite work as a promise, so failures reject rather than throw. */
+  private run<R>(fn: () => R): Promise<R> {
     try {
-      return Promise.resolve(this.db.transaction(fn).immediate());
+      return Promise.resolve(fn());
     } catch (e) {
       return Promise.reject(e instanceof Error ? e : new StoreError(String(e)));
     }
+  }
+
+  /** Read-check-write in one immediate transaction: atomic across processes sharing the file. */
+  private tx<R>(fn: () => R): Promise<R> {
+    return this.run(() => this.db.transaction(fn).immediate());
   }
 }
 

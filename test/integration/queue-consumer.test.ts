@@ -1,0 +1,67 @@
+// The local queue trigger against Azurite: delivery, retry with a growing dequeue count, poison queue.
+import { randomUUID } from 'node:crypto';
+import { QueueServiceClient } from '@azure/storage-queue';
+import { afterEach, describe, expect, inject, it } from 'vitest';
+import { decodeMessage, MAX_DEQUEUE_COUNT, QueueProducer, type QueueHandler } from '../../shared/queues/handler.js';
+import { startQueueConsumer, type Consumer } from '../../shared/queues/local-consumer.js';
+import { testServices } from '../support/services.js';
+
+const until = async (check: () => boolean, timeoutMs = 20_000) => {
+  const end = Date.now() + timeoutMs;
+  while (!check()) {
+    if (Date.now() > end) throw new Error('timed out');
+    await new Promise((r) => setTimeout(r, 50));
+  }
+};
+
+describe('local queue consumer', () => {
+  const queues = QueueServiceClient.fromConnectionString(inject('storageConnectionString'));
+  let consumer: Consumer | undefined;
+  afterEach(() => consumer?.stop());
+
+  it('delivers each message once when the handler succeeds, and deletes it', async () => {
+    const s = await testServices();
+    const queue = `q-${randomUUID()}`;
+    const seen: unknown[] = [];
+    const handler: QueueHandler = { name: 'test-ok', queue, handler: (m) => Promise.resolve(void seen.push(m)) };
+    const producer = new QueueProducer(queues);
+    consumer = startQueueConsumer(handler, queues, s, { idlePollMs: 50 });
+    await producer.send(queue, { n: 1 });
+    await producer.send(queue, { n: 2 });
+    await until(() => seen.length === 2);
+    expect(seen).toEqual(expect.arrayContaining([{ n: 1 }, { n: 2 }]));
+    const props = await queues.getQueueClient(queue).getProperties();
+    expect(props.approximateMessagesCount).toBe(0);
+  });
+
+  it('redelivers a failing message with a growing dequeue count, then moves it to the poison queue', async () => {
+    const s = await testServices();
+    const queue = `q-${randomUUID()}`;
+    const counts: number[] = [];
+    const handler: QueueHandler = {
+      name: 'test-fail',
+      queue,
+      handler: (_m, delivery) => {
+        counts.push(delivery.dequeueCount);
+        return Promise.reject(new Error('always fails'));
+      },
+    };
+    consumer = startQueueConsumer(handler, queues, s, { idlePollMs: 50, visibilityTimeoutSeconds: 1 });
+    await new QueueProducer(queues).send(queue, { op: 'x' });
+    await until(() => counts.length === MAX_DEQUEUE_COUNT, 30_000);
+    expect(counts).toEqual([1, 2, 3, 4, 5]);
+    // After the last failed delivery the message leaves the queue for `<queue>-poison`.
+    const poison = queues.getQueueClient(`${queue}-poison`);
+    let moved: unknown;
+    const end = Date.now() + 10_000;
+    while (moved === undefined && Date.now() < end) {
+      const { receivedMessageItems } = await poison.receiveMessages().catch(() => ({ receivedMessageItems: [] }));
+      const [first] = receivedMessageItems;
+      if (first) moved = decodeMessage(first.messageText);
+      else await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(moved).toEqual({ op: 'x' });
+    expect((await queues.getQueueClient(queue).getProperties()).approximateMessagesCount).toBe(0);
+    expect(s.log.records.filter((r) => r.message === 'Queue message failed')).toHaveLength(MAX_DEQUEUE_COUNT);
+  });
+});

@@ -1,0 +1,82 @@
+// `npm start` and `npm run token` as a user runs them: both APIs over HTTP, tokens, and a restart.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inject } from 'vitest';
+import { freePort } from '../../scripts/azurite.js';
+import type { AppConfigDoc } from '../../shared/providers/settings.js';
+import { openSqliteStore } from '../../shared/store/sqlite-store.js';
+import { runScript, startScript, type Running } from '../support/processes.js';
+import { INSTANCE, tempDir } from '../support/services.js';
+
+describe('npm start', () => {
+  let env: Record<string, string>;
+  let app: Running;
+  let core: string;
+  let management: string;
+
+  beforeAll(async () => {
+    const [corePort, managementPort] = [await freePort(), await freePort()];
+    env = {
+      DATA_DIR: tempDir(),
+      CORE_PORT: String(corePort),
+      MANAGEMENT_PORT: String(managementPort),
+      AzureWebJobsStorage: inject('storageConnectionString'),
+    };
+    core = `http://127.0.0.1:${corePort}`;
+    management = `http://127.0.0.1:${managementPort}`;
+    app = await startScript('start', env, /Get a token/);
+  });
+  afterAll(() => app.stop());
+
+  it('prints both URLs and the instance id', () => {
+    expect(app.output()).toContain(`Core API:        ${core}`);
+    expect(app.output()).toContain(`Management API:  ${management}`);
+    expect(app.output()).toContain(`Instance id:     ${INSTANCE}`);
+  });
+
+  it('answers both status endpoints with the spec fields', async () => {
+    for (const [url, name] of [
+      [`${core}/status`, 'CoreAPI'],
+      [`${core}/instances/${INSTANCE}/status`, 'CoreAPI'],
+      [`${management}/status`, 'ManagementAPI'],
+    ] as const) {
+      const r = await fetch(url);
+      expect(r.status).toBe(200);
+      expect(r.headers.get('x-request-id')).toBeTruthy();
+      expect(await r.json()).toEqual({ status: 'ready', name, version: expect.any(String) as string, instance_id: INSTANCE });
+    }
+  });
+
+  it('accepts a token from npm run token, and 401s without one', async () => {
+    const { code, stdout } = await runScript('token', [], env);
+    expect(code).toBe(0);
+    const token = stdout.trim();
+    expect(token.split('.')).toHaveLength(3);
+    const ok = await fetch(`${core}/instances/${INSTANCE}/branding`, { headers: { authorization: `Bearer ${token}` } });
+    expect(ok.status).toBe(200);
+    const anonymous = await fetch(`${core}/instances/${INSTANCE}/branding`);
+    expect(anonymous.status).toBe(401);
+    expect(anonymous.headers.get('www-authenticate')).toBe('Bearer');
+  });
+
+  it('answers unknown paths and methods in the API envelope', async () => {
+    const r = await fetch(`${management}/nothing`);
+    expect(r.status).toBe(404);
+    expect(await r.json()).toMatchObject({ error: { code: 'NotFound' } });
+    const m = await fetch(`${core}/status`, { method: 'DELETE' });
+    expect(m.status).toBe(405);
+    expect(m.headers.get('allow')).toBe('GET');
+  });
+
+  it('keeps stored data and the signing key across a restart', async () => {
+    const token = (await runScript('token', ['--upn', 'carol@example.com'], env)).stdout.trim();
+    await app.stop();
+    // Written while the service is down, straight into its embedded store file.
+    const store = openSqliteStore(`${env.DATA_DIR}/store.db`);
+    await store.container<AppConfigDoc>('resources').upsert({ id: 'Svc:Branding:CompanyName', pk: 'Svc.Configuration/appConfigurations', key: 'Svc:Branding:CompanyName', value: 'Contoso' });
+    await store.close();
+    app = await startScript('start', env, /Get a token/);
+    const r = await fetch(`${core}/instances/${INSTANCE}/branding`, { headers: { authorization: `Bearer ${token}` } });
+    expect(r.status).toBe(200);
+    expect(await r.json()).toMatchObject({ company_name: 'Contoso' });
+  });
+});

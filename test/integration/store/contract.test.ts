@@ -1,0 +1,228 @@
+// One contract, two adapters: the embedded SQLite store and the Cosmos store against a local
+// Cosmos-compatible server. Cases that server cannot run are skipped there, with the reason.
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { updateDocument } from '../../../shared/store/update.js';
+import {
+  ConflictError,
+  NotFoundError,
+  PreconditionFailedError,
+  StoreError,
+  type Container,
+  type Doc,
+  type DocumentStore,
+} from '../../../shared/store/types.js';
+import { STORES } from '../../support/stores.js';
+
+interface Item extends Doc {
+  name: string;
+  n: number;
+  tags: string[];
+  active: boolean;
+  meta: { kind: string; size?: number };
+  day?: string;
+}
+
+const item = (pk: string, id: string, n: number, extra: Partial<Item> = {}): Item => ({
+  id,
+  pk,
+  name: `item-${id}`,
+  n,
+  tags: n % 2 === 0 ? ['even'] : ['odd'],
+  active: n % 3 !== 0,
+  meta: { kind: n < 5 ? 'small' : 'large', size: n * 10 },
+  ...extra,
+});
+
+describe.each(STORES)('document store contract: $name', (adapter) => {
+  let store: DocumentStore;
+  let c: Container<Item>;
+  let q: Container<Item>;
+
+  beforeAll(async () => {
+    store = await adapter.open();
+    c = store.container<Item>('resources');
+    q = store.container<Item>('sessions');
+    // A fixed data set for the query cases: pk a holds 0..5, pk b holds 6..9.
+    for (let n = 0; n < 10; n++) await q.create(item(n < 6 ? 'a' : 'b', `q${n}`, n, { day: `2026-01-0${(n % 3) + 1}` }));
+  });
+  afterAll(() => store.close());
+
+  describe('point operations', () => {
+    it('reads back what it created, with an ETag, and undefined for a missing id', async () => {
+      const created = await c.create(item('p1', 'one', 1));
+      expect(created._etag).toBeTruthy();
+      const read = await c.read('p1', 'one');
+      expect(read).toMatchObject({ id: 'one', pk: 'p1', name: 'item-one', meta: { kind: 'small', size: 10 } });
+      expect(read?._etag).toBe(created._etag);
+      expect(await c.read('p1', 'nope')).toBeUndefined();
+      expect(await c.read('other', 'one')).toBeUndefined();
+    });
+
+    it('refuses to create a duplicate id in a partition, but allows it in another', async () => {
+      await c.create(item('p2', 'dup', 1));
+      await expect(c.create(item('p2', 'dup', 2))).rejects.toBeInstanceOf(ConflictError);
+      await expect(c.create(item('p3', 'dup', 3))).resolves.toMatchObject({ pk: 'p3' });
+      expect((await c.read('p2', 'dup'))?.n).toBe(1);
+    });
+
+    it('replaces only with the current ETag and changes the ETag on every write', async () => {
+      const v1 = await c.create(item('p4', 'r', 1));
+      const v2 = await c.replace({ ...v1, n: 2 }, { ifMatch: v1._etag });
+      expect(v2._etag).not.toBe(v1._etag);
+      await expect(c.replace({ ...v1, n: 3 }, { ifMatch: v1._etag })).rejects.toBeInstanceOf(PreconditionFailedError);
+      expect((await c.read('p4', 'r'))?.n).toBe(2);
+      await expect(c.replace(item('p4', 'missing', 1))).rejects.toBeInstanceOf(NotFoundError);
+    });
+
+    it('upserts: creates, overwrites, and honours ifMatch', async () => {
+      const a = await c.upsert(item('p5', 'u', 1));
+      const b = await c.upsert({ ...a, n: 5 });
+      expect((await c.read('p5', 'u'))?.n).toBe(5);
+      await expect(c.upsert({ ...a, n: 9 }, { ifMatch: a._etag })).rejects.toBeInstanceOf(PreconditionFailedError);
+      await expect(c.upsert({ ...a, n: 6 }, { ifMatch: b._etag })).resolves.toMatchObject({ n: 6 });
+    });
+
+    it('deletes once, reports a missing document, and honours ifMatch', async () => {
+      const d = await c.create(item('p6', 'd', 1));
+      await c.replace({ ...d, n: 2 });
+      await expect(c.delete('p6', 'd', { ifMatch: d._etag })).rejects.toBeInstanceOf(PreconditionFailedError);
+      expect(await c.delete('p6', 'd')).toBe(true);
+      expect(await c.delete('p6', 'd')).toBe(false);
+      expect(await c.read('p6', 'd')).toBeUndefined();
+    });
+
+    it('patches with set, incr, append and remove', async () => {
+      await c.create(item('p7', 'pt', 1));
+      const patched = await c.patch('p7', 'pt', [
+        { op: 'set', path: 'meta.kind', value: 'patched' },
+        { op: 'incr', path: 'n', value: 41 },
+        { op: 'append', path: 'tags', value: 'new' },
+        { op: 'remove', path: 'meta.size' },
+      ]);
+      expect(patched).toMatchObject({ n: 42, tags: ['odd', 'new'], meta: { kind: 'patched' } });
+      expect(patched.meta).not.toHaveProperty('size');
+      expect(await c.read('p7', 'pt')).toMatchObject({ n: 42, tags: ['odd', 'new'] });
+      await expect(c.patch('p7', 'missing', [{ op: 'incr', path: 'n', value: 1 }])).rejects.toBeInstanceOf(NotFoundError);
+      await expect(c.patch('p7', 'pt', [{ op: 'incr', path: 'n', value: 1 }], { ifMatch: '"stale"' })).rejects.toBeInstanceOf(
+        PreconditionFailedError,
+      );
+    });
+  });
+
+  describe('concurrency', () => {
+    it('gives the slower of two racing writers a conflict, and loses no update when it retries', async () => {
+      const start = await c.create(item('race', 'counter', 0));
+      // Both writers read the same version.
+      const [w1, w2] = [structuredClone(start), structuredClone(start)];
+      await c.replace({ ...w1, n: w1.n + 1, tags: [...w1.tags, 'w1'] }, { ifMatch: w1._etag });
+      await expect(c.replace({ ...w2, n: w2.n + 1, tags: [...w2.tags, 'w2'] }, { ifMatch: w2._etag })).rejects.toBeInstanceOf(
+        PreconditionFailedError,
+      );
+      // The loser re-reads and retries through the shared loop.
+      await updateDocument(c, 'race', 'counter', (cur) => cur && { ...cur, n: cur.n + 1, tags: [...cur.tags, 'w2'] });
+      expect(await c.read('race', 'counter')).toMatchObject({ n: 2, tags: ['even', 'w1', 'w2'] });
+    });
+
+    it('keeps every one of 25 concurrent read-modify-write increments', async () => {
+      await c.create(item('race', 'many', 0));
+      await Promise.all(
+        Array.from({ length: 25 }, (_, i) =>
+          updateDocument(c, 'race', 'many', (cur) => cur && { ...cur, n: cur.n + 1, tags: [...cur.tags, `t${i}`] }),
+        ),
+      );
+      const final = await c.read('race', 'many');
+      expect(final?.n).toBe(25);
+      expect(new Set(final?.tags).size).toBe(26);
+    });
+
+    it('creates a missing document once when writers race to create it', async () => {
+      await Promise.all(
+        Array.from({ length: 10 }, () =>
+          updateDocument(c, 'race', 'fresh', (cur) => (cur ? { ...cur, n: cur.n + 1 } : item('race', 'fresh', 1))),
+        ),
+      );
+      expect((await c.read('race', 'fresh'))?.n).toBe(10);
+    });
+  });
+
+  describe('queries', () => {
+    const ids = (items: { id: string }[]) => items.map((i) => i.id).sort();
+
+    it('filters by partition and by each operator, on nested fields too', async () => {
+      expect(ids((await q.query({ partition: 'b' })).items)).toEqual(['q6', 'q7', 'q8', 'q9']);
+      const where = async (w: Parameters<typeof q.query>[0]['where']) => ids((await q.query({ where: w ?? [] })).items);
+      expect(await where([{ field: 'n', op: 'eq', value: 3 }])).toEqual(['q3']);
+      expect(await where([{ field: 'n', op: 'ge', value: 8 }])).toEqual(['q8', 'q9']);
+      expect(await where([{ field: 'n', op: 'lt', value: 2 }, { field: 'n', op: 'ne', value: 0 }])).toEqual(['q1']);
+      expect(await where([{ field: 'n', op: 'in', value: [1, 4, 7] }])).toEqual(['q1', 'q4', 'q7']);
+      expect(await where([{ field: 'meta.kind', op: 'eq', value: 'large' }, { field: 'n', op: 'le', value: 6 }])).toEqual(['q5', 'q6']);
+      expect(await where([{ field: 'name', op: 'startsWith', value: 'item-q1' }])).toEqual(['q1']);
+      expect(await where([{ field: 'tags', op: 'contains', value: 'odd' }, { field: 'n', op: 'gt', value: 5 }])).toEqual(['q7', 'q9']);
+      expect(await where([{ field: 'active', op: 'eq', value: false }])).toEqual(['q0', 'q3', 'q6', 'q9']);
+      expect(await where([{ field: 'day', op: 'exists' }, { field: 'n', op: 'eq', value: 2 }])).toEqual(['q2']);
+      expect(await where([{ field: 'meta.missing', op: 'missing' }, { field: 'n', op: 'eq', value: 2 }])).toEqual(['q2']);
+    });
+
+    it('orders and pages with continuation tokens, without repeats or gaps', async () => {
+      const desc = await q.query({ orderBy: [{ field: 'n', direction: 'desc' }] });
+      expect(desc.items.map((i) => i.n)).toEqual([9, 8, 7, 6, 5, 4, 3, 2, 1, 0]);
+      const seen: number[] = [];
+      let continuation: string | undefined;
+      let pages = 0;
+      do {
+        const page = await q.query({ partition: 'a', orderBy: [{ field: 'n' }], limit: 4, ...(continuation ? { continuation } : {}) });
+        seen.push(...page.items.map((i) => i.n));
+        continuation = page.continuation;
+        pages++;
+      } while (continuation && pages < 10);
+      expect(seen).toEqual([0, 1, 2, 3, 4, 5]);
+      expect(pages).toBe(2);
+    });
+
+    it('counts, sums and finds extremes', async () => {
+      const [row] = await q.aggregate({
+        where: [{ field: 'n', op: 'ge', value: 2 }],
+        aggregates: { count: { fn: 'count' }, total: { fn: 'sum', field: 'n' }, low: { fn: 'min', field: 'n' }, high: { fn: 'max', field: 'n' } },
+      });
+      expect(row).toEqual({ count: 8, total: 44, low: 2, high: 9 });
+      const [empty] = await q.aggregate({ where: [{ field: 'n', op: 'gt', value: 100 }], aggregates: { count: { fn: 'count' } } });
+      expect(empty).toEqual({ count: 0 });
+      const [inPartition] = await q.aggregate({ partition: 'b', aggregates: { count: { fn: 'count' } } });
+      expect(inPartition).toEqual({ count: 4 });
+    });
+
+    it.skipIf(adapter.gaps.has('groupBy'))('groups (GROUP BY: not run by the local Cosmos server, emitted SQL is unit-tested)', async () => {
+      const rows = await q.aggregate({ groupBy: ['day'], aggregates: { count: { fn: 'count' }, total: { fn: 'sum', field: 'n' } } });
+      expect(rows.sort((x, y) => String(x.day).localeCompare(String(y.day)))).toEqual([
+        { day: '2026-01-01', count: 4, total: 18 },
+        { day: '2026-01-02', count: 3, total: 12 },
+        { day: '2026-01-03', count: 3, total: 15 },
+      ]);
+    });
+
+    it.skipIf(adapter.gaps.has('countDistinct'))('counts distinct values (DISTINCT: not run by the local Cosmos server)', async () => {
+      const [all] = await q.aggregate({ aggregates: { kinds: { fn: 'countDistinct', field: 'meta.kind' } } });
+      expect(all).toEqual({ kinds: 2 });
+      const grouped = await q.aggregate({ groupBy: ['pk'], aggregates: { days: { fn: 'countDistinct', field: 'day' } } });
+      expect(grouped.sort((x, y) => String(x.pk).localeCompare(String(y.pk)))).toEqual([
+        { pk: 'a', days: 3 },
+        { pk: 'b', days: 3 },
+      ]);
+    });
+
+    it('refuses field paths that are not plain identifiers', async () => {
+      await expect(q.query({ where: [{ field: 'n"] OR 1=1 --', op: 'eq', value: 1 }] })).rejects.toBeInstanceOf(StoreError);
+      await expect(q.aggregate({ aggregates: { 'x; DROP': { fn: 'count' } } })).rejects.toBeInstanceOf(StoreError);
+    });
+  });
+
+  it.skipIf(adapter.gaps.has('ttl'))('expires documents after their ttl (TTL: the local Cosmos server never expires items)', async () => {
+    const quotas = store.container<Doc & { n: number }>('quotas');
+    await quotas.create({ id: 'short', pk: 'ttl', n: 1, ttl: 1 });
+    await quotas.create({ id: 'long', pk: 'ttl', n: 1, ttl: 3600 });
+    expect(await quotas.read('ttl', 'short')).toBeDefined();
+    await new Promise((r) => setTimeout(r, 1100));
+    expect(await quotas.read('ttl', 'short')).toBeUndefined();
+    expect((await quotas.query({ partition: 'ttl' })).items.map((i) => i.id)).toEqual(['long']);
+  });
+});
