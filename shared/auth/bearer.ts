@@ -5,6 +5,8 @@ import { unauthorized } from '../http/errors.js';
 import { loadLocalKey } from './local-idp.js';
 import { principalFromClaims, type Principal } from './principal.js';
 
+const VERIFIED_CACHE_SIZE = 10_000;
+
 export interface BearerVerifier {
   verify(token: string): Promise<Principal>;
   /** The local identity provider's JWKS, when it is the one in use. */
@@ -22,9 +24,14 @@ export async function createBearerVerifier(config: AuthConfig): Promise<BearerVe
     keys = createLocalJWKSet(local.jwks);
     localJwks = local.jwks;
   }
+  // Verified tokens, so a client's repeated calls skip the signature check until the token expires.
+  const verified = new Map<string, { principal: Principal; expiresAt: number }>();
   return {
     ...(localJwks ? { localJwks } : {}),
     async verify(token) {
+      const hit = verified.get(token);
+      if (hit && hit.expiresAt > Date.now()) return hit.principal;
+      if (hit) verified.delete(token);
       try {
         const { payload } = await jwtVerify(token, keys, {
           issuer: config.issuer,
@@ -35,6 +42,9 @@ export async function createBearerVerifier(config: AuthConfig): Promise<BearerVe
         });
         const principal = principalFromClaims(payload);
         if (!principal) throw unauthorized('Token has no subject or user principal name');
+        if (verified.size >= VERIFIED_CACHE_SIZE) verified.delete(verified.keys().next().value ?? '');
+        // exp is required above; the tolerance is not extended to cached tokens.
+        verified.set(token, { principal, expiresAt: Math.min((payload.exp ?? 0) * 1000, Date.now() + 10 * 60_000) });
         return principal;
       } catch (e) {
         if (e instanceof errors.JOSEError) throw unauthorized(describe(e));
