@@ -3,9 +3,10 @@ import type { BlobServiceClient } from '@azure/storage-blob';
 import type { QueueServiceClient } from '@azure/storage-queue';
 import { createAuthenticator, type Authenticator } from './auth/authenticate.js';
 import type { Authorizer } from './auth/authorizer.js';
+import { bootstrapOwners } from './auth/bootstrap.js';
+import { RoleBasedAuthorizer, type RoleAssignmentDoc } from './auth/rbac.js';
 import { createBearerVerifier, type BearerVerifier } from './auth/bearer.js';
 import type { Config } from './config.js';
-import { forbidden } from './http/errors.js';
 import { createLog, type Log } from './log.js';
 import { AppSettings, type AppConfigDoc } from './providers/settings.js';
 import { QueueProducer } from './queues/handler.js';
@@ -32,25 +33,20 @@ export interface ServiceOverrides {
   log?: Log;
 }
 
-// Until role assignments exist nothing is granted: fail closed.
-const denyAll: Authorizer = {
-  require: () => Promise.reject(forbidden()),
-  can: () => Promise.resolve(false),
-  access: () => Promise.resolve({ roles: [], actions: [] }),
-};
-
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
   const log = overrides.log ?? createLog();
   const store = overrides.store ?? (await openStore(config.store));
   const bearer = await createBearerVerifier(config.auth);
   const queues = createQueueService(config.storage);
+  const authorizer = new RoleBasedAuthorizer(store.container<RoleAssignmentDoc>('resources'), config.instanceId);
+  await bootstrapOwners(store, config);
   return {
     config,
     log,
     store,
     bearer,
     auth: createAuthenticator(bearer),
-    authorizer: denyAll,
+    authorizer,
     settings: new AppSettings(store.container<AppConfigDoc>('resources')),
     blobs: createBlobService(config.storage),
     queues,

@@ -11,5 +11,8 @@ export interface Authorizer {
   /** Throws a 403 ApiError unless the principal may perform `action` at `scope`. */
   require(principal: Principal, action: string, scope: string): Promise<void>;
   can(principal: Principal, action: string, scope: string): Promise<boolean>;
-  access(principal: Principal, scope: string): Promise<Access>;
+  /** Roles held at the scope, and which of `actions` they grant there. */
+  access(principal: Principal, scope: string, actions: readonly string[]): Promise<Access>;
+  /** Drops cached assignments after a role assignment changes. */
+  invalidate(): void;
 }

@@ -1,0 +1,86 @@
+// Management API resource operations (spec 4.3): list, get, create-or-update, delete, purge for every
+// resource type, generated from the type registry so each type is documented with its own schema.
+import { z } from 'zod';
+import { deleteResource, getResource, listResources, purgeResource, upsertResource } from '../shared/providers/resources.js';
+import { RESOURCE_TYPES } from '../shared/providers/registry.js';
+import { ResourceName, type ResourceType } from '../shared/providers/resource-type.js';
+import { defineRoute, type Route } from '../shared/http/route.js';
+import { json } from '../shared/http/types.js';
+
+const Params = z.object({ instanceId: z.string(), name: ResourceName });
+const ListQuery = z.object({
+  includeDeleted: z.enum(['true', 'false']).optional().describe('Include soft-deleted resources (they report deleted: true)'),
+});
+
+const Envelope = z.object({
+  resource: z.record(z.string(), z.unknown()),
+  roles: z.array(z.string()),
+  actions: z.array(z.string()),
+});
+const ObjectIdResult = z.object({ object_id: z.string() });
+
+function routesFor(t: ResourceType): Route[] {
+  const base = `/instances/{instanceId}/providers/${t.provider}/${t.segment}`;
+  const common = { api: 'management', tag: `${t.provider}/${t.segment}`, auth: 'bearer', errors: 'management' } as const;
+  const routes: Route[] = [
+    defineRoute({
+      ...common,
+      name: `${t.segment}-list`,
+      method: 'GET',
+      path: base,
+      summary: `List ${t.segment} the caller may read`,
+      params: z.object({ instanceId: z.string() }),
+      query: ListQuery,
+      responses: { 200: { description: 'Envelopes with the caller\'s roles and actions', schema: z.array(Envelope) } },
+      handler: async ({ services, principal, query }) =>
+        json(200, await listResources(services, t, principal, query.includeDeleted === 'true')),
+    }),
+    defineRoute({
+      ...common,
+      name: `${t.segment}-get`,
+      method: 'GET',
+      path: `${base}/{name}`,
+      summary: `Get one ${t.type} with its full definition`,
+      params: Params,
+      responses: { 200: { description: 'Envelope with the full definition', schema: Envelope } },
+      handler: async ({ services, principal, params }) => json(200, await getResource(services, t, principal, params.name)),
+    }),
+  ];
+  if (t.builtIn) return routes;
+  return [
+    ...routes,
+    defineRoute({
+      ...common,
+      name: `${t.segment}-upsert`,
+      method: 'POST',
+      path: `${base}/{name}`,
+      summary: `Create or update a ${t.type}`,
+      params: Params,
+      body: t.schema,
+      responses: { 200: { description: 'The resource object id', schema: ObjectIdResult } },
+      handler: async ({ services, principal, params, body }) => json(200, await upsertResource(services, t, principal, params.name, body)),
+    }),
+    defineRoute({
+      ...common,
+      name: `${t.segment}-delete`,
+      method: 'DELETE',
+      path: `${base}/{name}`,
+      summary: `Soft-delete a ${t.type} (it blocks its name until purged)`,
+      params: Params,
+      responses: { 200: { description: 'Deleted', schema: z.object({ object_id: z.string(), deleted: z.boolean() }) } },
+      handler: async ({ services, principal, params }) => json(200, await deleteResource(services, t, principal, params.name)),
+    }),
+    defineRoute({
+      ...common,
+      name: `${t.segment}-purge`,
+      method: 'POST',
+      path: `${base}/{name}/purge`,
+      summary: `Permanently remove a soft-deleted ${t.type}`,
+      params: Params,
+      responses: { 200: { description: 'Purged', schema: z.object({ object_id: z.string(), is_success: z.boolean() }) } },
+      handler: async ({ services, principal, params }) => json(200, await purgeResource(services, t, principal, params.name)),
+    }),
+  ];
+}
+
+export const routes: Route[] = RESOURCE_TYPES.flatMap(routesFor);

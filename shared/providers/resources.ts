@@ -1,0 +1,137 @@
+// The generic resource provider: list, get, create-or-update, soft delete and purge for every resource
+// type, with role-based authorization and the envelopes of spec 2.9.
+import type { Principal } from '../auth/principal.js';
+import { conflict, forbidden, notFound, badRequest } from '../http/errors.js';
+import type { Services } from '../services.js';
+import { updateDocument } from '../store/update.js';
+import { objectIdOf, partitionOf, SERVICE_FIELDS, type HookContext, type ResourceDoc, type ResourceType } from './resource-type.js';
+
+export interface Envelope {
+  resource: Record<string, unknown>;
+  roles: string[];
+  actions: string[];
+}
+
+const verbs = (t: ResourceType) => ['read', 'write', 'delete'].map((v) => `${partitionOf(t)}/${v}`);
+const action = (t: ResourceType, verb: 'read' | 'write' | 'delete') => `${partitionOf(t)}/${verb}`;
+const container = (s: Services) => s.store.container<ResourceDoc>('resources');
+
+/** The stored document as the API shows it: without store bookkeeping. */
+export function present(doc: ResourceDoc): Record<string, unknown> {
+  const { id: _id, pk: _pk, _etag, ttl: _ttl, ...resource } = doc as ResourceDoc & { _etag?: string };
+  return resource;
+}
+
+/** Reads one resource (deleted ones included); built-in types come from code. */
+export async function readResource(s: Services, t: ResourceType, name: string): Promise<ResourceDoc | undefined> {
+  if (t.builtIn) return t.builtIn(s.config.instanceId).find((d) => d.name.toLowerCase() === name.toLowerCase());
+  return container(s).read(partitionOf(t), name);
+}
+
+export async function listResources(s: Services, t: ResourceType, principal: Principal, includeDeleted: boolean): Promise<Envelope[]> {
+  const docs = t.builtIn
+    ? t.builtIn(s.config.instanceId)
+    : (await container(s).query({ partition: partitionOf(t), ...(includeDeleted ? {} : { where: [{ field: 'deleted', op: 'ne', value: true }] }), orderBy: [{ field: 'name' }] })).items;
+  const read = action(t, 'read');
+  const envelopes: Envelope[] = [];
+  for (const doc of docs) {
+    const access = await s.authorizer.access(principal, doc.object_id, verbs(t));
+    if (!access.actions.includes(read)) continue;
+    envelopes.push({
+      resource: {
+        type: doc.type,
+        name: doc.name,
+        object_id: doc.object_id,
+        display_name: doc.display_name ?? doc.name,
+        description: doc.description ?? '',
+        ...(includeDeleted ? { deleted: doc.deleted } : {}),
+      },
+      ...access,
+    });
+  }
+  return envelopes;
+}
+
+export async function getResource(s: Services, t: ResourceType, principal: Principal, name: string): Promise<Envelope> {
+  const objectId = objectIdOf(s.config.instanceId, t, name);
+  await s.authorizer.require(principal, action(t, 'read'), objectId);
+  const doc = await readResource(s, t, name);
+  if (!doc) throw notFound(`${t.type} ${name} not found`);
+  return { resource: present(doc), ...(await s.authorizer.access(principal, doc.object_id, verbs(t))) };
+}
+
+export async function upsertResource(
+  s: Services,
+  t: ResourceType,
+  principal: Principal,
+  name: string,
+  body: Record<string, unknown>,
+): Promise<{ object_id: string }> {
+  if (body.name !== name) throw badRequest(`name: must equal the name in the path (${name})`);
+  const objectId = objectIdOf(s.config.instanceId, t, name);
+  const ctx: HookContext = { services: s, principal, objectId };
+  await s.authorizer.require(principal, action(t, 'write'), objectId);
+  await t.authorizeWrite?.(body, ctx);
+  const definition = { ...body };
+  for (const field of [...SERVICE_FIELDS, 'type']) Reflect.deleteProperty(definition, field);
+
+  const outcome = { created: false };
+  const saved = await updateDocument(container(s), partitionOf(t), name, (existing) => {
+    if (existing?.deleted) throw conflict(`${t.type} ${name} is deleted; purge it before creating it again`);
+    outcome.created = !existing;
+    const now = new Date().toISOString();
+    return {
+      ...definition,
+      ...t.computed?.(definition, existing, ctx),
+      id: name,
+      pk: partitionOf(t),
+      type: t.type,
+      name,
+      object_id: objectId,
+      created_on: existing?.created_on ?? now,
+      created_by: existing?.created_by ?? principal.upn,
+      updated_on: now,
+      updated_by: principal.upn,
+      deleted: false,
+    };
+  });
+  if (saved) {
+    if (outcome.created) await t.afterCreate?.(saved, ctx);
+    await t.afterChange?.(saved, ctx);
+  }
+  return { object_id: objectId };
+}
+
+export async function deleteResource(s: Services, t: ResourceType, principal: Principal, name: string): Promise<{ object_id: string; deleted: boolean }> {
+  const objectId = objectIdOf(s.config.instanceId, t, name);
+  await s.authorizer.require(principal, action(t, 'delete'), objectId);
+  const saved = await updateDocument(container(s), partitionOf(t), name, (existing) => {
+    if (!existing) throw notFound(`${t.type} ${name} not found`);
+    if (existing.deleted) return undefined;
+    return { ...existing, deleted: true, updated_on: new Date().toISOString(), updated_by: principal.upn };
+  });
+  if (saved) await t.afterChange?.(saved, { services: s, principal, objectId });
+  return { object_id: objectId, deleted: true };
+}
+
+export async function purgeResource(s: Services, t: ResourceType, principal: Principal, name: string): Promise<{ object_id: string; is_success: boolean }> {
+  const objectId = objectIdOf(s.config.instanceId, t, name);
+  await s.authorizer.require(principal, action(t, 'delete'), objectId);
+  const doc = await container(s).read(partitionOf(t), name);
+  if (!doc) throw notFound(`${t.type} ${name} not found`);
+  if (!doc.deleted) throw conflict(`${t.type} ${name} is not deleted; delete it before purging it`);
+  await container(s).delete(partitionOf(t), name, { ifMatch: doc._etag });
+  const ctx = { services: s, principal, objectId };
+  await t.afterPurge?.(doc, ctx);
+  await t.afterChange?.(doc, ctx);
+  return { object_id: objectId, is_success: true };
+}
+
+/** Whether the principal may read the resource at all (used to tell 403 from 404 elsewhere). */
+export async function requireReadable(s: Services, t: ResourceType, principal: Principal, name: string): Promise<ResourceDoc> {
+  const objectId = objectIdOf(s.config.instanceId, t, name);
+  if (!(await s.authorizer.can(principal, action(t, 'read'), objectId))) throw forbidden(`Not permitted to read ${objectId}`);
+  const doc = await readResource(s, t, name);
+  if (!doc || doc.deleted) throw notFound(`${t.type} ${name} not found`);
+  return doc;
+}

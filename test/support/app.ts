@@ -1,0 +1,97 @@
+// The whole service in-process on free ports over real HTTP, against the test Azurite, with a store
+// that counts its round trips.
+import path from 'node:path';
+import { inject } from 'vitest';
+import { QUEUE_HANDLERS, ROUTES } from '../../functions/groups.js';
+import { LOCAL_DEFAULT_USER } from '../../shared/auth/local-idp.js';
+import { startStandalone } from '../../shared/http/standalone.js';
+import { openSqliteStore } from '../../shared/store/sqlite-store.js';
+import type { Container, Doc, DocumentStore } from '../../shared/store/types.js';
+import { INSTANCE, tempDir, testServices, type TestServices } from './services.js';
+
+export interface Counts {
+  reads: number;
+  queries: number;
+  writes: number;
+}
+
+/** Wraps a store so tests can assert how many round trips an operation made. */
+export function countingStore(inner: DocumentStore): DocumentStore & { counts: Map<string, Counts>; reset(): void } {
+  const counts = new Map<string, Counts>();
+  const of = (name: string) => {
+    let c = counts.get(name);
+    if (!c) counts.set(name, (c = { reads: 0, queries: 0, writes: 0 }));
+    return c;
+  };
+  return {
+    kind: inner.kind,
+    counts,
+    reset: () => counts.clear(),
+    close: () => inner.close(),
+    container<T extends Doc>(name: string): Container<T> {
+      const c = inner.container<T>(name);
+      const bump = (k: keyof Counts) => of(name)[k]++;
+      return {
+        name: c.name,
+        read: (pk, id) => (bump('reads'), c.read(pk, id)),
+        query: (q) => (bump('queries'), c.query(q)),
+        aggregate: (q) => (bump('queries'), c.aggregate(q)),
+        create: (d) => (bump('writes'), c.create(d)),
+        upsert: (d, o) => (bump('writes'), c.upsert(d, o)),
+        replace: (d, o) => (bump('writes'), c.replace(d, o)),
+        delete: (pk, id, o) => (bump('writes'), c.delete(pk, id, o)),
+        patch: (pk, id, ops, o) => (bump('writes'), c.patch(pk, id, ops, o)),
+      };
+    },
+  };
+}
+
+export interface TestApp {
+  core: string;
+  management: string;
+  services: TestServices;
+  store: ReturnType<typeof countingStore>;
+  /** A bearer token; the default is the bootstrap owner. */
+  token(upn?: string, extra?: { groups?: string[]; roles?: string[] }): Promise<string>;
+  /** fetch with a bearer token for `as` (a UPN) or the owner, JSON in and out. */
+  call(method: string, url: string, options?: { as?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: unknown; headers: Headers }>;
+  close(): Promise<void>;
+}
+
+export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+  const dir = tempDir();
+  const store = countingStore(openSqliteStore(path.join(dir, 'store.db')));
+  const services = await testServices({
+    env: { DATA_DIR: dir, AzureWebJobsStorage: inject('storageConnectionString'), ...env },
+    store,
+  });
+  const app = await startStandalone(ROUTES, QUEUE_HANDLERS, services);
+  const token = (upn?: string, extra: { groups?: string[]; roles?: string[] } = {}) =>
+    upn === undefined ? services.token({ upn: LOCAL_DEFAULT_USER.upn, oid: LOCAL_DEFAULT_USER.oid, ...extra }) : services.token({ upn, ...extra });
+  return {
+    core: app.coreUrl,
+    management: app.managementUrl,
+    services,
+    store,
+    token,
+    async call(method, url, options = {}) {
+      const headers: Record<string, string> = { authorization: `Bearer ${await token(options.as)}`, ...options.headers };
+      if (options.body !== undefined) headers['content-type'] = 'application/json';
+      const res = await fetch(url, { method, headers, ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}) });
+      const text = await res.text();
+      let body: unknown = text;
+      try {
+        body = text ? JSON.parse(text) : undefined;
+      } catch {
+        // not JSON: keep the text
+      }
+      return { status: res.status, body, headers: res.headers };
+    },
+    async close() {
+      await app.close();
+      await services.close();
+    },
+  };
+}
+
+export const providers = (app: TestApp, provider: string) => `${app.management}/instances/${INSTANCE}/providers/${provider}`;
