@@ -11,6 +11,8 @@ export interface Authorizer {
   /** Throws a 403 ApiError unless the principal may perform `action` at `scope`. */
   require(principal: Principal, action: string, scope: string): Promise<void>;
   can(principal: Principal, action: string, scope: string): Promise<boolean>;
+  /** Whether the principal holds the role (by definition id) at the scope, directly or inherited. */
+  hasRole(principal: Principal, roleId: string, scope: string): Promise<boolean>;
   /** Roles held at the scope, and which of `actions` they grant there. */
   access(principal: Principal, scope: string, actions: readonly string[]): Promise<Access>;
   /** Drops cached assignments after a role assignment changes. */

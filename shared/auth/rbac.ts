@@ -95,6 +95,10 @@ export class RoleBasedAuthorizer implements Authorizer {
     return (await this.rolesAt(principal, scope)).some((r) => roleGrants(r, action));
   }
 
+  async hasRole(principal: Principal, roleId: string, scope: string): Promise<boolean> {
+    return (await this.rolesAt(principal, scope)).some((r) => r.name === roleId);
+  }
+
   async require(principal: Principal, action: string, scope: string): Promise<void> {
     if (!(await this.can(principal, action, scope))) throw forbidden(`Not permitted to perform ${action} on ${scope}`);
   }

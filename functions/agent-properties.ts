@@ -1,0 +1,42 @@
+// Agent property actions (spec 4.4): get-properties and set-properties, answering problem details on error.
+import { z } from 'zod';
+import { GetPropertiesBody, getProperties, SetPropertiesBody, setProperties } from '../shared/providers/agent-properties.js';
+import { ResourceName } from '../shared/providers/resource-type.js';
+import { defineRoute } from '../shared/http/route.js';
+import { json } from '../shared/http/types.js';
+
+const Params = z.object({ instanceId: z.string(), agentName: ResourceName });
+const base = '/instances/{instanceId}/providers/Svc.Agent/agents/{agentName}';
+const common = { api: 'management', tag: 'Svc.Agent/agents', auth: 'bearer', errors: 'problem', params: Params } as const;
+
+export const routes = [
+  defineRoute({
+    ...common,
+    name: 'agents-get-properties',
+    method: 'POST',
+    path: `${base}/get-properties`,
+    summary: 'Read named properties and metadata properties of an agent',
+    body: GetPropertiesBody,
+    responses: {
+      200: {
+        description: 'Action result with the values',
+        schema: z.object({
+          object_id: z.string(),
+          is_success: z.boolean(),
+          resource: z.object({ properties: z.record(z.string(), z.unknown()), metadata_properties: z.record(z.string(), z.unknown()) }),
+        }),
+      },
+    },
+    handler: async ({ services, principal, params, body }) => json(200, await getProperties(services, principal, params.agentName, body)),
+  }),
+  defineRoute({
+    ...common,
+    name: 'agents-set-properties',
+    method: 'POST',
+    path: `${base}/set-properties`,
+    summary: 'Write properties and metadata properties of an agent; updated_on and updated_by are set by the service',
+    body: SetPropertiesBody,
+    responses: { 200: { description: 'Action result', schema: z.object({ object_id: z.string(), is_success: z.boolean() }) } },
+    handler: async ({ services, principal, params, body }) => json(200, await setProperties(services, principal, params.agentName, body)),
+  }),
+];
