@@ -40,6 +40,9 @@ const Env = z.object({
   BOOTSTRAP_OWNER_IDS: optional(List),
 
   APPLICATIONINSIGHTS_CONNECTION_STRING: optional(z.string()),
+  /** Search principals in Microsoft Graph (Entra ID) with the managed identity. */
+  GRAPH_ENABLED: optional(Flag).default(false),
+  GRAPH_URL: optional(z.url()).default('https://graph.microsoft.com'),
   MAX_JSON_BODY_BYTES: optional(PositiveInt).default(1024 * 1024),
   LOG_REQUESTS: optional(Flag).default(false),
 });
@@ -74,6 +77,10 @@ export interface Config {
   /** Principal ids made Owner at instance scope at startup; undefined means "the local default user". */
   bootstrapOwnerIds: readonly string[] | undefined;
   appInsightsConnectionString: string | undefined;
+  /** Client id of the user-assigned managed identity (Azure). */
+  azureClientId: string | undefined;
+  /** Microsoft Graph base URL when principal search uses Graph. */
+  graphUrl: string | undefined;
   maxJsonBodyBytes: number;
   logRequests: boolean;
   version: string;
@@ -104,6 +111,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     auth: authConfig(e, dataDir),
     bootstrapOwnerIds: e.BOOTSTRAP_OWNER_IDS,
     appInsightsConnectionString: e.APPLICATIONINSIGHTS_CONNECTION_STRING,
+    azureClientId: e.AZURE_CLIENT_ID,
+    graphUrl: e.GRAPH_ENABLED ? e.GRAPH_URL : undefined,
     maxJsonBodyBytes: e.MAX_JSON_BODY_BYTES,
     logRequests: e.LOG_REQUESTS,
     version,

@@ -4,6 +4,7 @@ import type { QueueServiceClient } from '@azure/storage-queue';
 import { createAuthenticator, type Authenticator } from './auth/authenticate.js';
 import type { Authorizer } from './auth/authorizer.js';
 import { bootstrapOwners } from './auth/bootstrap.js';
+import { PrincipalDirectory } from './auth/directory.js';
 import { RoleBasedAuthorizer, type RoleAssignmentDoc } from './auth/rbac.js';
 import { createBearerVerifier, type BearerVerifier } from './auth/bearer.js';
 import type { Config } from './config.js';
@@ -12,6 +13,7 @@ import { AppSettings, type AppConfigDoc } from './providers/settings.js';
 import { QueueProducer } from './queues/handler.js';
 import { openStore } from './store/open.js';
 import { createBlobService, createQueueService } from './store/storage.js';
+import { DefaultAzureCredential } from '@azure/identity';
 import type { DocumentStore } from './store/types.js';
 
 export interface Services {
@@ -21,6 +23,7 @@ export interface Services {
   readonly bearer: BearerVerifier;
   readonly auth: Authenticator;
   readonly authorizer: Authorizer;
+  readonly directory: PrincipalDirectory;
   readonly settings: AppSettings;
   readonly blobs: BlobServiceClient;
   readonly queues: QueueServiceClient;
@@ -40,17 +43,35 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const queues = createQueueService(config.storage);
   const authorizer = new RoleBasedAuthorizer(store.container<RoleAssignmentDoc>('resources'), config.instanceId);
   await bootstrapOwners(store, config);
+  const directory = new PrincipalDirectory(
+    store.container('principals'),
+    store.container('resources'),
+    config.graphUrl ? graphOptions(config.graphUrl, config.azureClientId) : undefined,
+    (e) => log.warn('Could not record a principal', { error: e instanceof Error ? e.message : String(e) }),
+  );
   return {
     config,
     log,
     store,
     bearer,
-    auth: createAuthenticator(bearer),
+    auth: createAuthenticator(bearer, { onUser: (p) => directory.seen(p) }),
     authorizer,
+    directory,
     settings: new AppSettings(store.container<AppConfigDoc>('resources')),
     blobs: createBlobService(config.storage),
     queues,
     producer: new QueueProducer(queues),
     close: () => store.close(),
+  };
+}
+
+function graphOptions(baseUrl: string, clientId: string | undefined) {
+  const credential = new DefaultAzureCredential(clientId ? { managedIdentityClientId: clientId } : {});
+  return {
+    baseUrl,
+    getToken: async () => {
+      const token = await credential.getToken(`${baseUrl}/.default`);
+      return token.token;
+    },
   };
 }

@@ -17,14 +17,23 @@ export interface Authenticator {
 
 export const AGENT_TOKEN_HEADER = 'x-agent-access-token';
 
-export function createAuthenticator(bearer: BearerVerifier, agentTokens?: AgentTokenVerifier): Authenticator {
+export interface AuthenticatorOptions {
+  agentTokens?: AgentTokenVerifier;
+  /** Told of every user a bearer token authenticated (the principal directory records them). */
+  onUser?: (principal: Principal) => void;
+}
+
+export function createAuthenticator(bearer: BearerVerifier, options: AuthenticatorOptions = {}): Authenticator {
+  const { agentTokens, onUser } = options;
   return {
     async authenticate(request, mode) {
       const authorization = request.header('authorization');
       if (authorization !== undefined) {
         const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
         if (!match?.[1]) throw unauthorized('Authorization header must be "Bearer <token>"');
-        return bearer.verify(match[1]);
+        const principal = await bearer.verify(match[1]);
+        onUser?.(principal);
+        return principal;
       }
       const agentToken = request.header(AGENT_TOKEN_HEADER);
       if (agentToken !== undefined) {

@@ -36,6 +36,8 @@ function condition(f: Filter, p: Params): string {
       return `STARTSWITH(${field}, ${p.add(f.value)})`;
     case 'contains':
       return `ARRAY_CONTAINS(${field}, ${p.add(f.value)})`;
+    case 'includes':
+      return `CONTAINS(${field}, ${p.add(f.value)})`;
     case 'exists':
       return `IS_DEFINED(${field})`;
     case 'missing':

@@ -266,6 +266,9 @@ function sqliteCondition(f: Filter, params: Bind[]): string {
     case 'startsWith':
       params.push(f.value.length, f.value);
       return `substr(${field}, 1, ?) = ?`;
+    case 'includes':
+      params.push(f.value);
+      return `instr(${field}, ?) > 0`;
     case 'contains':
       params.push(bind(f.value));
       return `EXISTS (SELECT 1 FROM json_each(body, '$.${segments(f.field).join('.')}') WHERE value = ?)`;

@@ -20,6 +20,8 @@ export type Filter =
   | { field: FieldPath; op: 'eq' | 'ne' | 'lt' | 'le' | 'gt' | 'ge'; value: Exclude<JsonScalar, null> }
   | { field: FieldPath; op: 'in'; value: readonly Exclude<JsonScalar, null>[] }
   | { field: FieldPath; op: 'startsWith'; value: string }
+  /** The string at `field` contains `value` (case-sensitive: store a lower-cased copy to search). */
+  | { field: FieldPath; op: 'includes'; value: string }
   /** The array at `field` contains `value`. */
   | { field: FieldPath; op: 'contains'; value: Exclude<JsonScalar, null> }
   | { field: FieldPath; op: 'exists' | 'missing' };

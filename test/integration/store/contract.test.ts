@@ -157,6 +157,8 @@ describe.each(STORES)('document store contract: $name', (adapter) => {
       expect(await where([{ field: 'n', op: 'in', value: [1, 4, 7] }])).toEqual(['q1', 'q4', 'q7']);
       expect(await where([{ field: 'meta.kind', op: 'eq', value: 'large' }, { field: 'n', op: 'le', value: 6 }])).toEqual(['q5', 'q6']);
       expect(await where([{ field: 'name', op: 'startsWith', value: 'item-q1' }])).toEqual(['q1']);
+      expect(await where([{ field: 'name', op: 'includes', value: 'm-q' }, { field: 'n', op: 'lt', value: 2 }])).toEqual(['q0', 'q1']);
+      expect(await where([{ field: 'name', op: 'includes', value: 'M-Q' }])).toEqual([]);
       expect(await where([{ field: 'tags', op: 'contains', value: 'odd' }, { field: 'n', op: 'gt', value: 5 }])).toEqual(['q7', 'q9']);
       expect(await where([{ field: 'active', op: 'eq', value: false }])).toEqual(['q0', 'q3', 'q6', 'q9']);
       expect(await where([{ field: 'day', op: 'exists' }, { field: 'n', op: 'eq', value: 2 }])).toEqual(['q2']);

@@ -1,0 +1,79 @@
+// Principals for identity search: those seen signing in and those named in role assignments, or
+// Microsoft Graph when it is configured.
+import type { Container, Doc } from '../store/types.js';
+import { searchGraph, type GraphOptions } from './graph.js';
+import type { Principal } from './principal.js';
+import { ROLE_ASSIGNMENTS_PK, type RoleAssignmentDoc } from './rbac.js';
+
+/** One result of a principal search (the response shape of `identity/securityPrincipals`). */
+export interface DirectoryEntry {
+  id: string;
+  principal_type: 'User' | 'Group' | 'ServicePrincipal';
+  upn: string | null;
+  display_name: string | null;
+  email: string | null;
+}
+
+interface PrincipalDoc extends Doc {
+  principal_type: 'User';
+  upn: string;
+  display_name: string | null;
+  last_seen: string;
+  /** Lower-cased id, UPN and name: what search matches. */
+  search_text: string;
+}
+
+const PK = 'principals';
+const REMEMBER_MS = 10 * 60_000;
+
+export class PrincipalDirectory {
+  // Principals recorded recently by this instance: at most one write per principal per ten minutes.
+  private readonly recent = new Map<string, number>();
+
+  constructor(
+    private readonly principals: Container<PrincipalDoc>,
+    private readonly resources: Container<RoleAssignmentDoc>,
+    private readonly graph?: GraphOptions,
+    private readonly onError: (e: unknown) => void = () => undefined,
+  ) {}
+
+  /** Records a signed-in user, off the request's path. */
+  seen(p: Principal): void {
+    if (p.kind !== 'user') return;
+    const last = this.recent.get(p.id);
+    if (last !== undefined && Date.now() - last < REMEMBER_MS) return;
+    if (this.recent.size > 50_000) this.recent.clear();
+    this.recent.set(p.id, Date.now());
+    this.principals
+      .upsert({
+        id: p.id,
+        pk: PK,
+        principal_type: 'User',
+        upn: p.upn,
+        display_name: p.name,
+        last_seen: new Date().toISOString(),
+        search_text: [p.id, p.upn, p.name ?? ''].join(' ').toLowerCase(),
+      })
+      .catch(this.onError);
+  }
+
+  async search(term: string, limit = 25): Promise<DirectoryEntry[]> {
+    if (this.graph) return (await searchGraph(term, this.graph, limit)).slice(0, limit);
+    const needle = term.toLowerCase();
+    const { items } = await this.principals.query({ partition: PK, where: [{ field: 'search_text', op: 'includes', value: needle }], orderBy: [{ field: 'upn' }], limit });
+    const found: DirectoryEntry[] = items.map((d) => ({ id: d.id, principal_type: d.principal_type, upn: d.upn, display_name: d.display_name, email: null }));
+    if (found.length < limit) {
+      // Principals named in role assignments but never seen (groups, service principals): matched by id.
+      const known = new Set(found.map((f) => f.id.toLowerCase()));
+      const { items: assignments } = await this.resources.query({ partition: ROLE_ASSIGNMENTS_PK, where: [{ field: 'deleted', op: 'ne', value: true }] });
+      for (const a of assignments) {
+        const id = a.principal_id.toLowerCase();
+        if (known.has(id) || !id.includes(needle)) continue;
+        known.add(id);
+        found.push({ id: a.principal_id, principal_type: a.principal_type as DirectoryEntry['principal_type'], upn: null, display_name: null, email: null });
+        if (found.length >= limit) break;
+      }
+    }
+    return found;
+  }
+}
