@@ -2,13 +2,15 @@
 import type { Route } from '../shared/http/route.js';
 import type { QueueHandler } from '../shared/queues/handler.js';
 import * as agentProperties from './agent-properties.js';
+import * as agentTokens from './agent-tokens.js';
+import * as agents from './agents.js';
 import * as branding from './branding.js';
 import * as identity from './identity.js';
 import { metaRoutes } from './meta.js';
 import * as resources from './resources.js';
 import * as status from './status.js';
 
-const groups: readonly (readonly Route[])[] = [status.routes, branding.routes, resources.routes, agentProperties.routes, identity.routes];
+const groups: readonly (readonly Route[])[] = [status.routes, branding.routes, agents.routes, resources.routes, agentProperties.routes, agentTokens.routes, identity.routes];
 
 export const ROUTES: readonly Route[] = [...groups.flat(), ...metaRoutes(() => ROUTES)];
 

@@ -38,6 +38,8 @@ const Env = z.object({
   AUTH_AUDIENCE: optional(z.string()),
   AUTH_JWKS_URI: optional(z.url()),
   BOOTSTRAP_OWNER_IDS: optional(List),
+  /** Domain of agent access tokens' synthetic UPNs: aat_{agent}_{tokenId}@{domain}. */
+  INTERNAL_DOMAIN: optional(z.string().regex(/^[a-z0-9.-]+$/i, 'must be a domain name')).default('agent-platform.internal'),
 
   APPLICATIONINSIGHTS_CONNECTION_STRING: optional(z.string()),
   /** Search principals in Microsoft Graph (Entra ID) with the managed identity. */
@@ -76,6 +78,7 @@ export interface Config {
   auth: AuthConfig;
   /** Principal ids made Owner at instance scope at startup; undefined means "the local default user". */
   bootstrapOwnerIds: readonly string[] | undefined;
+  internalDomain: string;
   appInsightsConnectionString: string | undefined;
   /** Client id of the user-assigned managed identity (Azure). */
   azureClientId: string | undefined;
@@ -110,6 +113,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     storage: storageConfig(e),
     auth: authConfig(e, dataDir),
     bootstrapOwnerIds: e.BOOTSTRAP_OWNER_IDS,
+    internalDomain: e.INTERNAL_DOMAIN,
     appInsightsConnectionString: e.APPLICATIONINSIGHTS_CONNECTION_STRING,
     azureClientId: e.AZURE_CLIENT_ID,
     graphUrl: e.GRAPH_ENABLED ? e.GRAPH_URL : undefined,

@@ -3,6 +3,7 @@ import type { BlobServiceClient } from '@azure/storage-blob';
 import type { QueueServiceClient } from '@azure/storage-queue';
 import { createAuthenticator, type Authenticator } from './auth/authenticate.js';
 import type { Authorizer } from './auth/authorizer.js';
+import { AgentTokens, type AgentTokenDoc } from './auth/agent-tokens.js';
 import { bootstrapOwners } from './auth/bootstrap.js';
 import { PrincipalDirectory } from './auth/directory.js';
 import { RoleBasedAuthorizer, type RoleAssignmentDoc } from './auth/rbac.js';
@@ -24,6 +25,7 @@ export interface Services {
   readonly auth: Authenticator;
   readonly authorizer: Authorizer;
   readonly directory: PrincipalDirectory;
+  readonly agentTokens: AgentTokens;
   readonly settings: AppSettings;
   readonly blobs: BlobServiceClient;
   readonly queues: QueueServiceClient;
@@ -49,14 +51,16 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     config.graphUrl ? graphOptions(config.graphUrl, config.azureClientId) : undefined,
     (e) => log.warn('Could not record a principal', { error: e instanceof Error ? e.message : String(e) }),
   );
+  const agentTokens = new AgentTokens(store.container<AgentTokenDoc>('tokens'), config.instanceId, config.internalDomain);
   return {
     config,
     log,
     store,
     bearer,
-    auth: createAuthenticator(bearer, { onUser: (p) => directory.seen(p) }),
+    auth: createAuthenticator(bearer, { agentTokens, onUser: (p) => directory.seen(p) }),
     authorizer,
     directory,
+    agentTokens,
     settings: new AppSettings(store.container<AppConfigDoc>('resources')),
     blobs: createBlobService(config.storage),
     queues,

@@ -1,0 +1,44 @@
+// Which agents a caller may use through the Core API: by role assignment (Reader or higher on the agent or
+// above it), and for a token holder only the one agent its token is bound to (spec 5).
+import type { Access } from '../auth/authorizer.js';
+import type { Principal } from '../auth/principal.js';
+import { forbidden, notFound } from '../http/errors.js';
+import type { Services } from '../services.js';
+import { partitionOf, type ResourceDoc } from './resource-type.js';
+import { agents } from './types/agent.js';
+
+export const USE_AGENT = 'Svc.Agent/agents/read';
+const AGENT_ACTIONS = ['read', 'write', 'delete'].map((v) => `Svc.Agent/agents/${v}`);
+
+const expired = (agent: ResourceDoc) => typeof agent.expiration_date === 'string' && Date.parse(agent.expiration_date) <= Date.now();
+
+/** The agent, when the principal may use it; otherwise the agent provider's 403 or 404. */
+export async function agentForUse(s: Services, principal: Principal, agentName: string): Promise<ResourceDoc> {
+  if (principal.kind === 'agent-token' && principal.agentName !== agentName) {
+    throw forbidden(`This agent access token is bound to another agent`);
+  }
+  const agent = await s.store.container<ResourceDoc>('resources').read(partitionOf(agents), agentName);
+  if (!agent || agent.deleted) throw notFound(`Agent ${agentName} not found`);
+  if (!(await s.authorizer.can(principal, USE_AGENT, agent.object_id))) throw forbidden(`Not permitted to use agent ${agentName}`);
+  if (expired(agent)) throw forbidden(`Agent ${agentName} has expired`);
+  return agent;
+}
+
+/** Every agent the principal may use, with its roles and actions there. */
+export async function usableAgents(s: Services, principal: Principal): Promise<{ agent: ResourceDoc; access: Access }[]> {
+  const { items } = await s.store.container<ResourceDoc>('resources').query({
+    partition: partitionOf(agents),
+    where: [
+      { field: 'deleted', op: 'ne', value: true },
+      ...(principal.kind === 'agent-token' && principal.agentName ? [{ field: 'name', op: 'eq' as const, value: principal.agentName }] : []),
+    ],
+    orderBy: [{ field: 'name' }],
+  });
+  const usable: { agent: ResourceDoc; access: Access }[] = [];
+  for (const agent of items) {
+    if (expired(agent)) continue;
+    const access = await s.authorizer.access(principal, agent.object_id, AGENT_ACTIONS);
+    if (access.actions.includes(USE_AGENT)) usable.push({ agent, access });
+  }
+  return usable;
+}
