@@ -5,13 +5,16 @@ import * as agentProperties from './agent-properties.js';
 import * as agentTokens from './agent-tokens.js';
 import * as agents from './agents.js';
 import * as branding from './branding.js';
+import * as completions from './completions.js';
+import * as files from './files.js';
 import * as identity from './identity.js';
 import { metaRoutes } from './meta.js';
 import * as resources from './resources.js';
+import * as sessions from './sessions.js';
 import * as status from './status.js';
 
-const groups: readonly (readonly Route[])[] = [status.routes, branding.routes, agents.routes, resources.routes, agentProperties.routes, agentTokens.routes, identity.routes];
+const groups: readonly (readonly Route[])[] = [status.routes, branding.routes, agents.routes, completions.routes, sessions.routes, files.routes, resources.routes, agentProperties.routes, agentTokens.routes, identity.routes];
 
 export const ROUTES: readonly Route[] = [...groups.flat(), ...metaRoutes(() => ROUTES)];
 
-export const QUEUE_HANDLERS: readonly QueueHandler[] = [];
+export const QUEUE_HANDLERS: readonly QueueHandler[] = [...completions.queueHandlers];

@@ -46,6 +46,13 @@ const Env = z.object({
   GRAPH_ENABLED: optional(Flag).default(false),
   GRAPH_URL: optional(z.url()).default('https://graph.microsoft.com'),
   MAX_JSON_BODY_BYTES: optional(PositiveInt).default(1024 * 1024),
+  MAX_UPLOAD_BYTES: optional(PositiveInt).default(20 * 1024 * 1024),
+  FILES_CONTAINER: optional(z.string().regex(/^[a-z0-9](?:[a-z0-9-]{1,61}[a-z0-9])$/, 'must be a Blob container name')).default('files'),
+  MODEL_MAX_RETRIES: optional(z.coerce.number().int().min(0).max(10)).default(2),
+  /** Seconds a dequeued async completion stays invisible to other workers (the local consumer). */
+  QUEUE_VISIBILITY_TIMEOUT_SECONDS: optional(PositiveInt).default(300),
+  /** An async operation still InProgress after this long is reported Failed. */
+  ASYNC_OPERATION_TIMEOUT_SECONDS: optional(PositiveInt).default(1800),
   LOG_REQUESTS: optional(Flag).default(false),
 });
 
@@ -85,12 +92,26 @@ export interface Config {
   /** Microsoft Graph base URL when principal search uses Graph. */
   graphUrl: string | undefined;
   maxJsonBodyBytes: number;
+  maxUploadBytes: number;
+  filesContainer: string;
+  modelMaxRetries: number;
+  queueVisibilityTimeoutSeconds: number;
+  asyncOperationTimeoutSeconds: number;
   logRequests: boolean;
   version: string;
 }
 
 /** The local identity provider's audience (CONTRACT.md section 4). */
 export const LOCAL_AUDIENCE = 'api://agent-platform';
+
+/**
+ * A secret named by configuration (an API endpoint's `api_key_secret_name`): the environment variable of
+ * that name. In Azure the app setting is a Key Vault reference, which the platform resolves into it.
+ */
+export function readSecret(name: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const value = env[name];
+  return value === undefined || value === '' ? undefined : value;
+}
 
 /** Parses the environment; throws ConfigError naming the first bad or missing setting. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.0'): Config {
@@ -118,6 +139,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     azureClientId: e.AZURE_CLIENT_ID,
     graphUrl: e.GRAPH_ENABLED ? e.GRAPH_URL : undefined,
     maxJsonBodyBytes: e.MAX_JSON_BODY_BYTES,
+    maxUploadBytes: e.MAX_UPLOAD_BYTES,
+    filesContainer: e.FILES_CONTAINER,
+    modelMaxRetries: e.MODEL_MAX_RETRIES,
+    queueVisibilityTimeoutSeconds: e.QUEUE_VISIBILITY_TIMEOUT_SECONDS,
+    asyncOperationTimeoutSeconds: e.ASYNC_OPERATION_TIMEOUT_SECONDS,
     logRequests: e.LOG_REQUESTS,
     version,
   };

@@ -1,4 +1,6 @@
-// Structured logging: one JSON line per record on stderr, which both hosts collect.
+// Structured logging: one JSON line per record on stderr, which both hosts collect. Records carry the
+// correlation dimensions (Svc-OperationId, ...) of the active context.
+import { dimensionsOf } from './telemetry/correlation.js';
 
 export interface Log {
   info(message: string, fields?: Record<string, unknown>): void;
@@ -9,7 +11,7 @@ export interface Log {
 /** A logger writing JSON lines; `quiet` drops info records. */
 export function createLog(options: { quiet?: boolean } = {}): Log {
   const write = (level: string, message: string, fields?: Record<string, unknown>) =>
-    process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level, message, ...fields })}\n`);
+    process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level, message, ...dimensionsOf(), ...fields })}\n`);
   return {
     info: (m, f) => {
       if (!options.quiet) write('info', m, f);

@@ -10,6 +10,12 @@ import { RoleBasedAuthorizer, type RoleAssignmentDoc } from './auth/rbac.js';
 import { createBearerVerifier, type BearerVerifier } from './auth/bearer.js';
 import type { Config } from './config.js';
 import { createLog, type Log } from './log.js';
+import { ModelGateway } from './completions/model-gateway.js';
+import { Quotas } from './completions/quotas.js';
+import { Conversations, type MessageDoc, type SessionDoc } from './conversations/conversations.js';
+import { Files, type FileDoc } from './files/files.js';
+import { ResourceCache } from './providers/resource-cache.js';
+import type { ResourceDoc } from './providers/resource-type.js';
 import { AppSettings, type AppConfigDoc } from './providers/settings.js';
 import { QueueProducer } from './queues/handler.js';
 import { openStore } from './store/open.js';
@@ -26,6 +32,11 @@ export interface Services {
   readonly authorizer: Authorizer;
   readonly directory: PrincipalDirectory;
   readonly agentTokens: AgentTokens;
+  readonly resourceCache: ResourceCache;
+  readonly conversations: Conversations;
+  readonly files: Files;
+  readonly models: ModelGateway;
+  readonly quotas: Quotas;
   readonly settings: AppSettings;
   readonly blobs: BlobServiceClient;
   readonly queues: QueueServiceClient;
@@ -51,7 +62,9 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     config.graphUrl ? graphOptions(config.graphUrl, config.azureClientId) : undefined,
     (e) => log.warn('Could not record a principal', { error: e instanceof Error ? e.message : String(e) }),
   );
+  const blobs = createBlobService(config.storage);
   const agentTokens = new AgentTokens(store.container<AgentTokenDoc>('tokens'), config.instanceId, config.internalDomain);
+  const settings = new AppSettings(store.container<AppConfigDoc>('resources'));
   return {
     config,
     log,
@@ -61,8 +74,13 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     authorizer,
     directory,
     agentTokens,
-    settings: new AppSettings(store.container<AppConfigDoc>('resources')),
-    blobs: createBlobService(config.storage),
+    resourceCache: new ResourceCache(store.container<ResourceDoc>('resources'), config.instanceId),
+    conversations: new Conversations(store.container<SessionDoc | MessageDoc>('sessions')),
+    files: new Files(store.container<FileDoc>('files'), blobs.getContainerClient(config.filesContainer), config.instanceId, config.maxUploadBytes),
+    models: new ModelGateway({ maxRetries: config.modelMaxRetries, clientId: config.azureClientId }),
+    quotas: new Quotas(settings, store.container('quotas'), log),
+    settings,
+    blobs,
     queues,
     producer: new QueueProducer(queues),
     close: () => store.close(),

@@ -1,7 +1,7 @@
 // The one wrapper every request runs through, on every host: request id, span, authentication,
 // validation, authorization, handler, and the mapping of anything thrown to the route's error envelope.
 import { randomUUID } from 'node:crypto';
-import { SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
+import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type SpanOptions } from '@opentelemetry/api';
 import type { z } from 'zod';
 import { ANONYMOUS, type Principal } from '../auth/principal.js';
 import type { Services } from '../services.js';
@@ -34,7 +34,8 @@ export async function handle(
     'svc.request_id': requestId,
     ...(rawParams.instanceId !== undefined ? { 'Svc-InstanceId': rawParams.instanceId } : {}),
   };
-  return tracer.startActiveSpan(route.name, { kind: SpanKind.SERVER, attributes }, async (span) => {
+  const [options, parent] = spanStart(route, request, attributes);
+  return tracer.startActiveSpan(route.name, options, parent, async (span) => {
     let reply: Reply;
     try {
       reply = await run(route, request, rawParams, services, requestId);
@@ -46,6 +47,15 @@ export async function handle(
     span.end();
     return { ...reply, headers: { ...reply.headers, 'x-request-id': requestId } };
   });
+}
+
+/** Where the request's span starts: a new root linked to the caller at boundaries, else the caller's trace. */
+function spanStart(route: Route, request: PlatformRequest, attributes: SpanOptions['attributes']): [SpanOptions, Context] {
+  const incoming = propagation.extract(ROOT_CONTEXT, request, { get: (r, key) => r.header(key), keys: () => [] });
+  if (!route.traceBoundary) return [{ kind: SpanKind.SERVER, attributes }, propagation.deleteBaggage(incoming)];
+  const caller = trace.getSpanContext(incoming);
+  const links = caller && trace.isSpanContextValid(caller) ? [{ context: caller }] : [];
+  return [{ kind: SpanKind.SERVER, attributes, root: true, links }, ROOT_CONTEXT];
 }
 
 async function run(

@@ -55,6 +55,11 @@ export interface RouteSpec<P extends z.ZodType | undefined, Q extends z.ZodType 
   bodyKind?: 'json' | 'stream';
   bodyDoc?: { contentType: string; schema: z.ZodType };
   responses: Record<number, ResponseDoc>;
+  /**
+   * A trace boundary (completions, status polls; spec 6): every call starts a new root span and keeps the
+   * caller's traceparent only as a link. Other routes continue the caller's trace.
+   */
+  traceBoundary?: boolean;
   permission?: (input: { params: Infer<P>; principal: Principal }) => Permission;
   handler: (input: HandlerInput<Infer<P>, Infer<Q>, Infer<B>>) => Promise<Reply>;
 }

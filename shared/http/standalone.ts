@@ -44,7 +44,9 @@ export async function startStandalone(
     throw e;
   });
   const consumers: Consumer[] =
-    options.consumers === false ? [] : queueHandlers.map((h) => startQueueConsumer(h, services.queues, services, { idlePollMs: 500 }));
+    options.consumers === false ? [] : queueHandlers.map((h) =>
+          startQueueConsumer(h, services.queues, services, { idlePollMs: 500, visibilityTimeoutSeconds: services.config.queueVisibilityTimeoutSeconds }),
+        );
   const unsubscribe = services.producer.onSend(() => consumers.forEach((c) => c.wake()));
   return {
     coreUrl,

@@ -4,7 +4,7 @@ import type { Access } from '../auth/authorizer.js';
 import type { Principal } from '../auth/principal.js';
 import { forbidden, notFound } from '../http/errors.js';
 import type { Services } from '../services.js';
-import { partitionOf, type ResourceDoc } from './resource-type.js';
+import { objectIdOf, partitionOf, type ResourceDoc } from './resource-type.js';
 import { agents } from './types/agent.js';
 
 export const USE_AGENT = 'Svc.Agent/agents/read';
@@ -17,8 +17,8 @@ export async function agentForUse(s: Services, principal: Principal, agentName: 
   if (principal.kind === 'agent-token' && principal.agentName !== agentName) {
     throw forbidden(`This agent access token is bound to another agent`);
   }
-  const agent = await s.store.container<ResourceDoc>('resources').read(partitionOf(agents), agentName);
-  if (!agent || agent.deleted) throw notFound(`Agent ${agentName} not found`);
+  const agent = await s.resourceCache.get(objectIdOf(s.config.instanceId, agents, agentName));
+  if (!agent) throw notFound(`Agent ${agentName} not found`);
   if (!(await s.authorizer.can(principal, USE_AGENT, agent.object_id))) throw forbidden(`Not permitted to use agent ${agentName}`);
   if (expired(agent)) throw forbidden(`Agent ${agentName} has expired`);
   return agent;

@@ -130,6 +130,7 @@ export async function setProperties(s: Services, principal: Principal, agentName
     next.updated_by = principal.upn;
     return next;
   });
+  s.resourceCache.invalidate(agent.object_id);
   // The new owner holds the Owner role on the agent, as its creator did.
   if (newOwner !== undefined) {
     await grant({ services: s, principal, objectId: agent.object_id }, { id: newOwner, type: 'User' }, ROLE_IDS.owner, agent.object_id, 'Owner of the agent');

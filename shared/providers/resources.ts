@@ -95,6 +95,7 @@ export async function upsertResource(
       deleted: false,
     };
   });
+  s.resourceCache.invalidate(objectId);
   if (saved) {
     if (outcome.created) await t.afterCreate?.(saved, ctx);
     await t.afterChange?.(saved, ctx);
@@ -110,6 +111,7 @@ export async function deleteResource(s: Services, t: ResourceType, principal: Pr
     if (existing.deleted) return undefined;
     return { ...existing, deleted: true, updated_on: new Date().toISOString(), updated_by: principal.upn };
   });
+  s.resourceCache.invalidate(objectId);
   if (saved) await t.afterChange?.(saved, { services: s, principal, objectId });
   return { object_id: objectId, deleted: true };
 }
@@ -121,6 +123,7 @@ export async function purgeResource(s: Services, t: ResourceType, principal: Pri
   if (!doc) throw notFound(`${t.type} ${name} not found`);
   if (!doc.deleted) throw conflict(`${t.type} ${name} is not deleted; delete it before purging it`);
   await container(s).delete(partitionOf(t), name, { ifMatch: doc._etag });
+  s.resourceCache.invalidate(objectId);
   const ctx = { services: s, principal, objectId };
   await t.afterPurge?.(doc, ctx);
   await t.afterChange?.(doc, ctx);

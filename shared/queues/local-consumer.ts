@@ -39,17 +39,24 @@ export function startQueueConsumer(
       };
     });
 
+  const toPoison = async (m: { messageId: string; popReceipt: string; messageText: string }) => {
+    await poison.createIfNotExists();
+    await poison.sendMessage(m.messageText);
+    await client.deleteMessage(m.messageId, m.popReceipt);
+  };
+
   async function deliver(m: { messageId: string; popReceipt: string; messageText: string; dequeueCount: number }) {
+    // Delivered more often than allowed (the worker died mid-try): straight to poison, as the Functions host does.
+    if (m.dequeueCount > MAX_DEQUEUE_COUNT) {
+      await toPoison(m);
+      return;
+    }
     try {
       await handler.handler(decodeMessage(m.messageText), { id: m.messageId, dequeueCount: m.dequeueCount }, services);
       await client.deleteMessage(m.messageId, m.popReceipt);
     } catch (thrown) {
       services.log.warn('Queue message failed', { queue: handler.queue, id: m.messageId, dequeueCount: m.dequeueCount, error: toError(thrown).message });
-      if (m.dequeueCount >= MAX_DEQUEUE_COUNT) {
-        await poison.createIfNotExists();
-        await poison.sendMessage(m.messageText);
-        await client.deleteMessage(m.messageId, m.popReceipt);
-      }
+      if (m.dequeueCount >= MAX_DEQUEUE_COUNT) await toPoison(m);
     }
   }
 

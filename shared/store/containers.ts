@@ -22,7 +22,7 @@ export const CONTAINERS = {
   /** Management resources of every provider; pk = `{provider}/{resourceType}`, id = resource name. */
   resources: define('resources', { indexes: [['deleted'], ['type']] }),
   /** Sessions and their messages together; pk = owner UPN, so one user's conversation is one partition. */
-  sessions: define('sessions', { indexes: [['type', 'session_id'], ['type', 'created_on'], ['day']] }),
+  sessions: define('sessions', { indexes: [['type', 'updated_on'], ['type', 'session_id', 'timestamp'], ['type', 'created_on'], ['day']] }),
   /** Long-running completion operations (the status container); pk = operation id. */
   operations: define('operations', { defaultTtlSeconds: 30 * 24 * 3600, indexes: [['status']] }),
   /** Personalized memory documents; pk = owner UPN. */

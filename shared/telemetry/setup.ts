@@ -1,14 +1,43 @@
-// Telemetry bootstrap, loaded before anything else: Azure Monitor (Application Insights) tracing when a
-// connection string is configured; otherwise the OpenTelemetry API stays a no-op.
+// Telemetry bootstrap, loaded before anything else. Always: an AsyncLocalStorage context manager and the W3C
+// trace-context and baggage propagators, so correlation ids reach every downstream call. With
+// APPLICATIONINSIGHTS_CONNECTION_STRING: Azure Monitor export, with the baggage span processor.
+import { context, propagation, trace } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
+import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
+import { BasicTracerProvider, SimpleSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
 import type { Config } from '../config.js';
+import { BaggageSpanProcessor } from './correlation.js';
 
 let started = false;
 
-/** Starts the exporter once; returns whether telemetry is exported. Loads the SDK only when needed. */
+function registerContext(): void {
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+  propagation.setGlobalPropagator(new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }));
+}
+
+/** Starts telemetry once; returns whether traces are exported. Loads the Azure Monitor SDK only when needed. */
 export async function startTelemetry(config: Pick<Config, 'appInsightsConnectionString'>): Promise<boolean> {
-  if (started || !config.appInsightsConnectionString) return started;
-  const { useAzureMonitor } = await import('applicationinsights');
-  useAzureMonitor({ azureMonitorExporterOptions: { connectionString: config.appInsightsConnectionString } });
+  if (started) return config.appInsightsConnectionString !== undefined;
   started = true;
+  if (!config.appInsightsConnectionString) {
+    registerContext();
+    return false;
+  }
+  const { useAzureMonitor } = await import('applicationinsights');
+  useAzureMonitor({
+    azureMonitorExporterOptions: { connectionString: config.appInsightsConnectionString },
+    spanProcessors: [new BaggageSpanProcessor()],
+  });
   return true;
+}
+
+/** In-process tracing to an exporter (tests, and local diagnosis): same processors as in Azure. */
+export function startLocalTracing(exporter: SpanExporter): () => void {
+  context.disable();
+  propagation.disable();
+  trace.disable();
+  registerContext();
+  trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new BaggageSpanProcessor(), new SimpleSpanProcessor(exporter)] }));
+  started = true;
+  return () => trace.disable();
 }

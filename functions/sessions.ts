@@ -1,0 +1,95 @@
+// Sessions and messages (spec 4.1, 2.6): every read and write is the caller's own.
+import { z } from 'zod';
+import { presentMessage, presentSession } from '../shared/conversations/conversations.js';
+import { defineRoute } from '../shared/http/route.js';
+import { Guid, InstanceParams } from '../shared/http/schemas.js';
+import { json } from '../shared/http/types.js';
+
+const Session = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    type: z.literal('Session'),
+    upn: z.string(),
+    messages: z.array(z.unknown()),
+    created_on: z.string(),
+    updated_on: z.string().optional(),
+  })
+  .meta({ id: 'Session' });
+const Message = z
+  .object({
+    id: z.string(),
+    type: z.literal('Message'),
+    session_id: z.string(),
+    sender: z.enum(['User', 'Assistant']),
+    sender_display_name: z.string(),
+    text: z.string(),
+    tokens: z.number().int(),
+    timestamp: z.string(),
+    operation_id: z.string(),
+    rating: z.boolean().nullable().optional(),
+    rating_comments: z.string().nullable().optional(),
+  })
+  .meta({ id: 'Message' });
+
+const SessionParams = InstanceParams.extend({ sessionId: Guid });
+const common = { api: 'core', tag: 'Sessions', auth: 'any', errors: 'core' } as const;
+
+export const routes = [
+  defineRoute({
+    ...common,
+    name: 'sessions-list',
+    method: 'GET',
+    path: '/instances/{instanceId}/sessions',
+    summary: "The caller's sessions, most recently active first",
+    params: InstanceParams,
+    responses: { 200: { description: 'Sessions', schema: z.array(Session) } },
+    handler: async ({ services, principal }) => json(200, (await services.conversations.list(principal.upn)).map((s) => presentSession(s))),
+  }),
+  defineRoute({
+    ...common,
+    name: 'sessions-create',
+    method: 'POST',
+    path: '/instances/{instanceId}/sessions',
+    summary: 'Start a session',
+    params: InstanceParams,
+    body: z.object({ name: z.string().trim().min(1, 'name must not be empty').max(200).default('New Chat') }).strict().default({ name: 'New Chat' }),
+    responses: { 200: { description: 'The new session (without updated_on)', schema: Session } },
+    handler: async ({ services, principal, body }) => json(200, presentSession(await services.conversations.create(principal.upn, body.name), false)),
+  }),
+  defineRoute({
+    ...common,
+    name: 'sessions-messages',
+    method: 'GET',
+    path: '/instances/{instanceId}/sessions/{sessionId}/messages',
+    summary: 'Messages of one of the caller\'s sessions, oldest first',
+    params: SessionParams,
+    responses: { 200: { description: 'Messages', schema: z.array(Message) } },
+    handler: async ({ services, principal, params }) => json(200, (await services.conversations.messagesOf(principal.upn, params.sessionId)).map(presentMessage)),
+  }),
+  defineRoute({
+    ...common,
+    name: 'sessions-delete',
+    method: 'DELETE',
+    path: '/instances/{instanceId}/sessions/{sessionId}',
+    summary: 'Delete a session and all its messages',
+    params: SessionParams,
+    responses: { 200: { description: 'Deleted (empty body)' } },
+    handler: async ({ services, principal, params }) => {
+      await services.conversations.delete(principal.upn, params.sessionId);
+      return { status: 200 };
+    },
+  }),
+  defineRoute({
+    ...common,
+    name: 'sessions-rate-message',
+    method: 'POST',
+    path: '/instances/{instanceId}/sessions/{sessionId}/message/{messageId}/rate',
+    summary: 'Rate an assistant message: thumbs up (true) or down (false), with comments',
+    params: SessionParams.extend({ messageId: z.string().min(1).max(200) }),
+    body: z.object({ rating: z.boolean({ error: 'rating must be true or false' }), comments: z.string().max(4000).optional() }).strict(),
+    responses: { 200: { description: 'The rated message', schema: Message } },
+    handler: async ({ services, principal, params, body }) =>
+      json(200, presentMessage(await services.conversations.rate(principal.upn, params.sessionId, params.messageId, body.rating, body.comments ?? null))),
+  }),
+];

@@ -1,0 +1,204 @@
+// The completion pipeline shared by sync and async completions: validate, resolve the agent and its
+// configuration chain, build the chat request, call the model, and record the turn and its usage.
+import { randomUUID } from 'node:crypto';
+import { context, propagation } from '@opentelemetry/api';
+import { z } from 'zod';
+import type { Principal } from '../auth/principal.js';
+import { ApiError, forbidden, validationError } from '../http/errors.js';
+import { GUID } from '../http/schemas.js';
+import { agentForUse, usableAgents } from '../providers/agent-access.js';
+import type { ResourceDoc } from '../providers/resource-type.js';
+import type { Services } from '../services.js';
+import { dayOf } from '../conversations/conversations.js';
+import type { ChatMessage, ModelParameters } from './model-gateway.js';
+import { costOf, recordUsage, type UsageDoc } from './usage.js';
+
+/** The completion request of spec 2.2, with the messages of spec 4.1. */
+export const CompletionRequest = z
+  .object({
+    operation_id: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/, 'operation_id must be 1 to 100 letters, digits, dots, underscores or hyphens').optional(),
+    user_prompt: z.string({ error: 'user_prompt is required' }).refine((v) => v.trim().length > 0, 'user_prompt is required'),
+    session_id: z.string({ error: 'Invalid session_id format' }).regex(GUID, 'Invalid session_id format').optional(),
+    agent_name: z.string().min(1, 'Agent not found or access denied').optional(),
+    attachments: z.array(z.string().min(1)).max(20, 'at most 20 attachments').optional(),
+    settings: z
+      .object({
+        model_parameters: z
+          .object({
+            temperature: z.number({ error: 'temperature must be between 0 and 1' }).min(0, 'temperature must be between 0 and 1').max(1, 'temperature must be between 0 and 1').optional(),
+            max_new_tokens: z.number({ error: 'max_new_tokens must be positive' }).int('max_new_tokens must be positive').positive('max_new_tokens must be positive').optional(),
+            top_p: z.number().min(0).max(1).optional(),
+          })
+          .strict()
+          .optional(),
+        agent_parameters: z.object({ index_top_n: z.number().int().positive().optional(), index_filter_expression: z.string().optional() }).strict().optional(),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+export type CompletionRequest = z.output<typeof CompletionRequest>;
+
+export const CompletionResponse = z
+  .object({
+    operation_id: z.string(),
+    user_prompt: z.string(),
+    completion: z.string(),
+    content: z.array(z.object({ type: z.string(), value: z.string() })),
+    citations: z.array(z.unknown()),
+    analysis_results: z.array(z.unknown()),
+    user_prompt_embedding: z.array(z.number()),
+    prompt_tokens: z.number().int(),
+    completion_tokens: z.number().int(),
+    total_tokens: z.number().int(),
+    total_cost: z.number(),
+  })
+  .meta({ id: 'CompletionResponse' });
+export type CompletionResponse = z.output<typeof CompletionResponse>;
+
+const agentError = () => validationError([{ field: 'agent_name', message: 'Agent not found or access denied' }]);
+const notConfigured = (agent: string, what: string) => new ApiError(400, 'AgentNotConfigured', `Agent ${agent} cannot answer: ${what}`);
+
+/** The agent a request is for: named, the token's own, or the caller's only usable agent. */
+export async function resolveAgent(s: Services, principal: Principal, agentName: string | undefined): Promise<ResourceDoc> {
+  const name = agentName ?? principal.agentName;
+  if (name === undefined) {
+    const usable = await usableAgents(s, principal);
+    if (usable.length === 1 && usable[0]) return usable[0].agent;
+    throw validationError([{ field: 'agent_name', message: usable.length === 0 ? 'No agent is available to you' : 'agent_name is required when more than one agent is available' }]);
+  }
+  try {
+    return await agentForUse(s, principal, name);
+  } catch (e) {
+    // A missing agent is a bad request; an existing one the caller may not use is 403 (spec 4.1 and 7).
+    if (e instanceof ApiError && e.status === 404) throw agentError();
+    if (e instanceof ApiError && e.status === 403) throw forbidden('Agent not found or access denied');
+    throw e;
+  }
+}
+
+interface AgentChain {
+  agent: ResourceDoc;
+  prompt: ResourceDoc;
+  model: ResourceDoc;
+  endpoint: ResourceDoc;
+}
+
+/** agent -> workflow -> (AI model -> API endpoint, prompt), from the resource cache. */
+async function chainOf(s: Services, agent: ResourceDoc): Promise<AgentChain> {
+  const get = async (objectId: unknown, what: string) => {
+    const doc = typeof objectId === 'string' ? await s.resourceCache.get(objectId) : undefined;
+    if (!doc) throw notConfigured(agent.name, `its ${what} is missing`);
+    return doc;
+  };
+  const workflow = await get(agent.workflow_object_id, 'workflow');
+  const [model, prompt] = await Promise.all([get(workflow.main_ai_model_object_id, 'AI model'), get(workflow.main_prompt_object_id, 'prompt')]);
+  if (model.model_type !== 'completion') throw notConfigured(agent.name, 'its AI model is not a completion model');
+  const endpoint = await get(model.api_endpoint_object_id, 'API endpoint');
+  return { agent, prompt, model, endpoint };
+}
+
+/** Trace context and baggage of the active context, for the outgoing model call. */
+function outgoingHeaders(): Record<string, string> {
+  const headers: Record<string, string> = {};
+  propagation.inject(context.active(), headers);
+  return headers;
+}
+
+export interface RunOptions {
+  operationId: string;
+}
+
+/** Runs one completion to the end. Idempotent on the operation id: a repeat reuses a recorded answer. */
+export async function runCompletion(s: Services, principal: Principal, request: CompletionRequest, options: RunOptions): Promise<CompletionResponse> {
+  const started = Date.now();
+  const operationId = options.operationId;
+  const agent = await resolveAgent(s, principal, request.agent_name);
+  const chain = await chainOf(s, agent);
+  const sessionId = request.session_id?.toLowerCase();
+  if (sessionId) await s.conversations.get(principal.upn, sessionId);
+  const deployment = String(chain.model.deployment_name);
+
+  const recorded = sessionId ? await s.conversations.recordedAnswer(principal.upn, operationId) : undefined;
+  let answer: { content: string; promptTokens: number; completionTokens: number };
+  if (recorded) {
+    const usage = await s.store.container<UsageDoc>('usage').read(principal.upn, operationId);
+    answer = { content: recorded.text, promptTokens: usage?.prompt_tokens ?? 0, completionTokens: recorded.tokens };
+  } else {
+    const messages = await buildMessages(s, principal, request, chain, sessionId);
+    answer = await s.models.complete(chain.endpoint, chain.model, messages, modelParameters(chain.model, request), outgoingHeaders());
+  }
+
+  const completedAt = new Date().toISOString();
+  const total = answer.promptTokens + answer.completionTokens;
+  const cost = costOf(chain.model, answer.promptTokens, answer.completionTokens);
+  if (sessionId && !recorded) {
+    const startedAt = new Date(started).toISOString();
+    await s.conversations.recordTurn(
+      principal.upn,
+      sessionId,
+      { sender: 'User', sender_display_name: principal.name ?? principal.upn, text: request.user_prompt, tokens: answer.promptTokens, timestamp: startedAt, operation_id: operationId, agent_name: agent.name },
+      { sender: 'Assistant', sender_display_name: agent.name, text: answer.content, tokens: answer.completionTokens, timestamp: completedAt, operation_id: operationId, agent_name: agent.name },
+    );
+  }
+  await recordUsage(s.store.container<UsageDoc>('usage'), {
+    id: operationId,
+    pk: principal.upn,
+    operation_id: operationId,
+    session_id: sessionId ?? null,
+    upn: principal.upn,
+    user_id: principal.id,
+    agent_name: agent.name,
+    model_deployment_name: deployment,
+    prompt_tokens: answer.promptTokens,
+    completion_tokens: answer.completionTokens,
+    total_tokens: total,
+    cost,
+    timestamp: completedAt,
+    day: dayOf(completedAt),
+    duration_ms: Date.now() - started,
+  });
+  return {
+    operation_id: operationId,
+    user_prompt: request.user_prompt,
+    completion: answer.content,
+    content: [{ type: 'text', value: answer.content }],
+    citations: [],
+    analysis_results: [],
+    user_prompt_embedding: [],
+    prompt_tokens: answer.promptTokens,
+    completion_tokens: answer.completionTokens,
+    total_tokens: total,
+    total_cost: cost,
+  };
+}
+
+/** The model's parameters, overridden by the request's `settings.model_parameters`. */
+function modelParameters(model: ResourceDoc, request: CompletionRequest): ModelParameters {
+  const configured = (model.model_parameters ?? {}) as { temperature?: number; max_new_tokens?: number; top_p?: number };
+  const merged = { ...configured, ...request.settings?.model_parameters };
+  return {
+    ...(merged.temperature !== undefined ? { temperature: merged.temperature } : {}),
+    ...(merged.max_new_tokens !== undefined ? { max_tokens: merged.max_new_tokens } : {}),
+    ...(merged.top_p !== undefined ? { top_p: merged.top_p } : {}),
+  };
+}
+
+/** System prompt, history (when enabled, last max_history turns), attachments as context, the prompt. */
+async function buildMessages(s: Services, principal: Principal, request: CompletionRequest, chain: AgentChain, sessionId: string | undefined): Promise<ChatMessage[]> {
+  const messages: ChatMessage[] = [];
+  if (typeof chain.prompt.prefix === 'string' && chain.prompt.prefix.length > 0) messages.push({ role: 'system', content: chain.prompt.prefix });
+  const history = chain.agent.conversation_history_settings as { enabled?: boolean; max_history?: number } | null | undefined;
+  if (sessionId && history?.enabled) {
+    for (const m of await s.conversations.history(principal.upn, sessionId, (history.max_history ?? 0) * 2)) {
+      messages.push({ role: m.sender === 'User' ? 'user' : 'assistant', content: m.text });
+    }
+  }
+  const attached = request.attachments?.length ? await s.files.textContext(principal.upn, request.attachments) : [];
+  const context = attached.map((f) => `Attached file "${f.name}":\n${f.text}`).join('\n\n');
+  const suffix = typeof chain.prompt.suffix === 'string' && chain.prompt.suffix.length > 0 ? `\n\n${chain.prompt.suffix}` : '';
+  messages.push({ role: 'user', content: `${context ? `${context}\n\n` : ''}${request.user_prompt}${suffix}` });
+  return messages;
+}
+
+export const newOperationId = () => randomUUID();

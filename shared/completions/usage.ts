@@ -1,0 +1,34 @@
+// Token usage records: one per completion, written once (idempotent on the operation id), for analytics.
+import { ConflictError, type Container, type Doc } from '../store/types.js';
+
+export interface UsageDoc extends Doc {
+  operation_id: string;
+  session_id: string | null;
+  upn: string;
+  user_id: string;
+  agent_name: string;
+  model_deployment_name: string;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  cost: number;
+  timestamp: string;
+  day: string;
+  duration_ms: number;
+}
+
+/** Writes the record unless this operation already has one. */
+export async function recordUsage(container: Container<UsageDoc>, doc: UsageDoc): Promise<void> {
+  try {
+    await container.create(doc);
+  } catch (e) {
+    if (!(e instanceof ConflictError)) throw e;
+  }
+}
+
+/** Cost from the AI model's per-1,000-token prices; 0 when none is configured. */
+export function costOf(model: Record<string, unknown>, prompt: number, completion: number): number {
+  const price = (v: unknown) => (typeof v === 'number' ? v : 0);
+  const cost = (prompt / 1000) * price(model.cost_per_1k_prompt_tokens) + (completion / 1000) * price(model.cost_per_1k_completion_tokens);
+  return Math.round(cost * 1e6) / 1e6;
+}

@@ -1,0 +1,163 @@
+// Uploaded files: bytes streamed to Blob storage, a record per file (owner, agent, session, size, type),
+// and the text of attached files handed to the model as context.
+import { createHash, randomUUID } from 'node:crypto';
+import { Transform, type Readable } from 'node:stream';
+import type { ContainerClient } from '@azure/storage-blob';
+import { fileTypeFromBuffer } from 'file-type';
+import { badRequest, notFound, payloadTooLarge } from '../http/errors.js';
+import type { Container, Doc } from '../store/types.js';
+import { dayOf } from '../conversations/conversations.js';
+
+export interface FileDoc extends Doc {
+  object_id: string;
+  display_name: string;
+  content_type: string;
+  size: number;
+  agent_name: string;
+  session_id: string | null;
+  upn: string;
+  created_on: string;
+  day: string;
+  blob_name: string;
+}
+
+/** Text handed to the model per attached file, and in all (characters). */
+export const ATTACHMENT_TEXT_LIMITS = { perFile: 32_000, total: 100_000 };
+
+const SNIFF_BYTES = 4100;
+const TEXT_TYPES: Record<string, string> = {
+  txt: 'text/plain',
+  md: 'text/markdown',
+  csv: 'text/csv',
+  json: 'application/json',
+  html: 'text/html',
+  xml: 'application/xml',
+  yaml: 'application/yaml',
+  yml: 'application/yaml',
+};
+const isTextType = (t: string) => t.startsWith('text/') || ['application/json', 'application/xml', 'application/yaml'].includes(t);
+
+/** Valid UTF-8 with no NUL bytes: treated as text. The prefix may end inside a character, so up to
+ * three trailing bytes may be dropped. */
+function looksLikeText(bytes: Buffer): boolean {
+  if (bytes.includes(0)) return false;
+  const strict = new TextDecoder('utf-8', { fatal: true });
+  for (let cut = 0; cut <= Math.min(3, bytes.length); cut++) {
+    try {
+      strict.decode(bytes.subarray(0, bytes.length - cut));
+      return true;
+    } catch {
+      if (bytes.length < SNIFF_BYTES) return false;
+    }
+  }
+  return false;
+}
+
+/** The content type from the bytes; the client's only where the bytes cannot tell. */
+export async function detectContentType(head: Buffer, fileName: string, declared: string | undefined): Promise<string> {
+  const sniffed = await fileTypeFromBuffer(head);
+  if (sniffed) return sniffed.mime;
+  if (looksLikeText(head)) {
+    if (declared && isTextType(declared)) return declared;
+    return TEXT_TYPES[fileName.split('.').pop()?.toLowerCase() ?? ''] ?? 'text/plain';
+  }
+  return declared && !isTextType(declared) ? declared : 'application/octet-stream';
+}
+
+export class Files {
+  private ready: Promise<unknown> | undefined;
+
+  constructor(
+    private readonly records: Container<FileDoc>,
+    private readonly blobs: ContainerClient,
+    private readonly instanceId: string,
+    readonly maxBytes: number,
+  ) {}
+
+  private ensureContainer() {
+    this.ready ??= this.blobs.createIfNotExists();
+    return this.ready;
+  }
+
+  /**
+   * Streams one file to Blob storage, stopping at `maxBytes` (413). Returns what it stored; the caller
+   * commits it with `save` once the rest of the request checks out, or removes it with `discard`.
+   */
+  async store(stream: Readable, fileName: string, upn: string): Promise<{ blobName: string; size: number; head: Buffer }> {
+    if (!fileName) throw badRequest('file: a file name is required');
+    await this.ensureContainer();
+    const owner = createHash('sha256').update(upn.toLowerCase()).digest('hex').slice(0, 16);
+    const blobName = `${owner}/${randomUUID()}`;
+    let size = 0;
+    let head = Buffer.alloc(0);
+    const limit = this.maxBytes;
+    const meter = new Transform({
+      transform(chunk: Buffer, _encoding, done) {
+        size += chunk.length;
+        if (head.length < SNIFF_BYTES) head = Buffer.concat([head, chunk.subarray(0, SNIFF_BYTES - head.length)]);
+        if (size > limit) done(payloadTooLarge(`File exceeds the upload limit of ${limit} bytes`));
+        else done(null, chunk);
+      },
+    });
+    stream.on('error', (e) => meter.destroy(e));
+    const blob = this.blobs.getBlockBlobClient(blobName);
+    try {
+      await blob.uploadStream(stream.pipe(meter), 4 * 1024 * 1024, 2, { metadata: { filename: encodeURIComponent(fileName).slice(0, 1024) } });
+    } catch (e) {
+      await blob.deleteIfExists();
+      throw e;
+    }
+    return { blobName, size, head };
+  }
+
+  discard(blobName: string): Promise<unknown> {
+    return this.blobs.getBlockBlobClient(blobName).deleteIfExists();
+  }
+
+  async save(upn: string, stored: { blobName: string; size: number }, fileName: string, contentType: string, agentName: string, sessionId: string | null): Promise<FileDoc> {
+    await this.blobs.getBlockBlobClient(stored.blobName).setHTTPHeaders({ blobContentType: contentType });
+    const id = stored.blobName.split('/')[1] ?? randomUUID();
+    const now = new Date().toISOString();
+    return this.records.create({
+      id,
+      pk: upn,
+      object_id: `/instances/${this.instanceId}/files/${id}`,
+      display_name: fileName,
+      content_type: contentType,
+      size: stored.size,
+      agent_name: agentName,
+      session_id: sessionId,
+      upn,
+      created_on: now,
+      day: dayOf(now),
+      blob_name: stored.blobName,
+    });
+  }
+
+  /** The caller's own file by object id; anyone else's is not found. */
+  async get(upn: string, objectId: string): Promise<FileDoc> {
+    const id = /^\/instances\/[^/]+\/files\/([0-9a-f-]{36})$/i.exec(objectId)?.[1];
+    const doc = id ? await this.records.read(upn, id.toLowerCase()) : undefined;
+    if (!doc) throw notFound(`Attachment ${objectId} not found`);
+    return doc;
+  }
+
+  /** Text of the attached text files, cut to ATTACHMENT_TEXT_LIMITS; other files are named only. */
+  async textContext(upn: string, objectIds: readonly string[]): Promise<{ name: string; text: string }[]> {
+    const out: { name: string; text: string }[] = [];
+    let budget = ATTACHMENT_TEXT_LIMITS.total;
+    for (const objectId of objectIds) {
+      const file = await this.get(upn, objectId);
+      if (!isTextType(file.content_type) || budget <= 0) {
+        out.push({ name: file.display_name, text: `(${file.content_type}, ${file.size} bytes: not text)` });
+        continue;
+      }
+      const want = Math.min(ATTACHMENT_TEXT_LIMITS.perFile, budget);
+      const bytes = await this.blobs.getBlockBlobClient(file.blob_name).downloadToBuffer(0, Math.min(file.size, want * 4) || undefined);
+      const text = bytes.toString('utf8').slice(0, want);
+      budget -= text.length;
+      out.push({ name: file.display_name, text });
+    }
+    return out;
+  }
+}

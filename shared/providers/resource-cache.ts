@@ -1,0 +1,39 @@
+// Resources read on the completion path (agents, workflows, prompts, models, endpoints), cached by object
+// id. Writes through this instance invalidate at once; other instances see changes within the TTL.
+import type { Container } from '../store/types.js';
+import type { ResourceDoc } from './resource-type.js';
+
+const OBJECT_ID = /^\/instances\/([^/]+)\/providers\/([^/]+)\/([^/]+)\/([^/]+)$/;
+
+/** The partition and id of a resource object id, or undefined when it is not one of this instance. */
+export function locate(objectId: string, instanceId: string): { pk: string; id: string } | undefined {
+  const m = OBJECT_ID.exec(objectId);
+  if (!m || m[1]?.toLowerCase() !== instanceId) return undefined;
+  return { pk: `${m[2]}/${m[3]}`, id: m[4] ?? '' };
+}
+
+export class ResourceCache {
+  private readonly entries = new Map<string, { doc: ResourceDoc | undefined; expires: number }>();
+
+  constructor(
+    private readonly container: Container<ResourceDoc>,
+    private readonly instanceId: string,
+    private readonly ttlMs = 15_000,
+  ) {}
+
+  /** The live (not deleted) resource, or undefined. */
+  async get(objectId: string): Promise<ResourceDoc | undefined> {
+    const hit = this.entries.get(objectId);
+    if (hit && hit.expires > Date.now()) return hit.doc;
+    const where = locate(objectId, this.instanceId);
+    const doc = where ? await this.container.read(where.pk, where.id) : undefined;
+    const live = doc && !doc.deleted ? doc : undefined;
+    if (this.entries.size > 10_000) this.entries.clear();
+    this.entries.set(objectId, { doc: live, expires: Date.now() + this.ttlMs });
+    return live;
+  }
+
+  invalidate(objectId: string): void {
+    this.entries.delete(objectId);
+  }
+}

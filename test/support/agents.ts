@@ -1,0 +1,50 @@
+// Seeds a complete agent through the Management API: API endpoint -> AI model -> prompt -> workflow -> agent.
+import { expect } from 'vitest';
+import type { TestApp } from './app.js';
+import { INSTANCE } from './services.js';
+
+export interface AgentOptions {
+  llmUrl: string;
+  history?: { enabled: boolean; max_history: number };
+  prefix?: string;
+  suffix?: string;
+  modelParameters?: Record<string, number>;
+  prices?: { prompt: number; completion: number };
+  timeoutSeconds?: number;
+  as?: string;
+}
+
+const path = (provider: string, type: string, name: string) => `/instances/${INSTANCE}/providers/${provider}/${type}/${name}`;
+
+export async function seedAgent(app: TestApp, name: string, o: AgentOptions): Promise<void> {
+  const post = async (provider: string, type: string, resource: string, body: Record<string, unknown>) => {
+    const r = await app.call('POST', `${app.management}${path(provider, type, resource)}`, { body: { name: resource, ...body }, ...(o.as ? { as: o.as } : {}) });
+    expect(r.status, `${type}/${resource}: ${JSON.stringify(r.body)}`).toBe(200);
+  };
+  await post('Svc.Configuration', 'apiEndpointConfigurations', `${name}-endpoint`, {
+    category: 'LLM',
+    provider: 'openai',
+    url: `${o.llmUrl}/v1`,
+    authentication_type: 'None',
+    timeout_seconds: o.timeoutSeconds ?? 30,
+  });
+  await post('Svc.AIModel', 'aiModels', `${name}-model`, {
+    model_type: 'completion',
+    deployment_name: `${name}-deployment`,
+    api_endpoint_object_id: path('Svc.Configuration', 'apiEndpointConfigurations', `${name}-endpoint`),
+    ...(o.modelParameters ? { model_parameters: o.modelParameters } : {}),
+    ...(o.prices ? { cost_per_1k_prompt_tokens: o.prices.prompt, cost_per_1k_completion_tokens: o.prices.completion } : {}),
+  });
+  await post('Svc.Prompt', 'prompts', `${name}-prompt`, { prefix: o.prefix ?? 'You are a test agent.', ...(o.suffix ? { suffix: o.suffix } : {}) });
+  await post('Svc.Agent', 'workflows', `${name}-workflow`, {
+    workflow_type: 'chat',
+    workflow_host: 'builtin',
+    main_ai_model_object_id: path('Svc.AIModel', 'aiModels', `${name}-model`),
+    main_prompt_object_id: path('Svc.Prompt', 'prompts', `${name}-prompt`),
+  });
+  await post('Svc.Agent', 'agents', name, {
+    display_name: name,
+    workflow_object_id: path('Svc.Agent', 'workflows', `${name}-workflow`),
+    ...(o.history ? { conversation_history_settings: o.history } : {}),
+  });
+}
