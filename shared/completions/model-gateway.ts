@@ -85,7 +85,7 @@ export class ModelGateway {
   /** One chat completion; `headers` carry trace context and baggage to the model. */
   async complete(endpoint: ResourceDoc, model: ResourceDoc, messages: ChatMessage[], parameters: ModelParameters, headers: Record<string, string>): Promise<ModelAnswer> {
     const deployment = String(model.deployment_name);
-    const timeoutSeconds = Number((endpoint as { timeout_seconds?: number }).timeout_seconds ?? 60);
+    const timeoutSeconds = (endpoint as { timeout_seconds?: number }).timeout_seconds ?? 60;
     try {
       const response = await this.client(endpoint, deployment).chat.completions.create({ model: deployment, messages, ...parameters }, { headers });
       const content = response.choices[0]?.message.content;
@@ -97,7 +97,7 @@ export class ModelGateway {
       if (e instanceof OpenAI.APIConnectionError) throw upstream(502, 'UpstreamUnavailable', 'The model endpoint could not be reached');
       if (e instanceof OpenAI.APIError && e.status !== undefined) {
         if (e.status === 429) {
-          const retryAfter = e.headers?.get('retry-after');
+          const retryAfter = (e.headers as Headers | undefined)?.get('retry-after');
           throw upstream(503, 'UpstreamRateLimited', 'The model is rate limited; try again later', retryAfter ? { 'retry-after': retryAfter } : {});
         }
         if (e.status >= 500) throw upstream(502, 'UpstreamError', `The model endpoint failed (${e.status})`);

@@ -92,8 +92,8 @@ export class Conversations {
 
   /** The caller's session, or 404: another user's id is indistinguishable from an unknown one. */
   async get(upn: string, sessionId: string): Promise<Stored<SessionDoc>> {
-    const doc = await this.sessions.read(upn, sessionId.toLowerCase());
-    if (!doc || doc.type !== 'Session') throw notFound(`Session ${sessionId} not found`);
+    const doc = await this.container.read(upn, sessionId.toLowerCase());
+    if (doc?.type !== 'Session') throw notFound(`Session ${sessionId} not found`);
     return doc;
   }
 
@@ -138,8 +138,8 @@ export class Conversations {
 
   async rate(upn: string, sessionId: string, messageId: string, rating: boolean, comments: string | null): Promise<MessageDoc> {
     await this.get(upn, sessionId);
-    const message = await this.messages.read(upn, messageId);
-    if (!message || message.type !== 'Message' || message.session_id !== sessionId.toLowerCase()) throw notFound(`Message ${messageId} not found`);
+    const message = await this.container.read(upn, messageId);
+    if (message?.type !== 'Message' || message.session_id !== sessionId.toLowerCase()) throw notFound(`Message ${messageId} not found`);
     if (message.sender !== 'Assistant') throw badRequest('Only assistant messages can be rated', [{ field: 'messageId', message: 'Only assistant messages can be rated' }]);
     return this.messages.patch(upn, messageId, [
       { op: 'set', path: 'rating', value: rating },

@@ -76,7 +76,7 @@ describe('completions', () => {
 
     const sessions = (await app.call('GET', core('/sessions'))).body as { id: string; updated_on: string; created_on: string }[];
     const session = sessions.find((s) => s.id === sessionId);
-    expect(session?.updated_on > session!.created_on).toBe(true);
+    expect(session!.updated_on > session!.created_on).toBe(true);
   });
 
   it('sends no history when the agent has it off, and model parameters overridden by settings', async () => {
