@@ -5,7 +5,7 @@ import { trace } from '@opentelemetry/api';
 import { z } from 'zod';
 import type { Principal } from '../shared/auth/principal.js';
 import { CompletionRequest, CompletionResponse, newOperationId, resolveAgent, runCompletion } from '../shared/completions/completion.js';
-import { ASYNC_QUEUE, failPoisoned, presentOperation, processOperation, readOperation, startOperation } from '../shared/completions/operations.js';
+import { failPoisoned, presentOperation, processOperation, readOperation, startOperation } from '../shared/completions/operations.js';
 import { QuotaResponse } from '../shared/completions/quotas.js';
 import { defineRoute } from '../shared/http/route.js';
 import { InstanceParams } from '../shared/http/schemas.js';
@@ -75,7 +75,7 @@ export const routes = [
         const admitted = await admit(services, principal, body);
         // The start activity's trace context is saved with the operation: polls and the worker link to it.
         const op = await startOperation(services, principal, admitted, operationId, saveTraceContext());
-        await services.producer.send(ASYNC_QUEUE, { operation_id: operationId });
+        await services.producer.send(services.config.asyncQueue, { operation_id: operationId });
         return json(202, { operation_id: op.operation_id, status: op.status, status_message: op.status_message, result: null });
       });
     },
@@ -99,6 +99,6 @@ export const routes = [
 ];
 
 export const queueHandlers: QueueHandler[] = [
-  { name: 'completions-worker', queue: ASYNC_QUEUE, handler: processOperation },
-  { name: 'completions-poison', queue: `${ASYNC_QUEUE}-poison`, handler: failPoisoned },
+  { name: 'completions-worker', queue: (config) => config.asyncQueue, handler: processOperation },
+  { name: 'completions-poison', queue: (config) => `${config.asyncQueue}-poison`, handler: failPoisoned },
 ];

@@ -16,5 +16,6 @@ const getServices = () => (services ??= createServices(config));
 registerFunctions(
   ROUTES.filter((r) => config.serviceApis.includes(r.api)),
   config.serviceApis.includes('core') ? QUEUE_HANDLERS : [],
+  config,
   getServices,
 );

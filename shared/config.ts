@@ -49,6 +49,8 @@ const Env = z.object({
   MAX_UPLOAD_BYTES: optional(PositiveInt).default(20 * 1024 * 1024),
   FILES_CONTAINER: optional(z.string().regex(/^[a-z0-9](?:[a-z0-9-]{1,61}[a-z0-9])$/, 'must be a Blob container name')).default('files'),
   MODEL_MAX_RETRIES: optional(z.coerce.number().int().min(0).max(10)).default(2),
+  /** Storage queue of async completions; its poison queue is `<name>-poison`. One per instance. */
+  ASYNC_COMPLETIONS_QUEUE: optional(z.string().regex(/^[a-z0-9](?!.*--)[a-z0-9-]{1,50}[a-z0-9]$/, 'must be a Storage queue name (3-52 lower-case letters, digits, hyphens)')).default('async-completions'),
   /** Seconds a dequeued async completion stays invisible to other workers (the local consumer). */
   QUEUE_VISIBILITY_TIMEOUT_SECONDS: optional(PositiveInt).default(300),
   /** An async operation still InProgress after this long is reported Failed. */
@@ -95,6 +97,7 @@ export interface Config {
   maxUploadBytes: number;
   filesContainer: string;
   modelMaxRetries: number;
+  asyncQueue: string;
   queueVisibilityTimeoutSeconds: number;
   asyncOperationTimeoutSeconds: number;
   logRequests: boolean;
@@ -142,6 +145,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     maxUploadBytes: e.MAX_UPLOAD_BYTES,
     filesContainer: e.FILES_CONTAINER,
     modelMaxRetries: e.MODEL_MAX_RETRIES,
+    asyncQueue: e.ASYNC_COMPLETIONS_QUEUE,
     queueVisibilityTimeoutSeconds: e.QUEUE_VISIBILITY_TIMEOUT_SECONDS,
     asyncOperationTimeoutSeconds: e.ASYNC_OPERATION_TIMEOUT_SECONDS,
     logRequests: e.LOG_REQUESTS,

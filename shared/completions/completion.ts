@@ -1,7 +1,6 @@
 // The completion pipeline shared by sync and async completions: validate, resolve the agent and its
 // configuration chain, build the chat request, call the model, and record the turn and its usage.
 import { randomUUID } from 'node:crypto';
-import { context, propagation } from '@opentelemetry/api';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { ApiError, forbidden, validationError } from '../http/errors.js';
@@ -98,13 +97,6 @@ async function chainOf(s: Services, agent: ResourceDoc): Promise<AgentChain> {
   return { agent, prompt, model, endpoint };
 }
 
-/** Trace context and baggage of the active context, for the outgoing model call. */
-function outgoingHeaders(): Record<string, string> {
-  const headers: Record<string, string> = {};
-  propagation.inject(context.active(), headers);
-  return headers;
-}
-
 export interface RunOptions {
   operationId: string;
 }
@@ -126,7 +118,7 @@ export async function runCompletion(s: Services, principal: Principal, request: 
     answer = { content: recorded.text, promptTokens: usage?.prompt_tokens ?? 0, completionTokens: recorded.tokens };
   } else {
     const messages = await buildMessages(s, principal, request, chain, sessionId);
-    answer = await s.models.complete(chain.endpoint, chain.model, messages, modelParameters(chain.model, request), outgoingHeaders());
+    answer = await s.models.complete(chain.endpoint, chain.model, messages, modelParameters(chain.model, request));
   }
 
   const completedAt = new Date().toISOString();

@@ -2,6 +2,7 @@
 // OpenAI with an API key or a managed identity. Timeouts and bounded retries (honouring the upstream's
 // Retry-After) come from the client; failures become 502, 503 or 504 in the Core error envelope.
 import { DefaultAzureCredential, getBearerTokenProvider } from '@azure/identity';
+import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import OpenAI, { AzureOpenAI } from 'openai';
 import { readSecret } from '../config.js';
 import { ApiError } from '../http/errors.js';
@@ -35,6 +36,8 @@ interface Endpoint {
   authentication_parameters?: { api_key_secret_name?: string; scope?: string };
   timeout_seconds?: number;
 }
+
+const tracer = trace.getTracer('agent-platform');
 
 const upstream = (status: number, code: string, message: string, headers: Record<string, string> = {}) =>
   new ApiError(status, code, message, [], headers);
@@ -82,8 +85,26 @@ export class ModelGateway {
     return client;
   }
 
-  /** One chat completion; `headers` carry trace context and baggage to the model. */
-  async complete(endpoint: ResourceDoc, model: ResourceDoc, messages: ChatMessage[], parameters: ModelParameters, headers: Record<string, string>): Promise<ModelAnswer> {
+  /** One chat completion, as a client span; trace context and baggage travel to the model in headers. */
+  complete(endpoint: ResourceDoc, model: ResourceDoc, messages: ChatMessage[], parameters: ModelParameters): Promise<ModelAnswer> {
+    const deployment = String(model.deployment_name);
+    return tracer.startActiveSpan(`chat ${deployment}`, { kind: SpanKind.CLIENT, attributes: { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': deployment } }, async (span) => {
+      const headers: Record<string, string> = {};
+      propagation.inject(context.active(), headers);
+      try {
+        const answer = await this.call(endpoint, model, messages, parameters, headers);
+        span.setAttributes({ 'gen_ai.usage.input_tokens': answer.promptTokens, 'gen_ai.usage.output_tokens': answer.completionTokens });
+        return answer;
+      } catch (e) {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: e instanceof Error ? e.message : String(e) });
+        throw e;
+      } finally {
+        span.end();
+      }
+    });
+  }
+
+  private async call(endpoint: ResourceDoc, model: ResourceDoc, messages: ChatMessage[], parameters: ModelParameters, headers: Record<string, string>): Promise<ModelAnswer> {
     const deployment = String(model.deployment_name);
     const timeoutSeconds = (endpoint as { timeout_seconds?: number }).timeout_seconds ?? 60;
     try {

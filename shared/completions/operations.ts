@@ -10,7 +10,6 @@ import { updateDocument } from '../store/update.js';
 import { linkTo, withCorrelation } from '../telemetry/correlation.js';
 import { runCompletion, type CompletionRequest, type CompletionResponse } from './completion.js';
 
-export const ASYNC_QUEUE = 'async-completions';
 const tracer = trace.getTracer('agent-platform');
 
 export type OperationStatus = 'InProgress' | 'Completed' | 'Failed';

@@ -3,6 +3,7 @@
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import functions from '@azure/functions';
+import type { Config } from '../config.js';
 import type { QueueHandler } from '../queues/handler.js';
 import type { Services } from '../services.js';
 import { payloadTooLarge } from './errors.js';
@@ -47,7 +48,7 @@ export function toFunctionsResponse(reply: Reply): HttpResponseInit {
 export const functionsHandler = (route: Route, services: () => Promise<Services>) => async (req: HttpRequest) =>
   toFunctionsResponse(await handle(route, fromFunctionsRequest(req), req.params, await services()));
 
-export function registerFunctions(routes: readonly Route[], queueHandlers: readonly QueueHandler[], services: () => Promise<Services>) {
+export function registerFunctions(routes: readonly Route[], queueHandlers: readonly QueueHandler[], config: Config, services: () => Promise<Services>) {
   for (const route of routes) {
     functions.app.http(route.name, {
       methods: [route.method],
@@ -58,7 +59,7 @@ export function registerFunctions(routes: readonly Route[], queueHandlers: reado
   }
   for (const q of queueHandlers) {
     functions.app.storageQueue(q.name, {
-      queueName: q.queue,
+      queueName: q.queue(config),
       connection: 'AzureWebJobsStorage',
       handler: async (message, context) => {
         const meta = context.triggerMetadata ?? {};

@@ -1,6 +1,7 @@
 // Queue-triggered work, declared once: the Functions host binds it to a queue trigger, the standalone
 // server to the local consumer. Both deliver at least once.
 import type { QueueServiceClient } from '@azure/storage-queue';
+import type { Config } from '../config.js';
 import type { Services } from '../services.js';
 
 export interface QueueDelivery {
@@ -12,7 +13,8 @@ export interface QueueDelivery {
 export interface QueueHandler {
   /** Function name: `<group>-<action>`. */
   name: string;
-  queue: string;
+  /** The queue's name, from configuration (several instances may share one storage account). */
+  queue: (config: Config) => string;
   handler: (message: unknown, delivery: QueueDelivery, services: Services) => Promise<void>;
 }
 

@@ -22,8 +22,9 @@ export function startQueueConsumer(
   services: Services,
   options: ConsumerOptions = {},
 ): Consumer {
-  const client = queues.getQueueClient(handler.queue);
-  const poison = queues.getQueueClient(`${handler.queue}-poison`);
+  const queue = handler.queue(services.config);
+  const client = queues.getQueueClient(queue);
+  const poison = queues.getQueueClient(`${queue}-poison`);
   const idle = options.idlePollMs ?? 1000;
   let stopped = false;
   // A function, not a read of the flag: the flag changes while the loop awaits.
@@ -55,7 +56,7 @@ export function startQueueConsumer(
       await handler.handler(decodeMessage(m.messageText), { id: m.messageId, dequeueCount: m.dequeueCount }, services);
       await client.deleteMessage(m.messageId, m.popReceipt);
     } catch (thrown) {
-      services.log.warn('Queue message failed', { queue: handler.queue, id: m.messageId, dequeueCount: m.dequeueCount, error: toError(thrown).message });
+      services.log.warn('Queue message failed', { queue, id: m.messageId, dequeueCount: m.dequeueCount, error: toError(thrown).message });
       if (m.dequeueCount >= MAX_DEQUEUE_COUNT) await toPoison(m);
     }
   }
@@ -72,7 +73,7 @@ export function startQueueConsumer(
         received = receivedMessageItems.length;
         await Promise.all(receivedMessageItems.map(deliver));
       } catch (thrown) {
-        if (running()) services.log.warn('Queue poll failed', { queue: handler.queue, error: toError(thrown).message });
+        if (running()) services.log.warn('Queue poll failed', { queue, error: toError(thrown).message });
       }
       if (received === 0 && running()) await sleep(idle);
     }

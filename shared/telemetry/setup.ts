@@ -33,9 +33,9 @@ export async function startTelemetry(config: Pick<Config, 'appInsightsConnection
 
 /** In-process tracing to an exporter (tests, and local diagnosis): same processors as in Azure. */
 export function startLocalTracing(exporter: SpanExporter): () => void {
+  // Not trace.disable(): it would orphan the tracers modules took at load time.
   context.disable();
   propagation.disable();
-  trace.disable();
   registerContext();
   trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new BaggageSpanProcessor(), new SimpleSpanProcessor(exporter)] }));
   started = true;

@@ -23,7 +23,7 @@ describe('local queue consumer', () => {
     const s = await testServices();
     const queue = `q-${randomUUID()}`;
     const seen: unknown[] = [];
-    const handler: QueueHandler = { name: 'test-ok', queue, handler: (m) => Promise.resolve(void seen.push(m)) };
+    const handler: QueueHandler = { name: 'test-ok', queue: () => queue, handler: (m) => Promise.resolve(void seen.push(m)) };
     const producer = new QueueProducer(queues);
     consumer = startQueueConsumer(handler, queues, s, { idlePollMs: 50 });
     await producer.send(queue, { n: 1 });
@@ -40,7 +40,7 @@ describe('local queue consumer', () => {
     const counts: number[] = [];
     const handler: QueueHandler = {
       name: 'test-fail',
-      queue,
+      queue: () => queue,
       handler: (_m, delivery) => {
         counts.push(delivery.dequeueCount);
         return Promise.reject(new Error('always fails'));

@@ -1,5 +1,6 @@
 // The whole service in-process on free ports over real HTTP, against the test Azurite, with a store
 // that counts its round trips.
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { inject } from 'vitest';
 import { QUEUE_HANDLERS, ROUTES } from '../../functions/groups.js';
@@ -47,6 +48,9 @@ export function countingStore(inner: DocumentStore): DocumentStore & { counts: M
 }
 
 export interface TestApp {
+  dataDir: string;
+  /** The settings the app runs with, for child processes that share its store and queues. */
+  env: Record<string, string>;
   core: string;
   management: string;
   services: TestServices;
@@ -58,17 +62,21 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function startTestApp(env: Record<string, string> = {}): Promise<TestApp> {
+export async function startTestApp(env: Record<string, string> = {}, options: { consumers?: boolean } = {}): Promise<TestApp> {
   const dir = tempDir();
+  // Test files run in parallel against one Azurite: each app gets its own queue.
+  env = { ASYNC_COMPLETIONS_QUEUE: `ac-${randomUUID().slice(0, 8)}`, ...env };
   const store = countingStore(openSqliteStore(path.join(dir, 'store.db')));
   const services = await testServices({
     env: { DATA_DIR: dir, AzureWebJobsStorage: inject('storageConnectionString'), ...env },
     store,
   });
-  const app = await startStandalone(ROUTES, QUEUE_HANDLERS, services);
+  const app = await startStandalone(ROUTES, QUEUE_HANDLERS, services, options);
   const token = (upn?: string, extra: { groups?: string[]; roles?: string[] } = {}) =>
     upn === undefined ? services.token({ upn: LOCAL_DEFAULT_USER.upn, oid: LOCAL_DEFAULT_USER.oid, ...extra }) : services.token({ upn, ...extra });
   return {
+    dataDir: dir,
+    env: { DATA_DIR: dir, AzureWebJobsStorage: inject('storageConnectionString'), ...env },
     core: app.coreUrl,
     management: app.managementUrl,
     services,

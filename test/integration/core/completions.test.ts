@@ -180,6 +180,23 @@ describe('completions', () => {
     });
   });
 
+  it('lets a token holder use its one agent, with sessions of its own', async () => {
+    const issued = await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Agent/agents/plain/agent-access-tokens`, { body: { type: 'agent-access-token', name: 'bot' } });
+    const token = (issued.body as { resource: string }).resource;
+    const asToken = (method: string, path: string, body?: unknown) =>
+      fetch(core(path), { method, headers: { 'x-agent-access-token': token, 'content-type': 'application/json' }, ...(body ? { body: JSON.stringify(body) } : {}) });
+    const implicit = await asToken('POST', '/completions', { user_prompt: 'hi from a bot' });
+    expect(implicit.status).toBe(200);
+    expect(llm.requests.at(-1)?.body.model).toBe('plain-deployment');
+    expect((await asToken('POST', '/completions', { user_prompt: 'x', agent_name: 'helper' })).status).toBe(403);
+    const session = (await (await asToken('POST', '/sessions', { name: 'bot session' })).json()) as { id: string; upn: string };
+    expect(session.upn).toMatch(/^aat_plain_[0-9a-f-]{36}@agent-platform\.internal$/);
+    expect((await asToken('POST', '/completions', { user_prompt: 'in session', session_id: session.id })).status).toBe(200);
+    // The creator's sessions and the token's are separate.
+    expect(((await app.call('GET', core('/sessions'))).body as { id: string }[]).map((x) => x.id)).not.toContain(session.id);
+    expect((await app.call('GET', core(`/sessions/${session.id}/messages`))).status).toBe(404);
+  });
+
   describe('upstream failures', () => {
     it('retries a 429 honouring Retry-After, and maps persistent failures to 503, 502 and 504 without storing anything', async () => {
       const sessionId = await newSession();
