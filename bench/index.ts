@@ -1,17 +1,9 @@
-// `npm run bench`: the service's request path against a plain node:http server measured in the same run.
-// Ratios, not absolute times, are what to compare between machines.
+// `npm run bench`: the service against baselines measured in the same run on the same machine. Ratios, not
+// absolute times, are what to compare between machines. BENCH_SECONDS sets the length of each case.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ROUTES, QUEUE_HANDLERS } from '../functions/groups.js';
-import { loadLocalKey, mintLocalToken } from '../shared/auth/local-idp.js';
-import { startStandalone } from '../shared/http/standalone.js';
-import { createServices } from '../shared/services.js';
-import { openSqliteStore } from '../shared/store/sqlite-store.js';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import path from 'node:path';
-import { loadConfig } from '../shared/config.js';
-import { createLog } from '../shared/log.js';
+import { startBenchApp } from './app.js';
+import { benchCompletions } from './completions.js';
 import { load, report } from './load.js';
 
 async function baselineServer(): Promise<{ url: string; close(): void }> {
@@ -25,25 +17,31 @@ async function baselineServer(): Promise<{ url: string; close(): void }> {
 
 async function main() {
   const seconds = Number(process.env.BENCH_SECONDS ?? 3);
-  const config = loadConfig({ DATA_DIR: mkdtempSync(path.join(tmpdir(), 'bench-')), CORE_PORT: '0', MANAGEMENT_PORT: '0' });
-  const services = await createServices(config, { store: openSqliteStore(':memory:'), log: createLog({ quiet: true }) });
-  const app = await startStandalone(ROUTES, QUEUE_HANDLERS, services, { consumers: false });
+  const app = await startBenchApp();
   const baseline = await baselineServer();
-  if (config.auth.kind !== 'local') throw new Error('bench uses the local identity provider');
-  const token = await mintLocalToken(await loadLocalKey(config.auth.keyFile), config.auth.issuer, config.auth.audience, { upn: 'bench@example.com' });
-  const auth = { authorization: `Bearer ${token}` };
 
-  console.log(`HTTP path, ${seconds} s per case, 32 connections, loopback (client and server share the cores)`);
+  console.log(`\n## HTTP path (${seconds} s per case, 32 connections, loopback; client and server share the cores)`);
   const base = await load('baseline: plain node:http JSON', `${baseline.url}/status`, { seconds });
-  const results = [
-    await load('GET /status (no auth)', `${app.coreUrl}/status`, { seconds }),
-    await load('GET /branding (JWT + settings)', `${app.coreUrl}/instances/${config.instanceId}/branding`, { seconds, headers: auth }),
-  ];
-  report(base, results);
-
+  report(base, [
+    await load('GET /status (no auth)', `${app.core}/status`, { seconds }),
+    await load('GET /branding (JWT + settings)', `${app.core}/instances/${app.instanceId}/branding`, { seconds, headers: app.auth }),
+  ]);
   baseline.close();
+
+  console.log(`\n## Completions (upstream: OpenAI-compatible mock with 20 ms latency)`);
+  const completions = await benchCompletions(app, seconds);
+  const [direct] = completions.rows;
+  if (direct) report(direct, completions.rows.slice(1));
+  console.table(
+    completions.added.map((a) => ({
+      concurrency: a.connections,
+      'added p50 ms': a.p50,
+      'added p99 ms': a.p99,
+      'throughput vs direct': `${a.ratio.toFixed(2)}x`,
+      'target (c=1)': a.connections === 1 ? `p50 <= 3 ms: ${a.p50 <= 3 ? 'met' : 'MISSED'}; p99 <= 15 ms: ${a.p99 <= 15 ? 'met' : 'MISSED'}` : '',
+    })),
+  );
   await app.close();
-  await services.close();
 }
 
 main().catch((e: unknown) => {

@@ -4,7 +4,7 @@
 import { trace } from '@opentelemetry/api';
 import { z } from 'zod';
 import type { Principal } from '../shared/auth/principal.js';
-import { CompletionRequest, CompletionResponse, newOperationId, resolveAgent, runCompletion } from '../shared/completions/completion.js';
+import { admit, CompletionRequest, CompletionResponse, newOperationId, runCompletion, type Admitted } from '../shared/completions/completion.js';
 import { failPoisoned, presentOperation, processOperation, readOperation, startOperation } from '../shared/completions/operations.js';
 import { QuotaResponse } from '../shared/completions/quotas.js';
 import { defineRoute } from '../shared/http/route.js';
@@ -27,12 +27,11 @@ const Operation = z
 const common = { api: 'core', tag: 'Completions', auth: 'any', errors: 'core', traceBoundary: true } as const;
 const quota429 = { 429: { description: 'Quota exceeded (Retry-After header)', schema: QuotaResponse } };
 
-/** Checks everything a request can fail on before any work is queued: agent, access, session, quota. */
-async function admit(s: Services, principal: Principal, body: CompletionRequest): Promise<CompletionRequest> {
-  const agent = await resolveAgent(s, principal, body.agent_name);
-  if (body.session_id) await s.conversations.get(principal.upn, body.session_id);
-  await s.quotas.enforce(principal, agent.name);
-  return { ...body, agent_name: agent.name };
+/** Checks everything a request can fail on before any work starts or is queued, the quota last. */
+async function admitWithQuota(s: Services, principal: Principal, body: CompletionRequest): Promise<Admitted> {
+  const admitted = await admit(s, principal, body);
+  await s.quotas.enforce(principal, admitted.agent.name);
+  return admitted;
 }
 
 export const routes = [
@@ -48,8 +47,8 @@ export const routes = [
     handler: async ({ services, principal, body, params }) => {
       const operationId = body.operation_id ?? newOperationId();
       return withCorrelation({ operationId, instanceId: params.instanceId, conversationId: body.session_id }, principal.upn, async () => {
-        const admitted = await admit(services, principal, body);
-        return json(200, await runCompletion(services, principal, admitted, { operationId }));
+        const admitted = await admitWithQuota(services, principal, body);
+        return json(200, await runCompletion(services, principal, admitted, { operationId, mayRepeat: body.operation_id !== undefined }));
       });
     },
   }),
@@ -72,9 +71,9 @@ export const routes = [
     handler: async ({ services, principal, body, params }) => {
       const operationId = body.operation_id ?? newOperationId();
       return withCorrelation({ operationId, instanceId: params.instanceId, conversationId: body.session_id }, principal.upn, async () => {
-        const admitted = await admit(services, principal, body);
+        const { request } = await admitWithQuota(services, principal, body);
         // The start activity's trace context is saved with the operation: polls and the worker link to it.
-        const op = await startOperation(services, principal, admitted, operationId, saveTraceContext());
+        const op = await startOperation(services, principal, request, operationId, saveTraceContext());
         await services.producer.send(services.config.asyncQueue, { operation_id: operationId });
         return json(202, { operation_id: op.operation_id, status: op.status, status_message: op.status_message, result: null });
       });

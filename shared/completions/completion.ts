@@ -97,21 +97,39 @@ async function chainOf(s: Services, agent: ResourceDoc): Promise<AgentChain> {
   return { agent, prompt, model, endpoint };
 }
 
-export interface RunOptions {
-  operationId: string;
+/** A request checked against everything it can fail on before work starts: agent, access, session. */
+export interface Admitted {
+  request: CompletionRequest;
+  agent: ResourceDoc;
+  sessionId: string | undefined;
 }
 
-/** Runs one completion to the end. Idempotent on the operation id: a repeat reuses a recorded answer. */
-export async function runCompletion(s: Services, principal: Principal, request: CompletionRequest, options: RunOptions): Promise<CompletionResponse> {
-  const started = Date.now();
-  const operationId = options.operationId;
+/** Resolves the agent and checks the caller's access and session; throws the 4xx of the first failure. */
+export async function admit(s: Services, principal: Principal, request: CompletionRequest): Promise<Admitted> {
   const agent = await resolveAgent(s, principal, request.agent_name);
-  const chain = await chainOf(s, agent);
   const sessionId = request.session_id?.toLowerCase();
   if (sessionId) await s.conversations.get(principal.upn, sessionId);
+  return { request: { ...request, agent_name: agent.name }, agent, sessionId };
+}
+
+export interface RunOptions {
+  operationId: string;
+  /** The operation may have run before (a redelivery, or a caller's retry with its own operation_id). */
+  mayRepeat: boolean;
+}
+
+/**
+ * Runs one admitted completion to the end. Idempotent on the operation id: when it may repeat, an answer
+ * already recorded for the operation is reused instead of asking the model again.
+ */
+export async function runCompletion(s: Services, principal: Principal, admitted: Admitted, options: RunOptions): Promise<CompletionResponse> {
+  const started = Date.now();
+  const { request, agent, sessionId } = admitted;
+  const operationId = options.operationId;
+  const chain = await chainOf(s, agent);
   const deployment = String(chain.model.deployment_name);
 
-  const recorded = sessionId ? await s.conversations.recordedAnswer(principal.upn, operationId) : undefined;
+  const recorded = sessionId && options.mayRepeat ? await s.conversations.recordedAnswer(principal.upn, operationId) : undefined;
   let answer: { content: string; promptTokens: number; completionTokens: number };
   if (recorded) {
     const usage = await s.store.container<UsageDoc>('usage').read(principal.upn, operationId);

@@ -8,7 +8,7 @@ import type { Services } from '../services.js';
 import { ConflictError, type Doc, type Stored } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import { linkTo, withCorrelation } from '../telemetry/correlation.js';
-import { runCompletion, type CompletionRequest, type CompletionResponse } from './completion.js';
+import { admit, runCompletion, type CompletionRequest, type CompletionResponse } from './completion.js';
 
 const tracer = trace.getTracer('agent-platform');
 
@@ -99,7 +99,7 @@ export async function processOperation(message: unknown, delivery: QueueDelivery
       await withCorrelation(ids, undefined, async () => {
         await transition(s, operationId, (o) => ({ attempts: o.attempts + 1, status_message: `Running (attempt ${delivery.dequeueCount})` }));
         try {
-          const result = await runCompletion(s, op.principal, op.request, { operationId });
+          const result = await runCompletion(s, op.principal, await admit(s, op.principal, op.request), { operationId, mayRepeat: true });
           await transition(s, operationId, () => ({ status: 'Completed', status_message: 'Completed', result }));
         } catch (e) {
           const reason = toError(e).message;

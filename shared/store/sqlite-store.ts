@@ -40,6 +40,16 @@ export function openSqliteStore(file: string, definitions = CONTAINER_LIST): Doc
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('busy_timeout = 5000');
+  // Checkpoints (which fsync) run on a timer, off the request path, instead of inside a commit.
+  db.pragma('wal_autocheckpoint = 0');
+  const checkpoints = setInterval(() => {
+    try {
+      db.pragma('wal_checkpoint(PASSIVE)');
+    } catch {
+      // busy: the next tick tries again
+    }
+  }, 2000);
+  checkpoints.unref();
   const containers = new Map<string, SqliteContainer<Doc>>();
   for (const def of definitions) containers.set(def.name, new SqliteContainer(db, def));
   return {
@@ -50,7 +60,11 @@ export function openSqliteStore(file: string, definitions = CONTAINER_LIST): Doc
       return c as unknown as Container<T>;
     },
     close() {
-      db.close();
+      clearInterval(checkpoints);
+      if (db.open) {
+        db.pragma('wal_checkpoint(TRUNCATE)');
+        db.close();
+      }
       return Promise.resolve();
     },
   };

@@ -1,0 +1,73 @@
+// Completion overhead: the same load sent straight to an OpenAI-compatible mock with fixed latency, and
+// through POST /completions with a session (history read and written each turn), at concurrency 1 and 32.
+import type { OperationDoc } from '../shared/completions/operations.js';
+import { startMockLlm } from '../scripts/mock-llm.js';
+import type { BenchApp } from './app.js';
+import { load, type LoadResult } from './load.js';
+
+const UPSTREAM_LATENCY_MS = 20;
+
+async function seed(app: BenchApp, llmUrl: string): Promise<void> {
+  const p = (provider: string, type: string, name: string) => `/instances/${app.instanceId}/providers/${provider}/${type}/${name}`;
+  const post = async (path: string, body: Record<string, unknown>) => {
+    const r = await fetch(`${app.management}${path}`, { method: 'POST', headers: { ...app.auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    if (r.status !== 200) throw new Error(`${path}: ${r.status} ${await r.text()}`);
+  };
+  await post(p('Svc.Configuration', 'apiEndpointConfigurations', 'e'), { name: 'e', provider: 'openai', url: `${llmUrl}/v1`, authentication_type: 'None' });
+  await post(p('Svc.AIModel', 'aiModels', 'm'), { name: 'm', model_type: 'completion', deployment_name: 'bench', api_endpoint_object_id: p('Svc.Configuration', 'apiEndpointConfigurations', 'e') });
+  await post(p('Svc.Prompt', 'prompts', 'p'), { name: 'p', prefix: 'You are a benchmark.' });
+  await post(p('Svc.Agent', 'workflows', 'w'), { name: 'w', workflow_type: 'chat', workflow_host: 'builtin', main_ai_model_object_id: p('Svc.AIModel', 'aiModels', 'm'), main_prompt_object_id: p('Svc.Prompt', 'prompts', 'p') });
+  await post(p('Svc.Agent', 'agents', 'bench'), { name: 'bench', workflow_object_id: p('Svc.Agent', 'workflows', 'w'), conversation_history_settings: { enabled: true, max_history: 5 } });
+}
+
+export interface CompletionBench {
+  rows: LoadResult[];
+  added: { connections: number; p50: number; p99: number; ratio: number }[];
+}
+
+export async function benchCompletions(app: BenchApp, seconds: number): Promise<CompletionBench> {
+  const llm = await startMockLlm({ latencyMs: UPSTREAM_LATENCY_MS });
+  await seed(app, llm.url);
+  const session = (await (await fetch(`${app.core}/instances/${app.instanceId}/sessions`, { method: 'POST', headers: { ...app.auth, 'content-type': 'application/json' }, body: '{"name":"bench"}' })).json()) as { id: string };
+  const direct = JSON.stringify({ model: 'bench', messages: [{ role: 'system', content: 'You are a benchmark.' }, { role: 'user', content: 'How fast is this?' }] });
+  const through = JSON.stringify({ user_prompt: 'How fast is this?', agent_name: 'bench', session_id: session.id });
+  const json = { 'content-type': 'application/json' };
+
+  // Warm both paths (JIT, caches, connection pools) before measuring.
+  await load('warm-up', `${app.core}/instances/${app.instanceId}/completions`, { seconds: 1, connections: 4, method: 'POST', headers: { ...app.auth, ...json }, body: through });
+
+  const rows: LoadResult[] = [];
+  const added: CompletionBench['added'] = [];
+  for (const connections of [1, 32]) {
+    const d = await load(`upstream directly, c=${connections}`, `${llm.url}/v1/chat/completions`, { seconds, connections, method: 'POST', headers: json, body: direct });
+    const t = await load(`POST /completions + session, c=${connections}`, `${app.core}/instances/${app.instanceId}/completions`, {
+      seconds,
+      connections,
+      method: 'POST',
+      headers: { ...app.auth, ...json },
+      body: through,
+    });
+    rows.push(d, t);
+    added.push({ connections, p50: t.p50 - d.p50, p99: t.p99 - d.p99, ratio: t.rps / d.rps });
+  }
+
+  // Status polls read the status container: measured on a completed operation.
+  const now = new Date().toISOString();
+  await app.services.store.container<OperationDoc>('operations').upsert({
+    id: 'bench-op',
+    pk: 'bench-op',
+    operation_id: 'bench-op',
+    status: 'Completed',
+    status_message: 'Completed',
+    result: null,
+    created_on: now,
+    last_updated: now,
+    principal: app.principal,
+    request: { user_prompt: 'x' },
+    trace: {},
+    attempts: 1,
+  });
+  rows.push(await load('GET async status (completed), c=1', `${app.core}/instances/${app.instanceId}/async-completions/bench-op/status`, { seconds, connections: 1, headers: app.auth }));
+  await llm.close();
+  return { rows, added };
+}
