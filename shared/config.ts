@@ -47,6 +47,7 @@ const Env = z.object({
   GRAPH_URL: optional(z.url()).default('https://graph.microsoft.com'),
   MAX_JSON_BODY_BYTES: optional(PositiveInt).default(1024 * 1024),
   MAX_UPLOAD_BYTES: optional(PositiveInt).default(20 * 1024 * 1024),
+  MEMORY_MAX_BYTES: optional(PositiveInt).default(256 * 1024),
   FILES_CONTAINER: optional(z.string().regex(/^[a-z0-9](?:[a-z0-9-]{1,61}[a-z0-9])$/, 'must be a Blob container name')).default('files'),
   MODEL_MAX_RETRIES: optional(z.coerce.number().int().min(0).max(10)).default(2),
   /** Storage queue of async completions; its poison queue is `<name>-poison`. One per instance. */
@@ -95,6 +96,7 @@ export interface Config {
   graphUrl: string | undefined;
   maxJsonBodyBytes: number;
   maxUploadBytes: number;
+  memoryMaxBytes: number;
   filesContainer: string;
   modelMaxRetries: number;
   asyncQueue: string;
@@ -143,6 +145,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     graphUrl: e.GRAPH_ENABLED ? e.GRAPH_URL : undefined,
     maxJsonBodyBytes: e.MAX_JSON_BODY_BYTES,
     maxUploadBytes: e.MAX_UPLOAD_BYTES,
+    memoryMaxBytes: e.MEMORY_MAX_BYTES,
     filesContainer: e.FILES_CONTAINER,
     modelMaxRetries: e.MODEL_MAX_RETRIES,
     asyncQueue: e.ASYNC_COMPLETIONS_QUEUE,

@@ -14,6 +14,7 @@ import { ModelGateway } from './completions/model-gateway.js';
 import { Quotas } from './completions/quotas.js';
 import { Conversations, type MessageDoc, type SessionDoc } from './conversations/conversations.js';
 import { Files, type FileDoc } from './files/files.js';
+import { Memories, type MemoryDoc } from './memory/memory.js';
 import { ResourceCache } from './providers/resource-cache.js';
 import type { ResourceDoc } from './providers/resource-type.js';
 import { AppSettings, type AppConfigDoc } from './providers/settings.js';
@@ -37,6 +38,7 @@ export interface Services {
   readonly files: Files;
   readonly models: ModelGateway;
   readonly quotas: Quotas;
+  readonly memories: Memories;
   readonly settings: AppSettings;
   readonly blobs: BlobServiceClient;
   readonly queues: QueueServiceClient;
@@ -79,6 +81,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     files: new Files(store.container<FileDoc>('files'), blobs.getContainerClient(config.filesContainer), config.instanceId, config.maxUploadBytes),
     models: new ModelGateway({ maxRetries: config.modelMaxRetries, clientId: config.azureClientId }),
     quotas: new Quotas(settings, store.container('quotas'), log),
+    memories: new Memories(store.container<MemoryDoc>('memories'), config.memoryMaxBytes),
     settings,
     blobs,
     queues,

@@ -1,0 +1,147 @@
+// Personalized memory (spec 1, 2.8, 4.2): durable markdown per user (scope user) and per user and agent
+// (scope agent), in the memories resource type of Svc.Context. One document per (user) and per (user,
+// agent); a missing one reads as empty; every write is an ETag-checked read-modify-write.
+import { createHash } from 'node:crypto';
+import type { Principal } from '../auth/principal.js';
+import { ApiError } from '../http/errors.js';
+import type { Container, Doc } from '../store/types.js';
+import { updateDocument } from '../store/update.js';
+
+export type StoredScope = 'user' | 'agent';
+export type Scope = StoredScope | 'combined';
+
+export interface MemoryDoc extends Doc {
+  type: 'memory';
+  scope: StoredScope;
+  upn: string;
+  user_name: string | null;
+  name: string | null;
+  agent_object_id: string | null;
+  agent_name: string | null;
+  content_markdown: string;
+  created_on: string;
+  updated_on: string;
+}
+
+/** MemoryResponse of spec 2.8. */
+export interface MemoryResponse {
+  scope: Scope;
+  upn: string;
+  user_name: string | null;
+  name: string | null;
+  agent_object_id: string | null;
+  agent_name: string | null;
+  content_markdown: string;
+  created_on: string | null;
+  updated_on: string | null;
+}
+
+export interface AgentRef {
+  objectId: string;
+  name: string;
+}
+
+/** Document id: `user`, or `agent-` and a digest of the agent object id (ids cannot hold `/`). */
+const docId = (scope: StoredScope, agent?: AgentRef) =>
+  scope === 'user' ? 'user' : `agent-${createHash('sha256').update(agent?.objectId.toLowerCase() ?? '').digest('hex').slice(0, 40)}`;
+
+const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim();
+
+/**
+ * The append format: a `##` heading (with the reason, when given), a provenance line with the UTC
+ * timestamp and the optional reason, operation id and session id, then the content. Entries are separated
+ * by a blank line. Stable and plain, so it reads well when the document is handed to a model.
+ */
+export function appendEntry(content: string, at: Date, p: { reason?: string | undefined; operation_id?: string | undefined; session_id?: string | undefined }): string {
+  const reason = p.reason ? oneLine(p.reason) : undefined;
+  const provenance = [
+    `Recorded ${at.toISOString()}`,
+    ...(reason ? [`reason: ${reason}`] : []),
+    ...(p.operation_id ? [`operation: ${oneLine(p.operation_id)}`] : []),
+    ...(p.session_id ? [`session: ${oneLine(p.session_id)}`] : []),
+  ].join(' · ');
+  return `## Memory${reason ? `: ${reason}` : ''}\n_${provenance}_\n\n${content.trim()}\n`;
+}
+
+/** The heading an import in append mode puts above the imported markdown. */
+export const importEntry = (content: string, at: Date) => `## Imported memory\n_Imported ${at.toISOString()}_\n\n${content.trim()}\n`;
+
+const join = (existing: string, entry: string) => (existing.trim() === '' ? entry : `${existing.replace(/\s+$/, '')}\n\n${entry}`);
+
+export class Memories {
+  constructor(
+    private readonly container: Container<MemoryDoc>,
+    private readonly maxBytes: number,
+  ) {}
+
+  private async read(upn: string, scope: StoredScope, agent?: AgentRef): Promise<MemoryDoc | undefined> {
+    return this.container.read(upn, docId(scope, agent));
+  }
+
+  private response(scope: Scope, p: Principal, doc: MemoryDoc | undefined, agent?: AgentRef): MemoryResponse {
+    return {
+      scope,
+      upn: p.upn,
+      user_name: doc?.user_name ?? p.userName,
+      name: doc?.name ?? p.name,
+      agent_object_id: agent?.objectId ?? null,
+      agent_name: agent?.name ?? null,
+      content_markdown: doc?.content_markdown ?? '',
+      created_on: doc?.created_on ?? null,
+      updated_on: doc?.updated_on ?? null,
+    };
+  }
+
+  async get(p: Principal, scope: Scope, agent?: AgentRef): Promise<MemoryResponse> {
+    if (scope !== 'combined') return this.response(scope, p, await this.read(p.upn, scope, agent), agent);
+    const [user, agentDoc] = await Promise.all([this.read(p.upn, 'user'), agent ? this.read(p.upn, 'agent', agent) : undefined]);
+    const parts = [user?.content_markdown, agentDoc?.content_markdown].filter((t): t is string => t !== undefined && t.trim() !== '');
+    const times = [user, agentDoc].filter((d): d is MemoryDoc => d !== undefined);
+    return {
+      ...this.response('combined', p, user ?? agentDoc, agent),
+      content_markdown: parts.map((t) => t.replace(/\s+$/, '')).join('\n\n'),
+      created_on: times.map((d) => d.created_on).sort()[0] ?? null,
+      updated_on: times.map((d) => d.updated_on).sort().at(-1) ?? null,
+    };
+  }
+
+  /** Changes one document with `edit` (current body -> new body), ETag-safe, refusing oversize results. */
+  private async write(p: Principal, scope: StoredScope, agent: AgentRef | undefined, edit: (body: string, now: Date) => string, createIfMissing: boolean): Promise<MemoryResponse> {
+    const saved = await updateDocument(this.container, p.upn, docId(scope, agent), (current) => {
+      if (!current && !createIfMissing) return undefined;
+      const now = new Date();
+      const content = edit(current?.content_markdown ?? '', now);
+      if (Buffer.byteLength(content) > this.maxBytes) {
+        throw new ApiError(413, 'MemoryTooLarge', `The memory document would exceed its limit of ${this.maxBytes} bytes; clear or replace it first`);
+      }
+      return {
+        id: docId(scope, agent),
+        pk: p.upn,
+        type: 'memory' as const,
+        scope,
+        upn: p.upn,
+        user_name: p.userName,
+        name: p.name,
+        agent_object_id: agent?.objectId ?? null,
+        agent_name: agent?.name ?? null,
+        content_markdown: content,
+        created_on: current?.created_on ?? now.toISOString(),
+        updated_on: now.toISOString(),
+      };
+    });
+    return this.response(scope, p, saved, agent);
+  }
+
+  append(p: Principal, scope: StoredScope, agent: AgentRef | undefined, content: string, provenance: Parameters<typeof appendEntry>[2]): Promise<MemoryResponse> {
+    return this.write(p, scope, agent, (body, now) => join(body, appendEntry(content, now, provenance)), true);
+  }
+
+  /** Empties the body and keeps the profile; a missing profile stays missing (and reads as empty). */
+  clear(p: Principal, scope: StoredScope, agent: AgentRef | undefined): Promise<MemoryResponse> {
+    return this.write(p, scope, agent, () => '', false);
+  }
+
+  import(p: Principal, scope: StoredScope, agent: AgentRef | undefined, content: string, mode: 'append' | 'replace'): Promise<MemoryResponse> {
+    return this.write(p, scope, agent, (body, now) => (mode === 'replace' ? content : join(body, importEntry(content, now))), true);
+  }
+}
