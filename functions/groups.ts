@@ -4,6 +4,7 @@ import type { QueueHandler } from '../shared/queues/handler.js';
 import * as agentProperties from './agent-properties.js';
 import * as agentTokens from './agent-tokens.js';
 import * as agents from './agents.js';
+import * as analytics from './analytics.js';
 import * as branding from './branding.js';
 import * as completions from './completions.js';
 import * as files from './files.js';
@@ -14,7 +15,7 @@ import * as resources from './resources.js';
 import * as sessions from './sessions.js';
 import * as status from './status.js';
 
-const groups: readonly (readonly Route[])[] = [status.routes, branding.routes, agents.routes, completions.routes, sessions.routes, files.routes, memory.routes, resources.routes, agentProperties.routes, agentTokens.routes, identity.routes];
+const groups: readonly (readonly Route[])[] = [status.routes, branding.routes, agents.routes, completions.routes, sessions.routes, files.routes, memory.routes, resources.routes, agentProperties.routes, agentTokens.routes, identity.routes, analytics.routes];
 
 export const ROUTES: readonly Route[] = [...groups.flat(), ...metaRoutes(() => ROUTES)];
 

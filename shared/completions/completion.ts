@@ -136,7 +136,18 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
     answer = { content: recorded.text, promptTokens: usage?.prompt_tokens ?? 0, completionTokens: recorded.tokens };
   } else {
     const messages = await buildMessages(s, principal, request, chain, sessionId);
-    answer = await s.models.complete(chain.endpoint, chain.model, messages, modelParameters(chain.model, request));
+    try {
+      answer = await s.models.complete(chain.endpoint, chain.model, messages, modelParameters(chain.model, request));
+    } catch (e) {
+      // A failed operation is recorded without tokens, so analytics can tell error rates.
+      const at = new Date().toISOString();
+      await recordUsage(s.store.container<UsageDoc>('usage'), {
+        ...usageBase(principal, operationId, sessionId, agent.name, deployment, at, started),
+        status: 'Failed',
+        error_code: e instanceof ApiError ? e.code : 'Error',
+      });
+      throw e;
+    }
   }
 
   const completedAt = new Date().toISOString();
@@ -152,21 +163,12 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
     );
   }
   await recordUsage(s.store.container<UsageDoc>('usage'), {
-    id: operationId,
-    pk: principal.upn,
-    operation_id: operationId,
-    session_id: sessionId ?? null,
-    upn: principal.upn,
-    user_id: principal.id,
-    agent_name: agent.name,
-    model_deployment_name: deployment,
+    ...usageBase(principal, operationId, sessionId, agent.name, deployment, completedAt, started),
     prompt_tokens: answer.promptTokens,
     completion_tokens: answer.completionTokens,
     total_tokens: total,
     cost,
-    timestamp: completedAt,
-    day: dayOf(completedAt),
-    duration_ms: Date.now() - started,
+    status: 'Completed',
   });
   return {
     operation_id: operationId,
@@ -180,6 +182,26 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
     completion_tokens: answer.completionTokens,
     total_tokens: total,
     total_cost: cost,
+  };
+}
+
+function usageBase(principal: Principal, operationId: string, sessionId: string | undefined, agentName: string, deployment: string, at: string, started: number) {
+  return {
+    id: operationId,
+    pk: principal.upn,
+    operation_id: operationId,
+    session_id: sessionId ?? null,
+    upn: principal.upn,
+    user_id: principal.id,
+    agent_name: agentName,
+    model_deployment_name: deployment,
+    prompt_tokens: 0,
+    completion_tokens: 0,
+    total_tokens: 0,
+    cost: 0,
+    timestamp: at,
+    day: dayOf(at),
+    duration_ms: Date.now() - started,
   };
 }
 

@@ -1,5 +1,5 @@
 // Token usage records: one per completion, written once (idempotent on the operation id), for analytics.
-import { ConflictError, type Container, type Doc } from '../store/types.js';
+import { ConflictError, PreconditionFailedError, type Container, type Doc } from '../store/types.js';
 
 export interface UsageDoc extends Doc {
   operation_id: string;
@@ -15,14 +15,26 @@ export interface UsageDoc extends Doc {
   timestamp: string;
   day: string;
   duration_ms: number;
+  /** Failed records (the model call failed) carry no tokens; analytics derives error rates from them. */
+  status: 'Completed' | 'Failed';
+  error_code?: string;
 }
 
-/** Writes the record unless this operation already has one. */
+/**
+ * Writes the operation's record once. A completed record replaces a failed one (a retry that succeeded),
+ * never the other way round.
+ */
 export async function recordUsage(container: Container<UsageDoc>, doc: UsageDoc): Promise<void> {
   try {
     await container.create(doc);
   } catch (e) {
     if (!(e instanceof ConflictError)) throw e;
+    const existing = await container.read(doc.pk, doc.id);
+    if (existing?.status === 'Failed' && doc.status === 'Completed') {
+      await container.replace(doc, { ifMatch: existing._etag }).catch((err: unknown) => {
+        if (!(err instanceof PreconditionFailedError)) throw err;
+      });
+    }
   }
 }
 

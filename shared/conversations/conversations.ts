@@ -21,8 +21,9 @@ export interface MessageDoc extends Doc {
   text: string;
   tokens: number;
   timestamp: string;
-  /** UTC day of `timestamp`, for daily analytics. */
+  /** UTC day and hour of `timestamp`, for daily and peak-hour analytics. */
   day: string;
+  hour: number;
   upn: string;
   operation_id: string;
   agent_name: string;
@@ -31,6 +32,7 @@ export interface MessageDoc extends Doc {
 }
 
 export const dayOf = (iso: string) => iso.slice(0, 10);
+export const hourOf = (iso: string) => Number(iso.slice(11, 13));
 
 /** Message ids follow from the operation id, so a redelivered operation writes the same two messages. */
 export const messageIds = (operationId: string) => ({ user: `${operationId}-user`, assistant: `${operationId}-assistant` });
@@ -128,11 +130,11 @@ export class Conversations {
   }
 
   /** Writes both messages of a turn (each at most once) and moves the session's updated_on. */
-  async recordTurn(upn: string, sessionId: string, user: Omit<MessageDoc, 'id' | 'pk' | 'type' | 'session_id' | 'day' | 'upn'>, assistant: typeof user): Promise<void> {
+  async recordTurn(upn: string, sessionId: string, user: Omit<MessageDoc, 'id' | 'pk' | 'type' | 'session_id' | 'day' | 'hour' | 'upn'>, assistant: typeof user): Promise<void> {
     const ids = messageIds(user.operation_id);
     const base = { pk: upn, type: 'Message' as const, session_id: sessionId, upn };
-    await createOnce(this.messages, { ...base, ...user, id: ids.user, day: dayOf(user.timestamp) });
-    await createOnce(this.messages, { ...base, ...assistant, id: ids.assistant, day: dayOf(assistant.timestamp) });
+    await createOnce(this.messages, { ...base, ...user, id: ids.user, day: dayOf(user.timestamp), hour: hourOf(user.timestamp) });
+    await createOnce(this.messages, { ...base, ...assistant, id: ids.assistant, day: dayOf(assistant.timestamp), hour: hourOf(assistant.timestamp) });
     await this.sessions.patch(upn, sessionId, [{ op: 'set', path: 'updated_on', value: assistant.timestamp }]);
   }
 

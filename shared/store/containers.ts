@@ -22,7 +22,7 @@ export const CONTAINERS = {
   /** Management resources of every provider; pk = `{provider}/{resourceType}`, id = resource name. */
   resources: define('resources', { indexes: [['deleted'], ['type']] }),
   /** Sessions and their messages together; pk = owner UPN, so one user's conversation is one partition. */
-  sessions: define('sessions', { indexes: [['type', 'updated_on'], ['type', 'session_id', 'timestamp'], ['type', 'created_on'], ['day']] }),
+  sessions: define('sessions', { indexes: [['type', 'updated_on'], ['type', 'session_id', 'timestamp'], ['type', 'created_on'], ['type', 'timestamp']] }),
   /** Long-running completion operations (the status container); pk = operation id. */
   operations: define('operations', { defaultTtlSeconds: 30 * 24 * 3600, indexes: [['status']] }),
   /** Personalized memory documents; pk = owner UPN. */
@@ -30,9 +30,9 @@ export const CONTAINERS = {
   /** Agent access tokens; pk = agent name. */
   tokens: define('tokens', { indexes: [] }),
   /** Token usage records, one per completion; pk = UPN. */
-  usage: define('usage', { indexes: [['timestamp'], ['agent_name'], ['day']] }),
+  usage: define('usage', { indexes: [['timestamp'], ['agent_name', 'timestamp']] }),
   /** Uploaded file records (the bytes live in Blob storage); pk = owner UPN. */
-  files: define('files', { indexes: [['agent_name'], ['created_on']] }),
+  files: define('files', { indexes: [['agent_name', 'created_on']] }),
   /** Quota counters; pk = quota partition; documents expire by `ttl`. */
   quotas: define('quotas', { defaultTtlSeconds: -1, indexes: [] }),
   /** Principals seen signing in, for identity search; pk = 'principals'. */

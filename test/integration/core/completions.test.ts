@@ -227,7 +227,8 @@ describe('completions', () => {
       const app2 = app;
       const r = await app2.call('POST', core('/completions'), { body: { user_prompt: 'hello?', agent_name: 'slow', operation_id: 'op-timeout' } });
       expect(r).toMatchObject({ status: 504, body: { error: { code: 'UpstreamTimeout' } } });
-      expect(await app.services.store.container('usage').read('owner@local.test', 'op-timeout')).toBeUndefined();
+      // A failed operation leaves a record for error rates, with no tokens and no message.
+      expect(await app.services.store.container('usage').read('owner@local.test', 'op-timeout')).toMatchObject({ status: 'Failed', error_code: 'UpstreamTimeout', total_tokens: 0 });
       await slow.close();
     }, 30_000);
   });

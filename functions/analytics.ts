@@ -1,0 +1,40 @@
+// Analytics query (spec 4.7): Analytics Reader only; api-version=2024-02-16.
+import { z } from 'zod';
+import { runAnalytics } from '../shared/analytics/query.js';
+import { AnalyticsRequest } from '../shared/analytics/request.js';
+import { defineRoute } from '../shared/http/route.js';
+import { InstanceParams } from '../shared/http/schemas.js';
+import { json } from '../shared/http/types.js';
+
+export const API_VERSION = '2024-02-16';
+export const ApiVersionQuery = z.object({
+  'api-version': z.literal(API_VERSION, { error: `api-version must be ${API_VERSION}` }).describe(`Must be ${API_VERSION}`),
+});
+
+export const routes = [
+  defineRoute({
+    name: 'analytics-query',
+    api: 'management',
+    method: 'POST',
+    path: '/instances/{instanceId}/providers/Svc.Analytics/analytics/query',
+    summary: 'Run an analytics query (request types 0-17); needs the Analytics Reader role',
+    tag: 'Svc.Analytics',
+    auth: 'bearer',
+    errors: 'management',
+    params: InstanceParams,
+    query: ApiVersionQuery,
+    body: AnalyticsRequest,
+    permission: ({ params }) => ({ action: 'Svc.Analytics/analytics/read', scope: `/instances/${params.instanceId}` }),
+    responses: {
+      200: {
+        description: 'Action result whose resource is the AnalyticsResponse',
+        schema: z.object({
+          object_id: z.string(),
+          is_success: z.boolean(),
+          resource: z.object({ request_type: z.number().int(), generated_at_utc: z.string(), data: z.unknown() }),
+        }),
+      },
+    },
+    handler: async ({ services, principal, body }) => json(200, await runAnalytics(services, principal, body)),
+  }),
+];
