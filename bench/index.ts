@@ -1,7 +1,9 @@
 // `npm run bench`: the service against baselines measured in the same run on the same machine. Ratios, not
-// absolute times, are what to compare between machines. BENCH_SECONDS sets the length of each case.
+// absolute times, are what to compare between machines. BENCH_SECONDS sets the length of each load case;
+// BENCH_ANALYTICS_MESSAGES and BENCH_ANALYTICS_USAGE the analytics data set (default 1,000,000 and 100,000).
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { benchAnalytics } from './analytics.js';
 import { startBenchApp } from './app.js';
 import { benchCompletions } from './completions.js';
 import { load, report } from './load.js';
@@ -42,6 +44,13 @@ async function main() {
     })),
   );
   await app.close();
+
+  const messages = Number(process.env.BENCH_ANALYTICS_MESSAGES ?? 1_000_000);
+  const usage = Number(process.env.BENCH_ANALYTICS_USAGE ?? 100_000);
+  console.log(`\n## Analytics over ${messages.toLocaleString('en')} messages and ${usage.toLocaleString('en')} token usage records (embedded store; target < 2 s each)`);
+  const analytics = await benchAnalytics(messages, usage);
+  console.log(`seeded in ${(analytics.seedMs / 1000).toFixed(1)} s (bulk inserts)`);
+  console.table(analytics.rows.map((r) => ({ ...r, target: r.ms < 2000 ? 'met' : 'MISSED' })));
 }
 
 main().catch((e: unknown) => {

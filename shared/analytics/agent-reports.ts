@@ -7,8 +7,9 @@ const agentFilter = (agent: string | undefined) => (agent ? [eq('agent_name', ag
 
 /** AnalyticsOverview. avg_response_time_ms, total_tools and total_models are 0, as the spec defines them. */
 export async function overview(src: Sources, agent: string | undefined) {
+  // Every turn writes a user message, so sessions and users with activity are counted over those (half the rows).
   const [activity, responses, tokens] = await Promise.all([
-    src.messages.one(agent ? [RESPONSE, eq('agent_name', agent)] : [], { conversations: { fn: 'countDistinct', field: 'session_id' }, users: { fn: 'countDistinct', field: 'upn' } }),
+    src.messages.one(agent ? [RESPONSE, eq('agent_name', agent)] : [eq('sender', 'User')], { conversations: { fn: 'countDistinct', field: 'session_id' }, users: { fn: 'countDistinct', field: 'upn' } }),
     src.messages.one([RESPONSE, ...agentFilter(agent)], { agents: { fn: 'countDistinct', field: 'agent_name' }, n: { fn: 'count' } }),
     src.usage.one(agentFilter(agent), { tokens: { fn: 'sum', field: 'total_tokens' } }),
   ]);
@@ -27,21 +28,21 @@ export async function overview(src: Sources, agent: string | undefined) {
  * AnalyticsAgentSummary for every agent with responses or token records (or just `only`), sorted by name.
  * Fields the spec leaves unpopulated are computed where the data exists: avg_response_time_ms (operation
  * durations), error_rate (failed operations / operations), avg_files_per_conversation, and
- * avg_rounds_per_conversation (user messages / conversations). p95_response_time_ms stays null and
+ * avg_rounds_per_conversation (responses / conversations: every turn is one request and one response).
+ * p95_response_time_ms stays null and
  * most_used_tools empty: no tool execution is recorded here.
  */
 export async function agentSummaries(src: Sources, only?: string) {
   const f = agentFilter(only);
-  const [responses, requests, usage, usageSessions, failures, files] = await Promise.all([
+  const [responses, usage, usageSessions, failures, files] = await Promise.all([
     src.messages.group([RESPONSE, ...f], ['agent_name'], { responses: { fn: 'count' }, users: { fn: 'countDistinct', field: 'upn' }, conversations: { fn: 'countDistinct', field: 'session_id' } }),
-    src.messages.group([eq('sender', 'User'), ...f], ['agent_name'], { rounds: { fn: 'count' } }),
     src.usage.group(f, ['agent_name'], { tokens: { fn: 'sum', field: 'total_tokens' }, operations: { fn: 'count' }, duration: { fn: 'sum', field: 'duration_ms' } }),
     src.usage.group([...f, present('session_id')], ['agent_name'], { sessions: { fn: 'countDistinct', field: 'session_id' } }),
     src.usage.group([...f, eq('status', 'Failed')], ['agent_name'], { failed: { fn: 'count' } }),
     src.files.group(f, ['agent_name'], { files: { fn: 'count' } }),
   ]);
   const by = (rows: Record<string, unknown>[]) => new Map(rows.map((r) => [str(r.agent_name), r]));
-  const [r, q, u, us, fl, fi] = [by(responses), by(requests), by(usage), by(usageSessions), by(failures), by(files)];
+  const [r, u, us, fl, fi] = [by(responses), by(usage), by(usageSessions), by(failures), by(files)];
   const names = [...new Set([...r.keys(), ...u.keys()])].filter((n) => n !== '').sort();
   return names.map((agent_name) => {
     const conversations = num(r.get(agent_name)?.conversations);
@@ -60,7 +61,7 @@ export async function agentSummaries(src: Sources, only?: string) {
       error_rate: ratio(num(fl.get(agent_name)?.failed), operations),
       most_used_tools: [],
       avg_files_per_conversation: ratio(num(fi.get(agent_name)?.files), conversations),
-      avg_rounds_per_conversation: ratio(num(q.get(agent_name)?.rounds), conversations),
+      avg_rounds_per_conversation: ratio(num(r.get(agent_name)?.responses), conversations),
     };
   });
 }

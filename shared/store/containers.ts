@@ -9,6 +9,11 @@ export interface ContainerDefinition {
   readonly defaultTtlSeconds?: number;
   /** Field paths queries filter or sort on; each inner list is one (composite) index. */
   readonly indexes: readonly (readonly string[])[];
+  /**
+   * Fields analytics aggregates read, filter first: the embedded store keeps one covering index over them so
+   * aggregates never touch the documents. Cosmos indexes every path already and needs nothing more.
+   */
+  readonly aggregateFields?: readonly string[];
 }
 
 const define = (name: string, rest: Omit<ContainerDefinition, 'name' | 'partitionKeyPath'>): ContainerDefinition => ({
@@ -22,7 +27,10 @@ export const CONTAINERS = {
   /** Management resources of every provider; pk = `{provider}/{resourceType}`, id = resource name. */
   resources: define('resources', { indexes: [['deleted'], ['type']] }),
   /** Sessions and their messages together; pk = owner UPN, so one user's conversation is one partition. */
-  sessions: define('sessions', { indexes: [['type', 'updated_on'], ['type', 'session_id', 'timestamp'], ['type', 'created_on'], ['type', 'timestamp']] }),
+  sessions: define('sessions', {
+    indexes: [['type', 'updated_on'], ['type', 'session_id', 'timestamp'], ['type', 'created_on']],
+    aggregateFields: ['type', 'sender', 'timestamp', 'agent_name', 'upn', 'session_id', 'day', 'hour'],
+  }),
   /** Long-running completion operations (the status container); pk = operation id. */
   operations: define('operations', { defaultTtlSeconds: 30 * 24 * 3600, indexes: [['status']] }),
   /** Personalized memory documents; pk = owner UPN. */
@@ -30,7 +38,10 @@ export const CONTAINERS = {
   /** Agent access tokens; pk = agent name. */
   tokens: define('tokens', { indexes: [] }),
   /** Token usage records, one per completion; pk = UPN. */
-  usage: define('usage', { indexes: [['timestamp'], ['agent_name', 'timestamp']] }),
+  usage: define('usage', {
+    indexes: [['agent_name', 'timestamp']],
+    aggregateFields: ['timestamp', 'agent_name', 'upn', 'model_deployment_name', 'session_id', 'operation_id', 'status', 'total_tokens', 'duration_ms', 'cost'],
+  }),
   /** Uploaded file records (the bytes live in Blob storage); pk = owner UPN. */
   files: define('files', { indexes: [['agent_name', 'created_on']] }),
   /** Quota counters; pk = quota partition; documents expire by `ttl`. */

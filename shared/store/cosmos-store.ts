@@ -1,5 +1,5 @@
 // The Cosmos DB document store: @azure/cosmos with managed identity in Azure, a key only for emulators.
-import { CosmosClient, type Container as SdkContainer, type IndexingPolicy, type PatchOperation } from '@azure/cosmos';
+import { CosmosClient, type Container as SdkContainer, type IndexingPolicy, type JSONObject, type PatchOperation } from '@azure/cosmos';
 import { DefaultAzureCredential } from '@azure/identity';
 import { CONTAINER_LIST, type ContainerDefinition } from './containers.js';
 import { aggregateSql, selectSql } from './cosmos-sql.js';
@@ -104,6 +104,20 @@ class CosmosContainer<T extends Doc> implements Container<T> {
 
   async create(doc: T): Promise<Stored<T>> {
     return this.write(id(doc), () => this.sdk.items.create<T>(doc));
+  }
+
+  async createMany(docs: readonly T[]): Promise<void> {
+    let conflicts = 0;
+    for (let i = 0; i < docs.length; i += 1000) {
+      const chunk = docs.slice(i, i + 1000);
+      const results = await this.sdk.items.executeBulkOperations(chunk.map((d) => ({ operationType: 'Create' as const, partitionKey: d.pk, resourceBody: d as unknown as JSONObject })));
+      for (const r of results) {
+        const statusCode = r.response?.statusCode ?? status(r.error) ?? 500;
+        if (statusCode === 409) conflicts++;
+        else if (statusCode >= 400) throw new StoreError(`Bulk create failed with status ${statusCode}`);
+      }
+    }
+    if (conflicts > 0) throw new ConflictError(`${conflicts} of ${docs.length} documents already existed`);
   }
 
   async upsert(doc: T, options: WriteOptions = {}): Promise<Stored<T>> {

@@ -78,6 +78,11 @@ export interface Container<T extends Doc> {
   read(pk: string, id: string): Promise<Stored<T> | undefined>;
   /** Fails with ConflictError when a document with this id exists in the partition. */
   create(doc: T): Promise<Stored<T>>;
+  /**
+   * Creates many documents (imports, seeding). Embedded: one transaction, all or nothing. Cosmos: the bulk
+   * API, not transactional; a ConflictError names how many already existed.
+   */
+  createMany(docs: readonly T[]): Promise<void>;
   upsert(doc: T, options?: WriteOptions): Promise<Stored<T>>;
   /** Fails with NotFoundError when absent, PreconditionFailedError on a stale ETag. */
   replace(doc: T, options?: WriteOptions): Promise<Stored<T>>;

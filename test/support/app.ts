@@ -7,45 +7,8 @@ import { QUEUE_HANDLERS, ROUTES } from '../../functions/groups.js';
 import { LOCAL_DEFAULT_USER } from '../../shared/auth/local-idp.js';
 import { startStandalone } from '../../shared/http/standalone.js';
 import { openSqliteStore } from '../../shared/store/sqlite-store.js';
-import type { Container, Doc, DocumentStore } from '../../shared/store/types.js';
+import { countingStore } from '../../shared/store/counting-store.js';
 import { INSTANCE, tempDir, testServices, type TestServices } from './services.js';
-
-export interface Counts {
-  reads: number;
-  queries: number;
-  writes: number;
-}
-
-/** Wraps a store so tests can assert how many round trips an operation made. */
-export function countingStore(inner: DocumentStore): DocumentStore & { counts: Map<string, Counts>; reset(): void } {
-  const counts = new Map<string, Counts>();
-  const of = (name: string) => {
-    let c = counts.get(name);
-    if (!c) counts.set(name, (c = { reads: 0, queries: 0, writes: 0 }));
-    return c;
-  };
-  return {
-    kind: inner.kind,
-    counts,
-    reset: () => counts.clear(),
-    close: () => inner.close(),
-    container<T extends Doc>(name: string): Container<T> {
-      const c = inner.container<T>(name);
-      const bump = (k: keyof Counts) => of(name)[k]++;
-      return {
-        name: c.name,
-        read: (pk, id) => (bump('reads'), c.read(pk, id)),
-        query: (q) => (bump('queries'), c.query(q)),
-        aggregate: (q) => (bump('queries'), c.aggregate(q)),
-        create: (d) => (bump('writes'), c.create(d)),
-        upsert: (d, o) => (bump('writes'), c.upsert(d, o)),
-        replace: (d, o) => (bump('writes'), c.replace(d, o)),
-        delete: (pk, id, o) => (bump('writes'), c.delete(pk, id, o)),
-        patch: (pk, id, ops, o) => (bump('writes'), c.patch(pk, id, ops, o)),
-      };
-    },
-  };
-}
 
 export interface TestApp {
   dataDir: string;

@@ -91,6 +91,13 @@ describe.each(STORES)('document store contract: $name', (adapter) => {
       expect(await c.read('p6', 'd')).toBeUndefined();
     });
 
+    it('creates many documents at once, and reports ones that already exist', async () => {
+      await c.createMany(Array.from({ length: 250 }, (_, i) => item(`bulk-${i % 3}`, `b${i}`, i)));
+      expect((await c.query({ partition: 'bulk-1' })).items).toHaveLength(83);
+      expect((await c.read('bulk-2', 'b5'))?.n).toBe(5);
+      await expect(c.createMany([item('bulk-0', 'b0', 0)])).rejects.toBeInstanceOf(ConflictError);
+    });
+
     it('patches with set, incr, append and remove', async () => {
       await c.create(item('p7', 'pt', 1));
       const patched = await c.patch('p7', 'pt', [

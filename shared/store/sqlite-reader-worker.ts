@@ -1,0 +1,23 @@
+// A read-only connection in a worker thread: runs aggregate queries off the event loop (WAL lets readers
+// run beside the writer).
+import { parentPort, workerData } from 'node:worker_threads';
+import Database from 'better-sqlite3';
+
+const db = new Database((workerData as { file: string }).file, { readonly: true, fileMustExist: true });
+db.pragma('mmap_size = 1073741824');
+db.pragma('cache_size = -65536');
+db.pragma('temp_store = MEMORY');
+const statements = new Map<string, Database.Statement>();
+
+parentPort?.on('message', (m: { id: number; sql: string; params: unknown[] }) => {
+  try {
+    let s = statements.get(m.sql);
+    if (!s) {
+      s = db.prepare(m.sql);
+      if (statements.size < 200) statements.set(m.sql, s);
+    }
+    parentPort?.postMessage({ id: m.id, rows: s.all(...m.params) });
+  } catch (e) {
+    parentPort?.postMessage({ id: m.id, error: e instanceof Error ? e.message : String(e) });
+  }
+});
