@@ -3,13 +3,8 @@ import { z } from 'zod';
 import { runAnalytics } from '../shared/analytics/query.js';
 import { AnalyticsRequest } from '../shared/analytics/request.js';
 import { defineRoute } from '../shared/http/route.js';
-import { InstanceParams } from '../shared/http/schemas.js';
+import { ApiVersionQuery, InstanceParams } from '../shared/http/schemas.js';
 import { json } from '../shared/http/types.js';
-
-export const API_VERSION = '2024-02-16';
-export const ApiVersionQuery = z.object({
-  'api-version': z.literal(API_VERSION, { error: `api-version must be ${API_VERSION}` }).describe(`Must be ${API_VERSION}`),
-});
 
 export const routes = [
   defineRoute({

@@ -48,6 +48,11 @@ const Env = z.object({
   MAX_JSON_BODY_BYTES: optional(PositiveInt).default(1024 * 1024),
   MAX_UPLOAD_BYTES: optional(PositiveInt).default(20 * 1024 * 1024),
   MEMORY_MAX_BYTES: optional(PositiveInt).default(256 * 1024),
+  PACKAGES_CONTAINER: optional(z.string()).default('plugin-packages'),
+  PACKAGE_STORE_PRIVATE_CONTAINER: optional(z.string()).default('plugin-store'),
+  /** The vendor's read-only package store: a Blob container URL (with a SAS if it is not public). */
+  PACKAGE_STORE_PUBLIC_URL: optional(z.url()),
+  MAX_PACKAGE_BYTES: optional(PositiveInt).default(50 * 1024 * 1024),
   FILES_CONTAINER: optional(z.string().regex(/^[a-z0-9](?:[a-z0-9-]{1,61}[a-z0-9])$/, 'must be a Blob container name')).default('files'),
   MODEL_MAX_RETRIES: optional(z.coerce.number().int().min(0).max(10)).default(2),
   /** Storage queue of async completions; its poison queue is `<name>-poison`. One per instance. */
@@ -97,6 +102,7 @@ export interface Config {
   maxJsonBodyBytes: number;
   maxUploadBytes: number;
   memoryMaxBytes: number;
+  packages: { container: string; privateStore: string; publicStoreUrl: string | undefined; maxBytes: number };
   filesContainer: string;
   modelMaxRetries: number;
   asyncQueue: string;
@@ -146,6 +152,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     maxJsonBodyBytes: e.MAX_JSON_BODY_BYTES,
     maxUploadBytes: e.MAX_UPLOAD_BYTES,
     memoryMaxBytes: e.MEMORY_MAX_BYTES,
+    packages: { container: e.PACKAGES_CONTAINER, privateStore: e.PACKAGE_STORE_PRIVATE_CONTAINER, publicStoreUrl: e.PACKAGE_STORE_PUBLIC_URL, maxBytes: e.MAX_PACKAGE_BYTES },
     filesContainer: e.FILES_CONTAINER,
     modelMaxRetries: e.MODEL_MAX_RETRIES,
     asyncQueue: e.ASYNC_COMPLETIONS_QUEUE,

@@ -15,6 +15,7 @@ import { Quotas } from './completions/quotas.js';
 import { Conversations, type MessageDoc, type SessionDoc } from './conversations/conversations.js';
 import { Files, type FileDoc } from './files/files.js';
 import { Memories, type MemoryDoc } from './memory/memory.js';
+import { packageStores, PluginPackages, type PackageDoc } from './plugins/packages.js';
 import { ResourceCache } from './providers/resource-cache.js';
 import type { ResourceDoc } from './providers/resource-type.js';
 import { AppSettings, type AppConfigDoc } from './providers/settings.js';
@@ -39,6 +40,7 @@ export interface Services {
   readonly models: ModelGateway;
   readonly quotas: Quotas;
   readonly memories: Memories;
+  readonly packages: PluginPackages;
   readonly settings: AppSettings;
   readonly blobs: BlobServiceClient;
   readonly queues: QueueServiceClient;
@@ -82,6 +84,13 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     models: new ModelGateway({ maxRetries: config.modelMaxRetries, clientId: config.azureClientId }),
     quotas: new Quotas(settings, store.container('quotas'), log),
     memories: new Memories(store.container<MemoryDoc>('memories'), config.memoryMaxBytes),
+    packages: new PluginPackages(
+      store.container<PackageDoc>('resources'),
+      blobs.getContainerClient(config.packages.container),
+      packageStores(blobs, config.packages.privateStore, config.packages.publicStoreUrl),
+      config.instanceId,
+      config.packages.maxBytes,
+    ),
     settings,
     blobs,
     queues,

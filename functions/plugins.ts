@@ -1,0 +1,206 @@
+// Plugin packages and plugins (spec 4.6): upload or deploy from a store, list, download, validate a store,
+// list and filter plugins. Every call needs api-version=2024-02-16.
+import busboy from 'busboy';
+import { z } from 'zod';
+import type { Principal } from '../shared/auth/principal.js';
+import { badRequest, payloadTooLarge, toError, validationError } from '../shared/http/errors.js';
+import { defineRoute } from '../shared/http/route.js';
+import { API_VERSION, ApiVersionQuery, InstanceParams } from '../shared/http/schemas.js';
+import { json, type PlatformRequest } from '../shared/http/types.js';
+import { PackageResource, type PackageDoc } from '../shared/plugins/packages.js';
+import type { Services } from '../shared/services.js';
+
+const base = '/instances/{instanceId}/providers/Svc.Platform';
+const PackageParams = InstanceParams.extend({ packageName: z.string().regex(/^(Python|Dotnet)-[A-Za-z0-9_-]{1,100}$/, 'must be {runtime}-{name} with runtime Python or Dotnet') });
+const common = { api: 'management', tag: 'Svc.Platform', auth: 'bearer', errors: 'management', query: ApiVersionQuery } as const;
+const at = (instanceId: string) => `/instances/${instanceId}`;
+
+/** The package as list and get show it: versions without their manifests, plugins of the current one. */
+function present(p: PackageDoc, full: boolean) {
+  const summary = {
+    type: p.type,
+    name: p.name,
+    object_id: p.object_id,
+    display_name: p.display_name,
+    description: p.description,
+    package_runtime: p.package_runtime,
+    current_version: p.current_version,
+  };
+  if (!full) return { ...summary, versions: p.versions.map((v) => v.package_version) };
+  return {
+    ...summary,
+    versions: p.versions.map(({ manifest: _m, blob_name: _b, ...v }) => v),
+    plugins: p.versions.find((v) => v.package_version === p.current_version)?.manifest.plugins.map((x) => x.name) ?? [],
+    created_on: p.created_on,
+    updated_on: p.updated_on,
+  };
+}
+
+/** Reads a multipart upload: `file` (buffered up to the package limit) and `resource` (JSON text). */
+function readUpload(request: PlatformRequest, limit: number): Promise<{ file?: Buffer; resource?: string }> {
+  return new Promise((resolve, reject) => {
+    const parser = busboy({ headers: { 'content-type': request.header('content-type') ?? '' }, limits: { files: 1, fields: 5, fieldSize: 64 * 1024, fileSize: limit + 1 } });
+    const out: { file?: Buffer; resource?: string } = {};
+    let tooLarge = false;
+    parser.on('field', (name, value) => {
+      if (name === 'resource') out.resource = value;
+    });
+    parser.on('file', (name, stream) => {
+      if (name !== 'file') {
+        stream.resume();
+        return;
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      stream.on('data', (c: Buffer) => {
+        size += c.length;
+        if (size > limit) tooLarge = true;
+        else chunks.push(c);
+      });
+      stream.on('end', () => (out.file = Buffer.concat(chunks)));
+    });
+    parser.on('error', (e) => reject(badRequest(`Malformed multipart body: ${toError(e).message}`)));
+    parser.on('close', () => (tooLarge ? reject(payloadTooLarge(`The package is larger than ${limit} bytes`)) : resolve(out)));
+    request.stream().pipe(parser);
+  });
+}
+
+async function createOrDeploy(services: Services, principal: Principal, request: PlatformRequest, name: string) {
+  const type = request.header('content-type') ?? '';
+  if (type.toLowerCase().startsWith('multipart/form-data')) {
+    const { file, resource } = await readUpload(request, services.packages.maxBytes);
+    if (!file) throw validationError([{ field: 'file', message: 'file is required' }]);
+    if (resource === undefined) throw validationError([{ field: 'resource', message: 'resource is required' }]);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(resource);
+    } catch {
+      throw validationError([{ field: 'resource', message: 'resource must be JSON text' }]);
+    }
+    const r = PackageResource.safeParse(parsed);
+    if (!r.success) throw validationError(r.error.issues.map((i) => ({ field: `resource.${i.path.join('.')}`, message: i.message })));
+    return services.packages.addVersion(file, r.data, name, principal, 'Upload');
+  }
+  const bytes = await request.body(services.config.maxJsonBodyBytes);
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(bytes.toString('utf8'));
+  } catch {
+    throw badRequest('The body must be JSON (deploy from a store) or multipart/form-data (upload)');
+  }
+  const r = PackageResource.safeParse(parsed);
+  if (!r.success) throw validationError(r.error.issues.map((i) => ({ field: i.path.join('.'), message: i.message })));
+  return services.packages.deploy(r.data, name, principal);
+}
+
+const Plugin = z
+  .object({
+    type: z.literal('plugin'),
+    name: z.string(),
+    object_id: z.string(),
+    display_name: z.string(),
+    description: z.string(),
+    category: z.string(),
+    plugin_package_object_id: z.string(),
+    parameters: z.array(z.object({ name: z.string(), type: z.string(), description: z.string(), default_value: z.unknown().optional() })),
+    parameter_selection_hints: z.record(z.string(), z.object({ resourcePath: z.string(), filterActionPayload: z.record(z.string(), z.string()) })),
+    dependencies: z.array(z.object({ selection_type: z.string(), dependency_plugin_names: z.array(z.string()) })),
+  })
+  .meta({ id: 'Plugin' });
+
+export const routes = [
+  defineRoute({
+    ...common,
+    name: 'plugin-packages-validate',
+    method: 'POST',
+    path: `${base}/pluginPackages/validate`,
+    summary: 'Check that a package store is configured, reachable and readable, and list what it holds',
+    params: InstanceParams,
+    body: z.object({ packageStoreType: z.enum(['Public', 'Private'], { error: 'packageStoreType must be Public or Private' }) }).strict(),
+    permission: ({ params }) => ({ action: 'Svc.Platform/pluginPackages/read', scope: at(params.instanceId) }),
+    responses: { 200: { description: 'What the store check found' } },
+    handler: async ({ services, body }) => json(200, await services.packages.validateStore(body.packageStoreType)),
+  }),
+  defineRoute({
+    ...common,
+    name: 'plugin-packages-upsert',
+    method: 'POST',
+    path: `${base}/pluginPackages/{packageName}`,
+    summary: `Upload a package version (multipart: file + resource JSON) or deploy one from a store (JSON body); api-version=${API_VERSION}`,
+    params: PackageParams,
+    bodyKind: 'stream',
+    bodyDoc: { contentType: 'application/json', schema: PackageResource },
+    permission: ({ params }) => ({ action: 'Svc.Platform/pluginPackages/write', scope: `${at(params.instanceId)}/providers/Svc.Platform/pluginPackages/${params.packageName}` }),
+    responses: { 200: { description: 'The package with its new current version' }, 409: { description: 'This version exists' }, 413: { description: 'Too large' } },
+    handler: async ({ services, principal, request, params }) => {
+      const doc = await createOrDeploy(services, principal, request, params.packageName);
+      return json(200, { object_id: doc.object_id, is_success: true, resource: present(doc, true) });
+    },
+  }),
+  defineRoute({
+    ...common,
+    name: 'plugin-packages-list',
+    method: 'GET',
+    path: `${base}/pluginPackages`,
+    summary: 'List plugin packages',
+    params: InstanceParams,
+    responses: { 200: { description: 'Envelopes of the packages the caller may read' } },
+    handler: async ({ services, principal }) => {
+      const actions = ['read', 'write', 'delete'].map((v) => `Svc.Platform/pluginPackages/${v}`);
+      const out = [];
+      for (const p of await services.packages.list()) {
+        const access = await services.authorizer.access(principal, p.object_id, actions);
+        if (access.actions.includes(actions[0] ?? '')) out.push({ resource: present(p, false), ...access });
+      }
+      return json(200, out);
+    },
+  }),
+  defineRoute({
+    ...common,
+    name: 'plugin-packages-get',
+    method: 'GET',
+    path: `${base}/pluginPackages/{packageName}`,
+    summary: 'Get a package; with loadContent=true download its bytes (the current version, or `version`)',
+    params: PackageParams,
+    query: ApiVersionQuery.extend({
+      loadContent: z.enum(['true', 'false']).optional().describe('true: answer the package file itself'),
+      version: z.string().optional().describe('With loadContent=true: a version other than the current one'),
+    }),
+    permission: ({ params }) => ({ action: 'Svc.Platform/pluginPackages/read', scope: `${at(params.instanceId)}/providers/Svc.Platform/pluginPackages/${params.packageName}` }),
+    responses: { 200: { description: 'The package envelope, or the package file (application/zip or application/octet-stream)' } },
+    handler: async ({ services, params, query }) => {
+      if (query.loadContent === 'true') {
+        const { bytes, version } = await services.packages.download(params.packageName, query.version);
+        return {
+          status: 200,
+          headers: { 'content-type': version.content_type, 'content-disposition': `attachment; filename="${version.file_name}"`, 'x-package-version': version.package_version },
+          raw: bytes,
+        };
+      }
+      return json(200, { resource: present(await services.packages.get(params.packageName), true) });
+    },
+  }),
+  defineRoute({
+    ...common,
+    name: 'plugins-list',
+    method: 'GET',
+    path: `${base}/plugins`,
+    summary: "Plugins of every package's current version",
+    params: InstanceParams,
+    permission: ({ params }) => ({ action: 'Svc.Platform/plugins/read', scope: at(params.instanceId) }),
+    responses: { 200: { description: 'Plugins', schema: z.array(Plugin) } },
+    handler: async ({ services }) => json(200, await services.packages.plugins()),
+  }),
+  defineRoute({
+    ...common,
+    name: 'plugins-filter',
+    method: 'POST',
+    path: `${base}/plugins/filter`,
+    summary: 'Plugins whose category is one of the names given (exact, case-sensitive)',
+    params: InstanceParams,
+    body: z.object({ categories: z.array(z.string(), { error: 'categories must be a list of names' }) }).strict(),
+    permission: ({ params }) => ({ action: 'Svc.Platform/plugins/read', scope: at(params.instanceId) }),
+    responses: { 200: { description: 'Matching plugins', schema: z.array(Plugin) } },
+    handler: async ({ services, body }) => json(200, (await services.packages.plugins()).filter((p) => body.categories.includes(p.category))),
+  }),
+];

@@ -1,0 +1,248 @@
+// Plugin packages (spec 2.11, 4.6, 9): upload or deploy versions from a store, keep every version
+// downloadable, and list the plugins of each package's current version.
+import { createHash } from 'node:crypto';
+import type { BlobServiceClient, ContainerClient } from '@azure/storage-blob';
+import { ContainerClient as BlobContainer } from '@azure/storage-blob';
+import { z } from 'zod';
+import type { Principal } from '../auth/principal.js';
+import { ApiError, badRequest, conflict, notFound } from '../http/errors.js';
+import type { Container, Doc } from '../store/types.js';
+import { updateDocument } from '../store/update.js';
+import { readArchive } from './archive.js';
+import { Manifest, NamePart, packageName, pluginName, RUNTIMES, type Runtime } from './manifest.js';
+
+export const PACKAGES_PK = 'Svc.Platform/pluginPackages';
+
+/** The `resource` of an upload, or the body of a deploy (with package_store_type). */
+export const PackageResource = z
+  .object({
+    type: z.literal('plugin-package', { error: 'type must be plugin-package' }),
+    name: NamePart,
+    package_runtime: z.enum(RUNTIMES, { error: 'package_runtime must be Python or Dotnet' }),
+    package_version: z.string().regex(/^[0-9A-Za-z.+-]{1,50}$/, 'package_version must be a version string'),
+    package_store_type: z.enum(['Public', 'Private'], { error: 'package_store_type must be Public or Private' }).optional(),
+  })
+  .strict();
+export type PackageResource = z.output<typeof PackageResource>;
+
+interface PackageVersion {
+  package_version: string;
+  blob_name: string;
+  file_name: string;
+  content_type: string;
+  size: number;
+  sha256: string;
+  source: 'Upload' | 'Public' | 'Private';
+  uploaded_on: string;
+  uploaded_by: string;
+  manifest: Manifest;
+}
+
+export interface PackageDoc extends Doc {
+  type: 'plugin-package';
+  name: string;
+  object_id: string;
+  package_runtime: Runtime;
+  package_name: string;
+  display_name: string;
+  description: string;
+  current_version: string;
+  versions: PackageVersion[];
+  created_on: string;
+  updated_on: string;
+  deleted: boolean;
+}
+
+const extension = (runtime: Runtime) => (runtime === 'Python' ? 'zip' : 'nupkg');
+const contentType = (runtime: Runtime) => (runtime === 'Python' ? 'application/zip' : 'application/octet-stream');
+
+export interface PackageStores {
+  /** The customer's own container. */
+  private: ContainerClient;
+  /** The vendor's read-only container, when configured. */
+  public: ContainerClient | undefined;
+}
+
+export function packageStores(blobs: BlobServiceClient, privateContainer: string, publicUrl: string | undefined): PackageStores {
+  return { private: blobs.getContainerClient(privateContainer), public: publicUrl ? new BlobContainer(publicUrl) : undefined };
+}
+
+export class PluginPackages {
+  private ready: Promise<unknown> | undefined;
+
+  constructor(
+    private readonly docs: Container<PackageDoc>,
+    private readonly blobs: ContainerClient,
+    private readonly stores: PackageStores,
+    private readonly instanceId: string,
+    readonly maxBytes: number,
+  ) {}
+
+  objectId(name: string) {
+    return `/instances/${this.instanceId}/providers/Svc.Platform/pluginPackages/${name}`;
+  }
+
+  /** Checks an archive against the request and returns its manifest; nothing is stored for a bad one. */
+  async inspect(bytes: Buffer, resource: PackageResource, pathName: string): Promise<Manifest> {
+    const expected = packageName(resource.package_runtime, resource.name);
+    if (pathName !== expected) throw badRequest(`name: the package ${pathName} must be named {runtime}-{name} (${expected})`);
+    const contents = await readArchive(bytes, (n) => n === 'manifest.json');
+    const text = contents.files.get('manifest.json');
+    if (text === undefined) throw badRequest('Invalid package archive: manifest.json is missing at its root');
+    if (resource.package_runtime === 'Dotnet' && !contents.names.some((n) => n.endsWith('.deps.json'))) {
+      throw badRequest('Invalid package archive: a Dotnet package needs its *.deps.json dependencies file');
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      throw badRequest('Invalid package archive: manifest.json is not valid JSON');
+    }
+    const manifest = Manifest.safeParse(parsed);
+    if (!manifest.success) {
+      throw badRequest(`Invalid manifest: ${manifest.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    }
+    const m = manifest.data;
+    if (m.name !== resource.name) throw badRequest(`name: the request names ${resource.name} but the package declares ${m.name}`);
+    if (m.runtime !== resource.package_runtime) throw badRequest(`package_runtime: the request says ${resource.package_runtime} but the package declares ${m.runtime}`);
+    if (m.version !== resource.package_version) throw badRequest(`package_version: the request says ${resource.package_version} but the package declares ${m.version}`);
+    return m;
+  }
+
+  /** Stores a checked version and makes it current; an existing version is 409. */
+  async addVersion(bytes: Buffer, resource: PackageResource, pathName: string, principal: Principal, source: PackageVersion['source']): Promise<PackageDoc> {
+    const manifest = await this.inspect(bytes, resource, pathName);
+    const existing = await this.docs.read(PACKAGES_PK, pathName);
+    if (existing?.versions.some((v) => v.package_version === resource.package_version)) {
+      throw conflict(`Version ${resource.package_version} of ${pathName} exists; versions are immutable`);
+    }
+    this.ready ??= this.blobs.createIfNotExists();
+    await this.ready;
+    const fileName = `${pathName}.${extension(resource.package_runtime)}`;
+    const blobName = `${pathName}/${resource.package_version}/${fileName}`;
+    const blob = this.blobs.getBlockBlobClient(blobName);
+    await blob.uploadData(bytes, { blobHTTPHeaders: { blobContentType: contentType(resource.package_runtime) }, conditions: { ifNoneMatch: '*' } }).catch((e: unknown) => {
+      if ((e as { statusCode?: number }).statusCode === 409) throw conflict(`Version ${resource.package_version} of ${pathName} exists; versions are immutable`);
+      throw e;
+    });
+    const now = new Date().toISOString();
+    const version: PackageVersion = {
+      package_version: resource.package_version,
+      blob_name: blobName,
+      file_name: fileName,
+      content_type: contentType(resource.package_runtime),
+      size: bytes.length,
+      sha256: createHash('sha256').update(bytes).digest('hex'),
+      source,
+      uploaded_on: now,
+      uploaded_by: principal.upn,
+      manifest,
+    };
+    const saved = await updateDocument(this.docs, PACKAGES_PK, pathName, (current) => {
+      if (current?.versions.some((v) => v.package_version === version.package_version)) throw conflict(`Version ${version.package_version} of ${pathName} exists`);
+      return {
+        id: pathName,
+        pk: PACKAGES_PK,
+        type: 'plugin-package' as const,
+        name: pathName,
+        object_id: this.objectId(pathName),
+        package_runtime: resource.package_runtime,
+        package_name: resource.name,
+        display_name: manifest.display_name || pathName,
+        description: manifest.description,
+        current_version: version.package_version,
+        versions: [...(current?.versions ?? []), version],
+        created_on: current?.created_on ?? now,
+        updated_on: now,
+        deleted: false,
+      };
+    });
+    if (!saved) throw new ApiError(500, 'InternalError', 'The package was not saved');
+    return saved;
+  }
+
+  /** Deploys a version from a package store: `{packageName}/{version}/{packageName}.{zip|nupkg}` there. */
+  async deploy(resource: PackageResource, pathName: string, principal: Principal): Promise<PackageDoc> {
+    const storeType = resource.package_store_type ?? 'Private';
+    const store = storeType === 'Public' ? this.stores.public : this.stores.private;
+    if (!store) throw badRequest('package_store_type: no Public package store is configured (PACKAGE_STORE_PUBLIC_URL)');
+    const path = `${pathName}/${resource.package_version}/${pathName}.${extension(resource.package_runtime)}`;
+    const blob = store.getBlobClient(path);
+    let bytes: Buffer;
+    try {
+      const props = await blob.getProperties();
+      if ((props.contentLength ?? 0) > this.maxBytes) throw badRequest(`The package is larger than ${this.maxBytes} bytes`);
+      bytes = await blob.downloadToBuffer();
+    } catch (e) {
+      if ((e as { statusCode?: number }).statusCode === 404) throw notFound(`The ${storeType} store has no ${path}`);
+      throw e;
+    }
+    return this.addVersion(bytes, resource, pathName, principal, storeType);
+  }
+
+  async list(): Promise<PackageDoc[]> {
+    return (await this.docs.query({ partition: PACKAGES_PK, where: [{ field: 'deleted', op: 'ne', value: true }], orderBy: [{ field: 'name' }] })).items;
+  }
+
+  async get(name: string): Promise<PackageDoc> {
+    const doc = await this.docs.read(PACKAGES_PK, name);
+    if (!doc || doc.deleted) throw notFound(`Plugin package ${name} not found`);
+    return doc;
+  }
+
+  /** The bytes of a version (the current one by default) exactly as uploaded. */
+  async download(name: string, version?: string): Promise<{ bytes: Buffer; version: PackageVersion }> {
+    const doc = await this.get(name);
+    const v = doc.versions.find((x) => x.package_version === (version ?? doc.current_version));
+    if (!v) throw notFound(`Version ${version ?? ''} of ${name} not found`);
+    return { bytes: await this.blobs.getBlockBlobClient(v.blob_name).downloadToBuffer(), version: v };
+  }
+
+  /** Plugins of every package's current version. */
+  async plugins() {
+    return (await this.list()).flatMap((p) => {
+      const current = p.versions.find((v) => v.package_version === p.current_version);
+      return (current?.manifest.plugins ?? []).map((plugin) => {
+        const name = pluginName(p.package_runtime, p.package_name, plugin.name);
+        return {
+          type: 'plugin' as const,
+          name,
+          object_id: `/instances/${this.instanceId}/providers/Svc.Platform/plugins/${name}`,
+          display_name: plugin.display_name || name,
+          description: plugin.description,
+          category: plugin.category,
+          plugin_package_object_id: p.object_id,
+          parameters: plugin.parameters,
+          parameter_selection_hints: plugin.parameter_selection_hints,
+          dependencies: plugin.dependencies,
+        };
+      });
+    });
+  }
+
+  /** Whether a store is configured, reachable and readable, and what it holds. */
+  async validateStore(type: 'Public' | 'Private') {
+    const store = type === 'Public' ? this.stores.public : this.stores.private;
+    if (!store) return { package_store_type: type, configured: false, reachable: false, readable: false, package_count: 0, packages: [], message: 'No Public package store is configured (PACKAGE_STORE_PUBLIC_URL)' };
+    try {
+      const names: string[] = [];
+      for await (const blob of store.listBlobsFlat()) {
+        names.push(blob.name);
+        if (names.length >= 1000) break;
+      }
+      return { package_store_type: type, configured: true, reachable: true, readable: true, container: store.containerName, package_count: names.length, packages: names.slice(0, 100), message: 'The store is reachable and readable' };
+    } catch (e) {
+      const status = (e as { statusCode?: number }).statusCode;
+      return {
+        package_store_type: type,
+        configured: true,
+        reachable: status !== undefined,
+        readable: false,
+        container: store.containerName,
+        package_count: 0,
+        packages: [],
+        message: status === 404 ? 'The store container does not exist' : status !== undefined ? `The store answered ${status}` : `The store could not be reached: ${e instanceof Error ? e.message : String(e)}`,
+      };
+    }
+  }
+}
