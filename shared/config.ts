@@ -61,8 +61,13 @@ const Env = z.object({
   QUEUE_VISIBILITY_TIMEOUT_SECONDS: optional(PositiveInt).default(300),
   /** An async operation still InProgress after this long is reported Failed. */
   ASYNC_OPERATION_TIMEOUT_SECONDS: optional(PositiveInt).default(1800),
-  LOG_REQUESTS: optional(Flag).default(false),
 });
+
+/** Every setting the service reads (the infrastructure test checks that both flavours set them). */
+export const SETTING_NAMES: readonly string[] = Object.keys(Env.shape);
+
+/** Settings for running locally only: in Azure they are absent (ports, data folder, emulator key). */
+export const LOCAL_ONLY_SETTINGS: readonly string[] = ['HOST', 'CORE_PORT', 'MANAGEMENT_PORT', 'DATA_DIR', 'COSMOS_KEY', 'AzureWebJobsStorage'];
 
 /** A setting that is missing or malformed; the message names the setting. */
 export class ConfigError extends Error {
@@ -108,7 +113,6 @@ export interface Config {
   asyncQueue: string;
   queueVisibilityTimeoutSeconds: number;
   asyncOperationTimeoutSeconds: number;
-  logRequests: boolean;
   version: string;
 }
 
@@ -158,7 +162,6 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     asyncQueue: e.ASYNC_COMPLETIONS_QUEUE,
     queueVisibilityTimeoutSeconds: e.QUEUE_VISIBILITY_TIMEOUT_SECONDS,
     asyncOperationTimeoutSeconds: e.ASYNC_OPERATION_TIMEOUT_SECONDS,
-    logRequests: e.LOG_REQUESTS,
     version,
   };
 }

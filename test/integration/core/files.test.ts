@@ -14,7 +14,7 @@ describe('file upload', () => {
   let llm: MockLlm;
   const upload = async (parts: { file?: { bytes: Buffer; name: string; type?: string }; agent_name?: string; session_id?: string }, as?: string) => {
     const form = new FormData();
-    if (parts.file) form.append('file', new Blob([parts.file.bytes], parts.file.type ? { type: parts.file.type } : {}), parts.file.name);
+    if (parts.file) form.append('file', new Blob([new Uint8Array(parts.file.bytes)], parts.file.type ? { type: parts.file.type } : {}), parts.file.name);
     if (parts.agent_name) form.append('agent_name', parts.agent_name);
     if (parts.session_id) form.append('session_id', parts.session_id);
     const res = await fetch(`${app.core}/instances/${INSTANCE}/files/upload`, { method: 'POST', body: form, headers: { authorization: `Bearer ${await app.token(as)}` } });

@@ -59,7 +59,7 @@ describe('plugin packages', () => {
   const url = (path: string, query = '') => `${app.management}/instances/${INSTANCE}/providers/Svc.Platform/${path}?api-version=2024-02-16${query}`;
   const upload = async (pkg: string, bytes: Buffer, resource: Record<string, unknown>, as?: string) => {
     const form = new FormData();
-    form.append('file', new Blob([bytes]), `${pkg}.zip`);
+    form.append('file', new Blob([new Uint8Array(bytes)]), `${pkg}.zip`);
     form.append('resource', JSON.stringify(resource));
     const res = await fetch(url(`pluginPackages/${pkg}`), { method: 'POST', body: form, headers: { authorization: `Bearer ${await app.token(as)}` } });
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };

@@ -1,0 +1,77 @@
+# Two Function Apps on one Flex Consumption plan, Node 22, from the same package. SERVICE_APIS selects the
+# endpoint groups each registers; the Core app also runs the async worker. App settings are named exactly
+# like the settings shared/config.ts reads.
+resource "azurerm_service_plan" "this" {
+  name                = "${var.name_prefix}-plan-${local.suffix}"
+  location            = var.location
+  resource_group_name = var.resource_group_name
+  os_type             = "Linux"
+  sku_name            = "FC1"
+}
+
+locals {
+  shared_settings = {
+    APPLICATIONINSIGHTS_CONNECTION_STRING = azurerm_application_insights.this.connection_string
+    AzureWebJobsStorage__accountName      = azurerm_storage_account.this.name
+    AzureWebJobsStorage__credential       = "managedidentity"
+    INSTANCE_ID                           = var.instance_id
+    STORE                                 = "cosmos"
+    COSMOS_ENDPOINT                       = azurerm_cosmosdb_account.this.endpoint
+    COSMOS_DATABASE                       = local.cosmos_database
+    STORAGE_ACCOUNT_NAME                  = azurerm_storage_account.this.name
+    AUTH_ISSUER                           = var.auth_issuer
+    AUTH_AUDIENCE                         = var.auth_audience
+    AUTH_JWKS_URI                         = var.auth_jwks_uri
+    BOOTSTRAP_OWNER_IDS                   = join(",", var.bootstrap_owner_ids)
+    INTERNAL_DOMAIN                       = "agent-platform.internal"
+    GRAPH_ENABLED                         = tostring(var.graph_enabled)
+    GRAPH_URL                             = "https://graph.microsoft.com"
+    MAX_JSON_BODY_BYTES                   = "1048576"
+    MAX_UPLOAD_BYTES                      = "20971520"
+    MEMORY_MAX_BYTES                      = "262144"
+    FILES_CONTAINER                       = "files"
+    PACKAGES_CONTAINER                    = "plugin-packages"
+    PACKAGE_STORE_PRIVATE_CONTAINER       = "plugin-store"
+    PACKAGE_STORE_PUBLIC_URL              = var.package_store_public_url
+    MAX_PACKAGE_BYTES                     = "52428800"
+    MODEL_MAX_RETRIES                     = "2"
+    ASYNC_COMPLETIONS_QUEUE               = "async-completions"
+    QUEUE_VISIBILITY_TIMEOUT_SECONDS      = "300"
+    ASYNC_OPERATION_TIMEOUT_SECONDS       = "1800"
+  }
+}
+
+resource "azurerm_function_app_flex_consumption" "app" {
+  for_each                          = local.apps
+  name                              = each.value.name
+  location                          = var.location
+  resource_group_name               = var.resource_group_name
+  service_plan_id                   = azurerm_service_plan.this.id
+  storage_container_type            = "blobContainer"
+  storage_container_endpoint        = "${azurerm_storage_account.this.primary_blob_endpoint}${each.value.deployments}"
+  storage_authentication_type       = "UserAssignedIdentity"
+  storage_user_assigned_identity_id = azurerm_user_assigned_identity.app[each.key].id
+  runtime_name                      = "node"
+  runtime_version                   = "22"
+  maximum_instance_count            = var.maximum_instance_count
+  instance_memory_in_mb             = 2048
+  tags                              = { "azd-service-name" = each.key }
+
+  identity {
+    type         = "UserAssigned"
+    identity_ids = [azurerm_user_assigned_identity.app[each.key].id]
+  }
+
+  site_config {
+    minimum_tls_version = "1.2"
+  }
+
+  app_settings = merge(local.shared_settings, {
+    SERVICE_APIS                              = each.value.api
+    AZURE_CLIENT_ID                           = azurerm_user_assigned_identity.app[each.key].client_id
+    AzureWebJobsStorage__clientId             = azurerm_user_assigned_identity.app[each.key].client_id
+    APPLICATIONINSIGHTS_AUTHENTICATION_STRING = "ClientId=${azurerm_user_assigned_identity.app[each.key].client_id};Authorization=AAD"
+  })
+
+  depends_on = [azurerm_role_assignment.storage, azurerm_cosmosdb_sql_role_assignment.app, azurerm_storage_container.this]
+}
