@@ -7,6 +7,7 @@ import { fileTypeFromBuffer } from 'file-type';
 import { badRequest, notFound, payloadTooLarge } from '../http/errors.js';
 import type { Container, Doc } from '../store/types.js';
 import { dayOf } from '../conversations/conversations.js';
+import { lazyContainer } from '../store/storage.js';
 
 export interface FileDoc extends Doc {
   object_id: string;
@@ -65,18 +66,15 @@ export async function detectContentType(head: Buffer, fileName: string, declared
 }
 
 export class Files {
-  private ready: Promise<unknown> | undefined;
+  private readonly ensureContainer: () => Promise<ContainerClient>;
 
   constructor(
     private readonly records: Container<FileDoc>,
     private readonly blobs: ContainerClient,
     private readonly instanceId: string,
     readonly maxBytes: number,
-  ) {}
-
-  private ensureContainer() {
-    this.ready ??= this.blobs.createIfNotExists();
-    return this.ready;
+  ) {
+    this.ensureContainer = lazyContainer(blobs);
   }
 
   /**

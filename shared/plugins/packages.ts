@@ -7,6 +7,7 @@ import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { ApiError, badRequest, conflict, notFound } from '../http/errors.js';
 import type { Container, Doc } from '../store/types.js';
+import { lazyContainer } from '../store/storage.js';
 import { updateDocument } from '../store/update.js';
 import { readArchive } from './archive.js';
 import { Manifest, NamePart, packageName, pluginName, RUNTIMES, type Runtime } from './manifest.js';
@@ -68,7 +69,7 @@ export function packageStores(blobs: BlobServiceClient, privateContainer: string
 }
 
 export class PluginPackages {
-  private ready: Promise<unknown> | undefined;
+  private readonly ensureContainer: () => Promise<ContainerClient>;
 
   constructor(
     private readonly docs: Container<PackageDoc>,
@@ -76,7 +77,9 @@ export class PluginPackages {
     private readonly stores: PackageStores,
     private readonly instanceId: string,
     readonly maxBytes: number,
-  ) {}
+  ) {
+    this.ensureContainer = lazyContainer(blobs);
+  }
 
   objectId(name: string) {
     return `/instances/${this.instanceId}/providers/Svc.Platform/pluginPackages/${name}`;
@@ -116,8 +119,7 @@ export class PluginPackages {
     if (existing?.versions.some((v) => v.package_version === resource.package_version)) {
       throw conflict(`Version ${resource.package_version} of ${pathName} exists; versions are immutable`);
     }
-    this.ready ??= this.blobs.createIfNotExists();
-    await this.ready;
+    await this.ensureContainer();
     const fileName = `${pathName}.${extension(resource.package_runtime)}`;
     const blobName = `${pathName}/${resource.package_version}/${fileName}`;
     const blob = this.blobs.getBlockBlobClient(blobName);

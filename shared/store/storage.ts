@@ -1,6 +1,6 @@
 // Blob and queue clients: a connection string locally (Azurite), managed identity in Azure.
 import { DefaultAzureCredential } from '@azure/identity';
-import { BlobServiceClient } from '@azure/storage-blob';
+import { BlobServiceClient, type ContainerClient } from '@azure/storage-blob';
 import { QueueServiceClient } from '@azure/storage-queue';
 import type { StorageConfig } from '../config.js';
 
@@ -17,4 +17,10 @@ export function createQueueService(config: StorageConfig): QueueServiceClient {
   return config.kind === 'connection-string'
     ? QueueServiceClient.fromConnectionString(config.connectionString)
     : new QueueServiceClient(`https://${config.accountName}.queue.core.windows.net`, credential(config.clientId));
+}
+
+/** A Blob container created on first use, once per process; later calls share the same promise. */
+export function lazyContainer(container: ContainerClient): () => Promise<ContainerClient> {
+  let ready: Promise<ContainerClient> | undefined;
+  return () => (ready ??= container.createIfNotExists().then(() => container));
 }
