@@ -232,23 +232,30 @@ class SqliteContainer<T extends Doc> implements Container<T> {
     return rows.map(shape);
   }
 
+  /**
+   * Ungrouped aggregates read their fields straight from a covering index. Grouped ones first select the
+   * fields into a materialized row set: SQLite scans a covering index for that, but not for a GROUP BY over
+   * expressions, which would fetch every document.
+   */
   private aggregateSql(q: AggregateQuery): { sql: string; params: Bind[]; shape: (r: Record<string, JsonScalar>) => AggregateRow } {
     const params: Bind[] = [];
     const groupBy = q.groupBy ?? [];
-    const cols = groupBy.map((g, i) => `${jsonExpr(g)} AS g${i}`);
-    for (const [name, a] of Object.entries(q.aggregates)) {
-      const expr =
-        a.fn === 'count'
-          ? 'COUNT(*)'
-          : a.fn === 'countDistinct'
-            ? `COUNT(DISTINCT ${jsonExpr(a.field)})`
-            : `${a.fn.toUpperCase()}(${jsonExpr(a.field)})`;
-      cols.push(`${expr} AS "${alias(name)}"`);
-    }
     const whereSql = this.where(q.partition, q.where, params);
-    const groupSql = groupBy.length > 0 ? ` GROUP BY ${groupBy.map((_, i) => `g${i}`).join(', ')}` : '';
+    const aggregates = Object.entries(q.aggregates);
+    const call = (a: (typeof aggregates)[number][1], value: string) =>
+      a.fn === 'count' ? 'COUNT(*)' : a.fn === 'countDistinct' ? `COUNT(DISTINCT ${value})` : `${a.fn.toUpperCase()}(${value})`;
+    let sql: string;
+    if (groupBy.length === 0) {
+      const cols = aggregates.map(([name, a]) => `${call(a, 'field' in a ? jsonExpr(a.field) : '')} AS "${alias(name)}"`);
+      sql = `SELECT ${cols.join(', ')} FROM "${this.table}"${whereSql}`;
+    } else {
+      const inner = [...groupBy.map((g, i) => `${jsonExpr(g)} AS g${i}`), ...aggregates.map(([, a], i) => ('field' in a ? `${jsonExpr(a.field)} AS a${i}` : `1 AS a${i}`))];
+      const outer = [...groupBy.map((_, i) => `g${i}`), ...aggregates.map(([name, a], i) => `${call(a, `a${i}`)} AS "${alias(name)}"`)];
+      const keys = groupBy.map((_, i) => `g${i}`).join(', ');
+      sql = `WITH r AS MATERIALIZED (SELECT ${inner.join(', ')} FROM "${this.table}"${whereSql}) SELECT ${outer.join(', ')} FROM r GROUP BY ${keys}`;
+    }
     return {
-      sql: `SELECT ${cols.join(', ')} FROM "${this.table}"${whereSql}${groupSql}`,
+      sql,
       params,
       shape: (r) => {
         const out: AggregateRow = {};
