@@ -37,13 +37,6 @@ export const hourOf = (iso: string) => Number(iso.slice(11, 13));
 /** Message ids follow from the operation id, so a redelivered operation writes the same two messages. */
 export const messageIds = (operationId: string) => ({ user: `${operationId}-user`, assistant: `${operationId}-assistant` });
 
-const createOnce = async <T extends Doc>(c: Container<T>, doc: T) => {
-  try {
-    await c.create(doc);
-  } catch (e) {
-    if (!(e instanceof ConflictError)) throw e;
-  }
-};
 
 export function presentSession(s: SessionDoc, withUpdated = true) {
   return {
@@ -129,12 +122,18 @@ export class Conversations {
     return this.messages.read(upn, messageIds(operationId).assistant);
   }
 
-  /** Writes both messages of a turn (each at most once) and moves the session's updated_on. */
+  /** Writes both messages of a turn (each at most once: a redelivery finds them) and moves the session's updated_on. */
   async recordTurn(upn: string, sessionId: string, user: Omit<MessageDoc, 'id' | 'pk' | 'type' | 'session_id' | 'day' | 'hour' | 'upn'>, assistant: typeof user): Promise<void> {
     const ids = messageIds(user.operation_id);
     const base = { pk: upn, type: 'Message' as const, session_id: sessionId, upn };
-    await createOnce(this.messages, { ...base, ...user, id: ids.user, day: dayOf(user.timestamp), hour: hourOf(user.timestamp) });
-    await createOnce(this.messages, { ...base, ...assistant, id: ids.assistant, day: dayOf(assistant.timestamp), hour: hourOf(assistant.timestamp) });
+    try {
+      await this.messages.createMany([
+        { ...base, ...user, id: ids.user, day: dayOf(user.timestamp), hour: hourOf(user.timestamp) },
+        { ...base, ...assistant, id: ids.assistant, day: dayOf(assistant.timestamp), hour: hourOf(assistant.timestamp) },
+      ]);
+    } catch (e) {
+      if (!(e instanceof ConflictError)) throw e;
+    }
     await this.sessions.patch(upn, sessionId, [{ op: 'set', path: 'updated_on', value: assistant.timestamp }]);
   }
 

@@ -161,13 +161,16 @@ class SqliteContainer<T extends Doc> implements Container<T> {
     });
   }
 
-  createMany(docs: readonly T[]): Promise<void> {
-    return this.tx(() => {
+  async createMany(docs: readonly T[]): Promise<void> {
+    const existing = await this.tx(() => {
+      let found = 0;
       for (const doc of docs) {
-        if (this.readRow(doc.pk, doc.id)) throw new ConflictError(`${this.name}/${doc.pk}/${doc.id} already exists`);
-        this.write(doc, 'INSERT OR REPLACE');
+        if (this.readRow(doc.pk, doc.id)) found++;
+        else this.write(doc, 'INSERT OR REPLACE');
       }
+      return found;
     });
+    if (existing > 0) throw new ConflictError(`${existing} of ${docs.length} documents already existed`);
   }
 
   upsert(doc: T, options: WriteOptions = {}): Promise<Stored<T>> {

@@ -79,8 +79,8 @@ export interface Container<T extends Doc> {
   /** Fails with ConflictError when a document with this id exists in the partition. */
   create(doc: T): Promise<Stored<T>>;
   /**
-   * Creates many documents (imports, seeding). Embedded: one transaction, all or nothing. Cosmos: the bulk
-   * API, not transactional; a ConflictError names how many already existed.
+   * Creates every document whose id is not yet taken in its partition, leaving existing ones as they are;
+   * then fails with ConflictError naming how many existed. Not transactional on Cosmos (the bulk API).
    */
   createMany(docs: readonly T[]): Promise<void>;
   upsert(doc: T, options?: WriteOptions): Promise<Stored<T>>;

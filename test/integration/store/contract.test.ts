@@ -91,11 +91,13 @@ describe.each(STORES)('document store contract: $name', (adapter) => {
       expect(await c.read('p6', 'd')).toBeUndefined();
     });
 
-    it('creates many documents at once, and reports ones that already exist', async () => {
+    it('creates many documents at once, and reports ones that already exist without touching them', async () => {
       await c.createMany(Array.from({ length: 250 }, (_, i) => item(`bulk-${i % 3}`, `b${i}`, i)));
       expect((await c.query({ partition: 'bulk-1' })).items).toHaveLength(83);
       expect((await c.read('bulk-2', 'b5'))?.n).toBe(5);
-      await expect(c.createMany([item('bulk-0', 'b0', 0)])).rejects.toBeInstanceOf(ConflictError);
+      await expect(c.createMany([item('bulk-0', 'b0', 100), item('bulk-0', 'new', 7)])).rejects.toBeInstanceOf(ConflictError);
+      expect((await c.read('bulk-0', 'b0'))?.n).toBe(0);
+      expect((await c.read('bulk-0', 'new'))?.n).toBe(7);
     });
 
     it('patches with set, incr, append and remove', async () => {
