@@ -10,8 +10,8 @@ export interface ContainerDefinition {
   /** Field paths queries filter or sort on; each inner list is one (composite) index. */
   readonly indexes: readonly (readonly string[])[];
   /**
-   * Fields analytics aggregates read, filter first: the embedded store keeps one covering index over them so
-   * aggregates never touch the documents. Cosmos indexes every path already and needs nothing more.
+   * Fields analytics aggregates read, filter first: the embedded store keeps them as columns of a facts table
+   * with one covering index, so aggregates never touch the documents. Cosmos indexes every path already.
    */
   readonly aggregateFields?: readonly string[];
 }

@@ -1,6 +1,9 @@
 // The embedded document store: one SQLite file, one table per container, JSON documents with expression
 // indexes on the fields queries use. Synchronous SQLite under an async interface; writes that check an
 // ETag run in one immediate transaction, so they are atomic even across processes sharing the file.
+// A container with aggregate fields also keeps them as plain columns in a "facts" table, written with
+// each document: an index on expressions still makes SQLite visit every document, an index on columns
+// does not, so analytics over a million records read only that index.
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
@@ -33,6 +36,18 @@ type Bind = string | number | null;
 const newEtag = () => `"${randomBytes(8).toString('hex')}"`;
 const jsonExpr = (field: string) => `json_extract(body, '$.${segments(field).join('.')}')`;
 const bind = (v: JsonScalar): Bind => (typeof v === 'boolean' ? (v ? 1 : 0) : v);
+/** A document field as json_extract returns it: scalars as they are, objects and arrays as JSON text. */
+const extracted = (v: unknown): Bind => (v === undefined || v === null ? null : typeof v === 'object' ? JSON.stringify(v) : bind(v as JsonScalar));
+/** Operators a facts column answers like the document; the others look inside values. */
+const COLUMN_OPS = new Set<Filter['op']>(['eq', 'ne', 'lt', 'le', 'gt', 'ge', 'in', 'startsWith', 'includes']);
+
+/** Where an aggregate reads its fields: the documents, or the container's facts table. */
+interface AggregateSource {
+  table: string;
+  column: (field: string) => string;
+  /** Whether SQLite scans a covering index for a GROUP BY over it (not over expressions). */
+  columns: boolean;
+}
 
 /**
  * Opens (creating when needed) the SQLite file; `:memory:` gives a private in-memory store. Aggregates of
@@ -87,6 +102,8 @@ class SqliteContainer<T extends Doc> implements Container<T> {
   /** Whether documents can expire: only then do reads filter on expires_at. */
   private readonly ttl: boolean;
   private readonly statements = new Map<string, Database.Statement>();
+  /** The facts table of the aggregate fields, if any: field path to its column. */
+  private readonly facts: { table: string; columns: Map<string, string> } | undefined;
 
   constructor(
     private readonly db: Database.Database,
@@ -100,13 +117,27 @@ class SqliteContainer<T extends Doc> implements Container<T> {
     def.indexes.forEach((fields, i) => {
       db.exec(`CREATE INDEX IF NOT EXISTS "ix_${def.name}_${i}" ON "${this.table}" (${fields.map(jsonExpr).join(', ')})`);
     });
-    if (def.aggregateFields) {
-      db.exec(`CREATE INDEX IF NOT EXISTS "ix_${def.name}_aggregates" ON "${this.table}" (${def.aggregateFields.map(jsonExpr).join(', ')})`);
-    }
+    if (def.aggregateFields) this.facts = this.createFacts(def.aggregateFields);
     this.ttl = def.defaultTtlSeconds !== undefined;
     if (def.defaultTtlSeconds !== undefined) {
-      db.prepare(`DELETE FROM "${this.table}" WHERE expires_at IS NOT NULL AND expires_at <= ?`).run(Date.now());
+      for (const table of [this.table, this.facts?.table]) {
+        if (table) db.prepare(`DELETE FROM "${table}" WHERE expires_at IS NOT NULL AND expires_at <= ?`).run(Date.now());
+      }
     }
+  }
+
+  /** Creates the facts table and its covering index; fills it from the documents when it is new. */
+  private createFacts(fields: readonly string[]) {
+    const table = `facts_${this.def.name}`;
+    const columns = new Map(fields.map((f, i) => [f, `c${i}`]));
+    const names = [...columns.values()];
+    const isNew = this.db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`).get(table) === undefined;
+    this.db.exec(`CREATE TABLE IF NOT EXISTS "${table}" (pk TEXT NOT NULL, id TEXT NOT NULL, expires_at INTEGER, ${names.join(', ')}, PRIMARY KEY (pk, id)) WITHOUT ROWID`);
+    this.db.exec(`CREATE INDEX IF NOT EXISTS "ix_${table}" ON "${table}" (${names.join(', ')}, expires_at)`);
+    // The index on expressions that the facts table replaces, in files written by earlier versions.
+    this.db.exec(`DROP INDEX IF EXISTS "ix_${this.def.name}_aggregates"`);
+    if (isNew) this.db.exec(`INSERT INTO "${table}" SELECT pk, id, expires_at, ${fields.map(jsonExpr).join(', ')} FROM "${this.table}"`);
+    return { table, columns };
   }
 
   get name() {
@@ -137,13 +168,18 @@ class SqliteContainer<T extends Doc> implements Container<T> {
   private write(doc: T, sqlVerb: 'INSERT' | 'INSERT OR REPLACE'): Stored<T> {
     const clean = strip(doc);
     const etag = newEtag();
-    this.stmt(`${sqlVerb} INTO "${this.table}" (pk, id, etag, expires_at, body) VALUES (?, ?, ?, ?, ?)`).run(
-      clean.pk,
-      clean.id,
-      etag,
-      this.expiresAt(clean),
-      JSON.stringify(clean),
-    );
+    const expiresAt = this.expiresAt(clean);
+    this.stmt(`${sqlVerb} INTO "${this.table}" (pk, id, etag, expires_at, body) VALUES (?, ?, ?, ?, ?)`).run(clean.pk, clean.id, etag, expiresAt, JSON.stringify(clean));
+    if (this.facts) {
+      const { table, columns } = this.facts;
+      const values = [...columns.keys()].map((f) => extracted(getPath(clean, f)));
+      this.stmt(`INSERT OR REPLACE INTO "${table}" (pk, id, expires_at, ${[...columns.values()].join(', ')}) VALUES (?, ?, ?${', ?'.repeat(columns.size)})`).run(
+        clean.pk,
+        clean.id,
+        expiresAt,
+        ...values,
+      );
+    }
     return { ...clean, _etag: etag };
   }
 
@@ -195,6 +231,7 @@ class SqliteContainer<T extends Doc> implements Container<T> {
       if (!row) return false;
       this.check(row, options.ifMatch, id);
       this.stmt(`DELETE FROM "${this.table}" WHERE pk = ? AND id = ?`).run(pk, id);
+      if (this.facts) this.stmt(`DELETE FROM "${this.facts.table}" WHERE pk = ? AND id = ?`).run(pk, id);
       return true;
     });
   }
@@ -235,22 +272,36 @@ class SqliteContainer<T extends Doc> implements Container<T> {
     return rows.map(shape);
   }
 
+  /** The facts table when it holds every field the aggregate reads, else the documents. */
+  private aggregateSource(q: AggregateQuery): AggregateSource {
+    const facts = this.facts;
+    const fields = [...(q.where ?? []).map((f) => f.field), ...(q.groupBy ?? []), ...Object.values(q.aggregates).flatMap((a) => ('field' in a ? [a.field] : []))];
+    if (facts && fields.every((f) => facts.columns.has(f)) && (q.where ?? []).every((f) => COLUMN_OPS.has(f.op))) {
+      return { table: facts.table, column: (f) => facts.columns.get(f) as string, columns: true };
+    }
+    return { table: this.table, column: jsonExpr, columns: false };
+  }
+
   /**
-   * Ungrouped aggregates read their fields straight from a covering index. Grouped ones first select the
-   * fields into a materialized row set: SQLite scans a covering index for that, but not for a GROUP BY over
-   * expressions, which would fetch every document.
+   * Aggregates over the facts table scan its covering index. Over the documents, grouped aggregates first
+   * select the fields into a materialized row set: SQLite would fetch every document for a GROUP BY over
+   * expressions.
    */
   private aggregateSql(q: AggregateQuery): { sql: string; params: Bind[]; shape: (r: Record<string, JsonScalar>) => AggregateRow } {
     const params: Bind[] = [];
     const groupBy = q.groupBy ?? [];
-    const whereSql = this.where(q.partition, q.where, params);
+    const source = this.aggregateSource(q);
+    const whereSql = this.where(q.partition, q.where, params, source.column);
     const aggregates = Object.entries(q.aggregates);
     const call = (a: (typeof aggregates)[number][1], value: string) =>
       a.fn === 'count' ? 'COUNT(*)' : a.fn === 'countDistinct' ? `COUNT(DISTINCT ${value})` : `${a.fn.toUpperCase()}(${value})`;
+    const results = aggregates.map(([name, a]) => `${call(a, 'field' in a ? source.column(a.field) : '')} AS "${alias(name)}"`);
     let sql: string;
     if (groupBy.length === 0) {
-      const cols = aggregates.map(([name, a]) => `${call(a, 'field' in a ? jsonExpr(a.field) : '')} AS "${alias(name)}"`);
-      sql = `SELECT ${cols.join(', ')} FROM "${this.table}"${whereSql}`;
+      sql = `SELECT ${results.join(', ')} FROM "${source.table}"${whereSql}`;
+    } else if (source.columns) {
+      const keys = groupBy.map((g, i) => `${source.column(g)} AS g${i}`);
+      sql = `SELECT ${[...keys, ...results].join(', ')} FROM "${source.table}"${whereSql} GROUP BY ${groupBy.map((_, i) => `g${i}`).join(', ')}`;
     } else {
       const inner = [...groupBy.map((g, i) => `${jsonExpr(g)} AS g${i}`), ...aggregates.map(([, a], i) => ('field' in a ? `${jsonExpr(a.field)} AS a${i}` : `1 AS a${i}`))];
       const outer = [...groupBy.map((_, i) => `g${i}`), ...aggregates.map(([name, a], i) => `${call(a, `a${i}`)} AS "${alias(name)}"`)];
@@ -269,7 +320,7 @@ class SqliteContainer<T extends Doc> implements Container<T> {
     };
   }
 
-  private where(partition: string | undefined, filters: readonly Filter[] | undefined, params: Bind[]): string {
+  private where(partition: string | undefined, filters: readonly Filter[] | undefined, params: Bind[], column = jsonExpr): string {
     const parts: string[] = [];
     if (this.ttl) {
       parts.push('(expires_at IS NULL OR expires_at > ?)');
@@ -279,7 +330,7 @@ class SqliteContainer<T extends Doc> implements Container<T> {
       parts.push('pk = ?');
       params.push(partition);
     }
-    for (const f of filters ?? []) parts.push(sqliteCondition(f, params));
+    for (const f of filters ?? []) parts.push(sqliteCondition(f, params, column));
     return parts.length > 0 ? ` WHERE ${parts.join(' AND ')}` : '';
   }
 
@@ -304,8 +355,8 @@ class SqliteContainer<T extends Doc> implements Container<T> {
   }
 }
 
-function sqliteCondition(f: Filter, params: Bind[]): string {
-  const field = jsonExpr(f.field);
+function sqliteCondition(f: Filter, params: Bind[], column: (field: string) => string): string {
+  const field = column(f.field);
   const ops = { eq: '=', ne: '!=', lt: '<', le: '<=', gt: '>', ge: '>=' } as const;
   switch (f.op) {
     case 'eq':
