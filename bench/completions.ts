@@ -3,7 +3,7 @@
 import type { OperationDoc } from '../shared/completions/operations.js';
 import { startMockLlm } from '../scripts/mock-llm.js';
 import type { BenchApp } from './app.js';
-import { load, type LoadResult } from './load.js';
+import { load, paired, type LoadResult } from './load.js';
 
 const UPSTREAM_LATENCY_MS = 20;
 
@@ -38,18 +38,22 @@ export async function benchCompletions(app: BenchApp, seconds: number): Promise<
 
   const rows: LoadResult[] = [];
   const added: CompletionBench['added'] = [];
-  for (const connections of [1, 32]) {
-    const d = await load(`upstream directly, c=${connections}`, `${llm.url}/v1/chat/completions`, { seconds, connections, method: 'POST', headers: json, body: direct });
-    const t = await load(`POST /completions + session, c=${connections}`, `${app.core}/instances/${app.instanceId}/completions`, {
-      seconds,
-      connections,
-      method: 'POST',
-      headers: { ...app.auth, ...json },
-      body: through,
-    });
-    rows.push(d, t);
-    added.push({ connections, p50: t.p50 - d.p50, p99: t.p99 - d.p99, ratio: t.rps / d.rps });
-  }
+  const directRequest = { url: `${llm.url}/v1/chat/completions`, method: 'POST' as const, headers: json, body: direct };
+  const throughRequest = { url: `${app.core}/instances/${app.instanceId}/completions`, method: 'POST' as const, headers: { ...app.auth, ...json }, body: through };
+
+  // Concurrency 1: alternating requests, timed to the microsecond.
+  const one = await paired(directRequest, throughRequest, Math.max(400, Math.round((seconds * 1000) / (2 * UPSTREAM_LATENCY_MS))));
+  added.push({ connections: 1, p50: one.added.p50, p99: one.added.p99, ratio: one.a.mean / one.b.mean });
+  rows.push(
+    { label: 'upstream directly, c=1', rps: 1000 / one.a.mean, p50: one.a.p50, p99: one.a.p99, errors: 0 },
+    { label: 'POST /completions + session, c=1', rps: 1000 / one.b.mean, p50: one.b.p50, p99: one.b.p99, errors: 0 },
+  );
+
+  // Concurrency 32: throughput under load.
+  const d = await load('upstream directly, c=32', directRequest.url, { seconds, connections: 32, method: 'POST', headers: json, body: direct });
+  const t = await load('POST /completions + session, c=32', throughRequest.url, { seconds, connections: 32, method: 'POST', headers: throughRequest.headers, body: through });
+  rows.push(d, t);
+  added.push({ connections: 32, p50: t.p50 - d.p50, p99: t.p99 - d.p99, ratio: t.rps / d.rps });
 
   // Status polls read the status container: measured on a completed operation.
   const now = new Date().toISOString();

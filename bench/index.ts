@@ -1,11 +1,12 @@
-// `npm run bench`: the service against baselines measured in the same run on the same machine. Ratios, not
-// absolute times, are what to compare between machines. BENCH_SECONDS sets the length of each load case;
-// BENCH_ANALYTICS_MESSAGES and BENCH_ANALYTICS_USAGE the analytics data set (default 1,000,000 and 100,000).
+// `npm run bench [http] [completions] [analytics]`: the service against baselines measured in the same run
+// on the same machine (all sections when none is named). Ratios, not absolute times, are what to compare
+// between machines. BENCH_SECONDS sets the length of each load case; BENCH_ANALYTICS_MESSAGES and
+// BENCH_ANALYTICS_USAGE the analytics data set (default 1,000,000 and 100,000).
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { benchAnalytics } from './analytics.js';
 import { startBenchApp } from './app.js';
-import { benchCompletions } from './completions.js';
+import { benchCompletions, type CompletionBench } from './completions.js';
 import { load, report } from './load.js';
 
 async function baselineServer(): Promise<{ url: string; close(): void }> {
@@ -17,21 +18,37 @@ async function baselineServer(): Promise<{ url: string; close(): void }> {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
 }
 
+const SECTIONS = ['http', 'completions', 'analytics'] as const;
+
 async function main() {
   const seconds = Number(process.env.BENCH_SECONDS ?? 3);
-  const app = await startBenchApp();
-  const baseline = await baselineServer();
+  const named = process.argv.slice(2);
+  const unknown = named.filter((n) => !(SECTIONS as readonly string[]).includes(n));
+  if (unknown.length > 0) throw new Error(`Unknown bench section ${unknown.join(', ')}; choose from ${SECTIONS.join(', ')}`);
+  const run = (section: (typeof SECTIONS)[number]) => named.length === 0 || named.includes(section);
 
+  if (run('http') || run('completions')) {
+    const app = await startBenchApp();
+    if (run('http')) await benchHttp(app.core, app.instanceId, app.auth, seconds);
+    if (run('completions')) reportCompletions(await benchCompletions(app, seconds));
+    await app.close();
+  }
+  if (run('analytics')) await reportAnalytics();
+}
+
+async function benchHttp(core: string, instanceId: string, auth: Record<string, string>, seconds: number) {
+  const baseline = await baselineServer();
   console.log(`\n## HTTP path (${seconds} s per case, 32 connections, loopback; client and server share the cores)`);
   const base = await load('baseline: plain node:http JSON', `${baseline.url}/status`, { seconds });
   report(base, [
-    await load('GET /status (no auth)', `${app.core}/status`, { seconds }),
-    await load('GET /branding (JWT + settings)', `${app.core}/instances/${app.instanceId}/branding`, { seconds, headers: app.auth }),
+    await load('GET /status (no auth)', `${core}/status`, { seconds }),
+    await load('GET /branding (JWT + settings)', `${core}/instances/${instanceId}/branding`, { seconds, headers: auth }),
   ]);
   baseline.close();
+}
 
-  console.log(`\n## Completions (upstream: OpenAI-compatible mock with 20 ms latency)`);
-  const completions = await benchCompletions(app, seconds);
+function reportCompletions(completions: CompletionBench) {
+  console.log(`\n## Completions (upstream: OpenAI-compatible mock with 20 ms latency; c=1 alternates direct and through)`);
   const [direct] = completions.rows;
   if (direct) report(direct, completions.rows.slice(1));
   console.table(
@@ -43,8 +60,9 @@ async function main() {
       'target (c=1)': a.connections === 1 ? `p50 <= 3 ms: ${a.p50 <= 3 ? 'met' : 'MISSED'}; p99 <= 15 ms: ${a.p99 <= 15 ? 'met' : 'MISSED'}` : '',
     })),
   );
-  await app.close();
+}
 
+async function reportAnalytics() {
   const messages = Number(process.env.BENCH_ANALYTICS_MESSAGES ?? 1_000_000);
   const usage = Number(process.env.BENCH_ANALYTICS_USAGE ?? 100_000);
   console.log(`\n## Analytics over ${messages.toLocaleString('en')} messages and ${usage.toLocaleString('en')} token usage records (embedded store; target < 2 s each)`);

@@ -1,4 +1,6 @@
 // Load helpers for the benchmarks: autocannon against loopback servers, summarised.
+import http from 'node:http';
+import { performance } from 'node:perf_hooks';
 import autocannon from 'autocannon';
 
 export interface LoadResult {
@@ -42,4 +44,50 @@ export function report(baseline: LoadResult, results: LoadResult[]): void {
     errors: r.errors,
   }));
   console.table(rows);
+}
+
+export interface Request {
+  url: string;
+  method?: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+export interface PairedResult {
+  a: { p50: number; p99: number; mean: number };
+  b: { p50: number; p99: number; mean: number };
+  /** What b adds over a: the differences of their percentiles. */
+  added: { p50: number; p99: number };
+}
+
+/**
+ * Concurrency 1 at sub-millisecond resolution: requests to `a` and `b` alternate on keep-alive
+ * connections, so both see the same machine state (autocannon's histogram keeps whole milliseconds,
+ * too coarse for a 3 ms budget).
+ */
+export async function paired(a: Request, b: Request, count: number): Promise<PairedResult> {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
+  const once = (r: Request) =>
+    new Promise<number>((resolve, reject) => {
+      const started = performance.now();
+      const req = http.request(r.url, { method: r.method ?? 'GET', headers: r.headers ?? {}, agent }, (res) => {
+        res.resume();
+        res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - started) : reject(new Error(`${r.url}: ${res.statusCode ?? 0}`))));
+      });
+      req.on('error', reject);
+      req.end(r.body);
+    });
+  const ta: number[] = [];
+  const tb: number[] = [];
+  for (let i = 0; i < count; i++) {
+    const x = await once(a);
+    const y = await once(b);
+    ta.push(x);
+    tb.push(y);
+  }
+  agent.destroy();
+  const round = (ms: number) => Math.round(ms * 100) / 100;
+  const pct = (values: number[], p: number) => [...values].sort((m, n) => m - n)[Math.min(values.length - 1, Math.floor(values.length * p))] ?? 0;
+  const summary = (v: number[]) => ({ p50: round(pct(v, 0.5)), p99: round(pct(v, 0.99)), mean: round(v.reduce((m, n) => m + n, 0) / v.length) });
+  return { a: summary(ta), b: summary(tb), added: { p50: round(pct(tb, 0.5) - pct(ta, 0.5)), p99: round(pct(tb, 0.99) - pct(ta, 0.99)) } };
 }
