@@ -37,7 +37,6 @@ export const hourOf = (iso: string) => Number(iso.slice(11, 13));
 /** Message ids follow from the operation id, so a redelivered operation writes the same two messages. */
 export const messageIds = (operationId: string) => ({ user: `${operationId}-user`, assistant: `${operationId}-assistant` });
 
-
 export function presentSession(s: SessionDoc, withUpdated = true) {
   return {
     id: s.id,

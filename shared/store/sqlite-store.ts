@@ -102,8 +102,8 @@ class SqliteContainer<T extends Doc> implements Container<T> {
   /** Whether documents can expire: only then do reads filter on expires_at. */
   private readonly ttl: boolean;
   private readonly statements = new Map<string, Database.Statement>();
-  /** The facts table of the aggregate fields, if any: field path to its column. */
-  private readonly facts: { table: string; columns: Map<string, string> } | undefined;
+  /** The facts table of the aggregate fields, if any: field path to its column, and the row writer. */
+  private readonly facts: { table: string; columns: Map<string, string>; insert: string } | undefined;
 
   constructor(
     private readonly db: Database.Database,
@@ -137,7 +137,8 @@ class SqliteContainer<T extends Doc> implements Container<T> {
     // The index on expressions that the facts table replaces, in files written by earlier versions.
     this.db.exec(`DROP INDEX IF EXISTS "ix_${this.def.name}_aggregates"`);
     if (isNew) this.db.exec(`INSERT INTO "${table}" SELECT pk, id, expires_at, ${fields.map(jsonExpr).join(', ')} FROM "${this.table}"`);
-    return { table, columns };
+    const insert = `INSERT OR REPLACE INTO "${table}" (pk, id, expires_at, ${names.join(', ')}) VALUES (?, ?, ?${', ?'.repeat(names.length)})`;
+    return { table, columns, insert };
   }
 
   get name() {
@@ -171,14 +172,8 @@ class SqliteContainer<T extends Doc> implements Container<T> {
     const expiresAt = this.expiresAt(clean);
     this.stmt(`${sqlVerb} INTO "${this.table}" (pk, id, etag, expires_at, body) VALUES (?, ?, ?, ?, ?)`).run(clean.pk, clean.id, etag, expiresAt, JSON.stringify(clean));
     if (this.facts) {
-      const { table, columns } = this.facts;
-      const values = [...columns.keys()].map((f) => extracted(getPath(clean, f)));
-      this.stmt(`INSERT OR REPLACE INTO "${table}" (pk, id, expires_at, ${[...columns.values()].join(', ')}) VALUES (?, ?, ?${', ?'.repeat(columns.size)})`).run(
-        clean.pk,
-        clean.id,
-        expiresAt,
-        ...values,
-      );
+      const values = this.def.aggregateFields?.map((f) => extracted(getPath(clean, f))) ?? [];
+      this.stmt(this.facts.insert).run(clean.pk, clean.id, expiresAt, ...values);
     }
     return { ...clean, _etag: etag };
   }
