@@ -34,7 +34,7 @@ export async function benchCompletions(app: BenchApp, seconds: number): Promise<
   const json = { 'content-type': 'application/json' };
 
   // Warm both paths (JIT, caches, connection pools) before measuring.
-  await load('warm-up', `${app.core}/instances/${app.instanceId}/completions`, { seconds: 1, connections: 4, method: 'POST', headers: { ...app.auth, ...json }, body: through });
+  await load('warm-up', `${app.core}/instances/${app.instanceId}/completions`, { seconds: 3, connections: 8, method: 'POST', headers: { ...app.auth, ...json }, body: through });
 
   const rows: LoadResult[] = [];
   const added: CompletionBench['added'] = [];

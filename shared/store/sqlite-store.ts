@@ -33,7 +33,11 @@ import {
 type Row = { body: string; etag: string };
 type Bind = string | number | null;
 
-const newEtag = () => `"${randomBytes(8).toString('hex')}"`;
+// ETags: a random prefix per process and a counter, unique across processes sharing the file without a
+// call for random bytes on every write.
+const etagPrefix = randomBytes(8).toString('hex');
+let etagCounter = 0;
+const newEtag = () => `"${etagPrefix}-${(etagCounter++).toString(36)}"`;
 const jsonExpr = (field: string) => `json_extract(body, '$.${segments(field).join('.')}')`;
 const bind = (v: JsonScalar): Bind => (typeof v === 'boolean' ? (v ? 1 : 0) : v);
 /** A document field as json_extract returns it: scalars as they are, objects and arrays as JSON text. */
@@ -102,6 +106,8 @@ class SqliteContainer<T extends Doc> implements Container<T> {
   /** Whether documents can expire: only then do reads filter on expires_at. */
   private readonly ttl: boolean;
   private readonly statements = new Map<string, Database.Statement>();
+  /** One transaction wrapper for all writes: better-sqlite3 builds a new one on every db.transaction(). */
+  private readonly transaction: Database.Transaction<(work: () => unknown) => unknown>;
   /** The facts table of the aggregate fields, if any: field path to its column, and the row writer. */
   private readonly facts: { table: string; columns: Map<string, string>; insert: string } | undefined;
 
@@ -111,6 +117,7 @@ class SqliteContainer<T extends Doc> implements Container<T> {
     private readonly readers: () => ReaderPool | undefined = () => undefined,
   ) {
     this.table = `docs_${def.name}`;
+    this.transaction = db.transaction((work: () => unknown) => work());
     db.exec(`CREATE TABLE IF NOT EXISTS "${this.table}" (
       pk TEXT NOT NULL, id TEXT NOT NULL, etag TEXT NOT NULL, expires_at INTEGER, body TEXT NOT NULL,
       PRIMARY KEY (pk, id)) WITHOUT ROWID`);
@@ -346,7 +353,7 @@ class SqliteContainer<T extends Doc> implements Container<T> {
 
   /** Read-check-write in one immediate transaction: atomic across processes sharing the file. */
   private tx<R>(fn: () => R): Promise<R> {
-    return this.run(() => this.db.transaction(fn).immediate());
+    return this.run(() => this.transaction.immediate(fn) as R);
   }
 }
 
