@@ -6,7 +6,7 @@ import { notFound } from '../shared/http/errors.js';
 import { defineRoute } from '../shared/http/route.js';
 import { GUID } from '../shared/http/schemas.js';
 import { json } from '../shared/http/types.js';
-import { objectIdOf, partitionOf, ResourceName, type ResourceDoc } from '../shared/providers/resource-type.js';
+import { objectIdOf, partitionOf, resourceId, ResourceName, type ResourceDoc } from '../shared/providers/resource-type.js';
 import { agents } from '../shared/providers/registry.js';
 import type { Services } from '../shared/services.js';
 
@@ -40,7 +40,7 @@ const TokenView = z
   .meta({ id: 'AgentAccessToken' });
 
 async function liveAgent(services: Services, name: string): Promise<ResourceDoc> {
-  const agent = await services.store.container<ResourceDoc>('resources').read(partitionOf(agents), name);
+  const agent = await services.store.container<ResourceDoc>('resources').read(partitionOf(agents), resourceId(name));
   if (!agent || agent.deleted) throw notFound(`Agent ${name} not found`);
   return agent;
 }
@@ -109,7 +109,7 @@ export const routes = [
       await liveAgent(services, params.agentName);
       const result = await services.agentTokens.check(body.access_token);
       // A valid token of another agent is not valid for this one.
-      if (!result.ok || result.doc.agent_name !== params.agentName) return json(200, { valid: false });
+      if (!result.ok || resourceId(result.doc.agent_name) !== resourceId(params.agentName)) return json(200, { valid: false });
       return json(200, { valid: true, virtual_identity: services.agentTokens.identity(result.doc) });
     },
   }),

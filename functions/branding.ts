@@ -1,8 +1,9 @@
-// Portal branding values (spec 4.1, 2.7): defaults overridden by the Svc:Branding:* app configurations.
+// Portal branding values (spec 4.1, 2.7): defaults overridden by valid Svc:Branding:* app configurations.
 import { z } from 'zod';
 import { defineRoute } from '../shared/http/route.js';
 import { InstanceParams } from '../shared/http/schemas.js';
 import { json } from '../shared/http/types.js';
+import { BRANDING } from '../shared/providers/branding.js';
 
 const Branding = z.object({
   company_name: z.string(),
@@ -11,15 +12,6 @@ const Branding = z.object({
   primary_color: z.string(),
   primary_text_color: z.string(),
 });
-
-/** Each branding field, its configuration key (CONTRACT.md section 8) and its default. */
-const FIELDS = [
-  ['company_name', 'Svc:Branding:CompanyName', 'Agent Platform'],
-  ['page_title', 'Svc:Branding:PageTitle', 'Agent Platform'],
-  ['logo_url', 'Svc:Branding:LogoUrl', ''],
-  ['primary_color', 'Svc:Branding:PrimaryColor', '#0F6CBD'],
-  ['primary_text_color', 'Svc:Branding:PrimaryTextColor', '#FFFFFF'],
-] as const;
 
 export const routes = [
   defineRoute({
@@ -34,7 +26,13 @@ export const routes = [
     params: InstanceParams,
     responses: { 200: { description: 'Branding', schema: Branding } },
     handler: async ({ services }) => {
-      const values = await Promise.all(FIELDS.map(async ([field, key, fallback]) => [field, (await services.settings.get(key)) ?? fallback]));
+      // A value stored before the rules existed is not served: the default stands in for it.
+      const values = await Promise.all(
+        BRANDING.map(async ({ field, key, fallback, check }) => {
+          const value = await services.settings.get(key);
+          return [field, value !== undefined && check(value) === undefined ? value : fallback];
+        }),
+      );
       return json(200, Object.fromEntries(values));
     },
   }),

@@ -74,7 +74,7 @@ export const routes = [
         const { request } = await admitWithQuota(services, principal, body);
         // The start activity's trace context is saved with the operation: polls and the worker link to it.
         const op = await startOperation(services, principal, request, operationId, saveTraceContext());
-        await services.producer.send(services.config.asyncQueue, { operation_id: operationId });
+        await services.producer.send(services.config.asyncQueue, { key: op.id, operation_id: operationId });
         return json(202, { operation_id: op.operation_id, status: op.status, status_message: op.status_message, result: null });
       });
     },

@@ -1,9 +1,11 @@
 // Plugin packages and plugins (spec 4.6): upload or deploy from a store, list, download, validate a store,
 // list and filter plugins. Every call needs api-version=2024-02-16.
-import busboy from 'busboy';
+import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import type { Principal } from '../shared/auth/principal.js';
-import { badRequest, payloadTooLarge, toError, validationError } from '../shared/http/errors.js';
+import { validationError } from '../shared/http/errors.js';
+import { parseJsonText, readJsonBody } from '../shared/http/json-body.js';
+import { readMultipart, type FileHandler } from '../shared/http/multipart.js';
 import { defineRoute } from '../shared/http/route.js';
 import { API_VERSION, ApiVersionQuery, InstanceParams } from '../shared/http/schemas.js';
 import { json, type PlatformRequest } from '../shared/http/types.js';
@@ -36,44 +38,28 @@ function present(p: PackageDoc, full: boolean) {
   };
 }
 
-/** Reads a multipart upload: `file` (buffered up to the package limit) and `resource` (JSON text). */
-function readUpload(request: PlatformRequest, limit: number): Promise<{ file?: Buffer; resource?: string }> {
+/** Reads a part into memory (the package is checked as a whole before anything is stored). */
+function collect(stream: Readable): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const parser = busboy({ headers: { 'content-type': request.header('content-type') ?? '' }, limits: { files: 1, fields: 5, fieldSize: 64 * 1024, fileSize: limit + 1 } });
-    const out: { file?: Buffer; resource?: string } = {};
-    let tooLarge = false;
-    parser.on('field', (name, value) => {
-      if (name === 'resource') out.resource = value;
-    });
-    parser.on('file', (name, stream) => {
-      if (name !== 'file') {
-        stream.resume();
-        return;
-      }
-      const chunks: Buffer[] = [];
-      let size = 0;
-      stream.on('data', (c: Buffer) => {
-        size += c.length;
-        if (size > limit) tooLarge = true;
-        else chunks.push(c);
-      });
-      stream.on('end', () => (out.file = Buffer.concat(chunks)));
-    });
-    parser.on('error', (e) => reject(badRequest(`Malformed multipart body: ${toError(e).message}`)));
-    parser.on('close', () => (tooLarge ? reject(payloadTooLarge(`The package is larger than ${limit} bytes`)) : resolve(out)));
-    request.stream().pipe(parser);
+    const chunks: Buffer[] = [];
+    stream.on('data', (c: Buffer) => chunks.push(c));
+    stream.on('end', () => resolve(Buffer.concat(chunks)));
+    stream.on('error', reject);
   });
 }
+
+const packageFile: FileHandler<Buffer> = { accept: (part) => (part.field === 'file' ? collect(part.stream) : undefined) };
 
 async function createOrDeploy(services: Services, principal: Principal, request: PlatformRequest, name: string) {
   const type = request.header('content-type') ?? '';
   if (type.toLowerCase().startsWith('multipart/form-data')) {
-    const { file, resource } = await readUpload(request, services.packages.maxBytes);
+    const { fields, files } = await readMultipart(request, { fileSize: services.packages.maxBytes, fields: 5 }, packageFile);
+    const [file, resource] = [files.get('file'), fields.resource];
     if (!file) throw validationError([{ field: 'file', message: 'file is required' }]);
     if (resource === undefined) throw validationError([{ field: 'resource', message: 'resource is required' }]);
     let parsed: unknown;
     try {
-      parsed = JSON.parse(resource);
+      parsed = parseJsonText(resource);
     } catch {
       throw validationError([{ field: 'resource', message: 'resource must be JSON text' }]);
     }
@@ -81,14 +67,7 @@ async function createOrDeploy(services: Services, principal: Principal, request:
     if (!r.success) throw validationError(r.error.issues.map((i) => ({ field: `resource.${i.path.join('.')}`, message: i.message })));
     return services.packages.addVersion(file, r.data, name, principal, 'Upload');
   }
-  const bytes = await request.body(services.config.maxJsonBodyBytes);
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(bytes.toString('utf8'));
-  } catch {
-    throw badRequest('The body must be JSON (deploy from a store) or multipart/form-data (upload)');
-  }
-  const r = PackageResource.safeParse(parsed);
+  const r = PackageResource.safeParse(await readJsonBody(request, services.config.maxJsonBodyBytes));
   if (!r.success) throw validationError(r.error.issues.map((i) => ({ field: i.path.join('.'), message: i.message })));
   return services.packages.deploy(r.data, name, principal);
 }
@@ -179,6 +158,28 @@ export const routes = [
       }
       return json(200, { resource: present(await services.packages.get(params.packageName), true) });
     },
+  }),
+  defineRoute({
+    ...common,
+    name: 'plugin-packages-delete',
+    method: 'DELETE',
+    path: `${base}/pluginPackages/{packageName}`,
+    summary: 'Soft-delete a plugin package: it and its plugins leave every list; the name stays taken until purged',
+    params: PackageParams,
+    permission: ({ params }) => ({ action: 'Svc.Platform/pluginPackages/delete', scope: `${at(params.instanceId)}/providers/Svc.Platform/pluginPackages/${params.packageName}` }),
+    responses: { 200: { description: 'Deleted', schema: z.object({ object_id: z.string(), deleted: z.boolean() }) } },
+    handler: async ({ services, principal, params }) => json(200, { object_id: (await services.packages.delete(params.packageName, principal)).object_id, deleted: true }),
+  }),
+  defineRoute({
+    ...common,
+    name: 'plugin-packages-purge',
+    method: 'POST',
+    path: `${base}/pluginPackages/{packageName}/purge`,
+    summary: 'Permanently remove a soft-deleted plugin package and the files of all its versions',
+    params: PackageParams,
+    permission: ({ params }) => ({ action: 'Svc.Platform/pluginPackages/delete', scope: `${at(params.instanceId)}/providers/Svc.Platform/pluginPackages/${params.packageName}` }),
+    responses: { 200: { description: 'Purged', schema: z.object({ object_id: z.string(), is_success: z.boolean() }) }, 409: { description: 'The package is not deleted' } },
+    handler: async ({ services, params }) => json(200, { object_id: (await services.packages.purge(params.packageName)).object_id, is_success: true }),
   }),
   defineRoute({
     ...common,

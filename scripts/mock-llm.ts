@@ -1,8 +1,9 @@
 // An OpenAI-compatible Chat Completions server on loopback that echoes the last user message: for trying
 // the platform without a model (`npm run mock-llm`), for the tests and for the benchmarks. It speaks the
-// OpenAI path (/v1/chat/completions) and the Azure OpenAI one (/openai/deployments/{d}/chat/completions).
+// OpenAI path (/v1/chat/completions) and the Azure OpenAI one (/openai/deployments/{d}/chat/completions),
+// and can play a hostile upstream: hang, reset, trickle, cut off, answer garbage or an endless body.
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { AddressInfo, Socket } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
 export interface ChatRequest {
@@ -12,7 +13,21 @@ export interface ChatRequest {
 }
 
 /** What the next request gets instead of an echo. */
-export type Behavior = { status: number; headers?: Record<string, string>; body?: unknown } | { hangMs: number };
+export type Behavior =
+  /** An error (or any) status with a JSON body. */
+  | { status: number; headers?: Record<string, string>; body?: unknown }
+  /** Wait, then echo as usual. */
+  | { hangMs: number }
+  /** These exact bytes as the body (garbage, HTML, `{}`), status 200 unless given. */
+  | { raw: string; status?: number; contentType?: string }
+  /** Close the connection without an answer. */
+  | { reset: true }
+  /** Headers promising a body, a part of it, then the connection closes. */
+  | { cutAfterBytes: number }
+  /** Headers at once, then the body a byte every `everyMs`. */
+  | { trickleMs: number }
+  /** A 200 whose body goes on for this many bytes. */
+  | { hugeBytes: number };
 
 export interface MockLlm {
   url: string;
@@ -25,10 +40,73 @@ export interface MockLlm {
 
 const words = (text: string) => text.split(/\s+/).filter(Boolean).length;
 
+function echo(body: ChatRequest['body'], path: string, n: number): string {
+  const last = [...body.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
+  const content = `Echo: ${last}`;
+  const prompt = body.messages.reduce((total, m) => total + words(m.content), 0);
+  const completion = words(content);
+  return JSON.stringify({
+    id: `chatcmpl-${n}`,
+    object: 'chat.completion',
+    created: Math.floor(Date.now() / 1000),
+    model: body.model ?? path.split('/')[3] ?? 'mock',
+    choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+    usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
+  });
+}
+
 export async function startMockLlm(options: { port?: number; latencyMs?: number } = {}): Promise<MockLlm> {
   const requests: ChatRequest[] = [];
   const queue: Behavior[] = [];
+  const timers = new Set<NodeJS.Timeout>();
+  const later = (ms: number, fn: () => void) => {
+    const t = setTimeout(() => {
+      timers.delete(t);
+      fn();
+    }, ms);
+    timers.add(t);
+  };
   let latency = options.latencyMs ?? 0;
+
+  function play(behavior: Behavior | undefined, res: http.ServerResponse, socket: Socket, answer: () => void) {
+    if (!behavior) return latency > 0 ? later(latency, answer) : answer();
+    if ('hangMs' in behavior) return later(behavior.hangMs, answer);
+    if ('status' in behavior && !('raw' in behavior)) {
+      res.writeHead(behavior.status, { 'content-type': 'application/json', ...behavior.headers }).end(JSON.stringify(behavior.body ?? { error: { message: `mock ${behavior.status}` } }));
+      return;
+    }
+    if ('raw' in behavior) {
+      res.writeHead(behavior.status ?? 200, { 'content-type': behavior.contentType ?? 'application/json' }).end(behavior.raw);
+      return;
+    }
+    if ('reset' in behavior) return void socket.destroy();
+    if ('cutAfterBytes' in behavior) {
+      res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(behavior.cutAfterBytes * 10) });
+      res.write('x'.repeat(behavior.cutAfterBytes));
+      return later(20, () => socket.destroy());
+    }
+    if ('trickleMs' in behavior) {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      const drip = () => {
+        if (res.destroyed) return;
+        res.write(' ');
+        later(behavior.trickleMs, drip);
+      };
+      return drip();
+    }
+    res.writeHead(200, { 'content-type': 'application/json' });
+    const chunk = Buffer.alloc(64 * 1024, 0x20);
+    let left = behavior.hugeBytes;
+    const pump = () => {
+      while (left > 0 && !res.destroyed) {
+        left -= chunk.length;
+        if (!res.write(chunk)) return void res.once('drain', pump);
+      }
+      res.end();
+    };
+    pump();
+  }
+
   const server = http.createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
@@ -46,30 +124,10 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number 
         return;
       }
       requests.push({ path, headers: req.headers, body });
-      const behavior = queue.shift();
-      const answer = () => {
-        if (behavior && 'status' in behavior) {
-          res.writeHead(behavior.status, { 'content-type': 'application/json', ...behavior.headers }).end(JSON.stringify(behavior.body ?? { error: { message: `mock ${behavior.status}` } }));
-          return;
-        }
-        const last = [...body.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
-        const content = `Echo: ${last}`;
-        const prompt = body.messages.reduce((n, m) => n + words(m.content), 0);
-        const completion = words(content);
-        res.writeHead(200, { 'content-type': 'application/json' }).end(
-          JSON.stringify({
-            id: `chatcmpl-${requests.length}`,
-            object: 'chat.completion',
-            created: Math.floor(Date.now() / 1000),
-            model: body.model ?? path.split('/')[3] ?? 'mock',
-            choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
-            usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
-          }),
-        );
-      };
-      const delay = behavior && 'hangMs' in behavior ? behavior.hangMs : latency;
-      if (delay > 0) setTimeout(answer, delay);
-      else answer();
+      const n = requests.length;
+      play(queue.shift(), res, req.socket, () => {
+        if (!res.destroyed) res.writeHead(200, { 'content-type': 'application/json' }).end(echo(body, path, n));
+      });
     });
   });
   server.keepAliveTimeout = 65_000;
@@ -81,6 +139,8 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number 
     setLatency: (ms) => (latency = ms),
     close: () =>
       new Promise<void>((resolve) => {
+        for (const t of timers) clearTimeout(t);
+        timers.clear();
         server.close(() => resolve());
         server.closeAllConnections();
       }),

@@ -42,7 +42,9 @@ async function main() {
   const stop = async () => {
     if (stopping) return;
     stopping = true;
-    await app.close();
+    // Whatever hangs (an upstream that never answers), the process is gone within a bounded time.
+    setTimeout(() => process.exit(1), 15_000).unref();
+    await app.close(5000);
     await services.close();
     await azurite?.stop();
     process.exit(0);

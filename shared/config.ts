@@ -55,10 +55,17 @@ const Env = z.object({
   MAX_PACKAGE_BYTES: optional(PositiveInt).default(50 * 1024 * 1024),
   FILES_CONTAINER: optional(z.string().regex(/^[a-z0-9](?:[a-z0-9-]{1,61}[a-z0-9])$/, 'must be a Blob container name')).default('files'),
   MODEL_MAX_RETRIES: optional(z.coerce.number().int().min(0).max(10)).default(2),
+  /** Largest model answer read (bytes); a larger one is refused with 502 instead of filling memory. */
+  MODEL_MAX_RESPONSE_BYTES: optional(PositiveInt).default(4 * 1024 * 1024),
+  /** Lets user-configured URLs (web data sources, webhooks) be plain http and reach loopback and private networks. */
+  ALLOW_PRIVATE_NETWORK: optional(Flag).default(false),
   /** Storage queue of async completions; its poison queue is `<name>-poison`. One per instance. */
   ASYNC_COMPLETIONS_QUEUE: optional(z.string().regex(/^[a-z0-9](?!.*--)[a-z0-9-]{1,50}[a-z0-9]$/, 'must be a Storage queue name (3-52 lower-case letters, digits, hyphens)')).default('async-completions'),
-  /** Seconds a dequeued async completion stays invisible to other workers (the local consumer). */
-  QUEUE_VISIBILITY_TIMEOUT_SECONDS: optional(PositiveInt).default(300),
+  /**
+   * Seconds a message taken by the local worker stays hidden; renewed while it runs, so a killed worker's
+   * message is back on the queue within this time.
+   */
+  QUEUE_VISIBILITY_TIMEOUT_SECONDS: optional(z.coerce.number().int().min(2).max(600)).default(30),
   /** An async operation still InProgress after this long is reported Failed. */
   ASYNC_OPERATION_TIMEOUT_SECONDS: optional(PositiveInt).default(1800),
 });
@@ -110,6 +117,8 @@ export interface Config {
   packages: { container: string; privateStore: string; publicStoreUrl: string | undefined; maxBytes: number };
   filesContainer: string;
   modelMaxRetries: number;
+  modelMaxResponseBytes: number;
+  allowPrivateNetwork: boolean;
   asyncQueue: string;
   queueVisibilityTimeoutSeconds: number;
   asyncOperationTimeoutSeconds: number;
@@ -120,10 +129,16 @@ export interface Config {
 export const LOCAL_AUDIENCE = 'api://agent-platform';
 
 /**
- * A secret named by configuration (an API endpoint's `api_key_secret_name`): the environment variable of
- * that name. In Azure the app setting is a Key Vault reference, which the platform resolves into it.
+ * Names of secrets that configuration may point at (an API endpoint's `api_key_secret_name`): environment
+ * variables (app settings) starting with SVC_SECRET_, which in Azure are Key Vault references. No setting of
+ * the service itself has that prefix, so no resource can send the service's own credentials anywhere.
  */
+export const SECRET_NAME = /^SVC_SECRET_[A-Z0-9_]{1,100}$/;
+export const SECRET_NAME_RULE = 'must name a secret: an app setting or environment variable whose name starts with SVC_SECRET_ (A-Z, 0-9, _)';
+
+/** The value of a secret named by configuration; undefined for a name outside the allowed set. */
 export function readSecret(name: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (!SECRET_NAME.test(name)) return undefined;
   const value = env[name];
   return value === undefined || value === '' ? undefined : value;
 }
@@ -159,6 +174,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     packages: { container: e.PACKAGES_CONTAINER, privateStore: e.PACKAGE_STORE_PRIVATE_CONTAINER, publicStoreUrl: e.PACKAGE_STORE_PUBLIC_URL, maxBytes: e.MAX_PACKAGE_BYTES },
     filesContainer: e.FILES_CONTAINER,
     modelMaxRetries: e.MODEL_MAX_RETRIES,
+    modelMaxResponseBytes: e.MODEL_MAX_RESPONSE_BYTES,
+    allowPrivateNetwork: e.ALLOW_PRIVATE_NETWORK,
     asyncQueue: e.ASYNC_COMPLETIONS_QUEUE,
     queueVisibilityTimeoutSeconds: e.QUEUE_VISIBILITY_TIMEOUT_SECONDS,
     asyncOperationTimeoutSeconds: e.ASYNC_OPERATION_TIMEOUT_SECONDS,

@@ -10,16 +10,20 @@ import { RoleBasedAuthorizer, type RoleAssignmentDoc } from './auth/rbac.js';
 import { createBearerVerifier, type BearerVerifier } from './auth/bearer.js';
 import type { Config } from './config.js';
 import { createLog, type Log } from './log.js';
-import { ModelGateway } from './completions/model-gateway.js';
+import { ModelCredentials } from './models/credentials.js';
+import { ModelGateway } from './models/gateway.js';
+import { guardedAgent } from './net/outbound.js';
 import { Quotas } from './completions/quotas.js';
 import { Conversations, type MessageDoc, type SessionDoc } from './conversations/conversations.js';
 import { Files, type FileDoc } from './files/files.js';
 import { Memories, type MemoryDoc } from './memory/memory.js';
 import { packageStores, PluginPackages, type PackageDoc } from './plugins/packages.js';
 import { ResourceCache } from './providers/resource-cache.js';
-import type { ResourceDoc } from './providers/resource-type.js';
+import { objectIdOf, type ResourceDoc } from './providers/resource-type.js';
+import { agents } from './providers/types/agent.js';
 import { AppSettings, type AppConfigDoc } from './providers/settings.js';
 import { QueueProducer } from './queues/handler.js';
+import { migrate } from './migrations.js';
 import { openStore } from './store/open.js';
 import { createBlobService, createQueueService } from './store/storage.js';
 import { DefaultAzureCredential } from '@azure/identity';
@@ -56,6 +60,7 @@ export interface ServiceOverrides {
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
   const log = overrides.log ?? createLog();
   const store = overrides.store ?? (await openStore(config.store));
+  await migrate(store, (message) => log.info(message));
   const bearer = await createBearerVerifier(config.auth);
   const queues = createQueueService(config.storage);
   const authorizer = new RoleBasedAuthorizer(store.container<RoleAssignmentDoc>('resources'), config.instanceId);
@@ -67,7 +72,10 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     (e) => log.warn('Could not record a principal', { error: e instanceof Error ? e.message : String(e) }),
   );
   const blobs = createBlobService(config.storage);
-  const agentTokens = new AgentTokens(store.container<AgentTokenDoc>('tokens'), config.instanceId, config.internalDomain);
+  const resourceCache = new ResourceCache(store.container<ResourceDoc>('resources'), config.instanceId);
+  const agentTokens = new AgentTokens(store.container<AgentTokenDoc>('tokens'), config.instanceId, config.internalDomain, (name) =>
+    resourceCache.get(objectIdOf(config.instanceId, agents, name)),
+  );
   const settings = new AppSettings(store.container<AppConfigDoc>('resources'));
   return {
     config,
@@ -78,10 +86,15 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     authorizer,
     directory,
     agentTokens,
-    resourceCache: new ResourceCache(store.container<ResourceDoc>('resources'), config.instanceId),
+    resourceCache,
     conversations: new Conversations(store.container<SessionDoc | MessageDoc>('sessions')),
     files: new Files(store.container<FileDoc>('files'), blobs.getContainerClient(config.filesContainer), config.instanceId, config.maxUploadBytes),
-    models: new ModelGateway({ maxRetries: config.modelMaxRetries, clientId: config.azureClientId }),
+    models: new ModelGateway({
+      maxRetries: config.modelMaxRetries,
+      maxResponseBytes: config.modelMaxResponseBytes,
+      credentials: new ModelCredentials(config),
+      dispatcher: guardedAgent({ policy: 'model', allowPrivateNetwork: config.allowPrivateNetwork }),
+    }),
     quotas: new Quotas(settings, store.container('quotas'), log),
     memories: new Memories(store.container<MemoryDoc>('memories'), config.memoryMaxBytes),
     packages: new PluginPackages(

@@ -258,8 +258,10 @@ func settings(clientId string, serviceApis string, connectionString string, stor
   { name: 'PACKAGE_STORE_PUBLIC_URL', value: publicStore }
   { name: 'MAX_PACKAGE_BYTES', value: '52428800' }
   { name: 'MODEL_MAX_RETRIES', value: '2' }
+  { name: 'MODEL_MAX_RESPONSE_BYTES', value: '4194304' }
+  { name: 'ALLOW_PRIVATE_NETWORK', value: 'false' }
   { name: 'ASYNC_COMPLETIONS_QUEUE', value: 'async-completions' }
-  { name: 'QUEUE_VISIBILITY_TIMEOUT_SECONDS', value: '300' }
+  { name: 'QUEUE_VISIBILITY_TIMEOUT_SECONDS', value: '30' }
   { name: 'ASYNC_OPERATION_TIMEOUT_SECONDS', value: '1800' }
 ]
 

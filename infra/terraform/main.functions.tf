@@ -35,8 +35,10 @@ locals {
     PACKAGE_STORE_PUBLIC_URL              = var.package_store_public_url
     MAX_PACKAGE_BYTES                     = "52428800"
     MODEL_MAX_RETRIES                     = "2"
+    MODEL_MAX_RESPONSE_BYTES              = "4194304"
+    ALLOW_PRIVATE_NETWORK                 = "false"
     ASYNC_COMPLETIONS_QUEUE               = "async-completions"
-    QUEUE_VISIBILITY_TIMEOUT_SECONDS      = "300"
+    QUEUE_VISIBILITY_TIMEOUT_SECONDS      = "30"
     ASYNC_OPERATION_TIMEOUT_SECONDS       = "1800"
   }
 }

@@ -1,6 +1,7 @@
 // The AnalyticsRequest of spec 2.13 and 4.7: request types, filters with their defaults, and the rules
 // for required filters.
 import { z } from 'zod';
+import { ownerKey } from '../auth/principal.js';
 import { badRequest } from '../http/errors.js';
 
 export const REQUEST_TYPES = [
@@ -85,5 +86,5 @@ export function resolve(request: AnalyticsRequest, now = new Date()): Resolved {
   for (let d = Date.UTC(start.getUTCFullYear(), start.getUTCMonth(), start.getUTCDate()); d <= end.getTime(); d += DAY) {
     days.push(new Date(d).toISOString().slice(0, 10));
   }
-  return { type, number, period: { start: start.toISOString(), end: end.toISOString(), days }, agent: f.agent_name, user: f.username, request };
+  return { type, number, period: { start: start.toISOString(), end: end.toISOString(), days }, agent: f.agent_name, user: f.username === undefined ? undefined : ownerKey(f.username), request };
 }

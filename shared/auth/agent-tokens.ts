@@ -2,12 +2,13 @@
 // stored; a verified token costs one point read when cold and none while cached.
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { badRequest, notFound, unauthorized } from '../http/errors.js';
+import { resourceId } from '../providers/resource-type.js';
 import type { Container, Doc } from '../store/types.js';
 import type { AgentTokenVerifier } from './authenticate.js';
 import type { Principal } from './principal.js';
 import { formatToken, hashSecret, newSecret, parseToken } from './token-format.js';
 
-/** The stored token: no secret, only its hash. pk = agent name, id = token id. */
+/** The stored token: no secret, only its hash. pk = the agent's resource id (its case-folded name), id = token id. */
 export interface AgentTokenDoc extends Doc {
   type: 'agent-access-token';
   name: string;
@@ -59,6 +60,9 @@ export function allAgentsGroupId(instanceId: string): string {
 
 const CACHE_MS = 30_000;
 
+/** The live agent of a name (the resource cache), or undefined when it does not exist or is deleted. */
+export type AgentLookup = (name: string) => Promise<Record<string, unknown> | undefined>;
+
 export class AgentTokens implements AgentTokenVerifier {
   // Verified token records by token id; dropped on delete here, and after CACHE_MS everywhere.
   private readonly cache = new Map<string, { doc: AgentTokenDoc; until: number }>();
@@ -67,6 +71,7 @@ export class AgentTokens implements AgentTokenVerifier {
     private readonly container: Container<AgentTokenDoc>,
     private readonly instanceId: string,
     private readonly internalDomain: string,
+    private readonly agentOf: AgentLookup,
   ) {}
 
   /** Issues a token; the returned token string is the only copy of the secret. */
@@ -82,7 +87,7 @@ export class AgentTokens implements AgentTokenVerifier {
     const secret = newSecret();
     const doc: AgentTokenDoc = {
       id,
-      pk: agent.name,
+      pk: resourceId(agent.name),
       type: 'agent-access-token',
       name: input.name,
       description: input.description ?? null,
@@ -100,12 +105,20 @@ export class AgentTokens implements AgentTokenVerifier {
   }
 
   async list(agentName: string): Promise<AgentTokenDoc[]> {
-    return (await this.container.query({ partition: agentName, orderBy: [{ field: 'created_on' }] })).items;
+    return (await this.container.query({ partition: resourceId(agentName), orderBy: [{ field: 'created_on' }] })).items;
   }
 
   async delete(agentName: string, tokenId: string): Promise<void> {
     this.cache.delete(tokenId.toLowerCase());
-    if (!(await this.container.delete(agentName, tokenId))) throw notFound(`Agent access token ${tokenId} not found`);
+    if (!(await this.container.delete(resourceId(agentName), tokenId))) throw notFound(`Agent access token ${tokenId} not found`);
+  }
+
+  /** Removes every token of an agent (its purge): a later agent of the same name starts with none. */
+  async deleteAll(agentName: string): Promise<void> {
+    for (const doc of await this.list(agentName)) {
+      this.cache.delete(doc.id);
+      await this.container.delete(doc.pk, doc.id);
+    }
   }
 
   /**
@@ -120,7 +133,7 @@ export class AgentTokens implements AgentTokenVerifier {
     let doc = hit && hit.until > Date.now() ? hit.doc : undefined;
     if (!doc) {
       this.cache.delete(key);
-      doc = await this.container.read(parts.agentName, key);
+      doc = await this.container.read(resourceId(parts.agentName), key);
       if (!doc) return { ok: false, reason: 'Agent access token not found' };
     }
     if (doc.expiration_date !== null && Date.parse(doc.expiration_date) <= Date.now()) {
@@ -128,7 +141,10 @@ export class AgentTokens implements AgentTokenVerifier {
       return { ok: false, reason: 'Agent access token expired' };
     }
     if (!doc.active) return { ok: false, reason: 'Agent access token is inactive' };
-    if (doc.agent_name !== parts.agentName) return { ok: false, reason: 'Agent access token belongs to another agent' };
+    if (resourceId(doc.agent_name) !== resourceId(parts.agentName)) return { ok: false, reason: 'Agent access token belongs to another agent' };
+    // Bound to the agent's identity, not its name: a new agent of the same name is another agent.
+    const agent = await this.agentOf(doc.agent_name);
+    if (agent?.virtual_security_group_id !== doc.virtual_security_group_id) return { ok: false, reason: 'Agent access token belongs to another agent' };
     if (!timingSafeEqual(hashSecret(key, parts.secret), Buffer.from(doc.secret_sha256, 'hex'))) {
       return { ok: false, reason: 'Agent access token secret is invalid' };
     }

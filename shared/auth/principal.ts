@@ -18,6 +18,12 @@ export interface Principal {
   readonly agentName?: string;
 }
 
+/**
+ * The key of a user's own data (sessions, messages, files, memory, usage, operations): the UPN, case-folded,
+ * so one person is one owner however the identity provider capitalises the name from one sign-in to the next.
+ */
+export const ownerKey = (upn: string) => upn.toLowerCase();
+
 export const ANONYMOUS: Principal = {
   kind: 'anonymous',
   id: '',

@@ -2,14 +2,15 @@
 // configuration chain, build the chat request, call the model, and record the turn and its usage.
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
-import type { Principal } from '../auth/principal.js';
+import { ownerKey, type Principal } from '../auth/principal.js';
 import { ApiError, forbidden, validationError } from '../http/errors.js';
 import { GUID } from '../http/schemas.js';
 import { agentForUse, usableAgents } from '../providers/agent-access.js';
 import type { ResourceDoc } from '../providers/resource-type.js';
 import type { Services } from '../services.js';
 import { dayOf } from '../conversations/conversations.js';
-import type { ChatMessage, ModelParameters } from './model-gateway.js';
+import { endpointView, type EndpointView } from '../models/endpoint.js';
+import type { ChatMessage, ModelParameters } from '../models/wire.js';
 import { costOf, recordUsage, type UsageDoc } from './usage.js';
 
 /** The completion request of spec 2.2, with the messages of spec 4.1. */
@@ -80,7 +81,15 @@ interface AgentChain {
   agent: ResourceDoc;
   prompt: ResourceDoc;
   model: ResourceDoc;
-  endpoint: ResourceDoc;
+  endpoint: EndpointView;
+}
+
+// Parsed once per stored version: the resource cache hands out the same document object until it changes.
+const endpointViews = new WeakMap<ResourceDoc, EndpointView | null>();
+function viewOf(doc: ResourceDoc): EndpointView | undefined {
+  let view = endpointViews.get(doc);
+  if (view === undefined) endpointViews.set(doc, (view = endpointView(doc) ?? null));
+  return view ?? undefined;
 }
 
 /** agent -> workflow -> (AI model -> API endpoint, prompt), from the resource cache. */
@@ -93,7 +102,8 @@ async function chainOf(s: Services, agent: ResourceDoc): Promise<AgentChain> {
   const workflow = await get(agent.workflow_object_id, 'workflow');
   const [model, prompt] = await Promise.all([get(workflow.main_ai_model_object_id, 'AI model'), get(workflow.main_prompt_object_id, 'prompt')]);
   if (model.model_type !== 'completion') throw notConfigured(agent.name, 'its AI model is not a completion model');
-  const endpoint = await get(model.api_endpoint_object_id, 'API endpoint');
+  const endpoint = viewOf(await get(model.api_endpoint_object_id, 'API endpoint'));
+  if (!endpoint) throw notConfigured(agent.name, 'its API endpoint configuration is not valid');
   return { agent, prompt, model, endpoint };
 }
 
@@ -116,6 +126,8 @@ export interface RunOptions {
   operationId: string;
   /** The operation may have run before (a redelivery, or a caller's retry with its own operation_id). */
   mayRepeat: boolean;
+  /** Aborts the model call (a cancelled operation, shutdown). */
+  signal?: AbortSignal;
 }
 
 /**
@@ -132,12 +144,12 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
   const recorded = sessionId && options.mayRepeat ? await s.conversations.recordedAnswer(principal.upn, operationId) : undefined;
   let answer: { content: string; promptTokens: number; completionTokens: number };
   if (recorded) {
-    const usage = await s.store.container<UsageDoc>('usage').read(principal.upn, operationId);
+    const usage = await s.store.container<UsageDoc>('usage').read(ownerKey(principal.upn), operationId);
     answer = { content: recorded.text, promptTokens: usage?.prompt_tokens ?? 0, completionTokens: recorded.tokens };
   } else {
     const messages = await buildMessages(s, principal, request, chain, sessionId);
     try {
-      answer = await s.models.complete(chain.endpoint, chain.model, messages, modelParameters(chain.model, request));
+      answer = await s.models.complete(chain.endpoint, deployment, messages, modelParameters(chain.model, request), options.signal);
     } catch (e) {
       // A failed operation is recorded without tokens, so analytics can tell error rates.
       const at = new Date().toISOString();
@@ -188,10 +200,10 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
 function usageBase(principal: Principal, operationId: string, sessionId: string | undefined, agentName: string, deployment: string, at: string, started: number) {
   return {
     id: operationId,
-    pk: principal.upn,
+    pk: ownerKey(principal.upn),
     operation_id: operationId,
     session_id: sessionId ?? null,
-    upn: principal.upn,
+    upn: ownerKey(principal.upn),
     user_id: principal.id,
     agent_name: agentName,
     model_deployment_name: deployment,

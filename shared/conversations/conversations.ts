@@ -1,6 +1,7 @@
 // Sessions and their messages (spec 2.6), one partition per user: every read and write is scoped to the
 // owner's UPN, so another user's session id is simply not found.
 import { randomUUID } from 'node:crypto';
+import { ownerKey } from '../auth/principal.js';
 import { badRequest, notFound } from '../http/errors.js';
 import { ConflictError, type Container, type Doc, type Stored } from '../store/types.js';
 
@@ -64,6 +65,7 @@ export function presentMessage(m: MessageDoc) {
   };
 }
 
+/** Every method takes the owner's UPN and keys the data by `ownerKey` of it. */
 export class Conversations {
   constructor(private readonly container: Container<SessionDoc | MessageDoc>) {}
 
@@ -74,19 +76,21 @@ export class Conversations {
     return this.container as Container<MessageDoc>;
   }
 
-  async list(upn: string): Promise<SessionDoc[]> {
+  async list(owner: string): Promise<SessionDoc[]> {
+    const upn = ownerKey(owner);
     const { items } = await this.sessions.query({ partition: upn, where: [{ field: 'type', op: 'eq', value: 'Session' }], orderBy: [{ field: 'updated_on', direction: 'desc' }] });
     return items;
   }
 
-  async create(upn: string, name: string): Promise<SessionDoc> {
+  async create(owner: string, name: string): Promise<SessionDoc> {
+    const upn = ownerKey(owner);
     const now = new Date().toISOString();
     return this.sessions.create({ id: randomUUID(), pk: upn, type: 'Session', name, upn, created_on: now, updated_on: now, day: dayOf(now) });
   }
 
   /** The caller's session, or 404: another user's id is indistinguishable from an unknown one. */
-  async get(upn: string, sessionId: string): Promise<Stored<SessionDoc>> {
-    const doc = await this.container.read(upn, sessionId.toLowerCase());
+  async get(owner: string, sessionId: string): Promise<Stored<SessionDoc>> {
+    const doc = await this.container.read(ownerKey(owner), sessionId.toLowerCase());
     if (doc?.type !== 'Session') throw notFound(`Session ${sessionId} not found`);
     return doc;
   }
@@ -97,7 +101,8 @@ export class Conversations {
   }
 
   /** Messages of a session, oldest first; the last `limit` when given. */
-  async history(upn: string, sessionId: string, limit?: number): Promise<MessageDoc[]> {
+  async history(owner: string, sessionId: string, limit?: number): Promise<MessageDoc[]> {
+    const upn = ownerKey(owner);
     const where = [
       { field: 'type', op: 'eq' as const, value: 'Message' },
       { field: 'session_id', op: 'eq' as const, value: sessionId },
@@ -110,19 +115,21 @@ export class Conversations {
     return items.reverse();
   }
 
-  async delete(upn: string, sessionId: string): Promise<void> {
+  async delete(owner: string, sessionId: string): Promise<void> {
+    const upn = ownerKey(owner);
     const session = await this.get(upn, sessionId);
     for (const m of await this.history(upn, session.id)) await this.messages.delete(upn, m.id);
     await this.sessions.delete(upn, session.id);
   }
 
   /** A previously recorded assistant answer of this operation, if any (redelivery reuses it). */
-  async recordedAnswer(upn: string, operationId: string): Promise<MessageDoc | undefined> {
-    return this.messages.read(upn, messageIds(operationId).assistant);
+  async recordedAnswer(owner: string, operationId: string): Promise<MessageDoc | undefined> {
+    return this.messages.read(ownerKey(owner), messageIds(operationId).assistant);
   }
 
   /** Writes both messages of a turn (each at most once: a redelivery finds them) and moves the session's updated_on. */
-  async recordTurn(upn: string, sessionId: string, user: Omit<MessageDoc, 'id' | 'pk' | 'type' | 'session_id' | 'day' | 'hour' | 'upn'>, assistant: typeof user): Promise<void> {
+  async recordTurn(owner: string, sessionId: string, user: Omit<MessageDoc, 'id' | 'pk' | 'type' | 'session_id' | 'day' | 'hour' | 'upn'>, assistant: typeof user): Promise<void> {
+    const upn = ownerKey(owner);
     const ids = messageIds(user.operation_id);
     const base = { pk: upn, type: 'Message' as const, session_id: sessionId, upn };
     try {
@@ -136,7 +143,8 @@ export class Conversations {
     await this.sessions.patch(upn, sessionId, [{ op: 'set', path: 'updated_on', value: assistant.timestamp }]);
   }
 
-  async rate(upn: string, sessionId: string, messageId: string, rating: boolean, comments: string | null): Promise<MessageDoc> {
+  async rate(owner: string, sessionId: string, messageId: string, rating: boolean, comments: string | null): Promise<MessageDoc> {
+    const upn = ownerKey(owner);
     await this.get(upn, sessionId);
     const message = await this.container.read(upn, messageId);
     if (message?.type !== 'Message' || message.session_id !== sessionId.toLowerCase()) throw notFound(`Message ${messageId} not found`);

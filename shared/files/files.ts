@@ -4,6 +4,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import type { ContainerClient } from '@azure/storage-blob';
 import { fileTypeFromBuffer } from 'file-type';
+import { ownerKey } from '../auth/principal.js';
 import { badRequest, notFound, payloadTooLarge } from '../http/errors.js';
 import type { Container, Doc } from '../store/types.js';
 import { dayOf } from '../conversations/conversations.js';
@@ -65,6 +66,13 @@ export async function detectContentType(head: Buffer, fileName: string, declared
   return declared && !isTextType(declared) ? declared : 'application/octet-stream';
 }
 
+/** A file streamed to Blob storage and not yet recorded. */
+export interface StoredBlob {
+  blobName: string;
+  size: number;
+  head: Buffer;
+}
+
 export class Files {
   private readonly ensureContainer: () => Promise<ContainerClient>;
 
@@ -81,10 +89,10 @@ export class Files {
    * Streams one file to Blob storage, stopping at `maxBytes` (413). Returns what it stored; the caller
    * commits it with `save` once the rest of the request checks out, or removes it with `discard`.
    */
-  async store(stream: Readable, fileName: string, upn: string): Promise<{ blobName: string; size: number; head: Buffer }> {
+  async store(stream: Readable, fileName: string, upn: string): Promise<StoredBlob> {
     if (!fileName) throw badRequest('file: a file name is required');
     await this.ensureContainer();
-    const owner = createHash('sha256').update(upn.toLowerCase()).digest('hex').slice(0, 16);
+    const owner = createHash('sha256').update(ownerKey(upn)).digest('hex').slice(0, 16);
     const blobName = `${owner}/${randomUUID()}`;
     let size = 0;
     let head = Buffer.alloc(0);
@@ -112,9 +120,10 @@ export class Files {
     return this.blobs.getBlockBlobClient(blobName).deleteIfExists();
   }
 
-  async save(upn: string, stored: { blobName: string; size: number }, fileName: string, contentType: string, agentName: string, sessionId: string | null): Promise<FileDoc> {
+  async save(owner: string, stored: { blobName: string; size: number }, fileName: string, contentType: string, agentName: string, sessionId: string | null): Promise<FileDoc> {
     await this.blobs.getBlockBlobClient(stored.blobName).setHTTPHeaders({ blobContentType: contentType });
     const id = stored.blobName.split('/')[1] ?? randomUUID();
+    const upn = ownerKey(owner);
     const now = new Date().toISOString();
     return this.records.create({
       id,
@@ -135,7 +144,7 @@ export class Files {
   /** The caller's own file by object id; anyone else's is not found. */
   async get(upn: string, objectId: string): Promise<FileDoc> {
     const id = /^\/instances\/[^/]+\/files\/([0-9a-f-]{36})$/i.exec(objectId)?.[1];
-    const doc = id ? await this.records.read(upn, id.toLowerCase()) : undefined;
+    const doc = id ? await this.records.read(ownerKey(upn), id.toLowerCase()) : undefined;
     if (!doc) throw notFound(`Attachment ${objectId} not found`);
     return doc;
   }

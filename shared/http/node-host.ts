@@ -1,10 +1,12 @@
 // The standalone host: serves a route table on node:http, mapping Node requests to the platform shape
 // directly (no undici Request objects), for `npm start` and for self-hosting on a VM or container.
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
+import type { Duplex } from 'node:stream';
 import type { Services } from '../services.js';
-import { errorReply } from './envelopes.js';
+import { errorReply, type ErrorStyle } from './envelopes.js';
 import { ApiError, notFound, payloadTooLarge } from './errors.js';
-import { handle, requestIdOf } from './pipeline.js';
+import { handle, requestIdOf, SAFE_HEADERS } from './pipeline.js';
 import type { Route } from './route.js';
 import { createRouter } from './router.js';
 import type { Api, PlatformRequest, Reply } from './types.js';
@@ -13,7 +15,7 @@ import type { Api, PlatformRequest, Reply } from './types.js';
 export function createApiServer(api: Api, routes: readonly Route[], services: Services): http.Server {
   const match = createRouter(routes.filter((r) => r.api === api));
   const style = api === 'core' ? 'core' : 'management';
-  const server = http.createServer((req, res) => {
+  const server = http.createServer({ requestTimeout: 120_000, headersTimeout: 30_000 }, (req, res) => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const request = toPlatformRequest(req, q < 0 ? url : url.slice(0, q), q < 0 ? '' : url.slice(q + 1));
@@ -27,15 +29,57 @@ export function createApiServer(api: Api, routes: readonly Route[], services: Se
           ? notFound(`No route for ${request.path}`)
           : new ApiError(405, 'MethodNotAllowed', `Method ${req.method ?? ''} not allowed`, [], { allow: found.allow.join(', ') });
       const r = errorReply(error, style, request.path);
-      reply = Promise.resolve({ ...r, headers: { ...r.headers, 'x-request-id': requestIdOf(request) } });
+      reply = Promise.resolve({ ...r, headers: { ...SAFE_HEADERS, ...r.headers, 'x-request-id': requestIdOf(request) } });
     }
     reply.then(
-      (r) => send(res, r),
-      () => send(res, { status: 500, json: { error: { code: 'InternalError', message: 'An unexpected error occurred' } } }),
+      (r) => send(req, res, r),
+      () => send(req, res, { status: 500, json: { error: { code: 'InternalError', message: 'An unexpected error occurred' } } }),
     );
   });
+  server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => refuse(error, socket, style));
   server.keepAliveTimeout = 65_000;
   return server;
+}
+
+/**
+ * A request Node could not parse (oversized headers: 431; a timeout: 408; anything else: 400) still gets
+ * the API's envelope and a request id; the connection is then closed.
+ */
+function refuse(error: NodeJS.ErrnoException, socket: Duplex, style: ErrorStyle): void {
+  if (error.code === 'ECONNRESET' || !socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const [status, code, message] =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? [431, 'RequestHeaderFieldsTooLarge', 'The request headers are too large']
+      : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
+        ? [408, 'RequestTimeout', 'The request took too long to arrive']
+        : [400, 'BadRequest', 'The request is not valid HTTP'];
+  const reply = errorReply(new ApiError(status, code, message), style, '/');
+  const body = JSON.stringify(reply.json);
+  const headers = { ...SAFE_HEADERS, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-request-id': randomUUID(), connection: 'close' };
+  const head = Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n');
+  socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}\r\n${head}\r\n\r\n${body}`);
+}
+
+/** Unread body bytes discarded after an answer to keep the connection; past this it is closed instead. */
+const DRAIN_LIMIT = 1024 * 1024;
+
+/**
+ * After an answer given before the body was read to the end (a refused upload, a 401), the rest of the body
+ * is read and dropped so the keep-alive connection stays usable; a body too large for that is cut off.
+ */
+function discardRest(req: http.IncomingMessage): void {
+  if (req.complete || req.destroyed) return;
+  req.unpipe();
+  let budget = DRAIN_LIMIT;
+  req.on('data', (chunk: Buffer) => {
+    budget -= chunk.length;
+    if (budget < 0) req.socket.destroy();
+  });
+  req.on('error', () => undefined);
+  req.resume();
 }
 
 function toPlatformRequest(req: http.IncomingMessage, path: string, search: string): PlatformRequest {
@@ -58,30 +102,25 @@ function toPlatformRequest(req: http.IncomingMessage, path: string, search: stri
 
 function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length']);
-    if (declared > limit) {
-      req.resume();
-      reject(payloadTooLarge(`Request body exceeds ${limit} bytes`));
-      return;
-    }
+    // What is left of a refused body is dropped (or the connection closed) once the answer is sent.
+    const tooLarge = () => reject(payloadTooLarge(`Request body exceeds ${limit} bytes`));
+    if (Number(req.headers['content-length']) > limit) return tooLarge();
     const chunks: Buffer[] = [];
     let size = 0;
-    req.on('data', (chunk: Buffer) => {
+    const onData = (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) {
-        req.removeAllListeners('data');
-        req.resume();
-        reject(payloadTooLarge(`Request body exceeds ${limit} bytes`));
-        return;
-      }
-      chunks.push(chunk);
-    });
+      if (size <= limit) return void chunks.push(chunk);
+      req.off('data', onData);
+      req.pause();
+      tooLarge();
+    };
+    req.on('data', onData);
     req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
+    req.on('error', () => reject(new ApiError(400, 'BadRequest', 'The request body was cut off')));
   });
 }
 
-function send(res: http.ServerResponse, reply: Reply): void {
+function send(req: http.IncomingMessage, res: http.ServerResponse, reply: Reply): void {
   const headers: Record<string, string | number> = { ...reply.headers };
   let payload: Buffer | undefined;
   if (reply.raw !== undefined) {
@@ -93,4 +132,5 @@ function send(res: http.ServerResponse, reply: Reply): void {
   headers['content-length'] = payload?.length ?? 0;
   res.writeHead(reply.status, headers);
   res.end(payload);
+  discardRest(req);
 }

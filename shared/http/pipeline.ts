@@ -7,11 +7,18 @@ import { ANONYMOUS, type Principal } from '../auth/principal.js';
 import type { Services } from '../services.js';
 import { ApiError, badRequest, notFound, toError, validationError, type FieldError } from './errors.js';
 import { errorReply, type ErrorStyle } from './envelopes.js';
+import { readJsonBody } from './json-body.js';
 import type { Route } from './route.js';
 import type { PlatformRequest, Reply } from './types.js';
 
 const tracer = trace.getTracer('agent-platform');
 const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/**
+ * Headers of every answer: answers carry secrets and users' content, so no browser may sniff them into
+ * another type and no cache may keep them (a route that may be cached sets its own cache-control).
+ */
+export const SAFE_HEADERS: Readonly<Record<string, string>> = { 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' };
 
 /** Echoes a well-formed incoming x-request-id, else makes one. */
 export function requestIdOf(request: PlatformRequest): string {
@@ -45,7 +52,7 @@ export async function handle(
     span.setAttribute('http.response.status_code', reply.status);
     if (reply.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
     span.end();
-    return { ...reply, headers: { ...reply.headers, 'x-request-id': requestId } };
+    return { ...reply, headers: { ...SAFE_HEADERS, ...reply.headers, 'x-request-id': requestId } };
   });
 }
 
@@ -72,22 +79,12 @@ async function run(
   const principal: Principal = route.auth === 'none' ? ANONYMOUS : await services.auth.authenticate(request, route.auth);
   const params = parse(route.params, rawParams, 'path');
   const query = parse(route.query, Object.fromEntries(request.query), 'query');
-  const body = route.body ? parse(route.body, await readJson(request, services.config.maxJsonBodyBytes), 'body') : undefined;
+  const body = route.body ? parse(route.body, await readJsonBody(request, services.config.maxJsonBodyBytes), 'body') : undefined;
   if (route.permission) {
     const { action, scope } = route.permission({ params, principal });
     await services.authorizer.require(principal, action, scope);
   }
   return route.handler({ params, query, body, principal, request, services, requestId });
-}
-
-async function readJson(request: PlatformRequest, limit: number): Promise<unknown> {
-  const bytes = await request.body(limit);
-  if (bytes.length === 0) return undefined;
-  try {
-    return JSON.parse(bytes.toString('utf8')) as unknown;
-  } catch {
-    throw badRequest('Request body is not valid JSON', [{ field: 'body', message: 'Request body is not valid JSON' }]);
-  }
 }
 
 /** Validates one part of the request; failures become a 400 naming each field. */

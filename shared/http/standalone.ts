@@ -10,7 +10,8 @@ import type { Route } from './route.js';
 export interface Standalone {
   coreUrl: string;
   managementUrl: string;
-  close(): Promise<void>;
+  /** Bounded: requests and queue work in flight get `graceMs` to finish, then are cut off. */
+  close(graceMs?: number): Promise<void>;
 }
 
 const listen = (server: Server, host: string, port: number) =>
@@ -22,10 +23,12 @@ const listen = (server: Server, host: string, port: number) =>
     });
   });
 
-const closeServer = (server: Server) =>
+/** Stops accepting connections, lets requests in flight finish for `graceMs`, then cuts what is left. */
+const closeServer = (server: Server, graceMs = 0) =>
   new Promise<void>((resolve) => {
     server.close(() => resolve());
     server.closeIdleConnections();
+    setTimeout(() => server.closeAllConnections(), graceMs).unref();
   });
 
 /** Starts both API servers (port 0 picks free ports) and the queue consumers. */
@@ -51,9 +54,9 @@ export async function startStandalone(
   return {
     coreUrl,
     managementUrl,
-    async close() {
+    async close(graceMs = 5000) {
       unsubscribe();
-      await Promise.all([...consumers.map((c) => c.stop()), closeServer(core), closeServer(management)]);
+      await Promise.all([...consumers.map((c) => c.stop(graceMs)), closeServer(core, graceMs), closeServer(management, graceMs)]);
     },
   };
 }

@@ -2,7 +2,7 @@
 // (scope agent), in the memories resource type of Svc.Context. One document per (user) and per (user,
 // agent); a missing one reads as empty; every write is an ETag-checked read-modify-write.
 import { createHash } from 'node:crypto';
-import type { Principal } from '../auth/principal.js';
+import { ownerKey, type Principal } from '../auth/principal.js';
 import { ApiError } from '../http/errors.js';
 import type { Container, Doc } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
@@ -75,7 +75,7 @@ export class Memories {
   ) {}
 
   private async read(upn: string, scope: StoredScope, agent?: AgentRef): Promise<MemoryDoc | undefined> {
-    return this.container.read(upn, docId(scope, agent));
+    return this.container.read(ownerKey(upn), docId(scope, agent));
   }
 
   private response(scope: Scope, p: Principal, doc: MemoryDoc | undefined, agent?: AgentRef): MemoryResponse {
@@ -107,7 +107,7 @@ export class Memories {
 
   /** Changes one document with `edit` (current body -> new body), ETag-safe, refusing oversize results. */
   private async write(p: Principal, scope: StoredScope, agent: AgentRef | undefined, edit: (body: string, now: Date) => string, createIfMissing: boolean): Promise<MemoryResponse> {
-    const saved = await updateDocument(this.container, p.upn, docId(scope, agent), (current) => {
+    const saved = await updateDocument(this.container, ownerKey(p.upn), docId(scope, agent), (current) => {
       if (!current && !createIfMissing) return undefined;
       const now = new Date();
       const content = edit(current?.content_markdown ?? '', now);
@@ -116,7 +116,7 @@ export class Memories {
       }
       return {
         id: docId(scope, agent),
-        pk: p.upn,
+        pk: ownerKey(p.upn),
         type: 'memory' as const,
         scope,
         upn: p.upn,

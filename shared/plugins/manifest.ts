@@ -1,5 +1,6 @@
 // The plugin package manifest (CONTRACT.md section 9, spec 2.11): package name, version, runtime and the
 // plugins it contains, with the naming, category, parameter and dependency rules.
+import semver from 'semver';
 import { z } from 'zod';
 
 export const RUNTIMES = ['Python', 'Dotnet'] as const;
@@ -13,6 +14,12 @@ export const CATEGORIES: Record<Runtime, readonly string[]> = {
 
 /** One part of a package or plugin name: letters, digits, underscores or hyphens. */
 export const NamePart = z.string().regex(/^[A-Za-z0-9_-]{1,100}$/, 'must be letters, digits, underscores or hyphens');
+
+/** A package version: a semantic version (`1.2.0`, `2.0.0-beta.1`), which also keeps `.` and `..` out of blob paths. */
+export const SemanticVersion = z
+  .string()
+  .max(64)
+  .refine((v) => semver.valid(v) === v, 'must be a semantic version such as 1.0.0');
 
 export const packageName = (runtime: Runtime, name: string) => `${runtime}-${name}`;
 export const pluginName = (runtime: Runtime, pkg: string, plugin: string) => `${runtime}-${pkg}-${plugin}`;
@@ -51,7 +58,7 @@ export const Manifest = z
   .object({
     /** The package name without the runtime prefix (`acctools` for `Python-acctools`). */
     name: NamePart,
-    version: z.string().regex(/^[0-9A-Za-z.+-]{1,50}$/, 'must be a version string'),
+    version: SemanticVersion,
     runtime: z.enum(RUNTIMES),
     display_name: z.string().default(''),
     description: z.string().default(''),

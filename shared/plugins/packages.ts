@@ -1,16 +1,17 @@
 // Plugin packages (spec 2.11, 4.6, 9): upload or deploy versions from a store, keep every version
 // downloadable, and list the plugins of each package's current version.
-import { createHash } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { BlobServiceClient, ContainerClient } from '@azure/storage-blob';
 import { ContainerClient as BlobContainer } from '@azure/storage-blob';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { ApiError, badRequest, conflict, notFound } from '../http/errors.js';
 import type { Container, Doc } from '../store/types.js';
+import { resourceId } from '../providers/resource-type.js';
 import { lazyContainer } from '../store/storage.js';
 import { updateDocument } from '../store/update.js';
 import { readArchive } from './archive.js';
-import { Manifest, NamePart, packageName, pluginName, RUNTIMES, type Runtime } from './manifest.js';
+import { Manifest, NamePart, SemanticVersion, packageName, pluginName, RUNTIMES, type Runtime } from './manifest.js';
 
 export const PACKAGES_PK = 'Svc.Platform/pluginPackages';
 
@@ -20,7 +21,7 @@ export const PackageResource = z
     type: z.literal('plugin-package', { error: 'type must be plugin-package' }),
     name: NamePart,
     package_runtime: z.enum(RUNTIMES, { error: 'package_runtime must be Python or Dotnet' }),
-    package_version: z.string().regex(/^[0-9A-Za-z.+-]{1,50}$/, 'package_version must be a version string'),
+    package_version: SemanticVersion,
     package_store_type: z.enum(['Public', 'Private'], { error: 'package_store_type must be Public or Private' }).optional(),
   })
   .strict();
@@ -51,6 +52,7 @@ export interface PackageDoc extends Doc {
   versions: PackageVersion[];
   created_on: string;
   updated_on: string;
+  updated_by?: string;
   deleted: boolean;
 }
 
@@ -112,21 +114,26 @@ export class PluginPackages {
     return m;
   }
 
-  /** Stores a checked version and makes it current; an existing version is 409. */
+  /**
+   * Stores a checked version and makes it current; an existing version is 409. The bytes go to a blob of
+   * their own first and the record last: a failure in between removes the blob, so nothing half-stored
+   * ever blocks the version.
+   */
   async addVersion(bytes: Buffer, resource: PackageResource, pathName: string, principal: Principal, source: PackageVersion['source']): Promise<PackageDoc> {
     const manifest = await this.inspect(bytes, resource, pathName);
-    const existing = await this.docs.read(PACKAGES_PK, pathName);
-    if (existing?.versions.some((v) => v.package_version === resource.package_version)) {
-      throw conflict(`Version ${resource.package_version} of ${pathName} exists; versions are immutable`);
-    }
+    const taken = (current: PackageDoc | undefined) => {
+      if (current?.deleted) throw conflict(`${pathName} is deleted; purge it before adding versions again`);
+      if (current && current.name !== pathName) throw conflict(`${current.name} exists; package names differ only by case`);
+      if (current?.versions.some((v) => v.package_version === resource.package_version)) {
+        throw conflict(`Version ${resource.package_version} of ${pathName} exists; versions are immutable`);
+      }
+    };
+    taken(await this.docs.read(PACKAGES_PK, resourceId(pathName)));
     await this.ensureContainer();
     const fileName = `${pathName}.${extension(resource.package_runtime)}`;
-    const blobName = `${pathName}/${resource.package_version}/${fileName}`;
+    const blobName = `${pathName}/${resource.package_version}/${randomUUID()}/${fileName}`;
     const blob = this.blobs.getBlockBlobClient(blobName);
-    await blob.uploadData(bytes, { blobHTTPHeaders: { blobContentType: contentType(resource.package_runtime) }, conditions: { ifNoneMatch: '*' } }).catch((e: unknown) => {
-      if ((e as { statusCode?: number }).statusCode === 409) throw conflict(`Version ${resource.package_version} of ${pathName} exists; versions are immutable`);
-      throw e;
-    });
+    await blob.uploadData(bytes, { blobHTTPHeaders: { blobContentType: contentType(resource.package_runtime) } });
     const now = new Date().toISOString();
     const version: PackageVersion = {
       package_version: resource.package_version,
@@ -140,27 +147,32 @@ export class PluginPackages {
       uploaded_by: principal.upn,
       manifest,
     };
-    const saved = await updateDocument(this.docs, PACKAGES_PK, pathName, (current) => {
-      if (current?.versions.some((v) => v.package_version === version.package_version)) throw conflict(`Version ${version.package_version} of ${pathName} exists`);
-      return {
-        id: pathName,
-        pk: PACKAGES_PK,
-        type: 'plugin-package' as const,
-        name: pathName,
-        object_id: this.objectId(pathName),
-        package_runtime: resource.package_runtime,
-        package_name: resource.name,
-        display_name: manifest.display_name || pathName,
-        description: manifest.description,
-        current_version: version.package_version,
-        versions: [...(current?.versions ?? []), version],
-        created_on: current?.created_on ?? now,
-        updated_on: now,
-        deleted: false,
-      };
-    });
-    if (!saved) throw new ApiError(500, 'InternalError', 'The package was not saved');
-    return saved;
+    try {
+      const saved = await updateDocument(this.docs, PACKAGES_PK, resourceId(pathName), (current) => {
+        taken(current);
+        return {
+          id: resourceId(pathName),
+          pk: PACKAGES_PK,
+          type: 'plugin-package' as const,
+          name: pathName,
+          object_id: this.objectId(pathName),
+          package_runtime: resource.package_runtime,
+          package_name: resource.name,
+          display_name: manifest.display_name || pathName,
+          description: manifest.description,
+          current_version: version.package_version,
+          versions: [...(current?.versions ?? []), version],
+          created_on: current?.created_on ?? now,
+          updated_on: now,
+          deleted: false,
+        };
+      });
+      if (!saved) throw new ApiError(500, 'InternalError', 'The package was not saved');
+      return saved;
+    } catch (e) {
+      await blob.deleteIfExists().catch(() => undefined);
+      throw e;
+    }
   }
 
   /** Deploys a version from a package store: `{packageName}/{version}/{packageName}.{zip|nupkg}` there. */
@@ -187,8 +199,28 @@ export class PluginPackages {
   }
 
   async get(name: string): Promise<PackageDoc> {
-    const doc = await this.docs.read(PACKAGES_PK, name);
+    const doc = await this.docs.read(PACKAGES_PK, resourceId(name));
     if (!doc || doc.deleted) throw notFound(`Plugin package ${name} not found`);
+    return doc;
+  }
+
+  /** Soft delete (spec 3): the package and its plugins leave every list; its name stays taken until purged. */
+  async delete(name: string, principal: Principal): Promise<PackageDoc> {
+    const saved = await updateDocument(this.docs, PACKAGES_PK, resourceId(name), (current) => {
+      if (!current) throw notFound(`Plugin package ${name} not found`);
+      return current.deleted ? undefined : { ...current, deleted: true, updated_on: new Date().toISOString(), updated_by: principal.upn };
+    });
+    if (!saved) throw notFound(`Plugin package ${name} not found`);
+    return saved;
+  }
+
+  /** Removes a soft-deleted package for good, with the blobs of all its versions. */
+  async purge(name: string): Promise<PackageDoc> {
+    const doc = await this.docs.read(PACKAGES_PK, resourceId(name));
+    if (!doc) throw notFound(`Plugin package ${name} not found`);
+    if (!doc.deleted) throw conflict(`Plugin package ${name} is not deleted; delete it before purging it`);
+    await this.docs.delete(PACKAGES_PK, doc.id, { ifMatch: doc._etag });
+    await Promise.all(doc.versions.map((v) => this.blobs.getBlockBlobClient(v.blob_name).deleteIfExists().catch(() => undefined)));
     return doc;
   }
 

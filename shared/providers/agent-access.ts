@@ -4,7 +4,7 @@ import type { Access } from '../auth/authorizer.js';
 import type { Principal } from '../auth/principal.js';
 import { forbidden, notFound } from '../http/errors.js';
 import type { Services } from '../services.js';
-import { objectIdOf, partitionOf, type ResourceDoc } from './resource-type.js';
+import { objectIdOf, partitionOf, resourceId, type ResourceDoc } from './resource-type.js';
 import { agents } from './types/agent.js';
 
 export const USE_AGENT = 'Svc.Agent/agents/read';
@@ -14,7 +14,7 @@ const expired = (agent: ResourceDoc) => typeof agent.expiration_date === 'string
 
 /** The agent, when the principal may use it; otherwise the agent provider's 403 or 404. */
 export async function agentForUse(s: Services, principal: Principal, agentName: string): Promise<ResourceDoc> {
-  if (principal.kind === 'agent-token' && principal.agentName !== agentName) {
+  if (principal.kind === 'agent-token' && resourceId(principal.agentName ?? '') !== resourceId(agentName)) {
     throw forbidden(`This agent access token is bound to another agent`);
   }
   const agent = await s.resourceCache.get(objectIdOf(s.config.instanceId, agents, agentName));

@@ -6,7 +6,7 @@ import { ROLE_IDS } from '../auth/roles.js';
 import { ApiError, badRequest, forbidden, notFound } from '../http/errors.js';
 import type { Services } from '../services.js';
 import { updateDocument } from '../store/update.js';
-import { objectIdOf, partitionOf, type ResourceDoc } from './resource-type.js';
+import { objectIdOf, partitionOf, resourceId, type ResourceDoc } from './resource-type.js';
 import { WRITABLE_SCALARS, WRITABLE_SETTINGS } from './types/agent-settings.js';
 import { agents, grant } from './types/agent.js';
 
@@ -36,7 +36,7 @@ export const SetPropertiesBody = z
 async function loadAgent(s: Services, principal: Principal, name: string, action: 'read' | 'write'): Promise<ResourceDoc> {
   const objectId = objectIdOf(s.config.instanceId, agents, name);
   if (!(await s.authorizer.can(principal, `Svc.Agent/agents/${action}`, objectId))) throw forbidden(`Not permitted to ${action} agent ${name}`);
-  const doc = await s.store.container<ResourceDoc>('resources').read(partitionOf(agents), name);
+  const doc = await s.store.container<ResourceDoc>('resources').read(partitionOf(agents), resourceId(name));
   if (!doc || doc.deleted) throw notFound(`Agent ${name} not found`);
   return doc;
 }

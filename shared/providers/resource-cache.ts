@@ -1,7 +1,7 @@
 // Resources read on the completion path (agents, workflows, prompts, models, endpoints), cached by object
 // id. Writes through this instance invalidate at once; other instances see changes within the TTL.
 import type { Container } from '../store/types.js';
-import type { ResourceDoc } from './resource-type.js';
+import { resourceId, type ResourceDoc } from './resource-type.js';
 
 const OBJECT_ID = /^\/instances\/([^/]+)\/providers\/([^/]+)\/([^/]+)\/([^/]+)$/;
 
@@ -9,7 +9,7 @@ const OBJECT_ID = /^\/instances\/([^/]+)\/providers\/([^/]+)\/([^/]+)\/([^/]+)$/
 export function locate(objectId: string, instanceId: string): { pk: string; id: string } | undefined {
   const m = OBJECT_ID.exec(objectId);
   if (!m || m[1]?.toLowerCase() !== instanceId) return undefined;
-  return { pk: `${m[2]}/${m[3]}`, id: m[4] ?? '' };
+  return { pk: `${m[2]}/${m[3]}`, id: resourceId(m[4] ?? '') };
 }
 
 export class ResourceCache {
@@ -23,17 +23,18 @@ export class ResourceCache {
 
   /** The live (not deleted) resource, or undefined. */
   async get(objectId: string): Promise<ResourceDoc | undefined> {
-    const hit = this.entries.get(objectId);
+    const key = objectId.toLowerCase();
+    const hit = this.entries.get(key);
     if (hit && hit.expires > Date.now()) return hit.doc;
     const where = locate(objectId, this.instanceId);
     const doc = where ? await this.container.read(where.pk, where.id) : undefined;
     const live = doc && !doc.deleted ? doc : undefined;
     if (this.entries.size > 10_000) this.entries.clear();
-    this.entries.set(objectId, { doc: live, expires: Date.now() + this.ttlMs });
+    this.entries.set(key, { doc: live, expires: Date.now() + this.ttlMs });
     return live;
   }
 
   invalidate(objectId: string): void {
-    this.entries.delete(objectId);
+    this.entries.delete(objectId.toLowerCase());
   }
 }

@@ -42,8 +42,15 @@ export interface ResourceType {
   builtIn?: (instanceId: string) => ResourceDoc[];
   /** Fields the service computes, from the new definition and the stored resource when updating. */
   computed?: (definition: Record<string, unknown>, existing: ResourceDoc | undefined, ctx: HookContext) => Record<string, unknown>;
-  /** Authorization beyond write on the resource path (role assignments: write on the target scope). */
-  authorizeWrite?: (definition: Record<string, unknown>, ctx: HookContext) => Promise<void>;
+  /** Checks that need the running service (configuration, other resources); throws a 4xx ApiError. */
+  validate?: (definition: Record<string, unknown>, ctx: HookContext) => Promise<void>;
+  /**
+   * Authorization beyond write on the resource path (role assignments: write at the scope they grant, and
+   * at the scope the stored assignment granted when it is being changed).
+   */
+  authorizeWrite?: (definition: Record<string, unknown>, existing: ResourceDoc | undefined, ctx: HookContext) => Promise<void>;
+  /** Authorization beyond delete on the resource path (role assignments: delete at the scope they grant). */
+  authorizeDelete?: (doc: ResourceDoc, ctx: HookContext) => Promise<void>;
   /** Runs after a create (not an update). */
   afterCreate?: (doc: ResourceDoc, ctx: HookContext) => Promise<void>;
   /** Runs after every write, delete and purge: cache invalidation. */
@@ -51,6 +58,12 @@ export interface ResourceType {
   /** Runs after a purge. */
   afterPurge?: (doc: ResourceDoc, ctx: HookContext) => Promise<void>;
 }
+
+/**
+ * The stored id of a resource: its name, case-folded. Names are unique within a type regardless of case
+ * (`VICTIM` cannot sit beside `victim`), so scopes, which compare without case, name exactly one resource.
+ */
+export const resourceId = (name: string) => name.toLowerCase();
 
 /** The partition of a resource type in the resources container. */
 export const partitionOf = (t: Pick<ResourceType, 'provider' | 'segment'>) => `${t.provider}/${t.segment}`;

@@ -4,7 +4,7 @@ import type { Principal } from '../auth/principal.js';
 import { conflict, forbidden, notFound, badRequest } from '../http/errors.js';
 import type { Services } from '../services.js';
 import { updateDocument } from '../store/update.js';
-import { objectIdOf, partitionOf, SERVICE_FIELDS, type HookContext, type ResourceDoc, type ResourceType } from './resource-type.js';
+import { objectIdOf, partitionOf, resourceId, SERVICE_FIELDS, type HookContext, type ResourceDoc, type ResourceType } from './resource-type.js';
 
 export interface Envelope {
   resource: Record<string, unknown>;
@@ -25,7 +25,7 @@ export function present(doc: ResourceDoc): Record<string, unknown> {
 /** Reads one resource (deleted ones included); built-in types come from code. */
 export async function readResource(s: Services, t: ResourceType, name: string): Promise<ResourceDoc | undefined> {
   if (t.builtIn) return t.builtIn(s.config.instanceId).find((d) => d.name.toLowerCase() === name.toLowerCase());
-  return container(s).read(partitionOf(t), name);
+  return container(s).read(partitionOf(t), resourceId(name));
 }
 
 export async function listResources(s: Services, t: ResourceType, principal: Principal, includeDeleted: boolean): Promise<Envelope[]> {
@@ -71,19 +71,24 @@ export async function upsertResource(
   const objectId = objectIdOf(s.config.instanceId, t, name);
   const ctx: HookContext = { services: s, principal, objectId };
   await s.authorizer.require(principal, action(t, 'write'), objectId);
-  await t.authorizeWrite?.(body, ctx);
+  const authorized = t.authorizeWrite ? await container(s).read(partitionOf(t), resourceId(name)) : undefined;
+  await t.authorizeWrite?.(body, authorized, ctx);
+  await t.validate?.(body, ctx);
   const definition = { ...body };
   for (const field of [...SERVICE_FIELDS, 'type']) Reflect.deleteProperty(definition, field);
 
   const outcome = { created: false };
-  const saved = await updateDocument(container(s), partitionOf(t), name, (existing) => {
+  const saved = await updateDocument(container(s), partitionOf(t), resourceId(name), (existing) => {
+    if (existing && existing.name !== name) throw conflict(`${t.type} ${existing.name} exists; names differ only by case`);
+    // What was authorized is what gets replaced: a concurrent change means authorizing again.
+    if (t.authorizeWrite && existing?._etag !== authorized?._etag) throw conflict(`${t.type} ${name} changed meanwhile; try again`);
     if (existing?.deleted) throw conflict(`${t.type} ${name} is deleted; purge it before creating it again`);
     outcome.created = !existing;
     const now = new Date().toISOString();
     return {
       ...definition,
       ...t.computed?.(definition, existing, ctx),
-      id: name,
+      id: resourceId(name),
       pk: partitionOf(t),
       type: t.type,
       name,
@@ -106,8 +111,11 @@ export async function upsertResource(
 export async function deleteResource(s: Services, t: ResourceType, principal: Principal, name: string): Promise<{ object_id: string; deleted: boolean }> {
   const objectId = objectIdOf(s.config.instanceId, t, name);
   await s.authorizer.require(principal, action(t, 'delete'), objectId);
-  const saved = await updateDocument(container(s), partitionOf(t), name, (existing) => {
+  const authorized = t.authorizeDelete ? await container(s).read(partitionOf(t), resourceId(name)) : undefined;
+  if (authorized) await t.authorizeDelete?.(authorized, { services: s, principal, objectId });
+  const saved = await updateDocument(container(s), partitionOf(t), resourceId(name), (existing) => {
     if (!existing) throw notFound(`${t.type} ${name} not found`);
+    if (t.authorizeDelete && existing._etag !== authorized?._etag) throw conflict(`${t.type} ${name} changed meanwhile; try again`);
     if (existing.deleted) return undefined;
     return { ...existing, deleted: true, updated_on: new Date().toISOString(), updated_by: principal.upn };
   });
@@ -119,10 +127,11 @@ export async function deleteResource(s: Services, t: ResourceType, principal: Pr
 export async function purgeResource(s: Services, t: ResourceType, principal: Principal, name: string): Promise<{ object_id: string; is_success: boolean }> {
   const objectId = objectIdOf(s.config.instanceId, t, name);
   await s.authorizer.require(principal, action(t, 'delete'), objectId);
-  const doc = await container(s).read(partitionOf(t), name);
+  const doc = await container(s).read(partitionOf(t), resourceId(name));
   if (!doc) throw notFound(`${t.type} ${name} not found`);
   if (!doc.deleted) throw conflict(`${t.type} ${name} is not deleted; delete it before purging it`);
-  await container(s).delete(partitionOf(t), name, { ifMatch: doc._etag });
+  await t.authorizeDelete?.(doc, { services: s, principal, objectId });
+  await container(s).delete(partitionOf(t), doc.id, { ifMatch: doc._etag });
   s.resourceCache.invalidate(objectId);
   const ctx = { services: s, principal, objectId };
   await t.afterPurge?.(doc, ctx);

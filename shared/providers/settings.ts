@@ -25,7 +25,8 @@ export class AppSettings {
   async get(key: string): Promise<string | undefined> {
     const hit = this.cache.get(key);
     if (hit && hit.expires > Date.now()) return hit.value;
-    const doc = await this.container.read(APP_CONFIG_PK, key);
+    // Stored under the case-folded name, as every resource is.
+    const doc = await this.container.read(APP_CONFIG_PK, key.toLowerCase());
     const value = doc && !doc.deleted ? doc.value : undefined;
     this.cache.set(key, { value, expires: Date.now() + this.ttlMs });
     return value;

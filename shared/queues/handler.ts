@@ -8,6 +8,8 @@ export interface QueueDelivery {
   id: string;
   /** 1 on the first delivery; the message is given up after MAX_DEQUEUE_COUNT. */
   dequeueCount: number;
+  /** Aborted when the worker shuts down: the handler stops, and the message comes back for another worker. */
+  signal?: AbortSignal;
 }
 
 export interface QueueHandler {

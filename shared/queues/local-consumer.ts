@@ -1,31 +1,44 @@
-// The standalone server's queue trigger: polls a Storage queue (Azurite locally) with the same delivery
-// rules as the Functions host: visibility timeout, dequeue count, and a poison queue after the last try.
+// The standalone server's queue trigger: polls a Storage queue (Azurite locally) with the delivery rules of
+// the Functions host: dequeue count, retries, and a poison queue after the last try. Each message is handled
+// on its own (a slow one never holds up the others), holds a short lease renewed while it runs (a killed
+// worker's message is back within one lease), and stop() returns within a bounded time.
 import type { QueueServiceClient } from '@azure/storage-queue';
 import { toError } from '../http/errors.js';
 import type { Services } from '../services.js';
 import { decodeMessage, MAX_DEQUEUE_COUNT, type QueueHandler } from './handler.js';
 
 export interface ConsumerOptions {
+  /** Lease on a taken message, seconds; renewed at a third of it while the handler runs. */
   visibilityTimeoutSeconds?: number;
   idlePollMs?: number;
-  batchSize?: number;
+  /** Messages handled at once. */
+  concurrency?: number;
 }
 
 export interface Consumer {
   wake(): void;
-  stop(): Promise<void>;
+  /** Stops taking messages, lets running ones finish for `graceMs`, then aborts them (their messages return). */
+  stop(graceMs?: number): Promise<void>;
 }
 
-export function startQueueConsumer(
-  handler: QueueHandler,
-  queues: QueueServiceClient,
-  services: Services,
-  options: ConsumerOptions = {},
-): Consumer {
+interface Taken {
+  messageId: string;
+  popReceipt: string;
+  messageText: string;
+  dequeueCount: number;
+}
+
+const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
+export function startQueueConsumer(handler: QueueHandler, queues: QueueServiceClient, services: Services, options: ConsumerOptions = {}): Consumer {
   const queue = handler.queue(services.config);
   const client = queues.getQueueClient(queue);
   const poison = queues.getQueueClient(`${queue}-poison`);
   const idle = options.idlePollMs ?? 1000;
+  const lease = options.visibilityTimeoutSeconds ?? 30;
+  const concurrency = options.concurrency ?? 8;
+  const shutdown = new AbortController();
+  const inFlight = new Set<Promise<void>>();
   let stopped = false;
   // A function, not a read of the flag: the flag changes while the loop awaits.
   const running = () => !stopped;
@@ -40,51 +53,73 @@ export function startQueueConsumer(
       };
     });
 
-  const toPoison = async (m: { messageId: string; popReceipt: string; messageText: string }) => {
+  const toPoison = async (m: Taken) => {
     await poison.createIfNotExists();
     await poison.sendMessage(m.messageText);
     await client.deleteMessage(m.messageId, m.popReceipt);
   };
 
-  async function deliver(m: { messageId: string; popReceipt: string; messageText: string; dequeueCount: number }) {
-    // Delivered more often than allowed (the worker died mid-try): straight to poison, as the Functions host does.
-    if (m.dequeueCount > MAX_DEQUEUE_COUNT) {
-      await toPoison(m);
-      return;
-    }
+  async function deliver(m: Taken): Promise<void> {
+    // Delivered more often than allowed (a worker died mid-try): straight to poison, as the Functions host does.
+    if (m.dequeueCount > MAX_DEQUEUE_COUNT) return toPoison(m);
+    // The lease is renewed while the handler runs; each renewal gives a new pop receipt.
+    const renew = setInterval(() => {
+      client.updateMessage(m.messageId, m.popReceipt, undefined, lease).then(
+        (r) => (m.popReceipt = r.popReceipt ?? m.popReceipt),
+        (e: unknown) => services.log.warn('Queue lease renewal failed', { queue, id: m.messageId, error: toError(e).message }),
+      );
+    }, (lease * 1000) / 3);
     try {
-      await handler.handler(decodeMessage(m.messageText), { id: m.messageId, dequeueCount: m.dequeueCount }, services);
+      await handler.handler(decodeMessage(m.messageText), { id: m.messageId, dequeueCount: m.dequeueCount, signal: shutdown.signal }, services);
+      clearInterval(renew);
       await client.deleteMessage(m.messageId, m.popReceipt);
     } catch (thrown) {
+      clearInterval(renew);
+      // Interrupted by shutdown: the message reappears when its lease lapses and another worker resumes it.
+      if (shutdown.signal.aborted) return;
       services.log.warn('Queue message failed', { queue, id: m.messageId, dequeueCount: m.dequeueCount, error: toError(thrown).message });
-      if (m.dequeueCount >= MAX_DEQUEUE_COUNT) await toPoison(m);
+      if (m.dequeueCount >= MAX_DEQUEUE_COUNT) return toPoison(m);
+      // Retry with a growing delay, never longer than a lease.
+      await client.updateMessage(m.messageId, m.popReceipt, undefined, Math.min(lease, 2 ** m.dequeueCount));
     }
   }
 
   const loop = (async () => {
-    await client.createIfNotExists();
+    await client.createIfNotExists().catch((e: unknown) => services.log.warn('Queue not reachable', { queue, error: toError(e).message }));
     while (running()) {
+      const free = concurrency - inFlight.size;
       let received = 0;
-      try {
-        const { receivedMessageItems } = await client.receiveMessages({
-          numberOfMessages: options.batchSize ?? 16,
-          visibilityTimeout: options.visibilityTimeoutSeconds ?? 60,
-        });
-        received = receivedMessageItems.length;
-        await Promise.all(receivedMessageItems.map(deliver));
-      } catch (thrown) {
-        if (running()) services.log.warn('Queue poll failed', { queue, error: toError(thrown).message });
+      if (free > 0) {
+        try {
+          const { receivedMessageItems } = await client.receiveMessages({ numberOfMessages: Math.min(32, free), visibilityTimeout: lease });
+          received = receivedMessageItems.length;
+          for (const m of receivedMessageItems) {
+            const task: Promise<void> = deliver(m)
+              .catch((e: unknown) => services.log.warn('Queue delivery failed', { queue, id: m.messageId, error: toError(e).message }))
+              .finally(() => {
+                inFlight.delete(task);
+                wakeUp?.();
+              });
+            inFlight.add(task);
+          }
+        } catch (thrown) {
+          if (running()) services.log.warn('Queue poll failed', { queue, error: toError(thrown).message });
+        }
       }
-      if (received === 0 && running()) await sleep(idle);
+      if ((received === 0 || inFlight.size >= concurrency) && running()) await sleep(idle);
     }
   })();
 
   return {
     wake: () => wakeUp?.(),
-    async stop() {
+    async stop(graceMs = 5000) {
       stopped = true;
       wakeUp?.();
       await loop.catch(() => undefined);
+      const settled = () => Promise.allSettled([...inFlight]).then(() => undefined);
+      await Promise.race([settled(), delay(graceMs)]);
+      shutdown.abort();
+      await Promise.race([settled(), delay(1000)]);
     },
   };
 }

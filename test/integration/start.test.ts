@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { freePort } from '../../scripts/azurite.js';
 import type { AppConfigDoc } from '../../shared/providers/settings.js';
+import { resourceId } from '../../shared/providers/resource-type.js';
 import { openSqliteStore } from '../../shared/store/sqlite-store.js';
 import { runScript, startScript, type Running } from '../support/processes.js';
 import { INSTANCE, tempDir } from '../support/services.js';
@@ -72,7 +73,7 @@ describe('npm start', () => {
     await app.stop();
     // Written while the service is down, straight into its embedded store file.
     const store = openSqliteStore(`${env.DATA_DIR}/store.db`);
-    await store.container<AppConfigDoc>('resources').upsert({ id: 'Svc:Branding:CompanyName', pk: 'Svc.Configuration/appConfigurations', key: 'Svc:Branding:CompanyName', value: 'Contoso' });
+    await store.container<AppConfigDoc>('resources').upsert({ id: resourceId('Svc:Branding:CompanyName'), pk: 'Svc.Configuration/appConfigurations', key: 'Svc:Branding:CompanyName', value: 'Contoso' });
     await store.close();
     app = await startScript('start', env, /Get a token/);
     const r = await fetch(`${core}/instances/${INSTANCE}/branding`, { headers: { authorization: `Bearer ${token}` } });

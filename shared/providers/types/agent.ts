@@ -70,11 +70,16 @@ export const agents: ResourceType = {
     await grant(ctx, { id: ctx.principal.id, type: 'User' }, ROLE_IDS.owner, doc.object_id, 'Creator of the agent');
     await grant(ctx, { id: String(doc.virtual_security_group_id), type: 'Group' }, ROLE_IDS.reader, doc.object_id, 'Agent access tokens of the agent');
   },
-  // A purged agent takes its role assignments with it, so a new agent of that name starts clean.
+  // A purged agent takes its role assignments and access tokens with it: a new agent of that name starts clean.
   afterPurge: async (doc, ctx) => {
     const c = ctx.services.store.container<RoleAssignmentDoc>('resources');
-    const { items } = await c.query({ partition: ROLE_ASSIGNMENTS_PK, where: [{ field: 'scope', op: 'startsWith', value: doc.object_id }] });
-    for (const a of items) if (a.scope === doc.object_id || a.scope.startsWith(`${doc.object_id}/`)) await c.delete(a.pk, a.id);
+    const { items } = await c.query({ partition: ROLE_ASSIGNMENTS_PK });
+    const scope = doc.object_id.toLowerCase();
+    for (const a of items) {
+      const assigned = a.scope.toLowerCase();
+      if (assigned === scope || assigned.startsWith(`${scope}/`)) await c.delete(a.pk, a.id);
+    }
     ctx.services.authorizer.invalidate();
+    await ctx.services.agentTokens.deleteAll(doc.name);
   },
 };

@@ -31,9 +31,16 @@ export const roleAssignments: ResourceType = {
     scope: z.string().min(1),
   }),
   computed: (definition, _existing, ctx) => ({ scope: assignableScope(String(definition.scope), ctx.services.config.instanceId) }),
-  // Assigning a role needs the right to write role assignments at the scope being granted.
-  authorizeWrite: (definition, { services, principal }) =>
-    services.authorizer.require(principal, 'Svc.Authorization/roleAssignments/write', assignableScope(String(definition.scope), services.config.instanceId)),
+  // Assigning a role needs the right to write role assignments at the scope being granted, and changing an
+  // assignment also at the scope it granted: nobody rewrites a grant they could not have made.
+  authorizeWrite: async (definition, existing, { services, principal }) => {
+    const write = 'Svc.Authorization/roleAssignments/write';
+    await services.authorizer.require(principal, write, assignableScope(String(definition.scope), services.config.instanceId));
+    if (existing) await services.authorizer.require(principal, write, assignableScope(String(existing.scope), services.config.instanceId));
+  },
+  // Deleting (and purging) an assignment needs the right at the scope it grants.
+  authorizeDelete: (doc, { services, principal }) =>
+    services.authorizer.require(principal, 'Svc.Authorization/roleAssignments/delete', assignableScope(String(doc.scope), services.config.instanceId)),
   afterChange: (_doc, { services }) => services.authorizer.invalidate(),
 };
 

@@ -1,6 +1,10 @@
 // Definitions of the configuration resource types: workflows, tools, prompts, data sources, data pipelines
 // and their runs, AI models, app configurations and API endpoint configurations.
 import { z } from 'zod';
+import { badRequest } from '../../http/errors.js';
+import { allowedScopes, identityProblem } from '../../models/credentials.js';
+import { ApiEndpointFields, checkEndpoint } from '../../models/endpoint.js';
+import { brandingProblem } from '../branding.js';
 import { APP_CONFIG_PK } from '../settings.js';
 import { definition, type ResourceType } from '../resource-type.js';
 
@@ -95,10 +99,12 @@ export const appConfigurations: ResourceType = {
   provider: 'Svc.Configuration',
   segment: 'appConfigurations',
   type: 'app-configuration',
-  schema: definition('app-configuration', { key: z.string().min(1), value: z.string(), content_type: z.string().optional() }).refine(
-    (d) => d.key === d.name,
-    { path: ['key'], message: 'key must equal the resource name' },
-  ),
+  schema: definition('app-configuration', { key: z.string().min(1), value: z.string(), content_type: z.string().optional() })
+    .refine((d) => d.key === d.name, { path: ['key'], message: 'key must equal the resource name' })
+    .superRefine((d, ctx) => {
+      const problem = brandingProblem(d.key, d.value);
+      if (problem) ctx.addIssue({ code: 'custom', path: ['value'], message: `${d.key} ${problem}` });
+    }),
   afterChange: (doc, { services }) => {
     if (doc.pk === APP_CONFIG_PK) services.settings.invalidate(doc.name);
   },
@@ -108,20 +114,11 @@ export const apiEndpointConfigurations: ResourceType = {
   provider: 'Svc.Configuration',
   segment: 'apiEndpointConfigurations',
   type: 'api-endpoint',
-  schema: definition('api-endpoint', {
-    category: z.enum(['LLM', 'General']).default('LLM'),
-    provider: z.enum(['openai', 'azure-openai']),
-    url: z.url(),
-    api_version: z.string().optional(),
-    authentication_type: z.enum(['None', 'APIKey', 'AzureIdentity']),
-    authentication_parameters: z.object({ api_key_secret_name: z.string().min(1).optional(), scope: z.string().optional() }).strict().default({}),
-    timeout_seconds: z.number().int().positive().max(600).default(60),
-  }).superRefine((d, ctx) => {
-    if (d.authentication_type === 'APIKey' && !d.authentication_parameters.api_key_secret_name) {
-      ctx.addIssue({ code: 'custom', path: ['authentication_parameters', 'api_key_secret_name'], message: 'required when authentication_type is APIKey' });
-    }
-    if (d.provider === 'azure-openai' && !d.api_version) {
-      ctx.addIssue({ code: 'custom', path: ['api_version'], message: 'required when provider is azure-openai' });
-    }
-  }),
+  schema: definition('api-endpoint', ApiEndpointFields).superRefine(checkEndpoint),
+  // Managed-identity tokens only for allowed scopes, and Cognitive Services tokens only to Azure AI hosts.
+  validate: (d, { services }) => {
+    if (d.authentication_type !== 'AzureIdentity') return Promise.resolve();
+    const problem = identityProblem(String(d.url), (d.authentication_parameters as { scope?: string }).scope, allowedScopes(services.config));
+    return problem ? Promise.reject(badRequest(problem)) : Promise.resolve();
+  },
 };

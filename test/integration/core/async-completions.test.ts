@@ -1,7 +1,7 @@
 // Async completions: start, poll, the queue worker, at-least-once delivery, exhausted attempts, and a
 // worker process killed in the middle of an operation.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { processOperation, failPoisoned, type OperationDoc } from '../../../shared/completions/operations.js';
+import { failPoisoned, operationKey, processOperation, type OperationDoc } from '../../../shared/completions/operations.js';
 import type { UsageDoc } from '../../../shared/completions/usage.js';
 import { startQueueConsumer } from '../../../shared/queues/local-consumer.js';
 import { freePort } from '../../../scripts/azurite.js';
@@ -12,6 +12,9 @@ import { startScript } from '../../support/processes.js';
 import { INSTANCE } from '../../support/services.js';
 
 const OWNER = 'owner@local.test';
+/** The queue message and store key of one of the owner's operations. */
+const keyOf = (operationId: string) => operationKey(OWNER, operationId);
+const message = (operationId: string) => ({ key: keyOf(operationId), operation_id: operationId });
 
 async function pollUntilDone(app: TestApp, operationId: string, timeoutMs = 30_000): Promise<Record<string, unknown>> {
   const end = Date.now() + timeoutMs;
@@ -83,18 +86,18 @@ describe('async completions', () => {
       // The worker "crashes" after recording the turn but before marking the operation: simulate by
       // marking it InProgress again after a full run, then deliver the same message twice more.
       const calls = llm.requests.length;
-      await processOperation({ operation_id: 'op-once' }, { id: 'm', dequeueCount: 1 }, noWorker.services);
+      await processOperation(message('op-once'), { id: 'm', dequeueCount: 1 }, noWorker.services);
       const ops = noWorker.services.store.container<OperationDoc>('operations');
-      const done = (await ops.read('op-once', 'op-once'))!;
+      const done = (await ops.read(keyOf('op-once'), keyOf('op-once')))!;
       await ops.replace({ ...done, status: 'InProgress', result: null });
-      await processOperation({ operation_id: 'op-once' }, { id: 'm', dequeueCount: 2 }, noWorker.services);
-      await processOperation({ operation_id: 'op-once' }, { id: 'm', dequeueCount: 3 }, noWorker.services);
+      await processOperation(message('op-once'), { id: 'm', dequeueCount: 2 }, noWorker.services);
+      await processOperation(message('op-once'), { id: 'm', dequeueCount: 3 }, noWorker.services);
       expect(llm.requests.length - calls).toBe(1);
       const messages = (await noWorker.call('GET', `${noWorker.core}/instances/${INSTANCE}/sessions/${s2}/messages`)).body as unknown[];
       expect(messages).toHaveLength(2);
       const usage = await noWorker.services.store.container<UsageDoc>('usage').query({ partition: OWNER, where: [{ field: 'operation_id', op: 'eq', value: 'op-once' }] });
       expect(usage.items).toHaveLength(1);
-      expect((await ops.read('op-once', 'op-once'))?.status).toBe('Completed');
+      expect((await ops.read(keyOf('op-once'), keyOf('op-once')))?.status).toBe('Completed');
     } finally {
       await noWorker.close();
     }
@@ -110,21 +113,21 @@ describe('async completions', () => {
       const ops = noWorker.services.store.container<OperationDoc>('operations');
       for (let attempt = 1; attempt <= 4; attempt++) {
         broken.next({ status: 500 });
-        await expect(processOperation({ operation_id: 'op-fail' }, { id: 'm', dequeueCount: attempt }, noWorker.services)).rejects.toThrow();
-        expect(await ops.read('op-fail', 'op-fail')).toMatchObject({ status: 'InProgress', status_message: expect.stringContaining(`Attempt ${attempt} failed`) as string });
+        await expect(processOperation(message('op-fail'), { id: 'm', dequeueCount: attempt }, noWorker.services)).rejects.toThrow();
+        expect(await ops.read(keyOf('op-fail'), keyOf('op-fail'))).toMatchObject({ status: 'InProgress', status_message: expect.stringContaining(`Attempt ${attempt} failed`) as string });
       }
       broken.next({ status: 500 });
-      await processOperation({ operation_id: 'op-fail' }, { id: 'm', dequeueCount: 5 }, noWorker.services);
-      expect(await ops.read('op-fail', 'op-fail')).toMatchObject({ status: 'Failed', status_message: expect.stringContaining('Failed after 5 attempts') as string, result: null });
+      await processOperation(message('op-fail'), { id: 'm', dequeueCount: 5 }, noWorker.services);
+      expect(await ops.read(keyOf('op-fail'), keyOf('op-fail'))).toMatchObject({ status: 'Failed', status_message: expect.stringContaining('Failed after 5 attempts') as string, result: null });
 
       // A permanent error (the agent is gone) fails at once; a poisoned message fails its operation.
       await noWorker.call('POST', `${noWorker.core}/instances/${INSTANCE}/async-completions`, { body: { user_prompt: 'x', agent_name: 'broken', operation_id: 'op-gone' } });
       await noWorker.call('DELETE', `${noWorker.management}/instances/${INSTANCE}/providers/Svc.Agent/agents/broken`);
-      await processOperation({ operation_id: 'op-gone' }, { id: 'm', dequeueCount: 1 }, noWorker.services);
-      expect((await ops.read('op-gone', 'op-gone'))?.status).toBe('Failed');
-      await ops.create({ ...(await ops.read('op-gone', 'op-gone'))!, id: 'op-poison', pk: 'op-poison', operation_id: 'op-poison', status: 'InProgress' });
-      await failPoisoned({ operation_id: 'op-poison' }, { id: 'm', dequeueCount: 1 }, noWorker.services);
-      expect(await ops.read('op-poison', 'op-poison')).toMatchObject({ status: 'Failed', status_message: expect.stringContaining('gave up') as string });
+      await processOperation(message('op-gone'), { id: 'm', dequeueCount: 1 }, noWorker.services);
+      expect((await ops.read(keyOf('op-gone'), keyOf('op-gone')))?.status).toBe('Failed');
+      await ops.create({ ...(await ops.read(keyOf('op-gone'), keyOf('op-gone')))!, id: keyOf('op-poison'), pk: keyOf('op-poison'), operation_id: 'op-poison', status: 'InProgress' });
+      await failPoisoned(message('op-poison'), { id: 'm', dequeueCount: 1 }, noWorker.services);
+      expect(await ops.read(keyOf('op-poison'), keyOf('op-poison'))).toMatchObject({ status: 'Failed', status_message: expect.stringContaining('gave up') as string });
     } finally {
       await noWorker.close();
       await broken.close();
@@ -134,35 +137,40 @@ describe('async completions', () => {
   it('reports an operation that stopped making progress as Failed', async () => {
     await start({ user_prompt: 'stale', agent_name: 'helper', operation_id: 'op-stale' });
     await pollUntilDone(app, 'op-stale');
-    const op = (await operations().read('op-stale', 'op-stale'))!;
+    const op = (await operations().read(keyOf('op-stale'), keyOf('op-stale')))!;
     await operations().replace({ ...op, status: 'InProgress', last_updated: '2020-01-01T00:00:00.000Z' });
     const r = await app.call('GET', `${app.core}/instances/${INSTANCE}/async-completions/op-stale/status`);
     expect(r.body).toMatchObject({ status: 'Failed', status_message: expect.stringContaining('Timed out') as string });
   });
 
-  it('finishes an operation whose worker process was killed mid-call, on redelivery', async () => {
+  it('finishes an operation whose worker process was killed mid-call, on redelivery within a minute, with default settings', async () => {
     const hanging = await startMockLlm();
-    const host = await startTestApp({ QUEUE_VISIBILITY_TIMEOUT_SECONDS: '2', MODEL_MAX_RETRIES: '0' }, { consumers: false });
+    const host = await startTestApp({ MODEL_MAX_RETRIES: '0' }, { consumers: false });
     try {
       await seedAgent(host, 'helper', { llmUrl: hanging.url, timeoutSeconds: 120 });
-      // A separate worker process on the same store and queue.
-      const worker = await startScript('start', { ...host.env, CORE_PORT: String(await freePort()), MANAGEMENT_PORT: String(await freePort()), QUEUE_VISIBILITY_TIMEOUT_SECONDS: '2' }, /Get a token/);
+      // A separate worker process (npm start) on the same store and queue, with the default lease.
+      const worker = await startScript('start', { ...host.env, CORE_PORT: String(await freePort()), MANAGEMENT_PORT: String(await freePort()) }, /Get a token/);
       hanging.next({ hangMs: 120_000 });
       const started = await host.call('POST', `${host.core}/instances/${INSTANCE}/async-completions`, { body: { user_prompt: 'survive', agent_name: 'helper', operation_id: 'op-killed' } });
       expect(started.status).toBe(202);
       const end = Date.now() + 20_000;
       while (hanging.requests.length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
       expect(hanging.requests).toHaveLength(1);
+      // The signal reaches the process that runs the worker: it is gone, mid-call.
+      const pid = worker.child.pid!;
       worker.child.kill('SIGKILL');
       await new Promise((r) => worker.child.once('exit', r));
-      expect((await host.services.store.container<OperationDoc>('operations').read('op-killed', 'op-killed'))?.status).toBe('InProgress');
+      expect(() => process.kill(pid, 0)).toThrow();
+      const killedAt = Date.now();
+      expect((await host.services.store.container<OperationDoc>('operations').read(keyOf('op-killed'), keyOf('op-killed')))?.status).toBe('InProgress');
 
-      // A new worker picks the message up once its visibility timeout lapses.
+      // A new worker with the default lease picks the message up once the dead worker's lease lapses.
       const [handler] = (await import('../../../functions/groups.js')).QUEUE_HANDLERS;
-      const consumer = startQueueConsumer(handler!, host.services.queues, host.services, { idlePollMs: 100, visibilityTimeoutSeconds: 2 });
+      const consumer = startQueueConsumer(handler!, host.services.queues, host.services, { idlePollMs: 200, visibilityTimeoutSeconds: host.services.config.queueVisibilityTimeoutSeconds });
       try {
-        const done = await pollUntilDone(host, 'op-killed', 30_000);
+        const done = await pollUntilDone(host, 'op-killed', 60_000);
         expect(done).toMatchObject({ status: 'Completed', result: { completion: 'Echo: survive' } });
+        expect(Date.now() - killedAt).toBeLessThan(60_000);
         expect(hanging.requests).toHaveLength(2);
       } finally {
         await consumer.stop();
@@ -171,5 +179,5 @@ describe('async completions', () => {
       await host.close();
       await hanging.close();
     }
-  }, 60_000);
+  }, 90_000);
 });

@@ -4,6 +4,7 @@ import type { Principal } from '../../../../shared/auth/principal.js';
 import { QUOTA_SETTING, Quotas } from '../../../../shared/completions/quotas.js';
 import { ApiError } from '../../../../shared/http/errors.js';
 import { APP_CONFIG_PK, AppSettings, type AppConfigDoc } from '../../../../shared/providers/settings.js';
+import { resourceId } from '../../../../shared/providers/resource-type.js';
 import { openSqliteStore } from '../../../../shared/store/sqlite-store.js';
 import { memoryLog } from '../../../support/services.js';
 
@@ -14,7 +15,7 @@ describe('quotas', () => {
   it('counts in the shared store, so the limit holds across instances', async () => {
     const store = openSqliteStore(':memory:');
     await store.container<AppConfigDoc>('resources').create({
-      id: QUOTA_SETTING,
+      id: resourceId(QUOTA_SETTING),
       pk: APP_CONFIG_PK,
       key: QUOTA_SETTING,
       value: JSON.stringify([{ name: 'PerUser', context: 'CoreAPI:Completions', metric_partition: 'UserIdentifier', metric_limit: 3, metric_window_seconds: 60, lockout_duration_seconds: 0 }]),
@@ -34,7 +35,7 @@ describe('quotas', () => {
 
   it('ignores an invalid definitions setting instead of failing every request, and says so', async () => {
     const store = openSqliteStore(':memory:');
-    await store.container<AppConfigDoc>('resources').create({ id: QUOTA_SETTING, pk: APP_CONFIG_PK, key: QUOTA_SETTING, value: '{not json' });
+    await store.container<AppConfigDoc>('resources').create({ id: resourceId(QUOTA_SETTING), pk: APP_CONFIG_PK, key: QUOTA_SETTING, value: '{not json' });
     const log = memoryLog();
     const quotas = new Quotas(new AppSettings(store.container('resources')), store.container('quotas'), log);
     await expect(quotas.enforce(alice, 'any')).resolves.toBeUndefined();

@@ -121,10 +121,13 @@ describe('pipeline', () => {
     expect(p.json).toMatchObject({ title: 'BadRequest', status: 400, detail: 'user_prompt: user_prompt is required', instance: `/instances/${INSTANCE}/p-echo` });
   });
 
-  it('answers 400 for a body that is not JSON, and 413 past the size limit', async () => {
-    const bad = await call(routes, s, { method: 'POST', path: `/instances/${INSTANCE}/echo`, headers: auth, body: '{"user_prompt":' });
+  it('answers 400 for a body that is not JSON, 415 for one not sent as JSON, and 413 past the size limit', async () => {
+    const bad = await call(routes, s, { method: 'POST', path: `/instances/${INSTANCE}/echo`, headers: { ...auth, 'content-type': 'application/json' }, body: '{"user_prompt":' });
     expect(bad.status).toBe(400);
-    expect(bad.json).toMatchObject({ error: { code: 'BadRequest', message: 'Request body is not valid JSON' } });
+    expect(bad.json).toMatchObject({ error: { code: 'ValidationError', message: 'Request body is not valid JSON', details: [{ field: 'body', message: 'Request body is not valid JSON' }] } });
+    const untyped = await call(routes, s, { method: 'POST', path: `/instances/${INSTANCE}/echo`, headers: { ...auth, 'content-type': 'text/plain' }, body: '{"user_prompt":"x"}' });
+    expect(untyped.status).toBe(415);
+    expect(untyped.json).toMatchObject({ error: { code: 'UnsupportedMediaType' } });
     const big = await call(routes, s, {
       method: 'POST',
       path: `/instances/${INSTANCE}/echo`,

@@ -1,0 +1,44 @@
+// The OpenAI Chat Completions wire format (which Azure OpenAI and every OpenAI-compatible server speak):
+// request URLs and the checked reading of answers. An answer is upstream input: nothing is trusted until
+// it has been checked here.
+import type { EndpointView } from './endpoint.js';
+
+export interface ChatMessage {
+  role: 'system' | 'user' | 'assistant';
+  content: string;
+}
+
+/** Sampling parameters of one call (spec 2.2 names mapped to the wire names). */
+export interface ModelParameters {
+  temperature?: number;
+  max_tokens?: number;
+  top_p?: number;
+}
+
+export interface ModelAnswer {
+  content: string;
+  promptTokens: number;
+  completionTokens: number;
+}
+
+/** The chat completions URL of a deployment on an endpoint. */
+export function chatUrl(e: EndpointView, deployment: string): string {
+  if (e.provider === 'azure-openai') {
+    return `${e.url}/openai/deployments/${encodeURIComponent(deployment)}/chat/completions?api-version=${encodeURIComponent(e.apiVersion ?? '2024-10-21')}`;
+  }
+  return `${e.url}/chat/completions`;
+}
+
+const count = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : 0);
+const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The answer of a chat completion response body, or why the body is not one. */
+export function readChatCompletion(body: unknown): ModelAnswer | string {
+  if (!isObject(body) || !Array.isArray(body.choices)) return 'the answer has no choices';
+  const first: unknown = body.choices[0];
+  if (!isObject(first) || !isObject(first.message)) return 'the answer has no message';
+  const content = first.message.content;
+  if (typeof content !== 'string') return 'the answer has no text content';
+  const usage = isObject(body.usage) ? body.usage : {};
+  return { content, promptTokens: count(usage.prompt_tokens), completionTokens: count(usage.completion_tokens) };
+}

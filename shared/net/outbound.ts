@@ -1,0 +1,97 @@
+// The service's network reach (CONTRACT 10.1), enforced twice: on the URL when it is saved, and on every
+// address a name resolves to when a connection is made (so DNS cannot point a saved name inside later).
+//   `model`: operator-configured model endpoints: http(s), loopback and private networks allowed.
+//   `user`:  URLs users give the service to call (web data sources, webhooks): https and public
+//            addresses only, unless ALLOW_PRIVATE_NETWORK=true (local development and test suites).
+// Link-local addresses (instance metadata) and the Azure platform address are never reachable.
+import dns, { type LookupAddress } from 'node:dns';
+import type { LookupFunction } from 'node:net';
+import { Agent } from 'undici';
+import { classifyAddress, type AddressClass } from './addresses.js';
+
+export type OutboundPolicy = 'model' | 'user';
+
+export interface OutboundRules {
+  policy: OutboundPolicy;
+  /** ALLOW_PRIVATE_NETWORK: user URLs may then be plain http and reach loopback and private networks. */
+  allowPrivateNetwork: boolean;
+}
+
+/** A destination the rules refuse. The message never says whether anything listens there. */
+export class BlockedDestinationError extends Error {
+  override name = 'BlockedDestinationError';
+  readonly code = 'EBLOCKED';
+}
+
+/** Whether an address of this class may be reached under the rules. */
+export function addressAllowed(cls: AddressClass, rules: OutboundRules): boolean {
+  switch (cls) {
+    case 'public':
+      return true;
+    case 'loopback':
+    case 'private':
+      return rules.policy === 'model' || rules.allowPrivateNetwork;
+    default:
+      return false;
+  }
+}
+
+const LOCAL_NAMES = /^(localhost|.*\.localhost)\.?$/i;
+
+/** Why the URL is refused under the rules, or undefined when it may be saved. */
+export function urlProblem(text: string, rules: OutboundRules): string | undefined {
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return 'must be an absolute URL';
+  }
+  const plainHttpAllowed = rules.policy === 'model' || rules.allowPrivateNetwork;
+  if (url.protocol !== 'https:' && !(url.protocol === 'http:' && plainHttpAllowed)) {
+    return plainHttpAllowed ? 'must be an http or https URL' : 'must be an https URL';
+  }
+  if (url.username !== '' || url.password !== '') return 'must not carry credentials';
+  // The URL parser has already turned every IPv4 spelling (decimal, hex, octal, short) into dotted form.
+  const host = url.hostname;
+  const cls = classifyAddress(host) ?? (LOCAL_NAMES.test(host) ? 'loopback' : undefined);
+  if (cls !== undefined && !addressAllowed(cls, rules)) return 'must not point to a link-local, platform or internal address';
+  return undefined;
+}
+
+/** Resolves a host name and checks every address it has; refuses with BlockedDestinationError. */
+export function guardedLookup(rules: OutboundRules): LookupFunction {
+  return (hostname, options, callback) => {
+    dns.lookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
+      if (error) return callback(error, '', 0);
+      if (addresses.length === 0 || addresses.some((a) => !addressAllowed(classifyAddress(a.address) ?? 'unroutable', rules))) {
+        return callback(new BlockedDestinationError(`${hostname} is not an allowed destination`), '', 0);
+      }
+      if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
+      const first = addresses[0] as LookupAddress;
+      callback(null, first.address, first.family);
+    });
+  };
+}
+
+/**
+ * Checks a name's addresses now (on save): refused when any resolves to a forbidden address. A name that
+ * does not resolve here is accepted, and checked again when a connection is made.
+ */
+export async function resolvesOutside(hostname: string, rules: OutboundRules): Promise<boolean> {
+  if (classifyAddress(hostname) !== undefined) return false;
+  try {
+    const addresses = await dns.promises.lookup(hostname, { all: true });
+    return addresses.some((a) => !addressAllowed(classifyAddress(a.address) ?? 'unroutable', rules));
+  } catch {
+    return false;
+  }
+}
+
+/** An HTTP client pool whose every connection passes the rules. Redirects are never followed. */
+export function guardedAgent(rules: OutboundRules, options: { connections?: number } = {}): Agent {
+  return new Agent({
+    connect: { lookup: guardedLookup(rules), timeout: 10_000 },
+    keepAliveTimeout: 30_000,
+    connections: options.connections ?? 128,
+  });
+}
