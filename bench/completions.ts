@@ -1,6 +1,6 @@
 // Completion overhead: the same load sent straight to an OpenAI-compatible mock with fixed latency, and
 // through POST /completions with a session (history read and written each turn), at concurrency 1 and 32.
-import type { OperationDoc } from '../shared/completions/operations.js';
+import { operationKey, type OperationDoc } from '../shared/completions/operations.js';
 import { startMockLlm } from '../scripts/mock-llm.js';
 import type { BenchApp } from './app.js';
 import { load, paired, type LoadResult } from './load.js';
@@ -57,9 +57,10 @@ export async function benchCompletions(app: BenchApp, seconds: number): Promise<
 
   // Status polls read the status container: measured on a completed operation.
   const now = new Date().toISOString();
+  const key = operationKey(app.principal.upn, 'bench-op');
   await app.services.store.container<OperationDoc>('operations').upsert({
-    id: 'bench-op',
-    pk: 'bench-op',
+    id: key,
+    pk: key,
     operation_id: 'bench-op',
     status: 'Completed',
     status_message: 'Completed',

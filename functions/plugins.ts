@@ -57,13 +57,7 @@ async function createOrDeploy(services: Services, principal: Principal, request:
     const [file, resource] = [files.get('file'), fields.resource];
     if (!file) throw validationError([{ field: 'file', message: 'file is required' }]);
     if (resource === undefined) throw validationError([{ field: 'resource', message: 'resource is required' }]);
-    let parsed: unknown;
-    try {
-      parsed = parseJsonText(resource);
-    } catch {
-      throw validationError([{ field: 'resource', message: 'resource must be JSON text' }]);
-    }
-    const r = PackageResource.safeParse(parsed);
+    const r = PackageResource.safeParse(parseJsonText(resource, 'resource'));
     if (!r.success) throw validationError(r.error.issues.map((i) => ({ field: `resource.${i.path.join('.')}`, message: i.message })));
     return services.packages.addVersion(file, r.data, name, principal, 'Upload');
   }

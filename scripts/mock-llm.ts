@@ -34,6 +34,8 @@ export interface MockLlm {
   requests: ChatRequest[];
   /** Queue behaviors for the next requests, in order. */
   next(...behaviors: Behavior[]): void;
+  /** Drops behaviors queued and not yet used. */
+  clear(): void;
   setLatency(ms: number): void;
   close(): Promise<void>;
 }
@@ -136,6 +138,7 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number 
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests,
     next: (...behaviors) => queue.push(...behaviors),
+    clear: () => void queue.splice(0),
     setLatency: (ms) => (latency = ms),
     close: () =>
       new Promise<void>((resolve) => {

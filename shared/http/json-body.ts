@@ -35,16 +35,16 @@ function wellFormed(value: unknown): boolean {
   return true;
 }
 
-/** Parses JSON text under the rules above; throws a 400 validation error. */
-export function parseJsonText(text: string): unknown {
-  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw invalid(`Request body nests deeper than ${MAX_JSON_DEPTH} levels`);
+/** Parses JSON text under the rules above; throws a 400 validation error naming `what` was parsed. */
+export function parseJsonText(text: string, what = 'Request body'): unknown {
+  if (nestsDeeperThan(text, MAX_JSON_DEPTH)) throw invalid(`${what} nests deeper than ${MAX_JSON_DEPTH} levels`);
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
-    throw invalid('Request body is not valid JSON');
+    throw invalid(`${what} is not valid JSON`);
   }
-  if (!wellFormed(value)) throw invalid('Request body has a string that is not valid Unicode');
+  if (!wellFormed(value)) throw invalid(`${what} has a string that is not valid Unicode`);
   return value;
 }
 

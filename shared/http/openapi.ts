@@ -78,6 +78,7 @@ function operation(route: Route, c: Components): Json {
   const errors = errorSchema(route, c);
   const add = (status: number, description: string) => (responses[status] ??= { description, content: errors });
   if (route.params || route.query || route.body || route.bodyKind === 'stream') add(400, 'Invalid request');
+  if (route.body) add(415, 'The body was not sent as application/json');
   if (route.auth !== 'none') add(401, 'Authentication required, or the token is invalid or expired');
   if (route.auth !== 'none') add(403, 'Not permitted');
   if (route.path.includes('{')) add(404, 'Not found');

@@ -6,6 +6,7 @@ import { ContainerClient as BlobContainer } from '@azure/storage-blob';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { ApiError, badRequest, conflict, notFound } from '../http/errors.js';
+import { parseJsonText } from '../http/json-body.js';
 import type { Container, Doc } from '../store/types.js';
 import { resourceId } from '../providers/resource-type.js';
 import { lazyContainer } from '../store/storage.js';
@@ -99,9 +100,9 @@ export class PluginPackages {
     }
     let parsed: unknown;
     try {
-      parsed = JSON.parse(text);
-    } catch {
-      throw badRequest('Invalid package archive: manifest.json is not valid JSON');
+      parsed = parseJsonText(text, 'manifest.json');
+    } catch (e) {
+      throw badRequest(`Invalid package archive: ${e instanceof ApiError ? e.message : 'manifest.json is not valid JSON'}`);
     }
     const manifest = Manifest.safeParse(parsed);
     if (!manifest.success) {
