@@ -1,7 +1,7 @@
 // Azure Functions entry point: telemetry first, then every endpoint group of the APIs this app serves.
 import { startTelemetry } from '../shared/telemetry/setup.js';
 import { loadConfig } from '../shared/config.js';
-import { registerFunctions } from '../shared/http/azure-host.js';
+import { registerHost } from '../shared/http/azure-host.js';
 import { createServices, type Services } from '../shared/services.js';
 import { VERSION } from '../shared/version.js';
 import { QUEUE_HANDLERS, ROUTES } from './groups.js';
@@ -13,9 +13,4 @@ let services: Promise<Services> | undefined;
 const getServices = () => (services ??= createServices(config));
 
 // One Function App per API in Azure (SERVICE_APIS); the async worker runs beside the Core API.
-registerFunctions(
-  ROUTES.filter((r) => config.serviceApis.includes(r.api)),
-  config.serviceApis.includes('core') ? QUEUE_HANDLERS : [],
-  config,
-  getServices,
-);
+registerHost(ROUTES, QUEUE_HANDLERS, config, getServices);

@@ -18,14 +18,16 @@ export function metaRoutes(all: () => readonly Route[]): Route[] {
       tag: 'Meta',
       auth: 'none',
       errors: api,
+      query: z.object({ api: z.enum(['core', 'management']).optional().describe("Another API's document: a host that serves both answers /openapi.json with the Core API's route") }),
       responses: { 200: { description: 'OpenAPI 3.1 document' } },
-      handler: ({ services }) => {
-        let doc = documents.get(api);
+      handler: ({ services, query }) => {
+        const which = query.api ?? api;
+        let doc = documents.get(which);
         if (!doc) {
-          doc = buildOpenApi(api, all(), services.config.version);
-          documents.set(api, doc);
+          doc = buildOpenApi(which, all(), services.config.version);
+          documents.set(which, doc);
         }
-        return Promise.resolve(json(200, doc));
+        return Promise.resolve(json(200, doc, { 'cache-control': 'public, max-age=300' }));
       },
     });
   return [

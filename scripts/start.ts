@@ -4,8 +4,8 @@
 import path from 'node:path';
 import { QUEUE_HANDLERS, ROUTES } from '../functions/groups.js';
 import { ConfigError, loadConfig } from '../shared/config.js';
-import { startStandalone } from '../shared/http/standalone.js';
-import { createServices } from '../shared/services.js';
+import { startStandalone, type Standalone } from '../shared/http/standalone.js';
+import { createServices, type Services } from '../shared/services.js';
 import { startTelemetry } from '../shared/telemetry/setup.js';
 import { VERSION } from '../shared/version.js';
 import { isListening, startAzurite, type Azurite } from './azurite.js';
@@ -20,8 +20,18 @@ async function main() {
     azurite = await startAzurite({ blobPort: 10000, queuePort: 10001, location: path.join(config.dataDir, 'azurite') });
   }
 
-  const services = await createServices(config);
-  const app = await startStandalone(ROUTES, QUEUE_HANDLERS, services);
+  let services: Services | undefined;
+  let app: Standalone;
+  try {
+    services = await createServices(config);
+    app = await startStandalone(ROUTES, QUEUE_HANDLERS, services);
+  } catch (e) {
+    // Nothing started here outlives a failed start.
+    await services?.close();
+    await azurite?.stop();
+    throw e;
+  }
+  const running = services;
   const store = config.store.kind === 'embedded' ? `embedded (${config.store.file})` : `cosmos (${config.store.endpoint})`;
   const token = config.auth.kind === 'local' ? 'npm run token   (another user: npm run token -- --upn alice@example.com)' : `from ${config.auth.issuer}`;
   process.stdout.write(
@@ -45,7 +55,7 @@ async function main() {
     // Whatever hangs (an upstream that never answers), the process is gone within a bounded time.
     setTimeout(() => process.exit(1), 15_000).unref();
     await app.close(5000);
-    await services.close();
+    await running.close();
     await azurite?.stop();
     process.exit(0);
   };

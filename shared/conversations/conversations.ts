@@ -133,7 +133,8 @@ export class Conversations {
     const ids = messageIds(user.operation_id);
     const base = { pk: upn, type: 'Message' as const, session_id: sessionId, upn };
     try {
-      await this.messages.createMany([
+      // Both messages in one round trip, all or none: a redelivered turn finds both and writes neither.
+      await this.messages.createBatch(upn, [
         { ...base, ...user, id: ids.user, day: dayOf(user.timestamp), hour: hourOf(user.timestamp) },
         { ...base, ...assistant, id: ids.assistant, day: dayOf(assistant.timestamp), hour: hourOf(assistant.timestamp) },
       ]);

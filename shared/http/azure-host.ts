@@ -9,7 +9,7 @@ import type { Services } from '../services.js';
 import { payloadTooLarge } from './errors.js';
 import { handle } from './pipeline.js';
 import type { Route } from './route.js';
-import type { PlatformRequest, Reply } from './types.js';
+import type { Api, PlatformRequest, Reply } from './types.js';
 
 type HttpRequest = functions.HttpRequest;
 type HttpResponseInit = functions.HttpResponseInit;
@@ -48,9 +48,34 @@ export function toFunctionsResponse(reply: Reply): HttpResponseInit {
 export const functionsHandler = (route: Route, services: () => Promise<Services>) => async (req: HttpRequest) =>
   toFunctionsResponse(await handle(route, fromFunctionsRequest(req), req.params, await services()));
 
-export function registerFunctions(routes: readonly Route[], queueHandlers: readonly QueueHandler[], config: Config, services: () => Promise<Services>) {
+/** What the host registers with: `app` of @azure/functions, or a recorder in tests. */
+export type Registrar = Pick<typeof functions.app, 'http' | 'storageQueue'>;
+
+/**
+ * The routes one Functions host serves for the APIs it runs. A host with both APIs (`func start` with the
+ * sample settings) has two paths both APIs define, `/status` and `/openapi.json`: the Core API's route
+ * serves them (its `/openapi.json?api=management` gives the Management document), so every (method, route)
+ * pair is registered once.
+ */
+export function routesForHost(routes: readonly Route[], apis: readonly Api[]): Route[] {
+  const seen = new Set<string>();
+  const ordered = (['core', 'management'] as const).filter((a) => apis.includes(a)).flatMap((api) => routes.filter((r) => r.api === api));
+  return ordered.filter((r) => {
+    const key = `${r.method} ${r.path.toLowerCase()}`;
+    if (seen.has(key)) return false;
+    seen.add(key);
+    return true;
+  });
+}
+
+/** Registers the HTTP functions of the configured APIs, and the queue triggers beside the Core API. */
+export function registerHost(routes: readonly Route[], queueHandlers: readonly QueueHandler[], config: Config, services: () => Promise<Services>, app: Registrar = functions.app) {
+  registerFunctions(routesForHost(routes, config.serviceApis), config.serviceApis.includes('core') ? queueHandlers : [], config, services, app);
+}
+
+export function registerFunctions(routes: readonly Route[], queueHandlers: readonly QueueHandler[], config: Config, services: () => Promise<Services>, app: Registrar = functions.app) {
   for (const route of routes) {
-    functions.app.http(route.name, {
+    app.http(route.name, {
       methods: [route.method],
       authLevel: 'anonymous',
       route: route.path.replace(/^\//, ''),
@@ -58,7 +83,7 @@ export function registerFunctions(routes: readonly Route[], queueHandlers: reado
     });
   }
   for (const q of queueHandlers) {
-    functions.app.storageQueue(q.name, {
+    app.storageQueue(q.name, {
       queueName: q.queue(config),
       connection: 'AzureWebJobsStorage',
       handler: async (message, context) => {

@@ -1,6 +1,7 @@
 // The Cosmos DB document store: @azure/cosmos with managed identity in Azure, a key only for emulators.
 import { CosmosClient, type Container as SdkContainer, type IndexingPolicy, type JSONObject, type PatchOperation } from '@azure/cosmos';
 import { DefaultAzureCredential } from '@azure/identity';
+import { ConfigError } from '../config.js';
 import { CONTAINER_LIST, type ContainerDefinition } from './containers.js';
 import { aggregateSql, selectSql } from './cosmos-sql.js';
 import { segments } from './fields.js';
@@ -48,6 +49,56 @@ export function cosmosIndexingPolicy(def: ContainerDefinition): IndexingPolicy {
   };
 }
 
+/** How the store authenticates, as an operator would name it. */
+const authMode = (o: CosmosStoreOptions) =>
+  o.key ? 'account key (COSMOS_KEY)' : o.clientId ? `managed identity (AZURE_CLIENT_ID=${o.clientId})` : 'Entra ID (managed identity, or az login)';
+
+/** Why Cosmos DB cannot be used, in words an operator can act on. */
+function whyUnusable(e: unknown, database: string): string {
+  const names = [e, (e as { cause?: unknown } | undefined)?.cause].map((x) => (x instanceof Error ? x.name : ''));
+  if (names.some((n) => n === 'CredentialUnavailableError' || n === 'AggregateAuthenticationError')) return 'no Azure credential is available here';
+  if (names.includes('AuthenticationError')) return 'the identity could not get a token';
+  if (names.includes('AbortError') || names.includes('TimeoutError')) return 'no answer within 15 s';
+  switch (status(e)) {
+    case 401:
+      return 'the credential was refused';
+    case 403:
+      return 'the identity has no data-plane role on the account (Cosmos DB Built-in Data Contributor)';
+    case 404:
+      return `database ${database} does not exist (provision it from infra/)`;
+  }
+  const code = (e as { code?: unknown } | undefined)?.code;
+  if (typeof code === 'string') return `cannot connect (${code})`;
+  return (e instanceof Error ? e.message : String(e)).split('\n')[0]?.slice(0, 200) ?? 'unknown error';
+}
+
+/**
+ * Creates what is missing (emulators), then reads the database's metadata: a wrong endpoint or credential
+ * fails at start-up, in one line naming the setting and the authentication, not at the first request.
+ */
+async function connect(client: CosmosClient, database: ReturnType<CosmosClient['database']>, definitions: readonly ContainerDefinition[], options: CosmosStoreOptions): Promise<void> {
+  const abortSignal = AbortSignal.timeout(15_000);
+  try {
+    if (options.createContainers) {
+      await client.databases.createIfNotExists({ id: options.database }, { abortSignal });
+      for (const def of definitions) {
+        await database.containers.createIfNotExists(
+          {
+            id: def.name,
+            partitionKey: { paths: [def.partitionKeyPath] },
+            indexingPolicy: cosmosIndexingPolicy(def),
+            ...(def.defaultTtlSeconds !== undefined ? { defaultTtl: def.defaultTtlSeconds } : {}),
+          },
+          { abortSignal },
+        );
+      }
+    }
+    await database.read({ abortSignal });
+  } catch (e) {
+    throw new ConfigError(`Cosmos DB is not usable: COSMOS_ENDPOINT=${options.endpoint}, COSMOS_DATABASE=${options.database}, authentication: ${authMode(options)}: ${whyUnusable(e, options.database)}`);
+  }
+}
+
 export async function openCosmosStore(options: CosmosStoreOptions): Promise<DocumentStore> {
   const definitions = options.definitions ?? CONTAINER_LIST;
   const plainHttp = options.endpoint.startsWith('http://');
@@ -60,17 +111,7 @@ export async function openCosmosStore(options: CosmosStoreOptions): Promise<Docu
     ...(plainHttp ? { connectionPolicy: { enableEndpointDiscovery: false } } : {}),
   });
   const database = client.database(options.database);
-  if (options.createContainers) {
-    await client.databases.createIfNotExists({ id: options.database });
-    for (const def of definitions) {
-      await database.containers.createIfNotExists({
-        id: def.name,
-        partitionKey: { paths: [def.partitionKeyPath] },
-        indexingPolicy: cosmosIndexingPolicy(def),
-        ...(def.defaultTtlSeconds !== undefined ? { defaultTtl: def.defaultTtlSeconds } : {}),
-      });
-    }
-  }
+  await connect(client, database, definitions, options);
   const containers = new Map(definitions.map((d) => [d.name, new CosmosContainer<Doc>(database.container(d.name), d.name)]));
   return {
     kind: 'cosmos',
@@ -118,6 +159,25 @@ class CosmosContainer<T extends Doc> implements Container<T> {
       }
     }
     if (conflicts > 0) throw new ConflictError(`${conflicts} of ${docs.length} documents already existed`);
+  }
+
+  async createBatch(pk: string, docs: readonly T[]): Promise<void> {
+    if (docs.some((d) => d.pk !== pk)) throw new StoreError(`A batch holds documents of one partition (${pk})`);
+    if (docs.length > 100) throw new StoreError('A batch holds at most 100 documents');
+    let response;
+    try {
+      response = await this.sdk.items.batch(
+        docs.map((d) => ({ operationType: 'Create' as const, resourceBody: d as unknown as JSONObject })),
+        pk,
+      );
+    } catch (e) {
+      throw mapError(e, this.name);
+    }
+    // A failed batch answers per operation: 409 for the taken id, 424 for the others (nothing was written).
+    const statuses = response.result?.map((r) => r.statusCode) ?? [response.code ?? 500];
+    if (statuses.includes(409)) throw new ConflictError(`${this.name}/${pk}: a document of the batch already exists`);
+    const failed = statuses.find((s) => s >= 400);
+    if (failed !== undefined) throw new StoreError(`Batch create failed with status ${failed}`);
   }
 
   async upsert(doc: T, options: WriteOptions = {}): Promise<Stored<T>> {

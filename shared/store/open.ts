@@ -1,12 +1,22 @@
-// Chooses the store adapter from configuration.
-import type { StoreConfig } from '../config.js';
+// Chooses the store adapter from configuration. The embedded store's module (and its native SQLite binding,
+// an optional dependency) is loaded only when it is used: a Cosmos DB deployment ships without it.
+import { ConfigError, type StoreConfig } from '../config.js';
 import { openCosmosStore } from './cosmos-store.js';
-import { openSqliteStore } from './sqlite-store.js';
 import type { DocumentStore } from './types.js';
+
+async function loadSqlite(): Promise<typeof import('./sqlite-store.js')> {
+  try {
+    return await import('./sqlite-store.js');
+  } catch (e) {
+    const missing = (e as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' || /better-sqlite3|bindings|\.node\b/.test(String(e));
+    if (!missing) throw e;
+    throw new ConfigError('STORE=embedded needs better-sqlite3, which is not installed (it compiles where no prebuilt binary exists: install python3, make and a C++ compiler, then npm ci), or set STORE=cosmos');
+  }
+}
 
 /** Opens the configured store. Cosmos containers are created only when a key is given (emulators). */
 export async function openStore(config: StoreConfig): Promise<DocumentStore> {
-  if (config.kind === 'embedded') return openSqliteStore(config.file);
+  if (config.kind === 'embedded') return (await loadSqlite()).openSqliteStore(config.file);
   return openCosmosStore({
     endpoint: config.endpoint,
     database: config.database,

@@ -211,6 +211,16 @@ class SqliteContainer<T extends Doc> implements Container<T> {
     if (existing > 0) throw new ConflictError(`${existing} of ${docs.length} documents already existed`);
   }
 
+  createBatch(pk: string, docs: readonly T[]): Promise<void> {
+    return this.tx(() => {
+      for (const doc of docs) {
+        if (doc.pk !== pk) throw new StoreError(`A batch holds documents of one partition (${pk}), not ${doc.pk}`);
+        if (this.readRow(doc.pk, doc.id)) throw new ConflictError(`${this.name}/${doc.pk}/${doc.id} already exists`);
+        this.write(doc, 'INSERT OR REPLACE');
+      }
+    });
+  }
+
   upsert(doc: T, options: WriteOptions = {}): Promise<Stored<T>> {
     return this.tx(() => {
       if (options.ifMatch !== undefined) this.check(this.readRow(doc.pk, doc.id), options.ifMatch, doc.id);

@@ -80,9 +80,15 @@ export interface Container<T extends Doc> {
   create(doc: T): Promise<Stored<T>>;
   /**
    * Creates every document whose id is not yet taken in its partition, leaving existing ones as they are;
-   * then fails with ConflictError naming how many existed. Not transactional on Cosmos (the bulk API).
+   * then fails with ConflictError naming how many existed. For bulk loads: not transactional on Cosmos
+   * (the bulk API, which waits up to a second to fill a batch).
    */
   createMany(docs: readonly T[]): Promise<void>;
+  /**
+   * Creates a few documents of one partition (at most 100) in one round trip, all or none: ConflictError
+   * when any id is taken. Cosmos DB: a transactional batch.
+   */
+  createBatch(pk: string, docs: readonly T[]): Promise<void>;
   upsert(doc: T, options?: WriteOptions): Promise<Stored<T>>;
   /** Fails with NotFoundError when absent, PreconditionFailedError on a stale ETag. */
   replace(doc: T, options?: WriteOptions): Promise<Stored<T>>;

@@ -1,6 +1,7 @@
 // Telemetry bootstrap, loaded before anything else. Always: an AsyncLocalStorage context manager and the W3C
 // trace-context and baggage propagators, so correlation ids reach every downstream call. With
 // APPLICATIONINSIGHTS_CONNECTION_STRING: Azure Monitor export, with the baggage span processor.
+import { DefaultAzureCredential, ManagedIdentityCredential } from '@azure/identity';
 import { context, propagation, trace } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
@@ -15,8 +16,12 @@ function registerContext(): void {
   propagation.setGlobalPropagator(new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }));
 }
 
-/** Starts telemetry once; returns whether traces are exported. Loads the Azure Monitor SDK only when needed. */
-export async function startTelemetry(config: Pick<Config, 'appInsightsConnectionString'>): Promise<boolean> {
+/**
+ * Starts telemetry once; returns whether traces are exported. Loads the Azure Monitor SDK only when needed.
+ * Application Insights accepts Entra ID ingestion only (local authentication is off), so the exporter signs
+ * in with the app's managed identity (AZURE_CLIENT_ID), which holds Monitoring Metrics Publisher.
+ */
+export async function startTelemetry(config: Pick<Config, 'appInsightsConnectionString' | 'azureClientId'>): Promise<boolean> {
   if (started) return config.appInsightsConnectionString !== undefined;
   started = true;
   if (!config.appInsightsConnectionString) {
@@ -24,8 +29,9 @@ export async function startTelemetry(config: Pick<Config, 'appInsightsConnection
     return false;
   }
   const { useAzureMonitor } = await import('applicationinsights');
+  const credential = config.azureClientId ? new ManagedIdentityCredential({ clientId: config.azureClientId }) : new DefaultAzureCredential();
   useAzureMonitor({
-    azureMonitorExporterOptions: { connectionString: config.appInsightsConnectionString },
+    azureMonitorExporterOptions: { connectionString: config.appInsightsConnectionString, credential },
     spanProcessors: [new BaggageSpanProcessor()],
   });
   return true;

@@ -100,6 +100,16 @@ describe.each(STORES)('document store contract: $name', (adapter) => {
       expect((await c.read('bulk-0', 'new'))?.n).toBe(7);
     });
 
+    it('creates a few documents of one partition in one batch, and refuses the batch when an id is taken', async () => {
+      await c.createBatch('batch', [item('batch', 'x', 1), item('batch', 'y', 2)]);
+      expect((await c.query({ partition: 'batch' })).items.map((d) => d.id).sort()).toEqual(['x', 'y']);
+      await expect(c.createBatch('batch', [item('batch', 'z', 3), item('batch', 'x', 9)])).rejects.toBeInstanceOf(ConflictError);
+      expect((await c.read('batch', 'x'))?.n).toBe(1);
+      // Real Cosmos DB and SQLite write none of a refused batch; the local Cosmos-compatible server is not atomic.
+      if (adapter.name === 'embedded') expect(await c.read('batch', 'z')).toBeUndefined();
+      await expect(c.createBatch('batch', [item('other', 'w', 1)])).rejects.toBeInstanceOf(StoreError);
+    });
+
     it('patches with set, incr, append and remove', async () => {
       await c.create(item('p7', 'pt', 1));
       const patched = await c.patch('p7', 'pt', [

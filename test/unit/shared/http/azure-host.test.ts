@@ -1,8 +1,9 @@
 // Routes served through the Azure Functions adapter, with the library's own request type.
 import functions from '@azure/functions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { ROUTES } from '../../../../functions/groups.js';
-import { functionsHandler } from '../../../../shared/http/azure-host.js';
+import { QUEUE_HANDLERS, ROUTES } from '../../../../functions/groups.js';
+import { loadConfig } from '../../../../shared/config.js';
+import { functionsHandler, registerHost, type Registrar } from '../../../../shared/http/azure-host.js';
 import { INSTANCE, testServices, type TestServices } from '../../../support/services.js';
 
 const route = (name: string) => {
@@ -43,5 +44,32 @@ describe('Azure Functions adapter', () => {
     const host = JSON.parse(await readFile('host.json', 'utf8')) as { extensions: { http: { routePrefix: string } } };
     expect(host.extensions.http.routePrefix).toBe('');
     expect(new Set(ROUTES.map((r) => r.name)).size).toBe(ROUTES.length);
+  });
+
+  it.each(['core', 'management', 'core,management'])('registers every (method, route) pair and every function name once, for SERVICE_APIS=%s', (apis) => {
+    const http: { name: string; methods: string[]; route: string }[] = [];
+    const queues: string[] = [];
+    const registrar = {
+      http: (name: string, o: { methods?: string[]; route?: string }) => http.push({ name, methods: o.methods ?? [], route: o.route ?? '' }),
+      storageQueue: (name: string) => queues.push(name),
+    } as unknown as Registrar;
+    const config = loadConfig({ SERVICE_APIS: apis });
+    registerHost(ROUTES, QUEUE_HANDLERS, config, () => Promise.reject(new Error('not called')), registrar);
+
+    const pairs = http.flatMap((f) => f.methods.map((m) => `${m} /${f.route.toLowerCase()}`));
+    expect(pairs.length).toBe(new Set(pairs).size);
+    const names = http.map((f) => f.name.toLowerCase());
+    expect(names.length).toBe(new Set(names).size);
+    for (const f of http) expect(f.name).toMatch(/^[A-Za-z][A-Za-z0-9_-]{0,127}$/);
+    // Every route of the APIs served is reachable at its path.
+    for (const r of ROUTES.filter((x) => config.serviceApis.includes(x.api))) expect(pairs).toContain(`${r.method} ${r.path.toLowerCase()}`);
+    expect(queues).toEqual(config.serviceApis.includes('core') ? QUEUE_HANDLERS.map((q) => q.name) : []);
+  });
+
+  it("gives a host with both APIs the Management API's OpenAPI document at /openapi.json?api=management", async () => {
+    const r = await functionsHandler(route('meta-openapi-core'), () => Promise.resolve(s))(new functions.HttpRequest({ method: 'GET', url: 'http://localhost:7071/openapi.json?api=management' }));
+    const doc = JSON.parse(r.body as string) as { info: { title: string }; paths: Record<string, unknown> };
+    expect(doc.info.title).toBe('Agent Platform Management API');
+    expect(Object.keys(doc.paths)).toContain('/instances/{instanceId}/identity');
   });
 });

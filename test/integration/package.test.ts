@@ -1,0 +1,67 @@
+// The package azd deploys to Azure Functions is exactly what runs: compiled code, host.json, and production
+// dependencies only; and it starts (every module it loads is in it).
+import { execFile } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { beforeAll, describe, expect, it } from 'vitest';
+
+const run = promisify(execFile);
+const dir = path.resolve('.azure-package');
+
+/** Installed package folders, relative to the package root (nested node_modules included). */
+function installed(base = path.join(dir, 'node_modules'), prefix = 'node_modules'): string[] {
+  if (!existsSync(base)) return [];
+  const out: string[] = [];
+  for (const entry of readdirSync(base, { withFileTypes: true })) {
+    if (!entry.isDirectory() || entry.name.startsWith('.')) continue;
+    const names = entry.name.startsWith('@') ? readdirSync(path.join(base, entry.name)).map((n) => `${entry.name}/${n}`) : [entry.name];
+    for (const name of names) {
+      out.push(`${prefix}/${name}`);
+      out.push(...installed(path.join(base, name, 'node_modules'), `${prefix}/${name}/node_modules`));
+    }
+  }
+  return out;
+}
+
+describe('the Azure Functions package', () => {
+  let output = '';
+  beforeAll(async () => {
+    output = (await run('npm', ['run', '--silent', 'package'], { maxBuffer: 16 * 1024 * 1024 })).stdout;
+  }, 240_000);
+
+  it('holds compiled code, host.json and production dependencies, nothing else', () => {
+    expect(readdirSync(dir).sort()).toEqual(['dist', 'host.json', 'node_modules', 'package-lock.json', 'package.json']);
+    expect(readdirSync(path.join(dir, 'dist')).sort()).toEqual(['functions', 'shared']);
+    const manifest = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as Record<string, unknown>;
+    expect(manifest.devDependencies).toBeUndefined();
+    expect(manifest.optionalDependencies).toBeUndefined();
+    expect(manifest.main).toBe('dist/functions/index.js');
+    const lock = JSON.parse(readFileSync(path.join(dir, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean; optional?: boolean; devOptional?: boolean }> };
+    const packages = installed();
+    expect(packages.length).toBeGreaterThan(50);
+    for (const p of packages) {
+      const entry = lock.packages[p];
+      expect(entry, `${p} is in the lock file`).toBeDefined();
+      expect(entry?.dev, `${p} is not a development dependency`).not.toBe(true);
+      expect(entry?.optional, `${p} is not optional`).not.toBe(true);
+    }
+    for (const name of Object.keys(manifest.dependencies as object)) expect(packages).toContain(`node_modules/${name}`);
+    for (const devOnly of ['vitest', 'typescript', 'azurite', 'tsx', 'eslint', 'better-sqlite3', '@vercel/cosmosdb-server']) expect(packages).not.toContain(`node_modules/${devOnly}`);
+    process.stdout.write(`${output.trim()}\n`);
+  });
+
+  it('loads its entry point with every module it needs, telemetry included', async () => {
+    const env = {
+      PATH: process.env.PATH ?? '',
+      SERVICE_APIS: 'core,management',
+      STORE: 'cosmos',
+      COSMOS_ENDPOINT: 'https://example.documents.azure.com:443/',
+      STORAGE_ACCOUNT_NAME: 'example',
+      APPLICATIONINSIGHTS_CONNECTION_STRING: 'InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint=https://example.in.applicationinsights.azure.com/',
+      AZURE_CLIENT_ID: '00000000-0000-0000-0000-000000000001',
+    };
+    const { stderr } = await run(process.execPath, ['--input-type=module', '-e', "await import('./dist/functions/index.js'); process.exit(0);"], { cwd: dir, env });
+    expect(stderr).not.toMatch(/Cannot find (module|package)/);
+  }, 60_000);
+});
