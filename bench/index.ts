@@ -27,11 +27,27 @@ async function main() {
   if (unknown.length > 0) throw new Error(`Unknown bench section ${unknown.join(', ')}; choose from ${SECTIONS.join(', ')}`);
   const run = (section: (typeof SECTIONS)[number]) => named.length === 0 || named.includes(section);
 
-  if (run('http') || run('completions')) {
+  if (run('http')) {
     const app = await startBenchApp();
-    if (run('http')) await benchHttp(app.core, app.instanceId, app.auth, seconds);
-    if (run('completions')) reportCompletions(await benchCompletions(app, seconds));
+    await benchHttp(app.core, app.instanceId, app.auth, seconds);
     await app.close();
+  }
+  if (run('completions')) {
+    // The same completion on each store; BENCH_STORES picks them (default: both).
+    const stores = (process.env.BENCH_STORES ?? 'embedded,cosmos').split(',') as ('embedded' | 'cosmos')[];
+    const added = new Map<string, number>();
+    for (const store of stores) {
+      const app = await startBenchApp(store);
+      const result = await benchCompletions(app, seconds);
+      reportCompletions(store, result);
+      added.set(store, result.added[0]?.p50 ?? NaN);
+      await app.close();
+    }
+    const [embedded, cosmos] = [added.get('embedded'), added.get('cosmos')];
+    if (embedded !== undefined && cosmos !== undefined) {
+      const ratio = cosmos / embedded;
+      console.log(`\nAdded p50 at c=1, with a session: embedded ${embedded.toFixed(2)} ms, Cosmos adapter ${cosmos.toFixed(2)} ms (${ratio.toFixed(2)}x; target <= 2x: ${ratio <= 2 ? 'met' : 'MISSED'})`);
+    }
   }
   if (run('analytics')) await reportAnalytics();
 }
@@ -47,8 +63,8 @@ async function benchHttp(core: string, instanceId: string, auth: Record<string, 
   baseline.close();
 }
 
-function reportCompletions(completions: CompletionBench) {
-  console.log(`\n## Completions (upstream: OpenAI-compatible mock with 20 ms latency; c=1 alternates direct and through)`);
+function reportCompletions(store: string, completions: CompletionBench) {
+  console.log(`\n## Completions on the ${store} store (upstream: OpenAI-compatible mock with 20 ms latency; c=1 alternates direct and through)`);
   const [direct] = completions.rows;
   if (direct) report(direct, completions.rows.slice(1));
   console.table(

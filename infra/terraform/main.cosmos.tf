@@ -6,9 +6,10 @@ locals {
 }
 
 resource "azurerm_cosmosdb_account" "this" {
-  name                          = "${var.name_prefix}-cosmos-${local.suffix}"
+  name                          = local.names.cosmos
   location                      = var.location
-  resource_group_name           = var.resource_group_name
+  tags                          = local.tags
+  resource_group_name           = azurerm_resource_group.this.name
   offer_type                    = "Standard"
   kind                          = "GlobalDocumentDB"
   local_authentication_disabled = true
@@ -29,14 +30,14 @@ resource "azurerm_cosmosdb_account" "this" {
 
 resource "azurerm_cosmosdb_sql_database" "this" {
   name                = local.cosmos_database
-  resource_group_name = var.resource_group_name
+  resource_group_name = azurerm_resource_group.this.name
   account_name        = azurerm_cosmosdb_account.this.name
 }
 
 resource "azurerm_cosmosdb_sql_container" "this" {
   for_each            = local.containers
   name                = each.key
-  resource_group_name = var.resource_group_name
+  resource_group_name = azurerm_resource_group.this.name
   account_name        = azurerm_cosmosdb_account.this.name
   database_name       = azurerm_cosmosdb_sql_database.this.name
   partition_key_paths = [each.value.partitionKeyPath]
@@ -77,7 +78,7 @@ resource "azurerm_cosmosdb_sql_container" "this" {
 # Cosmos DB Built-in Data Contributor on the data plane, for each app's identity.
 resource "azurerm_cosmosdb_sql_role_assignment" "app" {
   for_each            = local.apps
-  resource_group_name = var.resource_group_name
+  resource_group_name = azurerm_resource_group.this.name
   account_name        = azurerm_cosmosdb_account.this.name
   role_definition_id  = "${azurerm_cosmosdb_account.this.id}/sqlRoleDefinitions/00000000-0000-0000-0000-000000000002"
   principal_id        = azurerm_user_assigned_identity.app[each.key].principal_id

@@ -1,12 +1,14 @@
-# Two Function Apps on one Flex Consumption plan, Node 22, from the same package. SERVICE_APIS selects the
-# endpoint groups each registers; the Core app also runs the async worker. App settings are named exactly
-# like the settings shared/config.ts reads.
-resource "azurerm_service_plan" "this" {
-  name                = "${var.name_prefix}-plan-${local.suffix}"
+# Two Function Apps, Node 22, from the same package, each on its own Flex Consumption plan (a Flex
+# Consumption plan holds exactly one app). SERVICE_APIS selects the endpoint groups each registers; the Core
+# app also runs the async worker. App settings are named exactly like the settings shared/config.ts reads.
+resource "azurerm_service_plan" "app" {
+  for_each            = local.apps
+  name                = each.value.plan
   location            = var.location
-  resource_group_name = var.resource_group_name
+  resource_group_name = azurerm_resource_group.this.name
   os_type             = "Linux"
   sku_name            = "FC1"
+  tags                = local.tags
 }
 
 locals {
@@ -47,8 +49,8 @@ resource "azurerm_function_app_flex_consumption" "app" {
   for_each                          = local.apps
   name                              = each.value.name
   location                          = var.location
-  resource_group_name               = var.resource_group_name
-  service_plan_id                   = azurerm_service_plan.this.id
+  resource_group_name               = azurerm_resource_group.this.name
+  service_plan_id                   = azurerm_service_plan.app[each.key].id
   storage_container_type            = "blobContainer"
   storage_container_endpoint        = "${azurerm_storage_account.this.primary_blob_endpoint}${each.value.deployments}"
   storage_authentication_type       = "UserAssignedIdentity"
@@ -57,15 +59,28 @@ resource "azurerm_function_app_flex_consumption" "app" {
   runtime_version                   = "22"
   maximum_instance_count            = var.maximum_instance_count
   instance_memory_in_mb             = 2048
-  tags                              = { "azd-service-name" = each.key }
+  tags                              = merge(local.tags, { "azd-service-name" = each.key })
+  # Key Vault references in app settings resolve with this identity (the app has no system identity).
+  key_vault_reference_identity_id = azurerm_user_assigned_identity.app[each.key].id
 
   identity {
     type         = "UserAssigned"
     identity_ids = [azurerm_user_assigned_identity.app[each.key].id]
   }
 
+  dynamic "always_ready" {
+    for_each = each.value.always_ready > 0 ? [each.value.always_ready] : []
+    content {
+      name           = "http"
+      instance_count = always_ready.value
+    }
+  }
+
   site_config {
     minimum_tls_version = "1.2"
+    cors {
+      allowed_origins = var.cors_allowed_origins
+    }
   }
 
   app_settings = merge(local.shared_settings, {
@@ -75,5 +90,5 @@ resource "azurerm_function_app_flex_consumption" "app" {
     APPLICATIONINSIGHTS_AUTHENTICATION_STRING = "ClientId=${azurerm_user_assigned_identity.app[each.key].client_id};Authorization=AAD"
   })
 
-  depends_on = [azurerm_role_assignment.storage, azurerm_cosmosdb_sql_role_assignment.app, azurerm_storage_container.this]
+  depends_on = [azurerm_role_assignment.storage, azurerm_role_assignment.secrets_user, azurerm_role_assignment.metrics_publisher, azurerm_cosmosdb_sql_role_assignment.app, azurerm_storage_container.this]
 }

@@ -1,15 +1,15 @@
 # The two Function Apps (one package, one API each) and their user-assigned identities.
 locals {
-  suffix = substr(sha256("${var.resource_group_name}/${var.name_prefix}"), 0, 8)
   apps = {
-    core       = { name = "${var.name_prefix}-core-${local.suffix}", api = "core", deployments = "deployments-core" }
-    management = { name = "${var.name_prefix}-mgmt-${local.suffix}", api = "management", deployments = "deployments-management" }
+    core       = { name = local.names.app_core, plan = local.names.plan_core, identity = local.names.identity_core, api = "core", deployments = "deployments-core", always_ready = var.core_always_ready_instances }
+    management = { name = local.names.app_management, plan = local.names.plan_management, identity = local.names.identity_management, api = "management", deployments = "deployments-management", always_ready = 0 }
   }
 }
 
 resource "azurerm_user_assigned_identity" "app" {
   for_each            = local.apps
-  name                = "${var.name_prefix}-${each.key}-id"
+  name                = each.value.identity
   location            = var.location
-  resource_group_name = var.resource_group_name
+  resource_group_name = azurerm_resource_group.this.name
+  tags                = local.tags
 }

@@ -1,11 +1,10 @@
 # Key Vault (RBAC mode) for model endpoints' API keys. An API endpoint's api_key_secret_name names an app
-# setting; set that setting to a Key Vault reference: @Microsoft.KeyVault(SecretUri=<vault>/secrets/<name>).
-data "azurerm_client_config" "current" {}
-
+# setting SVC_SECRET_<NAME>; set it to a Key Vault reference: @Microsoft.KeyVault(SecretUri=<vault>/secrets/<name>).
 resource "azurerm_key_vault" "this" {
-  name                       = substr("${var.name_prefix}-kv-${local.suffix}", 0, 24)
+  name                       = local.names.vault
   location                   = var.location
-  resource_group_name        = var.resource_group_name
+  tags                       = local.tags
+  resource_group_name        = azurerm_resource_group.this.name
   tenant_id                  = data.azurerm_client_config.current.tenant_id
   sku_name                   = "standard"
   rbac_authorization_enabled = true

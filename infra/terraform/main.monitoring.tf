@@ -1,16 +1,18 @@
 # Application Insights on a Log Analytics workspace; ingestion with Entra ID only.
 resource "azurerm_log_analytics_workspace" "this" {
-  name                = "${var.name_prefix}-logs-${local.suffix}"
+  name                = local.names.logs
   location            = var.location
-  resource_group_name = var.resource_group_name
+  tags                = local.tags
+  resource_group_name = azurerm_resource_group.this.name
   sku                 = "PerGB2018"
   retention_in_days   = 30
 }
 
 resource "azurerm_application_insights" "this" {
-  name                          = "${var.name_prefix}-ai-${local.suffix}"
+  name                          = local.names.insights
   location                      = var.location
-  resource_group_name           = var.resource_group_name
+  tags                          = local.tags
+  resource_group_name           = azurerm_resource_group.this.name
   application_type              = "web"
   workspace_id                  = azurerm_log_analytics_workspace.this.id
   local_authentication_disabled = true

@@ -10,9 +10,10 @@ locals {
 }
 
 resource "azurerm_storage_account" "this" {
-  name                            = substr("${var.name_prefix}st${local.suffix}", 0, 24)
+  name                            = local.names.storage
   location                        = var.location
-  resource_group_name             = var.resource_group_name
+  tags                            = local.tags
+  resource_group_name             = azurerm_resource_group.this.name
   account_tier                    = "Standard"
   account_replication_type        = "LRS"
   min_tls_version                 = "TLS1_2"

@@ -1,6 +1,30 @@
-# Outputs named like the settings the code reads.
+# Outputs named like the settings they feed (and like the Bicep flavour's).
+output "AZURE_LOCATION" {
+  value = var.location
+}
+
+output "AZURE_TENANT_ID" {
+  value = data.azurerm_client_config.current.tenant_id
+}
+
+output "AZURE_RESOURCE_GROUP" {
+  value = azurerm_resource_group.this.name
+}
+
 output "INSTANCE_ID" {
   value = var.instance_id
+}
+
+output "AUTH_ISSUER" {
+  value = var.auth_issuer
+}
+
+output "AUTH_AUDIENCE" {
+  value = var.auth_audience
+}
+
+output "AUTH_JWKS_URI" {
+  value = var.auth_jwks_uri
 }
 
 output "COSMOS_ENDPOINT" {
@@ -20,7 +44,7 @@ output "APPLICATIONINSIGHTS_CONNECTION_STRING" {
   sensitive = true
 }
 
-output "KEY_VAULT_URI" {
+output "AZURE_KEY_VAULT_ENDPOINT" {
   value = azurerm_key_vault.this.vault_uri
 }
 

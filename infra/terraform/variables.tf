@@ -1,19 +1,30 @@
-variable "resource_group_name" {
+variable "environment_name" {
   type        = string
-  description = "Existing resource group to deploy into."
+  description = "The environment name (letters, digits, - _ . ( ), as azd accepts): names the resource group and tags every resource."
+  validation {
+    condition     = can(regex("^[a-zA-Z0-9-()_.]{1,64}$", var.environment_name))
+    error_message = "environment_name must be 1 to 64 letters, digits, hyphens, underscores, periods or parentheses."
+  }
 }
 
 variable "location" {
   type        = string
-  description = "Azure region, e.g. westeurope."
+  description = "Azure region of every resource (one with Flex Consumption), e.g. westeurope."
 }
 
-variable "name_prefix" {
+variable "principal_id" {
   type        = string
-  description = "Prefix of every resource name: 3 to 12 lower-case letters and digits."
+  description = "Object id of whoever deploys: given the data roles to seed data, fill the private plugin store and add model keys. Empty for none."
+  default     = ""
+}
+
+variable "principal_type" {
+  type        = string
+  description = "Whether principal_id is a User or a ServicePrincipal (a pipeline)."
+  default     = "User"
   validation {
-    condition     = can(regex("^[a-z0-9]{3,12}$", var.name_prefix))
-    error_message = "name_prefix must be 3 to 12 lower-case letters and digits."
+    condition     = contains(["User", "ServicePrincipal"], var.principal_type)
+    error_message = "principal_type must be User or ServicePrincipal."
   }
 }
 
@@ -37,7 +48,7 @@ variable "auth_issuer" {
 
 variable "auth_audience" {
   type        = string
-  description = "The API app registration's app id URI or client id (AUTH_AUDIENCE)."
+  description = "The API app registration's application id URI or client id (AUTH_AUDIENCE)."
   validation {
     condition     = length(var.auth_audience) > 0
     error_message = "auth_audience must not be empty."
@@ -73,6 +84,22 @@ variable "package_store_public_url" {
   description = "The vendor's Public plugin package store: a Blob container URL with a read/list SAS; empty for none."
   default     = ""
   sensitive   = true
+}
+
+variable "cors_allowed_origins" {
+  type        = list(string)
+  description = "Origins allowed to call both APIs from a browser (the portals)."
+  default     = []
+}
+
+variable "core_always_ready_instances" {
+  type        = number
+  description = "Always-ready instances of the Core API app: 0 scales from zero (cold starts), 1 or more keeps them warm (billed)."
+  default     = 0
+  validation {
+    condition     = var.core_always_ready_instances >= 0 && var.core_always_ready_instances <= 20
+    error_message = "core_always_ready_instances must be between 0 and 20."
+  }
 }
 
 variable "maximum_instance_count" {

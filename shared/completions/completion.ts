@@ -8,7 +8,8 @@ import { GUID } from '../http/schemas.js';
 import { agentForUse, usableAgents } from '../providers/agent-access.js';
 import type { ResourceDoc } from '../providers/resource-type.js';
 import type { Services } from '../services.js';
-import { dayOf } from '../conversations/conversations.js';
+import { dayOf, type SessionDoc } from '../conversations/conversations.js';
+import type { Stored } from '../store/types.js';
 import { endpointView, type EndpointView } from '../models/endpoint.js';
 import type { ChatMessage, ModelParameters } from '../models/wire.js';
 import { costOf, recordUsage, type UsageDoc } from './usage.js';
@@ -112,14 +113,16 @@ export interface Admitted {
   request: CompletionRequest;
   agent: ResourceDoc;
   sessionId: string | undefined;
+  /** The caller's session as read at admission: its recent messages are the turn's history. */
+  session: Stored<SessionDoc> | undefined;
 }
 
 /** Resolves the agent and checks the caller's access and session; throws the 4xx of the first failure. */
 export async function admit(s: Services, principal: Principal, request: CompletionRequest): Promise<Admitted> {
   const agent = await resolveAgent(s, principal, request.agent_name);
   const sessionId = request.session_id?.toLowerCase();
-  if (sessionId) await s.conversations.get(principal.upn, sessionId);
-  return { request: { ...request, agent_name: agent.name }, agent, sessionId };
+  const session = sessionId ? await s.conversations.get(principal.upn, sessionId) : undefined;
+  return { request: { ...request, agent_name: agent.name }, agent, sessionId, session };
 }
 
 export interface RunOptions {
@@ -136,7 +139,7 @@ export interface RunOptions {
  */
 export async function runCompletion(s: Services, principal: Principal, admitted: Admitted, options: RunOptions): Promise<CompletionResponse> {
   const started = Date.now();
-  const { request, agent, sessionId } = admitted;
+  const { request, agent, sessionId, session } = admitted;
   const operationId = options.operationId;
   const chain = await chainOf(s, agent);
   const deployment = String(chain.model.deployment_name);
@@ -147,7 +150,7 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
     const usage = await s.store.container<UsageDoc>('usage').read(ownerKey(principal.upn), operationId);
     answer = { content: recorded.text, promptTokens: usage?.prompt_tokens ?? 0, completionTokens: recorded.tokens };
   } else {
-    const messages = await buildMessages(s, principal, request, chain, sessionId);
+    const messages = await buildMessages(s, principal, request, chain, session);
     try {
       answer = await s.models.complete(chain.endpoint, deployment, messages, modelParameters(chain.model, request), options.signal);
     } catch (e) {
@@ -165,23 +168,25 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
   const completedAt = new Date().toISOString();
   const total = answer.promptTokens + answer.completionTokens;
   const cost = costOf(chain.model, answer.promptTokens, answer.completionTokens);
-  if (sessionId && !recorded) {
-    const startedAt = new Date(started).toISOString();
-    await s.conversations.recordTurn(
-      principal.upn,
-      sessionId,
-      { sender: 'User', sender_display_name: principal.name ?? principal.upn, text: request.user_prompt, tokens: answer.promptTokens, timestamp: startedAt, operation_id: operationId, agent_name: agent.name },
-      { sender: 'Assistant', sender_display_name: agent.name, text: answer.content, tokens: answer.completionTokens, timestamp: completedAt, operation_id: operationId, agent_name: agent.name },
-    );
-  }
-  await recordUsage(s.store.container<UsageDoc>('usage'), {
-    ...usageBase(principal, operationId, sessionId, agent.name, deployment, completedAt, started),
-    prompt_tokens: answer.promptTokens,
-    completion_tokens: answer.completionTokens,
-    total_tokens: total,
-    cost,
-    status: 'Completed',
-  });
+  const startedAt = new Date(started).toISOString();
+  // The turn and the usage record are independent writes (each idempotent on the operation id): side by side.
+  await Promise.all([
+    session && !recorded
+      ? s.conversations.recordTurn(
+          session,
+          { sender: 'User', sender_display_name: principal.name ?? principal.upn, text: request.user_prompt, tokens: answer.promptTokens, timestamp: startedAt, operation_id: operationId, agent_name: agent.name },
+          { sender: 'Assistant', sender_display_name: agent.name, text: answer.content, tokens: answer.completionTokens, timestamp: completedAt, operation_id: operationId, agent_name: agent.name },
+        )
+      : undefined,
+    recordUsage(s.store.container<UsageDoc>('usage'), {
+      ...usageBase(principal, operationId, sessionId, agent.name, deployment, completedAt, started),
+      prompt_tokens: answer.promptTokens,
+      completion_tokens: answer.completionTokens,
+      total_tokens: total,
+      cost,
+      status: 'Completed',
+    }),
+  ]);
   return {
     operation_id: operationId,
     user_prompt: request.user_prompt,
@@ -229,12 +234,12 @@ function modelParameters(model: ResourceDoc, request: CompletionRequest): ModelP
 }
 
 /** System prompt, history (when enabled, last max_history turns), attachments as context, the prompt. */
-async function buildMessages(s: Services, principal: Principal, request: CompletionRequest, chain: AgentChain, sessionId: string | undefined): Promise<ChatMessage[]> {
+async function buildMessages(s: Services, principal: Principal, request: CompletionRequest, chain: AgentChain, session: Stored<SessionDoc> | undefined): Promise<ChatMessage[]> {
   const messages: ChatMessage[] = [];
   if (typeof chain.prompt.prefix === 'string' && chain.prompt.prefix.length > 0) messages.push({ role: 'system', content: chain.prompt.prefix });
   const history = chain.agent.conversation_history_settings as { enabled?: boolean; max_history?: number } | null | undefined;
-  if (sessionId && history?.enabled) {
-    for (const m of await s.conversations.history(principal.upn, sessionId, (history.max_history ?? 0) * 2)) {
+  if (session && history?.enabled) {
+    for (const m of await s.conversations.recentHistory(session, (history.max_history ?? 0) * 2)) {
       messages.push({ role: m.sender === 'User' ? 'user' : 'assistant', content: m.text });
     }
   }

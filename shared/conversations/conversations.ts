@@ -3,7 +3,16 @@
 import { randomUUID } from 'node:crypto';
 import { ownerKey } from '../auth/principal.js';
 import { badRequest, notFound } from '../http/errors.js';
-import { ConflictError, type Container, type Doc, type Stored } from '../store/types.js';
+import { ConflictError, NotFoundError, PreconditionFailedError, type Container, type Doc, type Stored } from '../store/types.js';
+import { updateDocument } from '../store/update.js';
+
+/** A message as its session document keeps it, for the next turn's history. */
+export interface RecentMessage {
+  sender: 'User' | 'Assistant';
+  text: string;
+  timestamp: string;
+  operation_id: string;
+}
 
 export interface SessionDoc extends Doc {
   type: 'Session';
@@ -12,6 +21,27 @@ export interface SessionDoc extends Doc {
   created_on: string;
   updated_on: string;
   day: string;
+  /**
+   * The session's last messages, oldest first, within RECENT_LIMITS: a turn reads its history in the same
+   * point read that checks the session, with no query. Absent on sessions from before it existed.
+   */
+  recent?: RecentMessage[];
+  /** `recent` holds every message of the session. */
+  recent_complete?: boolean;
+}
+
+/** Bounds of a session document's recent messages: it stays small however long the conversation. */
+export const RECENT_LIMITS = { messages: 40, chars: 32_000 };
+
+/** The newest messages of `list` within RECENT_LIMITS, and whether any had to go. */
+function keepRecent(list: readonly RecentMessage[]): { recent: RecentMessage[]; trimmed: boolean } {
+  let chars = 0;
+  let from = list.length;
+  while (from > 0 && list.length - from < RECENT_LIMITS.messages && chars + (list[from - 1]?.text.length ?? 0) <= RECENT_LIMITS.chars) {
+    from--;
+    chars += list[from]?.text.length ?? 0;
+  }
+  return { recent: list.slice(from), trimmed: from > 0 };
 }
 
 export interface MessageDoc extends Doc {
@@ -85,7 +115,7 @@ export class Conversations {
   async create(owner: string, name: string): Promise<SessionDoc> {
     const upn = ownerKey(owner);
     const now = new Date().toISOString();
-    return this.sessions.create({ id: randomUUID(), pk: upn, type: 'Session', name, upn, created_on: now, updated_on: now, day: dayOf(now) });
+    return this.sessions.create({ id: randomUUID(), pk: upn, type: 'Session', name, upn, created_on: now, updated_on: now, day: dayOf(now), recent: [], recent_complete: true });
   }
 
   /** The caller's session, or 404: another user's id is indistinguishable from an unknown one. */
@@ -115,6 +145,13 @@ export class Conversations {
     return items.reverse();
   }
 
+  /** The last `limit` messages for a turn's history: from the session document when it holds them, else a query. */
+  async recentHistory(session: Stored<SessionDoc>, limit: number): Promise<readonly Pick<MessageDoc, 'sender' | 'text'>[]> {
+    if (limit <= 0) return [];
+    if (session.recent && (session.recent_complete === true || session.recent.length >= limit)) return session.recent.slice(-limit);
+    return this.history(session.pk, session.id, limit);
+  }
+
   async delete(owner: string, sessionId: string): Promise<void> {
     const upn = ownerKey(owner);
     const session = await this.get(upn, sessionId);
@@ -127,21 +164,46 @@ export class Conversations {
     return this.messages.read(ownerKey(owner), messageIds(operationId).assistant);
   }
 
-  /** Writes both messages of a turn (each at most once: a redelivery finds them) and moves the session's updated_on. */
-  async recordTurn(owner: string, sessionId: string, user: Omit<MessageDoc, 'id' | 'pk' | 'type' | 'session_id' | 'day' | 'hour' | 'upn'>, assistant: typeof user): Promise<void> {
-    const upn = ownerKey(owner);
+  /**
+   * Records a turn in one atomic write of the session's partition: both messages, and the session with its
+   * new updated_on and recent messages. `session` is the copy read when the turn began; its ETag guards the
+   * write, so a concurrent turn or rename is never overwritten (the write is then tried again on a fresh
+   * copy). A turn already recorded (a redelivery) is not written twice.
+   */
+  async recordTurn(session: Stored<SessionDoc>, user: Omit<MessageDoc, 'id' | 'pk' | 'type' | 'session_id' | 'day' | 'hour' | 'upn'>, assistant: typeof user): Promise<void> {
+    const upn = session.pk;
     const ids = messageIds(user.operation_id);
-    const base = { pk: upn, type: 'Message' as const, session_id: sessionId, upn };
-    try {
-      // Both messages in one round trip, all or none: a redelivered turn finds both and writes neither.
-      await this.messages.createBatch(upn, [
-        { ...base, ...user, id: ids.user, day: dayOf(user.timestamp), hour: hourOf(user.timestamp) },
-        { ...base, ...assistant, id: ids.assistant, day: dayOf(assistant.timestamp), hour: hourOf(assistant.timestamp) },
-      ]);
-    } catch (e) {
-      if (!(e instanceof ConflictError)) throw e;
+    const base = { pk: upn, type: 'Message' as const, session_id: session.id, upn };
+    const messages = [
+      { ...base, ...user, id: ids.user, day: dayOf(user.timestamp), hour: hourOf(user.timestamp) },
+      { ...base, ...assistant, id: ids.assistant, day: dayOf(assistant.timestamp), hour: hourOf(assistant.timestamp) },
+    ];
+    const turn = [user, assistant].map(({ sender, text, timestamp, operation_id }) => ({ sender, text, timestamp, operation_id }));
+    const withTurn = (current: Stored<SessionDoc>): SessionDoc | undefined => {
+      if (current.recent?.some((m) => m.operation_id === user.operation_id)) return undefined;
+      const { recent, trimmed } = keepRecent([...(current.recent ?? []), ...turn]);
+      return { ...current, updated_on: assistant.timestamp, recent, recent_complete: current.recent_complete === true && !trimmed };
+    };
+    let current: Stored<SessionDoc> | undefined = session;
+    for (let attempt = 1; current && attempt <= 20; attempt++) {
+      const next = withTurn(current);
+      if (!next) return;
+      try {
+        await this.container.writeBatch(upn, [...messages.map((doc) => ({ op: 'create' as const, doc })), { op: 'replace', doc: next, ifMatch: current._etag }]);
+        return;
+      } catch (e) {
+        // The messages exist (recorded by a write that did not finish the session): update the session alone.
+        if (e instanceof ConflictError) {
+          await updateDocument(this.sessions, upn, session.id, (c) => (c ? withTurn(c) : undefined));
+          return;
+        }
+        // The session was deleted during the turn: there is nothing to record the turn in.
+        if (e instanceof NotFoundError) return;
+        if (!(e instanceof PreconditionFailedError)) throw e;
+      }
+      current = await this.sessions.read(upn, session.id);
     }
-    await this.sessions.patch(upn, sessionId, [{ op: 'set', path: 'updated_on', value: assistant.timestamp }]);
+    if (current) throw new PreconditionFailedError(`Session ${session.id} kept changing; the turn was not recorded`);
   }
 
   async rate(owner: string, sessionId: string, messageId: string, rating: boolean, comments: string | null): Promise<MessageDoc> {

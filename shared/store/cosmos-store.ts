@@ -12,6 +12,7 @@ import {
   StoreError,
   type AggregateQuery,
   type AggregateRow,
+  type BatchOperation,
   type Container,
   type Doc,
   type DocumentStore,
@@ -161,23 +162,27 @@ class CosmosContainer<T extends Doc> implements Container<T> {
     if (conflicts > 0) throw new ConflictError(`${conflicts} of ${docs.length} documents already existed`);
   }
 
-  async createBatch(pk: string, docs: readonly T[]): Promise<void> {
-    if (docs.some((d) => d.pk !== pk)) throw new StoreError(`A batch holds documents of one partition (${pk})`);
-    if (docs.length > 100) throw new StoreError('A batch holds at most 100 documents');
+  async writeBatch(pk: string, operations: readonly BatchOperation<T>[]): Promise<void> {
+    if (operations.some((o) => o.doc.pk !== pk)) throw new StoreError(`A batch holds documents of one partition (${pk})`);
+    if (operations.length > 100) throw new StoreError('A batch holds at most 100 documents');
     let response;
     try {
       response = await this.sdk.items.batch(
-        docs.map((d) => ({ operationType: 'Create' as const, resourceBody: d as unknown as JSONObject })),
+        operations.map((o) =>
+          o.op === 'create'
+            ? { operationType: 'Create' as const, resourceBody: o.doc as unknown as JSONObject }
+            : { operationType: 'Replace' as const, id: o.doc.id, partitionKey: pk, resourceBody: o.doc as unknown as JSONObject, ...(o.ifMatch !== undefined ? { ifMatch: o.ifMatch } : {}) },
+        ),
         pk,
       );
     } catch (e) {
       throw mapError(e, this.name);
     }
-    // A failed batch answers per operation: 409 for the taken id, 424 for the others (nothing was written).
+    // A failed batch answers per operation: the failing one's status, 424 for the others (nothing written).
     const statuses = response.result?.map((r) => r.statusCode) ?? [response.code ?? 500];
-    if (statuses.includes(409)) throw new ConflictError(`${this.name}/${pk}: a document of the batch already exists`);
+    for (const code of [409, 412, 404]) if (statuses.includes(code)) throw mapError({ code }, `${this.name}/${pk} (batch)`);
     const failed = statuses.find((s) => s >= 400);
-    if (failed !== undefined) throw new StoreError(`Batch create failed with status ${failed}`);
+    if (failed !== undefined) throw new StoreError(`Batch write failed with status ${failed}`);
   }
 
   async upsert(doc: T, options: WriteOptions = {}): Promise<Stored<T>> {

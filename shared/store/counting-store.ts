@@ -31,7 +31,7 @@ export function countingStore(inner: DocumentStore): DocumentStore & { counts: M
         aggregate: (q) => (bump('queries'), c.aggregate(q)),
         create: (d) => (bump('writes'), c.create(d)),
         createMany: (d) => (bump('writes'), c.createMany(d)),
-        createBatch: (pk, d) => (bump('writes'), c.createBatch(pk, d)),
+        writeBatch: (pk, o) => (bump('writes'), c.writeBatch(pk, o)),
         upsert: (d, o) => (bump('writes'), c.upsert(d, o)),
         replace: (d, o) => (bump('writes'), c.replace(d, o)),
         delete: (pk, id, o) => (bump('writes'), c.delete(pk, id, o)),

@@ -18,6 +18,7 @@ import {
   StoreError,
   type AggregateQuery,
   type AggregateRow,
+  type BatchOperation,
   type Container,
   type Doc,
   type DocumentStore,
@@ -211,11 +212,17 @@ class SqliteContainer<T extends Doc> implements Container<T> {
     if (existing > 0) throw new ConflictError(`${existing} of ${docs.length} documents already existed`);
   }
 
-  createBatch(pk: string, docs: readonly T[]): Promise<void> {
+  writeBatch(pk: string, operations: readonly BatchOperation<T>[]): Promise<void> {
     return this.tx(() => {
-      for (const doc of docs) {
+      for (const o of operations) {
+        const doc = o.doc;
         if (doc.pk !== pk) throw new StoreError(`A batch holds documents of one partition (${pk}), not ${doc.pk}`);
-        if (this.readRow(doc.pk, doc.id)) throw new ConflictError(`${this.name}/${doc.pk}/${doc.id} already exists`);
+        const row = this.readRow(doc.pk, doc.id);
+        if (o.op === 'create' && row) throw new ConflictError(`${this.name}/${doc.pk}/${doc.id} already exists`);
+        if (o.op === 'replace') {
+          if (!row) throw new NotFoundError(`${this.name}/${doc.pk}/${doc.id} not found`);
+          this.check(row, o.ifMatch, doc.id);
+        }
         this.write(doc, 'INSERT OR REPLACE');
       }
     });

@@ -67,6 +67,9 @@ export type PatchOp =
   | { op: 'append'; path: FieldPath; value: unknown }
   | { op: 'remove'; path: FieldPath };
 
+/** One write of a batch. */
+export type BatchOperation<T extends Doc> = { op: 'create'; doc: T } | { op: 'replace'; doc: T; ifMatch?: string };
+
 export interface WriteOptions {
   /** Only write when the stored document still has this ETag; otherwise PreconditionFailedError. */
   ifMatch?: string;
@@ -85,10 +88,11 @@ export interface Container<T extends Doc> {
    */
   createMany(docs: readonly T[]): Promise<void>;
   /**
-   * Creates a few documents of one partition (at most 100) in one round trip, all or none: ConflictError
-   * when any id is taken. Cosmos DB: a transactional batch.
+   * Writes a few documents of one partition (at most 100) in one round trip, all or none: ConflictError when
+   * a created id is taken, NotFoundError when a replaced document is gone, PreconditionFailedError on a stale
+   * ETag. Cosmos DB: a transactional batch.
    */
-  createBatch(pk: string, docs: readonly T[]): Promise<void>;
+  writeBatch(pk: string, operations: readonly BatchOperation<T>[]): Promise<void>;
   upsert(doc: T, options?: WriteOptions): Promise<Stored<T>>;
   /** Fails with NotFoundError when absent, PreconditionFailedError on a stale ETag. */
   replace(doc: T, options?: WriteOptions): Promise<Stored<T>>;

@@ -5,16 +5,18 @@ import { ConflictError, PreconditionFailedError, type Container, type Doc, type 
  * Reads the document, applies `change` and writes it back only if nobody wrote in between (ETag);
  * on a conflict it reads again and retries, so concurrent writers never lose an update. `change`
  * receives undefined for a missing document and returns the new document, or undefined to write nothing.
+ * `known`, a copy the caller has just read, saves the first read: its ETag guards the write all the same.
  */
 export async function updateDocument<T extends Doc>(
   container: Container<T>,
   pk: string,
   id: string,
   change: (current: Stored<T> | undefined) => T | undefined,
-  attempts = 50,
+  options: { known?: Stored<T>; attempts?: number } = {},
 ): Promise<Stored<T> | undefined> {
+  const attempts = options.attempts ?? 50;
   for (let attempt = 1; ; attempt++) {
-    const current = await container.read(pk, id);
+    const current = attempt === 1 && options.known ? options.known : await container.read(pk, id);
     const next = change(current);
     if (next === undefined) return current;
     try {

@@ -8,6 +8,7 @@ import { LOCAL_DEFAULT_USER } from '../../shared/auth/local-idp.js';
 import { startStandalone } from '../../shared/http/standalone.js';
 import { openSqliteStore } from '../../shared/store/sqlite-store.js';
 import { countingStore } from '../../shared/store/counting-store.js';
+import type { DocumentStore } from '../../shared/store/types.js';
 import { INSTANCE, tempDir, testServices, type TestServices } from './services.js';
 
 export interface TestApp {
@@ -25,11 +26,11 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function startTestApp(env: Record<string, string> = {}, options: { consumers?: boolean } = {}): Promise<TestApp> {
+export async function startTestApp(env: Record<string, string> = {}, options: { consumers?: boolean; store?: DocumentStore } = {}): Promise<TestApp> {
   const dir = tempDir();
   // Test files run in parallel against one Azurite: each app gets its own queue.
   env = { ASYNC_COMPLETIONS_QUEUE: `ac-${randomUUID().slice(0, 8)}`, ...env };
-  const store = countingStore(openSqliteStore(path.join(dir, 'store.db')));
+  const store = countingStore(options.store ?? openSqliteStore(path.join(dir, 'store.db')));
   const services = await testServices({
     env: { DATA_DIR: dir, AzureWebJobsStorage: inject('storageConnectionString'), ...env },
     store,

@@ -100,14 +100,21 @@ describe.each(STORES)('document store contract: $name', (adapter) => {
       expect((await c.read('bulk-0', 'new'))?.n).toBe(7);
     });
 
-    it('creates a few documents of one partition in one batch, and refuses the batch when an id is taken', async () => {
-      await c.createBatch('batch', [item('batch', 'x', 1), item('batch', 'y', 2)]);
+    it('writes a few documents of one partition in one batch, and refuses the batch on a taken id, a stale ETag or a missing document', async () => {
+      const create = (d: Item) => ({ op: 'create' as const, doc: d });
+      await c.writeBatch('batch', [create(item('batch', 'x', 1)), create(item('batch', 'y', 2))]);
       expect((await c.query({ partition: 'batch' })).items.map((d) => d.id).sort()).toEqual(['x', 'y']);
-      await expect(c.createBatch('batch', [item('batch', 'z', 3), item('batch', 'x', 9)])).rejects.toBeInstanceOf(ConflictError);
+      const y = (await c.read('batch', 'y'))!;
+      await c.writeBatch('batch', [create(item('batch', 'v', 4)), { op: 'replace', doc: { ...y, n: 20 }, ifMatch: y._etag }]);
+      expect((await c.read('batch', 'y'))?.n).toBe(20);
+      await expect(c.writeBatch('batch', [create(item('batch', 'z', 3)), create(item('batch', 'x', 9))])).rejects.toBeInstanceOf(ConflictError);
+      await expect(c.writeBatch('batch', [create(item('batch', 'w', 3)), { op: 'replace', doc: { ...y, n: 30 }, ifMatch: y._etag }])).rejects.toBeInstanceOf(PreconditionFailedError);
+      await expect(c.writeBatch('batch', [{ op: 'replace', doc: item('batch', 'gone', 1) }])).rejects.toBeInstanceOf(NotFoundError);
       expect((await c.read('batch', 'x'))?.n).toBe(1);
+      expect((await c.read('batch', 'y'))?.n).toBe(20);
       // Real Cosmos DB and SQLite write none of a refused batch; the local Cosmos-compatible server is not atomic.
-      if (adapter.name === 'embedded') expect(await c.read('batch', 'z')).toBeUndefined();
-      await expect(c.createBatch('batch', [item('other', 'w', 1)])).rejects.toBeInstanceOf(StoreError);
+      if (adapter.name === 'embedded') expect([await c.read('batch', 'z'), await c.read('batch', 'w')]).toEqual([undefined, undefined]);
+      await expect(c.writeBatch('batch', [create(item('other', 'o', 1))])).rejects.toBeInstanceOf(StoreError);
     });
 
     it('patches with set, incr, append and remove', async () => {

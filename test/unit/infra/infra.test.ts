@@ -1,33 +1,44 @@
-// The infrastructure and the code agree: containers come from one definition, every setting the code reads
-// is set by both Bicep and Terraform, outputs are named like settings, and access is identity-only.
+// The infrastructure and the code agree, and the infrastructure deploys: containers come from one definition,
+// every setting the code reads is set by both Bicep and Terraform, each Function App has its own Flex
+// Consumption plan, resource names are valid for any environment name azd accepts, Key Vault references and
+// telemetry work with the apps' identities, and access is identity-only.
 // (Neither the Bicep compiler nor Terraform's providers can be installed here: Terraform is parsed with
-// @cdktf/hcl2json, Bicep is read as text.)
+// @cdktf/hcl2json, Bicep is read as text, and the naming expressions of both are evaluated.)
 import { readdirSync, readFileSync } from 'node:fs';
 import { parse } from '@cdktf/hcl2json';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_ONLY_SETTINGS, SETTING_NAMES, loadConfig } from '../../../shared/config.js';
 import { containersForInfra } from '../../../shared/store/infra-containers.js';
+import { evaluateExpression, evaluateTemplate, NAME_RULES, ruleFor, type Scope } from '../../support/infra-eval.js';
 
-const bicep = readFileSync('infra/bicep/main.bicep', 'utf8');
 const read = (file: string) => readFileSync(file, 'utf8');
+const mainBicep = read('infra/bicep/main.bicep');
+const resourcesBicep = read('infra/bicep/resources.bicep');
 
 /** All .tf files merged: resources by type and name, locals, outputs and variables. */
 interface Terraform {
   resource: Record<string, Record<string, Record<string, unknown>[]>>;
+  data: Record<string, Record<string, Record<string, unknown>[]>>;
   locals: Record<string, unknown>[];
   output: Record<string, unknown>;
   variable: Record<string, Record<string, unknown>[]>;
 }
 let terraform: Terraform;
+let terraformText = '';
 
 /** Names of the settings the service needs in Azure. */
 const REQUIRED = SETTING_NAMES.filter((s) => !LOCAL_ONLY_SETTINGS.includes(s));
 const HOST_SETTINGS = ['AzureWebJobsStorage__accountName', 'AzureWebJobsStorage__credential', 'AzureWebJobsStorage__clientId', 'APPLICATIONINSIGHTS_CONNECTION_STRING'];
 
+/** Environment names azd accepts (letters, digits, - _ . ( ), 1 to 64), chosen to break naive naming. */
+const ENVIRONMENT_NAMES = ['agent-dev', 'Prod_EU_1', 'team.platform-(blue)_2026-experiment-no1', 'abc', 'x', 'E'.repeat(64), '(dev)', 'release.', '-lead', 'a--b'];
+
 beforeAll(async () => {
   const merged: Record<string, unknown> = {};
   for (const file of readdirSync('infra/terraform').filter((f) => f.endsWith('.tf'))) {
-    const parsed = (await parse(file, read(`infra/terraform/${file}`))) as Record<string, unknown>;
+    const text = read(`infra/terraform/${file}`);
+    terraformText += `${text}\n`;
+    const parsed = (await parse(file, text)) as Record<string, unknown>;
     for (const [block, body] of Object.entries(parsed)) {
       // `locals` blocks come as a list per file; resources and data sources as maps of maps (one type may
       // appear in several files); outputs and variables as maps.
@@ -43,6 +54,25 @@ beforeAll(async () => {
 
 const tfResource = (type: string, name = 'this') => terraform.resource[type]?.[name]?.[0] ?? {};
 const tfLocals = (): Record<string, unknown> => Object.assign({}, ...terraform.locals) as Record<string, unknown>;
+const normal = (key: string) => key.toLowerCase().replace(/_/g, '');
+
+/** The names Bicep gives every resource for an environment, by key. */
+function bicepNames(environmentName: string, subscription = '00000000-0000-0000-0000-000000000001', location = 'westeurope'): Record<string, string> {
+  const outer: Scope = { 'subscription().id': `/subscriptions/${subscription}`, environmentName, location };
+  const token = evaluateExpression(/^var resourceToken = (.+)$/m.exec(mainBicep)?.[1] ?? '', outer);
+  const group = evaluateTemplate(/^var resourceGroupName = '(.+)'$/m.exec(mainBicep)?.[1] ?? '', outer);
+  const block = /^var names = \{\n([\s\S]*?)\n\}/m.exec(resourcesBicep)?.[1] ?? '';
+  const names: Record<string, string> = { resourceGroup: group };
+  for (const m of block.matchAll(/^\s*(\w+): '(.*)'$/gm)) names[m[1] ?? ''] = evaluateTemplate(m[2] ?? '', { ...outer, resourceToken: token });
+  return names;
+}
+
+/** The names Terraform gives every resource for an environment, by key. */
+function terraformNames(environmentName: string, subscription = '00000000-0000-0000-0000-000000000001', location = 'westeurope'): Record<string, string> {
+  const scope: Scope = { 'var.environment_name': environmentName, 'var.location': location, 'data.azurerm_client_config.current.subscription_id': subscription };
+  scope['local.resource_token'] = evaluateTemplate(String(tfLocals().resource_token), scope);
+  return Object.fromEntries(Object.entries(tfLocals().names as Record<string, string>).map(([k, v]) => [k, evaluateTemplate(v, scope)]));
+}
 
 describe('infrastructure', () => {
   it('containers.json is generated from the code (run npm run infra:containers after changing containers)', () => {
@@ -50,16 +80,59 @@ describe('infrastructure', () => {
   });
 
   it('both flavours create the containers from containers.json with their partition keys, TTLs and indexes', () => {
-    expect(bicep).toContain("var containers = loadJsonContent('../containers.json')");
-    expect(bicep).toMatch(/for c in containers: \{[\s\S]*paths: \[c\.partitionKeyPath\][\s\S]*indexingPolicy: c\.indexingPolicy[\s\S]*defaultTtl: c\.defaultTtl/);
+    expect(resourcesBicep).toContain("var containers = loadJsonContent('../containers.json')");
+    expect(resourcesBicep).toMatch(/for c in containers: \{[\s\S]*paths: \[c\.partitionKeyPath\][\s\S]*indexingPolicy: c\.indexingPolicy[\s\S]*defaultTtl: c\.defaultTtl/);
     expect(String(tfLocals().containers)).toContain('jsondecode(file("${path.module}/../containers.json"))');
     const container = tfResource('azurerm_cosmosdb_sql_container');
     expect(container).toMatchObject({ for_each: '${local.containers}', partition_key_paths: ['${each.value.partitionKeyPath}'], default_ttl: '${try(each.value.defaultTtl, null)}' });
     expect(JSON.stringify(container.indexing_policy)).toContain('composite_index');
   });
 
+  it('gives every environment name azd accepts valid, unique resource names, the same way in both flavours', () => {
+    const keys = Object.keys(bicepNames('agent-dev')).map(normal).sort();
+    expect(Object.keys(terraformNames('agent-dev')).map(normal).sort()).toEqual(keys);
+    for (const env of ENVIRONMENT_NAMES) {
+      expect(env).toMatch(/^[a-zA-Z0-9-()_.]{1,64}$/);
+      for (const [flavour, names] of [['Bicep', bicepNames(env)], ['Terraform', terraformNames(env)]] as const) {
+        for (const [key, name] of Object.entries(names)) {
+          const rule = ruleFor(key);
+          expect(NAME_RULES[rule]?.(name), `${flavour} ${key} for environment "${env}": "${name}" breaks the ${rule} naming rule`).toBe(true);
+        }
+      }
+    }
+    // Unique per environment and per subscription: storage and function app names are global.
+    for (const names of [bicepNames, terraformNames]) {
+      const storage = ENVIRONMENT_NAMES.map((e) => names(e).storage);
+      expect(new Set(storage).size).toBe(ENVIRONMENT_NAMES.length);
+      expect(names('agent-dev', '00000000-0000-0000-0000-000000000002').storage).not.toBe(names('agent-dev').storage);
+    }
+  });
+
+  it('names every resource from the names table, and tags every resource group with azd-env-name', () => {
+    for (const key of Object.keys(bicepNames('x')).filter((k) => k !== 'resourceGroup')) expect(resourcesBicep, `names.${key} is used`).toContain(`names.${key}`);
+    for (const key of Object.keys(terraformNames('x'))) expect(terraformText, `local.names.${key} is used`).toContain(`local.names.${key}`);
+    expect(mainBicep).toContain("var tags = { 'azd-env-name': environmentName }");
+    expect(mainBicep).toMatch(/resource rg 'Microsoft\.Resources\/resourceGroups@[^']+' = \{\s*name: resourceGroupName\s*location: location\s*tags: tags/);
+    expect(tfLocals().tags).toEqual({ 'azd-env-name': '${var.environment_name}' });
+    // Every resource declaration that takes tags gets them.
+    const declarations = [...resourcesBicep.matchAll(/^resource (\w+) '([^']+)' = (?:\[\s*for [^:]+: )?(?:if \([^)]*\) )?\{\n([\s\S]*?)\n\s*\}\]?$/gm)];
+    for (const [, name, type, body] of declarations) {
+      if (/\/(blobServices|queueServices|containers|queues|sqlDatabases|sqlRoleAssignments)|roleAssignments/.test(type ?? '')) continue;
+      expect(body, `${name} is tagged`).toMatch(/tags: (tags|union\(tags)/);
+    }
+  });
+
+  it('gives each Function App its own Flex Consumption plan (one app per plan), in both flavours', () => {
+    expect(resourcesBicep.match(/'Microsoft\.Web\/serverfarms@/g)).toHaveLength(1);
+    expect(resourcesBicep).toMatch(/resource plans 'Microsoft\.Web\/serverfarms@[^']+' = \[\s*for app in apps: \{[\s\S]*?sku: \{ tier: 'FlexConsumption', name: 'FC1' \}/);
+    expect(resourcesBicep).toContain('serverFarmId: plans[i].id');
+    expect(Object.keys(terraform.resource.azurerm_service_plan ?? {})).toEqual(['app']);
+    expect(tfResource('azurerm_service_plan', 'app')).toMatchObject({ for_each: '${local.apps}', sku_name: 'FC1' });
+    expect(tfResource('azurerm_function_app_flex_consumption', 'app')).toMatchObject({ service_plan_id: '${azurerm_service_plan.app[each.key].id}' });
+  });
+
   it('sets every setting the code reads, in both flavours', () => {
-    const bicepSettings = new Set([...bicep.matchAll(/\{ name: '([A-Za-z_]+)', value:/g)].map((m) => m[1] ?? ''));
+    const bicepSettings = new Set([...resourcesBicep.matchAll(/\{ name: '([A-Za-z_]+)', value:/g)].map((m) => m[1] ?? ''));
     const functions = tfResource('azurerm_function_app_flex_consumption', 'app');
     const perApp = [...String(functions.app_settings).matchAll(/^\s*([A-Za-z_]+)\s*=/gm)].map((m) => m[1] ?? '');
     const tfSettings = new Set([...Object.keys(tfLocals().shared_settings as Record<string, unknown>), ...perApp]);
@@ -75,11 +148,49 @@ describe('infrastructure', () => {
     expect(() => loadConfig({ STORE: 'cosmos', COSMOS_ENDPOINT: 'https://x.documents.azure.com:443/', SERVICE_APIS: 'core', ASYNC_COMPLETIONS_QUEUE: 'async-completions', GRAPH_ENABLED: 'false', AUTH_ISSUER: 'https://i', AUTH_AUDIENCE: 'a', AUTH_JWKS_URI: 'https://k' })).not.toThrow();
   });
 
+  it("resolves Key Vault references with each app's own identity", () => {
+    expect(resourcesBicep).toContain('keyVaultReferenceIdentity: identities[i].id');
+    expect(resourcesBicep).toMatch(/resource vaultRoles [\s\S]*?roleId\(roles\.keyVaultSecretsUser\)/);
+    expect(tfResource('azurerm_function_app_flex_consumption', 'app')).toMatchObject({ key_vault_reference_identity_id: '${azurerm_user_assigned_identity.app[each.key].id}' });
+    expect(tfResource('azurerm_role_assignment', 'secrets_user')).toMatchObject({ role_definition_name: 'Key Vault Secrets User', for_each: '${local.apps}' });
+  });
+
+  it('sends telemetry with identity auth: local auth off, the apps publish as themselves, and the code signs in', () => {
+    expect(resourcesBicep).toContain('DisableLocalAuth: true');
+    expect(resourcesBicep).toMatch(/resource insightsRoles [\s\S]*?for \(app, i\) in apps[\s\S]*?roleId\(roles\.monitoringMetricsPublisher\)/);
+    expect(resourcesBicep).toContain("{ name: 'APPLICATIONINSIGHTS_AUTHENTICATION_STRING', value: 'ClientId=${clientId};Authorization=AAD' }");
+    expect(resourcesBicep).toContain("{ name: 'AZURE_CLIENT_ID', value: clientId }");
+    expect(tfResource('azurerm_application_insights')).toMatchObject({ local_authentication_disabled: true });
+    expect(tfResource('azurerm_role_assignment', 'metrics_publisher')).toMatchObject({ role_definition_name: 'Monitoring Metrics Publisher', for_each: '${local.apps}' });
+    expect(String(tfResource('azurerm_function_app_flex_consumption', 'app').app_settings)).toContain('ClientId=${azurerm_user_assigned_identity.app[each.key].client_id};Authorization=AAD');
+    // The exporter's credential: shared/telemetry/setup.ts (test/unit/shared/telemetry/setup.test.ts).
+    expect(read('shared/telemetry/setup.ts')).toMatch(/azureMonitorExporterOptions: \{ connectionString: [^}]*credential/);
+  });
+
+  it('offers what azd templates offer: the deployer\'s data roles, CORS origins, always-ready Core instances', () => {
+    expect(mainBicep).toMatch(/param principalId string = ''/);
+    for (const r of ['operatorStorageRoles', 'operatorVaultRole', 'operatorCosmosRole']) expect(resourcesBicep).toMatch(new RegExp(`resource ${r} [^\\n]*= (\\[\\s*for [^:]+: )?if \\(!empty\\(principalId\\)\\)`));
+    expect(resourcesBicep).toContain('operatorRoleIds = [roles.blobDataContributor, roles.queueDataContributor]');
+    expect(resourcesBicep).toContain('cors: { allowedOrigins: corsAllowedOrigins }');
+    expect(resourcesBicep).toContain("alwaysReady: app.alwaysReady > 0 ? [{ name: 'http', instanceCount: app.alwaysReady }] : []");
+    const parameters = JSON.parse(read('infra/bicep/main.parameters.json')) as { parameters: Record<string, { value: unknown }> };
+    expect(parameters.parameters.principalId?.value).toBe('${AZURE_PRINCIPAL_ID}');
+    expect(parameters.parameters.environmentName?.value).toBe('${AZURE_ENV_NAME}');
+    // Every required parameter of main.bicep is given.
+    for (const m of mainBicep.matchAll(/^param (\w+) \w+$/gm)) expect(Object.keys(parameters.parameters), m[1]).toContain(m[1]);
+    expect(Object.keys(terraform.resource.azurerm_role_assignment ?? {})).toContain('operator');
+    expect(terraformText).toContain('"Storage Blob Data Contributor"');
+    expect(terraformText).toContain('"Storage Queue Data Contributor"');
+    expect(tfResource('azurerm_cosmosdb_sql_role_assignment', 'operator')).toMatchObject({ count: '${var.principal_id == "" ? 0 : 1}' });
+    expect(JSON.stringify(tfResource('azurerm_function_app_flex_consumption', 'app').site_config)).toContain('var.cors_allowed_origins');
+    expect(JSON.stringify(tfResource('azurerm_function_app_flex_consumption', 'app').dynamic)).toContain('always_ready');
+  });
+
   it('names outputs like settings, the same in both flavours', () => {
-    const bicepOutputs = [...bicep.matchAll(/^output ([A-Z_]+) /gm)].map((m) => m[1]).sort();
+    const bicepOutputs = [...mainBicep.matchAll(/^output ([A-Z_]+) /gm)].map((m) => m[1]).sort();
     const tfOutputs = Object.keys(terraform.output).sort();
     expect(bicepOutputs).toEqual(tfOutputs);
-    for (const setting of ['INSTANCE_ID', 'COSMOS_ENDPOINT', 'COSMOS_DATABASE', 'STORAGE_ACCOUNT_NAME', 'APPLICATIONINSIGHTS_CONNECTION_STRING']) {
+    for (const setting of ['INSTANCE_ID', 'COSMOS_ENDPOINT', 'COSMOS_DATABASE', 'STORAGE_ACCOUNT_NAME', 'APPLICATIONINSIGHTS_CONNECTION_STRING', 'AUTH_ISSUER', 'AUTH_AUDIENCE', 'AUTH_JWKS_URI']) {
       expect(SETTING_NAMES).toContain(setting);
       expect(tfOutputs).toContain(setting);
     }
@@ -91,38 +202,34 @@ describe('infrastructure', () => {
     const queues = [config.asyncQueue, `${config.asyncQueue}-poison`];
     const tf = tfLocals();
     for (const n of names) {
-      expect(bicep).toContain(`'${n}'`);
+      expect(resourcesBicep).toContain(`'${n}'`);
       expect(tf.blob_containers).toContain(n);
     }
     for (const q of queues) {
-      expect(bicep).toContain(`name: '${q}'`);
+      expect(resourcesBicep).toContain(`name: '${q}'`);
       expect(tf.queues).toContain(q);
     }
   });
 
   it('is identity-only: no shared keys, no local auth, Key Vault in RBAC mode', () => {
-    expect(bicep).toContain('allowSharedKeyAccess: false');
-    expect(bicep).toContain('disableLocalAuth: true');
-    expect(bicep).toContain('DisableLocalAuth: true');
-    expect(bicep).toContain('enableRbacAuthorization: true');
-    expect(bicep).toContain("'${cosmos.id}/sqlRoleDefinitions/00000000-0000-0000-0000-000000000002'");
+    expect(resourcesBicep).toContain('allowSharedKeyAccess: false');
+    expect(resourcesBicep).toContain('disableLocalAuth: true');
+    expect(resourcesBicep).toContain('DisableLocalAuth: true');
+    expect(resourcesBicep).toContain('enableRbacAuthorization: true');
+    expect(resourcesBicep).toContain("'${cosmos.id}/sqlRoleDefinitions/00000000-0000-0000-0000-000000000002'");
     expect(tfResource('azurerm_storage_account')).toMatchObject({ shared_access_key_enabled: false });
     expect(tfResource('azurerm_cosmosdb_account')).toMatchObject({ local_authentication_disabled: true });
-    expect(tfResource('azurerm_application_insights')).toMatchObject({ local_authentication_disabled: true });
     expect(tfResource('azurerm_key_vault')).toMatchObject({ rbac_authorization_enabled: true });
     expect(tfResource('azurerm_cosmosdb_sql_role_assignment', 'app')).toMatchObject({ role_definition_id: expect.stringContaining('00000000-0000-0000-0000-000000000002') as string });
-    // Data roles for the identities: storage, Key Vault secrets, telemetry ingestion.
-    expect(Object.keys(terraform.resource.azurerm_role_assignment ?? {}).sort()).toEqual(['metrics_publisher', 'secrets_user', 'storage']);
+    expect(Object.keys(terraform.resource.azurerm_role_assignment ?? {}).sort()).toEqual(['metrics_publisher', 'operator', 'secrets_user', 'storage']);
     expect(String(tfLocals().storage_roles)).toContain('Storage Blob Data Owner');
-    for (const role of ['storageRoles', 'vaultRoles', 'insightsRoles', 'cosmosRoles']) expect(bicep).toContain(`resource ${role} `);
+    for (const role of ['storageRoles', 'vaultRoles', 'insightsRoles', 'cosmosRoles']) expect(resourcesBicep).toContain(`resource ${role} `);
   });
 
   it('runs two Function Apps on Flex Consumption, Node 22, each with its own user-assigned identity', () => {
-    expect(bicep).toContain("sku: { tier: 'FlexConsumption', name: 'FC1' }");
-    expect(bicep).toContain("runtime: { name: 'node', version: '22' }");
-    expect(bicep).toMatch(/resource identities 'Microsoft\.ManagedIdentity\/userAssignedIdentities@[^']+' = \[\s*for app in apps/);
-    expect(bicep).toContain("type: 'UserAssigned'");
-    expect(tfResource('azurerm_service_plan')).toMatchObject({ sku_name: 'FC1' });
+    expect(resourcesBicep).toContain("runtime: { name: 'node', version: '22' }");
+    expect(resourcesBicep).toMatch(/resource identities 'Microsoft\.ManagedIdentity\/userAssignedIdentities@[^']+' = \[\s*for app in apps/);
+    expect(resourcesBicep).toContain("type: 'UserAssigned'");
     expect(tfResource('azurerm_function_app_flex_consumption', 'app')).toMatchObject({ runtime_name: 'node', runtime_version: '22', for_each: '${local.apps}' });
     expect(Object.keys(tfLocals().apps as object).sort()).toEqual(['core', 'management']);
   });
@@ -133,15 +240,19 @@ describe('infrastructure', () => {
       expect(v?.description, `${name} description`).toBeDefined();
     }
     const validated = Object.entries(terraform.variable).filter(([, [v]]) => v?.validation).map(([n]) => n);
-    expect(validated).toEqual(expect.arrayContaining(['name_prefix', 'instance_id', 'auth_issuer', 'auth_jwks_uri', 'bootstrap_owner_ids']));
+    expect(validated).toEqual(expect.arrayContaining(['environment_name', 'instance_id', 'auth_issuer', 'auth_jwks_uri', 'bootstrap_owner_ids', 'core_always_ready_instances']));
   });
 
-  it('lists every setting in local.settings.sample.json, and azd deploys both apps from infra/bicep', () => {
+  it('lists every setting in local.settings.sample.json, and azd deploys the built package to both apps from infra/bicep', () => {
     const sample = JSON.parse(read('local.settings.sample.json')) as { Values: Record<string, string> };
     for (const name of SETTING_NAMES) expect(Object.keys(sample.Values), name).toContain(name);
     const azure = read('azure.yaml');
-    expect(azure).toMatch(/provider: bicep\s+path: infra\/bicep/);
-    expect(azure).toMatch(/core:\s+project: \.\s+language: ts\s+host: function/);
-    expect(azure).toMatch(/management:\s+project: \.\s+language: ts\s+host: function/);
+    expect(azure).toMatch(/provider: bicep\s+path: infra\/bicep\s+module: main/);
+    for (const service of ['core', 'management']) {
+      expect(azure).toMatch(new RegExp(`${service}:\\s+project: \\.\\s+language: ts\\s+host: function\\s+dist: \\.azure-package\\s+remoteBuild: false`));
+    }
+    expect(azure).toMatch(/prepackage:[\s\S]*run: npm ci && npm run package/);
+    // remoteBuild: false needs node_modules in the package: azd refuses it when .funcignore excludes them.
+    expect(read('.funcignore')).not.toMatch(/^node_modules/m);
   });
 });
