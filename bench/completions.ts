@@ -1,5 +1,7 @@
 // Completion overhead: the same load sent straight to an OpenAI-compatible mock with fixed latency, and
 // through POST /completions with a session (history read and written each turn), at concurrency 1 and 32.
+import http from 'node:http';
+import { performance } from 'node:perf_hooks';
 import { operationKey, type OperationDoc } from '../shared/completions/operations.js';
 import { startMockLlm } from '../scripts/mock-llm.js';
 import type { BenchApp } from './app.js';
@@ -76,3 +78,44 @@ export async function benchCompletions(app: BenchApp, seconds: number): Promise<
   await llm.close();
   return { rows, added };
 }
+
+/**
+ * Time to first byte of a streamed completion: the model sends its first token after 50 ms and the rest
+ * over 500 ms; what counts is how long after the model's first token the client has the first `delta`.
+ */
+export async function benchStreaming(app: BenchApp, requests = 40): Promise<{ p50: number; p99: number; total: number }> {
+  const llm = await startMockLlm();
+  llm.setStreaming(50, 500);
+  await seed(app, llm.url);
+  const body = JSON.stringify({ user_prompt: 'How fast is the first token of this answer here?', agent_name: 'bench' });
+  const headers = { ...app.auth, 'content-type': 'application/json', accept: 'text/event-stream' };
+  const delays: number[] = [];
+  let total = 0;
+  for (let i = 0; i < requests + 5; i++) {
+    const sent = performance.now();
+    const first = await new Promise<number>((resolve, reject) => {
+      const req = http.request(`${app.core}/instances/${app.instanceId}/completions`, { method: 'POST', headers, agent: keepAlive }, (res) => {
+        let seen = false;
+        res.on('data', (chunk: Buffer) => {
+          if (!seen && chunk.toString().includes('event: delta')) {
+            seen = true;
+            resolve(performance.now());
+          }
+        });
+        res.on('end', () => (total += performance.now() - sent));
+        res.on('error', reject);
+      });
+      req.on('error', reject);
+      req.end(body);
+    });
+    await new Promise((r) => setTimeout(r, 600));
+    // The first 5 warm the path.
+    if (i >= 5) delays.push(first - (llm.firstTokens.at(-1) ?? first));
+  }
+  await llm.close();
+  delays.sort((a, b) => a - b);
+  const at = (q: number) => Math.round((delays[Math.min(delays.length - 1, Math.floor(q * delays.length))] ?? 0) * 100) / 100;
+  return { p50: at(0.5), p99: at(0.99), total: Math.round(total / requests) };
+}
+
+const keepAlive = new http.Agent({ keepAlive: true, maxSockets: 1 });

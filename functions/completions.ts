@@ -7,6 +7,8 @@ import type { Principal } from '../shared/auth/principal.js';
 import { admit, CompletionRequest, CompletionResponse, newOperationId, runCompletion, type Admitted } from '../shared/completions/completion.js';
 import { failPoisoned, presentOperation, processOperation, readOperation, startOperation } from '../shared/completions/operations.js';
 import { QuotaResponse } from '../shared/completions/quotas.js';
+import { streamCompletion } from '../shared/completions/stream.js';
+import { wantsEventStream } from '../shared/http/event-stream.js';
 import { defineRoute } from '../shared/http/route.js';
 import { InstanceParams } from '../shared/http/schemas.js';
 import { json } from '../shared/http/types.js';
@@ -44,11 +46,13 @@ export const routes = [
     params: InstanceParams,
     body: CompletionRequest,
     responses: { 200: { description: 'The completion', schema: CompletionResponse }, ...quota429 },
-    handler: async ({ services, principal, body, params }) => {
+    handler: async ({ services, principal, body, params, request }) => {
       const operationId = body.operation_id ?? newOperationId();
       return withCorrelation({ operationId, instanceId: params.instanceId, conversationId: body.session_id }, principal.upn, async () => {
         const admitted = await admitWithQuota(services, principal, body);
-        return json(200, await runCompletion(services, principal, admitted, { operationId, mayRepeat: body.operation_id !== undefined }));
+        const options = { operationId, mayRepeat: body.operation_id !== undefined };
+        if (wantsEventStream(request.header('accept'))) return streamCompletion(services, principal, admitted, options, request.signal);
+        return json(200, await runCompletion(services, principal, admitted, options));
       });
     },
   }),

@@ -4,6 +4,7 @@
 // and can play a hostile upstream: hang, reset, trickle, cut off, answer garbage or an endless body.
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import { performance } from 'node:perf_hooks';
 import { fileURLToPath } from 'node:url';
 
 export interface ChatRequest {
@@ -32,6 +33,12 @@ export type Behavior =
 export interface MockLlm {
   url: string;
   requests: ChatRequest[];
+  /** Calls whose client went away before the answer was complete (an aborted call). */
+  readonly aborted: number;
+  /** When (performance.now()) each streamed answer's first token was written. */
+  readonly firstTokens: number[];
+  /** How a streamed answer (`stream: true`) flows: the first token after `firstTokenMs`, the rest spread over `spreadMs`. */
+  setStreaming(firstTokenMs: number, spreadMs: number): void;
   /** Queue behaviors for the next requests, in order. */
   next(...behaviors: Behavior[]): void;
   /** Drops behaviors queued and not yet used. */
@@ -42,11 +49,14 @@ export interface MockLlm {
 
 const words = (text: string) => text.split(/\s+/).filter(Boolean).length;
 
-function echo(body: ChatRequest['body'], path: string, n: number): string {
+function reply(body: ChatRequest['body']) {
   const last = [...body.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
   const content = `Echo: ${last}`;
-  const prompt = body.messages.reduce((total, m) => total + words(m.content), 0);
-  const completion = words(content);
+  return { content, prompt: body.messages.reduce((total, m) => total + words(m.content), 0), completion: words(content) };
+}
+
+function echo(body: ChatRequest['body'], path: string, n: number): string {
+  const { content, prompt, completion } = reply(body);
   return JSON.stringify({
     id: `chatcmpl-${n}`,
     object: 'chat.completion',
@@ -69,6 +79,31 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number 
     timers.add(t);
   };
   let latency = options.latencyMs ?? 0;
+  let streaming = { firstTokenMs: 0, spreadMs: 0 };
+  let aborted = 0;
+  const firstTokens: number[] = [];
+
+  /** An OpenAI streamed answer: a chunk per word (with its leading space), usage, then [DONE]. */
+  function stream(body: ChatRequest['body'], res: http.ServerResponse, n: number) {
+    const { content, prompt, completion } = reply(body);
+    const pieces = content.split(/(?= )/);
+    const chunk = (payload: object) => res.write(`data: ${JSON.stringify({ id: `chatcmpl-${n}`, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: body.model ?? 'mock', ...payload })}\n\n`);
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+    const gap = pieces.length > 1 ? streaming.spreadMs / (pieces.length - 1) : 0;
+    const send = (i: number) => {
+      if (res.destroyed) return;
+      chunk({ choices: [{ index: 0, delta: { ...(i === 0 ? { role: 'assistant' } : {}), content: pieces[i] }, finish_reason: null }] });
+      if (i === 0) firstTokens.push(performance.now());
+      if (i + 1 < pieces.length) {
+        later(gap, () => send(i + 1));
+        return;
+      }
+      chunk({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
+      chunk({ choices: [], usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion } });
+      res.end('data: [DONE]\n\n');
+    };
+    later(streaming.firstTokenMs, () => send(0));
+  }
 
   function play(behavior: Behavior | undefined, res: http.ServerResponse, socket: Socket, answer: () => void) {
     if (!behavior) return latency > 0 ? later(latency, answer) : answer();
@@ -127,8 +162,13 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number 
       }
       requests.push({ path, headers: req.headers, body });
       const n = requests.length;
+      res.on('close', () => {
+        if (!res.writableFinished) aborted++;
+      });
       play(queue.shift(), res, req.socket, () => {
-        if (!res.destroyed) res.writeHead(200, { 'content-type': 'application/json' }).end(echo(body, path, n));
+        if (res.destroyed) return;
+        if (body.stream === true) stream(body, res, n);
+        else res.writeHead(200, { 'content-type': 'application/json' }).end(echo(body, path, n));
       });
     });
   });
@@ -137,6 +177,11 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number 
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests,
+    get aborted() {
+      return aborted;
+    },
+    firstTokens,
+    setStreaming: (firstTokenMs, spreadMs) => (streaming = { firstTokenMs, spreadMs }),
     next: (...behaviors) => queue.push(...behaviors),
     clear: () => void queue.splice(0),
     setLatency: (ms) => (latency = ms),

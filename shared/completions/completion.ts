@@ -11,6 +11,7 @@ import type { Services } from '../services.js';
 import { dayOf, type SessionDoc } from '../conversations/conversations.js';
 import type { Stored } from '../store/types.js';
 import { endpointView, type EndpointView } from '../models/endpoint.js';
+import { CallCancelledError } from '../models/upstream-errors.js';
 import type { ChatMessage, ModelParameters } from '../models/wire.js';
 import { costOf, recordUsage, type UsageDoc } from './usage.js';
 
@@ -129,8 +130,10 @@ export interface RunOptions {
   operationId: string;
   /** The operation may have run before (a redelivery, or a caller's retry with its own operation_id). */
   mayRepeat: boolean;
-  /** Aborts the model call (a cancelled operation, shutdown). */
+  /** Aborts the model call (a cancelled operation, a client gone, shutdown). */
   signal?: AbortSignal;
+  /** Streams the answer: each piece of text as the model produces it. */
+  onDelta?: (text: string) => void;
 }
 
 /**
@@ -151,15 +154,20 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
     answer = { content: recorded.text, promptTokens: usage?.prompt_tokens ?? 0, completionTokens: recorded.tokens };
   } else {
     const messages = await buildMessages(s, principal, request, chain, session);
+    const parameters = modelParameters(chain.model, request);
+    let streamed = 0;
+    const onDelta = options.onDelta;
     try {
-      answer = await s.models.complete(chain.endpoint, deployment, messages, modelParameters(chain.model, request), options.signal);
+      answer = onDelta
+        ? await s.models.stream(chain.endpoint, deployment, messages, parameters, (text) => (streamed++, onDelta(text)), options.signal)
+        : await s.models.complete(chain.endpoint, deployment, messages, parameters, options.signal);
     } catch (e) {
-      // A failed operation is recorded without tokens, so analytics can tell error rates.
-      const at = new Date().toISOString();
+      // A failed or cancelled operation is recorded too, so analytics can tell error rates. A cancelled
+      // stream's completion tokens are estimated by its pieces (about a token each).
+      const cancelled = e instanceof CallCancelledError;
       await recordUsage(s.store.container<UsageDoc>('usage'), {
-        ...usageBase(principal, operationId, sessionId, agent.name, deployment, at, started),
-        status: 'Failed',
-        error_code: e instanceof ApiError ? e.code : 'Error',
+        ...usageBase(principal, operationId, sessionId, agent.name, deployment, new Date().toISOString(), started),
+        ...(cancelled ? { status: 'Cancelled', completion_tokens: streamed, total_tokens: streamed } : { status: 'Failed', error_code: e instanceof ApiError ? e.code : 'Error' }),
       });
       throw e;
     }

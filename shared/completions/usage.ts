@@ -15,8 +15,11 @@ export interface UsageDoc extends Doc {
   timestamp: string;
   day: string;
   duration_ms: number;
-  /** Failed records (the model call failed) carry no tokens; analytics derives error rates from them. */
-  status: 'Completed' | 'Failed';
+  /**
+   * Failed records (the model call failed) carry no tokens; analytics derives error rates from them.
+   * Cancelled ones (the client went away mid-stream) carry the tokens streamed until then.
+   */
+  status: 'Completed' | 'Failed' | 'Cancelled';
   error_code?: string;
 }
 

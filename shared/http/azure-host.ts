@@ -1,7 +1,7 @@
 // The Azure Functions host: registers every route as an HTTP function and every queue handler as a queue
 // trigger (programming model v4). Same pipeline as the standalone host.
 import { Readable } from 'node:stream';
-import type { ReadableStream as WebReadableStream } from 'node:stream/web';
+import { ReadableStream } from 'node:stream/web';
 import functions from '@azure/functions';
 import type { Config } from '../config.js';
 import type { QueueHandler } from '../queues/handler.js';
@@ -14,11 +14,12 @@ import type { Api, PlatformRequest, Reply } from './types.js';
 type HttpRequest = functions.HttpRequest;
 type HttpResponseInit = functions.HttpResponseInit;
 
-/** Maps a Functions request to the platform shape. */
-export function fromFunctionsRequest(req: HttpRequest): PlatformRequest {
+/** Maps a Functions request to the platform shape; `gone` is aborted when the client stops reading the answer. */
+export function fromFunctionsRequest(req: HttpRequest, gone: AbortController = new AbortController()): PlatformRequest {
   const url = new URL(req.url);
   let body: Promise<Buffer> | undefined;
   return {
+    signal: gone.signal,
     method: req.method,
     path: url.pathname,
     query: req.query,
@@ -32,12 +33,30 @@ export function fromFunctionsRequest(req: HttpRequest): PlatformRequest {
       })();
       return body;
     },
-    stream: () => (req.body ? Readable.fromWeb(req.body as WebReadableStream<Uint8Array>) : Readable.from([])),
+    stream: () => (req.body ? Readable.fromWeb(req.body as ReadableStream<Uint8Array>) : Readable.from([])),
   };
 }
 
-export function toFunctionsResponse(reply: Reply): HttpResponseInit {
+/** A streamed answer as a web stream (HTTP streams of the v4 model); cancelling it stops the producer. */
+function webStream(pieces: AsyncIterable<string>, gone: AbortController): ReadableStream<Uint8Array> {
+  const iterator: AsyncIterator<string, unknown> = pieces[Symbol.asyncIterator]();
+  const encoder = new TextEncoder();
+  return new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      const next = await iterator.next();
+      if (next.done === true) controller.close();
+      else controller.enqueue(encoder.encode(next.value));
+    },
+    async cancel() {
+      gone.abort();
+      await iterator.return?.();
+    },
+  });
+}
+
+export function toFunctionsResponse(reply: Reply, gone: AbortController = new AbortController()): HttpResponseInit {
   const headers: Record<string, string> = { ...reply.headers };
+  if (reply.stream) return { status: reply.status, headers, body: webStream(reply.stream, gone) };
   if (reply.raw !== undefined) return { status: reply.status, headers, body: reply.raw };
   if (reply.json === undefined) return { status: reply.status, headers };
   headers['content-type'] ??= 'application/json; charset=utf-8';
@@ -45,8 +64,10 @@ export function toFunctionsResponse(reply: Reply): HttpResponseInit {
 }
 
 /** The Functions handler of one route. */
-export const functionsHandler = (route: Route, services: () => Promise<Services>) => async (req: HttpRequest) =>
-  toFunctionsResponse(await handle(route, fromFunctionsRequest(req), req.params, await services()));
+export const functionsHandler = (route: Route, services: () => Promise<Services>) => async (req: HttpRequest) => {
+  const gone = new AbortController();
+  return toFunctionsResponse(await handle(route, fromFunctionsRequest(req, gone), req.params, await services()), gone);
+};
 
 /** What the host registers with: `app` of @azure/functions, or a recorder in tests. */
 export type Registrar = Pick<typeof functions.app, 'http' | 'storageQueue'>;
@@ -70,6 +91,8 @@ export function routesForHost(routes: readonly Route[], apis: readonly Api[]): R
 
 /** Registers the HTTP functions of the configured APIs, and the queue triggers beside the Core API. */
 export function registerHost(routes: readonly Route[], queueHandlers: readonly QueueHandler[], config: Config, services: () => Promise<Services>, app: Registrar = functions.app) {
+  // Streamed completions (server-sent events) need the v4 model's HTTP streams.
+  if (app === functions.app) functions.app.setup({ enableHttpStream: true });
   registerFunctions(routesForHost(routes, config.serviceApis), config.serviceApis.includes('core') ? queueHandlers : [], config, services, app);
 }
 

@@ -18,7 +18,7 @@ export function createApiServer(api: Api, routes: readonly Route[], services: Se
   const server = http.createServer({ requestTimeout: 120_000, headersTimeout: 30_000 }, (req, res) => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
-    const request = toPlatformRequest(req, q < 0 ? url : url.slice(0, q), q < 0 ? '' : url.slice(q + 1));
+    const request = toPlatformRequest(req, res, q < 0 ? url : url.slice(0, q), q < 0 ? '' : url.slice(q + 1));
     const found = match(req.method ?? 'GET', request.path);
     let reply: Promise<Reply>;
     if (found.kind === 'found') {
@@ -82,9 +82,14 @@ function discardRest(req: http.IncomingMessage): void {
   req.resume();
 }
 
-function toPlatformRequest(req: http.IncomingMessage, path: string, search: string): PlatformRequest {
+function toPlatformRequest(req: http.IncomingMessage, res: http.ServerResponse, path: string, search: string): PlatformRequest {
   let body: Promise<Buffer> | undefined;
+  const gone = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) gone.abort();
+  });
   return {
+    signal: gone.signal,
     method: req.method ?? 'GET',
     path,
     query: new URLSearchParams(search),
@@ -120,7 +125,29 @@ function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
+/** Sends a streamed body piece by piece as it is produced; stops the producer when the client goes away. */
+async function sendStream(req: http.IncomingMessage, res: http.ServerResponse, reply: Reply, stream: AsyncIterable<string>): Promise<void> {
+  res.writeHead(reply.status, reply.headers);
+  res.flushHeaders();
+  const pieces: AsyncIterator<string, unknown> = stream[Symbol.asyncIterator]();
+  try {
+    for (;;) {
+      const next = await pieces.next();
+      if (next.done === true || res.destroyed) break;
+      if (!res.write(next.value)) await new Promise((resolve) => (res.once('drain', resolve), res.once('close', resolve)));
+    }
+  } finally {
+    await pieces.return?.();
+    res.end();
+    discardRest(req);
+  }
+}
+
 function send(req: http.IncomingMessage, res: http.ServerResponse, reply: Reply): void {
+  if (reply.stream) {
+    sendStream(req, res, reply, reply.stream).catch(() => res.destroy());
+    return;
+  }
   const headers: Record<string, string | number> = { ...reply.headers };
   let payload: Buffer | undefined;
   if (reply.raw !== undefined) {

@@ -15,14 +15,20 @@ export interface PlatformRequest {
   body(limit: number): Promise<Buffer>;
   /** The body as a stream, for large uploads. */
   stream(): Readable;
+  /** Aborted when the client goes away before the answer is complete (a streamed answer stops then). */
+  readonly signal: AbortSignal;
 }
 
-/** What a handler answers: JSON (`json`), raw bytes or text (`raw`), or no body. */
+/**
+ * What a handler answers: JSON (`json`), raw bytes or text (`raw`), a body sent piece by piece as it is
+ * produced (`stream`: server-sent events), or no body.
+ */
 export interface Reply {
   status: number;
   headers?: Record<string, string>;
   json?: unknown;
   raw?: Uint8Array | string;
+  stream?: AsyncIterable<string>;
 }
 
 export const json = (status: number, body: unknown, headers?: Record<string, string>): Reply => ({

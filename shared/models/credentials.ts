@@ -4,7 +4,7 @@
 import { DefaultAzureCredential, getBearerTokenProvider } from '@azure/identity';
 import { readSecret, type Config } from '../config.js';
 import type { EndpointView } from './endpoint.js';
-import { UpstreamError } from './gateway.js';
+import { UpstreamError } from './upstream-errors.js';
 
 export const COGNITIVE_SERVICES_SCOPE = 'https://cognitiveservices.azure.com/.default';
 const AZURE_AI_HOSTS = ['.openai.azure.com', '.cognitiveservices.azure.com', '.services.ai.azure.com'];

@@ -1,58 +1,19 @@
 // Calls model endpoints over keep-alive HTTP (undici), treating the upstream as hostile: every call lives
 // inside the endpoint's time budget (retries and upstream-requested waits included), answers are read up to
 // a size limit and checked before use, connections pass the outbound rules, and every failure becomes a
-// 502, 503 or 504 with a message that reveals nothing about the network behind it.
+// 502, 503 or 504 with a message that reveals nothing about the network behind it. Answers come whole, or
+// streamed (server-sent events) delta by delta.
 import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { errors, request, type Dispatcher } from 'undici';
-import { ApiError } from '../http/errors.js';
 import type { ModelCredentials } from './credentials.js';
 import type { EndpointView } from './endpoint.js';
+import { readSse } from './sse.js';
+import { CallCancelledError, invalid, statusError, timedOut, tooLarge, unreachable, UpstreamError, retryAfterMs } from './upstream-errors.js';
 import { chatUrl, readChatCompletion, type ChatMessage, type ModelAnswer, type ModelParameters } from './wire.js';
 
+export { CallCancelledError, UpstreamError } from './upstream-errors.js';
+
 const tracer = trace.getTracer('agent-platform');
-
-/**
- * An upstream failure: what the client is told, whether another try within the call could help
- * (`retryable`), and whether no later try could (`permanent`: the same request gets the same answer).
- */
-export class UpstreamError extends ApiError {
-  constructor(
-    status: number,
-    code: string,
-    message: string,
-    readonly retryable: boolean,
-    readonly retryAfterMs?: number,
-    readonly permanent = false,
-  ) {
-    super(status, code, message, [], retryAfterMs !== undefined ? { 'retry-after': String(Math.min(3600, Math.max(1, Math.ceil(retryAfterMs / 1000)))) } : {});
-  }
-}
-
-/** The caller gave up (a cancelled operation, a client that went away, shutdown). */
-export class CallCancelledError extends Error {
-  override name = 'CallCancelledError';
-}
-
-const unreachable = () => new UpstreamError(502, 'UpstreamUnavailable', 'The model endpoint could not be reached', true);
-const timedOut = (seconds: number) => new UpstreamError(504, 'UpstreamTimeout', `The model did not answer within ${seconds} s`, false);
-const tooLarge = (limit: number) => new UpstreamError(502, 'UpstreamResponseTooLarge', `The model's answer is larger than ${limit} bytes`, false, undefined, true);
-const invalid = (why: string) => new UpstreamError(502, 'UpstreamInvalidResponse', `The model endpoint gave an invalid answer: ${why}`, true);
-
-function statusError(status: number, retryAfterMs: number | undefined): UpstreamError {
-  if (status === 429) return new UpstreamError(503, 'UpstreamRateLimited', 'The model is rate limited; try again later', true, retryAfterMs);
-  if (status >= 500 || status === 408) return new UpstreamError(502, 'UpstreamError', `The model endpoint failed (${status})`, true, retryAfterMs);
-  // Other 4xx answers are deterministic: the same request would be refused again.
-  return new UpstreamError(502, 'UpstreamRejected', `The model endpoint rejected the request (${status})`, false, undefined, true);
-}
-
-/** Retry-After in milliseconds (delta-seconds or an HTTP date), or undefined. */
-export function retryAfterMs(header: string | string[] | undefined, now = Date.now()): number | undefined {
-  const value = Array.isArray(header) ? header[0] : header;
-  if (value === undefined || value.trim() === '') return undefined;
-  if (/^\d+$/.test(value.trim())) return Number(value.trim()) * 1000;
-  const at = Date.parse(value);
-  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
-}
 
 const sleep = (ms: number, signal: AbortSignal | undefined) =>
   new Promise<void>((resolve, reject) => {
@@ -68,8 +29,10 @@ const sleep = (ms: number, signal: AbortSignal | undefined) =>
     signal?.addEventListener('abort', abort, { once: true });
   });
 
+type Body = Dispatcher.ResponseData['body'];
+
 /** Reads a response body up to `limit` bytes; more is refused without reading it. */
-async function readCapped(body: Dispatcher.ResponseData['body'], declared: string | string[] | undefined, limit: number): Promise<Buffer> {
+async function readCapped(body: Body, declared: string | string[] | undefined, limit: number): Promise<Buffer> {
   if (Number(declared) > limit) {
     body.destroy();
     throw tooLarge(limit);
@@ -87,6 +50,14 @@ async function readCapped(body: Dispatcher.ResponseData['body'], declared: strin
   return Buffer.concat(chunks, size);
 }
 
+const decode = (bytes: Buffer): unknown => {
+  try {
+    return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
+  } catch {
+    throw invalid('the body is not JSON');
+  }
+};
+
 export interface GatewayOptions {
   maxRetries: number;
   maxResponseBytes: number;
@@ -95,16 +66,59 @@ export interface GatewayOptions {
   dispatcher: Dispatcher;
 }
 
+/** One attempt's view of its time: the deadline of the first answer byte, cancellable once the stream flows. */
+interface Attempt {
+  signal: AbortSignal;
+  /** Called when the answer has begun: from then on only the idle timeout between chunks applies. */
+  started(): void;
+  timedOut(): boolean;
+}
+
 export class ModelGateway {
   constructor(private readonly options: GatewayOptions) {}
 
-  /** One chat completion, as a client span; trace context and baggage travel to the model in headers. */
+  /** One chat completion, whole. */
   complete(endpoint: EndpointView, deployment: string, messages: readonly ChatMessage[], parameters: ModelParameters, signal?: AbortSignal): Promise<ModelAnswer> {
+    return this.traced(deployment, () =>
+      this.post(endpoint, chatUrl(endpoint, deployment), { model: deployment, messages, ...parameters }, signal, async (response) => {
+        const answer = readChatCompletion(decode(await readCapped(response.body, response.headers['content-length'], this.options.maxResponseBytes)));
+        if (typeof answer === 'string') throw invalid(answer);
+        return answer;
+      }),
+    );
+  }
+
+  /**
+   * One chat completion, streamed: `onDelta` gets each piece of text as the model produces it; the whole
+   * answer (with its usage) resolves at the end. Retried only until the first piece arrived.
+   */
+  stream(endpoint: EndpointView, deployment: string, messages: readonly ChatMessage[], parameters: ModelParameters, onDelta: (text: string) => void, signal?: AbortSignal): Promise<ModelAnswer> {
+    const body = { model: deployment, messages, ...parameters, stream: true, stream_options: { include_usage: true } };
+    return this.traced(deployment, () =>
+      this.post(endpoint, chatUrl(endpoint, deployment), body, signal, async (response, attempt) => {
+        const type = String(response.headers['content-type'] ?? '');
+        // A server that ignores `stream` answers whole: one delta.
+        if (!type.includes('text/event-stream')) {
+          const answer = readChatCompletion(decode(await readCapped(response.body, response.headers['content-length'], this.options.maxResponseBytes)));
+          if (typeof answer === 'string') throw invalid(answer);
+          attempt.started();
+          onDelta(answer.content);
+          return answer;
+        }
+        return readSse(response.body as AsyncIterable<Buffer>, this.options.maxResponseBytes, (text) => {
+          attempt.started();
+          onDelta(text);
+        });
+      }),
+    );
+  }
+
+  /** A client span around a call; trace context and baggage travel to the model in headers. */
+  private traced(deployment: string, call: () => Promise<ModelAnswer>): Promise<ModelAnswer> {
     const attributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': deployment };
     return tracer.startActiveSpan(`chat ${deployment}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
       try {
-        const body = JSON.stringify({ model: deployment, messages, ...parameters });
-        const answer = await this.post(endpoint, chatUrl(endpoint, deployment), body, signal, readChatCompletion);
+        const answer = await call();
         span.setAttributes({ 'gen_ai.usage.input_tokens': answer.promptTokens, 'gen_ai.usage.output_tokens': answer.completionTokens });
         return answer;
       } catch (e) {
@@ -116,16 +130,27 @@ export class ModelGateway {
     });
   }
 
-  /** POSTs JSON and checks the answer with `read`, retrying transient failures inside the time budget. */
-  private async post<T>(e: EndpointView, url: string, body: string, signal: AbortSignal | undefined, read: (json: unknown) => T | string): Promise<T> {
+  /** POSTs JSON and reads the answer with `read`, retrying transient failures inside the time budget. */
+  private async post<T>(e: EndpointView, url: string, payload: unknown, signal: AbortSignal | undefined, read: (response: Dispatcher.ResponseData, attempt: Attempt) => Promise<T>): Promise<T> {
     const deadline = Date.now() + e.timeoutMs;
-    const headers: Record<string, string> = { 'content-type': 'application/json', accept: 'application/json', ...(await this.options.credentials.headers(e)) };
+    const headers: Record<string, string> = { 'content-type': 'application/json', ...(await this.options.credentials.headers(e)) };
     propagation.inject(context.active(), headers);
+    const body = JSON.stringify(payload);
     for (let attempt = 0; ; attempt++) {
+      const progress = { started: false };
       try {
-        return await this.attempt(e, url, headers, body, deadline, signal, read);
+        return await this.attempt(e, url, headers, body, deadline, signal, (response, a) =>
+          read(response, {
+            ...a,
+            started: () => {
+              progress.started = true;
+              a.started();
+            },
+          }),
+        );
       } catch (thrown) {
-        if (!(thrown instanceof UpstreamError) || !thrown.retryable || attempt >= this.options.maxRetries) throw thrown;
+        // Once an answer began, another try would repeat what the caller already has.
+        if (progress.started || !(thrown instanceof UpstreamError) || !thrown.retryable || attempt >= this.options.maxRetries) throw thrown;
         // Exponential backoff with jitter, or what the upstream asked for: never past the deadline.
         const wait = thrown.retryAfterMs ?? Math.min(4000, 250 * 2 ** attempt) * (0.5 + Math.random() / 2);
         if (Date.now() + wait >= deadline) throw thrown;
@@ -134,39 +159,57 @@ export class ModelGateway {
     }
   }
 
-  private async attempt<T>(e: EndpointView, url: string, headers: Record<string, string>, body: string, deadline: number, signal: AbortSignal | undefined, read: (json: unknown) => T | string): Promise<T> {
-    const left = deadline - Date.now();
-    const timeout = AbortSignal.timeout(Math.max(1, left));
-    const combined = signal ? AbortSignal.any([signal, timeout]) : timeout;
+  private async attempt<T>(
+    e: EndpointView,
+    url: string,
+    headers: Record<string, string>,
+    body: string,
+    deadline: number,
+    signal: AbortSignal | undefined,
+    read: (response: Dispatcher.ResponseData, attempt: Attempt) => Promise<T>,
+  ): Promise<T> {
+    const left = Math.max(1, deadline - Date.now());
+    const controller = new AbortController();
+    let expired = false;
+    // The deadline covers the answer's beginning (the whole answer when it is not streamed).
+    const timer = setTimeout(() => {
+      expired = true;
+      controller.abort();
+    }, left);
+    const cancel = () => controller.abort();
+    signal?.addEventListener('abort', cancel, { once: true });
+    const attempt: Attempt = { signal: controller.signal, started: () => clearTimeout(timer), timedOut: () => expired };
     const failed = (error: unknown): Error => {
       if (error instanceof UpstreamError) return error;
       if (signal?.aborted) return new CallCancelledError('The call was cancelled');
-      if (timeout.aborted || error instanceof errors.HeadersTimeoutError || error instanceof errors.BodyTimeoutError) return timedOut(Math.round(e.timeoutMs / 1000));
+      if (expired || error instanceof errors.HeadersTimeoutError || error instanceof errors.BodyTimeoutError) return timedOut(Math.round(e.timeoutMs / 1000));
       return unreachable();
     };
-    let response: Dispatcher.ResponseData;
     try {
-      response = await request(url, { method: 'POST', headers, body, dispatcher: this.options.dispatcher, signal: combined, headersTimeout: left, bodyTimeout: left });
-    } catch (error) {
-      throw failed(error);
+      let response: Dispatcher.ResponseData;
+      try {
+        response = await request(url, { method: 'POST', headers, body, dispatcher: this.options.dispatcher, signal: controller.signal, headersTimeout: left, bodyTimeout: e.timeoutMs });
+      } catch (error) {
+        throw failed(error);
+      }
+      if (response.statusCode >= 400) {
+        // An error answer is read (a little) only to free the connection; its text is never passed on.
+        await readCapped(response.body, undefined, 64 * 1024).catch(() => undefined);
+        throw statusError(response.statusCode, retryAfterMs(response.headers['retry-after']));
+      }
+      if (response.statusCode !== 200) {
+        response.body.destroy();
+        throw invalid(`unexpected status ${response.statusCode}`);
+      }
+      try {
+        return await read(response, attempt);
+      } catch (error) {
+        response.body.destroy();
+        throw failed(error);
+      }
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', cancel);
     }
-    let bytes: Buffer;
-    try {
-      bytes = await readCapped(response.body, response.headers['content-length'], response.statusCode >= 400 ? 64 * 1024 : this.options.maxResponseBytes);
-    } catch (error) {
-      if (response.statusCode >= 400 && error instanceof UpstreamError && error.code === 'UpstreamResponseTooLarge') throw statusError(response.statusCode, undefined);
-      throw failed(error);
-    }
-    if (response.statusCode >= 400) throw statusError(response.statusCode, retryAfterMs(response.headers['retry-after']));
-    if (response.statusCode !== 200) throw invalid(`unexpected status ${response.statusCode}`);
-    let json: unknown;
-    try {
-      json = JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(bytes));
-    } catch {
-      throw invalid('the body is not JSON');
-    }
-    const answer = read(json);
-    if (typeof answer === 'string') throw invalid(answer);
-    return answer;
   }
 }

@@ -24,6 +24,7 @@ export function platformRequest(r: FakeRequest): PlatformRequest {
   const bytes =
     r.body === undefined ? Buffer.alloc(0) : Buffer.isBuffer(r.body) ? r.body : Buffer.from(typeof r.body === 'string' ? r.body : JSON.stringify(r.body));
   return {
+    signal: new AbortController().signal,
     method: r.method ?? 'GET',
     path: pathname,
     query: new URLSearchParams(search),
