@@ -5,26 +5,51 @@ import { trace } from '@opentelemetry/api';
 import { z } from 'zod';
 import type { Principal } from '../shared/auth/principal.js';
 import { admit, CompletionRequest, CompletionResponse, newOperationId, runCompletion, type Admitted } from '../shared/completions/completion.js';
-import { failPoisoned, presentOperation, processOperation, readOperation, startOperation } from '../shared/completions/operations.js';
+import { cancelOperation, presentOperation, readOperation, startOperation } from '../shared/completions/operations.js';
 import { QuotaResponse } from '../shared/completions/quotas.js';
 import { streamCompletion } from '../shared/completions/stream.js';
+import { abortRunning, failPoisoned, processOperation } from '../shared/completions/worker.js';
 import { wantsEventStream } from '../shared/http/event-stream.js';
 import { defineRoute } from '../shared/http/route.js';
 import { InstanceParams } from '../shared/http/schemas.js';
 import { json } from '../shared/http/types.js';
+import { validationError } from '../shared/http/errors.js';
 import type { QueueHandler } from '../shared/queues/handler.js';
 import type { Services } from '../shared/services.js';
 import { linkTo, saveTraceContext, withCorrelation } from '../shared/telemetry/correlation.js';
+import { callbackProblem } from '../shared/webhooks/deliveries.js';
+import { deliverWebhook } from '../shared/webhooks/handler.js';
 
 const Operation = z
   .object({
     operation_id: z.string(),
-    status: z.enum(['InProgress', 'Completed', 'Failed']),
+    status: z.enum(['InProgress', 'Completed', 'Failed', 'Cancelled']),
     status_message: z.string(),
     last_updated: z.string(),
     result: CompletionResponse.nullable(),
+    deliveries: z
+      .array(
+        z.object({
+          attempt: z.number().int(),
+          at: z.string(),
+          outcome: z.enum(['delivered', 'failed', 'refused']),
+          status_code: z.number().int().optional(),
+          error: z.string().optional(),
+          duration_ms: z.number(),
+        }),
+      )
+      .optional()
+      .describe('Webhook delivery attempts, when the operation was started with a callback_url'),
   })
   .meta({ id: 'LongRunningOperation' });
+
+const AsyncCompletionRequest = CompletionRequest.extend({
+  callback_url: z.string().max(2048).optional().describe('Receives the operation JSON, signed (Svc-Signature), once it ends'),
+}).meta({ id: 'AsyncCompletionRequest' });
+
+const OperationParams = InstanceParams.extend({ operationId: z.string().max(100) });
+const statusUrl = (instanceId: string, operationId: string) =>
+  `/instances/${encodeURIComponent(instanceId)}/async-completions/${encodeURIComponent(operationId)}/status`;
 
 const common = { api: 'core', tag: 'Completions', auth: 'any', errors: 'core', traceBoundary: true } as const;
 const quota429 = { 429: { description: 'Quota exceeded (Retry-After header)', schema: QuotaResponse } };
@@ -63,23 +88,33 @@ export const routes = [
     path: '/instances/{instanceId}/async-completions',
     summary: 'Start a completion as a long-running operation; poll its status',
     params: InstanceParams,
-    body: CompletionRequest,
+    body: AsyncCompletionRequest,
     responses: {
       202: {
         description: 'Started',
+        headers: {
+          Location: { description: 'The status URL of the operation', type: 'string' },
+          'Retry-After': { description: 'Seconds to wait before polling the status', type: 'integer' },
+        },
         schema: z.object({ operation_id: z.string(), status: z.literal('InProgress'), status_message: z.string(), result: z.null() }),
       },
       409: { description: 'An operation with this operation_id exists' },
       ...quota429,
     },
     handler: async ({ services, principal, body, params }) => {
-      const operationId = body.operation_id ?? newOperationId();
-      return withCorrelation({ operationId, instanceId: params.instanceId, conversationId: body.session_id }, principal.upn, async () => {
-        const { request } = await admitWithQuota(services, principal, body);
+      const { callback_url: callbackUrl, ...completion } = body;
+      const operationId = completion.operation_id ?? newOperationId();
+      return withCorrelation({ operationId, instanceId: params.instanceId, conversationId: completion.session_id }, principal.upn, async () => {
+        if (callbackUrl !== undefined) {
+          const problem = await callbackProblem(callbackUrl, { policy: 'user', allowPrivateNetwork: services.config.allowPrivateNetwork });
+          if (problem) throw validationError([{ field: 'callback_url', message: `callback_url ${problem}` }]);
+        }
+        const { request } = await admitWithQuota(services, principal, completion);
         // The start activity's trace context is saved with the operation: polls and the worker link to it.
-        const op = await startOperation(services, principal, request, operationId, saveTraceContext());
+        const op = await startOperation(services, principal, request, operationId, saveTraceContext(), callbackUrl);
         await services.producer.send(services.config.asyncQueue, { key: op.id, operation_id: operationId });
-        return json(202, { operation_id: op.operation_id, status: op.status, status_message: op.status_message, result: null });
+        const headers = { location: statusUrl(params.instanceId, operationId), 'retry-after': '1' };
+        return json(202, { operation_id: op.operation_id, status: op.status, status_message: op.status_message, result: null }, headers);
       });
     },
   }),
@@ -89,7 +124,7 @@ export const routes = [
     method: 'GET',
     path: '/instances/{instanceId}/async-completions/{operationId}/status',
     summary: 'Status of a long-running completion (only its starter may read it)',
-    params: InstanceParams.extend({ operationId: z.string().max(100) }),
+    params: OperationParams,
     responses: { 200: { description: 'The long-running operation', schema: Operation } },
     handler: async ({ services, principal, params }) => {
       const op = await readOperation(services, principal, params.operationId);
@@ -99,9 +134,23 @@ export const routes = [
       );
     },
   }),
+  defineRoute({
+    ...common,
+    name: 'completions-async-cancel',
+    method: 'POST',
+    path: '/instances/{instanceId}/async-completions/{operationId}/cancel',
+    summary: 'Cancel a long-running completion (only its starter may); a model call in flight is aborted',
+    params: OperationParams,
+    responses: { 200: { description: 'The operation: Cancelled, unless it had already ended', schema: Operation } },
+    handler: async ({ services, principal, params }) => {
+      const op = await cancelOperation(services, principal, params.operationId, (key) => abortRunning(services, key));
+      return json(200, presentOperation(op));
+    },
+  }),
 ];
 
 export const queueHandlers: QueueHandler[] = [
   { name: 'completions-worker', queue: (config) => config.asyncQueue, handler: processOperation },
   { name: 'completions-poison', queue: (config) => `${config.asyncQueue}-poison`, handler: failPoisoned },
+  { name: 'webhooks-deliver', queue: (config) => config.webhooks.queue, handler: deliverWebhook },
 ];

@@ -68,6 +68,10 @@ const Env = z.object({
   QUEUE_VISIBILITY_TIMEOUT_SECONDS: optional(z.coerce.number().int().min(2).max(600)).default(30),
   /** An async operation still InProgress after this long is reported Failed. */
   ASYNC_OPERATION_TIMEOUT_SECONDS: optional(PositiveInt).default(1800),
+  /** Storage queue of webhook deliveries (CONTRACT 10.3). */
+  WEBHOOKS_QUEUE: optional(z.string().regex(/^[a-z0-9](?!.*--)[a-z0-9-]{1,50}[a-z0-9]$/, 'must be a Storage queue name (3-52 lower-case letters, digits, hyphens)')).default('webhook-deliveries'),
+  /** Unit of the webhook retry delays (1, 3, 6, 12, ... 192 of it): 5 s retries for about 16 minutes. */
+  WEBHOOK_RETRY_BASE_SECONDS: optional(PositiveInt).default(5),
 });
 
 /** Every setting the service reads (the infrastructure test checks that both flavours set them). */
@@ -122,6 +126,7 @@ export interface Config {
   asyncQueue: string;
   queueVisibilityTimeoutSeconds: number;
   asyncOperationTimeoutSeconds: number;
+  webhooks: { queue: string; retryBaseSeconds: number };
   version: string;
 }
 
@@ -179,6 +184,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     asyncQueue: e.ASYNC_COMPLETIONS_QUEUE,
     queueVisibilityTimeoutSeconds: e.QUEUE_VISIBILITY_TIMEOUT_SECONDS,
     asyncOperationTimeoutSeconds: e.ASYNC_OPERATION_TIMEOUT_SECONDS,
+    webhooks: { queue: e.WEBHOOKS_QUEUE, retryBaseSeconds: e.WEBHOOK_RETRY_BASE_SECONDS },
     version,
   };
 }

@@ -27,6 +27,7 @@ import { migrate } from './migrations.js';
 import { openStore } from './store/open.js';
 import { createBlobService, createQueueService } from './store/storage.js';
 import { DefaultAzureCredential } from '@azure/identity';
+import type { Dispatcher } from 'undici';
 import type { DocumentStore } from './store/types.js';
 
 export interface Services {
@@ -49,6 +50,8 @@ export interface Services {
   readonly blobs: BlobServiceClient;
   readonly queues: QueueServiceClient;
   readonly producer: QueueProducer;
+  /** Connections to URLs users configure (webhooks, web data sources): the outbound rules for user URLs. */
+  readonly userDispatcher: Dispatcher;
   close(): Promise<void>;
 }
 
@@ -108,6 +111,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     blobs,
     queues,
     producer: new QueueProducer(queues),
+    userDispatcher: guardedAgent({ policy: 'user', allowPrivateNetwork: config.allowPrivateNetwork }),
     close: () => store.close(),
   };
 }

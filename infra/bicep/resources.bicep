@@ -111,6 +111,16 @@ resource asyncPoisonQueue 'Microsoft.Storage/storageAccounts/queueServices/queue
   name: 'async-completions-poison'
 }
 
+resource webhookQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = {
+  parent: queueService
+  name: 'webhook-deliveries'
+}
+
+resource webhookPoisonQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = {
+  parent: queueService
+  name: 'webhook-deliveries-poison'
+}
+
 resource cosmos 'Microsoft.DocumentDB/databaseAccounts@2024-11-15' = {
   name: names.cosmos
   location: location
@@ -294,6 +304,8 @@ func settings(clientId string, serviceApis string, connectionString string, stor
   { name: 'ASYNC_COMPLETIONS_QUEUE', value: 'async-completions' }
   { name: 'QUEUE_VISIBILITY_TIMEOUT_SECONDS', value: '30' }
   { name: 'ASYNC_OPERATION_TIMEOUT_SECONDS', value: '1800' }
+  { name: 'WEBHOOKS_QUEUE', value: 'webhook-deliveries' }
+  { name: 'WEBHOOK_RETRY_BASE_SECONDS', value: '5' }
 ]
 
 resource functionApps 'Microsoft.Web/sites@2024-04-01' = [

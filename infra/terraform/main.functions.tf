@@ -42,6 +42,8 @@ locals {
     ASYNC_COMPLETIONS_QUEUE               = "async-completions"
     QUEUE_VISIBILITY_TIMEOUT_SECONDS      = "30"
     ASYNC_OPERATION_TIMEOUT_SECONDS       = "1800"
+    WEBHOOKS_QUEUE                        = "webhook-deliveries"
+    WEBHOOK_RETRY_BASE_SECONDS            = "5"
   }
 }
 

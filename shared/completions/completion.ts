@@ -134,6 +134,8 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** Streams the answer: each piece of text as the model produces it. */
   onDelta?: (text: string) => void;
+  /** Runs between the answer and its recording; throwing CallCancelledError records nothing of the turn. */
+  beforeRecord?: () => Promise<void>;
 }
 
 /**
@@ -176,6 +178,22 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
   const completedAt = new Date().toISOString();
   const total = answer.promptTokens + answer.completionTokens;
   const cost = costOf(chain.model, answer.promptTokens, answer.completionTokens);
+  try {
+    await options.beforeRecord?.();
+  } catch (e) {
+    // Cancelled after the model answered: the tokens were spent, the turn is not recorded.
+    if (e instanceof CallCancelledError) {
+      await recordUsage(s.store.container<UsageDoc>('usage'), {
+        ...usageBase(principal, operationId, sessionId, agent.name, deployment, completedAt, started),
+        prompt_tokens: answer.promptTokens,
+        completion_tokens: answer.completionTokens,
+        total_tokens: total,
+        cost,
+        status: 'Cancelled',
+      });
+    }
+    throw e;
+  }
   const startedAt = new Date(started).toISOString();
   // The turn and the usage record are independent writes (each idempotent on the operation id): side by side.
   await Promise.all([

@@ -73,6 +73,9 @@ function operation(route: Route, c: Components): Json {
     responses[status] = {
       description: doc.description,
       ...(doc.schema ? { content: { [doc.contentType ?? 'application/json']: { schema: c.schemaOf(doc.schema, 'output') } } } : {}),
+      ...(doc.headers
+        ? { headers: Object.fromEntries(Object.entries(doc.headers).map(([name, h]) => [name, { description: h.description, schema: { type: h.type } }])) }
+        : {}),
     };
   }
   const errors = errorSchema(route, c);

@@ -32,6 +32,8 @@ export interface ResponseDoc {
   description: string;
   schema?: z.ZodType;
   contentType?: string;
+  /** Response headers a client may rely on, by name. */
+  headers?: Record<string, { description: string; type: 'string' | 'integer' }>;
 }
 
 type Infer<S> = S extends z.ZodType ? z.output<S> : Record<string, never>;

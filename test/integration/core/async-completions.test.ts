@@ -1,7 +1,8 @@
 // Async completions: start, poll, the queue worker, at-least-once delivery, exhausted attempts, and a
 // worker process killed in the middle of an operation.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { failPoisoned, operationKey, processOperation, type OperationDoc } from '../../../shared/completions/operations.js';
+import { operationKey, type OperationDoc } from '../../../shared/completions/operations.js';
+import { failPoisoned, processOperation } from '../../../shared/completions/worker.js';
 import type { UsageDoc } from '../../../shared/completions/usage.js';
 import { startQueueConsumer } from '../../../shared/queues/local-consumer.js';
 import { freePort } from '../../../scripts/azurite.js';

@@ -1,7 +1,8 @@
 // A hostile model upstream: every way an answer can go wrong ends in the documented status within the
 // endpoint's timeout plus a second, while other work goes on; deterministic refusals are not retried.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { operationKey, processOperation, type OperationDoc } from '../../../shared/completions/operations.js';
+import { operationKey, type OperationDoc } from '../../../shared/completions/operations.js';
+import { processOperation } from '../../../shared/completions/worker.js';
 import { startMockLlm, type Behavior, type MockLlm } from '../../../scripts/mock-llm.js';
 import { seedAgent } from '../../support/agents.js';
 import { startTestApp, type TestApp } from '../../support/app.js';

@@ -9,6 +9,7 @@ import { parse } from '@cdktf/hcl2json';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_ONLY_SETTINGS, SETTING_NAMES, loadConfig } from '../../../shared/config.js';
 import { containersForInfra } from '../../../shared/store/infra-containers.js';
+import { QUEUE_HANDLERS } from '../../../functions/groups.js';
 import { evaluateExpression, evaluateTemplate, NAME_RULES, ruleFor, type Scope } from '../../support/infra-eval.js';
 
 const read = (file: string) => readFileSync(file, 'utf8');
@@ -199,7 +200,9 @@ describe('infrastructure', () => {
   it('creates the blob containers and queues the code uses by default', () => {
     const config = loadConfig({});
     const names = [config.filesContainer, config.packages.container, config.packages.privateStore];
-    const queues = [config.asyncQueue, `${config.asyncQueue}-poison`];
+    // Every queue a handler reads, and the poison queue the Functions host moves its failures to.
+    const queues = [...new Set(QUEUE_HANDLERS.flatMap((h) => [h.queue(config), `${h.queue(config).replace(/-poison$/, '')}-poison`]))];
+    expect(queues).toContain('webhook-deliveries');
     const tf = tfLocals();
     for (const n of names) {
       expect(resourcesBicep).toContain(`'${n}'`);

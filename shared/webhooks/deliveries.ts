@@ -1,0 +1,74 @@
+// Webhooks of ended async operations (CONTRACT 10.3): the operation JSON POSTed to the starter's callback_url,
+// signed `Svc-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">` with the app configuration
+// Svc:Webhooks:SigningSecret, over connections that follow the outbound rules for user URLs (CONTRACT 10.1),
+// retried with growing delays for more than ten minutes (with the default base of 5 s).
+import { createHmac, randomBytes } from 'node:crypto';
+import { request, type Dispatcher } from 'undici';
+import { resolvesOutside, urlProblem, type OutboundRules } from '../net/outbound.js';
+import type { Services } from '../services.js';
+
+/** One delivery attempt, as the operation records it. */
+export interface DeliveryAttempt {
+  attempt: number;
+  at: string;
+  outcome: 'delivered' | 'failed' | 'refused';
+  status_code?: number;
+  error?: string;
+  duration_ms: number;
+}
+
+export const SIGNING_SECRET_SETTING = 'Svc:Webhooks:SigningSecret';
+
+/** Delays before each retry, in units of WEBHOOK_RETRY_BASE_SECONDS: 5 s, 15 s, ... 16 min with the default. */
+const RETRY_STEPS = [1, 3, 6, 12, 24, 48, 96, 192];
+
+/** The delay before retry `attempt` (the first retry is attempt 2), or undefined when the schedule is over. */
+export const retryDelaySeconds = (attempt: number, base: number): number | undefined => {
+  const step = RETRY_STEPS[attempt - 2];
+  return step === undefined ? undefined : step * base;
+};
+
+/** The signature header of a body sent at unix second `t`. */
+export const signature = (secret: string, body: string, t: number) => `t=${t},v1=${createHmac('sha256', secret).update(`${t}.${body}`).digest('hex')}`;
+
+/** A new signing secret, for when none is configured (operators read it from the app configuration). */
+export const newSigningSecret = () => randomBytes(32).toString('base64url');
+
+/** Queues the first delivery of an ended operation. */
+export function enqueueDelivery(s: Services, key: string): Promise<void> {
+  return s.producer.send(s.config.webhooks.queue, { key, attempt: 1 });
+}
+
+/** Why a callback URL may not be used, or undefined (CONTRACT 10.1, the rule for user URLs; its name is resolved now too). */
+export async function callbackProblem(url: string, rules: OutboundRules): Promise<string | undefined> {
+  const problem = urlProblem(url, rules);
+  if (problem) return problem;
+  return (await resolvesOutside(new URL(url).hostname, rules)) ? 'must not point to a link-local, platform or internal address' : undefined;
+}
+
+/** POSTs a signed body; resolves with what happened, never throws. */
+export async function post(url: string, body: string, secret: string, dispatcher: Dispatcher, rules: OutboundRules): Promise<Omit<DeliveryAttempt, 'attempt' | 'at'>> {
+  const started = Date.now();
+  const took = () => Date.now() - started;
+  const problem = urlProblem(url, rules);
+  if (problem) return { outcome: 'refused', error: `callback_url ${problem}`, duration_ms: 0 };
+  try {
+    const t = Math.floor(Date.now() / 1000);
+    const response = await request(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'user-agent': 'agent-platform-webhooks', 'svc-signature': signature(secret, body, t) },
+      body,
+      dispatcher,
+      headersTimeout: 10_000,
+      bodyTimeout: 10_000,
+      signal: AbortSignal.timeout(15_000),
+    });
+    // The receiver's answer is not read beyond what frees the connection.
+    await response.body.dump({ limit: 16 * 1024 }).catch(() => undefined);
+    const ok = response.statusCode >= 200 && response.statusCode < 300;
+    return { outcome: ok ? 'delivered' : 'failed', status_code: response.statusCode, duration_ms: took() };
+  } catch (e) {
+    const blocked = (e as { code?: string } | undefined)?.code === 'EBLOCKED' || (e as { cause?: { code?: string } } | undefined)?.cause?.code === 'EBLOCKED';
+    return blocked ? { outcome: 'refused', error: 'callback_url is not an allowed destination', duration_ms: took() } : { outcome: 'failed', error: 'the receiver could not be reached', duration_ms: took() };
+  }
+}
