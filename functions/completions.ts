@@ -12,8 +12,8 @@ import { abortRunning, failPoisoned, processOperation } from '../shared/completi
 import { wantsEventStream } from '../shared/http/event-stream.js';
 import { defineRoute } from '../shared/http/route.js';
 import { InstanceParams } from '../shared/http/schemas.js';
-import { json } from '../shared/http/types.js';
-import { validationError } from '../shared/http/errors.js';
+import { json, type Reply } from '../shared/http/types.js';
+import { ApiError, validationError } from '../shared/http/errors.js';
 import type { QueueHandler } from '../shared/queues/handler.js';
 import type { Services } from '../shared/services.js';
 import { linkTo, saveTraceContext, withCorrelation } from '../shared/telemetry/correlation.js';
@@ -54,11 +54,21 @@ const statusUrl = (instanceId: string, operationId: string) =>
 const common = { api: 'core', tag: 'Completions', auth: 'any', errors: 'core', traceBoundary: true } as const;
 const quota429 = { 429: { description: 'Quota exceeded (Retry-After header)', schema: QuotaResponse } };
 
-/** Checks everything a request can fail on before any work starts or is queued, the quota last. */
-async function admitWithQuota(s: Services, principal: Principal, body: CompletionRequest): Promise<Admitted> {
-  const admitted = await admit(s, principal, body);
-  await s.quotas.enforce(principal, admitted.agent.name);
-  return admitted;
+/**
+ * Checks everything a request can fail on before any work starts or is queued, the quota last; then runs
+ * `answer`. Its reply, or the error it fails with, carries the rate-limit headers of the quota closest to
+ * its limit (CONTRACT 10.4); a 429 carries those of the exceeded quota.
+ */
+async function admitted(s: Services, principal: Principal, body: CompletionRequest, answer: (admitted: Admitted) => Promise<Reply>): Promise<Reply> {
+  const request = await admit(s, principal, body);
+  const limits = await s.quotas.enforce(principal, request.agent.name);
+  try {
+    const reply = await answer(request);
+    return { ...reply, headers: { ...reply.headers, ...limits } };
+  } catch (e) {
+    if (e instanceof ApiError) Object.assign(e.headers, limits);
+    throw e;
+  }
 }
 
 export const routes = [
@@ -74,10 +84,12 @@ export const routes = [
     handler: async ({ services, principal, body, params, request }) => {
       const operationId = body.operation_id ?? newOperationId();
       return withCorrelation({ operationId, instanceId: params.instanceId, conversationId: body.session_id }, principal.upn, async () => {
-        const admitted = await admitWithQuota(services, principal, body);
         const options = { operationId, mayRepeat: body.operation_id !== undefined };
-        if (wantsEventStream(request.header('accept'))) return streamCompletion(services, principal, admitted, options, request.signal);
-        return json(200, await runCompletion(services, principal, admitted, options));
+        return admitted(services, principal, body, async (turn) =>
+          wantsEventStream(request.header('accept'))
+            ? streamCompletion(services, principal, turn, options, request.signal)
+            : json(200, await runCompletion(services, principal, turn, options)),
+        );
       });
     },
   }),
@@ -109,12 +121,13 @@ export const routes = [
           const problem = await callbackProblem(callbackUrl, { policy: 'user', allowPrivateNetwork: services.config.allowPrivateNetwork });
           if (problem) throw validationError([{ field: 'callback_url', message: `callback_url ${problem}` }]);
         }
-        const { request } = await admitWithQuota(services, principal, completion);
-        // The start activity's trace context is saved with the operation: polls and the worker link to it.
-        const op = await startOperation(services, principal, request, operationId, saveTraceContext(), callbackUrl);
-        await services.producer.send(services.config.asyncQueue, { key: op.id, operation_id: operationId });
-        const headers = { location: statusUrl(params.instanceId, operationId), 'retry-after': '1' };
-        return json(202, { operation_id: op.operation_id, status: op.status, status_message: op.status_message, result: null }, headers);
+        return admitted(services, principal, completion, async ({ request }) => {
+          // The start activity's trace context is saved with the operation: polls and the worker link to it.
+          const op = await startOperation(services, principal, request, operationId, saveTraceContext(), callbackUrl);
+          await services.producer.send(services.config.asyncQueue, { key: op.id, operation_id: operationId });
+          const headers = { location: statusUrl(params.instanceId, operationId), 'retry-after': '1' };
+          return json(202, { operation_id: op.operation_id, status: op.status, status_message: op.status_message, result: null }, headers);
+        });
       });
     },
   }),

@@ -195,7 +195,7 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
     throw e;
   }
   const startedAt = new Date(started).toISOString();
-  // The turn and the usage record are independent writes (each idempotent on the operation id): side by side.
+  // The turn, the usage record and the token quotas are independent writes: side by side.
   await Promise.all([
     session && !recorded
       ? s.conversations.recordTurn(
@@ -212,6 +212,7 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
       cost,
       status: 'Completed',
     }),
+    recorded ? undefined : s.quotas.recordTokens(principal, agent.name, total),
   ]);
   return {
     operation_id: operationId,

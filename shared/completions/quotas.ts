@@ -1,6 +1,8 @@
-// Completion quotas (spec 7, 8; CONTRACT.md section 8): definitions from the Svc:Quota:Definitions setting,
-// a sliding window per partition counted in the shared store with atomic increments (correct across
-// instances), and a lockout once exceeded. 429 with the quota response and Retry-After.
+// Completion quotas (spec 7, 8; CONTRACT 8 and 10.4): definitions from the Svc:Quota:Definitions setting,
+// counted per partition over a sliding window in the shared store with atomic increments (so the limit
+// holds across instances), and a lockout once exceeded. A quota counts requests, or the total tokens of
+// completed calls. Every completion answer carries the IETF RateLimit-Policy and RateLimit headers of the
+// quota closest to its limit; an exceeded one answers 429 with the quota response and Retry-After.
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { ApiError } from '../http/errors.js';
@@ -15,6 +17,8 @@ export const QuotaDefinition = z.object({
   description: z.string().optional(),
   /** `CoreAPI:Completions` for all agents, `CoreAPI:Completions:{agentName}` for one. */
   context: z.string().regex(/^CoreAPI:Completions(:.+)?$/),
+  /** `requests`: completion requests; `tokens`: total tokens of completed calls. */
+  metric: z.enum(['requests', 'tokens']).default('requests'),
   metric_partition: z.enum(['None', 'UserPrincipalName', 'UserIdentifier']),
   metric_limit: z.number().int().positive(),
   metric_window_seconds: z.number().int().positive(),
@@ -32,10 +36,32 @@ export const QuotaResponse = z
   .object({ quota_exceeded: z.boolean(), quota_name: z.string(), retry_after_seconds: z.number().int(), message: z.string() })
   .meta({ id: 'QuotaResponse' });
 
-function exceeded(name: string, retryAfter: number): ApiError {
-  const seconds = Math.max(1, Math.ceil(retryAfter));
+/** Where one quota stands for one request: what is left of its limit, and when the window resets. */
+interface Standing {
+  quota: QuotaDefinition;
+  remaining: number;
+  resetSeconds: number;
+  /** Seconds until a refused request may be retried; undefined when this request is within the limit. */
+  refusedFor?: number;
+}
+
+/** A quota name as a structured-field string (RFC 8941): printable ASCII, `"` and `\` escaped. */
+const sfString = (name: string) => `"${name.replace(/[^\x20-\x7e]/g, '?').replace(/["\\]/g, (c) => `\\${c}`)}"`;
+
+/** The RateLimit-Policy and RateLimit headers (draft-ietf-httpapi-ratelimit-headers) of one standing. */
+function rateLimitHeaders(s: Standing): Record<string, string> {
+  const name = sfString(s.quota.name);
+  return {
+    'ratelimit-policy': `${name};q=${s.quota.metric_limit};w=${s.quota.metric_window_seconds}`,
+    ratelimit: `${name};r=${s.remaining};t=${s.resetSeconds}`,
+  };
+}
+
+function exceeded(s: Standing): ApiError {
+  const seconds = Math.max(1, Math.ceil(s.refusedFor ?? 1));
+  const name = s.quota.name;
   const body = { quota_exceeded: true, quota_name: name, retry_after_seconds: seconds, message: `Quota ${name} exceeded; retry after ${seconds} seconds` };
-  return new ApiError(429, 'QuotaExceeded', body.message, [], { 'retry-after': String(seconds) }, body);
+  return new ApiError(429, 'QuotaExceeded', body.message, [], { 'retry-after': String(seconds), ...rateLimitHeaders(s) }, body);
 }
 
 export class Quotas {
@@ -64,57 +90,93 @@ export class Quotas {
     return definitions;
   }
 
-  /** Counts one completion request against every quota that applies; throws 429 when one is exceeded. */
-  async enforce(principal: Principal, agentName: string): Promise<void> {
-    for (const q of await this.definitions()) {
-      if (q.context !== 'CoreAPI:Completions' && q.context !== `CoreAPI:Completions:${agentName}`) continue;
-      const who = q.metric_partition === 'None' ? '*' : q.metric_partition === 'UserPrincipalName' ? principal.upn.toLowerCase() : principal.id;
-      await this.count(q, `${q.name}|${q.context}|${who}`);
-    }
+  /**
+   * Counts one completion request against every quota that applies (all at once: one round of store calls).
+   * Throws 429 when one is exceeded; else answers the rate-limit headers of the quota closest to its limit
+   * (the smallest remaining share), or none when no quota applies.
+   */
+  async enforce(principal: Principal, agentName: string): Promise<Record<string, string>> {
+    const applying = await this.applying(principal, agentName);
+    const standings = await Promise.all(applying.map(({ quota, pk }) => this.stand(quota, pk)));
+    const refused = standings.find((s) => s.refusedFor !== undefined);
+    if (refused) throw exceeded(refused);
+    const closest = standings.reduce<Standing | undefined>((min, s) => (!min || s.remaining / s.quota.metric_limit < min.remaining / min.quota.metric_limit ? s : min), undefined);
+    return closest ? rateLimitHeaders(closest) : {};
   }
 
-  private async count(q: QuotaDefinition, pk: string): Promise<void> {
+  /** Adds the tokens of a completed call to the token quotas that apply. */
+  async recordTokens(principal: Principal, agentName: string, tokens: number): Promise<void> {
+    if (tokens <= 0) return;
+    const applying = (await this.applying(principal, agentName)).filter(({ quota }) => quota.metric === 'tokens');
     const now = Date.now();
+    await Promise.all(applying.map(({ quota, pk }) => this.increment(pk, windowOf(quota, now).id, windowOf(quota, now).ttl, tokens)));
+  }
+
+  private async applying(principal: Principal, agentName: string): Promise<{ quota: QuotaDefinition; pk: string }[]> {
+    return (await this.definitions())
+      .filter((q) => q.context === 'CoreAPI:Completions' || q.context === `CoreAPI:Completions:${agentName}`)
+      .map((quota) => {
+        const who = quota.metric_partition === 'None' ? '*' : quota.metric_partition === 'UserPrincipalName' ? principal.upn.toLowerCase() : principal.id;
+        return { quota, pk: `${quota.name}|${quota.context}|${who}` };
+      });
+  }
+
+  /** Where the quota stands with this request: a request quota counts it, a token quota only reads. */
+  private async stand(q: QuotaDefinition, pk: string): Promise<Standing> {
+    const now = Date.now();
+    const w = windowOf(q, now);
     const known = this.lockouts.get(pk);
-    if (known !== undefined && known > now) throw exceeded(q.name, (known - now) / 1000);
-    const lockout = await this.counters.read(pk, 'lockout');
+    if (known !== undefined && known > now) return { quota: q, remaining: 0, resetSeconds: Math.ceil((known - now) / 1000), refusedFor: (known - now) / 1000 };
+    const [lockout, current, previous] = await Promise.all([
+      this.counters.read(pk, 'lockout'),
+      q.metric === 'requests' ? this.increment(pk, w.id, w.ttl, 1) : this.counters.read(pk, w.id).then((d) => d?.count ?? 0),
+      this.counters.read(pk, w.previousId).then((d) => d?.count ?? 0),
+    ]);
     if (lockout?.until !== undefined && lockout.until > now) {
       this.lockouts.set(pk, lockout.until);
-      throw exceeded(q.name, (lockout.until - now) / 1000);
+      return { quota: q, remaining: 0, resetSeconds: Math.ceil((lockout.until - now) / 1000), refusedFor: (lockout.until - now) / 1000 };
     }
-
-    const windowMs = q.metric_window_seconds * 1000;
-    const window = Math.floor(now / windowMs);
-    const ttl = q.metric_window_seconds * 2 + 60;
-    const current = await this.increment(pk, `w${window}`, ttl);
-    const previous = (await this.counters.read(pk, `w${window - 1}`))?.count ?? 0;
     // Sliding window: the previous window counts in proportion to how much of it still lies in the window.
-    const elapsed = (now % windowMs) / windowMs;
-    const estimate = previous * (1 - elapsed) + current;
-    if (estimate <= q.metric_limit) return;
-
+    const used = previous * (1 - w.elapsed) + current;
+    const standing = { quota: q, remaining: Math.max(0, Math.floor(q.metric_limit - used)), resetSeconds: w.resetSeconds };
+    // A request quota refuses the request that goes past the limit; a token quota once the limit is reached.
+    const over = q.metric === 'requests' ? used > q.metric_limit : used >= q.metric_limit;
+    if (!over) return standing;
     if (q.lockout_duration_seconds > 0) {
       const until = now + q.lockout_duration_seconds * 1000;
       await this.counters.upsert({ id: 'lockout', pk, until, ttl: q.lockout_duration_seconds + 5 });
       this.lockouts.set(pk, until);
-      throw exceeded(q.name, q.lockout_duration_seconds);
+      return { ...standing, remaining: 0, resetSeconds: q.lockout_duration_seconds, refusedFor: q.lockout_duration_seconds };
     }
-    throw exceeded(q.name, (windowMs - (now % windowMs)) / 1000);
+    return { ...standing, remaining: 0, refusedFor: w.resetSeconds };
   }
 
   /** Atomic increment of a window counter, creating it on first use. */
-  private async increment(pk: string, id: string, ttl: number): Promise<number> {
+  private async increment(pk: string, id: string, ttl: number, by: number): Promise<number> {
     for (;;) {
       try {
-        return (await this.counters.patch(pk, id, [{ op: 'incr', path: 'count', value: 1 }])).count ?? 1;
+        return (await this.counters.patch(pk, id, [{ op: 'incr', path: 'count', value: by }])).count ?? by;
       } catch (e) {
         if (!(e instanceof NotFoundError)) throw e;
       }
       try {
-        return (await this.counters.create({ id, pk, count: 1, ttl })).count ?? 1;
+        return (await this.counters.create({ id, pk, count: by, ttl })).count ?? by;
       } catch (e) {
         if (!(e instanceof ConflictError)) throw e;
       }
     }
   }
+}
+
+/** The fixed window `now` falls in, the one before it, and how far into it `now` is. */
+function windowOf(q: QuotaDefinition, now: number) {
+  const ms = q.metric_window_seconds * 1000;
+  const n = Math.floor(now / ms);
+  return {
+    id: `w${n}`,
+    previousId: `w${n - 1}`,
+    elapsed: (now % ms) / ms,
+    resetSeconds: Math.max(1, Math.ceil((ms - (now % ms)) / 1000)),
+    ttl: q.metric_window_seconds * 2 + 60,
+  };
 }

@@ -1,5 +1,8 @@
 // Seeds a complete agent through the Management API: API endpoint -> AI model -> prompt -> workflow -> agent.
+import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
+import { oidForUpn } from '../../shared/auth/local-idp.js';
+import { ROLE_IDS, roleDefinitionPath } from '../../shared/auth/roles.js';
 import type { TestApp } from './app.js';
 import { INSTANCE } from './services.js';
 
@@ -47,4 +50,13 @@ export async function seedAgent(app: TestApp, name: string, o: AgentOptions): Pr
     workflow_object_id: path('Svc.Agent', 'workflows', `${name}-workflow`),
     ...(o.history ? { conversation_history_settings: o.history } : {}),
   });
+}
+
+/** Lets a user use an agent: a Reader role assignment on it. */
+export async function grantReader(app: TestApp, upn: string, agent: string): Promise<void> {
+  const name = randomUUID();
+  const r = await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/${name}`, {
+    body: { name, principal_id: oidForUpn(upn), principal_type: 'User', role_definition_id: roleDefinitionPath(ROLE_IDS.reader), scope: `/instances/${INSTANCE}/providers/Svc.Agent/agents/${agent}` },
+  });
+  expect(r.status).toBe(200);
 }

@@ -1,11 +1,9 @@
 // Completions, sessions and messages over HTTP against an OpenAI-compatible server on loopback.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { oidForUpn } from '../../../shared/auth/local-idp.js';
-import { ROLE_IDS, roleDefinitionPath } from '../../../shared/auth/roles.js';
 import type { UsageDoc } from '../../../shared/completions/usage.js';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
-import { seedAgent } from '../../support/agents.js';
+import { grantReader as grantAgentReader, seedAgent } from '../../support/agents.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { INSTANCE } from '../../support/services.js';
 
@@ -15,13 +13,7 @@ describe('completions', () => {
   const core = (path: string) => `${app.core}/instances/${INSTANCE}${path}`;
   const complete = (body: Record<string, unknown>, as?: string) => app.call('POST', core('/completions'), { body, ...(as ? { as } : {}) });
   const newSession = async (as?: string) => ((await app.call('POST', core('/sessions'), { body: { name: 'Chat' }, ...(as ? { as } : {}) })).body as { id: string }).id;
-  const grantReader = async (upn: string, agent: string) => {
-    const name = randomUUID();
-    const r = await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/${name}`, {
-      body: { name, principal_id: oidForUpn(upn), principal_type: 'User', role_definition_id: roleDefinitionPath(ROLE_IDS.reader), scope: `/instances/${INSTANCE}/providers/Svc.Agent/agents/${agent}` },
-    });
-    expect(r.status).toBe(200);
-  };
+  const grantReader = (upn: string, agent: string) => grantAgentReader(app, upn, agent);
 
   beforeAll(async () => {
     llm = await startMockLlm();

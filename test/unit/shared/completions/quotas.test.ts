@@ -11,7 +11,52 @@ import { memoryLog } from '../../../support/services.js';
 const alice: Principal = { kind: 'user', id: 'a-1', upn: 'alice@example.com', name: 'Alice', userName: null, groups: [], scopes: [], appRoles: [] };
 const bob: Principal = { ...alice, id: 'b-1', upn: 'bob@example.com' };
 
+async function quotasWith(definitions: unknown[]) {
+  const store = openSqliteStore(':memory:');
+  await store.container<AppConfigDoc>('resources').create({ id: resourceId(QUOTA_SETTING), pk: APP_CONFIG_PK, key: QUOTA_SETTING, value: JSON.stringify(definitions) });
+  return new Quotas(new AppSettings(store.container('resources')), store.container('quotas'), memoryLog());
+}
+const quota = (name: string, limit: number, extra: Record<string, unknown> = {}) => ({ name, context: 'CoreAPI:Completions', metric_partition: 'UserPrincipalName', metric_limit: limit, metric_window_seconds: 60, ...extra });
+const refusal = (p: Promise<unknown>) => p.then(() => expect.fail('not refused'), (e: unknown) => e as ApiError);
+
 describe('quotas', () => {
+  it('answers the IETF rate-limit headers of the quota closest to its limit, counting this request', async () => {
+    const quotas = await quotasWith([quota('Wide', 100), quota('Narrow', 5), quota('OtherAgent', 1, { context: 'CoreAPI:Completions:other' })]);
+    const headers = await quotas.enforce(alice, 'helper');
+    expect(headers['ratelimit-policy']).toBe('"Narrow";q=5;w=60');
+    expect(headers.ratelimit).toMatch(/^"Narrow";r=4;t=([1-9]|[1-5]\d|60)$/);
+    // No quota applies: no headers.
+    expect(await (await quotasWith([quota('OtherAgent', 1, { context: 'CoreAPI:Completions:other' })])).enforce(alice, 'helper')).toEqual({});
+  });
+
+  it('puts the exceeded quota on a 429, with r=0 and Retry-After', async () => {
+    const quotas = await quotasWith([quota('Wide', 100), quota('One', 1)]);
+    await quotas.enforce(alice, 'helper');
+    const e = await refusal(quotas.enforce(alice, 'helper'));
+    expect(e.status).toBe(429);
+    expect(e.headers['ratelimit-policy']).toBe('"One";q=1;w=60');
+    expect(e.headers.ratelimit).toMatch(/^"One";r=0;t=\d+$/);
+    expect(Number(e.headers['retry-after'])).toBeGreaterThan(0);
+  });
+
+  it('counts the tokens of completed calls for a tokens quota and refuses once the limit is reached', async () => {
+    const quotas = await quotasWith([quota('Tokens', 50, { metric: 'tokens' })]);
+    expect((await quotas.enforce(alice, 'helper')).ratelimit).toMatch(/^"Tokens";r=50;/);
+    await quotas.recordTokens(alice, 'helper', 30);
+    expect((await quotas.enforce(alice, 'helper')).ratelimit).toMatch(/^"Tokens";r=20;/);
+    await quotas.recordTokens(alice, 'helper', 20);
+    const e = await refusal(quotas.enforce(alice, 'helper'));
+    expect(e.body).toMatchObject({ quota_exceeded: true, quota_name: 'Tokens' });
+    expect(e.headers.ratelimit).toMatch(/^"Tokens";r=0;/);
+    // Per user: bob has used nothing.
+    expect((await quotas.enforce(bob, 'helper')).ratelimit).toMatch(/^"Tokens";r=50;/);
+  });
+
+  it('writes quota names as structured-field strings', async () => {
+    const quotas = await quotasWith([quota('say "hi" \\ bye', 3)]);
+    expect((await quotas.enforce(alice, 'x'))['ratelimit-policy']).toBe('"say \\"hi\\" \\\\ bye";q=3;w=60');
+  });
+
   it('counts in the shared store, so the limit holds across instances', async () => {
     const store = openSqliteStore(':memory:');
     await store.container<AppConfigDoc>('resources').create({
@@ -30,7 +75,7 @@ describe('quotas', () => {
     expect((denied as ApiError).status).toBe(429);
     expect((denied as ApiError).body).toMatchObject({ quota_exceeded: true, quota_name: 'PerUser' });
     expect(Number((denied as ApiError).headers['retry-after'])).toBeGreaterThan(0);
-    await expect(one.enforce(bob, 'any')).resolves.toBeUndefined();
+    await expect(one.enforce(bob, 'any')).resolves.toMatchObject({ ratelimit: expect.stringMatching(/^"PerUser";r=2;t=\d+$/) as string });
   });
 
   it('ignores an invalid definitions setting instead of failing every request, and says so', async () => {
@@ -38,7 +83,7 @@ describe('quotas', () => {
     await store.container<AppConfigDoc>('resources').create({ id: resourceId(QUOTA_SETTING), pk: APP_CONFIG_PK, key: QUOTA_SETTING, value: '{not json' });
     const log = memoryLog();
     const quotas = new Quotas(new AppSettings(store.container('resources')), store.container('quotas'), log);
-    await expect(quotas.enforce(alice, 'any')).resolves.toBeUndefined();
+    await expect(quotas.enforce(alice, 'any')).resolves.toEqual({});
     expect(log.records.some((r) => r.message.includes('Ignoring invalid'))).toBe(true);
   });
 });
