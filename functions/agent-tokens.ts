@@ -5,6 +5,7 @@ import { view } from '../shared/auth/agent-tokens.js';
 import { notFound } from '../shared/http/errors.js';
 import { defineRoute } from '../shared/http/route.js';
 import { GUID } from '../shared/http/schemas.js';
+import { pagedJson, pagedResponse, PageQuery } from '../shared/http/paging.js';
 import { json } from '../shared/http/types.js';
 import { objectIdOf, partitionOf, resourceId, ResourceName, type ResourceDoc } from '../shared/providers/resource-type.js';
 import { agents } from '../shared/providers/registry.js';
@@ -80,11 +81,13 @@ export const routes = [
     path: base,
     summary: 'List the tokens of an agent (never their secrets)',
     params: Params,
+    query: PageQuery,
     permission: permission('read'),
-    responses: { 200: { description: 'Tokens', schema: z.array(z.object({ resource: TokenView })) } },
-    handler: async ({ services, params }) => {
+    responses: { 200: pagedResponse('Tokens', z.object({ resource: TokenView })) },
+    handler: async ({ services, principal, params, query }) => {
       await liveAgent(services, params.agentName);
-      return json(200, (await services.agentTokens.list(params.agentName)).map((d) => ({ resource: view(d) })));
+      const list = `agent-tokens\n${params.agentName.toLowerCase()}`;
+      return pagedJson(await services.pager.page(principal, list, query, (c, n) => services.agentTokens.list(params.agentName, c, n)), (d) => ({ resource: view(d) }));
     },
   }),
   defineRoute({

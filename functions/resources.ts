@@ -5,10 +5,11 @@ import { deleteResource, getResource, listResources, purgeResource, upsertResour
 import { RESOURCE_TYPES } from '../shared/providers/registry.js';
 import { ResourceName, type ResourceType } from '../shared/providers/resource-type.js';
 import { defineRoute, type Route } from '../shared/http/route.js';
+import { pagedJson, pagedResponse, PageQuery } from '../shared/http/paging.js';
 import { json } from '../shared/http/types.js';
 
 const Params = z.object({ instanceId: z.string(), name: ResourceName });
-const ListQuery = z.object({
+const ListQuery = PageQuery.extend({
   includeDeleted: z.enum(['true', 'false']).optional().describe('Include soft-deleted resources (they report deleted: true)'),
 });
 
@@ -31,9 +32,8 @@ function routesFor(t: ResourceType): Route[] {
       summary: `List ${t.segment} the caller may read`,
       params: z.object({ instanceId: z.string() }),
       query: ListQuery,
-      responses: { 200: { description: 'Envelopes with the caller\'s roles and actions', schema: z.array(Envelope) } },
-      handler: async ({ services, principal, query }) =>
-        json(200, await listResources(services, t, principal, query.includeDeleted === 'true')),
+      responses: { 200: pagedResponse("Envelopes with the caller's roles and actions", Envelope) },
+      handler: async ({ services, principal, query }) => pagedJson(await listResources(services, t, principal, query.includeDeleted === 'true', query)),
     }),
     defineRoute({
       ...common,

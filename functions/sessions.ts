@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { presentMessage, presentSession } from '../shared/conversations/conversations.js';
 import { defineRoute } from '../shared/http/route.js';
 import { Guid, InstanceParams } from '../shared/http/schemas.js';
+import { pagedJson, pagedResponse, PageQuery } from '../shared/http/paging.js';
 import { json } from '../shared/http/types.js';
 
 const Session = z
@@ -43,8 +44,10 @@ export const routes = [
     path: '/instances/{instanceId}/sessions',
     summary: "The caller's sessions, most recently active first",
     params: InstanceParams,
-    responses: { 200: { description: 'Sessions', schema: z.array(Session) } },
-    handler: async ({ services, principal }) => json(200, (await services.conversations.list(principal.upn)).map((s) => presentSession(s))),
+    query: PageQuery,
+    responses: { 200: pagedResponse('Sessions', Session) },
+    handler: async ({ services, principal, query }) =>
+      pagedJson(await services.pager.page(principal, 'sessions', query, (c, n) => services.conversations.list(principal.upn, c, n)), (s) => presentSession(s)),
   }),
   defineRoute({
     ...common,
@@ -64,8 +67,12 @@ export const routes = [
     path: '/instances/{instanceId}/sessions/{sessionId}/messages',
     summary: 'Messages of one of the caller\'s sessions, oldest first',
     params: SessionParams,
-    responses: { 200: { description: 'Messages', schema: z.array(Message) } },
-    handler: async ({ services, principal, params }) => json(200, (await services.conversations.messagesOf(principal.upn, params.sessionId)).map(presentMessage)),
+    query: PageQuery,
+    responses: { 200: pagedResponse('Messages', Message) },
+    handler: async ({ services, principal, params, query }) => {
+      const list = `messages\n${params.sessionId.toLowerCase()}`;
+      return pagedJson(await services.pager.page(principal, list, query, (c, n) => services.conversations.messagesOf(principal.upn, params.sessionId, c, n)), presentMessage);
+    },
   }),
   defineRoute({
     ...common,

@@ -2,10 +2,11 @@
 // records the schema version). Version 2 case-folds keys: resource ids are case-folded names, access tokens
 // are keyed by the agent's resource id, users' data by the case-folded UPN, and async operations by owner.
 import { operationKey } from './completions/operations.js';
+import { META_PK } from './store/stored-key.js';
 import { ConflictError, type Container, type Doc, type DocumentStore } from './store/types.js';
 
 const SCHEMA_VERSION = 2;
-const MARKER = { pk: '_meta', id: 'schema' };
+const MARKER = { pk: META_PK, id: 'schema' };
 
 type Any = Doc & Record<string, unknown>;
 

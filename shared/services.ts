@@ -14,6 +14,8 @@ import { ModelCredentials } from './models/credentials.js';
 import { ModelGateway } from './models/gateway.js';
 import { guardedAgent } from './net/outbound.js';
 import { Quotas } from './completions/quotas.js';
+import { Pager } from './http/paging.js';
+import { storedKey } from './store/stored-key.js';
 import { Conversations, type MessageDoc, type SessionDoc } from './conversations/conversations.js';
 import { Files, type FileDoc } from './files/files.js';
 import { Memories, type MemoryDoc } from './memory/memory.js';
@@ -44,6 +46,8 @@ export interface Services {
   readonly files: Files;
   readonly models: ModelGateway;
   readonly quotas: Quotas;
+  /** Pages of lists, with continuation tokens signed by the store's paging key. */
+  readonly pager: Pager;
   readonly memories: Memories;
   readonly packages: PluginPackages;
   readonly settings: AppSettings;
@@ -99,6 +103,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       dispatcher: guardedAgent({ policy: 'model', allowPrivateNetwork: config.allowPrivateNetwork }),
     }),
     quotas: new Quotas(settings, store.container('quotas'), log),
+    pager: new Pager(storedKey(store.container('resources'), 'paging-key')),
     memories: new Memories(store.container<MemoryDoc>('memories'), config.memoryMaxBytes),
     packages: new PluginPackages(
       store.container<PackageDoc>('resources'),

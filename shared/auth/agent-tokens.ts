@@ -3,7 +3,7 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { badRequest, notFound, unauthorized } from '../http/errors.js';
 import { resourceId } from '../providers/resource-type.js';
-import type { Container, Doc } from '../store/types.js';
+import type { Container, Doc, Page } from '../store/types.js';
 import type { AgentTokenVerifier } from './authenticate.js';
 import type { Principal } from './principal.js';
 import { formatToken, hashSecret, newSecret, parseToken } from './token-format.js';
@@ -104,8 +104,9 @@ export class AgentTokens implements AgentTokenVerifier {
     return { doc, token: formatToken({ instanceId: this.instanceId, agentName: agent.name, tokenId: id, secret }) };
   }
 
-  async list(agentName: string): Promise<AgentTokenDoc[]> {
-    return (await this.container.query({ partition: resourceId(agentName), orderBy: [{ field: 'created_on' }] })).items;
+  /** A page of an agent's tokens, oldest first. */
+  list(agentName: string, continuation: string | undefined, limit: number): Promise<Page<AgentTokenDoc>> {
+    return this.container.query({ partition: resourceId(agentName), orderBy: [{ field: 'created_on' }], limit, ...(continuation !== undefined ? { continuation } : {}) });
   }
 
   async delete(agentName: string, tokenId: string): Promise<void> {
@@ -115,7 +116,8 @@ export class AgentTokens implements AgentTokenVerifier {
 
   /** Removes every token of an agent (its purge): a later agent of the same name starts with none. */
   async deleteAll(agentName: string): Promise<void> {
-    for (const doc of await this.list(agentName)) {
+    const { items } = await this.container.query({ partition: resourceId(agentName) });
+    for (const doc of items) {
       this.cache.delete(doc.id);
       await this.container.delete(doc.pk, doc.id);
     }

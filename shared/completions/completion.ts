@@ -9,6 +9,7 @@ import { agentForUse, usableAgents } from '../providers/agent-access.js';
 import type { ResourceDoc } from '../providers/resource-type.js';
 import type { Services } from '../services.js';
 import { dayOf, type SessionDoc } from '../conversations/conversations.js';
+import type { FileDoc } from '../files/files.js';
 import type { Stored } from '../store/types.js';
 import { endpointView, type EndpointView } from '../models/endpoint.js';
 import { CallCancelledError } from '../models/upstream-errors.js';
@@ -59,7 +60,7 @@ export const CompletionResponse = z
 export type CompletionResponse = z.output<typeof CompletionResponse>;
 
 const agentError = () => validationError([{ field: 'agent_name', message: 'Agent not found or access denied' }]);
-const notConfigured = (agent: string, what: string) => new ApiError(400, 'AgentNotConfigured', `Agent ${agent} cannot answer: ${what}`);
+const notConfigured = (agent: string, what: string) => validationError([{ field: 'agent_name', message: `Agent ${agent} cannot answer: ${what}` }]);
 
 /** The agent a request is for: named, the token's own, or the caller's only usable agent. */
 export async function resolveAgent(s: Services, principal: Principal, agentName: string | undefined): Promise<ResourceDoc> {
@@ -116,14 +117,32 @@ export interface Admitted {
   sessionId: string | undefined;
   /** The caller's session as read at admission: its recent messages are the turn's history. */
   session: Stored<SessionDoc> | undefined;
+  /** The attached files, the caller's own. */
+  attachments: FileDoc[];
 }
 
-/** Resolves the agent and checks the caller's access and session; throws the 4xx of the first failure. */
+/** The caller's own attached files; 400 ValidationError for one that does not exist or is someone else's. */
+async function attachedFiles(s: Services, principal: Principal, objectIds: readonly string[] | undefined): Promise<FileDoc[]> {
+  const files = await Promise.all((objectIds ?? []).map((id) => s.files.find(principal.upn, id)));
+  const missing = files.findIndex((f) => f === undefined);
+  if (missing >= 0) throw validationError([{ field: 'attachments', message: `Attachment ${objectIds?.[missing]} not found` }]);
+  return files as FileDoc[];
+}
+
+/**
+ * Resolves the agent and checks the caller's access, session and attachments (side by side); throws the
+ * 4xx of the first that fails, in that order.
+ */
 export async function admit(s: Services, principal: Principal, request: CompletionRequest): Promise<Admitted> {
-  const agent = await resolveAgent(s, principal, request.agent_name);
   const sessionId = request.session_id?.toLowerCase();
-  const session = sessionId ? await s.conversations.get(principal.upn, sessionId) : undefined;
-  return { request: { ...request, agent_name: agent.name }, agent, sessionId, session };
+  const [agent, session, attachments] = await Promise.allSettled([
+    resolveAgent(s, principal, request.agent_name),
+    sessionId ? s.conversations.get(principal.upn, sessionId) : undefined,
+    attachedFiles(s, principal, request.attachments),
+  ]);
+  for (const r of [agent, session, attachments]) if (r.status === 'rejected') throw r.reason;
+  const ok = <T,>(r: PromiseSettledResult<T>) => (r as PromiseFulfilledResult<T>).value;
+  return { request: { ...request, agent_name: ok(agent).name }, agent: ok(agent), sessionId, session: ok(session), attachments: ok(attachments) };
 }
 
 export interface RunOptions {
@@ -155,7 +174,7 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
     const usage = await s.store.container<UsageDoc>('usage').read(ownerKey(principal.upn), operationId);
     answer = { content: recorded.text, promptTokens: usage?.prompt_tokens ?? 0, completionTokens: recorded.tokens };
   } else {
-    const messages = await buildMessages(s, principal, request, chain, session);
+    const messages = await buildMessages(s, request, chain, session, admitted.attachments);
     const parameters = modelParameters(chain.model, request);
     let streamed = 0;
     const onDelta = options.onDelta;
@@ -175,7 +194,8 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
     }
   }
 
-  const completedAt = new Date().toISOString();
+  // Strictly after the user message, so that the turn keeps its order even when the model answered at once.
+  const completedAt = new Date(Math.max(Date.now(), started + 1)).toISOString();
   const total = answer.promptTokens + answer.completionTokens;
   const cost = costOf(chain.model, answer.promptTokens, answer.completionTokens);
   try {
@@ -261,7 +281,7 @@ function modelParameters(model: ResourceDoc, request: CompletionRequest): ModelP
 }
 
 /** System prompt, history (when enabled, last max_history turns), attachments as context, the prompt. */
-async function buildMessages(s: Services, principal: Principal, request: CompletionRequest, chain: AgentChain, session: Stored<SessionDoc> | undefined): Promise<ChatMessage[]> {
+async function buildMessages(s: Services, request: CompletionRequest, chain: AgentChain, session: Stored<SessionDoc> | undefined, attachments: readonly FileDoc[]): Promise<ChatMessage[]> {
   const messages: ChatMessage[] = [];
   if (typeof chain.prompt.prefix === 'string' && chain.prompt.prefix.length > 0) messages.push({ role: 'system', content: chain.prompt.prefix });
   const history = chain.agent.conversation_history_settings as { enabled?: boolean; max_history?: number } | null | undefined;
@@ -270,7 +290,7 @@ async function buildMessages(s: Services, principal: Principal, request: Complet
       messages.push({ role: m.sender === 'User' ? 'user' : 'assistant', content: m.text });
     }
   }
-  const attached = request.attachments?.length ? await s.files.textContext(principal.upn, request.attachments) : [];
+  const attached = attachments.length > 0 ? await s.files.textContext(attachments) : [];
   const context = attached.map((f) => `Attached file "${f.name}":\n${f.text}`).join('\n\n');
   const suffix = typeof chain.prompt.suffix === 'string' && chain.prompt.suffix.length > 0 ? `\n\n${chain.prompt.suffix}` : '';
   messages.push({ role: 'user', content: `${context ? `${context}\n\n` : ''}${request.user_prompt}${suffix}` });

@@ -2,8 +2,8 @@
 // owner's UPN, so another user's session id is simply not found.
 import { randomUUID } from 'node:crypto';
 import { ownerKey } from '../auth/principal.js';
-import { badRequest, notFound } from '../http/errors.js';
-import { ConflictError, NotFoundError, PreconditionFailedError, type Container, type Doc, type Stored } from '../store/types.js';
+import { notFound, validationError } from '../http/errors.js';
+import { ConflictError, NotFoundError, PreconditionFailedError, type Container, type Doc, type Page, type Stored } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 
 /** A message as its session document keeps it, for the next turn's history. */
@@ -106,10 +106,15 @@ export class Conversations {
     return this.container as Container<MessageDoc>;
   }
 
-  async list(owner: string): Promise<SessionDoc[]> {
-    const upn = ownerKey(owner);
-    const { items } = await this.sessions.query({ partition: upn, where: [{ field: 'type', op: 'eq', value: 'Session' }], orderBy: [{ field: 'updated_on', direction: 'desc' }] });
-    return items;
+  /** A page of the owner's sessions, most recently active first. */
+  list(owner: string, continuation: string | undefined, limit: number): Promise<Page<SessionDoc>> {
+    return this.sessions.query({
+      partition: ownerKey(owner),
+      where: [{ field: 'type', op: 'eq', value: 'Session' }],
+      orderBy: [{ field: 'updated_on', direction: 'desc' }],
+      limit,
+      ...(continuation !== undefined ? { continuation } : {}),
+    });
   }
 
   async create(owner: string, name: string): Promise<SessionDoc> {
@@ -125,18 +130,29 @@ export class Conversations {
     return doc;
   }
 
-  async messagesOf(upn: string, sessionId: string): Promise<MessageDoc[]> {
-    await this.get(upn, sessionId);
-    return this.history(upn, sessionId.toLowerCase());
+  /** A page of the messages of one of the owner's sessions, oldest first (404 for anyone else's session). */
+  async messagesOf(owner: string, sessionId: string, continuation: string | undefined, limit: number): Promise<Page<MessageDoc>> {
+    await this.get(owner, sessionId);
+    return this.messages.query({
+      partition: ownerKey(owner),
+      where: this.ofSession(sessionId.toLowerCase()),
+      orderBy: [{ field: 'timestamp' }],
+      limit,
+      ...(continuation !== undefined ? { continuation } : {}),
+    });
+  }
+
+  private ofSession(sessionId: string) {
+    return [
+      { field: 'type', op: 'eq' as const, value: 'Message' },
+      { field: 'session_id', op: 'eq' as const, value: sessionId },
+    ];
   }
 
   /** Messages of a session, oldest first; the last `limit` when given. */
   async history(owner: string, sessionId: string, limit?: number): Promise<MessageDoc[]> {
     const upn = ownerKey(owner);
-    const where = [
-      { field: 'type', op: 'eq' as const, value: 'Message' },
-      { field: 'session_id', op: 'eq' as const, value: sessionId },
-    ];
+    const where = this.ofSession(sessionId);
     if (limit === undefined) {
       return (await this.messages.query({ partition: upn, where, orderBy: [{ field: 'timestamp' }] })).items;
     }
@@ -211,7 +227,7 @@ export class Conversations {
     await this.get(upn, sessionId);
     const message = await this.container.read(upn, messageId);
     if (message?.type !== 'Message' || message.session_id !== sessionId.toLowerCase()) throw notFound(`Message ${messageId} not found`);
-    if (message.sender !== 'Assistant') throw badRequest('Only assistant messages can be rated', [{ field: 'messageId', message: 'Only assistant messages can be rated' }]);
+    if (message.sender !== 'Assistant') throw validationError([{ field: 'messageId', message: 'Only assistant messages can be rated' }]);
     return this.messages.patch(upn, messageId, [
       { op: 'set', path: 'rating', value: rating },
       { op: 'set', path: 'rating_comments', value: comments },

@@ -6,7 +6,7 @@ import type { ContainerClient } from '@azure/storage-blob';
 import { fileTypeFromBuffer } from 'file-type';
 import { ownerKey } from '../auth/principal.js';
 import { badRequest, notFound, payloadTooLarge } from '../http/errors.js';
-import type { Container, Doc } from '../store/types.js';
+import type { Container, Doc, Page } from '../store/types.js';
 import { dayOf } from '../conversations/conversations.js';
 import { lazyContainer } from '../store/storage.js';
 
@@ -21,6 +21,15 @@ export interface FileDoc extends Doc {
   created_on: string;
   day: string;
   blob_name: string;
+}
+
+export interface FileView {
+  object_id: string;
+  display_name: string;
+  content_type: string;
+  size_bytes: number;
+  created_on: string;
+  session_id: string | null;
 }
 
 /** Text handed to the model per attached file, and in all (characters). */
@@ -128,7 +137,7 @@ export class Files {
     return this.records.create({
       id,
       pk: upn,
-      object_id: `/instances/${this.instanceId}/files/${id}`,
+      object_id: this.objectIdOf(id),
       display_name: fileName,
       content_type: contentType,
       size: stored.size,
@@ -141,20 +150,72 @@ export class Files {
     });
   }
 
+  /** A file as the API shows it (CONTRACT 10.5). */
+  present(doc: FileDoc): FileView {
+    return { object_id: this.objectIdOf(doc.id), display_name: doc.display_name, content_type: doc.content_type, size_bytes: doc.size, created_on: doc.created_on, session_id: doc.session_id };
+  }
+
+  /** A file's object id (CONTRACT 10.5). */
+  objectIdOf(fileId: string): string {
+    return `/instances/${this.instanceId}/providers/Svc.Attachment/attachments/${fileId}`;
+  }
+
+  /** The file id an object id names, in the current form or the first release's (`/instances/{id}/files/{fileId}`). */
+  fileIdOf(objectId: string): string | undefined {
+    const m = /^\/instances\/([^/]+)\/(?:providers\/Svc\.Attachment\/attachments|files)\/([0-9a-f-]{36})$/i.exec(objectId);
+    return m && m[1] === this.instanceId ? m[2]?.toLowerCase() : undefined;
+  }
+
+  /** The caller's own file by object id; anyone else's, or an unknown one, is undefined. */
+  async find(upn: string, objectId: string): Promise<FileDoc | undefined> {
+    const id = this.fileIdOf(objectId);
+    return id ? this.records.read(ownerKey(upn), id) : undefined;
+  }
+
   /** The caller's own file by object id; anyone else's is not found. */
   async get(upn: string, objectId: string): Promise<FileDoc> {
-    const id = /^\/instances\/[^/]+\/files\/([0-9a-f-]{36})$/i.exec(objectId)?.[1];
-    const doc = id ? await this.records.read(ownerKey(upn), id.toLowerCase()) : undefined;
+    const doc = await this.find(upn, objectId);
     if (!doc) throw notFound(`Attachment ${objectId} not found`);
     return doc;
   }
 
+  /** The caller's own file by id; anyone else's is 404. */
+  async byId(upn: string, fileId: string): Promise<FileDoc> {
+    const doc = await this.records.read(ownerKey(upn), fileId.toLowerCase());
+    if (!doc) throw notFound(`File ${fileId} not found`);
+    return doc;
+  }
+
+  /** A page of the owner's files, newest first. */
+  list(upn: string, continuation: string | undefined, limit: number): Promise<Page<FileDoc>> {
+    return this.records.query({ partition: ownerKey(upn), orderBy: [{ field: 'created_on', direction: 'desc' }], limit, ...(continuation !== undefined ? { continuation } : {}) });
+  }
+
+  /** The bytes of the caller's own file, as they stream from Blob storage. */
+  async content(upn: string, fileId: string): Promise<{ file: FileDoc; bytes: AsyncIterable<string | Uint8Array> }> {
+    const file = await this.byId(upn, fileId);
+    try {
+      const download = await this.blobs.getBlockBlobClient(file.blob_name).download();
+      if (!download.readableStreamBody) throw notFound(`File ${fileId} not found`);
+      return { file, bytes: download.readableStreamBody };
+    } catch (e) {
+      if ((e as { statusCode?: number }).statusCode === 404) throw notFound(`File ${fileId} not found`);
+      throw e;
+    }
+  }
+
+  /** Deletes the caller's own file: its blob, then its record (so a retry after a failure finishes the job). */
+  async delete(upn: string, fileId: string): Promise<void> {
+    const file = await this.byId(upn, fileId);
+    await this.blobs.getBlockBlobClient(file.blob_name).deleteIfExists({ deleteSnapshots: 'include' });
+    await this.records.delete(file.pk, file.id);
+  }
+
   /** Text of the attached text files, cut to ATTACHMENT_TEXT_LIMITS; other files are named only. */
-  async textContext(upn: string, objectIds: readonly string[]): Promise<{ name: string; text: string }[]> {
+  async textContext(files: readonly FileDoc[]): Promise<{ name: string; text: string }[]> {
     const out: { name: string; text: string }[] = [];
     let budget = ATTACHMENT_TEXT_LIMITS.total;
-    for (const objectId of objectIds) {
-      const file = await this.get(upn, objectId);
+    for (const file of files) {
       if (!isTextType(file.content_type) || budget <= 0) {
         out.push({ name: file.display_name, text: `(${file.content_type}, ${file.size} bytes: not text)` });
         continue;

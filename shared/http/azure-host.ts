@@ -38,14 +38,14 @@ export function fromFunctionsRequest(req: HttpRequest, gone: AbortController = n
 }
 
 /** A streamed answer as a web stream (HTTP streams of the v4 model); cancelling it stops the producer. */
-function webStream(pieces: AsyncIterable<string>, gone: AbortController): ReadableStream<Uint8Array> {
-  const iterator: AsyncIterator<string, unknown> = pieces[Symbol.asyncIterator]();
+function webStream(pieces: AsyncIterable<string | Uint8Array>, gone: AbortController): ReadableStream<Uint8Array> {
+  const iterator: AsyncIterator<string | Uint8Array, unknown> = pieces[Symbol.asyncIterator]();
   const encoder = new TextEncoder();
   return new ReadableStream<Uint8Array>({
     async pull(controller) {
       const next = await iterator.next();
       if (next.done === true) controller.close();
-      else controller.enqueue(encoder.encode(next.value));
+      else controller.enqueue(typeof next.value === 'string' ? encoder.encode(next.value) : next.value);
     },
     async cancel() {
       gone.abort();

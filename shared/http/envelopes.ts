@@ -14,6 +14,11 @@ export function errorReply(error: ApiError, style: ErrorStyle, instance: string)
   if (error.body !== undefined) return { status: error.status, headers, json: error.body };
   switch (style) {
     case 'core':
+      // Every Core API 400 rejects input: the validation error body of spec 2.7, with its details.
+      if (error.status === 400) {
+        const details = error.details.length > 0 ? error.details : [{ field: 'request', message: error.message }];
+        return { status: 400, headers, json: { error: { code: 'ValidationError', message: error.message, details } } };
+      }
       return {
         status: error.status,
         headers,

@@ -45,6 +45,8 @@ export function readMultipart<F>(request: PlatformRequest, limits: MultipartLimi
   try {
     parser = busboy({
       headers: { 'content-type': request.header('content-type') ?? '' },
+      // Browsers and fetch send file names as raw UTF-8 (busboy's default reads them as Latin-1).
+      defParamCharset: 'utf8',
       limits: { files: limits.files ?? 1, fields: limits.fields ?? 10, fieldSize: limits.fieldSize ?? 64 * 1024, fileSize: limits.fileSize, parts: 32 },
     });
   } catch {

@@ -126,10 +126,10 @@ function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer> {
 }
 
 /** Sends a streamed body piece by piece as it is produced; stops the producer when the client goes away. */
-async function sendStream(req: http.IncomingMessage, res: http.ServerResponse, reply: Reply, stream: AsyncIterable<string>): Promise<void> {
+async function sendStream(req: http.IncomingMessage, res: http.ServerResponse, reply: Reply, stream: AsyncIterable<string | Uint8Array>): Promise<void> {
   res.writeHead(reply.status, reply.headers);
   res.flushHeaders();
-  const pieces: AsyncIterator<string, unknown> = stream[Symbol.asyncIterator]();
+  const pieces: AsyncIterator<string | Uint8Array, unknown> = stream[Symbol.asyncIterator]();
   try {
     for (;;) {
       const next = await pieces.next();

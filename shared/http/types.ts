@@ -21,14 +21,14 @@ export interface PlatformRequest {
 
 /**
  * What a handler answers: JSON (`json`), raw bytes or text (`raw`), a body sent piece by piece as it is
- * produced (`stream`: server-sent events), or no body.
+ * produced (`stream`: server-sent events, file downloads), or no body.
  */
 export interface Reply {
   status: number;
   headers?: Record<string, string>;
   json?: unknown;
   raw?: Uint8Array | string;
-  stream?: AsyncIterable<string>;
+  stream?: AsyncIterable<string | Uint8Array>;
 }
 
 export const json = (status: number, body: unknown, headers?: Record<string, string>): Reply => ({

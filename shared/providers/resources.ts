@@ -2,7 +2,9 @@
 // type, with role-based authorization and the envelopes of spec 2.9.
 import type { Principal } from '../auth/principal.js';
 import { conflict, forbidden, notFound, badRequest } from '../http/errors.js';
+import type { PageQuery, PageResult } from '../http/paging.js';
 import type { Services } from '../services.js';
+import type { Page } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import { objectIdOf, partitionOf, resourceId, SERVICE_FIELDS, type HookContext, type ResourceDoc, type ResourceType } from './resource-type.js';
 
@@ -28,16 +30,23 @@ export async function readResource(s: Services, t: ResourceType, name: string): 
   return container(s).read(partitionOf(t), resourceId(name));
 }
 
-export async function listResources(s: Services, t: ResourceType, principal: Principal, includeDeleted: boolean): Promise<Envelope[]> {
-  const docs = t.builtIn
-    ? t.builtIn(s.config.instanceId)
-    : (await container(s).query({ partition: partitionOf(t), ...(includeDeleted ? {} : { where: [{ field: 'deleted', op: 'ne', value: true }] }), orderBy: [{ field: 'name' }] })).items;
+/** A page of the resources of a type that the caller may read, by name. */
+export async function listResources(s: Services, t: ResourceType, principal: Principal, includeDeleted: boolean, query: PageQuery): Promise<PageResult<Envelope>> {
   const read = action(t, 'read');
-  const envelopes: Envelope[] = [];
-  for (const doc of docs) {
+  const fetch = async (continuation: string | undefined, limit: number): Promise<Page<ResourceDoc>> =>
+    t.builtIn
+      ? { items: t.builtIn(s.config.instanceId) }
+      : container(s).query({
+          partition: partitionOf(t),
+          ...(includeDeleted ? {} : { where: [{ field: 'deleted', op: 'ne', value: true }] }),
+          orderBy: [{ field: 'name' }],
+          limit,
+          ...(continuation !== undefined ? { continuation } : {}),
+        });
+  const envelope = async (doc: ResourceDoc): Promise<Envelope | undefined> => {
     const access = await s.authorizer.access(principal, doc.object_id, verbs(t));
-    if (!access.actions.includes(read)) continue;
-    envelopes.push({
+    if (!access.actions.includes(read)) return undefined;
+    return {
       resource: {
         type: doc.type,
         name: doc.name,
@@ -47,9 +56,9 @@ export async function listResources(s: Services, t: ResourceType, principal: Pri
         ...(includeDeleted ? { deleted: doc.deleted } : {}),
       },
       ...access,
-    });
-  }
-  return envelopes;
+    };
+  };
+  return s.pager.page(principal, `resources\n${partitionOf(t)}\n${includeDeleted}`, query, fetch, envelope);
 }
 
 export async function getResource(s: Services, t: ResourceType, principal: Principal, name: string): Promise<Envelope> {

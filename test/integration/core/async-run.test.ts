@@ -75,6 +75,7 @@ describe('the async run', () => {
     const polled = await app.call('GET', `${app.core}${r.headers.get('location')}`);
     expect(polled.status).toBe(200);
     expect(polled.body).toMatchObject({ operation_id: 'op-where' });
+    await until('completion', () => status('op-where'), (o) => o.status === 'Completed');
   });
 
   it('answers 202 with Location and Retry-After through the Azure Functions adapter', async () => {
@@ -91,6 +92,8 @@ describe('the async run', () => {
     const headers = res.headers as Record<string, string>;
     expect(headers.location).toBe(`/instances/${INSTANCE}/async-completions/op-functions/status`);
     expect(Number(headers['retry-after'])).toBeGreaterThanOrEqual(1);
+    // Done before the next test queues mock behaviours, which this operation's model call would take.
+    await until('completion', () => status('op-functions'), (o) => o.status === 'Completed');
   });
 
   it('cancels a running operation: the model call is aborted, the status is Cancelled, nothing is recorded', async () => {

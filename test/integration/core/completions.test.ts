@@ -166,7 +166,10 @@ describe('completions', () => {
       const [user, assistant] = (await app.call('GET', core(`/sessions/${id}/messages`))).body as { id: string }[];
       const rated = await app.call('POST', core(`/sessions/${id}/message/${assistant!.id}/rate`), { body: { rating: false, comments: 'too short' } });
       expect(rated).toMatchObject({ status: 200, body: { id: assistant!.id, rating: false, rating_comments: 'too short' } });
-      expect((await app.call('POST', core(`/sessions/${id}/message/${user!.id}/rate`), { body: { rating: true } })).status).toBe(400);
+      expect(await app.call('POST', core(`/sessions/${id}/message/${user!.id}/rate`), { body: { rating: true } })).toMatchObject({
+        status: 400,
+        body: { error: { code: 'ValidationError', message: 'Only assistant messages can be rated', details: [{ field: 'messageId', message: 'Only assistant messages can be rated' }] } },
+      });
       expect((await app.call('POST', core(`/sessions/${id}/message/unknown/rate`), { body: { rating: true } })).status).toBe(404);
       expect((await app.call('POST', core(`/sessions/${id}/message/${assistant!.id}/rate`), { body: { rating: 'yes' } })).status).toBe(400);
     });

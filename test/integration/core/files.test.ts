@@ -1,9 +1,10 @@
-// File upload over HTTP: streamed to Blob storage (Azurite), sniffed content types, the size limit, the
-// file record, ownership of attachments, and text files handed to the model.
+// Files over HTTP: upload streamed to Blob storage (Azurite), sniffed content types, the size limit, the
+// file record, ownership of attachments, text files handed to the model; then the caller's own files:
+// list, metadata, content and delete (CONTRACT 10.5).
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FileDoc } from '../../../shared/files/files.js';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
-import { seedAgent } from '../../support/agents.js';
+import { grantReader, seedAgent } from '../../support/agents.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { INSTANCE } from '../../support/services.js';
 
@@ -37,7 +38,11 @@ describe('file upload', () => {
     const text = '# Notes\nThe launch code is 4242.\n';
     const r = await upload({ file: { bytes: Buffer.from(text), name: 'notes.md' }, agent_name: 'reader', session_id: session });
     expect(r.status).toBe(200);
-    expect(r.body).toEqual({ object_id: expect.stringMatching(new RegExp(`^/instances/${INSTANCE}/files/[0-9a-f-]{36}$`)) as string, display_name: 'notes.md', content_type: 'text/markdown' });
+    expect(r.body).toEqual({
+      object_id: expect.stringMatching(new RegExp(`^/instances/${INSTANCE}/providers/Svc.Attachment/attachments/[0-9a-f-]{36}$`)) as string,
+      display_name: 'notes.md',
+      content_type: 'text/markdown',
+    });
     const id = String(r.body.object_id).split('/').pop()!;
     const record = await records().read('owner@local.test', id);
     expect(record).toMatchObject({ upn: 'owner@local.test', agent_name: 'reader', session_id: session, size: Buffer.byteLength(text), content_type: 'text/markdown' });
@@ -77,7 +82,86 @@ describe('file upload', () => {
     const answer = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { user_prompt: 'What is the code?', agent_name: 'reader', attachments: [objectId] } });
     expect(answer.status).toBe(200);
     expect(llm.requests.at(-1)?.body.messages.at(-1)?.content).toBe('Attached file "code.txt":\nThe launch code is 4242.\n\nWhat is the code?');
-    const someoneElse = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { as: 'owner@local.test', body: { user_prompt: 'x', agent_name: 'reader', attachments: [`/instances/${INSTANCE}/files/00000000-0000-4000-8000-000000000000`] } });
-    expect(someoneElse.status).toBe(404);
+    // The first release's object id form still works.
+    const old = objectId.replace('/providers/Svc.Attachment/attachments/', '/files/');
+    expect((await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { user_prompt: 'Again?', agent_name: 'reader', attachments: [old] } })).status).toBe(200);
+    expect(llm.requests.at(-1)?.body.messages.at(-1)?.content).toContain('The launch code is 4242.');
+
+    // Unknown, malformed or someone else's: 400 ValidationError, before anything runs or is queued.
+    await seedAgent(app, 'reader2', { llmUrl: llm.url });
+    await grantReader(app, 'other@example.com', 'reader2');
+    const calls = llm.requests.length;
+    for (const path of ['/completions', '/async-completions']) {
+      for (const [as, attachment] of [
+        ['owner@local.test', `/instances/${INSTANCE}/providers/Svc.Attachment/attachments/00000000-0000-4000-8000-000000000000`],
+        ['owner@local.test', 'not-an-object-id'],
+        ['other@example.com', objectId],
+      ] as const) {
+        const agent = as === 'owner@local.test' ? 'reader' : 'reader2';
+        const refused = await app.call('POST', `${app.core}/instances/${INSTANCE}${path}`, { as, body: { user_prompt: 'x', agent_name: agent, attachments: [attachment], operation_id: 'op-attach' } });
+        expect(refused.status, `${path} ${as} ${attachment}`).toBe(400);
+        expect(refused.body).toMatchObject({ error: { code: 'ValidationError', details: [{ field: 'attachments', message: `Attachment ${attachment} not found` }] } });
+      }
+    }
+    expect(llm.requests.length).toBe(calls);
+    expect((await app.call('GET', `${app.core}/instances/${INSTANCE}/async-completions/op-attach/status`)).status).toBe(404);
+  });
+
+  describe('the caller\'s files', () => {
+    const files = (path = '', as?: string) => app.call('GET', `${app.core}/instances/${INSTANCE}/files${path}`, as ? { as } : {});
+    const idOf = (objectId: unknown) => String(objectId).split('/').pop()!;
+
+    it('lists them newest first, gives metadata and content, and deletes a file with its blob', async () => {
+      const as = 'lister@example.com';
+      await seedAgent(app, 'lister-agent', { llmUrl: llm.url });
+      await grantReader(app, as, 'lister-agent');
+      const session = ((await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { as, body: { name: 'f' } })).body as { id: string }).id;
+      const first = await upload({ file: { bytes: Buffer.from('first file'), name: 'first.txt' }, agent_name: 'lister-agent', session_id: session }, as);
+      const second = await upload({ file: { bytes: PNG, name: 'pixel.png' }, agent_name: 'lister-agent' }, as);
+
+      const listed = await files('', as);
+      expect(listed.status).toBe(200);
+      expect(listed.headers.get('x-continuation-token')).toBeNull();
+      expect(listed.body).toEqual([
+        { object_id: second.body.object_id, display_name: 'pixel.png', content_type: 'image/png', size_bytes: PNG.length, created_on: expect.any(String) as string, session_id: null },
+        { object_id: first.body.object_id, display_name: 'first.txt', content_type: 'text/plain', size_bytes: 10, created_on: expect.any(String) as string, session_id: session },
+      ]);
+
+      const id = idOf(first.body.object_id);
+      expect((await files(`/${id}`, as)).body).toMatchObject({ object_id: first.body.object_id, display_name: 'first.txt', size_bytes: 10, session_id: session });
+      const content = await fetch(`${app.core}/instances/${INSTANCE}/files/${idOf(second.body.object_id)}/content`, { headers: { authorization: `Bearer ${await app.token(as)}` } });
+      expect(content.status).toBe(200);
+      expect(content.headers.get('content-type')).toBe('image/png');
+      expect(content.headers.get('content-disposition')).toBe(`attachment; filename="pixel.png"; filename*=UTF-8''pixel.png`);
+      expect(Buffer.from(await content.arrayBuffer())).toEqual(PNG);
+
+      // Another user sees none of it.
+      expect(await files('', 'owner@local.test')).toMatchObject({ status: 200 });
+      expect(((await files('', 'owner@local.test')).body as { object_id: string }[]).map((f) => f.object_id)).not.toContain(first.body.object_id);
+      for (const path of [`/${id}`, `/${id}/content`]) expect((await files(path, 'owner@local.test')).status).toBe(404);
+      expect((await app.call('DELETE', `${app.core}/instances/${INSTANCE}/files/${id}`, { as: 'owner@local.test' })).status).toBe(404);
+
+      const record = (await records().read(as, id))!;
+      const deleted = await app.call('DELETE', `${app.core}/instances/${INSTANCE}/files/${id}`, { as });
+      expect(deleted.status).toBe(204);
+      expect(await app.services.blobs.getContainerClient('files').getBlockBlobClient(record.blob_name).exists()).toBe(false);
+      expect((await files(`/${id}`, as)).status).toBe(404);
+      expect((await files(`/${id}/content`, as)).status).toBe(404);
+      expect(((await files('', as)).body as unknown[]).length).toBe(1);
+      expect((await app.call('DELETE', `${app.core}/instances/${INSTANCE}/files/${id}`, { as })).status).toBe(404);
+      // A deleted file can no longer be attached.
+      const attach = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { as, body: { user_prompt: 'x', agent_name: 'lister-agent', attachments: [first.body.object_id] } });
+      expect(attach.status).toBe(400);
+      expect((await files('/not-a-guid', as)).status).toBe(400);
+    });
+
+    it('serves a stored HTML file as a download, never rendered in the service origin', async () => {
+      const html = await upload({ file: { bytes: Buffer.from('<html><script>alert(1)</script></html>'), name: 'naïve page.html', type: 'text/html' }, agent_name: 'reader' });
+      const res = await fetch(`${app.core}/instances/${INSTANCE}/files/${idOf(html.body.object_id)}/content`, { headers: { authorization: `Bearer ${await app.token()}` } });
+      expect(res.headers.get('content-type')).toBe('text/html');
+      expect(res.headers.get('content-disposition')).toBe(`attachment; filename="na_ve page.html"; filename*=UTF-8''na%C3%AFve%20page.html`);
+      expect(res.headers.get('x-content-type-options')).toBe('nosniff');
+      await res.arrayBuffer();
+    });
   });
 });

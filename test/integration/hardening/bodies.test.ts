@@ -41,6 +41,10 @@ describe('hostile bodies', () => {
     const invalidUtf8 = Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('"}')]);
     expect(await raw(core('/sessions'), invalidUtf8)).toMatchObject({ status: 400, body: { error: { code: 'ValidationError', message: 'Request body is not valid UTF-8' } } });
     expect(await raw(core('/sessions'), '{"name":"\\ud800"}')).toMatchObject({ status: 400, body: { error: { code: 'ValidationError' } } });
+    // Malformed JSON on the Core API: the validation error body, with details.
+    for (const malformed of ['{"name":', '{name: 1}', 'nul', '[1,']) {
+      expect(await raw(core('/sessions'), malformed), malformed).toMatchObject({ status: 400, body: { error: { code: 'ValidationError', details: [{ message: expect.any(String) as string }] } } });
+    }
     expect(await raw(core('/sessions'), '{"name":"ok"}', 'text/plain')).toMatchObject({ status: 415, body: { error: { code: 'UnsupportedMediaType' } } });
     expect(await raw(core('/sessions'), '{"name":"ok"}', 'application/json; charset=latin1')).toMatchObject({ status: 415 });
     expect(await sessions()).toBe(before);

@@ -59,7 +59,7 @@ describe('a hostile request never takes the process down', () => {
       body: truncatedMultipart('file', 'notes.txt'),
     });
     expect(file.status).toBe(400);
-    expect(JSON.parse(file.body)).toMatchObject({ error: { code: 'BadRequest' } });
+    expect(JSON.parse(file.body)).toMatchObject({ error: { code: 'ValidationError', details: [{ field: 'body' }] } });
     await stillServing();
   });
 

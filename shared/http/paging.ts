@@ -1,0 +1,117 @@
+// Paged lists (CONTRACT 10.5): `?top=N` (default 100, at most 1000) and `?continuationToken=`; the body stays
+// the list's JSON array and `x-continuation-token` says that more follow. A token is opaque and
+// tamper-evident (HMAC-SHA256 under the service's paging key) and bound to the caller and the list: one
+// user's token is refused on another user's call or on another list. Inside is the store's own
+// continuation, plus how many items of that store page were already handed out, for lists that drop what
+// the caller may not see.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { z } from 'zod';
+import { ownerKey, type Principal } from '../auth/principal.js';
+import type { Page } from '../store/types.js';
+import { validationError } from './errors.js';
+import type { ResponseDoc } from './route.js';
+import { json, type Reply } from './types.js';
+
+export const DEFAULT_TOP = 100;
+export const MAX_TOP = 1000;
+export const CONTINUATION_HEADER = 'x-continuation-token';
+
+const topMessage = `top must be an integer from 1 to ${MAX_TOP}`;
+
+export const PageQuery = z.object({
+  top: z.coerce
+    .number({ error: topMessage })
+    .int(topMessage)
+    .min(1, topMessage)
+    .max(MAX_TOP, topMessage)
+    .optional()
+    .describe(`Items per page (default ${DEFAULT_TOP}, at most ${MAX_TOP})`),
+  continuationToken: z.string().max(8192).optional().describe('The x-continuation-token header of the previous page'),
+});
+export type PageQuery = z.output<typeof PageQuery>;
+
+/** Where the next page starts: the store continuation of a page, the items of it already given, its size. */
+interface Cursor {
+  c?: string;
+  s: number;
+  n: number;
+}
+
+const invalidToken = () => validationError([{ field: 'continuationToken', message: 'continuationToken is not valid for this list' }]);
+
+/** The caller and the list a token belongs to. */
+const bindingOf = (principal: Principal, list: string) => `${principal.kind}\n${principal.id}\n${ownerKey(principal.upn)}\n${list}`;
+
+export interface PageResult<R> {
+  items: R[];
+  token?: string;
+}
+
+export class Pager {
+  constructor(private readonly key: () => Promise<Buffer>) {}
+
+  /**
+   * One page of a list. `list` names the list and everything that selects its items (its path parameters
+   * and filters); `fetch` reads the store from a continuation; `keep` maps each item, or drops it
+   * (undefined): a list that drops items reads the store `MAX_TOP` at a time, so that a caller who may see
+   * few of many items costs few queries.
+   */
+  async page<T, R = T>(
+    principal: Principal,
+    list: string,
+    query: PageQuery,
+    fetch: (continuation: string | undefined, limit: number) => Promise<Page<T>>,
+    keep?: (item: T) => R | undefined | Promise<R | undefined>,
+  ): Promise<PageResult<R>> {
+    const top = query.top ?? DEFAULT_TOP;
+    const batch = keep ? MAX_TOP : top;
+    const map = keep ?? ((item: T) => item as unknown as R);
+    const binding = bindingOf(principal, list);
+    let cursor: Cursor = query.continuationToken !== undefined ? await this.open(query.continuationToken, binding) : { s: 0, n: batch };
+    const items: R[] = [];
+    for (;;) {
+      const page = await fetch(cursor.c, cursor.n);
+      for (let i = cursor.s; i < page.items.length; i++) {
+        const kept = await map(page.items[i] as T);
+        if (kept === undefined) continue;
+        items.push(kept);
+        if (items.length < top) continue;
+        const next: Cursor | undefined =
+          i + 1 < page.items.length ? { ...cursor, s: i + 1 } : page.continuation !== undefined ? { c: page.continuation, s: 0, n: batch } : undefined;
+        return next ? { items, token: await this.seal(next, binding) } : { items };
+      }
+      if (page.continuation === undefined) return { items };
+      cursor = { c: page.continuation, s: 0, n: batch };
+    }
+  }
+
+  private async mac(payload: string, binding: string): Promise<Buffer> {
+    return createHmac('sha256', await this.key()).update(`${binding}\n${payload}`).digest();
+  }
+
+  private async seal(cursor: Cursor, binding: string): Promise<string> {
+    const payload = Buffer.from(JSON.stringify(cursor)).toString('base64url');
+    return `${payload}.${(await this.mac(payload, binding)).toString('base64url')}`;
+  }
+
+  private async open(token: string, binding: string): Promise<Cursor> {
+    const [payload, tag, extra] = token.split('.');
+    if (!payload || !tag || extra !== undefined) throw invalidToken();
+    const expected = await this.mac(payload, binding);
+    const given = Buffer.from(tag, 'base64url');
+    if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw invalidToken();
+    const cursor = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Cursor;
+    return cursor;
+  }
+}
+
+/** The list's JSON array, with the continuation header when more items follow. */
+export const pagedJson = <R>(result: PageResult<R>, present: (item: R) => unknown = (item) => item): Reply =>
+  json(200, result.items.map(present), result.token !== undefined ? { [CONTINUATION_HEADER]: result.token } : undefined);
+
+/** The OpenAPI description of a paged list's 200. */
+export const pagedResponse = (description: string, item: z.ZodType): ResponseDoc => ({
+  description,
+  schema: z.array(item),
+  headers: { [CONTINUATION_HEADER]: { description: 'Present when more items follow: pass it back as continuationToken', type: 'string' } },
+});
