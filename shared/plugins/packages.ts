@@ -71,6 +71,19 @@ export function packageStores(blobs: BlobServiceClient, privateContainer: string
   return { private: blobs.getContainerClient(privateContainer), public: publicUrl ? new BlobContainer(publicUrl) : undefined };
 }
 
+/**
+ * The package's name without its runtime (`acctools` for `Python-acctools`). The body names the package as
+ * the path does, `{runtime}-{name}` (CONTRACT 10.5); the first release's bare name is still accepted.
+ */
+function bareName(resource: PackageResource, pathName: string): string {
+  const prefix = `${resource.package_runtime}-`;
+  if (!pathName.startsWith(prefix)) throw badRequest(`name: ${pathName} must start with ${prefix}, as package_runtime is ${resource.package_runtime}`);
+  if (resource.name !== pathName && packageName(resource.package_runtime, resource.name) !== pathName) {
+    throw badRequest(`name: must equal the package name in the path (${pathName})`);
+  }
+  return pathName.slice(prefix.length);
+}
+
 export class PluginPackages {
   private readonly ensureContainer: () => Promise<ContainerClient>;
 
@@ -90,8 +103,7 @@ export class PluginPackages {
 
   /** Checks an archive against the request and returns its manifest; nothing is stored for a bad one. */
   async inspect(bytes: Buffer, resource: PackageResource, pathName: string): Promise<Manifest> {
-    const expected = packageName(resource.package_runtime, resource.name);
-    if (pathName !== expected) throw badRequest(`name: the package ${pathName} must be named {runtime}-{name} (${expected})`);
+    const bare = bareName(resource, pathName);
     const contents = await readArchive(bytes, (n) => n === 'manifest.json');
     const text = contents.files.get('manifest.json');
     if (text === undefined) throw badRequest('Invalid package archive: manifest.json is missing at its root');
@@ -109,7 +121,7 @@ export class PluginPackages {
       throw badRequest(`Invalid manifest: ${manifest.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
     }
     const m = manifest.data;
-    if (m.name !== resource.name) throw badRequest(`name: the request names ${resource.name} but the package declares ${m.name}`);
+    if (m.name !== bare && m.name !== pathName) throw badRequest(`name: the request names ${pathName} but the package declares ${m.name}`);
     if (m.runtime !== resource.package_runtime) throw badRequest(`package_runtime: the request says ${resource.package_runtime} but the package declares ${m.runtime}`);
     if (m.version !== resource.package_version) throw badRequest(`package_version: the request says ${resource.package_version} but the package declares ${m.version}`);
     return m;
@@ -158,7 +170,7 @@ export class PluginPackages {
           name: pathName,
           object_id: this.objectId(pathName),
           package_runtime: resource.package_runtime,
-          package_name: resource.name,
+          package_name: bareName(resource, pathName),
           display_name: manifest.display_name || pathName,
           description: manifest.description,
           current_version: version.package_version,
@@ -178,6 +190,7 @@ export class PluginPackages {
 
   /** Deploys a version from a package store: `{packageName}/{version}/{packageName}.{zip|nupkg}` there. */
   async deploy(resource: PackageResource, pathName: string, principal: Principal): Promise<PackageDoc> {
+    bareName(resource, pathName);
     const storeType = resource.package_store_type ?? 'Private';
     const store = storeType === 'Public' ? this.stores.public : this.stores.private;
     if (!store) throw badRequest('package_store_type: no Public package store is configured (PACKAGE_STORE_PUBLIC_URL)');

@@ -19,7 +19,7 @@ describe('plugin packages', () => {
     const res = await fetch(url(`pluginPackages/${pkg}`), { method: 'POST', body: form, headers: { authorization: `Bearer ${await app.token(as)}` } });
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   };
-  const resource = (version: string, extra: Record<string, unknown> = {}) => ({ type: 'plugin-package', name: 'acctools', package_runtime: 'Python', package_version: version, ...extra });
+  const resource = (version: string, extra: Record<string, unknown> = {}) => ({ type: 'plugin-package', name: 'Python-acctools', package_runtime: 'Python', package_version: version, ...extra });
   const plugins = async () => (await app.call('GET', url('plugins'))).body as { name: string; category: string; plugin_package_object_id: string }[];
   const packageNames = async () => ((await app.call('GET', url('pluginPackages'))).body as { resource: { name: string } }[]).map((p) => p.resource.name);
 
@@ -95,6 +95,20 @@ describe('plugin packages', () => {
     expect((await upload('Python-bad.name', bytes, resource('1.0.0', { name: 'bad.name' }))).status).toBe(400);
     expect((await upload('Python-inside', bytes, { type: 'plugin', name: 'inside', package_runtime: 'Python', package_version: '1.0.0' })).status).toBe(400);
     expect(await packageNames()).not.toContain('Python-outside');
+    // The body names the package as the path does; another full name, or another runtime, is refused.
+    const named = await upload('Python-inside', bytes, resource('1.0.0', { name: 'Python-other' }));
+    expect(named).toMatchObject({ status: 400, body: { error: { code: 'BadRequest', message: 'name: must equal the package name in the path (Python-inside)' } } });
+    expect((await upload('Dotnet-inside', bytes, resource('1.0.0', { name: 'Dotnet-inside' }))).status).toBe(400);
+  });
+
+  it('takes the full name in the body (the bare one too), and a bare or full name in the manifest', async () => {
+    const full = await upload('Python-fullname', await python('1.0.0', [echo], 'Python-fullname'), resource('1.0.0', { name: 'Python-fullname' }));
+    expect(full.status, JSON.stringify(full.body)).toBe(200);
+    const bare = await upload('Python-fullname', await python('1.1.0', [echo], 'fullname'), resource('1.1.0', { name: 'fullname' }));
+    expect(bare.status, JSON.stringify(bare.body)).toBe(200);
+    expect((await plugins()).map((p) => p.name)).toContain('Python-fullname-echo');
+    const got = await app.call('GET', url('pluginPackages/Python-fullname'));
+    expect(got.body).toMatchObject({ resource: { name: 'Python-fullname', current_version: '1.1.0' } });
   });
 
   describe('hostile archives are rejected with 400 and nothing is stored', () => {
