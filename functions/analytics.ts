@@ -2,6 +2,7 @@
 import { z } from 'zod';
 import { runAnalytics } from '../shared/analytics/query.js';
 import { AnalyticsRequest } from '../shared/analytics/request.js';
+import { AnalyticsResponse } from '../shared/analytics/schemas.js';
 import { defineRoute } from '../shared/http/route.js';
 import { ApiVersionQuery, InstanceParams } from '../shared/http/schemas.js';
 import { json } from '../shared/http/types.js';
@@ -26,7 +27,7 @@ export const routes = [
         schema: z.object({
           object_id: z.string(),
           is_success: z.boolean(),
-          resource: z.object({ request_type: z.number().int(), generated_at_utc: z.string(), data: z.unknown() }),
+          resource: AnalyticsResponse,
         }),
       },
     },

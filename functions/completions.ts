@@ -52,7 +52,26 @@ const statusUrl = (instanceId: string, operationId: string) =>
   `/instances/${encodeURIComponent(instanceId)}/async-completions/${encodeURIComponent(operationId)}/status`;
 
 const common = { api: 'core', tag: 'Completions', auth: 'any', errors: 'core', traceBoundary: true } as const;
-const quota429 = { 429: { description: 'Quota exceeded (Retry-After header)', schema: QuotaResponse } };
+const rateLimitHeaders = {
+  RateLimit: { description: 'The quota closest to its limit: "<name>";r=<remaining>;t=<seconds until reset> (absent when no quota applies)', type: 'string' },
+  'RateLimit-Policy': { description: '"<name>";q=<limit>;w=<window seconds>', type: 'string' },
+} as const;
+/** What a call that reaches the model can fail with besides its input. */
+const upstreamErrors = {
+  429: { description: 'Quota exceeded (Retry-After header)', schema: QuotaResponse, headers: { 'Retry-After': { description: 'Seconds to wait', type: 'integer' }, ...rateLimitHeaders } },
+  502: { description: 'The model endpoint failed, refused the request, or answered something that is not a chat completion' },
+  503: { description: 'The model is rate limited (Retry-After header)' },
+  504: { description: 'The model did not answer within the endpoint timeout' },
+} as const;
+const quota429 = { 429: upstreamErrors[429] };
+
+/** The events of a streamed completion (CONTRACT 10.2), as text/event-stream. */
+const CompletionEvents = z
+  .string()
+  .describe(
+    'Server-sent events: `event: delta` with data {"text": "..."} per piece of the answer, then `event: completed` with the CompletionResponse, or `event: error` with the error body',
+  )
+  .meta({ id: 'CompletionEventStream' });
 
 /**
  * Checks everything a request can fail on before any work starts or is queued, the quota last; then runs
@@ -80,7 +99,17 @@ export const routes = [
     summary: 'Send a prompt to an agent and wait for the answer',
     params: InstanceParams,
     body: CompletionRequest,
-    responses: { 200: { description: 'The completion', schema: CompletionResponse }, ...quota429 },
+    responses: {
+      200: {
+        description: 'The completion; with Accept: text/event-stream, the answer as server-sent events while the model writes it',
+        content: [
+          { contentType: 'application/json', schema: CompletionResponse },
+          { contentType: 'text/event-stream', schema: CompletionEvents },
+        ],
+        headers: rateLimitHeaders,
+      },
+      ...upstreamErrors,
+    },
     handler: async ({ services, principal, body, params, request }) => {
       const operationId = body.operation_id ?? newOperationId();
       return withCorrelation({ operationId, instanceId: params.instanceId, conversationId: body.session_id }, principal.upn, async () => {
@@ -107,6 +136,7 @@ export const routes = [
         headers: {
           Location: { description: 'The status URL of the operation', type: 'string' },
           'Retry-After': { description: 'Seconds to wait before polling the status', type: 'integer' },
+          ...rateLimitHeaders,
         },
         schema: z.object({ operation_id: z.string(), status: z.literal('InProgress'), status_message: z.string(), result: z.null() }),
       },

@@ -46,7 +46,7 @@ export const routes = [
     bodyKind: 'stream',
     bodyDoc: {
       contentType: 'multipart/form-data',
-      schema: z.object({ file: z.string().describe('The file (binary)'), agent_name: z.string(), session_id: z.string().optional() }),
+      schema: z.object({ file: z.string().meta({ format: 'binary' }).describe('The file'), agent_name: z.string(), session_id: z.string().optional() }),
     },
     responses: { 200: { description: 'Uploaded', schema: UploadResult }, 413: { description: 'Larger than MAX_UPLOAD_BYTES' } },
     handler: async ({ services, principal, request }) => {

@@ -24,7 +24,11 @@ export function metaRoutes(all: () => readonly Route[]): Route[] {
         const which = query.api ?? api;
         let doc = documents.get(which);
         if (!doc) {
-          doc = buildOpenApi(which, all(), services.config.version);
+          const port = which === 'core' ? services.config.corePort : services.config.managementPort;
+          doc = buildOpenApi(which, all(), services.config.version, [
+            { url: '/', description: 'The host that serves this document' },
+            { url: `http://localhost:${port}`, description: 'npm start on this machine' },
+          ]);
           documents.set(which, doc);
         }
         return Promise.resolve(json(200, doc, { 'cache-control': 'public, max-age=300' }));

@@ -81,6 +81,49 @@ const Plugin = z
   })
   .meta({ id: 'Plugin' });
 
+const PackageVersion = z
+  .object({
+    package_version: z.string(),
+    file_name: z.string(),
+    content_type: z.string(),
+    size: z.number().int(),
+    sha256: z.string(),
+    source: z.enum(['Upload', 'Public', 'Private']),
+    uploaded_on: z.string(),
+    uploaded_by: z.string(),
+  })
+  .meta({ id: 'PluginPackageVersion' });
+const packageFields = {
+  type: z.literal('plugin-package'),
+  name: z.string().describe('{runtime}-{name}'),
+  object_id: z.string(),
+  display_name: z.string(),
+  description: z.string(),
+  package_runtime: z.enum(['Python', 'Dotnet']),
+  current_version: z.string(),
+};
+const PackageSummary = z.object({ ...packageFields, versions: z.array(z.string()) }).meta({ id: 'PluginPackageSummary' });
+const PluginPackage = z
+  .object({ ...packageFields, versions: z.array(PackageVersion), plugins: z.array(z.string()), created_on: z.string(), updated_on: z.string() })
+  .meta({ id: 'PluginPackage' });
+const StoreCheck = z
+  .object({
+    package_store_type: z.enum(['Public', 'Private']),
+    configured: z.boolean(),
+    reachable: z.boolean(),
+    readable: z.boolean(),
+    container: z.string().optional(),
+    package_count: z.number().int(),
+    packages: z.array(z.string()).describe('Blob names, at most 100'),
+    message: z.string(),
+  })
+  .meta({ id: 'PackageStoreCheck' });
+const UploadForm = z.object({
+  file: z.string().meta({ format: 'binary' }).describe('The package: a ZIP (Python) or a NuGet file (Dotnet)'),
+  resource: z.string().describe('JSON text of the package resource: type, name, package_runtime, package_version'),
+});
+const PackageBytes = z.string().meta({ format: 'binary' });
+
 export const routes = [
   defineRoute({
     ...common,
@@ -91,7 +134,7 @@ export const routes = [
     params: InstanceParams,
     body: z.object({ packageStoreType: z.enum(['Public', 'Private'], { error: 'packageStoreType must be Public or Private' }) }).strict(),
     permission: ({ params }) => ({ action: 'Svc.Platform/pluginPackages/read', scope: at(params.instanceId) }),
-    responses: { 200: { description: 'What the store check found' } },
+    responses: { 200: { description: 'What the store check found', schema: StoreCheck } },
     handler: async ({ services, body }) => json(200, await services.packages.validateStore(body.packageStoreType)),
   }),
   defineRoute({
@@ -102,9 +145,16 @@ export const routes = [
     summary: `Upload a package version (multipart: file + resource JSON) or deploy one from a store (JSON body); api-version=${API_VERSION}`,
     params: PackageParams,
     bodyKind: 'stream',
-    bodyDoc: { contentType: 'application/json', schema: PackageResource },
+    bodyDoc: [
+      { contentType: 'multipart/form-data', schema: UploadForm },
+      { contentType: 'application/json', schema: PackageResource },
+    ],
     permission: ({ params }) => ({ action: 'Svc.Platform/pluginPackages/write', scope: `${at(params.instanceId)}/providers/Svc.Platform/pluginPackages/${params.packageName}` }),
-    responses: { 200: { description: 'The package with its new current version' }, 409: { description: 'This version exists' }, 413: { description: 'Too large' } },
+    responses: {
+      200: { description: 'The package with its new current version', schema: z.object({ object_id: z.string(), is_success: z.boolean(), resource: PluginPackage }) },
+      409: { description: 'This version exists' },
+      413: { description: 'Larger than MAX_PACKAGE_BYTES' },
+    },
     handler: async ({ services, principal, request, params }) => {
       const doc = await createOrDeploy(services, principal, request, params.packageName);
       return json(200, { object_id: doc.object_id, is_success: true, resource: present(doc, true) });
@@ -117,7 +167,9 @@ export const routes = [
     path: `${base}/pluginPackages`,
     summary: 'List plugin packages',
     params: InstanceParams,
-    responses: { 200: { description: 'Envelopes of the packages the caller may read' } },
+    responses: {
+      200: { description: 'Envelopes of the packages the caller may read', schema: z.array(z.object({ resource: PackageSummary, roles: z.array(z.string()), actions: z.array(z.string()) })) },
+    },
     handler: async ({ services, principal }) => {
       const actions = ['read', 'write', 'delete'].map((v) => `Svc.Platform/pluginPackages/${v}`);
       const out = [];
@@ -140,7 +192,16 @@ export const routes = [
       version: z.string().optional().describe('With loadContent=true: a version other than the current one'),
     }),
     permission: ({ params }) => ({ action: 'Svc.Platform/pluginPackages/read', scope: `${at(params.instanceId)}/providers/Svc.Platform/pluginPackages/${params.packageName}` }),
-    responses: { 200: { description: 'The package envelope, or the package file (application/zip or application/octet-stream)' } },
+    responses: {
+      200: {
+        description: 'The package envelope; with loadContent=true the package file (application/zip for Python, application/octet-stream for Dotnet)',
+        content: [
+          { contentType: 'application/json', schema: z.object({ resource: PluginPackage }) },
+          { contentType: 'application/zip', schema: PackageBytes },
+          { contentType: 'application/octet-stream', schema: PackageBytes },
+        ],
+      },
+    },
     handler: async ({ services, params, query }) => {
       if (query.loadContent === 'true') {
         const { bytes, version } = await services.packages.download(params.packageName, query.version);

@@ -57,7 +57,10 @@ function routesFor(t: ResourceType): Route[] {
       summary: `Create or update a ${t.type}`,
       params: Params,
       body: t.schema,
-      responses: { 200: { description: 'The resource object id', schema: ObjectIdResult } },
+      responses: {
+        200: { description: 'The resource object id', schema: ObjectIdResult },
+        409: { description: 'The name is taken by a soft-deleted resource, or differs only by case, or the resource changed meanwhile' },
+      },
       handler: async ({ services, principal, params, body }) => json(200, await upsertResource(services, t, principal, params.name, body)),
     }),
     defineRoute({
@@ -67,7 +70,7 @@ function routesFor(t: ResourceType): Route[] {
       path: `${base}/{name}`,
       summary: `Soft-delete a ${t.type} (it blocks its name until purged)`,
       params: Params,
-      responses: { 200: { description: 'Deleted', schema: z.object({ object_id: z.string(), deleted: z.boolean() }) } },
+      responses: { 200: { description: 'Deleted', schema: z.object({ object_id: z.string(), deleted: z.boolean() }) }, 409: { description: 'The resource changed meanwhile' } },
       handler: async ({ services, principal, params }) => json(200, await deleteResource(services, t, principal, params.name)),
     }),
     defineRoute({
@@ -77,7 +80,7 @@ function routesFor(t: ResourceType): Route[] {
       path: `${base}/{name}/purge`,
       summary: `Permanently remove a soft-deleted ${t.type}`,
       params: Params,
-      responses: { 200: { description: 'Purged', schema: z.object({ object_id: z.string(), is_success: z.boolean() }) } },
+      responses: { 200: { description: 'Purged', schema: z.object({ object_id: z.string(), is_success: z.boolean() }) }, 409: { description: 'The resource is not deleted' } },
       handler: async ({ services, principal, params }) => json(200, await purgeResource(services, t, principal, params.name)),
     }),
   ];

@@ -1,6 +1,6 @@
 // Builds the OpenAPI 3.1 document of one API from the route table and its zod schemas.
 import { z } from 'zod';
-import type { Route } from './route.js';
+import type { ContentDoc, ResponseDoc, Route } from './route.js';
 import { templateParams } from './route.js';
 import { CoreErrorBody, ManagementErrorBody, ProblemDetailsBody } from './schemas.js';
 import type { Api } from './types.js';
@@ -67,12 +67,23 @@ function parameters(route: Route, c: Components): Json[] {
   return [...path, ...query];
 }
 
+/** The media types of a body: one JSON schema, or the documented list. */
+const contentOf = (docs: readonly ContentDoc[], c: Components, io: 'input' | 'output'): Json =>
+  Object.fromEntries(docs.map((d) => [d.contentType, { schema: c.schemaOf(d.schema, io) }]));
+
+function responseContent(status: number, doc: ResponseDoc, route: Route, c: Components): Json | undefined {
+  if (doc.content) return contentOf(doc.content, c, 'output');
+  if (doc.schema) return contentOf([{ contentType: doc.contentType ?? 'application/json', schema: doc.schema }], c, 'output');
+  return status >= 400 ? errorSchema(route, c) : undefined;
+}
+
 function operation(route: Route, c: Components): Json {
   const responses: Json = {};
-  for (const [status, doc] of Object.entries(route.responses)) {
-    responses[status] = {
+  for (const [key, doc] of Object.entries(route.responses)) {
+    const content = responseContent(Number(key), doc, route, c);
+    responses[key] = {
       description: doc.description,
-      ...(doc.schema ? { content: { [doc.contentType ?? 'application/json']: { schema: c.schemaOf(doc.schema, 'output') } } } : {}),
+      ...(content ? { content } : {}),
       ...(doc.headers
         ? { headers: Object.fromEntries(Object.entries(doc.headers).map(([name, h]) => [name, { description: h.description, schema: { type: h.type } }])) }
         : {}),
@@ -80,34 +91,29 @@ function operation(route: Route, c: Components): Json {
   }
   const errors = errorSchema(route, c);
   const add = (status: number, description: string) => (responses[status] ??= { description, content: errors });
-  if (route.params || route.query || route.body || route.bodyKind === 'stream') add(400, 'Invalid request');
-  if (route.body) add(415, 'The body was not sent as application/json');
+  const hasBody = route.body !== undefined || route.bodyKind === 'stream';
+  if (route.params || route.query || hasBody) add(400, 'Invalid request');
   if (route.auth !== 'none') add(401, 'Authentication required, or the token is invalid or expired');
   if (route.auth !== 'none') add(403, 'Not permitted');
   if (route.path.includes('{')) add(404, 'Not found');
+  if (hasBody) add(413, 'The body is larger than the service accepts');
+  if (route.body) add(415, 'The body was not sent as application/json');
   add(500, 'Unexpected error');
 
-  const body = route.body ?? route.bodyDoc?.schema;
+  const bodies: readonly ContentDoc[] = route.body ? [{ contentType: 'application/json', schema: route.body }] : route.bodyDoc ? [route.bodyDoc].flat() : [];
   return {
     operationId: route.name,
     summary: route.summary,
     tags: [route.tag],
     security: route.auth === 'none' ? [] : route.auth === 'bearer' ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, { agentAccessToken: [] }],
     parameters: parameters(route, c),
-    ...(body
-      ? {
-          requestBody: {
-            required: true,
-            content: { [route.bodyDoc?.contentType ?? 'application/json']: { schema: c.schemaOf(body, 'input') } },
-          },
-        }
-      : {}),
+    ...(bodies.length > 0 ? { requestBody: { required: route.body ? !route.body.safeParse(undefined).success : true, content: contentOf(bodies, c, 'input') } } : {}),
     responses,
   };
 }
 
-/** The OpenAPI 3.1 document for one API. */
-export function buildOpenApi(api: Api, routes: readonly Route[], version: string): Json {
+/** The OpenAPI 3.1 document for one API; `servers` are where it is served (first: the default). */
+export function buildOpenApi(api: Api, routes: readonly Route[], version: string, servers: readonly { url: string; description: string }[] = []): Json {
   const paths: Record<string, Json> = {};
   const components = new Components();
   for (const route of routes.filter((r) => r.api === api)) {
@@ -116,6 +122,7 @@ export function buildOpenApi(api: Api, routes: readonly Route[], version: string
   return {
     openapi: '3.1.0',
     info: { title: TITLES[api], version },
+    ...(servers.length > 0 ? { servers } : {}),
     paths,
     components: {
       schemas: components.schemas,

@@ -27,11 +27,21 @@ export interface HandlerInput<P, Q, B> {
   requestId: string;
 }
 
-/** Documentation of one success response, for the OpenAPI document. */
+/** One media type of a body, for the OpenAPI document. */
+export interface ContentDoc {
+  contentType: string;
+  schema: z.ZodType;
+}
+
+/**
+ * Documentation of one response, for the OpenAPI document: one body (`schema`, JSON unless `contentType`
+ * says otherwise) or several (`content`). An error status without either gets the route's error envelope.
+ */
 export interface ResponseDoc {
   description: string;
   schema?: z.ZodType;
   contentType?: string;
+  content?: readonly ContentDoc[];
   /** Response headers a client may rely on, by name. */
   headers?: Record<string, { description: string; type: 'string' | 'integer' }>;
 }
@@ -55,7 +65,7 @@ export interface RouteSpec<P extends z.ZodType | undefined, Q extends z.ZodType 
   body?: B;
   /** `stream`: the handler reads the body itself (multipart uploads), described by `bodyDoc`. */
   bodyKind?: 'json' | 'stream';
-  bodyDoc?: { contentType: string; schema: z.ZodType };
+  bodyDoc?: ContentDoc | readonly ContentDoc[];
   responses: Record<number, ResponseDoc>;
   /**
    * A trace boundary (completions, status polls; spec 6): every call starts a new root span and keeps the

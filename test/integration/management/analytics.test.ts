@@ -2,6 +2,8 @@
 // request type, with UTC day boundaries, an empty day, the agent filter and crafted abuse patterns.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REQUEST_TYPES } from '../../../shared/analytics/request.js';
+import { ANALYTICS_DATA } from '../../../shared/analytics/schemas.js';
 import { oidForUpn } from '../../../shared/auth/local-idp.js';
 import { ROLE_IDS, roleDefinitionPath } from '../../../shared/auth/roles.js';
 import type { UsageDoc } from '../../../shared/completions/usage.js';
@@ -84,6 +86,9 @@ describe('analytics', () => {
     const body = r.body as { is_success: boolean; resource: { request_type: number; generated_at_utc: string; data: unknown } };
     expect(body.is_success).toBe(true);
     expect(body.resource.request_type).toBe(request_type);
+    // The documented shape of the type (the OpenAPI document's), exactly.
+    const shape = ANALYTICS_DATA[REQUEST_TYPES[request_type]!].safeParse(body.resource.data);
+    expect(shape.error?.issues ?? []).toEqual([]);
     return body.resource.data;
   };
 
@@ -128,9 +133,11 @@ describe('analytics', () => {
 
     it('never returns message content', async () => {
       for (let type = 0; type <= 17; type++) {
-        const r = await query({ request_type: type, filters: { ...MARCH, agent_name: 'A', username: 'bob@x.com' } });
+        const r = await query({ request_type: type, filters: { ...MARCH, agent_name: 'A', username: 'bob@x.com' }, options: { include_abuse_detection: true } });
         expect(r.status).toBe(200);
         expect(JSON.stringify(r.body)).not.toContain('secret words');
+        const shape = ANALYTICS_DATA[REQUEST_TYPES[type]!].safeParse((r.body as { resource: { data: unknown } }).resource.data);
+        expect(shape.error?.issues ?? [], REQUEST_TYPES[type]).toEqual([]);
       }
     });
   });

@@ -1,0 +1,200 @@
+// The shapes of AnalyticsResponse.data per request type (spec 2.13), for the OpenAPI document and generated
+// clients. A test runs every request type and checks its answer against these, so they cannot drift.
+import { z } from 'zod';
+import type { RequestType } from './request.js';
+
+const Count = z.number().int();
+const Ratio = z.number();
+const Severity = z.enum(['Medium', 'High', 'Critical']);
+
+const Overview = z
+  .object({
+    total_conversations: Count,
+    total_tokens: Count,
+    active_users: Count,
+    total_agents: Count,
+    avg_response_time_ms: Ratio,
+    total_tools: Count,
+    total_models: Count,
+  })
+  .strict()
+  .meta({ id: 'AnalyticsOverview' });
+
+const AgentSummary = z
+  .object({
+    agent_name: z.string(),
+    unique_users: Count,
+    total_conversations: Count,
+    total_tokens: Count,
+    avg_tokens_per_session: Ratio,
+    avg_tools_used: Ratio,
+    avg_response_time_ms: Ratio,
+    p95_response_time_ms: z.number().nullable(),
+    error_rate: Ratio,
+    most_used_tools: z.array(z.string()),
+    avg_files_per_conversation: Ratio,
+    avg_rounds_per_conversation: Ratio,
+  })
+  .strict()
+  .meta({ id: 'AnalyticsAgentSummary' });
+
+const FileSummary = z
+  .object({
+    total_files: Count,
+    total_storage_bytes: Count,
+    avg_file_size_bytes: Ratio,
+    median_file_size_bytes: Ratio,
+    avg_files_per_conversation: Ratio,
+    file_type_distribution: z.record(z.string(), Count),
+  })
+  .strict()
+  .meta({ id: 'AnalyticsFileSummary' });
+
+const ModelSummary = z
+  .object({
+    model_name: z.string(),
+    deployment_name: z.string(),
+    total_tokens: Count,
+    agent_count: Count,
+    usage_count: Count,
+    avg_response_time_ms: Ratio,
+    avg_tokens_per_completion: Ratio,
+    cost_per_request: Ratio,
+    error_rate: Ratio,
+  })
+  .strict()
+  .meta({ id: 'AnalyticsModelSummary' });
+
+const Indicator = z
+  .object({ type: z.string(), description: z.string(), severity: Severity, detected_at: z.string(), metrics: z.record(z.string(), z.number()) })
+  .strict()
+  .meta({ id: 'AnalyticsAbuseIndicator' });
+
+const IndicatorReport = z
+  .object({
+    username: z.string(),
+    risk_score: z.number(),
+    volume_indicators: z.array(Indicator),
+    temporal_indicators: z.array(Indicator),
+    behavioral_indicators: z.array(Indicator),
+    resource_indicators: z.array(Indicator),
+  })
+  .strict()
+  .meta({ id: 'AnalyticsUserAbuseIndicators' });
+
+const TopUser = z
+  .object({
+    username: z.string(),
+    upn: z.string(),
+    total_requests: Count,
+    total_tokens: Count,
+    active_sessions: Count,
+    last_activity: z.string().nullable(),
+    abuse_risk_score: z.number().optional(),
+    abuse_indicators: IndicatorReport.optional(),
+    avg_response_time_ms: Ratio,
+    error_rate: Ratio,
+    agents_used: Count,
+  })
+  .strict()
+  .meta({ id: 'AnalyticsTopUserSummary' });
+
+const UserSummary = z
+  .object({
+    username: z.string(),
+    total_requests: Count,
+    total_tokens: Count,
+    total_sessions: Count,
+    active_days: Count,
+    avg_session_length: Ratio,
+    avg_response_time_ms: Ratio,
+    error_rate: Ratio,
+    agents_used: Count,
+    peak_usage_hour: Count.nullable(),
+    peak_usage_day: z.string().nullable().optional(),
+  })
+  .strict()
+  .meta({ id: 'AnalyticsUserSummary' });
+
+const ActivityTimeline = z
+  .object({
+    username: z.string(),
+    entries: z.array(
+      z.object({ timestamp: z.string(), session_id: z.string().nullable(), operation_id: z.string(), tokens: Count, agent_name: z.string() }).strict(),
+    ),
+  })
+  .strict()
+  .meta({ id: 'AnalyticsUserActivityTimeline' });
+
+const DailyAgentCounts = z.object({ date: z.string(), agent_counts: z.record(z.string(), Count) }).strict().meta({ id: 'AnalyticsDailyAgentCounts' });
+
+const UserSummarySimple = z
+  .object({ username: z.string(), total_conversations: Count, total_messages: Count, operation_count: Count, total_tokens: Count })
+  .strict()
+  .meta({ id: 'AnalyticsUserSummarySimple' });
+
+const RiskScore = z
+  .object({
+    username: z.string(),
+    risk_score: z.number(),
+    factor_scores: z
+      .object({ volume: z.number(), token_consumption: z.number(), error_rate: z.number(), temporal: z.number(), behavioral: z.number(), resource_exhaustion: z.number() })
+      .strict(),
+  })
+  .strict()
+  .meta({ id: 'AnalyticsUserAbuseRiskScore' });
+
+const Anomaly = z
+  .object({ username: z.string(), anomaly_type: z.string(), description: z.string(), severity: Severity, detected_at: z.string(), anomaly_data: z.record(z.string(), z.unknown()) })
+  .strict()
+  .meta({ id: 'AnalyticsUserAnomaly' });
+
+const DailyActiveUsers = z.object({ date: z.string(), count: Count }).strict().meta({ id: 'AnalyticsDailyActiveUserCount' });
+
+const TokenDashboard = z
+  .object({
+    total_tokens: Count,
+    total_users: Count,
+    total_agents: Count,
+    total_models: Count,
+    agents: z.array(z.object({ agent_name: z.string(), total_tokens: Count, unique_users: Count, total_conversations: Count }).strict()),
+    users: z.array(z.object({ username: z.string(), total_tokens: Count, total_conversations: Count, operation_count: Count }).strict()),
+    models: z.array(z.object({ model_deployment_name: z.string(), total_tokens: Count, agent_count: Count }).strict()),
+  })
+  .strict()
+  .meta({ id: 'AnalyticsTokenUsageDashboard' });
+
+/** No tool executions are recorded yet: these answer empty. */
+const ToolCombinations = z.object({}).strict().meta({ id: 'AnalyticsAgentToolCombinations' });
+const ToolSummary = z.object({ tool_name: z.string(), usage_count: Count }).meta({ id: 'AnalyticsToolSummary' });
+
+/** The `data` of each request type. */
+export const ANALYTICS_DATA: Record<RequestType, z.ZodType> = {
+  Overview,
+  AllAgents: z.array(AgentSummary),
+  AgentSummary,
+  AgentToolCombinations: ToolCombinations,
+  AgentFiles: FileSummary,
+  Tools: z.array(ToolSummary),
+  Models: z.array(ModelSummary),
+  TopUsers: z.array(TopUser),
+  UserSummary,
+  UserActivityTimeline: ActivityTimeline,
+  DailyMessageCountsPerAgent: z.array(DailyAgentCounts),
+  DailyUserCountsPerAgent: z.array(DailyAgentCounts),
+  AllUsers: z.array(UserSummarySimple),
+  UserAbuseRiskScore: RiskScore,
+  UserAbuseIndicators: IndicatorReport,
+  UserAnomalies: z.array(Anomaly),
+  DailyActiveUsers: z.array(DailyActiveUsers),
+  TokenUsageDashboard: TokenDashboard,
+};
+
+/** AnalyticsResponse: `data` is the shape of `request_type` (spec 2.13). */
+export const AnalyticsResponse = z
+  .object({
+    request_type: z.number().int(),
+    generated_at_utc: z.string(),
+    data: z.union([...new Set(Object.values(ANALYTICS_DATA))] as [z.ZodType, z.ZodType, ...z.ZodType[]]).describe('The shape depends on request_type'),
+  })
+  .meta({ id: 'AnalyticsResponse' });
