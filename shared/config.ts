@@ -72,6 +72,10 @@ const Env = z.object({
   WEBHOOKS_QUEUE: optional(z.string().regex(/^[a-z0-9](?!.*--)[a-z0-9-]{1,50}[a-z0-9]$/, 'must be a Storage queue name (3-52 lower-case letters, digits, hyphens)')).default('webhook-deliveries'),
   /** Unit of the webhook retry delays (1, 3, 6, 12, ... 192 of it): 5 s retries for about 16 minutes. */
   WEBHOOK_RETRY_BASE_SECONDS: optional(PositiveInt).default(5),
+  /** Storage queue of data pipeline runs (CONTRACT 10.6); its poison queue is `<name>-poison`. */
+  PIPELINES_QUEUE: optional(z.string().regex(/^[a-z0-9](?!.*--)[a-z0-9-]{1,50}[a-z0-9]$/, 'must be a Storage queue name (3-52 lower-case letters, digits, hyphens)')).default('data-pipeline-runs'),
+  /** How long a semantic cache entry may answer (CONTRACT 10.7). */
+  SEMANTIC_CACHE_TTL_SECONDS: optional(PositiveInt).default(3600),
 });
 
 /** Every setting the service reads (the infrastructure test checks that both flavours set them). */
@@ -127,6 +131,7 @@ export interface Config {
   queueVisibilityTimeoutSeconds: number;
   asyncOperationTimeoutSeconds: number;
   webhooks: { queue: string; retryBaseSeconds: number };
+  knowledge: { queue: string; cacheTtlSeconds: number; file: string };
   version: string;
 }
 
@@ -185,6 +190,8 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     queueVisibilityTimeoutSeconds: e.QUEUE_VISIBILITY_TIMEOUT_SECONDS,
     asyncOperationTimeoutSeconds: e.ASYNC_OPERATION_TIMEOUT_SECONDS,
     webhooks: { queue: e.WEBHOOKS_QUEUE, retryBaseSeconds: e.WEBHOOK_RETRY_BASE_SECONDS },
+    // The embedded vector index's file, beside the embedded store's (unused with STORE=cosmos).
+    knowledge: { queue: e.PIPELINES_QUEUE, cacheTtlSeconds: e.SEMANTIC_CACHE_TTL_SECONDS, file: path.join(dataDir, 'knowledge.db') },
     version,
   };
 }

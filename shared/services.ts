@@ -31,6 +31,8 @@ import { createBlobService, createQueueService } from './store/storage.js';
 import { DefaultAzureCredential } from '@azure/identity';
 import type { Dispatcher } from 'undici';
 import type { DocumentStore } from './store/types.js';
+import { lazyVectorIndex } from './knowledge/open.js';
+import type { VectorIndex } from './knowledge/vector-index.js';
 
 export interface Services {
   readonly config: Config;
@@ -54,6 +56,8 @@ export interface Services {
   readonly blobs: BlobServiceClient;
   readonly queues: QueueServiceClient;
   readonly producer: QueueProducer;
+  /** Partitions of knowledge documents and semantic cache entries, searched by similarity. */
+  readonly vectors: VectorIndex;
   /** Connections to URLs users configure (webhooks, web data sources): the outbound rules for user URLs. */
   readonly userDispatcher: Dispatcher;
   close(): Promise<void>;
@@ -84,6 +88,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     resourceCache.get(objectIdOf(config.instanceId, agents, name)),
   );
   const settings = new AppSettings(store.container<AppConfigDoc>('resources'));
+  const vectors = lazyVectorIndex(config);
   return {
     config,
     log,
@@ -116,8 +121,12 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     blobs,
     queues,
     producer: new QueueProducer(queues),
+    vectors,
     userDispatcher: guardedAgent({ policy: 'user', allowPrivateNetwork: config.allowPrivateNetwork }),
-    close: () => store.close(),
+    close: async () => {
+      await vectors.close();
+      await store.close();
+    },
   };
 }
 

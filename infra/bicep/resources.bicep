@@ -121,6 +121,16 @@ resource webhookPoisonQueue 'Microsoft.Storage/storageAccounts/queueServices/que
   name: 'webhook-deliveries-poison'
 }
 
+resource pipelinesQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = {
+  parent: queueService
+  name: 'data-pipeline-runs'
+}
+
+resource pipelinesPoisonQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = {
+  parent: queueService
+  name: 'data-pipeline-runs-poison'
+}
+
 resource cosmos 'Microsoft.DocumentDB/databaseAccounts@2024-11-15' = {
   name: names.cosmos
   location: location
@@ -129,7 +139,8 @@ resource cosmos 'Microsoft.DocumentDB/databaseAccounts@2024-11-15' = {
   properties: {
     databaseAccountOfferType: 'Standard'
     disableLocalAuth: true
-    capabilities: [{ name: 'EnableServerless' }]
+    // Vector search: the knowledge container's vector embedding policy and index (CONTRACT 10.6).
+    capabilities: [{ name: 'EnableServerless' }, { name: 'EnableNoSQLVectorSearch' }]
     locations: [{ locationName: location, failoverPriority: 0 }]
     consistencyPolicy: { defaultConsistencyLevel: 'Session' }
   }
@@ -153,7 +164,8 @@ resource cosmosContainers 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/co
           partitionKey: { paths: [c.partitionKeyPath], kind: 'Hash' }
           indexingPolicy: c.indexingPolicy
         },
-        contains(c, 'defaultTtl') ? { defaultTtl: c.defaultTtl } : {}
+        contains(c, 'defaultTtl') ? { defaultTtl: c.defaultTtl } : {},
+        contains(c, 'vectorEmbeddingPolicy') ? { vectorEmbeddingPolicy: c.vectorEmbeddingPolicy } : {}
       )
     }
   }
@@ -306,6 +318,8 @@ func settings(clientId string, serviceApis string, connectionString string, stor
   { name: 'ASYNC_OPERATION_TIMEOUT_SECONDS', value: '1800' }
   { name: 'WEBHOOKS_QUEUE', value: 'webhook-deliveries' }
   { name: 'WEBHOOK_RETRY_BASE_SECONDS', value: '5' }
+  { name: 'PIPELINES_QUEUE', value: 'data-pipeline-runs' }
+  { name: 'SEMANTIC_CACHE_TTL_SECONDS', value: '3600' }
 ]
 
 resource functionApps 'Microsoft.Web/sites@2024-04-01' = [

@@ -2,7 +2,10 @@
 # code writes from its own definitions (npm run infra:containers).
 locals {
   cosmos_database = "agent-platform"
-  containers      = { for c in jsondecode(file("${path.module}/../containers.json")) : c.name => c }
+  all_containers  = jsondecode(file("${path.module}/../containers.json"))
+  containers      = { for c in local.all_containers : c.name => c if !contains(keys(c), "vectorEmbeddingPolicy") }
+  # Containers with a vector embedding policy (the knowledge index) are created through azapi.
+  vector_containers = { for c in local.all_containers : c.name => c if contains(keys(c), "vectorEmbeddingPolicy") }
 }
 
 resource "azurerm_cosmosdb_account" "this" {
@@ -16,6 +19,11 @@ resource "azurerm_cosmosdb_account" "this" {
 
   capabilities {
     name = "EnableServerless"
+  }
+
+  # Vector search: the knowledge container's vector embedding policy and index (CONTRACT 10.6).
+  capabilities {
+    name = "EnableNoSQLVectorSearch"
   }
 
   consistency_policy {
@@ -70,6 +78,24 @@ resource "azurerm_cosmosdb_sql_container" "this" {
             order = index.value.order
           }
         }
+      }
+    }
+  }
+}
+
+resource "azapi_resource" "vector_container" {
+  for_each  = local.vector_containers
+  type      = "Microsoft.DocumentDB/databaseAccounts/sqlDatabases/containers@2024-11-15"
+  name      = each.key
+  parent_id = azurerm_cosmosdb_sql_database.this.id
+  body = {
+    properties = {
+      resource = {
+        id                    = each.key
+        partitionKey          = { paths = [each.value.partitionKeyPath], kind = "Hash" }
+        defaultTtl            = each.value.defaultTtl
+        indexingPolicy        = each.value.indexingPolicy
+        vectorEmbeddingPolicy = each.value.vectorEmbeddingPolicy
       }
     }
   }

@@ -44,6 +44,8 @@ locals {
     ASYNC_OPERATION_TIMEOUT_SECONDS       = "1800"
     WEBHOOKS_QUEUE                        = "webhook-deliveries"
     WEBHOOK_RETRY_BASE_SECONDS            = "5"
+    PIPELINES_QUEUE                       = "data-pipeline-runs"
+    SEMANTIC_CACHE_TTL_SECONDS            = "3600"
   }
 }
 

@@ -6,6 +6,11 @@ terraform {
       source  = "hashicorp/azurerm"
       version = ">= 4.50.0, < 5.0.0"
     }
+    # The knowledge container's vector embedding policy, which azurerm does not model.
+    azapi = {
+      source  = "Azure/azapi"
+      version = ">= 2.0.0, < 3.0.0"
+    }
   }
 }
 

@@ -100,10 +100,10 @@ async function connect(client: CosmosClient, database: ReturnType<CosmosClient['
   }
 }
 
-export async function openCosmosStore(options: CosmosStoreOptions): Promise<DocumentStore> {
-  const definitions = options.definitions ?? CONTAINER_LIST;
+/** A client for the account: its key where one is given (emulators), else Entra ID. */
+export function cosmosClient(options: Pick<CosmosStoreOptions, 'endpoint' | 'key' | 'clientId'>): CosmosClient {
   const plainHttp = options.endpoint.startsWith('http://');
-  const client = new CosmosClient({
+  return new CosmosClient({
     endpoint: options.endpoint,
     ...(options.key
       ? { key: options.key }
@@ -111,6 +111,11 @@ export async function openCosmosStore(options: CosmosStoreOptions): Promise<Docu
     // Local Cosmos-compatible servers over plain HTTP have no regional endpoints to discover.
     ...(plainHttp ? { connectionPolicy: { enableEndpointDiscovery: false } } : {}),
   });
+}
+
+export async function openCosmosStore(options: CosmosStoreOptions): Promise<DocumentStore> {
+  const definitions = options.definitions ?? CONTAINER_LIST;
+  const client = cosmosClient(options);
   const database = client.database(options.database);
   await connect(client, database, definitions, options);
   const containers = new Map(definitions.map((d) => [d.name, new CosmosContainer<Doc>(database.container(d.name), d.name)]));

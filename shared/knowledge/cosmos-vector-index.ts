@@ -1,0 +1,156 @@
+// The vector index on Cosmos DB for NoSQL vector search: one `knowledge` container partitioned by index name,
+// with a vector embedding policy and a quantizedFlat vector index on /vector. Each partition is an item; each
+// document has a record item with its hash, written after its partitions, so a write cut short is redone by
+// the next run. Searches are one VectorDistance query with the filters in its WHERE clause. Queries name
+// their partition in the WHERE clause too: the local Cosmos-compatible server ignores the partitionKey option.
+import type { ContainerRequest, OperationInput, SqlQuerySpec } from '@azure/cosmos';
+import { VectorEmbeddingDataType, VectorEmbeddingDistanceFunction, VectorIndexType } from '@azure/cosmos';
+import { cosmosClient, type CosmosStoreOptions } from '../store/cosmos-store.js';
+import { clauseValues, sourceKey, type Clause, type IndexedEntry, type SearchHit, type VectorIndex } from './vector-index.js';
+
+/**
+ * The vector length the container's policy fixes (text-embedding-3-small and ada-002, and text-embedding-3-large
+ * shortened with `dimensions`): Cosmos DB indexes one length per vector path.
+ */
+export const COSMOS_VECTOR_DIMENSIONS = 1536;
+const NEVER = Number.MAX_SAFE_INTEGER;
+/** Operations per transactional batch: under the 100-operation and 2 MB limits with 1536-float vectors. */
+const BATCH = 25;
+
+/** The container as Cosmos DB and the infrastructure define it. */
+export const KNOWLEDGE_CONTAINER = {
+  id: 'knowledge',
+  partitionKey: { paths: ['/pk'] },
+  // Cache entries carry their own `ttl`; documents have none and are kept.
+  defaultTtl: -1,
+  vectorEmbeddingPolicy: {
+    vectorEmbeddings: [
+      { path: '/vector', dataType: VectorEmbeddingDataType.Float32, distanceFunction: VectorEmbeddingDistanceFunction.Cosine, dimensions: COSMOS_VECTOR_DIMENSIONS },
+    ],
+  },
+  indexingPolicy: {
+    indexingMode: 'consistent',
+    automatic: true,
+    includedPaths: [{ path: '/*' }],
+    // Vectors are indexed by the vector index only: a range index on 1536 numbers per item would be waste.
+    excludedPaths: [{ path: '/vector/*' }, { path: '/"_etag"/?' }],
+    vectorIndexes: [{ path: '/vector', type: VectorIndexType.QuantizedFlat }],
+  },
+} as const satisfies ContainerRequest;
+
+interface RecordItem {
+  id: string;
+  pk: string;
+  kind: 'document';
+  source: string;
+  file_name: string;
+  title: string;
+  origin: string;
+  hash: string;
+  partitions: number;
+  expires_at: number;
+  ttl?: number;
+}
+
+/** The search as one query: the filters and the expiry inside it, best first (ORDER BY VectorDistance). */
+export function vectorSearchQuery(index: string, vector: readonly number[], top: number, values: Partial<Record<Clause['field'], string>>, now: number): SqlQuerySpec {
+  const filters = Object.keys(values).map((field) => ` AND c.${field} = @${field}`).join('');
+  return {
+    query:
+      `SELECT TOP ${Math.trunc(top)} c.key, c.part, c.source, c.file_name, c.title, c.text, VectorDistance(c.vector, @vector) AS score ` +
+      `FROM c WHERE c.pk = @index AND c.kind = 'partition' AND c.expires_at > @now${filters} ORDER BY VectorDistance(c.vector, @vector)`,
+    parameters: [
+      { name: '@index', value: index },
+      { name: '@vector', value: [...vector] },
+      { name: '@now', value: now },
+      ...Object.entries(values).map(([field, value]) => ({ name: `@${field}`, value })),
+    ],
+  };
+}
+
+export async function openCosmosVectorIndex(options: CosmosStoreOptions): Promise<VectorIndex> {
+  const client = cosmosClient(options);
+  const database = client.database(options.database);
+  if (options.createContainers) {
+    await client.databases.createIfNotExists({ id: options.database });
+    await database.containers.createIfNotExists(KNOWLEDGE_CONTAINER);
+  }
+  const container = database.container(KNOWLEDGE_CONTAINER.id);
+
+  const batches = async (index: string, operations: OperationInput[]) => {
+    for (let i = 0; i < operations.length; i += BATCH) {
+      // Each operation names its partition too: the local Cosmos-compatible server reads it from there.
+      const response = await container.items.batch(operations.slice(i, i + BATCH).map((o) => ({ ...o, partitionKey: index })), index);
+      const failed = response.result?.find((r) => r.statusCode >= 400 && r.statusCode !== 404);
+      if (failed) throw new Error(`Cosmos DB refused a knowledge write (status ${failed.statusCode})`);
+    }
+  };
+  const partitionIds = async (index: string, key: string, from: number) => {
+    const { resources } = await container.items
+      .query<{ id: string }>(
+        {
+          query: `SELECT c.id FROM c WHERE c.pk = @index AND c.kind = 'partition' AND c.key = @key AND c.part >= @from`,
+          parameters: [
+            { name: '@index', value: index },
+            { name: '@key', value: key },
+            { name: '@from', value: from },
+          ],
+        },
+        { partitionKey: index },
+      )
+      .fetchAll();
+    return resources.map((r) => r.id);
+  };
+  const deleteAll = (index: string, ids: readonly string[]) => batches(index, ids.map((id) => ({ operationType: 'Delete' as const, id })));
+
+  return {
+    kind: 'cosmos',
+    async replaceDocument(index, doc, partitions) {
+      const bad = partitions.find((p) => p.vector.length !== COSMOS_VECTOR_DIMENSIONS);
+      if (bad) throw new RangeError(`the Cosmos DB vector index takes ${COSMOS_VECTOR_DIMENSIONS}-dimension embeddings, not ${bad.vector.length}: set embedding_dimensions to ${COSMOS_VECTOR_DIMENSIONS}`);
+      const key = sourceKey(doc.source);
+      const expires = doc.expires_at ?? NEVER;
+      const ttl: { ttl?: number } = doc.expires_at !== undefined ? { ttl: Math.max(1, Math.ceil((doc.expires_at - Date.now()) / 1000)) } : {};
+      const common = { pk: index, key, source: doc.source, file_name: doc.file_name, title: doc.title, expires_at: expires, ...ttl };
+      await batches(
+        index,
+        partitions.map((p, part) => ({ operationType: 'Upsert' as const, resourceBody: { id: `${key}-${part}`, kind: 'partition', part, text: p.text, vector: [...p.vector], ...common } })),
+      );
+      // Partitions beyond the new count: left by the document's previous, longer version (or a cut-short write).
+      await deleteAll(index, await partitionIds(index, key, partitions.length));
+      const record: RecordItem = { id: `doc-${key}`, pk: index, kind: 'document', source: doc.source, file_name: doc.file_name, title: doc.title, origin: doc.origin, hash: doc.hash, partitions: partitions.length, expires_at: expires, ...ttl };
+      await container.items.upsert(record);
+    },
+    async removeDocument(index, source) {
+      const key = sourceKey(source);
+      await deleteAll(index, await partitionIds(index, key, 0));
+      await deleteAll(index, [`doc-${key}`]);
+    },
+    async documents(index) {
+      const { resources } = await container.items
+        .query<RecordItem>({
+            query: `SELECT * FROM c WHERE c.pk = @index AND c.kind = 'document' AND c.expires_at > @now`,
+            parameters: [
+              { name: '@index', value: index },
+              { name: '@now', value: Date.now() },
+            ],
+          }, { partitionKey: index })
+        .fetchAll();
+      return resources.map((r): IndexedEntry => ({ source: r.source, file_name: r.file_name, title: r.title, origin: r.origin, hash: r.hash, partitions: r.partitions, ...(r.expires_at < NEVER ? { expires_at: r.expires_at } : {}) }));
+    },
+    async search(index, vector, top, filter) {
+      const values = clauseValues(filter);
+      if (!values || vector.length !== COSMOS_VECTOR_DIMENSIONS) return [];
+      const { resources } = await container.items
+        .query<{ key: string; part: number; source: string; file_name: string; title: string; text: string; score: number }>(vectorSearchQuery(index, vector, top, values, Date.now()), {
+          partitionKey: index,
+        })
+        .fetchAll();
+      return resources.map((r): SearchHit => ({ id: `${r.key}-${r.part}`, source: r.source, file_name: r.file_name, title: r.title, text: r.text, score: r.score }));
+    },
+    close() {
+      client.dispose();
+      return Promise.resolve();
+    },
+  };
+}

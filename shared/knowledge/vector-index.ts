@@ -1,0 +1,72 @@
+// The vector index: partitions of documents with their embeddings, searched by similarity. One narrow
+// interface with two adapters (SQLite with sqlite-vec embedded, Cosmos DB vector search in Azure), held to one
+// contract suite. Indexes are named; a document is identified by its source within its index.
+import { createHash } from 'node:crypto';
+
+/** A document as indexed: where it came from and the hash of the content its partitions were made from. */
+export interface IndexedDocument {
+  /** The document URL or blob name: unique within an index. */
+  source: string;
+  file_name: string;
+  title: string;
+  /** What wrote it (a data pipeline's object id): a run removes only the documents its pipeline wrote. */
+  origin: string;
+  /** Content hash (sha256 hex): an unchanged document is not processed again. */
+  hash: string;
+  /** Epoch milliseconds after which searches no longer return it (cache entries); absent: kept. */
+  expires_at?: number;
+}
+
+/** A document as the index lists it: with the number of its partitions. */
+export interface IndexedEntry extends IndexedDocument {
+  partitions: number;
+}
+
+export interface Partition {
+  /** The text that was embedded. */
+  text: string;
+  vector: readonly number[];
+}
+
+/** `field eq 'value'` clauses, all of which must hold. */
+export interface Clause {
+  field: 'source' | 'file_name';
+  value: string;
+}
+
+export interface SearchHit {
+  /** Stable for the partition: `{document key}-{position}`. */
+  id: string;
+  source: string;
+  file_name: string;
+  title: string;
+  text: string;
+  /** Cosine similarity: higher is more similar, 1 is the same direction. */
+  score: number;
+}
+
+export interface VectorIndex {
+  readonly kind: 'embedded' | 'cosmos';
+  /** Replaces every partition of the document (a document written twice keeps one set of partitions). */
+  replaceDocument(index: string, doc: IndexedDocument, partitions: readonly Partition[]): Promise<void>;
+  /** Removes the document and its partitions; nothing happens when it is not indexed. */
+  removeDocument(index: string, source: string): Promise<void>;
+  /** The documents of an index (not their partitions). */
+  documents(index: string): Promise<IndexedEntry[]>;
+  /** The partitions most similar to the vector, best first, filtered inside the index query. */
+  search(index: string, vector: readonly number[], top: number, filter?: readonly Clause[]): Promise<SearchHit[]>;
+  close(): Promise<void>;
+}
+
+/** The stored key of a document: a hash of its source, so ids stay short and free of URL characters. */
+export const sourceKey = (source: string) => createHash('sha256').update(source).digest('base64url').slice(0, 22);
+
+/** The clauses as one value per field, or undefined when two clauses on one field can never both hold. */
+export function clauseValues(filter: readonly Clause[] = []): Partial<Record<Clause['field'], string>> | undefined {
+  const values: Partial<Record<Clause['field'], string>> = {};
+  for (const c of filter) {
+    if (values[c.field] !== undefined && values[c.field] !== c.value) return undefined;
+    values[c.field] = c.value;
+  }
+  return values;
+}

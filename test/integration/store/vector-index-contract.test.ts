@@ -1,0 +1,113 @@
+// One vector index contract, two adapters: sqlite-vec embedded, and Cosmos DB vector search against the local
+// Cosmos-compatible server. That server runs no VectorDistance queries, so the searches are skipped there and
+// say so; the Cosmos query text is checked in test/unit/shared/knowledge.test.ts.
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { COSMOS_VECTOR_DIMENSIONS, openCosmosVectorIndex } from '../../../shared/knowledge/cosmos-vector-index.js';
+import { openSqliteVectorIndex } from '../../../shared/knowledge/sqlite-vector-index.js';
+import type { IndexedDocument, Partition, VectorIndex } from '../../../shared/knowledge/vector-index.js';
+import { tempDir } from '../../support/services.js';
+
+interface Adapter {
+  name: string;
+  dimensions: number;
+  open(): Promise<VectorIndex>;
+  /** Why searches cannot run here, when they cannot. */
+  noSearch?: string;
+}
+
+const ADAPTERS: Adapter[] = [
+  // 12: not a whole number of bytes, which the embedded index's bit vectors need padding for.
+  { name: 'embedded', dimensions: 12, open: () => Promise.resolve(openSqliteVectorIndex(path.join(tempDir(), 'knowledge.db'))) },
+  {
+    name: 'cosmos',
+    dimensions: COSMOS_VECTOR_DIMENSIONS,
+    open: () => openCosmosVectorIndex({ endpoint: inject('cosmosEndpoint'), key: 'local-test-key', database: `db-${randomUUID()}`, createContainers: true }),
+    noSearch: '@vercel/cosmosdb-server does not run VectorDistance',
+  },
+];
+
+describe.each(ADAPTERS)('vector index contract: $name', (adapter) => {
+  let index: VectorIndex;
+  /** A unit vector pointing mostly along `axis`, a little along `axis + 1`. */
+  const vec = (axis: number, lean = 0) => {
+    const v = new Array<number>(adapter.dimensions).fill(0);
+    v[axis] = Math.sqrt(1 - lean * lean);
+    v[(axis + 1) % adapter.dimensions] = lean;
+    return v;
+  };
+  const doc = (source: string, hash = 'h1', extra: Partial<IndexedDocument> = {}): IndexedDocument => ({ source, file_name: source.split('/').pop() ?? source, title: `Title of ${source}`, origin: 'pipeline-a', hash, ...extra });
+  const parts = (...axes: number[]): Partition[] => axes.map((a, i) => ({ text: `part ${i} on axis ${a}`, vector: vec(a) }));
+  const search = adapter.noSearch ? it.skip : it;
+
+  beforeAll(async () => {
+    index = await adapter.open();
+  });
+  afterAll(async () => {
+    await index.close();
+  });
+
+  it('lists the documents of an index with their hashes and partition counts, and no other index', async () => {
+    await index.replaceDocument('lists', doc('docs/a.txt'), parts(0, 1));
+    await index.replaceDocument('lists', doc('https://example.com/b.html', 'h2'), parts(2));
+    await index.replaceDocument('lists-other', doc('docs/c.txt'), parts(3));
+    const listed = (await index.documents('lists')).sort((a, b) => a.source.localeCompare(b.source));
+    expect(listed).toEqual([
+      { source: 'docs/a.txt', file_name: 'a.txt', title: 'Title of docs/a.txt', origin: 'pipeline-a', hash: 'h1', partitions: 2 },
+      { source: 'https://example.com/b.html', file_name: 'b.html', title: 'Title of https://example.com/b.html', origin: 'pipeline-a', hash: 'h2', partitions: 1 },
+    ]);
+    expect(await index.documents('nothing-here')).toEqual([]);
+  });
+
+  it('replaces every partition of a document, shorter or longer, and removes a document and only it', async () => {
+    await index.replaceDocument('replace', doc('a'), parts(0, 1, 2));
+    await index.replaceDocument('replace', doc('b'), parts(3));
+    await index.replaceDocument('replace', doc('a', 'h2'), parts(4));
+    expect((await index.documents('replace')).find((d) => d.source === 'a')).toMatchObject({ hash: 'h2', partitions: 1 });
+    await index.replaceDocument('replace', doc('a', 'h3'), parts(0, 1, 2, 3));
+    expect((await index.documents('replace')).find((d) => d.source === 'a')).toMatchObject({ hash: 'h3', partitions: 4 });
+    await index.removeDocument('replace', 'a');
+    await index.removeDocument('replace', 'never-indexed');
+    expect((await index.documents('replace')).map((d) => d.source)).toEqual(['b']);
+  });
+
+  it('does not list expired documents', async () => {
+    await index.replaceDocument('expiry', doc('old', 'h', { expires_at: Date.now() - 1000 }), parts(0));
+    await index.replaceDocument('expiry', doc('new', 'h', { expires_at: Date.now() + 60_000 }), parts(1));
+    expect((await index.documents('expiry')).map((d) => d.source)).toEqual(['new']);
+  });
+
+  search('finds the most similar partitions first, with cosine similarity as the score, top N of them', async () => {
+    await index.replaceDocument('search', doc('a'), parts(0, 1));
+    await index.replaceDocument('search', doc('b'), [{ text: 'near axis 0', vector: vec(0, 0.3) }, { text: 'axis 5', vector: vec(5) }]);
+    const hits = await index.search('search', vec(0), 2);
+    expect(hits.map((h) => [h.source, h.text])).toEqual([
+      ['a', 'part 0 on axis 0'],
+      ['b', 'near axis 0'],
+    ]);
+    expect(hits[0]?.score).toBeCloseTo(1, 5);
+    expect(hits[1]?.score).toBeCloseTo(Math.sqrt(1 - 0.09), 4);
+    expect(hits[0]).toMatchObject({ file_name: 'a', title: 'Title of a' });
+    expect(new Set((await index.search('search', vec(0), 10)).map((h) => h.id)).size).toBe(4);
+  });
+
+  search('filters by source and file name inside the query: the top N are the top N of what matches', async () => {
+    await index.replaceDocument('filter', doc('x/one.txt'), parts(0, 0, 0));
+    await index.replaceDocument('filter', doc('y/two.txt'), [{ text: 'far', vector: vec(4) }]);
+    // Unfiltered, the three partitions of one.txt would fill the top 3; filtered, two.txt is found.
+    expect((await index.search('filter', vec(0), 3, [{ field: 'file_name', value: 'two.txt' }])).map((h) => h.text)).toEqual(['far']);
+    expect((await index.search('filter', vec(0), 3, [{ field: 'source', value: 'y/two.txt' }])).map((h) => h.source)).toEqual(['y/two.txt']);
+    expect(await index.search('filter', vec(0), 3, [{ field: 'source', value: 'x/one.txt' }, { field: 'file_name', value: 'two.txt' }])).toEqual([]);
+    expect(await index.search('filter', vec(0), 3, [{ field: 'source', value: 'x/one.txt' }, { field: 'source', value: 'y/two.txt' }])).toEqual([]);
+  });
+
+  search('never returns expired partitions, removed documents or other indexes', async () => {
+    await index.replaceDocument('gone', doc('expired', 'h', { expires_at: Date.now() - 1 }), parts(0));
+    await index.replaceDocument('gone', doc('removed'), parts(0));
+    await index.removeDocument('gone', 'removed');
+    await index.replaceDocument('gone-other', doc('elsewhere'), parts(0));
+    await index.replaceDocument('gone', doc('kept'), parts(1));
+    expect((await index.search('gone', vec(0), 5)).map((h) => h.source)).toEqual(['kept']);
+  });
+});
