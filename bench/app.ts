@@ -34,7 +34,7 @@ async function startCosmosServer(): Promise<{ url: string; stop(): void }> {
 }
 
 /** The service in-process on the embedded store, or on the Cosmos adapter against a local Cosmos-compatible server. */
-export async function startBenchApp(store: 'embedded' | 'cosmos' = 'embedded'): Promise<BenchApp> {
+export async function startBenchApp(store: 'embedded' | 'cosmos' = 'embedded', env: Record<string, string> = {}): Promise<BenchApp> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-'));
   const cosmos = store === 'cosmos' ? await startCosmosServer() : undefined;
   const config = loadConfig({
@@ -42,6 +42,7 @@ export async function startBenchApp(store: 'embedded' | 'cosmos' = 'embedded'): 
     CORE_PORT: '0',
     MANAGEMENT_PORT: '0',
     ...(cosmos ? { STORE: 'cosmos', COSMOS_ENDPOINT: cosmos.url, COSMOS_KEY: 'bench', COSMOS_DATABASE: 'bench' } : {}),
+    ...env,
   });
   const services = await createServices(config, { log: createLog({ quiet: true }) });
   const app = await startStandalone(ROUTES, QUEUE_HANDLERS, services, { consumers: false });

@@ -1,4 +1,4 @@
-// `npm run bench [http] [completions] [analytics]`: the service against baselines measured in the same run
+// `npm run bench [http] [completions] [analytics] [knowledge]`: the service against baselines measured in the same run
 // on the same machine (all sections when none is named). Ratios, not absolute times, are what to compare
 // between machines. BENCH_SECONDS sets the length of each load case; BENCH_ANALYTICS_MESSAGES and
 // BENCH_ANALYTICS_USAGE the analytics data set (default 1,000,000 and 100,000).
@@ -7,6 +7,7 @@ import type { AddressInfo } from 'node:net';
 import { benchAnalytics } from './analytics.js';
 import { startBenchApp } from './app.js';
 import { benchCompletions, benchStreaming, type CompletionBench } from './completions.js';
+import { benchKnowledge } from './knowledge.js';
 import { load, report } from './load.js';
 
 async function baselineServer(): Promise<{ url: string; close(): void }> {
@@ -18,7 +19,7 @@ async function baselineServer(): Promise<{ url: string; close(): void }> {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
 }
 
-const SECTIONS = ['http', 'completions', 'analytics'] as const;
+const SECTIONS = ['http', 'completions', 'analytics', 'knowledge'] as const;
 
 async function main() {
   const seconds = Number(process.env.BENCH_SECONDS ?? 3);
@@ -54,6 +55,32 @@ async function main() {
     }
   }
   if (run('analytics')) await reportAnalytics();
+  if (run('knowledge')) await reportKnowledge();
+}
+
+async function reportKnowledge() {
+  console.log('\n## Knowledge on the embedded index (sqlite-vec; 1,536-dimension embeddings from the mock; model latency 20 ms)');
+  const k = await benchKnowledge();
+  console.table([
+    {
+      case: `ingestion: ${k.partitions.toLocaleString('en')} partitions (200 web documents, fetch, extract, partition, embed, index)`,
+      service: `${k.ingestion.perSecond} partitions/s (${k.ingestion.seconds} s)`,
+      baseline: `${k.ingestion.baselinePerSecond} partitions/s (fetch + embeddings calls only)`,
+      ratio: `${(k.ingestion.perSecond / k.ingestion.baselinePerSecond).toFixed(2)}x of baseline`,
+    },
+    {
+      case: `retrieval: top 5 of ${k.partitions.toLocaleString('en')}, c=1`,
+      service: `p50 ${k.retrieval.p50} ms, p99 ${k.retrieval.p99} ms (target p99 <= 20 ms: ${k.retrieval.p99 <= 20 ? 'met' : 'MISSED'})`,
+      baseline: `p50 ${k.retrieval.baselineP50} ms, p99 ${k.retrieval.baselineP99} ms (exact cosine scan in SQLite); quantized search: recall@5 ${(k.retrieval.recall.atFive * 100).toFixed(1)}%, best match in its top 5 ${(k.retrieval.recall.best * 100).toFixed(0)}%`,
+      ratio: `${(k.retrieval.p50 / k.retrieval.baselineP50).toFixed(2)}x of baseline (p50)`,
+    },
+    {
+      case: 'completion with retrieval vs without, c=1',
+      service: `p50 ${k.completion.with.p50} ms, p99 ${k.completion.with.p99} ms`,
+      baseline: `p50 ${k.completion.without.p50} ms, p99 ${k.completion.without.p99} ms (no knowledge tool)`,
+      ratio: `added p50 ${k.completion.added.p50} ms, p99 ${k.completion.added.p99} ms`,
+    },
+  ]);
 }
 
 async function benchHttp(core: string, instanceId: string, auth: Record<string, string>, seconds: number) {

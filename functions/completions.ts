@@ -17,7 +17,7 @@ import { ApiError, validationError } from '../shared/http/errors.js';
 import type { QueueHandler } from '../shared/queues/handler.js';
 import type { Services } from '../shared/services.js';
 import { linkTo, saveTraceContext, withCorrelation } from '../shared/telemetry/correlation.js';
-import { callbackProblem } from '../shared/webhooks/deliveries.js';
+import { savedUrlProblem } from '../shared/net/outbound.js';
 import { deliverWebhook } from '../shared/webhooks/handler.js';
 
 const Operation = z
@@ -148,7 +148,7 @@ export const routes = [
       const operationId = completion.operation_id ?? newOperationId();
       return withCorrelation({ operationId, instanceId: params.instanceId, conversationId: completion.session_id }, principal.upn, async () => {
         if (callbackUrl !== undefined) {
-          const problem = await callbackProblem(callbackUrl, { policy: 'user', allowPrivateNetwork: services.config.allowPrivateNetwork });
+          const problem = await savedUrlProblem(callbackUrl, { policy: 'user', allowPrivateNetwork: services.config.allowPrivateNetwork });
           if (problem) throw validationError([{ field: 'callback_url', message: `callback_url ${problem}` }]);
         }
         return admitted(services, principal, completion, async ({ request }) => {

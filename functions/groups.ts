@@ -7,6 +7,7 @@ import * as agents from './agents.js';
 import * as analytics from './analytics.js';
 import * as branding from './branding.js';
 import * as completions from './completions.js';
+import * as dataPipelines from './data-pipelines.js';
 import * as files from './files.js';
 import * as identity from './identity.js';
 import * as memory from './memory.js';
@@ -16,8 +17,8 @@ import * as resources from './resources.js';
 import * as sessions from './sessions.js';
 import * as status from './status.js';
 
-const groups: readonly (readonly Route[])[] = [status.routes, branding.routes, agents.routes, completions.routes, sessions.routes, files.routes, memory.routes, resources.routes, agentProperties.routes, agentTokens.routes, identity.routes, analytics.routes, plugins.routes];
+const groups: readonly (readonly Route[])[] = [status.routes, branding.routes, agents.routes, completions.routes, sessions.routes, files.routes, memory.routes, resources.routes, dataPipelines.routes, agentProperties.routes, agentTokens.routes, identity.routes, analytics.routes, plugins.routes];
 
 export const ROUTES: readonly Route[] = [...groups.flat(), ...metaRoutes(() => ROUTES)];
 
-export const QUEUE_HANDLERS: readonly QueueHandler[] = [...completions.queueHandlers];
+export const QUEUE_HANDLERS: readonly QueueHandler[] = [...completions.queueHandlers, ...dataPipelines.queueHandlers];

@@ -46,7 +46,7 @@ function routesFor(t: ResourceType): Route[] {
       handler: async ({ services, principal, params }) => json(200, await getResource(services, t, principal, params.name)),
     }),
   ];
-  if (t.builtIn) return routes;
+  if (t.builtIn || t.serviceWritten) return routes;
   return [
     ...routes,
     defineRoute({

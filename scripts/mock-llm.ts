@@ -2,6 +2,8 @@
 // the platform without a model (`npm run mock-llm`), for the tests and for the benchmarks. It speaks the
 // OpenAI path (/v1/chat/completions) and the Azure OpenAI one (/openai/deployments/{d}/chat/completions),
 // and can play a hostile upstream: hang, reset, trickle, cut off, answer garbage or an endless body.
+// Its embeddings (/embeddings) are bags of words (a dense pseudo-random direction per word, summed): texts
+// that share words are similar, equal texts identical, which is what retrieval and cache tests need.
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
@@ -30,9 +32,18 @@ export type Behavior =
   /** A 200 whose body goes on for this many bytes. */
   | { hugeBytes: number };
 
+export interface EmbeddingRequest {
+  path: string;
+  body: { model?: string; input: string | string[]; dimensions?: number };
+}
+
 export interface MockLlm {
   url: string;
   requests: ChatRequest[];
+  /** Calls of the embeddings API. */
+  embeddingRequests: EmbeddingRequest[];
+  /** Queue behaviors for the next embeddings calls, in order. */
+  nextEmbedding(...behaviors: Behavior[]): void;
   /** Calls whose client went away before the answer was complete (an aborted call). */
   readonly aborted: number;
   /** When (performance.now()) each streamed answer's first token was written. */
@@ -67,9 +78,70 @@ function echo(body: ChatRequest['body'], path: string, n: number): string {
   });
 }
 
+/** The default length of the mock's embeddings. */
+export const MOCK_EMBEDDING_DIMENSIONS = 256;
+
+/** FNV-1a: a stable hash of a word. */
+function fnv1a(text: string): number {
+  let h = 0x811c9dc5;
+  for (let i = 0; i < text.length; i++) {
+    h ^= text.charCodeAt(i);
+    h = Math.imul(h, 0x01000193) >>> 0;
+  }
+  return h;
+}
+
+/** A word's direction: a dense pseudo-random ±1 vector seeded by the word (mulberry32), kept for reuse. */
+const wordVectors = new Map<string, Float32Array>();
+function wordVector(word: string, dims: number): Float32Array {
+  const key = `${dims}:${word}`;
+  let v = wordVectors.get(key);
+  if (!v) {
+    let seed = fnv1a(word);
+    v = new Float32Array(dims);
+    for (let i = 0; i < dims; i++) {
+      seed = (seed + 0x6d2b79f5) >>> 0;
+      let t = Math.imul(seed ^ (seed >>> 15), seed | 1);
+      t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+      v[i] = ((t ^ (t >>> 14)) >>> 0) & 1 ? 1 : -1;
+    }
+    if (wordVectors.size > 100_000) wordVectors.clear();
+    wordVectors.set(key, v);
+  }
+  return v;
+}
+
+/**
+ * A text's embedding: the sum of its words' directions, normalised to unit length. Like a real model's it is
+ * dense; texts sharing words point alike (random directions are nearly orthogonal), equal texts the same way.
+ */
+export function mockEmbedding(text: string, dims = MOCK_EMBEDDING_DIMENSIONS): number[] {
+  const sum = new Float64Array(dims);
+  for (const word of text.toLowerCase().match(/[\p{L}\p{N}]+/gu) ?? []) {
+    const w = wordVector(word, dims);
+    w.forEach((x, i) => (sum[i] = (sum[i] ?? 0) + x));
+  }
+  const norm = Math.sqrt(sum.reduce((n, x) => n + x * x, 0));
+  if (norm === 0) return Array.from({ length: dims }, (_, i) => (i === 0 ? 1 : 0));
+  return Array.from(sum, (x) => x / norm);
+}
+
+function embeddingsAnswer(body: EmbeddingRequest['body']): string {
+  const inputs = Array.isArray(body.input) ? body.input : [body.input];
+  const tokens = inputs.reduce((n, t) => n + words(t), 0);
+  return JSON.stringify({
+    object: 'list',
+    data: inputs.map((text, index) => ({ object: 'embedding', index, embedding: mockEmbedding(text, body.dimensions ?? MOCK_EMBEDDING_DIMENSIONS) })),
+    model: body.model ?? 'mock-embedding',
+    usage: { prompt_tokens: tokens, total_tokens: tokens },
+  });
+}
+
 export async function startMockLlm(options: { port?: number; latencyMs?: number } = {}): Promise<MockLlm> {
   const requests: ChatRequest[] = [];
+  const embeddingRequests: EmbeddingRequest[] = [];
   const queue: Behavior[] = [];
+  const embeddingQueue: Behavior[] = [];
   const timers = new Set<NodeJS.Timeout>();
   const later = (ms: number, fn: () => void) => {
     const t = setTimeout(() => {
@@ -149,6 +221,24 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number 
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const path = (req.url ?? '').split('?')[0] ?? '';
+      if (req.method === 'POST' && /\/embeddings$/.test(path)) {
+        let body: EmbeddingRequest['body'];
+        try {
+          body = JSON.parse(Buffer.concat(chunks).toString('utf8')) as EmbeddingRequest['body'];
+        } catch {
+          res.writeHead(400).end();
+          return;
+        }
+        embeddingRequests.push({ path, body });
+        // Embeddings answer at once (the chat latency is not theirs) unless a behavior says otherwise.
+        const answer = () => {
+          if (!res.destroyed) res.writeHead(200, { 'content-type': 'application/json' }).end(embeddingsAnswer(body));
+        };
+        const behavior = embeddingQueue.shift();
+        if (behavior) play(behavior, res, req.socket, answer);
+        else answer();
+        return;
+      }
       if (req.method !== 'POST' || !/\/chat\/completions$/.test(path)) {
         res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'not found' } }));
         return;
@@ -177,13 +267,18 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number 
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests,
+    embeddingRequests,
+    nextEmbedding: (...behaviors) => embeddingQueue.push(...behaviors),
     get aborted() {
       return aborted;
     },
     firstTokens,
     setStreaming: (firstTokenMs, spreadMs) => (streaming = { firstTokenMs, spreadMs }),
     next: (...behaviors) => queue.push(...behaviors),
-    clear: () => void queue.splice(0),
+    clear: () => {
+      queue.splice(0);
+      embeddingQueue.splice(0);
+    },
     setLatency: (ms) => (latency = ms),
     close: () =>
       new Promise<void>((resolve) => {

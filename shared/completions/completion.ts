@@ -15,6 +15,10 @@ import { endpointView, type EndpointView } from '../models/endpoint.js';
 import { CallCancelledError } from '../models/upstream-errors.js';
 import type { ChatMessage, ModelParameters } from '../models/wire.js';
 import { costOf, recordUsage, type UsageDoc } from './usage.js';
+import { cacheSlot, type CacheSlot } from '../knowledge/cache.js';
+import { parseFilter } from '../knowledge/filter.js';
+import { knowledgeContext, PromptEmbeddings, retrieve, type Citation } from '../knowledge/retrieval.js';
+import type { Clause } from '../knowledge/vector-index.js';
 
 /** The completion request of spec 2.2, with the messages of spec 4.1. */
 export const CompletionRequest = z
@@ -87,14 +91,6 @@ interface AgentChain {
   endpoint: EndpointView;
 }
 
-// Parsed once per stored version: the resource cache hands out the same document object until it changes.
-const endpointViews = new WeakMap<ResourceDoc, EndpointView | null>();
-function viewOf(doc: ResourceDoc): EndpointView | undefined {
-  let view = endpointViews.get(doc);
-  if (view === undefined) endpointViews.set(doc, (view = endpointView(doc) ?? null));
-  return view ?? undefined;
-}
-
 /** agent -> workflow -> (AI model -> API endpoint, prompt), from the resource cache. */
 async function chainOf(s: Services, agent: ResourceDoc): Promise<AgentChain> {
   const get = async (objectId: unknown, what: string) => {
@@ -105,7 +101,7 @@ async function chainOf(s: Services, agent: ResourceDoc): Promise<AgentChain> {
   const workflow = await get(agent.workflow_object_id, 'workflow');
   const [model, prompt] = await Promise.all([get(workflow.main_ai_model_object_id, 'AI model'), get(workflow.main_prompt_object_id, 'prompt')]);
   if (model.model_type !== 'completion') throw notConfigured(agent.name, 'its AI model is not a completion model');
-  const endpoint = viewOf(await get(model.api_endpoint_object_id, 'API endpoint'));
+  const endpoint = endpointView(await get(model.api_endpoint_object_id, 'API endpoint'));
   if (!endpoint) throw notConfigured(agent.name, 'its API endpoint configuration is not valid');
   return { agent, prompt, model, endpoint };
 }
@@ -119,6 +115,8 @@ export interface Admitted {
   session: Stored<SessionDoc> | undefined;
   /** The attached files, the caller's own. */
   attachments: FileDoc[];
+  /** The knowledge filter of the request (agent_parameters.index_filter_expression), parsed. */
+  filter: Clause[];
 }
 
 /** The caller's own attached files; 400 ValidationError for one that does not exist or is someone else's. */
@@ -134,6 +132,7 @@ async function attachedFiles(s: Services, principal: Principal, objectIds: reado
  * 4xx of the first that fails, in that order.
  */
 export async function admit(s: Services, principal: Principal, request: CompletionRequest): Promise<Admitted> {
+  const filter = parseFilter(request.settings?.agent_parameters?.index_filter_expression);
   const sessionId = request.session_id?.toLowerCase();
   const [agent, session, attachments] = await Promise.allSettled([
     resolveAgent(s, principal, request.agent_name),
@@ -142,7 +141,7 @@ export async function admit(s: Services, principal: Principal, request: Completi
   ]);
   for (const r of [agent, session, attachments]) if (r.status === 'rejected') throw r.reason;
   const ok = <T,>(r: PromiseSettledResult<T>) => (r as PromiseFulfilledResult<T>).value;
-  return { request: { ...request, agent_name: ok(agent).name }, agent: ok(agent), sessionId, session: ok(session), attachments: ok(attachments) };
+  return { request: { ...request, agent_name: ok(agent).name }, agent: ok(agent), sessionId, session: ok(session), attachments: ok(attachments), filter };
 }
 
 export interface RunOptions {
@@ -170,27 +169,44 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
 
   const recorded = sessionId && options.mayRepeat ? await s.conversations.recordedAnswer(principal.upn, operationId) : undefined;
   let answer: { content: string; promptTokens: number; completionTokens: number };
+  let citations: Citation[] = [];
+  const analysis: unknown[] = [];
+  let cache: CacheSlot | undefined;
   if (recorded) {
     const usage = await s.store.container<UsageDoc>('usage').read(ownerKey(principal.upn), operationId);
     answer = { content: recorded.text, promptTokens: usage?.prompt_tokens ?? 0, completionTokens: recorded.tokens };
   } else {
-    const messages = await buildMessages(s, request, chain, session, admitted.attachments);
+    const embeddings = new PromptEmbeddings(request.user_prompt, options.signal);
     const parameters = modelParameters(chain.model, request);
-    let streamed = 0;
-    const onDelta = options.onDelta;
-    try {
-      answer = onDelta
-        ? await s.models.stream(chain.endpoint, deployment, messages, parameters, (text) => (streamed++, onDelta(text)), options.signal)
-        : await s.models.complete(chain.endpoint, deployment, messages, parameters, options.signal);
-    } catch (e) {
-      // A failed or cancelled operation is recorded too, so analytics can tell error rates. A cancelled
-      // stream's completion tokens are estimated by its pieces (about a token each).
-      const cancelled = e instanceof CallCancelledError;
-      await recordUsage(s.store.container<UsageDoc>('usage'), {
-        ...usageBase(principal, operationId, sessionId, agent.name, deployment, new Date().toISOString(), started),
-        ...(cancelled ? { status: 'Cancelled', completion_tokens: streamed, total_tokens: streamed } : { status: 'Failed', error_code: e instanceof ApiError ? e.code : 'Error' }),
-      });
-      throw e;
+    const topN = request.settings?.agent_parameters?.index_top_n;
+    cache = await cacheSlot(s, agent, await personal(s, admitted), embeddings, { filter: admitted.filter, topN, parameters, deployment });
+    const hit = await cache?.lookup().catch((e: unknown) => s.log.warn('The semantic cache could not be read', { error: e instanceof Error ? e.message : String(e) }));
+    if (hit) {
+      // Nothing is stored again for an answer that came from the cache.
+      cache = undefined;
+      answer = { content: hit.completion, promptTokens: 0, completionTokens: 0 };
+      citations = hit.citations;
+      analysis.push({ type: 'semantic_cache_hit', similarity: hit.similarity });
+      options.onDelta?.(hit.completion);
+    } else {
+      let streamed = 0;
+      try {
+        citations = await retrieve(s, agent, embeddings, admitted.filter, topN);
+        const messages = await buildMessages(s, request, chain, session, admitted.attachments, citations);
+        const onDelta = options.onDelta;
+        answer = onDelta
+          ? await s.models.stream(chain.endpoint, deployment, messages, parameters, (text) => (streamed++, onDelta(text)), options.signal)
+          : await s.models.complete(chain.endpoint, deployment, messages, parameters, options.signal);
+      } catch (e) {
+        // A failed or cancelled operation is recorded too, so analytics can tell error rates. A cancelled
+        // stream's completion tokens are estimated by its pieces (about a token each).
+        const cancelled = e instanceof CallCancelledError;
+        await recordUsage(s.store.container<UsageDoc>('usage'), {
+          ...usageBase(principal, operationId, sessionId, agent.name, deployment, new Date().toISOString(), started),
+          ...(cancelled ? { status: 'Cancelled', completion_tokens: streamed, total_tokens: streamed } : { status: 'Failed', error_code: e instanceof ApiError ? e.code : 'Error' }),
+        });
+        throw e;
+      }
     }
   }
 
@@ -233,14 +249,15 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
       status: 'Completed',
     }),
     recorded ? undefined : s.quotas.recordTokens(principal, agent.name, total),
+    cache?.store({ completion: answer.content, citations }).catch((e: unknown) => s.log.warn('The semantic cache could not be written', { error: e instanceof Error ? e.message : String(e) })),
   ]);
   return {
     operation_id: operationId,
     user_prompt: request.user_prompt,
     completion: answer.content,
     content: [{ type: 'text', value: answer.content }],
-    citations: [],
-    analysis_results: [],
+    citations,
+    analysis_results: analysis,
     user_prompt_embedding: [],
     prompt_tokens: answer.promptTokens,
     completion_tokens: answer.completionTokens,
@@ -280,10 +297,24 @@ function modelParameters(model: ResourceDoc, request: CompletionRequest): ModelP
   };
 }
 
-/** System prompt, history (when enabled, last max_history turns), attachments as context, the prompt. */
-async function buildMessages(s: Services, request: CompletionRequest, chain: AgentChain, session: Stored<SessionDoc> | undefined, attachments: readonly FileDoc[]): Promise<ChatMessage[]> {
+/** Whether the answer may depend on something of the caller's own: session history or attachments. */
+async function personal(s: Services, admitted: Admitted): Promise<boolean> {
+  if (admitted.attachments.length > 0) return true;
+  return admitted.session ? (await s.conversations.recentHistory(admitted.session, 1)).length > 0 : false;
+}
+
+/** System prompt, retrieved knowledge, history (when enabled, last max_history turns), attachments as context, the prompt. */
+async function buildMessages(
+  s: Services,
+  request: CompletionRequest,
+  chain: AgentChain,
+  session: Stored<SessionDoc> | undefined,
+  attachments: readonly FileDoc[],
+  citations: readonly Citation[],
+): Promise<ChatMessage[]> {
   const messages: ChatMessage[] = [];
   if (typeof chain.prompt.prefix === 'string' && chain.prompt.prefix.length > 0) messages.push({ role: 'system', content: chain.prompt.prefix });
+  if (citations.length > 0) messages.push({ role: 'system', content: knowledgeContext(citations) });
   const history = chain.agent.conversation_history_settings as { enabled?: boolean; max_history?: number } | null | undefined;
   if (session && history?.enabled) {
     for (const m of await s.conversations.recentHistory(session, (history.max_history ?? 0) * 2)) {

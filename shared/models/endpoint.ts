@@ -56,8 +56,17 @@ export interface EndpointView {
 
 const Stored = z.object({ ...ApiEndpointFields, object_id: z.string(), updated_on: z.string() }).loose();
 
-/** The typed view of a stored endpoint; undefined when the stored document is not a valid endpoint. */
+// Parsed once per stored version: the resource cache hands out the same document object until it changes.
+const views = new WeakMap<ResourceDoc, EndpointView | null>();
+
+/** The typed view of a stored endpoint, parsed once per stored document; undefined when it is not valid. */
 export function endpointView(doc: ResourceDoc): EndpointView | undefined {
+  let view = views.get(doc);
+  if (view === undefined) views.set(doc, (view = parseEndpoint(doc) ?? null));
+  return view ?? undefined;
+}
+
+function parseEndpoint(doc: ResourceDoc): EndpointView | undefined {
   const parsed = Stored.safeParse(doc);
   if (!parsed.success) return undefined;
   const e = parsed.data;

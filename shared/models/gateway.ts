@@ -9,7 +9,7 @@ import type { ModelCredentials } from './credentials.js';
 import type { EndpointView } from './endpoint.js';
 import { readSse } from './sse.js';
 import { CallCancelledError, invalid, statusError, timedOut, tooLarge, unreachable, UpstreamError, retryAfterMs } from './upstream-errors.js';
-import { chatUrl, readChatCompletion, type ChatMessage, type ModelAnswer, type ModelParameters } from './wire.js';
+import { chatUrl, embeddingsUrl, readChatCompletion, readEmbeddings, type ChatMessage, type Embeddings, type ModelAnswer, type ModelParameters } from './wire.js';
 
 export { CallCancelledError, UpstreamError } from './upstream-errors.js';
 
@@ -79,7 +79,7 @@ export class ModelGateway {
 
   /** One chat completion, whole. */
   complete(endpoint: EndpointView, deployment: string, messages: readonly ChatMessage[], parameters: ModelParameters, signal?: AbortSignal): Promise<ModelAnswer> {
-    return this.traced(deployment, () =>
+    return this.traced(deployment, 'chat', () =>
       this.post(endpoint, chatUrl(endpoint, deployment), { model: deployment, messages, ...parameters }, signal, async (response) => {
         const answer = readChatCompletion(decode(await readCapped(response.body, response.headers['content-length'], this.options.maxResponseBytes)));
         if (typeof answer === 'string') throw invalid(answer);
@@ -94,7 +94,7 @@ export class ModelGateway {
    */
   stream(endpoint: EndpointView, deployment: string, messages: readonly ChatMessage[], parameters: ModelParameters, onDelta: (text: string) => void, signal?: AbortSignal): Promise<ModelAnswer> {
     const body = { model: deployment, messages, ...parameters, stream: true, stream_options: { include_usage: true } };
-    return this.traced(deployment, () =>
+    return this.traced(deployment, 'chat', () =>
       this.post(endpoint, chatUrl(endpoint, deployment), body, signal, async (response, attempt) => {
         const type = String(response.headers['content-type'] ?? '');
         // A server that ignores `stream` answers whole: one delta.
@@ -113,13 +113,29 @@ export class ModelGateway {
     );
   }
 
+  /**
+   * Embeddings of `inputs` (the OpenAI embeddings API; Azure OpenAI too), in their order. `dimensions` asks
+   * models that can shorten their vectors (text-embedding-3) for that length.
+   */
+  embed(endpoint: EndpointView, deployment: string, inputs: readonly string[], dimensions?: number, signal?: AbortSignal): Promise<Embeddings> {
+    const body = { model: deployment, input: inputs, ...(dimensions !== undefined ? { dimensions } : {}) };
+    return this.traced(deployment, 'embeddings', () =>
+      this.post(endpoint, embeddingsUrl(endpoint, deployment), body, signal, async (response) => {
+        const answer = readEmbeddings(decode(await readCapped(response.body, response.headers['content-length'], this.options.maxResponseBytes)), inputs.length);
+        if (typeof answer === 'string') throw invalid(answer);
+        if (dimensions !== undefined && answer.vectors[0]?.length !== dimensions) throw invalid(`the embeddings have ${answer.vectors[0]?.length} dimensions, not ${dimensions}`);
+        return answer;
+      }),
+    );
+  }
+
   /** A client span around a call; trace context and baggage travel to the model in headers. */
-  private traced(deployment: string, call: () => Promise<ModelAnswer>): Promise<ModelAnswer> {
-    const attributes = { 'gen_ai.operation.name': 'chat', 'gen_ai.request.model': deployment };
-    return tracer.startActiveSpan(`chat ${deployment}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
+  private traced<T extends { promptTokens: number; completionTokens?: number }>(deployment: string, operation: 'chat' | 'embeddings', call: () => Promise<T>): Promise<T> {
+    const attributes = { 'gen_ai.operation.name': operation, 'gen_ai.request.model': deployment };
+    return tracer.startActiveSpan(`${operation} ${deployment}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
       try {
         const answer = await call();
-        span.setAttributes({ 'gen_ai.usage.input_tokens': answer.promptTokens, 'gen_ai.usage.output_tokens': answer.completionTokens });
+        span.setAttributes({ 'gen_ai.usage.input_tokens': answer.promptTokens, 'gen_ai.usage.output_tokens': answer.completionTokens ?? 0 });
         return answer;
       } catch (e) {
         span.setStatus({ code: SpanStatusCode.ERROR, message: e instanceof Error ? e.message : String(e) });

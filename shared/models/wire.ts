@@ -42,3 +42,38 @@ export function readChatCompletion(body: unknown): ModelAnswer | string {
   const usage = isObject(body.usage) ? body.usage : {};
   return { content, promptTokens: count(usage.prompt_tokens), completionTokens: count(usage.completion_tokens) };
 }
+
+/** The embeddings URL of a deployment on an endpoint. */
+export function embeddingsUrl(e: EndpointView, deployment: string): string {
+  if (e.provider === 'azure-openai') {
+    return `${e.url}/openai/deployments/${encodeURIComponent(deployment)}/embeddings?api-version=${encodeURIComponent(e.apiVersion ?? '2024-10-21')}`;
+  }
+  return `${e.url}/embeddings`;
+}
+
+export interface Embeddings {
+  vectors: number[][];
+  promptTokens: number;
+}
+
+/**
+ * The vectors of an embeddings response body, in the order of the inputs, or why the body is not one: every
+ * input has exactly one vector of finite numbers, and all vectors have the same length.
+ */
+export function readEmbeddings(body: unknown, inputs: number): Embeddings | string {
+  if (!isObject(body) || !Array.isArray(body.data)) return 'the answer has no data';
+  if (body.data.length !== inputs) return `the answer has ${body.data.length} embeddings for ${inputs} inputs`;
+  const vectors: number[][] = new Array<number[]>(inputs);
+  for (const item of body.data as unknown[]) {
+    if (!isObject(item) || !Array.isArray(item.embedding)) return 'an embedding is missing';
+    const index = typeof item.index === 'number' && Number.isInteger(item.index) ? item.index : -1;
+    if (index < 0 || index >= inputs || vectors[index] !== undefined) return 'the embeddings are not indexed by input';
+    const v = item.embedding as unknown[];
+    if (v.length === 0 || !v.every((x) => typeof x === 'number' && Number.isFinite(x))) return 'an embedding is not a list of numbers';
+    vectors[index] = v as number[];
+  }
+  const dims = vectors[0]?.length;
+  if (vectors.some((v) => v.length !== dims)) return 'the embeddings differ in length';
+  const usage = isObject(body.usage) ? body.usage : {};
+  return { vectors, promptTokens: count(usage.prompt_tokens) };
+}

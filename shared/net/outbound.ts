@@ -87,6 +87,16 @@ export async function resolvesOutside(hostname: string, rules: OutboundRules): P
   }
 }
 
+/**
+ * Why a user URL may not be saved, or undefined: the URL rules, and for a name, the addresses it resolves to
+ * now (checked again at every connection).
+ */
+export async function savedUrlProblem(url: string, rules: OutboundRules): Promise<string | undefined> {
+  const problem = urlProblem(url, rules);
+  if (problem) return problem;
+  return (await resolvesOutside(new URL(url).hostname, rules)) ? 'must not point to a link-local, platform or internal address' : undefined;
+}
+
 /** An HTTP client pool whose every connection passes the rules. Redirects are never followed. */
 export function guardedAgent(rules: OutboundRules, options: { connections?: number } = {}): Agent {
   return new Agent({

@@ -14,6 +14,7 @@ export function locate(objectId: string, instanceId: string): { pk: string; id: 
 
 export class ResourceCache {
   private readonly entries = new Map<string, { doc: ResourceDoc | undefined; expires: number }>();
+  private readonly queries = new Map<string, { doc: ResourceDoc | undefined; expires: number }>();
 
   constructor(
     private readonly container: Container<ResourceDoc>,
@@ -36,5 +37,32 @@ export class ResourceCache {
 
   invalidate(objectId: string): void {
     this.entries.delete(objectId.toLowerCase());
+  }
+
+  /**
+   * The first live resource of a type (partition) whose field has the value, by name: lookups by something
+   * other than the name (the data pipeline of a knowledge index), cached like reads.
+   */
+  async findBy(partition: string, field: string, value: string): Promise<ResourceDoc | undefined> {
+    const key = `?${partition}\n${field}\n${value}`;
+    const hit = this.queries.get(key);
+    if (hit && hit.expires > Date.now()) return hit.doc;
+    const { items } = await this.container.query({
+      partition,
+      where: [
+        { field, op: 'eq', value },
+        { field: 'deleted', op: 'ne', value: true },
+      ],
+      orderBy: [{ field: 'name' }],
+      limit: 1,
+    });
+    if (this.queries.size > 1000) this.queries.clear();
+    this.queries.set(key, { doc: items[0], expires: Date.now() + this.ttlMs });
+    return items[0];
+  }
+
+  /** Forgets every lookup by field (a resource of a looked-up type changed here). */
+  invalidateQueries(): void {
+    this.queries.clear();
   }
 }

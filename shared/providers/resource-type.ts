@@ -38,6 +38,8 @@ export interface ResourceType {
   type: string;
   /** Strict schema of the definition a caller sends (unknown fields are rejected). */
   schema: z.ZodType<{ name: string } & Record<string, unknown>>;
+  /** Written by the service only (pipeline runs): only list and get. */
+  serviceWritten?: boolean;
   /** Built in and read-only (role definitions): only list and get. */
   builtIn?: (instanceId: string) => ResourceDoc[];
   /** Fields the service computes, from the new definition and the stored resource when updating. */

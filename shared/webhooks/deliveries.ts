@@ -4,7 +4,7 @@
 // retried with growing delays for more than ten minutes (with the default base of 5 s).
 import { createHmac, randomBytes } from 'node:crypto';
 import { request, type Dispatcher } from 'undici';
-import { resolvesOutside, urlProblem, type OutboundRules } from '../net/outbound.js';
+import { urlProblem, type OutboundRules } from '../net/outbound.js';
 import type { Services } from '../services.js';
 
 /** One delivery attempt, as the operation records it. */
@@ -37,13 +37,6 @@ export const newSigningSecret = () => randomBytes(32).toString('base64url');
 /** Queues the first delivery of an ended operation. */
 export function enqueueDelivery(s: Services, key: string): Promise<void> {
   return s.producer.send(s.config.webhooks.queue, { key, attempt: 1 });
-}
-
-/** Why a callback URL may not be used, or undefined (CONTRACT 10.1, the rule for user URLs; its name is resolved now too). */
-export async function callbackProblem(url: string, rules: OutboundRules): Promise<string | undefined> {
-  const problem = urlProblem(url, rules);
-  if (problem) return problem;
-  return (await resolvesOutside(new URL(url).hostname, rules)) ? 'must not point to a link-local, platform or internal address' : undefined;
 }
 
 /** POSTs a signed body; resolves with what happened, never throws. */

@@ -1,12 +1,14 @@
 // Definitions of the configuration resource types: workflows, tools, prompts, data sources, data pipelines
 // and their runs, AI models, app configurations and API endpoint configurations.
 import { z } from 'zod';
-import { badRequest } from '../../http/errors.js';
+import { badRequest, validationError } from '../../http/errors.js';
+import { dropPipelineDocuments } from '../../knowledge/runs.js';
+import { savedUrlProblem } from '../../net/outbound.js';
 import { allowedScopes, identityProblem } from '../../models/credentials.js';
 import { ApiEndpointFields, checkEndpoint } from '../../models/endpoint.js';
 import { brandingProblem } from '../branding.js';
 import { APP_CONFIG_PK } from '../settings.js';
-import { definition, type ResourceType } from '../resource-type.js';
+import { definition, type HookContext, type ResourceType } from '../resource-type.js';
 
 const ObjectId = z.string().regex(/^\/instances\/[^/]+\/providers\/Svc\.[A-Za-z]+\/[A-Za-z]+\/[^/]+$/, 'must be a resource object id');
 
@@ -22,14 +24,26 @@ export const workflows: ResourceType = {
   }),
 };
 
+/** Knowledge index names (CONTRACT 10.6): letters, digits, `-` and `_`. */
+export const IndexName = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must be 1 to 128 letters, digits, hyphens or underscores');
+
+/** A plugin the agent may call, or a knowledge index it retrieves from (CONTRACT 10.6). */
 export const tools: ResourceType = {
   provider: 'Svc.Agent',
   segment: 'tools',
   type: 'tool',
   schema: definition('tool', {
-    tool_type: z.enum(['plugin'], { error: 'tool_type must be plugin' }),
+    tool_type: z.enum(['plugin', 'knowledge'], { error: 'tool_type must be plugin or knowledge' }),
     plugin_object_id: z.string().optional(),
+    index_name: IndexName.optional(),
+    top_n: z.number().int().min(1).max(50).optional().describe('Partitions retrieved per completion (knowledge tools; default 5)'),
+  }).superRefine((d, ctx) => {
+    if (d.tool_type === 'knowledge' && d.index_name === undefined) ctx.addIssue({ code: 'custom', path: ['index_name'], message: 'index_name is required for a knowledge tool' });
+    if (d.tool_type !== 'knowledge' && (d.index_name !== undefined || d.top_n !== undefined)) {
+      ctx.addIssue({ code: 'custom', path: [d.index_name !== undefined ? 'index_name' : 'top_n'], message: 'valid only for a knowledge tool' });
+    }
   }),
+  computed: (d) => (d.tool_type === 'knowledge' ? { top_n: d.top_n ?? 5 } : {}),
 };
 
 export const prompts: ResourceType = {
@@ -39,41 +53,86 @@ export const prompts: ResourceType = {
   schema: definition('prompt', { category: z.string().optional(), prefix: z.string(), suffix: z.string().optional() }),
 };
 
+/** User URLs of a data source: the outbound rules of CONTRACT 10.1, names resolved on save too. */
+async function checkSourceUrls(d: Record<string, unknown>, { services }: HookContext): Promise<void> {
+  const rules = { policy: 'user' as const, allowPrivateNetwork: services.config.allowPrivateNetwork };
+  const urls = [...((d.urls as string[] | undefined) ?? []).map((u, i) => [`urls[${i}]`, u] as const), ...(typeof d.account_url === 'string' ? [['account_url', d.account_url] as const] : [])];
+  for (const [field, url] of urls) {
+    const problem = await savedUrlProblem(url, rules);
+    if (problem) throw validationError([{ field, message: `${field} ${problem}` }]);
+  }
+}
+
+/**
+ * CONTRACT 10.6. AzureBlob: a container of the service's own storage, or of another account (`account_url`)
+ * read with the managed identity. Web: the URL prefixes documents may come from. Both are needed to process
+ * the source, not to save it (spec-era definitions name containers in `configuration`, which is read too).
+ * SharePointOnline and AzureDataLake are definitions only for now: processing them is a 400.
+ */
 export const dataSources: ResourceType = {
   provider: 'Svc.DataSource',
   segment: 'dataSources',
   type: 'data-source',
   schema: definition('data-source', {
     data_source_type: z.enum(['AzureBlob', 'AzureDataLake', 'SharePointOnline', 'Web']),
+    container: z.string().regex(/^[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]$/, 'must be a Blob container name').optional(),
+    account_url: z.string().optional().describe('Blob service URL of another storage account (default: the service\'s own)'),
+    urls: z.array(z.string()).min(1).max(100).optional().describe('Web: the URL prefixes documents may come from'),
     configuration: z
       .object({ connection_string_secret_name: z.string().optional(), containers: z.array(z.string()).optional() })
       .strict()
       .default({}),
+  }).superRefine((d, ctx) => {
+    if (d.data_source_type !== 'AzureBlob' && (d.container !== undefined || d.account_url !== undefined)) {
+      ctx.addIssue({ code: 'custom', path: [d.container !== undefined ? 'container' : 'account_url'], message: 'valid only for an AzureBlob data source' });
+    }
+    if (d.data_source_type !== 'Web' && d.urls !== undefined) ctx.addIssue({ code: 'custom', path: ['urls'], message: 'valid only for a Web data source' });
   }),
+  validate: checkSourceUrls,
 };
 
-/** Design (spec: "not shown"): a pipeline reads a data source and runs plugin stages in order. */
+/** CONTRACT 10.6: what to read from a data source, how to partition it, which model embeds it, and the index. */
 export const dataPipelines: ResourceType = {
   provider: 'Svc.DataPipeline',
   segment: 'dataPipelines',
   type: 'data-pipeline',
   schema: definition('data-pipeline', {
     data_source_object_id: ObjectId,
-    stages: z.array(z.object({ name: z.string().min(1), plugin_object_id: z.string().min(1), parameters: z.record(z.string(), z.unknown()).optional() }).strict()).min(1),
-    trigger_type: z.enum(['Manual', 'Schedule', 'Event']).default('Manual'),
-    active: z.boolean().default(true),
-  }),
+    source_paths: z.array(z.string().min(1).max(2048)).max(1000).default([]).describe('Blob name prefixes, or for Web the document URLs'),
+    index_name: IndexName,
+    embedding_ai_model_object_id: ObjectId,
+    embedding_dimensions: z.number().int().min(1).max(8192).optional(),
+    partition_size_tokens: z.number().int().min(16).max(8192).default(400),
+    partition_overlap_tokens: z.number().int().min(0).max(8191).default(100),
+  }).refine((d) => d.partition_overlap_tokens < d.partition_size_tokens, { path: ['partition_overlap_tokens'], message: 'must be less than partition_size_tokens' }),
+  afterChange: (_doc, { services }) => services.resourceCache.invalidateQueries(),
+  // A purged pipeline takes what it indexed with it.
+  afterPurge: (doc, { services }) => dropPipelineDocuments(services, doc),
 };
 
-/** Design (spec: "not shown"): the record of one pipeline execution. */
+const RunCountsSchema = z.object({
+  documents: z.number().int(),
+  partitions: z.number().int(),
+  failed_documents: z.number().int(),
+  added: z.number().int(),
+  updated: z.number().int(),
+  unchanged: z.number().int(),
+  removed: z.number().int(),
+});
+
+/** CONTRACT 10.6: one execution of a pipeline, written by the service only (`process` starts one). */
 export const dataPipelineRuns: ResourceType = {
   provider: 'Svc.DataPipeline',
   segment: 'dataPipelineRuns',
   type: 'data-pipeline-run',
+  serviceWritten: true,
   schema: definition('data-pipeline-run', {
     data_pipeline_object_id: ObjectId,
-    status: z.enum(['Pending', 'Running', 'Completed', 'Failed']).default('Pending'),
-    parameters: z.record(z.string(), z.unknown()).optional(),
+    status: z.enum(['Pending', 'InProgress', 'Completed', 'Failed']),
+    started_on: z.string().nullable(),
+    completed_on: z.string().nullable(),
+    counts: RunCountsSchema,
+    errors: z.array(z.object({ source: z.string(), message: z.string() })),
   }),
 };
 

@@ -37,15 +37,14 @@ const SAMPLES: { provider: string; segment: string; type: string; body: (name: s
     provider: 'Svc.DataPipeline',
     segment: 'dataPipelines',
     type: 'data-pipeline',
-    body: (name) => ({ name, data_source_object_id: id('Svc.DataSource', 'dataSources', 'd'), stages: [{ name: 'extract', plugin_object_id: 'p' }] }),
-    required: 'stages',
-  },
-  {
-    provider: 'Svc.DataPipeline',
-    segment: 'dataPipelineRuns',
-    type: 'data-pipeline-run',
-    body: (name) => ({ name, data_pipeline_object_id: id('Svc.DataPipeline', 'dataPipelines', 'x') }),
-    required: 'data_pipeline_object_id',
+    body: (name) => ({
+      name,
+      data_source_object_id: id('Svc.DataSource', 'dataSources', 'd'),
+      source_paths: ['docs/'],
+      index_name: 'docs',
+      embedding_ai_model_object_id: id('Svc.AIModel', 'aiModels', 'embedding'),
+    }),
+    required: 'index_name',
   },
   {
     provider: 'Svc.AIModel',

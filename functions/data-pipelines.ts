@@ -1,0 +1,35 @@
+// Data pipeline runs (CONTRACT 10.6): the process action, and the queue worker that runs them. Runs are read
+// through the generic resource routes (dataPipelineRuns: list and get).
+import { z } from 'zod';
+import { defineRoute, type Route } from '../shared/http/route.js';
+import { json } from '../shared/http/types.js';
+import { failPoisonedRun, runPipeline, startRun } from '../shared/knowledge/runs.js';
+import { objectIdOf, partitionOf, ResourceName } from '../shared/providers/resource-type.js';
+import { dataPipelines } from '../shared/providers/types/catalog.js';
+import type { QueueHandler } from '../shared/queues/handler.js';
+
+export const routes: Route[] = [
+  defineRoute({
+    api: 'management',
+    tag: partitionOf(dataPipelines),
+    auth: 'bearer',
+    errors: 'management',
+    name: 'dataPipelines-process',
+    method: 'POST',
+    path: '/instances/{instanceId}/providers/Svc.DataPipeline/dataPipelines/{name}/process',
+    summary: 'Start a run of the pipeline: index what changed in its source since the last run',
+    params: z.object({ instanceId: z.string(), name: ResourceName }),
+    permission: ({ params }) => ({ action: `${partitionOf(dataPipelines)}/write`, scope: objectIdOf(params.instanceId, dataPipelines, params.name) }),
+    responses: {
+      202: { description: "The run's object id; poll it with GET .../dataPipelineRuns/{runId}", schema: z.object({ object_id: z.string() }) },
+      400: { description: 'The pipeline cannot run: its data source cannot be processed, or its embedding model is missing' },
+      404: { description: 'No such pipeline' },
+    },
+    handler: async ({ services, principal, params }) => json(202, await startRun(services, principal, params.name)),
+  }),
+];
+
+export const queueHandlers: QueueHandler[] = [
+  { name: 'data-pipelines-run', queue: (config) => config.knowledge.queue, handler: runPipeline },
+  { name: 'data-pipelines-poison', queue: (config) => `${config.knowledge.queue}-poison`, handler: failPoisonedRun },
+];

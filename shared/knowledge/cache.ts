@@ -1,0 +1,64 @@
+// The semantic cache (CONTRACT 10.7): answers of an agent, at one version of it, for one knowledge filter and
+// one set of model parameters, found by the similarity of the prompt's embedding. Only requests whose answer
+// depends on nothing personal are served from it or stored into it: no session history, no attachments. A
+// hit costs no model call. Entries live in the vector index under an index name no knowledge index can have
+// (`:` is not allowed there), and expire after SEMANTIC_CACHE_TTL_SECONDS.
+import { createHash, randomUUID } from 'node:crypto';
+import type { ResourceDoc } from '../providers/resource-type.js';
+import type { Services } from '../services.js';
+import { embedderFor } from './embedder.js';
+import type { Citation, PromptEmbeddings } from './retrieval.js';
+
+export interface CachedAnswer {
+  completion: string;
+  citations: Citation[];
+}
+
+export interface CacheHit extends CachedAnswer {
+  similarity: number;
+}
+
+interface CacheSettings {
+  semantic_cache_enabled?: boolean;
+  semantic_cache_settings?: { embedding_ai_model_object_id: string; embedding_dimensions?: number; minimum_similarity_threshold?: number } | null;
+}
+
+/** One request's view of the cache: look up before the model call, store after it. */
+export interface CacheSlot {
+  lookup(): Promise<CacheHit | undefined>;
+  store(answer: CachedAnswer): Promise<void>;
+}
+
+/**
+ * The cache slot of a request, or undefined when the agent has no cache or the request may not use it.
+ * `key` is everything besides the prompt that shapes the answer (filter, top N, model parameters).
+ */
+export async function cacheSlot(s: Services, agent: ResourceDoc, personal: boolean, embeddings: PromptEmbeddings, key: unknown): Promise<CacheSlot | undefined> {
+  const settings = agent.cache_settings as CacheSettings | null | undefined;
+  const cache = settings?.semantic_cache_enabled ? settings.semantic_cache_settings : undefined;
+  if (!cache || personal) return undefined;
+  const embedder = await embedderFor(s, cache.embedding_ai_model_object_id, cache.embedding_dimensions);
+  if (typeof embedder === 'string') {
+    s.log.warn('The semantic cache of an agent is not usable', { agent: agent.name, reason: embedder });
+    return undefined;
+  }
+  const index = `semantic-cache:${createHash('sha256').update(JSON.stringify([agent.object_id, agent.updated_on, embedder.version, key])).digest('hex').slice(0, 40)}`;
+  const threshold = cache.minimum_similarity_threshold ?? 0.975;
+  const vector = () => embeddings.of(embedder);
+  return {
+    async lookup() {
+      const [best] = await s.vectors.search(index, await vector(), 1);
+      if (!best || best.score < threshold) return undefined;
+      const answer = JSON.parse(best.text) as CachedAnswer;
+      return { ...answer, similarity: best.score };
+    },
+    async store(answer) {
+      const id = randomUUID();
+      await s.vectors.replaceDocument(
+        index,
+        { source: id, file_name: '', title: '', origin: agent.object_id, hash: '', expires_at: Date.now() + s.config.knowledge.cacheTtlSeconds * 1000 },
+        [{ text: JSON.stringify(answer), vector: await vector() }],
+      );
+    },
+  };
+}

@@ -1,0 +1,37 @@
+// An embedding AI model as pipelines, retrieval and the semantic cache call it: the model resource, its API
+// endpoint and the vector length asked for, read through the resource cache.
+import { endpointView } from '../models/endpoint.js';
+import type { Services } from '../services.js';
+
+/** Inputs per embeddings request: well under every provider's limit (2,048 for OpenAI). */
+export const EMBEDDING_BATCH = 64;
+
+export interface Embedder {
+  /** The model's object id and updated_on: embeddings of different models (or versions) are not comparable. */
+  readonly version: string;
+  embed(inputs: readonly string[], signal?: AbortSignal): Promise<{ vectors: number[][]; promptTokens: number }>;
+}
+
+/** The embedder of a model object id, or why there is none (a sentence for a 400 or a run error). */
+export async function embedderFor(s: Services, modelObjectId: unknown, dimensions?: number): Promise<Embedder | string> {
+  const model = typeof modelObjectId === 'string' ? await s.resourceCache.get(modelObjectId) : undefined;
+  if (!model) return `embedding AI model ${String(modelObjectId)} does not exist`;
+  if (model.model_type !== 'embedding') return `AI model ${model.name} is not an embedding model`;
+  const endpointDoc = typeof model.api_endpoint_object_id === 'string' ? await s.resourceCache.get(model.api_endpoint_object_id) : undefined;
+  const endpoint = endpointDoc && endpointView(endpointDoc);
+  if (!endpoint) return `the API endpoint of AI model ${model.name} is missing or not valid`;
+  const deployment = String(model.deployment_name);
+  return {
+    version: `${model.object_id}@${model.updated_on}/${dimensions ?? 'default'}`,
+    async embed(inputs, signal) {
+      const vectors: number[][] = [];
+      let promptTokens = 0;
+      for (let i = 0; i < inputs.length; i += EMBEDDING_BATCH) {
+        const answer = await s.models.embed(endpoint, deployment, inputs.slice(i, i + EMBEDDING_BATCH), dimensions, signal);
+        vectors.push(...answer.vectors);
+        promptTokens += answer.promptTokens;
+      }
+      return { vectors, promptTokens };
+    },
+  };
+}

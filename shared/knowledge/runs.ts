@@ -1,0 +1,239 @@
+// Data pipeline runs (CONTRACT 10.6): `process` records a Pending run and queues it; the queue worker lists
+// the source's documents, extracts, partitions, embeds and indexes those whose content changed, removes those
+// gone from the source, and records counts and per-document errors. A run is safe to deliver more than once:
+// documents already indexed with the same content hash are skipped, and replacing a document's partitions is
+// atomic per document, so a run cut short and delivered again finishes with no duplicates.
+import { createHash, randomUUID } from 'node:crypto';
+import type { Principal } from '../auth/principal.js';
+import { badRequest, notFound } from '../http/errors.js';
+import { UpstreamError } from '../models/upstream-errors.js';
+import { objectIdOf, partitionOf, resourceId, type ResourceDoc } from '../providers/resource-type.js';
+import { dataPipelineRuns, dataPipelines } from '../providers/types/catalog.js';
+import { MAX_DEQUEUE_COUNT, type QueueDelivery } from '../queues/handler.js';
+import type { Services } from '../services.js';
+import { updateDocument } from '../store/update.js';
+import { embedderFor, type Embedder } from './embedder.js';
+import { ExtractionError, extractText, formatOf } from './extract.js';
+import { partitionText } from './partition.js';
+import { DocumentError, listDocuments, READABLE_SOURCE_TYPES, sourceProblem, sourceSettings, type SourceDocument } from './sources.js';
+import type { IndexedEntry } from './vector-index.js';
+
+export type RunStatus = 'Pending' | 'InProgress' | 'Completed' | 'Failed';
+
+export interface RunCounts {
+  /** Documents found in the source (a Web document answering 404 is not found). */
+  documents: number;
+  /** Partitions the index holds for them after the run. */
+  partitions: number;
+  failed_documents: number;
+  added: number;
+  updated: number;
+  unchanged: number;
+  removed: number;
+}
+
+export interface RunError {
+  source: string;
+  message: string;
+}
+
+export interface RunDoc extends ResourceDoc {
+  data_pipeline_object_id: string;
+  status: RunStatus;
+  started_on: string | null;
+  completed_on: string | null;
+  counts: RunCounts;
+  errors: RunError[];
+}
+
+/** Documents read, extracted and embedded at once within one run. */
+const DOCUMENT_CONCURRENCY = 4;
+/** Errors kept on a run (a source of a million broken files still has a readable run). */
+const MAX_ERRORS = 500;
+
+// A function, not a constant: the resource types import this module's hooks (a cycle at load time).
+const runsPk = () => partitionOf(dataPipelineRuns);
+const runs = (s: Services) => s.store.container<RunDoc>('resources');
+const emptyCounts = (): RunCounts => ({ documents: 0, partitions: 0, failed_documents: 0, added: 0, updated: 0, unchanged: 0, removed: 0 });
+
+/** A failure of the whole run that another delivery cannot mend. */
+class RunFailure extends Error {}
+
+/** Checks what a run needs before it is queued: the pipeline, a source the service can read, the embedding model. */
+async function prerequisites(s: Services, pipeline: ResourceDoc): Promise<{ source: ResourceDoc; embedder: Embedder }> {
+  const source = typeof pipeline.data_source_object_id === 'string' ? await s.resourceCache.get(pipeline.data_source_object_id) : undefined;
+  if (!source) throw new RunFailure(`data source ${String(pipeline.data_source_object_id)} does not exist`);
+  if (!(READABLE_SOURCE_TYPES as readonly unknown[]).includes(source.data_source_type)) {
+    throw new RunFailure(`${String(source.data_source_type)} data sources are definitions only for now: processing reads ${READABLE_SOURCE_TYPES.join(' and ')} sources`);
+  }
+  const problem = sourceProblem(sourceSettings(source));
+  if (problem) throw new RunFailure(problem);
+  const embedder = await embedderFor(s, pipeline.embedding_ai_model_object_id, pipeline.embedding_dimensions as number | undefined);
+  if (typeof embedder === 'string') throw new RunFailure(embedder);
+  return { source, embedder };
+}
+
+/** `POST .../dataPipelines/{name}/process` (the caller may write the pipeline): records a Pending run and queues it. */
+export async function startRun(s: Services, principal: Principal, pipelineName: string): Promise<{ object_id: string }> {
+  const pipelineId = objectIdOf(s.config.instanceId, dataPipelines, pipelineName);
+  const pipeline = await s.resourceCache.get(pipelineId);
+  if (!pipeline) throw notFound(`data-pipeline ${pipelineName} not found`);
+  try {
+    await prerequisites(s, pipeline);
+  } catch (e) {
+    if (e instanceof RunFailure) throw badRequest(`The pipeline cannot run: ${e.message}`);
+    throw e;
+  }
+  const name = randomUUID();
+  const now = new Date().toISOString();
+  const run: RunDoc = {
+    id: resourceId(name),
+    pk: runsPk(),
+    type: dataPipelineRuns.type,
+    name,
+    object_id: objectIdOf(s.config.instanceId, dataPipelineRuns, name),
+    data_pipeline_object_id: pipeline.object_id,
+    status: 'Pending',
+    started_on: null,
+    completed_on: null,
+    counts: emptyCounts(),
+    errors: [],
+    created_on: now,
+    created_by: principal.upn,
+    updated_on: now,
+    updated_by: principal.upn,
+    deleted: false,
+  };
+  await runs(s).create(run);
+  await s.producer.send(s.config.knowledge.queue, { run: run.id });
+  return { object_id: run.object_id };
+}
+
+const ended = (run: RunDoc) => run.status === 'Completed' || run.status === 'Failed';
+
+async function update(s: Services, id: string, change: (run: RunDoc) => Partial<RunDoc> | undefined): Promise<RunDoc | undefined> {
+  return updateDocument(runs(s), runsPk(), id, (current) => {
+    const patch = current && change(current);
+    return current && patch ? { ...current, ...patch, updated_on: new Date().toISOString() } : undefined;
+  });
+}
+
+const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e)).split('\n')[0]?.slice(0, 500) ?? 'unknown error';
+
+/** The queue worker of runs. Throws to have the message delivered again (transient failures, shutdown). */
+export async function runPipeline(message: unknown, delivery: QueueDelivery, s: Services): Promise<void> {
+  const id = (message as { run?: unknown } | null)?.run;
+  if (typeof id !== 'string') return;
+  const run = await update(s, id, (r) => (ended(r) ? undefined : { status: 'InProgress', started_on: r.started_on ?? new Date().toISOString() }));
+  if (!run || ended(run)) return;
+  try {
+    const { counts, errors } = await execute(s, run, delivery.signal);
+    await update(s, id, () => ({ status: 'Completed', completed_on: new Date().toISOString(), counts, errors }));
+  } catch (e) {
+    if (delivery.signal?.aborted) throw e;
+    const final = e instanceof RunFailure || delivery.dequeueCount >= MAX_DEQUEUE_COUNT;
+    if (!final) throw e;
+    s.log.warn('A data pipeline run failed', { run: id, error: messageOf(e) });
+    await failRun(s, id, e instanceof RunFailure ? e.message : `the run failed ${delivery.dequeueCount} times; the last error: ${messageOf(e)}`);
+  }
+}
+
+/** Marks a run Failed (a message that reached the poison queue, or a failure no retry mends). */
+export async function failRun(s: Services, id: string, reason: string): Promise<void> {
+  await update(s, id, (r) => (ended(r) ? undefined : { status: 'Failed', completed_on: new Date().toISOString(), errors: [...r.errors, { source: '', message: reason }] }));
+}
+
+/** The poison queue's handler: a run whose message was given up ends Failed instead of staying InProgress. */
+export async function failPoisonedRun(message: unknown, _delivery: QueueDelivery, s: Services): Promise<void> {
+  const id = (message as { run?: unknown } | null)?.run;
+  if (typeof id === 'string') await failRun(s, id, 'the run could not be completed after several attempts');
+}
+
+/** Failures of one document: reported on the run, the other documents go on. */
+const documentFailure = (e: unknown) => e instanceof DocumentError || e instanceof ExtractionError || (e instanceof UpstreamError && e.permanent) || e instanceof RangeError;
+
+async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined): Promise<{ counts: RunCounts; errors: RunError[] }> {
+  const pipeline = await s.resourceCache.get(run.data_pipeline_object_id);
+  if (!pipeline) throw new RunFailure('the data pipeline was deleted');
+  const { source, embedder } = await prerequisites(s, pipeline);
+  const index = String(pipeline.index_name);
+  const sizeTokens = Number(pipeline.partition_size_tokens ?? 400);
+  const overlapTokens = Number(pipeline.partition_overlap_tokens ?? 100);
+  // What the partitions depend on besides the content: changing any of it re-indexes every document.
+  const settings = `${embedder.version}|${sizeTokens}|${overlapTokens}`;
+
+  let documents: SourceDocument[];
+  try {
+    documents = await listDocuments(s, sourceSettings(source), (pipeline.source_paths as string[] | undefined) ?? []);
+  } catch (e) {
+    if (e instanceof DocumentError) throw new RunFailure(e.message);
+    throw e;
+  }
+  const indexed = new Map<string, IndexedEntry>();
+  for (const d of await s.vectors.documents(index)) if (d.origin === pipeline.object_id) indexed.set(d.source, d);
+
+  const counts = emptyCounts();
+  const errors: RunError[] = [];
+  const seen = new Set<string>();
+  const signalOrNever = signal ?? new AbortController().signal;
+
+  const one = async (doc: SourceDocument) => {
+    const old = indexed.get(doc.source);
+    try {
+      const read = await doc.read(signalOrNever);
+      if (read === 'gone') return;
+      seen.add(doc.source);
+      counts.documents++;
+      const hash = createHash('sha256').update(settings).update('\n').update(read.bytes).digest('hex');
+      if (old?.hash === hash) {
+        counts.unchanged++;
+        counts.partitions += old.partitions;
+        return;
+      }
+      const format = formatOf(doc.source, read.contentType);
+      if (!format) throw new ExtractionError('the document type is not indexed (.txt, .md, .html, .pdf and .docx are)');
+      const { title, text } = await extractText(read.bytes, format, doc.file_name);
+      const parts = partitionText(text, { sizeTokens, overlapTokens });
+      if (parts.length === 0) throw new ExtractionError('the document has no text');
+      const { vectors } = await embedder.embed(parts, signal);
+      await s.vectors.replaceDocument(
+        index,
+        { source: doc.source, file_name: doc.file_name, title, origin: pipeline.object_id, hash },
+        parts.map((text, i) => ({ text, vector: vectors[i] ?? [] })),
+      );
+      counts[old ? 'updated' : 'added']++;
+      counts.partitions += parts.length;
+    } catch (e) {
+      if (signal?.aborted || !documentFailure(e)) throw e;
+      // A document that cannot be read counts as found, and its last good version is not removed.
+      if (!seen.has(doc.source)) {
+        seen.add(doc.source);
+        counts.documents++;
+      }
+      counts.failed_documents++;
+      // The last good version stays searchable until the document can be read again.
+      if (old) counts.partitions += old.partitions;
+      if (errors.length < MAX_ERRORS) errors.push({ source: doc.source, message: messageOf(e) });
+    }
+  };
+
+  let next = 0;
+  const worker = async () => {
+    while (next < documents.length) await one(documents[next++] as SourceDocument);
+  };
+  await Promise.all(Array.from({ length: Math.min(DOCUMENT_CONCURRENCY, documents.length) }, worker));
+
+  // Documents this pipeline indexed that the source no longer has (or that answered 404).
+  for (const sourceName of indexed.keys()) {
+    if (seen.has(sourceName)) continue;
+    await s.vectors.removeDocument(index, sourceName);
+    counts.removed++;
+  }
+  return { counts, errors };
+}
+
+/** Removes what a pipeline indexed (its purge). */
+export async function dropPipelineDocuments(s: Services, pipeline: ResourceDoc): Promise<void> {
+  const index = String(pipeline.index_name);
+  for (const d of await s.vectors.documents(index)) if (d.origin === pipeline.object_id) await s.vectors.removeDocument(index, d.source);
+}

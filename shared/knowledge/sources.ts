@@ -1,0 +1,160 @@
+// Where a pipeline's documents come from (CONTRACT 10.6). AzureBlob: the blobs under each source path (a name
+// prefix) of a container, in the service's own storage or another account reached with the managed identity.
+// Web: each source path is a document URL under one of the data source's allowed prefixes, fetched through
+// the user-URL rules of 10.1 (no redirects, every address checked at connect); no crawling.
+import { DefaultAzureCredential } from '@azure/identity';
+import { BlobServiceClient, type ContainerClient } from '@azure/storage-blob';
+import { request } from 'undici';
+import type { ResourceDoc } from '../providers/resource-type.js';
+import type { Services } from '../services.js';
+
+/** Largest document read (bytes): a larger one is reported in the run's errors, not read into memory. */
+export const MAX_DOCUMENT_BYTES = 32 * 1024 * 1024;
+
+export class DocumentError extends Error {}
+
+/** One document of a source, read on demand. */
+export interface SourceDocument {
+  source: string;
+  file_name: string;
+  /** The bytes and content type; `gone` when the document no longer exists (a Web 404 or 410). */
+  read(signal: AbortSignal): Promise<{ bytes: Uint8Array; contentType?: string } | 'gone'>;
+}
+
+/** The source types the service can read; the others are definitions only for now. */
+export const READABLE_SOURCE_TYPES = ['AzureBlob', 'Web'] as const;
+
+export interface SourceSettings {
+  data_source_type: string;
+  container?: string;
+  account_url?: string;
+  urls?: string[];
+}
+
+/** The documents of the pipeline's source paths in the data source. */
+export async function listDocuments(s: Services, source: SourceSettings, paths: readonly string[]): Promise<SourceDocument[]> {
+  if (source.data_source_type === 'Web') return webDocuments(s, source.urls ?? [], paths);
+  if (source.data_source_type === 'AzureBlob') return blobDocuments(containerOf(s, source), paths);
+  throw new DocumentError(`${source.data_source_type} data sources cannot be processed yet`);
+}
+
+const fileNameOf = (source: string) => {
+  const pathname = /^https?:/i.test(source) ? new URL(source).pathname : source;
+  return decodeURIComponent(pathname.split('/').filter(Boolean).pop() ?? source);
+};
+
+/** Whether a URL is under an allowed prefix: same origin, and its path continues the prefix's. */
+export function underPrefix(url: string, prefixes: readonly string[]): boolean {
+  let u: URL;
+  try {
+    u = new URL(url);
+  } catch {
+    return false;
+  }
+  return prefixes.some((p) => {
+    const prefix = new URL(p);
+    return u.origin === prefix.origin && u.pathname.startsWith(prefix.pathname) && u.username === '' && u.password === '';
+  });
+}
+
+function webDocuments(s: Services, prefixes: readonly string[], urls: readonly string[]): SourceDocument[] {
+  return [...new Set(urls)].map((url) => ({
+    source: url,
+    file_name: fileNameOf(url),
+    async read(signal) {
+      if (!underPrefix(url, prefixes)) throw new DocumentError('the URL is not under any of the data source urls');
+      let response;
+      try {
+        response = await request(url, {
+          dispatcher: s.userDispatcher,
+          headers: { 'user-agent': 'agent-platform-pipelines', accept: 'text/html, text/plain, text/markdown, application/pdf, application/vnd.openxmlformats-officedocument.wordprocessingml.document;q=0.9, */*;q=0.1' },
+          headersTimeout: 15_000,
+          bodyTimeout: 30_000,
+          signal,
+        });
+      } catch (e) {
+        if (signal.aborted) throw e;
+        const blocked = (e as { code?: string; cause?: { code?: string } }).code === 'EBLOCKED' || (e as { cause?: { code?: string } }).cause?.code === 'EBLOCKED';
+        throw new DocumentError(blocked ? 'the URL is not an allowed destination' : 'the URL could not be reached');
+      }
+      const { statusCode, headers, body } = response;
+      if (statusCode === 404 || statusCode === 410) {
+        await body.dump();
+        return 'gone';
+      }
+      if (statusCode < 200 || statusCode >= 300) {
+        await body.dump();
+        throw new DocumentError(statusCode >= 300 && statusCode < 400 ? `the URL redirects (${statusCode}); redirects are not followed` : `the URL answered ${statusCode}`);
+      }
+      const length = Number(headers['content-length']);
+      if (length > MAX_DOCUMENT_BYTES) {
+        await body.dump();
+        throw new DocumentError(`the document is larger than ${MAX_DOCUMENT_BYTES} bytes`);
+      }
+      const chunks: Buffer[] = [];
+      let size = 0;
+      for await (const chunk of body) {
+        size += (chunk as Buffer).length;
+        if (size > MAX_DOCUMENT_BYTES) {
+          body.destroy();
+          throw new DocumentError(`the document is larger than ${MAX_DOCUMENT_BYTES} bytes`);
+        }
+        chunks.push(chunk as Buffer);
+      }
+      const type = headers['content-type'];
+      return { bytes: Buffer.concat(chunks), ...(typeof type === 'string' ? { contentType: type } : {}) };
+    },
+  }));
+}
+
+function containerOf(s: Services, source: SourceSettings): ContainerClient {
+  const name = source.container ?? '';
+  if (!source.account_url) return s.blobs.getContainerClient(name);
+  const clientId = s.config.azureClientId;
+  return new BlobServiceClient(source.account_url, new DefaultAzureCredential(clientId ? { managedIdentityClientId: clientId } : {})).getContainerClient(name);
+}
+
+async function blobDocuments(container: ContainerClient, prefixes: readonly string[]): Promise<SourceDocument[]> {
+  const found = new Map<string, number>();
+  try {
+    for (const prefix of prefixes.length > 0 ? prefixes : ['']) {
+      for await (const blob of container.listBlobsFlat({ prefix })) found.set(blob.name, blob.properties.contentLength ?? 0);
+    }
+  } catch (e) {
+    const status = (e as { statusCode?: number }).statusCode;
+    throw new DocumentError(status === 404 ? `container ${container.containerName} does not exist` : `the container cannot be listed (${status ?? 'unreachable'})`);
+  }
+  return [...found].map(([name, size]) => ({
+    source: name,
+    file_name: fileNameOf(name),
+    async read(signal) {
+      if (size > MAX_DOCUMENT_BYTES) throw new DocumentError(`the document is larger than ${MAX_DOCUMENT_BYTES} bytes`);
+      try {
+        const bytes = await container.getBlobClient(name).downloadToBuffer(undefined, undefined, { abortSignal: signal });
+        return { bytes };
+      } catch (e) {
+        if ((e as { statusCode?: number }).statusCode === 404) return 'gone';
+        throw e;
+      }
+    },
+  }));
+}
+
+/** The data source's settings as a pipeline run reads them. */
+export const sourceSettings = (doc: ResourceDoc): SourceSettings => {
+  const configured = (doc.configuration as { containers?: string[] } | undefined)?.containers?.[0];
+  const container = typeof doc.container === 'string' ? doc.container : configured;
+  return {
+  data_source_type: String(doc.data_source_type),
+  ...(container !== undefined ? { container } : {}),
+  ...(typeof doc.account_url === 'string' ? { account_url: doc.account_url } : {}),
+  ...(Array.isArray(doc.urls) ? { urls: doc.urls as string[] } : {}),
+  };
+};
+
+/** Why the source cannot be processed as defined, or undefined. */
+export function sourceProblem(source: SourceSettings): string | undefined {
+  if (source.data_source_type === 'AzureBlob' && !source.container) return 'an AzureBlob data source needs a container';
+  if (source.data_source_type === 'Web' && !source.urls?.length) return 'a Web data source needs urls, the prefixes documents may come from';
+  return undefined;
+}

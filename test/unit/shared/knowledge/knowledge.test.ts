@@ -1,0 +1,116 @@
+// The pure parts of knowledge: the filter grammar, partitioning by tokens, text extraction of the five formats,
+// and the Cosmos DB vector search query (which the local Cosmos-compatible server cannot run).
+import { encode } from 'gpt-tokenizer/encoding/cl100k_base';
+import { describe, expect, it } from 'vitest';
+import { ApiError } from '../../../../shared/http/errors.js';
+import { vectorSearchQuery } from '../../../../shared/knowledge/cosmos-vector-index.js';
+import { ExtractionError, extractText, formatOf } from '../../../../shared/knowledge/extract.js';
+import { parseFilter } from '../../../../shared/knowledge/filter.js';
+import { partitionText } from '../../../../shared/knowledge/partition.js';
+import { underPrefix } from '../../../../shared/knowledge/sources.js';
+import { CORRUPT_PDF, documentFiles, TEXTS, TITLES, type DocumentName } from '../../../support/documents.js';
+
+describe('index filter expressions', () => {
+  it('parses eq clauses on source and file_name joined by and, with quotes doubled inside values', () => {
+    expect(parseFilter(undefined)).toEqual([]);
+    expect(parseFilter('  ')).toEqual([]);
+    expect(parseFilter("source eq 'docs/a.txt'")).toEqual([{ field: 'source', value: 'docs/a.txt' }]);
+    expect(parseFilter("File_Name EQ 'it''s.md' AND source eq 'x'")).toEqual([
+      { field: 'file_name', value: "it's.md" },
+      { field: 'source', value: 'x' },
+    ]);
+  });
+
+  it.each([
+    ["title eq 'x'", 'unknown field title'],
+    ["source ne 'x'", 'unsupported operator ne'],
+    ["source eq 'x' or file_name eq 'y'", 'expected "and"'],
+    ['source eq x', 'expected a clause'],
+    ["source eq 'x' and", 'expected a clause'],
+    ["source eq 'unterminated", 'expected a clause'],
+  ])('refuses %s with a 400 naming the field', (expression, message) => {
+    try {
+      parseFilter(expression);
+      expect.unreachable();
+    } catch (e) {
+      expect(e).toBeInstanceOf(ApiError);
+      expect((e as ApiError).status).toBe(400);
+      expect((e as ApiError).details[0]?.field).toBe('settings.agent_parameters.index_filter_expression');
+      expect((e as ApiError).details[0]?.message).toContain(message);
+    }
+  });
+});
+
+describe('partitioning', () => {
+  const text = Array.from({ length: 300 }, (_, i) => `word${i}`).join(' ');
+
+  it('cuts windows of the size in tokens, each overlapping the last by the overlap', () => {
+    const parts = partitionText(text, { sizeTokens: 100, overlapTokens: 20 });
+    expect(parts.length).toBeGreaterThan(3);
+    for (const p of parts) expect(encode(p).length).toBeLessThanOrEqual(100);
+    // Consecutive partitions share text: the end of one starts the next.
+    for (let i = 1; i < parts.length; i++) {
+      const tail = (parts[i - 1] ?? '').split(' ').slice(-3).join(' ');
+      expect(parts[i]).toContain(tail);
+    }
+    expect(parts.join(' ')).toContain('word299');
+  });
+
+  it('keeps a short text whole and gives nothing for blank text', () => {
+    expect(partitionText('A short note.', { sizeTokens: 400, overlapTokens: 100 })).toEqual(['A short note.']);
+    expect(partitionText(' \n\n ', { sizeTokens: 400, overlapTokens: 100 })).toEqual([]);
+  });
+});
+
+describe('text extraction', () => {
+  it.each(Object.keys(TEXTS) as DocumentName[])('reads %s with its title', async (name) => {
+    const file = (await documentFiles())[name];
+    const extracted = await extractText(file.bytes, formatOf(name) ?? '', name);
+    expect(extracted.title).toBe(TITLES[name]);
+    // PDF text comes back in lines as drawn; the words are the document's.
+    expect(extracted.text.replace(/\s+/g, ' ')).toContain(TEXTS[name]);
+  });
+
+  it('refuses a corrupt PDF, text that is not UTF-8 and formats it does not read, with reasons', async () => {
+    await expect(extractText(CORRUPT_PDF, '.pdf', 'x.pdf')).rejects.toThrow(ExtractionError);
+    await expect(extractText(Buffer.from([0xff, 0xfe, 0x00, 0xc3]), '.txt', 'x.txt')).rejects.toThrow('not UTF-8');
+    await expect(extractText(Buffer.from('x'), '.exe', 'x.exe')).rejects.toThrow('.exe documents are not indexed');
+    await expect(extractText(Buffer.from('PK\u0003\u0004 not a zip'), '.docx', 'x.docx')).rejects.toThrow(ExtractionError);
+  });
+
+  it('reads the format from the name, or for a web page without one from its content type', () => {
+    expect(formatOf('docs/Report.PDF')).toBe('.pdf');
+    expect(formatOf('https://example.com/guide?x=1', 'text/html; charset=utf-8')).toBe('.html');
+    expect(formatOf('https://example.com/data.bin', 'application/octet-stream')).toBeUndefined();
+  });
+});
+
+describe('web source prefixes', () => {
+  it('allows a URL under a prefix of the same origin only', () => {
+    const prefixes = ['https://docs.example.com/guide/'];
+    expect(underPrefix('https://docs.example.com/guide/a.html', prefixes)).toBe(true);
+    expect(underPrefix('https://docs.example.com/other/a.html', prefixes)).toBe(false);
+    expect(underPrefix('https://docs.example.com.evil.test/guide/a.html', prefixes)).toBe(false);
+    expect(underPrefix('http://docs.example.com/guide/a.html', prefixes)).toBe(false);
+    expect(underPrefix('https://user:pw@docs.example.com/guide/a.html', prefixes)).toBe(false);
+    expect(underPrefix('not a url', prefixes)).toBe(false);
+  });
+});
+
+describe('the Cosmos DB vector search query', () => {
+  it('is one VectorDistance query, best first, with the index, the expiry and the filters in its WHERE clause', () => {
+    const q = vectorSearchQuery('docs', [0.1, 0.2], 5, { source: 'a.txt', file_name: 'a.txt' }, 1000);
+    expect(q.query).toBe(
+      'SELECT TOP 5 c.key, c.part, c.source, c.file_name, c.title, c.text, VectorDistance(c.vector, @vector) AS score ' +
+        "FROM c WHERE c.pk = @index AND c.kind = 'partition' AND c.expires_at > @now AND c.source = @source AND c.file_name = @file_name " +
+        'ORDER BY VectorDistance(c.vector, @vector)',
+    );
+    expect(q.parameters).toEqual([
+      { name: '@index', value: 'docs' },
+      { name: '@vector', value: [0.1, 0.2] },
+      { name: '@now', value: 1000 },
+      { name: '@source', value: 'a.txt' },
+      { name: '@file_name', value: 'a.txt' },
+    ]);
+  });
+});
