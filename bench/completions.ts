@@ -22,6 +22,55 @@ async function seed(app: BenchApp, llmUrl: string): Promise<void> {
   await post(p('Svc.Agent', 'agents', 'bench'), { name: 'bench', workflow_object_id: p('Svc.Agent', 'workflows', 'w'), conversation_history_settings: { enabled: true, max_history: 5 } });
 }
 
+export interface StageBench {
+  stage: string;
+  p50: number;
+  p99: number;
+  added: { p50: number; p99: number };
+}
+
+/**
+ * What each optional stage adds at concurrency 1 (CONTRACT 10.7), each against the same agent without it,
+ * alternating: shielding with the blocklist (100 terms and 5 expressions, before and after the model), and
+ * the prompt rewrite (one more model call).
+ */
+export async function benchStages(app: BenchApp): Promise<StageBench[]> {
+  const llm = await startMockLlm({ latencyMs: UPSTREAM_LATENCY_MS });
+  await seed(app, llm.url);
+  const p = (provider: string, type: string, name: string) => `/instances/${app.instanceId}/providers/${provider}/${type}/${name}`;
+  const post = async (path: string, body: Record<string, unknown>) => {
+    const r = await fetch(`${app.management}${path}`, { method: 'POST', headers: { ...app.auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    if (r.status !== 200) throw new Error(`${path}: ${r.status} ${await r.text()}`);
+  };
+  const blocklist = [...Array.from({ length: 100 }, (_, i) => `blocked phrase ${i}`), '/\\bpassw(or)?d\\b/i', '/\\b\\d{3}-\\d{2}-\\d{4}\\b/', '/api[_-]?key/i', '/secret\\s+project/i', '/drop\\s+table/i'];
+  await post(p('Svc.Configuration', 'appConfigurations', 'Svc:Shielding:Blocklist'), { name: 'Svc:Shielding:Blocklist', key: 'Svc:Shielding:Blocklist', value: JSON.stringify(blocklist) });
+  const workflow = p('Svc.Agent', 'workflows', 'w');
+  await post(p('Svc.Agent', 'agents', 'plain'), { name: 'plain', workflow_object_id: workflow });
+  const plugins = [{ plugin_name: 'Dotnet-Builtin-Blocklist' }];
+  await post(p('Svc.Agent', 'agents', 'blocklist'), { name: 'blocklist', workflow_object_id: workflow, shielding_settings: { pre_completion_plugins: plugins, post_completion_plugins: plugins } });
+  await post(p('Svc.Agent', 'agents', 'rewrite'), {
+    name: 'rewrite',
+    workflow_object_id: workflow,
+    text_rewrite_settings: {
+      user_prompt_rewrite_enabled: true,
+      user_prompt_rewrite_settings: { user_prompt_rewrite_ai_model_object_id: p('Svc.AIModel', 'aiModels', 'm'), user_prompt_rewrite_prompt_object_id: p('Svc.Prompt', 'prompts', 'p'), user_prompts_window_size: 0 },
+    },
+  });
+  const url = `${app.core}/instances/${app.instanceId}/completions`;
+  const request = (agent: string) => ({ url, method: 'POST' as const, headers: { ...app.auth, 'content-type': 'application/json' }, body: JSON.stringify({ user_prompt: 'How fast is this, with a few more words to screen?', agent_name: agent }) });
+  const stages: StageBench[] = [];
+  for (const [stage, agent] of [
+    ['shielding: blocklist before and after the model', 'blocklist'],
+    ['prompt rewrite (one more model call)', 'rewrite'],
+  ] as const) {
+    await paired(request('plain'), request(agent), 50);
+    const r = await paired(request('plain'), request(agent), 400);
+    stages.push({ stage, p50: r.b.p50, p99: r.b.p99, added: r.added });
+  }
+  await llm.close();
+  return stages;
+}
+
 export interface CompletionBench {
   rows: LoadResult[];
   added: { connections: number; p50: number; p99: number; ratio: number }[];

@@ -6,7 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { benchAnalytics } from './analytics.js';
 import { startBenchApp } from './app.js';
-import { benchCompletions, benchStreaming, type CompletionBench } from './completions.js';
+import { benchCompletions, benchStages, benchStreaming, type CompletionBench } from './completions.js';
 import { benchKnowledge } from './knowledge.js';
 import { load, report } from './load.js';
 
@@ -45,6 +45,17 @@ async function main() {
       if (store === 'embedded') {
         const streaming = await benchStreaming(app);
         console.log(`\nStreamed completion (model: first token after 50 ms, the rest over 500 ms), c=1: first delta event reaches the client ${streaming.p50} ms (p50) / ${streaming.p99} ms (p99) after the model's first token (target <= 5 ms: ${streaming.p50 <= 5 ? 'met' : 'MISSED'}); whole answer ${streaming.total} ms`);
+        console.log('\nStages of the pipeline, c=1, each against the same agent without it (no session):');
+        console.table(
+          (await benchStages(app)).map((st) => ({
+            stage: st.stage,
+            'p50 ms': st.p50,
+            'p99 ms': st.p99,
+            'added p50 ms': st.added.p50,
+            'added p99 ms': st.added.p99,
+            target: st.stage.startsWith('shielding') ? `added p50 <= 0.2 ms: ${st.added.p50 <= 0.2 ? 'met' : 'MISSED'}` : '',
+          })),
+        );
       }
       await app.close();
     }

@@ -11,6 +11,8 @@ import { fileURLToPath } from 'node:url';
 
 export interface ChatRequest {
   path: string;
+  /** Path and query string. */
+  url: string;
   headers: http.IncomingHttpHeaders;
   body: { model?: string; messages: { role: string; content: string }[]; [k: string]: unknown };
 }
@@ -250,7 +252,7 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number 
         res.writeHead(400).end();
         return;
       }
-      requests.push({ path, headers: req.headers, body });
+      requests.push({ path, url: req.url ?? '', headers: req.headers, body });
       const n = requests.length;
       res.on('close', () => {
         if (!res.writableFinished) aborted++;

@@ -11,11 +11,15 @@ import type { Services } from '../services.js';
 import { dayOf, type SessionDoc } from '../conversations/conversations.js';
 import type { FileDoc } from '../files/files.js';
 import type { Stored } from '../store/types.js';
-import { endpointView, type EndpointView } from '../models/endpoint.js';
+import { endpointView, MODEL_PROVIDERS, type EndpointView } from '../models/endpoint.js';
 import { CallCancelledError } from '../models/upstream-errors.js';
 import type { ChatMessage, ModelParameters } from '../models/wire.js';
+import { wireParameters, type ModelParametersFields } from '../models/parameters.js';
 import { costOf, recordUsage, type UsageDoc } from './usage.js';
 import { cacheSlot, type CacheSlot } from '../knowledge/cache.js';
+import { effectiveShielding } from '../providers/types/agent-settings.js';
+import { refusalMessage, screen, type Block } from '../shielding/plugins.js';
+import { rewritePrompt } from './rewrite.js';
 import { parseFilter } from '../knowledge/filter.js';
 import { knowledgeContext, PromptEmbeddings, retrieve, type Citation } from '../knowledge/retrieval.js';
 import type { Clause } from '../knowledge/vector-index.js';
@@ -102,7 +106,7 @@ async function chainOf(s: Services, agent: ResourceDoc): Promise<AgentChain> {
   const [model, prompt] = await Promise.all([get(workflow.main_ai_model_object_id, 'AI model'), get(workflow.main_prompt_object_id, 'prompt')]);
   if (model.model_type !== 'completion') throw notConfigured(agent.name, 'its AI model is not a completion model');
   const endpoint = endpointView(await get(model.api_endpoint_object_id, 'API endpoint'));
-  if (!endpoint) throw notConfigured(agent.name, 'its API endpoint configuration is not valid');
+  if (!endpoint || !MODEL_PROVIDERS.includes(endpoint.provider)) throw notConfigured(agent.name, 'its API endpoint configuration is not valid for a model');
   return { agent, prompt, model, endpoint };
 }
 
@@ -168,52 +172,31 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
   const deployment = String(chain.model.deployment_name);
 
   const recorded = sessionId && options.mayRepeat ? await s.conversations.recordedAnswer(principal.upn, operationId) : undefined;
-  let answer: { content: string; promptTokens: number; completionTokens: number };
-  let citations: Citation[] = [];
-  const analysis: unknown[] = [];
-  let cache: CacheSlot | undefined;
+  let answer: Answer;
   if (recorded) {
     const usage = await s.store.container<UsageDoc>('usage').read(ownerKey(principal.upn), operationId);
-    answer = { content: recorded.text, promptTokens: usage?.prompt_tokens ?? 0, completionTokens: recorded.tokens };
+    const promptTokens = usage?.prompt_tokens ?? 0;
+    answer = { content: recorded.text, promptTokens, completionTokens: recorded.tokens, cost: usage?.cost ?? costOf(chain.model, promptTokens, recorded.tokens), citations: [], analysis: [] };
   } else {
-    const embeddings = new PromptEmbeddings(request.user_prompt, options.signal);
-    const parameters = modelParameters(chain.model, request);
-    const topN = request.settings?.agent_parameters?.index_top_n;
-    cache = await cacheSlot(s, agent, await personal(s, admitted), embeddings, { filter: admitted.filter, topN, parameters, deployment });
-    const hit = await cache?.lookup().catch((e: unknown) => s.log.warn('The semantic cache could not be read', { error: e instanceof Error ? e.message : String(e) }));
-    if (hit) {
-      // Nothing is stored again for an answer that came from the cache.
-      cache = undefined;
-      answer = { content: hit.completion, promptTokens: 0, completionTokens: 0 };
-      citations = hit.citations;
-      analysis.push({ type: 'semantic_cache_hit', similarity: hit.similarity });
-      options.onDelta?.(hit.completion);
-    } else {
-      let streamed = 0;
-      try {
-        citations = await retrieve(s, agent, embeddings, admitted.filter, topN);
-        const messages = await buildMessages(s, request, chain, session, admitted.attachments, citations);
-        const onDelta = options.onDelta;
-        answer = onDelta
-          ? await s.models.stream(chain.endpoint, deployment, messages, parameters, (text) => (streamed++, onDelta(text)), options.signal)
-          : await s.models.complete(chain.endpoint, deployment, messages, parameters, options.signal);
-      } catch (e) {
-        // A failed or cancelled operation is recorded too, so analytics can tell error rates. A cancelled
-        // stream's completion tokens are estimated by its pieces (about a token each).
-        const cancelled = e instanceof CallCancelledError;
-        await recordUsage(s.store.container<UsageDoc>('usage'), {
-          ...usageBase(principal, operationId, sessionId, agent.name, deployment, new Date().toISOString(), started),
-          ...(cancelled ? { status: 'Cancelled', completion_tokens: streamed, total_tokens: streamed } : { status: 'Failed', error_code: e instanceof ApiError ? e.code : 'Error' }),
-        });
-        throw e;
-      }
+    const progress = { streamed: 0 };
+    try {
+      answer = await produceAnswer(s, admitted, chain, options, progress);
+    } catch (e) {
+      // A failed or cancelled operation is recorded too, so analytics can tell error rates. A cancelled
+      // stream's completion tokens are estimated by its pieces (about a token each).
+      const cancelled = e instanceof CallCancelledError;
+      await recordUsage(s.store.container<UsageDoc>('usage'), {
+        ...usageBase(principal, operationId, sessionId, agent.name, deployment, new Date().toISOString(), started),
+        ...(cancelled ? { status: 'Cancelled', completion_tokens: progress.streamed, total_tokens: progress.streamed } : { status: 'Failed', error_code: e instanceof ApiError ? e.code : 'Error' }),
+      });
+      throw e;
     }
   }
 
   // Strictly after the user message, so that the turn keeps its order even when the model answered at once.
   const completedAt = new Date(Math.max(Date.now(), started + 1)).toISOString();
   const total = answer.promptTokens + answer.completionTokens;
-  const cost = costOf(chain.model, answer.promptTokens, answer.completionTokens);
+  const cost = answer.cost;
   try {
     await options.beforeRecord?.();
   } catch (e) {
@@ -246,24 +229,96 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
       completion_tokens: answer.completionTokens,
       total_tokens: total,
       cost,
-      status: 'Completed',
+      ...(answer.block ? { status: 'Blocked', shielding: { plugin_name: answer.block.plugin_name, stage: answer.block.stage, verdict: answer.block.verdict } } : { status: 'Completed' }),
     }),
     recorded ? undefined : s.quotas.recordTokens(principal, agent.name, total),
-    cache?.store({ completion: answer.content, citations }).catch((e: unknown) => s.log.warn('The semantic cache could not be written', { error: e instanceof Error ? e.message : String(e) })),
+    answer.cache?.store({ completion: answer.content, citations: answer.citations }).catch(warned(s, 'The semantic cache could not be written')),
   ]);
   return {
     operation_id: operationId,
     user_prompt: request.user_prompt,
     completion: answer.content,
     content: [{ type: 'text', value: answer.content }],
-    citations,
-    analysis_results: analysis,
+    citations: answer.citations,
+    analysis_results: answer.analysis,
     user_prompt_embedding: [],
     prompt_tokens: answer.promptTokens,
     completion_tokens: answer.completionTokens,
     total_tokens: total,
     total_cost: cost,
   };
+}
+
+/** What a turn answers, with what it cost and what it found. */
+interface Answer {
+  content: string;
+  promptTokens: number;
+  completionTokens: number;
+  cost: number;
+  citations: Citation[];
+  analysis: unknown[];
+  /** Where to store the answer for similar prompts (a cache miss of a request that may be cached). */
+  cache?: CacheSlot;
+  /** The shield that blocked the turn. */
+  block?: Block;
+}
+
+const warned = (s: Services, what: string) => (e: unknown) => s.log.warn(what, { error: e instanceof Error ? e.message : String(e) });
+
+/**
+ * The stages of a turn (CONTRACT 10.6, 10.7): pre-completion shields on the typed prompt; the prompt rewrite;
+ * the semantic cache; retrieval; the model; post-completion shields on the answer. A streamed answer is
+ * streamed as the model produces it only when no post-completion shield has to pass it first.
+ */
+async function produceAnswer(s: Services, admitted: Admitted, chain: AgentChain, options: RunOptions, progress: { streamed: number }): Promise<Answer> {
+  const { request, agent, session } = admitted;
+  const shields = effectiveShielding(agent as Parameters<typeof effectiveShielding>[0]);
+  const refused = async (block: Block, spent: Omit<Answer, 'content' | 'analysis' | 'citations'>): Promise<Answer> => {
+    const content = await refusalMessage(s);
+    options.onDelta?.(content);
+    const { cache: _notStored, ...rest } = spent as Answer;
+    return { ...rest, content, citations: [], analysis: [block], block };
+  };
+
+  const preBlock = shields.pre.length > 0 ? await screen(s, shields.pre, 'pre', request.user_prompt, options.signal) : undefined;
+  if (preBlock) return refused(preBlock, { promptTokens: 0, completionTokens: 0, cost: 0 });
+
+  const rewritten = await rewritePrompt(s, agent, session, request.user_prompt, options.signal);
+  const prompt = rewritten?.prompt ?? request.user_prompt;
+  const spent = { promptTokens: rewritten?.promptTokens ?? 0, completionTokens: rewritten?.completionTokens ?? 0, cost: rewritten?.cost ?? 0 };
+  const embeddings = new PromptEmbeddings(prompt, options.signal);
+  const parameters = modelParameters(chain.model, request);
+  const topN = request.settings?.agent_parameters?.index_top_n;
+  const deployment = String(chain.model.deployment_name);
+  const screenAnswer = shields.post.length > 0;
+  const cache = await cacheSlot(s, agent, await personal(s, admitted), embeddings, { filter: admitted.filter, topN, parameters, deployment });
+  const hit = await cache?.lookup().catch(warned(s, 'The semantic cache could not be read'));
+
+  let answer: Answer;
+  if (hit) {
+    answer = { content: hit.completion, ...spent, citations: hit.citations, analysis: [{ type: 'semantic_cache_hit', similarity: hit.similarity }] };
+  } else {
+    const citations = await retrieve(s, agent, embeddings, admitted.filter, topN);
+    const messages = await buildMessages(s, prompt, chain, session, admitted.attachments, citations);
+    const onDelta = screenAnswer ? undefined : options.onDelta;
+    const reply = onDelta
+      ? await s.models.stream(chain.endpoint, deployment, messages, parameters, (text) => (progress.streamed++, onDelta(text)), options.signal)
+      : await s.models.complete(chain.endpoint, deployment, messages, parameters, options.signal);
+    answer = {
+      content: reply.content,
+      promptTokens: spent.promptTokens + reply.promptTokens,
+      completionTokens: spent.completionTokens + reply.completionTokens,
+      cost: spent.cost + costOf(chain.model, reply.promptTokens, reply.completionTokens),
+      citations,
+      analysis: [],
+      ...(cache ? { cache } : {}),
+    };
+  }
+  const postBlock = screenAnswer ? await screen(s, shields.post, 'post', answer.content, options.signal) : undefined;
+  if (postBlock) return refused(postBlock, answer);
+  // Not streamed as it came: a cached answer, or one that had to pass the shields first.
+  if (hit || screenAnswer) options.onDelta?.(answer.content);
+  return answer;
 }
 
 function usageBase(principal: Principal, operationId: string, sessionId: string | undefined, agentName: string, deployment: string, at: string, started: number) {
@@ -286,15 +341,9 @@ function usageBase(principal: Principal, operationId: string, sessionId: string 
   };
 }
 
-/** The model's parameters, overridden by the request's `settings.model_parameters`. */
+/** The model's request fields, with the request's `settings.model_parameters` over its sampling parameters. */
 function modelParameters(model: ResourceDoc, request: CompletionRequest): ModelParameters {
-  const configured = (model.model_parameters ?? {}) as { temperature?: number; max_new_tokens?: number; top_p?: number };
-  const merged = { ...configured, ...request.settings?.model_parameters };
-  return {
-    ...(merged.temperature !== undefined ? { temperature: merged.temperature } : {}),
-    ...(merged.max_new_tokens !== undefined ? { max_tokens: merged.max_new_tokens } : {}),
-    ...(merged.top_p !== undefined ? { top_p: merged.top_p } : {}),
-  };
+  return wireParameters(model.model_parameters as ModelParametersFields | undefined, request.settings?.model_parameters);
 }
 
 /** Whether the answer may depend on something of the caller's own: session history or attachments. */
@@ -306,7 +355,7 @@ async function personal(s: Services, admitted: Admitted): Promise<boolean> {
 /** System prompt, retrieved knowledge, history (when enabled, last max_history turns), attachments as context, the prompt. */
 async function buildMessages(
   s: Services,
-  request: CompletionRequest,
+  prompt: string,
   chain: AgentChain,
   session: Stored<SessionDoc> | undefined,
   attachments: readonly FileDoc[],
@@ -324,7 +373,7 @@ async function buildMessages(
   const attached = attachments.length > 0 ? await s.files.textContext(attachments) : [];
   const context = attached.map((f) => `Attached file "${f.name}":\n${f.text}`).join('\n\n');
   const suffix = typeof chain.prompt.suffix === 'string' && chain.prompt.suffix.length > 0 ? `\n\n${chain.prompt.suffix}` : '';
-  messages.push({ role: 'user', content: `${context ? `${context}\n\n` : ''}${request.user_prompt}${suffix}` });
+  messages.push({ role: 'user', content: `${context ? `${context}\n\n` : ''}${prompt}${suffix}` });
   return messages;
 }
 

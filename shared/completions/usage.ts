@@ -19,8 +19,10 @@ export interface UsageDoc extends Doc {
    * Failed records (the model call failed) carry no tokens; analytics derives error rates from them.
    * Cancelled ones (the client went away mid-stream) carry the tokens streamed until then.
    */
-  status: 'Completed' | 'Failed' | 'Cancelled';
+  /** Blocked: a shield refused the prompt or the answer (`shielding` says which and where). */
+  status: 'Completed' | 'Failed' | 'Cancelled' | 'Blocked';
   error_code?: string;
+  shielding?: { plugin_name: string; stage: 'pre' | 'post'; verdict: 'blocked' };
 }
 
 /**

@@ -1,6 +1,6 @@
 // An embedding AI model as pipelines, retrieval and the semantic cache call it: the model resource, its API
 // endpoint and the vector length asked for, read through the resource cache.
-import { endpointView } from '../models/endpoint.js';
+import { endpointView, MODEL_PROVIDERS } from '../models/endpoint.js';
 import type { Services } from '../services.js';
 
 /** Inputs per embeddings request: well under every provider's limit (2,048 for OpenAI). */
@@ -19,7 +19,7 @@ export async function embedderFor(s: Services, modelObjectId: unknown, dimension
   if (model.model_type !== 'embedding') return `AI model ${model.name} is not an embedding model`;
   const endpointDoc = typeof model.api_endpoint_object_id === 'string' ? await s.resourceCache.get(model.api_endpoint_object_id) : undefined;
   const endpoint = endpointDoc && endpointView(endpointDoc);
-  if (!endpoint) return `the API endpoint of AI model ${model.name} is missing or not valid`;
+  if (!endpoint || !MODEL_PROVIDERS.includes(endpoint.provider)) return `the API endpoint of AI model ${model.name} is missing or not a model endpoint`;
   const deployment = String(model.deployment_name);
   return {
     version: `${model.object_id}@${model.updated_on}/${dimensions ?? 'default'}`,

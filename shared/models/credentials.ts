@@ -49,7 +49,8 @@ export class ModelCredentials {
     if (e.authenticationType === 'APIKey') {
       const key = e.secretName ? this.secret(e.secretName) : undefined;
       if (!key) throw misconfigured(`The API key of the model endpoint (secret ${e.secretName ?? '?'}) is not configured`);
-      return e.provider === 'azure-openai' ? { 'api-key': key } : { authorization: `Bearer ${key}` };
+      if (e.provider === 'azure-openai') return { 'api-key': key };
+      return e.provider === 'azure-content-safety' ? { 'ocp-apim-subscription-key': key } : { authorization: `Bearer ${key}` };
     }
     const problem = identityProblem(e.url, e.scope, this.allowed);
     if (problem) throw misconfigured(`The model endpoint cannot use a managed identity: ${problem}`);

@@ -5,7 +5,9 @@ import { SECRET_NAME, SECRET_NAME_RULE } from '../config.js';
 import { urlProblem } from '../net/outbound.js';
 import type { ResourceDoc } from '../providers/resource-type.js';
 
-export const PROVIDERS = ['openai', 'azure-openai'] as const;
+export const PROVIDERS = ['openai', 'azure-openai', 'azure-content-safety'] as const;
+/** Providers that serve chat completions and embeddings; `azure-content-safety` serves shielding. */
+export const MODEL_PROVIDERS: readonly string[] = ['openai', 'azure-openai'];
 
 /** A model endpoint URL (CONTRACT 10.1): http(s), no credentials, never link-local or a platform address. */
 export const ModelEndpointUrl = z.string().superRefine((v, ctx) => {

@@ -129,6 +129,14 @@ export class ModelGateway {
     );
   }
 
+  /**
+   * A JSON POST to another API of an endpoint (Azure AI Content Safety), with the same authentication,
+   * deadline, retries and size cap as model calls; the answer is the decoded body, not yet checked.
+   */
+  postJson(endpoint: EndpointView, url: string, payload: unknown, signal?: AbortSignal): Promise<unknown> {
+    return this.post(endpoint, url, payload, signal, async (response) => decode(await readCapped(response.body, response.headers['content-length'], this.options.maxResponseBytes)));
+  }
+
   /** A client span around a call; trace context and baggage travel to the model in headers. */
   private traced<T extends { promptTokens: number; completionTokens?: number }>(deployment: string, operation: 'chat' | 'embeddings', call: () => Promise<T>): Promise<T> {
     const attributes = { 'gen_ai.operation.name': operation, 'gen_ai.request.model': deployment };

@@ -8,11 +8,15 @@ export interface ChatMessage {
   content: string;
 }
 
-/** Sampling parameters of one call (spec 2.2 names mapped to the wire names). */
+/**
+ * Request fields of one call beyond the messages, in their wire names: sampling parameters (spec 2.2 names
+ * mapped), the provider-specific fields configured on the AI model, and its pass-through fields.
+ */
 export interface ModelParameters {
   temperature?: number;
   max_tokens?: number;
   top_p?: number;
+  [field: string]: unknown;
 }
 
 export interface ModelAnswer {

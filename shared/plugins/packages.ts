@@ -14,6 +14,8 @@ import { updateDocument } from '../store/update.js';
 import { readArchive } from './archive.js';
 import { Manifest, NamePart, SemanticVersion, packageName, pluginName, RUNTIMES, type Runtime } from './manifest.js';
 
+import { builtinPlugins } from '../shielding/plugins.js';
+
 export const PACKAGES_PK = 'Svc.Platform/pluginPackages';
 
 /** The `resource` of an upload, or the body of a deploy (with package_store_type). */
@@ -247,8 +249,9 @@ export class PluginPackages {
   }
 
   /** Plugins of every package's current version. */
+  /** The plugins of every package's current version, after the built-in ones (shielding). */
   async plugins() {
-    return (await this.list()).flatMap((p) => {
+    return [...builtinPlugins(this.instanceId), ...(await this.list()).flatMap((p) => {
       const current = p.versions.find((v) => v.package_version === p.current_version);
       return (current?.manifest.plugins ?? []).map((plugin) => {
         const name = pluginName(p.package_runtime, p.package_name, plugin.name);
@@ -265,7 +268,7 @@ export class PluginPackages {
           dependencies: plugin.dependencies,
         };
       });
-    });
+    })];
   }
 
   /** Whether a store is configured, reachable and readable, and what it holds. */

@@ -8,6 +8,7 @@ import type { Services } from '../services.js';
 import { updateDocument } from '../store/update.js';
 import { objectIdOf, partitionOf, resourceId, type ResourceDoc } from './resource-type.js';
 import { WRITABLE_SCALARS, WRITABLE_SETTINGS } from './types/agent-settings.js';
+import { checkAgentLinks } from './types/agent-links.js';
 import { agents, grant } from './types/agent.js';
 
 export const READ_ONLY_PROPERTIES = ['object_id', 'type', 'name', 'created_on', 'created_by', 'deleted', 'workflow', 'tools', 'virtual_security_group_id'] as const;
@@ -104,6 +105,7 @@ export async function setProperties(s: Services, principal: Principal, agentName
   if (problems.length > 0) throw badRequest(`Invalid property values: ${problems.join('; ')}`);
 
   const agent = await loadAgent(s, principal, agentName, 'write');
+  await checkAgentLinks(s, values);
   const newOwner = typeof values.owner_user_id === 'string' && values.owner_user_id !== agent.owner_user_id ? values.owner_user_id : undefined;
   if (newOwner !== undefined && !(await s.authorizer.hasRole(principal, ROLE_IDS.owner, agent.object_id))) {
     throw forbidden('Changing owner_user_id needs the Owner role on the agent');

@@ -35,8 +35,10 @@ export class ResourceCache {
     return live;
   }
 
+  /** Forgets a resource, and every lookup by field (the resource may now answer one, or no longer). */
   invalidate(objectId: string): void {
     this.entries.delete(objectId.toLowerCase());
+    this.queries.clear();
   }
 
   /**
@@ -61,8 +63,4 @@ export class ResourceCache {
     return items[0];
   }
 
-  /** Forgets every lookup by field (a resource of a looked-up type changed here). */
-  invalidateQueries(): void {
-    this.queries.clear();
-  }
 }

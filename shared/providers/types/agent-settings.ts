@@ -28,7 +28,7 @@ export const TextRewriteSettings = onlyWhenEnabled(
       .object({
         user_prompt_rewrite_ai_model_object_id: ObjectId,
         user_prompt_rewrite_prompt_object_id: ObjectId,
-        user_prompts_window_size: z.number().int().positive(),
+        user_prompts_window_size: z.number().int().min(0).describe('Earlier user prompts of the session the rewrite model reads (0: only the new one)'),
       })
       .strict()
       .nullish(),

@@ -5,6 +5,7 @@ import { ROLE_ASSIGNMENTS_PK, type RoleAssignmentDoc } from '../../auth/rbac.js'
 import { ROLE_IDS, roleDefinitionPath } from '../../auth/roles.js';
 import { definition, type HookContext, type ResourceDoc, type ResourceType } from '../resource-type.js';
 import { GatekeeperSettings, WRITABLE_SCALARS, WRITABLE_SETTINGS } from './agent-settings.js';
+import { checkAgentLinks } from './agent-links.js';
 
 const { display_name: _d, description: _s, ...scalars } = WRITABLE_SCALARS;
 
@@ -61,6 +62,7 @@ export const agents: ResourceType = {
   segment: 'agents',
   type: 'agent',
   schema: AgentDefinition,
+  validate: (definition, { services }) => checkAgentLinks(services, definition),
   computed: (_definition, existing, ctx) => ({
     // Stable for the agent's life: every access token of the agent shares it (spec 2.10).
     virtual_security_group_id: existing?.virtual_security_group_id ?? randomUUID(),

@@ -6,9 +6,19 @@ import { dropPipelineDocuments } from '../../knowledge/runs.js';
 import { savedUrlProblem } from '../../net/outbound.js';
 import { allowedScopes, identityProblem } from '../../models/credentials.js';
 import { ApiEndpointFields, checkEndpoint } from '../../models/endpoint.js';
+import { ModelParametersFields } from '../../models/parameters.js';
 import { brandingProblem } from '../branding.js';
 import { APP_CONFIG_PK } from '../settings.js';
 import { definition, type HookContext, type ResourceType } from '../resource-type.js';
+import { BLOCKLIST_SETTING, compileBlocklist } from '../../shielding/blocklist.js';
+import { checkWorkflowLinks } from './agent-links.js';
+
+/** Settings the service reads whose values have rules (shielding's blocklist). */
+function settingProblem(key: string, value: string): string | undefined {
+  if (key !== BLOCKLIST_SETTING) return undefined;
+  const list = compileBlocklist(value);
+  return typeof list === 'string' ? list : undefined;
+}
 
 const ObjectId = z.string().regex(/^\/instances\/[^/]+\/providers\/Svc\.[A-Za-z]+\/[A-Za-z]+\/[^/]+$/, 'must be a resource object id');
 
@@ -22,6 +32,7 @@ export const workflows: ResourceType = {
     main_ai_model_object_id: ObjectId,
     main_prompt_object_id: ObjectId,
   }),
+  validate: (definition, { services }) => checkWorkflowLinks(services, definition),
 };
 
 /** Knowledge index names (CONTRACT 10.6): letters, digits, `-` and `_`. */
@@ -105,7 +116,6 @@ export const dataPipelines: ResourceType = {
     partition_size_tokens: z.number().int().min(16).max(8192).default(400),
     partition_overlap_tokens: z.number().int().min(0).max(8191).default(100),
   }).refine((d) => d.partition_overlap_tokens < d.partition_size_tokens, { path: ['partition_overlap_tokens'], message: 'must be less than partition_size_tokens' }),
-  afterChange: (_doc, { services }) => services.resourceCache.invalidateQueries(),
   // A purged pipeline takes what it indexed with it.
   afterPurge: (doc, { services }) => dropPipelineDocuments(services, doc),
 };
@@ -144,10 +154,7 @@ export const aiModels: ResourceType = {
     model_type: z.enum(['completion', 'embedding']),
     deployment_name: z.string().min(1),
     api_endpoint_object_id: ObjectId,
-    model_parameters: z
-      .object({ temperature: z.number().min(0).max(1).optional(), max_new_tokens: z.number().int().positive().optional(), top_p: z.number().min(0).max(1).optional() })
-      .strict()
-      .optional(),
+    model_parameters: ModelParametersFields.optional(),
     /** Prices used for `total_cost` (currency of your choice, per 1,000 tokens); 0 when absent. */
     cost_per_1k_prompt_tokens: z.number().min(0).optional(),
     cost_per_1k_completion_tokens: z.number().min(0).optional(),
@@ -161,7 +168,7 @@ export const appConfigurations: ResourceType = {
   schema: definition('app-configuration', { key: z.string().min(1), value: z.string(), content_type: z.string().optional() })
     .refine((d) => d.key === d.name, { path: ['key'], message: 'key must equal the resource name' })
     .superRefine((d, ctx) => {
-      const problem = brandingProblem(d.key, d.value);
+      const problem = brandingProblem(d.key, d.value) ?? settingProblem(d.key, d.value);
       if (problem) ctx.addIssue({ code: 'custom', path: ['value'], message: `${d.key} ${problem}` });
     }),
   afterChange: (doc, { services }) => {

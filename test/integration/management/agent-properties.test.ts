@@ -177,9 +177,9 @@ describe('agent property actions', () => {
     expect((await app.call('POST', agentUrl('legacy'), { body: legacy })).status).toBe(200);
     const stored = ((await app.call('GET', agentUrl('legacy'))).body as { resource: Parameters<typeof effectiveShielding>[0] }).resource;
     expect(effectiveShielding(stored)).toEqual({ pre: ['ContentSafety'], post: ['ContentSafety'] });
-    await set('legacy', { properties: { shielding_settings: { pre_completion_plugins: [{ plugin_name: 'PromptShield' }] } } });
+    await set('legacy', { properties: { shielding_settings: { pre_completion_plugins: [{ plugin_name: 'Dotnet-Builtin-Blocklist' }] } } });
     const updated = ((await app.call('GET', agentUrl('legacy'))).body as { resource: Parameters<typeof effectiveShielding>[0] }).resource;
-    expect(effectiveShielding(updated)).toEqual({ pre: ['PromptShield'], post: [] });
+    expect(effectiveShielding(updated)).toEqual({ pre: ['Dotnet-Builtin-Blocklist'], post: [] });
     await set('legacy', { properties: { shielding_settings: null } });
     const off = ((await app.call('GET', agentUrl('legacy'))).body as { resource: Parameters<typeof effectiveShielding>[0] }).resource;
     expect(effectiveShielding(off)).toEqual({ pre: [], post: [] });

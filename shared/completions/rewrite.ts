@@ -1,0 +1,62 @@
+// Prompt rewrite (CONTRACT 10.7): with `text_rewrite_settings` enabled, the rewrite model reads the rewrite
+// prompt's prefix as its system message and the session's last `user_prompts_window_size` user prompts plus
+// the new one; its answer replaces the user prompt for retrieval, the cache and the main call. The recorded
+// user message keeps what the user typed; the rewrite's tokens and cost count in the turn's usage.
+import { validationError } from '../http/errors.js';
+import { endpointView, MODEL_PROVIDERS } from '../models/endpoint.js';
+import { UpstreamError } from '../models/upstream-errors.js';
+import type { ChatMessage } from '../models/wire.js';
+import type { ResourceDoc } from '../providers/resource-type.js';
+import type { Services } from '../services.js';
+import type { SessionDoc } from '../conversations/conversations.js';
+import type { Stored } from '../store/types.js';
+import { costOf } from './usage.js';
+
+interface RewriteSettings {
+  user_prompt_rewrite_enabled?: boolean;
+  user_prompt_rewrite_settings?: { user_prompt_rewrite_ai_model_object_id: string; user_prompt_rewrite_prompt_object_id: string; user_prompts_window_size: number } | null;
+}
+
+export interface Rewritten {
+  prompt: string;
+  promptTokens: number;
+  completionTokens: number;
+  cost: number;
+}
+
+const notReady = (agent: string, what: string) => validationError([{ field: 'agent_name', message: `Agent ${agent} cannot rewrite prompts: ${what}` }]);
+
+/** The rewritten prompt, or undefined when the agent does not rewrite. */
+export async function rewritePrompt(s: Services, agent: ResourceDoc, session: Stored<SessionDoc> | undefined, prompt: string, signal?: AbortSignal): Promise<Rewritten | undefined> {
+  const settings = (agent.text_rewrite_settings as RewriteSettings | null | undefined)?.user_prompt_rewrite_enabled ? (agent.text_rewrite_settings as RewriteSettings).user_prompt_rewrite_settings : undefined;
+  if (!settings) return undefined;
+  const [model, rewritePrompt] = await Promise.all([s.resourceCache.get(settings.user_prompt_rewrite_ai_model_object_id), s.resourceCache.get(settings.user_prompt_rewrite_prompt_object_id)]);
+  if (!model || model.model_type !== 'completion') throw notReady(agent.name, 'its rewrite model is missing or not a completion model');
+  if (!rewritePrompt) throw notReady(agent.name, 'its rewrite prompt is missing');
+  const endpointDoc = typeof model.api_endpoint_object_id === 'string' ? await s.resourceCache.get(model.api_endpoint_object_id) : undefined;
+  const endpoint = endpointDoc && endpointView(endpointDoc);
+  if (!endpoint || !MODEL_PROVIDERS.includes(endpoint.provider)) throw notReady(agent.name, "its rewrite model's API endpoint is missing or not a model endpoint");
+
+  const window = settings.user_prompts_window_size;
+  // Turns alternate, so the last 2n messages hold the last n user prompts.
+  const earlier = session && window > 0 ? (await s.conversations.recentHistory(session, window * 2)).filter((m) => m.sender === 'User').slice(-window) : [];
+  const messages: ChatMessage[] = [
+    ...(typeof rewritePrompt.prefix === 'string' && rewritePrompt.prefix.length > 0 ? [{ role: 'system' as const, content: rewritePrompt.prefix }] : []),
+    ...earlier.map((m) => ({ role: 'user' as const, content: m.text })),
+    { role: 'user', content: prompt },
+  ];
+  try {
+    const answer = await s.models.complete(endpoint, String(model.deployment_name), messages, {}, signal);
+    const rewritten = answer.content.trim();
+    return {
+      // An empty rewrite would lose the question: the typed prompt stands.
+      prompt: rewritten.length > 0 ? rewritten : prompt,
+      promptTokens: answer.promptTokens,
+      completionTokens: answer.completionTokens,
+      cost: costOf(model, answer.promptTokens, answer.completionTokens),
+    };
+  } catch (e) {
+    if (e instanceof UpstreamError) throw new UpstreamError(e.status, e.code, `The prompt rewrite model failed: ${e.message}`, e.retryable, e.retryAfterMs, e.permanent);
+    throw e;
+  }
+}

@@ -1,0 +1,112 @@
+// The shielding plugin runtime (CONTRACT 10.7): the built-in plugins of the `Shielding` category, listed under
+// the package `Dotnet-Builtin`, and the screening of a text by an agent's plugins in order. A plugin that
+// cannot answer (unreachable, slow, a bad answer, a broken list) fails closed: the completion is refused
+// with 503 ShieldingUnavailable and nothing unscreened goes on.
+import { ApiError, validationError } from '../http/errors.js';
+import { UpstreamError } from '../models/upstream-errors.js';
+import type { Services } from '../services.js';
+import { BLOCKLIST_SETTING, cachedBlocklist } from './blocklist.js';
+import { contentSafetyEndpoint, promptShield } from './prompt-shield.js';
+
+export type Stage = 'pre' | 'post';
+export type Verdict = { verdict: 'allowed' } | { verdict: 'blocked'; reason: string };
+
+export const BUILTIN_PACKAGE = 'Dotnet-Builtin';
+export const REFUSAL_SETTING = 'Svc:Shielding:RefusalMessage';
+export const DEFAULT_REFUSAL = 'The request was blocked by the content policy.';
+
+interface ShieldPlugin {
+  name: string;
+  display_name: string;
+  description: string;
+  /** Why the plugin cannot run here, or undefined (checked when an agent naming it is saved). */
+  unavailable(s: Services): Promise<string | undefined>;
+  screen(s: Services, stage: Stage, text: string, signal?: AbortSignal): Promise<Verdict>;
+}
+
+const blocklistOf = cachedBlocklist();
+
+const PLUGINS: readonly ShieldPlugin[] = [
+  {
+    name: `${BUILTIN_PACKAGE}-Blocklist`,
+    display_name: 'Blocklist',
+    description: `Blocks texts containing a term or matching a /regular expression/ of the app configuration ${BLOCKLIST_SETTING} (a JSON array of strings)`,
+    unavailable: () => Promise.resolve(undefined),
+    async screen(s, _stage, text) {
+      const list = blocklistOf(await s.settings.get(BLOCKLIST_SETTING));
+      if (typeof list === 'string') throw new Error(`${BLOCKLIST_SETTING} ${list}`);
+      const entry = list.match(text);
+      return entry === undefined ? { verdict: 'allowed' } : { verdict: 'blocked', reason: `matches the blocklist entry ${entry}` };
+    },
+  },
+  {
+    name: `${BUILTIN_PACKAGE}-PromptShield`,
+    display_name: 'Prompt Shield',
+    description: 'Azure AI Content Safety: Prompt Shields on the user prompt, text analysis on the answer (API endpoint configuration with provider azure-content-safety)',
+    async unavailable(s) {
+      return (await contentSafetyEndpoint(s)) ? undefined : 'it needs an API endpoint configuration with provider azure-content-safety';
+    },
+    screen: promptShield,
+  },
+];
+
+const byName = new Map(PLUGINS.map((p) => [p.name.toLowerCase(), p]));
+
+/** The built-in plugins as `GET .../plugins` lists them. */
+export function builtinPlugins(instanceId: string) {
+  return PLUGINS.map((p) => ({
+    type: 'plugin' as const,
+    name: p.name,
+    object_id: `/instances/${instanceId}/providers/Svc.Platform/plugins/${p.name}`,
+    display_name: p.display_name,
+    description: p.description,
+    category: 'Shielding',
+    plugin_package_object_id: `/instances/${instanceId}/providers/Svc.Platform/pluginPackages/${BUILTIN_PACKAGE}`,
+    parameters: [],
+    parameter_selection_hints: {},
+    dependencies: [],
+  }));
+}
+
+/** 400 naming the first plugin of the lists that cannot run here. */
+export async function checkRunnable(s: Services, field: string, names: readonly string[]): Promise<void> {
+  for (const [i, name] of names.entries()) {
+    const plugin = byName.get(name.toLowerCase());
+    const problem = plugin ? await plugin.unavailable(s) : `${name} is not a shielding plugin this service can run (built in: ${PLUGINS.map((p) => p.name).join(', ')})`;
+    if (problem) throw validationError([{ field: `${field}[${i}].plugin_name`, message: plugin ? `${name} cannot run: ${problem}` : problem }]);
+  }
+}
+
+export interface Block {
+  type: 'shielding';
+  plugin_name: string;
+  stage: Stage;
+  verdict: 'blocked';
+  reason: string;
+}
+
+const unavailable = (plugin: string, why: string) => new ApiError(503, 'ShieldingUnavailable', `Shielding could not screen the text: ${plugin} ${why}; nothing unscreened was passed on`);
+
+/** Runs the plugins in order on the text; the first block, or undefined when every plugin allows it. */
+export async function screen(s: Services, names: readonly string[], stage: Stage, text: string, signal?: AbortSignal): Promise<Block | undefined> {
+  for (const name of names) {
+    const plugin = byName.get(name.toLowerCase());
+    // Saved agents name runnable plugins; one removed since (or an obsolete gatekeeper option) is not run.
+    if (!plugin) continue;
+    let verdict: Verdict;
+    try {
+      verdict = await plugin.screen(s, stage, text, signal);
+    } catch (e) {
+      if (signal?.aborted) throw e;
+      const why = e instanceof UpstreamError ? `failed (${e.code}: ${e.message})` : `failed (${e instanceof Error ? e.message : String(e)})`;
+      throw unavailable(plugin.name, why);
+    }
+    if (verdict.verdict === 'blocked') return { type: 'shielding', plugin_name: plugin.name, stage, verdict: 'blocked', reason: verdict.reason };
+  }
+  return undefined;
+}
+
+/** What a blocked completion answers (the app configuration, or the default). */
+export async function refusalMessage(s: Services): Promise<string> {
+  return (await s.settings.get(REFUSAL_SETTING)) ?? DEFAULT_REFUSAL;
+}
