@@ -30,6 +30,19 @@ const Message = z
     operation_id: z.string(),
     rating: z.boolean().nullable().optional(),
     rating_comments: z.string().nullable().optional(),
+    content_artifacts: z
+      .array(
+        z.object({
+          type: z.literal('ToolExecution'),
+          tool_name: z.string(),
+          function_name: z.string(),
+          arguments_sha256: z.string().describe('A digest of the arguments: they are not kept'),
+          duration_ms: z.number().int(),
+          outcome: z.enum(['Succeeded', 'Failed', 'TimedOut']),
+        }),
+      )
+      .optional()
+      .describe('Assistant messages: the tool executions of the turn'),
   })
   .meta({ id: 'Message' });
 

@@ -14,7 +14,7 @@ export interface ChatRequest {
   /** Path and query string. */
   url: string;
   headers: http.IncomingHttpHeaders;
-  body: { model?: string; messages: { role: string; content: string }[]; [k: string]: unknown };
+  body: { model?: string; messages: { role: string; content: string | null; tool_calls?: unknown[]; tool_call_id?: string }[]; tools?: { function: { name: string } }[]; [k: string]: unknown };
 }
 
 /** What the next request gets instead of an echo. */
@@ -32,7 +32,9 @@ export type Behavior =
   /** Headers at once, then the body a byte every `everyMs`. */
   | { trickleMs: number }
   /** A 200 whose body goes on for this many bytes. */
-  | { hugeBytes: number };
+  | { hugeBytes: number }
+  /** A 200 asking for these function calls (arguments as objects; ids call_1, call_2, ...). */
+  | { toolCalls: { name: string; arguments: Record<string, unknown> }[] };
 
 export interface EmbeddingRequest {
   path: string;
@@ -62,10 +64,12 @@ export interface MockLlm {
 
 const words = (text: string) => text.split(/\s+/).filter(Boolean).length;
 
+/** The echo of the last user message; after tool results, what the tools said. */
 function reply(body: ChatRequest['body']) {
-  const last = [...body.messages].reverse().find((m) => m.role === 'user')?.content ?? '';
-  const content = `Echo: ${last}`;
-  return { content, prompt: body.messages.reduce((total, m) => total + words(m.content), 0), completion: words(content) };
+  const lastUser = body.messages.map((m) => m.role).lastIndexOf('user');
+  const results = body.messages.slice(lastUser + 1).filter((m) => m.role === 'tool');
+  const content = results.length > 0 ? `Tools said: ${results.map((m) => m.content).join(' | ')}` : `Echo: ${body.messages[lastUser]?.content ?? ''}`;
+  return { content, prompt: body.messages.reduce((total, m) => total + words(m.content ?? ''), 0), completion: words(content) };
 }
 
 function echo(body: ChatRequest['body'], path: string, n: number): string {
@@ -191,6 +195,11 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number 
       return;
     }
     if ('reset' in behavior) return void socket.destroy();
+    if ('toolCalls' in behavior) {
+      const message = { role: 'assistant', content: null, tool_calls: behavior.toolCalls.map((c, i) => ({ id: `call_${i + 1}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } })) };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: 'chatcmpl-tools', object: 'chat.completion', choices: [{ index: 0, message, finish_reason: 'tool_calls' }], usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } }));
+      return;
+    }
     if ('cutAfterBytes' in behavior) {
       res.writeHead(200, { 'content-type': 'application/json', 'content-length': String(behavior.cutAfterBytes * 10) });
       res.write('x'.repeat(behavior.cutAfterBytes));

@@ -76,6 +76,12 @@ const Env = z.object({
   PIPELINES_QUEUE: optional(z.string().regex(/^[a-z0-9](?!.*--)[a-z0-9-]{1,50}[a-z0-9]$/, 'must be a Storage queue name (3-52 lower-case letters, digits, hyphens)')).default('data-pipeline-runs'),
   /** How long a semantic cache entry may answer (CONTRACT 10.7). */
   SEMANTIC_CACHE_TTL_SECONDS: optional(PositiveInt).default(3600),
+  /** Rounds of tool calls one completion may make before the model must answer. */
+  TOOL_MAX_ROUNDS: optional(z.coerce.number().int().min(1).max(20)).default(5),
+  /** Time all the tool calls of one completion may take together. */
+  TOOL_TIME_BUDGET_SECONDS: optional(PositiveInt).default(60),
+  /** Longest tool result handed to the model (characters); a longer one is cut, and says so. */
+  TOOL_RESULT_MAX_CHARS: optional(PositiveInt).default(16_000),
 });
 
 /** Every setting the service reads (the infrastructure test checks that both flavours set them). */
@@ -132,6 +138,7 @@ export interface Config {
   asyncOperationTimeoutSeconds: number;
   webhooks: { queue: string; retryBaseSeconds: number };
   knowledge: { queue: string; cacheTtlSeconds: number; file: string };
+  tools: { maxRounds: number; timeBudgetMs: number; resultMaxChars: number };
   version: string;
 }
 
@@ -192,6 +199,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     webhooks: { queue: e.WEBHOOKS_QUEUE, retryBaseSeconds: e.WEBHOOK_RETRY_BASE_SECONDS },
     // The embedded vector index's file, beside the embedded store's (unused with STORE=cosmos).
     knowledge: { queue: e.PIPELINES_QUEUE, cacheTtlSeconds: e.SEMANTIC_CACHE_TTL_SECONDS, file: path.join(dataDir, 'knowledge.db') },
+    tools: { maxRounds: e.TOOL_MAX_ROUNDS, timeBudgetMs: e.TOOL_TIME_BUDGET_SECONDS * 1000, resultMaxChars: e.TOOL_RESULT_MAX_CHARS },
     version,
   };
 }

@@ -47,6 +47,8 @@ export interface Services {
   readonly conversations: Conversations;
   readonly files: Files;
   readonly models: ModelGateway;
+  /** API keys and managed-identity tokens for outbound calls (models, tool servers). */
+  readonly credentials: ModelCredentials;
   readonly quotas: Quotas;
   /** Pages of lists, with continuation tokens signed by the store's paging key. */
   readonly pager: Pager;
@@ -89,6 +91,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   );
   const settings = new AppSettings(store.container<AppConfigDoc>('resources'));
   const vectors = lazyVectorIndex(config);
+  const credentials = new ModelCredentials(config);
   return {
     config,
     log,
@@ -101,10 +104,11 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     resourceCache,
     conversations: new Conversations(store.container<SessionDoc | MessageDoc>('sessions')),
     files: new Files(store.container<FileDoc>('files'), blobs.getContainerClient(config.filesContainer), config.instanceId, config.maxUploadBytes),
+    credentials,
     models: new ModelGateway({
       maxRetries: config.modelMaxRetries,
       maxResponseBytes: config.modelMaxResponseBytes,
-      credentials: new ModelCredentials(config),
+      credentials,
       dispatcher: guardedAgent({ policy: 'model', allowPrivateNetwork: config.allowPrivateNetwork }),
     }),
     quotas: new Quotas(settings, store.container('quotas'), log),

@@ -320,6 +320,9 @@ func settings(clientId string, serviceApis string, connectionString string, stor
   { name: 'WEBHOOK_RETRY_BASE_SECONDS', value: '5' }
   { name: 'PIPELINES_QUEUE', value: 'data-pipeline-runs' }
   { name: 'SEMANTIC_CACHE_TTL_SECONDS', value: '3600' }
+  { name: 'TOOL_MAX_ROUNDS', value: '5' }
+  { name: 'TOOL_TIME_BUDGET_SECONDS', value: '60' }
+  { name: 'TOOL_RESULT_MAX_CHARS', value: '16000' }
 ]
 
 resource functionApps 'Microsoft.Web/sites@2024-04-01' = [

@@ -46,6 +46,9 @@ locals {
     WEBHOOK_RETRY_BASE_SECONDS            = "5"
     PIPELINES_QUEUE                       = "data-pipeline-runs"
     SEMANTIC_CACHE_TTL_SECONDS            = "3600"
+    TOOL_MAX_ROUNDS                       = "5"
+    TOOL_TIME_BUDGET_SECONDS              = "60"
+    TOOL_RESULT_MAX_CHARS                 = "16000"
   }
 }
 

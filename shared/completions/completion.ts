@@ -13,15 +13,17 @@ import type { FileDoc } from '../files/files.js';
 import type { Stored } from '../store/types.js';
 import { endpointView, MODEL_PROVIDERS, type EndpointView } from '../models/endpoint.js';
 import { CallCancelledError } from '../models/upstream-errors.js';
-import type { ChatMessage, ModelParameters } from '../models/wire.js';
+import type { ChatMessage, ModelAnswer, ModelParameters } from '../models/wire.js';
 import { wireParameters, type ModelParametersFields } from '../models/parameters.js';
 import { costOf, recordUsage, type UsageDoc } from './usage.js';
 import { cacheSlot, type CacheSlot } from '../knowledge/cache.js';
 import { effectiveShielding } from '../providers/types/agent-settings.js';
 import { refusalMessage, screen, type Block } from '../shielding/plugins.js';
 import { rewritePrompt } from './rewrite.js';
+import { answerWithTools, type ToolEvents, type ToolExecution } from '../tools/loop.js';
+import { toolboxFor } from '../tools/toolbox.js';
 import { parseFilter } from '../knowledge/filter.js';
-import { knowledgeContext, PromptEmbeddings, retrieve, type Citation } from '../knowledge/retrieval.js';
+import { agentTools, knowledgeContext, PromptEmbeddings, retrieve, type Citation } from '../knowledge/retrieval.js';
 import type { Clause } from '../knowledge/vector-index.js';
 
 /** The completion request of spec 2.2, with the messages of spec 4.1. */
@@ -156,6 +158,9 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** Streams the answer: each piece of text as the model produces it. */
   onDelta?: (text: string) => void;
+  /** Tool calls starting and ending (streamed as comments, CONTRACT 10.2 keeps the event names). */
+  onToolStart?: ToolEvents['onToolStart'];
+  onToolEnd?: ToolEvents['onToolEnd'];
   /** Runs between the answer and its recording; throwing CallCancelledError records nothing of the turn. */
   beforeRecord?: () => Promise<void>;
 }
@@ -220,7 +225,16 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
       ? s.conversations.recordTurn(
           session,
           { sender: 'User', sender_display_name: principal.name ?? principal.upn, text: request.user_prompt, tokens: answer.promptTokens, timestamp: startedAt, operation_id: operationId, agent_name: agent.name },
-          { sender: 'Assistant', sender_display_name: agent.name, text: answer.content, tokens: answer.completionTokens, timestamp: completedAt, operation_id: operationId, agent_name: agent.name },
+          {
+            sender: 'Assistant',
+            sender_display_name: agent.name,
+            text: answer.content,
+            tokens: answer.completionTokens,
+            timestamp: completedAt,
+            operation_id: operationId,
+            agent_name: agent.name,
+            ...(answer.executions?.length ? { content_artifacts: answer.executions } : {}),
+          },
         )
       : undefined,
     recordUsage(s.store.container<UsageDoc>('usage'), {
@@ -261,6 +275,8 @@ interface Answer {
   cache?: CacheSlot;
   /** The shield that blocked the turn. */
   block?: Block;
+  /** The tool calls the turn ran, as recorded on the assistant message. */
+  executions?: ToolExecution[];
 }
 
 const warned = (s: Services, what: string) => (e: unknown) => s.log.warn(what, { error: e instanceof Error ? e.message : String(e) });
@@ -295,29 +311,42 @@ async function produceAnswer(s: Services, admitted: Admitted, chain: AgentChain,
   const hit = await cache?.lookup().catch(warned(s, 'The semantic cache could not be read'));
 
   let answer: Answer;
+  let streamedAsItCame = false;
   if (hit) {
     answer = { content: hit.completion, ...spent, citations: hit.citations, analysis: [{ type: 'semantic_cache_hit', similarity: hit.similarity }] };
   } else {
     const citations = await retrieve(s, agent, embeddings, admitted.filter, topN);
     const messages = await buildMessages(s, prompt, chain, session, admitted.attachments, citations);
-    const onDelta = screenAnswer ? undefined : options.onDelta;
-    const reply = onDelta
-      ? await s.models.stream(chain.endpoint, deployment, messages, parameters, (text) => (progress.streamed++, onDelta(text)), options.signal)
-      : await s.models.complete(chain.endpoint, deployment, messages, parameters, options.signal);
+    const toolbox = await toolboxFor(s, agent, await agentTools(s, agent), admitted.filter);
+    const usesTools = toolbox.functions.length > 0;
+    // With tools the rounds are whole calls: the final answer is sent as one delta once it is known.
+    streamedAsItCame = !screenAnswer && !usesTools;
+    const onDelta = streamedAsItCame ? options.onDelta : undefined;
+    let executions: ToolExecution[] = [];
+    let reply: ModelAnswer;
+    try {
+      if (usesTools) ({ answer: reply, executions } = await answerWithTools(s, chain.endpoint, deployment, messages, parameters, toolbox, options, options.signal));
+      else if (onDelta) reply = await s.models.stream(chain.endpoint, deployment, messages, parameters, (text) => (progress.streamed++, onDelta(text)), options.signal);
+      else reply = await s.models.complete(chain.endpoint, deployment, messages, parameters, options.signal);
+    } finally {
+      await toolbox.close();
+    }
     answer = {
       content: reply.content,
       promptTokens: spent.promptTokens + reply.promptTokens,
       completionTokens: spent.completionTokens + reply.completionTokens,
       cost: spent.cost + costOf(chain.model, reply.promptTokens, reply.completionTokens),
-      citations,
+      citations: [...citations, ...toolbox.citations],
       analysis: [],
-      ...(cache ? { cache } : {}),
+      executions,
+      // An answer made with tools depends on what they said then: it is not cached.
+      ...(cache && !usesTools ? { cache } : {}),
     };
   }
   const postBlock = screenAnswer ? await screen(s, shields.post, 'post', answer.content, options.signal) : undefined;
   if (postBlock) return refused(postBlock, answer);
-  // Not streamed as it came: a cached answer, or one that had to pass the shields first.
-  if (hit || screenAnswer) options.onDelta?.(answer.content);
+  // Not streamed as it came: a cached answer, one made with tools, or one that had to pass the shields first.
+  if (!streamedAsItCame) options.onDelta?.(answer.content);
   return answer;
 }
 

@@ -31,6 +31,12 @@ export async function streamCompletion(s: Services, principal: Principal, admitt
       channel.push(sseEvent('delta', { text }));
       began();
     },
+    // Tool calls as SSE comments: visible to any reader of the stream, outside the event names of 10.2.
+    onToolStart: (e) => {
+      channel.push(`: tool_start ${JSON.stringify(e)}\n\n`);
+      began();
+    },
+    onToolEnd: (e) => channel.push(`: tool_end ${JSON.stringify(e)}\n\n`),
   });
   // Until the first piece, a failure is an ordinary answer (the pipeline's JSON status).
   await Promise.race([firstPiece, run]);

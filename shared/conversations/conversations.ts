@@ -60,6 +60,8 @@ export interface MessageDoc extends Doc {
   agent_name: string;
   rating?: boolean | null;
   rating_comments?: string | null;
+  /** What the turn did besides answering: tool executions (spec 2.13's tool figures count them). */
+  content_artifacts?: { type: 'ToolExecution'; tool_name: string; function_name: string; arguments_sha256: string; duration_ms: number; outcome: string }[];
 }
 
 export const dayOf = (iso: string) => iso.slice(0, 10);
@@ -92,6 +94,7 @@ export function presentMessage(m: MessageDoc) {
     timestamp: m.timestamp,
     operation_id: m.operation_id,
     ...(m.sender === 'Assistant' ? { rating: m.rating ?? null, rating_comments: m.rating_comments ?? null } : {}),
+    ...(m.content_artifacts?.length ? { content_artifacts: m.content_artifacts } : {}),
   };
 }
 

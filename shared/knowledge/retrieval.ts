@@ -40,37 +40,52 @@ export class PromptEmbeddings {
 
 const notReady = (message: string) => validationError([{ field: 'agent_name', message }]);
 
-/** The knowledge tools of an agent: index and top_n. */
-export async function knowledgeTools(s: Services, agent: ResourceDoc): Promise<{ index: string; topN: number }[]> {
-  const ids = Array.isArray(agent.tool_object_ids) ? (agent.tool_object_ids as unknown[]).filter((x): x is string => typeof x === 'string') : [];
-  if (ids.length === 0) return [];
-  const tools = await Promise.all(ids.map((id) => s.resourceCache.get(id)));
-  return tools.filter((t) => t?.tool_type === 'knowledge').map((t) => ({ index: String(t?.index_name), topN: typeof t?.top_n === 'number' ? t.top_n : DEFAULT_TOP_N }));
+export interface KnowledgeTool {
+  index: string;
+  topN: number;
+  /** `always`: every completion retrieves; `on_demand`: offered to the model as a search function. */
+  retrieval: 'always' | 'on_demand';
 }
 
+/** The tools of an agent, read through the resource cache (tools that no longer exist are skipped). */
+export async function agentTools(s: Services, agent: ResourceDoc): Promise<ResourceDoc[]> {
+  const ids = Array.isArray(agent.tool_object_ids) ? (agent.tool_object_ids as unknown[]).filter((x): x is string => typeof x === 'string') : [];
+  const tools = await Promise.all(ids.map((id) => s.resourceCache.get(id)));
+  return tools.filter((t): t is ResourceDoc => t !== undefined);
+}
+
+export const knowledgeTool = (t: ResourceDoc): KnowledgeTool => ({
+  index: String(t.index_name),
+  topN: typeof t.top_n === 'number' ? t.top_n : DEFAULT_TOP_N,
+  retrieval: t.retrieval === 'on_demand' ? 'on_demand' : 'always',
+});
+
+/** The most similar partitions of one index, embedded with the model its data pipeline writes with. */
+export async function searchIndex(s: Services, agent: ResourceDoc, index: string, embeddings: PromptEmbeddings, filter: readonly Clause[], top: number): Promise<SearchHit[]> {
+  const pipeline = await s.resourceCache.findBy(partitionOf(dataPipelines), 'index_name', index);
+  // An index nothing writes yet has nothing to find.
+  if (!pipeline) return [];
+  const embedder = await embedderFor(s, pipeline.embedding_ai_model_object_id, pipeline.embedding_dimensions as number | undefined);
+  if (typeof embedder === 'string') throw notReady(`Agent ${agent.name} cannot search index ${index}: ${embedder}`);
+  return s.vectors.search(index, await embeddings.of(embedder), top, filter);
+}
+
+export const citationOf = (h: SearchHit): Citation => ({ id: h.id, source: h.source, title: h.title, text: h.text, score: h.score });
+
 /**
- * The partitions most similar to the prompt across the agent's knowledge indexes, best first: `topN` (the
- * request's index_top_n, else each tool's top_n) in all.
+ * The partitions most similar to the prompt across the agent's knowledge indexes that always retrieve, best
+ * first: `topN` (the request's index_top_n, else each tool's top_n) in all.
  */
 export async function retrieve(s: Services, agent: ResourceDoc, embeddings: PromptEmbeddings, filter: readonly Clause[], requestTopN: number | undefined): Promise<Citation[]> {
-  const tools = await knowledgeTools(s, agent);
+  const tools = (await agentTools(s, agent)).filter((t) => t.tool_type === 'knowledge').map(knowledgeTool).filter((t) => t.retrieval === 'always');
   if (tools.length === 0) return [];
-  const found = await Promise.all(
-    tools.map(async (tool) => {
-      const pipeline = await s.resourceCache.findBy(partitionOf(dataPipelines), 'index_name', tool.index);
-      // An index nothing writes yet has nothing to find.
-      if (!pipeline) return [];
-      const embedder = await embedderFor(s, pipeline.embedding_ai_model_object_id, pipeline.embedding_dimensions as number | undefined);
-      if (typeof embedder === 'string') throw notReady(`Agent ${agent.name} cannot search index ${tool.index}: ${embedder}`);
-      return s.vectors.search(tool.index, await embeddings.of(embedder), requestTopN ?? tool.topN, filter);
-    }),
-  );
+  const found = await Promise.all(tools.map((tool) => searchIndex(s, agent, tool.index, embeddings, filter, requestTopN ?? tool.topN)));
   const top = requestTopN ?? Math.max(...tools.map((t) => t.topN));
   return found
     .flat()
-    .sort((a: SearchHit, b: SearchHit) => b.score - a.score)
+    .sort((a, b) => b.score - a.score)
     .slice(0, top)
-    .map((h) => ({ id: h.id, source: h.source, title: h.title, text: h.text, score: h.score }));
+    .map(citationOf);
 }
 
 /** The retrieved partitions as the model reads them: numbered, with their titles and sources. */

@@ -57,6 +57,13 @@ export class ModelCredentials {
     return { authorization: `Bearer ${await this.token(e.scope ?? COGNITIVE_SERVICES_SCOPE)}` };
   }
 
+  /** A managed-identity token for an allowed scope (tool servers of this service, Cognitive Services). */
+  bearer(scope: string | undefined): Promise<string> {
+    const wanted = scope ?? COGNITIVE_SERVICES_SCOPE;
+    if (!this.allowed.includes(wanted)) return Promise.reject(misconfigured(`scope must be one of ${this.allowed.join(', ')}`));
+    return this.token(wanted);
+  }
+
   private token(scope: string): Promise<string> {
     let provider = this.providers.get(scope);
     if (!provider) {

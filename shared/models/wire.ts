@@ -3,10 +3,26 @@
 // it has been checked here.
 import type { EndpointView } from './endpoint.js';
 
-export interface ChatMessage {
-  role: 'system' | 'user' | 'assistant';
-  content: string;
+/** A function the model asked to call, with its arguments as the JSON text the model wrote. */
+export interface ToolCall {
+  id: string;
+  name: string;
+  arguments: string;
 }
+
+export type ChatMessage =
+  | { role: 'system' | 'user'; content: string }
+  | { role: 'assistant'; content: string; tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[] }
+  | { role: 'tool'; tool_call_id: string; content: string };
+
+/** A function offered to the model (OpenAI `tools`; Azure OpenAI alike). */
+export interface ToolDefinition {
+  type: 'function';
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+}
+
+/** Tool calls one answer may ask for: more is refused as an invalid answer. */
+export const MAX_TOOL_CALLS = 16;
 
 /**
  * Request fields of one call beyond the messages, in their wire names: sampling parameters (spec 2.2 names
@@ -23,6 +39,8 @@ export interface ModelAnswer {
   content: string;
   promptTokens: number;
   completionTokens: number;
+  /** The functions the model asked to call instead of answering (absent when it answered). */
+  toolCalls?: ToolCall[];
 }
 
 /** The chat completions URL of a deployment on an endpoint. */
@@ -41,10 +59,30 @@ export function readChatCompletion(body: unknown): ModelAnswer | string {
   if (!isObject(body) || !Array.isArray(body.choices)) return 'the answer has no choices';
   const first: unknown = body.choices[0];
   if (!isObject(first) || !isObject(first.message)) return 'the answer has no message';
+  const usage = isObject(body.usage) ? body.usage : {};
+  const tokens = { promptTokens: count(usage.prompt_tokens), completionTokens: count(usage.completion_tokens) };
+  const calls = first.message.tool_calls;
+  if (Array.isArray(calls) && calls.length > 0) {
+    const toolCalls = readToolCalls(calls);
+    if (typeof toolCalls === 'string') return toolCalls;
+    return { content: typeof first.message.content === 'string' ? first.message.content : '', ...tokens, toolCalls };
+  }
   const content = first.message.content;
   if (typeof content !== 'string') return 'the answer has no text content';
-  const usage = isObject(body.usage) ? body.usage : {};
-  return { content, promptTokens: count(usage.prompt_tokens), completionTokens: count(usage.completion_tokens) };
+  return { content, ...tokens };
+}
+
+/** Tool calls as the model wrote them, checked: ids, function names and argument text. */
+function readToolCalls(calls: unknown[]): ToolCall[] | string {
+  if (calls.length > MAX_TOOL_CALLS) return `the answer asks for ${calls.length} tool calls (at most ${MAX_TOOL_CALLS})`;
+  const read: ToolCall[] = [];
+  for (const c of calls) {
+    if (!isObject(c) || typeof c.id !== 'string' || c.id.length === 0 || c.id.length > 200 || !isObject(c.function)) return 'a tool call has no id or function';
+    const { name, arguments: args } = c.function;
+    if (typeof name !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(name) || typeof args !== 'string') return 'a tool call has no valid function name or arguments';
+    read.push({ id: c.id, name, arguments: args });
+  }
+  return read;
 }
 
 /** The embeddings URL of a deployment on an endpoint. */

@@ -12,7 +12,7 @@ type Kind = { type: string; check?: (doc: ResourceDoc) => string | undefined };
 
 const KINDS = {
   workflow: { type: 'workflow' },
-  tool: { type: 'tool' },
+  tool: { type: 'tool', check: (d) => (d.tool_type === 'plugin' ? 'is a plugin tool, and no plugin runtime here runs package code: agents cannot use it' : undefined) },
   prompt: { type: 'prompt' },
   completionModel: { type: 'ai-model', check: (d) => (d.model_type === 'completion' ? undefined : 'is not a completion model') },
   embeddingModel: { type: 'ai-model', check: (d) => (d.model_type === 'embedding' ? undefined : 'is not an embedding model') },

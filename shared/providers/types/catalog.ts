@@ -1,6 +1,7 @@
 // Definitions of the configuration resource types: workflows, tools, prompts, data sources, data pipelines
 // and their runs, AI models, app configurations and API endpoint configurations.
 import { z } from 'zod';
+import { SECRET_NAME, SECRET_NAME_RULE } from '../../config.js';
 import { badRequest, validationError } from '../../http/errors.js';
 import { dropPipelineDocuments } from '../../knowledge/runs.js';
 import { savedUrlProblem } from '../../net/outbound.js';
@@ -38,23 +39,51 @@ export const workflows: ResourceType = {
 /** Knowledge index names (CONTRACT 10.6): letters, digits, `-` and `_`. */
 export const IndexName = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must be 1 to 128 letters, digits, hyphens or underscores');
 
-/** A plugin the agent may call, or a knowledge index it retrieves from (CONTRACT 10.6). */
+const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
+
+/**
+ * What an agent can use: a knowledge index (CONTRACT 10.6; retrieved on every completion, or offered to the
+ * model as a search function with `retrieval: on_demand`), a Model Context Protocol server's allow-listed
+ * tools (`mcp`), or a plugin (catalogued; no plugin runtime runs package code, so an agent cannot name one).
+ */
 export const tools: ResourceType = {
   provider: 'Svc.Agent',
   segment: 'tools',
   type: 'tool',
   schema: definition('tool', {
-    tool_type: z.enum(['plugin', 'knowledge'], { error: 'tool_type must be plugin or knowledge' }),
+    tool_type: z.enum(['plugin', 'knowledge', 'mcp'], { error: 'tool_type must be plugin, knowledge or mcp' }),
     plugin_object_id: z.string().optional(),
     index_name: IndexName.optional(),
     top_n: z.number().int().min(1).max(50).optional().describe('Partitions retrieved per completion (knowledge tools; default 5)'),
+    retrieval: z.enum(['always', 'on_demand']).optional().describe('knowledge tools: retrieve for every completion (default), or let the model search when it needs to'),
+    url: z.string().optional().describe('mcp: the streamable HTTP endpoint of the server'),
+    allowed_tools: z.array(z.string().regex(TOOL_NAME, 'tool names are 1 to 64 letters, digits, _ or -')).min(1).max(64).optional().describe("mcp: the server's tools the model may call"),
+    authentication_type: z.enum(['None', 'APIKey', 'AzureIdentity']).optional(),
+    authentication_parameters: z.object({ api_key_secret_name: z.string().regex(SECRET_NAME, SECRET_NAME_RULE).optional(), scope: z.string().optional() }).strict().optional(),
   }).superRefine((d, ctx) => {
+    const only = (type: string, fields: (keyof typeof d)[]) => {
+      for (const f of fields) if (d.tool_type !== type && d[f] !== undefined) ctx.addIssue({ code: 'custom', path: [f], message: `valid only for a ${type} tool` });
+    };
+    only('knowledge', ['index_name', 'top_n', 'retrieval']);
+    only('mcp', ['url', 'allowed_tools', 'authentication_type', 'authentication_parameters']);
     if (d.tool_type === 'knowledge' && d.index_name === undefined) ctx.addIssue({ code: 'custom', path: ['index_name'], message: 'index_name is required for a knowledge tool' });
-    if (d.tool_type !== 'knowledge' && (d.index_name !== undefined || d.top_n !== undefined)) {
-      ctx.addIssue({ code: 'custom', path: [d.index_name !== undefined ? 'index_name' : 'top_n'], message: 'valid only for a knowledge tool' });
+    if (d.tool_type === 'mcp' && d.url === undefined) ctx.addIssue({ code: 'custom', path: ['url'], message: 'url is required for an mcp tool' });
+    if (d.tool_type === 'mcp' && d.allowed_tools === undefined) ctx.addIssue({ code: 'custom', path: ['allowed_tools'], message: "allowed_tools is required for an mcp tool: the server's tools the model may call" });
+    if (d.authentication_type === 'APIKey' && !d.authentication_parameters?.api_key_secret_name) {
+      ctx.addIssue({ code: 'custom', path: ['authentication_parameters', 'api_key_secret_name'], message: 'required when authentication_type is APIKey' });
     }
   }),
-  computed: (d) => (d.tool_type === 'knowledge' ? { top_n: d.top_n ?? 5 } : {}),
+  computed: (d) => (d.tool_type === 'knowledge' ? { top_n: d.top_n ?? 5, retrieval: d.retrieval ?? 'always' } : {}),
+  // The server URL follows the user-URL rules (CONTRACT 10.1); managed-identity tokens only for allowed scopes.
+  validate: async (d, { services }) => {
+    if (typeof d.url !== 'string') return;
+    const problem = await savedUrlProblem(d.url, { policy: 'user', allowPrivateNetwork: services.config.allowPrivateNetwork });
+    if (problem) throw validationError([{ field: 'url', message: `url ${problem}` }]);
+    const scope = (d.authentication_parameters as { scope?: string } | undefined)?.scope;
+    if (d.authentication_type === 'AzureIdentity' && scope !== undefined && !allowedScopes(services.config).includes(scope)) {
+      throw validationError([{ field: 'authentication_parameters.scope', message: `scope must be one of ${allowedScopes(services.config).join(', ')}` }]);
+    }
+  },
 };
 
 export const prompts: ResourceType = {

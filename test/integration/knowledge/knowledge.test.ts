@@ -61,7 +61,7 @@ describe('knowledge from a Web source', () => {
     expect(body.citations.length).toBeLessThanOrEqual(5);
     // The model read the partitions with their sources before the prompt.
     const messages = llm.requests[before]?.body.messages ?? [];
-    expect(messages.some((m) => m.role === 'system' && m.content.includes(url(name)) && m.content.includes(first?.text ?? '\u0000'))).toBe(true);
+    expect(messages.some((m) => m.role === 'system' && m.content?.includes(url(name)) && m.content.includes(first?.text ?? '\u0000'))).toBe(true);
   });
 
   it('honours index_top_n and index_filter_expression, and refuses a filter it cannot parse', async () => {

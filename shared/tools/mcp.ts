@@ -1,0 +1,64 @@
+// Model Context Protocol tool servers over streamable HTTP, with the official SDK's client. Connections go
+// through the user-URL rules of CONTRACT 10.1 (every address checked at connect, redirects refused); the
+// server's tools are listed once per tool resource version for a minute, and only the allow-listed ones are
+// offered to the model.
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { fetch as undiciFetch, type RequestInit as UndiciInit } from 'undici';
+import { readSecret } from '../config.js';
+import type { ResourceDoc } from '../providers/resource-type.js';
+import type { Services } from '../services.js';
+import { VERSION } from '../version.js';
+
+export interface McpTool {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+}
+
+const LIST_TTL_MS = 60_000;
+const listed = new Map<string, { tools: McpTool[]; expires: number }>();
+
+async function headersOf(s: Services, tool: ResourceDoc): Promise<Record<string, string>> {
+  const auth = tool.authentication_parameters as { api_key_secret_name?: string; scope?: string } | undefined;
+  if (tool.authentication_type === 'APIKey') {
+    const key = auth?.api_key_secret_name ? readSecret(auth.api_key_secret_name) : undefined;
+    if (!key) throw new Error(`the API key of tool ${tool.name} (secret ${auth?.api_key_secret_name ?? '?'}) is not configured`);
+    return { authorization: `Bearer ${key}` };
+  }
+  if (tool.authentication_type === 'AzureIdentity') return { authorization: `Bearer ${await s.credentials.bearer(auth?.scope)}` };
+  return {};
+}
+
+/** A connected client for one completion's calls; close it when the turn ends. */
+export async function connectMcp(s: Services, tool: ResourceDoc, signal?: AbortSignal): Promise<Client> {
+  const guardedFetch = (url: string | URL, init?: RequestInit) =>
+    undiciFetch(url, { ...(init as UndiciInit), dispatcher: s.userDispatcher, redirect: 'error', ...(signal ? { signal } : {}) }) as unknown as Promise<Response>;
+  const transport = new StreamableHTTPClientTransport(new URL(String(tool.url)), { requestInit: { headers: await headersOf(s, tool) }, fetch: guardedFetch });
+  const client = new Client({ name: 'agent-platform', version: VERSION });
+  await client.connect(transport);
+  return client;
+}
+
+/** The allow-listed tools of the server, as it describes them. */
+export async function mcpTools(tool: ResourceDoc, client: () => Promise<Client>): Promise<McpTool[]> {
+  const key = `${tool.object_id}@${tool.updated_on}`;
+  const hit = listed.get(key);
+  if (hit && hit.expires > Date.now()) return hit.tools;
+  const allowed = new Set((tool.allowed_tools as string[] | undefined) ?? []);
+  const { tools } = await (await client()).listTools();
+  const offered = tools
+    .filter((t) => allowed.has(t.name))
+    .map((t) => ({ name: t.name, description: (t.description ?? '').slice(0, 1000), inputSchema: t.inputSchema }));
+  if (listed.size > 1000) listed.clear();
+  listed.set(key, { tools: offered, expires: Date.now() + LIST_TTL_MS });
+  return offered;
+}
+
+/** A tool result as text the model reads: the text parts of the content, or the structured content. */
+export function resultText(result: Record<string, unknown>): { text: string; isError: boolean } {
+  const parts = Array.isArray(result.content) ? (result.content as { type?: string; text?: string }[]) : [];
+  const text = parts.filter((p) => p.type === 'text' && typeof p.text === 'string').map((p) => p.text).join('\n');
+  const structured = result.structuredContent ?? result.toolResult;
+  return { text: text || (structured !== undefined ? JSON.stringify(structured) : ''), isError: result.isError === true };
+}

@@ -1,0 +1,91 @@
+// The functions an agent offers its model for one completion: each mcp tool's allow-listed server tools, and
+// each on-demand knowledge index as a search function. Names are what the model calls (`{tool}__{function}`,
+// 64 characters at most); running one returns text for the model, never throws for the model's mistakes.
+import { createHash } from 'node:crypto';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { citationOf, knowledgeTool, PromptEmbeddings, searchIndex, type Citation } from '../knowledge/retrieval.js';
+import type { Clause } from '../knowledge/vector-index.js';
+import type { ToolDefinition } from '../models/wire.js';
+import type { ResourceDoc } from '../providers/resource-type.js';
+import type { Services } from '../services.js';
+import { connectMcp, mcpTools, resultText } from './mcp.js';
+
+export interface AgentFunction {
+  definition: ToolDefinition;
+  /** The tool resource it belongs to (analytics count tools by this name). */
+  tool: string;
+  run(args: Record<string, unknown>, signal: AbortSignal): Promise<{ text: string; isError: boolean }>;
+}
+
+export interface Toolbox {
+  functions: AgentFunction[];
+  /** Partitions on-demand searches found, for the answer's citations. */
+  citations: Citation[];
+  close(): Promise<void>;
+}
+
+/** A function name the model accepts, unique and stable for the same tool and function. */
+function functionName(tool: string, fn: string): string {
+  const name = `${tool}__${fn}`.replace(/[^A-Za-z0-9_-]/g, '_');
+  return name.length <= 64 ? name : `${name.slice(0, 55)}_${createHash('sha256').update(name).digest('hex').slice(0, 8)}`;
+}
+
+export async function toolboxFor(s: Services, agent: ResourceDoc, tools: readonly ResourceDoc[], filter: readonly Clause[]): Promise<Toolbox> {
+  const clients: Promise<Client>[] = [];
+  const citations: Citation[] = [];
+  const functions: AgentFunction[] = [];
+  for (const tool of tools) {
+    if (tool.tool_type === 'knowledge' && knowledgeTool(tool).retrieval === 'on_demand') {
+      const { index, topN } = knowledgeTool(tool);
+      functions.push({
+        tool: tool.name,
+        definition: {
+          type: 'function',
+          function: {
+            name: functionName(tool.name, 'search'),
+            description: `Searches the ${index} knowledge index${tool.description ? ` (${tool.description})` : ''} and returns the most relevant passages with their sources.`,
+            parameters: { type: 'object', properties: { query: { type: 'string', description: 'What to look for' } }, required: ['query'], additionalProperties: false },
+          },
+        },
+        async run(args, signal) {
+          if (typeof args.query !== 'string' || args.query.trim() === '') return { text: 'query must be a non-empty string', isError: true };
+          const hits = await searchIndex(s, agent, index, new PromptEmbeddings(args.query, signal), filter, topN);
+          citations.push(...hits.map(citationOf));
+          return { text: JSON.stringify(hits.map((h) => ({ title: h.title, source: h.source, text: h.text }))), isError: false };
+        },
+      });
+    }
+    if (tool.tool_type === 'mcp') {
+      let client: Promise<Client> | undefined;
+      const connected = () => {
+        if (!client) {
+          client = connectMcp(s, tool);
+          clients.push(client);
+        }
+        return client;
+      };
+      // A server that cannot list its tools costs the turn those tools, not the answer.
+      const offered = await mcpTools(tool, connected).catch((e: unknown) => {
+        s.log.warn('An MCP tool server could not list its tools', { tool: tool.name, error: e instanceof Error ? e.message : String(e) });
+        return [];
+      });
+      for (const fn of offered) {
+        functions.push({
+          tool: tool.name,
+          definition: { type: 'function', function: { name: functionName(tool.name, fn.name), description: fn.description, parameters: fn.inputSchema } },
+          async run(args, signal) {
+            const result = await (await connected()).callTool({ name: fn.name, arguments: args }, undefined, { signal });
+            return resultText(result);
+          },
+        });
+      }
+    }
+  }
+  return {
+    functions,
+    citations,
+    async close() {
+      await Promise.all(clients.map((c) => c.then((x) => x.close()).catch(() => undefined)));
+    },
+  };
+}
