@@ -29,18 +29,24 @@ export async function overview(src: Sources, agent: string | undefined) {
  * Fields the spec leaves unpopulated are computed where the data exists: avg_response_time_ms (operation
  * durations), error_rate (failed operations / operations), avg_files_per_conversation, and
  * avg_rounds_per_conversation (responses / conversations: every turn is one request and one response).
- * p95_response_time_ms stays null and
- * most_used_tools empty: no tool execution is recorded here.
+ * avg_tools_used is tool executions per response and most_used_tools the five tools run most (tool runs);
+ * p95_response_time_ms stays null.
  */
 export async function agentSummaries(src: Sources, only?: string) {
   const f = agentFilter(only);
-  const [responses, usage, usageSessions, failures, files] = await Promise.all([
+  const [responses, usage, usageSessions, failures, files, tools] = await Promise.all([
     src.messages.group([RESPONSE, ...f], ['agent_name'], { responses: { fn: 'count' }, users: { fn: 'countDistinct', field: 'upn' }, conversations: { fn: 'countDistinct', field: 'session_id' } }),
     src.usage.group(f, ['agent_name'], { tokens: { fn: 'sum', field: 'total_tokens' }, operations: { fn: 'count' }, duration: { fn: 'sum', field: 'duration_ms' } }),
     src.usage.group([...f, present('session_id')], ['agent_name'], { sessions: { fn: 'countDistinct', field: 'session_id' } }),
     src.usage.group([...f, eq('status', 'Failed')], ['agent_name'], { failed: { fn: 'count' } }),
     src.files.group(f, ['agent_name'], { files: { fn: 'count' } }),
+    src.toolRuns.group(f, ['agent_name', 'tool_name'], { runs: { fn: 'count' } }),
   ]);
+  const toolsOf = (agent: string) =>
+    tools
+      .filter((t) => str(t.agent_name) === agent)
+      .map((t) => ({ tool: str(t.tool_name), runs: num(t.runs) }))
+      .sort((a, b) => b.runs - a.runs || a.tool.localeCompare(b.tool));
   const by = (rows: Record<string, unknown>[]) => new Map(rows.map((r) => [str(r.agent_name), r]));
   const [r, u, us, fl, fi] = [by(responses), by(usage), by(usageSessions), by(failures), by(files)];
   const names = [...new Set([...r.keys(), ...u.keys()])].filter((n) => n !== '').sort();
@@ -55,11 +61,16 @@ export async function agentSummaries(src: Sources, only?: string) {
       total_conversations: conversations,
       total_tokens: tokens,
       avg_tokens_per_session: ratio(tokens, tokenSessions > 0 ? tokenSessions : conversations),
-      avg_tools_used: 0,
+      avg_tools_used: ratio(
+        toolsOf(agent_name).reduce((n, t) => n + t.runs, 0),
+        num(r.get(agent_name)?.responses),
+      ),
       avg_response_time_ms: ratio(num(u.get(agent_name)?.duration), operations),
       p95_response_time_ms: null,
       error_rate: ratio(num(fl.get(agent_name)?.failed), operations),
-      most_used_tools: [],
+      most_used_tools: toolsOf(agent_name)
+        .slice(0, 5)
+        .map((t) => t.tool),
       avg_files_per_conversation: ratio(num(fi.get(agent_name)?.files), conversations),
       avg_rounds_per_conversation: ratio(num(r.get(agent_name)?.responses), conversations),
     };
@@ -165,4 +176,27 @@ export async function tokenDashboard(src: Sources, agent: string | undefined) {
     users: byTokens(users.map((u) => ({ username: str(u.upn), total_tokens: num(u.tokens), total_conversations: usr.get(str(u.upn)) ?? 0, operation_count: num(u.operations) })), (u) => u.username),
     models: byTokens(modelRows.map((m) => ({ model_deployment_name: str(m.model_deployment_name) || 'Unknown', total_tokens: num(m.tokens), agent_count: num(m.agents) })), (m) => m.model_deployment_name),
   };
+}
+
+/** AnalyticsToolSummary per tool (all agents, or one): how many times each tool ran, most used first. */
+export async function toolSummaries(src: Sources, agent: string | undefined) {
+  const rows = await src.toolRuns.group(agentFilter(agent), ['tool_name'], { runs: { fn: 'count' } });
+  return rows.map((r) => ({ tool_name: str(r.tool_name), usage_count: num(r.runs) })).sort((a, b) => b.usage_count - a.usage_count || a.tool_name.localeCompare(b.tool_name));
+}
+
+/** AgentToolCombinations: for each set of tools one completion of the agent ran together (`a + b`), how many completions ran it. */
+export async function toolCombinations(src: Sources, agent: string) {
+  const rows = await src.toolRuns.group([eq('agent_name', agent)], ['operation_id', 'tool_name'], { runs: { fn: 'count' } });
+  const byOperation = new Map<string, Set<string>>();
+  for (const r of rows) {
+    const set = byOperation.get(str(r.operation_id)) ?? new Set<string>();
+    set.add(str(r.tool_name));
+    byOperation.set(str(r.operation_id), set);
+  }
+  const combinations: Record<string, number> = {};
+  for (const set of byOperation.values()) {
+    const key = [...set].sort().join(' + ');
+    combinations[key] = (combinations[key] ?? 0) + 1;
+  }
+  return combinations;
 }

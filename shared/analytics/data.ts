@@ -54,13 +54,15 @@ export interface Sources {
   sessions: Source;
   usage: Source;
   files: Source;
+  toolRuns: Source;
 }
 
-export function sources(containers: { sessions: Container<Doc>; usage: Container<Doc>; files: Container<Doc> }, period: Period): Sources {
+export function sources(containers: { sessions: Container<Doc>; usage: Container<Doc>; files: Container<Doc>; toolRuns: Container<Doc> }, period: Period): Sources {
   return {
     messages: new Source(containers.sessions, [eq('type', 'Message')], 'timestamp', period),
     sessions: new Source(containers.sessions, [eq('type', 'Session')], 'created_on', period),
     usage: new Source(containers.usage, [], 'timestamp', period),
     files: new Source(containers.files, [], 'created_on', period),
+    toolRuns: new Source(containers.toolRuns, [], 'timestamp', period),
   };
 }

@@ -4,7 +4,7 @@ import type { Principal } from '../auth/principal.js';
 import type { Services } from '../services.js';
 import type { Doc } from '../store/types.js';
 import { thresholds } from './abuse.js';
-import { agentFiles, agentSummaries, dailyActiveUsers, dailyMessages, dailyUsers, models, overview, tokenDashboard } from './agent-reports.js';
+import { agentFiles, agentSummaries, dailyActiveUsers, dailyMessages, dailyUsers, models, overview, tokenDashboard, toolCombinations, toolSummaries } from './agent-reports.js';
 import { sources } from './data.js';
 import { resolve, type AnalyticsRequest, type RequestType } from './request.js';
 import { abuseIndicators, abuseRiskScore, activityTimeline, allUsers, topUsers, userAnomalies, userSummary } from './user-reports.js';
@@ -25,7 +25,7 @@ export async function runAnalytics(s: Services, principal: Principal, body: Anal
   for (const domain of domains(r.type)) await s.authorizer.require(principal, ACTIONS[domain], instance);
 
   const src = sources(
-    { sessions: s.store.container<Doc>('sessions'), usage: s.store.container<Doc>('usage'), files: s.store.container<Doc>('files') },
+    { sessions: s.store.container<Doc>('sessions'), usage: s.store.container<Doc>('usage'), files: s.store.container<Doc>('files'), toolRuns: s.store.container<Doc>('toolRuns') },
     r.period,
   );
   const t = () => thresholds(s.settings);
@@ -44,13 +44,13 @@ export async function runAnalytics(s: Services, principal: Principal, body: Anal
       data = (await agentSummaries(src, agent))[0] ?? emptySummary(agent ?? '');
       break;
     case 'AgentToolCombinations':
-      data = {};
+      data = await toolCombinations(src, agent ?? '');
       break;
     case 'AgentFiles':
       data = await agentFiles(src, agent ?? '');
       break;
     case 'Tools':
-      data = [];
+      data = await toolSummaries(src, agent);
       break;
     case 'Models':
       data = await models(src);

@@ -164,8 +164,8 @@ const TokenDashboard = z
   .strict()
   .meta({ id: 'AnalyticsTokenUsageDashboard' });
 
-/** No tool executions are recorded yet: these answer empty. */
-const ToolCombinations = z.object({}).strict().meta({ id: 'AnalyticsAgentToolCombinations' });
+/** Tool figures, from the tool runs completions record. */
+const ToolCombinations = z.record(z.string(), Count).describe('Tool names run together in one completion, joined by " + ", to the number of completions').meta({ id: 'AnalyticsAgentToolCombinations' });
 const ToolSummary = z.object({ tool_name: z.string(), usage_count: Count }).meta({ id: 'AnalyticsToolSummary' });
 
 /** The `data` of each request type. */

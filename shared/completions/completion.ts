@@ -185,7 +185,7 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
   } else {
     const progress = { streamed: 0 };
     try {
-      answer = await produceAnswer(s, admitted, chain, options, progress);
+      answer = await produceAnswer(s, principal, admitted, chain, options, progress);
     } catch (e) {
       // A failed or cancelled operation is recorded too, so analytics can tell error rates. A cancelled
       // stream's completion tokens are estimated by its pieces (about a token each).
@@ -246,6 +246,19 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
       ...(answer.block ? { status: 'Blocked', shielding: { plugin_name: answer.block.plugin_name, stage: answer.block.stage, verdict: answer.block.verdict } } : { status: 'Completed' }),
     }),
     recorded ? undefined : s.quotas.recordTokens(principal, agent.name, total),
+    // One record per tool execution, for the tool analytics (ids follow the operation: a redelivery rewrites them).
+    ...(answer.executions ?? []).map((e, i) =>
+      s.store.container<ToolRunDoc>('toolRuns').upsert({
+        ...e,
+        id: `${operationId}-${i}`,
+        pk: ownerKey(principal.upn),
+        operation_id: operationId,
+        session_id: sessionId ?? null,
+        agent_name: agent.name,
+        upn: ownerKey(principal.upn),
+        timestamp: completedAt,
+      }),
+    ),
     answer.cache?.store({ completion: answer.content, citations: answer.citations }).catch(warned(s, 'The semantic cache could not be written')),
   ]);
   return {
@@ -261,6 +274,17 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
     total_tokens: total,
     total_cost: cost,
   };
+}
+
+/** A tool execution as analytics count it. */
+interface ToolRunDoc extends ToolExecution {
+  id: string;
+  pk: string;
+  operation_id: string;
+  session_id: string | null;
+  agent_name: string;
+  upn: string;
+  timestamp: string;
 }
 
 /** What a turn answers, with what it cost and what it found. */
@@ -286,7 +310,7 @@ const warned = (s: Services, what: string) => (e: unknown) => s.log.warn(what, {
  * the semantic cache; retrieval; the model; post-completion shields on the answer. A streamed answer is
  * streamed as the model produces it only when no post-completion shield has to pass it first.
  */
-async function produceAnswer(s: Services, admitted: Admitted, chain: AgentChain, options: RunOptions, progress: { streamed: number }): Promise<Answer> {
+async function produceAnswer(s: Services, principal: Principal, admitted: Admitted, chain: AgentChain, options: RunOptions, progress: { streamed: number }): Promise<Answer> {
   const { request, agent, session } = admitted;
   const shields = effectiveShielding(agent as Parameters<typeof effectiveShielding>[0]);
   const refused = async (block: Block, spent: Omit<Answer, 'content' | 'analysis' | 'citations'>): Promise<Answer> => {
@@ -317,7 +341,7 @@ async function produceAnswer(s: Services, admitted: Admitted, chain: AgentChain,
   } else {
     const citations = await retrieve(s, agent, embeddings, admitted.filter, topN);
     const messages = await buildMessages(s, prompt, chain, session, admitted.attachments, citations);
-    const toolbox = await toolboxFor(s, agent, await agentTools(s, agent), admitted.filter);
+    const toolbox = await toolboxFor(s, principal, agent, await agentTools(s, agent), admitted.filter);
     const usesTools = toolbox.functions.length > 0;
     // With tools the rounds are whole calls: the final answer is sent as one delta once it is known.
     streamedAsItCame = !screenAnswer && !usesTools;

@@ -1,10 +1,14 @@
 // Model Context Protocol tool servers over streamable HTTP, with the official SDK's client. Connections go
 // through the user-URL rules of CONTRACT 10.1 (every address checked at connect, redirects refused); the
 // server's tools are listed once per tool resource version for a minute, and only the allow-listed ones are
-// offered to the model.
+// offered to the model. The platform's own memory tool server is reached in process, so no credential of the
+// platform ever travels to a URL a tool definition names.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
+import { memoryServer } from '../memory/mcp-server.js';
 import { fetch as undiciFetch, type RequestInit as UndiciInit } from 'undici';
+import type { Principal } from '../auth/principal.js';
 import { readSecret } from '../config.js';
 import type { ResourceDoc } from '../providers/resource-type.js';
 import type { Services } from '../services.js';
@@ -19,7 +23,15 @@ export interface McpTool {
 const LIST_TTL_MS = 60_000;
 const listed = new Map<string, { tools: McpTool[]; expires: number }>();
 
-async function headersOf(s: Services, tool: ResourceDoc): Promise<Record<string, string>> {
+/** The signed-in user as a tool server reads it from X-USER-IDENTITY (spec 4.2): base64 of JSON. */
+const identityOf = (user: Principal) => Buffer.from(JSON.stringify({ upn: user.upn, oid: user.id, name: user.name ?? null, group_ids: user.groups })).toString('base64');
+
+async function headersOf(s: Services, tool: ResourceDoc, user: Principal): Promise<Record<string, string>> {
+  const context = Object.fromEntries(Object.keys((tool.headers as Record<string, string> | undefined) ?? {}).map((name) => [name.toLowerCase(), identityOf(user)]));
+  return { ...context, ...(await authorization(s, tool)) };
+}
+
+async function authorization(s: Services, tool: ResourceDoc): Promise<Record<string, string>> {
   const auth = tool.authentication_parameters as { api_key_secret_name?: string; scope?: string } | undefined;
   if (tool.authentication_type === 'APIKey') {
     const key = auth?.api_key_secret_name ? readSecret(auth.api_key_secret_name) : undefined;
@@ -30,12 +42,21 @@ async function headersOf(s: Services, tool: ResourceDoc): Promise<Record<string,
   return {};
 }
 
+/** The memory tool server of spec 4.2, reached in process: the agent and user are the completion's own. */
+export const PLATFORM_MEMORY = 'platform://memory';
+
 /** A connected client for one completion's calls; close it when the turn ends. */
-export async function connectMcp(s: Services, tool: ResourceDoc, signal?: AbortSignal): Promise<Client> {
+export async function connectMcp(s: Services, tool: ResourceDoc, user: Principal, agent: ResourceDoc, signal?: AbortSignal): Promise<Client> {
+  const client = new Client({ name: 'agent-platform', version: VERSION });
+  if (tool.url === PLATFORM_MEMORY) {
+    const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
+    await memoryServer(s, user, agent).connect(serverSide);
+    await client.connect(clientSide);
+    return client;
+  }
   const guardedFetch = (url: string | URL, init?: RequestInit) =>
     undiciFetch(url, { ...(init as UndiciInit), dispatcher: s.userDispatcher, redirect: 'error', ...(signal ? { signal } : {}) }) as unknown as Promise<Response>;
-  const transport = new StreamableHTTPClientTransport(new URL(String(tool.url)), { requestInit: { headers: await headersOf(s, tool) }, fetch: guardedFetch });
-  const client = new Client({ name: 'agent-platform', version: VERSION });
+  const transport = new StreamableHTTPClientTransport(new URL(String(tool.url)), { requestInit: { headers: await headersOf(s, tool, user) }, fetch: guardedFetch });
   await client.connect(transport);
   return client;
 }

@@ -3,6 +3,7 @@
 // 64 characters at most); running one returns text for the model, never throws for the model's mistakes.
 import { createHash } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import type { Principal } from '../auth/principal.js';
 import { citationOf, knowledgeTool, PromptEmbeddings, searchIndex, type Citation } from '../knowledge/retrieval.js';
 import type { Clause } from '../knowledge/vector-index.js';
 import type { ToolDefinition } from '../models/wire.js';
@@ -30,7 +31,7 @@ function functionName(tool: string, fn: string): string {
   return name.length <= 64 ? name : `${name.slice(0, 55)}_${createHash('sha256').update(name).digest('hex').slice(0, 8)}`;
 }
 
-export async function toolboxFor(s: Services, agent: ResourceDoc, tools: readonly ResourceDoc[], filter: readonly Clause[]): Promise<Toolbox> {
+export async function toolboxFor(s: Services, user: Principal, agent: ResourceDoc, tools: readonly ResourceDoc[], filter: readonly Clause[]): Promise<Toolbox> {
   const clients: Promise<Client>[] = [];
   const citations: Citation[] = [];
   const functions: AgentFunction[] = [];
@@ -59,7 +60,7 @@ export async function toolboxFor(s: Services, agent: ResourceDoc, tools: readonl
       let client: Promise<Client> | undefined;
       const connected = () => {
         if (!client) {
-          client = connectMcp(s, tool);
+          client = connectMcp(s, tool, user, agent);
           clients.push(client);
         }
         return client;

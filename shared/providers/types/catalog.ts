@@ -13,6 +13,7 @@ import { APP_CONFIG_PK } from '../settings.js';
 import { definition, type HookContext, type ResourceType } from '../resource-type.js';
 import { BLOCKLIST_SETTING, compileBlocklist } from '../../shielding/blocklist.js';
 import { checkWorkflowLinks } from './agent-links.js';
+import { PLATFORM_MEMORY } from '../../tools/mcp.js';
 
 /** Settings the service reads whose values have rules (shielding's blocklist). */
 function settingProblem(key: string, value: string): string | undefined {
@@ -56,16 +57,20 @@ export const tools: ResourceType = {
     index_name: IndexName.optional(),
     top_n: z.number().int().min(1).max(50).optional().describe('Partitions retrieved per completion (knowledge tools; default 5)'),
     retrieval: z.enum(['always', 'on_demand']).optional().describe('knowledge tools: retrieve for every completion (default), or let the model search when it needs to'),
-    url: z.string().optional().describe('mcp: the streamable HTTP endpoint of the server'),
+    url: z.string().optional().describe(`mcp: the streamable HTTP endpoint of the server, or ${PLATFORM_MEMORY} for the memory tool server of spec 4.2 (in process, for the agent and user of the completion)`),
     allowed_tools: z.array(z.string().regex(TOOL_NAME, 'tool names are 1 to 64 letters, digits, _ or -')).min(1).max(64).optional().describe("mcp: the server's tools the model may call"),
     authentication_type: z.enum(['None', 'APIKey', 'AzureIdentity']).optional(),
+    headers: z
+      .record(z.string().regex(/^x-[a-z0-9-]{1,60}$/i, 'header names start with x-'), z.literal('context://user_identity', { error: 'header values can only be context://user_identity (the signed-in user)' }))
+      .optional()
+      .describe('mcp: headers resolved at run time (context://user_identity: the signed-in user as base64 JSON)'),
     authentication_parameters: z.object({ api_key_secret_name: z.string().regex(SECRET_NAME, SECRET_NAME_RULE).optional(), scope: z.string().optional() }).strict().optional(),
   }).superRefine((d, ctx) => {
     const only = (type: string, fields: (keyof typeof d)[]) => {
       for (const f of fields) if (d.tool_type !== type && d[f] !== undefined) ctx.addIssue({ code: 'custom', path: [f], message: `valid only for a ${type} tool` });
     };
     only('knowledge', ['index_name', 'top_n', 'retrieval']);
-    only('mcp', ['url', 'allowed_tools', 'authentication_type', 'authentication_parameters']);
+    only('mcp', ['url', 'allowed_tools', 'authentication_type', 'authentication_parameters', 'headers']);
     if (d.tool_type === 'knowledge' && d.index_name === undefined) ctx.addIssue({ code: 'custom', path: ['index_name'], message: 'index_name is required for a knowledge tool' });
     if (d.tool_type === 'mcp' && d.url === undefined) ctx.addIssue({ code: 'custom', path: ['url'], message: 'url is required for an mcp tool' });
     if (d.tool_type === 'mcp' && d.allowed_tools === undefined) ctx.addIssue({ code: 'custom', path: ['allowed_tools'], message: "allowed_tools is required for an mcp tool: the server's tools the model may call" });
@@ -76,7 +81,7 @@ export const tools: ResourceType = {
   computed: (d) => (d.tool_type === 'knowledge' ? { top_n: d.top_n ?? 5, retrieval: d.retrieval ?? 'always' } : {}),
   // The server URL follows the user-URL rules (CONTRACT 10.1); managed-identity tokens only for allowed scopes.
   validate: async (d, { services }) => {
-    if (typeof d.url !== 'string') return;
+    if (typeof d.url !== 'string' || d.url === PLATFORM_MEMORY) return;
     const problem = await savedUrlProblem(d.url, { policy: 'user', allowPrivateNetwork: services.config.allowPrivateNetwork });
     if (problem) throw validationError([{ field: 'url', message: `url ${problem}` }]);
     const scope = (d.authentication_parameters as { scope?: string } | undefined)?.scope;

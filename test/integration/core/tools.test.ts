@@ -1,7 +1,10 @@
 // Agents that act: the agent's tools offered through function calling, calls run side by side, results back
 // to the model, limits on rounds, time and size, failures as results, executions recorded on the message,
 // and tool events in the stream. The tools live on an MCP server built with the SDK.
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { oidForUpn } from '../../../shared/auth/local-idp.js';
+import { ROLE_IDS, roleDefinitionPath } from '../../../shared/auth/roles.js';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
 import { startTestApp, providers, type TestApp } from '../../support/app.js';
 import { grantReader, seedAgent } from '../../support/agents.js';
@@ -147,6 +150,27 @@ describe('tools', () => {
     expect((await complete(app, 'actor', 'add for me', {}, 'reader@example.com')).body.completion).toBe('Tools said: 7');
     expect((await complete(app, 'actor', 'add for me', {}, 'stranger@example.com')).status).toBe(403);
     modelCalls();
+  });
+
+  it('makes the analytics tool figures real: Tools, AgentToolCombinations, avg_tools_used and most_used_tools', async () => {
+    const analyst = 'analyst@example.com';
+    const name = randomUUID();
+    await app.call('POST', `${providers(app, 'Svc.Authorization')}/roleAssignments/${name}`, {
+      body: { name, principal_id: oidForUpn(analyst), principal_type: 'User', role_definition_id: roleDefinitionPath(ROLE_IDS.analyticsReader), scope: `/instances/${INSTANCE}` },
+    });
+    const query = async (request_type: string, filters: Record<string, unknown> = {}) => {
+      const r = await app.call('POST', `${providers(app, 'Svc.Analytics')}/analytics/query?api-version=2024-02-16`, { body: { request_type, filters }, as: analyst });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      return (r.body as { resource: { data: unknown } }).resource.data;
+    };
+    // Earlier tests ran calc: 1 + 3 + 3 + 3 + 1 + 1 + 1 executions (the unknown function counts for no tool).
+    const tools = (await query('Tools')) as { tool_name: string; usage_count: number }[];
+    expect(tools.find((t) => t.tool_name === 'calc')?.usage_count).toBeGreaterThanOrEqual(10);
+    const combinations = (await query('AgentToolCombinations', { agent_name: 'actor' })) as Record<string, number>;
+    expect(combinations.calc).toBeGreaterThan(0);
+    const summary = (await query('AgentSummary', { agent_name: 'actor' })) as { avg_tools_used: number; most_used_tools: string[] };
+    expect(summary.avg_tools_used).toBeGreaterThan(0);
+    expect(summary.most_used_tools[0]).toBe('calc');
   });
 
   it('refuses on save an mcp tool outside the URL rules, and an agent naming a plugin tool', async () => {

@@ -1,0 +1,65 @@
+// The memory tool server of spec 4.2 as a Model Context Protocol server (streamable HTTP, stateless, JSON
+// answers), built with the official SDK: tools get_memory, append_memory and clear_memory. It serves one
+// agent, named by its URL (its trusted configuration, never the prompt), for the user its caller forwards in
+// X-USER-IDENTITY; only callers with the Memory.ActOnBehalf app role may forward one (the platform's own
+// identity). It stores nothing itself: each tool is the memory endpoint's operation for that user.
+import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { z } from 'zod';
+import type { Principal } from '../auth/principal.js';
+import { ApiError } from '../http/errors.js';
+import type { ResourceDoc } from '../providers/resource-type.js';
+import type { Services } from '../services.js';
+import { VERSION } from '../version.js';
+
+const text = (value: unknown) => ({ content: [{ type: 'text' as const, text: JSON.stringify(value) }] });
+const failure = (message: string) => ({ content: [{ type: 'text' as const, text: message }], isError: true });
+
+/** Runs a memory operation; its 4xx becomes a tool error the model can read. */
+async function tool(run: () => Promise<unknown>) {
+  try {
+    return text(await run());
+  } catch (e) {
+    if (e instanceof ApiError && e.status < 500) return failure(`${e.code}: ${e.message}`);
+    throw e;
+  }
+}
+
+export function memoryServer(s: Services, user: Principal, agent: ResourceDoc): McpServer {
+  const server = new McpServer({ name: 'agent-platform-memory', version: VERSION });
+  const ref = { objectId: agent.object_id, name: agent.name };
+  server.registerTool(
+    'get_memory',
+    { description: "Reads what is remembered about the user (scope user), for this agent (agent), or both (combined, the default).", inputSchema: { scope: z.enum(['user', 'agent', 'combined']).optional() } },
+    ({ scope }) => tool(() => s.memories.get(user, scope ?? 'combined', scope === 'user' ? undefined : ref)),
+  );
+  server.registerTool(
+    'append_memory',
+    {
+      description: 'Remembers something for later conversations: markdown appended to the user memory (scope user) or to this agent\'s memory of the user (agent).',
+      inputSchema: { scope: z.enum(['user', 'agent']), memory: z.string().min(1).max(16_000), reason: z.string().max(500).optional() },
+    },
+    ({ scope, memory, reason }) => tool(() => s.memories.append(user, scope, scope === 'agent' ? ref : undefined, memory, reason ? { reason } : {})),
+  );
+  server.registerTool(
+    'clear_memory',
+    { description: 'Forgets everything in one scope; only when the user asked for it, with confirm true.', inputSchema: { scope: z.enum(['user', 'agent']), confirm: z.boolean() } },
+    ({ scope, confirm }) => (confirm ? tool(() => s.memories.clear(user, scope, scope === 'agent' ? ref : undefined)) : Promise.resolve(failure('ValidationError: confirm must be true to clear memory'))),
+  );
+  return server;
+}
+
+/** Answers one JSON-RPC message of the streamable HTTP transport (stateless, JSON responses). */
+export async function handleMemoryMcp(s: Services, user: Principal, agent: ResourceDoc, url: string, body: unknown): Promise<{ status: number; body: string; contentType: string | null }> {
+  const server = memoryServer(s, user, agent);
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  try {
+    await server.connect(transport);
+    const request = new Request(url, { method: 'POST', headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const response = await transport.handleRequest(request, { parsedBody: body });
+    return { status: response.status, body: await response.text(), contentType: response.headers.get('content-type') };
+  } finally {
+    await transport.close();
+    await server.close();
+  }
+}
