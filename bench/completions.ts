@@ -3,6 +3,7 @@
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
 import { operationKey, type OperationDoc } from '../shared/completions/operations.js';
+import { startMcpServer } from '../scripts/mock-mcp.js';
 import { startMockLlm } from '../scripts/mock-llm.js';
 import type { BenchApp } from './app.js';
 import { load, paired, type LoadResult } from './load.js';
@@ -31,8 +32,8 @@ export interface StageBench {
 
 /**
  * What each optional stage adds at concurrency 1 (CONTRACT 10.7), each against the same agent without it,
- * alternating: shielding with the blocklist (100 terms and 5 expressions, before and after the model), and
- * the prompt rewrite (one more model call).
+ * alternating: shielding with the blocklist (100 terms and 5 expressions, before and after the model), the
+ * prompt rewrite (one more model call), and one tool round (an MCP tool call and one more model call).
  */
 export async function benchStages(app: BenchApp): Promise<StageBench[]> {
   const llm = await startMockLlm({ latencyMs: UPSTREAM_LATENCY_MS });
@@ -56,17 +57,24 @@ export async function benchStages(app: BenchApp): Promise<StageBench[]> {
       user_prompt_rewrite_settings: { user_prompt_rewrite_ai_model_object_id: p('Svc.AIModel', 'aiModels', 'm'), user_prompt_rewrite_prompt_object_id: p('Svc.Prompt', 'prompts', 'p'), user_prompts_window_size: 0 },
     },
   });
+  // One tool round: the mock model asks the MCP server's `add` whenever it is offered, then answers.
+  const mcp = await startMcpServer();
+  llm.setToolReflex({ name: 'calc__add', arguments: { a: 1, b: 2 } });
+  await post(p('Svc.Agent', 'tools', 'calc'), { name: 'calc', tool_type: 'mcp', url: mcp.url, allowed_tools: ['add'] });
+  await post(p('Svc.Agent', 'agents', 'tooled'), { name: 'tooled', workflow_object_id: workflow, tool_object_ids: [p('Svc.Agent', 'tools', 'calc')] });
   const url = `${app.core}/instances/${app.instanceId}/completions`;
   const request = (agent: string) => ({ url, method: 'POST' as const, headers: { ...app.auth, 'content-type': 'application/json' }, body: JSON.stringify({ user_prompt: 'How fast is this, with a few more words to screen?', agent_name: agent }) });
   const stages: StageBench[] = [];
   for (const [stage, agent] of [
     ['shielding: blocklist before and after the model', 'blocklist'],
     ['prompt rewrite (one more model call)', 'rewrite'],
+    ['one tool round: MCP add (one more model call)', 'tooled'],
   ] as const) {
     await paired(request('plain'), request(agent), 50);
     const r = await paired(request('plain'), request(agent), 400);
     stages.push({ stage, p50: r.b.p50, p99: r.b.p99, added: r.added });
   }
+  await mcp.close();
   await llm.close();
   return stages;
 }

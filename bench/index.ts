@@ -38,7 +38,8 @@ async function main() {
     const stores = (process.env.BENCH_STORES ?? 'embedded,cosmos').split(',') as ('embedded' | 'cosmos')[];
     const added = new Map<string, number>();
     for (const store of stores) {
-      const app = await startBenchApp(store);
+      // Private network: the stage benchmark's MCP tool server is on loopback.
+      const app = await startBenchApp(store, { ALLOW_PRIVATE_NETWORK: 'true' });
       const result = await benchCompletions(app, seconds);
       reportCompletions(store, result);
       added.set(store, result.added[0]?.p50 ?? NaN);
@@ -53,7 +54,7 @@ async function main() {
             'p99 ms': st.p99,
             'added p50 ms': st.added.p50,
             'added p99 ms': st.added.p99,
-            target: st.stage.startsWith('shielding') ? `added p50 <= 0.2 ms: ${st.added.p50 <= 0.2 ? 'met' : 'MISSED'}` : '',
+            target: st.stage.startsWith('shielding') ? `added p50 <= 0.2 ms: ${st.added.p50 <= 0.2 ? 'met' : 'MISSED'}` : `over the extra 20 ms model call: ${(st.added.p50 - 20).toFixed(2)} ms`,
           })),
         );
       }

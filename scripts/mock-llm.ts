@@ -58,6 +58,8 @@ export interface MockLlm {
   next(...behaviors: Behavior[]): void;
   /** Drops behaviors queued and not yet used. */
   clear(): void;
+  /** While set: a request that offers this function and ends with the user's message is answered with a call of it. */
+  setToolReflex(reflex: { name: string; arguments: Record<string, unknown> } | undefined): void;
   setLatency(ms: number): void;
   close(): Promise<void>;
 }
@@ -148,6 +150,7 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number 
   const embeddingRequests: EmbeddingRequest[] = [];
   const queue: Behavior[] = [];
   const embeddingQueue: Behavior[] = [];
+  let reflex: { name: string; arguments: Record<string, unknown> } | undefined;
   const timers = new Set<NodeJS.Timeout>();
   const later = (ms: number, fn: () => void) => {
     const t = setTimeout(() => {
@@ -266,11 +269,16 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number 
       res.on('close', () => {
         if (!res.writableFinished) aborted++;
       });
-      play(queue.shift(), res, req.socket, () => {
+      const reflexed = reflex && body.tools?.some((t) => t.function.name === reflex?.name) && body.messages.at(-1)?.role === 'user' ? { toolCalls: [reflex] } : undefined;
+      const behavior = queue.shift() ?? reflexed;
+      const answer = () => {
         if (res.destroyed) return;
         if (body.stream === true) stream(body, res, n);
         else res.writeHead(200, { 'content-type': 'application/json' }).end(echo(body, path, n));
-      });
+      };
+      // A reflexive tool call takes the model's time, as an answer would.
+      if (behavior === reflexed && reflexed && latency > 0) later(latency, () => play(reflexed, res, req.socket, answer));
+      else play(behavior, res, req.socket, answer);
     });
   });
   server.keepAliveTimeout = 65_000;
@@ -290,6 +298,7 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number 
       queue.splice(0);
       embeddingQueue.splice(0);
     },
+    setToolReflex: (r) => (reflex = r),
     setLatency: (ms) => (latency = ms),
     close: () =>
       new Promise<void>((resolve) => {

@@ -8,7 +8,7 @@ import { ROLE_IDS, roleDefinitionPath } from '../../../shared/auth/roles.js';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
 import { startTestApp, providers, type TestApp } from '../../support/app.js';
 import { grantReader, seedAgent } from '../../support/agents.js';
-import { startMcpServer, type TestMcpServer } from '../../support/mcp-server.js';
+import { startMcpServer, type TestMcpServer } from '../../../scripts/mock-mcp.js';
 import { INSTANCE } from '../../support/services.js';
 import { complete, objectId, updateAgent, upsert } from '../knowledge/support.js';
 
@@ -144,11 +144,35 @@ describe('tools', () => {
     modelCalls();
   });
 
-  it('lets an agent access token holder and a reader reach exactly that agent and its tools', async () => {
+  it('runs tools in an async completion too', async () => {
+    llm.next({ toolCalls: [{ name: 'calc__add', arguments: { a: 5, b: 6 } }] });
+    const started = await app.call('POST', `${app.core}/instances/${INSTANCE}/async-completions`, { body: { user_prompt: 'add later', agent_name: 'actor' } });
+    expect(started.status).toBe(202);
+    const id = (started.body as { operation_id: string }).operation_id;
+    let status: { status: string; result: { completion: string } | null } = { status: 'InProgress', result: null };
+    for (const until = Date.now() + 15_000; status.status === 'InProgress' && Date.now() < until; await new Promise((r) => setTimeout(r, 100))) {
+      status = (await app.call('GET', `${app.core}/instances/${INSTANCE}/async-completions/${id}/status`)).body as typeof status;
+    }
+    expect(status.status).toBe('Completed');
+    expect(status.result?.completion).toBe('Tools said: 11');
+    modelCalls();
+  });
+
+  it('lets a reader and an agent access token reach exactly that agent and its tools, and no one else', async () => {
     await grantReader(app, 'reader@example.com', 'actor');
     llm.next({ toolCalls: [{ name: 'calc__add', arguments: { a: 3, b: 4 } }] });
     expect((await complete(app, 'actor', 'add for me', {}, 'reader@example.com')).body.completion).toBe('Tools said: 7');
     expect((await complete(app, 'actor', 'add for me', {}, 'stranger@example.com')).status).toBe(403);
+    // An agent access token reaches its agent, with that agent's tools, and no other agent.
+    const issued = await app.call('POST', `${providers(app, 'Svc.Agent')}/agents/actor/agent-access-tokens`, { body: { type: 'agent-access-token', name: 'tool-bot' } });
+    const token = (issued.body as { resource: string }).resource;
+    const withToken = (agent: string) =>
+      fetch(`${app.core}/instances/${INSTANCE}/completions`, { method: 'POST', headers: { 'x-agent-access-token': token, 'content-type': 'application/json' }, body: JSON.stringify({ user_prompt: 'add by token', agent_name: agent }) });
+    llm.next({ toolCalls: [{ name: 'calc__add', arguments: { a: 8, b: 9 } }] });
+    const byToken = await withToken('actor');
+    expect(byToken.status).toBe(200);
+    expect(((await byToken.json()) as { completion: string }).completion).toBe('Tools said: 17');
+    expect((await withToken('other')).status).toBe(403);
     modelCalls();
   });
 
