@@ -6,7 +6,7 @@
 import type { ContainerRequest, OperationInput, SqlQuerySpec } from '@azure/cosmos';
 import { VectorEmbeddingDataType, VectorEmbeddingDistanceFunction, VectorIndexType } from '@azure/cosmos';
 import { cosmosClient, type CosmosStoreOptions } from '../store/cosmos-store.js';
-import { clauseValues, sourceKey, type Clause, type IndexedEntry, type SearchHit, type VectorIndex } from './vector-index.js';
+import { clauseValues, sourceKey, type Clause, type IndexedEntry, type SearchHit, type StoredEntry, type VectorIndex } from './vector-index.js';
 
 /**
  * The vector length the container's policy fixes (text-embedding-3-small and ada-002, and text-embedding-3-large
@@ -38,17 +38,10 @@ export const KNOWLEDGE_CONTAINER = {
   },
 } as const satisfies ContainerRequest;
 
-interface RecordItem {
+interface RecordItem extends StoredEntry {
   id: string;
   pk: string;
   kind: 'document';
-  source: string;
-  file_name: string;
-  title: string;
-  origin: string;
-  hash: string;
-  partitions: number;
-  expires_at: number;
   ttl?: number;
 }
 

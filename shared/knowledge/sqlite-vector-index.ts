@@ -7,11 +7,9 @@
 // twenty times what was asked for, and their full vectors are ranked by cosine distance. Over 10,000 partitions of
 // 1,536 dimensions that is about 2 ms instead of 20 ms for an exact scan; below the candidate count (small
 // indexes, narrow filters) it is exact. `npm run bench -- knowledge` measures its recall against an exact scan.
-import { mkdirSync } from 'node:fs';
-import path from 'node:path';
-import Database from 'better-sqlite3';
 import * as sqliteVec from 'sqlite-vec';
-import { clauseValues, sourceKey, type Clause, type IndexedDocument, type Partition, type SearchHit, type VectorIndex } from './vector-index.js';
+import { openSqliteFile } from '../store/sqlite-file.js';
+import { clauseValues, sourceKey, type Clause, type IndexedDocument, type Partition, type SearchHit, type StoredEntry, type VectorIndex } from './vector-index.js';
 
 /** Stands for "never expires" in the integer expiry column. */
 const NEVER = Number.MAX_SAFE_INTEGER;
@@ -30,25 +28,9 @@ const vectorBlob = (v: readonly number[]) => {
 const bitLength = (dimensions: number) => Math.ceil(dimensions / 8) * 8;
 const padded = (v: readonly number[]) => (v.length % 8 === 0 ? v : [...v, ...new Array<number>(bitLength(v.length) - v.length).fill(0)]);
 
-interface DocumentRow {
-  source: string;
-  file_name: string;
-  title: string;
-  origin: string;
-  hash: string;
-  partitions: number;
-  expires_at: number;
-}
 
 export function openSqliteVectorIndex(file: string): VectorIndex {
-  mkdirSync(path.dirname(file), { recursive: true });
-  const db = new Database(file);
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
-  db.pragma('busy_timeout = 5000');
-  // Searches read every candidate bit vector of an index: from mapped pages, not through SQLite's pager.
-  db.pragma('mmap_size = 1073741824');
-  db.pragma('cache_size = -65536');
+  const db = openSqliteFile(file);
   sqliteVec.load(db);
   db.exec(`
     CREATE TABLE IF NOT EXISTS documents (
@@ -83,7 +65,7 @@ export function openSqliteVectorIndex(file: string): VectorIndex {
     `INSERT OR REPLACE INTO documents (index_name, source, file_name, title, origin, hash, partitions, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const deleteDocument = db.prepare<[string, string]>(`DELETE FROM documents WHERE index_name = ? AND source = ?`);
-  const documentsOf = db.prepare<[string, number], DocumentRow>(`SELECT source, file_name, title, origin, hash, partitions, expires_at FROM documents WHERE index_name = ? AND expires_at > ?`);
+  const documentsOf = db.prepare<[string, number], StoredEntry>(`SELECT source, file_name, title, origin, hash, partitions, expires_at FROM documents WHERE index_name = ? AND expires_at > ?`);
   const expired = db.prepare<[number], { index_name: string; source: string }>(`SELECT index_name, source FROM documents WHERE expires_at <= ? LIMIT 100`);
 
   const remove = (index: string, source: string) => {

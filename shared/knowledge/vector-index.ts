@@ -22,6 +22,11 @@ export interface IndexedEntry extends IndexedDocument {
   partitions: number;
 }
 
+/** A listed document as the adapters store it: "never expires" is a number too. */
+export interface StoredEntry extends Omit<IndexedEntry, 'expires_at'> {
+  expires_at: number;
+}
+
 export interface Partition {
   /** The text that was embedded. */
   text: string;

@@ -5,9 +5,8 @@
 // each document: an index on expressions still makes SQLite visit every document, an index on columns
 // does not, so analytics over a million records read only that index.
 import { randomBytes } from 'node:crypto';
-import { mkdirSync } from 'node:fs';
-import path from 'node:path';
 import Database from 'better-sqlite3';
+import { openSqliteFile } from './sqlite-file.js';
 import { CONTAINER_LIST, type ContainerDefinition } from './containers.js';
 import { alias, getPath, segments, updatePath } from './fields.js';
 import { ReaderPool } from './sqlite-readers.js';
@@ -59,14 +58,7 @@ interface AggregateSource {
  * a file-backed store run on `readers` read-only connections in worker threads (0: on this thread).
  */
 export function openSqliteStore(file: string, definitions = CONTAINER_LIST, options: { readers?: number } = {}): DocumentStore {
-  if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
-  const db = new Database(file);
-  db.pragma('journal_mode = WAL');
-  db.pragma('synchronous = NORMAL');
-  db.pragma('busy_timeout = 5000');
-  // Aggregates scan large indexes: map the file instead of copying pages through a small cache.
-  db.pragma('mmap_size = 1073741824');
-  db.pragma('cache_size = -65536');
+  const db = openSqliteFile(file);
   db.pragma('temp_store = MEMORY');
   // Checkpoints (which fsync) run on a timer, off the request path, instead of inside a commit.
   db.pragma('wal_autocheckpoint = 0');

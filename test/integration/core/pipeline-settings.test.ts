@@ -10,6 +10,7 @@ import { LOCAL_DEFAULT_USER } from '../../../shared/auth/local-idp.js';
 import { startTestApp, providers, type TestApp } from '../../support/app.js';
 import { seedAgent } from '../../support/agents.js';
 import { startContentSafety, type ContentSafetyMock } from '../../support/content-safety.js';
+import { modelCallsSince } from '../../support/model-calls.js';
 import { INSTANCE } from '../../support/services.js';
 import { complete, objectId, updateAgent, upsert } from '../knowledge/support.js';
 
@@ -20,13 +21,7 @@ describe('agent pipeline settings', () => {
   let llm: MockLlm;
   let safety: ContentSafetyMock;
   let app: TestApp;
-  let seen = 0;
-  /** The model calls made since the last look. */
-  const modelCalls = () => {
-    const calls = llm.requests.slice(seen);
-    seen = llm.requests.length;
-    return calls;
-  };
+  const modelCalls = modelCallsSince(() => llm);
   const session = async () => ((await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: 'pipeline' } })).body as { id: string }).id;
   const setting = (key: string, value: string) => upsert(app, 'Svc.Configuration', 'appConfigurations', key, { key, value });
 

@@ -9,6 +9,7 @@ import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
 import { startTestApp, providers, type TestApp } from '../../support/app.js';
 import { grantReader, seedAgent } from '../../support/agents.js';
 import { startMcpServer, type TestMcpServer } from '../../../scripts/mock-mcp.js';
+import { modelCallsSince } from '../../support/model-calls.js';
 import { INSTANCE } from '../../support/services.js';
 import { complete, objectId, updateAgent, upsert } from '../knowledge/support.js';
 
@@ -25,12 +26,7 @@ describe('tools', () => {
   let llm: MockLlm;
   let mcp: TestMcpServer;
   let app: TestApp;
-  let seen = 0;
-  const modelCalls = () => {
-    const calls = llm.requests.slice(seen);
-    seen = llm.requests.length;
-    return calls;
-  };
+  const modelCalls = modelCallsSince(() => llm);
   const session = async () => ((await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: 'tools' } })).body as { id: string }).id;
   const artifacts = async (sessionId: string) => {
     const messages = (await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${sessionId}/messages`)).body as { sender: string; content_artifacts?: Artifact[] }[];

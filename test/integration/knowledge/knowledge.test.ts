@@ -8,7 +8,7 @@ import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
 import { runPipeline } from '../../../shared/knowledge/runs.js';
 import { startTestApp, providers, type TestApp } from '../../support/app.js';
 import { CORRUPT_PDF, documentFiles, TEXTS, TITLES, type DocumentName } from '../../support/documents.js';
-import { complete, processPipeline, readRun, seedKnowledgeAgent, seedPipeline, serveDocuments, upsert, objectId, type DocumentServer } from './support.js';
+import { complete, processPipeline, readRun, seedKnowledgeAgent, seedPipeline, serveDocuments, updateAgent, upsert, objectId, type DocumentServer } from './support.js';
 
 const NAMES = Object.keys(TEXTS) as DocumentName[];
 const CHANGED_PENGUINS = 'Glaciers carve fjords as compacted snow flows downhill under its own weight grinding bedrock into fine rock flour.';
@@ -93,6 +93,24 @@ describe('knowledge from a Web source', () => {
     expect(sources).not.toContain(url('volcanoes.md'));
     expect(everything.body.citations.some((c) => c.text.includes('Emperor penguins'))).toBe(false);
     expect(new Set(everything.body.citations.map((c) => c.id)).size).toBe(run.counts.partitions);
+  });
+
+  it('offers an on-demand index to the model as a search function, and cites what it found', async () => {
+    await seedKnowledgeAgent(app, llm, 'web-kb-on-demand');
+    await upsert(app, 'Svc.Agent', 'tools', 'docs-search', { tool_type: 'knowledge', index_name: 'web-docs', retrieval: 'on_demand', top_n: 2 });
+    await updateAgent(app, 'web-kb-on-demand', { tool_object_ids: [objectId('Svc.Agent', 'tools', 'docs-search')] });
+    const before = llm.requests.length;
+    llm.next({ toolCalls: [{ name: 'docs-search__search', arguments: { query: TEXTS['coffee.html'] } }] });
+    const r = await complete(app, 'web-kb-on-demand', 'How is espresso made?');
+    expect(r.status).toBe(200);
+    const [first, second] = llm.requests.slice(before);
+    // Nothing was retrieved up front: the model chose to search.
+    expect(first?.body.messages.some((m) => m.role === 'system' && m.content?.includes('sources'))).toBe(false);
+    expect(first?.body.tools?.map((t) => t.function.name)).toEqual(['docs-search__search']);
+    expect(second?.body.messages.at(-1)?.content).toContain('Espresso is brewed');
+    expect(r.body.completion).toContain(url('coffee.html'));
+    expect(r.body.citations[0]).toMatchObject({ source: url('coffee.html') });
+    expect(r.body.citations).toHaveLength(2);
   });
 
   it('retrieves only for users who may use the agent', async () => {

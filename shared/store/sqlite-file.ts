@@ -1,0 +1,17 @@
+// One way to open an SQLite file for the embedded adapters (the document store, the vector index): WAL,
+// normal syncs, a busy timeout for other processes on the file, and the file mapped into memory, since
+// aggregates and vector searches read large ranges (mapped pages, not copies through a small page cache).
+import { mkdirSync } from 'node:fs';
+import path from 'node:path';
+import Database from 'better-sqlite3';
+
+export function openSqliteFile(file: string): Database.Database {
+  if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
+  const db = new Database(file);
+  db.pragma('journal_mode = WAL');
+  db.pragma('synchronous = NORMAL');
+  db.pragma('busy_timeout = 5000');
+  db.pragma('mmap_size = 1073741824');
+  db.pragma('cache_size = -65536');
+  return db;
+}
