@@ -4,6 +4,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { expect } from 'vitest';
 import type { MockLlm } from '../../../scripts/mock-llm.js';
+import type { Citation } from '../../../shared/knowledge/retrieval.js';
 import { providers, type TestApp } from '../../support/app.js';
 import { seedAgent, type AgentOptions } from '../../support/agents.js';
 import { INSTANCE } from '../../support/services.js';
@@ -73,14 +74,6 @@ export async function processPipeline(app: TestApp, pipeline: string): Promise<R
     if (run.status === 'Completed' || run.status === 'Failed') return run;
   }
   throw new Error(`run ${runId} did not end`);
-}
-
-export interface Citation {
-  id: string;
-  source: string;
-  title: string;
-  text: string;
-  score: number;
 }
 
 export interface Answer {
