@@ -4,13 +4,50 @@ import { json } from '../shared/http/types.js';
 import { defineRoute } from '../shared/http/route.js';
 import { InstanceParams } from '../shared/http/schemas.js';
 import type { Services } from '../shared/services.js';
+import { readiness } from '../shared/health.js';
 
 const CoreStatus = z.object({ status: z.string(), name: z.string(), version: z.string(), instance_id: z.string() });
 
 const status = (services: Services, name: string) =>
   json(200, { status: 'ready', name, version: services.config.version, instance_id: services.config.instanceId });
 
+const CheckSchema = z.object({ ok: z.boolean(), duration_ms: z.number(), error: z.string().optional() });
+const ReadinessSchema = z.object({ status: z.enum(['ready', 'unavailable']), checks: z.record(z.string(), CheckSchema) }).meta({ id: 'Readiness' });
+
+/** `/health/live` and `/health/ready` on one API: unauthenticated, cheap, for probes. */
+const health = (api: 'core' | 'management') => [
+  defineRoute({
+    name: `health-live-${api}`,
+    api,
+    method: 'GET',
+    path: '/health/live',
+    summary: 'Liveness: the process answers',
+    tag: 'Status',
+    auth: 'none',
+    errors: api,
+    responses: { 200: { description: 'Alive', schema: z.object({ status: z.literal('live') }) } },
+    handler: () => Promise.resolve(json(200, { status: 'live' })),
+  }),
+  defineRoute({
+    name: `health-ready-${api}`,
+    api,
+    method: 'GET',
+    path: '/health/ready',
+    summary: 'Readiness: the store, blob storage, the queues and the identity provider keys answer (each within 2 s)',
+    tag: 'Status',
+    auth: 'none',
+    errors: api,
+    responses: { 200: { description: 'Ready', schema: ReadinessSchema }, 503: { description: 'A dependency does not answer', schema: ReadinessSchema } },
+    handler: async ({ services }) => {
+      const r = await readiness(services);
+      return json(r.status === 'ready' ? 200 : 503, r);
+    },
+  }),
+];
+
 export const routes = [
+  ...health('core'),
+  ...health('management'),
   defineRoute({
     name: 'status-core',
     api: 'core',

@@ -16,6 +16,8 @@ export interface AzuriteOptions {
 
 export interface Azurite {
   connectionString: string;
+  blobPort: number;
+  queuePort: number;
   stop(): Promise<void>;
 }
 
@@ -83,5 +85,5 @@ export async function startAzurite(options: AzuriteOptions): Promise<Azurite> {
       await new Promise((r) => setTimeout(r, 100));
     }
   }
-  return { connectionString: connectionStringFor(options.blobPort, options.queuePort), stop };
+  return { connectionString: connectionStringFor(options.blobPort, options.queuePort), blobPort: options.blobPort, queuePort: options.queuePort, stop };
 }

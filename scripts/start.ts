@@ -8,16 +8,29 @@ import { startStandalone, type Standalone } from '../shared/http/standalone.js';
 import { createServices, type Services } from '../shared/services.js';
 import { startTelemetry } from '../shared/telemetry/setup.js';
 import { VERSION } from '../shared/version.js';
-import { isListening, startAzurite, type Azurite } from './azurite.js';
+import { freePort, startAzurite, type Azurite } from './azurite.js';
+
+/** Settings `npm run token` must share with the server (the issuer and the signing key), as given. */
+const TOKEN_SETTINGS = ['HOST', 'CORE_PORT', 'DATA_DIR'] as const;
+
+/** The exact command that prints a token this server accepts, whatever settings it runs with. */
+function tokenCommand(dataDir: string): string {
+  const shell = (v: string) => (/^[\w@%+=:,./-]+$/.test(v) ? v : `'${v.replace(/'/g, `'\\''`)}'`);
+  const settings = TOKEN_SETTINGS.filter((k) => process.env[k] !== undefined).map((k) => `${k}=${shell(k === 'DATA_DIR' ? dataDir : (process.env[k] ?? ''))}`);
+  return `TOKEN=$(${[...settings, 'npm run -s token'].join(' ')})`;
+}
 
 async function main() {
-  const config = loadConfig(process.env, VERSION);
+  let config = loadConfig(process.env, VERSION);
   await startTelemetry(config);
 
+  // Development storage: an Azurite of this DATA_DIR's own, on free ports, its data in DATA_DIR/azurite, so
+  // two services with different DATA_DIR never share blobs or queues, and nobody else's Azurite is used.
   let azurite: Azurite | undefined;
   const devStorage = config.storage.kind === 'connection-string' && /UseDevelopmentStorage=true/i.test(config.storage.connectionString);
-  if (devStorage && !(await isListening(10000))) {
-    azurite = await startAzurite({ blobPort: 10000, queuePort: 10001, location: path.join(config.dataDir, 'azurite') });
+  if (devStorage) {
+    azurite = await startAzurite({ blobPort: await freePort(), queuePort: await freePort(), location: path.join(config.dataDir, 'azurite') });
+    config = { ...config, storage: { kind: 'connection-string', connectionString: azurite.connectionString } };
   }
 
   let services: Services | undefined;
@@ -33,7 +46,7 @@ async function main() {
   }
   const running = services;
   const store = config.store.kind === 'embedded' ? `embedded (${config.store.file})` : `cosmos (${config.store.endpoint})`;
-  const token = config.auth.kind === 'local' ? 'npm run token   (another user: npm run token -- --upn alice@example.com)' : `from ${config.auth.issuer}`;
+  const token = config.auth.kind === 'local' ? `${tokenCommand(config.dataDir)}   (another user: add -- --upn alice@example.com)` : `from ${config.auth.issuer}`;
   process.stdout.write(
     [
       `Agent platform ${VERSION} is running`,
@@ -41,7 +54,7 @@ async function main() {
       `  Management API:  ${app.managementUrl}`,
       `  Instance id:     ${config.instanceId}`,
       `  Store:           ${store}`,
-      `  Blobs/queues:    ${azurite ? 'Azurite on 127.0.0.1:10000/10001' : devStorage ? 'existing Azurite on 127.0.0.1:10000' : 'configured storage account'}`,
+      `  Blobs/queues:    ${azurite ? `Azurite of this DATA_DIR on 127.0.0.1:${azurite.blobPort}/${azurite.queuePort}` : 'configured storage account'}`,
       `  Get a token:     ${token}`,
       `  Try:             curl ${app.coreUrl}/status`,
       '',

@@ -169,6 +169,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     throw new ConfigError(`Invalid setting ${key}: ${issue?.message ?? 'invalid'}`);
   }
   const e = parsed.data;
+  if (e.CORE_PORT !== 0 && e.CORE_PORT === e.MANAGEMENT_PORT) throw new ConfigError(`CORE_PORT and MANAGEMENT_PORT are both ${e.CORE_PORT}: each API needs its own port`);
   const dataDir = path.resolve(e.DATA_DIR);
   return {
     instanceId: e.INSTANCE_ID.toLowerCase(),

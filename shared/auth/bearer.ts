@@ -11,14 +11,19 @@ export interface BearerVerifier {
   verify(token: string): Promise<Principal>;
   /** The local identity provider's JWKS, when it is the one in use. */
   readonly localJwks?: { keys: unknown[] };
+  /** Whether the identity provider's signing keys are loaded (fetched once when they are remote). */
+  keysLoaded(): Promise<boolean>;
 }
 
 /** Builds the verifier for the configured identity provider. */
 export async function createBearerVerifier(config: AuthConfig): Promise<BearerVerifier> {
   let keys: JWTVerifyGetKey;
   let localJwks: BearerVerifier['localJwks'];
+  let keysLoaded: () => Promise<boolean> = () => Promise.resolve(true);
   if (config.kind === 'jwks') {
-    keys = createRemoteJWKSet(new URL(config.jwksUri), { cooldownDuration: 30_000, cacheMaxAge: 10 * 60_000 });
+    const remote = createRemoteJWKSet(new URL(config.jwksUri), { cooldownDuration: 30_000, cacheMaxAge: 10 * 60_000, timeoutDuration: 2000 });
+    keys = remote;
+    keysLoaded = () => (remote.jwks() ? Promise.resolve(true) : remote.reload().then(() => remote.jwks() !== undefined, () => false));
   } else {
     const local = await loadLocalKey(config.keyFile);
     keys = createLocalJWKSet(local.jwks);
@@ -28,6 +33,7 @@ export async function createBearerVerifier(config: AuthConfig): Promise<BearerVe
   const verified = new Map<string, { principal: Principal; expiresAt: number }>();
   return {
     ...(localJwks ? { localJwks } : {}),
+    keysLoaded,
     async verify(token) {
       const hit = verified.get(token);
       if (hit && hit.expiresAt > Date.now()) return hit.principal;

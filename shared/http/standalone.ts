@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startQueueConsumer, type Consumer } from '../queues/local-consumer.js';
 import type { QueueHandler } from '../queues/handler.js';
+import { ConfigError } from '../config.js';
 import type { Services } from '../services.js';
 import { createApiServer } from './node-host.js';
 import type { Route } from './route.js';
@@ -14,9 +15,14 @@ export interface Standalone {
   close(graceMs?: number): Promise<void>;
 }
 
-const listen = (server: Server, host: string, port: number) =>
+/** Listens; a port that is taken or not allowed is a ConfigError naming the setting. */
+const listen = (server: Server, host: string, port: number, setting: string) =>
   new Promise<string>((resolve, reject) => {
-    server.once('error', reject);
+    server.once('error', (e: NodeJS.ErrnoException) => {
+      if (e.code === 'EADDRINUSE') reject(new ConfigError(`${setting}=${port}: the port is in use on ${host}; stop what uses it or choose another ${setting}`));
+      else if (e.code === 'EACCES' || e.code === 'EADDRNOTAVAIL') reject(new ConfigError(`${setting}=${port} on HOST=${host} cannot be listened on (${e.code})`));
+      else reject(e);
+    });
     server.listen(port, host, () => {
       const address = server.address() as AddressInfo;
       resolve(`http://${host.includes(':') ? `[${host}]` : host}:${address.port}`);
@@ -41,8 +47,8 @@ export async function startStandalone(
   const { host, corePort, managementPort } = services.config;
   const core = createApiServer('core', routes, services);
   const management = createApiServer('management', routes, services);
-  const coreUrl = await listen(core, host, corePort);
-  const managementUrl = await listen(management, host, managementPort).catch(async (e: unknown) => {
+  const coreUrl = await listen(core, host, corePort, 'CORE_PORT');
+  const managementUrl = await listen(management, host, managementPort, 'MANAGEMENT_PORT').catch(async (e: unknown) => {
     await closeServer(core);
     throw e;
   });

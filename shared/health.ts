@@ -1,0 +1,54 @@
+// Liveness and readiness for orchestrators and load balancers: live means the process answers; ready means
+// what a request needs answers too: the store, blob storage, the queues, and the identity provider's keys.
+// Each check has 2 s; the result is kept for 2 s, so frequent probes cost the dependencies little.
+import type { Services } from './services.js';
+
+const CHECK_TIMEOUT_MS = 2000;
+const CACHE_MS = 2000;
+
+export interface Check {
+  ok: boolean;
+  duration_ms: number;
+  error?: string;
+}
+
+export interface Readiness {
+  status: 'ready' | 'unavailable';
+  checks: Record<'store' | 'blobs' | 'queues' | 'identity', Check>;
+}
+
+async function check(probe: () => Promise<unknown>): Promise<Check> {
+  const started = Date.now();
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS)));
+    const result = await Promise.race([probe(), timeout]);
+    if (result === false) throw new Error('not loaded');
+    return { ok: true, duration_ms: Date.now() - started };
+  } catch (e) {
+    // The reason, not the stack: enough for an operator, nothing of the configuration.
+    return { ok: false, duration_ms: Date.now() - started, error: (e instanceof Error ? e.message : String(e)).split('\n')[0]?.slice(0, 200) ?? 'failed' };
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+const cached = new WeakMap<Services, { at: number; result: Promise<Readiness> }>();
+
+export function readiness(s: Services): Promise<Readiness> {
+  const hit = cached.get(s);
+  if (hit && Date.now() - hit.at < CACHE_MS) return hit.result;
+  const result = (async (): Promise<Readiness> => {
+    const [store, blobs, queues, identity] = await Promise.all([
+      check(() => s.store.container('resources').read('health', 'probe')),
+      // Reachable is what counts: a container or queue made on first use may not exist yet.
+      check(() => s.blobs.getContainerClient(s.config.filesContainer).exists().then(() => true)),
+      check(() => s.queues.getQueueClient(s.config.asyncQueue).exists().then(() => true)),
+      check(() => s.bearer.keysLoaded()),
+    ]);
+    const checks = { store, blobs, queues, identity };
+    return { status: Object.values(checks).every((c) => c.ok) ? 'ready' : 'unavailable', checks };
+  })();
+  cached.set(s, { at: Date.now(), result });
+  return result;
+}
