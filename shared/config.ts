@@ -1,6 +1,7 @@
 // The one reader of process.env: every setting is parsed and checked here, once, at startup.
 import path from 'node:path';
 import { z } from 'zod';
+import { LOG_LEVELS, type LogLevel } from './log.js';
 
 /** Instance id used when INSTANCE_ID is not set (CONTRACT.md section 2). */
 export const DEFAULT_INSTANCE_ID = '7a3c5a2e-4b1f-4c8e-9d6a-0f2b8e1c4d5a';
@@ -82,6 +83,8 @@ const Env = z.object({
   TOOL_TIME_BUDGET_SECONDS: optional(PositiveInt).default(60),
   /** Longest tool result handed to the model (characters); a longer one is cut, and says so. */
   TOOL_RESULT_MAX_CHARS: optional(PositiveInt).default(16_000),
+  /** Least severe log records written: debug, info (one access line per request), warn, error or silent. */
+  LOG_LEVEL: optional(z.enum(LOG_LEVELS)).default('info'),
 });
 
 /** Every setting the service reads (the infrastructure test checks that both flavours set them). */
@@ -139,6 +142,7 @@ export interface Config {
   webhooks: { queue: string; retryBaseSeconds: number };
   knowledge: { queue: string; cacheTtlSeconds: number; file: string };
   tools: { maxRounds: number; timeBudgetMs: number; resultMaxChars: number };
+  logLevel: LogLevel;
   version: string;
 }
 
@@ -200,6 +204,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     webhooks: { queue: e.WEBHOOKS_QUEUE, retryBaseSeconds: e.WEBHOOK_RETRY_BASE_SECONDS },
     // The embedded vector index's file, beside the embedded store's (unused with STORE=cosmos).
     knowledge: { queue: e.PIPELINES_QUEUE, cacheTtlSeconds: e.SEMANTIC_CACHE_TTL_SECONDS, file: path.join(dataDir, 'knowledge.db') },
+    logLevel: e.LOG_LEVEL,
     tools: { maxRounds: e.TOOL_MAX_ROUNDS, timeBudgetMs: e.TOOL_TIME_BUDGET_SECONDS * 1000, resultMaxChars: e.TOOL_RESULT_MAX_CHARS },
     version,
   };

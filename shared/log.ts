@@ -1,5 +1,7 @@
-// Structured logging: one JSON line per record on stderr, which both hosts collect. Records carry the
-// correlation dimensions (Svc-OperationId, ...) of the active context.
+// Structured logging with pino: one JSON line per record on stderr, which both hosts collect (Application
+// Insights and the Functions host read stderr; a terminal shows it as it is). Records carry the correlation
+// dimensions (Svc-OperationId, ...) of the active context. LOG_LEVEL sets the threshold.
+import pino from 'pino';
 import { dimensionsOf } from './telemetry/correlation.js';
 
 export interface Log {
@@ -8,15 +10,26 @@ export interface Log {
   error(message: string, fields?: Record<string, unknown>): void;
 }
 
-/** A logger writing JSON lines; `quiet` drops info records. */
-export function createLog(options: { quiet?: boolean } = {}): Log {
-  const write = (level: string, message: string, fields?: Record<string, unknown>) =>
-    process.stderr.write(`${JSON.stringify({ time: new Date().toISOString(), level, message, ...dimensionsOf(), ...fields })}\n`);
-  return {
-    info: (m, f) => {
-      if (!options.quiet) write('info', m, f);
+export const LOG_LEVELS = ['debug', 'info', 'warn', 'error', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+/** A logger writing JSON lines at `level` and above; `quiet` is `level: 'warn'`. */
+export function createLog(options: { quiet?: boolean; level?: LogLevel } = {}): Log {
+  const logger = pino(
+    {
+      level: options.level ?? (options.quiet ? 'warn' : 'info'),
+      base: undefined,
+      messageKey: 'message',
+      timestamp: () => `,"time":"${new Date().toISOString()}"`,
+      formatters: { level: (label) => ({ level: label }) },
+      mixin: () => dimensionsOf(),
     },
-    warn: (m, f) => write('warn', m, f),
-    error: (m, f) => write('error', m, f),
+    // The stream, not a file descriptor: whatever stderr is (a test's capture, the host's pipe).
+    process.stderr,
+  );
+  return {
+    info: (m, f) => logger.info(f ?? {}, m),
+    warn: (m, f) => logger.warn(f ?? {}, m),
+    error: (m, f) => logger.error(f ?? {}, m),
   };
 }

@@ -71,7 +71,7 @@ export interface ServiceOverrides {
 }
 
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
-  const log = overrides.log ?? createLog();
+  const log = overrides.log ?? createLog({ level: config.logLevel });
   const store = overrides.store ?? (await openStore(config.store));
   await migrate(store, (message) => log.info(message));
   const bearer = await createBearerVerifier(config.auth);

@@ -323,6 +323,7 @@ func settings(clientId string, serviceApis string, connectionString string, stor
   { name: 'TOOL_MAX_ROUNDS', value: '5' }
   { name: 'TOOL_TIME_BUDGET_SECONDS', value: '60' }
   { name: 'TOOL_RESULT_MAX_CHARS', value: '16000' }
+  { name: 'LOG_LEVEL', value: 'info' }
 ]
 
 resource functionApps 'Microsoft.Web/sites@2024-04-01' = [

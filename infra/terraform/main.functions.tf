@@ -49,6 +49,7 @@ locals {
     TOOL_MAX_ROUNDS                       = "5"
     TOOL_TIME_BUDGET_SECONDS              = "60"
     TOOL_RESULT_MAX_CHARS                 = "16000"
+    LOG_LEVEL                             = "info"
   }
 }
 

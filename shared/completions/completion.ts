@@ -190,6 +190,7 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
       // A failed or cancelled operation is recorded too, so analytics can tell error rates. A cancelled
       // stream's completion tokens are estimated by its pieces (about a token each).
       const cancelled = e instanceof CallCancelledError;
+      if (!cancelled) s.log.warn('Completion failed', { operation_id: operationId, agent_name: agent.name, code: e instanceof ApiError ? e.code : 'Error', error: e instanceof Error ? e.message : String(e) });
       await recordUsage(s.store.container<UsageDoc>('usage'), {
         ...usageBase(principal, operationId, sessionId, agent.name, deployment, new Date().toISOString(), started),
         ...(cancelled ? { status: 'Cancelled', completion_tokens: progress.streamed, total_tokens: progress.streamed } : { status: 'Failed', error_code: e instanceof ApiError ? e.code : 'Error' }),

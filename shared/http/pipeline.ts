@@ -42,16 +42,27 @@ export async function handle(
     ...(rawParams.instanceId !== undefined ? { 'Svc-InstanceId': rawParams.instanceId } : {}),
   };
   const [options, parent] = spanStart(route, request, attributes);
+  const started = performance.now();
+  const caller: { id?: string } = {};
   return tracer.startActiveSpan(route.name, options, parent, async (span) => {
     let reply: Reply;
     try {
-      reply = await run(route, request, rawParams, services, requestId);
+      reply = await run(route, request, rawParams, services, requestId, caller);
     } catch (thrown) {
       reply = failure(thrown, route.errors, request.path, requestId, services);
     }
     span.setAttribute('http.response.status_code', reply.status);
     if (reply.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
     span.end();
+    // The access line: the route, never its parameters' values beyond the path, never a credential.
+    services.log.info('Request', {
+      method: route.method,
+      route: route.name,
+      status: reply.status,
+      duration_ms: Math.round((performance.now() - started) * 100) / 100,
+      request_id: requestId,
+      caller: caller.id ?? null,
+    });
     return { ...reply, headers: { ...SAFE_HEADERS, ...reply.headers, 'x-request-id': requestId } };
   });
 }
@@ -71,12 +82,14 @@ async function run(
   rawParams: Readonly<Record<string, string>>,
   services: Services,
   requestId: string,
+  caller: { id?: string },
 ): Promise<Reply> {
   // Another instance's path does not exist here.
   if (rawParams.instanceId !== undefined && rawParams.instanceId.toLowerCase() !== services.config.instanceId) {
     throw notFound(`Instance ${rawParams.instanceId} not found`);
   }
   const principal: Principal = route.auth === 'none' ? ANONYMOUS : await services.auth.authenticate(request, route.auth);
+  if (route.auth !== 'none') caller.id = principal.id;
   const params = parse(route.params, rawParams, 'path');
   const query = parse(route.query, Object.fromEntries(request.query), 'query');
   const body = route.body ? parse(route.body, await readJsonBody(request, services.config.maxJsonBodyBytes), 'body') : undefined;

@@ -57,6 +57,7 @@ export function startQueueConsumer(handler: QueueHandler, queues: QueueServiceCl
     await poison.createIfNotExists();
     await poison.sendMessage(m.messageText);
     await client.deleteMessage(m.messageId, m.popReceipt);
+    services.log.warn('Queue message poisoned', { queue, id: m.messageId, dequeueCount: m.dequeueCount });
   };
 
   async function deliver(m: Taken): Promise<void> {
@@ -69,15 +70,18 @@ export function startQueueConsumer(handler: QueueHandler, queues: QueueServiceCl
         (e: unknown) => services.log.warn('Queue lease renewal failed', { queue, id: m.messageId, error: toError(e).message }),
       );
     }, (lease * 1000) / 3);
+    const started = Date.now();
+    services.log.info('Queue message taken', { queue, id: m.messageId, dequeueCount: m.dequeueCount });
     try {
       await handler.handler(decodeMessage(m.messageText), { id: m.messageId, dequeueCount: m.dequeueCount, signal: shutdown.signal }, services);
       clearInterval(renew);
       await client.deleteMessage(m.messageId, m.popReceipt);
+      services.log.info('Queue message completed', { queue, id: m.messageId, duration_ms: Date.now() - started });
     } catch (thrown) {
       clearInterval(renew);
       // Interrupted by shutdown: the message reappears when its lease lapses and another worker resumes it.
       if (shutdown.signal.aborted) return;
-      services.log.warn('Queue message failed', { queue, id: m.messageId, dequeueCount: m.dequeueCount, error: toError(thrown).message });
+      services.log.warn('Queue message failed', { queue, id: m.messageId, dequeueCount: m.dequeueCount, retry: m.dequeueCount < MAX_DEQUEUE_COUNT, error: toError(thrown).message });
       if (m.dequeueCount >= MAX_DEQUEUE_COUNT) return toPoison(m);
       // Retry with a growing delay, never longer than a lease.
       await client.updateMessage(m.messageId, m.popReceipt, undefined, Math.min(lease, 2 ** m.dequeueCount));
