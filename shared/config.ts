@@ -85,6 +85,17 @@ const Env = z.object({
   TOOL_RESULT_MAX_CHARS: optional(PositiveInt).default(16_000),
   /** Least severe log records written: debug, info (one access line per request), warn, error or silent. */
   LOG_LEVEL: optional(z.enum(LOG_LEVELS)).default('info'),
+  /** json (one object per line) or pretty (coloured, for reading); unset: pretty on a terminal, else json. */
+  LOG_FORMAT: optional(z.enum(['json', 'pretty'])),
+  /**
+   * An OpenTelemetry collector (OTLP over HTTP): traces and metrics go there too. The SDK's exporters read
+   * it and the other OTEL_EXPORTER_OTLP_* settings (headers, per-signal endpoints) themselves.
+   */
+  OTEL_EXPORTER_OTLP_ENDPOINT: optional(z.url({ protocol: /^https?$/ })),
+  /** How often metrics are exported (milliseconds), as the OpenTelemetry specification names it. */
+  OTEL_METRIC_EXPORT_INTERVAL: optional(z.coerce.number().int().min(100).max(3_600_000)).default(60_000),
+  /** The service name telemetry reports (OpenTelemetry's own setting). */
+  OTEL_SERVICE_NAME: optional(z.string().min(1).max(200)).default('agent-platform'),
 });
 
 /** Every setting the service reads (the infrastructure test checks that both flavours set them). */
@@ -124,6 +135,8 @@ export interface Config {
   bootstrapOwnerIds: readonly string[] | undefined;
   internalDomain: string;
   appInsightsConnectionString: string | undefined;
+  /** OTLP export: the collector's base URL, the metric export interval and the reported service name. */
+  otlp: { endpoint: string; metricIntervalMs: number; serviceName: string } | undefined;
   /** Client id of the user-assigned managed identity (Azure). */
   azureClientId: string | undefined;
   /** Microsoft Graph base URL when principal search uses Graph. */
@@ -143,6 +156,7 @@ export interface Config {
   knowledge: { queue: string; cacheTtlSeconds: number; file: string };
   tools: { maxRounds: number; timeBudgetMs: number; resultMaxChars: number };
   logLevel: LogLevel;
+  logFormat: 'json' | 'pretty' | undefined;
   version: string;
 }
 
@@ -188,6 +202,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     bootstrapOwnerIds: e.BOOTSTRAP_OWNER_IDS,
     internalDomain: e.INTERNAL_DOMAIN,
     appInsightsConnectionString: e.APPLICATIONINSIGHTS_CONNECTION_STRING,
+    otlp: e.OTEL_EXPORTER_OTLP_ENDPOINT ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, metricIntervalMs: e.OTEL_METRIC_EXPORT_INTERVAL, serviceName: e.OTEL_SERVICE_NAME } : undefined,
     azureClientId: e.AZURE_CLIENT_ID,
     graphUrl: e.GRAPH_ENABLED ? e.GRAPH_URL : undefined,
     maxJsonBodyBytes: e.MAX_JSON_BODY_BYTES,
@@ -205,6 +220,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     // The embedded vector index's file, beside the embedded store's (unused with STORE=cosmos).
     knowledge: { queue: e.PIPELINES_QUEUE, cacheTtlSeconds: e.SEMANTIC_CACHE_TTL_SECONDS, file: path.join(dataDir, 'knowledge.db') },
     logLevel: e.LOG_LEVEL,
+    logFormat: e.LOG_FORMAT,
     tools: { maxRounds: e.TOOL_MAX_ROUNDS, timeBudgetMs: e.TOOL_TIME_BUDGET_SECONDS * 1000, resultMaxChars: e.TOOL_RESULT_MAX_CHARS },
     version,
   };

@@ -24,7 +24,8 @@ import { ResourceCache } from './providers/resource-cache.js';
 import { objectIdOf, type ResourceDoc } from './providers/resource-type.js';
 import { agents } from './providers/types/agent.js';
 import { AppSettings, type AppConfigDoc } from './providers/settings.js';
-import { QueueProducer } from './queues/handler.js';
+import { QueueProducer, readQueue } from './queues/handler.js';
+import { observeQueues } from './telemetry/metrics.js';
 import { migrate } from './migrations.js';
 import { openStore } from './store/open.js';
 import { createBlobService, createQueueService } from './store/storage.js';
@@ -71,7 +72,7 @@ export interface ServiceOverrides {
 }
 
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
-  const log = overrides.log ?? createLog({ level: config.logLevel });
+  const log = overrides.log ?? createLog({ level: config.logLevel, ...(config.logFormat ? { format: config.logFormat } : {}) });
   const store = overrides.store ?? (await openStore(config.store));
   await migrate(store, (message) => log.info(message));
   const bearer = await createBearerVerifier(config.auth);
@@ -92,6 +93,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const settings = new AppSettings(store.container<AppConfigDoc>('resources'));
   const vectors = lazyVectorIndex(config);
   const credentials = new ModelCredentials(config);
+  const queueNames = [config.asyncQueue, config.webhooks.queue, config.knowledge.queue];
+  const unobserve = observeQueues([...queueNames, ...queueNames.map((q) => `${q}-poison`)], (name) => readQueue(queues, name));
   return {
     config,
     log,
@@ -128,6 +131,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     vectors,
     userDispatcher: guardedAgent({ policy: 'user', allowPrivateNetwork: config.allowPrivateNetwork }),
     close: async () => {
+      unobserve();
       await vectors.close();
       await store.close();
     },

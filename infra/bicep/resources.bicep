@@ -324,6 +324,11 @@ func settings(clientId string, serviceApis string, connectionString string, stor
   { name: 'TOOL_TIME_BUDGET_SECONDS', value: '60' }
   { name: 'TOOL_RESULT_MAX_CHARS', value: '16000' }
   { name: 'LOG_LEVEL', value: 'info' }
+  { name: 'LOG_FORMAT', value: 'json' }
+  // Empty: traces and metrics go to Application Insights only; set a collector's URL to export OTLP too.
+  { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: '' }
+  { name: 'OTEL_METRIC_EXPORT_INTERVAL', value: '60000' }
+  { name: 'OTEL_SERVICE_NAME', value: 'agent-platform' }
 ]
 
 resource functionApps 'Microsoft.Web/sites@2024-04-01' = [

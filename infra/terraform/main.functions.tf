@@ -50,6 +50,11 @@ locals {
     TOOL_TIME_BUDGET_SECONDS              = "60"
     TOOL_RESULT_MAX_CHARS                 = "16000"
     LOG_LEVEL                             = "info"
+    LOG_FORMAT                            = "json"
+    # Empty: traces and metrics go to Application Insights only; set a collector's URL to export OTLP too.
+    OTEL_EXPORTER_OTLP_ENDPOINT = ""
+    OTEL_METRIC_EXPORT_INTERVAL = "60000"
+    OTEL_SERVICE_NAME           = "agent-platform"
   }
 }
 

@@ -9,6 +9,7 @@ import { ApiError } from '../http/errors.js';
 import type { Log } from '../log.js';
 import type { AppSettings } from '../providers/settings.js';
 import { ConflictError, NotFoundError, type Container, type Doc } from '../store/types.js';
+import { recordQuotaRejection } from '../telemetry/metrics.js';
 
 export const QUOTA_SETTING = 'Svc:Quota:Definitions';
 
@@ -99,7 +100,10 @@ export class Quotas {
     const applying = await this.applying(principal, agentName);
     const standings = await Promise.all(applying.map(({ quota, pk }) => this.stand(quota, pk)));
     const refused = standings.find((s) => s.refusedFor !== undefined);
-    if (refused) throw exceeded(refused);
+    if (refused) {
+      recordQuotaRejection(refused.quota.name);
+      throw exceeded(refused);
+    }
     const closest = standings.reduce<Standing | undefined>((min, s) => (!min || s.remaining / s.quota.metric_limit < min.remaining / min.quota.metric_limit ? s : min), undefined);
     return closest ? rateLimitHeaders(closest) : {};
   }

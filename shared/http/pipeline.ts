@@ -9,6 +9,7 @@ import { ApiError, badRequest, notFound, toError, validationError, type FieldErr
 import { errorReply, type ErrorStyle } from './envelopes.js';
 import { readJsonBody } from './json-body.js';
 import type { Route } from './route.js';
+import { recordRequest } from '../telemetry/metrics.js';
 import type { PlatformRequest, Reply } from './types.js';
 
 const tracer = trace.getTracer('agent-platform');
@@ -54,12 +55,14 @@ export async function handle(
     span.setAttribute('http.response.status_code', reply.status);
     if (reply.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
     span.end();
+    const elapsed = performance.now() - started;
+    recordRequest(elapsed / 1000, { method: route.method, route: route.path, name: route.name, status: reply.status });
     // The access line: the route, never its parameters' values beyond the path, never a credential.
     services.log.info('Request', {
       method: route.method,
       route: route.name,
       status: reply.status,
-      duration_ms: Math.round((performance.now() - started) * 100) / 100,
+      duration_ms: Math.round(elapsed * 100) / 100,
       request_id: requestId,
       caller: caller.id ?? null,
     });

@@ -7,6 +7,7 @@ import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentele
 import { errors, request, type Dispatcher } from 'undici';
 import type { ModelCredentials } from './credentials.js';
 import type { EndpointView } from './endpoint.js';
+import { recordModelCall } from '../telemetry/metrics.js';
 import { readSse } from './sse.js';
 import { CallCancelledError, invalid, statusError, timedOut, tooLarge, unreachable, UpstreamError, retryAfterMs } from './upstream-errors.js';
 import { chatUrl, embeddingsUrl, readChatCompletion, readEmbeddings, type ChatMessage, type Embeddings, type ModelAnswer, type ModelParameters } from './wire.js';
@@ -141,12 +142,16 @@ export class ModelGateway {
   private traced<T extends { promptTokens: number; completionTokens?: number }>(deployment: string, operation: 'chat' | 'embeddings', call: () => Promise<T>): Promise<T> {
     const attributes = { 'gen_ai.operation.name': operation, 'gen_ai.request.model': deployment };
     return tracer.startActiveSpan(`${operation} ${deployment}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
+      const started = performance.now();
       try {
         const answer = await call();
-        span.setAttributes({ 'gen_ai.usage.input_tokens': answer.promptTokens, 'gen_ai.usage.output_tokens': answer.completionTokens ?? 0 });
+        const tokens = { input: answer.promptTokens, output: answer.completionTokens ?? 0 };
+        span.setAttributes({ 'gen_ai.usage.input_tokens': tokens.input, 'gen_ai.usage.output_tokens': tokens.output });
+        recordModelCall((performance.now() - started) / 1000, { operation, model: deployment }, tokens);
         return answer;
       } catch (e) {
         span.setStatus({ code: SpanStatusCode.ERROR, message: e instanceof Error ? e.message : String(e) });
+        recordModelCall((performance.now() - started) / 1000, { operation, model: deployment, error: e instanceof UpstreamError ? e.code : e instanceof Error ? e.name : 'Error' });
         throw e;
       } finally {
         span.end();

@@ -3,6 +3,7 @@
 import type { QueueServiceClient } from '@azure/storage-queue';
 import type { Config } from '../config.js';
 import type { Services } from '../services.js';
+import type { QueueReading } from '../telemetry/metrics.js';
 
 export interface QueueDelivery {
   id: string;
@@ -28,6 +29,14 @@ export const encodeMessage = (message: unknown) => Buffer.from(JSON.stringify(me
 export const decodeMessage = (text: string): unknown => JSON.parse(Buffer.from(text, 'base64').toString('utf8'));
 
 /** Sends messages, creating each queue on first use. */
+/** A queue's depth and the age of its oldest visible message (zero when empty), for the queue gauges. */
+export async function readQueue(service: QueueServiceClient, name: string): Promise<QueueReading> {
+  const client = service.getQueueClient(name);
+  const [properties, peeked] = await Promise.all([client.getProperties(), client.peekMessages({ numberOfMessages: 1 })]);
+  const oldest = peeked.peekedMessageItems[0]?.insertedOn;
+  return { depth: properties.approximateMessagesCount ?? 0, oldestAgeSeconds: oldest ? Math.max(0, (Date.now() - oldest.getTime()) / 1000) : 0 };
+}
+
 export class QueueProducer {
   private readonly ready = new Map<string, Promise<unknown>>();
   private readonly listeners = new Set<(queue: string) => void>();

@@ -1,7 +1,7 @@
-// Chooses the store adapter from configuration. The embedded store's module (and its native SQLite binding,
-// an optional dependency) is loaded only when it is used: a Cosmos DB deployment ships without it.
+// Chooses the store adapter from configuration. Each adapter's module is loaded only when it is used: a
+// Cosmos DB deployment ships without the embedded store's native SQLite binding (an optional dependency),
+// and the embedded store starts without loading the Cosmos SDK.
 import { ConfigError, type StoreConfig } from '../config.js';
-import { openCosmosStore } from './cosmos-store.js';
 import type { DocumentStore } from './types.js';
 
 async function loadSqlite(): Promise<typeof import('./sqlite-store.js')> {
@@ -17,6 +17,7 @@ async function loadSqlite(): Promise<typeof import('./sqlite-store.js')> {
 /** Opens the configured store. Cosmos containers are created only when a key is given (emulators). */
 export async function openStore(config: StoreConfig): Promise<DocumentStore> {
   if (config.kind === 'embedded') return (await loadSqlite()).openSqliteStore(config.file);
+  const { openCosmosStore } = await import('./cosmos-store.js');
   return openCosmosStore({
     endpoint: config.endpoint,
     database: config.database,

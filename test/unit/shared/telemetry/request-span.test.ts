@@ -33,6 +33,6 @@ describe('request spans', () => {
   });
 
   it('exports nothing and loads no SDK without a connection string', async () => {
-    expect(await startTelemetry({ appInsightsConnectionString: undefined, azureClientId: undefined })).toBe(false);
+    expect(await startTelemetry({ appInsightsConnectionString: undefined, azureClientId: undefined, otlp: undefined, version: 'test' })).toBe(false);
   });
 });
