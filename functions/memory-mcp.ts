@@ -5,7 +5,6 @@ import { z } from 'zod';
 import { badRequest } from '../shared/http/errors.js';
 import { defineRoute } from '../shared/http/route.js';
 import type { Reply } from '../shared/http/types.js';
-import { handleMemoryMcp } from '../shared/memory/mcp-server.js';
 import { actingPrincipal, USER_IDENTITY_HEADER } from '../shared/memory/on-behalf.js';
 import { agentForUse } from '../shared/providers/agent-access.js';
 import { ResourceName } from '../shared/providers/resource-type.js';
@@ -27,6 +26,8 @@ export const routes = [
       if (request.header(USER_IDENTITY_HEADER) === undefined) throw badRequest('X-USER-IDENTITY is required: the tool server acts for a signed-in user');
       const user = actingPrincipal(principal, request);
       const agent = await agentForUse(services, user, params.agentName);
+      // The MCP SDK is loaded by the first call, not at start-up.
+      const { handleMemoryMcp } = await import('../shared/memory/mcp-server.js');
       const answer = await handleMemoryMcp(services, user, agent, `http://localhost/instances/${params.instanceId}/mcp/memory/${params.agentName}`, body);
       if (answer.body.length === 0) return { status: answer.status };
       return { status: answer.status, headers: { 'content-type': answer.contentType ?? 'application/json' }, raw: answer.body };

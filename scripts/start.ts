@@ -1,65 +1,79 @@
 // `npm start`: the whole service on one machine with no Azure account: both APIs, the queue worker, the
 // embedded store, Azurite for blobs and queues (when using development storage) and the local identity
 // provider. Also the entry point for self-hosting (set STORE, AzureWebJobsStorage and AUTH_* instead).
+import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { QUEUE_HANDLERS, ROUTES } from '../functions/groups.js';
+import { fileURLToPath } from 'node:url';
 import { ConfigError, loadConfig } from '../shared/config.js';
-import { startStandalone, type Standalone } from '../shared/http/standalone.js';
-import { createServices, type Services } from '../shared/services.js';
-import { startTelemetry } from '../shared/telemetry/setup.js';
+import type { Standalone } from '../shared/http/standalone.js';
+import type { Services } from '../shared/services.js';
+import { startTelemetry, stopTelemetry } from '../shared/telemetry/setup.js';
 import { VERSION } from '../shared/version.js';
-import { freePort, startAzurite, type Azurite } from './azurite.js';
+import { connectionStringFor, freePort, startAzurite, type Azurite } from './azurite.js';
 
 /** Settings `npm run token` must share with the server (the issuer and the signing key), as given. */
 const TOKEN_SETTINGS = ['HOST', 'CORE_PORT', 'DATA_DIR'] as const;
+
+/** `npm run token` in a checkout; where only the built code is (a container image), the built script. */
+const TOKEN_SCRIPT = ['./token.ts', '../../scripts/token.ts'].some((p) => existsSync(fileURLToPath(new URL(p, import.meta.url)))) ? 'npm run -s token' : 'node dist/scripts/token.js';
 
 /** The exact command that prints a token this server accepts, whatever settings it runs with. */
 function tokenCommand(dataDir: string): string {
   const shell = (v: string) => (/^[\w@%+=:,./-]+$/.test(v) ? v : `'${v.replace(/'/g, `'\\''`)}'`);
   const settings = TOKEN_SETTINGS.filter((k) => process.env[k] !== undefined).map((k) => `${k}=${shell(k === 'DATA_DIR' ? dataDir : (process.env[k] ?? ''))}`);
-  return `TOKEN=$(${[...settings, 'npm run -s token'].join(' ')})`;
+  return `TOKEN=$(${[...settings, TOKEN_SCRIPT].join(' ')})`;
 }
 
 async function main() {
   let config = loadConfig(process.env, VERSION);
-  await startTelemetry(config);
 
   // Development storage: an Azurite of this DATA_DIR's own, on free ports, its data in DATA_DIR/azurite, so
   // two services with different DATA_DIR never share blobs or queues, and nobody else's Azurite is used.
-  let azurite: Azurite | undefined;
+  // It starts while the service's modules load (each takes about as long as the other).
   const devStorage = config.storage.kind === 'connection-string' && /UseDevelopmentStorage=true/i.test(config.storage.connectionString);
-  if (devStorage) {
-    azurite = await startAzurite({ blobPort: await freePort(), queuePort: await freePort(), location: path.join(config.dataDir, 'azurite') });
-    config = { ...config, storage: { kind: 'connection-string', connectionString: azurite.connectionString } };
-  }
+  const ports = devStorage ? { blobPort: await freePort(), queuePort: await freePort() } : undefined;
+  const azuriteStarting = ports ? startAzurite({ ...ports, location: path.join(config.dataDir, 'azurite') }) : undefined;
+  if (ports) config = { ...config, storage: { kind: 'connection-string', connectionString: connectionStringFor(ports.blobPort, ports.queuePort) } };
+  // Handled: its failure is met where it is awaited, not as an unhandled rejection while modules load.
+  azuriteStarting?.catch(() => undefined);
+  const loading = Promise.all([import('../functions/groups.js'), import('../shared/http/standalone.js'), import('../shared/services.js')]);
 
+  let azurite: Azurite | undefined;
   let services: Services | undefined;
-  let app: Standalone;
+  let app: Standalone | undefined;
   try {
+    await startTelemetry(config);
+    const [{ QUEUE_HANDLERS, ROUTES }, { startStandalone }, { createServices }] = await loading;
     services = await createServices(config);
-    app = await startStandalone(ROUTES, QUEUE_HANDLERS, services);
+    // The APIs answer as soon as they listen; the queue workers start, and the banner is printed, once
+    // Azurite is up (until then /health/ready says the blobs and queues are not).
+    app = await startStandalone(ROUTES, QUEUE_HANDLERS, services, azuriteStarting ? { storageReady: azuriteStarting } : {});
+    azurite = await azuriteStarting;
   } catch (e) {
-    // Nothing started here outlives a failed start.
+    // Nothing started here outlives a failed start (an Azurite still starting is stopped once it has).
+    await app?.close(0);
     await services?.close();
-    await azurite?.stop();
+    await (await azuriteStarting?.catch(() => undefined))?.stop();
     throw e;
   }
+  const started = app;
   const running = services;
   const store = config.store.kind === 'embedded' ? `embedded (${config.store.file})` : `cosmos (${config.store.endpoint})`;
-  const token = config.auth.kind === 'local' ? `${tokenCommand(config.dataDir)}   (another user: add -- --upn alice@example.com)` : `from ${config.auth.issuer}`;
+  const token = config.auth.kind === 'local' ? `${tokenCommand(config.dataDir)}   (another user: add ${TOKEN_SCRIPT.startsWith('npm') ? '-- ' : ''}--upn alice@example.com)` : `from ${config.auth.issuer}`;
   process.stdout.write(
     [
       `Agent platform ${VERSION} is running`,
-      `  Core API:        ${app.coreUrl}`,
-      `  Management API:  ${app.managementUrl}`,
+      `  Core API:        ${started.coreUrl}`,
+      `  Management API:  ${started.managementUrl}`,
       `  Instance id:     ${config.instanceId}`,
       `  Store:           ${store}`,
       `  Blobs/queues:    ${azurite ? `Azurite of this DATA_DIR on 127.0.0.1:${azurite.blobPort}/${azurite.queuePort}` : 'configured storage account'}`,
       `  Get a token:     ${token}`,
-      `  Try:             curl ${app.coreUrl}/status`,
+      `  Try:             curl ${started.coreUrl}/status`,
       '',
     ].join('\n'),
   );
+  running.log.info('Started', { version: VERSION, core: started.coreUrl, management: started.managementUrl, store: config.store.kind, telemetry: config.otlp ? 'otlp' : config.appInsightsConnectionString ? 'azure-monitor' : 'off' });
 
   let stopping = false;
   const stop = async () => {
@@ -67,9 +81,13 @@ async function main() {
     stopping = true;
     // Whatever hangs (an upstream that never answers), the process is gone within a bounded time.
     setTimeout(() => process.exit(1), 15_000).unref();
-    await app.close(5000);
+    running.log.info('Stopping', { grace_ms: 5000 });
+    const t0 = performance.now();
+    await started.close(5000);
     await running.close();
     await azurite?.stop();
+    running.log.info('Stopped', { duration_ms: Math.round(performance.now() - t0) });
+    await stopTelemetry();
     process.exit(0);
   };
   process.on('SIGINT', () => void stop());

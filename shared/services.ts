@@ -1,6 +1,7 @@
 // The composition root: everything a handler may use, built once per process from configuration.
 import type { BlobServiceClient } from '@azure/storage-blob';
 import type { QueueServiceClient } from '@azure/storage-queue';
+import { azureCredential } from './auth/azure-credential.js';
 import { createAuthenticator, type Authenticator } from './auth/authenticate.js';
 import type { Authorizer } from './auth/authorizer.js';
 import { AgentTokens, type AgentTokenDoc } from './auth/agent-tokens.js';
@@ -29,7 +30,6 @@ import { observeQueues } from './telemetry/metrics.js';
 import { migrate } from './migrations.js';
 import { openStore } from './store/open.js';
 import { createBlobService, createQueueService } from './store/storage.js';
-import { DefaultAzureCredential } from '@azure/identity';
 import type { Dispatcher } from 'undici';
 import type { DocumentStore } from './store/types.js';
 import { lazyVectorIndex } from './knowledge/open.js';
@@ -139,11 +139,12 @@ export async function createServices(config: Config, overrides: ServiceOverrides
 }
 
 function graphOptions(baseUrl: string, clientId: string | undefined) {
-  const credential = new DefaultAzureCredential(clientId ? { managedIdentityClientId: clientId } : {});
+  const credential = azureCredential(clientId);
   return {
     baseUrl,
     getToken: async () => {
       const token = await credential.getToken(`${baseUrl}/.default`);
+      if (!token) throw new Error('No token for Microsoft Graph');
       return token.token;
     },
   };

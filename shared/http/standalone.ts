@@ -37,12 +37,15 @@ const closeServer = (server: Server, graceMs = 0) =>
     setTimeout(() => server.closeAllConnections(), graceMs).unref();
   });
 
-/** Starts both API servers (port 0 picks free ports) and the queue consumers. */
+/**
+ * Starts both API servers (port 0 picks free ports) and the queue consumers: at once, or once `storageReady`
+ * resolves (the servers answer meanwhile; readiness reports the storage until then).
+ */
 export async function startStandalone(
   routes: readonly Route[],
   queueHandlers: readonly QueueHandler[],
   services: Services,
-  options: { consumers?: boolean } = {},
+  options: { consumers?: boolean; storageReady?: Promise<unknown> } = {},
 ): Promise<Standalone> {
   const { host, corePort, managementPort } = services.config;
   const core = createApiServer('core', routes, services);
@@ -52,15 +55,21 @@ export async function startStandalone(
     await closeServer(core);
     throw e;
   });
-  const consumers: Consumer[] =
-    options.consumers === false ? [] : queueHandlers.map((h) =>
-          startQueueConsumer(h, services.queues, services, { idlePollMs: 500, visibilityTimeoutSeconds: services.config.queueVisibilityTimeoutSeconds }),
-        );
+  const consumers: Consumer[] = [];
+  let closed = false;
+  const startConsumers = () => {
+    if (closed || options.consumers === false) return;
+    const lease = { idlePollMs: 500, visibilityTimeoutSeconds: services.config.queueVisibilityTimeoutSeconds };
+    consumers.push(...queueHandlers.map((h) => startQueueConsumer(h, services.queues, services, lease)));
+  };
+  if (options.storageReady) options.storageReady.then(startConsumers, () => undefined);
+  else startConsumers();
   const unsubscribe = services.producer.onSend(() => consumers.forEach((c) => c.wake()));
   return {
     coreUrl,
     managementUrl,
     async close(graceMs = 5000) {
+      closed = true;
       unsubscribe();
       await Promise.all([...consumers.map((c) => c.stop(graceMs)), closeServer(core, graceMs), closeServer(management, graceMs)]);
     },

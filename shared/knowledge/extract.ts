@@ -2,7 +2,6 @@
 // Word with mammoth, HTML with html-to-text; plain text and Markdown as UTF-8. An unreadable document is an
 // ExtractionError naming the reason, which the run reports for that document alone.
 import path from 'node:path';
-import { htmlToText } from 'html-to-text';
 
 export class ExtractionError extends Error {}
 
@@ -40,7 +39,7 @@ export async function extractText(bytes: Uint8Array, format: string, fallbackTit
         return markdown(utf8.decode(bytes), fallbackTitle);
       case '.html':
       case '.htm':
-        return html(utf8.decode(bytes), fallbackTitle);
+        return await html(utf8.decode(bytes), fallbackTitle);
       case '.pdf':
         return await pdf(bytes, fallbackTitle);
       case '.docx':
@@ -61,7 +60,9 @@ function markdown(text: string, fallbackTitle: string): Extracted {
   return { title: heading || fallbackTitle, text };
 }
 
-function html(source: string, fallbackTitle: string): Extracted {
+async function html(source: string, fallbackTitle: string): Promise<Extracted> {
+  // Each reader is loaded on first use: a service that indexes nothing never loads them.
+  const { htmlToText } = await import('html-to-text');
   const title = htmlToText(source, { baseElements: { selectors: ['title'] }, wordwrap: false }).trim();
   const text = htmlToText(source, {
     wordwrap: false,

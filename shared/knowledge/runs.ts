@@ -14,7 +14,6 @@ import type { Services } from '../services.js';
 import { updateDocument } from '../store/update.js';
 import { embedderFor, type Embedder } from './embedder.js';
 import { ExtractionError, extractText, formatOf } from './extract.js';
-import { partitionText } from './partition.js';
 import { DocumentError, listDocuments, READABLE_SOURCE_TYPES, sourceProblem, sourceSettings, type SourceDocument } from './sources.js';
 import type { IndexedEntry } from './vector-index.js';
 
@@ -193,6 +192,8 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
       const format = formatOf(doc.source, read.contentType);
       if (!format) throw new ExtractionError('the document type is not indexed (.txt, .md, .html, .pdf and .docx are)');
       const { title, text } = await extractText(read.bytes, format, doc.file_name);
+      // The tokenizer's tables are large: loaded by the first run, not at start-up.
+      const { partitionText } = await import('./partition.js');
       const parts = partitionText(text, { sizeTokens, overlapTokens });
       if (parts.length === 0) throw new ExtractionError('the document has no text');
       const { vectors } = await embedder.embed(parts, signal);

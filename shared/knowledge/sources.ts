@@ -2,9 +2,9 @@
 // prefix) of a container, in the service's own storage or another account reached with the managed identity.
 // Web: each source path is a document URL under one of the data source's allowed prefixes, fetched through
 // the user-URL rules of 10.1 (no redirects, every address checked at connect); no crawling.
-import { DefaultAzureCredential } from '@azure/identity';
 import { BlobServiceClient, type ContainerClient } from '@azure/storage-blob';
 import { request } from 'undici';
+import { azureCredential } from '../auth/azure-credential.js';
 import type { ResourceDoc } from '../providers/resource-type.js';
 import type { Services } from '../services.js';
 
@@ -111,7 +111,7 @@ function containerOf(s: Services, source: SourceSettings): ContainerClient {
   const name = source.container ?? '';
   if (!source.account_url) return s.blobs.getContainerClient(name);
   const clientId = s.config.azureClientId;
-  return new BlobServiceClient(source.account_url, new DefaultAzureCredential(clientId ? { managedIdentityClientId: clientId } : {})).getContainerClient(name);
+  return new BlobServiceClient(source.account_url, azureCredential(clientId)).getContainerClient(name);
 }
 
 async function blobDocuments(container: ContainerClient, prefixes: readonly string[]): Promise<SourceDocument[]> {

@@ -1,7 +1,8 @@
 // How the service authenticates to a model endpoint: nothing, an API key from an allowed secret, or a
 // managed-identity token. Tokens are minted only for allowed scopes, and a Cognitive Services token only
 // travels to Azure AI hosts over https, so no configuration can send a token where it does not belong.
-import { DefaultAzureCredential, getBearerTokenProvider } from '@azure/identity';
+import type { TokenCredential } from '@azure/core-auth';
+import { azureCredential } from '../auth/azure-credential.js';
 import { readSecret, type Config } from '../config.js';
 import type { EndpointView } from './endpoint.js';
 import { UpstreamError } from './upstream-errors.js';
@@ -30,7 +31,7 @@ export function identityProblem(url: string, scope: string | undefined, allowed:
 const misconfigured = (message: string) => new UpstreamError(502, 'UpstreamConfiguration', message, false, undefined, true);
 
 export class ModelCredentials {
-  private credential: DefaultAzureCredential | undefined;
+  private credential: TokenCredential | undefined;
   private readonly providers = new Map<string, () => Promise<string>>();
   private readonly allowed: string[];
   private readonly clientId: string | undefined;
@@ -67,8 +68,10 @@ export class ModelCredentials {
   private token(scope: string): Promise<string> {
     let provider = this.providers.get(scope);
     if (!provider) {
-      this.credential ??= new DefaultAzureCredential(this.clientId ? { managedIdentityClientId: this.clientId } : {});
-      provider = getBearerTokenProvider(this.credential, scope);
+      const credential = (this.credential ??= azureCredential(this.clientId));
+      // The SDK's provider refreshes the token before it expires; loaded with the SDK, on first use.
+      const made = import('@azure/identity').then(({ getBearerTokenProvider }) => getBearerTokenProvider(credential, scope));
+      provider = async () => (await made)();
       this.providers.set(scope, provider);
     }
     return provider().catch(() => {

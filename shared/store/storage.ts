@@ -1,11 +1,8 @@
 // Blob and queue clients: a connection string locally (Azurite), managed identity in Azure.
-import { DefaultAzureCredential } from '@azure/identity';
 import { BlobServiceClient, type ContainerClient } from '@azure/storage-blob';
 import { QueueServiceClient } from '@azure/storage-queue';
+import { azureCredential as credential } from '../auth/azure-credential.js';
 import type { StorageConfig } from '../config.js';
-
-const credential = (clientId: string | undefined) =>
-  new DefaultAzureCredential(clientId ? { managedIdentityClientId: clientId } : {});
 
 export function createBlobService(config: StorageConfig): BlobServiceClient {
   return config.kind === 'connection-string'

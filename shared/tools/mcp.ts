@@ -3,10 +3,7 @@
 // server's tools are listed once per tool resource version for a minute, and only the allow-listed ones are
 // offered to the model. The platform's own memory tool server is reached in process, so no credential of the
 // platform ever travels to a URL a tool definition names.
-import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
-import { memoryServer } from '../memory/mcp-server.js';
+import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { fetch as undiciFetch, type RequestInit as UndiciInit } from 'undici';
 import type { Principal } from '../auth/principal.js';
 import { readSecret } from '../config.js';
@@ -47,8 +44,15 @@ export const PLATFORM_MEMORY = 'platform://memory';
 
 /** A connected client for one completion's calls; close it when the turn ends. */
 export async function connectMcp(s: Services, tool: ResourceDoc, user: Principal, agent: ResourceDoc, signal?: AbortSignal): Promise<Client> {
+  // The MCP SDK is loaded by the first agent that uses a tool server, not at start-up.
+  const [{ Client }, { StreamableHTTPClientTransport }, { InMemoryTransport }] = await Promise.all([
+    import('@modelcontextprotocol/sdk/client/index.js'),
+    import('@modelcontextprotocol/sdk/client/streamableHttp.js'),
+    import('@modelcontextprotocol/sdk/inMemory.js'),
+  ]);
   const client = new Client({ name: 'agent-platform', version: VERSION });
   if (tool.url === PLATFORM_MEMORY) {
+    const { memoryServer } = await import('../memory/mcp-server.js');
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await memoryServer(s, user, agent).connect(serverSide);
     await client.connect(clientSide);
