@@ -1,7 +1,36 @@
-// A small pool of read-only SQLite connections in worker threads, for aggregate queries: a long analytics
-// scan never blocks the event loop, and a report's independent queries run on several cores at once.
+// SQLite work off the event loop, in worker threads: a small pool of read-only connections for aggregate
+// queries (a long analytics scan never blocks requests, and a report's queries run on several cores at
+// once), and the checkpointer.
 import { Worker } from 'node:worker_threads';
 import { StoreError } from './types.js';
+
+/** Starts `./<name>.js` (or `.ts` through tsx, from sources) as a worker thread that does not hold the process open. */
+function startWorker(name: string, workerData: unknown): Worker {
+  // From TypeScript sources (development, tests) the worker is loaded through tsx; built code runs plain.
+  const source = import.meta.url.endsWith('.ts');
+  const url = new URL(`./${name}.${source ? 'ts' : 'js'}`, import.meta.url);
+  // tsx registers itself inside the worker: Node 20 workers do not take --import in execArgv.
+  const boot = `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(url.href)}); })`;
+  const worker = source ? new Worker(boot, { eval: true, workerData }) : new Worker(url, { workerData });
+  worker.unref();
+  return worker;
+}
+
+/**
+ * Checkpoints the WAL every `intervalMs` on a connection of its own in a worker thread. A checkpoint copies
+ * the log into the database file and syncs it: milliseconds to tens of them, which on the request thread
+ * stalled every request queued behind it. PASSIVE never waits for the writer, nor the writer for it.
+ */
+export function startCheckpointer(file: string, intervalMs: number): { stop(): Promise<void> } {
+  const worker = startWorker('sqlite-checkpoint-worker', { file, intervalMs });
+  // A failed worker only means the log grows until the next start's checkpoint; nothing to crash for.
+  worker.on('error', () => undefined);
+  return {
+    stop: async () => {
+      await worker.terminate();
+    },
+  };
+}
 
 interface Pending {
   resolve: (rows: unknown[]) => void;
@@ -15,14 +44,8 @@ export class ReaderPool {
   private id = 0;
 
   constructor(file: string, size: number) {
-    // From TypeScript sources (development, tests) the worker is loaded through tsx; built code runs plain.
-    const source = import.meta.url.endsWith('.ts');
-    const url = new URL(`./sqlite-reader-worker.${source ? 'ts' : 'js'}`, import.meta.url);
-    // tsx registers itself inside the worker: Node 20 workers do not take --import in execArgv.
-    const boot = `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(url.href)}); })`;
     for (let i = 0; i < size; i++) {
-      const worker = source ? new Worker(boot, { eval: true, workerData: { file } }) : new Worker(url, { workerData: { file } });
-      worker.unref();
+      const worker = startWorker('sqlite-reader-worker', { file });
       worker.on('message', (m: { id: number; rows?: unknown[]; error?: string }) => {
         const p = this.pending.get(m.id);
         this.pending.delete(m.id);

@@ -9,7 +9,7 @@ import Database from 'better-sqlite3';
 import { openSqliteFile } from './sqlite-file.js';
 import { CONTAINER_LIST, type ContainerDefinition } from './containers.js';
 import { alias, getPath, segments, updatePath } from './fields.js';
-import { ReaderPool } from './sqlite-readers.js';
+import { ReaderPool, startCheckpointer } from './sqlite-readers.js';
 import {
   ConflictError,
   NotFoundError,
@@ -60,16 +60,9 @@ interface AggregateSource {
 export function openSqliteStore(file: string, definitions = CONTAINER_LIST, options: { readers?: number } = {}): DocumentStore {
   const db = openSqliteFile(file);
   db.pragma('temp_store = MEMORY');
-  // Checkpoints (which fsync) run on a timer, off the request path, instead of inside a commit.
+  // Checkpoints (which fsync) run in a worker thread, never inside a commit nor on the event loop.
   db.pragma('wal_autocheckpoint = 0');
-  const checkpoints = setInterval(() => {
-    try {
-      db.pragma('wal_checkpoint(PASSIVE)');
-    } catch {
-      // busy: the next tick tries again
-    }
-  }, 2000);
-  checkpoints.unref();
+  const checkpointer = file === ':memory:' ? undefined : startCheckpointer(file, 2000);
   const readerCount = file === ':memory:' ? 0 : (options.readers ?? 2);
   let pool: ReaderPool | undefined;
   // Started on first use: most processes never run an aggregate.
@@ -84,7 +77,7 @@ export function openSqliteStore(file: string, definitions = CONTAINER_LIST, opti
       return c as unknown as Container<T>;
     },
     async close() {
-      clearInterval(checkpoints);
+      await checkpointer?.stop();
       await pool?.close();
       if (db.open) {
         db.pragma('wal_checkpoint(TRUNCATE)');
