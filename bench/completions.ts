@@ -10,7 +10,8 @@ import { load, paired, type LoadResult } from './load.js';
 
 const UPSTREAM_LATENCY_MS = 20;
 
-async function seed(app: BenchApp, llmUrl: string): Promise<void> {
+/** The benchmark agent (history on) and what it needs, through the Management API. */
+export async function seed(app: Pick<BenchApp, 'management' | 'instanceId' | 'auth'>, llmUrl: string): Promise<void> {
   const p = (provider: string, type: string, name: string) => `/instances/${app.instanceId}/providers/${provider}/${type}/${name}`;
   const post = async (path: string, body: Record<string, unknown>) => {
     const r = await fetch(`${app.management}${path}`, { method: 'POST', headers: { ...app.auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });

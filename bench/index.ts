@@ -1,4 +1,4 @@
-// `npm run bench [http] [completions] [analytics] [knowledge]`: the service against baselines measured in the same run
+// `npm run bench [http] [completions] [analytics] [knowledge] [peers]`: the service against baselines measured in the same run
 // on the same machine (all sections when none is named). Ratios, not absolute times, are what to compare
 // between machines. BENCH_SECONDS sets the length of each load case; BENCH_ANALYTICS_MESSAGES and
 // BENCH_ANALYTICS_USAGE the analytics data set (default 1,000,000 and 100,000).
@@ -9,6 +9,7 @@ import { startBenchApp } from './app.js';
 import { benchCompletions, benchStages, benchStreaming, type CompletionBench } from './completions.js';
 import { benchKnowledge } from './knowledge.js';
 import { load, report } from './load.js';
+import { benchPeers } from './peers.js';
 
 async function baselineServer(): Promise<{ url: string; close(): void }> {
   const body = JSON.stringify({ status: 'ready', name: 'CoreAPI', version: '0.0.0', instance_id: 'x' });
@@ -19,7 +20,7 @@ async function baselineServer(): Promise<{ url: string; close(): void }> {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
 }
 
-const SECTIONS = ['http', 'completions', 'analytics', 'knowledge'] as const;
+const SECTIONS = ['http', 'completions', 'analytics', 'knowledge', 'peers'] as const;
 
 async function main() {
   const seconds = Number(process.env.BENCH_SECONDS ?? 3);
@@ -68,6 +69,37 @@ async function main() {
   }
   if (run('analytics')) await reportAnalytics();
   if (run('knowledge')) await reportKnowledge();
+  if (run('peers')) await reportPeers();
+}
+
+async function reportPeers() {
+  const p = await benchPeers();
+  console.log(`\n## Peers: completions through each system to one mock model (${p.modelLatencyMs} ms) on loopback; c=1 interleaved, c=32 in round-robin slices`);
+  if (!p.portkey) console.log('(@portkey-ai/gateway is not installed: npm ci installs it as a development dependency; its row is left out)');
+  const portkey = p.rows.find((r) => r.system.startsWith('Portkey'));
+  console.table(
+    p.rows.map((r) => ({
+      system: r.system,
+      'added p50 / p99 ms (c=1)': r.system === 'model directly' ? '-' : `${r.added.p50} / ${r.added.p99}`,
+      'req/s (c=32)': r.rps,
+      'vs Portkey': portkey && r.system.startsWith('this') ? `${(r.rps / portkey.rps).toFixed(2)}x` : '',
+      'server CPU ms/request': r.cpuMsPerRequest ?? '-',
+      'RSS MiB after': r.rssMiB ?? '-',
+    })),
+  );
+  console.log(`plain node:http echo server in the bench process, c=32: ${p.nodeHttpRps} req/s`);
+  const session = p.rows.find((r) => r.system === 'this service, with a session');
+  if (session) {
+    const targets = [
+      `added p50 <= 1.5 ms: ${session.added.p50 <= 1.5 ? 'met' : 'MISSED'}`,
+      `added p99 <= 5 ms: ${session.added.p99 <= 5 ? 'met' : 'MISSED'}`,
+      `>= 1,000 req/s: ${session.rps >= 1000 ? 'met' : 'MISSED'}`,
+      portkey ? `>= 1.2x Portkey: ${session.rps >= 1.2 * portkey.rps ? 'met' : 'MISSED'}` : '',
+      `CPU <= 1 ms/request: ${(session.cpuMsPerRequest ?? Infinity) <= 1 ? 'met' : 'MISSED'}`,
+      `RSS <= 200 MiB: ${(session.rssMiB ?? Infinity) <= 200 ? 'met' : 'MISSED'}`,
+    ];
+    console.log(`with a session: ${targets.filter(Boolean).join('; ')}`);
+  }
 }
 
 async function reportKnowledge() {
