@@ -164,10 +164,57 @@ class SqliteContainer<T extends Doc> implements Container<T> {
     const etag = newEtag();
     const expiresAt = this.expiresAt(clean);
     this.stmt(`${sqlVerb} INTO "${this.table}" (pk, id, etag, expires_at, body) VALUES (?, ?, ?, ?, ?)`).run(clean.pk, clean.id, etag, expiresAt, JSON.stringify(clean));
-    if (this.facts) {
-      const values = this.def.aggregateFields?.map((f) => extracted(getPath(clean, f))) ?? [];
-      this.stmt(this.facts.insert).run(clean.pk, clean.id, expiresAt, ...values);
+    this.writeFacts(clean, expiresAt);
+    return { ...clean, _etag: etag };
+  }
+
+  private writeFacts(clean: T, expiresAt: number | null): void {
+    if (!this.facts) return;
+    const values = this.def.aggregateFields?.map((f) => extracted(getPath(clean, f))) ?? [];
+    this.stmt(this.facts.insert).run(clean.pk, clean.id, expiresAt, ...values);
+  }
+
+  /**
+   * Inserts a document that must not exist. The primary key says whether it does (no read first), except
+   * where documents expire: an expired row still holds the key, so it is read, and replaced.
+   */
+  private insertNew(doc: T): Stored<T> {
+    const conflict = () => new ConflictError(`${this.name}/${doc.pk}/${doc.id} already exists`);
+    if (this.ttl) {
+      if (this.readRow(doc.pk, doc.id)) throw conflict();
+      return this.write(doc, 'INSERT OR REPLACE');
     }
+    try {
+      return this.write(doc, 'INSERT');
+    } catch (e) {
+      if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw conflict();
+      throw e;
+    }
+  }
+
+  /**
+   * Replaces a document that must exist (with the ETag `ifMatch`, when given) in one UPDATE; only when it
+   * changes nothing is the row read, to tell a missing document from a changed one.
+   */
+  private replaceExisting(doc: T, ifMatch: string | undefined): Stored<T> {
+    const clean = strip(doc);
+    const etag = newEtag();
+    const expiresAt = this.expiresAt(clean);
+    const params: Bind[] = [etag, expiresAt, JSON.stringify(clean), clean.pk, clean.id];
+    let sql = `UPDATE "${this.table}" SET etag = ?, expires_at = ?, body = ? WHERE pk = ? AND id = ?`;
+    if (ifMatch !== undefined) {
+      sql += ' AND etag = ?';
+      params.push(ifMatch);
+    }
+    if (this.ttl) {
+      sql += ' AND (expires_at IS NULL OR expires_at > ?)';
+      params.push(Date.now());
+    }
+    if (this.stmt(sql).run(...params).changes === 0) {
+      if (!this.readRow(clean.pk, clean.id)) throw new NotFoundError(`${this.name}/${clean.pk}/${clean.id} not found`);
+      throw new PreconditionFailedError(`${this.name}/${clean.id} was changed by another writer`);
+    }
+    this.writeFacts(clean, expiresAt);
     return { ...clean, _etag: etag };
   }
 
@@ -179,10 +226,7 @@ class SqliteContainer<T extends Doc> implements Container<T> {
   }
 
   create(doc: T): Promise<Stored<T>> {
-    return this.tx(() => {
-      if (this.readRow(doc.pk, doc.id)) throw new ConflictError(`${this.name}/${doc.pk}/${doc.id} already exists`);
-      return this.write(doc, 'INSERT OR REPLACE');
-    });
+    return this.tx(() => this.insertNew(doc));
   }
 
   async createMany(docs: readonly T[]): Promise<void> {
@@ -202,13 +246,8 @@ class SqliteContainer<T extends Doc> implements Container<T> {
       for (const o of operations) {
         const doc = o.doc;
         if (doc.pk !== pk) throw new StoreError(`A batch holds documents of one partition (${pk}), not ${doc.pk}`);
-        const row = this.readRow(doc.pk, doc.id);
-        if (o.op === 'create' && row) throw new ConflictError(`${this.name}/${doc.pk}/${doc.id} already exists`);
-        if (o.op === 'replace') {
-          if (!row) throw new NotFoundError(`${this.name}/${doc.pk}/${doc.id} not found`);
-          this.check(row, o.ifMatch, doc.id);
-        }
-        this.write(doc, 'INSERT OR REPLACE');
+        if (o.op === 'create') this.insertNew(doc);
+        else this.replaceExisting(doc, o.ifMatch);
       }
     });
   }
@@ -221,12 +260,7 @@ class SqliteContainer<T extends Doc> implements Container<T> {
   }
 
   replace(doc: T, options: WriteOptions = {}): Promise<Stored<T>> {
-    return this.tx(() => {
-      const row = this.readRow(doc.pk, doc.id);
-      if (!row) throw new NotFoundError(`${this.name}/${doc.pk}/${doc.id} not found`);
-      this.check(row, options.ifMatch, doc.id);
-      return this.write(doc, 'INSERT OR REPLACE');
-    });
+    return this.tx(() => this.replaceExisting(doc, options.ifMatch));
   }
 
   delete(pk: string, id: string, options: WriteOptions = {}): Promise<boolean> {
