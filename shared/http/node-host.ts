@@ -84,12 +84,23 @@ function discardRest(req: http.IncomingMessage): void {
 
 function toPlatformRequest(req: http.IncomingMessage, res: http.ServerResponse, path: string, search: string): PlatformRequest {
   let body: Promise<Buffer> | undefined;
-  const gone = new AbortController();
+  // The abort signal is made only for a handler that asks for it: an AbortController per request costs
+  // more than some whole requests (GET /status).
+  let gone: AbortController | undefined;
+  let left = false;
   res.once('close', () => {
-    if (!res.writableFinished) gone.abort();
+    if (res.writableFinished) return;
+    left = true;
+    gone?.abort();
   });
   return {
-    signal: gone.signal,
+    get signal() {
+      if (!gone) {
+        gone = new AbortController();
+        if (left) gone.abort();
+      }
+      return gone.signal;
+    },
     method: req.method ?? 'GET',
     path,
     query: new URLSearchParams(search),
@@ -149,14 +160,15 @@ function send(req: http.IncomingMessage, res: http.ServerResponse, reply: Reply)
     return;
   }
   const headers: Record<string, string | number> = { ...reply.headers };
-  let payload: Buffer | undefined;
+  // Text stays a string: Node then sends the head and the body in one write.
+  let payload: string | Buffer | undefined;
   if (reply.raw !== undefined) {
-    payload = typeof reply.raw === 'string' ? Buffer.from(reply.raw) : Buffer.from(reply.raw);
+    payload = typeof reply.raw === 'string' ? reply.raw : Buffer.from(reply.raw);
   } else if (reply.json !== undefined) {
-    payload = Buffer.from(JSON.stringify(reply.json));
+    payload = JSON.stringify(reply.json);
     headers['content-type'] ??= 'application/json; charset=utf-8';
   }
-  headers['content-length'] = payload?.length ?? 0;
+  headers['content-length'] = payload === undefined ? 0 : Buffer.byteLength(payload);
   res.writeHead(reply.status, headers);
   res.end(payload);
   discardRest(req);
