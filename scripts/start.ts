@@ -38,9 +38,32 @@ async function main() {
   azuriteStarting?.catch(() => undefined);
   const loading = Promise.all([import('../functions/groups.js'), import('../shared/http/standalone.js'), import('../shared/services.js')]);
 
-  let azurite: Azurite | undefined;
+  // What is running, for stopping: a signal can come at any moment of the start, and nothing started
+  // (not even an Azurite still starting) may outlive the process.
   let services: Services | undefined;
   let app: Standalone | undefined;
+  const state = { stopping: false };
+  const stopAll = async () => {
+    await app?.close(5000);
+    await services?.close();
+    await (await azuriteStarting?.catch(() => undefined))?.stop();
+  };
+  const stop = async () => {
+    if (state.stopping) return;
+    state.stopping = true;
+    // Whatever hangs (an upstream that never answers), the process is gone within a bounded time.
+    setTimeout(() => process.exit(1), 15_000).unref();
+    services?.log.info('Stopping', { grace_ms: 5000 });
+    const t0 = performance.now();
+    await stopAll();
+    services?.log.info('Stopped', { duration_ms: Math.round(performance.now() - t0) });
+    await stopTelemetry();
+    process.exit(0);
+  };
+  process.on('SIGINT', () => void stop());
+  process.on('SIGTERM', () => void stop());
+
+  let azurite: Azurite | undefined;
   try {
     await startTelemetry(config);
     const [{ QUEUE_HANDLERS, ROUTES }, { startStandalone }, { createServices }] = await loading;
@@ -50,48 +73,29 @@ async function main() {
     app = await startStandalone(ROUTES, QUEUE_HANDLERS, services, azuriteStarting ? { storageReady: azuriteStarting } : {});
     azurite = await azuriteStarting;
   } catch (e) {
-    // Nothing started here outlives a failed start (an Azurite still starting is stopped once it has).
-    await app?.close(0);
-    await services?.close();
-    await (await azuriteStarting?.catch(() => undefined))?.stop();
+    // A failed start stops what it started, as a signal would.
+    state.stopping = true;
+    await stopAll();
     throw e;
   }
-  const started = app;
-  const running = services;
+  // A signal during the start: stop() is under way and the banner would be a lie.
+  if (state.stopping) return;
   const store = config.store.kind === 'embedded' ? `embedded (${config.store.file})` : `cosmos (${config.store.endpoint})`;
   const token = config.auth.kind === 'local' ? `${tokenCommand(config.dataDir)}   (another user: add ${TOKEN_SCRIPT.startsWith('npm') ? '-- ' : ''}--upn alice@example.com)` : `from ${config.auth.issuer}`;
   process.stdout.write(
     [
       `Agent platform ${VERSION} is running`,
-      `  Core API:        ${started.coreUrl}`,
-      `  Management API:  ${started.managementUrl}`,
+      `  Core API:        ${app.coreUrl}`,
+      `  Management API:  ${app.managementUrl}`,
       `  Instance id:     ${config.instanceId}`,
       `  Store:           ${store}`,
       `  Blobs/queues:    ${azurite ? `Azurite of this DATA_DIR on 127.0.0.1:${azurite.blobPort}/${azurite.queuePort}` : 'configured storage account'}`,
       `  Get a token:     ${token}`,
-      `  Try:             curl ${started.coreUrl}/status`,
+      `  Try:             curl ${app.coreUrl}/status`,
       '',
     ].join('\n'),
   );
-  running.log.info('Started', { version: VERSION, core: started.coreUrl, management: started.managementUrl, store: config.store.kind, telemetry: config.otlp ? 'otlp' : config.appInsightsConnectionString ? 'azure-monitor' : 'off' });
-
-  let stopping = false;
-  const stop = async () => {
-    if (stopping) return;
-    stopping = true;
-    // Whatever hangs (an upstream that never answers), the process is gone within a bounded time.
-    setTimeout(() => process.exit(1), 15_000).unref();
-    running.log.info('Stopping', { grace_ms: 5000 });
-    const t0 = performance.now();
-    await started.close(5000);
-    await running.close();
-    await azurite?.stop();
-    running.log.info('Stopped', { duration_ms: Math.round(performance.now() - t0) });
-    await stopTelemetry();
-    process.exit(0);
-  };
-  process.on('SIGINT', () => void stop());
-  process.on('SIGTERM', () => void stop());
+  services.log.info('Started', { version: VERSION, core: app.coreUrl, management: app.managementUrl, store: config.store.kind, telemetry: config.otlp ? 'otlp' : config.appInsightsConnectionString ? 'azure-monitor' : 'off' });
 }
 
 main().catch((e: unknown) => {

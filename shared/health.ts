@@ -1,7 +1,10 @@
 // Liveness and readiness for orchestrators and load balancers: live means the process answers; ready means
 // what a request needs answers too: the store, blob storage, the queues, and the identity provider's keys.
 // Each check has 2 s; the result is kept for 2 s, so frequent probes cost the dependencies little.
+import type { BlobServiceClient } from '@azure/storage-blob';
+import type { QueueServiceClient } from '@azure/storage-queue';
 import type { Services } from './services.js';
+import { createBlobService, createQueueService } from './store/storage.js';
 
 const CHECK_TIMEOUT_MS = 2000;
 const CACHE_MS = 2000;
@@ -34,21 +37,38 @@ async function check(probe: () => Promise<unknown>): Promise<Check> {
 }
 
 const cached = new WeakMap<Services, { at: number; result: Promise<Readiness> }>();
+/** Storage clients that do not retry: a probe answers now, not after the SDK's backoff. */
+const probes = new WeakMap<Services, { blobs: BlobServiceClient; queues: QueueServiceClient }>();
+const probeClients = (s: Services) => {
+  let p = probes.get(s);
+  if (!p) {
+    p = { blobs: createBlobService(s.config.storage, { maxTries: 1 }), queues: createQueueService(s.config.storage, { maxTries: 1 }) };
+    probes.set(s, p);
+  }
+  return p;
+};
 
 export function readiness(s: Services): Promise<Readiness> {
   const hit = cached.get(s);
   if (hit && Date.now() - hit.at < CACHE_MS) return hit.result;
   const result = (async (): Promise<Readiness> => {
+    const probe = probeClients(s);
     const [store, blobs, queues, identity] = await Promise.all([
       check(() => s.store.container('resources').read('health', 'probe')),
       // Reachable is what counts: a container or queue made on first use may not exist yet.
-      check(() => s.blobs.getContainerClient(s.config.filesContainer).exists().then(() => true)),
-      check(() => s.queues.getQueueClient(s.config.asyncQueue).exists().then(() => true)),
+      check(() => probe.blobs.getContainerClient(s.config.filesContainer).exists().then(() => true)),
+      check(() => probe.queues.getQueueClient(s.config.asyncQueue).exists().then(() => true)),
       check(() => s.bearer.keysLoaded()),
     ]);
     const checks = { store, blobs, queues, identity };
     return { status: Object.values(checks).every((c) => c.ok) ? 'ready' : 'unavailable', checks };
   })();
-  cached.set(s, { at: Date.now(), result });
+  // A failure is shared only by the probes already waiting for it: the next probe checks again, so recovery
+  // (Azurite finishing its start, the store back) shows at once rather than after the cache time.
+  const entry = { at: Date.now(), result };
+  cached.set(s, entry);
+  void result.then((r) => {
+    if (r.status !== 'ready' && cached.get(s) === entry) cached.delete(s);
+  });
   return result;
 }

@@ -4,16 +4,19 @@ import { QueueServiceClient } from '@azure/storage-queue';
 import { azureCredential as credential } from '../auth/azure-credential.js';
 import type { StorageConfig } from '../config.js';
 
-export function createBlobService(config: StorageConfig): BlobServiceClient {
+/** `maxTries` 1 for probes (readiness): an answer now, not after the SDK's retries. */
+export function createBlobService(config: StorageConfig, options: { maxTries?: number } = {}): BlobServiceClient {
+  const pipeline = options.maxTries ? { retryOptions: { maxTries: options.maxTries } } : {};
   return config.kind === 'connection-string'
-    ? BlobServiceClient.fromConnectionString(config.connectionString)
-    : new BlobServiceClient(`https://${config.accountName}.blob.core.windows.net`, credential(config.clientId));
+    ? BlobServiceClient.fromConnectionString(config.connectionString, pipeline)
+    : new BlobServiceClient(`https://${config.accountName}.blob.core.windows.net`, credential(config.clientId), pipeline);
 }
 
-export function createQueueService(config: StorageConfig): QueueServiceClient {
+export function createQueueService(config: StorageConfig, options: { maxTries?: number } = {}): QueueServiceClient {
+  const pipeline = options.maxTries ? { retryOptions: { maxTries: options.maxTries } } : {};
   return config.kind === 'connection-string'
-    ? QueueServiceClient.fromConnectionString(config.connectionString)
-    : new QueueServiceClient(`https://${config.accountName}.queue.core.windows.net`, credential(config.clientId));
+    ? QueueServiceClient.fromConnectionString(config.connectionString, pipeline)
+    : new QueueServiceClient(`https://${config.accountName}.queue.core.windows.net`, credential(config.clientId), pipeline);
 }
 
 /** A Blob container created on first use, once per process; later calls share the same promise. */

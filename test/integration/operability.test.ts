@@ -1,6 +1,7 @@
 // The first hour of an operator (issue 19): the token command the banner prints works with non-default
 // settings, a busy port or equal ports fail naming the setting with nothing left running, two services with
 // different DATA_DIR have their own Azurite, and the health endpoints tell live from ready.
+import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import http from 'node:http';
 import { BlobServiceClient } from '@azure/storage-blob';
@@ -84,6 +85,21 @@ describe('npm start for an operator', () => {
     } finally {
       busy.close();
     }
+  });
+
+  it('stops everything it started when stopped while still starting', async () => {
+    const dataDir = tempDir();
+    const core = await freePort();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+      env: { ...process.env, DATA_DIR: dataDir, CORE_PORT: String(core), MANAGEMENT_PORT: String(await freePort()) },
+      stdio: 'ignore',
+    });
+    const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+    // As soon as the API answers (its Azurite may still be starting), stop it.
+    await expect.poll(async () => (await fetch(`http://127.0.0.1:${core}/status`).catch(() => undefined))?.status, { timeout: 30_000, interval: 10 }).toBe(200);
+    child.kill('SIGTERM');
+    expect(await exited).toBe(0);
+    await expect.poll(() => processesOf(dataDir), { timeout: 10_000 }).toEqual([]);
   });
 
   it('refuses equal CORE_PORT and MANAGEMENT_PORT before starting anything', async () => {
