@@ -208,7 +208,8 @@ export class Conversations {
       const next = withTurn(current);
       if (!next) return;
       try {
-        await this.container.writeBatch(upn, [...messages.map((doc) => ({ op: 'create' as const, doc })), { op: 'replace', doc: next, ifMatch: current._etag }]);
+        // The session first: a stale copy (another turn finished meanwhile) fails the batch before the messages are written.
+        await this.container.writeBatch(upn, [{ op: 'replace', doc: next, ifMatch: current._etag }, ...messages.map((doc) => ({ op: 'create' as const, doc }))]);
         return;
       } catch (e) {
         // The messages exist (recorded by a write that did not finish the session): update the session alone.
