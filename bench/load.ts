@@ -53,6 +53,19 @@ export interface Request {
   body?: string;
 }
 
+/** One request on `agent`: its time in milliseconds, to the microsecond; anything but 200 rejects. */
+export function timed(r: Request, agent: http.Agent): Promise<number> {
+  return new Promise<number>((resolve, reject) => {
+    const started = performance.now();
+    const req = http.request(r.url, { method: r.method ?? 'GET', headers: r.headers ?? {}, agent }, (res) => {
+      res.resume();
+      res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - started) : reject(new Error(`${r.url}: ${res.statusCode ?? 0}`))));
+    });
+    req.on('error', reject);
+    req.end(r.body);
+  });
+}
+
 export interface PairedResult {
   a: { p50: number; p99: number; mean: number };
   b: { p50: number; p99: number; mean: number };
@@ -67,16 +80,7 @@ export interface PairedResult {
  */
 export async function paired(a: Request, b: Request, count: number): Promise<PairedResult> {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
-  const once = (r: Request) =>
-    new Promise<number>((resolve, reject) => {
-      const started = performance.now();
-      const req = http.request(r.url, { method: r.method ?? 'GET', headers: r.headers ?? {}, agent }, (res) => {
-        res.resume();
-        res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - started) : reject(new Error(`${r.url}: ${res.statusCode ?? 0}`))));
-      });
-      req.on('error', reject);
-      req.end(r.body);
-    });
+  const once = (r: Request) => timed(r, agent);
   const ta: number[] = [];
   const tb: number[] = [];
   for (let i = 0; i < count; i++) {

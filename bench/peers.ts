@@ -9,7 +9,7 @@ import http from 'node:http';
 import { startMockLlm } from '../scripts/mock-llm.js';
 import { freePort } from '../scripts/azurite.js';
 import { seed } from './completions.js';
-import { load, type Request } from './load.js';
+import { load, timed, type Request } from './load.js';
 
 const PORTKEY = 'node_modules/@portkey-ai/gateway/build/start-server.js';
 /** Linux's clock ticks per second for /proc times (CLK_TCK, 100 on every common kernel). */
@@ -52,19 +52,9 @@ function child(command: string, args: string[], env: Record<string, string>, rea
 /** Interleaves one request to each system, `count` times, each system on its own keep-alive connection. */
 async function interleaved(systems: System[], count: number): Promise<number[][]> {
   const agents = systems.map(() => new http.Agent({ keepAlive: true, maxSockets: 1 }));
-  const once = (r: Request, agent: http.Agent) =>
-    new Promise<number>((resolve, reject) => {
-      const started = performance.now();
-      const req = http.request(r.url, { method: r.method ?? 'GET', headers: r.headers ?? {}, agent }, (res) => {
-        res.resume();
-        res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - started) : reject(new Error(`${r.url}: ${res.statusCode ?? 0}`))));
-      });
-      req.on('error', reject);
-      req.end(r.body);
-    });
   const times = systems.map(() => [] as number[]);
   for (let i = 0; i < count; i++) {
-    for (const [j, s] of systems.entries()) times[j]?.push(await once(s.request, agents[j]!));
+    for (const [j, s] of systems.entries()) times[j]?.push(await timed(s.request, agents[j]!));
   }
   agents.forEach((a) => a.destroy());
   return times;
