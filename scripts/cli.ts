@@ -113,7 +113,12 @@ interface FileResource {
 
 async function create(file: string | undefined): Promise<void> {
   if (!file) throw new CliError('create needs a file');
-  const parsed = JSON.parse(await readFile(file, 'utf8')) as { resources?: FileResource[] } & Record<string, unknown>;
+  let parsed: { resources?: FileResource[] } & Record<string, unknown>;
+  try {
+    parsed = JSON.parse(await readFile(file, 'utf8')) as typeof parsed;
+  } catch (e) {
+    throw new CliError(`${file}: ${e instanceof Error ? e.message : String(e)}`);
+  }
   // A file is a list of resources, or one agent.
   const resources: FileResource[] = parsed.resources ?? [{ type: 'Svc.Agent/agents', ...(parsed as { name: string }) }];
   for (const { type, ...body } of resources) {

@@ -95,6 +95,12 @@ describe('npm run cli', () => {
     const missing = await cli('complete', 'no-such-agent', 'hi');
     expect(missing.code).toBe(1);
     expect(missing.stderr).toMatch(/^POST \/instances\/[^ ]+\/completions: 4\d\d Agent not found/);
+    const broken = path.join(app.dataDir, 'broken.json');
+    writeFileSync(broken, '{"resources": [');
+    const unreadable = await cli('create', broken);
+    expect(unreadable.code).toBe(1);
+    expect(unreadable.stderr).toMatch(/^.*broken\.json: .*JSON/);
+    expect(unreadable.stderr).not.toContain('    at ');
     const unknown = await cli('explode');
     expect(unknown.code).toBe(1);
     expect(unknown.stderr).toContain('unknown command explode');
