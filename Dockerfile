@@ -59,7 +59,7 @@ VOLUME /data
 EXPOSE 7071 7072
 HEALTHCHECK --interval=30s --timeout=3s --start-period=20s \
   CMD ["node", "-e", "fetch('http://127.0.0.1:' + (process.env.CORE_PORT || 7071) + '/health/ready').then(r => process.exit(r.ok ? 0 : 1), () => process.exit(1))"]
-CMD ["node", "dist/scripts/start.js"]
+CMD ["node", "dist/bundle/start.js"]
 
 # The default: the service with its own Azurite, which `npm start` runs for development storage.
 FROM service AS standalone

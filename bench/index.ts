@@ -1,4 +1,4 @@
-// `npm run bench [http] [completions] [analytics] [knowledge] [peers]`: the service against baselines measured in the same run
+// `npm run bench [http] [completions] [analytics] [knowledge] [peers] [startup]`: the service against baselines measured in the same run
 // on the same machine (all sections when none is named). Ratios, not absolute times, are what to compare
 // between machines. BENCH_SECONDS sets the length of each load case; BENCH_ANALYTICS_MESSAGES and
 // BENCH_ANALYTICS_USAGE the analytics data set (default 1,000,000 and 100,000).
@@ -10,6 +10,7 @@ import { benchCompletions, benchStages, benchStreaming, type CompletionBench } f
 import { benchKnowledge } from './knowledge.js';
 import { load, report } from './load.js';
 import { benchPeers } from './peers.js';
+import { benchStartup } from './startup.js';
 
 async function baselineServer(): Promise<{ url: string; close(): void }> {
   const body = JSON.stringify({ status: 'ready', name: 'CoreAPI', version: '0.0.0', instance_id: 'x' });
@@ -20,7 +21,7 @@ async function baselineServer(): Promise<{ url: string; close(): void }> {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
 }
 
-const SECTIONS = ['http', 'completions', 'analytics', 'knowledge', 'peers'] as const;
+const SECTIONS = ['http', 'completions', 'analytics', 'knowledge', 'peers', 'startup'] as const;
 
 async function main() {
   const seconds = Number(process.env.BENCH_SECONDS ?? 3);
@@ -70,6 +71,17 @@ async function main() {
   if (run('analytics')) await reportAnalytics();
   if (run('knowledge')) await reportKnowledge();
   if (run('peers')) await reportPeers();
+  if (run('startup')) await reportStartup();
+}
+
+async function reportStartup() {
+  const rows = await benchStartup();
+  const median = (ms: number[]) => [...ms].sort((a, b) => a - b)[Math.floor(ms.length / 2)] ?? NaN;
+  const bare = median(rows.at(-1)?.ms ?? []);
+  console.log('\n## Start-up: process start to the first 200 from GET /status (fresh DATA_DIR, warm dist/), runs interleaved');
+  console.table(rows.map((r) => ({ system: r.system, 'median ms': median(r.ms), 'min / max ms': `${Math.min(...r.ms)} / ${Math.max(...r.ms)}`, 'vs bare node:http': `${(median(r.ms) / bare).toFixed(1)}x` })));
+  const start = median(rows[0]?.ms ?? []);
+  console.log(`npm start: target <= 1000 ms: ${start <= 1000 ? 'met' : 'MISSED'}`);
 }
 
 async function reportPeers() {

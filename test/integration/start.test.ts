@@ -1,11 +1,16 @@
-// `npm start` and `npm run token` as a user runs them: both APIs over HTTP, tokens, and a restart.
+// `npm start` and `npm run token` as a user runs them: the bundle `npm run build` makes (built afresh
+// here), both APIs over HTTP, tokens, the embedded store's worker threads, and a restart.
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { freePort } from '../../scripts/azurite.js';
+import { bundle } from '../../scripts/bundle.js';
+import { LOCAL_DEFAULT_USER } from '../../shared/auth/local-idp.js';
+import { ROLE_IDS, roleDefinitionPath } from '../../shared/auth/roles.js';
 import type { AppConfigDoc } from '../../shared/providers/settings.js';
 import { resourceId } from '../../shared/providers/resource-type.js';
 import { openSqliteStore } from '../../shared/store/sqlite-store.js';
-import { runScript, startScript, type Running } from '../support/processes.js';
+import { runScript, startBuilt, type Running } from '../support/processes.js';
 import { INSTANCE, tempDir } from '../support/services.js';
 
 describe('npm start', () => {
@@ -24,8 +29,9 @@ describe('npm start', () => {
     };
     core = `http://127.0.0.1:${corePort}`;
     management = `http://127.0.0.1:${managementPort}`;
-    app = await startScript('start', env, /Get a token/);
-  });
+    await bundle();
+    app = await startBuilt(env, /Get a token/);
+  }, 60_000);
   afterAll(() => app.stop());
 
   it('prints both URLs and the instance id', () => {
@@ -68,6 +74,18 @@ describe('npm start', () => {
     expect(m.headers.get('allow')).toBe('GET');
   });
 
+  it("runs the embedded store's aggregate queries on the bundle's reader threads", async () => {
+    const token = (await runScript('token', [], env)).stdout.trim();
+    const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
+    const name = randomUUID();
+    const grant = { name, principal_id: LOCAL_DEFAULT_USER.oid, principal_type: 'User', role_definition_id: roleDefinitionPath(ROLE_IDS.analyticsReader), scope: `/instances/${INSTANCE}` };
+    const granted = await fetch(`${management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/${name}`, { method: 'POST', headers, body: JSON.stringify(grant) });
+    expect(granted.status).toBeLessThan(300);
+    const overview = await fetch(`${management}/instances/${INSTANCE}/providers/Svc.Analytics/analytics/query?api-version=2024-02-16`, { method: 'POST', headers, body: JSON.stringify({ request_type: 0 }) });
+    expect(overview.status).toBe(200);
+    expect(await overview.json()).toMatchObject({ is_success: true, resource: { data: { active_users: 0 } } });
+  });
+
   it('keeps stored data and the signing key across a restart', async () => {
     const token = (await runScript('token', ['--upn', 'carol@example.com'], env)).stdout.trim();
     await app.stop();
@@ -75,7 +93,7 @@ describe('npm start', () => {
     const store = openSqliteStore(`${env.DATA_DIR}/store.db`);
     await store.container<AppConfigDoc>('resources').upsert({ id: resourceId('Svc:Branding:CompanyName'), pk: 'Svc.Configuration/appConfigurations', key: 'Svc:Branding:CompanyName', value: 'Contoso' });
     await store.close();
-    app = await startScript('start', env, /Get a token/);
+    app = await startBuilt(env, /Get a token/);
     const r = await fetch(`${core}/instances/${INSTANCE}/branding`, { headers: { authorization: `Bearer ${token}` } });
     expect(r.status).toBe(200);
     expect(await r.json()).toMatchObject({ company_name: 'Contoso' });

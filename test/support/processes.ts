@@ -30,8 +30,16 @@ export function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> 
 }
 
 /** Starts `scripts/<name>.ts` and resolves once its output matches `ready`. */
-export async function startScript(name: string, env: Record<string, string>, ready: RegExp, timeoutMs = 30_000): Promise<Running> {
-  const [node, args] = command(name);
+export function startScript(name: string, env: Record<string, string>, ready: RegExp, timeoutMs = 30_000): Promise<Running> {
+  return startProcess(name, command(name), env, ready, timeoutMs);
+}
+
+/** Starts what `npm start` runs, the bundle `npm run build` makes (dist/bundle/start.js), as `startScript` does. */
+export function startBuilt(env: Record<string, string>, ready: RegExp, timeoutMs = 30_000): Promise<Running> {
+  return startProcess('dist/bundle/start.js', [process.execPath, ['dist/bundle/start.js']], env, ready, timeoutMs);
+}
+
+async function startProcess(name: string, [node, args]: readonly [string, readonly string[]], env: Record<string, string>, ready: RegExp, timeoutMs: number): Promise<Running> {
   const child = spawn(node, args, { env: environment(env), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));

@@ -56,7 +56,7 @@ describe('Dockerfile', () => {
   it('builds with the scripts package.json declares, from the folders the build compiles', () => {
     const build = stage('build');
     expect(ops(build, 'RUN')).toEqual(['npm ci --no-audit --no-fund', 'npm run build']);
-    expect(pkg.scripts.build).toBe('tsc -p tsconfig.build.json');
+    expect(pkg.scripts.build).toBe('tsc -p tsconfig.build.json && node dist/scripts/bundle.js');
     const compiled = (JSON.parse(read('tsconfig.build.json')) as { include: string[] }).include;
     const copied = ops(build, 'COPY').flatMap((a) => a.split(/\s+/).slice(0, -1));
     for (const folder of compiled) expect(copied, folder).toContain(folder);
@@ -65,8 +65,8 @@ describe('Dockerfile', () => {
 
   it('runs what npm start runs, as the unprivileged node user, on the default ports, with a readiness check', () => {
     const service = stage('service');
-    expect(ops(service, 'CMD')).toEqual(['["node", "dist/scripts/start.js"]']);
-    expect(pkg.scripts.start).toBe('node dist/scripts/start.js');
+    expect(pkg.scripts.start).toBe('node dist/bundle/start.js');
+    expect(ops(service, 'CMD')).toEqual([JSON.stringify((pkg.scripts.start ?? '').split(' ')).replace(/,/g, ', ')]);
     expect(ops(service, 'USER')).toEqual(['node']);
     const config = loadConfig({}, 'test');
     expect(ops(service, 'EXPOSE')).toEqual([`${config.corePort} ${config.managementPort}`]);
