@@ -31,11 +31,13 @@ COPY scripts ./scripts
 RUN npm run build
 
 # Production dependencies only (no TypeScript, no test tools). The embedded store's native module is an
-# optional dependency, which npm drops silently when it cannot be built: the build fails instead.
+# optional dependency, which npm drops silently when it cannot be built: the build fails instead. Type
+# declarations, source maps and documentation are half of what npm installs, and nothing reads them at run time.
 FROM toolchain AS production-dependencies
 COPY package.json package-lock.json ./
 RUN npm ci --omit=dev --no-audit --no-fund && npm cache clean --force \
- && node -e "new (require('better-sqlite3'))(':memory:').close()"
+ && node -e "new (require('better-sqlite3'))(':memory:').close()" \
+ && find node_modules -type f \( -name '*.d.ts' -o -name '*.d.mts' -o -name '*.d.cts' -o -name '*.map' -o -name '*.md' \) -delete
 
 # The version of Azurite the project pins for `npm start` (a development dependency), installed alone.
 FROM toolchain AS azurite
