@@ -28,6 +28,7 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY functions ./functions
 COPY shared ./shared
 COPY scripts ./scripts
+COPY portal ./portal
 RUN npm run build
 
 # Production dependencies only (no TypeScript, no test tools). The embedded store's native module is an

@@ -39,6 +39,8 @@ function build(): void {
   for (const folder of ['functions', 'shared']) {
     cpSync(path.join(root, 'dist', folder), path.join(PACKAGE_DIR, 'dist', folder), { recursive: true, filter: (src) => statSync(src).isDirectory() || src.endsWith('.js') });
   }
+  // The portals' static files, which the Core app serves at /portal/.
+  cpSync(path.join(root, 'dist', 'portal'), path.join(PACKAGE_DIR, 'dist', 'portal'), { recursive: true });
   cpSync(path.join(root, 'host.json'), path.join(PACKAGE_DIR, 'host.json'));
   cpSync(path.join(root, 'package-lock.json'), path.join(PACKAGE_DIR, 'package-lock.json'));
   writeFileSync(path.join(PACKAGE_DIR, 'package.json'), JSON.stringify({ ...manifest, scripts: {} }, null, 2));

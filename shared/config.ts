@@ -96,6 +96,17 @@ const Env = z.object({
   OTEL_METRIC_EXPORT_INTERVAL: optional(z.coerce.number().int().min(100).max(3_600_000)).default(60_000),
   /** The service name telemetry reports (OpenTelemetry's own setting). */
   OTEL_SERVICE_NAME: optional(z.string().min(1).max(200)).default('agent-platform'),
+  /**
+   * Origins (scheme://host[:port]) whose pages may call the APIs from a browser (CORS), comma-separated.
+   * Unset: the origin the portal is served from (the Core API's address).
+   */
+  CORS_ALLOWED_ORIGINS: optional(List.pipe(z.array(z.url({ protocol: /^https?$/ }).refine((u) => new URL(u).origin === u, 'each entry must be an origin: scheme://host[:port], no path')))),
+  /** The Management API's base URL as browsers reach it, for the portal; unset: the Core API's host on MANAGEMENT_PORT. */
+  MANAGEMENT_API_URL: optional(z.url({ protocol: /^https?$/ })),
+  /** Portal sign-in with Entra ID (MSAL): the portal's app registration (client id), its authority, and the API scope it asks for. */
+  PORTAL_ENTRA_CLIENT_ID: optional(z.uuid()),
+  PORTAL_ENTRA_AUTHORITY: optional(z.url({ protocol: /^https$/ })),
+  PORTAL_API_SCOPE: optional(z.string().min(1).max(500)),
 });
 
 /** Every setting the service reads (the infrastructure test checks that both flavours set them). */
@@ -137,6 +148,8 @@ export interface Config {
   appInsightsConnectionString: string | undefined;
   /** OTLP export: the collector's base URL, the metric export interval and the reported service name. */
   otlp: { endpoint: string; metricIntervalMs: number; serviceName: string } | undefined;
+  /** Browser access: the origins allowed by CORS (undefined: the portal's own), and the portal's settings. */
+  portal: { corsOrigins: readonly string[] | undefined; managementUrl: string | undefined; entra: { clientId: string; authority: string; scope: string } | undefined };
   /** Client id of the user-assigned managed identity (Azure). */
   azureClientId: string | undefined;
   /** Microsoft Graph base URL when principal search uses Graph. */
@@ -202,6 +215,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     bootstrapOwnerIds: e.BOOTSTRAP_OWNER_IDS,
     internalDomain: e.INTERNAL_DOMAIN,
     appInsightsConnectionString: e.APPLICATIONINSIGHTS_CONNECTION_STRING,
+    portal: {
+      corsOrigins: e.CORS_ALLOWED_ORIGINS,
+      managementUrl: e.MANAGEMENT_API_URL?.replace(/\/+$/, ''),
+      entra: e.PORTAL_ENTRA_CLIENT_ID ? { clientId: e.PORTAL_ENTRA_CLIENT_ID, authority: e.PORTAL_ENTRA_AUTHORITY ?? 'https://login.microsoftonline.com/organizations', scope: e.PORTAL_API_SCOPE ?? `${e.AUTH_AUDIENCE ?? LOCAL_AUDIENCE}/.default` } : undefined,
+    },
     otlp: e.OTEL_EXPORTER_OTLP_ENDPOINT ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, metricIntervalMs: e.OTEL_METRIC_EXPORT_INTERVAL, serviceName: e.OTEL_SERVICE_NAME } : undefined,
     azureClientId: e.AZURE_CLIENT_ID,
     graphUrl: e.GRAPH_ENABLED ? e.GRAPH_URL : undefined,

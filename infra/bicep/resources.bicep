@@ -19,6 +19,12 @@ param graphEnabled bool
 @secure()
 param packageStorePublicUrl string
 param corsAllowedOrigins array
+@description('The portal\'s Entra ID app registration (client id); empty: no portal sign-in.')
+param portalEntraClientId string = ''
+@description('Entra ID authority for portal sign-in, e.g. https://login.microsoftonline.com/<tenant id>.')
+param portalEntraAuthority string = ''
+@description('The API scope the portal asks for, e.g. api://agent-platform/user_impersonation.')
+param portalApiScope string = ''
 param coreAlwaysReadyInstances int
 param maximumInstanceCount int
 
@@ -329,6 +335,13 @@ func settings(clientId string, serviceApis string, connectionString string, stor
   { name: 'OTEL_EXPORTER_OTLP_ENDPOINT', value: '' }
   { name: 'OTEL_METRIC_EXPORT_INTERVAL', value: '60000' }
   { name: 'OTEL_SERVICE_NAME', value: 'agent-platform' }
+  // The portals (served by the Core app at /portal/): the browsers' origins, the Management app's URL as
+  // browsers reach it (empty: set it to the MANAGEMENT_API_URL output), and Entra ID sign-in (empty: none).
+  { name: 'CORS_ALLOWED_ORIGINS', value: join(corsAllowedOrigins, ',') }
+  { name: 'MANAGEMENT_API_URL', value: '' }
+  { name: 'PORTAL_ENTRA_CLIENT_ID', value: portalEntraClientId }
+  { name: 'PORTAL_ENTRA_AUTHORITY', value: portalEntraAuthority }
+  { name: 'PORTAL_API_SCOPE', value: portalApiScope }
 ]
 
 resource functionApps 'Microsoft.Web/sites@2024-04-01' = [

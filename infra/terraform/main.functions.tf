@@ -55,6 +55,13 @@ locals {
     OTEL_EXPORTER_OTLP_ENDPOINT = ""
     OTEL_METRIC_EXPORT_INTERVAL = "60000"
     OTEL_SERVICE_NAME           = "agent-platform"
+    # The portals (served by the Core app at /portal/): the browsers' origins, the Management app's URL as
+    # browsers reach it (empty: set it to the management_api_url output), and Entra ID sign-in (empty: none).
+    CORS_ALLOWED_ORIGINS   = join(",", var.cors_allowed_origins)
+    MANAGEMENT_API_URL     = ""
+    PORTAL_ENTRA_CLIENT_ID = var.portal_entra_client_id
+    PORTAL_ENTRA_AUTHORITY = var.portal_entra_authority
+    PORTAL_API_SCOPE       = var.portal_api_scope
   }
 }
 

@@ -92,6 +92,24 @@ variable "cors_allowed_origins" {
   default     = []
 }
 
+variable "portal_entra_client_id" {
+  type        = string
+  description = "The portal's Entra ID app registration (client id); empty: no portal sign-in."
+  default     = ""
+}
+
+variable "portal_entra_authority" {
+  type        = string
+  description = "Entra ID authority for portal sign-in, e.g. https://login.microsoftonline.com/<tenant id>."
+  default     = ""
+}
+
+variable "portal_api_scope" {
+  type        = string
+  description = "The API scope the portal asks for, e.g. api://agent-platform/user_impersonation."
+  default     = ""
+}
+
 variable "core_always_ready_instances" {
   type        = number
   description = "Always-ready instances of the Core API app: 0 scales from zero (cold starts), 1 or more keeps them warm (billed)."

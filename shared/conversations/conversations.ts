@@ -133,6 +133,12 @@ export class Conversations {
     return doc;
   }
 
+  /** Renames one of the owner's sessions (404 for anyone else's); its activity time is unchanged. */
+  async rename(owner: string, sessionId: string, name: string): Promise<SessionDoc> {
+    const session = await this.get(owner, sessionId);
+    return this.sessions.patch(session.pk, session.id, [{ op: 'set', path: 'name', value: name }]);
+  }
+
   /** A page of the messages of one of the owner's sessions, oldest first (404 for anyone else's session). */
   async messagesOf(owner: string, sessionId: string, continuation: string | undefined, limit: number): Promise<Page<MessageDoc>> {
     await this.get(owner, sessionId);

@@ -2,6 +2,7 @@
 // directly (no undici Request objects), for `npm start` and for self-hosting on a VM or container.
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
+import cors from 'cors';
 import type { Duplex } from 'node:stream';
 import type { Services } from '../services.js';
 import { errorReply, type ErrorStyle } from './envelopes.js';
@@ -15,7 +16,13 @@ import type { Api, PlatformRequest, Reply } from './types.js';
 export function createApiServer(api: Api, routes: readonly Route[], services: Services): http.Server {
   const match = createRouter(routes.filter((r) => r.api === api));
   const style = api === 'core' ? 'core' : 'management';
+  const browsers = corsFor(services.config);
   const server = http.createServer({ requestTimeout: 120_000, headersTimeout: 30_000 }, (req, res) => {
+    // Only browsers send Origin; other clients skip CORS altogether.
+    if (req.headers.origin !== undefined) browsers(req, res, () => serve(req, res));
+    else serve(req, res);
+  });
+  const serve = (req: http.IncomingMessage, res: http.ServerResponse) => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
     const request = toPlatformRequest(req, res, q < 0 ? url : url.slice(0, q), q < 0 ? '' : url.slice(q + 1));
@@ -35,10 +42,27 @@ export function createApiServer(api: Api, routes: readonly Route[], services: Se
       (r) => send(req, res, r),
       () => send(req, res, { status: 500, json: { error: { code: 'InternalError', message: 'An unexpected error occurred' } } }),
     );
-  });
+  };
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => refuse(error, socket, style));
   server.keepAliveTimeout = 65_000;
   return server;
+}
+
+/**
+ * Cross-origin calls from browsers: allowed from CORS_ALLOWED_ORIGINS, by default from the portal's own
+ * origin (the Core API's port, on this host's names). Preflights are answered here; other requests go on
+ * with the headers added. (In Azure the Function App's own CORS setting does this.)
+ */
+function corsFor(config: Services['config']): ReturnType<typeof cors> {
+  const loopback = ['127.0.0.1', 'localhost', '[::1]', config.host];
+  const allowed = new Set(config.portal.corsOrigins ?? loopback.map((h) => `http://${h}:${config.corePort}`));
+  return cors({
+    origin: (origin, done) => done(null, origin !== undefined && allowed.has(origin)),
+    methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
+    allowedHeaders: ['authorization', 'content-type', 'x-agent-access-token', 'if-match', 'if-none-match', 'x-request-id', 'x-continuation-token', 'accept'],
+    exposedHeaders: ['x-request-id', 'x-continuation-token', 'etag', 'location', 'retry-after'],
+    maxAge: 600,
+  });
 }
 
 /**

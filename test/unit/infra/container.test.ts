@@ -56,7 +56,7 @@ describe('Dockerfile', () => {
   it('builds with the scripts package.json declares, from the folders the build compiles', () => {
     const build = stage('build');
     expect(ops(build, 'RUN')).toEqual(['npm ci --no-audit --no-fund', 'npm run build']);
-    expect(pkg.scripts.build).toBe('tsc -p tsconfig.build.json && node dist/scripts/bundle.js');
+    expect(pkg.scripts.build).toBe('tsc -p tsconfig.build.json && node dist/scripts/bundle.js && vite build --config portal/vite.config.ts');
     const compiled = (JSON.parse(read('tsconfig.build.json')) as { include: string[] }).include;
     const copied = ops(build, 'COPY').flatMap((a) => a.split(/\s+/).slice(0, -1));
     for (const folder of compiled) expect(copied, folder).toContain(folder);

@@ -1,0 +1,148 @@
+// The portals (chat and management): static files that `npm run build` makes with Vite (portal/ into
+// dist/portal), served by the Core API on both hosts, and the settings the pages start from. The pages
+// call the public APIs only, with the signed-in user's token.
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import path from 'node:path';
+import { gzipSync } from 'node:zlib';
+import { z } from 'zod';
+import { createHash } from 'node:crypto';
+import { notFound } from '../shared/http/errors.js';
+import { defineRoute, type Route } from '../shared/http/route.js';
+import type { PlatformRequest, Reply } from '../shared/http/types.js';
+import type { Config } from '../shared/config.js';
+import { PACKAGE_ROOT } from '../shared/version.js';
+
+export const PORTAL_DIR = path.join(PACKAGE_ROOT, 'dist', 'portal');
+
+const TYPES: Record<string, string> = {
+  '.html': 'text/html; charset=utf-8',
+  '.js': 'text/javascript; charset=utf-8',
+  '.css': 'text/css; charset=utf-8',
+  '.json': 'application/json',
+  '.svg': 'image/svg+xml',
+  '.png': 'image/png',
+  '.ico': 'image/x-icon',
+  '.woff2': 'font/woff2',
+  '.txt': 'text/plain; charset=utf-8',
+};
+
+interface Asset {
+  body: Buffer;
+  gzip: Buffer | undefined;
+  type: string;
+  etag: string;
+}
+
+let assets: Map<string, Asset> | undefined;
+
+/** Every file of the built portal, read once (a few hundred KB), compressed ahead where that pays. */
+function load(): Map<string, Asset> {
+  const files = new Map<string, Asset>();
+  const walk = (dir: string, prefix: string) => {
+    let names: string[];
+    try {
+      names = readdirSync(dir);
+    } catch {
+      return; // not built: every file is then a 404 saying so
+    }
+    for (const name of names) {
+      const full = path.join(dir, name);
+      if (statSync(full).isDirectory()) walk(full, `${prefix}${name}/`);
+      else {
+        const type = TYPES[path.extname(name)];
+        if (type === undefined) continue;
+        const body = readFileSync(full);
+        const compressible = !type.startsWith('image/png') && !type.startsWith('font/') && body.length > 1024;
+        files.set(`${prefix}${name}`, { body, gzip: compressible ? gzipSync(body) : undefined, type, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"` });
+      }
+    }
+  };
+  walk(PORTAL_DIR, '');
+  return files;
+}
+
+/** Where the pages may connect and load from: this origin, the Management API, Entra ID when it signs in. */
+function contentSecurityPolicy(managementUrl: string, config: Config): string {
+  const login = config.portal.entra ? ` ${new URL(config.portal.entra.authority).origin}` : '';
+  return [
+    "default-src 'self'",
+    `connect-src 'self' ${new URL(managementUrl).origin}${login}`,
+    "img-src 'self' https: data:",
+    "style-src 'self'",
+    `frame-src${login || " 'none'"}`,
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+    "form-action 'self'",
+    "object-src 'none'",
+  ].join('; ');
+}
+
+/** The Management API as the browser reaches it: the setting, else this host on MANAGEMENT_PORT. */
+function managementUrlFor(request: PlatformRequest, config: Config): string {
+  if (config.portal.managementUrl) return config.portal.managementUrl;
+  const host = request.header('host') ?? `${config.host}:${config.corePort}`;
+  const hostname = host.replace(/:\d+$/, '');
+  return `http://${hostname}:${config.managementPort}`;
+}
+
+function serve(file: string, request: PlatformRequest, config: Config): Reply {
+  assets ??= load();
+  const asset = assets.get(file);
+  if (!asset) throw notFound(assets.size === 0 ? 'The portal is not built: run npm run build' : `No portal file ${file}`);
+  // Hashed bundle names never change content; pages are revalidated so a deployment shows at once.
+  const headers: Record<string, string> = {
+    'content-type': asset.type,
+    etag: asset.etag,
+    'cache-control': file.startsWith('assets/') ? 'public, max-age=31536000, immutable' : 'no-cache',
+    vary: 'accept-encoding',
+  };
+  if (asset.type.startsWith('text/html')) headers['content-security-policy'] = contentSecurityPolicy(managementUrlFor(request, config), config);
+  if (request.header('if-none-match') === asset.etag) return { status: 304, headers };
+  if (asset.gzip && /\bgzip\b/.test(request.header('accept-encoding') ?? '')) return { status: 200, headers: { ...headers, 'content-encoding': 'gzip' }, raw: asset.gzip };
+  return { status: 200, headers, raw: asset.body };
+}
+
+const common = { api: 'core', method: 'GET', tag: 'Portal', auth: 'none', errors: 'core' } as const;
+const FileParams = z.object({ file: z.string().regex(/^[\w.-]+$/, 'not a portal file name').max(200) });
+const html = { description: 'A page of the portal', contentType: 'text/html' };
+
+export const routes: readonly Route[] = [
+  defineRoute({
+    ...common,
+    name: 'portal-chat',
+    path: '/portal',
+    summary: 'The chat portal',
+    responses: { 200: html },
+    handler: ({ request, services }) => Promise.resolve(serve('index.html', request, services.config)),
+  }),
+  defineRoute({
+    ...common,
+    name: 'portal-config',
+    path: '/portal/config.json',
+    summary: "The portal's settings: where the APIs are, the instance, and how users sign in",
+    responses: { 200: { description: 'Portal settings', schema: z.object({ core_url: z.string(), management_url: z.string(), instance_id: z.string(), sign_in: z.object({ kind: z.enum(['local', 'entra', 'none']) }).loose() }) } },
+    handler: ({ request, services }) => {
+      const { config } = services;
+      const signIn = config.portal.entra ? { kind: 'entra', client_id: config.portal.entra.clientId, authority: config.portal.entra.authority, scope: config.portal.entra.scope } : { kind: config.auth.kind === 'local' ? 'local' : 'none' };
+      return Promise.resolve({ status: 200, json: { core_url: '', management_url: managementUrlFor(request, config), instance_id: config.instanceId, sign_in: signIn } });
+    },
+  }),
+  defineRoute({
+    ...common,
+    name: 'portal-file',
+    path: '/portal/{file}',
+    summary: 'A page or file of the portal',
+    params: FileParams,
+    responses: { 200: { description: 'The file' } },
+    handler: ({ request, params, services }) => Promise.resolve(serve(params.file, request, services.config)),
+  }),
+  defineRoute({
+    ...common,
+    name: 'portal-asset',
+    path: '/portal/assets/{file}',
+    summary: "The portal's scripts and styles (content-hashed names, cached for good)",
+    params: FileParams,
+    responses: { 200: { description: 'The file' } },
+    handler: ({ request, params, services }) => Promise.resolve(serve(`assets/${params.file}`, request, services.config)),
+  }),
+];

@@ -1,0 +1,163 @@
+// The public APIs as the portals call them: the signed-in user's bearer token on every call, the error
+// envelopes of both APIs read into one error type, and pages followed through x-continuation-token.
+import { EventSourceParserStream } from 'eventsource-parser/stream';
+
+export interface PortalConfig {
+  /** Empty: the Core API is this page's own origin. */
+  core_url: string;
+  management_url: string;
+  instance_id: string;
+  sign_in: { kind: 'local' | 'none' } | { kind: 'entra'; client_id: string; authority: string; scope: string };
+}
+
+export interface FieldError {
+  field: string;
+  message: string;
+}
+
+export class ApiError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+    readonly details: readonly FieldError[] = [],
+  ) {
+    super(message);
+  }
+}
+
+export async function loadPortalConfig(): Promise<PortalConfig> {
+  const r = await fetch('/portal/config.json');
+  if (!r.ok) throw new ApiError(r.status, 'The portal settings could not be loaded');
+  return (await r.json()) as PortalConfig;
+}
+
+/** The message of any of the service's error bodies (Core and Management envelopes, problem details). */
+async function errorOf(r: Response): Promise<ApiError> {
+  const body = (await r.json().catch(() => undefined)) as { error?: { message?: string; details?: FieldError[] }; detail?: string; message?: string } | undefined;
+  const message = body?.error?.message ?? body?.detail ?? body?.message ?? `${r.status} ${r.statusText}`;
+  return new ApiError(r.status, message, body?.error?.details ?? []);
+}
+
+export type Api = ReturnType<typeof createApi>;
+
+export function createApi(config: PortalConfig, token: () => Promise<string>, onUnauthorized: () => void) {
+  const instance = `/instances/${config.instance_id}`;
+  const base = { core: `${config.core_url}${instance}`, management: `${config.management_url}${instance}` };
+
+  async function call(api: keyof typeof base, path: string, init: RequestInit & { json?: unknown } = {}): Promise<Response> {
+    const headers = new Headers(init.headers);
+    headers.set('authorization', `Bearer ${await token()}`);
+    let body = init.body;
+    if (init.json !== undefined) {
+      headers.set('content-type', 'application/json');
+      body = JSON.stringify(init.json);
+    }
+    const r = await fetch(`${base[api]}${path}`, { ...init, headers, body: body ?? null });
+    if (r.status === 401) onUnauthorized();
+    if (!r.ok) throw await errorOf(r);
+    return r;
+  }
+
+  const json = async <T>(api: keyof typeof base, path: string, init?: RequestInit & { json?: unknown }): Promise<T> => {
+    const r = await call(api, path, init);
+    const text = await r.text();
+    return (text ? JSON.parse(text) : undefined) as T;
+  };
+
+  /** One page of a list; `next` is the continuation for the following page, if any. */
+  async function page<T>(api: keyof typeof base, path: string, continuation?: string, top = 20): Promise<{ items: T[]; next: string | undefined }> {
+    const q = new URLSearchParams({ top: String(top) });
+    if (continuation) q.set('continuationToken', continuation);
+    const r = await call(api, `${path}${path.includes('?') ? '&' : '?'}${q}`);
+    return { items: (await r.json()) as T[], next: r.headers.get('x-continuation-token') ?? undefined };
+  }
+
+  /** Every page of a list. */
+  async function all<T>(api: keyof typeof base, path: string): Promise<T[]> {
+    const items: T[] = [];
+    let next: string | undefined;
+    do {
+      const p = await page<T>(api, path, next, 100);
+      items.push(...p.items);
+      next = p.next;
+    } while (next);
+    return items;
+  }
+
+  /**
+   * A streamed completion (CONTRACT 10.2): `onDelta` with each piece, resolving with the completion
+   * response of the `completed` event. Fails before the stream (auth, quota) answer as JSON errors.
+   */
+  async function stream(request: CompletionRequest, onDelta: (text: string) => void, signal?: AbortSignal): Promise<CompletionResponse> {
+    const r = await call('core', '/completions', { method: 'POST', json: request, headers: { accept: 'text/event-stream' }, ...(signal ? { signal } : {}) });
+    if (!(r.headers.get('content-type') ?? '').startsWith('text/event-stream')) return (await r.json()) as CompletionResponse;
+    if (!r.body) throw new ApiError(502, 'The answer has no body');
+    const events = r.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
+    for await (const e of events as unknown as AsyncIterable<{ event?: string; data: string }>) {
+      const data = JSON.parse(e.data) as { text?: string; error?: { message: string } } & CompletionResponse;
+      if (e.event === 'delta') onDelta(data.text ?? '');
+      else if (e.event === 'completed') return data;
+      else if (e.event === 'error') throw new ApiError(502, data.error?.message ?? 'The completion failed');
+    }
+    throw new ApiError(502, 'The answer ended before it was complete');
+  }
+
+  return { call, json, page, all, stream };
+}
+
+export interface CompletionRequest {
+  user_prompt: string;
+  agent_name: string;
+  session_id?: string;
+  attachments?: string[];
+}
+
+export interface Citation {
+  id: string;
+  source: string;
+  title: string;
+  text: string;
+  score: number;
+}
+
+export interface CompletionResponse {
+  operation_id: string;
+  user_prompt: string;
+  completion: string;
+  citations: Citation[];
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export interface Session {
+  id: string;
+  name: string;
+  created_on: string;
+  updated_on?: string;
+}
+
+export interface Message {
+  id: string;
+  sender: 'User' | 'Assistant';
+  sender_display_name: string;
+  text: string;
+  tokens: number;
+  timestamp: string;
+  operation_id?: string;
+  rating?: boolean | null;
+  content_artifacts?: { id?: string; title?: string; type?: string; content?: string }[];
+}
+
+export interface AgentItem {
+  resource: { name: string; display_name?: string; description?: string };
+  roles: string[];
+}
+
+export interface Branding {
+  company_name?: string;
+  page_title?: string;
+  logo_url?: string;
+  primary_color?: string;
+  primary_text_color?: string;
+}

@@ -1,0 +1,450 @@
+// The management portal: agents (their properties, access tokens), the resources agents are built from,
+// role assignments, app configuration, plugin packages, and analytics. Every form sends what the
+// Management API takes and shows the API's own validation messages.
+import { useEffect, useState } from 'preact/hooks';
+import { BarChart } from './chart';
+import { ErrorText, mount, type Context } from './shell';
+
+interface Resource {
+  name: string;
+  object_id?: string;
+  deleted?: boolean;
+  [key: string]: unknown;
+}
+
+/** Resource types with their list in the Management API, as the portal's sections show them. */
+const TYPES = {
+  agents: { title: 'Agents', path: 'Svc.Agent/agents', type: 'agent' },
+  workflows: { title: 'Workflows', path: 'Svc.Agent/workflows', type: 'workflow' },
+  prompts: { title: 'Prompts', path: 'Svc.Prompt/prompts', type: 'prompt' },
+  models: { title: 'AI models', path: 'Svc.AIModel/aiModels', type: 'ai-model' },
+  endpoints: { title: 'API endpoints', path: 'Svc.Configuration/apiEndpointConfigurations', type: 'api-endpoint' },
+  dataSources: { title: 'Data sources', path: 'Svc.DataSource/dataSources', type: 'data-source' },
+  pipelines: { title: 'Data pipelines', path: 'Svc.DataPipeline/dataPipelines', type: 'data-pipeline' },
+  roleAssignments: { title: 'Role assignments', path: 'Svc.Authorization/roleAssignments', type: 'role-assignment' },
+  appConfig: { title: 'App configuration', path: 'Svc.Configuration/appConfigurations', type: 'appconfiguration-key-value' },
+} as const;
+
+type Section = keyof typeof TYPES | 'packages' | 'analytics';
+
+/** List items come as the resource itself or wrapped as `{ resource }`, by provider. */
+/** A field of a resource as table text (objects are not shown). */
+const text = (v: unknown): string => (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? String(v) : '');
+
+const unwrap = (item: Resource | { resource: Resource }): Resource => ('resource' in item && item.resource !== null && typeof item.resource === 'object' ? (item.resource as Resource) : (item as Resource));
+
+/** A resource as JSON, created or replaced through the API (its validation messages shown as they come). */
+function Editor({ ctx, path, initial, onSaved, onCancel }: { ctx: Context; path: string; initial: Resource | undefined; onSaved: () => void; onCancel: () => void }) {
+  const [name, setName] = useState(initial?.name ?? '');
+  const [text, setText] = useState(JSON.stringify(initial ?? {}, null, 2));
+  const [error, setError] = useState<unknown>();
+  const save = async () => {
+    let body: Record<string, unknown>;
+    try {
+      body = JSON.parse(text) as Record<string, unknown>;
+    } catch {
+      throw new Error('The definition is not valid JSON');
+    }
+    await ctx.api.call('management', `/providers/${path}/${encodeURIComponent(name)}`, { method: 'POST', json: { ...body, name } });
+    onSaved();
+  };
+  return (
+    <form
+      class="editor"
+      onSubmit={(e) => {
+        e.preventDefault();
+        save().catch(setError);
+      }}
+    >
+      <label for="resource-name">Name</label>
+      <input id="resource-name" value={name} onInput={(e) => setName(e.currentTarget.value)} required readOnly={initial !== undefined} />
+      <label for="resource-json">Definition (JSON)</label>
+      <textarea id="resource-json" rows={14} spellcheck={false} value={text} onInput={(e) => setText(e.currentTarget.value)} />
+      <ErrorText error={error} />
+      <div class="row">
+        <button type="submit">Save</button>
+        <button type="button" class="link" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
+/** The spec 2.12 properties the portals act on, written through set-properties. */
+function AgentProperties({ ctx, agent }: { ctx: Context; agent: string }) {
+  const flags = ['show_message_tokens', 'show_message_rating', 'show_view_prompt', 'show_file_upload', 'show_content_artifacts'] as const;
+  const base = `/providers/Svc.Agent/agents/${encodeURIComponent(agent)}`;
+  const [props, setProps] = useState<Record<string, unknown>>();
+  const [welcome, setWelcome] = useState('');
+  const [error, setError] = useState<unknown>();
+  const [saved, setSaved] = useState(false);
+  useEffect(() => {
+    ctx.api
+      .json<{ resource: { properties: Record<string, unknown>; metadata_properties: Record<string, unknown> } }>('management', `${base}/get-properties`, { method: 'POST', json: { property_names: ['display_name', 'description', ...flags], metadata_property_names: ['welcome_message'] } })
+      .then((r) => {
+        setProps(r.resource.properties);
+        setWelcome(typeof r.resource.metadata_properties.welcome_message === 'string' ? r.resource.metadata_properties.welcome_message : '');
+      }, setError);
+  }, [agent]);
+  if (!props) return <ErrorText error={error} />;
+  const save = async () => {
+    setSaved(false);
+    await ctx.api.call('management', `${base}/set-properties`, { method: 'POST', json: { properties: props, metadata_properties: { welcome_message: welcome || null } } });
+    setSaved(true);
+  };
+  return (
+    <form
+      class="properties"
+      onSubmit={(e) => {
+        e.preventDefault();
+        save().catch(setError);
+      }}
+    >
+      <h3>Properties</h3>
+      <label for="p-display">Display name</label>
+      <input id="p-display" value={text(props.display_name)} onInput={(e) => setProps({ ...props, display_name: e.currentTarget.value })} />
+      <label for="p-description">Description</label>
+      <input id="p-description" value={text(props.description)} onInput={(e) => setProps({ ...props, description: e.currentTarget.value })} />
+      <label for="p-welcome">Welcome message</label>
+      <textarea id="p-welcome" rows={2} value={welcome} onInput={(e) => setWelcome(e.currentTarget.value)} />
+      <fieldset>
+        <legend>The chat portal shows</legend>
+        {flags.map((f) => (
+          <label key={f} class="check">
+            <input type="checkbox" checked={props[f] !== false} onChange={(e) => setProps({ ...props, [f]: e.currentTarget.checked })} /> {f.replace(/^show_/, '').replace(/_/g, ' ')}
+          </label>
+        ))}
+      </fieldset>
+      <ErrorText error={error} />
+      <button type="submit">Save properties</button>
+      {saved && <span role="status"> Saved.</span>}
+    </form>
+  );
+}
+
+interface TokenView {
+  id: string;
+  name: string;
+  description?: string;
+  expiration_date?: string;
+  active?: boolean;
+}
+
+/** Agent access tokens: the secret is shown once, when it is made. */
+function AgentTokens({ ctx, agent }: { ctx: Context; agent: string }) {
+  const base = `/providers/Svc.Agent/agents/${encodeURIComponent(agent)}/agent-access-tokens`;
+  const [tokens, setTokens] = useState<TokenView[]>([]);
+  const [name, setName] = useState('');
+  const [secret, setSecret] = useState<string>();
+  const [error, setError] = useState<unknown>();
+  const load = () => ctx.api.all<{ resource: TokenView }>('management', base).then((l) => setTokens(l.map((t) => t.resource)), setError);
+  useEffect(() => void load(), [agent]);
+  const create = async () => {
+    const r = await ctx.api.json<{ resource: string }>('management', base, { method: 'POST', json: { type: 'agent-access-token', name } });
+    setSecret(r.resource);
+    setName('');
+    await load();
+  };
+  return (
+    <section aria-label="Access tokens">
+      <h3>Access tokens</h3>
+      {secret && (
+        <div class="secret" role="status">
+          <p>The new token, shown this once: copy it now.</p>
+          <code class="token-secret">{secret}</code>
+          <button class="link" onClick={() => setSecret(undefined)}>
+            Done
+          </button>
+        </div>
+      )}
+      <ul>
+        {tokens.map((t) => (
+          <li key={t.id}>
+            {t.name} {t.expiration_date && <span class="muted">expires {t.expiration_date}</span>}{' '}
+            <button class="link" onClick={() => void ctx.api.call('management', `${base}/${t.id}`, { method: 'DELETE' }).then(load, setError)}>
+              Revoke
+            </button>
+          </li>
+        ))}
+      </ul>
+      <form
+        class="row"
+        onSubmit={(e) => {
+          e.preventDefault();
+          create().catch(setError);
+        }}
+      >
+        <label for="token-name">Token name</label>
+        <input id="token-name" value={name} onInput={(e) => setName(e.currentTarget.value)} required />
+        <button type="submit">Issue token</button>
+      </form>
+      <ErrorText error={error} />
+    </section>
+  );
+}
+
+function PipelineRuns({ ctx }: { ctx: Context }) {
+  const [runs, setRuns] = useState<Resource[]>([]);
+  const [error, setError] = useState<unknown>();
+  useEffect(() => void ctx.api.all<Resource>('management', '/providers/Svc.DataPipeline/dataPipelineRuns').then((l) => setRuns(l.map(unwrap)), setError), []);
+  return (
+    <section aria-label="Pipeline runs">
+      <h3>Runs</h3>
+      <ErrorText error={error} />
+      <table>
+        <thead>
+          <tr>
+            <th>Run</th>
+            <th>Pipeline</th>
+            <th>Status</th>
+          </tr>
+        </thead>
+        <tbody>
+          {runs.map((r) => (
+            <tr key={r.name}>
+              <td>{r.name}</td>
+              <td>{text(r.data_pipeline_object_id ?? r.pipeline_name)}</td>
+              <td>{text(r.status)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+function Resources({ ctx, kind }: { ctx: Context; kind: keyof typeof TYPES }) {
+  const t = TYPES[kind];
+  const [items, setItems] = useState<Resource[]>([]);
+  const [editing, setEditing] = useState<Resource | 'new'>();
+  const [selected, setSelected] = useState<string>();
+  const [error, setError] = useState<unknown>();
+  const load = () => ctx.api.all<Resource | { resource: Resource }>('management', `/providers/${t.path}`).then((l) => setItems(l.map(unwrap).filter((r) => !r.deleted)), setError);
+  useEffect(() => {
+    setEditing(undefined);
+    setSelected(undefined);
+    void load();
+  }, [kind]);
+  const remove = (r: Resource) => {
+    if (confirm(`Delete ${r.name}?`)) ctx.api.call('management', `/providers/${t.path}/${encodeURIComponent(r.name)}`, { method: 'DELETE' }).then(load, setError);
+  };
+  return (
+    <section aria-label={t.title}>
+      <h2>{t.title}</h2>
+      <ErrorText error={error} />
+      {editing ? (
+        <Editor
+          ctx={ctx}
+          path={t.path}
+          initial={editing === 'new' ? undefined : editing}
+          onCancel={() => setEditing(undefined)}
+          onSaved={() => {
+            setEditing(undefined);
+            void load();
+          }}
+        />
+      ) : (
+        <>
+          <button onClick={() => setEditing('new')}>New {t.title.replace(/s$/, '').toLowerCase()}</button>
+          <table>
+            <thead>
+              <tr>
+                <th>Name</th>
+                <th>Details</th>
+                <th>
+                  <span class="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {items.map((r) => (
+                <tr key={r.name}>
+                  <td>{r.name}</td>
+                  <td class="muted">{text(r.display_name ?? r.description ?? r.value ?? r.role_definition_id)}</td>
+                  <td>
+                    {kind === 'agents' && (
+                      <button class="link" onClick={() => setSelected(r.name)}>
+                        Properties and tokens
+                      </button>
+                    )}
+                    <button class="link" onClick={() => setEditing(r)}>
+                      Edit
+                    </button>
+                    <button class="link" onClick={() => remove(r)}>
+                      Delete
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      )}
+      {kind === 'agents' && selected && (
+        <div class="agent-detail" aria-label={`Agent ${selected}`}>
+          <h2>{selected}</h2>
+          <AgentProperties ctx={ctx} agent={selected} />
+          <AgentTokens ctx={ctx} agent={selected} />
+        </div>
+      )}
+      {kind === 'pipelines' && <PipelineRuns ctx={ctx} />}
+    </section>
+  );
+}
+
+function Packages({ ctx }: { ctx: Context }) {
+  const [items, setItems] = useState<Resource[]>([]);
+  const [error, setError] = useState<unknown>();
+  const [form, setForm] = useState({ name: '', runtime: 'Python', version: '1.0.0' });
+  const load = () => ctx.api.all<Resource | { resource: Resource }>('management', '/providers/Svc.Platform/pluginPackages').then((l) => setItems(l.map(unwrap)), setError);
+  useEffect(() => void load(), []);
+  const upload = async (file: File) => {
+    const body = new FormData();
+    body.set('file', file);
+    body.set('resource', JSON.stringify({ type: 'plugin-package', name: form.name, package_runtime: form.runtime, package_version: form.version, package_store_type: 'Private' }));
+    await ctx.api.call('management', `/providers/Svc.Platform/pluginPackages/${encodeURIComponent(`${form.runtime}-${form.name}`)}`, { method: 'POST', body });
+    await load();
+  };
+  return (
+    <section aria-label="Plugin packages">
+      <h2>Plugin packages</h2>
+      <table>
+        <thead>
+          <tr>
+            <th>Package</th>
+            <th>Version</th>
+          </tr>
+        </thead>
+        <tbody>
+          {items.map((p) => (
+            <tr key={p.name}>
+              <td>{p.name}</td>
+              <td>{text(p.package_version)}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      <form class="row" onSubmit={(e) => e.preventDefault()}>
+        <label for="pkg-name">Name</label>
+        <input id="pkg-name" value={form.name} onInput={(e) => setForm({ ...form, name: e.currentTarget.value })} />
+        <label for="pkg-runtime">Runtime</label>
+        <select id="pkg-runtime" value={form.runtime} onChange={(e) => setForm({ ...form, runtime: e.currentTarget.value })}>
+          <option>Python</option>
+          <option>Dotnet</option>
+        </select>
+        <label for="pkg-version">Version</label>
+        <input id="pkg-version" value={form.version} onInput={(e) => setForm({ ...form, version: e.currentTarget.value })} />
+        <label for="pkg-file" class="button">
+          Upload package file…
+        </label>
+        <input
+          id="pkg-file"
+          type="file"
+          class="visually-hidden"
+          onChange={(e) => {
+            const file = e.currentTarget.files?.[0];
+            e.currentTarget.value = '';
+            if (file) upload(file).catch(setError);
+          }}
+        />
+      </form>
+      <ErrorText error={error} />
+    </section>
+  );
+}
+
+const query = <T,>(ctx: Context, request_type: string, options: Record<string, unknown> = {}) =>
+  ctx.api.json<{ resource: { data: T } }>('management', '/providers/Svc.Analytics/analytics/query?api-version=2024-02-16', { method: 'POST', json: { request_type, ...options } }).then((r) => r.resource.data);
+
+interface Dashboard {
+  agents: { agent_name: string; total_tokens: number }[];
+  models: { model_deployment_name: string; total_tokens: number }[];
+  users: { username: string; total_tokens: number }[];
+}
+
+function Analytics({ ctx }: { ctx: Context }) {
+  const [overview, setOverview] = useState<Record<string, number>>();
+  const [agents, setAgents] = useState<{ agent_name: string; total_conversations: number; total_tokens: number }[]>([]);
+  const [tokens, setTokens] = useState<Dashboard>();
+  const [abuse, setAbuse] = useState<{ username: string; total_requests: number; abuse_risk_score?: number }[]>([]);
+  const [error, setError] = useState<unknown>();
+  useEffect(() => {
+    Promise.all([
+      query<Record<string, number>>(ctx, 'Overview').then(setOverview),
+      query<typeof agents>(ctx, 'AllAgents').then(setAgents),
+      query<Dashboard>(ctx, 'TokenUsageDashboard').then(setTokens),
+      query<typeof abuse>(ctx, 'TopUsers', { filters: { top_count: 10, sort_by: 'Tokens' }, options: { include_abuse_detection: true } }).then(setAbuse),
+    ]).catch(setError);
+  }, []);
+  if (error) return <ErrorText error={error} />;
+  return (
+    <section aria-label="Analytics">
+      <h2>Analytics</h2>
+      {overview && (
+        <dl class="overview">
+          {Object.entries(overview).map(([k, v]) => (
+            <div key={k}>
+              <dt>{k.replace(/_/g, ' ')}</dt>
+              <dd>{v}</dd>
+            </div>
+          ))}
+        </dl>
+      )}
+      <BarChart title="Conversations per agent" bars={agents.map((a) => ({ label: a.agent_name, value: a.total_conversations }))} />
+      <BarChart title="Tokens per agent" bars={(tokens?.agents ?? []).map((a) => ({ label: a.agent_name, value: a.total_tokens }))} />
+      <BarChart title="Tokens per model deployment" bars={(tokens?.models ?? []).map((m) => ({ label: m.model_deployment_name, value: m.total_tokens }))} />
+      <h3>Abuse report (top users)</h3>
+      <table>
+        <thead>
+          <tr>
+            <th>User</th>
+            <th>Requests</th>
+            <th>Risk score</th>
+          </tr>
+        </thead>
+        <tbody>
+          {abuse.map((u) => (
+            <tr key={u.username}>
+              <td>{u.username}</td>
+              <td>{u.total_requests}</td>
+              <td>{u.abuse_risk_score ?? '-'}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+    </section>
+  );
+}
+
+const SECTIONS: [Section, string][] = [...(Object.entries(TYPES) as [keyof typeof TYPES, { title: string }][]).map(([k, v]) => [k, v.title] as [Section, string]), ['packages', 'Plugin packages'], ['analytics', 'Analytics']];
+
+/** The section the address names (#prompts), else agents. */
+const sectionOf = (hash: string): Section => SECTIONS.find(([k]) => k === hash.slice(1))?.[0] ?? 'agents';
+
+function Manage({ ctx }: { ctx: Context }) {
+  const [section, setSection] = useState<Section>(sectionOf(location.hash));
+  useEffect(() => {
+    const onHash = () => setSection(sectionOf(location.hash));
+    addEventListener('hashchange', onHash);
+    return () => removeEventListener('hashchange', onHash);
+  }, []);
+  return (
+    <div class="manage">
+      <nav aria-label="Sections">
+        <ul>
+          {SECTIONS.map(([k, title]) => (
+            <li key={k}>
+              <a href={`#${k}`} aria-current={k === section ? 'page' : undefined}>
+                {title}
+              </a>
+            </li>
+          ))}
+        </ul>
+      </nav>
+      <main>{section === 'packages' ? <Packages ctx={ctx} /> : section === 'analytics' ? <Analytics ctx={ctx} /> : <Resources ctx={ctx} kind={section} />}</main>
+    </div>
+  );
+}
+
+mount('Management', (ctx) => <Manage ctx={ctx} />);

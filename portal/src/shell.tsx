@@ -1,0 +1,135 @@
+// What both portals share: settings, sign-in, the API client, branding, the header, and error display.
+import type { ComponentChildren } from 'preact';
+import { render } from 'preact';
+import { useEffect, useState } from 'preact/hooks';
+import { ApiError, createApi, loadPortalConfig, type Api, type Branding, type PortalConfig } from './api';
+import { currentSession, signInWithEntra, signInWithToken, type Session } from './auth';
+import './style.css';
+
+export interface Context {
+  api: Api;
+  config: PortalConfig;
+  session: Session;
+  branding: Branding;
+}
+
+/** Branding from the Core API as CSS custom properties (values the service has checked as CSS colours). */
+function applyBranding(b: Branding, page: string) {
+  const root = document.documentElement.style;
+  if (b.primary_color) root.setProperty('--primary', b.primary_color);
+  if (b.primary_text_color) root.setProperty('--primary-text', b.primary_text_color);
+  document.title = `${b.page_title || b.company_name || 'Agent platform'} · ${page}`;
+}
+
+export function message(e: unknown): string {
+  if (e instanceof ApiError) return e.details.length > 0 ? `${e.message}: ${e.details.map((d) => `${d.field} ${d.message}`).join('; ')}` : e.message;
+  return e instanceof Error ? e.message : String(e);
+}
+
+export function ErrorText({ error }: { error: unknown }) {
+  if (error === undefined || error === null) return null;
+  return (
+    <p class="error" role="alert">
+      {message(error)}
+    </p>
+  );
+}
+
+function SignIn({ config, onSession }: { config: PortalConfig; onSession: (s: Session) => void }) {
+  const [token, setToken] = useState('');
+  const [error, setError] = useState<string>();
+  if (config.sign_in.kind === 'entra')
+    return (
+      <main class="sign-in">
+        <h1>Sign in</h1>
+        <button onClick={() => void signInWithEntra(config)}>Sign in with Microsoft</button>
+      </main>
+    );
+  if (config.sign_in.kind === 'none')
+    return (
+      <main class="sign-in">
+        <h1>Sign in</h1>
+        <p>This service validates an identity provider's tokens, but no portal sign-in is configured (PORTAL_ENTRA_CLIENT_ID).</p>
+      </main>
+    );
+  return (
+    <main class="sign-in">
+      <h1>Sign in</h1>
+      <form
+        onSubmit={(e) => {
+          e.preventDefault();
+          const result = signInWithToken(token);
+          if (typeof result === 'string') setError(result);
+          else onSession(result);
+        }}
+      >
+        <label for="token">
+          Token of the local identity provider (run <code>npm run -s token</code>, or the command the service printed when it started)
+        </label>
+        <textarea id="token" rows={4} value={token} onInput={(e) => setToken(e.currentTarget.value)} required />
+        <button type="submit">Sign in</button>
+        {error && (
+          <p class="error" role="alert">
+            {error}
+          </p>
+        )}
+      </form>
+    </main>
+  );
+}
+
+/** Mounts a portal page: signs in, loads the branding, then renders `page` with what it needs. */
+export function mount(title: string, page: (ctx: Context) => ComponentChildren) {
+  function Root() {
+    const [config, setConfig] = useState<PortalConfig>();
+    const [session, setSession] = useState<Session | null>();
+    const [ctx, setCtx] = useState<Context>();
+    const [error, setError] = useState<unknown>();
+    useEffect(() => {
+      loadPortalConfig()
+        .then(async (c) => {
+          setConfig(c);
+          setSession((await currentSession(c)) ?? null);
+        })
+        .catch(setError);
+    }, []);
+    useEffect(() => {
+      if (!config || !session) return;
+      const api = createApi(config, () => session.token(), () => session.signOut());
+      api
+        .json<Branding>('core', '/branding')
+        .then((branding) => {
+          applyBranding(branding, title);
+          setCtx({ api, config, session, branding });
+        })
+        .catch(setError);
+    }, [config, session]);
+    if (error) return <ErrorText error={error} />;
+    if (!config || session === undefined) return <p aria-busy="true">Loading…</p>;
+    if (session === null) return <SignIn config={config} onSession={setSession} />;
+    if (!ctx) return <p aria-busy="true">Loading…</p>;
+    return (
+      <>
+        <header class="top">
+          {ctx.branding.logo_url && <img src={ctx.branding.logo_url} alt="" class="logo" />}
+          <span class="company">{ctx.branding.company_name || 'Agent platform'}</span>
+          <nav aria-label="Portals">
+            <a href="/portal/" aria-current={title === 'Chat' ? 'page' : undefined}>
+              Chat
+            </a>
+            <a href="/portal/manage.html" aria-current={title === 'Management' ? 'page' : undefined}>
+              Management
+            </a>
+          </nav>
+          <span class="user">{ctx.session.user.name || ctx.session.user.upn}</span>
+          <button class="link" onClick={() => ctx.session.signOut()}>
+            Sign out
+          </button>
+        </header>
+        {page(ctx)}
+      </>
+    );
+  }
+  const app = document.getElementById('app');
+  if (app) render(<Root />, app);
+}

@@ -1,0 +1,123 @@
+// The portals in a real browser (headless Chromium driven by playwright-core), against the service over
+// HTTP with the mock model: sign in, a streamed answer with a citation and token counts, a rating, a file
+// upload; then, as the owner, an agent created, an access token issued, and the analytics charts. Prints the
+// chat page's first contentful paint and the JavaScript it ships. Chromium: CHROMIUM_PATH, else Debian's
+// /usr/bin/chromium (README: `apt-get install chromium`); without one the suite is skipped, saying so.
+import { existsSync, mkdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { chromium, type Browser, type Page } from 'playwright-core';
+import { build } from 'vite';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { freePort } from '../../scripts/azurite.js';
+import { startMockLlm, type MockLlm } from '../../scripts/mock-llm.js';
+import { LOCAL_DEFAULT_USER } from '../../shared/auth/local-idp.js';
+import { ROLE_IDS, roleDefinitionPath } from '../../shared/auth/roles.js';
+import { providers, startTestApp, type TestApp } from '../support/app.js';
+import { INSTANCE } from '../support/services.js';
+import { processPipeline, seedKnowledgeAgent, seedPipeline, serveDocuments, type DocumentServer } from './knowledge/support.js';
+
+const BROWSER = process.env.CHROMIUM_PATH ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find((p) => existsSync(p));
+if (!BROWSER) process.stderr.write('\n*** portal browser tests SKIPPED: no Chromium (set CHROMIUM_PATH, or apt-get install chromium) ***\n\n');
+
+/** Where screenshots go: PORTAL_SCREENSHOTS (the README's are made with docs/screenshots), else a temp folder. */
+const SHOTS = process.env.PORTAL_SCREENSHOTS ?? path.join(tmpdir(), 'portal-screenshots');
+
+const PENGUINS = 'Emperor penguins huddle through the Antarctic winter, taking turns at the windy edge of the group.';
+
+describe.skipIf(!BROWSER)('the portals in Chromium', () => {
+  let llm: MockLlm;
+  let web: DocumentServer;
+  let app: TestApp;
+  let browser: Browser;
+  let page: Page;
+  const shot = (name: string) => page.screenshot({ path: path.join(SHOTS, `${name}.png`), fullPage: true });
+
+  beforeAll(async () => {
+    await build({ configFile: 'portal/vite.config.ts' });
+    mkdirSync(SHOTS, { recursive: true });
+    llm = await startMockLlm();
+    web = await serveDocuments();
+    web.files.set('/docs/penguins.txt', { bytes: Buffer.from(PENGUINS), type: 'text/plain' });
+    app = await startTestApp({ ALLOW_PRIVATE_NETWORK: 'true', CORE_PORT: String(await freePort()), MANAGEMENT_PORT: String(await freePort()) });
+    await seedKnowledgeAgent(app, llm, 'guide');
+    await seedPipeline(app, 'guide', 'animals', { data_source_type: 'Web', urls: [`${web.url}/docs/`] }, [`${web.url}/docs/penguins.txt`], 'animals');
+    expect((await processPipeline(app, 'animals')).status).toBe('Completed');
+    browser = await chromium.launch({ executablePath: BROWSER, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
+  }, 120_000);
+  afterAll(async () => {
+    await browser.close();
+    await app.close();
+    await web.close();
+    await llm.close();
+  });
+
+  it('signs in with a token of the local identity provider', async () => {
+    await page.goto(`${app.core}/portal/`);
+    await page.getByLabel(/Token of the local identity provider/).fill(await app.token());
+    await page.getByRole('button', { name: 'Sign in' }).click();
+    await expect.poll(() => page.getByLabel('Agent').inputValue()).toBe('guide');
+    const paint = await page.evaluate(() => performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? -1);
+    const scripts = await page.evaluate(() => (performance.getEntriesByType('resource') as PerformanceResourceTiming[]).filter((r) => r.initiatorType === 'script' || r.name.endsWith('.js')).reduce((n, r) => n + r.transferSize, 0));
+    process.stdout.write(`chat portal: first contentful paint ${Math.round(paint)} ms; JavaScript shipped ${(scripts / 1024).toFixed(1)} KB (gzip, with headers)\n`);
+    expect(paint).toBeGreaterThan(0);
+    expect(scripts).toBeLessThan(200 * 1024);
+  });
+
+  it('streams an answer with its citation and token counts, and records a rating', async () => {
+    const streamed = page.waitForResponse((r) => r.url().endsWith('/completions') && r.request().method() === 'POST');
+    await page.getByLabel('Message').fill(PENGUINS);
+    await page.getByLabel('Message').press('Enter');
+    const response = await streamed;
+    expect(response.headers()['content-type']).toMatch(/^text\/event-stream/);
+    const answer = page.locator('li.message.assistant').last();
+    await expect.poll(() => answer.locator('.text').textContent()).toBe(`Echo: ${PENGUINS}`);
+    await expect.poll(() => answer.locator('.citations').textContent()).toContain(`${web.url}/docs/penguins.txt`);
+    expect(await answer.locator('.tokens').textContent()).toMatch(/^\d+ tokens$/);
+    await answer.getByRole('button', { name: 'Good answer' }).click();
+    await expect.poll(() => answer.getByRole('button', { name: 'Good answer' }).getAttribute('aria-pressed')).toBe('true');
+    const sessions = await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions`);
+    const [session] = sessions.body as { id: string }[];
+    const messages = await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${session?.id ?? ''}/messages`);
+    expect((messages.body as { sender: string; rating?: boolean }[]).find((m) => m.sender === 'Assistant')?.rating).toBe(true);
+  });
+
+  it('uploads a file into the conversation', async () => {
+    await page.locator('#upload').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('Field notes from the colony.') });
+    await expect.poll(() => page.getByRole('list', { name: 'Attached files' }).textContent()).toBe('notes.txt');
+    await shot('chat');
+    const files = await app.call('GET', `${app.core}/instances/${INSTANCE}/files`);
+    expect(JSON.stringify(files.body)).toContain('notes.txt');
+  });
+
+  it('creates an agent and issues an access token that the Core API accepts', async () => {
+    const guide = await app.call('GET', `${providers(app, 'Svc.Agent')}/agents/guide`);
+    const { workflow_object_id } = (guide.body as { resource: { workflow_object_id: string } }).resource;
+    await page.goto(`${app.core}/portal/manage.html#agents`);
+    await page.getByRole('button', { name: 'New agent' }).click();
+    await page.getByLabel('Name').fill('concierge');
+    await page.getByLabel('Definition (JSON)').fill(JSON.stringify({ type: 'agent', display_name: 'Concierge', workflow_object_id }));
+    await page.getByRole('button', { name: 'Save' }).click();
+    const row = page.getByRole('row').filter({ hasText: 'concierge' });
+    await row.getByRole('button', { name: 'Properties and tokens' }).click();
+    await page.getByLabel('Token name').fill('kiosk');
+    await page.getByRole('button', { name: 'Issue token' }).click();
+    const secret = (await page.locator('.token-secret').textContent()) ?? '';
+    await shot('manage-agent');
+    const r = await fetch(`${app.core}/instances/${INSTANCE}/branding`, { headers: { 'x-agent-access-token': secret } });
+    expect(r.status).toBe(200);
+    expect(await page.getByRole('listitem').filter({ hasText: 'kiosk' }).count()).toBe(1);
+  });
+
+  it('shows the analytics charts to an Analytics Reader', async () => {
+    const name = crypto.randomUUID();
+    const grant = { name, principal_id: LOCAL_DEFAULT_USER.oid, principal_type: 'User', role_definition_id: roleDefinitionPath(ROLE_IDS.analyticsReader), scope: `/instances/${INSTANCE}` };
+    expect((await app.call('POST', `${providers(app, 'Svc.Authorization')}/roleAssignments/${name}`, { body: grant })).status).toBe(200);
+    await page.goto(`${app.core}/portal/manage.html#analytics`);
+    const chart = page.getByRole('img', { name: /^Tokens per agent: guide \d+/ });
+    await chart.waitFor();
+    expect(await page.getByRole('img', { name: /^Conversations per agent: guide 1/ }).count()).toBe(1);
+    await shot('analytics');
+  });
+});
