@@ -91,6 +91,7 @@ async function main() {
       `  Store:           ${store}`,
       `  Blobs/queues:    ${azurite ? `Azurite of this DATA_DIR on 127.0.0.1:${azurite.blobPort}/${azurite.queuePort}` : 'configured storage account'}`,
       `  Get a token:     ${token}`,
+      `  Portals:         ${app.coreUrl}/portal/ (chat), ${app.coreUrl}/portal/manage.html (management)`,
       `  Try:             curl ${app.coreUrl}/status`,
       '',
     ].join('\n'),
