@@ -3,7 +3,7 @@
 // user's memory.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { AgentItem, Citation, CompletionResponse, Message, Session } from './api';
-import { ErrorText, mount, type Context } from './shell';
+import { ErrorText, FilePicker, mount, type Context } from './shell';
 
 /** What the agent's properties say the portal shows (spec 2.12; each true unless set false). */
 interface AgentView {
@@ -250,23 +250,7 @@ function Conversation({ ctx, agent, view, session, onSession }: { ctx: Context; 
             }
           }}
         />
-        {view.show_file_upload && (
-          <>
-            <label for="upload" class="button">
-              Attach a file
-            </label>
-            <input
-              id="upload"
-              type="file"
-              class="visually-hidden"
-              onChange={(e) => {
-                const file = e.currentTarget.files?.[0];
-                e.currentTarget.value = '';
-                if (file) upload(file).catch(setError);
-              }}
-            />
-          </>
-        )}
+        {view.show_file_upload && <FilePicker id="upload" label="Attach a file" onFile={(file) => void upload(file).catch(setError)} />}
         <button type="submit" disabled={!!streaming}>
           Send
         </button>
@@ -304,20 +288,7 @@ function Memory({ ctx }: { ctx: Context }) {
       <pre class="memory-body">{content || 'Nothing yet.'}</pre>
       <div class="row">
         <button onClick={() => void exportIt().catch(setError)}>Export</button>
-        <label for="memory-import" class="button">
-          Import…
-        </label>
-        <input
-          id="memory-import"
-          type="file"
-          accept=".md,text/markdown,text/plain"
-          class="visually-hidden"
-          onChange={(e) => {
-            const file = e.currentTarget.files?.[0];
-            e.currentTarget.value = '';
-            if (file) importIt(file).catch(setError);
-          }}
-        />
+        <FilePicker id="memory-import" label="Import…" accept=".md,text/markdown,text/plain" onFile={(file) => void importIt(file).catch(setError)} />
         <button class="danger" onClick={() => void clear().catch(setError)}>
           Clear…
         </button>

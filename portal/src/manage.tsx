@@ -3,7 +3,7 @@
 // Management API takes and shows the API's own validation messages.
 import { useEffect, useState } from 'preact/hooks';
 import { BarChart } from './chart';
-import { ErrorText, mount, type Context } from './shell';
+import { ErrorText, FilePicker, mount, type Context } from './shell';
 
 interface Resource {
   name: string;
@@ -335,19 +335,7 @@ function Packages({ ctx }: { ctx: Context }) {
         </select>
         <label for="pkg-version">Version</label>
         <input id="pkg-version" value={form.version} onInput={(e) => setForm({ ...form, version: e.currentTarget.value })} />
-        <label for="pkg-file" class="button">
-          Upload package file…
-        </label>
-        <input
-          id="pkg-file"
-          type="file"
-          class="visually-hidden"
-          onChange={(e) => {
-            const file = e.currentTarget.files?.[0];
-            e.currentTarget.value = '';
-            if (file) upload(file).catch(setError);
-          }}
-        />
+        <FilePicker id="pkg-file" label="Upload package file…" onFile={(file) => void upload(file).catch(setError)} />
       </form>
       <ErrorText error={error} />
     </section>

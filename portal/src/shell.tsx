@@ -35,6 +35,28 @@ export function ErrorText({ error }: { error: unknown }) {
   );
 }
 
+/** A button that picks one file (the input itself hidden, reachable through its label). */
+export function FilePicker({ id, label, accept, onFile }: { id: string; label: string; accept?: string; onFile: (file: File) => void }) {
+  return (
+    <>
+      <label for={id} class="button">
+        {label}
+      </label>
+      <input
+        id={id}
+        type="file"
+        class="visually-hidden"
+        {...(accept ? { accept } : {})}
+        onChange={(e) => {
+          const file = e.currentTarget.files?.[0];
+          e.currentTarget.value = '';
+          if (file) onFile(file);
+        }}
+      />
+    </>
+  );
+}
+
 function SignIn({ config, onSession }: { config: PortalConfig; onSession: (s: Session) => void }) {
   const [token, setToken] = useState('');
   const [error, setError] = useState<string>();
