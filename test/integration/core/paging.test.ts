@@ -57,6 +57,17 @@ describe('paged lists', () => {
     expect((all.body as unknown[]).length).toBe(5);
   });
 
+  it("renames a session of the caller's (the portal's rename), and 404s anyone else's", async () => {
+    const created = await app.call('POST', core('/sessions'), { body: { name: 'Before' }, as: 'renamer@example.com' });
+    const id = (created.body as { id: string }).id;
+    const renamed = await app.call('POST', core(`/sessions/${id}/rename`), { body: { name: '  After  ' }, as: 'renamer@example.com' });
+    expect(renamed).toMatchObject({ status: 200, body: { id, name: 'After' } });
+    const listed = await app.call('GET', core('/sessions'), { as: 'renamer@example.com' });
+    expect((listed.body as { id: string; name: string }[]).find((s) => s.id === id)?.name).toBe('After');
+    expect((await app.call('POST', core(`/sessions/${id}/rename`), { body: { name: 'Mine now' }, as: 'other@example.com' })).status).toBe(404);
+    expect((await app.call('POST', core(`/sessions/${id}/rename`), { body: { name: ' ' }, as: 'renamer@example.com' })).status).toBe(400);
+  });
+
   it('pages messages oldest first, and files newest first', async () => {
     const session = ((await app.call('POST', core('/sessions'), { body: { name: 'long' } })).body as { id: string }).id;
     for (const prompt of ['one', 'two', 'three']) {
