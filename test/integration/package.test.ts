@@ -32,7 +32,9 @@ describe('the Azure Functions package', () => {
 
   it('holds compiled code, host.json and production dependencies, nothing else', () => {
     expect(readdirSync(dir).sort()).toEqual(['dist', 'host.json', 'node_modules', 'package-lock.json', 'package.json']);
-    expect(readdirSync(path.join(dir, 'dist')).sort()).toEqual(['functions', 'shared']);
+    // Compiled code, and the portals' static files the Core app serves at /portal/.
+    expect(readdirSync(path.join(dir, 'dist')).sort()).toEqual(['functions', 'portal', 'shared']);
+    expect(readdirSync(path.join(dir, 'dist', 'portal'))).toEqual(expect.arrayContaining(['index.html', 'manage.html', 'assets']));
     const manifest = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as Record<string, unknown>;
     expect(manifest.devDependencies).toBeUndefined();
     expect(manifest.optionalDependencies).toBeUndefined();
