@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { ownerKey } from '../auth/principal.js';
 import { notFound, validationError } from '../http/errors.js';
-import { ConflictError, NotFoundError, PreconditionFailedError, type Container, type Doc, type Page, type Stored } from '../store/types.js';
+import { ConflictError, NotFoundError, type Container, type Doc, type Page, type Stored } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 
 /** A message as its session document keeps it, for the next turn's history. */
@@ -191,9 +191,8 @@ export class Conversations {
 
   /**
    * Records a turn in one atomic write of the session's partition: both messages, and the session with its
-   * new updated_on and recent messages. `session` is the copy read when the turn began; its ETag guards the
-   * write, so a concurrent turn or rename is never overwritten (the write is then tried again on a fresh
-   * copy). A turn already recorded (a redelivery) is not written twice.
+   * new updated_on and recent messages, applied to the session as it stands at the write (a concurrent turn
+   * or rename is never overwritten). A turn already recorded (a redelivery) is not written twice.
    */
   async recordTurn(session: Stored<SessionDoc>, user: Omit<MessageDoc, 'id' | 'pk' | 'type' | 'session_id' | 'day' | 'hour' | 'upn'>, assistant: typeof user): Promise<void> {
     const upn = session.pk;
@@ -209,27 +208,17 @@ export class Conversations {
       const { recent, trimmed } = keepRecent([...(current.recent ?? []), ...turn]);
       return { ...current, updated_on: assistant.timestamp, recent, recent_complete: current.recent_complete === true && !trimmed };
     };
-    let current: Stored<SessionDoc> | undefined = session;
-    for (let attempt = 1; current && attempt <= 20; attempt++) {
-      const next = withTurn(current);
-      if (!next) return;
-      try {
-        // The session first: a stale copy (another turn finished meanwhile) fails the batch before the messages are written.
-        await this.container.writeBatch(upn, [{ op: 'replace', doc: next, ifMatch: current._etag }, ...messages.map((doc) => ({ op: 'create' as const, doc }))]);
+    try {
+      await this.container.writeBatch(upn, [{ op: 'update', id: session.id, known: session, apply: (c) => (c.type === 'Session' ? withTurn(c) : undefined) }, ...messages.map((doc) => ({ op: 'create' as const, doc }))]);
+    } catch (e) {
+      // The messages exist (recorded by a write that did not finish the session): update the session alone.
+      if (e instanceof ConflictError) {
+        await updateDocument(this.sessions, upn, session.id, (c) => (c ? withTurn(c) : undefined));
         return;
-      } catch (e) {
-        // The messages exist (recorded by a write that did not finish the session): update the session alone.
-        if (e instanceof ConflictError) {
-          await updateDocument(this.sessions, upn, session.id, (c) => (c ? withTurn(c) : undefined));
-          return;
-        }
-        // The session was deleted during the turn: there is nothing to record the turn in.
-        if (e instanceof NotFoundError) return;
-        if (!(e instanceof PreconditionFailedError)) throw e;
       }
-      current = await this.sessions.read(upn, session.id);
+      // The session was deleted during the turn: there is nothing to record the turn in.
+      if (!(e instanceof NotFoundError)) throw e;
     }
-    if (current) throw new PreconditionFailedError(`Session ${session.id} kept changing; the turn was not recorded`);
   }
 
   async rate(owner: string, sessionId: string, messageId: string, rating: boolean, comments: string | null): Promise<MessageDoc> {

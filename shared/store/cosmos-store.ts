@@ -1,5 +1,5 @@
 // The Cosmos DB document store: @azure/cosmos with managed identity in Azure, a key only for emulators.
-import { CosmosClient, type Container as SdkContainer, type IndexingPolicy, type JSONObject, type PatchOperation } from '@azure/cosmos';
+import { CosmosClient, type Container as SdkContainer, type IndexingPolicy, type JSONObject, type OperationInput, type PatchOperation } from '@azure/cosmos';
 import { DefaultAzureCredential } from '@azure/identity';
 import { ConfigError } from '../config.js';
 import { CONTAINER_LIST, type ContainerDefinition } from './containers.js';
@@ -10,6 +10,7 @@ import {
   NotFoundError,
   PreconditionFailedError,
   StoreError,
+  inBatch,
   type AggregateQuery,
   type AggregateRow,
   type BatchOperation,
@@ -168,26 +169,40 @@ class CosmosContainer<T extends Doc> implements Container<T> {
   }
 
   async writeBatch(pk: string, operations: readonly BatchOperation<T>[]): Promise<void> {
-    if (operations.some((o) => o.doc.pk !== pk)) throw new StoreError(`A batch holds documents of one partition (${pk})`);
     if (operations.length > 100) throw new StoreError('A batch holds at most 100 documents');
-    let response;
-    try {
-      response = await this.sdk.items.batch(
-        operations.map((o) =>
-          o.op === 'create'
-            ? { operationType: 'Create' as const, resourceBody: o.doc as unknown as JSONObject }
-            : { operationType: 'Replace' as const, id: o.doc.id, partitionKey: pk, resourceBody: o.doc as unknown as JSONObject, ...(o.ifMatch !== undefined ? { ifMatch: o.ifMatch } : {}) },
-        ),
-        pk,
-      );
-    } catch (e) {
-      throw mapError(e, this.name);
+    for (let attempt = 1; ; attempt++) {
+      // Updates become replaces guarded by the ETag of the version just read.
+      const writes: { op: BatchOperation<T>; body: OperationInput }[] = [];
+      for (const o of operations) {
+        if (o.op === 'create') writes.push({ op: o, body: { operationType: 'Create', resourceBody: inBatch(o.doc, pk) as unknown as JSONObject } });
+        else if (o.op === 'replace') writes.push({ op: o, body: replaceInput(inBatch(o.doc, pk), o.ifMatch) });
+        else {
+          const current = attempt === 1 && o.known ? o.known : await this.read(pk, o.id);
+          if (!current) throw new NotFoundError(`${this.name}/${pk}/${o.id} not found`);
+          const next = o.apply(current);
+          if (next) writes.push({ op: o, body: replaceInput(inBatch(next, pk, o.id), current._etag) });
+        }
+      }
+      if (writes.length === 0) return;
+      let response;
+      try {
+        response = await this.sdk.items.batch(writes.map((w) => w.body), pk);
+      } catch (e) {
+        throw mapError(e, this.name);
+      }
+      // A failed batch answers per operation: the failing one's status, 424 for the others (nothing written).
+      const statuses = response.result?.map((r) => r.statusCode) ?? [response.code ?? 500];
+      if (statuses.every((s) => s < 400)) return;
+      const failing = statuses.findIndex((s) => s >= 400 && s !== 424);
+      const code = statuses[failing] ?? 424;
+      // An update raced by another writer: read again and run the batch again, after a short jittered wait.
+      if (code === 412 && writes[failing]?.op.op === 'update' && attempt < 20) {
+        await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, attempt * 2)));
+        continue;
+      }
+      if (code === 409 || code === 412 || code === 404) throw mapError({ code }, `${this.name}/${pk} (batch)`);
+      throw new StoreError(`Batch write failed with status ${code}`);
     }
-    // A failed batch answers per operation: the failing one's status, 424 for the others (nothing written).
-    const statuses = response.result?.map((r) => r.statusCode) ?? [response.code ?? 500];
-    for (const code of [409, 412, 404]) if (statuses.includes(code)) throw mapError({ code }, `${this.name}/${pk} (batch)`);
-    const failed = statuses.find((s) => s >= 400);
-    if (failed !== undefined) throw new StoreError(`Batch write failed with status ${failed}`);
   }
 
   async upsert(doc: T, options: WriteOptions = {}): Promise<Stored<T>> {
@@ -320,6 +335,14 @@ function mapError(e: unknown, what: string): Error {
       return e instanceof Error ? e : new StoreError(String(e));
   }
 }
+
+const replaceInput = (doc: Doc, ifMatch: string | undefined): OperationInput => ({
+  operationType: 'Replace',
+  id: doc.id,
+  partitionKey: doc.pk,
+  resourceBody: doc as unknown as JSONObject,
+  ...(ifMatch !== undefined ? { ifMatch } : {}),
+});
 
 /** Drops Cosmos system properties other than the ETag. */
 function clean<T extends Doc>(resource: T): Stored<T> {

@@ -1,12 +1,14 @@
 // The embedded document store: one SQLite file, one table per container, JSON documents with expression
-// indexes on the fields queries use. Synchronous SQLite under an async interface; writes that check an
-// ETag run in one immediate transaction, so they are atomic even across processes sharing the file.
+// indexes on the fields queries use. Synchronous SQLite under an async interface; every write runs in an
+// immediate transaction (atomic even across processes sharing the file), grouped with the writes asked for
+// beside it (sqlite-group-commit.ts).
 // A container with aggregate fields also keeps them as plain columns in a "facts" table, written with
 // each document: an index on expressions still makes SQLite visit every document, an index on columns
 // does not, so analytics over a million records read only that index.
 import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { openSqliteFile } from './sqlite-file.js';
+import { GroupCommit } from './sqlite-group-commit.js';
 import { CONTAINER_LIST, type ContainerDefinition } from './containers.js';
 import { alias, getPath, segments, updatePath } from './fields.js';
 import { ReaderPool, startCheckpointer } from './sqlite-readers.js';
@@ -17,6 +19,7 @@ import {
   StoreError,
   type AggregateQuery,
   type AggregateRow,
+  inBatch,
   type BatchOperation,
   type Container,
   type Doc,
@@ -67,8 +70,9 @@ export function openSqliteStore(file: string, definitions = CONTAINER_LIST, opti
   let pool: ReaderPool | undefined;
   // Started on first use: most processes never run an aggregate.
   const readers = () => (readerCount > 0 ? (pool ??= new ReaderPool(file, readerCount)) : undefined);
+  const commits = new GroupCommit(db);
   const containers = new Map<string, SqliteContainer<Doc>>();
-  for (const def of definitions) containers.set(def.name, new SqliteContainer(db, def, readers));
+  for (const def of definitions) containers.set(def.name, new SqliteContainer(db, def, commits, readers));
   return {
     kind: 'embedded',
     container<T extends Doc>(name: string): Container<T> {
@@ -77,6 +81,7 @@ export function openSqliteStore(file: string, definitions = CONTAINER_LIST, opti
       return c as unknown as Container<T>;
     },
     async close() {
+      if (db.open) commits.flush();
       await checkpointer?.stop();
       await pool?.close();
       if (db.open) {
@@ -92,18 +97,16 @@ class SqliteContainer<T extends Doc> implements Container<T> {
   /** Whether documents can expire: only then do reads filter on expires_at. */
   private readonly ttl: boolean;
   private readonly statements = new Map<string, Database.Statement>();
-  /** One transaction wrapper for all writes: better-sqlite3 builds a new one on every db.transaction(). */
-  private readonly transaction: Database.Transaction<(work: () => unknown) => unknown>;
   /** The facts table of the aggregate fields, if any: field path to its column, and the row writer. */
   private readonly facts: { table: string; columns: Map<string, string>; insert: string } | undefined;
 
   constructor(
     private readonly db: Database.Database,
     private readonly def: ContainerDefinition,
+    private readonly commits: GroupCommit,
     private readonly readers: () => ReaderPool | undefined = () => undefined,
   ) {
     this.table = `docs_${def.name}`;
-    this.transaction = db.transaction((work: () => unknown) => work());
     db.exec(`CREATE TABLE IF NOT EXISTS "${this.table}" (
       pk TEXT NOT NULL, id TEXT NOT NULL, etag TEXT NOT NULL, expires_at INTEGER, body TEXT NOT NULL,
       PRIMARY KEY (pk, id)) WITHOUT ROWID`);
@@ -244,10 +247,16 @@ class SqliteContainer<T extends Doc> implements Container<T> {
   writeBatch(pk: string, operations: readonly BatchOperation<T>[]): Promise<void> {
     return this.tx(() => {
       for (const o of operations) {
-        const doc = o.doc;
-        if (doc.pk !== pk) throw new StoreError(`A batch holds documents of one partition (${pk}), not ${doc.pk}`);
-        if (o.op === 'create') this.insertNew(doc);
-        else this.replaceExisting(doc, o.ifMatch);
+        if (o.op === 'update') {
+          const row = this.readRow(pk, o.id);
+          if (!row) throw new NotFoundError(`${this.name}/${pk}/${o.id} not found`);
+          const next = o.apply(parse<T>(row));
+          if (next) this.replaceExisting(inBatch(next, pk, o.id), row.etag);
+        } else if (o.op === 'create') {
+          this.insertNew(inBatch(o.doc, pk));
+        } else {
+          this.replaceExisting(inBatch(o.doc, pk), o.ifMatch);
+        }
       }
     });
   }
@@ -387,9 +396,9 @@ class SqliteContainer<T extends Doc> implements Container<T> {
     }
   }
 
-  /** Read-check-write in one immediate transaction: atomic across processes sharing the file. */
+  /** Read-check-write in one immediate transaction (with the other writes of this loop turn). */
   private tx<R>(fn: () => R): Promise<R> {
-    return this.run(() => this.transaction.immediate(fn) as R);
+    return this.commits.run(fn);
   }
 }
 

@@ -68,7 +68,23 @@ export type PatchOp =
   | { op: 'remove'; path: FieldPath };
 
 /** One write of a batch. */
-export type BatchOperation<T extends Doc> = { op: 'create'; doc: T } | { op: 'replace'; doc: T; ifMatch?: string };
+export type BatchOperation<T extends Doc> =
+  | { op: 'create'; doc: T }
+  | { op: 'replace'; doc: T; ifMatch?: string }
+  /**
+   * The document `id` as `apply` makes it from the version the batch writes over (NotFoundError when it is
+   * absent; undefined leaves it as it is). Concurrent writers never lose an update and the caller never
+   * retries: the embedded store applies it inside the transaction, Cosmos DB reads, writes with the ETag
+   * read and runs the batch again when another writer came first. `known`, a copy the caller has just
+   * read, saves Cosmos DB its first read (its ETag guards the write all the same).
+   */
+  | { op: 'update'; id: string; apply: (current: Stored<T>) => T | undefined; known?: Stored<T> };
+
+/** A batch's document, checked to be of the batch's partition (and, for an update, to keep its id). */
+export function inBatch<T extends Doc>(doc: T, pk: string, id = doc.id): T {
+  if (doc.pk !== pk || doc.id !== id) throw new StoreError(`A batch writes documents of one partition (${pk}) under their own ids, not ${doc.pk}/${doc.id}`);
+  return doc;
+}
 
 export interface WriteOptions {
   /** Only write when the stored document still has this ETag; otherwise PreconditionFailedError. */

@@ -161,6 +161,43 @@ describe.each(STORES)('document store contract: $name', (adapter) => {
       expect(new Set(final?.tags).size).toBe(26);
     });
 
+    it('keeps writes asked for together independent: a refused batch among them stores nothing, the others all hold', async () => {
+      await c.create(item('together', 'taken', 0));
+      const results = await Promise.allSettled([
+        c.create(item('together', 'a', 1)),
+        c.writeBatch('together', [{ op: 'create', doc: item('together', 'b', 2) }, { op: 'create', doc: item('together', 'taken', 9) }]),
+        c.upsert(item('together', 'c', 3)),
+        c.create(item('together', 'taken', 8)),
+      ]);
+      expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'rejected']);
+      expect((await c.read('together', 'taken'))?.n).toBe(0);
+      if (adapter.name === 'embedded') expect(await c.read('together', 'b')).toBeUndefined();
+      expect([(await c.read('together', 'a'))?.n, (await c.read('together', 'c'))?.n]).toEqual([1, 3]);
+    });
+
+    it('applies a batch update to the version it writes over: 20 concurrent batches lose none of theirs', async () => {
+      // Every writer passes the copy it read first: all but one find it stale.
+      const known = await c.create(item('turns', 'session', 0));
+      await Promise.all(
+        Array.from({ length: 20 }, (_, i) =>
+          c.writeBatch('turns', [
+            { op: 'update', id: 'session', known, apply: (cur) => ({ ...cur, n: cur.n + 1, tags: [...cur.tags, `t${i}`] }) },
+            { op: 'create', doc: item('turns', `m${i}`, i) },
+          ]),
+        ),
+      );
+      const session = await c.read('turns', 'session');
+      expect(session?.n).toBe(20);
+      expect(new Set(session?.tags).size).toBe(21);
+      expect((await c.query({ partition: 'turns' })).items).toHaveLength(21);
+      // Nothing to change: the update writes nothing (the ETag stays), the rest of the batch is written.
+      await c.writeBatch('turns', [{ op: 'update', id: 'session', apply: () => undefined }, { op: 'create', doc: item('turns', 'quiet', 1) }]);
+      expect((await c.read('turns', 'session'))?._etag).toBe(session?._etag);
+      expect(await c.read('turns', 'quiet')).toBeDefined();
+      await expect(c.writeBatch('turns', [{ op: 'update', id: 'gone', apply: (cur) => cur }])).rejects.toBeInstanceOf(NotFoundError);
+      await expect(c.writeBatch('turns', [{ op: 'update', id: 'session', apply: (cur) => ({ ...cur, id: 'other' }) }])).rejects.toBeInstanceOf(StoreError);
+    });
+
     it('creates a missing document once when writers race to create it', async () => {
       await Promise.all(
         Array.from({ length: 10 }, () =>

@@ -1,0 +1,80 @@
+// Group commit for the embedded store: the writes asked for in one turn of the event loop (a completion's
+// turn, usage record and quota counters; at load, the turns of many requests) run in one immediate
+// transaction, each in its own savepoint. A transaction's fixed cost (taking the write lock, appending the
+// commit to the WAL) is then paid once per group, not once per write. Every write still answers only after
+// the COMMIT that holds it, so nothing acknowledged can be lost; a write that fails rolls back alone.
+import type Database from 'better-sqlite3';
+
+interface Pending {
+  work: () => unknown;
+  resolve: (value: unknown) => void;
+  reject: (error: unknown) => void;
+}
+
+type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+
+export class GroupCommit {
+  private pending: Pending[] = [];
+  private scheduled: NodeJS.Immediate | undefined;
+  /** Immediate at the top (the write lock taken at BEGIN), a savepoint when nested. */
+  private readonly transaction: Database.Transaction<(work: () => unknown) => unknown>;
+
+  constructor(private readonly db: Database.Database) {
+    this.transaction = db.transaction((work: () => unknown) => work());
+  }
+
+  /** Runs `work` (synchronous SQLite statements) in the next group; settles once that group committed. */
+  run<R>(work: () => R): Promise<R> {
+    return new Promise<R>((resolve, reject) => {
+      this.pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      // After the I/O callbacks of this loop turn: every request that arrived with it joins the group.
+      this.scheduled ??= setImmediate(() => this.flush());
+    });
+  }
+
+  /** Commits what is waiting now (also on close, so no accepted write is dropped). */
+  flush(): void {
+    if (this.scheduled) clearImmediate(this.scheduled);
+    this.scheduled = undefined;
+    const group = this.pending;
+    this.pending = [];
+    if (group.length === 0) return;
+    const [only] = group;
+    if (group.length === 1 && only) {
+      // Alone: no savepoint needed; a failure rolls the whole transaction back.
+      settle(only, attempt(() => this.transaction.immediate(only.work)));
+      return;
+    }
+    let settled: [Pending, Outcome][];
+    try {
+      settled = this.transaction.immediate(() =>
+        group.map((p) => {
+          const outcome = attempt(() => this.transaction(p.work));
+          // Some errors (a full disk) make SQLite roll back the whole transaction: then nothing of it holds.
+          if (!this.db.inTransaction) throw outcome.ok ? new Error('The transaction was rolled back') : outcome.error;
+          return [p, outcome];
+        }),
+      ) as [Pending, Outcome][];
+    } catch (e) {
+      // The transaction itself failed (BEGIN timed out on another process's lock, COMMIT could not write):
+      // nothing of the group is stored.
+      for (const p of group) p.reject(e);
+      return;
+    }
+    for (const [p, outcome] of settled) settle(p, outcome);
+  }
+}
+
+function settle(p: Pending, outcome: Outcome): void {
+  if (outcome.ok) p.resolve(outcome.value);
+  else p.reject(outcome.error);
+}
+
+/** A single write's failure is its own: caught here (its savepoint already rolled back), answered after the commit. */
+function attempt(work: () => unknown): Outcome {
+  try {
+    return { ok: true, value: work() };
+  } catch (error) {
+    return { ok: false, error };
+  }
+}
