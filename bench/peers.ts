@@ -1,17 +1,23 @@
 // `npm run bench -- peers`: this service beside a stateless gateway, the Portkey AI gateway (a development
 // dependency, run from node_modules: nothing is installed at run time), against one mock model on loopback
-// in the same run. Each system is its own process, so its CPU time (from /proc) and memory are its own.
+// in the same run. Each system is its own process (this service as `npm start` runs it, from the bundle), so its
+// CPU time (from /proc) and memory are its own.
 // c=1: requests to every system interleaved on keep-alive connections, timed to the microsecond; c=32:
 // round-robin slices of BENCH_PEER_SLICE_SECONDS (2) per system, BENCH_PEER_ROUNDS (3) rounds.
 import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
 import http from 'node:http';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { LOCAL_DEFAULT_USER, loadLocalKey, mintLocalToken } from '../shared/auth/local-idp.js';
+import { loadConfig } from '../shared/config.js';
 import { startMockLlm } from '../scripts/mock-llm.js';
 import { freePort } from '../scripts/azurite.js';
 import { seed } from './completions.js';
 import { load, timed, type Request } from './load.js';
 
 const PORTKEY = 'node_modules/@portkey-ai/gateway/build/start-server.js';
+const BUNDLE = 'dist/bundle/start.js';
 /** Linux's clock ticks per second for /proc times (CLK_TCK, 100 on every common kernel). */
 const TICKS = 100;
 
@@ -49,6 +55,28 @@ function child(command: string, args: string[], env: Record<string, string>, rea
   });
 }
 
+/**
+ * The service as `npm start` runs it (the bundle, its own Azurite, queue workers) on the embedded store in a
+ * fresh folder; resolves once `GET /status` answers, with a token from the local identity provider.
+ */
+async function startService(): Promise<{ process: ChildProcess; core: string; management: string; instanceId: string; token: string }> {
+  if (!existsSync(BUNDLE)) throw new Error('Run `npm run build` first: the peers section starts the built service');
+  const [core, management] = [await freePort(), await freePort()];
+  const env = { DATA_DIR: mkdtempSync(path.join(tmpdir(), 'bench-peer-')), CORE_PORT: String(core), MANAGEMENT_PORT: String(management), ALLOW_PRIVATE_NETWORK: 'true', LOG_LEVEL: 'warn' };
+  const proc = spawn(process.execPath, [BUNDLE], { env: { ...process.env, ...env }, stdio: ['ignore', 'ignore', 'inherit'] });
+  const urls = { core: `http://127.0.0.1:${core}`, management: `http://127.0.0.1:${management}` };
+  for (const deadline = Date.now() + 30_000; ; ) {
+    if ((await fetch(`${urls.core}/status`).then((r) => r.status, () => 0)) === 200) break;
+    if (Date.now() > deadline || proc.exitCode !== null) throw new Error('The service did not start');
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  const config = loadConfig({ ...process.env, ...env });
+  if (config.auth.kind !== 'local') throw new Error('the bench uses the local identity provider');
+  const key = await loadLocalKey(config.auth.keyFile);
+  const token = await mintLocalToken(key, config.auth.issuer, config.auth.audience, { upn: LOCAL_DEFAULT_USER.upn, oid: LOCAL_DEFAULT_USER.oid, expiresInSeconds: 86_400 });
+  return { process: proc, ...urls, instanceId: config.instanceId, token };
+}
+
 /** Interleaves one request to each system, `count` times, each system on its own keep-alive connection. */
 async function interleaved(systems: System[], count: number): Promise<number[][]> {
   const agents = systems.map(() => new http.Agent({ keepAlive: true, maxSockets: 1 }));
@@ -84,9 +112,9 @@ export async function benchPeers(): Promise<{ rows: PeerRow[]; portkey: boolean;
       systems.push({ name: 'Portkey gateway 1.15.2', request: { url: `http://127.0.0.1:${port}/v1/chat/completions`, method: 'POST', headers, body: chat }, pid: started.process.pid! });
     }
 
-    const service = await child(process.execPath, ['--import', 'tsx', 'bench/serve.ts'], { LOG_LEVEL: 'warn' }, /^\{/);
+    const service = await startService();
     children.push(service.process);
-    const app = JSON.parse(service.line) as { core: string; management: string; instanceId: string; token: string };
+    const app = service;
     const auth = { authorization: `Bearer ${app.token}` };
     await seed({ management: app.management, instanceId: app.instanceId, auth }, llm.url);
     const sessionRes = await fetch(`${app.core}/instances/${app.instanceId}/sessions`, { method: 'POST', headers: { ...auth, ...json }, body: '{"name":"bench"}' });

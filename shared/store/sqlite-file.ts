@@ -1,6 +1,8 @@
 // One way to open an SQLite file for the embedded adapters (the document store, the vector index): WAL,
 // normal syncs, a busy timeout for other processes on the file, and the file mapped into memory, since
-// aggregates and vector searches read large ranges (mapped pages, not copies through a small page cache).
+// aggregates and vector searches read large ranges (mapped pages, not copies through the page cache). The
+// page cache then holds little more than the pages writes change: 8 MiB (64 MiB was a quarter of the
+// process's memory after a load test, for no measured gain).
 import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
@@ -12,6 +14,6 @@ export function openSqliteFile(file: string): Database.Database {
   db.pragma('synchronous = NORMAL');
   db.pragma('busy_timeout = 5000');
   db.pragma('mmap_size = 1073741824');
-  db.pragma('cache_size = -65536');
+  db.pragma('cache_size = -8192');
   return db;
 }

@@ -4,6 +4,7 @@
 // commit to the WAL) is then paid once per group, not once per write. Every write still answers only after
 // the COMMIT that holds it, so nothing acknowledged can be lost; a write that fails rolls back alone.
 import type Database from 'better-sqlite3';
+import { StoreError } from './types.js';
 
 interface Pending {
   work: () => unknown;
@@ -25,6 +26,7 @@ export class GroupCommit {
 
   /** Runs `work` (synchronous SQLite statements) in the next group; settles once that group committed. */
   run<R>(work: () => R): Promise<R> {
+    if (!this.db.open) return Promise.reject(new StoreError('The store is closed'));
     return new Promise<R>((resolve, reject) => {
       this.pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
       // After the I/O callbacks of this loop turn: every request that arrived with it joins the group.
@@ -39,6 +41,10 @@ export class GroupCommit {
     const group = this.pending;
     this.pending = [];
     if (group.length === 0) return;
+    if (!this.db.open) {
+      for (const p of group) p.reject(new StoreError('The store is closed'));
+      return;
+    }
     const [only] = group;
     if (group.length === 1 && only) {
       // Alone: no savepoint needed; a failure rolls the whole transaction back.
