@@ -26,14 +26,17 @@ export const routes = [
     params: InstanceParams,
     responses: { 200: { description: 'Branding', schema: Branding } },
     handler: async ({ services }) => {
-      // A value stored before the rules existed is not served: the default stands in for it.
-      const values = await Promise.all(
-        BRANDING.map(async ({ field, key, fallback, check }) => {
-          const value = await services.settings.get(key);
-          return [field, value !== undefined && check(value) === undefined ? value : fallback];
-        }),
-      );
-      return json(200, Object.fromEntries(values));
+      const branding = await services.settings.derive('branding', async () => {
+        // A value stored before the rules existed is not served: the default stands in for it.
+        const values = await Promise.all(
+          BRANDING.map(async ({ field, key, fallback, check }) => {
+            const value = await services.settings.get(key);
+            return [field, value !== undefined && check(value) === undefined ? value : fallback];
+          }),
+        );
+        return Object.fromEntries(values) as Record<string, string>;
+      });
+      return json(200, branding);
     },
   }),
 ];

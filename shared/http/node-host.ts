@@ -108,26 +108,24 @@ function discardRest(req: http.IncomingMessage): void {
 
 function toPlatformRequest(req: http.IncomingMessage, res: http.ServerResponse, path: string, search: string): PlatformRequest {
   let body: Promise<Buffer> | undefined;
-  // The abort signal is made only for a handler that asks for it: an AbortController per request costs
-  // more than some whole requests (GET /status).
+  let query: URLSearchParams | undefined;
+  // The abort signal (and the listener behind it) is made only for a handler that asks for it: an
+  // AbortController and a close listener per request cost more than some whole requests (GET /status).
   let gone: AbortController | undefined;
-  let left = false;
-  res.once('close', () => {
-    if (res.writableFinished) return;
-    left = true;
-    gone?.abort();
-  });
   return {
     get signal() {
       if (!gone) {
-        gone = new AbortController();
-        if (left) gone.abort();
+        const controller = (gone = new AbortController());
+        if (res.closed && !res.writableFinished) controller.abort();
+        else res.once('close', () => res.writableFinished || controller.abort());
       }
       return gone.signal;
     },
     method: req.method ?? 'GET',
     path,
-    query: new URLSearchParams(search),
+    get query() {
+      return (query ??= new URLSearchParams(search));
+    },
     header(name) {
       const v = req.headers[name];
       return Array.isArray(v) ? v.join(', ') : v;
@@ -183,7 +181,8 @@ function send(req: http.IncomingMessage, res: http.ServerResponse, reply: Reply)
     sendStream(req, res, reply, reply.stream).catch(() => res.destroy());
     return;
   }
-  const headers: Record<string, string | number> = { ...reply.headers };
+  // Every reply reaching here carries its own fresh headers object (the pipeline's, or the refusal's below).
+  const headers: Record<string, string | number> = reply.headers ?? {};
   // Text stays a string: Node then sends the head and the body in one write.
   let payload: string | Buffer | undefined;
   if (reply.raw !== undefined) {

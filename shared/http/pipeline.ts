@@ -10,6 +10,7 @@ import { errorReply, type ErrorStyle } from './envelopes.js';
 import { readJsonBody } from './json-body.js';
 import type { Route } from './route.js';
 import { recordRequest } from '../telemetry/metrics.js';
+import { tracingActive } from '../telemetry/tracing.js';
 import type { PlatformRequest, Reply } from './types.js';
 
 const tracer = trace.getTracer('agent-platform');
@@ -35,39 +36,48 @@ export async function handle(
   services: Services,
 ): Promise<Reply> {
   const requestId = requestIdOf(request);
-  const attributes = {
-    'http.route': route.path,
-    'http.request.method': route.method,
-    'svc.route.name': route.name,
-    'svc.request_id': requestId,
-    ...(rawParams.instanceId !== undefined ? { 'Svc-InstanceId': rawParams.instanceId } : {}),
-  };
-  const [options, parent] = spanStart(route, request, attributes);
   const started = performance.now();
   const caller: { id?: string } = {};
-  return tracer.startActiveSpan(route.name, options, parent, async (span) => {
-    let reply: Reply;
+  const answer = async (): Promise<Reply> => {
     try {
-      reply = await run(route, request, rawParams, services, requestId, caller);
+      return await run(route, request, rawParams, services, requestId, caller);
     } catch (thrown) {
-      reply = failure(thrown, route.errors, request.path, requestId, services);
+      return failure(thrown, route.errors, request.path, requestId, services);
     }
-    span.setAttribute('http.response.status_code', reply.status);
-    if (reply.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
-    span.end();
-    const elapsed = performance.now() - started;
-    recordRequest(elapsed / 1000, { method: route.method, route: route.path, name: route.name, status: reply.status });
-    // The access line: the route, never its parameters' values beyond the path, never a credential.
-    services.log.info('Request', {
-      method: route.method,
-      route: route.name,
-      status: reply.status,
-      duration_ms: Math.round(elapsed * 100) / 100,
-      request_id: requestId,
-      caller: caller.id ?? null,
+  };
+  let reply: Reply;
+  if (tracingActive()) {
+    const attributes = {
+      'http.route': route.path,
+      'http.request.method': route.method,
+      'svc.route.name': route.name,
+      'svc.request_id': requestId,
+      ...(rawParams.instanceId !== undefined ? { 'Svc-InstanceId': rawParams.instanceId } : {}),
+    };
+    const [options, parent] = spanStart(route, request, attributes);
+    reply = await tracer.startActiveSpan(route.name, options, parent, async (span) => {
+      const r = await answer();
+      span.setAttribute('http.response.status_code', r.status);
+      if (r.status >= 500) span.setStatus({ code: SpanStatusCode.ERROR });
+      span.end();
+      return r;
     });
-    return { ...reply, headers: { ...SAFE_HEADERS, ...reply.headers, 'x-request-id': requestId } };
+  } else {
+    reply = await answer();
+  }
+  const elapsed = performance.now() - started;
+  recordRequest(elapsed / 1000, { method: route.method, route: route.path, name: route.name, status: reply.status });
+  // The access line: the route, never its parameters' values beyond the path, never a credential.
+  services.log.info('Request', {
+    method: route.method,
+    route: route.name,
+    status: reply.status,
+    duration_ms: Math.round(elapsed * 100) / 100,
+    request_id: requestId,
+    caller: caller.id ?? null,
   });
+  // A fresh object: the host may add to it (content-type, content-length) as it sends.
+  return { ...reply, headers: { ...SAFE_HEADERS, ...reply.headers, 'x-request-id': requestId } };
 }
 
 /** Where the request's span starts: a new root linked to the caller at boundaries, else the caller's trace. */
@@ -94,7 +104,7 @@ async function run(
   const principal: Principal = route.auth === 'none' ? ANONYMOUS : await services.auth.authenticate(request, route.auth);
   if (route.auth !== 'none') caller.id = principal.id;
   const params = parse(route.params, rawParams, 'path');
-  const query = parse(route.query, Object.fromEntries(request.query), 'query');
+  const query = route.query ? parse(route.query, Object.fromEntries(request.query), 'query') : {};
   const body = route.body ? parse(route.body, await readJsonBody(request, services.config.maxJsonBodyBytes), 'body') : undefined;
   if (route.permission) {
     const { action, scope } = route.permission({ params, principal });

@@ -16,6 +16,7 @@ export interface AppConfigDoc extends Doc {
  */
 export class AppSettings {
   private readonly cache = new Map<string, { value: string | undefined; expires: number }>();
+  private readonly derived = new Map<string, { value: Promise<unknown>; expires: number }>();
 
   constructor(
     private readonly container: Container<AppConfigDoc>,
@@ -38,7 +39,21 @@ export class AppSettings {
     return Number.isFinite(n) ? n : fallback;
   }
 
+  /**
+   * A value computed from settings (the branding answer), kept as long as a setting is and dropped by any
+   * invalidate: a change made here shows at once, one made elsewhere within two cache lifetimes (30 s).
+   */
+  derive<T>(name: string, compute: () => Promise<T>): Promise<T> {
+    const hit = this.derived.get(name);
+    if (hit && hit.expires > Date.now()) return hit.value as Promise<T>;
+    const value = compute();
+    this.derived.set(name, { value, expires: Date.now() + this.ttlMs });
+    value.catch(() => this.derived.delete(name));
+    return value;
+  }
+
   invalidate(key?: string): void {
+    this.derived.clear();
     if (key === undefined) this.cache.clear();
     else this.cache.delete(key);
   }
