@@ -100,6 +100,7 @@ async function reportPeers() {
     })),
   );
   console.log(`plain node:http echo server in the bench process, c=32: ${p.nodeHttpRps} req/s`);
+  console.log(`of this service's RSS: the memory-mapped store files ${p.mapped.store} MiB, the node binary's own pages ${p.mapped.node} MiB`);
   const session = p.rows.find((r) => r.system === 'this service, with a session');
   if (session) {
     const targets = [

@@ -41,6 +41,18 @@ const cpuMs = (pid: number) => {
 };
 const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
+/** Resident MiB of the mappings of files under `folder` (the memory-mapped store) and of the node binary. */
+function mappedMiB(pid: number, folder: string): { store: number; node: number } {
+  const out = { store: 0, node: 0 };
+  let target: 'store' | 'node' | undefined;
+  for (const line of readFileSync(`/proc/${pid}/smaps`, 'utf8').split('\n')) {
+    const mapping = /^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+\s+(.*)$/.exec(line);
+    if (mapping) target = mapping[1]?.startsWith(folder) ? 'store' : mapping[1] === process.execPath ? 'node' : undefined;
+    else if (target && line.startsWith('Rss:')) out[target] += Number(line.split(/\s+/)[1]) / 1024;
+  }
+  return { store: Math.round(out.store * 10) / 10, node: Math.round(out.node) };
+}
+
 /** Starts a child and resolves with its first stdout line matching `ready`. */
 function child(command: string, args: string[], env: Record<string, string>, ready: RegExp): Promise<{ process: ChildProcess; line: string }> {
   const proc = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
@@ -59,7 +71,7 @@ function child(command: string, args: string[], env: Record<string, string>, rea
  * The service as `npm start` runs it (the bundle, its own Azurite, queue workers) on the embedded store in a
  * fresh folder; resolves once `GET /status` answers, with a token from the local identity provider.
  */
-async function startService(): Promise<{ process: ChildProcess; core: string; management: string; instanceId: string; token: string }> {
+async function startService(): Promise<{ process: ChildProcess; core: string; management: string; instanceId: string; token: string; dataDir: string }> {
   if (!existsSync(BUNDLE)) throw new Error('Run `npm run build` first: the peers section starts the built service');
   const [core, management] = [await freePort(), await freePort()];
   const env = { DATA_DIR: mkdtempSync(path.join(tmpdir(), 'bench-peer-')), CORE_PORT: String(core), MANAGEMENT_PORT: String(management), ALLOW_PRIVATE_NETWORK: 'true', LOG_LEVEL: 'warn' };
@@ -74,7 +86,7 @@ async function startService(): Promise<{ process: ChildProcess; core: string; ma
   if (config.auth.kind !== 'local') throw new Error('the bench uses the local identity provider');
   const key = await loadLocalKey(config.auth.keyFile);
   const token = await mintLocalToken(key, config.auth.issuer, config.auth.audience, { upn: LOCAL_DEFAULT_USER.upn, oid: LOCAL_DEFAULT_USER.oid, expiresInSeconds: 86_400 });
-  return { process: proc, ...urls, instanceId: config.instanceId, token };
+  return { process: proc, ...urls, instanceId: config.instanceId, token, dataDir: env.DATA_DIR };
 }
 
 /** Interleaves one request to each system, `count` times, each system on its own keep-alive connection. */
@@ -91,7 +103,7 @@ async function interleaved(systems: System[], count: number): Promise<number[][]
 const pct = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))] ?? 0;
 const round = (n: number, digits = 2) => Math.round(n * 10 ** digits) / 10 ** digits;
 
-export async function benchPeers(): Promise<{ rows: PeerRow[]; portkey: boolean; modelLatencyMs: number; nodeHttpRps: number }> {
+export async function benchPeers(): Promise<{ rows: PeerRow[]; portkey: boolean; modelLatencyMs: number; nodeHttpRps: number; mapped: { store: number; node: number } }> {
   const modelLatencyMs = Number(process.env.BENCH_MODEL_LATENCY_MS ?? 0);
   const count = Number(process.env.BENCH_PEER_REQUESTS ?? 2000);
   const sliceSeconds = Number(process.env.BENCH_PEER_SLICE_SECONDS ?? 2);
@@ -160,7 +172,7 @@ export async function benchPeers(): Promise<{ rows: PeerRow[]; portkey: boolean;
     const address = echo.address() as { port: number };
     const nodeHttp = await load('node:http', `http://127.0.0.1:${address.port}/`, { seconds: sliceSeconds, connections: 32 });
     echo.close();
-    return { rows, portkey, modelLatencyMs, nodeHttpRps: Math.round(nodeHttp.rps) };
+    return { rows, portkey, modelLatencyMs, nodeHttpRps: Math.round(nodeHttp.rps), mapped: mappedMiB(pid, service.dataDir) };
   } finally {
     for (const c of children) c.kill('SIGTERM');
     await llm.close();
