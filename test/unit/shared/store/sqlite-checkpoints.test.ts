@@ -51,7 +51,7 @@ describe('embedded store checkpoints', () => {
     // The frames now in the log (a passive checkpoint reports them; it changes nothing that matters here).
     const db = new Database(file);
     try {
-      const [{ log }] = db.pragma('wal_checkpoint(PASSIVE)') as { log: number }[];
+      const [{ log }] = db.pragma('wal_checkpoint(PASSIVE)') as [{ log: number }];
       const written = (db.prepare('SELECT count(*) AS n FROM docs_sessions').get() as { n: number }).n;
       // Each document takes at least half a 4 KiB page of log: without restarts the log would hold them all.
       expect(written).toBeGreaterThan(10_000);
