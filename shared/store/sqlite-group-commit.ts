@@ -10,6 +10,8 @@ interface Pending {
   work: () => unknown;
   resolve: (value: unknown) => void;
   reject: (error: unknown) => void;
+  /** When this write first found the database busy. */
+  busySince?: number;
 }
 
 type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
@@ -17,6 +19,7 @@ type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
 export class GroupCommit {
   private pending: Pending[] = [];
   private scheduled: NodeJS.Immediate | undefined;
+  private retry: NodeJS.Timeout | undefined;
   /** Immediate at the top (the write lock taken at BEGIN), a savepoint when nested. */
   private readonly transaction: Database.Transaction<(work: () => unknown) => unknown>;
 
@@ -30,14 +33,15 @@ export class GroupCommit {
     return new Promise<R>((resolve, reject) => {
       this.pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
       // After the I/O callbacks of this loop turn: every request that arrived with it joins the group.
-      this.scheduled ??= setImmediate(() => this.flush());
+      if (!this.retry) this.scheduled ??= setImmediate(() => this.flush());
     });
   }
 
   /** Commits what is waiting now (also on close, so no accepted write is dropped). */
   flush(): void {
     if (this.scheduled) clearImmediate(this.scheduled);
-    this.scheduled = undefined;
+    clearTimeout(this.retry);
+    this.scheduled = this.retry = undefined;
     const group = this.pending;
     this.pending = [];
     if (group.length === 0) return;
@@ -45,29 +49,42 @@ export class GroupCommit {
       for (const p of group) p.reject(new StoreError('The store is closed'));
       return;
     }
-    const [only] = group;
-    if (group.length === 1 && only) {
-      // Alone: no savepoint needed; a failure rolls the whole transaction back.
-      settle(only, attempt(() => this.transaction.immediate(only.work)));
-      return;
-    }
+    let began = false as boolean; // set inside the transaction callback
     let settled: [Pending, Outcome][];
     try {
-      settled = this.transaction.immediate(() =>
-        group.map((p) => {
+      settled = this.transaction.immediate(() => {
+        began = true;
+        const [only] = group;
+        // Alone: no savepoint needed; a failure rolls the whole transaction back.
+        if (group.length === 1 && only) return [[only, { ok: true, value: only.work() }]];
+        return group.map((p) => {
           const outcome = attempt(() => this.transaction(p.work));
           // Some errors (a full disk) make SQLite roll back the whole transaction: then nothing of it holds.
           if (!this.db.inTransaction) throw outcome.ok ? new Error('The transaction was rolled back') : outcome.error;
           return [p, outcome];
-        }),
-      ) as [Pending, Outcome][];
+        });
+      }) as [Pending, Outcome][];
     } catch (e) {
-      // The transaction itself failed (BEGIN timed out on another process's lock, COMMIT could not write):
+      // The write lock was refused at once (SQLite skips the busy wait where waiting could deadlock, as when the
+      // checkpointer empties the log): nothing ran, so the group tries again shortly, for a second at most.
+      if (!began && (e as { code?: string }).code?.startsWith('SQLITE_BUSY') && this.busySince(group) < 1000) {
+        this.pending = [...group, ...this.pending];
+        this.retry = setTimeout(() => this.flush(), 2);
+        return;
+      }
+      // The transaction failed (the work of a lone write threw, BEGIN timed out, COMMIT could not write):
       // nothing of the group is stored.
       for (const p of group) p.reject(e);
       return;
     }
     for (const [p, outcome] of settled) settle(p, outcome);
+  }
+
+  /** Milliseconds since the group's oldest write first found the database busy. */
+  private busySince(group: Pending[]): number {
+    const now = Date.now();
+    for (const p of group) p.busySince ??= now;
+    return now - Math.min(...group.map((p) => p.busySince ?? now));
   }
 }
 
