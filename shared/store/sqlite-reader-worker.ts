@@ -4,7 +4,8 @@ import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
 
 const db = new Database((workerData as { file: string }).file, { readonly: true, fileMustExist: true });
-db.pragma('mmap_size = 1073741824');
+// The whole file, as far as SQLite maps (2 GiB), as the store's own connection does.
+db.pragma('mmap_size = 2147418112');
 db.pragma('cache_size = -65536');
 db.pragma('temp_store = MEMORY');
 const statements = new Map<string, Database.Statement>();
