@@ -1,9 +1,11 @@
 // The portals in a real browser (headless Chromium driven by playwright-core), against the service over
 // HTTP with the mock model: sign in, a streamed answer with a citation and token counts, a rating, a file
-// upload; then, as the owner, an agent created, an access token issued, and the analytics charts. Prints the
+// upload, a session renamed and deleted, the user's memory imported, exported and cleared (each deletion
+// only once confirmed); then, as the owner, an agent created, an access token issued, and the analytics
+// charts. Prints the
 // chat page's first contentful paint and the JavaScript it ships. Chromium: CHROMIUM_PATH, else Debian's
 // /usr/bin/chromium (README: `apt-get install chromium`); without one the suite is skipped, saying so.
-import { existsSync, mkdirSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -89,6 +91,45 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await shot('chat');
     const files = await app.call('GET', `${app.core}/instances/${INSTANCE}/files`);
     expect(JSON.stringify(files.body)).toContain('notes.txt');
+  });
+
+  it('renames a session, and deletes one only once the deletion is confirmed', async () => {
+    const sessions = page.getByRole('region', { name: 'Sessions' });
+    // A session of its own: the conversation above stays for the analytics below.
+    await sessions.getByRole('button', { name: 'New chat' }).click();
+    page.once('dialog', (d) => void d.accept('Penguin notes'));
+    await sessions.getByRole('button', { name: 'Rename New Chat' }).click();
+    await expect.poll(() => sessions.getByRole('list').textContent()).toContain('Penguin notes');
+    const names = async () => ((await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions`)).body as { name: string }[]).map((x) => x.name);
+    expect(await names()).toContain('Penguin notes');
+    page.once('dialog', (d) => void d.dismiss());
+    await sessions.getByRole('button', { name: 'Delete Penguin notes' }).click();
+    expect(await names()).toContain('Penguin notes');
+    page.once('dialog', (d) => void d.accept());
+    await sessions.getByRole('button', { name: 'Delete Penguin notes' }).click();
+    await expect.poll(names).not.toContain('Penguin notes');
+    expect(await sessions.getByRole('list').textContent()).not.toContain('Penguin notes');
+  });
+
+  it("imports, exports and clears the user's memory, clearing only once confirmed", async () => {
+    await page.getByRole('tab', { name: /Memory/ }).click();
+    const body = page.locator('pre.memory-body');
+    await page.locator('#memory-import').setInputFiles({ name: 'notes.md', mimeType: 'text/markdown', buffer: Buffer.from('- Prefers answers about penguins') });
+    await expect.poll(() => body.textContent()).toContain('Prefers answers about penguins');
+    const download = page.waitForEvent('download');
+    await page.getByRole('button', { name: 'Export' }).click();
+    const file = await download;
+    expect(file.suggestedFilename()).toBe('memory.md');
+    expect(readFileSync(await file.path(), 'utf8')).toContain('Prefers answers about penguins');
+    page.once('dialog', (d) => void d.dismiss());
+    await page.getByRole('button', { name: 'Clear…' }).click();
+    expect(await body.textContent()).toContain('Prefers answers about penguins');
+    page.once('dialog', (d) => void d.accept());
+    await page.getByRole('button', { name: 'Clear…' }).click();
+    await expect.poll(() => body.textContent()).toBe('Nothing yet.');
+    const memory = await app.call('GET', `${app.core}/instances/${INSTANCE}/memory?scope=user`);
+    expect((memory.body as { content_markdown: string }).content_markdown).toBe('');
+    await page.getByRole('tab', { name: /Chat/ }).click();
   });
 
   it('creates an agent and issues an access token that the Core API accepts', async () => {
