@@ -2,9 +2,9 @@
 // HTTP with the mock model: sign in, a streamed answer with a citation and token counts, a rating, a file
 // upload, a session renamed and deleted, the user's memory imported, exported and cleared (each deletion
 // only once confirmed); then, as the owner, an agent created, an access token issued, and the analytics
-// charts. Prints the
-// chat page's first contentful paint and the JavaScript it ships. Chromium: CHROMIUM_PATH, else Debian's
-// /usr/bin/chromium (README: `apt-get install chromium`); without one the suite is skipped, saying so.
+// charts. Prints the chat page's first contentful paint and the JavaScript it ships. Chromium: CHROMIUM_PATH,
+// else Debian's /usr/bin/chromium (README: `apt-get install chromium`); without one the suite is skipped,
+// saying so.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
