@@ -30,7 +30,7 @@ const padded = (v: readonly number[]) => (v.length % 8 === 0 ? v : [...v, ...new
 
 
 export function openSqliteVectorIndex(file: string): VectorIndex {
-  const db = openSqliteFile(file);
+  const db = openSqliteFile(file, { mapped: true });
   sqliteVec.load(db);
   db.exec(`
     CREATE TABLE IF NOT EXISTS documents (

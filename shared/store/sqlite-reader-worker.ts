@@ -2,10 +2,11 @@
 // run beside the writer).
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
+import { mapWholeFile } from './sqlite-file.js';
 
 const db = new Database((workerData as { file: string }).file, { readonly: true, fileMustExist: true });
-// The whole file, as far as SQLite maps (2 GiB), as the store's own connection does.
-db.pragma('mmap_size = 2147418112');
+// Aggregates read large ranges: mapped pages, not copies.
+mapWholeFile(db);
 db.pragma('cache_size = -65536');
 db.pragma('temp_store = MEMORY');
 const statements = new Map<string, Database.Statement>();

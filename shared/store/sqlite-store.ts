@@ -61,7 +61,7 @@ interface AggregateSource {
  * a file-backed store run on `readers` read-only connections in worker threads (0: on this thread).
  */
 export function openSqliteStore(file: string, definitions = CONTAINER_LIST, options: { readers?: number } = {}): DocumentStore {
-  const db = openSqliteFile(file);
+  const db = openSqliteFile(file, { mapped: false });
   db.pragma('temp_store = MEMORY');
   // Checkpoints (which fsync) run in a worker thread, never inside a commit nor on the event loop.
   db.pragma('wal_autocheckpoint = 0');
