@@ -43,6 +43,10 @@ export async function bundle(outdir = BUNDLE_DIR): Promise<void> {
     // CommonJS dependencies call require(); in an ES module it has to be made.
     banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
     logLevel: 'warning',
+    // V8 keeps each loaded module's source text for as long as the process runs: 7.0 MiB of the 25 MiB
+    // heap at start as written, 2.4 MiB without comments and spaces. Names stay, so stack traces read.
+    minifyWhitespace: true,
+    minifySyntax: true,
   });
 }
 
