@@ -12,8 +12,35 @@ import type { Route } from './route.js';
 import { createRouter } from './router.js';
 import type { Api, PlatformRequest, Reply } from './types.js';
 
+/**
+ * Handlers still running. A handler outlives its connection when the client goes away mid-request; the
+ * services it uses (the store) are closed only once it has finished, or its grace is over.
+ */
+export class InFlight {
+  private count = 0;
+  private waiters: (() => void)[] = [];
+
+  track(work: Promise<unknown>): void {
+    this.count++;
+    const done = () => {
+      if (--this.count === 0) for (const w of this.waiters.splice(0)) w();
+    };
+    work.then(done, done);
+  }
+
+  /** Resolves once no handler runs, or after `graceMs`. */
+  drained(graceMs: number): Promise<void> {
+    if (this.count === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const timer = setTimeout(resolve, graceMs);
+      timer.unref();
+      this.waiters.push(() => (clearTimeout(timer), resolve()));
+    });
+  }
+}
+
 /** An HTTP server for one API's routes. Call `listen` on it. */
-export function createApiServer(api: Api, routes: readonly Route[], services: Services): http.Server {
+export function createApiServer(api: Api, routes: readonly Route[], services: Services, inFlight = new InFlight()): http.Server {
   const match = createRouter(routes.filter((r) => r.api === api));
   const style = api === 'core' ? 'core' : 'management';
   const browsers = corsFor(services.config);
@@ -30,6 +57,7 @@ export function createApiServer(api: Api, routes: readonly Route[], services: Se
     let reply: Promise<Reply>;
     if (found.kind === 'found') {
       reply = handle(found.route, request, found.params, services);
+      inFlight.track(reply);
     } else {
       const error =
         found.kind === 'not-found'

@@ -5,7 +5,7 @@ import { startQueueConsumer, type Consumer } from '../queues/local-consumer.js';
 import type { QueueHandler } from '../queues/handler.js';
 import { ConfigError } from '../config.js';
 import type { Services } from '../services.js';
-import { createApiServer } from './node-host.js';
+import { createApiServer, InFlight } from './node-host.js';
 import type { Route } from './route.js';
 
 export interface Standalone {
@@ -48,8 +48,9 @@ export async function startStandalone(
   options: { consumers?: boolean; storageReady?: Promise<unknown> } = {},
 ): Promise<Standalone> {
   const { host, corePort, managementPort } = services.config;
-  const core = createApiServer('core', routes, services);
-  const management = createApiServer('management', routes, services);
+  const handlers = new InFlight();
+  const core = createApiServer('core', routes, services, handlers);
+  const management = createApiServer('management', routes, services, handlers);
   const coreUrl = await listen(core, host, corePort, 'CORE_PORT');
   const managementUrl = await listen(management, host, managementPort, 'MANAGEMENT_PORT').catch(async (e: unknown) => {
     await closeServer(core);
@@ -71,7 +72,10 @@ export async function startStandalone(
     async close(graceMs = 5000) {
       closed = true;
       unsubscribe();
+      const started = Date.now();
       await Promise.all([...consumers.map((c) => c.stop(graceMs)), closeServer(core, graceMs), closeServer(management, graceMs)]);
+      // Connections can be gone while their handlers still run (a client that left mid-request).
+      await handlers.drained(Math.max(0, graceMs - (Date.now() - started)));
     },
   };
 }
