@@ -250,7 +250,8 @@ class SqliteContainer<T extends Doc> implements Container<T> {
         if (o.op === 'update') {
           const row = this.readRow(pk, o.id);
           if (!row) throw new NotFoundError(`${this.name}/${pk}/${o.id} not found`);
-          const next = o.apply(parse<T>(row));
+          // The caller's copy, when it is still the stored one (same ETag), saves parsing the row again.
+          const next = o.apply(o.known?._etag === row.etag ? o.known : parse<T>(row));
           if (next) this.replaceExisting(inBatch(next, pk, o.id), row.etag);
         } else if (o.op === 'create') {
           this.insertNew(inBatch(o.doc, pk));

@@ -76,7 +76,8 @@ export type BatchOperation<T extends Doc> =
    * absent; undefined leaves it as it is). Concurrent writers never lose an update and the caller never
    * retries: the embedded store applies it inside the transaction, Cosmos DB reads, writes with the ETag
    * read and runs the batch again when another writer came first. `known`, a copy the caller has just
-   * read, saves Cosmos DB its first read (its ETag guards the write all the same).
+   * read, saves Cosmos DB its first read (its ETag guards the write all the same) and the embedded store
+   * parsing the row again while it is current.
    */
   | { op: 'update'; id: string; apply: (current: Stored<T>) => T | undefined; known?: Stored<T> };
 
