@@ -5,6 +5,7 @@ import { ConfigError } from '../config.js';
 import { CONTAINER_LIST, type ContainerDefinition } from './containers.js';
 import { aggregateSql, selectSql } from './cosmos-sql.js';
 import { segments } from './fields.js';
+import { KeyQueue } from './key-queue.js';
 import {
   ConflictError,
   NotFoundError,
@@ -168,8 +169,17 @@ class CosmosContainer<T extends Doc> implements Container<T> {
     if (conflicts > 0) throw new ConflictError(`${conflicts} of ${docs.length} documents already existed`);
   }
 
-  async writeBatch(pk: string, operations: readonly BatchOperation<T>[]): Promise<void> {
-    if (operations.length > 100) throw new StoreError('A batch holds at most 100 documents');
+  private readonly updates = new KeyQueue();
+
+  writeBatch(pk: string, operations: readonly BatchOperation<T>[]): Promise<void> {
+    if (operations.length > 100) return Promise.reject(new StoreError('A batch holds at most 100 documents'));
+    const updated = operations.flatMap((o) => (o.op === 'update' ? [o.id] : []));
+    if (updated.length === 0) return this.batch(pk, operations, false);
+    // A caller's copy is stale once another update of this process came first: then read at once.
+    return this.updates.run(JSON.stringify([pk, ...updated.sort()]), (waited) => this.batch(pk, operations, waited));
+  }
+
+  private async batch(pk: string, operations: readonly BatchOperation<T>[], readFirst: boolean): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       // Updates become replaces guarded by the ETag of the version just read.
       const writes: { op: BatchOperation<T>; body: OperationInput }[] = [];
@@ -177,7 +187,7 @@ class CosmosContainer<T extends Doc> implements Container<T> {
         if (o.op === 'create') writes.push({ op: o, body: { operationType: 'Create', resourceBody: inBatch(o.doc, pk) as unknown as JSONObject } });
         else if (o.op === 'replace') writes.push({ op: o, body: replaceInput(inBatch(o.doc, pk), o.ifMatch) });
         else {
-          const current = attempt === 1 && o.known ? o.known : await this.read(pk, o.id);
+          const current = attempt === 1 && o.known && !readFirst ? o.known : await this.read(pk, o.id);
           if (!current) throw new NotFoundError(`${this.name}/${pk}/${o.id} not found`);
           const next = o.apply(current);
           if (next) writes.push({ op: o, body: replaceInput(inBatch(next, pk, o.id), current._etag) });
