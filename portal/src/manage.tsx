@@ -184,10 +184,41 @@ function AgentTokens({ ctx, agent }: { ctx: Context; agent: string }) {
   );
 }
 
-function PipelineRuns({ ctx }: { ctx: Context }) {
+const RUN_FINISHED = new Set(['Completed', 'Failed']);
+
+/** A run's counts as table text: documents, partitions and failed documents. */
+const runCounts = (r: Resource): string => {
+  const c = (r.counts ?? {}) as Record<string, unknown>;
+  return `${text(c.documents) || 0} documents, ${text(c.partitions) || 0} partitions, ${text(c.failed_documents) || 0} failed`;
+};
+
+/**
+ * The pipelines' runs, newest first. The list gives each run's name only: every run is read once, and
+ * those not finished again every second until they are.
+ */
+function PipelineRuns({ ctx, refresh }: { ctx: Context; refresh: number }) {
   const [runs, setRuns] = useState<Resource[]>([]);
   const [error, setError] = useState<unknown>();
-  useEffect(() => void ctx.api.all<Resource>('management', '/providers/Svc.DataPipeline/dataPipelineRuns').then((l) => setRuns(l.map(unwrap)), setError), []);
+  useEffect(() => {
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let live = true;
+    const path = '/providers/Svc.DataPipeline/dataPipelineRuns';
+    const read = (name: string) => ctx.api.json<Resource | { resource: Resource }>('management', `${path}/${encodeURIComponent(name)}`).then(unwrap);
+    const show = async (known: Resource[]) => {
+      const all = await Promise.all(known.map((r) => (RUN_FINISHED.has(text(r.status)) ? Promise.resolve(r) : read(r.name))));
+      if (!live) return;
+      setRuns(all.sort((a, b) => text(b.started_on).localeCompare(text(a.started_on))));
+      if (all.some((r) => !RUN_FINISHED.has(text(r.status)))) timer = setTimeout(() => void show(all).catch(setError), 1000);
+    };
+    ctx.api
+      .all<Resource | { resource: Resource }>('management', path)
+      .then((l) => show(l.map(unwrap)))
+      .catch(setError);
+    return () => {
+      live = false;
+      clearTimeout(timer);
+    };
+  }, [refresh]);
   return (
     <section aria-label="Pipeline runs">
       <h3>Runs</h3>
@@ -198,14 +229,18 @@ function PipelineRuns({ ctx }: { ctx: Context }) {
             <th>Run</th>
             <th>Pipeline</th>
             <th>Status</th>
+            <th>Counts</th>
+            <th>Errors</th>
           </tr>
         </thead>
         <tbody>
           {runs.map((r) => (
             <tr key={r.name}>
               <td>{r.name}</td>
-              <td>{text(r.data_pipeline_object_id ?? r.pipeline_name)}</td>
+              <td>{text(r.data_pipeline_object_id).split('/').pop()}</td>
               <td>{text(r.status)}</td>
+              <td>{runCounts(r)}</td>
+              <td class="muted">{Array.isArray(r.errors) ? (r.errors as { source?: unknown; message?: unknown }[]).map((e) => `${text(e.source)}: ${text(e.message)}`).join('; ') : ''}</td>
             </tr>
           ))}
         </tbody>
@@ -219,7 +254,9 @@ function Resources({ ctx, kind }: { ctx: Context; kind: keyof typeof TYPES }) {
   const [items, setItems] = useState<Resource[]>([]);
   const [editing, setEditing] = useState<Resource | 'new'>();
   const [selected, setSelected] = useState<string>();
+  const [runs, setRuns] = useState(0);
   const [error, setError] = useState<unknown>();
+  const runPipeline = (r: Resource) => ctx.api.call('management', `/providers/${t.path}/${encodeURIComponent(r.name)}/process`, { method: 'POST' }).then(() => setRuns((n) => n + 1), setError);
   const load = () => ctx.api.all<Resource | { resource: Resource }>('management', `/providers/${t.path}`).then((l) => setItems(l.map(unwrap).filter((r) => !r.deleted)), setError);
   useEffect(() => {
     setEditing(undefined);
@@ -268,6 +305,11 @@ function Resources({ ctx, kind }: { ctx: Context; kind: keyof typeof TYPES }) {
                         Properties and tokens
                       </button>
                     )}
+                    {kind === 'pipelines' && (
+                      <button class="link" aria-label={`Process ${r.name}`} onClick={() => void runPipeline(r)}>
+                        Process
+                      </button>
+                    )}
                     <button class="link" onClick={() => setEditing(r)}>
                       Edit
                     </button>
@@ -288,7 +330,7 @@ function Resources({ ctx, kind }: { ctx: Context; kind: keyof typeof TYPES }) {
           <AgentTokens ctx={ctx} agent={selected} />
         </div>
       )}
-      {kind === 'pipelines' && <PipelineRuns ctx={ctx} />}
+      {kind === 'pipelines' && <PipelineRuns ctx={ctx} refresh={runs} />}
     </section>
   );
 }

@@ -1,8 +1,8 @@
 // The portals in a real browser (headless Chromium driven by playwright-core), against the service over
 // HTTP with the mock model: sign in, a streamed answer with a citation and token counts, a rating, a file
 // upload, a session renamed and deleted, the user's memory imported, exported and cleared (each deletion
-// only once confirmed); then, as the owner, an agent created, an access token issued, and the analytics
-// charts. Prints the chat page's first contentful paint and the JavaScript it ships. Chromium: CHROMIUM_PATH,
+// only once confirmed), the sessions paged through; then, as the owner, an agent created, an access token
+// issued, a data pipeline processed and its run followed to the end, and the analytics charts. Prints the chat page's first contentful paint and the JavaScript it ships. Chromium: CHROMIUM_PATH,
 // else Debian's /usr/bin/chromium (README: `apt-get install chromium`); without one the suite is skipped,
 // saying so.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -132,6 +132,22 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await page.getByRole('tab', { name: /Chat/ }).click();
   });
 
+  it('pages through the sessions with More sessions', async () => {
+    for (let i = 1; i <= 21; i++) expect((await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: `Old ${i}` } })).status).toBe(200);
+    const sessions = page.getByRole('region', { name: 'Sessions' });
+    // A new chat reloads the list: the first page, 20 sessions, most recently active first.
+    await sessions.getByRole('button', { name: 'New chat' }).click();
+    const items = sessions.getByRole('listitem');
+    await expect.poll(() => items.count()).toBe(20);
+    await sessions.getByRole('button', { name: 'More sessions' }).click();
+    // 21 old ones, the conversation above and the new chat: 23 in all, each once.
+    await expect.poll(() => items.count()).toBe(23);
+    const names = await sessions.getByRole('list').locator('li > button.link').allTextContents();
+    expect(new Set(names).size).toBe(23);
+    expect(names).toEqual(expect.arrayContaining(Array.from({ length: 21 }, (_, i) => `Old ${i + 1}`)));
+    expect(await sessions.getByRole('button', { name: 'More sessions' }).count()).toBe(0);
+  });
+
   it('creates an agent and issues an access token that the Core API accepts', async () => {
     const guide = await app.call('GET', `${providers(app, 'Svc.Agent')}/agents/guide`);
     const { workflow_object_id } = (guide.body as { resource: { workflow_object_id: string } }).resource;
@@ -149,6 +165,17 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     const r = await fetch(`${app.core}/instances/${INSTANCE}/branding`, { headers: { 'x-agent-access-token': secret } });
     expect(r.status).toBe(200);
     expect(await page.getByRole('listitem').filter({ hasText: 'kiosk' }).count()).toBe(1);
+  });
+
+  it('processes a data pipeline and shows the run finish with its counts', async () => {
+    const before = await app.call('GET', `${providers(app, 'Svc.DataPipeline')}/dataPipelineRuns`);
+    await page.goto(`${app.core}/portal/manage.html#pipelines`);
+    await page.getByRole('button', { name: 'Process animals' }).click();
+    const runs = page.getByRole('region', { name: 'Pipeline runs' }).getByRole('row');
+    // The header row, the run of beforeAll and the new one, which the table follows until it completes.
+    await expect.poll(() => runs.count()).toBe((before.body as unknown[]).length + 2);
+    await expect.poll(() => runs.nth(1).textContent(), { timeout: 20_000 }).toMatch(/animals\s*Completed\s*1 documents, 1 partitions, 0 failed/);
+    await shot('manage-pipelines');
   });
 
   it('shows the analytics charts to an Analytics Reader', async () => {
