@@ -2,7 +2,8 @@
 // HTTP with the mock model: sign in, a streamed answer with a citation and token counts, a rating, a file
 // upload, a session renamed and deleted, the user's memory imported, exported and cleared (each deletion
 // only once confirmed), the sessions paged through; then, as the owner, an agent created, an access token
-// issued, a data pipeline processed and its run followed to the end, and the analytics charts. Prints the chat page's first contentful paint and the JavaScript it ships. Chromium: CHROMIUM_PATH,
+// issued, its properties edited (a bad one refused with the API's message), a data pipeline processed and
+// its run followed to the end, and the analytics charts. Prints the chat page's first contentful paint and the JavaScript it ships. Chromium: CHROMIUM_PATH,
 // else Debian's /usr/bin/chromium (README: `apt-get install chromium`); without one the suite is skipped,
 // saying so.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -165,6 +166,23 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     const r = await fetch(`${app.core}/instances/${INSTANCE}/branding`, { headers: { 'x-agent-access-token': secret } });
     expect(r.status).toBe(200);
     expect(await page.getByRole('listitem').filter({ hasText: 'kiosk' }).count()).toBe(1);
+  });
+
+  it("edits an agent's spec 2.12 properties, showing the API's validation message for a bad one", async () => {
+    const form = page.locator('form.properties');
+    const properties = async () =>
+      ((await app.call('POST', `${providers(app, 'Svc.Agent')}/agents/concierge/get-properties`, { body: { property_names: ['cost_center', 'conversation_history_settings', 'text_rewrite_settings', 'show_file_upload'] } })).body as { resource: { properties: Record<string, unknown> } }).resource.properties;
+    await form.getByLabel('Cost center').fill('Research');
+    await form.getByLabel(/^Conversation history settings/).fill('{ "enabled": true, "max_history": 3 }');
+    await form.getByLabel('file upload').uncheck();
+    await form.getByRole('button', { name: 'Save properties' }).click();
+    await form.getByRole('status').waitFor();
+    expect(await properties()).toMatchObject({ cost_center: 'Research', conversation_history_settings: { enabled: true, max_history: 3 }, show_file_upload: false });
+    // Enabled without the settings it needs: the API refuses it, the form says why, nothing is stored.
+    await form.getByLabel(/^Prompt rewrite settings/).fill('{ "user_prompt_rewrite_enabled": true }');
+    await form.getByRole('button', { name: 'Save properties' }).click();
+    await expect.poll(() => form.getByRole('alert').textContent()).toMatch(/text_rewrite_settings/);
+    expect((await properties()).text_rewrite_settings).toBeNull();
   });
 
   it('processes a data pipeline and shows the run finish with its counts', async () => {
