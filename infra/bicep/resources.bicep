@@ -44,6 +44,14 @@ var names = {
   appManagement: 'func-mgmt-${resourceToken}'
 }
 // The two Function Apps: one package, one API each (SERVICE_APIS); the Core app runs the async worker.
+// The portals are served by the Core app and call the Management app from the browser: its origin is
+// always allowed, and the Core app is told the Management app's URL. Both are the apps' default host names
+// (an app created with Azure's randomized unique host names has others: then set MANAGEMENT_API_URL and
+// corsAllowedOrigins to the CORE_API_URL and MANAGEMENT_API_URL outputs).
+var portalOrigin = 'https://${names.appCore}.azurewebsites.net'
+var managementUrl = 'https://${names.appManagement}.azurewebsites.net'
+var browserOrigins = union(corsAllowedOrigins, [portalOrigin])
+
 var apps = [
   { key: 'core', name: names.appCore, plan: names.planCore, identity: names.identityCore, api: 'core', deployments: 'deployments-core', alwaysReady: coreAlwaysReadyInstances }
   { key: 'management', name: names.appManagement, plan: names.planManagement, identity: names.identityManagement, api: 'management', deployments: 'deployments-management', alwaysReady: 0 }
@@ -288,7 +296,7 @@ resource plans 'Microsoft.Web/serverfarms@2024-04-01' = [
 ]
 
 // Settings both apps share; SERVICE_APIS and AZURE_CLIENT_ID differ per app.
-func settings(clientId string, serviceApis string, connectionString string, storageName string, cosmosEndpoint string, instance string, issuer string, audience string, jwks string, owners string, graph bool, publicStore string) array => [
+func settings(clientId string, serviceApis string, connectionString string, storageName string, cosmosEndpoint string, instance string, issuer string, audience string, jwks string, owners string, graph bool, publicStore string, origins array, managementUrl string) array => [
   { name: 'AzureWebJobsStorage__accountName', value: storageName }
   { name: 'AzureWebJobsStorage__credential', value: 'managedidentity' }
   { name: 'AzureWebJobsStorage__clientId', value: clientId }
@@ -336,9 +344,9 @@ func settings(clientId string, serviceApis string, connectionString string, stor
   { name: 'OTEL_METRIC_EXPORT_INTERVAL', value: '60000' }
   { name: 'OTEL_SERVICE_NAME', value: 'agent-platform' }
   // The portals (served by the Core app at /portal/): the browsers' origins, the Management app's URL as
-  // browsers reach it (empty: set it to the MANAGEMENT_API_URL output), and Entra ID sign-in (empty: none).
-  { name: 'CORS_ALLOWED_ORIGINS', value: join(corsAllowedOrigins, ',') }
-  { name: 'MANAGEMENT_API_URL', value: '' }
+  // browsers reach it, and Entra ID sign-in (empty: none).
+  { name: 'CORS_ALLOWED_ORIGINS', value: join(origins, ',') }
+  { name: 'MANAGEMENT_API_URL', value: managementUrl }
   { name: 'PORTAL_ENTRA_CLIENT_ID', value: portalEntraClientId }
   { name: 'PORTAL_ENTRA_AUTHORITY', value: portalEntraAuthority }
   { name: 'PORTAL_API_SCOPE', value: portalApiScope }
@@ -373,8 +381,8 @@ resource functionApps 'Microsoft.Web/sites@2024-04-01' = [
       }
       siteConfig: {
         minTlsVersion: '1.2'
-        cors: { allowedOrigins: corsAllowedOrigins }
-        appSettings: settings(identities[i].properties.clientId, app.api, insights.properties.ConnectionString, storage.name, cosmos.properties.documentEndpoint, instanceId, authIssuer, authAudience, authJwksUri, bootstrapOwnerIds, graphEnabled, packageStorePublicUrl)
+        cors: { allowedOrigins: browserOrigins }
+        appSettings: settings(identities[i].properties.clientId, app.api, insights.properties.ConnectionString, storage.name, cosmos.properties.documentEndpoint, instanceId, authIssuer, authAudience, authJwksUri, bootstrapOwnerIds, graphEnabled, packageStorePublicUrl, browserOrigins, managementUrl)
       }
     }
     dependsOn: [blobContainerResources, storageRoles, cosmosRoles, vaultRoles, insightsRoles]

@@ -11,6 +11,16 @@ resource "azurerm_service_plan" "app" {
   tags                = local.tags
 }
 
+# The portals are served by the Core app and call the Management app from the browser: its origin is
+# always allowed, and the Core app is told the Management app's URL. Both are the apps' default host names
+# (an app created with Azure's randomized unique host names has others: then set cors_allowed_origins and
+# MANAGEMENT_API_URL from the CORE_API_URL and MANAGEMENT_API_URL outputs).
+locals {
+  portal_origin   = "https://${local.names.app_core}.azurewebsites.net"
+  management_url  = "https://${local.names.app_management}.azurewebsites.net"
+  browser_origins = distinct(concat(var.cors_allowed_origins, [local.portal_origin]))
+}
+
 locals {
   shared_settings = {
     APPLICATIONINSIGHTS_CONNECTION_STRING = azurerm_application_insights.this.connection_string
@@ -56,9 +66,9 @@ locals {
     OTEL_METRIC_EXPORT_INTERVAL = "60000"
     OTEL_SERVICE_NAME           = "agent-platform"
     # The portals (served by the Core app at /portal/): the browsers' origins, the Management app's URL as
-    # browsers reach it (empty: set it to the management_api_url output), and Entra ID sign-in (empty: none).
-    CORS_ALLOWED_ORIGINS   = join(",", var.cors_allowed_origins)
-    MANAGEMENT_API_URL     = ""
+    # browsers reach it, and Entra ID sign-in (empty: none).
+    CORS_ALLOWED_ORIGINS   = join(",", local.browser_origins)
+    MANAGEMENT_API_URL     = local.management_url
     PORTAL_ENTRA_CLIENT_ID = var.portal_entra_client_id
     PORTAL_ENTRA_AUTHORITY = var.portal_entra_authority
     PORTAL_API_SCOPE       = var.portal_api_scope
@@ -99,7 +109,7 @@ resource "azurerm_function_app_flex_consumption" "app" {
   site_config {
     minimum_tls_version = "1.2"
     cors {
-      allowed_origins = var.cors_allowed_origins
+      allowed_origins = local.browser_origins
     }
   }
 

@@ -187,7 +187,7 @@ describe('infrastructure', () => {
     expect(mainBicep).toMatch(/param principalId string = ''/);
     for (const r of ['operatorStorageRoles', 'operatorVaultRole', 'operatorCosmosRole']) expect(resourcesBicep).toMatch(new RegExp(`resource ${r} [^\\n]*= (\\[\\s*for [^:]+: )?if \\(!empty\\(principalId\\)\\)`));
     expect(resourcesBicep).toContain('operatorRoleIds = [roles.blobDataContributor, roles.queueDataContributor]');
-    expect(resourcesBicep).toContain('cors: { allowedOrigins: corsAllowedOrigins }');
+    expect(resourcesBicep).toContain('cors: { allowedOrigins: browserOrigins }');
     expect(resourcesBicep).toContain("alwaysReady: app.alwaysReady > 0 ? [{ name: 'http', instanceCount: app.alwaysReady }] : []");
     const parameters = JSON.parse(read('infra/bicep/main.parameters.json')) as { parameters: Record<string, { value: unknown }> };
     expect(parameters.parameters.principalId?.value).toBe('${AZURE_PRINCIPAL_ID}');
@@ -198,8 +198,35 @@ describe('infrastructure', () => {
     expect(terraformText).toContain('"Storage Blob Data Contributor"');
     expect(terraformText).toContain('"Storage Queue Data Contributor"');
     expect(tfResource('azurerm_cosmosdb_sql_role_assignment', 'operator')).toMatchObject({ count: '${var.principal_id == "" ? 0 : 1}' });
-    expect(JSON.stringify(tfResource('azurerm_function_app_flex_consumption', 'app').site_config)).toContain('var.cors_allowed_origins');
+    expect(JSON.stringify(tfResource('azurerm_function_app_flex_consumption', 'app').site_config)).toContain('local.browser_origins');
     expect(JSON.stringify(tfResource('azurerm_function_app_flex_consumption', 'app').dynamic)).toContain('always_ready');
+  });
+
+  it('deploys a working portal: the Core app knows the Management app\'s URL, and the Management app allows the portal\'s origin', () => {
+    for (const environment of ENVIRONMENT_NAMES) {
+      const b = bicepNames(environment);
+      const t = terraformNames(environment);
+      const bicepScope: Scope = Object.fromEntries(Object.entries(b).map(([k, v]) => [`names.${k}`, v]));
+      const bicep = {
+        origin: evaluateTemplate(/^var portalOrigin = '(.+)'$/m.exec(resourcesBicep)?.[1] ?? '', bicepScope),
+        management: evaluateTemplate(/^var managementUrl = '(.+)'$/m.exec(resourcesBicep)?.[1] ?? '', bicepScope),
+      };
+      const scope: Scope = Object.fromEntries(Object.entries(t).map(([k, v]) => [`local.names.${k}`, v]));
+      const locals = tfLocals();
+      const tf = { origin: evaluateTemplate(String(locals.portal_origin), scope), management: evaluateTemplate(String(locals.management_url), scope) };
+      expect(bicep).toEqual({ origin: `https://${b.appCore ?? ''}.azurewebsites.net`, management: `https://${b.appManagement ?? ''}.azurewebsites.net` });
+      // The resource tokens differ between the flavours (uniqueString, sha256); the shape is the same.
+      expect(tf).toEqual({ origin: `https://${t.app_core ?? ''}.azurewebsites.net`, management: `https://${t.app_management ?? ''}.azurewebsites.net` });
+    }
+    // Both apps allow the portal's origin besides the ones given, and the setting says the same.
+    expect(resourcesBicep).toContain('var browserOrigins = union(corsAllowedOrigins, [portalOrigin])');
+    expect(resourcesBicep).toContain("{ name: 'MANAGEMENT_API_URL', value: managementUrl }");
+    expect(resourcesBicep).toContain("{ name: 'CORS_ALLOWED_ORIGINS', value: join(origins, ',') }");
+    expect(resourcesBicep).toMatch(/appSettings: settings\([^\n]*, browserOrigins, managementUrl\)/);
+    expect(tfLocals().browser_origins).toBe('${distinct(concat(var.cors_allowed_origins, [local.portal_origin]))}');
+    const shared = tfLocals().shared_settings as Record<string, string>;
+    expect(shared.MANAGEMENT_API_URL).toBe('${local.management_url}');
+    expect(shared.CORS_ALLOWED_ORIGINS).toBe('${join(",", local.browser_origins)}');
   });
 
   it('names outputs like settings, the same in both flavours', () => {
