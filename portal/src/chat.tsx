@@ -3,7 +3,7 @@
 // user's memory.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import type { AgentItem, Citation, CompletionResponse, Message, Session } from './api';
-import { ErrorText, FilePicker, mount, type Context } from './shell';
+import { ErrorText, FilePicker, mount, saveAs, type Context } from './shell';
 
 /** What the agent's properties say the portal shows (spec 2.12; each true unless set false). */
 interface AgentView {
@@ -265,12 +265,7 @@ function Memory({ ctx }: { ctx: Context }) {
   const read = () => ctx.api.json<{ content_markdown: string }>('core', '/memory?scope=user').then((m) => setContent(m.content_markdown), setError);
   useEffect(() => void read(), []);
   const exportIt = async () => {
-    const r = await ctx.api.call('core', '/memory/export?scope=user');
-    const link = document.createElement('a');
-    link.href = URL.createObjectURL(await r.blob());
-    link.download = 'memory.md';
-    link.click();
-    URL.revokeObjectURL(link.href);
+    await saveAs(await ctx.api.call('core', '/memory/export?scope=user'), 'memory.md');
   };
   const importIt = async (file: File) => {
     await ctx.api.call('core', '/memory/import', { method: 'POST', json: { scope: 'user', content_markdown: await file.text(), mode: 'append' } });

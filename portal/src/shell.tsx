@@ -36,6 +36,15 @@ export function ErrorText({ error }: { error: unknown }) {
 }
 
 /** A button that picks one file (the input itself hidden, reachable through its label). */
+/** Saves an answer's body as a file the browser downloads. */
+export async function saveAs(r: Response, fileName: string): Promise<void> {
+  const link = document.createElement('a');
+  link.href = URL.createObjectURL(await r.blob());
+  link.download = fileName;
+  link.click();
+  URL.revokeObjectURL(link.href);
+}
+
 export function FilePicker({ id, label, accept, onFile }: { id: string; label: string; accept?: string; onFile: (file: File) => void }) {
   return (
     <>

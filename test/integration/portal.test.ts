@@ -3,7 +3,8 @@
 // upload, a session renamed and deleted, the user's memory imported, exported and cleared (each deletion
 // only once confirmed), the sessions paged through; then, as the owner, an agent created, an access token
 // issued, its properties edited (a bad one refused with the API's message), a data pipeline processed and
-// its run followed to the end, and the analytics charts. Prints the chat page's first contentful paint and the JavaScript it ships. Chromium: CHROMIUM_PATH,
+// its run followed to the end, two versions of a plugin package uploaded and the first downloaded back from
+// its history, and the analytics charts. Prints the chat page's first contentful paint and the JavaScript it ships. Chromium: CHROMIUM_PATH,
 // else Debian's /usr/bin/chromium (README: `apt-get install chromium`); without one the suite is skipped,
 // saying so.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -18,6 +19,7 @@ import { LOCAL_DEFAULT_USER } from '../../shared/auth/local-idp.js';
 import { ROLE_IDS, roleDefinitionPath } from '../../shared/auth/roles.js';
 import { providers, startTestApp, type TestApp } from '../support/app.js';
 import { INSTANCE } from '../support/services.js';
+import { python } from '../support/packages.js';
 import { processPipeline, seedKnowledgeAgent, seedPipeline, serveDocuments, type DocumentServer } from './knowledge/support.js';
 
 const BROWSER = process.env.CHROMIUM_PATH ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find((p) => existsSync(p));
@@ -194,6 +196,28 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await expect.poll(() => runs.count()).toBe((before.body as unknown[]).length + 2);
     await expect.poll(() => runs.nth(1).textContent(), { timeout: 20_000 }).toMatch(/animals\s*Completed\s*1 documents, 1 partitions, 0 failed/);
     await shot('manage-pipelines');
+  });
+
+  it('uploads two versions of a plugin package and downloads the first one back from its version history', async () => {
+    const first = await python('1.0.0');
+    await page.goto(`${app.core}/portal/manage.html#packages`);
+    await page.getByLabel('Name', { exact: true }).fill('acctools');
+    for (const [version, bytes] of [['1.0.0', first], ['1.1.0', await python('1.1.0')]] as const) {
+      await page.getByLabel('Version', { exact: true }).fill(version);
+      await page.locator('#pkg-file').setInputFiles({ name: `acctools-${version}.zip`, mimeType: 'application/zip', buffer: bytes });
+      await expect.poll(() => page.getByRole('row').filter({ hasText: 'Python-acctools' }).first().textContent()).toContain(version);
+    }
+    const history = page.getByRole('region', { name: 'Versions of Python-acctools' });
+    const rows = history.getByRole('row');
+    await expect.poll(() => rows.count()).toBe(3);
+    expect(await rows.nth(1).textContent()).toMatch(/^1\.1\.0 \(current\)/);
+    expect(await rows.nth(2).textContent()).toMatch(/^1\.0\.0/);
+    expect(await history.textContent()).toContain('Plugins of the current version: echo, planner');
+    const download = page.waitForEvent('download');
+    await history.getByRole('button', { name: 'Download Python-acctools 1.0.0' }).click();
+    const file = await download;
+    expect(readFileSync(await file.path()).equals(first)).toBe(true);
+    await shot('manage-packages');
   });
 
   it('shows the analytics charts to an Analytics Reader', async () => {
