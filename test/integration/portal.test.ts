@@ -4,7 +4,7 @@
 // only once confirmed), the sessions paged through; then, as the owner, an agent created, an access token
 // issued, its properties edited (a bad one refused with the API's message), a data pipeline processed and
 // its run followed to the end, two versions of a plugin package uploaded and the first downloaded back from
-// its history, and the analytics charts. Prints the chat page's first contentful paint and the JavaScript it ships. Chromium: CHROMIUM_PATH,
+// its history, and the Analytics Reader role assigned in the portal's form, then the analytics charts. Prints the chat page's first contentful paint and the JavaScript it ships. Chromium: CHROMIUM_PATH,
 // else Debian's /usr/bin/chromium (README: `apt-get install chromium`); without one the suite is skipped,
 // saying so.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -220,10 +220,18 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await shot('manage-packages');
   });
 
-  it('shows the analytics charts to an Analytics Reader', async () => {
-    const name = crypto.randomUUID();
-    const grant = { name, principal_id: LOCAL_DEFAULT_USER.oid, principal_type: 'User', role_definition_id: roleDefinitionPath(ROLE_IDS.analyticsReader), scope: `/instances/${INSTANCE}` };
-    expect((await app.call('POST', `${providers(app, 'Svc.Authorization')}/roleAssignments/${name}`, { body: grant })).status).toBe(200);
+  it('assigns the Analytics Reader role in the portal, and then shows the analytics charts', async () => {
+    await page.goto(`${app.core}/portal/manage.html#roleAssignments`);
+    await page.getByRole('button', { name: 'New role assignment' }).click();
+    await page.getByLabel('Principal (object id)').fill(LOCAL_DEFAULT_USER.oid);
+    await page.getByLabel('Role', { exact: true }).selectOption({ label: 'Analytics Reader' });
+    await page.getByRole('button', { name: 'Assign' }).click();
+    await page.getByRole('button', { name: 'New role assignment' }).waitFor();
+    const assignments = await app.call('GET', `${providers(app, 'Svc.Authorization')}/roleAssignments`);
+    const details = await Promise.all(
+      (assignments.body as { resource: { name: string } }[]).map(async (a) => ((await app.call('GET', `${providers(app, 'Svc.Authorization')}/roleAssignments/${a.resource.name}`)).body as { resource: Record<string, string> }).resource),
+    );
+    expect(details).toContainEqual(expect.objectContaining({ principal_id: LOCAL_DEFAULT_USER.oid, principal_type: 'User', role_definition_id: roleDefinitionPath(ROLE_IDS.analyticsReader), scope: `/instances/${INSTANCE}` }));
     await page.goto(`${app.core}/portal/manage.html#analytics`);
     const chart = page.getByRole('img', { name: /^Tokens per agent: guide \d+/ });
     await chart.waitFor();
