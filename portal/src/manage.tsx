@@ -1,6 +1,7 @@
 // The management portal: agents (their properties, access tokens), the resources agents are built from,
 // role assignments, app configuration, plugin packages, and analytics. Every form sends what the
 // Management API takes and shows the API's own validation messages.
+import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { BarChart } from './chart';
 import { ErrorText, FilePicker, mount, saveAs, type Context } from './shell';
@@ -33,11 +34,34 @@ const text = (v: unknown): string => (typeof v === 'string' || typeof v === 'num
 
 const unwrap = (item: Resource | { resource: Resource }): Resource => ('resource' in item && item.resource !== null && typeof item.resource === 'object' ? (item.resource as Resource) : (item as Resource));
 
+/** A form whose submit runs `save` and shows why it failed, with submit and cancel buttons. */
+function EditorForm({ save, submit, onCancel, children }: { save: () => Promise<void>; submit: string; onCancel: () => void; children: ComponentChildren }) {
+  const [error, setError] = useState<unknown>();
+  return (
+    <form
+      class="editor"
+      onSubmit={(e) => {
+        e.preventDefault();
+        setError(undefined);
+        save().catch(setError);
+      }}
+    >
+      {children}
+      <ErrorText error={error} />
+      <div class="row">
+        <button type="submit">{submit}</button>
+        <button type="button" class="link" onClick={onCancel}>
+          Cancel
+        </button>
+      </div>
+    </form>
+  );
+}
+
 /** A resource as JSON, created or replaced through the API (its validation messages shown as they come). */
 function Editor({ ctx, path, initial, onSaved, onCancel }: { ctx: Context; path: string; initial: Resource | undefined; onSaved: () => void; onCancel: () => void }) {
   const [name, setName] = useState(initial?.name ?? '');
   const [text, setText] = useState(JSON.stringify(initial ?? {}, null, 2));
-  const [error, setError] = useState<unknown>();
   const save = async () => {
     let body: Record<string, unknown>;
     try {
@@ -49,25 +73,12 @@ function Editor({ ctx, path, initial, onSaved, onCancel }: { ctx: Context; path:
     onSaved();
   };
   return (
-    <form
-      class="editor"
-      onSubmit={(e) => {
-        e.preventDefault();
-        save().catch(setError);
-      }}
-    >
+    <EditorForm save={save} submit="Save" onCancel={onCancel}>
       <label for="resource-name">Name</label>
       <input id="resource-name" value={name} onInput={(e) => setName(e.currentTarget.value)} required readOnly={initial !== undefined} />
       <label for="resource-json">Definition (JSON)</label>
       <textarea id="resource-json" rows={14} spellcheck={false} value={text} onInput={(e) => setText(e.currentTarget.value)} />
-      <ErrorText error={error} />
-      <div class="row">
-        <button type="submit">Save</button>
-        <button type="button" class="link" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
-    </form>
+    </EditorForm>
   );
 }
 
@@ -95,13 +106,8 @@ function RoleAssignmentForm({ ctx, onSaved, onCancel }: { ctx: Context; onSaved:
   };
   const set = (field: keyof typeof form) => (e: { currentTarget: HTMLInputElement | HTMLSelectElement }) => setForm({ ...form, [field]: e.currentTarget.value });
   return (
-    <form
-      class="editor"
-      onSubmit={(e) => {
-        e.preventDefault();
-        save().catch(setError);
-      }}
-    >
+    <EditorForm save={save} submit="Assign" onCancel={onCancel}>
+      <ErrorText error={error} />
       <label for="ra-principal">Principal (object id)</label>
       <input id="ra-principal" value={form.principal_id} onInput={set('principal_id')} required />
       <label for="ra-type">Principal type</label>
@@ -120,14 +126,7 @@ function RoleAssignmentForm({ ctx, onSaved, onCancel }: { ctx: Context; onSaved:
       </select>
       <label for="ra-scope">Scope (the instance, or a resource&apos;s object id)</label>
       <input id="ra-scope" value={form.scope} onInput={set('scope')} required />
-      <ErrorText error={error} />
-      <div class="row">
-        <button type="submit">Assign</button>
-        <button type="button" class="link" onClick={onCancel}>
-          Cancel
-        </button>
-      </div>
-    </form>
+    </EditorForm>
   );
 }
 
