@@ -130,6 +130,64 @@ function RoleAssignmentForm({ ctx, onSaved, onCancel }: { ctx: Context; onSaved:
   );
 }
 
+/** The branding settings (CONTRACT 8): the field of GET /branding and the app configuration key behind it. */
+const BRANDING = [
+  ['company_name', 'Svc:Branding:CompanyName', 'Company name'],
+  ['page_title', 'Svc:Branding:PageTitle', 'Page title'],
+  ['logo_url', 'Svc:Branding:LogoUrl', 'Logo URL (https, or a path on this site)'],
+  ['primary_color', 'Svc:Branding:PrimaryColor', 'Primary colour (a CSS colour)'],
+  ['primary_text_color', 'Svc:Branding:PrimaryTextColor', 'Primary text colour (a CSS colour)'],
+] as const;
+
+/** Branding as the portals show it (GET /branding), each changed value written to its app configuration key. */
+function BrandingForm({ ctx, onSaved }: { ctx: Context; onSaved: () => void }) {
+  const [loaded, setLoaded] = useState<Record<string, string>>();
+  const [values, setValues] = useState<Record<string, string>>({});
+  const [error, setError] = useState<unknown>();
+  const [saved, setSaved] = useState(false);
+  const read = () =>
+    ctx.api.json<Record<string, unknown>>('core', '/branding').then((b) => {
+      const v = Object.fromEntries(BRANDING.map(([field]) => [field, text(b[field])]));
+      setLoaded(v);
+      setValues(v);
+    }, setError);
+  useEffect(() => void read(), []);
+  const save = async () => {
+    setSaved(false);
+    setError(undefined);
+    // One key at a time: a value the API refuses is reported by name, and the ones before it are kept.
+    for (const [field, key] of BRANDING) {
+      if (values[field] === loaded?.[field]) continue;
+      await ctx.api.call('management', `/providers/Svc.Configuration/appConfigurations/${encodeURIComponent(key)}`, { method: 'POST', json: { name: key, key, value: values[field] ?? '' } });
+    }
+    await read();
+    setSaved(true);
+    onSaved();
+  };
+  if (!loaded) return <ErrorText error={error} />;
+  return (
+    <form
+      class="properties"
+      aria-label="Branding"
+      onSubmit={(e) => {
+        e.preventDefault();
+        save().catch(setError);
+      }}
+    >
+      <h3>Branding</h3>
+      {BRANDING.map(([field, , label]) => (
+        <div key={field}>
+          <label for={`b-${field}`}>{label}</label>
+          <input id={`b-${field}`} value={values[field] ?? ''} onInput={(e) => setValues({ ...values, [field]: e.currentTarget.value })} />
+        </div>
+      ))}
+      <ErrorText error={error} />
+      <button type="submit">Save branding</button>
+      {saved && <span role="status"> Saved.</span>}
+    </form>
+  );
+}
+
 const SHOW_FLAGS = ['show_message_tokens', 'show_message_rating', 'show_view_prompt', 'show_file_upload', 'show_content_artifacts'] as const;
 const TEXT_PROPERTIES = [
   ['display_name', 'Display name'],
@@ -467,6 +525,7 @@ function Resources({ ctx, kind }: { ctx: Context; kind: keyof typeof TYPES }) {
         </div>
       )}
       {kind === 'pipelines' && <PipelineRuns ctx={ctx} refresh={runs} />}
+      {kind === 'appConfig' && !editing && <BrandingForm ctx={ctx} onSaved={() => void load()} />}
     </section>
   );
 }

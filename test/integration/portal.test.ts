@@ -4,7 +4,8 @@
 // only once confirmed), the sessions paged through; then, as the owner, an agent created, an access token
 // issued, its properties edited (a bad one refused with the API's message), a data pipeline processed and
 // its run followed to the end, two versions of a plugin package uploaded and the first downloaded back from
-// its history, and the Analytics Reader role assigned in the portal's form, then the analytics charts. Prints the chat page's first contentful paint and the JavaScript it ships. Chromium: CHROMIUM_PATH,
+// its history, the branding set (a bad colour refused with the API's message), and the Analytics Reader role
+// assigned in the portal's form, then the analytics charts. Prints the chat page's first contentful paint and the JavaScript it ships. Chromium: CHROMIUM_PATH,
 // else Debian's /usr/bin/chromium (README: `apt-get install chromium`); without one the suite is skipped,
 // saying so.
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
@@ -218,6 +219,22 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     const file = await download;
     expect(readFileSync(await file.path()).equals(first)).toBe(true);
     await shot('manage-packages');
+  });
+
+  it('sets the branding, showing the API\'s message for a colour it refuses', async () => {
+    const branding = async () => (await app.call('GET', `${app.core}/instances/${INSTANCE}/branding`)).body as Record<string, string>;
+    await page.goto(`${app.core}/portal/manage.html#appConfig`);
+    const form = page.getByRole('form', { name: 'Branding' });
+    await form.getByLabel('Company name').fill('Penguin Works');
+    await form.getByLabel('Primary colour (a CSS colour)').fill('not-a-colour');
+    await form.getByRole('button', { name: 'Save branding' }).click();
+    await expect.poll(() => form.getByRole('alert').textContent()).toContain('must be a CSS colour');
+    expect(await branding()).toMatchObject({ company_name: 'Penguin Works', primary_color: '#0F6CBD' });
+    await form.getByLabel('Primary colour (a CSS colour)').fill('#123456');
+    await form.getByRole('button', { name: 'Save branding' }).click();
+    await form.getByRole('status').waitFor();
+    expect(await branding()).toMatchObject({ company_name: 'Penguin Works', primary_color: '#123456' });
+    await expect.poll(() => page.getByRole('row').filter({ hasText: 'Svc:Branding:PrimaryColor' }).count()).toBe(1);
   });
 
   it('assigns the Analytics Reader role in the portal, and then shows the analytics charts', async () => {
