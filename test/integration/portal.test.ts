@@ -8,6 +8,7 @@
 // assigned in the portal's form, then the analytics charts. Prints the chat page's first contentful paint and the JavaScript it ships. Chromium: CHROMIUM_PATH,
 // else Debian's /usr/bin/chromium (README: `apt-get install chromium`); without one the suite is skipped,
 // saying so.
+import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -254,5 +255,77 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await chart.waitFor();
     expect(await page.getByRole('img', { name: /^Conversations per agent: guide 1/ }).count()).toBe(1);
     await shot('analytics');
+  });
+});
+
+// Entra ID sign-in as deployed (PORTAL_ENTRA_*): the real MSAL in the page, with login.microsoftonline.com
+// answered inside the browser (Playwright routes) by a stand-in for Entra that checks what MSAL sends
+// (client id, redirect URI, scope, PKCE, the code and its verifier) and issues the tokens: the access
+// token is one the service accepts (its local identity provider signs it), as Entra's would be in Azure.
+describe.skipIf(!BROWSER)('Entra ID sign-in in Chromium', () => {
+  const TENANT = '72f988bf-86f1-41af-91ab-2d7cd011db47';
+  const CLIENT = '3c5a8f0e-6d2b-4e71-9a4f-1b2c3d4e5f60';
+  const SCOPE = 'api://agent-platform/user_impersonation';
+  const LOGIN = `https://login.microsoftonline.com/${TENANT}`;
+  let app: TestApp;
+  let browser: Browser;
+
+  beforeAll(async () => {
+    app = await startTestApp({ PORTAL_ENTRA_CLIENT_ID: CLIENT, PORTAL_ENTRA_AUTHORITY: LOGIN, PORTAL_API_SCOPE: SCOPE, CORE_PORT: String(await freePort()), MANAGEMENT_PORT: String(await freePort()) });
+    browser = await chromium.launch({ executablePath: BROWSER, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+  }, 120_000);
+  afterAll(async () => {
+    await browser.close();
+    await app.close();
+  });
+
+  it('signs in with MSAL by redirect (authorization code with PKCE) and calls the APIs with the access token', async () => {
+    const page = await browser.newPage();
+    const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
+    const clientInfo = b64url({ uid: LOCAL_DEFAULT_USER.oid, utid: TENANT });
+    const accessToken = await app.token();
+    const seen: { authorize?: URLSearchParams; token?: URLSearchParams } = {};
+    await page.route('https://login.microsoftonline.com/**', async (route) => {
+      const url = new URL(route.request().url());
+      const json = (body: unknown) => route.fulfill({ status: 200, contentType: 'application/json', headers: { 'access-control-allow-origin': '*' }, body: JSON.stringify(body) });
+      // MSAL carries login.microsoftonline.com's metadata; these two answer in case a version asks for it.
+      if (url.pathname.endsWith('/.well-known/openid-configuration'))
+        return json({ issuer: `${LOGIN}/v2.0`, authorization_endpoint: `${LOGIN}/oauth2/v2.0/authorize`, token_endpoint: `${LOGIN}/oauth2/v2.0/token`, end_session_endpoint: `${LOGIN}/oauth2/v2.0/logout`, jwks_uri: `${LOGIN}/discovery/v2.0/keys` });
+      if (url.pathname.endsWith('/discovery/instance'))
+        return json({ tenant_discovery_endpoint: `${LOGIN}/v2.0/.well-known/openid-configuration`, 'api-version': '1.1', metadata: [{ preferred_network: 'login.microsoftonline.com', preferred_cache: 'login.windows.net', aliases: ['login.microsoftonline.com', 'login.windows.net'] }] });
+      if (url.pathname.endsWith('/oauth2/v2.0/authorize')) {
+        seen.authorize = url.searchParams;
+        const back = `${url.searchParams.get('redirect_uri') ?? ''}#code=the-code&state=${encodeURIComponent(url.searchParams.get('state') ?? '')}&client_info=${clientInfo}`;
+        return route.fulfill({ status: 302, headers: { location: back } });
+      }
+      if (url.pathname.endsWith('/oauth2/v2.0/token')) {
+        const form = new URLSearchParams(route.request().postData() ?? '');
+        seen.token = form;
+        const now = Math.floor(Date.now() / 1000);
+        const claims = { iss: `${LOGIN}/v2.0`, aud: CLIENT, tid: TENANT, oid: LOCAL_DEFAULT_USER.oid, sub: LOCAL_DEFAULT_USER.oid, preferred_username: LOCAL_DEFAULT_USER.upn, name: 'Entra Owner', nonce: seen.authorize?.get('nonce'), iat: now, nbf: now, exp: now + 3600 };
+        return json({ token_type: 'Bearer', scope: SCOPE, expires_in: 3600, ext_expires_in: 3600, access_token: accessToken, id_token: `${b64url({ alg: 'RS256', typ: 'JWT', kid: 'k' })}.${b64url(claims)}.c2ln`, client_info: clientInfo });
+      }
+      return route.fulfill({ status: 404, body: '' });
+    });
+    const agents = page.waitForRequest((r) => r.url().endsWith(`/instances/${INSTANCE}/completions/agents`));
+    await page.goto(`${app.core}/portal/`);
+    await page.getByRole('button', { name: 'Sign in with Microsoft' }).click();
+    const call = await agents;
+
+    const authorize = seen.authorize;
+    expect(authorize?.get('client_id')).toBe(CLIENT);
+    expect(authorize?.get('redirect_uri')).toBe(`${app.core}/portal/`);
+    expect(authorize?.get('scope')?.split(' ')).toContain(SCOPE);
+    expect(authorize?.get('response_type')).toBe('code');
+    expect(authorize?.get('code_challenge_method')).toBe('S256');
+    expect(seen.token?.get('code')).toBe('the-code');
+    expect(seen.token?.get('client_id')).toBe(CLIENT);
+    // PKCE: the verifier sent with the code is the one the challenge was made from.
+    expect(createHash('sha256').update(seen.token?.get('code_verifier') ?? '').digest('base64url')).toBe(authorize?.get('code_challenge'));
+    expect(await call.headerValue('authorization')).toBe(`Bearer ${accessToken}`);
+    await page.getByRole('button', { name: 'Sign out' }).waitFor();
+    expect(await page.getByRole('button', { name: 'Sign in with Microsoft' }).count()).toBe(0);
+    expect((await call.response())?.status()).toBe(200);
+    await page.close();
   });
 });
