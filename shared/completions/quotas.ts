@@ -27,6 +27,28 @@ export const QuotaDefinition = z.object({
 });
 export type QuotaDefinition = z.output<typeof QuotaDefinition>;
 
+/** The definitions a Svc:Quota:Definitions value holds, or why it is not a list of them (names must differ). */
+export function parseQuotaDefinitions(raw: string): QuotaDefinition[] | string {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    return 'must be a JSON array of quota definitions';
+  }
+  const parsed = z.array(QuotaDefinition).safeParse(value);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const [index, ...field] = issue?.path ?? [];
+    return index === undefined ? 'must be a JSON array of quota definitions' : `definition ${String(index)}${field.length ? ` ${field.join('.')}` : ''}: ${issue?.message}`;
+  }
+  const names = new Set<string>();
+  for (const q of parsed.data) {
+    if (names.has(q.name)) return `defines the quota ${q.name} twice`;
+    names.add(q.name);
+  }
+  return parsed.data;
+}
+
 interface CounterDoc extends Doc {
   count?: number;
   /** Lockout documents: epoch ms until which requests are refused. */
@@ -81,11 +103,10 @@ export class Quotas {
     if (raw === this.parsed.raw) return this.parsed.definitions;
     let definitions: QuotaDefinition[] = [];
     if (raw !== undefined) {
-      try {
-        definitions = z.array(QuotaDefinition).parse(JSON.parse(raw));
-      } catch (e) {
-        this.log.warn(`Ignoring invalid ${QUOTA_SETTING}`, { error: e instanceof Error ? e.message : String(e) });
-      }
+      // Saving checks the value; one stored before that check is ignored rather than failing completions.
+      const parsed = parseQuotaDefinitions(raw);
+      if (typeof parsed === 'string') this.log.warn(`Ignoring invalid ${QUOTA_SETTING}`, { error: parsed });
+      else definitions = parsed;
     }
     this.parsed = { raw, definitions };
     return definitions;

@@ -24,12 +24,13 @@ export class AppSettings {
   ) {}
 
   async get(key: string): Promise<string | undefined> {
-    const hit = this.cache.get(key);
+    // Stored under the case-folded name, as every resource is: keys are found (and cached) without case.
+    const id = key.toLowerCase();
+    const hit = this.cache.get(id);
     if (hit && hit.expires > Date.now()) return hit.value;
-    // Stored under the case-folded name, as every resource is.
-    const doc = await this.container.read(APP_CONFIG_PK, key.toLowerCase());
+    const doc = await this.container.read(APP_CONFIG_PK, id);
     const value = doc && !doc.deleted ? doc.value : undefined;
-    this.cache.set(key, { value, expires: Date.now() + this.ttlMs });
+    this.cache.set(id, { value, expires: Date.now() + this.ttlMs });
     return value;
   }
 
@@ -55,6 +56,6 @@ export class AppSettings {
   invalidate(key?: string): void {
     this.derived.clear();
     if (key === undefined) this.cache.clear();
-    else this.cache.delete(key);
+    else this.cache.delete(key.toLowerCase());
   }
 }

@@ -2,6 +2,7 @@
 // and their runs, AI models, app configurations and API endpoint configurations.
 import { z } from 'zod';
 import { SECRET_NAME, SECRET_NAME_RULE } from '../../config.js';
+import { parseQuotaDefinitions, QUOTA_SETTING } from '../../completions/quotas.js';
 import { badRequest, validationError } from '../../http/errors.js';
 import { dropPipelineDocuments } from '../../knowledge/runs.js';
 import { savedUrlProblem } from '../../net/outbound.js';
@@ -15,11 +16,12 @@ import { BLOCKLIST_SETTING, compileBlocklist } from '../../shielding/blocklist.j
 import { checkWorkflowLinks } from './agent-links.js';
 import { PLATFORM_MEMORY } from '../../tools/mcp.js';
 
-/** Settings the service reads whose values have rules (shielding's blocklist). */
+/** Settings the service reads whose values have rules (shielding's blocklist, quota definitions). */
 function settingProblem(key: string, value: string): string | undefined {
-  if (key !== BLOCKLIST_SETTING) return undefined;
-  const list = compileBlocklist(value);
-  return typeof list === 'string' ? list : undefined;
+  // Without case, as settings are read.
+  const id = key.toLowerCase();
+  const parsed = id === BLOCKLIST_SETTING.toLowerCase() ? compileBlocklist(value) : id === QUOTA_SETTING.toLowerCase() ? parseQuotaDefinitions(value) : undefined;
+  return typeof parsed === 'string' ? parsed : undefined;
 }
 
 const ObjectId = z.string().regex(/^\/instances\/[^/]+\/providers\/Svc\.[A-Za-z]+\/[A-Za-z]+\/[^/]+$/, 'must be a resource object id');

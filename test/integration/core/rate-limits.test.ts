@@ -103,4 +103,26 @@ describe('rate-limit headers', () => {
     expect(answered.body).toMatchObject({ quota_exceeded: true, quota_name: 'Tokens' });
     expect(answered.headers.get('ratelimit')).toMatch(/^"Tokens";r=0;/);
   });
+
+  it('refuses quota definitions it could not enforce, under any spelling of the key, and keeps the ones in force', async () => {
+    await setQuotas([quota('Kept', 50)]);
+    const bad: [unknown, RegExp][] = [
+      ['not json', /JSON array of quota definitions/],
+      [{ name: 'not a list' }, /JSON array of quota definitions/],
+      [[quota('Zero', 0)], /definition 0 metric_limit/],
+      [[quota('Ok', 5), quota('Where', 5, { context: 'Somewhere:Else' })], /definition 1 context/],
+      [[quota('Twice', 5), quota('Twice', 6)], /defines the quota Twice twice/],
+      [[quota('Odd', 5, { metric: 'bytes' })], /definition 0 metric/],
+    ];
+    for (const key of [KEY, KEY.toLowerCase()]) {
+      for (const [definitions, message] of bad) {
+        const value = typeof definitions === 'string' ? definitions : JSON.stringify(definitions);
+        const r = await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${key}`, { body: { name: key, key, value } });
+        expect(r.status, value).toBe(400);
+        expect(JSON.stringify(r.body), value).toMatch(message);
+      }
+    }
+    const r = await app.call('POST', core('/completions'), { body: { user_prompt: 'still limited', agent_name: 'limited' } });
+    expect(r.headers.get('ratelimit-policy')).toBe('"Kept";q=50;w=3600');
+  });
 });
