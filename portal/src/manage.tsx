@@ -4,14 +4,9 @@
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { BarChart } from './chart';
+import { BrandingForm, QuotasForm } from './app-config';
+import { text, unwrap, type Resource } from './resource';
 import { ErrorText, FilePicker, mount, saveAs, type Context } from './shell';
-
-interface Resource {
-  name: string;
-  object_id?: string;
-  deleted?: boolean;
-  [key: string]: unknown;
-}
 
 /** Resource types with their list in the Management API, as the portal's sections show them. */
 const TYPES = {
@@ -28,11 +23,8 @@ const TYPES = {
 
 type Section = keyof typeof TYPES | 'packages' | 'analytics';
 
-/** List items come as the resource itself or wrapped as `{ resource }`, by provider. */
-/** A field of a resource as table text (objects are not shown). */
-const text = (v: unknown): string => (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? String(v) : '');
-
-const unwrap = (item: Resource | { resource: Resource }): Resource => ('resource' in item && item.resource !== null && typeof item.resource === 'object' ? (item.resource as Resource) : (item as Resource));
+/** A row's details, as lists give them: the description, else a display name other than the name. */
+const details = (r: Resource): string => text(r.description) || (r.display_name !== r.name ? text(r.display_name) : '');
 
 /** A form whose submit runs `save` and shows why it failed, with submit and cancel buttons. */
 function EditorForm({ save, submit, onCancel, children }: { save: () => Promise<void>; submit: string; onCancel: () => void; children: ComponentChildren }) {
@@ -58,10 +50,25 @@ function EditorForm({ save, submit, onCancel, children }: { save: () => Promise<
   );
 }
 
-/** A resource as JSON, created or replaced through the API (its validation messages shown as they come). */
+/** Fields the service keeps itself: not part of a definition to edit. */
+const SERVICE_FIELDS = ['object_id', 'created_on', 'created_by', 'updated_on', 'updated_by', 'deleted'];
+
+/**
+ * A resource as JSON, created or replaced through the API (its validation messages shown as they come).
+ * An existing one is read whole first: lists give only a summary.
+ */
 function Editor({ ctx, path, initial, onSaved, onCancel }: { ctx: Context; path: string; initial: Resource | undefined; onSaved: () => void; onCancel: () => void }) {
   const [name, setName] = useState(initial?.name ?? '');
-  const [text, setText] = useState(JSON.stringify(initial ?? {}, null, 2));
+  const [text, setText] = useState(initial ? '' : '{}');
+  const [error, setError] = useState<unknown>();
+  useEffect(() => {
+    if (!initial) return;
+    ctx.api.json<Resource | { resource: Resource }>('management', `/providers/${path}/${encodeURIComponent(initial.name)}`).then((r) => {
+      const definition = Object.fromEntries(Object.entries(unwrap(r)).filter(([field]) => !SERVICE_FIELDS.includes(field)));
+      setText(JSON.stringify(definition, null, 2));
+    }, setError);
+  }, [initial?.name]);
+  if (initial && !text) return <ErrorText error={error} />;
   const save = async () => {
     let body: Record<string, unknown>;
     try {
@@ -127,64 +134,6 @@ function RoleAssignmentForm({ ctx, onSaved, onCancel }: { ctx: Context; onSaved:
       <label for="ra-scope">Scope (the instance, or a resource&apos;s object id)</label>
       <input id="ra-scope" value={form.scope} onInput={set('scope')} required />
     </EditorForm>
-  );
-}
-
-/** The branding settings (CONTRACT 8): the field of GET /branding and the app configuration key behind it. */
-const BRANDING = [
-  ['company_name', 'Svc:Branding:CompanyName', 'Company name'],
-  ['page_title', 'Svc:Branding:PageTitle', 'Page title'],
-  ['logo_url', 'Svc:Branding:LogoUrl', 'Logo URL (https, or a path on this site)'],
-  ['primary_color', 'Svc:Branding:PrimaryColor', 'Primary colour (a CSS colour)'],
-  ['primary_text_color', 'Svc:Branding:PrimaryTextColor', 'Primary text colour (a CSS colour)'],
-] as const;
-
-/** Branding as the portals show it (GET /branding), each changed value written to its app configuration key. */
-function BrandingForm({ ctx, onSaved }: { ctx: Context; onSaved: () => void }) {
-  const [loaded, setLoaded] = useState<Record<string, string>>();
-  const [values, setValues] = useState<Record<string, string>>({});
-  const [error, setError] = useState<unknown>();
-  const [saved, setSaved] = useState(false);
-  const read = () =>
-    ctx.api.json<Record<string, unknown>>('core', '/branding').then((b) => {
-      const v = Object.fromEntries(BRANDING.map(([field]) => [field, text(b[field])]));
-      setLoaded(v);
-      setValues(v);
-    }, setError);
-  useEffect(() => void read(), []);
-  const save = async () => {
-    setSaved(false);
-    setError(undefined);
-    // One key at a time: a value the API refuses is reported by name, and the ones before it are kept.
-    for (const [field, key] of BRANDING) {
-      if (values[field] === loaded?.[field]) continue;
-      await ctx.api.call('management', `/providers/Svc.Configuration/appConfigurations/${encodeURIComponent(key)}`, { method: 'POST', json: { name: key, key, value: values[field] ?? '' } });
-    }
-    await read();
-    setSaved(true);
-    onSaved();
-  };
-  if (!loaded) return <ErrorText error={error} />;
-  return (
-    <form
-      class="properties"
-      aria-label="Branding"
-      onSubmit={(e) => {
-        e.preventDefault();
-        save().catch(setError);
-      }}
-    >
-      <h3>Branding</h3>
-      {BRANDING.map(([field, , label]) => (
-        <div key={field}>
-          <label for={`b-${field}`}>{label}</label>
-          <input id={`b-${field}`} value={values[field] ?? ''} onInput={(e) => setValues({ ...values, [field]: e.currentTarget.value })} />
-        </div>
-      ))}
-      <ErrorText error={error} />
-      <button type="submit">Save branding</button>
-      {saved && <span role="status"> Saved.</span>}
-    </form>
   );
 }
 
@@ -492,7 +441,7 @@ function Resources({ ctx, kind }: { ctx: Context; kind: keyof typeof TYPES }) {
               {items.map((r) => (
                 <tr key={r.name}>
                   <td>{r.name}</td>
-                  <td class="muted">{text(r.display_name ?? r.description ?? r.value ?? r.role_definition_id)}</td>
+                  <td class="muted">{details(r)}</td>
                   <td>
                     {kind === 'agents' && (
                       <button class="link" onClick={() => setSelected(r.name)}>
@@ -525,7 +474,12 @@ function Resources({ ctx, kind }: { ctx: Context; kind: keyof typeof TYPES }) {
         </div>
       )}
       {kind === 'pipelines' && <PipelineRuns ctx={ctx} refresh={runs} />}
-      {kind === 'appConfig' && !editing && <BrandingForm ctx={ctx} onSaved={() => void load()} />}
+      {kind === 'appConfig' && !editing && (
+        <>
+          <BrandingForm ctx={ctx} onSaved={() => void load()} />
+          <QuotasForm ctx={ctx} onSaved={() => void load()} />
+        </>
+      )}
     </section>
   );
 }

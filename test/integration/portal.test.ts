@@ -2,10 +2,12 @@
 // HTTP with the mock model: sign in, a streamed answer with a citation and token counts, a rating, a file
 // upload, a session renamed and deleted, the user's memory imported, exported and cleared (each deletion
 // only once confirmed), the sessions paged through; then, as the owner, an agent created, an access token
-// issued, its properties edited (a bad one refused with the API's message), a data pipeline processed and
-// its run followed to the end, two versions of a plugin package uploaded and the first downloaded back from
-// its history, the branding set (a bad colour refused with the API's message), and the Analytics Reader role
-// assigned in the portal's form, then the analytics charts. Prints the chat page's first contentful paint and the JavaScript it ships. Chromium: CHROMIUM_PATH,
+// issued, its properties edited (a bad one refused with the API's message), a prompt edited from its stored
+// definition, a data pipeline processed and its run followed to the end, two versions of a plugin package
+// uploaded and the first downloaded back from its history, the branding set (a bad colour refused with the
+// API's message), completion quotas defined (a duplicate refused with the API's message) and enforced, and
+// the Analytics Reader role assigned in the portal's form, then the analytics charts; last, sign-in with
+// MSAL. Prints the chat page's first contentful paint and the JavaScript it ships. Chromium: CHROMIUM_PATH,
 // else Debian's /usr/bin/chromium (README: `apt-get install chromium`); without one the suite is skipped,
 // saying so.
 import { createHash } from 'node:crypto';
@@ -189,6 +191,22 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     expect((await properties()).text_rewrite_settings).toBeNull();
   });
 
+  it('edits a prompt from its whole stored definition, not the summary the list shows', async () => {
+    const prompt = async () => ((await app.call('GET', `${providers(app, 'Svc.Prompt')}/prompts/guide-prompt`)).body as { resource: Record<string, unknown> }).resource;
+    const before = await prompt();
+    await page.goto(`${app.core}/portal/manage.html#prompts`);
+    await page.getByRole('row').filter({ hasText: 'guide-prompt' }).getByRole('button', { name: 'Edit' }).click();
+    const json = page.getByLabel('Definition (JSON)');
+    await expect.poll(() => json.inputValue()).toContain(String(before.prefix));
+    const definition = JSON.parse(await json.inputValue()) as Record<string, unknown>;
+    expect(Object.keys(definition)).not.toContain('created_on');
+    await json.fill(JSON.stringify({ ...definition, prefix: 'You guide visitors through the penguin house.' }));
+    await page.getByRole('button', { name: 'Save' }).click();
+    await page.getByRole('button', { name: 'New prompt' }).waitFor();
+    const after = await prompt();
+    expect(after).toEqual({ ...before, prefix: 'You guide visitors through the penguin house.', updated_on: after.updated_on });
+  });
+
   it('processes a data pipeline and shows the run finish with its counts', async () => {
     const before = await app.call('GET', `${providers(app, 'Svc.DataPipeline')}/dataPipelineRuns`);
     await page.goto(`${app.core}/portal/manage.html#pipelines`);
@@ -236,6 +254,41 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await form.getByRole('status').waitFor();
     expect(await branding()).toMatchObject({ company_name: 'Penguin Works', primary_color: '#123456' });
     await expect.poll(() => page.getByRole('row').filter({ hasText: 'Svc:Branding:PrimaryColor' }).count()).toBe(1);
+  });
+
+  it('defines completion quotas, showing the API\'s message for one it refuses, and the Core API enforces them', async () => {
+    const stored = async () => (await app.call('GET', `${providers(app, 'Svc.Configuration')}/appConfigurations/Svc:Quota:Definitions`)).body as { resource?: { value: string } };
+    await page.goto(`${app.core}/portal/manage.html#appConfig`);
+    const form = page.getByRole('form', { name: 'Quotas' });
+    await form.getByText('No quotas: completions are not limited.').waitFor();
+    await form.getByRole('button', { name: 'Add quota' }).click();
+    const first = form.getByRole('group', { name: 'Quota 1' });
+    await first.getByLabel('Name').fill('GuideHourly');
+    await first.getByLabel('Applies to').selectOption({ label: 'Agent guide' });
+    await first.getByLabel('Limit').fill('100');
+    await first.getByLabel('Window (seconds)').fill('3600');
+    // A second quota under the same name: the API refuses the list, the form says why, nothing is stored.
+    await form.getByRole('button', { name: 'Add quota' }).click();
+    await form.getByRole('group', { name: 'Quota 2' }).getByLabel('Name').fill('GuideHourly');
+    await form.getByRole('button', { name: 'Save quotas' }).click();
+    await expect.poll(() => form.getByRole('alert').textContent()).toContain('defines the quota GuideHourly twice');
+    expect((await stored()).resource).toBeUndefined();
+    await form.getByRole('button', { name: 'Remove quota 2' }).click();
+    await form.getByRole('button', { name: 'Save quotas' }).click();
+    await form.getByRole('status').waitFor();
+    expect(JSON.parse((await stored()).resource?.value ?? '[]')).toEqual([
+      { name: 'GuideHourly', context: 'CoreAPI:Completions:guide', metric: 'requests', metric_partition: 'UserPrincipalName', metric_limit: 100, metric_window_seconds: 3600, lockout_duration_seconds: 0 },
+    ]);
+    const answer = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { user_prompt: 'How do penguins keep warm?', agent_name: 'guide' } });
+    expect(answer.headers.get('ratelimit-policy')).toBe('"GuideHourly";q=100;w=3600');
+    await shot('manage-config');
+    // Reloaded, the form shows what is stored; removing the last quota lifts the limit.
+    await page.reload();
+    await expect.poll(() => form.getByRole('group').count()).toBe(1);
+    await form.getByRole('button', { name: 'Remove quota 1' }).click();
+    await form.getByRole('button', { name: 'Save quotas' }).click();
+    await form.getByText('No quotas: completions are not limited.').waitFor();
+    expect((await stored()).resource?.value).toBe('[]');
   });
 
   it('assigns the Analytics Reader role in the portal, and then shows the analytics charts', async () => {
