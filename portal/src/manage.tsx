@@ -5,6 +5,7 @@ import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { BarChart } from './chart';
 import { BrandingForm, QuotasForm } from './app-config';
+import { DefinitionFields } from './definition-fields';
 import { text, unwrap, type Resource } from './resource';
 import { ErrorText, FilePicker, mount, saveAs, type Context } from './shell';
 
@@ -50,6 +51,16 @@ function EditorForm({ save, submit, onCancel, children }: { save: () => Promise<
   );
 }
 
+/** The JSON text as an object, or undefined while it is not one. */
+function objectOf(json: string): Record<string, unknown> | undefined {
+  try {
+    const v = JSON.parse(json) as unknown;
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** Fields the service keeps itself: not part of a definition to edit. */
 const SERVICE_FIELDS = ['object_id', 'created_on', 'created_by', 'updated_on', 'updated_by', 'deleted'];
 
@@ -57,22 +68,23 @@ const SERVICE_FIELDS = ['object_id', 'created_on', 'created_by', 'updated_on', '
  * A resource as JSON, created or replaced through the API (its validation messages shown as they come).
  * An existing one is read whole first: lists give only a summary.
  */
-function Editor({ ctx, path, initial, onSaved, onCancel }: { ctx: Context; path: string; initial: Resource | undefined; onSaved: () => void; onCancel: () => void }) {
+function Editor({ ctx, kind, initial, onSaved, onCancel }: { ctx: Context; kind: keyof typeof TYPES; initial: Resource | undefined; onSaved: () => void; onCancel: () => void }) {
+  const path = TYPES[kind].path;
   const [name, setName] = useState(initial?.name ?? '');
-  const [text, setText] = useState(initial ? '' : '{}');
+  const [json, setJson] = useState(initial ? '' : '{}');
   const [error, setError] = useState<unknown>();
   useEffect(() => {
     if (!initial) return;
     ctx.api.json<Resource | { resource: Resource }>('management', `/providers/${path}/${encodeURIComponent(initial.name)}`).then((r) => {
       const definition = Object.fromEntries(Object.entries(unwrap(r)).filter(([field]) => !SERVICE_FIELDS.includes(field)));
-      setText(JSON.stringify(definition, null, 2));
+      setJson(JSON.stringify(definition, null, 2));
     }, setError);
   }, [initial?.name]);
-  if (initial && !text) return <ErrorText error={error} />;
+  if (initial && !json) return <ErrorText error={error} />;
   const save = async () => {
     let body: Record<string, unknown>;
     try {
-      body = JSON.parse(text) as Record<string, unknown>;
+      body = JSON.parse(json) as Record<string, unknown>;
     } catch {
       throw new Error('The definition is not valid JSON');
     }
@@ -83,8 +95,9 @@ function Editor({ ctx, path, initial, onSaved, onCancel }: { ctx: Context; path:
     <EditorForm save={save} submit="Save" onCancel={onCancel}>
       <label for="resource-name">Name</label>
       <input id="resource-name" value={name} onInput={(e) => setName(e.currentTarget.value)} required readOnly={initial !== undefined} />
+      <DefinitionFields ctx={ctx} kind={kind} definition={objectOf(json)} onChange={(d) => setJson(JSON.stringify(d, null, 2))} />
       <label for="resource-json">Definition (JSON)</label>
-      <textarea id="resource-json" rows={14} spellcheck={false} value={text} onInput={(e) => setText(e.currentTarget.value)} />
+      <textarea id="resource-json" rows={14} spellcheck={false} value={json} onInput={(e) => setJson(e.currentTarget.value)} />
     </EditorForm>
   );
 }
@@ -416,7 +429,7 @@ function Resources({ ctx, kind }: { ctx: Context; kind: keyof typeof TYPES }) {
       ) : editing ? (
         <Editor
           ctx={ctx}
-          path={t.path}
+          kind={kind}
           initial={editing === 'new' ? undefined : editing}
           onCancel={() => setEditing(undefined)}
           onSaved={() => {

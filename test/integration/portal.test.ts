@@ -160,8 +160,11 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     const { workflow_object_id } = (guide.body as { resource: { workflow_object_id: string } }).resource;
     await page.goto(`${app.core}/portal/manage.html#agents`);
     await page.getByRole('button', { name: 'New agent' }).click();
-    await page.getByLabel('Name').fill('concierge');
-    await page.getByLabel('Definition (JSON)').fill(JSON.stringify({ type: 'agent', display_name: 'Concierge', workflow_object_id }));
+    await page.getByLabel('Name', { exact: true }).fill('concierge');
+    // The fields write into the JSON definition, which is what is sent.
+    await page.getByLabel('Display name').fill('Concierge');
+    await page.getByLabel('Workflow').selectOption({ label: 'guide-workflow' });
+    expect(JSON.parse(await page.getByLabel('Definition (JSON)').inputValue())).toEqual({ display_name: 'Concierge', workflow_object_id });
     await page.getByRole('button', { name: 'Save' }).click();
     const row = page.getByRole('row').filter({ hasText: 'concierge' });
     await row.getByRole('button', { name: 'Properties and tokens' }).click();
@@ -191,20 +194,30 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     expect((await properties()).text_rewrite_settings).toBeNull();
   });
 
-  it('edits a prompt from its whole stored definition, not the summary the list shows', async () => {
+  it('edits a prompt in its fields and its JSON, from its whole stored definition, not the summary the list shows', async () => {
     const prompt = async () => ((await app.call('GET', `${providers(app, 'Svc.Prompt')}/prompts/guide-prompt`)).body as { resource: Record<string, unknown> }).resource;
     const before = await prompt();
     await page.goto(`${app.core}/portal/manage.html#prompts`);
     await page.getByRole('row').filter({ hasText: 'guide-prompt' }).getByRole('button', { name: 'Edit' }).click();
     const json = page.getByLabel('Definition (JSON)');
-    await expect.poll(() => json.inputValue()).toContain(String(before.prefix));
+    const prefix = page.getByLabel('Prefix (the system prompt)');
+    await expect.poll(() => prefix.inputValue()).toBe(String(before.prefix));
+    expect(Object.keys(JSON.parse(await json.inputValue()) as object)).not.toContain('created_on');
+    // Typed into the field, line by line (a trailing newline stays while typing); a change in the JSON shows in the field.
+    await prefix.fill('');
+    await prefix.pressSequentially('You guide visitors\nthrough the penguin house.\n');
+    expect(await prefix.inputValue()).toBe('You guide visitors\nthrough the penguin house.\n');
+    await page.getByLabel('Category').fill('Zoo');
     const definition = JSON.parse(await json.inputValue()) as Record<string, unknown>;
-    expect(Object.keys(definition)).not.toContain('created_on');
-    await json.fill(JSON.stringify({ ...definition, prefix: 'You guide visitors through the penguin house.' }));
+    expect(definition).toMatchObject({ prefix: 'You guide visitors\nthrough the penguin house.\n', category: 'Zoo' });
+    await json.fill(JSON.stringify({ ...definition, category: undefined, suffix: 'Answer briefly.' }));
+    expect(await page.getByLabel('Suffix').inputValue()).toBe('Answer briefly.');
+    expect(await page.getByLabel('Category').inputValue()).toBe('');
+    await shot('manage-prompt');
     await page.getByRole('button', { name: 'Save' }).click();
     await page.getByRole('button', { name: 'New prompt' }).waitFor();
     const after = await prompt();
-    expect(after).toEqual({ ...before, prefix: 'You guide visitors through the penguin house.', updated_on: after.updated_on });
+    expect(after).toEqual({ ...before, prefix: 'You guide visitors\nthrough the penguin house.\n', suffix: 'Answer briefly.', updated_on: after.updated_on });
   });
 
   it('processes a data pipeline and shows the run finish with its counts', async () => {
