@@ -4,7 +4,7 @@
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError } from './api';
 import { text, unwrap, type Resource } from './resource';
-import { ErrorText, type Context } from './shell';
+import { ErrorText, submitTo, type Context } from './shell';
 
 const setting = (key: string) => `/providers/Svc.Configuration/appConfigurations/${encodeURIComponent(key)}`;
 
@@ -50,10 +50,7 @@ export function BrandingForm({ ctx, onSaved }: { ctx: Context; onSaved: () => vo
     <form
       class="properties"
       aria-label="Branding"
-      onSubmit={(e) => {
-        e.preventDefault();
-        save().catch(setError);
-      }}
+      onSubmit={submitTo(save, setError)}
     >
       <h3>Branding</h3>
       {BRANDING.map(([field, , label]) => (
@@ -144,10 +141,7 @@ export function QuotasForm({ ctx, onSaved }: { ctx: Context; onSaved: () => void
     <form
       class="properties"
       aria-label="Quotas"
-      onSubmit={(e) => {
-        e.preventDefault();
-        save().catch(setError);
-      }}
+      onSubmit={submitTo(save, setError)}
     >
       <h3>Completion quotas</h3>
       {quotas.length === 0 && <p class="muted">No quotas: completions are not limited.</p>}

@@ -7,7 +7,7 @@ import { BarChart } from './chart';
 import { BrandingForm, QuotasForm } from './app-config';
 import { DefinitionFields } from './definition-fields';
 import { text, unwrap, type Resource } from './resource';
-import { ErrorText, FilePicker, mount, saveAs, type Context } from './shell';
+import { ErrorText, FilePicker, mount, saveAs, submitTo, type Context } from './shell';
 
 /** Resource types with their list in the Management API, as the portal's sections show them. */
 const TYPES = {
@@ -33,11 +33,10 @@ function EditorForm({ save, submit, onCancel, children }: { save: () => Promise<
   return (
     <form
       class="editor"
-      onSubmit={(e) => {
-        e.preventDefault();
+      onSubmit={submitTo(() => {
         setError(undefined);
-        save().catch(setError);
-      }}
+        return save();
+      }, setError)}
     >
       {children}
       <ErrorText error={error} />
@@ -233,10 +232,7 @@ function AgentProperties({ ctx, agent }: { ctx: Context; agent: string }) {
   return (
     <form
       class="properties"
-      onSubmit={(e) => {
-        e.preventDefault();
-        save().catch(setError);
-      }}
+      onSubmit={submitTo(save, setError)}
     >
       <h3>Properties</h3>
       {TEXT_PROPERTIES.map(([n, label]) => (
@@ -317,10 +313,7 @@ function AgentTokens({ ctx, agent }: { ctx: Context; agent: string }) {
       </ul>
       <form
         class="row"
-        onSubmit={(e) => {
-          e.preventDefault();
-          create().catch(setError);
-        }}
+        onSubmit={submitTo(create, setError)}
       >
         <label for="token-name">Token name</label>
         <input id="token-name" value={name} onInput={(e) => setName(e.currentTarget.value)} required />

@@ -35,6 +35,12 @@ export function ErrorText({ error }: { error: unknown }) {
   );
 }
 
+/** A form's submit handler: the page stays, `save` runs, and what it throws goes to `onError` to be shown. */
+export const submitTo = (save: () => Promise<unknown>, onError: (e: unknown) => void) => (e: Event) => {
+  e.preventDefault();
+  save().catch(onError);
+};
+
 /** A button that picks one file (the input itself hidden, reachable through its label). */
 /** Saves an answer's body as a file the browser downloads. */
 export async function saveAs(r: Response, fileName: string): Promise<void> {
