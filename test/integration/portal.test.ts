@@ -6,11 +6,13 @@
 // definition, a data pipeline processed and its run followed to the end, two versions of a plugin package
 // uploaded and the first downloaded back from its history, the branding set (a bad colour refused with the
 // API's message), completion quotas defined (a duplicate refused with the API's message) and enforced, and
-// the Analytics Reader role assigned in the portal's form, then the analytics charts; last, sign-in with
-// MSAL. Prints the chat page's first contentful paint and the JavaScript it ships. Chromium: CHROMIUM_PATH,
-// else Debian's /usr/bin/chromium (README: `apt-get install chromium`); without one the suite is skipped,
-// saying so.
+// the Analytics Reader role assigned in the portal's form, then the analytics charts. Then how it is used:
+// axe-core's WCAG 2 A/AA rules on the main views, a conversation by keyboard alone, a phone-sized screen;
+// last, sign-in with MSAL. Prints the chat page's first contentful paint and the JavaScript it ships.
+// Chromium: CHROMIUM_PATH, else Debian's /usr/bin/chromium (README: `apt-get install chromium`); without one
+// the suite is skipped, saying so.
 import { createHash } from 'node:crypto';
+import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -321,6 +323,76 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await chart.waitFor();
     expect(await page.getByRole('img', { name: /^Conversations per agent: guide 1/ }).count()).toBe(1);
     await shot('analytics');
+  });
+
+  it("passes axe-core's WCAG 2 A and AA rules on the main views", async () => {
+    const axe = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
+    const views: [string, string, string][] = [
+      ['chat', '/portal/', 'Message'],
+      ['agents', '/portal/manage.html#agents', 'New agent'],
+      ['prompt editor', '/portal/manage.html#prompts', 'New prompt'],
+      ['app configuration', '/portal/manage.html#appConfig', 'Add quota'],
+      ['plugin packages', '/portal/manage.html#packages', 'Version'],
+      ['analytics', '/portal/manage.html#analytics', 'Tokens per agent'],
+    ];
+    const found: string[] = [];
+    let rules = 0;
+    for (const [view, url, ready] of views) {
+      await page.goto(`${app.core}${url}`);
+      await page.getByText(ready).or(page.getByLabel(ready)).first().waitFor();
+      if (view === 'prompt editor') await page.getByRole('button', { name: 'New prompt' }).click();
+      // Evaluated through the DevTools protocol: the portal's Content Security Policy refuses inline scripts.
+      await page.evaluate(axe);
+      const result = await page.evaluate(() =>
+        (window as unknown as { axe: { run: (o: unknown) => Promise<{ passes: unknown[]; violations: { id: string; nodes: { target: string[] }[] }[] }> } }).axe.run({ runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } }),
+      );
+      rules += result.passes.length;
+      found.push(...result.violations.map((v) => `${view}: ${v.id} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`));
+    }
+    process.stdout.write(`axe-core: ${views.length} views, ${rules} rule checks passed, ${found.length} violations\n`);
+    expect(found).toEqual([]);
+  });
+
+  it('is used by keyboard alone: Tab to the agent and the message, Enter to send, Shift+Tab back to a rating, Space to give it', async () => {
+    await page.goto(`${app.core}/portal/`);
+    await page.getByLabel('Message').waitFor();
+    /** Presses Tab (or Shift+Tab) until the focused element is the one `is` describes (at most 150 times). */
+    const tabTo = async (is: (e: Element) => boolean, key = 'Tab') => {
+      for (let i = 0; i < 150; i++) {
+        await page.keyboard.press(key);
+        if (await page.evaluate(`(${is.toString()})(document.activeElement)`)) return;
+      }
+      throw new Error('not reachable by Tab');
+    };
+    // The agent by type-ahead in its list (guide shows ratings), then the message.
+    await tabTo((e) => e.id === 'agent');
+    await page.keyboard.type('g');
+    await expect.poll(() => page.getByLabel('Agent').inputValue()).toBe('guide');
+    await tabTo((e) => e.id === 'prompt');
+    await page.keyboard.type('Which penguins huddle?');
+    await page.keyboard.press('Enter');
+    const answer = page.locator('li.message.assistant').last();
+    await expect.poll(() => answer.locator('.text').textContent()).toMatch(/^Echo: Which penguins huddle\?/);
+    await tabTo((e) => e === Array.from(document.querySelectorAll('li.message.assistant [aria-label="Bad answer"]')).at(-1), 'Shift+Tab');
+    await page.keyboard.press('Space');
+    await expect.poll(() => answer.getByRole('button', { name: 'Bad answer' }).getAttribute('aria-pressed')).toBe('true');
+  });
+
+  it('fits a phone screen: no sideways scrolling, the navigation above the content', async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      for (const [url, ready] of [['/portal/', 'Message'], ['/portal/manage.html#agents', 'New agent'], ['/portal/manage.html#appConfig', 'Add quota']] as const) {
+        await page.goto(`${app.core}${url}`);
+        await page.getByText(ready).or(page.getByLabel(ready)).first().waitFor();
+        expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), url).toBeLessThanOrEqual(0);
+        if (url === '/portal/') await shot('chat-phone');
+      }
+      const nav = await page.locator('.manage > nav').boundingBox();
+      const main = await page.locator('.manage > main').boundingBox();
+      expect(nav && main && nav.y + nav.height <= main.y).toBe(true);
+    } finally {
+      await page.setViewportSize({ width: 1280, height: 800 });
+    }
   });
 });
 
