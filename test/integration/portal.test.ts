@@ -7,7 +7,8 @@
 // uploaded and the first downloaded back from its history, the branding set (a bad colour refused with the
 // API's message), completion quotas defined (a duplicate refused with the API's message) and enforced, and
 // the Analytics Reader role assigned in the portal's form, then the analytics charts. Then how it is used:
-// axe-core's WCAG 2 A/AA rules on the main views, a conversation by keyboard alone, a phone-sized screen;
+// axe-core's WCAG 2 A/AA rules on the main views, a conversation by keyboard alone, the agent's show_* flags
+// and welcome message followed, a phone-sized screen;
 // last, sign-in with MSAL. Prints the chat page's first contentful paint and the JavaScript it ships.
 // Chromium: CHROMIUM_PATH, else Debian's /usr/bin/chromium (README: `apt-get install chromium`); without one
 // the suite is skipped, saying so.
@@ -376,6 +377,36 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await tabTo((e) => e === Array.from(document.querySelectorAll('li.message.assistant [aria-label="Bad answer"]')).at(-1), 'Shift+Tab');
     await page.keyboard.press('Space');
     await expect.poll(() => answer.getByRole('button', { name: 'Bad answer' }).getAttribute('aria-pressed')).toBe('true');
+  });
+
+  it("shows what the agent's flags say: a welcome message, and no tokens, rating, prompt or upload when they are off", async () => {
+    const off = { show_message_tokens: false, show_message_rating: false, show_view_prompt: false, show_file_upload: false };
+    const set = await app.call('POST', `${providers(app, 'Svc.Agent')}/agents/concierge/set-properties`, { body: { properties: off, metadata_properties: { welcome_message: 'Welcome to the penguin house.' } } });
+    expect(set.status).toBe(200);
+    await page.goto(`${app.core}/portal/`);
+    await page.getByLabel('Agent').selectOption('concierge');
+    await page.getByRole('button', { name: 'New chat', exact: true }).click();
+    const conversation = page.getByRole('region', { name: 'Conversation' });
+    await expect.poll(() => conversation.locator('li.message.welcome').textContent()).toBe('Welcome to the penguin house.');
+    expect(await page.getByText('Attach a file').count()).toBe(0);
+    await page.getByLabel('Message').fill('Where do the penguins sleep?');
+    await page.getByLabel('Message').press('Enter');
+    const answer = conversation.locator('li.message.assistant').last();
+    await expect.poll(() => answer.locator('.text').textContent()).toMatch(/^Echo: Where do the penguins sleep\?/);
+    expect(await conversation.locator('li.message.welcome').count()).toBe(0);
+    expect(await answer.locator('.tokens').count()).toBe(0);
+    expect(await answer.getByRole('button', { name: 'Good answer' }).count()).toBe(0);
+    expect(await answer.getByText('View prompt').count()).toBe(0);
+    // The guide keeps the defaults: every one of them shows.
+    await page.getByLabel('Agent').selectOption('guide');
+    await page.getByText('Attach a file').waitFor();
+    await page.getByLabel('Message').fill('And the guide?');
+    await page.getByLabel('Message').press('Enter');
+    const shown = conversation.locator('li.message.assistant').last();
+    await expect.poll(() => shown.locator('.text').textContent()).toMatch(/^Echo: And the guide\?/);
+    await expect.poll(() => shown.locator('.tokens').count()).toBe(1);
+    expect(await shown.getByRole('button', { name: 'Good answer' }).count()).toBe(1);
+    expect(await shown.getByText('View prompt').count()).toBe(1);
   });
 
   it('fits a phone screen: no sideways scrolling, the navigation above the content', async () => {
