@@ -395,17 +395,22 @@ function Resources({ ctx, kind }: { ctx: Context; kind: keyof typeof TYPES }) {
   const [editing, setEditing] = useState<Resource | 'new'>();
   const [selected, setSelected] = useState<string>();
   const [runs, setRuns] = useState(0);
+  const [showDeleted, setShowDeleted] = useState(false);
   const [error, setError] = useState<unknown>();
   const runPipeline = (r: Resource) => ctx.api.call('management', `/providers/${t.path}/${encodeURIComponent(r.name)}/process`, { method: 'POST' }).then(() => setRuns((n) => n + 1), setError);
-  const load = () => ctx.api.all<Resource | { resource: Resource }>('management', `/providers/${t.path}`).then((l) => setItems(l.map(unwrap).filter((r) => !r.deleted)), setError);
+  // Deleted resources are listed only when asked for: they can then be purged (and their names used again).
+  const load = (deleted = showDeleted) =>
+    ctx.api.all<Resource | { resource: Resource }>('management', `/providers/${t.path}${deleted ? '?includeDeleted=true' : ''}`).then((l) => setItems(l.map(unwrap).filter((r) => deleted || !r.deleted)), setError);
   useEffect(() => {
     setEditing(undefined);
     setSelected(undefined);
     void load();
   }, [kind]);
-  const remove = (r: Resource) => {
-    if (confirm(`Delete ${r.name}?`)) ctx.api.call('management', `/providers/${t.path}/${encodeURIComponent(r.name)}`, { method: 'DELETE' }).then(load, setError);
+  const act = (r: Resource, question: string, path: string, method: string) => {
+    if (confirm(question)) ctx.api.call('management', `/providers/${t.path}/${encodeURIComponent(r.name)}${path}`, { method }).then(() => load(), setError);
   };
+  const remove = (r: Resource) => act(r, `Delete ${r.name}? It can be purged afterwards.`, '', 'DELETE');
+  const purge = (r: Resource) => act(r, `Purge ${r.name} permanently? This cannot be undone.`, '/purge', 'POST');
   return (
     <section aria-label={t.title}>
       <h2>{t.title}</h2>
@@ -432,7 +437,20 @@ function Resources({ ctx, kind }: { ctx: Context; kind: keyof typeof TYPES }) {
         />
       ) : (
         <>
-          <button onClick={() => setEditing('new')}>New {t.title.replace(/s$/, '').toLowerCase()}</button>
+          <div class="row">
+            <button onClick={() => setEditing('new')}>New {t.title.replace(/s$/, '').toLowerCase()}</button>
+            <label class="check">
+              <input
+                type="checkbox"
+                checked={showDeleted}
+                onChange={(e) => {
+                  setShowDeleted(e.currentTarget.checked);
+                  void load(e.currentTarget.checked);
+                }}
+              />{' '}
+              Show deleted
+            </label>
+          </div>
           <table>
             <thead>
               <tr>
@@ -447,24 +465,32 @@ function Resources({ ctx, kind }: { ctx: Context; kind: keyof typeof TYPES }) {
               {items.map((r) => (
                 <tr key={r.name}>
                   <td>{r.name}</td>
-                  <td class="muted">{details(r)}</td>
+                  <td class="muted">{r.deleted ? 'Deleted' : details(r)}</td>
                   <td>
-                    {kind === 'agents' && (
-                      <button class="link" onClick={() => setSelected(r.name)}>
-                        Properties and tokens
+                    {r.deleted ? (
+                      <button class="link" aria-label={`Purge ${r.name}`} onClick={() => purge(r)}>
+                        Purge
                       </button>
+                    ) : (
+                      <>
+                        {kind === 'agents' && (
+                          <button class="link" onClick={() => setSelected(r.name)}>
+                            Properties and tokens
+                          </button>
+                        )}
+                        {kind === 'pipelines' && (
+                          <button class="link" aria-label={`Process ${r.name}`} onClick={() => void runPipeline(r)}>
+                            Process
+                          </button>
+                        )}
+                        <button class="link" onClick={() => setEditing(r)}>
+                          Edit
+                        </button>
+                        <button class="link" onClick={() => remove(r)}>
+                          Delete
+                        </button>
+                      </>
                     )}
-                    {kind === 'pipelines' && (
-                      <button class="link" aria-label={`Process ${r.name}`} onClick={() => void runPipeline(r)}>
-                        Process
-                      </button>
-                    )}
-                    <button class="link" onClick={() => setEditing(r)}>
-                      Edit
-                    </button>
-                    <button class="link" onClick={() => remove(r)}>
-                      Delete
-                    </button>
                   </td>
                 </tr>
               ))}

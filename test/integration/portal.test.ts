@@ -3,7 +3,7 @@
 // upload, a session renamed and deleted, the user's memory imported, exported and cleared (each deletion
 // only once confirmed), the sessions paged through; then, as the owner, an agent created, an access token
 // issued, its properties edited (a bad one refused with the API's message), a prompt edited from its stored
-// definition, a data pipeline processed and its run followed to the end, two versions of a plugin package
+// definition, one deleted and purged, a data pipeline processed and its run followed to the end, two versions of a plugin package
 // uploaded and the first downloaded back from its history, the branding set (a bad colour refused with the
 // API's message), completion quotas defined (a duplicate refused with the API's message) and enforced, and
 // the Analytics Reader role assigned in the portal's form, then the analytics charts. Then how it is used:
@@ -221,6 +221,40 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await page.getByRole('button', { name: 'New prompt' }).waitFor();
     const after = await prompt();
     expect(after).toEqual({ ...before, prefix: 'You guide visitors\nthrough the penguin house.\n', suffix: 'Answer briefly.', updated_on: after.updated_on });
+  });
+
+  it('deletes a prompt, lists it again with Show deleted, and purges it so its name can be used again', async () => {
+    const url = `${providers(app, 'Svc.Prompt')}/prompts/scratch`;
+    await page.goto(`${app.core}/portal/manage.html#prompts`);
+    const create = async () => {
+      await page.getByRole('button', { name: 'New prompt' }).click();
+      await page.getByLabel('Name', { exact: true }).fill('scratch');
+      await page.getByLabel('Prefix (the system prompt)').fill('A prompt to throw away.');
+      await page.getByRole('button', { name: 'Save' }).click();
+    };
+    await create();
+    const row = page.getByRole('row').filter({ hasText: 'scratch' });
+    page.once('dialog', (d) => void d.accept());
+    await row.getByRole('button', { name: 'Delete' }).click();
+    await expect.poll(() => row.count()).toBe(0);
+    expect((await app.call('GET', url)).body).toMatchObject({ resource: { deleted: true } });
+    // Its name is taken until it is purged: the API says so, and the form shows it.
+    await create();
+    await expect.poll(() => page.getByRole('alert').textContent()).toMatch(/scratch is deleted; purge it/);
+    await page.getByRole('button', { name: 'Cancel' }).click();
+    await page.getByLabel('Show deleted').check();
+    await expect.poll(() => row.textContent()).toMatch(/^scratch\s*Deleted\s*Purge$/);
+    page.once('dialog', (d) => void d.dismiss());
+    await row.getByRole('button', { name: 'Purge scratch' }).click();
+    expect((await app.call('GET', url)).status).toBe(200);
+    page.once('dialog', (d) => void d.accept());
+    await row.getByRole('button', { name: 'Purge scratch' }).click();
+    await expect.poll(() => row.count()).toBe(0);
+    expect((await app.call('GET', url)).status).toBe(404);
+    await page.getByLabel('Show deleted').uncheck();
+    await create();
+    await expect.poll(() => row.textContent()).toMatch(/^scratch/);
+    expect((await app.call('GET', url)).body).toMatchObject({ resource: { prefix: 'A prompt to throw away.', deleted: false } });
   });
 
   it('processes a data pipeline and shows the run finish with its counts', async () => {
