@@ -3,15 +3,15 @@
 // upload, a session renamed and deleted, the user's memory imported, exported and cleared (each deletion
 // only once confirmed), the sessions paged through; then, as the owner, an agent created, an access token
 // issued, its properties edited (a bad one refused with the API's message), a prompt edited from its stored
-// definition, one deleted and purged, a data pipeline processed and its run followed to the end, two versions of a plugin package
-// uploaded and the first downloaded back from its history, the branding set (a bad colour refused with the
-// API's message), completion quotas defined (a duplicate refused with the API's message) and enforced, and
-// the Analytics Reader role assigned in the portal's form, then the analytics charts. Then how it is used:
-// axe-core's WCAG 2 A/AA rules on the main views, a conversation by keyboard alone, the agent's show_* flags
-// and welcome message followed, a phone-sized screen;
-// last, sign-in with MSAL. Prints the chat page's first contentful paint and the JavaScript it ships.
-// Chromium: CHROMIUM_PATH, else Debian's /usr/bin/chromium (README: `apt-get install chromium`); without one
-// the suite is skipped, saying so.
+// definition, one deleted and purged, a data pipeline processed and its run followed to the end, two
+// versions of a plugin package uploaded and the first downloaded back from its history, the branding set (a
+// bad colour refused with the API's message), completion quotas defined (a duplicate refused with the API's
+// message) and enforced, and the Analytics Reader role assigned in the portal's form, then the analytics
+// charts. Then how it is used: axe-core's WCAG 2 A/AA rules on the main views, a conversation by keyboard
+// alone, the agent's show_* flags and welcome message followed, a phone-sized screen; last, sign-in with
+// MSAL. Prints the chat page's first contentful paint and the JavaScript it ships. Chromium: CHROMIUM_PATH,
+// else Debian's /usr/bin/chromium (README: `apt-get install chromium`); without one the suite is skipped,
+// saying so.
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
