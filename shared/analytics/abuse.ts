@@ -17,6 +17,21 @@ export const THRESHOLD_DEFAULTS = {
 } as const;
 export type Thresholds = Record<keyof typeof THRESHOLD_DEFAULTS, number>;
 
+const THRESHOLD_PREFIX = 'svc:analytics:abusedetection:';
+const THRESHOLD_NAMES = new Map(Object.keys(THRESHOLD_DEFAULTS).map((k) => [k.toLowerCase(), k]));
+
+/**
+ * Why a value may not be stored under a Svc:Analytics:AbuseDetection:* key: the key must be one the
+ * detection reads and the value a positive number. Undefined for other keys.
+ */
+export function thresholdProblem(key: string, value: string): string | undefined {
+  const id = key.toLowerCase();
+  if (!id.startsWith(THRESHOLD_PREFIX)) return undefined;
+  if (!THRESHOLD_NAMES.has(id.slice(THRESHOLD_PREFIX.length))) return `is not an abuse detection setting (those are ${[...THRESHOLD_NAMES.values()].join(', ')})`;
+  const n = value.trim() === '' ? NaN : Number(value);
+  return Number.isFinite(n) && n > 0 ? undefined : 'must be a positive number';
+}
+
 /** Thresholds from the Svc:Analytics:AbuseDetection:* configuration values, else the defaults. */
 export async function thresholds(settings: AppSettings): Promise<Thresholds> {
   const entries = await Promise.all(

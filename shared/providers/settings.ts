@@ -36,7 +36,7 @@ export class AppSettings {
 
   async getNumber(key: string, fallback: number): Promise<number> {
     const raw = await this.get(key);
-    const n = raw === undefined ? NaN : Number(raw);
+    const n = raw === undefined || raw.trim() === '' ? NaN : Number(raw);
     return Number.isFinite(n) ? n : fallback;
   }
 

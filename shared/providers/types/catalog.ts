@@ -2,6 +2,7 @@
 // and their runs, AI models, app configurations and API endpoint configurations.
 import { z } from 'zod';
 import { SECRET_NAME, SECRET_NAME_RULE } from '../../config.js';
+import { thresholdProblem } from '../../analytics/abuse.js';
 import { parseQuotaDefinitions, QUOTA_SETTING } from '../../completions/quotas.js';
 import { badRequest, validationError } from '../../http/errors.js';
 import { dropPipelineDocuments } from '../../knowledge/runs.js';
@@ -16,12 +17,12 @@ import { BLOCKLIST_SETTING, compileBlocklist } from '../../shielding/blocklist.j
 import { checkWorkflowLinks } from './agent-links.js';
 import { PLATFORM_MEMORY } from '../../tools/mcp.js';
 
-/** Settings the service reads whose values have rules (shielding's blocklist, quota definitions). */
+/** Settings the service reads whose values have rules (shielding's blocklist, quotas, abuse thresholds). */
 function settingProblem(key: string, value: string): string | undefined {
   // Without case, as settings are read.
   const id = key.toLowerCase();
   const parsed = id === BLOCKLIST_SETTING.toLowerCase() ? compileBlocklist(value) : id === QUOTA_SETTING.toLowerCase() ? parseQuotaDefinitions(value) : undefined;
-  return typeof parsed === 'string' ? parsed : undefined;
+  return typeof parsed === 'string' ? parsed : thresholdProblem(key, value);
 }
 
 const ObjectId = z.string().regex(/^\/instances\/[^/]+\/providers\/Svc\.[A-Za-z]+\/[A-Za-z]+\/[^/]+$/, 'must be a resource object id');

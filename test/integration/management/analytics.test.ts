@@ -329,6 +329,19 @@ describe('analytics', () => {
       await app.call('DELETE', `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${key}`);
       expect(await indicatorTypes('errors@x.com')).toEqual(['HighErrorRate:Medium']);
     });
+
+    it('refuses a threshold that is not a positive number, or a key the detection does not read', async () => {
+      const save = (key: string, value: string) => app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${key}`, { body: { name: key, key, value } });
+      for (const value of ['', '0', '-5', 'ten', 'Infinity']) {
+        const r = await save('Svc:Analytics:AbuseDetection:RapidFireThreshold', value);
+        expect(r.status, value).toBe(400);
+        expect(JSON.stringify(r.body), value).toContain('must be a positive number');
+      }
+      const typo = await save('svc:analytics:abusedetection:RapidFireTreshold', '5');
+      expect(typo.status).toBe(400);
+      expect(JSON.stringify(typo.body)).toContain('is not an abuse detection setting');
+      expect(await indicatorTypes('errors@x.com')).toEqual(['HighErrorRate:Medium']);
+    });
   });
 
   it('defaults to the last 30 days', async () => {
