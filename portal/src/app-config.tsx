@@ -47,11 +47,7 @@ export function BrandingForm({ ctx, onSaved }: { ctx: Context; onSaved: () => vo
   };
   if (!loaded) return <ErrorText error={error} />;
   return (
-    <form
-      class="properties"
-      aria-label="Branding"
-      onSubmit={submitTo(save, setError)}
-    >
+    <form class="properties" aria-label="Branding" onSubmit={submitTo(save, setError)}>
       <h3>Branding</h3>
       {BRANDING.map(([field, , label]) => (
         <div key={field}>
@@ -138,11 +134,7 @@ export function QuotasForm({ ctx, onSaved }: { ctx: Context; onSaved: () => void
   };
   const agentOf = (q: Quota) => (q.context.startsWith(`${ALL_AGENTS}:`) ? q.context.slice(ALL_AGENTS.length + 1) : '');
   return (
-    <form
-      class="properties"
-      aria-label="Quotas"
-      onSubmit={submitTo(save, setError)}
-    >
+    <form class="properties" aria-label="Quotas" onSubmit={submitTo(save, setError)}>
       <h3>Completion quotas</h3>
       {quotas.length === 0 && <p class="muted">No quotas: completions are not limited.</p>}
       {quotas.map((q, i) => {
