@@ -58,14 +58,19 @@ interface AggregateSource {
 
 /**
  * Opens (creating when needed) the SQLite file; `:memory:` gives a private in-memory store. Aggregates of
- * a file-backed store run on `readers` read-only connections in worker threads (0: on this thread).
+ * a file-backed store run on `readers` read-only connections in worker threads (0: on this thread); the log
+ * is checkpointed every `checkpointMs`.
  */
-export function openSqliteStore(file: string, definitions = CONTAINER_LIST, options: { readers?: number } = {}): DocumentStore {
+export function openSqliteStore(
+  file: string,
+  definitions = CONTAINER_LIST,
+  options: { readers?: number; checkpointMs?: number } = {},
+): DocumentStore {
   const db = openSqliteFile(file, { mapped: false });
   db.pragma('temp_store = MEMORY');
   // Checkpoints (which fsync) run in a worker thread, never inside a commit nor on the event loop.
   db.pragma('wal_autocheckpoint = 0');
-  const checkpointer = file === ':memory:' ? undefined : startCheckpointer(file, 2000);
+  const checkpointer = file === ':memory:' ? undefined : startCheckpointer(file, options.checkpointMs ?? 2000);
   const readerCount = file === ':memory:' ? 0 : (options.readers ?? 2);
   let pool: ReaderPool | undefined;
   // Started on first use: most processes never run an aggregate.

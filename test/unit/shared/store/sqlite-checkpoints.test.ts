@@ -39,10 +39,12 @@ describe('embedded store checkpoints', () => {
   it('starts the log over even when writes never pause, so it does not grow with everything ever written', async () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'checkpoints-'));
     const file = path.join(dir, 'store.db');
-    store = openSqliteStore(file);
+    // A short interval, so the log holds a small part of what was written however slowly a loaded machine
+    // writes (with the 2 s default, the last interval's writes alone came near a quarter of the total).
+    store = openSqliteStore(file, undefined, { checkpointMs: 250 });
     const messages = store.container('sessions');
     const text = 'x'.repeat(2000);
-    // About 100 MB of log in batches 20 ms apart, for longer than a few checkpoint intervals (2 s).
+    // About 100 MB of log in batches 20 ms apart, for many checkpoint intervals.
     const started = Date.now();
     for (let batch = 0; Date.now() - started < 7000; batch++) {
       await messages.createMany(Array.from({ length: 500 }, (_, i) => ({ id: `m${batch}-${i}`, pk: `user${i % 50}`, text })));
