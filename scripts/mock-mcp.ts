@@ -10,11 +10,14 @@ import { z } from 'zod';
 export interface TestMcpServer {
   url: string;
   calls: { tool: string; args: unknown; authorization: string | undefined }[];
+  /** How many slow calls run now, and the most that ran at once (a test may reset it). */
+  slow: { running: number; peak: number };
   close(): Promise<void>;
 }
 
 export async function startMcpServer(): Promise<TestMcpServer> {
   const calls: TestMcpServer['calls'] = [];
+  const slow = { running: 0, peak: 0 };
   const build = (authorization: string | undefined) => {
     const server = new McpServer({ name: 'test-tools', version: '1.0.0' });
     const record = (tool: string, args: unknown) => calls.push({ tool, args, authorization });
@@ -24,7 +27,8 @@ export async function startMcpServer(): Promise<TestMcpServer> {
     });
     server.registerTool('slow', { description: 'Answers after a while', inputSchema: { ms: z.number() } }, async ({ ms }) => {
       record('slow', { ms });
-      await new Promise((r) => setTimeout(r, ms));
+      slow.peak = Math.max(slow.peak, ++slow.running);
+      await new Promise((r) => setTimeout(r, ms)).finally(() => slow.running--);
       return { content: [{ type: 'text', text: 'finally' }] };
     });
     server.registerTool('repeat', { description: 'Repeats a text', inputSchema: { text: z.string(), times: z.number().int() } }, ({ text, times }) => {
@@ -62,6 +66,7 @@ export async function startMcpServer(): Promise<TestMcpServer> {
   return {
     url: `http://127.0.0.1:${(httpServer.address() as AddressInfo).port}/mcp`,
     calls,
+    slow,
     close: () =>
       new Promise<void>((resolve) => {
         httpServer.closeAllConnections();
