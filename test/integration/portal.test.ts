@@ -118,7 +118,7 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     page.once('dialog', (d) => void d.accept());
     await sessions.getByRole('button', { name: 'Delete Penguin notes' }).click();
     await expect.poll(names).not.toContain('Penguin notes');
-    expect(await sessions.getByRole('list').textContent()).not.toContain('Penguin notes');
+    await expect.poll(() => sessions.getByRole('list').textContent()).not.toContain('Penguin notes');
   });
 
   it("imports, exports and clears the user's memory, clearing only once confirmed", async () => {
@@ -177,7 +177,8 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await shot('manage-agent');
     const r = await fetch(`${app.core}/instances/${INSTANCE}/branding`, { headers: { 'x-agent-access-token': secret } });
     expect(r.status).toBe(200);
-    expect(await page.getByRole('listitem').filter({ hasText: 'kiosk' }).count()).toBe(1);
+    // The list reloads after the secret shows.
+    await expect.poll(() => page.getByRole('listitem').filter({ hasText: 'kiosk' }).count()).toBe(1);
   });
 
   it("edits an agent's spec 2.12 properties, showing the API's validation message for a bad one", async () => {
