@@ -12,9 +12,9 @@ export const BUNDLE_DIR = path.join(root, 'dist', 'bundle');
 
 /**
  * Entry points, each a file of its own in the bundle's folder: the server, and the worker threads the
- * embedded store starts by URL relative to the module that starts them (which the bundle's start.js is).
+ * embedded store and the extraction pool start by URL relative to the module that starts them.
  */
-const ENTRIES = ['scripts/start.ts', 'shared/store/sqlite-reader-worker.ts', 'shared/store/sqlite-checkpoint-worker.ts'];
+const ENTRIES = ['scripts/start.ts', 'shared/store/sqlite-reader-worker.ts', 'shared/store/sqlite-checkpoint-worker.ts', 'shared/knowledge/extract-worker.ts'];
 
 /**
  * Left to node_modules: the native SQLite binding; Azurite, which runs as its own process; and the telemetry

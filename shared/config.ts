@@ -60,6 +60,17 @@ const Env = z.object({
   MODEL_MAX_RESPONSE_BYTES: optional(PositiveInt).default(4 * 1024 * 1024),
   /** Lets user-configured URLs (web data sources, webhooks) be plain http and reach loopback and private networks. */
   ALLOW_PRIVATE_NETWORK: optional(Flag).default(false),
+  /**
+   * Hosts (exact names, or `.suffix` for a domain's hosts) of this service's own tool servers: the only places a
+   * managed-identity token for the service's own audience (AUTH_AUDIENCE) is sent, over https. Empty: nowhere.
+   */
+  SERVICE_TOKEN_HOSTS: optional(List).default([]),
+  /** Deadline of reading one document's text (HTML, PDF, Word) in an extraction worker, seconds. */
+  EXTRACTION_TIMEOUT_SECONDS: optional(z.coerce.number().int().min(1).max(600)).default(60),
+  /** Deadline of one document of a data pipeline run (download, extraction, embedding), seconds. */
+  PIPELINE_DOCUMENT_TIMEOUT_SECONDS: optional(z.coerce.number().int().min(1).max(3600)).default(300),
+  /** Deadline of a whole data pipeline run, seconds: past it the run ends Failed, naming what was not done. */
+  PIPELINE_RUN_TIMEOUT_SECONDS: optional(z.coerce.number().int().min(10).max(86_400)).default(3600),
   /** Storage queue of async completions; its poison queue is `<name>-poison`. One per instance. */
   ASYNC_COMPLETIONS_QUEUE: optional(z.string().regex(/^[a-z0-9](?!.*--)[a-z0-9-]{1,50}[a-z0-9]$/, 'must be a Storage queue name (3-52 lower-case letters, digits, hyphens)')).default('async-completions'),
   /**
@@ -162,11 +173,13 @@ export interface Config {
   modelMaxRetries: number;
   modelMaxResponseBytes: number;
   allowPrivateNetwork: boolean;
+  /** Where tokens for the service's own audience may go (SERVICE_TOKEN_HOSTS). */
+  serviceTokenHosts: readonly string[];
   asyncQueue: string;
   queueVisibilityTimeoutSeconds: number;
   asyncOperationTimeoutSeconds: number;
   webhooks: { queue: string; retryBaseSeconds: number };
-  knowledge: { queue: string; cacheTtlSeconds: number; file: string };
+  knowledge: { queue: string; cacheTtlSeconds: number; file: string; extractionTimeoutMs: number; documentTimeoutMs: number; runTimeoutMs: number };
   tools: { maxRounds: number; timeBudgetMs: number; resultMaxChars: number };
   logLevel: LogLevel;
   logFormat: 'json' | 'pretty' | undefined;
@@ -231,12 +244,20 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     modelMaxRetries: e.MODEL_MAX_RETRIES,
     modelMaxResponseBytes: e.MODEL_MAX_RESPONSE_BYTES,
     allowPrivateNetwork: e.ALLOW_PRIVATE_NETWORK,
+    serviceTokenHosts: e.SERVICE_TOKEN_HOSTS.map((h) => h.toLowerCase()),
     asyncQueue: e.ASYNC_COMPLETIONS_QUEUE,
     queueVisibilityTimeoutSeconds: e.QUEUE_VISIBILITY_TIMEOUT_SECONDS,
     asyncOperationTimeoutSeconds: e.ASYNC_OPERATION_TIMEOUT_SECONDS,
     webhooks: { queue: e.WEBHOOKS_QUEUE, retryBaseSeconds: e.WEBHOOK_RETRY_BASE_SECONDS },
     // The embedded vector index's file, beside the embedded store's (unused with STORE=cosmos).
-    knowledge: { queue: e.PIPELINES_QUEUE, cacheTtlSeconds: e.SEMANTIC_CACHE_TTL_SECONDS, file: path.join(dataDir, 'knowledge.db') },
+    knowledge: {
+      queue: e.PIPELINES_QUEUE,
+      cacheTtlSeconds: e.SEMANTIC_CACHE_TTL_SECONDS,
+      file: path.join(dataDir, 'knowledge.db'),
+      extractionTimeoutMs: e.EXTRACTION_TIMEOUT_SECONDS * 1000,
+      documentTimeoutMs: e.PIPELINE_DOCUMENT_TIMEOUT_SECONDS * 1000,
+      runTimeoutMs: e.PIPELINE_RUN_TIMEOUT_SECONDS * 1000,
+    },
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
     tools: { maxRounds: e.TOOL_MAX_ROUNDS, timeBudgetMs: e.TOOL_TIME_BUDGET_SECONDS * 1000, resultMaxChars: e.TOOL_RESULT_MAX_CHARS },

@@ -42,7 +42,7 @@ const probes = new WeakMap<Services, { blobs: BlobServiceClient; queues: QueueSe
 const probeClients = (s: Services) => {
   let p = probes.get(s);
   if (!p) {
-    p = { blobs: createBlobService(s.config.storage, { maxTries: 1 }), queues: createQueueService(s.config.storage, { maxTries: 1 }) };
+    p = { blobs: createBlobService(s.config.storage, s.gate, { maxTries: 1 }), queues: createQueueService(s.config.storage, s.gate, { maxTries: 1 }) };
     probes.set(s, p);
   }
   return p;

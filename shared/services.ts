@@ -1,7 +1,7 @@
 // The composition root: everything a handler may use, built once per process from configuration.
 import type { BlobServiceClient } from '@azure/storage-blob';
 import type { QueueServiceClient } from '@azure/storage-queue';
-import { azureCredential } from './auth/azure-credential.js';
+import type { CredentialGate } from './auth/credential-gate.js';
 import { createAuthenticator, type Authenticator } from './auth/authenticate.js';
 import type { Authorizer } from './auth/authorizer.js';
 import { AgentTokens, type AgentTokenDoc } from './auth/agent-tokens.js';
@@ -11,7 +11,7 @@ import { RoleBasedAuthorizer, type RoleAssignmentDoc } from './auth/rbac.js';
 import { createBearerVerifier, type BearerVerifier } from './auth/bearer.js';
 import type { Config } from './config.js';
 import { createLog, type Log } from './log.js';
-import { ModelCredentials } from './models/credentials.js';
+import { gateOf, ModelCredentials } from './models/credentials.js';
 import { ModelGateway } from './models/gateway.js';
 import { guardedAgent } from './net/outbound.js';
 import { Quotas } from './completions/quotas.js';
@@ -32,6 +32,7 @@ import { openStore } from './store/open.js';
 import { createBlobService, createQueueService } from './store/storage.js';
 import type { Dispatcher } from 'undici';
 import type { DocumentStore } from './store/types.js';
+import { ExtractionPool } from './knowledge/extract-pool.js';
 import { lazyVectorIndex } from './knowledge/open.js';
 import type { VectorIndex } from './knowledge/vector-index.js';
 
@@ -50,6 +51,8 @@ export interface Services {
   readonly models: ModelGateway;
   /** API keys and managed-identity tokens for outbound calls (models, tool servers). */
   readonly credentials: ModelCredentials;
+  /** The one source of managed-identity tokens: each audience's scopes, only to that audience's hosts. */
+  readonly gate: CredentialGate;
   readonly quotas: Quotas;
   /** Pages of lists, with continuation tokens signed by the store's paging key. */
   readonly pager: Pager;
@@ -59,6 +62,8 @@ export interface Services {
   readonly blobs: BlobServiceClient;
   readonly queues: QueueServiceClient;
   readonly producer: QueueProducer;
+  /** Worker threads that read documents' text (HTML, PDF, Word), bounded in time and memory. */
+  readonly extraction: ExtractionPool;
   /** Partitions of knowledge documents and semantic cache entries, searched by similarity. */
   readonly vectors: VectorIndex;
   /** Connections to URLs users configure (webhooks, web data sources): the outbound rules for user URLs. */
@@ -76,23 +81,25 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const store = overrides.store ?? (await openStore(config.store));
   await migrate(store, (message) => log.info(message));
   const bearer = await createBearerVerifier(config.auth);
-  const queues = createQueueService(config.storage);
+  const gate = gateOf(config);
+  const queues = createQueueService(config.storage, gate);
   const authorizer = new RoleBasedAuthorizer(store.container<RoleAssignmentDoc>('resources'), config.instanceId);
   await bootstrapOwners(store, config);
   const directory = new PrincipalDirectory(
     store.container('principals'),
     store.container('resources'),
-    config.graphUrl ? graphOptions(config.graphUrl, config.azureClientId) : undefined,
+    config.graphUrl ? graphOptions(config.graphUrl, gate) : undefined,
     (e) => log.warn('Could not record a principal', { error: e instanceof Error ? e.message : String(e) }),
   );
-  const blobs = createBlobService(config.storage);
+  const blobs = createBlobService(config.storage, gate);
   const resourceCache = new ResourceCache(store.container<ResourceDoc>('resources'), config.instanceId);
   const agentTokens = new AgentTokens(store.container<AgentTokenDoc>('tokens'), config.instanceId, config.internalDomain, (name) =>
     resourceCache.get(objectIdOf(config.instanceId, agents, name)),
   );
   const settings = new AppSettings(store.container<AppConfigDoc>('resources'));
   const vectors = lazyVectorIndex(config);
-  const credentials = new ModelCredentials(config);
+  const extraction = new ExtractionPool({ timeoutMs: config.knowledge.extractionTimeoutMs });
+  const credentials = new ModelCredentials(config, gate);
   const queueNames = [config.asyncQueue, config.webhooks.queue, config.knowledge.queue];
   const unobserve = observeQueues([...queueNames, ...queueNames.map((q) => `${q}-poison`)], (name) => readQueue(queues, name));
   return {
@@ -108,6 +115,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     conversations: new Conversations(store.container<SessionDoc | MessageDoc>('sessions')),
     files: new Files(store.container<FileDoc>('files'), blobs.getContainerClient(config.filesContainer), config.instanceId, config.maxUploadBytes),
     credentials,
+    gate,
     models: new ModelGateway({
       maxRetries: config.modelMaxRetries,
       maxResponseBytes: config.modelMaxResponseBytes,
@@ -129,23 +137,17 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     queues,
     producer: new QueueProducer(queues),
     vectors,
+    extraction,
     userDispatcher: guardedAgent({ policy: 'user', allowPrivateNetwork: config.allowPrivateNetwork }),
     close: async () => {
       unobserve();
+      await extraction.close();
       await vectors.close();
       await store.close();
     },
   };
 }
 
-function graphOptions(baseUrl: string, clientId: string | undefined) {
-  const credential = azureCredential(clientId);
-  return {
-    baseUrl,
-    getToken: async () => {
-      const token = await credential.getToken(`${baseUrl}/.default`);
-      if (!token) throw new Error('No token for Microsoft Graph');
-      return token.token;
-    },
-  };
+function graphOptions(baseUrl: string, gate: CredentialGate) {
+  return { baseUrl, getToken: () => gate.bearer('graph', baseUrl) };
 }

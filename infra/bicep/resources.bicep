@@ -337,6 +337,10 @@ func settings(clientId string, serviceApis string, connectionString string, stor
   { name: 'TOOL_MAX_ROUNDS', value: '5' }
   { name: 'TOOL_TIME_BUDGET_SECONDS', value: '60' }
   { name: 'TOOL_RESULT_MAX_CHARS', value: '16000' }
+  { name: 'SERVICE_TOKEN_HOSTS', value: '' }
+  { name: 'PIPELINE_RUN_TIMEOUT_SECONDS', value: '3600' }
+  { name: 'PIPELINE_DOCUMENT_TIMEOUT_SECONDS', value: '300' }
+  { name: 'EXTRACTION_TIMEOUT_SECONDS', value: '60' }
   { name: 'LOG_LEVEL', value: 'info' }
   { name: 'LOG_FORMAT', value: 'json' }
   // Empty: traces and metrics go to Application Insights only; set a collector's URL to export OTLP too.

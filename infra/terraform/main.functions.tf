@@ -59,6 +59,10 @@ locals {
     TOOL_MAX_ROUNDS                       = "5"
     TOOL_TIME_BUDGET_SECONDS              = "60"
     TOOL_RESULT_MAX_CHARS                 = "16000"
+    SERVICE_TOKEN_HOSTS                   = ""
+    PIPELINE_RUN_TIMEOUT_SECONDS          = "3600"
+    PIPELINE_DOCUMENT_TIMEOUT_SECONDS     = "300"
+    EXTRACTION_TIMEOUT_SECONDS            = "60"
     LOG_LEVEL                             = "info"
     LOG_FORMAT                            = "json"
     # Empty: traces and metrics go to Application Insights only; set a collector's URL to export OTLP too.

@@ -43,6 +43,8 @@ export interface RunDoc extends ResourceDoc {
   completed_on: string | null;
   counts: RunCounts;
   errors: RunError[];
+  /** Documents being read by the current delivery, recorded before the work: one a crash interrupted is not read again. */
+  reading?: string[];
 }
 
 /** Documents read, extracted and embedded at once within one run. */
@@ -126,10 +128,14 @@ export async function runPipeline(message: unknown, delivery: QueueDelivery, s: 
   const run = await update(s, id, (r) => (ended(r) ? undefined : { status: 'InProgress', started_on: r.started_on ?? new Date().toISOString() }));
   if (!run || ended(run)) return;
   try {
-    const { counts, errors } = await execute(s, run, delivery.signal);
-    await update(s, id, () => ({ status: 'Completed', completed_on: new Date().toISOString(), counts, errors }));
+    const { counts, errors, cut } = await execute(s, run, delivery.signal);
+    await update(s, id, () => ({ status: cut ? 'Failed' : 'Completed', completed_on: new Date().toISOString(), counts, errors, reading: undefined }));
   } catch (e) {
-    if (delivery.signal?.aborted) throw e;
+    if (delivery.signal?.aborted) {
+      // Stopped on purpose (shutdown): what was being read did not crash anything.
+      await update(s, id, () => ({ reading: undefined })).catch(() => undefined);
+      throw e;
+    }
     const final = e instanceof RunFailure || delivery.dequeueCount >= MAX_DEQUEUE_COUNT;
     if (!final) throw e;
     s.log.warn('A data pipeline run failed', { run: id, error: messageOf(e) });
@@ -139,7 +145,7 @@ export async function runPipeline(message: unknown, delivery: QueueDelivery, s: 
 
 /** Marks a run Failed (a message that reached the poison queue, or a failure no retry mends). */
 export async function failRun(s: Services, id: string, reason: string): Promise<void> {
-  await update(s, id, (r) => (ended(r) ? undefined : { status: 'Failed', completed_on: new Date().toISOString(), errors: [...r.errors, { source: '', message: reason }] }));
+  await update(s, id, (r) => (ended(r) ? undefined : { status: 'Failed', completed_on: new Date().toISOString(), errors: [...r.errors, { source: '', message: reason }], reading: undefined }));
 }
 
 /** The poison queue's handler: a run whose message was given up ends Failed instead of staying InProgress. */
@@ -149,9 +155,18 @@ export async function failPoisonedRun(message: unknown, _delivery: QueueDelivery
 }
 
 /** Failures of one document: reported on the run, the other documents go on. */
-const documentFailure = (e: unknown) => e instanceof DocumentError || e instanceof ExtractionError || (e instanceof UpstreamError && e.permanent) || e instanceof RangeError;
+const documentFailure = (e: unknown) => e instanceof Deadline || e instanceof DocumentError || e instanceof ExtractionError || (e instanceof UpstreamError && e.permanent) || e instanceof RangeError;
 
-async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined): Promise<{ counts: RunCounts; errors: RunError[] }> {
+/** Why a document's work was cut: its own deadline, or the run's. */
+class Deadline extends Error {}
+
+async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined): Promise<{ counts: RunCounts; errors: RunError[]; cut: boolean }> {
+  const { documentTimeoutMs, runTimeoutMs } = s.config.knowledge;
+  // The run's deadline counts from its first delivery: a redelivery does not extend it.
+  const runLeftMs = Date.parse(run.started_on ?? new Date().toISOString()) + runTimeoutMs - Date.now();
+  const runDeadline = AbortSignal.timeout(Math.max(0, runLeftMs));
+  // Documents a previous delivery was reading when its process stopped: not read again (they may be why).
+  const crashed = new Set(run.reading ?? []);
   const pipeline = await s.resourceCache.get(run.data_pipeline_object_id);
   if (!pipeline) throw new RunFailure('the data pipeline was deleted');
   const { source, embedder } = await prerequisites(s, pipeline);
@@ -178,8 +193,15 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
 
   const one = async (doc: SourceDocument) => {
     const old = indexed.get(doc.source);
+    const own = AbortSignal.timeout(documentTimeoutMs);
+    const docSignal = AbortSignal.any([signalOrNever, own, runDeadline]);
+    let recorded = false;
     try {
-      const read = await doc.read(signalOrNever);
+      if (runDeadline.aborted) throw new Deadline(`not read: the run's deadline (${runTimeoutMs / 1000} s) passed`);
+      if (crashed.has(doc.source)) throw new Deadline('skipped: the service stopped while reading this document in an earlier attempt');
+      await update(s, run.id, (r) => ({ reading: [...(r.reading ?? []), doc.source] }));
+      recorded = true;
+      const read = await doc.read(docSignal);
       if (read === 'gone') return;
       seen.add(doc.source);
       counts.documents++;
@@ -191,12 +213,12 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
       }
       const format = formatOf(doc.source, read.contentType);
       if (!format) throw new ExtractionError('the document type is not indexed (.txt, .md, .html, .pdf and .docx are)');
-      const { title, text } = await extractText(read.bytes, format, doc.file_name);
+      const { title, text } = await extractText(s.extraction, read.bytes, format, doc.file_name, docSignal);
       // The tokenizer's tables are large: loaded by the first run, not at start-up.
       const { partitionText } = await import('./partition.js');
       const parts = partitionText(text, { sizeTokens, overlapTokens });
       if (parts.length === 0) throw new ExtractionError('the document has no text');
-      const { vectors } = await embedder.embed(parts, signal);
+      const { vectors } = await embedder.embed(parts, docSignal);
       await s.vectors.replaceDocument(
         index,
         { source: doc.source, file_name: doc.file_name, title, origin: pipeline.object_id, hash },
@@ -204,8 +226,12 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
       );
       counts[old ? 'updated' : 'added']++;
       counts.partitions += parts.length;
-    } catch (e) {
-      if (signal?.aborted || !documentFailure(e)) throw e;
+    } catch (caught) {
+      if (signal?.aborted) throw caught;
+      // A deadline aborts whatever the document was doing: reported as the deadline, for this document alone.
+      const e = runDeadline.aborted && !(caught instanceof Deadline) ? new Deadline(`not finished: the run's deadline (${runTimeoutMs / 1000} s) passed`)
+        : own.aborted ? new Deadline(`the document took longer than ${documentTimeoutMs / 1000} s`) : caught;
+      if (!documentFailure(e)) throw e;
       // A document that cannot be read counts as found, and its last good version is not removed.
       if (!seen.has(doc.source)) {
         seen.add(doc.source);
@@ -215,6 +241,8 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
       // The last good version stays searchable until the document can be read again.
       if (old) counts.partitions += old.partitions;
       if (errors.length < MAX_ERRORS) errors.push({ source: doc.source, message: messageOf(e) });
+    } finally {
+      if (recorded) await update(s, run.id, (r) => ({ reading: (r.reading ?? []).filter((x) => x !== doc.source) }));
     }
   };
 
@@ -224,13 +252,15 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
   };
   await Promise.all(Array.from({ length: Math.min(DOCUMENT_CONCURRENCY, documents.length) }, worker));
 
+  // A run cut by its deadline has not seen every document: nothing is removed on its word.
+  if (runDeadline.aborted) return { counts, errors, cut: true };
   // Documents this pipeline indexed that the source no longer has (or that answered 404).
   for (const sourceName of indexed.keys()) {
     if (seen.has(sourceName)) continue;
     await s.vectors.removeDocument(index, sourceName);
     counts.removed++;
   }
-  return { counts, errors };
+  return { counts, errors, cut: false };
 }
 
 /** Removes what a pipeline indexed (its purge). */

@@ -1,12 +1,15 @@
 // Where a pipeline's documents come from (CONTRACT 10.6). AzureBlob: the blobs under each source path (a name
-// prefix) of a container, in the service's own storage or another account reached with the managed identity.
+// prefix) of a container, in the service's own storage or another Azure Storage account reached with the
+// managed identity's Storage token (only that token, only to an https Azure Storage host, every address
+// checked at connect).
 // Web: each source path is a document URL under one of the data source's allowed prefixes, fetched through
 // the user-URL rules of 10.1 (no redirects, every address checked at connect); no crawling.
-import { BlobServiceClient, type ContainerClient } from '@azure/storage-blob';
+import type { ContainerClient } from '@azure/storage-blob';
 import { request } from 'undici';
-import { azureCredential } from '../auth/azure-credential.js';
+import { guardedHttpsAgent } from '../net/outbound.js';
 import type { ResourceDoc } from '../providers/resource-type.js';
 import type { Services } from '../services.js';
+import { userBlobService } from '../store/storage.js';
 
 /** Largest document read (bytes): a larger one is reported in the run's errors, not read into memory. */
 export const MAX_DOCUMENT_BYTES = 32 * 1024 * 1024;
@@ -110,8 +113,10 @@ function webDocuments(s: Services, prefixes: readonly string[], urls: readonly s
 function containerOf(s: Services, source: SourceSettings): ContainerClient {
   const name = source.container ?? '';
   if (!source.account_url) return s.blobs.getContainerClient(name);
-  const clientId = s.config.azureClientId;
-  return new BlobServiceClient(source.account_url, azureCredential(clientId)).getContainerClient(name);
+  const problem = s.gate.urlProblem('storage', source.account_url);
+  if (problem) throw new DocumentError(`account_url ${problem}`);
+  const agent = guardedHttpsAgent({ policy: 'user', allowPrivateNetwork: s.config.allowPrivateNetwork });
+  return userBlobService(source.account_url, s.gate, agent).getContainerClient(name);
 }
 
 async function blobDocuments(container: ContainerClient, prefixes: readonly string[]): Promise<SourceDocument[]> {

@@ -1,48 +1,41 @@
-// How the service authenticates to a model endpoint: nothing, an API key from an allowed secret, or a
-// managed-identity token. Tokens are minted only for allowed scopes, and a Cognitive Services token only
-// travels to Azure AI hosts over https, so no configuration can send a token where it does not belong.
+// How the service authenticates to a model endpoint or tool server: nothing, an API key from an allowed
+// secret, or a managed-identity token through the credential gate, which mints a token only for the
+// audience the configured scope names and only when the URL is a host of that audience, over https.
 import type { TokenCredential } from '@azure/core-auth';
-import { azureCredential } from '../auth/azure-credential.js';
+import { audienceOfScope, COGNITIVE_SERVICES_SCOPE, CredentialGate, type Audience } from '../auth/credential-gate.js';
 import { readSecret, type Config } from '../config.js';
 import type { EndpointView } from './endpoint.js';
 import { UpstreamError } from './upstream-errors.js';
 
-export const COGNITIVE_SERVICES_SCOPE = 'https://cognitiveservices.azure.com/.default';
-const AZURE_AI_HOSTS = ['.openai.azure.com', '.cognitiveservices.azure.com', '.services.ai.azure.com'];
+export { COGNITIVE_SERVICES_SCOPE };
 
-/** The scopes managed-identity tokens may be minted for: Cognitive Services and this service's own audience. */
+/** The scopes managed-identity tokens may be configured for: Cognitive Services and this service's own audience. */
 export function allowedScopes(config: Pick<Config, 'auth'>): string[] {
   return [COGNITIVE_SERVICES_SCOPE, `${config.auth.audience.replace(/\/+$/, '')}/.default`];
 }
 
-/** Why a managed-identity endpoint may not be used this way; undefined when it may. */
-export function identityProblem(url: string, scope: string | undefined, allowed: readonly string[]): string | undefined {
-  const wanted = scope ?? COGNITIVE_SERVICES_SCOPE;
-  if (!allowed.includes(wanted)) return `authentication_parameters.scope must be one of ${allowed.join(', ')}`;
-  if (wanted === COGNITIVE_SERVICES_SCOPE) {
-    const u = new URL(url);
-    if (u.protocol !== 'https:' || !AZURE_AI_HOSTS.some((h) => u.hostname.toLowerCase().endsWith(h))) {
-      return `url must be an https Azure AI endpoint (${AZURE_AI_HOSTS.map((h) => `*${h}`).join(', ')}) to receive a Cognitive Services token`;
-    }
-  }
-  return undefined;
+/** The gate of a configuration (tests give the identity behind it). */
+export const gateOf = (config: Pick<Config, 'auth' | 'azureClientId' | 'serviceTokenHosts'>, identity?: TokenCredential) =>
+  new CredentialGate({ serviceAudience: config.auth.audience, serviceHosts: config.serviceTokenHosts, clientId: config.azureClientId, ...(identity ? { identity } : {}) });
+
+/** Why a managed-identity endpoint or tool server may not be used this way; undefined when it may. */
+export function identityProblem(url: string, scope: string | undefined, gate: CredentialGate, config: Pick<Config, 'auth'>): string | undefined {
+  const audience = audienceOfScope(scope, config.auth.audience);
+  if (!audience) return `authentication_parameters.scope must be one of ${allowedScopes(config).join(', ')}`;
+  const problem = gate.urlProblem(audience, url);
+  return problem ? `url ${problem}` : undefined;
 }
 
 const misconfigured = (message: string) => new UpstreamError(502, 'UpstreamConfiguration', message, false, undefined, true);
 
 export class ModelCredentials {
-  private credential: TokenCredential | undefined;
   private readonly providers = new Map<string, () => Promise<string>>();
-  private readonly allowed: string[];
-  private readonly clientId: string | undefined;
 
   constructor(
-    config: Pick<Config, 'auth' | 'azureClientId'>,
+    private readonly config: Pick<Config, 'auth'>,
+    readonly gate: CredentialGate,
     private readonly secret: (name: string) => string | undefined = readSecret,
-  ) {
-    this.allowed = allowedScopes(config);
-    this.clientId = config.azureClientId;
-  }
+  ) {}
 
   /** The authentication headers of one call to the endpoint. */
   async headers(e: EndpointView): Promise<Record<string, string>> {
@@ -53,29 +46,28 @@ export class ModelCredentials {
       if (e.provider === 'azure-openai') return { 'api-key': key };
       return e.provider === 'azure-content-safety' ? { 'ocp-apim-subscription-key': key } : { authorization: `Bearer ${key}` };
     }
-    const problem = identityProblem(e.url, e.scope, this.allowed);
-    if (problem) throw misconfigured(`The model endpoint cannot use a managed identity: ${problem}`);
-    return { authorization: `Bearer ${await this.token(e.scope ?? COGNITIVE_SERVICES_SCOPE)}` };
+    return { authorization: `Bearer ${await this.bearer(e.url, e.scope)}` };
   }
 
-  /** A managed-identity token for an allowed scope (tool servers of this service, Cognitive Services). */
-  bearer(scope: string | undefined): Promise<string> {
-    const wanted = scope ?? COGNITIVE_SERVICES_SCOPE;
-    if (!this.allowed.includes(wanted)) return Promise.reject(misconfigured(`scope must be one of ${this.allowed.join(', ')}`));
-    return this.token(wanted);
-  }
-
-  private token(scope: string): Promise<string> {
-    let provider = this.providers.get(scope);
+  /** A managed-identity token for a call to `url` with the configured scope; refused unless the gate allows both. */
+  bearer(url: string, scope: string | undefined): Promise<string> {
+    const problem = identityProblem(url, scope, this.gate, this.config);
+    if (problem) return Promise.reject(misconfigured(`A managed-identity token cannot be sent there: ${problem}`));
+    const audience = audienceOfScope(scope, this.config.auth.audience) as Audience;
+    const origin = new URL(url).origin;
+    const key = `${audience} ${origin}`;
+    let provider = this.providers.get(key);
     if (!provider) {
-      const credential = (this.credential ??= azureCredential(this.clientId));
+      const credential = this.gate.credentialFor(audience, url);
+      const wanted = this.gate.scopes(audience, new URL(url))[0] as string;
       // The SDK's provider refreshes the token before it expires; loaded with the SDK, on first use.
-      const made = import('@azure/identity').then(({ getBearerTokenProvider }) => getBearerTokenProvider(credential, scope));
+      const made = import('@azure/identity').then(({ getBearerTokenProvider }) => getBearerTokenProvider(credential, wanted));
       provider = async () => (await made)();
-      this.providers.set(scope, provider);
+      if (this.providers.size > 1000) this.providers.clear();
+      this.providers.set(key, provider);
     }
     return provider().catch(() => {
-      throw misconfigured('No managed-identity token could be obtained for the model endpoint');
+      throw misconfigured('No managed-identity token could be obtained');
     });
   }
 }

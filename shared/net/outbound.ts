@@ -5,6 +5,7 @@
 //            addresses only, unless ALLOW_PRIVATE_NETWORK=true (local development and test suites).
 // Link-local addresses (instance metadata) and the Azure platform address are never reachable.
 import dns, { type LookupAddress } from 'node:dns';
+import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { Agent } from 'undici';
 import { classifyAddress, type AddressClass } from './addresses.js';
@@ -58,10 +59,12 @@ export function urlProblem(text: string, rules: OutboundRules): string | undefin
   return undefined;
 }
 
+type Resolve = (hostname: string, options: dns.LookupAllOptions, callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+
 /** Resolves a host name and checks every address it has; refuses with BlockedDestinationError. */
-export function guardedLookup(rules: OutboundRules): LookupFunction {
+export function guardedLookup(rules: OutboundRules, resolve: Resolve = dns.lookup): LookupFunction {
   return (hostname, options, callback) => {
-    dns.lookup(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
+    resolve(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
       if (error) return callback(error, '', 0);
       if (addresses.length === 0 || addresses.some((a) => !addressAllowed(classifyAddress(a.address) ?? 'unroutable', rules))) {
         return callback(new BlockedDestinationError(`${hostname} is not an allowed destination`), '', 0);
@@ -104,4 +107,9 @@ export function guardedAgent(rules: OutboundRules, options: { connections?: numb
     keepAliveTimeout: 30_000,
     connections: options.connections ?? 128,
   });
+}
+
+/** A node:https agent (for SDKs on node:http) whose every connection passes the rules. */
+export function guardedHttpsAgent(rules: OutboundRules, resolve?: Resolve): https.Agent {
+  return new https.Agent({ keepAlive: true, lookup: guardedLookup(rules, resolve), timeout: 30_000 });
 }

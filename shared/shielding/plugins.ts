@@ -35,8 +35,8 @@ const PLUGINS: readonly ShieldPlugin[] = [
     async screen(s, _stage, text) {
       const list = blocklistOf(await s.settings.get(BLOCKLIST_SETTING));
       if (typeof list === 'string') throw new Error(`${BLOCKLIST_SETTING} ${list}`);
-      const entry = list.match(text);
-      return entry === undefined ? { verdict: 'allowed' } : { verdict: 'blocked', reason: `matches the blocklist entry ${entry}` };
+      const reason = list.match(text);
+      return reason === undefined ? { verdict: 'allowed' } : { verdict: 'blocked', reason };
     },
   },
   {

@@ -1,6 +1,6 @@
 // The Cosmos DB document store: @azure/cosmos with managed identity in Azure, a key only for emulators.
 import { CosmosClient, type Container as SdkContainer, type IndexingPolicy, type JSONObject, type OperationInput, type PatchOperation } from '@azure/cosmos';
-import { DefaultAzureCredential } from '@azure/identity';
+import { CredentialGate, CredentialGateError } from '../auth/credential-gate.js';
 import { ConfigError } from '../config.js';
 import { CONTAINER_LIST, type ContainerDefinition } from './containers.js';
 import { aggregateSql, selectSql } from './cosmos-sql.js';
@@ -102,6 +102,16 @@ async function connect(client: CosmosClient, database: ReturnType<CosmosClient['
   }
 }
 
+/** A Cosmos DB token for the account's own https host only, through the credential gate. */
+function cosmosCredential(endpoint: string, clientId: string | undefined) {
+  try {
+    return new CredentialGate({ serviceAudience: '', serviceHosts: [], clientId }).credentialFor('cosmos', endpoint);
+  } catch (e) {
+    if (e instanceof CredentialGateError) throw new ConfigError(`COSMOS_ENDPOINT ${e.message.replace(/^The URL /, '')}; or set COSMOS_KEY`);
+    throw e;
+  }
+}
+
 /** A client for the account: its key where one is given (emulators), else Entra ID. */
 export function cosmosClient(options: Pick<CosmosStoreOptions, 'endpoint' | 'key' | 'clientId'>): CosmosClient {
   const plainHttp = options.endpoint.startsWith('http://');
@@ -109,7 +119,7 @@ export function cosmosClient(options: Pick<CosmosStoreOptions, 'endpoint' | 'key
     endpoint: options.endpoint,
     ...(options.key
       ? { key: options.key }
-      : { aadCredentials: new DefaultAzureCredential(options.clientId ? { managedIdentityClientId: options.clientId } : {}) }),
+      : { aadCredentials: cosmosCredential(options.endpoint, options.clientId) }),
     // Local Cosmos-compatible servers over plain HTTP have no regional endpoints to discover.
     ...(plainHttp ? { connectionPolicy: { enableEndpointDiscovery: false } } : {}),
   });

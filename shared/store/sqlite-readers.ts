@@ -1,20 +1,11 @@
 // SQLite work off the event loop, in worker threads: a small pool of read-only connections for aggregate
 // queries (a long analytics scan never blocks requests, and a report's queries run on several cores at
 // once), and the checkpointer.
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startWorker as startWorkerBeside } from '../workers/start-worker.js';
 import { StoreError } from './types.js';
 
-/** Starts `./<name>.js` (or `.ts` through tsx, from sources) as a worker thread that does not hold the process open. */
-function startWorker(name: string, workerData: unknown): Worker {
-  // From TypeScript sources (development, tests) the worker is loaded through tsx; built code runs plain.
-  const source = import.meta.url.endsWith('.ts');
-  const url = new URL(`./${name}.${source ? 'ts' : 'js'}`, import.meta.url);
-  // tsx registers itself inside the worker: Node 20 workers do not take --import in execArgv.
-  const boot = `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(url.href)}); })`;
-  const worker = source ? new Worker(boot, { eval: true, workerData }) : new Worker(url, { workerData });
-  worker.unref();
-  return worker;
-}
+const startWorker = (name: string, workerData: unknown) => startWorkerBeside(import.meta.url, name, workerData);
 
 /**
  * Checkpoints the WAL every `intervalMs` on a connection of its own in a worker thread. A checkpoint copies

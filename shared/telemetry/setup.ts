@@ -7,11 +7,16 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import type { MetricReader } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, SimpleSpanProcessor, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { CredentialGate } from '../auth/credential-gate.js';
 import type { Config } from '../config.js';
 import { BaggageSpanProcessor } from './correlation.js';
 import { resetMetrics } from './metrics.js';
 
 let started = false;
+
+/** The ingestion endpoint a connection string names (Application Insights' default when it names none). */
+const ingestionEndpoint = (connectionString: string) =>
+  /(?:^|;)\s*IngestionEndpoint=([^;]+)/i.exec(connectionString)?.[1]?.trim() ?? 'https://dc.services.visualstudio.com';
 
 function registerContext(): void {
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
@@ -50,8 +55,10 @@ export async function startTelemetry(config: TelemetryConfig): Promise<boolean> 
   started = true;
   const otlp = config.otlp ? await otlpPipeline(config.otlp) : undefined;
   if (config.appInsightsConnectionString) {
-    const [{ useAzureMonitor, shutdownAzureMonitor }, { DefaultAzureCredential, ManagedIdentityCredential }] = await Promise.all([import('applicationinsights'), import('@azure/identity')]);
-    const credential = config.azureClientId ? new ManagedIdentityCredential({ clientId: config.azureClientId }) : new DefaultAzureCredential();
+    const { useAzureMonitor, shutdownAzureMonitor } = await import('applicationinsights');
+    // Through the gate: a Monitor token only, and only for an Azure Monitor ingestion endpoint.
+    const gate = new CredentialGate({ serviceAudience: '', serviceHosts: [], clientId: config.azureClientId });
+    const credential = gate.credentialFor('monitor', ingestionEndpoint(config.appInsightsConnectionString));
     useAzureMonitor({
       azureMonitorExporterOptions: { connectionString: config.appInsightsConnectionString, credential },
       spanProcessors: [new BaggageSpanProcessor(), ...(otlp ? [otlp.spans] : [])],

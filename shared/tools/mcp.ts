@@ -35,7 +35,8 @@ async function authorization(s: Services, tool: ResourceDoc): Promise<Record<str
     if (!key) throw new Error(`the API key of tool ${tool.name} (secret ${auth?.api_key_secret_name ?? '?'}) is not configured`);
     return { authorization: `Bearer ${key}` };
   }
-  if (tool.authentication_type === 'AzureIdentity') return { authorization: `Bearer ${await s.credentials.bearer(auth?.scope)}` };
+  // Through the gate: only an https host of the scope's audience receives the token (else the call fails).
+  if (tool.authentication_type === 'AzureIdentity') return { authorization: `Bearer ${await s.credentials.bearer(String(tool.url), auth?.scope)}` };
   return {};
 }
 

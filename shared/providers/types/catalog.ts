@@ -88,8 +88,12 @@ export const tools: ResourceType = {
     const problem = await savedUrlProblem(d.url, { policy: 'user', allowPrivateNetwork: services.config.allowPrivateNetwork });
     if (problem) throw validationError([{ field: 'url', message: `url ${problem}` }]);
     const scope = (d.authentication_parameters as { scope?: string } | undefined)?.scope;
-    if (d.authentication_type === 'AzureIdentity' && scope !== undefined && !allowedScopes(services.config).includes(scope)) {
-      throw validationError([{ field: 'authentication_parameters.scope', message: `scope must be one of ${allowedScopes(services.config).join(', ')}` }]);
+    if (d.authentication_type === 'AzureIdentity') {
+      if (scope !== undefined && !allowedScopes(services.config).includes(scope)) {
+        throw validationError([{ field: 'authentication_parameters.scope', message: `scope must be one of ${allowedScopes(services.config).join(', ')}` }]);
+      }
+      const problem = identityProblem(d.url, scope, services.gate, services.config);
+      if (problem) throw validationError([{ field: 'url', message: problem }]);
     }
   },
 };
@@ -109,6 +113,9 @@ async function checkSourceUrls(d: Record<string, unknown>, { services }: HookCon
     const problem = await savedUrlProblem(url, rules);
     if (problem) throw validationError([{ field, message: `${field} ${problem}` }]);
   }
+  // The account receives the managed identity's Storage token: only an https Azure Storage host may.
+  const accountProblem = typeof d.account_url === 'string' ? services.gate.urlProblem('storage', d.account_url) : undefined;
+  if (accountProblem) throw validationError([{ field: 'account_url', message: `account_url ${accountProblem}` }]);
 }
 
 /**
@@ -221,7 +228,7 @@ export const apiEndpointConfigurations: ResourceType = {
   // Managed-identity tokens only for allowed scopes, and Cognitive Services tokens only to Azure AI hosts.
   validate: (d, { services }) => {
     if (d.authentication_type !== 'AzureIdentity') return Promise.resolve();
-    const problem = identityProblem(String(d.url), (d.authentication_parameters as { scope?: string }).scope, allowedScopes(services.config));
+    const problem = identityProblem(String(d.url), (d.authentication_parameters as { scope?: string }).scope, services.gate, services.config);
     return problem ? Promise.reject(badRequest(problem)) : Promise.resolve();
   },
 };

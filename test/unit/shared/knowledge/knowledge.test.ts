@@ -1,14 +1,16 @@
 // The pure parts of knowledge: the filter grammar, partitioning by tokens, text extraction of the five formats,
 // and the Cosmos DB vector search query (which the local Cosmos-compatible server cannot run).
 import { encode } from 'gpt-tokenizer/encoding/cl100k_base';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { ApiError } from '../../../../shared/http/errors.js';
 import { vectorSearchQuery } from '../../../../shared/knowledge/cosmos-vector-index.js';
-import { ExtractionError, extractText, formatOf } from '../../../../shared/knowledge/extract.js';
+import { ExtractionError, extractText as extractWith, formatOf } from '../../../../shared/knowledge/extract.js';
+import { ExtractionPool } from '../../../../shared/knowledge/extract-pool.js';
 import { parseFilter } from '../../../../shared/knowledge/filter.js';
 import { partitionText } from '../../../../shared/knowledge/partition.js';
 import { underPrefix } from '../../../../shared/knowledge/sources.js';
-import { CORRUPT_PDF, documentFiles, TEXTS, TITLES, type DocumentName } from '../../../support/documents.js';
+import { CORRUPT_PDF, documentFiles, htmlOf, TEXTS, TITLES, type DocumentName } from '../../../support/documents.js';
+import { compressedStreamBombPdf, deepHtml, docxBomb, manyPagesPdf, unclosedInlineHtml } from '../../../support/hostile-documents.js';
 
 describe('index filter expressions', () => {
   it('parses eq clauses on source and file_name joined by and, with quotes doubled inside values', () => {
@@ -62,7 +64,12 @@ describe('partitioning', () => {
   });
 });
 
+const pool = new ExtractionPool({ size: 2, timeoutMs: 30_000 });
+const extractText = (bytes: Uint8Array, format: string, title: string) => extractWith(pool, bytes, format, title);
+
 describe('text extraction', () => {
+  afterAll(() => pool.close());
+
   it.each(Object.keys(TEXTS) as DocumentName[])('reads %s with its title', async (name) => {
     const file = (await documentFiles())[name];
     const extracted = await extractText(file.bytes, formatOf(name) ?? '', name);
@@ -112,5 +119,32 @@ describe('the Cosmos DB vector search query', () => {
       { name: '@source', value: 'a.txt' },
       { name: '@file_name', value: 'a.txt' },
     ]);
+  });
+});
+
+describe('hostile documents', () => {
+  // A short deadline: the bombs below are cut by it, or by a cap before it.
+  const bounded = new ExtractionPool({ size: 2, timeoutMs: 5_000, heapMb: 256 });
+  afterAll(() => bounded.close());
+  const read = (bytes: Uint8Array, format: string) => extractWith(bounded, bytes, format, `x${format}`);
+
+  it('refuses HTML nested deeper than the cap, in a worker, while this thread keeps running', async () => {
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 10);
+    await expect(read(deepHtml(), '.html')).rejects.toThrow(/nests elements deeper than 512/);
+    await expect(read(unclosedInlineHtml(), '.html')).rejects.toThrow(/deeper than 512/);
+    clearInterval(timer);
+    expect(ticks).toBeGreaterThan(0);
+  });
+
+  it('refuses a 10,000-page PDF and a DOCX of 200 MiB of XML by their caps', async () => {
+    await expect(read(await manyPagesPdf(), '.pdf')).rejects.toThrow(/10000 pages; at most 2000/);
+    await expect(read(await docxBomb(), '.docx')).rejects.toThrow(/more than 64 MiB uncompressed/);
+  });
+
+  it('cuts a compressed-stream bomb at the deadline or the heap limit, and reads the next document', async () => {
+    await expect(read(await compressedStreamBombPdf(), '.pdf')).rejects.toThrow(/took longer than 5 s|needs more than 256 MiB/);
+    const ok = await read(htmlOf('After', 'the pool reads on'), '.html');
+    expect(ok.text).toContain('the pool reads on');
   });
 });

@@ -1,5 +1,5 @@
-// Application Insights takes Entra ID ingestion only: the exporter must sign in with the app's identity.
-import { ManagedIdentityCredential } from '@azure/identity';
+// Application Insights takes Entra ID ingestion only: the exporter must sign in with the app's identity,
+// through the credential gate (a Monitor token only, for the connection string's ingestion endpoint).
 import { describe, expect, it, vi } from 'vitest';
 
 const useAzureMonitor = vi.fn();
@@ -12,6 +12,7 @@ describe('telemetry start-up', () => {
     expect(exporting).toBe(true);
     const options = useAzureMonitor.mock.calls[0]?.[0] as { azureMonitorExporterOptions: { connectionString: string; credential: unknown } };
     expect(options.azureMonitorExporterOptions.connectionString).toContain('InstrumentationKey=');
-    expect(options.azureMonitorExporterOptions.credential).toBeInstanceOf(ManagedIdentityCredential);
+    const credential = options.azureMonitorExporterOptions.credential as { getToken?: unknown };
+    expect(typeof credential.getToken).toBe('function');
   });
 });

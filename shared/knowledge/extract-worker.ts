@@ -1,0 +1,27 @@
+// An extraction worker thread: reads one document at a time for the pool (extract-pool.ts) and answers its
+// text or why it cannot be read. The pool terminates it at the deadline; its heap is limited when started.
+import { parentPort } from 'node:worker_threads';
+import { ExtractionError } from './extract.js';
+import { readFormat } from './extract-formats.js';
+
+export interface ExtractTask {
+  id: number;
+  bytes: Uint8Array;
+  format: string;
+  fallbackTitle: string;
+}
+
+export type ExtractAnswer = { id: number; title: string; text: string } | { id: number; error: string; readable: boolean };
+
+/** A reader's message without the worker's file paths (never shown to users). */
+const scrub = (message: string) => message.split('\n')[0]?.replace(/(?:file:\/\/)?(?:\/[\w.@+-]+){2,}/g, '<path>').slice(0, 300) ?? 'unknown error';
+
+parentPort?.on('message', (task: ExtractTask) => {
+  readFormat(task.bytes, task.format, task.fallbackTitle).then(
+    ({ title, text }) => parentPort?.postMessage({ id: task.id, title, text } satisfies ExtractAnswer),
+    (e: unknown) => {
+      const readable = e instanceof ExtractionError;
+      parentPort?.postMessage({ id: task.id, error: scrub(e instanceof Error ? e.message : String(e)), readable } satisfies ExtractAnswer);
+    },
+  );
+});

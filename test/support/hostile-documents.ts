@@ -1,0 +1,72 @@
+// Hostile documents for the extraction bounds: each made here, small on disk or on the wire, and each one
+// that once froze or crashed the service (deep HTML, unclosed inline tags, a 10,000-page PDF, a compressed
+// stream bomb in a PDF, a DOCX of hundreds of MiB of XML).
+import { once } from 'node:events';
+import { createDeflate } from 'node:zlib';
+import { PDFDocument } from 'pdf-lib';
+import yazl from 'yazl';
+
+export const deepHtml = (depth = 200_000) => Buffer.from(`<html><body>${'<div>'.repeat(depth)}deep${'</div>'.repeat(depth)}</body></html>`);
+
+export const unclosedInlineHtml = (count = 300_000) => Buffer.from(`<html><body>${'<b>x'.repeat(count)}</body></html>`);
+
+/** A PDF of `pages` blank pages. */
+export async function manyPagesPdf(pages = 10_000): Promise<Buffer> {
+  const pdf = await PDFDocument.create();
+  for (let i = 0; i < pages; i++) pdf.addPage([200, 200]);
+  return Buffer.from(await pdf.save({ useObjectStreams: true }));
+}
+
+/** `mib` MiB of `fill` deflated: a few hundred KiB that inflate to the whole. */
+async function deflated(mib: number, fill: string, prefix = ''): Promise<Buffer> {
+  const deflate = createDeflate({ level: 9 });
+  const chunks: Buffer[] = [];
+  deflate.on('data', (c: Buffer) => chunks.push(c));
+  deflate.write(prefix);
+  const block = Buffer.alloc(1024 * 1024, fill);
+  for (let i = 0; i < mib; i++) if (!deflate.write(block)) await once(deflate, 'drain');
+  deflate.end();
+  await once(deflate, 'end');
+  return Buffer.concat(chunks);
+}
+
+/** A one-page PDF whose content stream inflates to `mib` MiB of text-showing operators. */
+export async function compressedStreamBombPdf(mib = 256): Promise<Buffer> {
+  const stream = await deflated(mib, '(A) Tj ', 'BT /F1 12 Tf 10 10 Td ');
+  const head = '%PDF-1.4\n';
+  const objects = [
+    '<< /Type /Catalog /Pages 2 0 R >>',
+    '<< /Type /Pages /Kids [3 0 R] /Count 1 >>',
+    '<< /Type /Page /Parent 2 0 R /MediaBox [0 0 200 200] /Contents 4 0 R /Resources << /Font << /F1 5 0 R >> >> >>',
+    null,
+    '<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>',
+  ];
+  const parts: Buffer[] = [Buffer.from(head)];
+  const offsets: number[] = [];
+  let length = head.length;
+  objects.forEach((body, i) => {
+    offsets.push(length);
+    const part =
+      body === null
+        ? Buffer.concat([Buffer.from(`${i + 1} 0 obj\n<< /Length ${stream.length} /Filter /FlateDecode >>\nstream\n`), stream, Buffer.from('\nendstream\nendobj\n')])
+        : Buffer.from(`${i + 1} 0 obj\n${body}\nendobj\n`);
+    parts.push(part);
+    length += part.length;
+  });
+  const xref = `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${length}\n%%EOF\n`;
+  parts.push(Buffer.from(xref));
+  return Buffer.concat(parts);
+}
+
+/** A DOCX whose document part inflates to `mib` MiB of paragraphs. */
+export async function docxBomb(mib = 200): Promise<Buffer> {
+  const zip = new yazl.ZipFile();
+  zip.addBuffer(Buffer.from('<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>'), '[Content_Types].xml');
+  const paragraph = '<w:p><w:r><w:t>bomb</w:t></w:r></w:p>';
+  const body = Buffer.from(`<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${paragraph.repeat(Math.floor((mib * 1024 * 1024) / paragraph.length))}</w:body></w:document>`);
+  zip.addBuffer(body, 'word/document.xml', { compress: true });
+  zip.end();
+  const chunks: Buffer[] = [];
+  for await (const c of zip.outputStream) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
