@@ -1,10 +1,9 @@
-// `npm start` and `npm run token` as a user runs them: the bundle `npm run build` makes (built afresh
-// here), both APIs over HTTP, tokens, the embedded store's worker threads, and a restart.
+// `npm start` and `npm run token` as a user runs them: the bundle `npm run build` makes (built afresh by
+// the suite's global setup), both APIs over HTTP, tokens, the embedded store's worker threads, and a restart.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inject } from 'vitest';
 import { freePort } from '../../scripts/azurite.js';
-import { bundle } from '../../scripts/bundle.js';
 import { LOCAL_DEFAULT_USER } from '../../shared/auth/local-idp.js';
 import { ROLE_IDS, roleDefinitionPath } from '../../shared/auth/roles.js';
 import type { AppConfigDoc } from '../../shared/providers/settings.js';
@@ -29,7 +28,6 @@ describe('npm start', () => {
     };
     core = `http://127.0.0.1:${corePort}`;
     management = `http://127.0.0.1:${managementPort}`;
-    await bundle();
     app = await startBuilt(env, /Get a token/);
   }, 60_000);
   afterAll(() => app.stop());

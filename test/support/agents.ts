@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
 import { oidForUpn } from '../../shared/auth/local-idp.js';
 import { ROLE_IDS, roleDefinitionPath } from '../../shared/auth/roles.js';
-import type { TestApp } from './app.js';
+import type { ApiClient } from './app.js';
 import { INSTANCE } from './services.js';
 
 export interface AgentOptions {
@@ -19,7 +19,7 @@ export interface AgentOptions {
 
 const path = (provider: string, type: string, name: string) => `/instances/${INSTANCE}/providers/${provider}/${type}/${name}`;
 
-export async function seedAgent(app: TestApp, name: string, o: AgentOptions): Promise<void> {
+export async function seedAgent(app: ApiClient, name: string, o: AgentOptions): Promise<void> {
   const post = async (provider: string, type: string, resource: string, body: Record<string, unknown>) => {
     const r = await app.call('POST', `${app.management}${path(provider, type, resource)}`, { body: { name: resource, ...body }, ...(o.as ? { as: o.as } : {}) });
     expect(r.status, `${type}/${resource}: ${JSON.stringify(r.body)}`).toBe(200);
@@ -53,7 +53,7 @@ export async function seedAgent(app: TestApp, name: string, o: AgentOptions): Pr
 }
 
 /** Lets a user use an agent: a Reader role assignment on it. */
-export async function grantReader(app: TestApp, upn: string, agent: string): Promise<void> {
+export async function grantReader(app: ApiClient, upn: string, agent: string): Promise<void> {
   const name = randomUUID();
   const r = await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/${name}`, {
     body: { name, principal_id: oidForUpn(upn), principal_type: 'User', role_definition_id: roleDefinitionPath(ROLE_IDS.reader), scope: `/instances/${INSTANCE}/providers/Svc.Agent/agents/${agent}` },

@@ -66,4 +66,7 @@ export async function startTestApp(env: Record<string, string> = {}, options: { 
   };
 }
 
-export const providers = (app: TestApp, provider: string) => `${app.management}/instances/${INSTANCE}/providers/${provider}`;
+/** What helpers that only call the APIs need: the bundled service answers the same. */
+export type ApiClient = Pick<TestApp, 'core' | 'management' | 'call'>;
+
+export const providers = (app: ApiClient, provider: string) => `${app.management}/instances/${INSTANCE}/providers/${provider}`;

@@ -1,4 +1,4 @@
-// Integration suite setup: real local servers on free ports, stopped after the run; then a check that the run
+// Integration suite setup: the bundle `npm start` runs, built once; real local servers on free ports, stopped after the run; then a check that the run
 // left no process of its own behind (every child the tests start carries the run's marker).
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
@@ -6,6 +6,7 @@ import type { AddressInfo } from 'node:net';
 import { createHttpServer } from '@vercel/cosmosdb-server';
 import type { TestProject } from 'vitest/node';
 import { freePort, startAzurite } from '../../scripts/azurite.js';
+import { bundle } from '../../scripts/bundle.js';
 import { RUN_MARKER } from './processes.js';
 
 declare module 'vitest' {
@@ -38,6 +39,8 @@ function marked(marker: string): { pid: number; command: string }[] {
 
 export default async function setup(project: TestProject) {
   const runId = randomUUID();
+  // What `npm start` runs, built once: the tests that start it share it (a build each would race).
+  await bundle();
   const azurite = await startAzurite({ blobPort: await freePort(), queuePort: await freePort() });
   const cosmos = createHttpServer({ keepAlive: true });
   await new Promise<void>((resolve) => cosmos.listen(0, '127.0.0.1', resolve));

@@ -5,25 +5,25 @@ import type { AddressInfo } from 'node:net';
 import { expect } from 'vitest';
 import type { MockLlm } from '../../../scripts/mock-llm.js';
 import type { Citation } from '../../../shared/knowledge/retrieval.js';
-import { providers, type TestApp } from '../../support/app.js';
+import { providers, type ApiClient } from '../../support/app.js';
 import { seedAgent, type AgentOptions } from '../../support/agents.js';
 import { INSTANCE } from '../../support/services.js';
 
 export const objectId = (provider: string, type: string, name: string) => `/instances/${INSTANCE}/providers/${provider}/${type}/${name}`;
 
-export async function upsert(app: TestApp, provider: string, type: string, name: string, body: Record<string, unknown>): Promise<void> {
+export async function upsert(app: ApiClient, provider: string, type: string, name: string, body: Record<string, unknown>): Promise<void> {
   const r = await app.call('POST', `${providers(app, provider)}/${type}/${name}`, { body: { name, ...body } });
   expect(r.status, `${type}/${name}: ${JSON.stringify(r.body)}`).toBe(200);
 }
 
 /** Changes an agent's definition (its updated_on moves on, like any save). */
-export async function updateAgent(app: TestApp, agent: string, change: Record<string, unknown>): Promise<void> {
+export async function updateAgent(app: ApiClient, agent: string, change: Record<string, unknown>): Promise<void> {
   const current = await app.call('GET', `${providers(app, 'Svc.Agent')}/agents/${agent}`);
   await upsert(app, 'Svc.Agent', 'agents', agent, { ...(current.body as { resource: Record<string, unknown> }).resource, ...change });
 }
 
 /** An agent with an embedding model beside its chat model (both on the mock LLM). */
-export async function seedKnowledgeAgent(app: TestApp, llm: MockLlm, agent: string, options: Partial<AgentOptions> = {}): Promise<string> {
+export async function seedKnowledgeAgent(app: ApiClient, llm: MockLlm, agent: string, options: Partial<AgentOptions> = {}): Promise<string> {
   await seedAgent(app, agent, { llmUrl: llm.url, ...options });
   await upsert(app, 'Svc.AIModel', 'aiModels', `${agent}-embedding`, {
     model_type: 'embedding',
@@ -34,7 +34,7 @@ export async function seedKnowledgeAgent(app: TestApp, llm: MockLlm, agent: stri
 }
 
 /** A data source, a pipeline into `index`, and a knowledge tool on the agent. */
-export async function seedPipeline(app: TestApp, agent: string, pipeline: string, source: Record<string, unknown>, paths: string[], index: string): Promise<void> {
+export async function seedPipeline(app: ApiClient, agent: string, pipeline: string, source: Record<string, unknown>, paths: string[], index: string): Promise<void> {
   await upsert(app, 'Svc.DataSource', 'dataSources', `${pipeline}-source`, source);
   await upsert(app, 'Svc.DataPipeline', 'dataPipelines', pipeline, {
     data_source_object_id: objectId('Svc.DataSource', 'dataSources', `${pipeline}-source`),
@@ -57,14 +57,14 @@ export interface Run {
   completed_on: string | null;
 }
 
-export async function readRun(app: TestApp, runObjectId: string): Promise<Run> {
+export async function readRun(app: ApiClient, runObjectId: string): Promise<Run> {
   const r = await app.call('GET', `${app.management}${runObjectId}`);
   expect(r.status).toBe(200);
   return (r.body as { resource: Run }).resource;
 }
 
 /** Starts a run and waits for its end. */
-export async function processPipeline(app: TestApp, pipeline: string): Promise<Run> {
+export async function processPipeline(app: ApiClient, pipeline: string): Promise<Run> {
   const started = await app.call('POST', `${providers(app, 'Svc.DataPipeline')}/dataPipelines/${pipeline}/process`);
   expect(started.status, JSON.stringify(started.body)).toBe(202);
   const runId = (started.body as { object_id: string }).object_id;
@@ -83,7 +83,7 @@ export interface Answer {
   total_cost: number;
 }
 
-export async function complete(app: TestApp, agent: string, prompt: string, extra: Record<string, unknown> = {}, as?: string): Promise<{ status: number; body: Answer }> {
+export async function complete(app: ApiClient, agent: string, prompt: string, extra: Record<string, unknown> = {}, as?: string): Promise<{ status: number; body: Answer }> {
   const r = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { user_prompt: prompt, agent_name: agent, ...extra }, ...(as ? { as } : {}) });
   return { status: r.status, body: r.body as Answer };
 }

@@ -1,0 +1,60 @@
+// The service as `npm start` runs it (the bundle, built once by the suite's global setup), started as a child
+// process on free ports against the test Azurite, with tokens from its own local identity provider.
+import { randomUUID } from 'node:crypto';
+import path from 'node:path';
+import { inject } from 'vitest';
+import { freePort } from '../../scripts/azurite.js';
+import { LOCAL_DEFAULT_USER, loadLocalKey, mintLocalToken } from '../../shared/auth/local-idp.js';
+import { LOCAL_AUDIENCE } from '../../shared/config.js';
+import type { ApiClient } from './app.js';
+import { startBuilt, type Running } from './processes.js';
+import { tempDir } from './services.js';
+
+export interface BundledApp extends ApiClient {
+  process: Running;
+  env: Record<string, string>;
+  token(upn?: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+export async function startBundledApp(env: Record<string, string> = {}): Promise<BundledApp> {
+  const [corePort, managementPort] = [await freePort(), await freePort()];
+  const dataDir = tempDir();
+  const suffix = randomUUID().slice(0, 8);
+  const settings = {
+    DATA_DIR: dataDir,
+    CORE_PORT: String(corePort),
+    MANAGEMENT_PORT: String(managementPort),
+    AzureWebJobsStorage: inject('storageConnectionString'),
+    ASYNC_COMPLETIONS_QUEUE: `ac-${suffix}`,
+    WEBHOOKS_QUEUE: `wh-${suffix}`,
+    PIPELINES_QUEUE: `dp-${suffix}`,
+    ...env,
+  };
+  const running = await startBuilt(settings, /Get a token/);
+  const issuer = `http://127.0.0.1:${corePort}/local-idp`;
+  const key = loadLocalKey(path.join(dataDir, 'local-idp', 'signing-key.json'));
+  const token = async (upn?: string) =>
+    mintLocalToken(await key, issuer, LOCAL_AUDIENCE, upn === undefined ? { upn: LOCAL_DEFAULT_USER.upn, oid: LOCAL_DEFAULT_USER.oid } : { upn });
+  return {
+    process: running,
+    env: settings,
+    core: `http://127.0.0.1:${corePort}`,
+    management: `http://127.0.0.1:${managementPort}`,
+    token,
+    async call(method, url, options = {}) {
+      const headers: Record<string, string> = { authorization: `Bearer ${await token(options.as)}`, ...options.headers };
+      if (options.body !== undefined) headers['content-type'] = 'application/json';
+      const res = await fetch(url, { method, headers, ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}) });
+      const text = await res.text();
+      let body: unknown = text;
+      try {
+        body = text ? JSON.parse(text) : undefined;
+      } catch {
+        // not JSON: keep the text
+      }
+      return { status: res.status, body, headers: res.headers };
+    },
+    stop: () => running.stop(),
+  };
+}
