@@ -10,14 +10,39 @@ export const SSE_HEADERS: Readonly<Record<string, string>> = { 'content-type': '
 /** Whether a request asks for an event stream (`Accept: text/event-stream`). */
 export const wantsEventStream = (accept: string | undefined) => accept !== undefined && /(^|,)\s*text\/event-stream\s*(;|,|$)/i.test(accept);
 
-/** An async queue of strings: push while the consumer iterates; `end` finishes it. */
+/** Bytes of events a stream may hold for a client that does not read them; past it the stream is cut. */
+export const MAX_UNSENT_BYTES = 8 * 1024 * 1024;
+
+/** A client read too slowly: the events it had not taken passed MAX_UNSENT_BYTES. */
+export class SlowReaderError extends Error {
+  override name = 'SlowReaderError';
+}
+
+/**
+ * An async queue of strings: push while the consumer iterates; `end` finishes it. Bounded: when what the
+ * consumer has not taken passes `maxBytes` (a client that stopped reading), the queue is dropped and the
+ * consumer's next read throws SlowReaderError, so the host closes the connection and the producer stops.
+ */
 export class EventChannel implements AsyncIterable<string> {
   private readonly items: string[] = [];
   private waiting: (() => void) | undefined;
   private ended = false;
+  private overflowed = false;
+  private bytes = 0;
+
+  constructor(private readonly maxBytes = MAX_UNSENT_BYTES) {}
 
   push(item: string): void {
-    this.items.push(item);
+    if (this.overflowed || this.ended) return;
+    this.bytes += item.length;
+    // One item alone may be larger (a long answer's `completed` event): only a backlog is refused.
+    if (this.bytes > this.maxBytes && this.items.length > 0) {
+      this.overflowed = true;
+      this.items.length = 0;
+      this.bytes = 0;
+    } else {
+      this.items.push(item);
+    }
     this.wake();
   }
 
@@ -34,8 +59,10 @@ export class EventChannel implements AsyncIterable<string> {
 
   async *[Symbol.asyncIterator](): AsyncIterator<string> {
     for (;;) {
+      if (this.overflowed) throw new SlowReaderError('the client did not read the stream fast enough');
       const item = this.items.shift();
       if (item !== undefined) {
+        this.bytes -= item.length;
         yield item;
         continue;
       }

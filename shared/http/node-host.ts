@@ -209,7 +209,30 @@ function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
-/** Sends a streamed body piece by piece as it is produced; stops the producer when the client goes away. */
+/** How long a streamed answer waits for a client to take what was written before closing its connection. */
+export const WRITE_TIMEOUT_MS = 30_000;
+
+/** Whether the response drained (true) or its client took nothing for WRITE_TIMEOUT_MS or left (false). */
+function drained(res: http.ServerResponse): Promise<boolean> {
+  return new Promise((resolve) => {
+    const done = (ok: boolean) => {
+      clearTimeout(timer);
+      res.off('drain', onDrain);
+      res.off('close', onClose);
+      resolve(ok);
+    };
+    const onDrain = () => done(true);
+    const onClose = () => done(false);
+    const timer = setTimeout(() => done(false), WRITE_TIMEOUT_MS);
+    res.once('drain', onDrain);
+    res.once('close', onClose);
+  });
+}
+
+/**
+ * Sends a streamed body piece by piece as it is produced; stops the producer when the client goes away or
+ * stops reading (a write not taken within WRITE_TIMEOUT_MS, or a backlog past the event channel's bound).
+ */
 async function sendStream(req: http.IncomingMessage, res: http.ServerResponse, reply: Reply, stream: AsyncIterable<string | Uint8Array>): Promise<void> {
   res.writeHead(reply.status, reply.headers);
   res.flushHeaders();
@@ -218,7 +241,11 @@ async function sendStream(req: http.IncomingMessage, res: http.ServerResponse, r
     for (;;) {
       const next = await pieces.next();
       if (next.done === true || res.destroyed) break;
-      if (!res.write(next.value)) await new Promise((resolve) => (res.once('drain', resolve), res.once('close', resolve)));
+      if (!res.write(next.value) && !(await drained(res))) {
+        // The client stopped reading: its connection is closed instead of holding the answer in memory.
+        res.destroy();
+        break;
+      }
     }
   } finally {
     await pieces.return?.();

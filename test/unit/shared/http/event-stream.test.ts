@@ -1,0 +1,32 @@
+// A streamed answer's event channel holds a bounded backlog: a client that stops reading cannot make the
+// service keep an answer's events in memory without end; one large event (a long answer's `completed`) is not a backlog.
+import { describe, expect, it } from 'vitest';
+import { EventChannel, SlowReaderError } from '../../../../shared/http/event-stream.js';
+
+describe('event channel', () => {
+  it('gives every event in order when the reader keeps up, and one event larger than the bound', async () => {
+    const channel = new EventChannel(1000);
+    const read: string[] = [];
+    const reader = (async () => {
+      for await (const e of channel) read.push(e);
+    })();
+    const tick = () => new Promise((r) => setTimeout(r, 0));
+    channel.push('a');
+    await tick();
+    channel.push('x'.repeat(5000));
+    await tick();
+    channel.push('b');
+    channel.end();
+    await reader;
+    expect(read).toEqual(['a', 'x'.repeat(5000), 'b']);
+  });
+
+  it('drops the backlog of a reader that stopped, and its next read fails', async () => {
+    const channel = new EventChannel(1000);
+    const iterator = channel[Symbol.asyncIterator]();
+    channel.push('first');
+    expect(await iterator.next()).toEqual({ done: false, value: 'first' });
+    for (let i = 0; i < 100_000; i++) channel.push('event: delta\ndata: {"text":"more"}\n\n');
+    await expect(iterator.next()).rejects.toThrow(SlowReaderError);
+  });
+});
