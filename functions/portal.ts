@@ -77,11 +77,23 @@ function contentSecurityPolicy(managementUrl: string, config: Config): string {
   ].join('; ');
 }
 
-/** The Management API as the browser reaches it: the setting, else this host on MANAGEMENT_PORT. */
+/** The host name a Host header names, when it is one (a name or an address, an optional port, nothing else). */
+function hostnameOf(header: string | undefined): string | undefined {
+  if (header === undefined || !/^[\w.-]+(:\d{1,5})?$|^\[[0-9a-f:.]+\](:\d{1,5})?$/i.test(header)) return undefined;
+  try {
+    return new URL(`http://${header}`).hostname;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The Management API as the browser reaches it: the setting, else this host on MANAGEMENT_PORT. Only a
+ * well-formed host name is taken from the request's Host header (anything else: the configured HOST).
+ */
 function managementUrlFor(request: PlatformRequest, config: Config): string {
   if (config.portal.managementUrl) return config.portal.managementUrl;
-  const host = request.header('host') ?? `${config.host}:${config.corePort}`;
-  const hostname = host.replace(/:\d+$/, '');
+  const hostname = hostnameOf(request.header('host')) ?? config.host;
   return `http://${hostname}:${config.managementPort}`;
 }
 

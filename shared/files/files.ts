@@ -5,7 +5,7 @@ import { Transform, type Readable } from 'node:stream';
 import type { ContainerClient } from '@azure/storage-blob';
 import { fileTypeFromBuffer } from 'file-type';
 import { ownerKey } from '../auth/principal.js';
-import { badRequest, notFound, payloadTooLarge } from '../http/errors.js';
+import { badRequest, notFound, payloadTooLarge, validationError } from '../http/errors.js';
 import type { Container, Doc, Page } from '../store/types.js';
 import { dayOf } from '../conversations/conversations.js';
 import { lazyContainer } from '../store/storage.js';
@@ -221,7 +221,14 @@ export class Files {
         continue;
       }
       const want = Math.min(ATTACHMENT_TEXT_LIMITS.perFile, budget);
-      const bytes = await this.blobs.getBlockBlobClient(file.blob_name).downloadToBuffer(0, Math.min(file.size, want * 4) || undefined);
+      let bytes: Buffer;
+      try {
+        bytes = await this.blobs.getBlockBlobClient(file.blob_name).downloadToBuffer(0, Math.min(file.size, want * 4) || undefined);
+      } catch (e) {
+        // The record outlived its blob (deleted out of band): refused like an unknown attachment.
+        if ((e as { statusCode?: number }).statusCode === 404) throw validationError([{ field: 'attachments', message: `Attachment ${file.display_name} not found` }]);
+        throw e;
+      }
       const text = bytes.toString('utf8').slice(0, want);
       budget -= text.length;
       out.push({ name: file.display_name, text });

@@ -44,7 +44,19 @@ export class ExtractionPool {
   /** The document's text, read in a worker; rejects with ExtractionError when a bound is broken. */
   extract(bytes: Uint8Array, format: string, fallbackTitle: string, signal?: AbortSignal): Promise<Extracted> {
     return new Promise((resolve, reject) => {
-      this.queue.push({ task: { bytes, format, fallbackTitle }, signal, resolve, reject });
+      const waiting: Waiting = { task: { bytes, format, fallbackTitle }, signal, resolve, reject };
+      // Given up while still queued (its document's deadline): it leaves the queue at once.
+      signal?.addEventListener(
+        'abort',
+        () => {
+          const at = this.queue.indexOf(waiting);
+          if (at < 0) return;
+          this.queue.splice(at, 1);
+          reject(signal.reason instanceof Error ? signal.reason : new Error('aborted'));
+        },
+        { once: true },
+      );
+      this.queue.push(waiting);
       this.pump();
     });
   }

@@ -1,5 +1,6 @@
 // The Cosmos DB document store: @azure/cosmos with managed identity in Azure, a key only for emulators.
 import { CosmosClient, type Container as SdkContainer, type IndexingPolicy, type JSONObject, type OperationInput, type PatchOperation } from '@azure/cosmos';
+import type { TokenCredential } from '@azure/core-auth';
 import { CredentialGate, CredentialGateError } from '../auth/credential-gate.js';
 import { ConfigError } from '../config.js';
 import { CONTAINER_LIST, type ContainerDefinition } from './containers.js';
@@ -102,14 +103,15 @@ async function connect(client: CosmosClient, database: ReturnType<CosmosClient['
   }
 }
 
-/** A Cosmos DB token for the account's own https host only, through the credential gate. */
-function cosmosCredential(endpoint: string, clientId: string | undefined) {
-  try {
-    return new CredentialGate({ serviceAudience: '', serviceHosts: [], clientId }).credentialFor('cosmos', endpoint);
-  } catch (e) {
-    if (e instanceof CredentialGateError) throw new ConfigError(`COSMOS_ENDPOINT ${e.message.replace(/^The URL /, '')}; or set COSMOS_KEY`);
-    throw e;
-  }
+/**
+ * A Cosmos DB token for the account's own https host only, through the credential gate. An endpoint that may
+ * not have one gets a credential that refuses: start-up then fails naming the endpoint and why.
+ */
+function cosmosCredential(endpoint: string, clientId: string | undefined): TokenCredential {
+  const gate = new CredentialGate({ serviceAudience: '', serviceHosts: [], clientId });
+  const problem = gate.urlProblem('cosmos', endpoint);
+  if (problem) return { getToken: () => Promise.reject(new CredentialGateError(`COSMOS_ENDPOINT ${problem} (or set COSMOS_KEY)`)) };
+  return gate.credentialFor('cosmos', endpoint);
 }
 
 /** A client for the account: its key where one is given (emulators), else Entra ID. */

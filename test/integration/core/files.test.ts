@@ -105,6 +105,15 @@ describe('file upload', () => {
     }
     expect(llm.requests.length).toBe(calls);
     expect((await app.call('GET', `${app.core}/instances/${INSTANCE}/async-completions/op-attach/status`)).status).toBe(404);
+
+    // A record whose blob is gone (deleted out of band): refused the same way, not a 500.
+    const gone = await upload({ file: { bytes: Buffer.from('soon gone'), name: 'gone.txt' }, agent_name: 'reader' });
+    const record = await records().read('owner@local.test', String(gone.body.object_id).split('/').pop()!);
+    await app.services.blobs.getContainerClient('files').getBlockBlobClient(record!.blob_name).delete();
+    const refused = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { user_prompt: 'x', agent_name: 'reader', attachments: [String(gone.body.object_id)] } });
+    expect(refused.status).toBe(400);
+    expect(refused.body).toMatchObject({ error: { code: 'ValidationError', details: [{ field: 'attachments', message: 'Attachment gone.txt not found' }] } });
+    expect(llm.requests.length).toBe(calls);
   });
 
   describe('the caller\'s files', () => {
