@@ -6,7 +6,7 @@ import { z } from 'zod';
 import type { Principal } from '../shared/auth/principal.js';
 import { admit, CompletionRequest, CompletionResponse, newOperationId, runCompletion, type Admitted } from '../shared/completions/completion.js';
 import { cancelOperation, presentOperation, readOperation, startOperation } from '../shared/completions/operations.js';
-import { QuotaResponse } from '../shared/completions/quotas.js';
+import { QuotaResponse, type QuotaReservation } from '../shared/completions/quotas.js';
 import { streamCompletion } from '../shared/completions/stream.js';
 import { abortRunning, failPoisoned, processOperation } from '../shared/completions/worker.js';
 import { wantsEventStream } from '../shared/http/event-stream.js';
@@ -78,17 +78,22 @@ const CompletionEvents = z
  * `answer`. Its reply, or the error it fails with, carries the rate-limit headers of the quota closest to
  * its limit (CONTRACT 10.4); a 429 carries those of the exceeded quota.
  */
-async function admitted(s: Services, principal: Principal, body: CompletionRequest, answer: (admitted: Admitted) => Promise<Reply>): Promise<Reply> {
+async function admitted(s: Services, principal: Principal, body: CompletionRequest, answer: (admitted: Admitted, reservation: QuotaReservation) => Promise<Reply>): Promise<Reply> {
   const request = await admit(s, principal, body);
-  const limits = await s.quotas.enforce(principal, request.agent.name);
+  const { headers: limits, reservation } = await s.quotas.enforce(principal, request.agent.name);
   try {
-    const reply = await answer(request);
+    const reply = await answer(request, reservation);
     return { ...reply, headers: { ...reply.headers, ...limits } };
   } catch (e) {
+    await s.quotas.release(reservation);
     if (e instanceof ApiError) Object.assign(e.headers, limits);
     throw e;
   }
 }
+
+/** Gives a call's quota reservation back when its run ends, however it ends. */
+const releasing = <T,>(s: Services, reservation: QuotaReservation, run: Promise<T>): Promise<T> =>
+  run.finally(() => s.quotas.release(reservation).catch((e: unknown) => s.log.warn('A quota reservation was not released', { error: e instanceof Error ? e.message : String(e) })));
 
 export const routes = [
   defineRoute({
@@ -114,10 +119,10 @@ export const routes = [
       const operationId = body.operation_id ?? newOperationId();
       return withCorrelation({ operationId, instanceId: params.instanceId, conversationId: body.session_id }, principal.upn, async () => {
         const options = { operationId, mayRepeat: body.operation_id !== undefined };
-        return admitted(services, principal, body, async (turn) =>
+        return admitted(services, principal, body, async (turn, reservation) =>
           wantsEventStream(request.header('accept'))
-            ? streamCompletion(services, principal, turn, options, request.signal)
-            : json(200, await runCompletion(services, principal, turn, options)),
+            ? streamCompletion(services, principal, turn, options, request.signal, () => releasing(services, reservation, Promise.resolve()))
+            : json(200, await releasing(services, reservation, runCompletion(services, principal, turn, options))),
         );
       });
     },
@@ -151,9 +156,10 @@ export const routes = [
           const problem = await savedUrlProblem(callbackUrl, { policy: 'user', allowPrivateNetwork: services.config.allowPrivateNetwork });
           if (problem) throw validationError([{ field: 'callback_url', message: `callback_url ${problem}` }]);
         }
-        return admitted(services, principal, completion, async ({ request }) => {
+        return admitted(services, principal, completion, async ({ request }, reservation) => {
           // The start activity's trace context is saved with the operation: polls and the worker link to it.
-          const op = await startOperation(services, principal, request, operationId, saveTraceContext(), callbackUrl);
+          // The quota reservation goes with it, given back when the operation ends.
+          const op = await startOperation(services, principal, request, operationId, saveTraceContext(), callbackUrl, reservation);
           await services.producer.send(services.config.asyncQueue, { key: op.id, operation_id: operationId });
           const headers = { location: statusUrl(params.instanceId, operationId), 'retry-after': '1' };
           return json(202, { operation_id: op.operation_id, status: op.status, status_message: op.status_message, result: null }, headers);

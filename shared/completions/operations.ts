@@ -9,6 +9,7 @@ import { ConflictError, type Doc, type Stored } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import { enqueueDelivery, type DeliveryAttempt } from '../webhooks/deliveries.js';
 import type { CompletionRequest, CompletionResponse } from './completion.js';
+import type { QuotaReservation } from './quotas.js';
 
 export type OperationStatus = 'InProgress' | 'Completed' | 'Failed' | 'Cancelled';
 
@@ -31,6 +32,8 @@ export interface OperationDoc extends Doc {
   callback_url?: string;
   /** Every attempt to deliver it there. */
   deliveries?: DeliveryAttempt[];
+  /** What its admission reserved of token quotas: given back once, when the operation ends. */
+  quota_reservation?: QuotaReservation;
 }
 
 /** The long-running operation as the status endpoint (and the webhook) shows it. */
@@ -63,6 +66,7 @@ export async function startOperation(
   operationId: string,
   traceContext: OperationDoc['trace'],
   callbackUrl: string | undefined,
+  reservation?: QuotaReservation,
 ): Promise<OperationDoc> {
   const now = new Date().toISOString();
   const key = operationKey(principal.upn, operationId);
@@ -81,6 +85,7 @@ export async function startOperation(
       trace: traceContext,
       attempts: 0,
       ...(callbackUrl !== undefined ? { callback_url: callbackUrl, deliveries: [] } : {}),
+      ...(reservation?.entries.length ? { quota_reservation: reservation } : {}),
     });
   } catch (e) {
     if (e instanceof ConflictError) throw conflict(`Operation ${operationId} already exists`);
@@ -103,6 +108,8 @@ export async function transition(
     return { ...op, ...change(op), last_updated: new Date().toISOString() };
   });
   if (!outcome.changed || !saved) return undefined;
+  // Ending happens once (only an InProgress operation changes): the reservation is given back once.
+  if (saved.status !== 'InProgress') await s.quotas.release(saved.quota_reservation);
   if (saved.status !== 'InProgress' && saved.callback_url !== undefined) await enqueueDelivery(s, saved.id);
   return saved;
 }

@@ -8,7 +8,7 @@ import type { Principal } from '../auth/principal.js';
 import { ApiError } from '../http/errors.js';
 import type { Log } from '../log.js';
 import type { AppSettings } from '../providers/settings.js';
-import { ConflictError, NotFoundError, type Container, type Doc } from '../store/types.js';
+import { ConflictError, NotFoundError, type Container, type Doc, type PatchOp } from '../store/types.js';
 import { recordQuotaRejection } from '../telemetry/metrics.js';
 
 export const QUOTA_SETTING = 'Svc:Quota:Definitions';
@@ -51,6 +51,10 @@ export function parseQuotaDefinitions(raw: string): QuotaDefinition[] | string {
 
 interface CounterDoc extends Doc {
   count?: number;
+  /** Token quotas: completed calls counted in `count` (their average sizes a reservation). */
+  calls?: number;
+  /** Token quotas: tokens reserved by calls admitted and not yet ended. */
+  reserved?: number;
   /** Lockout documents: epoch ms until which requests are refused. */
   until?: number;
 }
@@ -87,6 +91,11 @@ function exceeded(s: Standing): ApiError {
   return new ApiError(429, 'QuotaExceeded', body.message, [], { 'retry-after': String(seconds), ...rateLimitHeaders(s) }, body);
 }
 
+/** Tokens held for admitted calls of token quotas until they end; release it once, whatever the outcome. */
+export interface QuotaReservation {
+  entries: { pk: string; window: string; tokens: number }[];
+}
+
 export class Quotas {
   /** Lockouts this instance already knows of: refused without a store round trip. */
   private readonly lockouts = new Map<string, number>();
@@ -117,16 +126,31 @@ export class Quotas {
    * Throws 429 when one is exceeded; else answers the rate-limit headers of the quota closest to its limit
    * (the smallest remaining share), or none when no quota applies.
    */
-  async enforce(principal: Principal, agentName: string): Promise<Record<string, string>> {
+  async enforce(principal: Principal, agentName: string): Promise<{ headers: Record<string, string>; reservation: QuotaReservation }> {
     const applying = await this.applying(principal, agentName);
-    const standings = await Promise.all(applying.map(({ quota, pk }) => this.stand(quota, pk)));
+    const reservation: QuotaReservation = { entries: [] };
+    const standings = await Promise.all(applying.map(({ quota, pk }) => this.stand(quota, pk, reservation)));
     const refused = standings.find((s) => s.refusedFor !== undefined);
     if (refused) {
+      await this.release(reservation);
       recordQuotaRejection(refused.quota.name);
       throw exceeded(refused);
     }
     const closest = standings.reduce<Standing | undefined>((min, s) => (!min || s.remaining / s.quota.metric_limit < min.remaining / min.quota.metric_limit ? s : min), undefined);
-    return closest ? rateLimitHeaders(closest) : {};
+    return { headers: closest ? rateLimitHeaders(closest) : {}, reservation };
+  }
+
+  /** Gives back what a call's admission reserved (once, when the call has ended: completed, failed or cancelled). */
+  async release(reservation: QuotaReservation | undefined): Promise<void> {
+    const entries = reservation?.entries.splice(0) ?? [];
+    await Promise.all(
+      entries.map(({ pk, window, tokens }) =>
+        this.counters.patch(pk, window, [{ op: 'incr', path: 'reserved', value: -tokens }]).catch((e: unknown) => {
+          // The window's counter expired meanwhile: nothing is held any more.
+          if (!(e instanceof NotFoundError)) throw e;
+        }),
+      ),
+    );
   }
 
   /** Adds the tokens of a completed call to the token quotas that apply. */
@@ -134,7 +158,27 @@ export class Quotas {
     if (tokens <= 0) return;
     const applying = (await this.applying(principal, agentName)).filter(({ quota }) => quota.metric === 'tokens');
     const now = Date.now();
-    await Promise.all(applying.map(({ quota, pk }) => this.increment(pk, windowOf(quota, now).id, windowOf(quota, now).ttl, tokens)));
+    await Promise.all(
+      applying.map(({ quota, pk }) => {
+        const w = windowOf(quota, now);
+        return this.increment(pk, w.id, w.ttl, [{ op: 'incr', path: 'count', value: tokens }, { op: 'incr', path: 'calls', value: 1 }], { count: tokens, calls: 1 });
+      }),
+    );
+  }
+
+  /**
+   * Reserves a token quota's share for one call and answers the tokens used before it (completed calls, and
+   * calls admitted before it and still running). The share is the average size of the partition's completed
+   * calls, or the whole limit while there are none: calls admitted side by side can then go past the limit
+   * by at most about one call, however many arrive at once.
+   */
+  private async reserveTokens(q: QuotaDefinition, pk: string, w: ReturnType<typeof windowOf>, reservation: QuotaReservation): Promise<number> {
+    const [current, previous] = await Promise.all([this.counters.read(pk, w.id), this.counters.read(pk, w.previousId)]);
+    const sample = (current?.calls ?? 0) > 0 ? current : previous;
+    const share = sample?.calls ? Math.max(1, Math.ceil((sample.count ?? 0) / sample.calls)) : q.metric_limit;
+    const after = await this.increment(pk, w.id, w.ttl, [{ op: 'incr', path: 'reserved', value: share }], { count: 0, calls: 0, reserved: share });
+    reservation.entries.push({ pk, window: w.id, tokens: share });
+    return (after.count ?? 0) + (after.reserved ?? share) - share;
   }
 
   private async applying(principal: Principal, agentName: string): Promise<{ quota: QuotaDefinition; pk: string }[]> {
@@ -146,15 +190,17 @@ export class Quotas {
       });
   }
 
-  /** Where the quota stands with this request: a request quota counts it, a token quota only reads. */
-  private async stand(q: QuotaDefinition, pk: string): Promise<Standing> {
+  /** Where the quota stands with this request: a request quota counts it, a token quota reserves its share. */
+  private async stand(q: QuotaDefinition, pk: string, reservation: QuotaReservation): Promise<Standing> {
     const now = Date.now();
     const w = windowOf(q, now);
     const known = this.lockouts.get(pk);
     if (known !== undefined && known > now) return { quota: q, remaining: 0, resetSeconds: Math.ceil((known - now) / 1000), refusedFor: (known - now) / 1000 };
     const [lockout, current, previous] = await Promise.all([
       this.counters.read(pk, 'lockout'),
-      q.metric === 'requests' ? this.increment(pk, w.id, w.ttl, 1) : this.counters.read(pk, w.id).then((d) => d?.count ?? 0),
+      q.metric === 'requests'
+        ? this.increment(pk, w.id, w.ttl, [{ op: 'incr', path: 'count', value: 1 }], { count: 1 }).then((d) => d.count ?? 1)
+        : this.reserveTokens(q, pk, w, reservation),
       this.counters.read(pk, w.previousId).then((d) => d?.count ?? 0),
     ]);
     if (lockout?.until !== undefined && lockout.until > now) {
@@ -176,16 +222,16 @@ export class Quotas {
     return { ...standing, remaining: 0, refusedFor: w.resetSeconds };
   }
 
-  /** Atomic increment of a window counter, creating it on first use. */
-  private async increment(pk: string, id: string, ttl: number, by: number): Promise<number> {
+  /** Atomic increments of a window counter's fields, creating it (with `initial`) on first use. */
+  private async increment(pk: string, id: string, ttl: number, ops: PatchOp[], initial: Partial<CounterDoc>): Promise<CounterDoc> {
     for (;;) {
       try {
-        return (await this.counters.patch(pk, id, [{ op: 'incr', path: 'count', value: by }])).count ?? by;
+        return await this.counters.patch(pk, id, ops);
       } catch (e) {
         if (!(e instanceof NotFoundError)) throw e;
       }
       try {
-        return (await this.counters.create({ id, pk, count: by, ttl })).count ?? by;
+        return await this.counters.create({ id, pk, ttl, ...initial });
       } catch (e) {
         if (!(e instanceof ConflictError)) throw e;
       }

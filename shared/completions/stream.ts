@@ -17,7 +17,8 @@ function errorData(e: unknown, s: Services): unknown {
   return { error: { code: 'InternalError', message: 'An unexpected error occurred' } };
 }
 
-export async function streamCompletion(s: Services, principal: Principal, admitted: Admitted, options: RunOptions, clientGone: AbortSignal): Promise<Reply> {
+/** `onEnd` runs once the completion has ended, however it ended (the stream's reader may have left before). */
+export async function streamCompletion(s: Services, principal: Principal, admitted: Admitted, options: RunOptions, clientGone: AbortSignal, onEnd?: () => unknown): Promise<Reply> {
   const channel = new EventChannel();
   const call = new AbortController();
   const stop = () => call.abort();
@@ -46,6 +47,7 @@ export async function streamCompletion(s: Services, principal: Principal, admitt
     (e: unknown) => channel.push(sseEvent('error', errorData(e, s))),
   ).finally(() => {
     finished = true;
+    onEnd?.();
     clientGone.removeEventListener('abort', stop);
     channel.end();
   });

@@ -81,6 +81,19 @@ describe('hardening, second round, against the bundle', () => {
     expect(JSON.stringify(blocked.body.analysis_results)).toContain('matches the blocklist entry /.*ignore previous instructions/i');
   });
 
+  it('11: 64 parallel completions against a 10-token quota admit what it allows plus one call', async () => {
+    await seedAgent(app, 'counted', { llmUrl: llm.url });
+    const key = 'Svc:Quota:Definitions';
+    const quota = { name: 'TenTokens', context: 'CoreAPI:Completions:counted', metric: 'tokens', metric_partition: 'None', metric_limit: 10, metric_window_seconds: 3600 };
+    await upsert(app, 'Svc.Configuration', 'appConfigurations', key, { key, value: JSON.stringify([quota]) });
+    const answers = await Promise.all(Array.from({ length: 64 }, () => complete(app, 'counted', 'count these five words please')));
+    const admitted = answers.filter((a) => a.status === 200).map((a) => (a.body as unknown as { total_tokens: number }).total_tokens);
+    expect(answers.filter((a) => a.status === 429).length).toBeGreaterThan(0);
+    expect(admitted.length).toBeGreaterThan(0);
+    // Before: all 64 were admitted. Now what the calls used is at most the limit plus one call.
+    expect(admitted.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(10 + Math.max(...admitted));
+  });
+
   it('12: a Host header that is not a host is neither a 500 nor reflected into the portal settings', async () => {
     const raw = (path: string) =>
       new Promise<string>((resolve, reject) => {
