@@ -201,5 +201,6 @@ export const routes = [
 export const queueHandlers: QueueHandler[] = [
   { name: 'completions-worker', queue: (config) => config.asyncQueue, handler: processOperation },
   { name: 'completions-poison', queue: (config) => `${config.asyncQueue}-poison`, handler: failPoisoned },
-  { name: 'webhooks-deliver', queue: (config) => config.webhooks.queue, handler: deliverWebhook },
+  // Deliveries mostly wait on receivers (each within its attempt deadline and its destination's lane).
+  { name: 'webhooks-deliver', queue: (config) => config.webhooks.queue, handler: deliverWebhook, concurrency: 32 },
 ];

@@ -61,7 +61,7 @@ export async function startStandalone(
   const startConsumers = () => {
     if (closed || options.consumers === false) return;
     const lease = { idlePollMs: 500, visibilityTimeoutSeconds: services.config.queueVisibilityTimeoutSeconds };
-    consumers.push(...queueHandlers.map((h) => startQueueConsumer(h, services.queues, services, lease)));
+    consumers.push(...queueHandlers.map((h) => startQueueConsumer(h, services.queues, services, { ...lease, ...(h.concurrency ? { concurrency: h.concurrency } : {}) })));
   };
   if (options.storageReady) options.storageReady.then(startConsumers, () => undefined);
   else startConsumers();

@@ -57,6 +57,8 @@ export interface ResourceType {
   afterCreate?: (doc: ResourceDoc, ctx: HookContext) => Promise<void>;
   /** Runs after every write, delete and purge: cache invalidation. */
   afterChange?: (doc: ResourceDoc, ctx: HookContext) => Promise<void> | void;
+  /** What reads show of a stored resource (secret values masked); the stored document when absent. */
+  present?: (resource: Record<string, unknown>) => Record<string, unknown>;
   /** Runs after a purge. */
   afterPurge?: (doc: ResourceDoc, ctx: HookContext) => Promise<void>;
 }

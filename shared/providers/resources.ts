@@ -66,7 +66,8 @@ export async function getResource(s: Services, t: ResourceType, principal: Princ
   await s.authorizer.require(principal, action(t, 'read'), objectId);
   const doc = await readResource(s, t, name);
   if (!doc) throw notFound(`${t.type} ${name} not found`);
-  return { resource: present(doc), ...(await s.authorizer.access(principal, doc.object_id, verbs(t))) };
+  const shown = present(doc);
+  return { resource: t.present ? t.present(shown) : shown, ...(await s.authorizer.access(principal, doc.object_id, verbs(t))) };
 }
 
 export async function upsertResource(

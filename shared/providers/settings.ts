@@ -8,6 +8,36 @@ export interface AppConfigDoc extends Doc {
   key: string;
   value: string;
   deleted?: boolean;
+  /** Secret settings: the value replaced by the last change, still valid until `previous_until` (rotation). */
+  previous_value?: string;
+  previous_until?: string;
+}
+
+/** Signs webhook deliveries (a secret setting: written, never shown). */
+export const SIGNING_SECRET_SETTING = 'Svc:Webhooks:SigningSecret';
+
+/** App configurations whose values are secrets: accepted on write, answered masked on every read. */
+export const SECRET_SETTINGS: ReadonlySet<string> = new Set([SIGNING_SECRET_SETTING.toLowerCase()]);
+
+/** What a read answers instead of a secret setting's value. */
+export const MASKED_VALUE = '********';
+
+/** How long a secret setting's replaced value stays valid after a change, for receivers to switch over. */
+export const ROTATION_MS = 24 * 3600 * 1000;
+
+/** A secret setting's fields as a write keeps them: the replaced value stays valid for ROTATION_MS. */
+export function rotated(key: string, value: unknown, existing: Readonly<Record<string, unknown>> | undefined, now = Date.now()): Record<string, unknown> {
+  if (!SECRET_SETTINGS.has(key.toLowerCase()) || !existing) return {};
+  if (typeof existing.value === 'string' && existing.value !== value) return { previous_value: existing.value, previous_until: new Date(now + ROTATION_MS).toISOString() };
+  const still = typeof existing.previous_until === 'string' && Date.parse(existing.previous_until) > now;
+  return still ? { previous_value: existing.previous_value, previous_until: existing.previous_until } : {};
+}
+
+/** An app configuration as reads show it: a secret setting's value (and replaced value) masked. */
+export function maskSecret(resource: Record<string, unknown>): Record<string, unknown> {
+  if (typeof resource.key !== 'string' || !SECRET_SETTINGS.has(resource.key.toLowerCase())) return resource;
+  const { previous_value: _previous, ...shown } = resource;
+  return { ...shown, value: MASKED_VALUE };
 }
 
 /**

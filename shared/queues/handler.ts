@@ -19,6 +19,8 @@ export interface QueueHandler {
   /** The queue's name, from configuration (several instances may share one storage account). */
   queue: (config: Config) => string;
   handler: (message: unknown, delivery: QueueDelivery, services: Services) => Promise<void>;
+  /** Messages handled at once by the standalone server's consumer (default 8): more for work that mostly waits. */
+  concurrency?: number;
 }
 
 /** Deliveries before a message moves to `<queue>-poison` (host.json `extensions.queues.maxDequeueCount`). */

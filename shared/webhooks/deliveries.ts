@@ -1,7 +1,8 @@
-// Webhooks of ended async operations (CONTRACT 10.3): the operation JSON POSTed to the starter's callback_url,
-// signed `Svc-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">` with the app configuration
-// Svc:Webhooks:SigningSecret, over connections that follow the outbound rules for user URLs (CONTRACT 10.1),
-// retried with growing delays for more than ten minutes (with the default base of 5 s).
+// Webhooks of ended async operations (README "Webhooks"): the operation JSON POSTed to the starter's
+// callback_url, signed `Svc-Signature: t=<unix seconds>,v1=<hex HMAC-SHA256 of "<t>.<body>">` with the secret
+// setting Svc:Webhooks:SigningSecret (a second `v1=` with the replaced secret for a day after a change), over
+// connections that follow the outbound rules for user URLs, with a short deadline per attempt, at most a few
+// at once per destination, retried with growing delays for more than ten minutes (default base 5 s).
 import { createHmac, randomBytes } from 'node:crypto';
 import { request, type Dispatcher } from 'undici';
 import { urlProblem, type OutboundRules } from '../net/outbound.js';
@@ -17,7 +18,10 @@ export interface DeliveryAttempt {
   duration_ms: number;
 }
 
-export const SIGNING_SECRET_SETTING = 'Svc:Webhooks:SigningSecret';
+export { SIGNING_SECRET_SETTING } from '../providers/settings.js';
+
+/** Deadline of one delivery attempt, from connecting to the receiver's answer. */
+export const ATTEMPT_TIMEOUT_MS = 5_000;
 
 /** Delays before each retry, in units of WEBHOOK_RETRY_BASE_SECONDS: 5 s, 15 s, ... 16 min with the default. */
 const RETRY_STEPS = [1, 3, 6, 12, 24, 48, 96, 192];
@@ -28,8 +32,9 @@ export const retryDelaySeconds = (attempt: number, base: number): number | undef
   return step === undefined ? undefined : step * base;
 };
 
-/** The signature header of a body sent at unix second `t`. */
-export const signature = (secret: string, body: string, t: number) => `t=${t},v1=${createHmac('sha256', secret).update(`${t}.${body}`).digest('hex')}`;
+/** The signature header of a body sent at unix second `t`: one `v1=` per valid secret, the current one first. */
+export const signature = (secrets: readonly string[], body: string, t: number) =>
+  [`t=${t}`, ...secrets.map((secret) => `v1=${createHmac('sha256', secret).update(`${t}.${body}`).digest('hex')}`)].join(',');
 
 /** A new signing secret, for when none is configured (operators read it from the app configuration). */
 export const newSigningSecret = () => randomBytes(32).toString('base64url');
@@ -40,7 +45,7 @@ export function enqueueDelivery(s: Services, key: string): Promise<void> {
 }
 
 /** POSTs a signed body; resolves with what happened, never throws. */
-export async function post(url: string, body: string, secret: string, dispatcher: Dispatcher, rules: OutboundRules): Promise<Omit<DeliveryAttempt, 'attempt' | 'at'>> {
+export async function post(url: string, body: string, secrets: readonly string[], dispatcher: Dispatcher, rules: OutboundRules): Promise<Omit<DeliveryAttempt, 'attempt' | 'at'>> {
   const started = Date.now();
   const took = () => Date.now() - started;
   const problem = urlProblem(url, rules);
@@ -49,12 +54,12 @@ export async function post(url: string, body: string, secret: string, dispatcher
     const t = Math.floor(Date.now() / 1000);
     const response = await request(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'user-agent': 'agent-platform-webhooks', 'svc-signature': signature(secret, body, t) },
+      headers: { 'content-type': 'application/json', 'user-agent': 'agent-platform-webhooks', 'svc-signature': signature(secrets, body, t) },
       body,
       dispatcher,
-      headersTimeout: 10_000,
-      bodyTimeout: 10_000,
-      signal: AbortSignal.timeout(15_000),
+      headersTimeout: ATTEMPT_TIMEOUT_MS,
+      bodyTimeout: ATTEMPT_TIMEOUT_MS,
+      signal: AbortSignal.timeout(ATTEMPT_TIMEOUT_MS),
     });
     // The receiver's answer is not read beyond what frees the connection.
     await response.body.dump({ limit: 16 * 1024 }).catch(() => undefined);

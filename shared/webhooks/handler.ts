@@ -1,6 +1,7 @@
 // The queue handler that delivers webhooks: one attempt per message; a failed attempt queues the next one
 // with its delay (the queue's visibility delay), until one is accepted or the schedule is over. Every attempt
-// is recorded on the operation.
+// is recorded on the operation. Each destination has a lane of a few deliveries at once, so receivers that
+// hang (up to the attempt deadline) delay only their own deliveries.
 import { randomUUID } from 'node:crypto';
 import { operations, presentOperation } from '../completions/operations.js';
 import { readSecret, SECRET_NAME } from '../config.js';
@@ -12,39 +13,68 @@ import { ConflictError } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import { newSigningSecret, post, retryDelaySeconds, SIGNING_SECRET_SETTING } from './deliveries.js';
 
+const resolve = (value: string) => (SECRET_NAME.test(value) ? readSecret(value) : value);
+
 /**
- * The signing secret: the setting's value, or the secret it names (an SVC_SECRET_ app setting, a Key Vault
- * reference in Azure). One is generated and stored when none is configured (and a warning says so), so that
- * webhooks work out of the box; operators who keep it in Key Vault configure the reference instead.
+ * The signing secrets, current first: the setting's value, or the secret it names (an SVC_SECRET_ app setting,
+ * a Key Vault reference in Azure), and for a day after a change the value it replaced. One is generated and
+ * stored when none is configured (a warning says so), so webhooks work out of the box; receivers that verify
+ * signatures need one set by the operator, since the setting is never shown.
  */
-async function signingSecret(s: Services): Promise<string | undefined> {
-  const configured = await s.settings.get(SIGNING_SECRET_SETTING);
-  if (configured) return SECRET_NAME.test(configured) ? readSecret(configured) : configured;
-  const now = new Date().toISOString();
-  const name = SIGNING_SECRET_SETTING;
-  const doc: AppConfigDoc & Record<string, unknown> = {
-    id: resourceId(name),
-    pk: APP_CONFIG_PK,
-    type: 'app-configuration',
-    name,
-    key: name,
-    value: newSigningSecret(),
-    object_id: `/instances/${s.config.instanceId}/providers/Svc.Configuration/appConfigurations/${name}`,
-    description: 'Signs webhook deliveries (generated: none was configured)',
-    created_on: now,
-    created_by: 'system',
-    updated_on: now,
-    updated_by: 'system',
-    deleted: false,
-  };
-  try {
-    await s.store.container<AppConfigDoc>('resources').create(doc);
-    s.log.warn(`No ${name} was configured: one was generated; read it from the app configuration to verify deliveries`);
-  } catch (e) {
-    if (!(e instanceof ConflictError)) throw e;
+async function signingSecrets(s: Services): Promise<string[]> {
+  const settings = s.store.container<AppConfigDoc>('resources');
+  const id = resourceId(SIGNING_SECRET_SETTING);
+  let doc = await settings.read(APP_CONFIG_PK, id);
+  if (!doc || doc.deleted) {
+    const now = new Date().toISOString();
+    const name = SIGNING_SECRET_SETTING;
+    try {
+      doc = await settings.create({
+        id,
+        pk: APP_CONFIG_PK,
+        type: 'app-configuration',
+        name,
+        key: name,
+        value: newSigningSecret(),
+        object_id: `/instances/${s.config.instanceId}/providers/Svc.Configuration/appConfigurations/${name}`,
+        description: 'Signs webhook deliveries (generated: none was configured)',
+        created_on: now,
+        created_by: 'system',
+        updated_on: now,
+        updated_by: 'system',
+        deleted: false,
+      } as AppConfigDoc);
+      s.log.warn(`No ${name} was configured: one was generated; set your own to verify deliveries`);
+    } catch (e) {
+      if (!(e instanceof ConflictError)) throw e;
+      doc = await settings.read(APP_CONFIG_PK, id);
+    }
   }
-  s.settings.invalidate(name);
-  return (await s.settings.get(name)) ?? doc.value;
+  if (!doc) return [];
+  const previous = doc.previous_value !== undefined && doc.previous_until !== undefined && Date.parse(doc.previous_until) > Date.now() ? [doc.previous_value] : [];
+  return [doc.value, ...previous].map(resolve).filter((v): v is string => typeof v === 'string' && v.length > 0);
+}
+
+/** Deliveries in flight per destination origin on this instance: a hanging receiver holds only its own lane. */
+const LANE_WIDTH = 2;
+const lanes = new Map<string, number>();
+
+/** Takes a place in the destination's lane, or answers undefined when its lane is full. */
+function enterLane(url: string): (() => void) | undefined {
+  let origin: string;
+  try {
+    origin = new URL(url).origin;
+  } catch {
+    origin = url;
+  }
+  const busy = lanes.get(origin) ?? 0;
+  if (busy >= LANE_WIDTH) return undefined;
+  lanes.set(origin, busy + 1);
+  return () => {
+    const left = (lanes.get(origin) ?? 1) - 1;
+    if (left <= 0) lanes.delete(origin);
+    else lanes.set(origin, left);
+  };
 }
 
 export async function deliverWebhook(message: unknown, _delivery: QueueDelivery, s: Services): Promise<void> {
@@ -54,11 +84,23 @@ export async function deliverWebhook(message: unknown, _delivery: QueueDelivery,
   const op = await operations(s).read(key, key);
   if (!op?.callback_url || op.status === 'InProgress') return;
   if (op.deliveries?.some((d) => d.outcome === 'delivered')) return;
-  const body = JSON.stringify(presentOperation({ ...op, deliveries: undefined, callback_url: undefined }));
-  const secret = await signingSecret(s);
-  const result = secret
-    ? await post(op.callback_url, body, secret, s.userDispatcher, { policy: 'user', allowPrivateNetwork: s.config.allowPrivateNetwork })
-    : { outcome: 'refused' as const, error: `the secret that ${SIGNING_SECRET_SETTING} names is not set`, duration_ms: 0 };
+  const leave = enterLane(op.callback_url);
+  if (!leave) {
+    // Its destination already has LANE_WIDTH deliveries in flight: the same attempt, a little later.
+    await s.producer.send(s.config.webhooks.queue, { key, attempt, id: randomUUID() }, { visibilityTimeoutSeconds: 2 });
+    return;
+  }
+  let result;
+  try {
+    const body = JSON.stringify(presentOperation({ ...op, deliveries: undefined, callback_url: undefined }));
+    const secrets = await signingSecrets(s);
+    result =
+      secrets.length > 0
+        ? await post(op.callback_url, body, secrets, s.userDispatcher, { policy: 'user', allowPrivateNetwork: s.config.allowPrivateNetwork })
+        : { outcome: 'refused' as const, error: `the secret that ${SIGNING_SECRET_SETTING} names is not set`, duration_ms: 0 };
+  } finally {
+    leave();
+  }
   await updateDocument(operations(s), key, key, (current) =>
     current ? { ...current, deliveries: [...(current.deliveries ?? []), { attempt, at: new Date().toISOString(), ...result }].slice(-20) } : undefined,
   );

@@ -11,7 +11,7 @@ import { allowedScopes, identityProblem } from '../../models/credentials.js';
 import { ApiEndpointFields, checkEndpoint } from '../../models/endpoint.js';
 import { ModelParametersFields } from '../../models/parameters.js';
 import { brandingProblem } from '../branding.js';
-import { APP_CONFIG_PK } from '../settings.js';
+import { APP_CONFIG_PK, maskSecret, rotated } from '../settings.js';
 import { definition, type HookContext, type ResourceType } from '../resource-type.js';
 import { BLOCKLIST_SETTING, compileBlocklist } from '../../shielding/blocklist.js';
 import { checkWorkflowLinks } from './agent-links.js';
@@ -215,6 +215,9 @@ export const appConfigurations: ResourceType = {
       const problem = brandingProblem(d.key, d.value) ?? settingProblem(d.key, d.value);
       if (problem) ctx.addIssue({ code: 'custom', path: ['value'], message: `${d.key} ${problem}` });
     }),
+  // A secret setting keeps the value a change replaced valid for a while (rotation), and is never shown.
+  computed: (d, existing) => rotated(String(d.key), d.value, existing),
+  present: maskSecret,
   afterChange: (doc, { services }) => {
     if (doc.pk === APP_CONFIG_PK) services.settings.invalidate(doc.name);
   },

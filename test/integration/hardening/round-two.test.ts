@@ -5,10 +5,14 @@
 // worker module).
 import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
+import { createHmac, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
-import { seedAgent } from '../../support/agents.js';
+import { oidForUpn } from '../../../shared/auth/local-idp.js';
+import { ROLE_IDS, roleDefinitionPath } from '../../../shared/auth/roles.js';
+import { grantReader, seedAgent } from '../../support/agents.js';
+import { INSTANCE } from '../../support/services.js';
 import { providers } from '../../support/app.js';
 import { startBundledApp, type BundledApp } from '../../support/bundled-app.js';
 import { pdfOf } from '../../support/documents.js';
@@ -92,6 +96,88 @@ describe('hardening, second round, against the bundle', () => {
     expect(admitted.length).toBeGreaterThan(0);
     // Before: all 64 were admitted. Now what the calls used is at most the limit plus one call.
     expect(admitted.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(10 + Math.max(...admitted));
+  });
+
+  /** A webhook receiver: what it got, and when; `hang` keeps every request open without an answer. */
+  async function receiver(hang = false) {
+    const received: { at: number; signature: string; body: string }[] = [];
+    const closedAt: number[] = [];
+    const server = http.createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        received.push({ at: Date.now(), signature: String(req.headers['svc-signature']), body: Buffer.concat(chunks).toString('utf8') });
+        if (!hang) res.writeHead(200).end();
+      });
+      req.socket.on('close', () => closedAt.push(Date.now()));
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+    return { url, received, closedAt, close: () => (server.closeAllConnections(), new Promise<void>((r) => server.close(() => r()))) };
+  }
+  const startAsync = (agent: string, callbackUrl: string, as?: string) =>
+    app.call('POST', `${app.core}/instances/${INSTANCE}/async-completions`, { body: { user_prompt: 'call me', agent_name: agent, operation_id: randomUUID(), callback_url: callbackUrl }, ...(as ? { as } : {}) });
+  const until = async (what: string, check: () => boolean, ms = 20_000) => {
+    for (const end = Date.now() + ms; !check(); await new Promise((r) => setTimeout(r, 50))) if (Date.now() > end) throw new Error(`no ${what} within ${ms} ms`);
+  };
+  const hmac = (secret: string, signature: string, body: string) => {
+    const t = /t=(\d+)/.exec(signature)?.[1];
+    return createHmac('sha256', secret).update(`${t}.${body}`).digest('hex');
+  };
+
+  it('7: the webhook signing secret is never readable through the API, and a change keeps the old one valid (two signatures)', async () => {
+    const key = 'Svc:Webhooks:SigningSecret';
+    const url = `${providers(app, 'Svc.Configuration')}/appConfigurations/${key}`;
+    await upsert(app, 'Svc.Configuration', 'appConfigurations', key, { key, value: 'whsec-first-0123456789' });
+    const reader = 'reader7@example.com';
+    const name = randomUUID();
+    const granted = await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/${name}`, {
+      body: { name, principal_id: oidForUpn(reader), principal_type: 'User', role_definition_id: roleDefinitionPath(ROLE_IDS.reader), scope: `/instances/${INSTANCE}` },
+    });
+    expect(granted.status).toBe(200);
+    for (const as of [undefined, reader]) {
+      const read = await app.call('GET', url, as ? { as } : {});
+      expect(read.status).toBe(200);
+      expect(JSON.stringify(read.body)).not.toContain('whsec-first');
+      expect((read.body as { resource: { value: string } }).resource.value).toBe('********');
+    }
+    await seedAgent(app, 'hooked', { llmUrl: llm.url });
+    const hook = await receiver();
+    try {
+      expect((await startAsync('hooked', hook.url)).status).toBe(202);
+      await until('delivery', () => hook.received.length === 1);
+      const first = hook.received[0]!;
+      expect(first.signature).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+      expect(first.signature).toContain(`v1=${hmac('whsec-first-0123456789', first.signature, first.body)}`);
+      await upsert(app, 'Svc.Configuration', 'appConfigurations', key, { key, value: 'whsec-second-0123456789' });
+      expect(JSON.stringify((await app.call('GET', url)).body)).not.toMatch(/whsec-(first|second)/);
+      expect((await startAsync('hooked', hook.url)).status).toBe(202);
+      await until('delivery', () => hook.received.length === 2);
+      const second = hook.received[1]!;
+      expect(second.signature).toBe(`t=${/t=(\d+)/.exec(second.signature)?.[1]},v1=${hmac('whsec-second-0123456789', second.signature, second.body)},v1=${hmac('whsec-first-0123456789', second.signature, second.body)}`);
+    } finally {
+      await hook.close();
+    }
+  });
+
+  it("8: receivers that hang hold only their own destination's lane: another user's delivery goes first", async () => {
+    const hanging = await receiver(true);
+    const other = await receiver();
+    try {
+      await seedAgent(app, 'hooked8', { llmUrl: llm.url });
+      for (let i = 0; i < 24; i++) expect((await startAsync('hooked8', hanging.url)).status).toBe(202);
+      await until('hanging deliveries', () => hanging.received.length >= 2);
+      await grantReader(app, 'someone-else@example.com', 'hooked8');
+      expect((await startAsync('hooked8', other.url, 'someone-else@example.com')).status).toBe(202);
+      await until('the other delivery', () => other.received.length === 1);
+      // Before any hanging attempt reached its deadline (the first of them closed by the service).
+      expect(hanging.closedAt.length === 0 || (other.received[0]?.at ?? Infinity) <= Math.min(...hanging.closedAt)).toBe(true);
+      // Two at a time to the hanging destination, not eight or more.
+      expect(hanging.received.length).toBeLessThanOrEqual(2);
+    } finally {
+      await hanging.close();
+      await other.close();
+    }
   });
 
   it('12: a Host header that is not a host is neither a 500 nor reflected into the portal settings', async () => {
