@@ -18,7 +18,7 @@ export interface McpTool {
 }
 
 const LIST_TTL_MS = 60_000;
-const listed = new Map<string, { tools: McpTool[]; expires: number }>();
+const listed = new Map<string, { tools: McpTool[]; expires: number; failed?: string }>();
 
 /** The signed-in user as a tool server reads it from X-USER-IDENTITY (spec 4.2): base64 of JSON. */
 const identityOf = (user: Principal) => Buffer.from(JSON.stringify({ upn: user.upn, oid: user.id, name: user.name ?? null, group_ids: user.groups })).toString('base64');
@@ -66,13 +66,38 @@ export async function connectMcp(s: Services, tool: ResourceDoc, user: Principal
   return client;
 }
 
-/** The allow-listed tools of the server, as it describes them. */
-export async function mcpTools(tool: ResourceDoc, client: () => Promise<Client>): Promise<McpTool[]> {
+/** Longest a completion waits for a tool server to connect and list its tools. */
+export const LIST_TIMEOUT_MS = 5_000;
+/** How long a server that could not list its tools is not asked again (each completion would wait for it). */
+const FAILED_TTL_MS = 30_000;
+
+class ListTimeout extends Error {}
+
+/**
+ * The allow-listed tools of the server, as it describes them, within `timeoutMs` (connecting included); a
+ * server that fails or hangs is remembered for a while, so it costs each completion nothing more.
+ */
+export async function mcpTools(tool: ResourceDoc, client: () => Promise<Client>, timeoutMs = LIST_TIMEOUT_MS): Promise<McpTool[]> {
   const key = `${tool.object_id}@${tool.updated_on}`;
   const hit = listed.get(key);
-  if (hit && hit.expires > Date.now()) return hit.tools;
+  if (hit && hit.expires > Date.now()) {
+    if (hit.failed) throw new Error(hit.failed);
+    return hit.tools;
+  }
   const allowed = new Set((tool.allowed_tools as string[] | undefined) ?? []);
-  const { tools } = await (await client()).listTools();
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new ListTimeout(`no tool list within ${timeoutMs} ms`)), timeoutMs)));
+  let tools: Awaited<ReturnType<Client['listTools']>>['tools'];
+  try {
+    ({ tools } = await Promise.race([client().then((c) => c.listTools(undefined, { timeout: timeoutMs })), deadline]));
+  } catch (e) {
+    const failed = e instanceof Error ? e.message : String(e);
+    if (listed.size > 1000) listed.clear();
+    listed.set(key, { tools: [], expires: Date.now() + FAILED_TTL_MS, failed });
+    throw e;
+  } finally {
+    clearTimeout(timer);
+  }
   const offered = tools
     .filter((t) => allowed.has(t.name))
     .map((t) => ({ name: t.name, description: (t.description ?? '').slice(0, 1000), inputSchema: t.inputSchema }));

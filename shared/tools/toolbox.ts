@@ -9,7 +9,7 @@ import type { Clause } from '../knowledge/vector-index.js';
 import type { ToolDefinition } from '../models/wire.js';
 import type { ResourceDoc } from '../providers/resource-type.js';
 import type { Services } from '../services.js';
-import { connectMcp, mcpTools, resultText } from './mcp.js';
+import { connectMcp, mcpTools, resultText, type McpTool } from './mcp.js';
 
 export interface AgentFunction {
   definition: ToolDefinition;
@@ -32,9 +32,13 @@ function functionName(tool: string, fn: string): string {
 }
 
 export async function toolboxFor(s: Services, user: Principal, agent: ResourceDoc, tools: readonly ResourceDoc[], filter: readonly Clause[]): Promise<Toolbox> {
-  const clients: Promise<Client>[] = [];
+  const clients: Client[] = [];
+  // The servers' connections live as long as the turn: closing the toolbox closes the connected ones and
+  // aborts any still connecting (a server that never answers).
+  const lifetime = new AbortController();
   const citations: Citation[] = [];
   const functions: AgentFunction[] = [];
+  const listings: Promise<{ tool: ResourceDoc; offered: McpTool[]; connected: () => Promise<Client> }>[] = [];
   for (const tool of tools) {
     if (tool.tool_type === 'knowledge' && knowledgeTool(tool).retrieval === 'on_demand') {
       const { index, topN } = knowledgeTool(tool);
@@ -60,33 +64,39 @@ export async function toolboxFor(s: Services, user: Principal, agent: ResourceDo
       let client: Promise<Client> | undefined;
       const connected = () => {
         if (!client) {
-          client = connectMcp(s, tool, user, agent);
-          clients.push(client);
+          client = connectMcp(s, tool, user, agent, lifetime.signal);
+          client.then((c) => clients.push(c), () => undefined);
         }
         return client;
       };
-      // A server that cannot list its tools costs the turn those tools, not the answer.
-      const offered = await mcpTools(tool, connected).catch((e: unknown) => {
-        s.log.warn('An MCP tool server could not list its tools', { tool: tool.name, error: e instanceof Error ? e.message : String(e) });
-        return [];
+      // A server that cannot list its tools (in time) costs the turn those tools, not the answer; the
+      // servers are asked side by side.
+      listings.push(
+        mcpTools(tool, connected).catch((e: unknown) => {
+          s.log.warn('An MCP tool server could not list its tools', { tool: tool.name, error: e instanceof Error ? e.message : String(e) });
+          return [];
+        }).then((offered) => ({ tool, offered, connected })),
+      );
+    }
+  }
+  for (const { tool, offered, connected } of await Promise.all(listings)) {
+    for (const fn of offered) {
+      functions.push({
+        tool: tool.name,
+        definition: { type: 'function', function: { name: functionName(tool.name, fn.name), description: fn.description, parameters: fn.inputSchema } },
+        async run(args, signal) {
+          const result = await (await connected()).callTool({ name: fn.name, arguments: args }, undefined, { signal });
+          return resultText(result);
+        },
       });
-      for (const fn of offered) {
-        functions.push({
-          tool: tool.name,
-          definition: { type: 'function', function: { name: functionName(tool.name, fn.name), description: fn.description, parameters: fn.inputSchema } },
-          async run(args, signal) {
-            const result = await (await connected()).callTool({ name: fn.name, arguments: args }, undefined, { signal });
-            return resultText(result);
-          },
-        });
-      }
     }
   }
   return {
     functions,
     citations,
     async close() {
-      await Promise.all(clients.map((c) => c.then((x) => x.close()).catch(() => undefined)));
+      await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
+      lifetime.abort();
     },
   };
 }

@@ -180,6 +180,26 @@ describe('hardening, second round, against the bundle', () => {
     }
   });
 
+  it('12: a tool server that hangs costs a completion at most the listing deadline, and later ones nothing', async () => {
+    const requests: string[] = [];
+    const hang = http.createServer((req) => requests.push(`${req.method} ${req.url}`));
+    await new Promise<void>((resolve) => hang.listen(0, '127.0.0.1', resolve));
+    try {
+      await seedAgent(app, 'tooled', { llmUrl: llm.url });
+      await upsert(app, 'Svc.Agent', 'tools', 'hanging-server', { tool_type: 'mcp', url: `http://127.0.0.1:${(hang.address() as AddressInfo).port}/mcp`, allowed_tools: ['lookup'] });
+      await updateAgent(app, 'tooled', { tool_object_ids: [objectId('Svc.Agent', 'tools', 'hanging-server')] });
+      // Before: each completion waited 60 s for the server (the SDK's request timeout), outside the tool budget.
+      expect((await complete(app, 'tooled', 'first')).status).toBe(200);
+      const asked = requests.length;
+      expect(asked).toBeGreaterThan(0);
+      expect((await complete(app, 'tooled', 'second')).status).toBe(200);
+      expect(requests.length).toBe(asked);
+    } finally {
+      hang.closeAllConnections();
+      await new Promise<void>((resolve) => hang.close(() => resolve()));
+    }
+  }, 30_000);
+
   it('12: a Host header that is not a host is neither a 500 nor reflected into the portal settings', async () => {
     const raw = (path: string) =>
       new Promise<string>((resolve, reject) => {
