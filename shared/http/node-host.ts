@@ -19,13 +19,35 @@ import type { Api, PlatformRequest, Reply } from './types.js';
 export class InFlight {
   private count = 0;
   private waiters: (() => void)[] = [];
+  /** The responses of running handlers, for an answer at shutdown instead of a reset connection. */
+  private readonly responses = new Set<http.ServerResponse>();
 
-  track(work: Promise<unknown>): void {
+  track(work: Promise<unknown>, res?: http.ServerResponse): void {
     this.count++;
+    if (res) this.responses.add(res);
     const done = () => {
+      if (res) this.responses.delete(res);
       if (--this.count === 0) for (const w of this.waiters.splice(0)) w();
     };
     work.then(done, done);
+  }
+
+  /**
+   * Answers every request whose handler is still running past the shutdown grace: 503 with Retry-After and
+   * the connection closed, so a client sees a refusal it can retry elsewhere, not a reset. A response that
+   * already began (a stream) can only be ended.
+   */
+  answerRemaining(): void {
+    for (const res of this.responses) {
+      if (res.headersSent) {
+        res.end();
+        continue;
+      }
+      const body = JSON.stringify({ error: { code: 'ServiceUnavailable', message: 'The service is stopping; try again' } });
+      res.writeHead(503, { ...SAFE_HEADERS, 'content-type': 'application/json; charset=utf-8', 'retry-after': '1', connection: 'close', 'content-length': Buffer.byteLength(body) });
+      res.end(body);
+    }
+    this.responses.clear();
   }
 
   /** Resolves once no handler runs, or after `graceMs`. */
@@ -57,7 +79,7 @@ export function createApiServer(api: Api, routes: readonly Route[], services: Se
     let reply: Promise<Reply>;
     if (found.kind === 'found') {
       reply = handle(found.route, request, found.params, services);
-      inFlight.track(reply);
+      inFlight.track(reply, res);
     } else {
       const error =
         found.kind === 'not-found'
@@ -255,6 +277,11 @@ async function sendStream(req: http.IncomingMessage, res: http.ServerResponse, r
 }
 
 function send(req: http.IncomingMessage, res: http.ServerResponse, reply: Reply): void {
+  // Already answered (503 at shutdown): the handler's own answer came too late.
+  if (res.headersSent || res.writableEnded) {
+    if (reply.stream) void reply.stream[Symbol.asyncIterator]().return?.();
+    return;
+  }
   if (reply.stream) {
     sendStream(req, res, reply, reply.stream).catch(() => res.destroy());
     return;

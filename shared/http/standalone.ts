@@ -73,8 +73,12 @@ export async function startStandalone(
       closed = true;
       unsubscribe();
       const started = Date.now();
-      await Promise.all([...consumers.map((c) => c.stop(graceMs)), closeServer(core, graceMs), closeServer(management, graceMs)]);
-      // Connections can be gone while their handlers still run (a client that left mid-request).
+      const servers = Promise.all([closeServer(core, graceMs + 1000), closeServer(management, graceMs + 1000)]);
+      // Handlers still running at the end of the grace answer 503 (their connections close after that),
+      // and connections can be gone while their handlers still run (a client that left mid-request).
+      await Promise.all([...consumers.map((c) => c.stop(graceMs)), handlers.drained(graceMs)]);
+      handlers.answerRemaining();
+      await servers;
       await handlers.drained(Math.max(0, graceMs - (Date.now() - started)));
     },
   };

@@ -268,3 +268,29 @@ describe('hardening, second round, against the bundle', () => {
     expect(found.body.citations[0]?.source).toBe(`${docsUrl}/good.pdf`);
   }, 90_000);
 });
+
+describe('stopping, against the bundle', () => {
+  it('12: on SIGTERM a request still running past the grace gets 503 with Retry-After, not a reset connection', async () => {
+    const llm = await startMockLlm();
+    const app = await startBundledApp();
+    try {
+      await seedAgent(app, 'slow', { llmUrl: llm.url });
+      // Longer than the 5 s shutdown grace.
+      llm.next({ hangMs: 8000 });
+      const pending = fetch(`${app.core}/instances/${INSTANCE}/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${await app.token()}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ user_prompt: 'take your time', agent_name: 'slow' }),
+      });
+      await new Promise((r) => setTimeout(r, 500));
+      app.process.child.kill('SIGTERM');
+      const answer = await pending;
+      expect(answer.status).toBe(503);
+      expect(answer.headers.get('retry-after')).toBe('1');
+      expect(await answer.json()).toMatchObject({ error: { code: 'ServiceUnavailable' } });
+    } finally {
+      await app.stop();
+      await llm.close();
+    }
+  }, 30_000);
+});
