@@ -24,7 +24,7 @@ export const routes = [
     responses: { 200: { description: 'The JSON-RPC answer', schema: z.record(z.string(), z.unknown()) }, 202: { description: 'A notification was accepted' } },
     handler: async ({ services, principal, request, params, body }): Promise<Reply> => {
       if (request.header(USER_IDENTITY_HEADER) === undefined) throw badRequest('X-USER-IDENTITY is required: the tool server acts for a signed-in user');
-      const user = actingPrincipal(principal, request);
+      const user = await actingPrincipal(principal, request, services.upnBindings);
       const agent = await agentForUse(services, user, params.agentName);
       // The MCP SDK is loaded by the first call, not at start-up.
       const { handleMemoryMcp } = await import('../shared/memory/mcp-server.js');

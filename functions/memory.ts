@@ -88,7 +88,7 @@ export const routes = [
     query: z.object({ scope: Scope.default('combined'), agentObjectId: z.string().optional() }),
     responses: ok,
     handler: async ({ services, principal, request, query }) => {
-      const p = actingPrincipal(principal, request);
+      const p = await actingPrincipal(principal, request, services.upnBindings);
       return json(200, await services.memories.get(p, query.scope, await agentOf(services, p, query.scope, query.agentObjectId)));
     },
   }),
@@ -101,7 +101,7 @@ export const routes = [
     body: AppendBody,
     responses: { ...ok, 413: { description: 'The document would exceed MEMORY_MAX_BYTES' } },
     handler: async ({ services, principal, request, body }) => {
-      const p = actingPrincipal(principal, request);
+      const p = await actingPrincipal(principal, request, services.upnBindings);
       const agent = await agentOf(services, p, body.scope, body.agent_object_id);
       return json(200, await services.memories.append(p, body.scope, agent, body.content_markdown, body));
     },
@@ -115,7 +115,7 @@ export const routes = [
     body: ClearBody,
     responses: ok,
     handler: async ({ services, principal, request, body }) => {
-      const p = actingPrincipal(principal, request);
+      const p = await actingPrincipal(principal, request, services.upnBindings);
       return json(200, await services.memories.clear(p, body.scope, await agentOf(services, p, body.scope, body.agent_object_id)));
     },
   }),
@@ -128,7 +128,7 @@ export const routes = [
     query: z.object({ scope: Scope, agentObjectId: z.string().optional() }),
     responses: { 200: { description: 'Raw markdown', schema: z.string(), contentType: 'text/markdown' } },
     handler: async ({ services, principal, request, query }) => {
-      const p = actingPrincipal(principal, request);
+      const p = await actingPrincipal(principal, request, services.upnBindings);
       const memory = await services.memories.get(p, query.scope, await agentOf(services, p, query.scope, query.agentObjectId));
       return { status: 200, headers: { 'content-type': 'text/markdown; charset=utf-8' }, raw: memory.content_markdown };
     },
@@ -142,7 +142,7 @@ export const routes = [
     body: ImportBody,
     responses: { ...ok, 413: { description: 'The document would exceed MEMORY_MAX_BYTES' } },
     handler: async ({ services, principal, request, body }) => {
-      const p = actingPrincipal(principal, request);
+      const p = await actingPrincipal(principal, request, services.upnBindings);
       const agent = await agentOf(services, p, body.scope, body.agent_object_id);
       return json(200, await services.memories.import(p, body.scope, agent, body.content_markdown, body.mode));
     },

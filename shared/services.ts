@@ -7,6 +7,7 @@ import type { Authorizer } from './auth/authorizer.js';
 import { AgentTokens, type AgentTokenDoc } from './auth/agent-tokens.js';
 import { bootstrapOwners } from './auth/bootstrap.js';
 import { PrincipalDirectory } from './auth/directory.js';
+import { UpnBindings } from './auth/upn-bindings.js';
 import { RoleBasedAuthorizer, type RoleAssignmentDoc } from './auth/rbac.js';
 import { createBearerVerifier, type BearerVerifier } from './auth/bearer.js';
 import type { Config } from './config.js';
@@ -44,6 +45,8 @@ export interface Services {
   readonly auth: Authenticator;
   readonly authorizer: Authorizer;
   readonly directory: PrincipalDirectory;
+  /** Each UPN bound to the object id that first signed in with it: a reused UPN owns no one else's data. */
+  readonly upnBindings: UpnBindings;
   readonly agentTokens: AgentTokens;
   readonly resourceCache: ResourceCache;
   readonly conversations: Conversations;
@@ -97,6 +100,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     resourceCache.get(objectIdOf(config.instanceId, agents, name)),
   );
   const settings = new AppSettings(store.container<AppConfigDoc>('resources'));
+  const upnBindings = new UpnBindings(store.container('principals'));
   const vectors = lazyVectorIndex(config);
   const extraction = new ExtractionPool({ timeoutMs: config.knowledge.extractionTimeoutMs });
   const credentials = new ModelCredentials(config, gate);
@@ -107,7 +111,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     log,
     store,
     bearer,
-    auth: createAuthenticator(bearer, { agentTokens, onUser: (p) => directory.seen(p) }),
+    auth: createAuthenticator(bearer, { agentTokens, onUser: (p) => directory.seen(p), owner: (p) => upnBindings.owner(p) }),
+    upnBindings,
     authorizer,
     directory,
     agentTokens,

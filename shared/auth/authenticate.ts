@@ -21,19 +21,21 @@ export interface AuthenticatorOptions {
   agentTokens?: AgentTokenVerifier;
   /** Told of every user a bearer token authenticated (the principal directory records them). */
   onUser?: (principal: Principal) => void;
+  /** The user as the owner of their data (a reused UPN acts as an owner of its own). */
+  owner?: (principal: Principal) => Promise<Principal>;
 }
 
 export function createAuthenticator(bearer: BearerVerifier, options: AuthenticatorOptions = {}): Authenticator {
-  const { agentTokens, onUser } = options;
+  const { agentTokens, onUser, owner } = options;
   return {
     async authenticate(request, mode) {
       const authorization = request.header('authorization');
       if (authorization !== undefined) {
         const match = /^Bearer\s+(\S+)\s*$/i.exec(authorization);
         if (!match?.[1]) throw unauthorized('Authorization header must be "Bearer <token>"');
-        const principal = await bearer.verify(match[1]);
-        onUser?.(principal);
-        return principal;
+        const verified = await bearer.verify(match[1]);
+        onUser?.(verified);
+        return owner ? owner(verified) : verified;
       }
       const agentToken = request.header(AGENT_TOKEN_HEADER);
       if (agentToken !== undefined) {

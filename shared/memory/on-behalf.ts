@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { oidForUpn } from '../auth/local-idp.js';
 import type { Principal } from '../auth/principal.js';
+import type { UpnBindings } from '../auth/upn-bindings.js';
 import { badRequest, forbidden } from '../http/errors.js';
 import type { PlatformRequest } from '../http/types.js';
 
@@ -26,8 +27,11 @@ function parse(raw: string): unknown {
   return JSON.parse(text);
 }
 
-/** The principal memory operations act for: the caller, or the user it forwards when it may. */
-export function actingPrincipal(caller: Principal, request: PlatformRequest): Principal {
+/**
+ * The principal memory operations act for: the caller, or the user it forwards when it may. A forwarded
+ * identity with an object id is the owner its UPN binding makes it (a reused UPN reads no one else's memory).
+ */
+export async function actingPrincipal(caller: Principal, request: PlatformRequest, bindings: UpnBindings): Promise<Principal> {
   const header = request.header(USER_IDENTITY_HEADER);
   if (header === undefined) return caller;
   if (caller.kind !== 'user' || !caller.appRoles.includes(ACT_ON_BEHALF_ROLE)) {
@@ -39,7 +43,7 @@ export function actingPrincipal(caller: Principal, request: PlatformRequest): Pr
   } catch {
     throw badRequest('X-USER-IDENTITY must be a JSON identity with at least a upn', [{ field: 'X-USER-IDENTITY', message: 'must be a JSON identity with at least a upn' }]);
   }
-  return {
+  const forwarded: Principal = {
     kind: 'user',
     id: identity.oid ?? oidForUpn(identity.upn),
     upn: identity.upn,
@@ -49,4 +53,5 @@ export function actingPrincipal(caller: Principal, request: PlatformRequest): Pr
     scopes: [],
     appRoles: [],
   };
+  return identity.oid !== undefined ? bindings.owner(forwarded) : forwarded;
 }

@@ -13,7 +13,7 @@ import { tempDir } from './services.js';
 export interface BundledApp extends ApiClient {
   process: Running;
   env: Record<string, string>;
-  token(upn?: string): Promise<string>;
+  token(upn?: string, oid?: string): Promise<string>;
   stop(): Promise<void>;
 }
 
@@ -34,8 +34,8 @@ export async function startBundledApp(env: Record<string, string> = {}): Promise
   const running = await startBuilt(settings, /Get a token/);
   const issuer = `http://127.0.0.1:${corePort}/local-idp`;
   const key = loadLocalKey(path.join(dataDir, 'local-idp', 'signing-key.json'));
-  const token = async (upn?: string) =>
-    mintLocalToken(await key, issuer, LOCAL_AUDIENCE, upn === undefined ? { upn: LOCAL_DEFAULT_USER.upn, oid: LOCAL_DEFAULT_USER.oid } : { upn });
+  const token = async (upn?: string, oid?: string) =>
+    mintLocalToken(await key, issuer, LOCAL_AUDIENCE, upn === undefined ? { upn: LOCAL_DEFAULT_USER.upn, oid: LOCAL_DEFAULT_USER.oid } : { upn, ...(oid ? { oid } : {}) });
   return {
     process: running,
     env: settings,

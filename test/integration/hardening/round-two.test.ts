@@ -200,6 +200,29 @@ describe('hardening, second round, against the bundle', () => {
     }
   }, 30_000);
 
+  it("12: a token with a reused UPN (another object id) reads none of the first holder's data", async () => {
+    await seedAgent(app, 'upn-agent', { llmUrl: llm.url });
+    const upn = 'reused@example.com';
+    await grantReader(app, upn, 'upn-agent');
+    const as = async (oid: string | undefined, method: string, path: string, body?: unknown) => {
+      const res = await fetch(`${app.core}/instances/${INSTANCE}${path}`, {
+        method,
+        headers: { authorization: `Bearer ${await app.token(upn, oid)}`, 'content-type': 'application/json' },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+      });
+      return { status: res.status, body: (await res.json().catch(() => undefined)) as unknown };
+    };
+    const session = await as(undefined, 'POST', '/sessions', { name: 'mine' });
+    expect(session.status).toBe(200);
+    const id = (session.body as { id: string }).id;
+    expect((await as(undefined, 'GET', `/sessions/${id}/messages`)).status).toBe(200);
+    const newcomer = randomUUID();
+    expect((await as(newcomer, 'GET', `/sessions/${id}/messages`)).status).toBe(404);
+    expect((await as(newcomer, 'GET', '/sessions')).body).toEqual([]);
+    // The first holder still has it.
+    expect(((await as(undefined, 'GET', '/sessions')).body as { id: string }[]).map((x) => x.id)).toContain(id);
+  });
+
   it('12: a Host header that is not a host is neither a 500 nor reflected into the portal settings', async () => {
     const raw = (path: string) =>
       new Promise<string>((resolve, reject) => {
