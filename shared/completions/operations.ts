@@ -93,13 +93,26 @@ export async function startOperation(
   }
 }
 
-/** Changes an operation that is still InProgress (and may, `when` it allows); a finished one never changes again. */
+/** Seconds a delivery queued before its operation's final write waits to become visible. */
+const OUTBOX_DELAY_SECONDS = 3;
+
+const ends = (op: OperationDoc, patch: Partial<OperationDoc>) => op.status === 'InProgress' && patch.status !== undefined && patch.status !== 'InProgress';
+
+/**
+ * Changes an operation that is still InProgress (and may, `when` it allows); a finished one never changes
+ * again. A change that ends an operation with a callback_url queues its webhook first (visible a few seconds
+ * later) and then writes the final state: a crash between the two leaves a queued check of an operation still
+ * in progress (which ends later and queues again), never a final state whose webhook was lost.
+ */
 export async function transition(
   s: Services,
   key: string,
   change: (op: Stored<OperationDoc>) => Partial<OperationDoc>,
   when: (op: Stored<OperationDoc>) => boolean = () => true,
 ): Promise<OperationDoc | undefined> {
+  const before = await operations(s).read(key, key);
+  const queued = before?.callback_url !== undefined && when(before) && ends(before, change(before));
+  if (queued) await enqueueDelivery(s, key, OUTBOX_DELAY_SECONDS);
   const outcome = { changed: false };
   const saved = await updateDocument(operations(s), key, key, (op) => {
     outcome.changed = false;
@@ -110,7 +123,7 @@ export async function transition(
   if (!outcome.changed || !saved) return undefined;
   // Ending happens once (only an InProgress operation changes): the reservation is given back once.
   if (saved.status !== 'InProgress') await s.quotas.release(saved.quota_reservation);
-  if (saved.status !== 'InProgress' && saved.callback_url !== undefined) await enqueueDelivery(s, saved.id);
+  if (saved.status !== 'InProgress' && saved.callback_url !== undefined && !queued) await enqueueDelivery(s, saved.id);
   return saved;
 }
 

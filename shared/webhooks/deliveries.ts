@@ -39,9 +39,9 @@ export const signature = (secrets: readonly string[], body: string, t: number) =
 /** A new signing secret, for when none is configured (operators read it from the app configuration). */
 export const newSigningSecret = () => randomBytes(32).toString('base64url');
 
-/** Queues the first delivery of an ended operation. */
-export function enqueueDelivery(s: Services, key: string): Promise<void> {
-  return s.producer.send(s.config.webhooks.queue, { key, attempt: 1 });
+/** Queues the first delivery of an operation that ends (now, or after `delaySeconds` for one about to end). */
+export function enqueueDelivery(s: Services, key: string, delaySeconds?: number): Promise<void> {
+  return s.producer.send(s.config.webhooks.queue, { key, attempt: 1 }, delaySeconds ? { visibilityTimeoutSeconds: delaySeconds } : {});
 }
 
 /** POSTs a signed body; resolves with what happened, never throws. */

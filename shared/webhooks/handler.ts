@@ -78,11 +78,18 @@ function enterLane(url: string): (() => void) | undefined {
 }
 
 export async function deliverWebhook(message: unknown, _delivery: QueueDelivery, s: Services): Promise<void> {
-  const m = (typeof message === 'object' && message !== null ? message : {}) as { key?: unknown; attempt?: unknown };
+  const m = (typeof message === 'object' && message !== null ? message : {}) as { key?: unknown; attempt?: unknown; waits?: unknown };
   const key = String(m.key);
   const attempt = typeof m.attempt === 'number' && m.attempt >= 1 ? m.attempt : 1;
   const op = await operations(s).read(key, key);
-  if (!op?.callback_url || op.status === 'InProgress') return;
+  if (!op?.callback_url) return;
+  if (op.status === 'InProgress') {
+    // Queued just before the operation's final write (the outbox order): look again shortly, a few times.
+    // An operation that stays in progress queues its delivery again when it ends.
+    const waits = typeof m.waits === 'number' ? m.waits : 0;
+    if (waits < 3) await s.producer.send(s.config.webhooks.queue, { key, attempt, waits: waits + 1, id: randomUUID() }, { visibilityTimeoutSeconds: 5 });
+    return;
+  }
   if (op.deliveries?.some((d) => d.outcome === 'delivered')) return;
   const leave = enterLane(op.callback_url);
   if (!leave) {

@@ -205,6 +205,30 @@ describe('the async run', () => {
       }
     });
 
+    it('queues the delivery before the final state is written (a crash between them cannot lose it)', async () => {
+      const receiver = await startReceiver([]);
+      const producer = app.services.producer;
+      const send = producer.send.bind(producer);
+      const seen: { status: string | undefined; delayed: boolean }[] = [];
+      producer.send = async (queue, message, options) => {
+        const key = (message as { key?: string }).key;
+        if (queue === app.services.config.webhooks.queue && key !== undefined && (message as { waits?: number }).waits === undefined && (message as { attempt?: number }).attempt === 1) {
+          const op = await app.services.store.container<{ id: string; pk: string; status: string }>('operations').read(key, key);
+          seen.push({ status: op?.status, delayed: (options?.visibilityTimeoutSeconds ?? 0) > 0 });
+        }
+        return send(queue, message, options);
+      };
+      try {
+        expect((await start({ user_prompt: 'outbox', agent_name: 'runner', operation_id: 'op-outbox', callback_url: receiver.url })).status).toBe(202);
+        await until('delivery', () => Promise.resolve(receiver.received.length), (n) => n === 1, 30_000);
+        expect(seen).toEqual([{ status: 'InProgress', delayed: true }]);
+        expect(JSON.parse(receiver.received[0]!.body)).toMatchObject({ operation_id: 'op-outbox', status: 'Completed' });
+      } finally {
+        producer.send = send;
+        await receiver.close();
+      }
+    });
+
     it('posts a cancelled operation too', async () => {
       const receiver = await startReceiver([]);
       try {
