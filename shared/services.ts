@@ -104,6 +104,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const vectors = lazyVectorIndex(config);
   const extraction = new ExtractionPool({ timeoutMs: config.knowledge.extractionTimeoutMs });
   const credentials = new ModelCredentials(config, gate);
+  const userDispatcher = guardedAgent({ policy: 'user', allowPrivateNetwork: config.allowPrivateNetwork });
   const queueNames = [config.asyncQueue, config.webhooks.queue, config.knowledge.queue];
   const unobserve = observeQueues([...queueNames, ...queueNames.map((q) => `${q}-poison`)], (name) => readQueue(queues, name));
   return {
@@ -126,6 +127,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       maxResponseBytes: config.modelMaxResponseBytes,
       credentials,
       dispatcher: guardedAgent({ policy: 'model', allowPrivateNetwork: config.allowPrivateNetwork }),
+      publicDispatcher: userDispatcher,
     }),
     quotas: new Quotas(settings, store.container('quotas'), log),
     pager: new Pager(storedKey(store.container('resources'), 'paging-key')),
@@ -143,7 +145,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     producer: new QueueProducer(queues),
     vectors,
     extraction,
-    userDispatcher: guardedAgent({ policy: 'user', allowPrivateNetwork: config.allowPrivateNetwork }),
+    userDispatcher,
     close: async () => {
       unobserve();
       await extraction.close();

@@ -31,6 +31,7 @@ export const ApiEndpointFields = {
     .strict()
     .default({}),
   timeout_seconds: z.number().int().positive().max(600).default(60),
+  private_network: z.boolean().optional().describe('Set by the service (ignored in requests): whether the endpoint was saved by a principal who may point the service at loopback and private addresses; its calls may reach them only then'),
 };
 
 /** Cross-field rules of an endpoint definition. */
@@ -54,6 +55,8 @@ export interface EndpointView {
   secretName: string | undefined;
   scope: string | undefined;
   timeoutMs: number;
+  /** Saved by a principal who may point the service inside its network: loopback and private addresses allowed. */
+  privateNetwork: boolean;
 }
 
 const Stored = z.object({ ...ApiEndpointFields, object_id: z.string(), updated_on: z.string() }).loose();
@@ -82,5 +85,6 @@ function parseEndpoint(doc: ResourceDoc): EndpointView | undefined {
     secretName: e.authentication_parameters.api_key_secret_name,
     scope: e.authentication_parameters.scope,
     timeoutMs: e.timeout_seconds * 1000,
+    privateNetwork: e.private_network === true,
   };
 }

@@ -63,8 +63,10 @@ export interface GatewayOptions {
   maxRetries: number;
   maxResponseBytes: number;
   credentials: ModelCredentials;
-  /** The connection pool; its connections must pass the model outbound rules. */
+  /** Connections of endpoints saved to reach loopback and private networks (by an Owner): the model rules. */
   dispatcher: Dispatcher;
+  /** Connections of every other endpoint: public addresses only (unless ALLOW_PRIVATE_NETWORK), checked at connect. */
+  publicDispatcher: Dispatcher;
 }
 
 /** One attempt's view of its time: the deadline of the first answer byte, cancellable once the stream flows. */
@@ -217,7 +219,7 @@ export class ModelGateway {
     try {
       let response: Dispatcher.ResponseData;
       try {
-        response = await request(url, { method: 'POST', headers, body, dispatcher: this.options.dispatcher, signal: controller.signal, headersTimeout: left, bodyTimeout: e.timeoutMs });
+        response = await request(url, { method: 'POST', headers, body, dispatcher: e.privateNetwork ? this.options.dispatcher : this.options.publicDispatcher, signal: controller.signal, headersTimeout: left, bodyTimeout: e.timeoutMs });
       } catch (error) {
         throw failed(error);
       }

@@ -6,7 +6,7 @@ import { thresholdProblem } from '../../analytics/abuse.js';
 import { parseQuotaDefinitions, QUOTA_SETTING } from '../../completions/quotas.js';
 import { badRequest, validationError } from '../../http/errors.js';
 import { dropPipelineDocuments } from '../../knowledge/runs.js';
-import { savedUrlProblem } from '../../net/outbound.js';
+import { resolvesOutside, savedUrlProblem, urlProblem } from '../../net/outbound.js';
 import { allowedScopes, identityProblem } from '../../models/credentials.js';
 import { ApiEndpointFields, checkEndpoint } from '../../models/endpoint.js';
 import { ModelParametersFields } from '../../models/parameters.js';
@@ -228,10 +228,24 @@ export const apiEndpointConfigurations: ResourceType = {
   segment: 'apiEndpointConfigurations',
   type: 'api-endpoint',
   schema: definition('api-endpoint', ApiEndpointFields).superRefine(checkEndpoint),
-  // Managed-identity tokens only for allowed scopes, and Cognitive Services tokens only to Azure AI hosts.
-  validate: (d, { services }) => {
-    if (d.authentication_type !== 'AzureIdentity') return Promise.resolve();
-    const problem = identityProblem(String(d.url), (d.authentication_parameters as { scope?: string }).scope, services.gate, services.config);
-    return problem ? Promise.reject(badRequest(problem)) : Promise.resolve();
+  validate: async (d, { services, principal }) => {
+    // Managed-identity tokens only for allowed scopes, and only to their audience's hosts.
+    if (d.authentication_type === 'AzureIdentity') {
+      const problem = identityProblem(String(d.url), (d.authentication_parameters as { scope?: string }).scope, services.gate, services.config);
+      if (problem) throw badRequest(problem);
+    }
+    // Loopback and private addresses (local model servers) only from a principal who may assign roles at the
+    // instance (an Owner): a Contributor could otherwise map the private network through the errors of calls.
+    // The endpoint keeps what its saver was allowed: its calls connect under those rules.
+    d.private_network = await pointsInside(String(d.url));
+    if (d.private_network && !services.config.allowPrivateNetwork && !(await services.authorizer.can(principal, 'Svc.Authorization/roleAssignments/write', `/instances/${services.config.instanceId}`))) {
+      throw validationError([{ field: 'url', message: 'url points to a loopback or private network address: only an Owner (who may assign roles at the instance) may save such an endpoint' }]);
+    }
   },
 };
+
+/** Whether a URL names a loopback or private address, or a name that resolves to one now. */
+async function pointsInside(url: string): Promise<boolean> {
+  const strict = { policy: 'user' as const, allowPrivateNetwork: false };
+  return urlProblem(url.replace(/^http:/, 'https:'), strict) !== undefined || (await resolvesOutside(new URL(url).hostname, strict));
+}

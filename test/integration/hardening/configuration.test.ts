@@ -100,7 +100,8 @@ describe('what configuration may make the service do', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     const port = (server.address() as AddressInfo).port;
     try {
-      const gateway = new ModelGateway({ maxRetries: 0, maxResponseBytes: 1024, credentials: new ModelCredentials(app.services.config, app.services.gate), dispatcher: guardedAgent({ policy: 'user', allowPrivateNetwork: false }) });
+      // An endpoint not saved for private networks connects under the public rules, whatever the other pool allows.
+      const gateway = new ModelGateway({ maxRetries: 0, maxResponseBytes: 1024, credentials: new ModelCredentials(app.services.config, app.services.gate), dispatcher: guardedAgent({ policy: 'model', allowPrivateNetwork: true }), publicDispatcher: guardedAgent({ policy: 'user', allowPrivateNetwork: false }) });
       const view = (url: string) => endpointView({ object_id: 'x', updated_on: 'v', provider: 'openai', url, authentication_type: 'None', timeout_seconds: 5 } as unknown as ResourceDoc)!;
       const open = await gateway.complete(view(`http://localhost:${port}/v1`), 'd', [{ role: 'user', content: 'x' }], {}).catch((e: unknown) => e);
       server.close();

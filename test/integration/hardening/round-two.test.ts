@@ -317,3 +317,32 @@ describe('stopping, against the bundle', () => {
     }
   }, 30_000);
 });
+
+describe('network reach of model endpoints, against the bundle without ALLOW_PRIVATE_NETWORK', () => {
+  it('12: only an Owner may point a model endpoint at a loopback address; a Contributor cannot probe ports through completions', async () => {
+    const llm = await startMockLlm();
+    const app = await startBundledApp();
+    try {
+      const contributor = 'contributor12@example.com';
+      const name = randomUUID();
+      const granted = await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/${name}`, {
+        body: { name, principal_id: oidForUpn(contributor), principal_type: 'User', role_definition_id: roleDefinitionPath(ROLE_IDS.contributor), scope: `/instances/${INSTANCE}` },
+      });
+      expect(granted.status).toBe(200);
+      const endpoint = (url: string, as?: string) =>
+        app.call('POST', `${providers(app, 'Svc.Configuration')}/apiEndpointConfigurations/probe`, { body: { name: 'probe', category: 'LLM', provider: 'openai', url, authentication_type: 'None' }, ...(as ? { as } : {}) });
+      for (const url of [`${llm.url}/v1`, 'http://127.0.0.1:1/v1', 'http://10.0.0.5/v1', 'http://localhost:8080/v1']) {
+        const refused = await endpoint(url, contributor);
+        expect(refused.status, url).toBe(400);
+        expect(JSON.stringify(refused.body), url).toContain('only an Owner');
+      }
+      // The Owner may (local model servers), and the endpoint works.
+      expect((await endpoint(`${llm.url}/v1`)).status).toBe(200);
+      const shown = await app.call('GET', `${providers(app, 'Svc.Configuration')}/apiEndpointConfigurations/probe`);
+      expect((shown.body as { resource: { private_network: boolean } }).resource.private_network).toBe(true);
+    } finally {
+      await app.stop();
+      await llm.close();
+    }
+  }, 60_000);
+});
