@@ -32,15 +32,17 @@ export async function startBundledApp(env: Record<string, string> = {}): Promise
     ...env,
   };
   const running = await startBuilt(settings, /Get a token/);
-  const issuer = `http://127.0.0.1:${corePort}/local-idp`;
-  const key = loadLocalKey(path.join(dataDir, 'local-idp', 'signing-key.json'));
+  // The settings given win (a second process on the first one's data and ports).
+  const [core, management] = [settings.CORE_PORT, settings.MANAGEMENT_PORT];
+  const issuer = `http://127.0.0.1:${core}/local-idp`;
+  const key = loadLocalKey(path.join(settings.DATA_DIR, 'local-idp', 'signing-key.json'));
   const token = async (upn?: string, oid?: string) =>
     mintLocalToken(await key, issuer, LOCAL_AUDIENCE, upn === undefined ? { upn: LOCAL_DEFAULT_USER.upn, oid: LOCAL_DEFAULT_USER.oid } : { upn, ...(oid ? { oid } : {}) });
   return {
     process: running,
     env: settings,
-    core: `http://127.0.0.1:${corePort}`,
-    management: `http://127.0.0.1:${managementPort}`,
+    core: `http://127.0.0.1:${core}`,
+    management: `http://127.0.0.1:${management}`,
     token,
     async call(method, url, options = {}) {
       const headers: Record<string, string> = { authorization: `Bearer ${await token(options.as)}`, ...options.headers };
