@@ -46,23 +46,28 @@ export async function startTestApp(env: Record<string, string> = {}, options: { 
     services,
     store,
     token,
-    async call(method, url, options = {}) {
-      const headers: Record<string, string> = { authorization: `Bearer ${await token(options.as)}`, ...options.headers };
-      if (options.body !== undefined) headers['content-type'] = 'application/json';
-      const res = await fetch(url, { method, headers, ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}) });
-      const text = await res.text();
-      let body: unknown = text;
-      try {
-        body = text ? JSON.parse(text) : undefined;
-      } catch {
-        // not JSON: keep the text
-      }
-      return { status: res.status, body, headers: res.headers };
-    },
+    call: caller(token),
     async close() {
       await app.close();
       await services.close();
     },
+  };
+}
+
+/** `call` of a test app: fetch with a bearer token for `as` (a UPN) or the owner, JSON in and out. */
+export function caller(token: (upn?: string) => Promise<string>): TestApp['call'] {
+  return async (method, url, options = {}) => {
+    const headers: Record<string, string> = { authorization: `Bearer ${await token(options.as)}`, ...options.headers };
+    if (options.body !== undefined) headers['content-type'] = 'application/json';
+    const res = await fetch(url, { method, headers, ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}) });
+    const text = await res.text();
+    let body: unknown = text;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      // not JSON: keep the text
+    }
+    return { status: res.status, body, headers: res.headers };
   };
 }
 

@@ -6,7 +6,7 @@ import { inject } from 'vitest';
 import { freePort } from '../../scripts/azurite.js';
 import { LOCAL_DEFAULT_USER, loadLocalKey, mintLocalToken } from '../../shared/auth/local-idp.js';
 import { LOCAL_AUDIENCE } from '../../shared/config.js';
-import type { ApiClient } from './app.js';
+import { caller, type ApiClient } from './app.js';
 import { startBuilt, type Running } from './processes.js';
 import { tempDir } from './services.js';
 
@@ -44,19 +44,7 @@ export async function startBundledApp(env: Record<string, string> = {}): Promise
     core: `http://127.0.0.1:${core}`,
     management: `http://127.0.0.1:${management}`,
     token,
-    async call(method, url, options = {}) {
-      const headers: Record<string, string> = { authorization: `Bearer ${await token(options.as)}`, ...options.headers };
-      if (options.body !== undefined) headers['content-type'] = 'application/json';
-      const res = await fetch(url, { method, headers, ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}) });
-      const text = await res.text();
-      let body: unknown = text;
-      try {
-        body = text ? JSON.parse(text) : undefined;
-      } catch {
-        // not JSON: keep the text
-      }
-      return { status: res.status, body, headers: res.headers };
-    },
+    call: caller(token),
     stop: () => running.stop(),
   };
 }
