@@ -8,7 +8,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventChannel, sseEvent } from '../../../shared/http/event-stream.js';
 import { createApiServer } from '../../../shared/http/node-host.js';
 import { defineRoute } from '../../../shared/http/route.js';
-import { testServices, type TestServices } from '../../support/services.js';
+import { INSTANCE, testServices, type TestServices } from '../../support/services.js';
+import { startMockLlm } from '../../../scripts/mock-llm.js';
+import { seedAgent } from '../../support/agents.js';
+import { startBundledApp } from '../../support/bundled-app.js';
 
 describe('streamed answers to clients that stop reading', () => {
   let services: TestServices;
@@ -85,4 +88,54 @@ describe('streamed answers to clients that stop reading', () => {
     console.log(`slow readers: 10 of 10 streams cut by the service after ${Math.round((Date.now() - started) / 1000)} s, producers stopped ${producers.stopped} of ${producers.running}; RSS grew ${grown.toFixed(0)} MiB at most`);
     expect(producers.stopped).toBe(producers.running);
   }, 60_000);
+});
+
+describe('downloads to clients that stop reading, against the bundle', () => {
+  it('6: the service cuts a streamed answer its client stopped taking for 30 s, instead of holding it open', async () => {
+    const llm = await startMockLlm();
+    const app = await startBundledApp({ MAX_UPLOAD_BYTES: String(80 * 1024 * 1024) });
+    try {
+      await seedAgent(app, 'filer', { llmUrl: llm.url });
+      // Larger than what loopback sockets take from a reader that reads nothing (tens of MiB here).
+      const size = 72 * 1024 * 1024;
+      const form = new FormData();
+      form.append('file', new Blob([new Uint8Array(Buffer.alloc(size, 'x'))], { type: 'text/plain' }), 'big.txt');
+      form.append('agent_name', 'filer');
+      const uploaded = await fetch(`${app.core}/instances/${INSTANCE}/files/upload`, { method: 'POST', body: form, headers: { authorization: `Bearer ${await app.token()}` } });
+      expect(uploaded.status).toBe(200);
+      const fileId = String(((await uploaded.json()) as { object_id: string }).object_id).split('/').pop();
+      const token = await app.token();
+      const port = Number(new URL(app.core).port);
+      const sockets = Array.from({ length: 3 }, () => {
+        const socket = net.connect(port, '127.0.0.1', () => {
+          socket.write(`GET /instances/${INSTANCE}/files/${fileId}/content HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+          socket.pause();
+        });
+        socket.on('error', () => undefined);
+        return socket;
+      });
+      // Past the write timeout, the clients read again: what they get is what was sent before the cut.
+      await new Promise((r) => setTimeout(r, 36_000));
+      const received = await Promise.all(
+        sockets.map(
+          (socket) =>
+            new Promise<number>((resolve) => {
+              let bytes = 0;
+              socket.on('data', (d: Buffer) => (bytes += d.length));
+              socket.on('close', () => resolve(bytes));
+              socket.on('end', () => resolve(bytes));
+              // A connection the service kept open would deliver the whole file now.
+              setTimeout(() => (socket.destroy(), resolve(bytes)), 15_000);
+              socket.resume();
+            }),
+        ),
+      );
+      console.log(`slow downloads: ${received.map((b) => `${Math.round(b / 1024 / 1024)} MiB`).join(', ')} of ${size / 1024 / 1024} MiB before the service cut them`);
+      for (const bytes of received) expect(bytes).toBeLessThan(size);
+      expect((await fetch(`${app.core}/status`)).status).toBe(200);
+    } finally {
+      await app.stop();
+      await llm.close();
+    }
+  }, 90_000);
 });
