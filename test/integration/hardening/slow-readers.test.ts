@@ -103,7 +103,7 @@ describe('downloads to clients that stop reading, against the bundle', () => {
       form.append('agent_name', 'filer');
       const uploaded = await fetch(`${app.core}/instances/${INSTANCE}/files/upload`, { method: 'POST', body: form, headers: { authorization: `Bearer ${await app.token()}` } });
       expect(uploaded.status).toBe(200);
-      const fileId = String(((await uploaded.json()) as { object_id: string }).object_id).split('/').pop();
+      const fileId = ((await uploaded.json()) as { object_id: string }).object_id.split('/').pop();
       const token = await app.token();
       const port = Number(new URL(app.core).port);
       const sockets = Array.from({ length: 3 }, () => {
