@@ -7,7 +7,8 @@ import http from 'node:http';
 import net, { type AddressInfo } from 'node:net';
 import { createHmac, randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { BlobServiceClient } from '@azure/storage-blob';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
 import { oidForUpn } from '../../../shared/auth/local-idp.js';
 import { ROLE_IDS, roleDefinitionPath } from '../../../shared/auth/roles.js';
@@ -221,6 +222,24 @@ describe('hardening, second round, against the bundle', () => {
     expect((await as(newcomer, 'GET', '/sessions')).body).toEqual([]);
     // The first holder still has it.
     expect(((await as(undefined, 'GET', '/sessions')).body as { id: string }[]).map((x) => x.id)).toContain(id);
+  });
+
+  it('12: an attachment whose blob is gone is refused like an unknown one (400 naming it), not a 500', async () => {
+    await seedAgent(app, 'attacher', { llmUrl: llm.url });
+    const form = new FormData();
+    form.append('file', new Blob([new Uint8Array(Buffer.from('soon gone'))], { type: 'text/plain' }), 'gone.txt');
+    form.append('agent_name', 'attacher');
+    const uploaded = await fetch(`${app.core}/instances/${INSTANCE}/files/upload`, { method: 'POST', body: form, headers: { authorization: `Bearer ${await app.token()}` } });
+    const objectId = ((await uploaded.json()) as { object_id: string }).object_id;
+    const fileId = objectId.split('/').pop() ?? '';
+    // Deleted out of band, in the storage account itself.
+    const files = BlobServiceClient.fromConnectionString(inject('storageConnectionString')).getContainerClient('files');
+    let deleted = 0;
+    for await (const blob of files.listBlobsFlat()) if (blob.name.includes(fileId)) deleted += Number((await files.deleteBlob(blob.name)).errorCode === undefined);
+    expect(deleted).toBe(1);
+    const answer = await complete(app, 'attacher', 'what does it say?', { attachments: [objectId] });
+    expect(answer.status).toBe(400);
+    expect(answer.body).toMatchObject({ error: { code: 'ValidationError', details: [{ field: 'attachments', message: 'Attachment gone.txt not found' }] } });
   });
 
   it('12: a Host header that is not a host is neither a 500 nor reflected into the portal settings', async () => {
