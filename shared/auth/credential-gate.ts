@@ -2,7 +2,7 @@
 // and the hosts its token may travel to, always over https; a client gets a credential bound to one audience
 // and checked against the one URL it calls. A request for any other scope (an SDK that re-scopes after a
 // 401 challenge naming Key Vault or Azure Resource Manager) is refused, so a configured URL can never turn
-// the identity into a token for something else. docs/security.md lists the audiences.
+// the identity into a token for something else. SECURITY.md lists the audiences.
 import type { AccessToken, GetTokenOptions, TokenCredential } from '@azure/core-auth';
 import { azureCredential } from './azure-credential.js';
 
