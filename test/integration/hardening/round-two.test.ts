@@ -96,7 +96,9 @@ describe('hardening, second round, against the bundle', () => {
     expect(answers.filter((a) => a.status === 429).length).toBeGreaterThan(0);
     expect(admitted.length).toBeGreaterThan(0);
     // Before: all 64 were admitted. Now what the calls used is at most the limit plus one call.
-    expect(admitted.reduce((a, b) => a + b, 0)).toBeLessThanOrEqual(10 + Math.max(...admitted));
+    const used = admitted.reduce((a, b) => a + b, 0);
+    console.log(`token quota: ${admitted.length} of 64 admitted, ${used} tokens used against a limit of 10 (one call: ${Math.max(...admitted)})`);
+    expect(used).toBeLessThanOrEqual(10 + Math.max(...admitted));
   });
 
   /** A webhook receiver: what it got, and when; `hang` keeps every request open without an answer. */
