@@ -172,8 +172,8 @@ export class Quotas {
    * calls, or the whole limit while there are none: calls admitted side by side can then go past the limit
    * by at most about one call, however many arrive at once.
    */
-  private async reserveTokens(q: QuotaDefinition, pk: string, w: ReturnType<typeof windowOf>, reservation: QuotaReservation): Promise<number> {
-    const [current, previous] = await Promise.all([this.counters.read(pk, w.id), this.counters.read(pk, w.previousId)]);
+  private async reserveTokens(q: QuotaDefinition, pk: string, w: ReturnType<typeof windowOf>, previous: CounterDoc | undefined, reservation: QuotaReservation): Promise<number> {
+    const current = await this.counters.read(pk, w.id);
     const sample = (current?.calls ?? 0) > 0 ? current : previous;
     const share = sample?.calls ? Math.max(1, Math.ceil((sample.count ?? 0) / sample.calls)) : q.metric_limit;
     const after = await this.increment(pk, w.id, w.ttl, [{ op: 'incr', path: 'reserved', value: share }], { count: 0, calls: 0, reserved: share });
@@ -196,12 +196,13 @@ export class Quotas {
     const w = windowOf(q, now);
     const known = this.lockouts.get(pk);
     if (known !== undefined && known > now) return { quota: q, remaining: 0, resetSeconds: Math.ceil((known - now) / 1000), refusedFor: (known - now) / 1000 };
+    const previousWindow = this.counters.read(pk, w.previousId);
     const [lockout, current, previous] = await Promise.all([
       this.counters.read(pk, 'lockout'),
       q.metric === 'requests'
         ? this.increment(pk, w.id, w.ttl, [{ op: 'incr', path: 'count', value: 1 }], { count: 1 }).then((d) => d.count ?? 1)
-        : this.reserveTokens(q, pk, w, reservation),
-      this.counters.read(pk, w.previousId).then((d) => d?.count ?? 0),
+        : previousWindow.then((before) => this.reserveTokens(q, pk, w, before, reservation)),
+      previousWindow.then((d) => d?.count ?? 0),
     ]);
     if (lockout?.until !== undefined && lockout.until > now) {
       this.lockouts.set(pk, lockout.until);
