@@ -11,6 +11,9 @@ export type Audience = 'storage' | 'cognitive-services' | 'service' | 'cosmos' |
 export const STORAGE_SCOPE = 'https://storage.azure.com/.default';
 export const COGNITIVE_SERVICES_SCOPE = 'https://cognitiveservices.azure.com/.default';
 
+/** The scope of tokens for the service's own audience (AUTH_AUDIENCE). */
+export const serviceScope = (serviceAudience: string) => `${serviceAudience.replace(/\/+$/, '')}/.default`;
+
 /** Host name suffixes (leading dot) or exact names each audience's token may be sent to. */
 export const AUDIENCE_HOSTS: Readonly<Record<Exclude<Audience, 'service'>, readonly string[]>> = {
   storage: ['.blob.core.windows.net', '.queue.core.windows.net', '.dfs.core.windows.net'],
@@ -54,7 +57,7 @@ export class CredentialGate {
       case 'cognitive-services':
         return [COGNITIVE_SERVICES_SCOPE];
       case 'service':
-        return [`${this.options.serviceAudience.replace(/\/+$/, '')}/.default`];
+        return [serviceScope(this.options.serviceAudience)];
       case 'cosmos':
         return [`${url.origin}/.default`, 'https://cosmos.azure.com/.default'];
       case 'graph':
@@ -120,5 +123,5 @@ export class CredentialGate {
 /** The audience a managed-identity endpoint's configured scope names, or undefined for a scope never minted. */
 export function audienceOfScope(scope: string | undefined, serviceAudience: string): 'cognitive-services' | 'service' | undefined {
   if (scope === undefined || scope === COGNITIVE_SERVICES_SCOPE) return 'cognitive-services';
-  return scope === `${serviceAudience.replace(/\/+$/, '')}/.default` ? 'service' : undefined;
+  return scope === serviceScope(serviceAudience) ? 'service' : undefined;
 }

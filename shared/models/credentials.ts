@@ -2,16 +2,15 @@
 // secret, or a managed-identity token through the credential gate, which mints a token only for the
 // audience the configured scope names and only when the URL is a host of that audience, over https.
 import type { TokenCredential } from '@azure/core-auth';
-import { audienceOfScope, COGNITIVE_SERVICES_SCOPE, CredentialGate, type Audience } from '../auth/credential-gate.js';
+import { audienceOfScope, COGNITIVE_SERVICES_SCOPE, CredentialGate, serviceScope, type Audience } from '../auth/credential-gate.js';
 import { readSecret, type Config } from '../config.js';
 import type { EndpointView } from './endpoint.js';
 import { UpstreamError } from './upstream-errors.js';
 
-export { COGNITIVE_SERVICES_SCOPE };
 
 /** The scopes managed-identity tokens may be configured for: Cognitive Services and this service's own audience. */
 export function allowedScopes(config: Pick<Config, 'auth'>): string[] {
-  return [COGNITIVE_SERVICES_SCOPE, `${config.auth.audience.replace(/\/+$/, '')}/.default`];
+  return [COGNITIVE_SERVICES_SCOPE, serviceScope(config.auth.audience)];
 }
 
 /** The gate of a configuration (tests give the identity behind it). */
