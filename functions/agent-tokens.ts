@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import type { Principal } from '../shared/auth/principal.js';
 import { view } from '../shared/auth/agent-tokens.js';
-import { notFound } from '../shared/http/errors.js';
+import { notFound } from '../shared/errors.js';
 import { defineRoute } from '../shared/http/route.js';
 import { GUID } from '../shared/http/schemas.js';
 import { pagedJson, pagedResponse, PageQuery } from '../shared/http/paging.js';

@@ -13,7 +13,7 @@ import { wantsEventStream } from '../shared/http/event-stream.js';
 import { defineRoute } from '../shared/http/route.js';
 import { InstanceParams } from '../shared/http/schemas.js';
 import { json, type Reply } from '../shared/http/types.js';
-import { ApiError, validationError } from '../shared/http/errors.js';
+import { DomainError, validationError } from '../shared/errors.js';
 import type { QueueHandler } from '../shared/queues/handler.js';
 import type { Services } from '../shared/services.js';
 import { linkTo, saveTraceContext, withCorrelation } from '../shared/telemetry/correlation.js';
@@ -86,7 +86,7 @@ async function admitted(s: Services, principal: Principal, body: CompletionReque
     return { ...reply, headers: { ...reply.headers, ...limits } };
   } catch (e) {
     await s.quotas.release(reservation);
-    if (e instanceof ApiError) Object.assign(e.headers, limits);
+    if (e instanceof DomainError) Object.assign(e.headers, limits);
     throw e;
   }
 }

@@ -3,7 +3,7 @@
 // fails. Then the caller's own files: list (newest first, paged), metadata, content, delete.
 import { z } from 'zod';
 import { detectContentType, type StoredBlob } from '../shared/files/files.js';
-import { payloadTooLarge, validationError } from '../shared/http/errors.js';
+import { payloadTooLarge, validationError } from '../shared/errors.js';
 import { readMultipart, type FileHandler } from '../shared/http/multipart.js';
 import { defineRoute } from '../shared/http/route.js';
 import { pagedJson, pagedResponse, PageQuery } from '../shared/http/paging.js';

@@ -2,7 +2,7 @@
 // POST /instances/{instanceId}/mcp/memory/{agentName}. Its caller forwards the signed-in user in
 // X-USER-IDENTITY and must hold the Memory.ActOnBehalf app role; the user must be able to use the agent.
 import { z } from 'zod';
-import { badRequest } from '../shared/http/errors.js';
+import { badRequest } from '../shared/errors.js';
 import { defineRoute } from '../shared/http/route.js';
 import type { Reply } from '../shared/http/types.js';
 import { actingPrincipal, USER_IDENTITY_HEADER } from '../shared/memory/on-behalf.js';

@@ -2,7 +2,7 @@
 // authenticated (or forwarded) user's own memory.
 import { z } from 'zod';
 import type { Principal } from '../shared/auth/principal.js';
-import { validationError } from '../shared/http/errors.js';
+import { validationError } from '../shared/errors.js';
 import { defineRoute } from '../shared/http/route.js';
 import { InstanceParams } from '../shared/http/schemas.js';
 import { json } from '../shared/http/types.js';

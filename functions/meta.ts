@@ -1,6 +1,6 @@
 // Self-description: the OpenAPI document of each API, and the local identity provider's JWKS.
 import { z } from 'zod';
-import { notFound } from '../shared/http/errors.js';
+import { notFound } from '../shared/errors.js';
 import { buildOpenApi } from '../shared/http/openapi.js';
 import { defineRoute, type Route } from '../shared/http/route.js';
 import { json, type Api } from '../shared/http/types.js';

@@ -3,7 +3,7 @@
 import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import type { Principal } from '../shared/auth/principal.js';
-import { validationError } from '../shared/http/errors.js';
+import { validationError } from '../shared/errors.js';
 import { parseJsonText, readJsonBody } from '../shared/http/json-body.js';
 import { readMultipart, type FileHandler } from '../shared/http/multipart.js';
 import { defineRoute } from '../shared/http/route.js';

@@ -6,7 +6,7 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { z } from 'zod';
 import { createHash } from 'node:crypto';
-import { notFound } from '../shared/http/errors.js';
+import { notFound } from '../shared/errors.js';
 import { defineRoute, type Route } from '../shared/http/route.js';
 import type { PlatformRequest, Reply } from '../shared/http/types.js';
 import type { Config } from '../shared/config.js';

@@ -2,7 +2,7 @@
 // for required filters.
 import { z } from 'zod';
 import { ownerKey } from '../auth/principal.js';
-import { badRequest } from '../http/errors.js';
+import { badRequest } from '../errors.js';
 
 export const REQUEST_TYPES = [
   'Overview',

@@ -1,7 +1,7 @@
 // Agent access tokens: issue, list, revoke and verify (spec 2.10, 3, 4.5, 5). Only a hash of the secret is
 // stored; a verified token costs one point read when cold and none while cached.
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
-import { badRequest, notFound, unauthorized } from '../http/errors.js';
+import { badRequest, notFound, unauthorized } from '../errors.js';
 import { resourceId } from '../providers/resource-type.js';
 import type { Container, Doc, Page } from '../store/types.js';
 import type { AgentTokenVerifier } from './authenticate.js';

@@ -1,9 +1,8 @@
 // Picks the credential a request carries and verifies it: bearer JWT, or (Core API) an agent access token.
-import { unauthorized } from '../http/errors.js';
-import type { AuthMode } from '../http/route.js';
+import { unauthorized } from '../errors.js';
 import type { PlatformRequest } from '../http/types.js';
 import type { BearerVerifier } from './bearer.js';
-import type { Principal } from './principal.js';
+import type { AuthMode, Principal } from './principal.js';
 
 /** Verifies agent access tokens (`X-AGENT-ACCESS-TOKEN`). */
 export interface AgentTokenVerifier {
@@ -11,7 +10,7 @@ export interface AgentTokenVerifier {
 }
 
 export interface Authenticator {
-  /** The caller's principal; throws a 401 ApiError when the credential is missing or invalid. */
+  /** The caller's principal; throws a 401 DomainError when the credential is missing or invalid. */
   authenticate(request: PlatformRequest, mode: Exclude<AuthMode, 'none'>): Promise<Principal>;
 }
 

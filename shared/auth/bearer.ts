@@ -1,7 +1,7 @@
 // Identity-provider bearer tokens: verified with jose against a JWKS (remote in Azure, the local key locally).
 import { createLocalJWKSet, createRemoteJWKSet, errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import type { AuthConfig } from '../config.js';
-import { unauthorized } from '../http/errors.js';
+import { unauthorized } from '../errors.js';
 import { loadLocalKey } from './local-idp.js';
 import { principalFromClaims, type Principal } from './principal.js';
 

@@ -1,4 +1,11 @@
-// The authenticated caller as every handler sees it, whichever scheme authenticated it.
+// The authenticated caller as every handler sees it, whichever scheme authenticated it, and the credentials a
+// route accepts. The vocabulary of identity that the HTTP layer and the features share.
+
+/**
+ * Who may call: `none` needs no credential; `bearer` an identity-provider token; `any` a bearer token or
+ * an agent access token (the Core API).
+ */
+export type AuthMode = 'none' | 'bearer' | 'any';
 
 export interface Principal {
   /** `user` for identity-provider tokens, `agent-token` for agent access tokens. */

@@ -1,6 +1,6 @@
 // Role-based authorization over the stored role assignments. Assignments are read with one query and
 // cached across requests; a write here invalidates the cache at once, other instances refresh within 15 s.
-import { forbidden } from '../http/errors.js';
+import { forbidden } from '../errors.js';
 import type { Container, Doc } from '../store/types.js';
 import type { Access, Authorizer } from './authorizer.js';
 import type { Principal } from './principal.js';

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { ownerKey, type Principal } from '../auth/principal.js';
-import { ApiError, forbidden, validationError } from '../http/errors.js';
+import { DomainError, forbidden, validationError } from '../errors.js';
 import { GUID } from '../http/schemas.js';
 import { agentForUse, usableAgents } from '../providers/agent-access.js';
 import type { ResourceDoc } from '../providers/resource-type.js';
@@ -84,8 +84,8 @@ export async function resolveAgent(s: Services, principal: Principal, agentName:
     return await agentForUse(s, principal, name);
   } catch (e) {
     // A missing agent is a bad request; an existing one the caller may not use is 403 (spec 4.1 and 7).
-    if (e instanceof ApiError && e.status === 404) throw agentError();
-    if (e instanceof ApiError && e.status === 403) throw forbidden('Agent not found or access denied');
+    if (e instanceof DomainError && e.kind === 'not-found') throw agentError();
+    if (e instanceof DomainError && e.kind === 'forbidden') throw forbidden('Agent not found or access denied');
     throw e;
   }
 }
@@ -190,10 +190,10 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
       // A failed or cancelled operation is recorded too, so analytics can tell error rates. A cancelled
       // stream's completion tokens are estimated by its pieces (about a token each).
       const cancelled = e instanceof CallCancelledError;
-      if (!cancelled) s.log.warn('Completion failed', { operation_id: operationId, agent_name: agent.name, code: e instanceof ApiError ? e.code : 'Error', error: e instanceof Error ? e.message : String(e) });
+      if (!cancelled) s.log.warn('Completion failed', { operation_id: operationId, agent_name: agent.name, code: e instanceof DomainError ? e.code : 'Error', error: e instanceof Error ? e.message : String(e) });
       await recordUsage(s.store.container<UsageDoc>('usage'), {
         ...usageBase(principal, operationId, sessionId, agent.name, deployment, new Date().toISOString(), started),
-        ...(cancelled ? { status: 'Cancelled', completion_tokens: progress.streamed, total_tokens: progress.streamed } : { status: 'Failed', error_code: e instanceof ApiError ? e.code : 'Error' }),
+        ...(cancelled ? { status: 'Cancelled', completion_tokens: progress.streamed, total_tokens: progress.streamed } : { status: 'Failed', error_code: e instanceof DomainError ? e.code : 'Error' }),
       });
       throw e;
     }

@@ -3,7 +3,7 @@
 // webhook delivery when the starter gave a callback_url.
 import { createHash } from 'node:crypto';
 import { ownerKey, type Principal } from '../auth/principal.js';
-import { conflict, notFound } from '../http/errors.js';
+import { conflict, notFound } from '../errors.js';
 import type { Services } from '../services.js';
 import { ConflictError, type Doc, type Stored } from '../store/types.js';
 import { updateDocument } from '../store/update.js';

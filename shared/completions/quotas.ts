@@ -5,7 +5,7 @@
 // quota closest to its limit; an exceeded one answers 429 with the quota response and Retry-After.
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
-import { ApiError } from '../http/errors.js';
+import { DomainError } from '../errors.js';
 import type { Log } from '../log.js';
 import type { AppSettings } from '../providers/settings.js';
 import { ConflictError, NotFoundError, type Container, type Doc, type PatchOp } from '../store/types.js';
@@ -84,11 +84,11 @@ function rateLimitHeaders(s: Standing): Record<string, string> {
   };
 }
 
-function exceeded(s: Standing): ApiError {
+function exceeded(s: Standing): DomainError {
   const seconds = Math.max(1, Math.ceil(s.refusedFor ?? 1));
   const name = s.quota.name;
   const body = { quota_exceeded: true, quota_name: name, retry_after_seconds: seconds, message: `Quota ${name} exceeded; retry after ${seconds} seconds` };
-  return new ApiError(429, 'QuotaExceeded', body.message, [], { 'retry-after': String(seconds), ...rateLimitHeaders(s) }, body);
+  return new DomainError('rate-limited', 'QuotaExceeded', body.message, [], { 'retry-after': String(seconds), ...rateLimitHeaders(s) }, body);
 }
 
 /** Tokens held for admitted calls of token quotas until they end; release it once, whatever the outcome. */

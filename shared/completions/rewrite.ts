@@ -2,7 +2,7 @@
 // prompt's prefix as its system message and the session's last `user_prompts_window_size` user prompts plus
 // the new one; its answer replaces the user prompt for retrieval, the cache and the main call. The recorded
 // user message keeps what the user typed; the rewrite's tokens and cost count in the turn's usage.
-import { validationError } from '../http/errors.js';
+import { validationError } from '../errors.js';
 import { endpointView, MODEL_PROVIDERS } from '../models/endpoint.js';
 import { UpstreamError } from '../models/upstream-errors.js';
 import type { ChatMessage } from '../models/wire.js';
@@ -56,7 +56,7 @@ export async function rewritePrompt(s: Services, agent: ResourceDoc, session: St
       cost: costOf(model, answer.promptTokens, answer.completionTokens),
     };
   } catch (e) {
-    if (e instanceof UpstreamError) throw new UpstreamError(e.status, e.code, `The prompt rewrite model failed: ${e.message}`, e.retryable, e.retryAfterMs, e.permanent);
+    if (e instanceof UpstreamError) throw new UpstreamError(e.kind, e.code, `The prompt rewrite model failed: ${e.message}`, e.retryable, e.retryAfterMs, e.permanent);
     throw e;
   }
 }

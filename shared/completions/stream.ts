@@ -4,7 +4,7 @@
 // the model call, and the usage is recorded as cancelled.
 import type { Principal } from '../auth/principal.js';
 import { errorReply } from '../http/envelopes.js';
-import { ApiError } from '../http/errors.js';
+import { DomainError } from '../errors.js';
 import { EventChannel, SSE_HEADERS, sseEvent } from '../http/event-stream.js';
 import type { Reply } from '../http/types.js';
 import type { Services } from '../services.js';
@@ -12,7 +12,7 @@ import { runCompletion, type Admitted, type RunOptions } from './completion.js';
 
 /** The `error` event's data: the envelope a JSON answer would have carried. */
 function errorData(e: unknown, s: Services): unknown {
-  if (e instanceof ApiError) return errorReply(e, 'core', '').json;
+  if (e instanceof DomainError) return errorReply(e, 'core', '').json;
   s.log.error('Streamed completion failed', { error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
   return { error: { code: 'InternalError', message: 'An unexpected error occurred' } };
 }

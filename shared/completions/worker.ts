@@ -2,7 +2,7 @@
 // and keeps the promises of CONTRACT 7 and 10.3: at-least-once safe, cancellable at every step (a model call
 // in flight is aborted), and an operation whose model keeps failing ends Failed within 90 s of its start.
 import { context, SpanKind, trace } from '@opentelemetry/api';
-import { ApiError, toError } from '../http/errors.js';
+import { DomainError, toError } from '../errors.js';
 import { CallCancelledError, UpstreamError } from '../models/upstream-errors.js';
 import { MAX_DEQUEUE_COUNT, type QueueDelivery } from '../queues/handler.js';
 import type { Services } from '../services.js';
@@ -26,11 +26,11 @@ export function abortRunning(s: Services, key: string): void {
 }
 
 /** Failures another delivery cannot mend: client errors, and upstream answers that are deterministic. */
-const permanent = (e: unknown) => (e instanceof UpstreamError ? e.permanent : e instanceof ApiError && e.status < 500 && e.status !== 429);
+const permanent = (e: unknown) => (e instanceof UpstreamError ? e.permanent : e instanceof DomainError && e.callerFault);
 
 /** What the operation's starter is told: the reason of a failure the service expected, else nothing internal. */
 export function userFacingReason(e: unknown): string {
-  return e instanceof ApiError && e.status < 500 ? e.message : e instanceof UpstreamError ? e.message : 'an internal error stopped the completion';
+  return e instanceof DomainError && e.callerFault ? e.message : e instanceof UpstreamError ? e.message : 'an internal error stopped the completion';
 }
 
 /** The signal of one attempt: shutdown, a cancel (here or elsewhere), and for retries the end of the window. */
@@ -89,7 +89,7 @@ export async function processOperation(message: unknown, delivery: QueueDelivery
           if (!now || now.status !== 'InProgress') return; // cancelled (or ended) meanwhile
           const windowOver = Date.now() >= Date.parse(op.created_on) + RETRY_WINDOW_MS - 2000;
           const reason = e instanceof CallCancelledError && windowOver ? `the model did not answer within ${RETRY_WINDOW_MS / 1000} s` : userFacingReason(e);
-          if (!(e instanceof ApiError) && !(e instanceof CallCancelledError)) s.log.error('Async completion failed', { error: toError(e).stack ?? String(e) });
+          if (!(e instanceof DomainError) && !(e instanceof CallCancelledError)) s.log.error('Async completion failed', { error: toError(e).stack ?? String(e) });
           if (permanent(e)) {
             await fail(s, key, `Failed: ${reason}`);
             return;

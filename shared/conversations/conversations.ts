@@ -2,7 +2,7 @@
 // owner's UPN, so another user's session id is simply not found.
 import { randomUUID } from 'node:crypto';
 import { ownerKey } from '../auth/principal.js';
-import { notFound, validationError } from '../http/errors.js';
+import { notFound, validationError } from '../errors.js';
 import { ConflictError, NotFoundError, type Container, type Doc, type Page, type Stored } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 

@@ -5,7 +5,7 @@ import { Transform, type Readable } from 'node:stream';
 import type { ContainerClient } from '@azure/storage-blob';
 import { fileTypeFromBuffer } from 'file-type';
 import { ownerKey } from '../auth/principal.js';
-import { badRequest, notFound, payloadTooLarge, validationError } from '../http/errors.js';
+import { badRequest, notFound, payloadTooLarge, validationError } from '../errors.js';
 import type { Container, Doc, Page } from '../store/types.js';
 import { dayOf } from '../conversations/conversations.js';
 import { lazyContainer } from '../store/storage.js';

@@ -6,7 +6,7 @@ import functions from '@azure/functions';
 import type { Config } from '../config.js';
 import type { QueueHandler } from '../queues/handler.js';
 import type { Services } from '../services.js';
-import { payloadTooLarge } from './errors.js';
+import { payloadTooLarge } from '../errors.js';
 import { handle } from './pipeline.js';
 import type { Route } from './route.js';
 import type { Api, PlatformRequest, Reply } from './types.js';

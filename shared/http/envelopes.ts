@@ -1,5 +1,5 @@
 // The three error bodies of the spec, each built here and nowhere else.
-import type { ApiError } from './errors.js';
+import type { DomainError, ErrorKind } from '../errors.js';
 import type { Reply } from './types.js';
 
 /**
@@ -8,19 +8,41 @@ import type { Reply } from './types.js';
  */
 export type ErrorStyle = 'core' | 'management' | 'problem';
 
-/** Builds the reply for an ApiError in the given style; `instance` is the request path. */
-export function errorReply(error: ApiError, style: ErrorStyle, instance: string): Reply {
+/** The one place an error kind becomes an HTTP status. */
+const STATUS: Readonly<Record<ErrorKind, number>> = {
+  invalid: 400,
+  unauthenticated: 401,
+  forbidden: 403,
+  'not-found': 404,
+  'method-not-allowed': 405,
+  'request-timeout': 408,
+  conflict: 409,
+  'too-large': 413,
+  'unsupported-media-type': 415,
+  'headers-too-large': 431,
+  'rate-limited': 429,
+  internal: 500,
+  'upstream-failed': 502,
+  unavailable: 503,
+  'upstream-timeout': 504,
+};
+
+export const statusOf = (error: DomainError) => STATUS[error.kind];
+
+/** Builds the reply for a DomainError in the given style; `instance` is the request path. */
+export function errorReply(error: DomainError, style: ErrorStyle, instance: string): Reply {
   const headers = { ...error.headers };
-  if (error.body !== undefined) return { status: error.status, headers, json: error.body };
+  const status = statusOf(error);
+  if (error.body !== undefined) return { status, headers, json: error.body };
   switch (style) {
     case 'core':
       // Every Core API 400 rejects input: the validation error body of spec 2.7, with its details.
-      if (error.status === 400) {
+      if (status === 400) {
         const details = error.details.length > 0 ? error.details : [{ field: 'request', message: error.message }];
         return { status: 400, headers, json: { error: { code: 'ValidationError', message: error.message, details } } };
       }
       return {
-        status: error.status,
+        status,
         headers,
         json: {
           error: {
@@ -31,17 +53,17 @@ export function errorReply(error: ApiError, style: ErrorStyle, instance: string)
         },
       };
     case 'management':
-      return { status: error.status, headers, json: { error: { code: managementCode(error), message: error.message } } };
+      return { status, headers, json: { error: { code: managementCode(error), message: error.message } } };
     case 'problem':
       return {
-        status: error.status,
+        status,
         headers: { ...headers, 'content-type': 'application/problem+json' },
-        json: { type: problemType(error.status), title: error.code, status: error.status, detail: error.message, instance },
+        json: { type: problemType(status), title: error.code, status, detail: error.message, instance },
       };
   }
 }
 
 // The Management API answers validation failures with its own BadRequest code (spec part 7).
-const managementCode = (error: ApiError) => (error.code === 'ValidationError' ? 'BadRequest' : error.code);
+const managementCode = (error: DomainError) => (error.code === 'ValidationError' ? 'BadRequest' : error.code);
 
 const problemType = (status: number) => `https://httpstatuses.io/${status}`;

@@ -1,6 +1,6 @@
 // Reading a JSON request body: declared as JSON (415 otherwise), valid UTF-8, valid JSON, nested no deeper
 // than the stores hold, and with well-formed strings (no lone surrogates), so nothing is stored changed.
-import { ApiError, validationError } from './errors.js';
+import { DomainError, validationError } from '../errors.js';
 import type { PlatformRequest } from './types.js';
 
 /** Deepest nesting of objects and arrays accepted in a body (the stores hold more; nothing needs this much). */
@@ -54,7 +54,7 @@ export async function readJsonBody(request: PlatformRequest, limit: number): Pro
   if (bytes.length === 0) return undefined;
   const type = request.header('content-type');
   if (type === undefined || !JSON_TYPE.test(type.trim())) {
-    throw new ApiError(415, 'UnsupportedMediaType', 'The body must be sent as application/json', [{ field: 'content-type', message: 'must be application/json' }]);
+    throw new DomainError('unsupported-media-type', 'UnsupportedMediaType', 'The body must be sent as application/json', [{ field: 'content-type', message: 'must be application/json' }]);
   }
   let text: string;
   try {

@@ -3,7 +3,7 @@
 // 413), never an unhandled 'error' event, and whatever a failed request already stored is discarded.
 import type { Readable } from 'node:stream';
 import busboy from 'busboy';
-import { ApiError, badRequest, payloadTooLarge } from './errors.js';
+import { DomainError, badRequest, payloadTooLarge } from '../errors.js';
 import type { PlatformRequest } from './types.js';
 
 export interface MultipartLimits {
@@ -38,7 +38,7 @@ export interface Multipart<F> {
 
 const malformed = (why: string) => badRequest(`Malformed multipart body: ${why}`, [{ field: 'body', message: `Malformed multipart body: ${why}` }]);
 
-/** Parses a multipart/form-data request body; rejects with a 4xx ApiError. */
+/** Parses a multipart/form-data request body; rejects with a 4xx DomainError. */
 export function readMultipart<F>(request: PlatformRequest, limits: MultipartLimits, handler: FileHandler<F>): Promise<Multipart<F>> {
   const source = request.stream();
   let parser: busboy.Busboy;
@@ -57,7 +57,7 @@ export function readMultipart<F>(request: PlatformRequest, limits: MultipartLimi
     const kept: Promise<[string, F]>[] = [];
     let settled = false;
 
-    const fail = (error: ApiError) => {
+    const fail = (error: DomainError) => {
       if (settled) return;
       settled = true;
       source.unpipe(parser);
@@ -87,7 +87,7 @@ export function readMultipart<F>(request: PlatformRequest, limits: MultipartLimi
       // A part whose consumer failed is drained so the parser can go on; the failure fails the request.
       entry.catch((e: unknown) => {
         stream.resume();
-        fail(e instanceof ApiError ? e : malformed('a file part could not be read'));
+        fail(e instanceof DomainError ? e : malformed('a file part could not be read'));
       });
     });
     for (const event of ['filesLimit', 'fieldsLimit', 'partsLimit'] as const) parser.on(event, () => fail(malformed('too many parts')));

@@ -6,7 +6,7 @@ import cors from 'cors';
 import type { Duplex, Readable } from 'node:stream';
 import type { Services } from '../services.js';
 import { errorReply, type ErrorStyle } from './envelopes.js';
-import { ApiError, notFound, payloadTooLarge } from './errors.js';
+import { badRequest, DomainError, notFound, payloadTooLarge } from '../errors.js';
 import { handle, requestIdOf, SAFE_HEADERS } from './pipeline.js';
 import type { Route } from './route.js';
 import { createRouter } from './router.js';
@@ -84,7 +84,7 @@ export function createApiServer(api: Api, routes: readonly Route[], services: Se
       const error =
         found.kind === 'not-found'
           ? notFound(`No route for ${request.path}`)
-          : new ApiError(405, 'MethodNotAllowed', `Method ${req.method ?? ''} not allowed`, [], { allow: found.allow.join(', ') });
+          : new DomainError('method-not-allowed', 'MethodNotAllowed', `Method ${req.method ?? ''} not allowed`, [], { allow: found.allow.join(', ') });
       const r = errorReply(error, style, request.path);
       reply = Promise.resolve({ ...r, headers: { ...SAFE_HEADERS, ...r.headers, 'x-request-id': requestIdOf(request) } });
     }
@@ -130,17 +130,17 @@ function refuse(error: NodeJS.ErrnoException, socket: Duplex, style: ErrorStyle)
     socket.destroy();
     return;
   }
-  const [status, code, message] =
+  const [kind, code, message] =
     error.code === 'HPE_HEADER_OVERFLOW'
-      ? [431, 'RequestHeaderFieldsTooLarge', 'The request headers are too large']
+      ? (['headers-too-large', 'RequestHeaderFieldsTooLarge', 'The request headers are too large'] as const)
       : error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-        ? [408, 'RequestTimeout', 'The request took too long to arrive']
-        : [400, 'BadRequest', 'The request is not valid HTTP'];
-  const reply = errorReply(new ApiError(status, code, message), style, '/');
+        ? (['request-timeout', 'RequestTimeout', 'The request took too long to arrive'] as const)
+        : (['invalid', 'BadRequest', 'The request is not valid HTTP'] as const);
+  const reply = errorReply(new DomainError(kind, code, message), style, '/');
   const body = JSON.stringify(reply.json);
   const headers = { ...SAFE_HEADERS, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-request-id': randomUUID(), connection: 'close' };
   const head = Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n');
-  socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? ''}\r\n${head}\r\n\r\n${body}`);
+  socket.end(`HTTP/1.1 ${reply.status} ${http.STATUS_CODES[reply.status] ?? ''}\r\n${head}\r\n\r\n${body}`);
 }
 
 /** Unread body bytes discarded after an answer to keep the connection; past this it is closed instead. */
@@ -227,7 +227,7 @@ function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer> {
     };
     req.on('data', onData);
     req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', () => reject(new ApiError(400, 'BadRequest', 'The request body was cut off')));
+    req.on('error', () => reject(badRequest('The request body was cut off')));
   });
 }
 

@@ -8,7 +8,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
 import { z } from 'zod';
 import { ownerKey, type Principal } from '../auth/principal.js';
 import type { Page } from '../store/types.js';
-import { validationError } from './errors.js';
+import { validationError } from '../errors.js';
 import type { ResponseDoc } from './route.js';
 import { json, type Reply } from './types.js';
 

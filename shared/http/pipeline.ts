@@ -5,7 +5,7 @@ import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Contex
 import type { z } from 'zod';
 import { ANONYMOUS, type Principal } from '../auth/principal.js';
 import type { Services } from '../services.js';
-import { ApiError, badRequest, notFound, toError, validationError, type FieldError } from './errors.js';
+import { DomainError, badRequest, internalError, notFound, toError, validationError, type FieldError } from '../errors.js';
 import { errorReply, type ErrorStyle } from './envelopes.js';
 import { readJsonBody } from './json-body.js';
 import type { Route } from './route.js';
@@ -126,7 +126,7 @@ function parse(schema: z.ZodType | undefined, value: unknown, part: 'path' | 'qu
 }
 
 function failure(thrown: unknown, style: ErrorStyle, path: string, requestId: string, services: Services): Reply {
-  if (thrown instanceof ApiError) {
+  if (thrown instanceof DomainError) {
     if (thrown.code === 'ValidationError' && style !== 'core') {
       // Outside the Core API a validation failure reads "field: message" in one line.
       const message = thrown.details.map((d) => `${d.field}: ${d.message}`).join('; ');
@@ -136,5 +136,5 @@ function failure(thrown: unknown, style: ErrorStyle, path: string, requestId: st
   }
   const error = toError(thrown);
   services.log.error('Unhandled error', { requestId, error: error.stack ?? error.message });
-  return errorReply(new ApiError(500, 'InternalError', 'An unexpected error occurred'), style, path);
+  return errorReply(internalError(), style, path);
 }

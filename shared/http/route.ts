@@ -1,15 +1,10 @@
 // A route is data: method, path template, schemas, permission and handler. Both hosts serve the same table.
 import type { z } from 'zod';
-import type { Principal } from '../auth/principal.js';
+import type { AuthMode, Principal } from '../auth/principal.js';
 import type { Services } from '../services.js';
 import type { ErrorStyle } from './envelopes.js';
 import type { Api, Method, PlatformRequest, Reply } from './types.js';
 
-/**
- * Who may call: `none` needs no credential; `bearer` an identity-provider token; `any` a bearer token or
- * an agent access token (the Core API).
- */
-export type AuthMode = 'none' | 'bearer' | 'any';
 
 /** A role-based permission: an action (`Svc.Agent/agents/read`) on a resource scope (a resource path). */
 export interface Permission {

@@ -2,7 +2,7 @@
 //   expression := clause ( "and" clause )*
 //   clause     := ( "source" | "file_name" ) "eq" "'" value "'"      ('' inside a value is one quote)
 // Keywords and field names are case-insensitive; values are compared exactly.
-import { validationError } from '../http/errors.js';
+import { validationError } from '../errors.js';
 import type { Clause } from './vector-index.js';
 
 const FIELD = 'settings.agent_parameters.index_filter_expression';

@@ -3,7 +3,7 @@
 // found with the request's filter applied inside the index query, and they become the model's context and
 // the answer's citations. Only the agent's own tools are searched, so a caller reaches only the indexes of
 // agents they may use.
-import { validationError } from '../http/errors.js';
+import { validationError } from '../errors.js';
 import { partitionOf, type ResourceDoc } from '../providers/resource-type.js';
 import { dataPipelines } from '../providers/types/catalog.js';
 import type { Services } from '../services.js';

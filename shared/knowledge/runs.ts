@@ -5,7 +5,7 @@
 // atomic per document, so a run cut short and delivered again finishes with no duplicates.
 import { createHash, randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
-import { badRequest, notFound } from '../http/errors.js';
+import { badRequest, notFound } from '../errors.js';
 import { UpstreamError } from '../models/upstream-errors.js';
 import { objectIdOf, partitionOf, resourceId, type ResourceDoc } from '../providers/resource-type.js';
 import { dataPipelineRuns, dataPipelines } from '../providers/types/catalog.js';

@@ -7,7 +7,7 @@ import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
-import { ApiError } from '../http/errors.js';
+import { DomainError } from '../errors.js';
 import type { ResourceDoc } from '../providers/resource-type.js';
 import type { Services } from '../services.js';
 import { VERSION } from '../version.js';
@@ -20,7 +20,7 @@ async function tool(run: () => Promise<unknown>) {
   try {
     return text(await run());
   } catch (e) {
-    if (e instanceof ApiError && e.status < 500) return failure(`${e.code}: ${e.message}`);
+    if (e instanceof DomainError && e.callerFault) return failure(`${e.code}: ${e.message}`);
     throw e;
   }
 }

@@ -3,7 +3,7 @@
 // agent); a missing one reads as empty; every write is an ETag-checked read-modify-write.
 import { createHash } from 'node:crypto';
 import { ownerKey, type Principal } from '../auth/principal.js';
-import { ApiError } from '../http/errors.js';
+import { DomainError } from '../errors.js';
 import type { Container, Doc } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 
@@ -112,7 +112,7 @@ export class Memories {
       const now = new Date();
       const content = edit(current?.content_markdown ?? '', now);
       if (Buffer.byteLength(content) > this.maxBytes) {
-        throw new ApiError(413, 'MemoryTooLarge', `The memory document would exceed its limit of ${this.maxBytes} bytes; clear or replace it first`);
+        throw new DomainError('too-large', 'MemoryTooLarge', `The memory document would exceed its limit of ${this.maxBytes} bytes; clear or replace it first`);
       }
       return {
         id: docId(scope, agent),

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { oidForUpn } from '../auth/local-idp.js';
 import type { Principal } from '../auth/principal.js';
 import type { UpnBindings } from '../auth/upn-bindings.js';
-import { badRequest, forbidden } from '../http/errors.js';
+import { badRequest, forbidden } from '../errors.js';
 import type { PlatformRequest } from '../http/types.js';
 
 export const ACT_ON_BEHALF_ROLE = 'Memory.ActOnBehalf';

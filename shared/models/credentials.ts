@@ -25,7 +25,7 @@ export function identityProblem(url: string, scope: string | undefined, gate: Cr
   return problem ? `url ${problem}` : undefined;
 }
 
-const misconfigured = (message: string) => new UpstreamError(502, 'UpstreamConfiguration', message, false, undefined, true);
+const misconfigured = (message: string) => new UpstreamError('upstream-failed', 'UpstreamConfiguration', message, false, undefined, true);
 
 export class ModelCredentials {
   private readonly providers = new Map<string, () => Promise<string>>();

@@ -1,21 +1,21 @@
-// How a model upstream can fail, as the client is told: status, stable code, a message that says nothing about
+// How a model upstream can fail, as the client is told: kind, stable code, a message that says nothing about
 // the network behind the endpoint, and whether trying again could help.
-import { ApiError } from '../http/errors.js';
+import { DomainError, type ErrorKind } from '../errors.js';
 
 /**
  * An upstream failure: what the client is told, whether another try within the call could help
  * (`retryable`), and whether no later try could (`permanent`: the same request gets the same answer).
  */
-export class UpstreamError extends ApiError {
+export class UpstreamError extends DomainError {
   constructor(
-    status: number,
+    kind: ErrorKind,
     code: string,
     message: string,
     readonly retryable: boolean,
     readonly retryAfterMs?: number,
     readonly permanent = false,
   ) {
-    super(status, code, message, [], retryAfterMs !== undefined ? { 'retry-after': String(Math.min(3600, Math.max(1, Math.ceil(retryAfterMs / 1000)))) } : {});
+    super(kind, code, message, [], retryAfterMs !== undefined ? { 'retry-after': String(Math.min(3600, Math.max(1, Math.ceil(retryAfterMs / 1000)))) } : {});
   }
 }
 
@@ -24,16 +24,16 @@ export class CallCancelledError extends Error {
   override name = 'CallCancelledError';
 }
 
-export const unreachable = () => new UpstreamError(502, 'UpstreamUnavailable', 'The model endpoint could not be reached', true);
-export const timedOut = (seconds: number) => new UpstreamError(504, 'UpstreamTimeout', `The model did not answer within ${seconds} s`, false);
-export const tooLarge = (limit: number) => new UpstreamError(502, 'UpstreamResponseTooLarge', `The model's answer is larger than ${limit} bytes`, false, undefined, true);
-export const invalid = (why: string) => new UpstreamError(502, 'UpstreamInvalidResponse', `The model endpoint gave an invalid answer: ${why}`, true);
+export const unreachable = () => new UpstreamError('upstream-failed', 'UpstreamUnavailable', 'The model endpoint could not be reached', true);
+export const timedOut = (seconds: number) => new UpstreamError('upstream-timeout', 'UpstreamTimeout', `The model did not answer within ${seconds} s`, false);
+export const tooLarge = (limit: number) => new UpstreamError('upstream-failed', 'UpstreamResponseTooLarge', `The model's answer is larger than ${limit} bytes`, false, undefined, true);
+export const invalid = (why: string) => new UpstreamError('upstream-failed', 'UpstreamInvalidResponse', `The model endpoint gave an invalid answer: ${why}`, true);
 
 export function statusError(status: number, retryAfterMs: number | undefined): UpstreamError {
-  if (status === 429) return new UpstreamError(503, 'UpstreamRateLimited', 'The model is rate limited; try again later', true, retryAfterMs);
-  if (status >= 500 || status === 408) return new UpstreamError(502, 'UpstreamError', `The model endpoint failed (${status})`, true, retryAfterMs);
+  if (status === 429) return new UpstreamError('unavailable', 'UpstreamRateLimited', 'The model is rate limited; try again later', true, retryAfterMs);
+  if (status >= 500 || status === 408) return new UpstreamError('upstream-failed', 'UpstreamError', `The model endpoint failed (${status})`, true, retryAfterMs);
   // Other 4xx answers are deterministic: the same request would be refused again.
-  return new UpstreamError(502, 'UpstreamRejected', `The model endpoint rejected the request (${status})`, false, undefined, true);
+  return new UpstreamError('upstream-failed', 'UpstreamRejected', `The model endpoint rejected the request (${status})`, false, undefined, true);
 }
 
 /** Retry-After in milliseconds (delta-seconds or an HTTP date), or undefined. */

@@ -2,7 +2,7 @@
 // entry count, per-entry and total uncompressed size and compression-ratio limits, no path traversal,
 // no absolute paths, no symlinks. Nothing is extracted to disk; only the manifest is read.
 import yauzl from 'yauzl';
-import { badRequest } from '../http/errors.js';
+import { badRequest } from '../errors.js';
 
 export const ARCHIVE_LIMITS = {
   entries: 1000,

@@ -5,7 +5,7 @@ import type { BlobServiceClient, ContainerClient } from '@azure/storage-blob';
 import { ContainerClient as BlobContainer } from '@azure/storage-blob';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
-import { ApiError, badRequest, conflict, notFound } from '../http/errors.js';
+import { DomainError, badRequest, internalError, conflict, notFound } from '../errors.js';
 import { parseJsonText } from '../http/json-body.js';
 import type { Container, Doc } from '../store/types.js';
 import { resourceId } from '../providers/resource-type.js';
@@ -116,7 +116,7 @@ export class PluginPackages {
     try {
       parsed = parseJsonText(text, 'manifest.json');
     } catch (e) {
-      throw badRequest(`Invalid package archive: ${e instanceof ApiError ? e.message : 'manifest.json is not valid JSON'}`);
+      throw badRequest(`Invalid package archive: ${e instanceof DomainError ? e.message : 'manifest.json is not valid JSON'}`);
     }
     const manifest = Manifest.safeParse(parsed);
     if (!manifest.success) {
@@ -182,7 +182,7 @@ export class PluginPackages {
           deleted: false,
         };
       });
-      if (!saved) throw new ApiError(500, 'InternalError', 'The package was not saved');
+      if (!saved) throw internalError('InternalError', 'The package was not saved');
       return saved;
     } catch (e) {
       await blob.deleteIfExists().catch(() => undefined);

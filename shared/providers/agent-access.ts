@@ -2,7 +2,7 @@
 // above it), and for a token holder only the one agent its token is bound to (spec 5).
 import type { Access } from '../auth/authorizer.js';
 import type { Principal } from '../auth/principal.js';
-import { forbidden, notFound } from '../http/errors.js';
+import { forbidden, notFound } from '../errors.js';
 import type { Services } from '../services.js';
 import { objectIdOf, partitionOf, resourceId, type ResourceDoc } from './resource-type.js';
 import { agents } from './types/agent.js';

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { ROLE_IDS } from '../auth/roles.js';
-import { ApiError, badRequest, forbidden, notFound } from '../http/errors.js';
+import { DomainError, badRequest, forbidden, notFound } from '../errors.js';
 import type { Services } from '../services.js';
 import { updateDocument } from '../store/update.js';
 import { objectIdOf, partitionOf, resourceId, type ResourceDoc } from './resource-type.js';
@@ -72,7 +72,7 @@ export async function getProperties(s: Services, principal: Principal, agentName
     if (value === undefined) absent.push(name);
     else properties[name] = value;
   }
-  if (absent.length > 0) throw new ApiError(500, 'PropertyNotFound', `The agent has no value for: ${absent.join(', ')}`);
+  if (absent.length > 0) throw new DomainError('internal', 'PropertyNotFound', `The agent has no value for: ${absent.join(', ')}`);
   const metadata = (agent.metadata ?? {}) as Record<string, unknown>;
   const metadata_properties = Object.fromEntries(metadataNames.map((n) => [n, metadata[n] ?? null]));
   return { object_id: agent.object_id, is_success: true, resource: { properties, metadata_properties } };

@@ -1,7 +1,7 @@
 // The generic resource provider: list, get, create-or-update, soft delete and purge for every resource
 // type, with role-based authorization and the envelopes of spec 2.9.
 import type { Principal } from '../auth/principal.js';
-import { conflict, forbidden, notFound, badRequest } from '../http/errors.js';
+import { conflict, forbidden, notFound, badRequest } from '../errors.js';
 import type { PageQuery, PageResult } from '../http/paging.js';
 import type { Services } from '../services.js';
 import type { Page } from '../store/types.js';

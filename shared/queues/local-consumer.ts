@@ -3,7 +3,7 @@
 // on its own (a slow one never holds up the others), holds a short lease renewed while it runs (a killed
 // worker's message is back within one lease), and stop() returns within a bounded time.
 import type { QueueServiceClient } from '@azure/storage-queue';
-import { toError } from '../http/errors.js';
+import { toError } from '../errors.js';
 import type { Services } from '../services.js';
 import { decodeMessage, MAX_DEQUEUE_COUNT, type QueueHandler } from './handler.js';
 

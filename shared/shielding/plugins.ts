@@ -2,7 +2,7 @@
 // the package `Dotnet-Builtin`, and the screening of a text by an agent's plugins in order. A plugin that
 // cannot answer (unreachable, slow, a bad answer, a broken list) fails closed: the completion is refused
 // with 503 ShieldingUnavailable and nothing unscreened goes on.
-import { ApiError, validationError } from '../http/errors.js';
+import { DomainError, validationError } from '../errors.js';
 import { UpstreamError } from '../models/upstream-errors.js';
 import type { Services } from '../services.js';
 import { BLOCKLIST_SETTING, cachedBlocklist } from './blocklist.js';
@@ -85,7 +85,7 @@ export interface Block {
   reason: string;
 }
 
-const unavailable = (plugin: string, why: string) => new ApiError(503, 'ShieldingUnavailable', `Shielding could not screen the text: ${plugin} ${why}; nothing unscreened was passed on`);
+const unavailable = (plugin: string, why: string) => new DomainError('unavailable', 'ShieldingUnavailable', `Shielding could not screen the text: ${plugin} ${why}; nothing unscreened was passed on`);
 
 /** Runs the plugins in order on the text; the first block, or undefined when every plugin allows it. */
 export async function screen(s: Services, names: readonly string[], stage: Stage, text: string, signal?: AbortSignal): Promise<Block | undefined> {

@@ -1,6 +1,6 @@
 // Calls routes through the real pipeline with an in-memory request.
 import { Readable } from 'node:stream';
-import { payloadTooLarge } from '../../shared/http/errors.js';
+import { payloadTooLarge } from '../../shared/errors.js';
 import { handle } from '../../shared/http/pipeline.js';
 import type { Route } from '../../shared/http/route.js';
 import { createRouter } from '../../shared/http/router.js';

@@ -3,7 +3,7 @@
 // (CONTRACT 10.7). A link to a resource that does not exist yet is accepted, so resources can be created in
 // any order (imports, infrastructure as code); using it answers a 400 naming what is missing. A 400
 // ValidationError names the first field that does not hold.
-import { validationError } from '../../http/errors.js';
+import { validationError } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { checkRunnable } from '../../shielding/plugins.js';
 import type { ResourceDoc } from '../resource-type.js';

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { normalizeScope } from '../../auth/rbac.js';
 import { ROLE_DEFINITIONS, ROLES_BY_ID, roleDefinitionPath } from '../../auth/roles.js';
-import { badRequest } from '../../http/errors.js';
+import { badRequest } from '../../errors.js';
 
 import { definition, type ResourceDoc, type ResourceType } from '../resource-type.js';
 

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { SECRET_NAME, SECRET_NAME_RULE } from '../../config.js';
 import { thresholdProblem } from '../../analytics/abuse.js';
 import { parseQuotaDefinitions, QUOTA_SETTING } from '../../completions/quotas.js';
-import { badRequest, validationError } from '../../http/errors.js';
+import { badRequest, validationError } from '../../errors.js';
 import { dropPipelineDocuments } from '../../knowledge/runs.js';
 import { resolvesOutside, savedUrlProblem, urlProblem } from '../../net/outbound.js';
 import { allowedScopes, identityProblem } from '../../models/credentials.js';

@@ -2,7 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../../../shared/auth/principal.js';
 import { QUOTA_SETTING, Quotas } from '../../../../shared/completions/quotas.js';
-import { ApiError } from '../../../../shared/http/errors.js';
+import { DomainError } from '../../../../shared/errors.js';
 import { APP_CONFIG_PK, AppSettings, type AppConfigDoc } from '../../../../shared/providers/settings.js';
 import { resourceId } from '../../../../shared/providers/resource-type.js';
 import { openSqliteStore } from '../../../../shared/store/sqlite-store.js';
@@ -23,7 +23,7 @@ const call = async (quotas: Quotas, who: Principal, agent: string) => {
   await quotas.release(reservation);
   return headers;
 };
-const refusal = (p: Promise<unknown>) => p.then(() => expect.fail('not refused'), (e: unknown) => e as ApiError);
+const refusal = (p: Promise<unknown>) => p.then(() => expect.fail('not refused'), (e: unknown) => e as DomainError);
 
 describe('quotas', () => {
   it('answers the IETF rate-limit headers of the quota closest to its limit, counting this request', async () => {
@@ -39,7 +39,7 @@ describe('quotas', () => {
     const quotas = await quotasWith([quota('Wide', 100), quota('One', 1)]);
     await call(quotas, alice, 'helper');
     const e = await refusal(quotas.enforce(alice, 'helper'));
-    expect(e.status).toBe(429);
+    expect(e.kind).toBe('rate-limited');
     expect(e.headers['ratelimit-policy']).toBe('"One";q=1;w=60');
     expect(e.headers.ratelimit).toMatch(/^"One";r=0;t=\d+$/);
     expect(Number(e.headers['retry-after'])).toBeGreaterThan(0);
@@ -77,10 +77,10 @@ describe('quotas', () => {
     await two.enforce(alice, 'any');
     await one.enforce(alice, 'any');
     const denied = await two.enforce(alice, 'any').catch((e: unknown) => e);
-    expect(denied).toBeInstanceOf(ApiError);
-    expect((denied as ApiError).status).toBe(429);
-    expect((denied as ApiError).body).toMatchObject({ quota_exceeded: true, quota_name: 'PerUser' });
-    expect(Number((denied as ApiError).headers['retry-after'])).toBeGreaterThan(0);
+    expect(denied).toBeInstanceOf(DomainError);
+    expect((denied as DomainError).kind).toBe('rate-limited');
+    expect((denied as DomainError).body).toMatchObject({ quota_exceeded: true, quota_name: 'PerUser' });
+    expect(Number((denied as DomainError).headers['retry-after'])).toBeGreaterThan(0);
     await expect(one.enforce(bob, 'any')).resolves.toMatchObject({ headers: { ratelimit: expect.stringMatching(/^"PerUser";r=2;t=\d+$/) as string } });
   });
 

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ROUTES } from '../../../../functions/groups.js';
-import { ApiError } from '../../../../shared/http/errors.js';
+import { DomainError } from '../../../../shared/errors.js';
 import { defineRoute, type Route } from '../../../../shared/http/route.js';
 import { json } from '../../../../shared/http/types.js';
 import { call } from '../../../support/requests.js';
@@ -147,7 +147,7 @@ describe('pipeline', () => {
     expect(String(logged?.fields?.error)).toContain('secret connection string leaked');
   });
 
-  it('lets an ApiError carry its own body and headers (the 429 quota response)', async () => {
+  it('lets an DomainError carry its own body and headers (the 429 quota response)', async () => {
     const quota = defineRoute({
       name: 'quota',
       api: 'core',
@@ -158,7 +158,7 @@ describe('pipeline', () => {
       auth: 'none',
       errors: 'core',
       responses: {},
-      handler: () => Promise.reject(new ApiError(429, 'QuotaExceeded', 'slow down', [], { 'retry-after': '60' }, { quota_exceeded: true })),
+      handler: () => Promise.reject(new DomainError('rate-limited', 'QuotaExceeded', 'slow down', [], { 'retry-after': '60' }, { quota_exceeded: true })),
     });
     const r = await call([quota], s, { path: '/q' });
     expect(r.status).toBe(429);

@@ -2,7 +2,7 @@
 // and the Cosmos DB vector search query (which the local Cosmos-compatible server cannot run).
 import { encode } from 'gpt-tokenizer/encoding/cl100k_base';
 import { afterAll, describe, expect, it } from 'vitest';
-import { ApiError } from '../../../../shared/http/errors.js';
+import { DomainError } from '../../../../shared/errors.js';
 import { vectorSearchQuery } from '../../../../shared/knowledge/cosmos-vector-index.js';
 import { ExtractionError, extractText as extractWith, formatOf } from '../../../../shared/knowledge/extract.js';
 import { ExtractionPool } from '../../../../shared/knowledge/extract-pool.js';
@@ -35,10 +35,10 @@ describe('index filter expressions', () => {
       parseFilter(expression);
       expect.unreachable();
     } catch (e) {
-      expect(e).toBeInstanceOf(ApiError);
-      expect((e as ApiError).status).toBe(400);
-      expect((e as ApiError).details[0]?.field).toBe('settings.agent_parameters.index_filter_expression');
-      expect((e as ApiError).details[0]?.message).toContain(message);
+      expect(e).toBeInstanceOf(DomainError);
+      expect((e as DomainError).kind).toBe('invalid');
+      expect((e as DomainError).details[0]?.field).toBe('settings.agent_parameters.index_filter_expression');
+      expect((e as DomainError).details[0]?.message).toContain(message);
     }
   });
 });
