@@ -12,7 +12,7 @@ import type { UsageDoc } from '../shared/completions/usage.js';
 import { loadConfig } from '../shared/config.js';
 import type { MessageDoc } from '../shared/conversations/conversations.js';
 import { createLog } from '../shared/log.js';
-import { grant } from '../shared/providers/types/agent.js';
+import { grant } from '../shared/providers/rules/agent.js';
 import { createServices } from '../shared/services.js';
 import { countingStore } from '../shared/store/counting-store.js';
 import { openSqliteStore } from '../shared/store/sqlite-store.js';

@@ -7,8 +7,8 @@ import { defineRoute } from '../shared/http/route.js';
 import { GUID } from '../shared/http/schemas.js';
 import { pagedJson, pagedResponse, PageQuery } from '../shared/http/paging.js';
 import { json } from '../shared/http/types.js';
-import { objectIdOf, partitionOf, resourceId, ResourceName, type ResourceDoc } from '../shared/providers/resource-type.js';
-import { agents } from '../shared/providers/registry.js';
+import { objectIdOf, partitionOf, resourceId, ResourceName } from '../shared/providers/resource-type.js';
+import { agents, type AgentDoc } from '../shared/providers/types/agent.js';
 import type { Services } from '../shared/services.js';
 
 const Params = z.object({ instanceId: z.string(), agentName: ResourceName });
@@ -40,8 +40,8 @@ const TokenView = z
   })
   .meta({ id: 'AgentAccessToken' });
 
-async function liveAgent(services: Services, name: string): Promise<ResourceDoc> {
-  const agent = await services.store.container<ResourceDoc>('resources').read(partitionOf(agents), resourceId(name));
+async function liveAgent(services: Services, name: string): Promise<AgentDoc> {
+  const agent = await services.store.container<AgentDoc>('resources').read(partitionOf(agents), resourceId(name));
   if (!agent || agent.deleted) throw notFound(`Agent ${name} not found`);
   return agent;
 }

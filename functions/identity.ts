@@ -1,6 +1,6 @@
 // Identity (spec 4.3): the calling principal with its role assignments, and principal search.
 import { z } from 'zod';
-import { ROLE_ASSIGNMENTS_PK, type RoleAssignmentDoc } from '../shared/auth/rbac.js';
+import { ROLE_ASSIGNMENTS_PK, type RoleAssignmentDoc } from '../shared/providers/types/authorization.js';
 import { ROLES_BY_ID } from '../shared/auth/roles.js';
 import { defineRoute } from '../shared/http/route.js';
 import { InstanceParams } from '../shared/http/schemas.js';
@@ -51,7 +51,7 @@ export const routes = [
     handler: async ({ services, principal }) => {
       const ids = [principal.id, ...principal.groups];
       const { items } = await services.store
-        .container<RoleAssignmentDoc & { object_id: string }>('resources')
+        .container<RoleAssignmentDoc>('resources')
         .query({ partition: ROLE_ASSIGNMENTS_PK, where: [{ field: 'principal_id', op: 'in', value: ids }, { field: 'deleted', op: 'ne', value: true }], orderBy: [{ field: 'scope' }] });
       return json(200, {
         id: principal.id,

@@ -3,7 +3,8 @@
 import { z } from 'zod';
 import { deleteResource, getResource, listResources, purgeResource, upsertResource } from '../shared/providers/resources.js';
 import { RESOURCE_TYPES } from '../shared/providers/registry.js';
-import { ResourceName, type ResourceType } from '../shared/providers/resource-type.js';
+import type { ResourceType } from '../shared/providers/resource-rules.js';
+import { ResourceName } from '../shared/providers/resource-type.js';
 import { defineRoute, type Route } from '../shared/http/route.js';
 import { pagedJson, pagedResponse, PageQuery } from '../shared/http/paging.js';
 import { json } from '../shared/http/types.js';

@@ -2,7 +2,7 @@
 // Terraform both read that file, so the code is the one source of truth (a test fails when it is stale).
 import { writeFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { containersForInfra } from '../shared/store/infra-containers.js';
+import { containersForInfra } from '../shared/infra-containers.js';
 
 const file = fileURLToPath(new URL('../infra/containers.json', import.meta.url));
 writeFileSync(file, `${JSON.stringify(containersForInfra(), null, 2)}\n`);

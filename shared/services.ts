@@ -1,14 +1,15 @@
 // The composition root: everything a handler may use, built once per process from configuration.
 import type { BlobServiceClient } from '@azure/storage-blob';
 import type { QueueServiceClient } from '@azure/storage-queue';
-import type { CredentialGate } from './auth/credential-gate.js';
+import type { CredentialGate } from './net/credential-gate.js';
 import { createAuthenticator, type Authenticator } from './auth/authenticate.js';
 import type { Authorizer } from './auth/authorizer.js';
 import { AgentTokens, type AgentTokenDoc } from './auth/agent-tokens.js';
 import { bootstrapOwners } from './auth/bootstrap.js';
 import { PrincipalDirectory } from './auth/directory.js';
 import { UpnBindings } from './auth/upn-bindings.js';
-import { RoleBasedAuthorizer, type RoleAssignmentDoc } from './auth/rbac.js';
+import { RoleBasedAuthorizer } from './auth/rbac.js';
+import type { RoleAssignmentDoc } from './providers/types/authorization.js';
 import { createBearerVerifier, type BearerVerifier } from './auth/bearer.js';
 import type { Config } from './config.js';
 import { createLog, type Log } from './log.js';
@@ -23,9 +24,9 @@ import { Files, type FileDoc } from './files/files.js';
 import { Memories, type MemoryDoc } from './memory/memory.js';
 import { packageStores, PluginPackages, type PackageDoc } from './plugins/packages.js';
 import { ResourceCache } from './providers/resource-cache.js';
-import { objectIdOf, type ResourceDoc } from './providers/resource-type.js';
+import { objectIdOf, type AnyResource } from './providers/resource-type.js';
 import { agents } from './providers/types/agent.js';
-import { AppSettings, type AppConfigDoc } from './providers/settings.js';
+import { AppSettings, type SettingDoc } from './providers/settings.js';
 import { QueueProducer, readQueue } from './queues/handler.js';
 import { observeQueues } from './telemetry/metrics.js';
 import { migrate } from './migrations.js';
@@ -95,11 +96,11 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     (e) => log.warn('Could not record a principal', { error: e instanceof Error ? e.message : String(e) }),
   );
   const blobs = createBlobService(config.storage, gate);
-  const resourceCache = new ResourceCache(store.container<ResourceDoc>('resources'), config.instanceId);
+  const resourceCache = new ResourceCache(store.container<AnyResource>('resources'), config.instanceId);
   const agentTokens = new AgentTokens(store.container<AgentTokenDoc>('tokens'), config.instanceId, config.internalDomain, (name) =>
-    resourceCache.get(objectIdOf(config.instanceId, agents, name)),
+    resourceCache.get(objectIdOf(config.instanceId, agents, name), agents),
   );
-  const settings = new AppSettings(store.container<AppConfigDoc>('resources'));
+  const settings = new AppSettings(store.container<SettingDoc>('resources'));
   const upnBindings = new UpnBindings(store.container('principals'));
   const vectors = lazyVectorIndex(config);
   const extraction = new ExtractionPool({ timeoutMs: config.knowledge.extractionTimeoutMs });

@@ -3,6 +3,7 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { badRequest, notFound, unauthorized } from '../errors.js';
 import { resourceId } from '../providers/resource-type.js';
+import type { AgentDoc } from '../providers/types/agent.js';
 import type { Container, Doc, Page } from '../store/types.js';
 import type { AgentTokenVerifier } from './authenticate.js';
 import type { Principal } from './principal.js';
@@ -61,7 +62,7 @@ export function allAgentsGroupId(instanceId: string): string {
 const CACHE_MS = 30_000;
 
 /** The live agent of a name (the resource cache), or undefined when it does not exist or is deleted. */
-export type AgentLookup = (name: string) => Promise<Record<string, unknown> | undefined>;
+export type AgentLookup = (name: string) => Promise<Pick<AgentDoc, 'virtual_security_group_id'> | undefined>;
 
 export class AgentTokens implements AgentTokenVerifier {
   // Verified token records by token id; dropped on delete here, and after CACHE_MS everywhere.

@@ -3,7 +3,7 @@
 import type { Container, Doc } from '../store/types.js';
 import { searchGraph, type GraphOptions } from './graph.js';
 import type { Principal } from './principal.js';
-import { ROLE_ASSIGNMENTS_PK, type RoleAssignmentDoc } from './rbac.js';
+import { ROLE_ASSIGNMENTS_PK, type RoleAssignmentDoc } from '../providers/types/authorization.js';
 
 /** One result of a principal search (the response shape of `identity/securityPrincipals`). */
 export interface DirectoryEntry {
@@ -70,7 +70,7 @@ export class PrincipalDirectory {
         const id = a.principal_id.toLowerCase();
         if (known.has(id) || !id.includes(needle)) continue;
         known.add(id);
-        found.push({ id: a.principal_id, principal_type: a.principal_type as DirectoryEntry['principal_type'], upn: null, display_name: null, email: null });
+        found.push({ id: a.principal_id, principal_type: a.principal_type, upn: null, display_name: null, email: null });
         if (found.length >= limit) break;
       }
     }

@@ -1,24 +1,11 @@
 // Role-based authorization over the stored role assignments. Assignments are read with one query and
 // cached across requests; a write here invalidates the cache at once, other instances refresh within 15 s.
 import { forbidden } from '../errors.js';
-import type { Container, Doc } from '../store/types.js';
+import { ROLE_ASSIGNMENTS_PK, type RoleAssignmentDoc } from '../providers/types/authorization.js';
+import type { Container } from '../store/types.js';
 import type { Access, Authorizer } from './authorizer.js';
 import type { Principal } from './principal.js';
 import { roleGrants, ROLES_BY_ID, type RoleDefinition } from './roles.js';
-
-export const ROLE_ASSIGNMENTS_PK = 'Svc.Authorization/roleAssignments';
-
-/** A stored role assignment (Svc.Authorization/roleAssignments). */
-export interface RoleAssignmentDoc extends Doc {
-  type: 'role-assignment';
-  name: string;
-  principal_id: string;
-  principal_type: string;
-  role_definition_id: string;
-  /** Absolute scope: `/`, `/instances/{id}` or a resource path below it. */
-  scope: string;
-  deleted?: boolean;
-}
 
 interface Assignment {
   principal: string;

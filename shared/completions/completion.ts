@@ -6,7 +6,9 @@ import { ownerKey, type Principal } from '../auth/principal.js';
 import { DomainError, forbidden, validationError } from '../errors.js';
 import { GUID } from '../http/schemas.js';
 import { agentForUse, usableAgents } from '../providers/agent-access.js';
-import type { ResourceDoc } from '../providers/resource-type.js';
+import type { ResourceKind, ResourceOf } from '../providers/resource-type.js';
+import type { AgentDoc } from '../providers/types/agent.js';
+import { aiModels, apiEndpointConfigurations, prompts, workflows, type AiModelDoc, type PromptDoc } from '../providers/types/catalog.js';
 import type { Services } from '../services.js';
 import { dayOf, type SessionDoc } from '../conversations/conversations.js';
 import type { FileDoc } from '../files/files.js';
@@ -14,7 +16,7 @@ import type { Stored } from '../store/types.js';
 import { endpointView, MODEL_PROVIDERS, type EndpointView } from '../models/endpoint.js';
 import { CallCancelledError } from '../models/upstream-errors.js';
 import type { ChatMessage, ModelAnswer, ModelParameters } from '../models/wire.js';
-import { wireParameters, type ModelParametersFields } from '../models/parameters.js';
+import { wireParameters } from '../models/parameters.js';
 import { costOf, recordUsage, type UsageDoc } from './usage.js';
 import { cacheSlot, type CacheSlot } from '../knowledge/cache.js';
 import { effectiveShielding } from '../providers/types/agent-settings.js';
@@ -73,7 +75,7 @@ const agentError = () => validationError([{ field: 'agent_name', message: 'Agent
 const notConfigured = (agent: string, what: string) => validationError([{ field: 'agent_name', message: `Agent ${agent} cannot answer: ${what}` }]);
 
 /** The agent a request is for: named, the token's own, or the caller's only usable agent. */
-export async function resolveAgent(s: Services, principal: Principal, agentName: string | undefined): Promise<ResourceDoc> {
+export async function resolveAgent(s: Services, principal: Principal, agentName: string | undefined): Promise<AgentDoc> {
   const name = agentName ?? principal.agentName;
   if (name === undefined) {
     const usable = await usableAgents(s, principal);
@@ -91,23 +93,23 @@ export async function resolveAgent(s: Services, principal: Principal, agentName:
 }
 
 interface AgentChain {
-  agent: ResourceDoc;
-  prompt: ResourceDoc;
-  model: ResourceDoc;
+  agent: AgentDoc;
+  prompt: PromptDoc;
+  model: AiModelDoc;
   endpoint: EndpointView;
 }
 
 /** agent -> workflow -> (AI model -> API endpoint, prompt), from the resource cache. */
-async function chainOf(s: Services, agent: ResourceDoc): Promise<AgentChain> {
-  const get = async (objectId: unknown, what: string) => {
-    const doc = typeof objectId === 'string' ? await s.resourceCache.get(objectId) : undefined;
+async function chainOf(s: Services, agent: AgentDoc): Promise<AgentChain> {
+  const get = async <K extends ResourceKind>(objectId: string | undefined, kind: K, what: string): Promise<ResourceOf<K>> => {
+    const doc = objectId !== undefined ? await s.resourceCache.get(objectId, kind) : undefined;
     if (!doc) throw notConfigured(agent.name, `its ${what} is missing`);
     return doc;
   };
-  const workflow = await get(agent.workflow_object_id, 'workflow');
-  const [model, prompt] = await Promise.all([get(workflow.main_ai_model_object_id, 'AI model'), get(workflow.main_prompt_object_id, 'prompt')]);
+  const workflow = await get(agent.workflow_object_id, workflows, 'workflow');
+  const [model, prompt] = await Promise.all([get(workflow.main_ai_model_object_id, aiModels, 'AI model'), get(workflow.main_prompt_object_id, prompts, 'prompt')]);
   if (model.model_type !== 'completion') throw notConfigured(agent.name, 'its AI model is not a completion model');
-  const endpoint = endpointView(await get(model.api_endpoint_object_id, 'API endpoint'));
+  const endpoint = endpointView(await get(model.api_endpoint_object_id, apiEndpointConfigurations, 'API endpoint'));
   if (!endpoint || !MODEL_PROVIDERS.includes(endpoint.provider)) throw notConfigured(agent.name, 'its API endpoint configuration is not valid for a model');
   return { agent, prompt, model, endpoint };
 }
@@ -115,7 +117,7 @@ async function chainOf(s: Services, agent: ResourceDoc): Promise<AgentChain> {
 /** A request checked against everything it can fail on before work starts: agent, access, session. */
 export interface Admitted {
   request: CompletionRequest;
-  agent: ResourceDoc;
+  agent: AgentDoc;
   sessionId: string | undefined;
   /** The caller's session as read at admission: its recent messages are the turn's history. */
   session: Stored<SessionDoc> | undefined;
@@ -174,7 +176,7 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
   const { request, agent, sessionId, session } = admitted;
   const operationId = options.operationId;
   const chain = await chainOf(s, agent);
-  const deployment = String(chain.model.deployment_name);
+  const deployment = chain.model.deployment_name;
 
   const recorded = sessionId && options.mayRepeat ? await s.conversations.recordedAnswer(principal.upn, operationId) : undefined;
   let answer: Answer;
@@ -313,7 +315,7 @@ const warned = (s: Services, what: string) => (e: unknown) => s.log.warn(what, {
  */
 async function produceAnswer(s: Services, principal: Principal, admitted: Admitted, chain: AgentChain, options: RunOptions, progress: { streamed: number }): Promise<Answer> {
   const { request, agent, session } = admitted;
-  const shields = effectiveShielding(agent as Parameters<typeof effectiveShielding>[0]);
+  const shields = effectiveShielding(agent);
   const refused = async (block: Block, spent: Omit<Answer, 'content' | 'analysis' | 'citations'>): Promise<Answer> => {
     const content = await refusalMessage(s);
     options.onDelta?.(content);
@@ -330,7 +332,7 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
   const embeddings = new PromptEmbeddings(prompt, options.signal);
   const parameters = modelParameters(chain.model, request);
   const topN = request.settings?.agent_parameters?.index_top_n;
-  const deployment = String(chain.model.deployment_name);
+  const deployment = chain.model.deployment_name;
   const screenAnswer = shields.post.length > 0;
   const cache = await cacheSlot(s, agent, await personal(s, admitted), embeddings, { filter: admitted.filter, topN, parameters, deployment });
   const hit = await cache?.lookup().catch(warned(s, 'The semantic cache could not be read'));
@@ -396,8 +398,8 @@ function usageBase(principal: Principal, operationId: string, sessionId: string 
 }
 
 /** The model's request fields, with the request's `settings.model_parameters` over its sampling parameters. */
-function modelParameters(model: ResourceDoc, request: CompletionRequest): ModelParameters {
-  return wireParameters(model.model_parameters as ModelParametersFields | undefined, request.settings?.model_parameters);
+function modelParameters(model: AiModelDoc, request: CompletionRequest): ModelParameters {
+  return wireParameters(model.model_parameters, request.settings?.model_parameters);
 }
 
 /** Whether the answer may depend on something of the caller's own: session history or attachments. */
@@ -416,17 +418,17 @@ async function buildMessages(
   citations: readonly Citation[],
 ): Promise<ChatMessage[]> {
   const messages: ChatMessage[] = [];
-  if (typeof chain.prompt.prefix === 'string' && chain.prompt.prefix.length > 0) messages.push({ role: 'system', content: chain.prompt.prefix });
+  if (chain.prompt.prefix.length > 0) messages.push({ role: 'system', content: chain.prompt.prefix });
   if (citations.length > 0) messages.push({ role: 'system', content: knowledgeContext(citations) });
-  const history = chain.agent.conversation_history_settings as { enabled?: boolean; max_history?: number } | null | undefined;
+  const history = chain.agent.conversation_history_settings;
   if (session && history?.enabled) {
-    for (const m of await s.conversations.recentHistory(session, (history.max_history ?? 0) * 2)) {
+    for (const m of await s.conversations.recentHistory(session, history.max_history * 2)) {
       messages.push({ role: m.sender === 'User' ? 'user' : 'assistant', content: m.text });
     }
   }
   const attached = attachments.length > 0 ? await s.files.textContext(attachments) : [];
   const context = attached.map((f) => `Attached file "${f.name}":\n${f.text}`).join('\n\n');
-  const suffix = typeof chain.prompt.suffix === 'string' && chain.prompt.suffix.length > 0 ? `\n\n${chain.prompt.suffix}` : '';
+  const suffix = chain.prompt.suffix !== undefined && chain.prompt.suffix.length > 0 ? `\n\n${chain.prompt.suffix}` : '';
   messages.push({ role: 'user', content: `${context ? `${context}\n\n` : ''}${prompt}${suffix}` });
   return messages;
 }

@@ -6,16 +6,12 @@ import { validationError } from '../errors.js';
 import { endpointView, MODEL_PROVIDERS } from '../models/endpoint.js';
 import { UpstreamError } from '../models/upstream-errors.js';
 import type { ChatMessage } from '../models/wire.js';
-import type { ResourceDoc } from '../providers/resource-type.js';
+import type { AgentDoc } from '../providers/types/agent.js';
+import { aiModels, apiEndpointConfigurations, prompts } from '../providers/types/catalog.js';
 import type { Services } from '../services.js';
 import type { SessionDoc } from '../conversations/conversations.js';
 import type { Stored } from '../store/types.js';
 import { costOf } from './usage.js';
-
-interface RewriteSettings {
-  user_prompt_rewrite_enabled?: boolean;
-  user_prompt_rewrite_settings?: { user_prompt_rewrite_ai_model_object_id: string; user_prompt_rewrite_prompt_object_id: string; user_prompts_window_size: number } | null;
-}
 
 export interface Rewritten {
   prompt: string;
@@ -27,13 +23,13 @@ export interface Rewritten {
 const notReady = (agent: string, what: string) => validationError([{ field: 'agent_name', message: `Agent ${agent} cannot rewrite prompts: ${what}` }]);
 
 /** The rewritten prompt, or undefined when the agent does not rewrite. */
-export async function rewritePrompt(s: Services, agent: ResourceDoc, session: Stored<SessionDoc> | undefined, prompt: string, signal?: AbortSignal): Promise<Rewritten | undefined> {
-  const settings = (agent.text_rewrite_settings as RewriteSettings | null | undefined)?.user_prompt_rewrite_enabled ? (agent.text_rewrite_settings as RewriteSettings).user_prompt_rewrite_settings : undefined;
+export async function rewritePrompt(s: Services, agent: AgentDoc, session: Stored<SessionDoc> | undefined, prompt: string, signal?: AbortSignal): Promise<Rewritten | undefined> {
+  const settings = agent.text_rewrite_settings?.user_prompt_rewrite_enabled ? agent.text_rewrite_settings.user_prompt_rewrite_settings : undefined;
   if (!settings) return undefined;
-  const [model, rewritePrompt] = await Promise.all([s.resourceCache.get(settings.user_prompt_rewrite_ai_model_object_id), s.resourceCache.get(settings.user_prompt_rewrite_prompt_object_id)]);
+  const [model, rewritePrompt] = await Promise.all([s.resourceCache.get(settings.user_prompt_rewrite_ai_model_object_id, aiModels), s.resourceCache.get(settings.user_prompt_rewrite_prompt_object_id, prompts)]);
   if (!model || model.model_type !== 'completion') throw notReady(agent.name, 'its rewrite model is missing or not a completion model');
   if (!rewritePrompt) throw notReady(agent.name, 'its rewrite prompt is missing');
-  const endpointDoc = typeof model.api_endpoint_object_id === 'string' ? await s.resourceCache.get(model.api_endpoint_object_id) : undefined;
+  const endpointDoc = await s.resourceCache.get(model.api_endpoint_object_id, apiEndpointConfigurations);
   const endpoint = endpointDoc && endpointView(endpointDoc);
   if (!endpoint || !MODEL_PROVIDERS.includes(endpoint.provider)) throw notReady(agent.name, "its rewrite model's API endpoint is missing or not a model endpoint");
 
@@ -41,12 +37,12 @@ export async function rewritePrompt(s: Services, agent: ResourceDoc, session: St
   // Turns alternate, so the last 2n messages hold the last n user prompts.
   const earlier = session && window > 0 ? (await s.conversations.recentHistory(session, window * 2)).filter((m) => m.sender === 'User').slice(-window) : [];
   const messages: ChatMessage[] = [
-    ...(typeof rewritePrompt.prefix === 'string' && rewritePrompt.prefix.length > 0 ? [{ role: 'system' as const, content: rewritePrompt.prefix }] : []),
+    ...(rewritePrompt.prefix.length > 0 ? [{ role: 'system' as const, content: rewritePrompt.prefix }] : []),
     ...earlier.map((m) => ({ role: 'user' as const, content: m.text })),
     { role: 'user', content: prompt },
   ];
   try {
-    const answer = await s.models.complete(endpoint, String(model.deployment_name), messages, {}, signal);
+    const answer = await s.models.complete(endpoint, model.deployment_name, messages, {}, signal);
     const rewritten = answer.content.trim();
     return {
       // An empty rewrite would lose the question: the typed prompt stands.

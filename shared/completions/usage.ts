@@ -1,4 +1,5 @@
 // Token usage records: one per completion, written once (idempotent on the operation id), for analytics.
+import type { AiModelDoc } from '../providers/types/catalog.js';
 import { ConflictError, PreconditionFailedError, type Container, type Doc } from '../store/types.js';
 
 export interface UsageDoc extends Doc {
@@ -44,8 +45,7 @@ export async function recordUsage(container: Container<UsageDoc>, doc: UsageDoc)
 }
 
 /** Cost from the AI model's per-1,000-token prices; 0 when none is configured. */
-export function costOf(model: Record<string, unknown>, prompt: number, completion: number): number {
-  const price = (v: unknown) => (typeof v === 'number' ? v : 0);
-  const cost = (prompt / 1000) * price(model.cost_per_1k_prompt_tokens) + (completion / 1000) * price(model.cost_per_1k_completion_tokens);
+export function costOf(model: Pick<AiModelDoc, 'cost_per_1k_prompt_tokens' | 'cost_per_1k_completion_tokens'>, prompt: number, completion: number): number {
+  const cost = (prompt / 1000) * (model.cost_per_1k_prompt_tokens ?? 0) + (completion / 1000) * (model.cost_per_1k_completion_tokens ?? 0);
   return Math.round(cost * 1e6) / 1e6;
 }

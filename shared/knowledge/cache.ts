@@ -4,7 +4,7 @@
 // hit costs no model call. Entries live in the vector index under an index name no knowledge index can have
 // (`:` is not allowed there), and expire after SEMANTIC_CACHE_TTL_SECONDS.
 import { createHash, randomUUID } from 'node:crypto';
-import type { ResourceDoc } from '../providers/resource-type.js';
+import type { AgentDoc } from '../providers/types/agent.js';
 import type { Services } from '../services.js';
 import { embedderFor } from './embedder.js';
 import type { Citation, PromptEmbeddings } from './retrieval.js';
@@ -18,11 +18,6 @@ export interface CacheHit extends CachedAnswer {
   similarity: number;
 }
 
-interface CacheSettings {
-  semantic_cache_enabled?: boolean;
-  semantic_cache_settings?: { embedding_ai_model_object_id: string; embedding_dimensions?: number; minimum_similarity_threshold?: number } | null;
-}
-
 /** One request's view of the cache: look up before the model call, store after it. */
 export interface CacheSlot {
   lookup(): Promise<CacheHit | undefined>;
@@ -33,8 +28,8 @@ export interface CacheSlot {
  * The cache slot of a request, or undefined when the agent has no cache or the request may not use it.
  * `key` is everything besides the prompt that shapes the answer (filter, top N, model parameters).
  */
-export async function cacheSlot(s: Services, agent: ResourceDoc, personal: boolean, embeddings: PromptEmbeddings, key: unknown): Promise<CacheSlot | undefined> {
-  const settings = agent.cache_settings as CacheSettings | null | undefined;
+export async function cacheSlot(s: Services, agent: AgentDoc, personal: boolean, embeddings: PromptEmbeddings, key: unknown): Promise<CacheSlot | undefined> {
+  const settings = agent.cache_settings;
   const cache = settings?.semantic_cache_enabled ? settings.semantic_cache_settings : undefined;
   if (!cache || personal) return undefined;
   const embedder = await embedderFor(s, cache.embedding_ai_model_object_id, cache.embedding_dimensions);
@@ -43,7 +38,7 @@ export async function cacheSlot(s: Services, agent: ResourceDoc, personal: boole
     return undefined;
   }
   const index = `semantic-cache:${createHash('sha256').update(JSON.stringify([agent.object_id, agent.updated_on, embedder.version, key])).digest('hex').slice(0, 40)}`;
-  const threshold = cache.minimum_similarity_threshold ?? 0.975;
+  const threshold = cache.minimum_similarity_threshold;
   const vector = () => embeddings.of(embedder);
   return {
     async lookup() {

@@ -1,6 +1,7 @@
 // An embedding AI model as pipelines, retrieval and the semantic cache call it: the model resource, its API
 // endpoint and the vector length asked for, read through the resource cache.
 import { endpointView, MODEL_PROVIDERS } from '../models/endpoint.js';
+import { aiModels, apiEndpointConfigurations } from '../providers/types/catalog.js';
 import type { Services } from '../services.js';
 
 /** Inputs per embeddings request: well under every provider's limit (2,048 for OpenAI). */
@@ -13,14 +14,14 @@ export interface Embedder {
 }
 
 /** The embedder of a model object id, or why there is none (a sentence for a 400 or a run error). */
-export async function embedderFor(s: Services, modelObjectId: unknown, dimensions?: number): Promise<Embedder | string> {
-  const model = typeof modelObjectId === 'string' ? await s.resourceCache.get(modelObjectId) : undefined;
-  if (!model) return `embedding AI model ${String(modelObjectId)} does not exist`;
+export async function embedderFor(s: Services, modelObjectId: string, dimensions?: number): Promise<Embedder | string> {
+  const model = await s.resourceCache.get(modelObjectId, aiModels);
+  if (!model) return `embedding AI model ${modelObjectId} does not exist`;
   if (model.model_type !== 'embedding') return `AI model ${model.name} is not an embedding model`;
-  const endpointDoc = typeof model.api_endpoint_object_id === 'string' ? await s.resourceCache.get(model.api_endpoint_object_id) : undefined;
+  const endpointDoc = await s.resourceCache.get(model.api_endpoint_object_id, apiEndpointConfigurations);
   const endpoint = endpointDoc && endpointView(endpointDoc);
   if (!endpoint || !MODEL_PROVIDERS.includes(endpoint.provider)) return `the API endpoint of AI model ${model.name} is missing or not a model endpoint`;
-  const deployment = String(model.deployment_name);
+  const deployment = model.deployment_name;
   return {
     version: `${model.object_id}@${model.updated_on}/${dimensions ?? 'default'}`,
     async embed(inputs, signal) {

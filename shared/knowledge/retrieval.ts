@@ -4,8 +4,8 @@
 // the answer's citations. Only the agent's own tools are searched, so a caller reaches only the indexes of
 // agents they may use.
 import { validationError } from '../errors.js';
-import { partitionOf, type ResourceDoc } from '../providers/resource-type.js';
-import { dataPipelines } from '../providers/types/catalog.js';
+import type { AgentDoc } from '../providers/types/agent.js';
+import { dataPipelines, tools as toolKind, type ToolDoc } from '../providers/types/catalog.js';
 import type { Services } from '../services.js';
 import { embedderFor, type Embedder } from './embedder.js';
 import type { Clause, SearchHit } from './vector-index.js';
@@ -48,24 +48,21 @@ export interface KnowledgeTool {
 }
 
 /** The tools of an agent, read through the resource cache (tools that no longer exist are skipped). */
-export async function agentTools(s: Services, agent: ResourceDoc): Promise<ResourceDoc[]> {
-  const ids = Array.isArray(agent.tool_object_ids) ? (agent.tool_object_ids as unknown[]).filter((x): x is string => typeof x === 'string') : [];
-  const tools = await Promise.all(ids.map((id) => s.resourceCache.get(id)));
-  return tools.filter((t): t is ResourceDoc => t !== undefined);
+export async function agentTools(s: Services, agent: AgentDoc): Promise<ToolDoc[]> {
+  const tools = await Promise.all((agent.tool_object_ids ?? []).map((id) => s.resourceCache.get(id, toolKind)));
+  return tools.filter((t) => t !== undefined);
 }
 
-export const knowledgeTool = (t: ResourceDoc): KnowledgeTool => ({
-  index: String(t.index_name),
-  topN: typeof t.top_n === 'number' ? t.top_n : DEFAULT_TOP_N,
-  retrieval: t.retrieval === 'on_demand' ? 'on_demand' : 'always',
-});
+/** A knowledge tool's settings, defaults applied; undefined for a tool of another type. */
+export const knowledgeTool = (t: ToolDoc): KnowledgeTool | undefined =>
+  t.tool_type === 'knowledge' && t.index_name !== undefined ? { index: t.index_name, topN: t.top_n ?? DEFAULT_TOP_N, retrieval: t.retrieval ?? 'always' } : undefined;
 
 /** The most similar partitions of one index, embedded with the model its data pipeline writes with. */
-export async function searchIndex(s: Services, agent: ResourceDoc, index: string, embeddings: PromptEmbeddings, filter: readonly Clause[], top: number): Promise<SearchHit[]> {
-  const pipeline = await s.resourceCache.findBy(partitionOf(dataPipelines), 'index_name', index);
+export async function searchIndex(s: Services, agent: AgentDoc, index: string, embeddings: PromptEmbeddings, filter: readonly Clause[], top: number): Promise<SearchHit[]> {
+  const pipeline = await s.resourceCache.findBy(dataPipelines, 'index_name', index);
   // An index nothing writes yet has nothing to find.
   if (!pipeline) return [];
-  const embedder = await embedderFor(s, pipeline.embedding_ai_model_object_id, pipeline.embedding_dimensions as number | undefined);
+  const embedder = await embedderFor(s, pipeline.embedding_ai_model_object_id, pipeline.embedding_dimensions);
   if (typeof embedder === 'string') throw notReady(`Agent ${agent.name} cannot search index ${index}: ${embedder}`);
   return s.vectors.search(index, await embeddings.of(embedder), top, filter);
 }
@@ -76,8 +73,8 @@ export const citationOf = (h: SearchHit): Citation => ({ id: h.id, source: h.sou
  * The partitions most similar to the prompt across the agent's knowledge indexes that always retrieve, best
  * first: `topN` (the request's index_top_n, else each tool's top_n) in all.
  */
-export async function retrieve(s: Services, agent: ResourceDoc, embeddings: PromptEmbeddings, filter: readonly Clause[], requestTopN: number | undefined): Promise<Citation[]> {
-  const tools = (await agentTools(s, agent)).filter((t) => t.tool_type === 'knowledge').map(knowledgeTool).filter((t) => t.retrieval === 'always');
+export async function retrieve(s: Services, agent: AgentDoc, embeddings: PromptEmbeddings, filter: readonly Clause[], requestTopN: number | undefined): Promise<Citation[]> {
+  const tools = (await agentTools(s, agent)).map(knowledgeTool).filter((t): t is KnowledgeTool => t?.retrieval === 'always');
   if (tools.length === 0) return [];
   const found = await Promise.all(tools.map((tool) => searchIndex(s, agent, tool.index, embeddings, filter, requestTopN ?? tool.topN)));
   const top = requestTopN ?? Math.max(...tools.map((t) => t.topN));

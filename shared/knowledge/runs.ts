@@ -7,8 +7,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import type { Principal } from '../auth/principal.js';
 import { badRequest, notFound } from '../errors.js';
 import { UpstreamError } from '../models/upstream-errors.js';
-import { objectIdOf, partitionOf, resourceId, type ResourceDoc } from '../providers/resource-type.js';
-import { dataPipelineRuns, dataPipelines } from '../providers/types/catalog.js';
+import { objectIdOf, partitionOf, resourceId } from '../providers/resource-type.js';
+import { dataPipelineRuns, dataPipelines, dataSources, type DataPipelineDoc, type DataPipelineRunDoc, type DataSourceDoc } from '../providers/types/catalog.js';
 import { MAX_DEQUEUE_COUNT, type QueueDelivery } from '../queues/handler.js';
 import type { Services } from '../services.js';
 import { updateDocument } from '../store/update.js';
@@ -17,43 +17,17 @@ import { ExtractionError, extractText, formatOf } from './extract.js';
 import { DocumentError, listDocuments, READABLE_SOURCE_TYPES, sourceProblem, sourceSettings, type SourceDocument } from './sources.js';
 import type { IndexedEntry } from './vector-index.js';
 
-export type RunStatus = 'Pending' | 'InProgress' | 'Completed' | 'Failed';
-
-export interface RunCounts {
-  /** Documents found in the source (a Web document answering 404 is not found). */
-  documents: number;
-  /** Partitions the index holds for them after the run. */
-  partitions: number;
-  failed_documents: number;
-  added: number;
-  updated: number;
-  unchanged: number;
-  removed: number;
-}
-
-export interface RunError {
-  source: string;
-  message: string;
-}
-
-export interface RunDoc extends ResourceDoc {
-  data_pipeline_object_id: string;
-  status: RunStatus;
-  started_on: string | null;
-  completed_on: string | null;
-  counts: RunCounts;
-  errors: RunError[];
-  /** Documents being read by the current delivery, recorded before the work: one a crash interrupted is not read again. */
-  reading?: string[];
-}
+export type RunDoc = DataPipelineRunDoc;
+export type RunStatus = RunDoc['status'];
+export type RunCounts = RunDoc['counts'];
+export type RunError = RunDoc['errors'][number];
 
 /** Documents read, extracted and embedded at once within one run. */
 const DOCUMENT_CONCURRENCY = 4;
 /** Errors kept on a run (a source of a million broken files still has a readable run). */
 const MAX_ERRORS = 500;
 
-// A function, not a constant: the resource types import this module's hooks (a cycle at load time).
-const runsPk = () => partitionOf(dataPipelineRuns);
+const RUNS_PK = partitionOf(dataPipelineRuns);
 const runs = (s: Services) => s.store.container<RunDoc>('resources');
 const emptyCounts = (): RunCounts => ({ documents: 0, partitions: 0, failed_documents: 0, added: 0, updated: 0, unchanged: 0, removed: 0 });
 
@@ -61,15 +35,15 @@ const emptyCounts = (): RunCounts => ({ documents: 0, partitions: 0, failed_docu
 class RunFailure extends Error {}
 
 /** Checks what a run needs before it is queued: the pipeline, a source the service can read, the embedding model. */
-async function prerequisites(s: Services, pipeline: ResourceDoc): Promise<{ source: ResourceDoc; embedder: Embedder }> {
-  const source = typeof pipeline.data_source_object_id === 'string' ? await s.resourceCache.get(pipeline.data_source_object_id) : undefined;
-  if (!source) throw new RunFailure(`data source ${String(pipeline.data_source_object_id)} does not exist`);
-  if (!(READABLE_SOURCE_TYPES as readonly unknown[]).includes(source.data_source_type)) {
-    throw new RunFailure(`${String(source.data_source_type)} data sources are definitions only for now: processing reads ${READABLE_SOURCE_TYPES.join(' and ')} sources`);
+async function prerequisites(s: Services, pipeline: DataPipelineDoc): Promise<{ source: DataSourceDoc; embedder: Embedder }> {
+  const source = await s.resourceCache.get(pipeline.data_source_object_id, dataSources);
+  if (!source) throw new RunFailure(`data source ${pipeline.data_source_object_id} does not exist`);
+  if (!READABLE_SOURCE_TYPES.some((t) => t === source.data_source_type)) {
+    throw new RunFailure(`${source.data_source_type} data sources are definitions only for now: processing reads ${READABLE_SOURCE_TYPES.join(' and ')} sources`);
   }
   const problem = sourceProblem(sourceSettings(source));
   if (problem) throw new RunFailure(problem);
-  const embedder = await embedderFor(s, pipeline.embedding_ai_model_object_id, pipeline.embedding_dimensions as number | undefined);
+  const embedder = await embedderFor(s, pipeline.embedding_ai_model_object_id, pipeline.embedding_dimensions);
   if (typeof embedder === 'string') throw new RunFailure(embedder);
   return { source, embedder };
 }
@@ -77,7 +51,7 @@ async function prerequisites(s: Services, pipeline: ResourceDoc): Promise<{ sour
 /** `POST .../dataPipelines/{name}/process` (the caller may write the pipeline): records a Pending run and queues it. */
 export async function startRun(s: Services, principal: Principal, pipelineName: string): Promise<{ object_id: string }> {
   const pipelineId = objectIdOf(s.config.instanceId, dataPipelines, pipelineName);
-  const pipeline = await s.resourceCache.get(pipelineId);
+  const pipeline = await s.resourceCache.get(pipelineId, dataPipelines);
   if (!pipeline) throw notFound(`data-pipeline ${pipelineName} not found`);
   try {
     await prerequisites(s, pipeline);
@@ -89,7 +63,7 @@ export async function startRun(s: Services, principal: Principal, pipelineName: 
   const now = new Date().toISOString();
   const run: RunDoc = {
     id: resourceId(name),
-    pk: runsPk(),
+    pk: RUNS_PK,
     type: dataPipelineRuns.type,
     name,
     object_id: objectIdOf(s.config.instanceId, dataPipelineRuns, name),
@@ -113,7 +87,7 @@ export async function startRun(s: Services, principal: Principal, pipelineName: 
 const ended = (run: RunDoc) => run.status === 'Completed' || run.status === 'Failed';
 
 async function update(s: Services, id: string, change: (run: RunDoc) => Partial<RunDoc> | undefined): Promise<RunDoc | undefined> {
-  return updateDocument(runs(s), runsPk(), id, (current) => {
+  return updateDocument(runs(s), RUNS_PK, id, (current) => {
     const patch = current && change(current);
     return current && patch ? { ...current, ...patch, updated_on: new Date().toISOString() } : undefined;
   });
@@ -167,18 +141,18 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
   const runDeadline = AbortSignal.timeout(Math.max(0, runLeftMs));
   // Documents a previous delivery was reading when its process stopped: not read again (they may be why).
   const crashed = new Set(run.reading ?? []);
-  const pipeline = await s.resourceCache.get(run.data_pipeline_object_id);
+  const pipeline = await s.resourceCache.get(run.data_pipeline_object_id, dataPipelines);
   if (!pipeline) throw new RunFailure('the data pipeline was deleted');
   const { source, embedder } = await prerequisites(s, pipeline);
-  const index = String(pipeline.index_name);
-  const sizeTokens = Number(pipeline.partition_size_tokens ?? 400);
-  const overlapTokens = Number(pipeline.partition_overlap_tokens ?? 100);
+  const index = pipeline.index_name;
+  const sizeTokens = pipeline.partition_size_tokens;
+  const overlapTokens = pipeline.partition_overlap_tokens;
   // What the partitions depend on besides the content: changing any of it re-indexes every document.
   const settings = `${embedder.version}|${sizeTokens}|${overlapTokens}`;
 
   let documents: SourceDocument[];
   try {
-    documents = await listDocuments(s, sourceSettings(source), (pipeline.source_paths as string[] | undefined) ?? []);
+    documents = await listDocuments(s, sourceSettings(source), pipeline.source_paths);
   } catch (e) {
     if (e instanceof DocumentError) throw new RunFailure(e.message);
     throw e;
@@ -264,7 +238,7 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
 }
 
 /** Removes what a pipeline indexed (its purge). */
-export async function dropPipelineDocuments(s: Services, pipeline: ResourceDoc): Promise<void> {
-  const index = String(pipeline.index_name);
+export async function dropPipelineDocuments(s: Services, pipeline: DataPipelineDoc): Promise<void> {
+  const index = pipeline.index_name;
   for (const d of await s.vectors.documents(index)) if (d.origin === pipeline.object_id) await s.vectors.removeDocument(index, d.source);
 }

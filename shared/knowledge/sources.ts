@@ -7,7 +7,7 @@
 import type { ContainerClient } from '@azure/storage-blob';
 import { request } from 'undici';
 import { guardedHttpsAgent } from '../net/outbound.js';
-import type { ResourceDoc } from '../providers/resource-type.js';
+import type { DataSourceDoc } from '../providers/types/catalog.js';
 import type { Services } from '../services.js';
 import { userBlobService } from '../store/storage.js';
 
@@ -146,14 +146,13 @@ async function blobDocuments(container: ContainerClient, prefixes: readonly stri
 }
 
 /** The data source's settings as a pipeline run reads them. */
-export const sourceSettings = (doc: ResourceDoc): SourceSettings => {
-  const configured = (doc.configuration as { containers?: string[] } | undefined)?.containers?.[0];
-  const container = typeof doc.container === 'string' ? doc.container : configured;
+export const sourceSettings = (doc: DataSourceDoc): SourceSettings => {
+  const container = doc.container ?? doc.configuration.containers?.[0];
   return {
-  data_source_type: String(doc.data_source_type),
-  ...(container !== undefined ? { container } : {}),
-  ...(typeof doc.account_url === 'string' ? { account_url: doc.account_url } : {}),
-  ...(Array.isArray(doc.urls) ? { urls: doc.urls as string[] } : {}),
+    data_source_type: doc.data_source_type,
+    ...(container !== undefined ? { container } : {}),
+    ...(doc.account_url !== undefined ? { account_url: doc.account_url } : {}),
+    ...(doc.urls !== undefined ? { urls: doc.urls } : {}),
   };
 };
 

@@ -8,7 +8,7 @@ import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { DomainError } from '../errors.js';
-import type { ResourceDoc } from '../providers/resource-type.js';
+import type { AgentDoc } from '../providers/types/agent.js';
 import type { Services } from '../services.js';
 import { VERSION } from '../version.js';
 
@@ -25,7 +25,7 @@ async function tool(run: () => Promise<unknown>) {
   }
 }
 
-export function memoryServer(s: Services, user: Principal, agent: ResourceDoc): McpServer {
+export function memoryServer(s: Services, user: Principal, agent: AgentDoc): McpServer {
   const server = new McpServer({ name: 'agent-platform-memory', version: VERSION });
   const ref = { objectId: agent.object_id, name: agent.name };
   server.registerTool(
@@ -50,7 +50,7 @@ export function memoryServer(s: Services, user: Principal, agent: ResourceDoc): 
 }
 
 /** Answers one JSON-RPC message of the streamable HTTP transport (stateless, JSON responses). */
-export async function handleMemoryMcp(s: Services, user: Principal, agent: ResourceDoc, url: string, body: unknown): Promise<{ status: number; body: string; contentType: string | null }> {
+export async function handleMemoryMcp(s: Services, user: Principal, agent: AgentDoc, url: string, body: unknown): Promise<{ status: number; body: string; contentType: string | null }> {
   const server = memoryServer(s, user, agent);
   const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
   try {

@@ -2,7 +2,7 @@
 // secret, or a managed-identity token through the credential gate, which mints a token only for the
 // audience the configured scope names and only when the URL is a host of that audience, over https.
 import type { TokenCredential } from '@azure/core-auth';
-import { audienceOfScope, COGNITIVE_SERVICES_SCOPE, CredentialGate, serviceScope, type Audience } from '../auth/credential-gate.js';
+import { audienceOfScope, COGNITIVE_SERVICES_SCOPE, CredentialGate, serviceScope, type Audience } from '../net/credential-gate.js';
 import { readSecret, type Config } from '../config.js';
 import type { EndpointView } from './endpoint.js';
 import { UpstreamError } from './upstream-errors.js';

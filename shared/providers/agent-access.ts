@@ -4,20 +4,20 @@ import type { Access } from '../auth/authorizer.js';
 import type { Principal } from '../auth/principal.js';
 import { forbidden, notFound } from '../errors.js';
 import type { Services } from '../services.js';
-import { objectIdOf, partitionOf, resourceId, type ResourceDoc } from './resource-type.js';
-import { agents } from './types/agent.js';
+import { objectIdOf, partitionOf, resourceId } from './resource-type.js';
+import { agents, type AgentDoc } from './types/agent.js';
 
 export const USE_AGENT = 'Svc.Agent/agents/read';
 const AGENT_ACTIONS = ['read', 'write', 'delete'].map((v) => `Svc.Agent/agents/${v}`);
 
-const expired = (agent: ResourceDoc) => typeof agent.expiration_date === 'string' && Date.parse(agent.expiration_date) <= Date.now();
+const expired = (agent: AgentDoc) => agent.expiration_date !== undefined && Date.parse(agent.expiration_date) <= Date.now();
 
 /** The agent, when the principal may use it; otherwise the agent provider's 403 or 404. */
-export async function agentForUse(s: Services, principal: Principal, agentName: string): Promise<ResourceDoc> {
+export async function agentForUse(s: Services, principal: Principal, agentName: string): Promise<AgentDoc> {
   if (principal.kind === 'agent-token' && resourceId(principal.agentName ?? '') !== resourceId(agentName)) {
     throw forbidden(`This agent access token is bound to another agent`);
   }
-  const agent = await s.resourceCache.get(objectIdOf(s.config.instanceId, agents, agentName));
+  const agent = await s.resourceCache.get(objectIdOf(s.config.instanceId, agents, agentName), agents);
   if (!agent) throw notFound(`Agent ${agentName} not found`);
   if (!(await s.authorizer.can(principal, USE_AGENT, agent.object_id))) throw forbidden(`Not permitted to use agent ${agentName}`);
   if (expired(agent)) throw forbidden(`Agent ${agentName} has expired`);
@@ -25,8 +25,8 @@ export async function agentForUse(s: Services, principal: Principal, agentName: 
 }
 
 /** Every agent the principal may use, with its roles and actions there. */
-export async function usableAgents(s: Services, principal: Principal): Promise<{ agent: ResourceDoc; access: Access }[]> {
-  const { items } = await s.store.container<ResourceDoc>('resources').query({
+export async function usableAgents(s: Services, principal: Principal): Promise<{ agent: AgentDoc; access: Access }[]> {
+  const { items } = await s.store.container<AgentDoc>('resources').query({
     partition: partitionOf(agents),
     where: [
       { field: 'deleted', op: 'ne', value: true },
@@ -34,7 +34,7 @@ export async function usableAgents(s: Services, principal: Principal): Promise<{
     ],
     orderBy: [{ field: 'name' }],
   });
-  const usable: { agent: ResourceDoc; access: Access }[] = [];
+  const usable: { agent: AgentDoc; access: Access }[] = [];
   for (const agent of items) {
     if (expired(agent)) continue;
     const access = await s.authorizer.access(principal, agent.object_id, AGENT_ACTIONS);

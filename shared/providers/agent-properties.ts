@@ -6,21 +6,23 @@ import { ROLE_IDS } from '../auth/roles.js';
 import { DomainError, badRequest, forbidden, notFound } from '../errors.js';
 import type { Services } from '../services.js';
 import { updateDocument } from '../store/update.js';
-import { objectIdOf, partitionOf, resourceId, type ResourceDoc } from './resource-type.js';
+import { objectIdOf, partitionOf, resourceId } from './resource-type.js';
+import { checkAgentLinks } from './rules/agent-links.js';
+import { grant } from './rules/agent.js';
 import { WRITABLE_SCALARS, WRITABLE_SETTINGS } from './types/agent-settings.js';
-import { checkAgentLinks } from './types/agent-links.js';
-import { agents, grant } from './types/agent.js';
+import { agents, type AgentDoc } from './types/agent.js';
 
 export const READ_ONLY_PROPERTIES = ['object_id', 'type', 'name', 'created_on', 'created_by', 'deleted', 'workflow', 'tools', 'virtual_security_group_id'] as const;
 
 /** Writable properties and the schema a new value must meet. */
-const WRITABLE: Record<string, z.ZodType> = {
+const WRITABLE = {
   ...WRITABLE_SCALARS,
   ...WRITABLE_SETTINGS,
   updated_on: z.null({ error: 'must be null: the service sets it' }),
   updated_by: z.null({ error: 'must be null: the service sets it' }),
   owner_user_id: z.string({ error: 'cannot be null' }).min(1, 'cannot be empty'),
 };
+const WritableProperties = z.object(WRITABLE).partial();
 export const WRITABLE_PROPERTIES = Object.keys(WRITABLE);
 export const METADATA_PROPERTIES = ['welcome_message'] as const;
 
@@ -34,25 +36,28 @@ export const SetPropertiesBody = z
   .object({ properties: z.record(z.string(), z.unknown()).optional(), metadata_properties: z.record(z.string(), z.unknown()).optional() })
   .strict();
 
-async function loadAgent(s: Services, principal: Principal, name: string, action: 'read' | 'write'): Promise<ResourceDoc> {
+async function loadAgent(s: Services, principal: Principal, name: string, action: 'read' | 'write'): Promise<AgentDoc> {
   const objectId = objectIdOf(s.config.instanceId, agents, name);
   if (!(await s.authorizer.can(principal, `Svc.Agent/agents/${action}`, objectId))) throw forbidden(`Not permitted to ${action} agent ${name}`);
-  const doc = await s.store.container<ResourceDoc>('resources').read(partitionOf(agents), resourceId(name));
+  const doc = await s.store.container<AgentDoc>('resources').read(partitionOf(agents), resourceId(name));
   if (!doc || doc.deleted) throw notFound(`Agent ${name} not found`);
   return doc;
 }
 
 /** The value of one property as get-properties reports it; undefined when the agent lacks it. */
-function propertyValue(agent: ResourceDoc, name: string): unknown {
+function propertyValue(agent: AgentDoc, name: string): unknown {
   switch (name) {
     case 'workflow':
-      return typeof agent.workflow_object_id === 'string' ? { object_id: agent.workflow_object_id } : null;
+      return agent.workflow_object_id !== undefined ? { object_id: agent.workflow_object_id } : null;
     case 'tools':
-      return Array.isArray(agent.tool_object_ids) ? agent.tool_object_ids.map((object_id: unknown) => ({ object_id })) : [];
-    default:
-      if (SHOW_FLAGS.has(name)) return agent[name] ?? true;
-      if (SETTINGS.has(name)) return agent[name] ?? null;
-      return agent[name];
+      return (agent.tool_object_ids ?? []).map((object_id) => ({ object_id }));
+    default: {
+      // Properties are named by the caller: the agent's fields by name.
+      const value: unknown = new Map(Object.entries(agent)).get(name);
+      if (SHOW_FLAGS.has(name)) return value ?? true;
+      if (SETTINGS.has(name)) return value ?? null;
+      return value;
+    }
   }
 }
 
@@ -73,8 +78,8 @@ export async function getProperties(s: Services, principal: Principal, agentName
     else properties[name] = value;
   }
   if (absent.length > 0) throw new DomainError('internal', 'PropertyNotFound', `The agent has no value for: ${absent.join(', ')}`);
-  const metadata = (agent.metadata ?? {}) as Record<string, unknown>;
-  const metadata_properties = Object.fromEntries(metadataNames.map((n) => [n, metadata[n] ?? null]));
+  const metadata = new Map(Object.entries(agent.metadata ?? {}));
+  const metadata_properties = Object.fromEntries(metadataNames.map((n) => [n, metadata.get(n) ?? null]));
   return { object_id: agent.object_id, is_success: true, resource: { properties, metadata_properties } };
 }
 
@@ -92,44 +97,33 @@ export async function setProperties(s: Services, principal: Principal, agentName
   ];
   if (invalidNames.length > 0) throw badRequest(`Invalid property names: ${invalidNames.join(', ')}`);
 
-  const values: Record<string, unknown> = {};
-  const problems: string[] = [];
-  for (const [name, value] of Object.entries(properties)) {
-    const parsed = (WRITABLE[name] as z.ZodType).safeParse(value);
-    if (parsed.success) values[name] = parsed.data;
-    else problems.push(...parsed.error.issues.map((i) => `${[name, ...i.path].join('.')}: ${i.message}`));
-  }
+  const parsed = WritableProperties.safeParse(properties);
+  const problems = parsed.success ? [] : parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`);
   for (const [name, value] of Object.entries(metadata)) {
     if (value !== null && typeof value !== 'string') problems.push(`${name}: must be a string or null`);
   }
-  if (problems.length > 0) throw badRequest(`Invalid property values: ${problems.join('; ')}`);
+  if (!parsed.success || problems.length > 0) throw badRequest(`Invalid property values: ${problems.join('; ')}`);
+  // The service sets updated_on and updated_by itself (the caller may only send them as null).
+  const { updated_on: _on, updated_by: _by, ...values } = parsed.data;
 
   const agent = await loadAgent(s, principal, agentName, 'write');
   await checkAgentLinks(s, values);
-  const newOwner = typeof values.owner_user_id === 'string' && values.owner_user_id !== agent.owner_user_id ? values.owner_user_id : undefined;
+  const newOwner = values.owner_user_id !== undefined && values.owner_user_id !== agent.owner_user_id ? values.owner_user_id : undefined;
   if (newOwner !== undefined && !(await s.authorizer.hasRole(principal, ROLE_IDS.owner, agent.object_id))) {
     throw forbidden('Changing owner_user_id needs the Owner role on the agent');
   }
 
-  await updateDocument(s.store.container<ResourceDoc>('resources'), agent.pk, agent.id, (current) => {
+  await updateDocument(s.store.container<AgentDoc>('resources'), agent.pk, agent.id, (current) => {
     if (!current || current.deleted) throw notFound(`Agent ${agentName} not found`);
-    const next: ResourceDoc = { ...current };
-    for (const [name, value] of Object.entries(values)) {
-      if (name === 'updated_on' || name === 'updated_by') continue;
-      // owner_user_id is applied only when it differs from the current value.
-      if (name === 'owner_user_id' && value === current.owner_user_id) continue;
-      next[name] = value;
-    }
+    const next: AgentDoc = { ...current, ...values, updated_on: new Date().toISOString(), updated_by: principal.upn };
     if (Object.keys(metadata).length > 0) {
-      const meta = { ...((current.metadata ?? {}) as Record<string, unknown>) };
-      for (const [name, value] of Object.entries(metadata)) {
-        if (value === null) Reflect.deleteProperty(meta, name);
-        else meta[name] = value;
-      }
+      const meta = { ...current.metadata };
+      // welcome_message is the one metadata property (checked above): a string, or null to remove it.
+      const message = metadata.welcome_message;
+      if (message === null) delete meta.welcome_message;
+      else if (typeof message === 'string') meta.welcome_message = message;
       next.metadata = meta;
     }
-    next.updated_on = new Date().toISOString();
-    next.updated_by = principal.upn;
     return next;
   });
   s.resourceCache.invalidate(agent.object_id);

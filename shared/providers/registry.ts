@@ -1,32 +1,31 @@
-// Every resource type the Management API serves, in one list.
-import type { ResourceType } from './resource-type.js';
+// Every resource type the Management API serves, in one list: each kind (data, providers/types/) with the
+// rules the service runs around its writes (providers/rules/). Assembled here so that type definitions
+// import no feature, and features may import the type definitions.
+import type { ResourceRules, ResourceType } from './resource-rules.js';
+import type { ResourceKind } from './resource-type.js';
+import { agentRules } from './rules/agent.js';
+import { roleAssignmentRules } from './rules/authorization.js';
+import { apiEndpointRules, appConfigurationRules, dataPipelineRules, dataSourceRules, toolRules, workflowRules } from './rules/catalog.js';
 import { agents } from './types/agent.js';
 import { roleAssignments, roleDefinitions } from './types/authorization.js';
-import {
-  aiModels,
-  apiEndpointConfigurations,
-  appConfigurations,
-  dataPipelineRuns,
-  dataPipelines,
-  dataSources,
-  prompts,
-  tools,
-  workflows,
-} from './types/catalog.js';
+import { aiModels, apiEndpointConfigurations, appConfigurations, dataPipelineRuns, dataPipelines, dataSources, prompts, tools, workflows } from './types/catalog.js';
+
+const served = <K extends ResourceKind>(kind: K, rules: ResourceRules<K> = {}): ResourceType => ({ ...kind, ...rules });
 
 export const RESOURCE_TYPES: readonly ResourceType[] = [
-  agents,
-  workflows,
-  tools,
-  prompts,
-  dataSources,
-  dataPipelines,
-  dataPipelineRuns,
-  aiModels,
-  appConfigurations,
-  apiEndpointConfigurations,
-  roleAssignments,
-  roleDefinitions,
+  served(agents, agentRules),
+  served(workflows, workflowRules),
+  served(tools, toolRules),
+  served(prompts),
+  served(dataSources, dataSourceRules),
+  served(dataPipelines, dataPipelineRules),
+  served(dataPipelineRuns),
+  served(aiModels),
+  served(appConfigurations, appConfigurationRules),
+  served(apiEndpointConfigurations, apiEndpointRules),
+  served(roleAssignments, roleAssignmentRules),
+  served(roleDefinitions),
 ];
 
-export { agents, aiModels, apiEndpointConfigurations, appConfigurations, prompts, roleAssignments, workflows };
+/** The served type of a kind (its rules attached), for callers that write resources through the provider. */
+export const servedType = (kind: ResourceKind): ResourceType => RESOURCE_TYPES.find((t) => t.type === kind.type) ?? served(kind);

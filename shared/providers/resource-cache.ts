@@ -1,7 +1,7 @@
 // Resources read on the completion path (agents, workflows, prompts, models, endpoints), cached by object
 // id. Writes through this instance invalidate at once; other instances see changes within the TTL.
 import type { Container } from '../store/types.js';
-import { resourceId, type ResourceDoc } from './resource-type.js';
+import { isOf, resourceId, type AnyResource, type ResourceKind, type ResourceOf } from './resource-type.js';
 
 const OBJECT_ID = /^\/instances\/([^/]+)\/providers\/([^/]+)\/([^/]+)\/([^/]+)$/;
 
@@ -13,17 +13,24 @@ export function locate(objectId: string, instanceId: string): { pk: string; id: 
 }
 
 export class ResourceCache {
-  private readonly entries = new Map<string, { doc: ResourceDoc | undefined; expires: number }>();
-  private readonly queries = new Map<string, { doc: ResourceDoc | undefined; expires: number }>();
+  private readonly entries = new Map<string, { doc: AnyResource | undefined; expires: number }>();
+  private readonly queries = new Map<string, { doc: AnyResource | undefined; expires: number }>();
 
   constructor(
-    private readonly container: Container<ResourceDoc>,
+    private readonly container: Container<AnyResource>,
     private readonly instanceId: string,
     private readonly ttlMs = 15_000,
   ) {}
 
-  /** The live (not deleted) resource, or undefined. */
-  async get(objectId: string): Promise<ResourceDoc | undefined> {
+  /** The live (not deleted) resource, or undefined; given a kind, only a resource of that kind. */
+  async get<K extends ResourceKind>(objectId: string, kind: K): Promise<ResourceOf<K> | undefined>;
+  async get(objectId: string): Promise<AnyResource | undefined>;
+  async get(objectId: string, kind?: ResourceKind): Promise<AnyResource | undefined> {
+    const doc = await this.live(objectId);
+    return doc && (!kind || isOf(doc, kind)) ? doc : undefined;
+  }
+
+  private async live(objectId: string): Promise<AnyResource | undefined> {
     const key = objectId.toLowerCase();
     const hit = this.entries.get(key);
     if (hit && hit.expires > Date.now()) return hit.doc;
@@ -45,10 +52,11 @@ export class ResourceCache {
    * The first live resource of a type (partition) whose field has the value, by name: lookups by something
    * other than the name (the data pipeline of a knowledge index), cached like reads.
    */
-  async findBy(partition: string, field: string, value: string): Promise<ResourceDoc | undefined> {
+  async findBy<K extends ResourceKind>(kind: K, field: string & keyof ResourceOf<K>, value: string): Promise<ResourceOf<K> | undefined> {
+    const partition = `${kind.provider}/${kind.segment}`;
     const key = `?${partition}\n${field}\n${value}`;
     const hit = this.queries.get(key);
-    if (hit && hit.expires > Date.now()) return hit.doc;
+    if (hit && hit.expires > Date.now()) return hit.doc && isOf(hit.doc, kind) ? hit.doc : undefined;
     const { items } = await this.container.query({
       partition,
       where: [
@@ -59,8 +67,9 @@ export class ResourceCache {
       limit: 1,
     });
     if (this.queries.size > 1000) this.queries.clear();
-    this.queries.set(key, { doc: items[0], expires: Date.now() + this.ttlMs });
-    return items[0];
+    const found = items[0];
+    this.queries.set(key, { doc: found, expires: Date.now() + this.ttlMs });
+    return found && isOf(found, kind) ? found : undefined;
   }
 
 }

@@ -1,35 +1,37 @@
-// What a resource type is: its place in the provider tree, its definition schema and its lifecycle hooks.
-// One generic mechanism (resources.ts) serves every type through this description.
+// What a resource type is: its place in the provider tree and its definition schema, from which the type of
+// its stored documents follows. One generic mechanism (resources.ts) serves every type through this.
 import { z } from 'zod';
-import type { Principal } from '../auth/principal.js';
-import type { Services } from '../services.js';
 import type { Doc } from '../store/types.js';
 
 /** Fields the service sets on every resource; in a request body they are ignored. */
 export const SERVICE_FIELDS = ['object_id', 'created_on', 'created_by', 'updated_on', 'updated_by', 'deleted'] as const;
 
-/** A resource as stored: the definition plus the service fields. */
-export interface ResourceDoc extends Doc {
+/** What every stored resource has, whatever its type: its place, its names and the service fields. */
+export interface StoredFields extends Doc {
   type: string;
   name: string;
   object_id: string;
-  display_name?: string;
-  description?: string;
+  display_name?: string | undefined;
+  description?: string | undefined;
   created_on: string;
   created_by: string;
   updated_on: string;
   updated_by: string;
   deleted: boolean;
-  [field: string]: unknown;
 }
 
-export interface HookContext {
-  services: Services;
-  principal: Principal;
-  objectId: string;
-}
+/** A stored resource of a type not (yet) known to the reader: the generic provider, link checks. */
+export type AnyResource = StoredFields;
 
-export interface ResourceType {
+/** The schema of a definition a caller sends; its output is the typed definition. */
+export type DefinitionSchema = z.ZodType<{ name: string }>;
+
+/**
+ * A resource type as data: its place in the provider tree and its definition schema, the one source of
+ * the type of its documents. What the service does around a write (checks, hooks) is attached where the
+ * registry is assembled (registry.ts), so type definitions import no feature.
+ */
+export interface ResourceKind<S extends DefinitionSchema = DefinitionSchema> {
   /** `Svc.Agent` */
   provider: string;
   /** The plural path segment: `agents` */
@@ -37,31 +39,21 @@ export interface ResourceType {
   /** The `type` field value: `agent` */
   type: string;
   /** Strict schema of the definition a caller sends (unknown fields are rejected). */
-  schema: z.ZodType<{ name: string } & Record<string, unknown>>;
+  schema: S;
   /** Written by the service only (pipeline runs): only list and get. */
   serviceWritten?: boolean;
   /** Built in and read-only (role definitions): only list and get. */
-  builtIn?: (instanceId: string) => ResourceDoc[];
-  /** Fields the service computes, from the new definition and the stored resource when updating. */
-  computed?: (definition: Record<string, unknown>, existing: ResourceDoc | undefined, ctx: HookContext) => Record<string, unknown>;
-  /** Checks that need the running service (configuration, other resources); throws a 4xx ApiError. */
-  validate?: (definition: Record<string, unknown>, ctx: HookContext) => Promise<void>;
-  /**
-   * Authorization beyond write on the resource path (role assignments: write at the scope they grant, and
-   * at the scope the stored assignment granted when it is being changed).
-   */
-  authorizeWrite?: (definition: Record<string, unknown>, existing: ResourceDoc | undefined, ctx: HookContext) => Promise<void>;
-  /** Authorization beyond delete on the resource path (role assignments: delete at the scope they grant). */
-  authorizeDelete?: (doc: ResourceDoc, ctx: HookContext) => Promise<void>;
-  /** Runs after a create (not an update). */
-  afterCreate?: (doc: ResourceDoc, ctx: HookContext) => Promise<void>;
-  /** Runs after every write, delete and purge: cache invalidation. */
-  afterChange?: (doc: ResourceDoc, ctx: HookContext) => Promise<void> | void;
-  /** What reads show of a stored resource (secret values masked); the stored document when absent. */
-  present?: (resource: Record<string, unknown>) => Record<string, unknown>;
-  /** Runs after a purge. */
-  afterPurge?: (doc: ResourceDoc, ctx: HookContext) => Promise<void>;
+  builtIn?: (instanceId: string) => AnyResource[];
 }
+
+/** The definition of a kind as its schema outputs it (defaults applied). */
+export type DefinitionOf<K extends ResourceKind> = z.output<K['schema']>;
+
+/** A stored resource of a kind: its definition, typed by its schema, and the service fields. */
+export type ResourceOf<K extends ResourceKind> = Omit<DefinitionOf<K>, keyof StoredFields> & StoredFields;
+
+/** Whether a stored resource is of the kind (its `type`): the one narrowing from any resource to a kind. */
+export const isOf = <K extends ResourceKind>(doc: AnyResource, kind: K): doc is ResourceOf<K> => doc.type === kind.type;
 
 /**
  * The stored id of a resource: its name, case-folded. Names are unique within a type regardless of case
@@ -70,9 +62,9 @@ export interface ResourceType {
 export const resourceId = (name: string) => name.toLowerCase();
 
 /** The partition of a resource type in the resources container. */
-export const partitionOf = (t: Pick<ResourceType, 'provider' | 'segment'>) => `${t.provider}/${t.segment}`;
+export const partitionOf = (t: Pick<ResourceKind, 'provider' | 'segment'>) => `${t.provider}/${t.segment}`;
 
-export const objectIdOf = (instanceId: string, t: Pick<ResourceType, 'provider' | 'segment'>, name: string) =>
+export const objectIdOf = (instanceId: string, t: Pick<ResourceKind, 'provider' | 'segment'>, name: string) =>
   `/instances/${instanceId}/providers/${t.provider}/${t.segment}/${name}`;
 
 /** Resource names: letters, digits and `_ . : -`, starting with a letter, digit or underscore. */

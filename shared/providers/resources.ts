@@ -6,7 +6,8 @@ import type { PageQuery, PageResult } from '../http/paging.js';
 import type { Services } from '../services.js';
 import type { Page } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
-import { objectIdOf, partitionOf, resourceId, SERVICE_FIELDS, type HookContext, type ResourceDoc, type ResourceType } from './resource-type.js';
+import type { HookContext, ResourceType } from './resource-rules.js';
+import { objectIdOf, partitionOf, resourceId, SERVICE_FIELDS, type AnyResource, type DefinitionOf, type ResourceKind } from './resource-type.js';
 
 export interface Envelope {
   resource: Record<string, unknown>;
@@ -16,16 +17,16 @@ export interface Envelope {
 
 const verbs = (t: ResourceType) => ['read', 'write', 'delete'].map((v) => `${partitionOf(t)}/${v}`);
 const action = (t: ResourceType, verb: 'read' | 'write' | 'delete') => `${partitionOf(t)}/${verb}`;
-const container = (s: Services) => s.store.container<ResourceDoc>('resources');
+const container = (s: Services) => s.store.container<AnyResource>('resources');
 
 /** The stored document as the API shows it: without store bookkeeping. */
-export function present(doc: ResourceDoc): Record<string, unknown> {
-  const { id: _id, pk: _pk, _etag, ttl: _ttl, ...resource } = doc as ResourceDoc & { _etag?: string };
+export function present(doc: AnyResource): Record<string, unknown> {
+  const { id: _id, pk: _pk, _etag, ttl: _ttl, ...resource }: AnyResource & { _etag?: string } = doc;
   return resource;
 }
 
 /** Reads one resource (deleted ones included); built-in types come from code. */
-export async function readResource(s: Services, t: ResourceType, name: string): Promise<ResourceDoc | undefined> {
+export async function readResource(s: Services, t: ResourceType, name: string): Promise<AnyResource | undefined> {
   if (t.builtIn) return t.builtIn(s.config.instanceId).find((d) => d.name.toLowerCase() === name.toLowerCase());
   return container(s).read(partitionOf(t), resourceId(name));
 }
@@ -33,7 +34,7 @@ export async function readResource(s: Services, t: ResourceType, name: string): 
 /** A page of the resources of a type that the caller may read, by name. */
 export async function listResources(s: Services, t: ResourceType, principal: Principal, includeDeleted: boolean, query: PageQuery): Promise<PageResult<Envelope>> {
   const read = action(t, 'read');
-  const fetch = async (continuation: string | undefined, limit: number): Promise<Page<ResourceDoc>> =>
+  const fetch = async (continuation: string | undefined, limit: number): Promise<Page<AnyResource>> =>
     t.builtIn
       ? { items: t.builtIn(s.config.instanceId) }
       : container(s).query({
@@ -43,7 +44,7 @@ export async function listResources(s: Services, t: ResourceType, principal: Pri
           limit,
           ...(continuation !== undefined ? { continuation } : {}),
         });
-  const envelope = async (doc: ResourceDoc): Promise<Envelope | undefined> => {
+  const envelope = async (doc: AnyResource): Promise<Envelope | undefined> => {
     const access = await s.authorizer.access(principal, doc.object_id, verbs(t));
     if (!access.actions.includes(read)) return undefined;
     return {
@@ -75,7 +76,7 @@ export async function upsertResource(
   t: ResourceType,
   principal: Principal,
   name: string,
-  body: Record<string, unknown>,
+  body: DefinitionOf<ResourceKind>,
 ): Promise<{ object_id: string }> {
   if (body.name !== name) throw badRequest(`name: must equal the name in the path (${name})`);
   const objectId = objectIdOf(s.config.instanceId, t, name);
@@ -150,7 +151,7 @@ export async function purgeResource(s: Services, t: ResourceType, principal: Pri
 }
 
 /** Whether the principal may read the resource at all (used to tell 403 from 404 elsewhere). */
-export async function requireReadable(s: Services, t: ResourceType, principal: Principal, name: string): Promise<ResourceDoc> {
+export async function requireReadable(s: Services, t: ResourceType, principal: Principal, name: string): Promise<AnyResource> {
   const objectId = objectIdOf(s.config.instanceId, t, name);
   if (!(await s.authorizer.can(principal, action(t, 'read'), objectId))) throw forbidden(`Not permitted to read ${objectId}`);
   const doc = await readResource(s, t, name);

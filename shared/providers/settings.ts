@@ -1,17 +1,11 @@
 // Runtime settings: the app configuration resources of Svc.Configuration, read through a short cache.
-import type { Container, Doc } from '../store/types.js';
+import type { Container } from '../store/types.js';
+import type { AppConfigurationDoc } from './types/catalog.js';
 
 export const APP_CONFIG_PK = 'Svc.Configuration/appConfigurations';
 
-/** The stored fields of an app configuration resource that settings need. */
-export interface AppConfigDoc extends Doc {
-  key: string;
-  value: string;
-  deleted?: boolean;
-  /** Secret settings: the value replaced by the last change, still valid until `previous_until` (rotation). */
-  previous_value?: string;
-  previous_until?: string;
-}
+/** The fields of an app configuration resource that settings read (stores seeded by hand may hold no more). */
+export type SettingDoc = Pick<AppConfigurationDoc, 'id' | 'pk' | 'key' | 'value' | 'previous_value' | 'previous_until'> & Partial<Pick<AppConfigurationDoc, 'deleted'>>;
 
 /** Signs webhook deliveries (a secret setting: written, never shown). */
 export const SIGNING_SECRET_SETTING = 'Svc:Webhooks:SigningSecret';
@@ -26,10 +20,10 @@ export const MASKED_VALUE = '********';
 export const ROTATION_MS = 24 * 3600 * 1000;
 
 /** A secret setting's fields as a write keeps them: the replaced value stays valid for ROTATION_MS. */
-export function rotated(key: string, value: unknown, existing: Readonly<Record<string, unknown>> | undefined, now = Date.now()): Record<string, unknown> {
+export function rotated(key: string, value: unknown, existing: Pick<AppConfigurationDoc, 'value' | 'previous_value' | 'previous_until'> | undefined, now = Date.now()): Pick<AppConfigurationDoc, 'previous_value' | 'previous_until'> {
   if (!SECRET_SETTINGS.has(key.toLowerCase()) || !existing) return {};
-  if (typeof existing.value === 'string' && existing.value !== value) return { previous_value: existing.value, previous_until: new Date(now + ROTATION_MS).toISOString() };
-  const still = typeof existing.previous_until === 'string' && Date.parse(existing.previous_until) > now;
+  if (existing.value !== value) return { previous_value: existing.value, previous_until: new Date(now + ROTATION_MS).toISOString() };
+  const still = existing.previous_until !== undefined && Date.parse(existing.previous_until) > now;
   return still ? { previous_value: existing.previous_value, previous_until: existing.previous_until } : {};
 }
 
@@ -49,7 +43,7 @@ export class AppSettings {
   private readonly derived = new Map<string, { value: Promise<unknown>; expires: number }>();
 
   constructor(
-    private readonly container: Container<AppConfigDoc>,
+    private readonly container: Container<SettingDoc>,
     private readonly ttlMs = 15_000,
   ) {}
 

@@ -5,7 +5,6 @@
 // model gateway's client (deadline, retries, size cap, outbound rules) rather than a second HTTP stack.
 import { endpointView, type EndpointView } from '../models/endpoint.js';
 import { invalid } from '../models/upstream-errors.js';
-import { partitionOf } from '../providers/resource-type.js';
 import { apiEndpointConfigurations } from '../providers/types/catalog.js';
 import type { Services } from '../services.js';
 import type { Stage, Verdict } from './plugins.js';
@@ -17,7 +16,7 @@ export const SEVERITY_SETTING = 'Svc:Shielding:PromptShield:SeverityThreshold';
 
 /** The Content Safety endpoint, or undefined when none is configured. */
 export async function contentSafetyEndpoint(s: Services): Promise<EndpointView | undefined> {
-  const doc = await s.resourceCache.findBy(partitionOf(apiEndpointConfigurations), 'provider', 'azure-content-safety');
+  const doc = await s.resourceCache.findBy(apiEndpointConfigurations, 'provider', 'azure-content-safety');
   return doc ? endpointView(doc) : undefined;
 }
 

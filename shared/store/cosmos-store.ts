@@ -1,7 +1,7 @@
 // The Cosmos DB document store: @azure/cosmos with managed identity in Azure, a key only for emulators.
 import { CosmosClient, type Container as SdkContainer, type IndexingPolicy, type JSONObject, type OperationInput, type PatchOperation } from '@azure/cosmos';
 import type { TokenCredential } from '@azure/core-auth';
-import { CredentialGate, CredentialGateError } from '../auth/credential-gate.js';
+import { CredentialGate, CredentialGateError } from '../net/credential-gate.js';
 import { ConfigError } from '../config.js';
 import { CONTAINER_LIST, type ContainerDefinition } from './containers.js';
 import { aggregateSql, selectSql } from './cosmos-sql.js';

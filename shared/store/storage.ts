@@ -4,7 +4,7 @@
 import type { Agent } from 'node:https';
 import { BlobServiceClient, type ContainerClient } from '@azure/storage-blob';
 import { QueueServiceClient } from '@azure/storage-queue';
-import type { CredentialGate } from '../auth/credential-gate.js';
+import type { CredentialGate } from '../net/credential-gate.js';
 import type { StorageConfig } from '../config.js';
 
 /** `maxTries` 1 for probes (readiness): an answer now, not after the SDK's retries. */

@@ -7,7 +7,7 @@ import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-ho
 import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
 import type { MetricReader } from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, SimpleSpanProcessor, type SpanExporter, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
-import { CredentialGate } from '../auth/credential-gate.js';
+import { CredentialGate } from '../net/credential-gate.js';
 import type { Config } from '../config.js';
 import { BaggageSpanProcessor } from './correlation.js';
 import { resetMetrics } from './metrics.js';

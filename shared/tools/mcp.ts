@@ -7,7 +7,8 @@ import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { fetch as undiciFetch, type RequestInit as UndiciInit } from 'undici';
 import type { Principal } from '../auth/principal.js';
 import { readSecret } from '../config.js';
-import type { ResourceDoc } from '../providers/resource-type.js';
+import type { AgentDoc } from '../providers/types/agent.js';
+import { PLATFORM_MEMORY, type ToolDoc } from '../providers/types/catalog.js';
 import type { Services } from '../services.js';
 import { VERSION } from '../version.js';
 
@@ -23,28 +24,27 @@ const listed = new Map<string, { tools: McpTool[]; expires: number; failed?: str
 /** The signed-in user as a tool server reads it from X-USER-IDENTITY (spec 4.2): base64 of JSON. */
 const identityOf = (user: Principal) => Buffer.from(JSON.stringify({ upn: user.upn, oid: user.id, name: user.name ?? null, group_ids: user.groups })).toString('base64');
 
-async function headersOf(s: Services, tool: ResourceDoc, user: Principal): Promise<Record<string, string>> {
-  const context = Object.fromEntries(Object.keys((tool.headers as Record<string, string> | undefined) ?? {}).map((name) => [name.toLowerCase(), identityOf(user)]));
-  return { ...context, ...(await authorization(s, tool)) };
+async function headersOf(s: Services, tool: ToolDoc, url: string, user: Principal): Promise<Record<string, string>> {
+  const context = Object.fromEntries(Object.keys(tool.headers ?? {}).map((name) => [name.toLowerCase(), identityOf(user)]));
+  return { ...context, ...(await authorization(s, tool, url)) };
 }
 
-async function authorization(s: Services, tool: ResourceDoc): Promise<Record<string, string>> {
-  const auth = tool.authentication_parameters as { api_key_secret_name?: string; scope?: string } | undefined;
+async function authorization(s: Services, tool: ToolDoc, url: string): Promise<Record<string, string>> {
+  const auth = tool.authentication_parameters;
   if (tool.authentication_type === 'APIKey') {
     const key = auth?.api_key_secret_name ? readSecret(auth.api_key_secret_name) : undefined;
     if (!key) throw new Error(`the API key of tool ${tool.name} (secret ${auth?.api_key_secret_name ?? '?'}) is not configured`);
     return { authorization: `Bearer ${key}` };
   }
   // Through the gate: only an https host of the scope's audience receives the token (else the call fails).
-  if (tool.authentication_type === 'AzureIdentity') return { authorization: `Bearer ${await s.credentials.bearer(String(tool.url), auth?.scope)}` };
+  if (tool.authentication_type === 'AzureIdentity') return { authorization: `Bearer ${await s.credentials.bearer(url, auth?.scope)}` };
   return {};
 }
 
-/** The memory tool server of spec 4.2, reached in process: the agent and user are the completion's own. */
-export const PLATFORM_MEMORY = 'platform://memory';
-
 /** A connected client for one completion's calls; close it when the turn ends. */
-export async function connectMcp(s: Services, tool: ResourceDoc, user: Principal, agent: ResourceDoc, signal?: AbortSignal): Promise<Client> {
+export async function connectMcp(s: Services, tool: ToolDoc, user: Principal, agent: AgentDoc, signal?: AbortSignal): Promise<Client> {
+  const url = tool.url;
+  if (url === undefined) throw new Error(`tool ${tool.name} names no server URL`);
   // The MCP SDK is loaded by the first agent that uses a tool server, not at start-up.
   const [{ Client }, { StreamableHTTPClientTransport }, { InMemoryTransport }] = await Promise.all([
     import('@modelcontextprotocol/sdk/client/index.js'),
@@ -52,7 +52,8 @@ export async function connectMcp(s: Services, tool: ResourceDoc, user: Principal
     import('@modelcontextprotocol/sdk/inMemory.js'),
   ]);
   const client = new Client({ name: 'agent-platform', version: VERSION });
-  if (tool.url === PLATFORM_MEMORY) {
+  if (url === PLATFORM_MEMORY) {
+    // The memory tool server, reached in process: the agent and user are the completion's own.
     const { memoryServer } = await import('../memory/mcp-server.js');
     const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
     await memoryServer(s, user, agent).connect(serverSide);
@@ -61,7 +62,7 @@ export async function connectMcp(s: Services, tool: ResourceDoc, user: Principal
   }
   const guardedFetch = (url: string | URL, init?: RequestInit) =>
     undiciFetch(url, { ...(init as UndiciInit), dispatcher: s.userDispatcher, redirect: 'error', ...(signal ? { signal } : {}) }) as unknown as Promise<Response>;
-  const transport = new StreamableHTTPClientTransport(new URL(String(tool.url)), { requestInit: { headers: await headersOf(s, tool, user) }, fetch: guardedFetch });
+  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: await headersOf(s, tool, url, user) }, fetch: guardedFetch });
   await client.connect(transport);
   return client;
 }
@@ -77,14 +78,14 @@ class ListTimeout extends Error {}
  * The allow-listed tools of the server, as it describes them, within `timeoutMs` (connecting included); a
  * server that fails or hangs is remembered for a while, so it costs each completion nothing more.
  */
-export async function mcpTools(tool: ResourceDoc, client: () => Promise<Client>, timeoutMs = LIST_TIMEOUT_MS): Promise<McpTool[]> {
+export async function mcpTools(tool: ToolDoc, client: () => Promise<Client>, timeoutMs = LIST_TIMEOUT_MS): Promise<McpTool[]> {
   const key = `${tool.object_id}@${tool.updated_on}`;
   const hit = listed.get(key);
   if (hit && hit.expires > Date.now()) {
     if (hit.failed) throw new Error(hit.failed);
     return hit.tools;
   }
-  const allowed = new Set((tool.allowed_tools as string[] | undefined) ?? []);
+  const allowed = new Set(tool.allowed_tools ?? []);
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new ListTimeout(`no tool list within ${timeoutMs} ms`)), timeoutMs)));
   let tools: Awaited<ReturnType<Client['listTools']>>['tools'];

@@ -7,7 +7,8 @@ import type { Principal } from '../auth/principal.js';
 import { citationOf, knowledgeTool, PromptEmbeddings, searchIndex, type Citation } from '../knowledge/retrieval.js';
 import type { Clause } from '../knowledge/vector-index.js';
 import type { ToolDefinition } from '../models/wire.js';
-import type { ResourceDoc } from '../providers/resource-type.js';
+import type { AgentDoc } from '../providers/types/agent.js';
+import type { ToolDoc } from '../providers/types/catalog.js';
 import type { Services } from '../services.js';
 import { connectMcp, mcpTools, resultText, type McpTool } from './mcp.js';
 
@@ -31,17 +32,18 @@ function functionName(tool: string, fn: string): string {
   return name.length <= 64 ? name : `${name.slice(0, 55)}_${createHash('sha256').update(name).digest('hex').slice(0, 8)}`;
 }
 
-export async function toolboxFor(s: Services, user: Principal, agent: ResourceDoc, tools: readonly ResourceDoc[], filter: readonly Clause[]): Promise<Toolbox> {
+export async function toolboxFor(s: Services, user: Principal, agent: AgentDoc, tools: readonly ToolDoc[], filter: readonly Clause[]): Promise<Toolbox> {
   const clients: Client[] = [];
   // The servers' connections live as long as the turn: closing the toolbox closes the connected ones and
   // aborts any still connecting (a server that never answers).
   const lifetime = new AbortController();
   const citations: Citation[] = [];
   const functions: AgentFunction[] = [];
-  const listings: Promise<{ tool: ResourceDoc; offered: McpTool[]; connected: () => Promise<Client> }>[] = [];
+  const listings: Promise<{ tool: ToolDoc; offered: McpTool[]; connected: () => Promise<Client> }>[] = [];
   for (const tool of tools) {
-    if (tool.tool_type === 'knowledge' && knowledgeTool(tool).retrieval === 'on_demand') {
-      const { index, topN } = knowledgeTool(tool);
+    const knowledge = knowledgeTool(tool);
+    if (knowledge?.retrieval === 'on_demand') {
+      const { index, topN } = knowledge;
       functions.push({
         tool: tool.name,
         definition: {

@@ -5,7 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { operations, presentOperation } from '../completions/operations.js';
 import { readSecret, SECRET_NAME } from '../config.js';
-import { APP_CONFIG_PK, type AppConfigDoc } from '../providers/settings.js';
+import { APP_CONFIG_PK } from '../providers/settings.js';
+import { appConfigurations, type AppConfigurationDoc } from '../providers/types/catalog.js';
 import { resourceId } from '../providers/resource-type.js';
 import type { QueueDelivery } from '../queues/handler.js';
 import type { Services } from '../services.js';
@@ -22,7 +23,7 @@ const resolve = (value: string) => (SECRET_NAME.test(value) ? readSecret(value) 
  * signatures need one set by the operator, since the setting is never shown.
  */
 async function signingSecrets(s: Services): Promise<string[]> {
-  const settings = s.store.container<AppConfigDoc>('resources');
+  const settings = s.store.container<AppConfigurationDoc>('resources');
   const id = resourceId(SIGNING_SECRET_SETTING);
   let doc = await settings.read(APP_CONFIG_PK, id);
   if (!doc || doc.deleted) {
@@ -32,7 +33,7 @@ async function signingSecrets(s: Services): Promise<string[]> {
       doc = await settings.create({
         id,
         pk: APP_CONFIG_PK,
-        type: 'app-configuration',
+        type: appConfigurations.type,
         name,
         key: name,
         value: newSigningSecret(),
@@ -43,7 +44,7 @@ async function signingSecrets(s: Services): Promise<string[]> {
         updated_on: now,
         updated_by: 'system',
         deleted: false,
-      } as AppConfigDoc);
+      });
       s.log.warn(`No ${name} was configured: one was generated; set your own to verify deliveries`);
     } catch (e) {
       if (!(e instanceof ConflictError)) throw e;

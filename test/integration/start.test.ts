@@ -6,7 +6,7 @@ import { inject } from 'vitest';
 import { freePort } from '../../scripts/azurite.js';
 import { LOCAL_DEFAULT_USER } from '../../shared/auth/local-idp.js';
 import { ROLE_IDS, roleDefinitionPath } from '../../shared/auth/roles.js';
-import type { AppConfigDoc } from '../../shared/providers/settings.js';
+import type { SettingDoc } from '../../shared/providers/settings.js';
 import { resourceId } from '../../shared/providers/resource-type.js';
 import { openSqliteStore } from '../../shared/store/sqlite-store.js';
 import { runScript, startBuilt, type Running } from '../support/processes.js';
@@ -89,7 +89,7 @@ describe('npm start', () => {
     await app.stop();
     // Written while the service is down, straight into its embedded store file.
     const store = openSqliteStore(`${env.DATA_DIR}/store.db`);
-    await store.container<AppConfigDoc>('resources').upsert({ id: resourceId('Svc:Branding:CompanyName'), pk: 'Svc.Configuration/appConfigurations', key: 'Svc:Branding:CompanyName', value: 'Contoso' });
+    await store.container<SettingDoc>('resources').upsert({ id: resourceId('Svc:Branding:CompanyName'), pk: 'Svc.Configuration/appConfigurations', key: 'Svc:Branding:CompanyName', value: 'Contoso' });
     await store.close();
     app = await startBuilt(env, /Get a token/);
     const r = await fetch(`${core}/instances/${INSTANCE}/branding`, { headers: { authorization: `Bearer ${token}` } });

@@ -1,23 +1,10 @@
 // Svc.Authorization: role assignments (written by callers with the right role) and the built-in role
 // definitions (read-only).
 import { z } from 'zod';
-import { normalizeScope } from '../../auth/rbac.js';
 import { ROLE_DEFINITIONS, ROLES_BY_ID, roleDefinitionPath } from '../../auth/roles.js';
-import { badRequest } from '../../errors.js';
+import { definition, type AnyResource, type ResourceKind, type ResourceOf } from '../resource-type.js';
 
-import { definition, type ResourceDoc, type ResourceType } from '../resource-type.js';
-
-/** The absolute scope of an assignment; 400 unless it is `/` or lies within this instance. */
-function assignableScope(given: string, instanceId: string): string {
-  const scope = normalizeScope(given, instanceId);
-  const instance = `/instances/${instanceId}`;
-  if (scope !== '/' && scope.toLowerCase() !== instance && !scope.toLowerCase().startsWith(`${instance}/`)) {
-    throw badRequest(`scope: must be / or lie within ${instance}`);
-  }
-  return scope;
-}
-
-export const roleAssignments: ResourceType = {
+export const roleAssignments = {
   provider: 'Svc.Authorization',
   segment: 'roleAssignments',
   type: 'role-assignment',
@@ -30,26 +17,46 @@ export const roleAssignments: ResourceType = {
       .refine((v) => ROLES_BY_ID.has(v.split('/').pop() ?? ''), 'must be a built-in role definition (/providers/Svc.Authorization/roleDefinitions/<guid>)'),
     scope: z.string().min(1),
   }),
-  computed: (definition, _existing, ctx) => ({ scope: assignableScope(String(definition.scope), ctx.services.config.instanceId) }),
-  // Assigning a role needs the right to write role assignments at the scope being granted, and changing an
-  // assignment also at the scope it granted: nobody rewrites a grant they could not have made.
-  authorizeWrite: async (definition, existing, { services, principal }) => {
-    const write = 'Svc.Authorization/roleAssignments/write';
-    await services.authorizer.require(principal, write, assignableScope(String(definition.scope), services.config.instanceId));
-    if (existing) await services.authorizer.require(principal, write, assignableScope(String(existing.scope), services.config.instanceId));
-  },
-  // Deleting (and purging) an assignment needs the right at the scope it grants.
-  authorizeDelete: (doc, { services, principal }) =>
-    services.authorizer.require(principal, 'Svc.Authorization/roleAssignments/delete', assignableScope(String(doc.scope), services.config.instanceId)),
-  afterChange: (_doc, { services }) => services.authorizer.invalidate(),
-};
+} satisfies ResourceKind;
 
-export const roleDefinitions: ResourceType = {
+/** A role assignment as stored: who (principal), which role, at which scope. */
+export type RoleAssignmentDoc = ResourceOf<typeof roleAssignments>;
+
+/** The partition of role assignments in the resources container. */
+export const ROLE_ASSIGNMENTS_PK = 'Svc.Authorization/roleAssignments';
+
+/** A role assignment the service itself writes (startup owners, an agent's creator and its tokens). */
+export function serviceAssignment(
+  instanceId: string,
+  name: string,
+  grant: { principalId: string; principalType: RoleAssignmentDoc['principal_type']; roleId: string; scope: string; note: string; by: string },
+): RoleAssignmentDoc {
+  const now = new Date().toISOString();
+  return {
+    id: name,
+    pk: ROLE_ASSIGNMENTS_PK,
+    type: roleAssignments.type,
+    name,
+    object_id: `/instances/${instanceId}/providers/Svc.Authorization/roleAssignments/${name}`,
+    principal_id: grant.principalId,
+    principal_type: grant.principalType,
+    role_definition_id: roleDefinitionPath(grant.roleId),
+    scope: grant.scope,
+    description: grant.note,
+    created_on: now,
+    created_by: grant.by,
+    updated_on: now,
+    updated_by: grant.by,
+    deleted: false,
+  };
+}
+
+export const roleDefinitions = {
   provider: 'Svc.Authorization',
   segment: 'roleDefinitions',
   type: 'role-definition',
   schema: definition('role-definition', {}),
-  builtIn: (): ResourceDoc[] =>
+  builtIn: (): AnyResource[] =>
     ROLE_DEFINITIONS.map((r) => ({
       ...r,
       id: r.name,
@@ -60,5 +67,5 @@ export const roleDefinitions: ResourceType = {
       updated_by: 'system',
       deleted: false,
     })),
-};
+} satisfies ResourceKind;
 

@@ -1,33 +1,15 @@
-// Definitions of the configuration resource types: workflows, tools, prompts, data sources, data pipelines
-// and their runs, AI models, app configurations and API endpoint configurations.
+// The configuration resource types as data: workflows, tools, prompts, data sources, data pipelines and
+// their runs, AI models, app configurations and API endpoint configurations. What the service checks and
+// does around their writes is in providers/rules/catalog.ts.
 import { z } from 'zod';
 import { SECRET_NAME, SECRET_NAME_RULE } from '../../config.js';
-import { thresholdProblem } from '../../analytics/abuse.js';
-import { parseQuotaDefinitions, QUOTA_SETTING } from '../../completions/quotas.js';
-import { badRequest, validationError } from '../../errors.js';
-import { dropPipelineDocuments } from '../../knowledge/runs.js';
-import { resolvesOutside, savedUrlProblem, urlProblem } from '../../net/outbound.js';
-import { allowedScopes, identityProblem } from '../../models/credentials.js';
-import { ApiEndpointFields, checkEndpoint } from '../../models/endpoint.js';
-import { ModelParametersFields } from '../../models/parameters.js';
-import { brandingProblem } from '../branding.js';
-import { APP_CONFIG_PK, maskSecret, rotated } from '../settings.js';
-import { definition, type HookContext, type ResourceType } from '../resource-type.js';
-import { BLOCKLIST_SETTING, compileBlocklist } from '../../shielding/blocklist.js';
-import { checkWorkflowLinks } from './agent-links.js';
-import { PLATFORM_MEMORY } from '../../tools/mcp.js';
+import { definition, type ResourceKind, type ResourceOf } from '../resource-type.js';
+import { ApiEndpointFields, checkEndpoint, ModelParametersFields } from './model-fields.js';
 
-/** Settings the service reads whose values have rules (shielding's blocklist, quotas, abuse thresholds). */
-function settingProblem(key: string, value: string): string | undefined {
-  // Without case, as settings are read.
-  const id = key.toLowerCase();
-  const parsed = id === BLOCKLIST_SETTING.toLowerCase() ? compileBlocklist(value) : id === QUOTA_SETTING.toLowerCase() ? parseQuotaDefinitions(value) : undefined;
-  return typeof parsed === 'string' ? parsed : thresholdProblem(key, value);
-}
-
+/** The object id of one resource of this instance's provider tree. */
 const ObjectId = z.string().regex(/^\/instances\/[^/]+\/providers\/Svc\.[A-Za-z]+\/[A-Za-z]+\/[^/]+$/, 'must be a resource object id');
 
-export const workflows: ResourceType = {
+export const workflows = {
   provider: 'Svc.Agent',
   segment: 'workflows',
   type: 'workflow',
@@ -37,20 +19,22 @@ export const workflows: ResourceType = {
     main_ai_model_object_id: ObjectId,
     main_prompt_object_id: ObjectId,
   }),
-  validate: (definition, { services }) => checkWorkflowLinks(services, definition),
-};
+} satisfies ResourceKind;
 
 /** Knowledge index names (CONTRACT 10.6): letters, digits, `-` and `_`. */
 export const IndexName = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must be 1 to 128 letters, digits, hyphens or underscores');
 
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
+/** The URL of an mcp tool served in process: the memory tool server, for the agent and user of the call. */
+export const PLATFORM_MEMORY = 'platform://memory';
+
 /**
  * What an agent can use: a knowledge index (CONTRACT 10.6; retrieved on every completion, or offered to the
  * model as a search function with `retrieval: on_demand`), a Model Context Protocol server's allow-listed
  * tools (`mcp`), or a plugin (catalogued; no plugin runtime runs package code, so an agent cannot name one).
  */
-export const tools: ResourceType = {
+export const tools = {
   provider: 'Svc.Agent',
   segment: 'tools',
   type: 'tool',
@@ -60,7 +44,7 @@ export const tools: ResourceType = {
     index_name: IndexName.optional(),
     top_n: z.number().int().min(1).max(50).optional().describe('Partitions retrieved per completion (knowledge tools; default 5)'),
     retrieval: z.enum(['always', 'on_demand']).optional().describe('knowledge tools: retrieve for every completion (default), or let the model search when it needs to'),
-    url: z.string().optional().describe(`mcp: the streamable HTTP endpoint of the server, or ${PLATFORM_MEMORY} for the memory tool server of spec 4.2 (in process, for the agent and user of the completion)`),
+    url: z.string().optional().describe(`mcp: the streamable HTTP endpoint of the server, or ${PLATFORM_MEMORY} for the memory tool server (in process, for the agent and user of the completion)`),
     allowed_tools: z.array(z.string().regex(TOOL_NAME, 'tool names are 1 to 64 letters, digits, _ or -')).min(1).max(64).optional().describe("mcp: the server's tools the model may call"),
     authentication_type: z.enum(['None', 'APIKey', 'AzureIdentity']).optional(),
     headers: z
@@ -81,42 +65,14 @@ export const tools: ResourceType = {
       ctx.addIssue({ code: 'custom', path: ['authentication_parameters', 'api_key_secret_name'], message: 'required when authentication_type is APIKey' });
     }
   }),
-  computed: (d) => (d.tool_type === 'knowledge' ? { top_n: d.top_n ?? 5, retrieval: d.retrieval ?? 'always' } : {}),
-  // The server URL follows the user-URL rules (CONTRACT 10.1); managed-identity tokens only for allowed scopes.
-  validate: async (d, { services }) => {
-    if (typeof d.url !== 'string' || d.url === PLATFORM_MEMORY) return;
-    const problem = await savedUrlProblem(d.url, { policy: 'user', allowPrivateNetwork: services.config.allowPrivateNetwork });
-    if (problem) throw validationError([{ field: 'url', message: `url ${problem}` }]);
-    const scope = (d.authentication_parameters as { scope?: string } | undefined)?.scope;
-    if (d.authentication_type === 'AzureIdentity') {
-      if (scope !== undefined && !allowedScopes(services.config).includes(scope)) {
-        throw validationError([{ field: 'authentication_parameters.scope', message: `scope must be one of ${allowedScopes(services.config).join(', ')}` }]);
-      }
-      const problem = identityProblem(d.url, scope, services.gate, services.config);
-      if (problem) throw validationError([{ field: 'url', message: problem }]);
-    }
-  },
-};
+} satisfies ResourceKind;
 
-export const prompts: ResourceType = {
+export const prompts = {
   provider: 'Svc.Prompt',
   segment: 'prompts',
   type: 'prompt',
   schema: definition('prompt', { category: z.string().optional(), prefix: z.string(), suffix: z.string().optional() }),
-};
-
-/** User URLs of a data source: the outbound rules of CONTRACT 10.1, names resolved on save too. */
-async function checkSourceUrls(d: Record<string, unknown>, { services }: HookContext): Promise<void> {
-  const rules = { policy: 'user' as const, allowPrivateNetwork: services.config.allowPrivateNetwork };
-  const urls = [...((d.urls as string[] | undefined) ?? []).map((u, i) => [`urls[${i}]`, u] as const), ...(typeof d.account_url === 'string' ? [['account_url', d.account_url] as const] : [])];
-  for (const [field, url] of urls) {
-    const problem = await savedUrlProblem(url, rules);
-    if (problem) throw validationError([{ field, message: `${field} ${problem}` }]);
-  }
-  // The account receives the managed identity's Storage token: only an https Azure Storage host may.
-  const accountProblem = typeof d.account_url === 'string' ? services.gate.urlProblem('storage', d.account_url) : undefined;
-  if (accountProblem) throw validationError([{ field: 'account_url', message: `account_url ${accountProblem}` }]);
-}
+} satisfies ResourceKind;
 
 /**
  * CONTRACT 10.6. AzureBlob: a container of the service's own storage, or of another account (`account_url`)
@@ -124,7 +80,7 @@ async function checkSourceUrls(d: Record<string, unknown>, { services }: HookCon
  * the source, not to save it (spec-era definitions name containers in `configuration`, which is read too).
  * SharePointOnline and AzureDataLake are definitions only for now: processing them is a 400.
  */
-export const dataSources: ResourceType = {
+export const dataSources = {
   provider: 'Svc.DataSource',
   segment: 'dataSources',
   type: 'data-source',
@@ -143,11 +99,10 @@ export const dataSources: ResourceType = {
     }
     if (d.data_source_type !== 'Web' && d.urls !== undefined) ctx.addIssue({ code: 'custom', path: ['urls'], message: 'valid only for a Web data source' });
   }),
-  validate: checkSourceUrls,
-};
+} satisfies ResourceKind;
 
 /** CONTRACT 10.6: what to read from a data source, how to partition it, which model embeds it, and the index. */
-export const dataPipelines: ResourceType = {
+export const dataPipelines = {
   provider: 'Svc.DataPipeline',
   segment: 'dataPipelines',
   type: 'data-pipeline',
@@ -160,9 +115,7 @@ export const dataPipelines: ResourceType = {
     partition_size_tokens: z.number().int().min(16).max(8192).default(400),
     partition_overlap_tokens: z.number().int().min(0).max(8191).default(100),
   }).refine((d) => d.partition_overlap_tokens < d.partition_size_tokens, { path: ['partition_overlap_tokens'], message: 'must be less than partition_size_tokens' }),
-  // A purged pipeline takes what it indexed with it.
-  afterPurge: (doc, { services }) => dropPipelineDocuments(services, doc),
-};
+} satisfies ResourceKind;
 
 const RunCountsSchema = z.object({
   documents: z.number().int(),
@@ -175,7 +128,7 @@ const RunCountsSchema = z.object({
 });
 
 /** CONTRACT 10.6: one execution of a pipeline, written by the service only (`process` starts one). */
-export const dataPipelineRuns: ResourceType = {
+export const dataPipelineRuns = {
   provider: 'Svc.DataPipeline',
   segment: 'dataPipelineRuns',
   type: 'data-pipeline-run',
@@ -187,10 +140,11 @@ export const dataPipelineRuns: ResourceType = {
     completed_on: z.string().nullable(),
     counts: RunCountsSchema,
     errors: z.array(z.object({ source: z.string(), message: z.string() })),
+    reading: z.array(z.string()).optional().describe('Set by the service: the documents being read (a redelivered run skips them)'),
   }),
-};
+} satisfies ResourceKind;
 
-export const aiModels: ResourceType = {
+export const aiModels = {
   provider: 'Svc.AIModel',
   segment: 'aiModels',
   type: 'ai-model',
@@ -203,49 +157,35 @@ export const aiModels: ResourceType = {
     cost_per_1k_prompt_tokens: z.number().min(0).optional(),
     cost_per_1k_completion_tokens: z.number().min(0).optional(),
   }),
-};
+} satisfies ResourceKind;
 
-export const appConfigurations: ResourceType = {
+/** A runtime setting (blocklist, quotas, thresholds, branding, webhook signing secret): its key is its name. */
+export const appConfigurations = {
   provider: 'Svc.Configuration',
   segment: 'appConfigurations',
   type: 'app-configuration',
-  schema: definition('app-configuration', { key: z.string().min(1), value: z.string(), content_type: z.string().optional() })
-    .refine((d) => d.key === d.name, { path: ['key'], message: 'key must equal the resource name' })
-    .superRefine((d, ctx) => {
-      const problem = brandingProblem(d.key, d.value) ?? settingProblem(d.key, d.value);
-      if (problem) ctx.addIssue({ code: 'custom', path: ['value'], message: `${d.key} ${problem}` });
-    }),
-  // A secret setting keeps the value a change replaced valid for a while (rotation), and is never shown.
-  computed: (d, existing) => rotated(String(d.key), d.value, existing),
-  present: maskSecret,
-  afterChange: (doc, { services }) => {
-    if (doc.pk === APP_CONFIG_PK) services.settings.invalidate(doc.name);
-  },
-};
+  schema: definition('app-configuration', {
+    key: z.string().min(1),
+    value: z.string(),
+    content_type: z.string().optional(),
+    previous_value: z.string().optional().describe('Set by the service (secret settings): the value the last change replaced, valid until previous_until'),
+    previous_until: z.string().optional().describe('Set by the service'),
+  }).refine((d) => d.key === d.name, { path: ['key'], message: 'key must equal the resource name' }),
+} satisfies ResourceKind;
 
-export const apiEndpointConfigurations: ResourceType = {
+export const apiEndpointConfigurations = {
   provider: 'Svc.Configuration',
   segment: 'apiEndpointConfigurations',
   type: 'api-endpoint',
   schema: definition('api-endpoint', ApiEndpointFields).superRefine(checkEndpoint),
-  validate: async (d, { services, principal }) => {
-    // Managed-identity tokens only for allowed scopes, and only to their audience's hosts.
-    if (d.authentication_type === 'AzureIdentity') {
-      const problem = identityProblem(String(d.url), (d.authentication_parameters as { scope?: string }).scope, services.gate, services.config);
-      if (problem) throw badRequest(problem);
-    }
-    // Loopback and private addresses (local model servers) only from a principal who may assign roles at the
-    // instance (an Owner): a Contributor could otherwise map the private network through the errors of calls.
-    // The endpoint keeps what its saver was allowed: its calls connect under those rules.
-    d.private_network = await pointsInside(String(d.url));
-    if (d.private_network && !services.config.allowPrivateNetwork && !(await services.authorizer.can(principal, 'Svc.Authorization/roleAssignments/write', `/instances/${services.config.instanceId}`))) {
-      throw validationError([{ field: 'url', message: 'url points to a loopback or private network address: only an Owner (who may assign roles at the instance) may save such an endpoint' }]);
-    }
-  },
-};
+} satisfies ResourceKind;
 
-/** Whether a URL names a loopback or private address, or a name that resolves to one now. */
-async function pointsInside(url: string): Promise<boolean> {
-  const strict = { policy: 'user' as const, allowPrivateNetwork: false };
-  return urlProblem(url.replace(/^http:/, 'https:'), strict) !== undefined || (await resolvesOutside(new URL(url).hostname, strict));
-}
+export type WorkflowDoc = ResourceOf<typeof workflows>;
+export type ToolDoc = ResourceOf<typeof tools>;
+export type PromptDoc = ResourceOf<typeof prompts>;
+export type DataSourceDoc = ResourceOf<typeof dataSources>;
+export type DataPipelineDoc = ResourceOf<typeof dataPipelines>;
+export type DataPipelineRunDoc = ResourceOf<typeof dataPipelineRuns>;
+export type AiModelDoc = ResourceOf<typeof aiModels>;
+export type AppConfigurationDoc = ResourceOf<typeof appConfigurations>;
+export type ApiEndpointDoc = ResourceOf<typeof apiEndpointConfigurations>;

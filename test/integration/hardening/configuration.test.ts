@@ -7,7 +7,8 @@ import { ModelCredentials } from '../../../shared/models/credentials.js';
 import { endpointView } from '../../../shared/models/endpoint.js';
 import { ModelGateway } from '../../../shared/models/gateway.js';
 import { guardedAgent } from '../../../shared/net/outbound.js';
-import type { ResourceDoc } from '../../../shared/providers/resource-type.js';
+import type { AnyResource } from '../../../shared/providers/resource-type.js';
+import { apiEndpointConfigurations, type ApiEndpointDoc } from '../../../shared/providers/types/catalog.js';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
 import { seedAgent } from '../../support/agents.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
@@ -46,8 +47,9 @@ describe('what configuration may make the service do', () => {
     expect(llm.requests.at(-1)?.headers.authorization).toBe('Bearer sk-test-value');
 
     // An endpoint written before the rule (straight into the store) naming the storage connection string.
-    const stored = (await app.services.resourceCache.get(`/instances/${INSTANCE}/providers/Svc.Configuration/apiEndpointConfigurations/keyed-endpoint`)) as ResourceDoc;
-    await app.services.store.container<ResourceDoc>('resources').upsert({ ...stored, authentication_parameters: { api_key_secret_name: 'AzureWebJobsStorage' }, updated_on: new Date().toISOString() });
+    const stored = await app.services.resourceCache.get(`/instances/${INSTANCE}/providers/Svc.Configuration/apiEndpointConfigurations/keyed-endpoint`, apiEndpointConfigurations);
+    if (!stored) throw new Error('the endpoint was not saved');
+    await app.services.store.container<ApiEndpointDoc>('resources').upsert({ ...stored, authentication_parameters: { api_key_secret_name: 'AzureWebJobsStorage' }, updated_on: new Date().toISOString() });
     app.services.resourceCache.invalidate(stored.object_id);
     const before = llm.requests.length;
     const refused = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { user_prompt: 'key?', agent_name: 'keyed' } });
@@ -102,7 +104,7 @@ describe('what configuration may make the service do', () => {
     try {
       // An endpoint not saved for private networks connects under the public rules, whatever the other pool allows.
       const gateway = new ModelGateway({ maxRetries: 0, maxResponseBytes: 1024, credentials: new ModelCredentials(app.services.config, app.services.gate), dispatcher: guardedAgent({ policy: 'model', allowPrivateNetwork: true }), publicDispatcher: guardedAgent({ policy: 'user', allowPrivateNetwork: false }) });
-      const view = (url: string) => endpointView({ object_id: 'x', updated_on: 'v', provider: 'openai', url, authentication_type: 'None', timeout_seconds: 5 } as unknown as ResourceDoc)!;
+      const view = (url: string) => endpointView({ object_id: 'x', updated_on: 'v', provider: 'openai', url, authentication_type: 'None', timeout_seconds: 5 } as unknown as AnyResource)!;
       const open = await gateway.complete(view(`http://localhost:${port}/v1`), 'd', [{ role: 'user', content: 'x' }], {}).catch((e: unknown) => e);
       server.close();
       const closed = await gateway.complete(view(`http://localhost:${port}/v1`), 'd', [{ role: 'user', content: 'x' }], {}).catch((e: unknown) => e);

@@ -8,7 +8,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { parse } from '@cdktf/hcl2json';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_ONLY_SETTINGS, SETTING_NAMES, loadConfig } from '../../../shared/config.js';
-import { containersForInfra } from '../../../shared/store/infra-containers.js';
+import { containersForInfra } from '../../../shared/infra-containers.js';
 import { QUEUE_HANDLERS } from '../../../functions/groups.js';
 import { evaluateExpression, evaluateTemplate, NAME_RULES, ruleFor, type Scope } from '../../support/infra-eval.js';
 

@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import path from 'node:path';
 import type { AccessToken } from '@azure/core-auth';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CredentialGate, CredentialGateError, STORAGE_SCOPE } from '../../../../shared/auth/credential-gate.js';
+import { CredentialGate, CredentialGateError, STORAGE_SCOPE } from '../../../../shared/net/credential-gate.js';
 import { ModelCredentials } from '../../../../shared/models/credentials.js';
 import { guardedLookup, type OutboundRules } from '../../../../shared/net/outbound.js';
 import { userBlobService } from '../../../../shared/store/storage.js';

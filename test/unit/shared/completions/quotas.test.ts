@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../../../shared/auth/principal.js';
 import { QUOTA_SETTING, Quotas } from '../../../../shared/completions/quotas.js';
 import { DomainError } from '../../../../shared/errors.js';
-import { APP_CONFIG_PK, AppSettings, type AppConfigDoc } from '../../../../shared/providers/settings.js';
+import { APP_CONFIG_PK, AppSettings, type SettingDoc } from '../../../../shared/providers/settings.js';
 import { resourceId } from '../../../../shared/providers/resource-type.js';
 import { openSqliteStore } from '../../../../shared/store/sqlite-store.js';
 import { memoryLog } from '../../../support/services.js';
@@ -13,7 +13,7 @@ const bob: Principal = { ...alice, id: 'b-1', upn: 'bob@example.com' };
 
 async function quotasWith(definitions: unknown[]) {
   const store = openSqliteStore(':memory:');
-  await store.container<AppConfigDoc>('resources').create({ id: resourceId(QUOTA_SETTING), pk: APP_CONFIG_PK, key: QUOTA_SETTING, value: JSON.stringify(definitions) });
+  await store.container<SettingDoc>('resources').create({ id: resourceId(QUOTA_SETTING), pk: APP_CONFIG_PK, key: QUOTA_SETTING, value: JSON.stringify(definitions) });
   return new Quotas(new AppSettings(store.container('resources')), store.container('quotas'), memoryLog());
 }
 const quota = (name: string, limit: number, extra: Record<string, unknown> = {}) => ({ name, context: 'CoreAPI:Completions', metric_partition: 'UserPrincipalName', metric_limit: limit, metric_window_seconds: 60, ...extra });
@@ -65,7 +65,7 @@ describe('quotas', () => {
 
   it('counts in the shared store, so the limit holds across instances', async () => {
     const store = openSqliteStore(':memory:');
-    await store.container<AppConfigDoc>('resources').create({
+    await store.container<SettingDoc>('resources').create({
       id: resourceId(QUOTA_SETTING),
       pk: APP_CONFIG_PK,
       key: QUOTA_SETTING,
@@ -86,7 +86,7 @@ describe('quotas', () => {
 
   it('ignores an invalid definitions setting instead of failing every request, and says so', async () => {
     const store = openSqliteStore(':memory:');
-    await store.container<AppConfigDoc>('resources').create({ id: resourceId(QUOTA_SETTING), pk: APP_CONFIG_PK, key: QUOTA_SETTING, value: '{not json' });
+    await store.container<SettingDoc>('resources').create({ id: resourceId(QUOTA_SETTING), pk: APP_CONFIG_PK, key: QUOTA_SETTING, value: '{not json' });
     const log = memoryLog();
     const quotas = new Quotas(new AppSettings(store.container('resources')), store.container('quotas'), log);
     await expect(quotas.enforce(alice, 'any')).resolves.toEqual({ headers: {}, reservation: { entries: [] } });

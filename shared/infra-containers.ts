@@ -1,9 +1,9 @@
 // The container definitions as the infrastructure reads them (infra/containers.json): name, partition key,
 // TTL and the Cosmos indexing policy, all derived from CONTAINER_LIST, and the knowledge container of the
 // vector index with its vector embedding policy.
-import { KNOWLEDGE_CONTAINER } from '../knowledge/cosmos-vector-index.js';
-import { CONTAINER_LIST } from './containers.js';
-import { cosmosIndexingPolicy } from './cosmos-store.js';
+import { KNOWLEDGE_CONTAINER } from './knowledge/cosmos-vector-index.js';
+import { CONTAINER_LIST } from './store/containers.js';
+import { cosmosIndexingPolicy } from './store/cosmos-store.js';
 
 export function containersForInfra() {
   return [

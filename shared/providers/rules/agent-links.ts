@@ -1,0 +1,55 @@
+// What an agent definition points to must be of the right kind when it is saved: its workflow, its tools, the
+// models and prompt of its rewrite and cache settings; and its shielding plugins must be able to run here
+// (CONTRACT 10.7). A link to a resource that does not exist yet is accepted, so resources can be created in
+// any order (imports, infrastructure as code); using it answers a 400 naming what is missing. A 400
+// ValidationError names the first field that does not hold.
+import { validationError } from '../../errors.js';
+import type { Services } from '../../services.js';
+import { checkRunnable } from '../../shielding/plugins.js';
+import { isOf, type AnyResource, type ResourceKind } from '../resource-type.js';
+import type { AgentDoc } from '../types/agent.js';
+import { aiModels, prompts, tools, workflows, type WorkflowDoc } from '../types/catalog.js';
+
+/** What a link must name: a kind, and what a resource of that kind must be besides. */
+type Link = (doc: AnyResource) => string | undefined;
+
+const ofKind = (kind: ResourceKind): Link => (doc) => (doc.type === kind.type ? undefined : `is a ${doc.type}, not a ${kind.type}`);
+
+const LINKS = {
+  workflow: ofKind(workflows),
+  tool: (doc) => (!isOf(doc, tools) ? `is a ${doc.type}, not a ${tools.type}` : doc.tool_type === 'plugin' ? 'is a plugin tool, and no plugin runtime here runs package code: agents cannot use it' : undefined),
+  prompt: ofKind(prompts),
+  completionModel: (doc) => (!isOf(doc, aiModels) ? `is a ${doc.type}, not a ${aiModels.type}` : doc.model_type === 'completion' ? undefined : 'is not a completion model'),
+  embeddingModel: (doc) => (!isOf(doc, aiModels) ? `is a ${doc.type}, not a ${aiModels.type}` : doc.model_type === 'embedding' ? undefined : 'is not an embedding model'),
+} satisfies Record<string, Link>;
+
+/** 400 when the object id names a live resource of another kind. */
+export async function checkLink(s: Services, field: string, objectId: string | undefined, link: Link): Promise<void> {
+  if (objectId === undefined) return;
+  const doc = await s.resourceCache.get(objectId);
+  const problem = doc && link(doc);
+  if (problem) throw validationError([{ field, message: `${objectId} ${problem}` }]);
+}
+
+type AgentLinks = Partial<Pick<AgentDoc, 'workflow_object_id' | 'tool_object_ids' | 'text_rewrite_settings' | 'cache_settings' | 'shielding_settings'>>;
+
+/** Checks the links a (possibly partial) agent definition carries. */
+export async function checkAgentLinks(s: Services, d: AgentLinks): Promise<void> {
+  await checkLink(s, 'workflow_object_id', d.workflow_object_id, LINKS.workflow);
+  for (const [i, id] of (d.tool_object_ids ?? []).entries()) await checkLink(s, `tool_object_ids[${i}]`, id, LINKS.tool);
+  const rewrite = d.text_rewrite_settings?.user_prompt_rewrite_settings;
+  await checkLink(s, 'text_rewrite_settings.user_prompt_rewrite_settings.user_prompt_rewrite_ai_model_object_id', rewrite?.user_prompt_rewrite_ai_model_object_id, LINKS.completionModel);
+  await checkLink(s, 'text_rewrite_settings.user_prompt_rewrite_settings.user_prompt_rewrite_prompt_object_id', rewrite?.user_prompt_rewrite_prompt_object_id, LINKS.prompt);
+  await checkLink(s, 'cache_settings.semantic_cache_settings.embedding_ai_model_object_id', d.cache_settings?.semantic_cache_settings?.embedding_ai_model_object_id, LINKS.embeddingModel);
+  const shielding = d.shielding_settings;
+  if (shielding) {
+    await checkRunnable(s, 'shielding_settings.pre_completion_plugins', shielding.pre_completion_plugins.map((p) => p.plugin_name));
+    await checkRunnable(s, 'shielding_settings.post_completion_plugins', shielding.post_completion_plugins.map((p) => p.plugin_name));
+  }
+}
+
+/** A workflow's model must be a completion model and its prompt a prompt. */
+export async function checkWorkflowLinks(s: Services, d: Pick<WorkflowDoc, 'main_ai_model_object_id' | 'main_prompt_object_id'>): Promise<void> {
+  await checkLink(s, 'main_ai_model_object_id', d.main_ai_model_object_id, LINKS.completionModel);
+  await checkLink(s, 'main_prompt_object_id', d.main_prompt_object_id, LINKS.prompt);
+}

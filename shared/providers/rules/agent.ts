@@ -1,0 +1,47 @@
+// Rules of agents: what a definition links must be of the right kind, and creating an agent grants its
+// creator Owner and its access tokens Reader; purging one takes its grants and tokens with it.
+import { createHash, randomUUID } from 'node:crypto';
+import { ROLE_IDS } from '../../auth/roles.js';
+import type { HookContext, ResourceRules } from '../resource-rules.js';
+import type { agents } from '../types/agent.js';
+import { ROLE_ASSIGNMENTS_PK, serviceAssignment, type RoleAssignmentDoc } from '../types/authorization.js';
+import { checkAgentLinks } from './agent-links.js';
+
+/** A deterministic assignment name, so setting up the same grant twice writes one assignment. */
+export const assignmentName = (scope: string, principalId: string, roleId: string) => {
+  const h = createHash('sha256').update(`${scope}|${principalId.toLowerCase()}|${roleId}`).digest('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
+};
+
+/** Writes a role assignment the service itself grants (not subject to the caller's permissions). */
+export async function grant(ctx: HookContext, grantee: { id: string; type: RoleAssignmentDoc['principal_type'] }, roleId: string, scope: string, note: string): Promise<void> {
+  const name = assignmentName(scope, grantee.id, roleId);
+  const doc = serviceAssignment(ctx.services.config.instanceId, name, { principalId: grantee.id, principalType: grantee.type, roleId, scope, note, by: ctx.principal.upn || 'system' });
+  await ctx.services.store.container<RoleAssignmentDoc>('resources').upsert(doc);
+  ctx.services.authorizer.invalidate();
+}
+
+export const agentRules: ResourceRules<typeof agents> = {
+  validate: (definition, { services }) => checkAgentLinks(services, definition),
+  computed: (_definition, existing, ctx) => ({
+    // Stable for the agent's life: every access token of the agent shares it.
+    virtual_security_group_id: existing?.virtual_security_group_id ?? randomUUID(),
+    owner_user_id: existing?.owner_user_id ?? ctx.principal.id,
+  }),
+  afterCreate: async (doc, ctx) => {
+    await grant(ctx, { id: ctx.principal.id, type: 'User' }, ROLE_IDS.owner, doc.object_id, 'Creator of the agent');
+    if (doc.virtual_security_group_id) await grant(ctx, { id: doc.virtual_security_group_id, type: 'Group' }, ROLE_IDS.reader, doc.object_id, 'Agent access tokens of the agent');
+  },
+  // A purged agent takes its role assignments and access tokens with it: a new agent of that name starts clean.
+  afterPurge: async (doc, ctx) => {
+    const c = ctx.services.store.container<RoleAssignmentDoc>('resources');
+    const { items } = await c.query({ partition: ROLE_ASSIGNMENTS_PK });
+    const scope = doc.object_id.toLowerCase();
+    for (const a of items) {
+      const assigned = a.scope.toLowerCase();
+      if (assigned === scope || assigned.startsWith(`${scope}/`)) await c.delete(a.pk, a.id);
+    }
+    ctx.services.authorizer.invalidate();
+    await ctx.services.agentTokens.deleteAll(doc.name);
+  },
+};

@@ -1,0 +1,102 @@
+// Rules of the configuration resource types: links of the right kind, URLs the outbound rules allow,
+// managed-identity tokens only for their audience, setting values that parse, secret settings rotated and
+// masked, and what a purged pipeline indexed removed with it.
+import { thresholdProblem } from '../../analytics/abuse.js';
+import { parseQuotaDefinitions, QUOTA_SETTING } from '../../completions/quotas.js';
+import { validationError } from '../../errors.js';
+import { dropPipelineDocuments } from '../../knowledge/runs.js';
+import { allowedScopes, identityProblem } from '../../models/credentials.js';
+import { resolvesOutside, savedUrlProblem, urlProblem } from '../../net/outbound.js';
+import { BLOCKLIST_SETTING, compileBlocklist } from '../../shielding/blocklist.js';
+import { brandingProblem } from '../branding.js';
+import type { ResourceRules } from '../resource-rules.js';
+import { APP_CONFIG_PK, maskSecret, rotated } from '../settings.js';
+import { PLATFORM_MEMORY, type apiEndpointConfigurations, type appConfigurations, type dataPipelines, type dataSources, type tools, type workflows } from '../types/catalog.js';
+import { checkWorkflowLinks } from './agent-links.js';
+
+export const workflowRules: ResourceRules<typeof workflows> = {
+  validate: (definition, { services }) => checkWorkflowLinks(services, definition),
+};
+
+export const toolRules: ResourceRules<typeof tools> = {
+  computed: (d) => (d.tool_type === 'knowledge' ? { top_n: d.top_n ?? 5, retrieval: d.retrieval ?? 'always' } : {}),
+  // The server URL follows the rules of user URLs; managed-identity tokens only for allowed scopes.
+  validate: async (d, { services }) => {
+    if (d.url === undefined || d.url === PLATFORM_MEMORY) return;
+    const problem = await savedUrlProblem(d.url, { policy: 'user', allowPrivateNetwork: services.config.allowPrivateNetwork });
+    if (problem) throw validationError([{ field: 'url', message: `url ${problem}` }]);
+    if (d.authentication_type !== 'AzureIdentity') return;
+    const scope = d.authentication_parameters?.scope;
+    if (scope !== undefined && !allowedScopes(services.config).includes(scope)) {
+      throw validationError([{ field: 'authentication_parameters.scope', message: `scope must be one of ${allowedScopes(services.config).join(', ')}` }]);
+    }
+    const identity = identityProblem(d.url, scope, services.gate, services.config);
+    if (identity) throw validationError([{ field: 'url', message: identity }]);
+  },
+};
+
+/** A data source's URLs follow the rules of user URLs, names resolved on save too. */
+export const dataSourceRules: ResourceRules<typeof dataSources> = {
+  validate: async (d, { services }) => {
+    const rules = { policy: 'user' as const, allowPrivateNetwork: services.config.allowPrivateNetwork };
+    const urls: [string, string][] = [...(d.urls ?? []).map((u, i): [string, string] => [`urls[${i}]`, u]), ...(d.account_url !== undefined ? [['account_url', d.account_url] satisfies [string, string]] : [])];
+    for (const [field, url] of urls) {
+      const problem = await savedUrlProblem(url, rules);
+      if (problem) throw validationError([{ field, message: `${field} ${problem}` }]);
+    }
+    // The account receives the managed identity's Storage token: only an https Azure Storage host may.
+    const accountProblem = d.account_url !== undefined ? services.gate.urlProblem('storage', d.account_url) : undefined;
+    if (accountProblem) throw validationError([{ field: 'account_url', message: `account_url ${accountProblem}` }]);
+  },
+};
+
+export const dataPipelineRules: ResourceRules<typeof dataPipelines> = {
+  // A purged pipeline takes what it indexed with it.
+  afterPurge: (doc, { services }) => dropPipelineDocuments(services, doc),
+};
+
+/** Settings the service reads whose values have rules (branding, blocklist, quotas, abuse thresholds). */
+function settingProblem(key: string, value: string): string | undefined {
+  // Without case, as settings are read.
+  const id = key.toLowerCase();
+  const parsed = id === BLOCKLIST_SETTING.toLowerCase() ? compileBlocklist(value) : id === QUOTA_SETTING.toLowerCase() ? parseQuotaDefinitions(value) : undefined;
+  return brandingProblem(key, value) ?? (typeof parsed === 'string' ? parsed : thresholdProblem(key, value));
+}
+
+export const appConfigurationRules: ResourceRules<typeof appConfigurations> = {
+  validate: (d) => {
+    const problem = settingProblem(d.key, d.value);
+    return problem ? Promise.reject(validationError([{ field: 'value', message: `${d.key} ${problem}` }])) : Promise.resolve();
+  },
+  // A secret setting keeps the value a change replaced valid for a while (rotation), and is never shown.
+  computed: (d, existing) => rotated(d.key, d.value, existing),
+  present: maskSecret,
+  afterChange: (doc, { services }) => {
+    if (doc.pk === APP_CONFIG_PK) services.settings.invalidate(doc.name);
+  },
+};
+
+export const apiEndpointRules: ResourceRules<typeof apiEndpointConfigurations> = {
+  validate: async (d, { services, principal }) => {
+    // Managed-identity tokens only for allowed scopes, and only to their audience's hosts.
+    if (d.authentication_type === 'AzureIdentity') {
+      const problem = identityProblem(d.url, d.authentication_parameters.scope, services.gate, services.config);
+      if (problem) throw validationError([{ field: 'url', message: problem }]);
+    }
+    // Loopback and private addresses (local model servers) only from a principal who may assign roles at the
+    // instance (an Owner): a Contributor could otherwise map the private network through the errors of calls.
+    // The endpoint keeps what its saver was allowed: its calls connect under those rules.
+    d.private_network = await pointsInside(d.url);
+    if (d.private_network && !services.config.allowPrivateNetwork && !(await services.authorizer.can(principal, 'Svc.Authorization/roleAssignments/write', `/instances/${services.config.instanceId}`))) {
+      throw validationError([
+        { field: 'url', message: 'url points to a loopback or private network address: only an Owner (who may assign roles at the instance) may save such an endpoint, or set ALLOW_PRIVATE_NETWORK=true to allow it (local development)' },
+      ]);
+    }
+  },
+};
+
+/** Whether a URL names a loopback or private address, or a name that resolves to one now. */
+async function pointsInside(url: string): Promise<boolean> {
+  const strict = { policy: 'user' as const, allowPrivateNetwork: false };
+  return urlProblem(url.replace(/^http:/, 'https:'), strict) !== undefined || (await resolvesOutside(new URL(url).hostname, strict));
+}
