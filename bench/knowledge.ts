@@ -79,7 +79,7 @@ export async function benchKnowledge(): Promise<KnowledgeBench> {
     // Ingestion: the run as the queue worker does it, timed from the process call to the end.
     const started = performance.now();
     const { object_id } = await post(`${p('Svc.DataPipeline', 'dataPipelines', 'docs')}/process`, {}, 202);
-    await runPipeline({ run: object_id.split('/').pop() }, { id: 'bench', dequeueCount: 1 }, app.services);
+    await runPipeline({ run: object_id.split('/').pop() ?? '' }, { id: 'bench', dequeueCount: 1 }, app.services);
     const seconds = (performance.now() - started) / 1000;
     const partitions = (await app.services.vectors.documents('bench-docs')).reduce((n, d) => n + d.partitions, 0);
     if (partitions < 9_900) throw new Error(`the run indexed ${partitions} partitions, not about 10,000`);

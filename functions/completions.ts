@@ -14,7 +14,8 @@ import { defineRoute } from '../shared/http/route.js';
 import { InstanceParams } from '../shared/http/schemas.js';
 import { json, type Reply } from '../shared/http/types.js';
 import { DomainError, validationError } from '../shared/errors.js';
-import type { QueueHandler } from '../shared/queues/handler.js';
+import { queueHandler, type QueueHandler } from '../shared/queues/handler.js';
+import { OperationMessage, WebhookMessage } from '../shared/queues/messages.js';
 import type { Services } from '../shared/services.js';
 import { linkTo, saveTraceContext, withCorrelation } from '../shared/telemetry/correlation.js';
 import { savedUrlProblem } from '../shared/net/outbound.js';
@@ -160,7 +161,7 @@ export const routes = [
           // The start activity's trace context is saved with the operation: polls and the worker link to it.
           // The quota reservation goes with it, given back when the operation ends.
           const op = await startOperation(services, principal, request, operationId, saveTraceContext(), callbackUrl, reservation);
-          await services.producer.send(services.config.asyncQueue, { key: op.id, operation_id: operationId });
+          await services.producer.send(services.config.asyncQueue, { key: op.id, operation_id: operationId } satisfies OperationMessage);
           const headers = { location: statusUrl(params.instanceId, operationId), 'retry-after': '1' };
           return json(202, { operation_id: op.operation_id, status: op.status, status_message: op.status_message, result: null }, headers);
         });
@@ -199,8 +200,8 @@ export const routes = [
 ];
 
 export const queueHandlers: QueueHandler[] = [
-  { name: 'completions-worker', queue: (config) => config.asyncQueue, handler: processOperation },
-  { name: 'completions-poison', queue: (config) => `${config.asyncQueue}-poison`, handler: failPoisoned },
+  queueHandler({ name: 'completions-worker', queue: (config) => config.asyncQueue, message: OperationMessage, handler: processOperation }),
+  queueHandler({ name: 'completions-poison', queue: (config) => `${config.asyncQueue}-poison`, message: OperationMessage, handler: failPoisoned }),
   // Deliveries mostly wait on receivers (each within its attempt deadline and its destination's lane).
-  { name: 'webhooks-deliver', queue: (config) => config.webhooks.queue, handler: deliverWebhook, concurrency: 32 },
+  queueHandler({ name: 'webhooks-deliver', queue: (config) => config.webhooks.queue, message: WebhookMessage, handler: deliverWebhook, concurrency: 32 }),
 ];

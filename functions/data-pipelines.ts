@@ -6,7 +6,8 @@ import { json } from '../shared/http/types.js';
 import { failPoisonedRun, runPipeline, startRun } from '../shared/knowledge/runs.js';
 import { objectIdOf, partitionOf, ResourceName } from '../shared/providers/resource-type.js';
 import { dataPipelines } from '../shared/providers/types/catalog.js';
-import type { QueueHandler } from '../shared/queues/handler.js';
+import { queueHandler, type QueueHandler } from '../shared/queues/handler.js';
+import { RunMessage } from '../shared/queues/messages.js';
 
 export const routes: Route[] = [
   defineRoute({
@@ -30,6 +31,6 @@ export const routes: Route[] = [
 ];
 
 export const queueHandlers: QueueHandler[] = [
-  { name: 'data-pipelines-run', queue: (config) => config.knowledge.queue, handler: runPipeline },
-  { name: 'data-pipelines-poison', queue: (config) => `${config.knowledge.queue}-poison`, handler: failPoisonedRun },
+  queueHandler({ name: 'data-pipelines-run', queue: (config) => config.knowledge.queue, message: RunMessage, handler: runPipeline }),
+  queueHandler({ name: 'data-pipelines-poison', queue: (config) => `${config.knowledge.queue}-poison`, message: RunMessage, handler: failPoisonedRun }),
 ];

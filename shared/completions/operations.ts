@@ -57,8 +57,6 @@ export const operationKey = (upn: string, operationId: string) =>
   createHash('sha256').update(`${ownerKey(upn)}\n${operationId}`).digest('hex').slice(0, 40);
 
 /** The queue message's operation key. */
-export const keyOf = (message: unknown) => (typeof message === 'object' && message !== null ? String((message as { key?: unknown }).key) : '');
-
 export async function startOperation(
   s: Services,
   principal: Principal,

@@ -8,7 +8,8 @@ import { MAX_DEQUEUE_COUNT, type QueueDelivery } from '../queues/handler.js';
 import type { Services } from '../services.js';
 import { linkTo, withCorrelation } from '../telemetry/correlation.js';
 import { admit, runCompletion } from './completion.js';
-import { fail, keyOf, operations, transition, type OperationDoc } from './operations.js';
+import type { OperationMessage } from '../queues/messages.js';
+import { fail, operations, transition, type OperationDoc } from './operations.js';
 
 const tracer = trace.getTracer('agent-platform');
 
@@ -59,8 +60,7 @@ function attemptSignal(s: Services, op: OperationDoc, delivery: QueueDelivery): 
   };
 }
 
-export async function processOperation(message: unknown, delivery: QueueDelivery, s: Services): Promise<void> {
-  const key = keyOf(message);
+export async function processOperation({ key }: OperationMessage, delivery: QueueDelivery, s: Services): Promise<void> {
   const op = await operations(s).read(key, key);
   if (!op || op.status !== 'InProgress') return;
   const operationId = op.operation_id;
@@ -110,6 +110,6 @@ export async function processOperation(message: unknown, delivery: QueueDelivery
 }
 
 /** Messages that exhausted their deliveries (e.g. the worker died on its last try) fail their operation. */
-export async function failPoisoned(message: unknown, _delivery: QueueDelivery, s: Services): Promise<void> {
-  await fail(s, keyOf(message), `Failed: the worker gave up after ${MAX_DEQUEUE_COUNT} deliveries`);
+export async function failPoisoned({ key }: OperationMessage, _delivery: QueueDelivery, s: Services): Promise<void> {
+  await fail(s, key, `Failed: the worker gave up after ${MAX_DEQUEUE_COUNT} deliveries`);
 }

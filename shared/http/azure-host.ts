@@ -111,7 +111,7 @@ export function registerFunctions(routes: readonly Route[], queueHandlers: reado
       connection: 'AzureWebJobsStorage',
       handler: async (message, context) => {
         const meta = context.triggerMetadata ?? {};
-        await q.handler(message, { id: String(meta.id), dequeueCount: Number(meta.dequeueCount ?? 1) }, await services());
+        await q.run(message, { id: String(meta.id), dequeueCount: Number(meta.dequeueCount ?? 1) }, await services());
       },
     });
   }

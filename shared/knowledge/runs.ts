@@ -10,6 +10,7 @@ import { UpstreamError } from '../models/upstream-errors.js';
 import { objectIdOf, partitionOf, resourceId } from '../providers/resource-type.js';
 import { dataPipelineRuns, dataPipelines, dataSources, type DataPipelineDoc, type DataPipelineRunDoc, type DataSourceDoc } from '../providers/types/catalog.js';
 import { MAX_DEQUEUE_COUNT, type QueueDelivery } from '../queues/handler.js';
+import type { RunMessage } from '../queues/messages.js';
 import type { Services } from '../services.js';
 import { updateDocument } from '../store/update.js';
 import { embedderFor, type Embedder } from './embedder.js';
@@ -80,7 +81,7 @@ export async function startRun(s: Services, principal: Principal, pipelineName: 
     deleted: false,
   };
   await runs(s).create(run);
-  await s.producer.send(s.config.knowledge.queue, { run: run.id });
+  await s.producer.send(s.config.knowledge.queue, { run: run.id } satisfies RunMessage);
   return { object_id: run.object_id };
 }
 
@@ -96,9 +97,7 @@ async function update(s: Services, id: string, change: (run: RunDoc) => Partial<
 const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e)).split('\n')[0]?.slice(0, 500) ?? 'unknown error';
 
 /** The queue worker of runs. Throws to have the message delivered again (transient failures, shutdown). */
-export async function runPipeline(message: unknown, delivery: QueueDelivery, s: Services): Promise<void> {
-  const id = (message as { run?: unknown } | null)?.run;
-  if (typeof id !== 'string') return;
+export async function runPipeline({ run: id }: RunMessage, delivery: QueueDelivery, s: Services): Promise<void> {
   const run = await update(s, id, (r) => (ended(r) ? undefined : { status: 'InProgress', started_on: r.started_on ?? new Date().toISOString() }));
   if (!run || ended(run)) return;
   try {
@@ -123,9 +122,8 @@ export async function failRun(s: Services, id: string, reason: string): Promise<
 }
 
 /** The poison queue's handler: a run whose message was given up ends Failed instead of staying InProgress. */
-export async function failPoisonedRun(message: unknown, _delivery: QueueDelivery, s: Services): Promise<void> {
-  const id = (message as { run?: unknown } | null)?.run;
-  if (typeof id === 'string') await failRun(s, id, 'the run could not be completed after several attempts');
+export async function failPoisonedRun({ run: id }: RunMessage, _delivery: QueueDelivery, s: Services): Promise<void> {
+  await failRun(s, id, 'the run could not be completed after several attempts');
 }
 
 /** Failures of one document: reported on the run, the other documents go on. */

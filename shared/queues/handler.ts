@@ -1,6 +1,7 @@
 // Queue-triggered work, declared once: the Functions host binds it to a queue trigger, the standalone
 // server to the local consumer. Both deliver at least once.
 import type { QueueServiceClient } from '@azure/storage-queue';
+import type { z } from 'zod';
 import type { Config } from '../config.js';
 import type { Services } from '../services.js';
 import type { QueueReading } from '../telemetry/metrics.js';
@@ -18,9 +19,32 @@ export interface QueueHandler {
   name: string;
   /** The queue's name, from configuration (several instances may share one storage account). */
   queue: (config: Config) => string;
-  handler: (message: unknown, delivery: QueueDelivery, services: Services) => Promise<void>;
+  /** Handles one delivery of a message as it was queued: parsed by the handler's schema first. */
+  run: (message: unknown, delivery: QueueDelivery, services: Services) => Promise<void>;
   /** Messages handled at once by the standalone server's consumer (default 8): more for work that mostly waits. */
   concurrency?: number;
+}
+
+/**
+ * A queue handler whose messages are checked by a schema, like request bodies: the handler sees the typed
+ * message; one that does not parse is logged and dropped (no later delivery would parse either).
+ */
+export function queueHandler<S extends z.ZodType>(definition: {
+  name: string;
+  queue: (config: Config) => string;
+  message: S;
+  handler: (message: z.output<S>, delivery: QueueDelivery, services: Services) => Promise<void>;
+  concurrency?: number;
+}): QueueHandler {
+  const { message: schema, handler, ...rest } = definition;
+  return {
+    ...rest,
+    run: async (message, delivery, services) => {
+      const parsed = schema.safeParse(message);
+      if (parsed.success) return handler(parsed.data, delivery, services);
+      services.log.warn('Queue message dropped: it is not a message this queue takes', { handler: definition.name, id: delivery.id, problem: parsed.error.issues[0]?.message ?? 'invalid' });
+    },
+  };
 }
 
 /** Deliveries before a message moves to `<queue>-poison` (host.json `extensions.queues.maxDequeueCount`). */

@@ -73,7 +73,7 @@ export function startQueueConsumer(handler: QueueHandler, queues: QueueServiceCl
     const started = Date.now();
     services.log.info('Queue message taken', { queue, id: m.messageId, dequeueCount: m.dequeueCount });
     try {
-      await handler.handler(decodeMessage(m.messageText), { id: m.messageId, dequeueCount: m.dequeueCount, signal: shutdown.signal }, services);
+      await handler.run(decodeMessage(m.messageText), { id: m.messageId, dequeueCount: m.dequeueCount, signal: shutdown.signal }, services);
       clearInterval(renew);
       await client.deleteMessage(m.messageId, m.popReceipt);
       services.log.info('Queue message completed', { queue, id: m.messageId, duration_ms: Date.now() - started });

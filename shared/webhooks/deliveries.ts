@@ -6,6 +6,7 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { request, type Dispatcher } from 'undici';
 import { urlProblem, type OutboundRules } from '../net/outbound.js';
+import type { WebhookMessage } from '../queues/messages.js';
 import type { Services } from '../services.js';
 
 /** One delivery attempt, as the operation records it. */
@@ -41,7 +42,7 @@ export const newSigningSecret = () => randomBytes(32).toString('base64url');
 
 /** Queues the first delivery of an operation that ends (now, or after `delaySeconds` for one about to end). */
 export function enqueueDelivery(s: Services, key: string, delaySeconds?: number): Promise<void> {
-  return s.producer.send(s.config.webhooks.queue, { key, attempt: 1 }, delaySeconds ? { visibilityTimeoutSeconds: delaySeconds } : {});
+  return s.producer.send(s.config.webhooks.queue, { key, attempt: 1 } satisfies WebhookMessage, delaySeconds ? { visibilityTimeoutSeconds: delaySeconds } : {});
 }
 
 /** POSTs a signed body; resolves with what happened, never throws. */

@@ -9,6 +9,8 @@ import { APP_CONFIG_PK } from '../providers/settings.js';
 import { appConfigurations, type AppConfigurationDoc } from '../providers/types/catalog.js';
 import { resourceId } from '../providers/resource-type.js';
 import type { QueueDelivery } from '../queues/handler.js';
+import type { WebhookMessage } from '../queues/messages.js';
+import type { z } from 'zod';
 import type { Services } from '../services.js';
 import { ConflictError } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
@@ -78,24 +80,20 @@ function enterLane(url: string): (() => void) | undefined {
   };
 }
 
-export async function deliverWebhook(message: unknown, _delivery: QueueDelivery, s: Services): Promise<void> {
-  const m = (typeof message === 'object' && message !== null ? message : {}) as { key?: unknown; attempt?: unknown; waits?: unknown };
-  const key = String(m.key);
-  const attempt = typeof m.attempt === 'number' && m.attempt >= 1 ? m.attempt : 1;
+export async function deliverWebhook({ key, attempt, waits }: z.output<typeof WebhookMessage>, _delivery: QueueDelivery, s: Services): Promise<void> {
   const op = await operations(s).read(key, key);
   if (!op?.callback_url) return;
   if (op.status === 'InProgress') {
     // Queued just before the operation's final write (the outbox order): look again shortly, a few times.
     // An operation that stays in progress queues its delivery again when it ends.
-    const waits = typeof m.waits === 'number' ? m.waits : 0;
-    if (waits < 3) await s.producer.send(s.config.webhooks.queue, { key, attempt, waits: waits + 1, id: randomUUID() }, { visibilityTimeoutSeconds: 5 });
+    if (waits < 3) await s.producer.send(s.config.webhooks.queue, { key, attempt, waits: waits + 1, id: randomUUID() } satisfies WebhookMessage, { visibilityTimeoutSeconds: 5 });
     return;
   }
   if (op.deliveries?.some((d) => d.outcome === 'delivered')) return;
   const leave = enterLane(op.callback_url);
   if (!leave) {
     // Its destination already has LANE_WIDTH deliveries in flight: the same attempt, a little later.
-    await s.producer.send(s.config.webhooks.queue, { key, attempt, id: randomUUID() }, { visibilityTimeoutSeconds: 2 });
+    await s.producer.send(s.config.webhooks.queue, { key, attempt, id: randomUUID() } satisfies WebhookMessage, { visibilityTimeoutSeconds: 2 });
     return;
   }
   let result;
@@ -118,5 +116,5 @@ export async function deliverWebhook(message: unknown, _delivery: QueueDelivery,
     s.log.warn('Webhook delivery given up', { operation: op.operation_id, attempts: attempt });
     return;
   }
-  await s.producer.send(s.config.webhooks.queue, { key, attempt: attempt + 1, id: randomUUID() }, { visibilityTimeoutSeconds: delay });
+  await s.producer.send(s.config.webhooks.queue, { key, attempt: attempt + 1, id: randomUUID() } satisfies WebhookMessage, { visibilityTimeoutSeconds: delay });
 }

@@ -1,8 +1,10 @@
-// The local queue trigger against Azurite: delivery, retry with a growing dequeue count, poison queue.
+// The local queue trigger against Azurite: delivery, messages checked by schema, retry with a growing dequeue
+// count, poison queue.
 import { randomUUID } from 'node:crypto';
 import { QueueServiceClient } from '@azure/storage-queue';
 import { afterEach, describe, expect, inject, it } from 'vitest';
-import { decodeMessage, MAX_DEQUEUE_COUNT, QueueProducer, type QueueHandler } from '../../shared/queues/handler.js';
+import { z } from 'zod';
+import { decodeMessage, MAX_DEQUEUE_COUNT, QueueProducer, queueHandler } from '../../shared/queues/handler.js';
 import { startQueueConsumer, type Consumer } from '../../shared/queues/local-consumer.js';
 import { testServices } from '../support/services.js';
 
@@ -30,7 +32,7 @@ describe('local queue consumer', () => {
     const s = await testServices();
     const queue = `q-${randomUUID()}`;
     const seen: unknown[] = [];
-    const handler: QueueHandler = { name: 'test-ok', queue: () => queue, handler: (m) => Promise.resolve(void seen.push(m)) };
+    const handler = queueHandler({ name: 'test-ok', queue: () => queue, message: z.object({ n: z.number() }), handler: (m) => Promise.resolve(void seen.push(m)) });
     const producer = new QueueProducer(queues);
     consumer = startQueueConsumer(handler, queues, s, { idlePollMs: 50 });
     await producer.send(queue, { n: 1 });
@@ -42,18 +44,35 @@ describe('local queue consumer', () => {
     expect(seen).toHaveLength(2);
   });
 
+  it('drops a message its schema refuses: the handler never sees it, and it is not delivered again', async () => {
+    const s = await testServices();
+    const queue = `q-${randomUUID()}`;
+    const seen: unknown[] = [];
+    const handler = queueHandler({ name: 'test-schema', queue: () => queue, message: z.object({ n: z.number() }), handler: (m) => Promise.resolve(void seen.push(m)) });
+    consumer = startQueueConsumer(handler, queues, s, { idlePollMs: 50 });
+    const producer = new QueueProducer(queues);
+    await producer.send(queue, { n: 'not a number' });
+    await producer.send(queue, { n: 3 });
+    await until(() => seen.length === 1);
+    await untilEmpty(queue);
+    expect(seen).toEqual([{ n: 3 }]);
+    expect(s.log.records.filter((r) => r.message.startsWith('Queue message dropped'))).toHaveLength(1);
+    expect(s.log.records.filter((r) => r.message === 'Queue message failed')).toHaveLength(0);
+  });
+
   it('redelivers a failing message with a growing dequeue count, then moves it to the poison queue', async () => {
     const s = await testServices();
     const queue = `q-${randomUUID()}`;
     const counts: number[] = [];
-    const handler: QueueHandler = {
+    const handler = queueHandler({
       name: 'test-fail',
       queue: () => queue,
+      message: z.object({ op: z.string() }),
       handler: (_m, delivery) => {
         counts.push(delivery.dequeueCount);
         return Promise.reject(new Error('always fails'));
       },
-    };
+    });
     consumer = startQueueConsumer(handler, queues, s, { idlePollMs: 50, visibilityTimeoutSeconds: 1 });
     await new QueueProducer(queues).send(queue, { op: 'x' });
     await until(() => counts.length === MAX_DEQUEUE_COUNT, 30_000);

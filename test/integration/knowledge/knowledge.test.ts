@@ -241,7 +241,7 @@ describe('a data pipeline run cut short', () => {
   it('finishes on redelivery with every document indexed once and no duplicate partitions', async () => {
     const started = await app.call('POST', `${providers(app, 'Svc.DataPipeline')}/dataPipelines/cut-docs/process`);
     const runObjectId = (started.body as { object_id: string }).object_id;
-    const message = { run: runObjectId.split('/').pop() };
+    const message = { run: runObjectId.split('/').pop() ?? '' };
     // Each embeddings call takes a while; the worker is stopped once five have been asked for (four documents
     // indexed, the fifth in flight).
     llm.nextEmbedding(...Array.from({ length: 8 }, () => ({ hangMs: 200 })));
