@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { deleteResource, getResource, listResources, purgeResource, upsertResource } from '../shared/providers/resources.js';
 import { RESOURCE_TYPES } from '../shared/providers/registry.js';
 import type { ResourceType } from '../shared/providers/resource-rules.js';
-import { ResourceName } from '../shared/providers/resource-type.js';
+import { objectIdOf, partitionOf, ResourceName } from '../shared/providers/resource-type.js';
 import { defineRoute, type Route } from '../shared/http/route.js';
 import { pagedJson, pagedResponse, PageQuery } from '../shared/http/paging.js';
 import { json } from '../shared/http/types.js';
@@ -23,6 +23,8 @@ const ObjectIdResult = z.object({ object_id: z.string() });
 
 function routesFor(t: ResourceType): Route[] {
   const base = `/instances/{instanceId}/providers/${t.provider}/${t.segment}`;
+  // Authorization of one resource: the action on its own path (the pipeline checks it before the handler).
+  const may = (verb: 'read' | 'write' | 'delete') => ({ params }: { params: z.output<typeof Params> }) => ({ action: `${partitionOf(t)}/${verb}`, scope: objectIdOf(params.instanceId, t, params.name) });
   const common = { api: 'management', tag: `${t.provider}/${t.segment}`, auth: 'bearer', errors: 'management' } as const;
   const routes: Route[] = [
     defineRoute({
@@ -43,6 +45,7 @@ function routesFor(t: ResourceType): Route[] {
       path: `${base}/{name}`,
       summary: `Get one ${t.type} with its full definition`,
       params: Params,
+      permission: may('read'),
       responses: { 200: { description: 'Envelope with the full definition', schema: Envelope } },
       handler: async ({ services, principal, params }) => json(200, await getResource(services, t, principal, params.name)),
     }),
@@ -58,6 +61,7 @@ function routesFor(t: ResourceType): Route[] {
       summary: `Create or update a ${t.type}`,
       params: Params,
       body: t.schema,
+      permission: may('write'),
       responses: {
         200: { description: 'The resource object id', schema: ObjectIdResult },
         409: { description: 'The name is taken by a soft-deleted resource, or differs only by case, or the resource changed meanwhile' },
@@ -71,6 +75,7 @@ function routesFor(t: ResourceType): Route[] {
       path: `${base}/{name}`,
       summary: `Soft-delete a ${t.type} (it blocks its name until purged)`,
       params: Params,
+      permission: may('delete'),
       responses: { 200: { description: 'Deleted', schema: z.object({ object_id: z.string(), deleted: z.boolean() }) }, 409: { description: 'The resource changed meanwhile' } },
       handler: async ({ services, principal, params }) => json(200, await deleteResource(services, t, principal, params.name)),
     }),
@@ -81,6 +86,7 @@ function routesFor(t: ResourceType): Route[] {
       path: `${base}/{name}/purge`,
       summary: `Permanently remove a soft-deleted ${t.type}`,
       params: Params,
+      permission: may('delete'),
       responses: { 200: { description: 'Purged', schema: z.object({ object_id: z.string(), is_success: z.boolean() }) }, 409: { description: 'The resource is not deleted' } },
       handler: async ({ services, principal, params }) => json(200, await purgeResource(services, t, principal, params.name)),
     }),

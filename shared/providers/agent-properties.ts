@@ -6,7 +6,7 @@ import { ROLE_IDS } from '../auth/roles.js';
 import { DomainError, badRequest, forbidden, notFound } from '../errors.js';
 import type { Services } from '../services.js';
 import { updateDocument } from '../store/update.js';
-import { objectIdOf, partitionOf, resourceId } from './resource-type.js';
+import { partitionOf, resourceId } from './resource-type.js';
 import { checkAgentLinks } from './rules/agent-links.js';
 import { grant } from './rules/agent.js';
 import { WRITABLE_SCALARS, WRITABLE_SETTINGS } from './types/agent-settings.js';
@@ -36,9 +36,8 @@ export const SetPropertiesBody = z
   .object({ properties: z.record(z.string(), z.unknown()).optional(), metadata_properties: z.record(z.string(), z.unknown()).optional() })
   .strict();
 
-async function loadAgent(s: Services, principal: Principal, name: string, action: 'read' | 'write'): Promise<AgentDoc> {
-  const objectId = objectIdOf(s.config.instanceId, agents, name);
-  if (!(await s.authorizer.can(principal, `Svc.Agent/agents/${action}`, objectId))) throw forbidden(`Not permitted to ${action} agent ${name}`);
+/** The agent (its route has authorized the caller to read or write it). */
+async function loadAgent(s: Services, name: string): Promise<AgentDoc> {
   const doc = await s.store.container<AgentDoc>('resources').read(partitionOf(agents), resourceId(name));
   if (!doc || doc.deleted) throw notFound(`Agent ${name} not found`);
   return doc;
@@ -61,7 +60,7 @@ function propertyValue(agent: AgentDoc, name: string): unknown {
   }
 }
 
-export async function getProperties(s: Services, principal: Principal, agentName: string, body: z.output<typeof GetPropertiesBody>) {
+export async function getProperties(s: Services, agentName: string, body: z.output<typeof GetPropertiesBody>) {
   const names = body.property_names ?? [];
   const metadataNames = body.metadata_property_names ?? [];
   if (names.length + metadataNames.length === 0) throw badRequest('Name at least one property in property_names or metadata_property_names');
@@ -69,7 +68,7 @@ export async function getProperties(s: Services, principal: Principal, agentName
   const invalid = [...names.filter((n) => !known.has(n)), ...metadataNames.filter((n) => !(METADATA_PROPERTIES as readonly string[]).includes(n))];
   if (invalid.length > 0) throw badRequest(`Invalid property names: ${invalid.join(', ')}`);
 
-  const agent = await loadAgent(s, principal, agentName, 'read');
+  const agent = await loadAgent(s, agentName);
   const properties: Record<string, unknown> = {};
   const absent: string[] = [];
   for (const name of names) {
@@ -106,7 +105,7 @@ export async function setProperties(s: Services, principal: Principal, agentName
   // The service sets updated_on and updated_by itself (the caller may only send them as null).
   const { updated_on: _on, updated_by: _by, ...values } = parsed.data;
 
-  const agent = await loadAgent(s, principal, agentName, 'write');
+  const agent = await loadAgent(s, agentName);
   await checkAgentLinks(s, values);
   const newOwner = values.owner_user_id !== undefined && values.owner_user_id !== agent.owner_user_id ? values.owner_user_id : undefined;
   if (newOwner !== undefined && !(await s.authorizer.hasRole(principal, ROLE_IDS.owner, agent.object_id))) {

@@ -1,7 +1,8 @@
-// The generic resource provider: list, get, create-or-update, soft delete and purge for every resource
-// type, with role-based authorization and the envelopes of spec 2.9.
+// The generic resource provider: list, get, create-or-update, soft delete and purge for every resource type.
+// The route's permission (functions/resources.ts) authorizes the action on the resource's path before these
+// run; a list shows only what the caller may read; a type's rules may ask more (role assignments).
 import type { Principal } from '../auth/principal.js';
-import { conflict, forbidden, notFound, badRequest } from '../errors.js';
+import { conflict, notFound, badRequest } from '../errors.js';
 import type { PageQuery, PageResult } from '../http/paging.js';
 import type { Services } from '../services.js';
 import type { Page } from '../store/types.js';
@@ -16,7 +17,6 @@ export interface Envelope {
 }
 
 const verbs = (t: ResourceType) => ['read', 'write', 'delete'].map((v) => `${partitionOf(t)}/${v}`);
-const action = (t: ResourceType, verb: 'read' | 'write' | 'delete') => `${partitionOf(t)}/${verb}`;
 const container = (s: Services) => s.store.container<AnyResource>('resources');
 
 /** The stored document as the API shows it: without store bookkeeping. */
@@ -33,7 +33,7 @@ export async function readResource(s: Services, t: ResourceType, name: string): 
 
 /** A page of the resources of a type that the caller may read, by name. */
 export async function listResources(s: Services, t: ResourceType, principal: Principal, includeDeleted: boolean, query: PageQuery): Promise<PageResult<Envelope>> {
-  const read = action(t, 'read');
+  const read = `${partitionOf(t)}/read`;
   const fetch = async (continuation: string | undefined, limit: number): Promise<Page<AnyResource>> =>
     t.builtIn
       ? { items: t.builtIn(s.config.instanceId) }
@@ -63,8 +63,6 @@ export async function listResources(s: Services, t: ResourceType, principal: Pri
 }
 
 export async function getResource(s: Services, t: ResourceType, principal: Principal, name: string): Promise<Envelope> {
-  const objectId = objectIdOf(s.config.instanceId, t, name);
-  await s.authorizer.require(principal, action(t, 'read'), objectId);
   const doc = await readResource(s, t, name);
   if (!doc) throw notFound(`${t.type} ${name} not found`);
   const shown = present(doc);
@@ -81,7 +79,6 @@ export async function upsertResource(
   if (body.name !== name) throw badRequest(`name: must equal the name in the path (${name})`);
   const objectId = objectIdOf(s.config.instanceId, t, name);
   const ctx: HookContext = { services: s, principal, objectId };
-  await s.authorizer.require(principal, action(t, 'write'), objectId);
   const authorized = t.authorizeWrite ? await container(s).read(partitionOf(t), resourceId(name)) : undefined;
   await t.authorizeWrite?.(body, authorized, ctx);
   await t.validate?.(body, ctx);
@@ -121,7 +118,6 @@ export async function upsertResource(
 
 export async function deleteResource(s: Services, t: ResourceType, principal: Principal, name: string): Promise<{ object_id: string; deleted: boolean }> {
   const objectId = objectIdOf(s.config.instanceId, t, name);
-  await s.authorizer.require(principal, action(t, 'delete'), objectId);
   const authorized = t.authorizeDelete ? await container(s).read(partitionOf(t), resourceId(name)) : undefined;
   if (authorized) await t.authorizeDelete?.(authorized, { services: s, principal, objectId });
   const saved = await updateDocument(container(s), partitionOf(t), resourceId(name), (existing) => {
@@ -137,7 +133,6 @@ export async function deleteResource(s: Services, t: ResourceType, principal: Pr
 
 export async function purgeResource(s: Services, t: ResourceType, principal: Principal, name: string): Promise<{ object_id: string; is_success: boolean }> {
   const objectId = objectIdOf(s.config.instanceId, t, name);
-  await s.authorizer.require(principal, action(t, 'delete'), objectId);
   const doc = await container(s).read(partitionOf(t), resourceId(name));
   if (!doc) throw notFound(`${t.type} ${name} not found`);
   if (!doc.deleted) throw conflict(`${t.type} ${name} is not deleted; delete it before purging it`);
@@ -148,13 +143,4 @@ export async function purgeResource(s: Services, t: ResourceType, principal: Pri
   await t.afterPurge?.(doc, ctx);
   await t.afterChange?.(doc, ctx);
   return { object_id: objectId, is_success: true };
-}
-
-/** Whether the principal may read the resource at all (used to tell 403 from 404 elsewhere). */
-export async function requireReadable(s: Services, t: ResourceType, principal: Principal, name: string): Promise<AnyResource> {
-  const objectId = objectIdOf(s.config.instanceId, t, name);
-  if (!(await s.authorizer.can(principal, action(t, 'read'), objectId))) throw forbidden(`Not permitted to read ${objectId}`);
-  const doc = await readResource(s, t, name);
-  if (!doc || doc.deleted) throw notFound(`${t.type} ${name} not found`);
-  return doc;
 }
