@@ -32,7 +32,7 @@ export interface StageBench {
 }
 
 /**
- * What each optional stage adds at concurrency 1 (CONTRACT 10.7), each against the same agent without it,
+ * What each optional stage adds at concurrency 1, each against the same agent without it,
  * alternating: shielding with the blocklist (100 terms and 5 expressions, before and after the model), the
  * prompt rewrite (one more model call), and one tool round (an MCP tool call and one more model call).
  */

@@ -1,4 +1,4 @@
-// Knowledge (CONTRACT 10.6) on the embedded index: ingestion of 10,000 partitions through a real pipeline run
+// Knowledge on the embedded index: ingestion of 10,000 partitions through a real pipeline run
 // (a Web source on loopback, the mock's embeddings), retrieval of the top 5 at concurrency 1, and what
 // retrieval adds to a completion. Each against a baseline of the same run: fetching and embedding the same
 // text without the service; an exact cosine scan of the same vectors in the same SQLite file (which also

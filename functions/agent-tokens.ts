@@ -1,4 +1,4 @@
-// Agent access tokens (spec 4.5): issue, list, validate and revoke, per agent.
+// Agent access tokens: issue, list, validate and revoke, per agent.
 import { z } from 'zod';
 import type { Principal } from '../shared/auth/principal.js';
 import { view } from '../shared/auth/agent-tokens.js';

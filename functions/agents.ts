@@ -1,4 +1,4 @@
-// The agents the caller may use (spec 4.1, 2.5): by role assignment, or the one agent of a token.
+// The agents the caller may use: by role assignment, or the one agent of a token.
 import { z } from 'zod';
 import { defineRoute } from '../shared/http/route.js';
 import { InstanceParams } from '../shared/http/schemas.js';

@@ -1,4 +1,4 @@
-// Analytics query (spec 4.7): Analytics Reader only; api-version=2024-02-16.
+// Analytics query: Analytics Reader only; api-version=2024-02-16.
 import { z } from 'zod';
 import { runAnalytics } from '../shared/analytics/query.js';
 import { AnalyticsRequest } from '../shared/analytics/request.js';

@@ -1,4 +1,4 @@
-// Portal branding values (spec 4.1, 2.7): defaults overridden by valid Svc:Branding:* app configurations.
+// Portal branding values: defaults overridden by valid Svc:Branding:* app configurations.
 import { z } from 'zod';
 import { defineRoute } from '../shared/http/route.js';
 import { InstanceParams } from '../shared/http/schemas.js';

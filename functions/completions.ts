@@ -1,4 +1,4 @@
-// Completions (spec 4.1, 6; CONTRACT.md section 7): synchronous, asynchronous with a status poll, and the
+// Completions: synchronous, asynchronous with a status poll, and the
 // queue-triggered worker. Each call is a trace boundary; OperationId, InstanceId and ConversationId travel
 // as baggage.
 import { trace } from '@opentelemetry/api';
@@ -66,7 +66,7 @@ const upstreamErrors = {
 } as const;
 const quota429 = { 429: upstreamErrors[429] };
 
-/** The events of a streamed completion (CONTRACT 10.2), as text/event-stream. */
+/** The events of a streamed completion, as text/event-stream. */
 const CompletionEvents = z
   .string()
   .describe(
@@ -77,7 +77,7 @@ const CompletionEvents = z
 /**
  * Checks everything a request can fail on before any work starts or is queued, the quota last; then runs
  * `answer`. Its reply, or the error it fails with, carries the rate-limit headers of the quota closest to
- * its limit (CONTRACT 10.4); a 429 carries those of the exceeded quota.
+ * its limit; a 429 carries those of the exceeded quota.
  */
 async function admitted(s: Services, principal: Principal, body: CompletionRequest, answer: (admitted: Admitted, reservation: QuotaReservation) => Promise<Reply>): Promise<Reply> {
   const request = await admit(s, principal, body);

@@ -1,4 +1,4 @@
-// Data pipeline runs (CONTRACT 10.6): the process action, and the queue worker that runs them. Runs are read
+// Data pipeline runs: the process action, and the queue worker that runs them. Runs are read
 // through the generic resource routes (dataPipelineRuns: list and get).
 import { z } from 'zod';
 import { defineRoute, type Route } from '../shared/http/route.js';

@@ -1,4 +1,4 @@
-// Files (spec 4.1, 2.7; CONTRACT 10.5). Upload: multipart `file` (required), `agent_name` (required),
+// Files. Upload: multipart `file` (required), `agent_name` (required),
 // `session_id` (optional), streamed to Blob storage with a size limit; nothing is kept when the request
 // fails. Then the caller's own files: list (newest first, paged), metadata, content, delete.
 import { z } from 'zod';

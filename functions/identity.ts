@@ -1,4 +1,4 @@
-// Identity (spec 4.3): the calling principal with its role assignments, and principal search.
+// Identity: the calling principal with its role assignments, and principal search.
 import { z } from 'zod';
 import { ROLE_ASSIGNMENTS_PK, type RoleAssignmentDoc } from '../shared/providers/types/authorization.js';
 import { ROLES_BY_ID } from '../shared/auth/roles.js';

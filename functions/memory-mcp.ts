@@ -1,4 +1,4 @@
-// The memory tool server of spec 4.2 (an MCP server over streamable HTTP), one URL per agent:
+// The memory tool server (an MCP server over streamable HTTP), one URL per agent:
 // POST /instances/{instanceId}/mcp/memory/{agentName}. Its caller forwards the signed-in user in
 // X-USER-IDENTITY and must hold the Memory.ActOnBehalf app role; the user must be able to use the agent.
 import { z } from 'zod';

@@ -1,4 +1,4 @@
-// Personalized memory endpoints (spec 4.2): read, append, clear, export, import. Every operation acts on the
+// Personalized memory endpoints: read, append, clear, export, import. Every operation acts on the
 // authenticated (or forwarded) user's own memory.
 import { z } from 'zod';
 import type { Principal } from '../shared/auth/principal.js';

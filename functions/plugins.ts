@@ -1,4 +1,4 @@
-// Plugin packages and plugins (spec 4.6): upload or deploy from a store, list, download, validate a store,
+// Plugin packages and plugins: upload or deploy from a store, list, download, validate a store,
 // list and filter plugins. Every call needs api-version=2024-02-16.
 import type { Readable } from 'node:stream';
 import { z } from 'zod';

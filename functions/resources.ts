@@ -1,4 +1,4 @@
-// Management API resource operations (spec 4.3): list, get, create-or-update, delete, purge for every
+// Management API resource operations: list, get, create-or-update, delete, purge for every
 // resource type, generated from the type registry so each type is documented with its own schema.
 import { z } from 'zod';
 import { deleteResource, getResource, listResources, purgeResource, upsertResource } from '../shared/providers/resources.js';

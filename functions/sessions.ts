@@ -1,4 +1,4 @@
-// Sessions and messages (spec 4.1, 2.6): every read and write is the caller's own.
+// Sessions and messages: every read and write is the caller's own.
 import { z } from 'zod';
 import { presentMessage, presentSession } from '../shared/conversations/conversations.js';
 import { defineRoute } from '../shared/http/route.js';
@@ -80,7 +80,7 @@ export const routes = [
     name: 'sessions-rename',
     method: 'POST',
     path: '/instances/{instanceId}/sessions/{sessionId}/rename',
-    summary: "Rename one of the caller's sessions (not in the spec: what the portal's rename calls)",
+    summary: "Rename one of the caller's sessions (an addition to the session API: what the portal's rename calls)",
     params: SessionParams,
     body: SessionName,
     responses: { 200: { description: 'The renamed session', schema: Session } },

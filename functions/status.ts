@@ -1,4 +1,4 @@
-// Status of both APIs (spec 4.1 and 4.3). No authentication (CONTRACT.md section 2).
+// Status of both APIs. No authentication.
 import { z } from 'zod';
 import { json } from '../shared/http/types.js';
 import { defineRoute } from '../shared/http/route.js';

@@ -3,7 +3,7 @@ import path from 'node:path';
 import { z } from 'zod';
 import { LOG_LEVELS, type LogLevel } from './log.js';
 
-/** Instance id used when INSTANCE_ID is not set (CONTRACT.md section 2). */
+/** Instance id used when INSTANCE_ID is not set. */
 export const DEFAULT_INSTANCE_ID = '7a3c5a2e-4b1f-4c8e-9d6a-0f2b8e1c4d5a';
 
 const Guid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be a GUID');
@@ -80,13 +80,13 @@ const Env = z.object({
   QUEUE_VISIBILITY_TIMEOUT_SECONDS: optional(z.coerce.number().int().min(2).max(600)).default(30),
   /** An async operation still InProgress after this long is reported Failed. */
   ASYNC_OPERATION_TIMEOUT_SECONDS: optional(PositiveInt).default(1800),
-  /** Storage queue of webhook deliveries (CONTRACT 10.3). */
+  /** Storage queue of webhook deliveries. */
   WEBHOOKS_QUEUE: optional(z.string().regex(/^[a-z0-9](?!.*--)[a-z0-9-]{1,50}[a-z0-9]$/, 'must be a Storage queue name (3-52 lower-case letters, digits, hyphens)')).default('webhook-deliveries'),
   /** Unit of the webhook retry delays (1, 3, 6, 12, ... 192 of it): 5 s retries for about 16 minutes. */
   WEBHOOK_RETRY_BASE_SECONDS: optional(PositiveInt).default(5),
-  /** Storage queue of data pipeline runs (CONTRACT 10.6); its poison queue is `<name>-poison`. */
+  /** Storage queue of data pipeline runs; its poison queue is `<name>-poison`. */
   PIPELINES_QUEUE: optional(z.string().regex(/^[a-z0-9](?!.*--)[a-z0-9-]{1,50}[a-z0-9]$/, 'must be a Storage queue name (3-52 lower-case letters, digits, hyphens)')).default('data-pipeline-runs'),
-  /** How long a semantic cache entry may answer (CONTRACT 10.7). */
+  /** How long a semantic cache entry may answer. */
   SEMANTIC_CACHE_TTL_SECONDS: optional(PositiveInt).default(3600),
   /** Rounds of tool calls one completion may make before the model must answer. */
   TOOL_MAX_ROUNDS: optional(z.coerce.number().int().min(1).max(20)).default(5),
@@ -186,7 +186,7 @@ export interface Config {
   version: string;
 }
 
-/** The local identity provider's audience (CONTRACT.md section 4). */
+/** The local identity provider's audience. */
 export const LOCAL_AUDIENCE = 'api://agent-platform';
 
 /**

@@ -153,7 +153,7 @@ resource cosmos 'Microsoft.DocumentDB/databaseAccounts@2024-11-15' = {
   properties: {
     databaseAccountOfferType: 'Standard'
     disableLocalAuth: true
-    // Vector search: the knowledge container's vector embedding policy and index (CONTRACT 10.6).
+    // Vector search: the knowledge container's vector embedding policy and index.
     capabilities: [{ name: 'EnableServerless' }, { name: 'EnableNoSQLVectorSearch' }]
     locations: [{ locationName: location, failoverPriority: 0 }]
     consistencyPolicy: { defaultConsistencyLevel: 'Session' }

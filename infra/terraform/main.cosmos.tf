@@ -21,7 +21,7 @@ resource "azurerm_cosmosdb_account" "this" {
     name = "EnableServerless"
   }
 
-  # Vector search: the knowledge container's vector embedding policy and index (CONTRACT 10.6).
+  # Vector search: the knowledge container's vector embedding policy and index.
   capabilities {
     name = "EnableNoSQLVectorSearch"
   }

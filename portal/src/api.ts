@@ -85,7 +85,7 @@ export function createApi(config: PortalConfig, token: () => Promise<string>, on
   }
 
   /**
-   * A streamed completion (CONTRACT 10.2): `onDelta` with each piece, resolving with the completion
+   * A streamed completion: `onDelta` with each piece, resolving with the completion
    * response of the `completed` event. Fails before the stream (auth, quota) answer as JSON errors.
    */
   async function stream(request: CompletionRequest, onDelta: (text: string) => void, signal?: AbortSignal): Promise<CompletionResponse> {

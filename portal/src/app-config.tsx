@@ -1,5 +1,5 @@
 // App configuration with forms of its own: the branding (Svc:Branding:*) and the completion quotas
-// (Svc:Quota:Definitions), CONTRACT 8 and 10.4. Each writes app configuration resources through the
+// (Svc:Quota:Definitions; docs/configuration.md, Runtime settings). Each writes app configuration resources through the
 // Management API, which checks them; its message is shown when it refuses one.
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError } from './api';
@@ -11,7 +11,7 @@ const setting = (key: string) => `/providers/Svc.Configuration/appConfigurations
 /** Writes one app configuration value. */
 const write = (ctx: Context, key: string, value: string) => ctx.api.call('management', setting(key), { method: 'POST', json: { name: key, key, value } });
 
-/** The branding settings (CONTRACT 8): the field of GET /branding and the app configuration key behind it. */
+/** The branding settings: the field of GET /branding and the app configuration key behind it. */
 const BRANDING = [
   ['company_name', 'Svc:Branding:CompanyName', 'Company name'],
   ['page_title', 'Svc:Branding:PageTitle', 'Page title'],
@@ -65,7 +65,7 @@ export function BrandingForm({ ctx, onSaved }: { ctx: Context; onSaved: () => vo
 const QUOTA_KEY = 'Svc:Quota:Definitions';
 const ALL_AGENTS = 'CoreAPI:Completions';
 
-/** A quota definition as CONTRACT 8 and 10.4 write it. */
+/** A quota definition as the Svc:Quota:Definitions setting holds it. */
 interface Quota {
   name: string;
   description?: string;

@@ -5,7 +5,7 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import type { AgentItem, Citation, CompletionResponse, Message, Session } from './api';
 import { ErrorText, FilePicker, mount, saveAs, type Context } from './shell';
 
-/** What the agent's properties say the portal shows (spec 2.12; each true unless set false). */
+/** What the agent's properties say the portal shows (each true unless set false). */
 interface AgentView {
   show_message_tokens: boolean;
   show_message_rating: boolean;

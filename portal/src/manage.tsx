@@ -196,7 +196,7 @@ function changesOf(loaded: Draft, draft: Draft): Record<string, unknown> {
 }
 
 /**
- * Every writable property of spec 2.12 and the welcome message, read through get-properties and written
+ * Every writable agent property and the welcome message, read through get-properties and written
  * through set-properties: only what the form changed is sent, and the API's validation messages are shown.
  */
 function AgentProperties({ ctx, agent }: { ctx: Context; agent: string }) {

@@ -1,4 +1,4 @@
-// Abuse detection of spec 8: indicators for one user over the period, the risk score and anomalies.
+// Abuse detection (docs/api-decisions.md, Analytics): indicators for one user over the period, the risk score and anomalies.
 // Indicators are computed once from the user's usage records; the score is a pure function of them, so the
 // two can never call each other.
 import type { UsageDoc } from '../completions/usage.js';
@@ -164,7 +164,7 @@ export function indicators(records: readonly UsageDoc[], t: Thresholds, now = ne
 
 const shown = ({ category: _c, factor: _f, ...i }: Indicator) => i;
 
-/** UserAbuseIndicators of spec 2.13. */
+/** UserAbuseIndicators (the OpenAPI document). */
 export function indicatorReport(username: string, found: readonly Indicator[]) {
   const of = (c: Category) => found.filter((i) => i.category === c).map(shown);
   return {

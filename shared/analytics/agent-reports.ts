@@ -1,11 +1,11 @@
-// Agent, model, file and daily reports of spec 2.13, each from store aggregates.
+// Agent, model, file and daily reports, each from store aggregates.
 import { eq, num, present, ratio, str, type Sources } from './data.js';
 import type { Period } from './request.js';
 
 const RESPONSE = eq('sender', 'Assistant');
 const agentFilter = (agent: string | undefined) => (agent ? [eq('agent_name', agent)] : []);
 
-/** AnalyticsOverview. avg_response_time_ms, total_tools and total_models are 0, as the spec defines them. */
+/** AnalyticsOverview. Its avg_response_time_ms, total_tools and total_models are 0 (the overview's fixed fields; the agent and model reports carry them). */
 export async function overview(src: Sources, agent: string | undefined) {
   // Every turn writes a user message, so sessions and users with activity are counted over those (half the rows).
   const [activity, responses, tokens] = await Promise.all([
@@ -26,7 +26,7 @@ export async function overview(src: Sources, agent: string | undefined) {
 
 /**
  * AnalyticsAgentSummary for every agent with responses or token records (or just `only`), sorted by name.
- * Fields the spec leaves unpopulated are computed where the data exists: avg_response_time_ms (operation
+ * Fields other implementations leave unpopulated are computed where the data exists: avg_response_time_ms (operation
  * durations), error_rate (failed operations / operations), avg_files_per_conversation, and
  * avg_rounds_per_conversation (responses / conversations: every turn is one request and one response).
  * avg_tools_used is tool executions per response and most_used_tools the five tools run most (tool runs);

@@ -1,4 +1,4 @@
-// Answers an AnalyticsRequest (spec 4.7): resolves filters, checks each domain provider's own action for the
+// Answers an AnalyticsRequest: resolves filters, checks each domain provider's own action for the
 // caller, and builds the AnalyticsResponse of the request type.
 import type { Principal } from '../auth/principal.js';
 import type { Services } from '../services.js';
@@ -21,7 +21,7 @@ const ACTIONS = { conversation: 'Svc.Conversation/conversationAnalytics/read', c
 export async function runAnalytics(s: Services, principal: Principal, body: AnalyticsRequest) {
   const r = resolve(body);
   const instance = `/instances/${s.config.instanceId}`;
-  // Each domain provider checks its own action with the caller's identity (spec 5).
+  // Each domain provider checks its own action with the caller's identity.
   for (const domain of domains(r.type)) await s.authorizer.require(principal, ACTIONS[domain], instance);
 
   const src = sources(

@@ -1,4 +1,4 @@
-// The AnalyticsRequest of spec 2.13 and 4.7: request types, filters with their defaults, and the rules
+// The AnalyticsRequest (the OpenAPI document): request types, filters with their defaults, and the rules
 // for required filters.
 import { z } from 'zod';
 import { ownerKey } from '../auth/principal.js';
@@ -31,7 +31,7 @@ const NEEDS_USER: readonly RequestType[] = ['UserSummary', 'UserActivityTimeline
 
 export const AnalyticsRequest = z
   .object({
-    /** The number of spec 4.7 (0-17); the name is accepted too. */
+    /** The request type's number (0-17); the name is accepted too. */
     request_type: z.union([z.number().int().min(0).max(17), z.enum(REQUEST_TYPES)], { error: 'request_type must be 0 to 17' }),
     filters: z
       .object({

@@ -1,4 +1,4 @@
-// The shapes of AnalyticsResponse.data per request type (spec 2.13), for the OpenAPI document and generated
+// The shapes of AnalyticsResponse.data per request type, for the OpenAPI document and generated
 // clients. A test runs every request type and checks its answer against these, so they cannot drift.
 import { z } from 'zod';
 import type { RequestType } from './request.js';
@@ -190,7 +190,7 @@ export const ANALYTICS_DATA: Record<RequestType, z.ZodType> = {
   TokenUsageDashboard: TokenDashboard,
 };
 
-/** AnalyticsResponse: `data` is the shape of `request_type` (spec 2.13). */
+/** AnalyticsResponse: `data` is the shape of `request_type`. */
 export const AnalyticsResponse = z
   .object({
     request_type: z.number().int(),

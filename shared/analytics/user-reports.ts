@@ -1,4 +1,4 @@
-// User reports of spec 2.13 and abuse detection of spec 8, from store aggregates and per-user records.
+// User reports and abuse detection, from store aggregates and per-user records.
 import type { UsageDoc } from '../completions/usage.js';
 import { anomalies, indicatorReport, indicators, riskScore, type Thresholds } from './abuse.js';
 import { eq, num, present, ratio, str, type Sources } from './data.js';
@@ -145,7 +145,7 @@ export async function abuseIndicators(src: Sources, t: Thresholds, upn: string) 
   return indicatorReport(upn, indicators(await recordsOf(src, upn), t));
 }
 
-/** Risk score and the per-factor scores (the shape the spec leaves open). */
+/** Risk score and the per-factor scores (docs/api-decisions.md, Analytics). */
 export async function abuseRiskScore(src: Sources, t: Thresholds, upn: string) {
   return { username: upn, ...riskScore(indicators(await recordsOf(src, upn), t)) };
 }

@@ -1,4 +1,4 @@
-// Agent access tokens: issue, list, revoke and verify (spec 2.10, 3, 4.5, 5). Only a hash of the secret is
+// Agent access tokens: issue, list, revoke and verify. Only a hash of the secret is
 // stored; a verified token costs one point read when cold and none while cached.
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { badRequest, notFound, unauthorized } from '../errors.js';
@@ -25,7 +25,7 @@ export interface AgentTokenDoc extends Doc {
   created_by: string;
 }
 
-/** The token as list and get show it (spec 4.5): never the secret or its hash. */
+/** The token as list and get show it: never the secret or its hash. */
 export interface AgentTokenView {
   type: 'agent-access-token';
   name: string;
@@ -125,7 +125,7 @@ export class AgentTokens implements AgentTokenVerifier {
   }
 
   /**
-   * The six validation steps of spec 5, in order; the reason of the first that fails, or the token.
+   * The six validation steps of an agent access token (docs/api-decisions.md, Agent access tokens), in order; the reason of the first that fails, or the token.
    * The secret is compared in constant time on fixed-length hashes, whatever length was sent.
    */
   async check(token: string): Promise<{ ok: true; doc: AgentTokenDoc } | { ok: false; reason: string }> {

@@ -46,7 +46,7 @@ const strings = (v: unknown): string[] =>
   Array.isArray(v) ? v.filter((s): s is string => typeof s === 'string') : typeof v === 'string' ? v.split(' ') : [];
 const text = (v: unknown): string | null => (typeof v === 'string' && v.length > 0 ? v : null);
 
-/** Maps verified JWT claims to a principal (CONTRACT.md section 4); null when no id or UPN can be found. */
+/** Maps verified JWT claims to a principal; null when no id or UPN can be found. */
 export function principalFromClaims(claims: Record<string, unknown>): Principal | null {
   const id = text(claims.oid) ?? text(claims.sub);
   const upn = text(claims.upn) ?? text(claims.preferred_username) ?? text(claims.email);

@@ -14,7 +14,7 @@ interface Assignment {
 }
 
 /**
- * Makes a scope absolute: `providers/...` (as the spec writes agent scopes) is relative to the instance.
+ * Makes a scope absolute: `providers/...` (as agent scopes are usually written) is relative to the instance.
  * Trailing slashes are dropped; comparison is case-insensitive.
  */
 export function normalizeScope(scope: string, instanceId: string): string {

@@ -1,4 +1,4 @@
-// The built-in role definitions (CONTRACT.md section 5) and action matching.
+// The built-in role definitions and action matching.
 
 export interface RoleDefinition {
   type: 'role-definition';
@@ -11,7 +11,7 @@ export interface RoleDefinition {
   permissions: { actions: string[]; not_actions: string[]; data_actions: string[]; not_data_actions: string[] };
 }
 
-/** Analytics actions: granted only by Analytics Reader, never by a wildcard of another role (spec 5). */
+/** Analytics actions: granted only by Analytics Reader, never by a wildcard of another role. */
 export const ANALYTICS_ACTIONS = [
   'Svc.Analytics/analytics/read',
   'Svc.Conversation/conversationAnalytics/read',

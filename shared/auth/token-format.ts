@@ -1,4 +1,4 @@
-// The agent access token string (spec 2.10):
+// The agent access token string:
 // keya.{b58(InstanceId)}.{b58(ContextId)}.{b58(TokenId)}.<client_secret>.ayek
 import { createHash, randomBytes } from 'node:crypto';
 import bs58 from 'bs58';

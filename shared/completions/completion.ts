@@ -28,7 +28,7 @@ import { parseFilter } from '../knowledge/filter.js';
 import { agentTools, knowledgeContext, PromptEmbeddings, retrieve, type Citation } from '../knowledge/retrieval.js';
 import type { Clause } from '../knowledge/vector-index.js';
 
-/** The completion request of spec 2.2, with the messages of spec 4.1. */
+/** The completion request, with its validation messages (the OpenAPI document's CompletionRequest). */
 export const CompletionRequest = z
   .object({
     operation_id: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/, 'operation_id must be 1 to 100 letters, digits, dots, underscores or hyphens').optional(),
@@ -85,7 +85,7 @@ export async function resolveAgent(s: Services, principal: Principal, agentName:
   try {
     return await agentForUse(s, principal, name);
   } catch (e) {
-    // A missing agent is a bad request; an existing one the caller may not use is 403 (spec 4.1 and 7).
+    // A missing agent is a bad request; an existing one the caller may not use is 403.
     if (e instanceof DomainError && e.kind === 'not-found') throw agentError();
     if (e instanceof DomainError && e.kind === 'forbidden') throw forbidden('Agent not found or access denied');
     throw e;
@@ -160,7 +160,7 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** Streams the answer: each piece of text as the model produces it. */
   onDelta?: (text: string) => void;
-  /** Tool calls starting and ending (streamed as comments, CONTRACT 10.2 keeps the event names). */
+  /** Tool calls starting and ending (streamed as comments, so the event names stay those of docs/api-decisions.md, Streaming). */
   onToolStart?: ToolEvents['onToolStart'];
   onToolEnd?: ToolEvents['onToolEnd'];
   /** Runs between the answer and its recording; throwing CallCancelledError records nothing of the turn. */
@@ -309,7 +309,7 @@ interface Answer {
 const warned = (s: Services, what: string) => (e: unknown) => s.log.warn(what, { error: e instanceof Error ? e.message : String(e) });
 
 /**
- * The stages of a turn (CONTRACT 10.6, 10.7): pre-completion shields on the typed prompt; the prompt rewrite;
+ * The stages of a turn: pre-completion shields on the typed prompt; the prompt rewrite;
  * the semantic cache; retrieval; the model; post-completion shields on the answer. A streamed answer is
  * streamed as the model produces it only when no post-completion shield has to pass it first.
  */

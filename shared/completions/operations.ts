@@ -1,4 +1,4 @@
-// Long-running completions (spec 4.1, 3; CONTRACT 7 and 10.3): the status container and the transitions of
+// Long-running completions: the status container and the transitions of
 // an operation. It starts InProgress and ends once: Completed, Failed or Cancelled. Ending triggers the
 // webhook delivery when the starter gave a callback_url.
 import { createHash } from 'node:crypto';
@@ -28,7 +28,7 @@ export interface OperationDoc extends Doc {
   attempts: number;
   /** Set while the worker records the answer: from then on the operation completes and cannot be cancelled. */
   recording?: boolean;
-  /** Where the ended operation is POSTed (CONTRACT 10.3). */
+  /** Where the ended operation is POSTed. */
   callback_url?: string;
   /** Every attempt to deliver it there. */
   deliveries?: DeliveryAttempt[];

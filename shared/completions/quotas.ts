@@ -1,4 +1,4 @@
-// Completion quotas (spec 7, 8; CONTRACT 8 and 10.4): definitions from the Svc:Quota:Definitions setting,
+// Completion quotas: definitions from the Svc:Quota:Definitions setting,
 // counted per partition over a sliding window in the shared store with atomic increments (so the limit
 // holds across instances), and a lockout once exceeded. A quota counts requests, or the total tokens of
 // completed calls. Every completion answer carries the IETF RateLimit-Policy and RateLimit headers of the

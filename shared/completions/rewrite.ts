@@ -1,4 +1,4 @@
-// Prompt rewrite (CONTRACT 10.7): with `text_rewrite_settings` enabled, the rewrite model reads the rewrite
+// Prompt rewrite: with `text_rewrite_settings` enabled, the rewrite model reads the rewrite
 // prompt's prefix as its system message and the session's last `user_prompts_window_size` user prompts plus
 // the new one; its answer replaces the user prompt for retrieval, the cache and the main call. The recorded
 // user message keeps what the user typed; the rewrite's tokens and cost count in the turn's usage.

@@ -1,4 +1,4 @@
-// A completion answered as server-sent events (CONTRACT 10.2): `delta` events as the model produces text,
+// A completion answered as server-sent events: `delta` events as the model produces text,
 // then `completed` with the whole response, or `error` with the Core error envelope. Anything that fails
 // before the first piece of text still answers with its ordinary status; a client that goes away stops
 // the model call, and the usage is recorded as cancelled.

@@ -1,4 +1,4 @@
-// Sessions and their messages (spec 2.6), one partition per user: every read and write is scoped to the
+// Sessions and their messages, one partition per user: every read and write is scoped to the
 // owner's UPN, so another user's session id is simply not found.
 import { randomUUID } from 'node:crypto';
 import { ownerKey } from '../auth/principal.js';
@@ -60,7 +60,7 @@ export interface MessageDoc extends Doc {
   agent_name: string;
   rating?: boolean | null;
   rating_comments?: string | null;
-  /** What the turn did besides answering: tool executions (spec 2.13's tool figures count them). */
+  /** What the turn did besides answering: tool executions (the analytics' tool figures count them). */
   content_artifacts?: { type: 'ToolExecution'; tool_name: string; function_name: string; arguments_sha256: string; duration_ms: number; outcome: string }[];
 }
 

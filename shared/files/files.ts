@@ -150,12 +150,12 @@ export class Files {
     });
   }
 
-  /** A file as the API shows it (CONTRACT 10.5). */
+  /** A file as the API shows it. */
   present(doc: FileDoc): FileView {
     return { object_id: this.objectIdOf(doc.id), display_name: doc.display_name, content_type: doc.content_type, size_bytes: doc.size, created_on: doc.created_on, session_id: doc.session_id };
   }
 
-  /** A file's object id (CONTRACT 10.5). */
+  /** A file's object id. */
   objectIdOf(fileId: string): string {
     return `/instances/${this.instanceId}/providers/Svc.Attachment/attachments/${fileId}`;
   }

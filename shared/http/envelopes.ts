@@ -1,4 +1,4 @@
-// The three error bodies of the spec, each built here and nowhere else.
+// The three error bodies of the APIs (docs/api-decisions.md, Errors), each built here and nowhere else.
 import type { DomainError, ErrorKind } from '../errors.js';
 import type { Reply } from './types.js';
 
@@ -36,7 +36,7 @@ export function errorReply(error: DomainError, style: ErrorStyle, instance: stri
   if (error.body !== undefined) return { status, headers, json: error.body };
   switch (style) {
     case 'core':
-      // Every Core API 400 rejects input: the validation error body of spec 2.7, with its details.
+      // Every Core API 400 rejects input: the validation error body, with its details (docs/api-decisions.md, Errors).
       if (status === 400) {
         const details = error.details.length > 0 ? error.details : [{ field: 'request', message: error.message }];
         return { status: 400, headers, json: { error: { code: 'ValidationError', message: error.message, details } } };
@@ -63,7 +63,7 @@ export function errorReply(error: DomainError, style: ErrorStyle, instance: stri
   }
 }
 
-// The Management API answers validation failures with its own BadRequest code (spec part 7).
+// The Management API answers validation failures with its own BadRequest code.
 const managementCode = (error: DomainError) => (error.code === 'ValidationError' ? 'BadRequest' : error.code);
 
 const problemType = (status: number) => `https://httpstatuses.io/${status}`;

@@ -1,4 +1,4 @@
-// Paged lists (CONTRACT 10.5): `?top=N` (default 100, at most 1000) and `?continuationToken=`; the body stays
+// Paged lists: `?top=N` (default 100, at most 1000) and `?continuationToken=`; the body stays
 // the list's JSON array and `x-continuation-token` says that more follow. A token is opaque and
 // tamper-evident (HMAC-SHA256 under the service's paging key) and bound to the caller and the list: one
 // user's token is refused on another user's call or on another list. Inside is the store's own

@@ -63,7 +63,7 @@ export interface RouteSpec<P extends z.ZodType | undefined, Q extends z.ZodType 
   bodyDoc?: ContentDoc | readonly ContentDoc[];
   responses: Record<number, ResponseDoc>;
   /**
-   * A trace boundary (completions, status polls; spec 6): every call starts a new root span and keeps the
+   * A trace boundary (completions, status polls; docs/architecture.md, Telemetry): every call starts a new root span and keeps the
    * caller's traceparent only as a link. Other routes continue the caller's trace.
    */
   traceBoundary?: boolean;

@@ -9,7 +9,7 @@ export const Guid = z.string().regex(GUID, 'must be a GUID');
 export const InstanceParams = z.object({ instanceId: z.string() });
 export type InstanceParams = z.infer<typeof InstanceParams>;
 
-/** The api-version query parameter of the plugin and analytics endpoints (spec 9). */
+/** The api-version query parameter of the plugin and analytics endpoints. */
 export const API_VERSION = '2024-02-16';
 export const ApiVersionQuery = z.object({
   'api-version': z.literal(API_VERSION, { error: `api-version must be ${API_VERSION}` }).describe(`Must be ${API_VERSION}`),

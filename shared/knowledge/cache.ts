@@ -1,4 +1,4 @@
-// The semantic cache (CONTRACT 10.7): answers of an agent, at one version of it, for one knowledge filter and
+// The semantic cache: answers of an agent, at one version of it, for one knowledge filter and
 // one set of model parameters, found by the similarity of the prompt's embedding. Only requests whose answer
 // depends on nothing personal are served from it or stored into it: no session history, no attachments. A
 // hit costs no model call. Entries live in the vector index under an index name no knowledge index can have

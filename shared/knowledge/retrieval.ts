@@ -1,4 +1,4 @@
-// Retrieval in completions (CONTRACT 10.6): an agent's knowledge tools name indexes; the prompt is embedded
+// Retrieval in completions: an agent's knowledge tools name indexes; the prompt is embedded
 // with each index's embedding model (the one its data pipeline writes with), the most similar partitions are
 // found with the request's filter applied inside the index query, and they become the model's context and
 // the answer's citations. Only the agent's own tools are searched, so a caller reaches only the indexes of

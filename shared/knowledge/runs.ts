@@ -1,4 +1,4 @@
-// Data pipeline runs (CONTRACT 10.6): `process` records a Pending run and queues it; the queue worker lists
+// Data pipeline runs: `process` records a Pending run and queues it; the queue worker lists
 // the source's documents, extracts, partitions, embeds and indexes those whose content changed, removes those
 // gone from the source, and records counts and per-document errors. A run is safe to deliver more than once:
 // documents already indexed with the same content hash are skipped, and replacing a document's partitions is

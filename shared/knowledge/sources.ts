@@ -1,4 +1,4 @@
-// Where a pipeline's documents come from (CONTRACT 10.6). AzureBlob: the blobs under each source path (a name
+// Where a pipeline's documents come from. AzureBlob: the blobs under each source path (a name
 // prefix) of a container, in the service's own storage or another Azure Storage account reached with the
 // managed identity's Storage token (only that token, only to an https Azure Storage host, every address
 // checked at connect).

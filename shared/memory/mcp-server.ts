@@ -1,4 +1,4 @@
-// The memory tool server of spec 4.2 as a Model Context Protocol server (streamable HTTP, stateless, JSON
+// The memory tool server as a Model Context Protocol server (streamable HTTP, stateless, JSON
 // answers), built with the official SDK: tools get_memory, append_memory and clear_memory. It serves one
 // agent, named by its URL (its trusted configuration, never the prompt), for the user its caller forwards in
 // X-USER-IDENTITY; only callers with the Memory.ActOnBehalf app role may forward one (the platform's own

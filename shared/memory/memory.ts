@@ -1,4 +1,4 @@
-// Personalized memory (spec 1, 2.8, 4.2): durable markdown per user (scope user) and per user and agent
+// Personalized memory: durable markdown per user (scope user) and per user and agent
 // (scope agent), in the memories resource type of Svc.Context. One document per (user) and per (user,
 // agent); a missing one reads as empty; every write is an ETag-checked read-modify-write.
 import { createHash } from 'node:crypto';
@@ -23,7 +23,7 @@ export interface MemoryDoc extends Doc {
   updated_on: string;
 }
 
-/** MemoryResponse of spec 2.8. */
+/** MemoryResponse (the OpenAPI document). */
 export interface MemoryResponse {
   scope: Scope;
   upn: string;

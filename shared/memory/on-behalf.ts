@@ -1,4 +1,4 @@
-// A trusted tool server acting for a user: its own credential plus X-USER-IDENTITY (spec 5). Only principals
+// A trusted tool server acting for a user: its own credential plus X-USER-IDENTITY. Only principals
 // holding the Memory.ActOnBehalf app role may send the header; from anyone else it is refused with 403.
 import { z } from 'zod';
 import { oidForUpn } from '../auth/local-idp.js';

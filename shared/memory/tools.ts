@@ -1,4 +1,4 @@
-// The memory tools of spec 4.2 for an out-of-process tool server: get_memory, append_memory and
+// The memory tools for an out-of-process tool server: get_memory, append_memory and
 // clear_memory, forwarded to the Core API memory endpoints for the signed-in user (X-USER-IDENTITY).
 // The agent object id comes from the server's configuration, never from the prompt; nothing is stored here.
 // Import and export are not agent-facing tools.

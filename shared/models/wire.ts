@@ -25,7 +25,7 @@ export interface ToolDefinition {
 export const MAX_TOOL_CALLS = 16;
 
 /**
- * Request fields of one call beyond the messages, in their wire names: sampling parameters (spec 2.2 names
+ * Request fields of one call beyond the messages, in their wire names: sampling parameters (the completion request names
  * mapped), the provider-specific fields configured on the AI model, and its pass-through fields.
  */
 export interface ModelParameters {

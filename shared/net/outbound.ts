@@ -1,4 +1,4 @@
-// The service's network reach (CONTRACT 10.1), enforced twice: on the URL when it is saved, and on every
+// The service's network reach, enforced twice: on the URL when it is saved, and on every
 // address a name resolves to when a connection is made (so DNS cannot point a saved name inside later).
 //   `model`: operator-configured model endpoints: http(s), loopback and private networks allowed.
 //   `user`:  URLs users give the service to call (web data sources, webhooks): https and public

@@ -1,4 +1,4 @@
-// The plugin package manifest (CONTRACT.md section 9, spec 2.11): package name, version, runtime and the
+// The plugin package manifest: package name, version, runtime and the
 // plugins it contains, with the naming, category, parameter and dependency rules.
 import semver from 'semver';
 import { z } from 'zod';
@@ -6,7 +6,7 @@ import { z } from 'zod';
 export const RUNTIMES = ['Python', 'Dotnet'] as const;
 export type Runtime = (typeof RUNTIMES)[number];
 
-/** Plugin categories allowed per runtime, spelled as in spec 2.11. */
+/** Plugin categories allowed per runtime, spelled as the plugin manifest spells them. */
 export const CATEGORIES: Record<Runtime, readonly string[]> = {
   Python: ['agent workflow', 'agent tool'],
   Dotnet: ['Data Source', 'Data Pipeline Stage', 'Content Text Extraction', 'Content Text Partitioning', 'Shielding'],

@@ -1,4 +1,4 @@
-// Plugin packages (spec 2.11, 4.6, 9): upload or deploy versions from a store, keep every version
+// Plugin packages: upload or deploy versions from a store, keep every version
 // downloadable, and list the plugins of each package's current version.
 import { createHash, randomUUID } from 'node:crypto';
 import type { BlobServiceClient, ContainerClient } from '@azure/storage-blob';
@@ -75,7 +75,7 @@ export function packageStores(blobs: BlobServiceClient, privateContainer: string
 
 /**
  * The package's name without its runtime (`acctools` for `Python-acctools`). The body names the package as
- * the path does, `{runtime}-{name}` (CONTRACT 10.5); the first release's bare name is still accepted.
+ * the path does, `{runtime}-{name}`; the first release's bare name is still accepted.
  */
 function bareName(resource: PackageResource, pathName: string): string {
   const prefix = `${resource.package_runtime}-`;
@@ -220,7 +220,7 @@ export class PluginPackages {
     return doc;
   }
 
-  /** Soft delete (spec 3): the package and its plugins leave every list; its name stays taken until purged. */
+  /** Soft delete: the package and its plugins leave every list; its name stays taken until purged. */
   async delete(name: string, principal: Principal): Promise<PackageDoc> {
     const saved = await updateDocument(this.docs, PACKAGES_PK, resourceId(name), (current) => {
       if (!current) throw notFound(`Plugin package ${name} not found`);

@@ -1,5 +1,5 @@
 // Which agents a caller may use through the Core API: by role assignment (Reader or higher on the agent or
-// above it), and for a token holder only the one agent its token is bound to (spec 5).
+// above it), and for a token holder only the one agent its token is bound to.
 import type { Access } from '../auth/authorizer.js';
 import type { Principal } from '../auth/principal.js';
 import { forbidden, notFound } from '../errors.js';

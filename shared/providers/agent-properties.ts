@@ -1,4 +1,4 @@
-// Agent property actions (spec 4.4, 2.12): read and write named properties and metadata properties of an
+// Agent property actions: read and write named properties and metadata properties of an
 // agent, with the allowed and read-only names, the null rules and the owner rule.
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';

@@ -1,4 +1,4 @@
-// Portal branding (spec 2.7, CONTRACT 8): the Svc:Branding:* app configurations, their defaults, and the
+// Portal branding: the Svc:Branding:* app configurations, their defaults, and the
 // rules a value must meet before a portal renders it: a logo URL is https or relative, colours are CSS colours.
 import colorString from 'color-string';
 

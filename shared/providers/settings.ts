@@ -36,7 +36,7 @@ export function maskSecret(resource: Record<string, unknown>): Record<string, un
 
 /**
  * Reads settings by key. A write on this instance calls `invalidate`, so it is effective at once here;
- * other instances see it when their cache entry expires (CONTRACT.md section 8: within 30 s).
+ * other instances see it when their cache entry expires (within 30 s; docs/configuration.md, Runtime settings).
  */
 export class AppSettings {
   private readonly cache = new Map<string, { value: string | undefined; expires: number }>();

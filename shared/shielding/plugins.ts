@@ -1,4 +1,4 @@
-// The shielding plugin runtime (CONTRACT 10.7): the built-in plugins of the `Shielding` category, listed under
+// The shielding plugin runtime: the built-in plugins of the `Shielding` category, listed under
 // the package `Dotnet-Builtin`, and the screening of a text by an agent's plugins in order. A plugin that
 // cannot answer (unreachable, slow, a bad answer, a broken list) fails closed: the completion is refused
 // with 503 ShieldingUnavailable and nothing unscreened goes on.

@@ -46,7 +46,7 @@ export const CONTAINERS = {
   files: define('files', { indexes: [['agent_name', 'created_on']] }),
   /** Quota counters; pk = quota partition; documents expire by `ttl`. */
   quotas: define('quotas', { defaultTtlSeconds: -1, indexes: [] }),
-  /** Tool executions, one per call a completion ran (spec 2.13's tool figures); pk = UPN. */
+  /** Tool executions, one per call a completion ran (the analytics' tool figures); pk = UPN. */
   toolRuns: define('toolRuns', {
     indexes: [['agent_name', 'timestamp']],
     aggregateFields: ['timestamp', 'agent_name', 'tool_name', 'operation_id'],

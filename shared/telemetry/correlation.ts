@@ -1,4 +1,4 @@
-// Telemetry correlation of completions (spec 6): OperationId, InstanceId and ConversationId travel as W3C
+// Telemetry correlation of completions: OperationId, InstanceId and ConversationId travel as W3C
 // baggage; every span and log record carries them as Svc-* dimensions; the UPN only on boundary spans.
 import { context, propagation, trace, type Context, type Link, type Span, type SpanContext } from '@opentelemetry/api';
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';

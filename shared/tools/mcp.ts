@@ -1,5 +1,5 @@
 // Model Context Protocol tool servers over streamable HTTP, with the official SDK's client. Connections go
-// through the user-URL rules of CONTRACT 10.1 (every address checked at connect, redirects refused); the
+// through the rules of user URLs (docs/api-decisions.md, Outbound URLs) (every address checked at connect, redirects refused); the
 // server's tools are listed once per tool resource version for a minute, and only the allow-listed ones are
 // offered to the model. The platform's own memory tool server is reached in process, so no credential of the
 // platform ever travels to a URL a tool definition names.
@@ -21,7 +21,7 @@ export interface McpTool {
 const LIST_TTL_MS = 60_000;
 const listed = new Map<string, { tools: McpTool[]; expires: number; failed?: string }>();
 
-/** The signed-in user as a tool server reads it from X-USER-IDENTITY (spec 4.2): base64 of JSON. */
+/** The signed-in user as a tool server reads it from X-USER-IDENTITY: base64 of JSON. */
 const identityOf = (user: Principal) => Buffer.from(JSON.stringify({ upn: user.upn, oid: user.id, name: user.name ?? null, group_ids: user.groups })).toString('base64');
 
 async function headersOf(s: Services, tool: ToolDoc, url: string, user: Principal): Promise<Record<string, string>> {

@@ -1,5 +1,5 @@
 // Agent access tokens over HTTP: issue, list, validate, revoke, and the X-AGENT-ACCESS-TOKEN scheme with
-// each of the six validation steps of spec 5.
+// each of the six validation steps of a token.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allAgentsGroupId, type AgentTokenDoc } from '../../shared/auth/agent-tokens.js';

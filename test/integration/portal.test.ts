@@ -181,7 +181,7 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await expect.poll(() => page.getByRole('listitem').filter({ hasText: 'kiosk' }).count()).toBe(1);
   });
 
-  it("edits an agent's spec 2.12 properties, showing the API's validation message for a bad one", async () => {
+  it("edits an agent's properties, showing the API's validation message for a bad one", async () => {
     const form = page.locator('form.properties');
     const properties = async () =>
       ((await app.call('POST', `${providers(app, 'Svc.Agent')}/agents/concierge/get-properties`, { body: { property_names: ['cost_center', 'conversation_history_settings', 'text_rewrite_settings', 'show_file_upload'] } })).body as { resource: { properties: Record<string, unknown> } }).resource.properties;

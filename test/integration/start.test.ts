@@ -38,7 +38,7 @@ describe('npm start', () => {
     expect(app.output()).toContain(`Instance id:     ${INSTANCE}`);
   });
 
-  it('answers both status endpoints with the spec fields', async () => {
+  it('answers both status endpoints with their documented fields', async () => {
     for (const [url, name] of [
       [`${core}/status`, 'CoreAPI'],
       [`${core}/instances/${INSTANCE}/status`, 'CoreAPI'],

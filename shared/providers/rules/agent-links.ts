@@ -1,6 +1,6 @@
 // What an agent definition points to must be of the right kind when it is saved: its workflow, its tools, the
 // models and prompt of its rewrite and cache settings; and its shielding plugins must be able to run here
-// (CONTRACT 10.7). A link to a resource that does not exist yet is accepted, so resources can be created in
+//. A link to a resource that does not exist yet is accepted, so resources can be created in
 // any order (imports, infrastructure as code); using it answers a 400 naming what is missing. A 400
 // ValidationError names the first field that does not hold.
 import { validationError } from '../../errors.js';

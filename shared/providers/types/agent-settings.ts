@@ -1,4 +1,4 @@
-// The agent settings objects of spec 2.12, with their nested rules and defaults. Used by agent definitions
+// The agent settings objects (docs/api-decisions.md, Agents), with their nested rules and defaults. Used by agent definitions
 // and by the set-properties action alike.
 import { z } from 'zod';
 
@@ -83,7 +83,7 @@ export const RealtimeSpeechSettings = z
   })
   .strict();
 
-/** Writable properties of spec 2.12 other than the settings objects, with their schemas. */
+/** Writable agent properties other than the settings objects, with their schemas. */
 export const WRITABLE_SCALARS = {
   display_name: z.string(),
   description: z.string(),

@@ -21,7 +21,7 @@ export const workflows = {
   }),
 } satisfies ResourceKind;
 
-/** Knowledge index names (CONTRACT 10.6): letters, digits, `-` and `_`. */
+/** Knowledge index names: letters, digits, `-` and `_`. */
 export const IndexName = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must be 1 to 128 letters, digits, hyphens or underscores');
 
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
@@ -30,7 +30,7 @@ const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 export const PLATFORM_MEMORY = 'platform://memory';
 
 /**
- * What an agent can use: a knowledge index (CONTRACT 10.6; retrieved on every completion, or offered to the
+ * What an agent can use: a knowledge index (docs/api-decisions.md, Knowledge; retrieved on every completion, or offered to the
  * model as a search function with `retrieval: on_demand`), a Model Context Protocol server's allow-listed
  * tools (`mcp`), or a plugin (catalogued; no plugin runtime runs package code, so an agent cannot name one).
  */
@@ -75,7 +75,7 @@ export const prompts = {
 } satisfies ResourceKind;
 
 /**
- * CONTRACT 10.6. AzureBlob: a container of the service's own storage, or of another account (`account_url`)
+ * A source of documents for pipelines (docs/api-decisions.md, Knowledge). AzureBlob: a container of the service's own storage, or of another account (`account_url`)
  * read with the managed identity. Web: the URL prefixes documents may come from. Both are needed to process
  * the source, not to save it (spec-era definitions name containers in `configuration`, which is read too).
  * SharePointOnline and AzureDataLake are definitions only for now: processing them is a 400.
@@ -101,7 +101,7 @@ export const dataSources = {
   }),
 } satisfies ResourceKind;
 
-/** CONTRACT 10.6: what to read from a data source, how to partition it, which model embeds it, and the index. */
+/** What to read from a data source, how to partition it, which model embeds it, and the index. */
 export const dataPipelines = {
   provider: 'Svc.DataPipeline',
   segment: 'dataPipelines',
@@ -127,7 +127,7 @@ const RunCountsSchema = z.object({
   removed: z.number().int(),
 });
 
-/** CONTRACT 10.6: one execution of a pipeline, written by the service only (`process` starts one). */
+/** One execution of a pipeline, written by the service only (`process` starts one). */
 export const dataPipelineRuns = {
   provider: 'Svc.DataPipeline',
   segment: 'dataPipelineRuns',

@@ -82,7 +82,7 @@ export const PROVIDERS = ['openai', 'azure-openai', 'azure-content-safety'] as c
 /** Providers that serve chat completions and embeddings; `azure-content-safety` serves shielding. */
 export const MODEL_PROVIDERS: readonly string[] = ['openai', 'azure-openai'];
 
-/** A model endpoint URL (CONTRACT 10.1): http(s), no credentials, never link-local or a platform address. */
+/** A model endpoint URL: http(s), no credentials, never link-local or a platform address. */
 export const ModelEndpointUrl = z.string().superRefine((v, ctx) => {
   const problem = urlProblem(v, { policy: 'model', allowPrivateNetwork: false });
   if (problem) ctx.addIssue({ code: 'custom', message: `url ${problem}` });

@@ -1,4 +1,4 @@
-// The async run (CONTRACT 10.3) over HTTP: the 202's Location and Retry-After (on both hosts), cancel (the
+// The async run over HTTP: the 202's Location and Retry-After (on both hosts), cancel (the
 // model call in flight is aborted, here and from another instance, and nothing is recorded), a model that
 // always fails ends Failed within 90 s, and signed webhooks with retried deliveries and the URL rules.
 import { createHmac } from 'node:crypto';

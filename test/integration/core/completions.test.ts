@@ -95,7 +95,7 @@ describe('completions', () => {
     });
   });
 
-  describe('validation (spec 4.1)', () => {
+  describe('validation', () => {
     const expectField = async (body: Record<string, unknown>, field: string, message: string) => {
       const r = await complete(body);
       expect(r.status).toBe(400);
@@ -147,7 +147,7 @@ describe('completions', () => {
       expect(((await app.call('GET', core(`/sessions/${alice}/messages`))).body as { rating?: unknown }[])[1]?.rating).toBeNull();
     });
 
-    it('creates sessions with the spec fields, and deletes a session with its messages', async () => {
+    it('creates sessions with their documented fields, and deletes a session with its messages', async () => {
       const created = await app.call('POST', core('/sessions'), { body: { name: 'Planning' } });
       expect(created.status).toBe(200);
       expect(created.body).toEqual({ id: expect.any(String) as string, name: 'Planning', type: 'Session', upn: 'owner@local.test', messages: [], created_on: expect.any(String) as string });

@@ -1,6 +1,6 @@
 // Files over HTTP: upload streamed to Blob storage (Azurite), sniffed content types, the size limit, the
 // file record, ownership of attachments, text files handed to the model; then the caller's own files:
-// list, metadata, content and delete (CONTRACT 10.5).
+// list, metadata, content and delete.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { FileDoc } from '../../../shared/files/files.js';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';

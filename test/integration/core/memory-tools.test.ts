@@ -1,4 +1,4 @@
-// The memory tool server of spec 4.2 as an MCP server: an agent with it remembers across sessions (the model
+// The memory tool server as an MCP server: an agent with it remembers across sessions (the model
 // asks append_memory in one session and get_memory in the next), another user never sees it, and external
 // hosts reach the same server over streamable HTTP with their own credential and X-USER-IDENTITY.
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';

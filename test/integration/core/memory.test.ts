@@ -1,4 +1,4 @@
-// Personalized memory over HTTP: every rule of spec 4.2 and every memory error of part 7.
+// Personalized memory over HTTP: every rule of memory and every memory error.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ACT_ON_BEHALF_ROLE } from '../../../shared/memory/on-behalf.js';
 import { MemoryTools } from '../../../shared/memory/tools.js';
@@ -94,7 +94,7 @@ describe('personalized memory', () => {
     expect(appended.content_markdown).toMatch(/second\n\n## Imported memory\n_Imported [^_]+_\n\nimported notes\n$/);
   });
 
-  it('answers 400 for each invalid request of spec 7', async () => {
+  it('answers 400 for each invalid request', async () => {
     const bad = async (r: Promise<{ status: number; body: unknown }>, field: string) => {
       const res = await r;
       expect(res.status).toBe(400);

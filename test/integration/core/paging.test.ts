@@ -1,4 +1,4 @@
-// Paged lists (CONTRACT 10.5) over HTTP: `top` and `continuationToken` on every list that can grow without
+// Paged lists over HTTP: `top` and `continuationToken` on every list that can grow without
 // bound, the body still the plain array, `x-continuation-token` while more follow; tokens are opaque,
 // tamper-evident, and bound to the caller and the list.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// The agent pipeline acts on its settings (CONTRACT 10.7): prompt rewrite over a window of the session's
+// The agent pipeline acts on its settings: prompt rewrite over a window of the session's
 // prompts, the built-in shielding plugins before and after the model (the blocklist, and Prompt Shields
 // against a local Content Safety stand-in), failing closed; and the AI model's request fields reaching the
 // model on both providers.

@@ -1,4 +1,4 @@
-// Rate limits (CONTRACT 10.4) over HTTP: every completion answer (JSON, event stream, 202, 429) carries the
+// Rate limits over HTTP: every completion answer (JSON, event stream, 202, 429) carries the
 // RateLimit-Policy and RateLimit headers of the quota closest to its limit; a tokens quota counts the
 // tokens of completed calls and refuses once they reach the limit.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// Streamed completions (CONTRACT 10.2) over HTTP: deltas as the model produces them, then the completion
+// Streamed completions over HTTP: deltas as the model produces them, then the completion
 // response; failures before the first piece answer with their ordinary status; a client that goes away
 // stops the model call and nothing of the turn is recorded but a cancelled usage record.
 import functions from '@azure/functions';

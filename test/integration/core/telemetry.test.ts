@@ -1,4 +1,4 @@
-// Telemetry correlation of completions (spec 6, all five rules), with an in-memory span exporter.
+// Telemetry correlation of completions (all five rules of docs/architecture.md, Telemetry), with an in-memory span exporter.
 import { Writable } from 'node:stream';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

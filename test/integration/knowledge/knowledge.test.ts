@@ -1,4 +1,4 @@
-// Knowledge end to end (CONTRACT 10.6): a Web source on a loopback server and a Blob source on Azurite, each
+// Knowledge end to end: a Web source on a loopback server and a Blob source on Azurite, each
 // with the five file types and a corrupt PDF; runs index them, completions retrieve the right document first
 // and cite it, filters narrow the search, reprocessing follows changes and removals, and a run cut short
 // finishes on redelivery with no duplicate partitions.

@@ -1,4 +1,4 @@
-// The semantic cache (CONTRACT 10.7): a similar enough prompt to the same agent version is answered without a
+// The semantic cache: a similar enough prompt to the same agent version is answered without a
 // model call and says so; a less similar one, another agent version, another filter, or any request with
 // session history or attachments goes to the model, and the personal ones are never stored.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';

@@ -1,4 +1,4 @@
-// get-properties and set-properties over HTTP: every rule of spec 2.12 and 4.4.
+// get-properties and set-properties over HTTP: every rule of agent properties.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_DEFAULT_USER, oidForUpn } from '../../../shared/auth/local-idp.js';

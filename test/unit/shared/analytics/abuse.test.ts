@@ -1,4 +1,4 @@
-// Risk score and anomaly rules of spec 8, on synthetic indicator lists.
+// Risk score and anomaly rules of abuse detection, on synthetic indicator lists.
 import { describe, expect, it } from 'vitest';
 import { anomalies, riskScore, type Indicator } from '../../../../shared/analytics/abuse.js';
 

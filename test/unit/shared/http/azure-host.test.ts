@@ -39,7 +39,7 @@ describe('Azure Functions adapter', () => {
     expect(JSON.parse(authed.body as string)).toHaveProperty('company_name', 'Agent Platform');
   });
 
-  it('registers every route under its own name and the spec path, with no /api prefix', async () => {
+  it('registers every route under its own name and its documented path, with no /api prefix', async () => {
     const { readFile } = await import('node:fs/promises');
     const host = JSON.parse(await readFile('host.json', 'utf8')) as { extensions: { http: { routePrefix: string } } };
     expect(host.extensions.http.routePrefix).toBe('');

@@ -57,7 +57,7 @@ describe('pipeline', () => {
     auth = { authorization: `Bearer ${await s.token()}` };
   });
 
-  it('answers status without credentials, with the spec fields', async () => {
+  it('answers status without credentials, with its documented fields', async () => {
     const r = await call(routes, s, { api: 'core', path: '/status' });
     expect(r.status).toBe(200);
     expect(r.json).toEqual({ status: 'ready', name: 'CoreAPI', version: '1.2.3', instance_id: INSTANCE });

@@ -1,4 +1,4 @@
-// The outbound rules of CONTRACT 10.1: every spelling of an address is judged by where it leads.
+// The outbound rules: every spelling of an address is judged by where it leads.
 import { describe, expect, it } from 'vitest';
 import { classifyAddress } from '../../../../shared/net/addresses.js';
 import { guardedLookup, urlProblem, type OutboundRules } from '../../../../shared/net/outbound.js';
