@@ -109,8 +109,8 @@ describe('what configuration may make the service do', () => {
       server.close();
       const closed = await gateway.complete(view(`http://localhost:${port}/v1`), 'd', [{ role: 'user', content: 'x' }], {}).catch((e: unknown) => e);
       expect(connections).toBe(0);
-      expect(open).toMatchObject({ status: 502, code: 'UpstreamUnavailable', message: 'The model endpoint could not be reached' });
-      expect(closed).toMatchObject({ status: 502, code: 'UpstreamUnavailable', message: 'The model endpoint could not be reached' });
+      expect(open).toMatchObject({ kind: 'upstream-failed', code: 'UpstreamUnavailable', message: 'The model endpoint could not be reached' });
+      expect(closed).toMatchObject({ kind: 'upstream-failed', code: 'UpstreamUnavailable', message: 'The model endpoint could not be reached' });
     } finally {
       server.close();
     }
