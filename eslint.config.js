@@ -15,6 +15,7 @@ export default tseslint.config(
       '@typescript-eslint/no-unnecessary-type-parameters': 'off',
     },
   },
+  { files: ['**/*.mjs'], ...tseslint.configs.disableTypeChecked },
   {
     files: ['test/**', 'bench/**'],
     rules: { '@typescript-eslint/no-non-null-assertion': 'off' },

@@ -3,6 +3,7 @@
 // MANAGEMENT_PORT, INSTANCE_ID) or from --core/--management/--instance; the bearer token from --token or
 // TOKEN, else (with the local identity provider) one is signed for --as or the default user.
 import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createParser } from 'eventsource-parser';
 import { LOCAL_DEFAULT_USER, loadLocalKey, mintLocalToken } from '../shared/auth/local-idp.js';
@@ -14,16 +15,23 @@ const USAGE = `npm run cli -- <command> [options]
 
 Commands:
   create <file.json>                     create or update the resources in a file, in order (an agent with
-                                         its endpoint, model, prompt and workflow); prints each object id
+                                         its endpoint, model, prompt and workflow; {instance} in a value is
+                                         the instance id); prints each object id; examples/ has three
+  first-agent                            create examples/chat-agent.json and ask its agent a first question
+                                         (the local mock model must be running: npm run mock-llm)
   token [--upn U] [--roles r1,r2]        a bearer token from the local identity provider
   agent-token <agent> --name N [--description D] [--expires ISO-DATE]
                                          issue an agent access token; its secret is printed this once
-  complete <agent> <prompt...> [--session ID] [--stream]
-                                         run a completion; prints the answer (as it streams with --stream)
+  complete <agent> <prompt...> [--session ID] [--stream] [--json]
+                                         run a completion in a session (a new one without --session); prints
+                                         the answer (as it streams with --stream), the session, the token
+                                         counts and the citations; --json prints the whole answer
+  process <pipeline>                     start a run of a data pipeline and follow it until it ends
   tail <operation-id> [--interval SECONDS]
                                          follow an async completion until it ends; prints each change
   memory-export --user UPN [--scope user|agent|combined] [--agent NAME]
-                                         a user's memory as markdown (needs the ${ACT_ON_BEHALF_ROLE} app role)
+                                         a user's memory as markdown (locally signed with the
+                                         ${ACT_ON_BEHALF_ROLE} app role; with AUTH_* set, --token must hold it)
   analytics <report> [--from DATE] [--to DATE] [--agent NAME] [--user UPN] [--top N] [--json]
                                          a report as a table; reports: ${REQUEST_TYPES.join(', ')}
 
@@ -80,23 +88,37 @@ const token = () => {
   return (bearer ??= given ? Promise.resolve(given) : localToken(flags.as, flags.as ? [] : [ACT_ON_BEHALF_ROLE]));
 };
 
-/** Calls the API; a non-2xx answer becomes an error with the envelope's message. */
-async function call(method: string, url: string, body?: unknown, headers: Record<string, string> = {}): Promise<Response> {
+/** What the CLI calls the request fields an error may name. */
+const CLI_WORDS: Record<string, string> = {
+  agent_name: 'the agent (first argument)',
+  user_prompt: 'the prompt',
+  session_id: '--session',
+  expiration_date: '--expires',
+  start_date: '--from',
+  end_date: '--to',
+  username: '--user',
+  top_count: '--top',
+};
+const inCliWords = (message: string) => message.replace(/\b[a-z]+_[a-z_]+\b/g, (field) => CLI_WORDS[field] ?? field);
+
+/** Calls the API; a non-2xx answer becomes an error with the envelope's message, in the CLI's words. */
+async function call(method: string, url: string, body?: unknown, headers: Record<string, string> = {}, bearer: Promise<string> = token()): Promise<Response> {
   const response = await fetch(url, {
     method,
-    headers: { authorization: `Bearer ${await token()}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    headers: { authorization: `Bearer ${await bearer}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   if (response.ok) return response;
   const text = await response.text();
   let message = text;
   try {
-    const envelope = JSON.parse(text) as { error?: { message?: string }; message?: string; title?: string; detail?: string };
-    message = envelope.error?.message ?? envelope.detail ?? envelope.message ?? envelope.title ?? text;
+    const envelope = JSON.parse(text) as { error?: { message?: string; details?: { field: string; message: string }[] }; message?: string; title?: string; detail?: string };
+    const field = envelope.error?.details?.[0]?.field;
+    message = `${envelope.error?.message ?? envelope.detail ?? envelope.message ?? envelope.title ?? text}${field && field !== 'request' ? ` (${field})` : ''}`;
   } catch {
     // not JSON: the text as it is
   }
-  throw new CliError(`${method} ${new URL(url).pathname}: ${response.status} ${message}`);
+  throw new CliError(`${response.status}: ${inCliWords(message)} [${method} ${new URL(url).pathname}]`);
 }
 
 const json = async <T>(r: Promise<Response>) => (await (await r).json()) as T;
@@ -121,7 +143,11 @@ async function create(file: string | undefined): Promise<void> {
   }
   // A file is a list of resources, or one agent.
   const resources: FileResource[] = parsed.resources ?? [{ type: 'Svc.Agent/agents', ...(parsed as { name: string }) }];
-  for (const { type, ...body } of resources) {
+  // `{instance}` in any value is this service's instance id, so a file works against any instance.
+  const withInstance = (value: unknown): unknown =>
+    typeof value === 'string' ? value.replaceAll('{instance}', instance) : Array.isArray(value) ? value.map(withInstance) : value && typeof value === 'object' ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withInstance(v)])) : value;
+  for (const { type, ...given } of resources) {
+    const body = Object.fromEntries(Object.entries(given).map(([k, v]) => [k, withInstance(v)]));
     if (typeof type !== 'string' || !/^Svc\.[A-Za-z]+\/[A-Za-z]+$/.test(type) || typeof body.name !== 'string') throw new CliError(`each resource needs a type like Svc.Agent/agents and a name (got ${JSON.stringify({ type, name: body.name })})`);
     const result = await json<{ object_id: string }>(call('POST', management(`${type}/${encodeURIComponent(body.name)}`), body));
     out(`${type}/${body.name}  ${result.object_id}`);
@@ -136,28 +162,88 @@ async function agentToken(agent: string | undefined): Promise<void> {
   out(result.resource);
 }
 
+interface Answer {
+  completion: string;
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+  citations: { title?: string; source?: string; score?: number }[];
+}
+
+/** The session to answer in: --session, else a new one (printed, so the conversation can go on). */
+async function sessionFor(agent: string): Promise<string> {
+  if (flags.session) return flags.session;
+  const session = await json<{ id: string }>(call('POST', core('/sessions'), { name: `CLI: ${agent}` }));
+  return session.id;
+}
+
+/** What the answer cost and where it came from, after the answer itself. */
+function summary(session: string, answer: Pick<Answer, 'prompt_tokens' | 'completion_tokens' | 'total_tokens' | 'citations'>): string {
+  const lines = [`session ${session}  (go on with --session ${session})`, `tokens  ${answer.prompt_tokens} prompt + ${answer.completion_tokens} completion = ${answer.total_tokens}`];
+  for (const [i, c] of answer.citations.entries()) lines.push(`[${i + 1}] ${c.title ?? ''} ${c.source ?? ''}${c.score !== undefined ? `  (score ${c.score.toFixed(3)})` : ''}`.trimEnd());
+  return lines.join('\n');
+}
+
 async function complete(agent: string | undefined, prompt: string[]): Promise<void> {
-  if (!agent || prompt.length === 0) throw new CliError('complete needs an agent and a prompt');
-  const body = { agent_name: agent, user_prompt: prompt.join(' '), ...(flags.session ? { session_id: flags.session } : {}) };
+  if (!agent || prompt.length === 0) throw new CliError('complete needs an agent and a prompt: complete <agent> <prompt...>');
+  const session = await sessionFor(agent);
+  const body = { agent_name: agent, user_prompt: prompt.join(' '), session_id: session };
   if (!flags.stream) {
-    const answer = await json<{ completion: string }>(call('POST', core('/completions'), body));
+    const answer = await json<Answer>(call('POST', core('/completions'), body));
+    if (flags.json) return out(JSON.stringify({ session_id: session, ...answer }, null, 2));
     out(answer.completion);
+    process.stderr.write(`\n${summary(session, answer)}\n`);
     return;
   }
   const response = await call('POST', core('/completions'), body, { accept: 'text/event-stream' });
   let failure: string | undefined;
+  let completed: Answer | undefined;
   const parser = createParser({
     onEvent(event) {
       const data = JSON.parse(event.data) as { text?: string; message?: string; error?: { message?: string } };
-      if (event.event === 'delta') process.stdout.write(data.text ?? '');
+      if (event.event === 'delta' && !flags.json) process.stdout.write(data.text ?? '');
+      else if (event.event === 'completed') completed = JSON.parse(event.data) as Answer;
       else if (event.event === 'error') failure = data.error?.message ?? data.message ?? event.data;
     },
   });
   const reader = response.body?.getReader();
   const decoder = new TextDecoder();
   for (let piece = await reader?.read(); piece && !piece.done; piece = await reader?.read()) parser.feed(decoder.decode(piece.value, { stream: true }));
-  if (failure) throw new CliError(failure);
+  if (failure) throw new CliError(inCliWords(failure));
+  if (flags.json) return out(JSON.stringify({ session_id: session, ...completed }, null, 2));
   process.stdout.write('\n');
+  if (completed) process.stderr.write(`\n${summary(session, completed)}\n`);
+}
+
+/** Creates the example chat agent and asks it a first question: the quick start's last step. */
+async function firstAgent(): Promise<void> {
+  const file = fileURLToPath(new URL('../examples/chat-agent.json', import.meta.url));
+  const mock = await fetch('http://127.0.0.1:8080/v1/models').catch(() => undefined);
+  if (!mock) throw new CliError('the local mock model is not running on port 8080: start it with npm run mock-llm (in another terminal), then run this again');
+  await create(file);
+  out('');
+  await complete('first-agent', ['Hello! Who are you?']);
+}
+
+/** Starts a pipeline run and follows it until it ends, with its counts. */
+async function processPipeline(pipeline: string | undefined): Promise<void> {
+  if (!pipeline) throw new CliError('process needs a pipeline name: process <pipeline>');
+  const { object_id } = await json<{ object_id: string }>(call('POST', management(`Svc.DataPipeline/dataPipelines/${encodeURIComponent(pipeline)}/process`), {}));
+  const run = object_id.split('/').pop() ?? '';
+  out(`run ${run}`);
+  let last = '';
+  for (;;) {
+    const { resource } = await json<{ resource: { status: string; counts: Record<string, number>; errors: { source: string; message: string }[] } }>(call('GET', management(`Svc.DataPipeline/dataPipelineRuns/${run}`)));
+    const line = `${resource.status}  ${Object.entries(resource.counts).map(([k, v]) => `${k} ${v}`).join(', ')}`;
+    if (line !== last) out(line);
+    last = line;
+    if (resource.status === 'Completed' || resource.status === 'Failed') {
+      for (const e of resource.errors) out(`  ${e.source}: ${e.message}`);
+      if (resource.status === 'Failed') process.exitCode = 1;
+      return;
+    }
+    await new Promise((r) => setTimeout(r, 500));
+  }
 }
 
 async function tail(operationId: string | undefined): Promise<void> {
@@ -181,7 +267,9 @@ async function tail(operationId: string | undefined): Promise<void> {
 async function memoryExport(): Promise<void> {
   if (!flags.user) throw new CliError('memory-export needs --user');
   const query = new URLSearchParams({ scope: flags.scope ?? 'user', ...(flags.agent ? { agentObjectId: `/instances/${instance}/providers/Svc.Agent/agents/${flags.agent}` } : {}) });
-  const response = await call('GET', core(`/memory/export?${query}`), undefined, { 'x-user-identity': JSON.stringify({ upn: flags.user }) });
+  // The export acts for the user: locally it is signed with the on-behalf role whatever TOKEN holds.
+  const bearer = flags.token === undefined && config.auth.kind === 'local' ? localToken(undefined, [ACT_ON_BEHALF_ROLE]) : token();
+  const response = await call('GET', core(`/memory/export?${query}`), undefined, { 'x-user-identity': JSON.stringify({ upn: flags.user }) }, bearer);
   out(await response.text());
 }
 
@@ -245,6 +333,10 @@ async function main(): Promise<void> {
       return complete(rest[0], rest.slice(1));
     case 'tail':
       return tail(rest[0]);
+    case 'first-agent':
+      return firstAgent();
+    case 'process':
+      return processPipeline(rest[0]);
     case 'memory-export':
       return memoryExport();
     case 'analytics':

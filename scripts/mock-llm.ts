@@ -7,7 +7,10 @@
 import http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { readFile } from 'node:fs/promises';
+import { extname, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
 
 export interface ChatRequest {
   path: string;
@@ -145,7 +148,20 @@ function embeddingsAnswer(body: EmbeddingRequest['body']): string {
   });
 }
 
-export async function startMockLlm(options: { port?: number; latencyMs?: number } = {}): Promise<MockLlm> {
+const FILE_TYPES: Record<string, string> = { '.md': 'text/markdown', '.txt': 'text/plain', '.html': 'text/html', '.pdf': 'application/pdf' };
+
+/** A file of the served folder (a local Web source for knowledge pipelines); nothing outside it. */
+function serveFile(root: string, name: string, res: http.ServerResponse): void {
+  const base = resolve(root);
+  const file = resolve(base, decodeURIComponent(name));
+  if (!file.startsWith(`${base}${sep}`)) return void res.writeHead(404).end();
+  readFile(file).then(
+    (bytes) => res.writeHead(200, { 'content-type': FILE_TYPES[extname(file)] ?? 'application/octet-stream' }).end(bytes),
+    () => res.writeHead(404).end(),
+  );
+}
+
+export async function startMockLlm(options: { port?: number; latencyMs?: number; files?: string } = {}): Promise<MockLlm> {
   const requests: ChatRequest[] = [];
   const embeddingRequests: EmbeddingRequest[] = [];
   const queue: Behavior[] = [];
@@ -235,6 +251,7 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number 
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const path = (req.url ?? '').split('?')[0] ?? '';
+      if (req.method === 'GET' && options.files !== undefined && path.startsWith('/files/')) return serveFile(options.files, path.slice('/files/'.length), res);
       if (req.method === 'POST' && /\/embeddings$/.test(path)) {
         let body: EmbeddingRequest['body'];
         try {
@@ -310,7 +327,56 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number 
   };
 }
 
+const USAGE = `npm run mock-llm -- [port] [options]   (default port 8080)
+
+An OpenAI-compatible model on 127.0.0.1 that answers with the last user message: chat completions (also
+streamed), embeddings and tool calls, for trying agents, memory and tools with no account.
+
+  --latency-ms N        wait N ms before answering each call (default 0)
+  --first-token-ms N    streamed answers: the first piece after N ms (default 0)
+  --stream-ms N         streamed answers: the rest spread over N ms (default 0: all at once)
+  --tool-call NAME[=JSON]
+                        when a call offers the function NAME and the last message is the user's, call it
+                        once with JSON as its arguments (default {}); the answer after the tool result is
+                        the echo. Offered names are <tool>__<function>, e.g. memory__append_memory
+  --files DIR           also serve the files of DIR at /files/ (a local Web source for knowledge pipelines)
+`;
+
+/** Starts the mock model as a command, with the options of USAGE. */
+async function main(): Promise<void> {
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: {
+      'latency-ms': { type: 'string' },
+      'first-token-ms': { type: 'string' },
+      'stream-ms': { type: 'string' },
+      'tool-call': { type: 'string' },
+      files: { type: 'string' },
+      help: { type: 'boolean', short: 'h' },
+    },
+  });
+  if (values.help) return void process.stdout.write(USAGE);
+  const number = (flag: string, value: string | undefined) => {
+    const n = Number(value ?? 0);
+    if (!Number.isInteger(n) || n < 0) throw new Error(`--${flag} must be a whole number of milliseconds`);
+    return n;
+  };
+  const port = Number(positionals[0] ?? 8080);
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error('the port must be a number from 0 to 65535');
+  const mock = await startMockLlm({ port, latencyMs: number('latency-ms', values['latency-ms']), ...(values.files !== undefined ? { files: values.files } : {}) });
+  mock.setStreaming(number('first-token-ms', values['first-token-ms']), number('stream-ms', values['stream-ms']));
+  if (values['tool-call'] !== undefined) {
+    const [name = '', args] = values['tool-call'].split(/=(.*)/s);
+    const parsed: unknown = JSON.parse(args ?? '{}');
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('--tool-call arguments must be a JSON object');
+    mock.setToolReflex({ name, arguments: Object.fromEntries(Object.entries(parsed)) });
+  }
+  process.stdout.write(`Mock OpenAI-compatible server: ${mock.url}/v1 (echoes the last user message; embeddings at ${mock.url}/v1/embeddings)${values.files !== undefined ? `; ${values.files} at ${mock.url}/files/` : ''}\n`);
+}
+
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
-  const port = Number(process.argv[2] ?? 8080);
-  void startMockLlm({ port }).then((m) => process.stdout.write(`Mock OpenAI-compatible server: ${m.url}/v1 (echoes the last user message)\n`));
+  main().catch((e: unknown) => {
+    process.stderr.write(`${e instanceof Error ? e.message : String(e)}\n\n${USAGE}`);
+    process.exit(1);
+  });
 }

@@ -49,14 +49,24 @@ export function urlProblem(text: string, rules: OutboundRules): string | undefin
   }
   const plainHttpAllowed = rules.policy === 'model' || rules.allowPrivateNetwork;
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && plainHttpAllowed)) {
-    return plainHttpAllowed ? 'must be an http or https URL' : 'must be an https URL';
+    return plainHttpAllowed ? 'must be an http or https URL' : `must be an https URL${url.protocol === 'http:' ? LOCAL_HINT : ''}`;
   }
   if (url.username !== '' || url.password !== '') return 'must not carry credentials';
   // The URL parser has already turned every IPv4 spelling (decimal, hex, octal, short) into dotted form.
   const host = url.hostname;
   const cls = classifyAddress(host) ?? (LOCAL_NAMES.test(host) ? 'loopback' : undefined);
-  if (cls !== undefined && !addressAllowed(cls, rules)) return 'must not point to a link-local, platform or internal address';
+  if (cls !== undefined && !addressAllowed(cls, rules)) return addressProblem(cls, rules);
   return undefined;
+}
+
+/** What a refusal adds when the operator's setting would allow the destination (local development). */
+const LOCAL_HINT = '; ALLOW_PRIVATE_NETWORK=true allows it (local development)';
+
+/** Why an address class is refused, naming the setting when it would allow it. */
+function addressProblem(cls: AddressClass, rules: OutboundRules): string {
+  return addressAllowed(cls, { ...rules, allowPrivateNetwork: true })
+    ? `must not point to a loopback or private network address${LOCAL_HINT}`
+    : 'must not point to a link-local, platform or internal address';
 }
 
 type Resolve = (hostname: string, options: dns.LookupAllOptions, callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;

@@ -54,6 +54,15 @@ describe('outbound rules', () => {
     expect(urlProblem('gopher://127.0.0.1/', userLocal)).toBeDefined();
   });
 
+  it('names ALLOW_PRIVATE_NETWORK in a refusal it would lift, and only there', () => {
+    for (const local of ['http://docs.example.com/', 'https://127.0.0.1/', 'https://localhost:8443/', 'https://10.0.0.1/']) {
+      expect(urlProblem(local, user), local).toContain('ALLOW_PRIVATE_NETWORK=true allows it');
+    }
+    for (const never of ['https://169.254.169.254/', 'https://168.63.129.16/', 'ftp://example.com/']) {
+      expect(urlProblem(never, user), never).not.toContain('ALLOW_PRIVATE_NETWORK');
+    }
+  });
+
   it('refuses at connection time a name that resolves to a forbidden address', async () => {
     const lookup = (rules: OutboundRules) =>
       new Promise<unknown>((resolve) => guardedLookup(rules)('localhost', { all: true }, (error, addresses) => resolve(error ?? addresses)));
