@@ -129,6 +129,14 @@ export const routes: readonly Route[] = [
   }),
   defineRoute({
     ...common,
+    name: 'api-reference',
+    path: '/docs',
+    summary: 'The API reference: both OpenAPI documents rendered (a redirect to the portal page that shows them)',
+    responses: { 302: { description: 'To /portal/docs.html' } },
+    handler: () => Promise.resolve({ status: 302, headers: { location: '/portal/docs.html' } }),
+  }),
+  defineRoute({
+    ...common,
     name: 'portal-config',
     path: '/portal/config.json',
     summary: "The portal's settings: where the APIs are, the instance, and how users sign in",

@@ -65,6 +65,14 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await llm.close();
   });
 
+  it('renders the API reference from the OpenAPI documents at /docs, both APIs to pick from', async () => {
+    await page.goto(`${app.core}/docs`);
+    await page.waitForSelector('.info .title', { timeout: 30_000 });
+    expect(await page.textContent('.info .title')).toContain('Core API');
+    expect(await page.locator('.opblock').count()).toBeGreaterThan(20);
+    expect(await page.locator('option').allTextContents()).toEqual(['Core API', 'Management API']);
+  });
+
   it('signs in with a token of the local identity provider', async () => {
     await page.goto(`${app.core}/portal/`);
     await page.getByLabel(/Token of the local identity provider/).fill(await app.token());
