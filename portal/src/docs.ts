@@ -11,7 +11,9 @@ SwaggerUIBundle({
     { url: '/openapi.json?api=management', name: 'Management API' },
   ],
   deepLinking: true,
-  // The standalone layout: a picker of the two documents above the reference.
+  // The standalone layout: a picker of the two documents above the reference. (The package's types leave
+  // `presets` untyped.)
+  // eslint-disable-next-line @typescript-eslint/no-unsafe-member-access
   presets: [SwaggerUIBundle.presets.apis, SwaggerUIStandalonePreset],
   layout: 'StandaloneLayout',
 });

@@ -2,9 +2,9 @@
 // (Svc:Quota:Definitions; docs/configuration.md, Runtime settings). Each writes app configuration resources through the
 // Management API, which checks them; its message is shown when it refuses one.
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError } from './api';
-import { text, unwrap, type Resource } from './resource';
-import { ErrorText, submitTo, type Context } from './shell';
+import { ApiError } from '../api';
+import { text, unwrap, type Resource } from '../resource';
+import { ErrorText, submitTo, type Context } from '../shell';
 
 const setting = (key: string) => `/providers/Svc.Configuration/appConfigurations/${encodeURIComponent(key)}`;
 

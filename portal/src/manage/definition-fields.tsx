@@ -3,8 +3,8 @@
 // The JSON stays the one source: a control reads its field from it and writes the field back into it, so
 // fields without a control (nested settings) are edited in the JSON and nothing is lost between the two.
 import { useEffect, useState } from 'preact/hooks';
-import { text, unwrap, type Resource } from './resource';
-import type { Context } from './shell';
+import { text, unwrap, type Resource } from '../resource';
+import type { Context } from '../shell';
 
 type Field =
   | { field: string; label: string; kind: 'text' | 'multiline' | 'number' | 'lines' }

@@ -1,0 +1,25 @@
+// What an agent's properties say the chat portal shows, read once per agent.
+import type { Context } from '../shell';
+/** What the agent's properties say the portal shows (each true unless set false). */
+export interface AgentView {
+  show_message_tokens: boolean;
+  show_message_rating: boolean;
+  show_view_prompt: boolean;
+  show_file_upload: boolean;
+  show_content_artifacts: boolean;
+  welcome_message: string | null;
+}
+
+export const FLAGS = ['show_message_tokens', 'show_message_rating', 'show_view_prompt', 'show_file_upload', 'show_content_artifacts'] as const;
+
+export async function agentView({ api }: Context, agent: string): Promise<AgentView> {
+  const r = await api
+    .json<{ resource: { properties: Record<string, unknown>; metadata_properties: Record<string, unknown> } }>('management', `/providers/Svc.Agent/agents/${encodeURIComponent(agent)}/get-properties`, {
+      method: 'POST',
+      json: { property_names: [...FLAGS], metadata_property_names: ['welcome_message'] },
+    })
+    .catch(() => undefined); // no read access to the agent's properties: the defaults
+  const p = r?.resource.properties ?? {};
+  const welcome = r?.resource.metadata_properties.welcome_message;
+  return { ...(Object.fromEntries(FLAGS.map((f) => [f, p[f] !== false])) as Record<(typeof FLAGS)[number], boolean>), welcome_message: typeof welcome === 'string' ? welcome : null };
+}

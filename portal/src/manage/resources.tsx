@@ -1,0 +1,137 @@
+// One section of resources: the list (with deleted ones on request), the editor, delete and purge.
+import { useEffect, useState } from 'preact/hooks';
+import { type Resource, unwrap } from '../resource';
+import { type Context, ErrorText } from '../shell';
+import { AgentProperties } from './agent-properties';
+import { AgentTokens } from './agent-tokens';
+import { BrandingForm, QuotasForm } from './app-config';
+import { Editor } from './editor';
+import { PipelineRuns } from './pipeline-runs';
+import { RoleAssignmentForm } from './role-assignment-form';
+import { details, TYPES } from './types';
+export function Resources({ ctx, kind }: { ctx: Context; kind: keyof typeof TYPES }) {
+  const t = TYPES[kind];
+  const [items, setItems] = useState<Resource[]>([]);
+  const [editing, setEditing] = useState<Resource | 'new'>();
+  const [selected, setSelected] = useState<string>();
+  const [runs, setRuns] = useState(0);
+  const [showDeleted, setShowDeleted] = useState(false);
+  const [error, setError] = useState<unknown>();
+  const runPipeline = (r: Resource) => ctx.api.call('management', `/providers/${t.path}/${encodeURIComponent(r.name)}/process`, { method: 'POST' }).then(() => setRuns((n) => n + 1), setError);
+  // Deleted resources are listed only when asked for: they can then be purged (and their names used again).
+  const load = (deleted = showDeleted) =>
+    ctx.api.all<Resource | { resource: Resource }>('management', `/providers/${t.path}${deleted ? '?includeDeleted=true' : ''}`).then((l) => setItems(l.map(unwrap).filter((r) => deleted || !r.deleted)), setError);
+  useEffect(() => {
+    setEditing(undefined);
+    setSelected(undefined);
+    void load();
+  }, [kind]);
+  const act = (r: Resource, question: string, path: string, method: string) => {
+    if (confirm(question)) ctx.api.call('management', `/providers/${t.path}/${encodeURIComponent(r.name)}${path}`, { method }).then(() => load(), setError);
+  };
+  const remove = (r: Resource) => act(r, `Delete ${r.name}? It can be purged afterwards.`, '', 'DELETE');
+  const purge = (r: Resource) => act(r, `Purge ${r.name} permanently? This cannot be undone.`, '/purge', 'POST');
+  return (
+    <section aria-label={t.title}>
+      <h2>{t.title}</h2>
+      <ErrorText error={error} />
+      {editing === 'new' && kind === 'roleAssignments' ? (
+        <RoleAssignmentForm
+          ctx={ctx}
+          onCancel={() => setEditing(undefined)}
+          onSaved={() => {
+            setEditing(undefined);
+            void load();
+          }}
+        />
+      ) : editing ? (
+        <Editor
+          ctx={ctx}
+          kind={kind}
+          initial={editing === 'new' ? undefined : editing}
+          onCancel={() => setEditing(undefined)}
+          onSaved={() => {
+            setEditing(undefined);
+            void load();
+          }}
+        />
+      ) : (
+        <>
+          <div class="row">
+            <button onClick={() => setEditing('new')}>New {t.title.replace(/s$/, '').toLowerCase()}</button>
+            <label class="check">
+              <input
+                type="checkbox"
+                checked={showDeleted}
+                onChange={(e) => {
+                  setShowDeleted(e.currentTarget.checked);
+                  void load(e.currentTarget.checked);
+                }}
+              />{' '}
+              Show deleted
+            </label>
+          </div>
+          <table>
+            <thead>
+              <tr>
+                <th>Name</th>
+                <th>Details</th>
+                <th>
+                  <span class="visually-hidden">Actions</span>
+                </th>
+              </tr>
+            </thead>
+            <tbody>
+              {items.map((r) => (
+                <tr key={r.name}>
+                  <td>{r.name}</td>
+                  <td class="muted">{r.deleted ? 'Deleted' : details(r)}</td>
+                  <td>
+                    {r.deleted ? (
+                      <button class="link" aria-label={`Purge ${r.name}`} onClick={() => purge(r)}>
+                        Purge
+                      </button>
+                    ) : (
+                      <>
+                        {kind === 'agents' && (
+                          <button class="link" onClick={() => setSelected(r.name)}>
+                            Properties and tokens
+                          </button>
+                        )}
+                        {kind === 'pipelines' && (
+                          <button class="link" aria-label={`Process ${r.name}`} onClick={() => void runPipeline(r)}>
+                            Process
+                          </button>
+                        )}
+                        <button class="link" onClick={() => setEditing(r)}>
+                          Edit
+                        </button>
+                        <button class="link" onClick={() => remove(r)}>
+                          Delete
+                        </button>
+                      </>
+                    )}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </>
+      )}
+      {kind === 'agents' && selected && (
+        <div class="agent-detail" aria-label={`Agent ${selected}`}>
+          <h2>{selected}</h2>
+          <AgentProperties ctx={ctx} agent={selected} />
+          <AgentTokens ctx={ctx} agent={selected} />
+        </div>
+      )}
+      {kind === 'pipelines' && <PipelineRuns ctx={ctx} refresh={runs} />}
+      {kind === 'appConfig' && !editing && (
+        <>
+          <BrandingForm ctx={ctx} onSaved={() => void load()} />
+          <QuotasForm ctx={ctx} onSaved={() => void load()} />
+        </>
+      )}
+    </section>
+  );
+}
