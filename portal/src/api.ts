@@ -1,5 +1,6 @@
 // The public APIs as the portals call them: the signed-in user's bearer token on every call, the error
 // envelopes of both APIs read into one error type, and pages followed through x-continuation-token.
+import type { components, paths } from './api-types/core';
 import { EventSourceParserStream } from 'eventsource-parser/stream';
 
 export interface PortalConfig {
@@ -105,54 +106,16 @@ export function createApi(config: PortalConfig, token: () => Promise<string>, on
   return { call, json, page, all, stream };
 }
 
-export interface CompletionRequest {
-  user_prompt: string;
-  agent_name: string;
-  session_id?: string;
-  attachments?: string[];
-}
+// The API's own types, generated from its OpenAPI documents (scripts/portal-api-types.ts).
+type Schemas = components['schemas'];
+type CoreBody<P extends keyof paths> = paths[P] extends { post: { requestBody?: { content: { 'application/json': infer B } } } } ? B : never;
 
-export interface Citation {
-  id: string;
-  source: string;
-  title: string;
-  text: string;
-  score: number;
-}
-
-export interface CompletionResponse {
-  operation_id: string;
-  user_prompt: string;
-  completion: string;
-  citations: Citation[];
-  prompt_tokens: number;
-  completion_tokens: number;
-  total_tokens: number;
-}
-
-export interface Session {
-  id: string;
-  name: string;
-  created_on: string;
-  updated_on?: string;
-}
-
-export interface Message {
-  id: string;
-  sender: 'User' | 'Assistant';
-  sender_display_name: string;
-  text: string;
-  tokens: number;
-  timestamp: string;
-  operation_id?: string;
-  rating?: boolean | null;
-  content_artifacts?: { id?: string; title?: string; type?: string; content?: string }[];
-}
-
-export interface AgentItem {
-  resource: { name: string; display_name?: string; description?: string };
-  roles: string[];
-}
+export type CompletionRequest = CoreBody<'/instances/{instanceId}/completions'>;
+export type Citation = Schemas['Citation'];
+export type CompletionResponse = Schemas['CompletionResponse'];
+export type Session = Schemas['Session'];
+export type Message = Schemas['Message'];
+export type AgentItem = Schemas['AgentListItem'];
 
 export interface Branding {
   company_name?: string;

@@ -25,7 +25,7 @@ import { rewritePrompt } from './rewrite.js';
 import { answerWithTools, type ToolEvents, type ToolExecution } from '../tools/loop.js';
 import { toolboxFor } from '../tools/toolbox.js';
 import { parseFilter } from '../knowledge/filter.js';
-import { agentTools, knowledgeContext, PromptEmbeddings, retrieve, type Citation } from '../knowledge/retrieval.js';
+import { agentTools, Citation, knowledgeContext, PromptEmbeddings, retrieve } from '../knowledge/retrieval.js';
 import type { Clause } from '../knowledge/vector-index.js';
 
 /** The completion request, with its validation messages (the OpenAPI document's CompletionRequest). */
@@ -60,7 +60,7 @@ export const CompletionResponse = z
     user_prompt: z.string(),
     completion: z.string(),
     content: z.array(z.object({ type: z.string(), value: z.string() })),
-    citations: z.array(z.unknown()),
+    citations: z.array(Citation),
     analysis_results: z.array(z.unknown()),
     user_prompt_embedding: z.array(z.number()),
     prompt_tokens: z.number().int(),

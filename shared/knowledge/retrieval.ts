@@ -3,6 +3,7 @@
 // found with the request's filter applied inside the index query, and they become the model's context and
 // the answer's citations. Only the agent's own tools are searched, so a caller reaches only the indexes of
 // agents they may use.
+import { z } from 'zod';
 import { validationError } from '../errors.js';
 import type { AgentDoc } from '../providers/types/agent.js';
 import { dataPipelines, tools as toolKind, type ToolDoc } from '../providers/types/catalog.js';
@@ -10,13 +11,9 @@ import type { Services } from '../services.js';
 import { embedderFor, type Embedder } from './embedder.js';
 import type { Clause, SearchHit } from './vector-index.js';
 
-export interface Citation {
-  id: string;
-  source: string;
-  title: string;
-  text: string;
-  score: number;
-}
+/** A passage an answer drew on: its partition id, the document's source and title, the text and its similarity. */
+export const Citation = z.object({ id: z.string(), source: z.string(), title: z.string(), text: z.string(), score: z.number() }).meta({ id: 'Citation' });
+export type Citation = z.output<typeof Citation>;
 
 const DEFAULT_TOP_N = 5;
 

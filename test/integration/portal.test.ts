@@ -189,21 +189,36 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await expect.poll(() => page.getByRole('listitem').filter({ hasText: 'kiosk' }).count()).toBe(1);
   });
 
-  it("edits an agent's properties, showing the API's validation message for a bad one", async () => {
+  it("edits an agent's properties in fields: settings as forms with their links picked by name, the owner found by name, and the API's message for a bad one", async () => {
     const form = page.locator('form.properties');
     const properties = async () =>
-      ((await app.call('POST', `${providers(app, 'Svc.Agent')}/agents/concierge/get-properties`, { body: { property_names: ['cost_center', 'conversation_history_settings', 'text_rewrite_settings', 'show_file_upload'] } })).body as { resource: { properties: Record<string, unknown> } }).resource.properties;
+      ((await app.call('POST', `${providers(app, 'Svc.Agent')}/agents/concierge/get-properties`, { body: { property_names: ['cost_center', 'conversation_history_settings', 'text_rewrite_settings', 'show_file_upload', 'owner_user_id'] } })).body as { resource: { properties: Record<string, unknown> } }).resource.properties;
     await form.getByLabel('Cost center').fill('Research');
-    await form.getByLabel(/^Conversation history settings/).fill('{ "enabled": true, "max_history": 3 }');
+    await form.getByLabel('Conversation history').check();
+    await form.getByLabel('Turns sent (max_history)').fill('3');
     await form.getByLabel('file upload').uncheck();
     await form.getByRole('button', { name: 'Save properties' }).click();
     await form.getByRole('status').waitFor();
     expect(await properties()).toMatchObject({ cost_center: 'Research', conversation_history_settings: { enabled: true, max_history: 3 }, show_file_upload: false });
-    // Enabled without the settings it needs: the API refuses it, the form says why, nothing is stored.
-    await form.getByLabel(/^Prompt rewrite settings/).fill('{ "user_prompt_rewrite_enabled": true }');
+    // Turned on without the model and prompt it needs: the API refuses it, the form says why, nothing is stored.
+    await form.getByLabel('Prompt rewrite').check();
     await form.getByRole('button', { name: 'Save properties' }).click();
     await expect.poll(() => form.getByRole('alert').textContent()).toMatch(/text_rewrite_settings/);
     expect((await properties()).text_rewrite_settings).toBeNull();
+    // Picked by name from the models and prompts there are.
+    await form.getByLabel('Rewrite model (a completion model)').selectOption({ label: 'guide-model' });
+    await form.getByLabel('Rewrite prompt').selectOption({ label: 'guide-prompt' });
+    // The owner, found by name through the identity search (Dana has called the API, so the directory knows her).
+    const dana = ((await app.call('GET', `${app.management}/instances/${INSTANCE}/identity`, { as: 'dana@example.com' })).body as { id: string }).id;
+    await form.getByLabel('Find a user by name, UPN or id').fill('dana');
+    await form.getByRole('button', { name: 'Search' }).click();
+    await form.getByRole('button', { name: /Make .*dana.* the owner/i }).click();
+    await form.getByRole('button', { name: 'Save properties' }).click();
+    await expect.poll(async () => (await properties()).owner_user_id).toBe(dana);
+    expect((await properties()).text_rewrite_settings).toEqual({
+      user_prompt_rewrite_enabled: true,
+      user_prompt_rewrite_settings: { user_prompt_rewrite_ai_model_object_id: expect.stringMatching(/aiModels\/guide-model$/) as string, user_prompt_rewrite_prompt_object_id: expect.stringMatching(/prompts\/guide-prompt$/) as string, user_prompts_window_size: 3 },
+    });
   });
 
   it('edits a prompt in its fields and its JSON, from its whole stored definition, not the summary the list shows', async () => {

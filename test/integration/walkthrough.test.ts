@@ -67,7 +67,8 @@ describe("the README's quick start, in a fresh clone", () => {
   const clone = mkdtempSync(path.join(tmpdir(), 'walkthrough-'));
   afterAll(async () => {
     await Promise.all(running.map(stop));
-    rmSync(clone, { recursive: true, force: true });
+    // Azurite may still be writing its last files as it stops.
+    rmSync(clone, { recursive: true, force: true, maxRetries: 10, retryDelay: 500 });
   });
 
   it('ends with the first agent answering, and a second start that does not build again', { timeout: 900_000 }, async () => {

@@ -36,7 +36,9 @@ export function AssistantMessage({ ctx, view, session, m, answer, onRated }: { c
           <summary>Artifacts ({m.content_artifacts.length})</summary>
           <ul>
             {m.content_artifacts.map((a, i) => (
-              <li key={a.id ?? i}>{a.title ?? a.type ?? 'artifact'}</li>
+              <li key={i}>
+                {a.tool_name}: {a.function_name} ({a.outcome.toLowerCase()}, {a.duration_ms} ms)
+              </li>
             ))}
           </ul>
         </details>

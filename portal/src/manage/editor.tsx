@@ -1,4 +1,5 @@
 // The editor of one resource: its type's form fields over its whole JSON definition, the two kept one.
+import type { operations } from '../api-types/management';
 import type { ComponentChildren } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { type Resource, unwrap } from '../resource';
@@ -39,7 +40,11 @@ export function objectOf(json: string): Record<string, unknown> | undefined {
 }
 
 /** Fields the service keeps itself: not part of a definition to edit. */
-export const SERVICE_FIELDS = ['object_id', 'created_on', 'created_by', 'updated_on', 'updated_by', 'deleted'];
+/** The definition any resource type takes (a prompt's, here), as the Management API's document has it. */
+type Definition = NonNullable<operations['prompts-upsert']['requestBody']>['content']['application/json'];
+
+/** Fields the service sets (a definition may carry them back, and they are ignored): checked against the API's types. */
+export const SERVICE_FIELDS: readonly string[] = ['object_id', 'created_on', 'created_by', 'updated_on', 'updated_by', 'deleted'] satisfies (keyof Definition)[];
 
 /**
  * A resource as JSON, created or replaced through the API (its validation messages shown as they come).
