@@ -73,14 +73,19 @@ function changesOf(loaded: Draft, draft: Draft): Record<string, unknown> {
   return out;
 }
 
-/** Resources of a type for pickers, by object id and name. */
-function useResources(ctx: Context, path: string): Resource[] {
+/**
+ * Resources of a type for pickers, by object id and name; `full` reads each one's whole definition (a list
+ * shows only names, and a model picker needs each model's type).
+ */
+function useResources(ctx: Context, path: string, full = false): Resource[] {
   const [list, setList] = useState<Resource[]>([]);
   useEffect(() => {
-    void ctx.api.all<Resource | { resource: Resource }>('management', `/providers/${path}`).then(
-      (l) => setList(l.map(unwrap).filter((r) => !r.deleted)),
-      () => undefined, // A list the caller may not read: the picker stays empty.
-    );
+    const one = (r: Resource) => ctx.api.json<{ resource: Resource }>('management', `/providers/${path}/${encodeURIComponent(r.name)}`).then((d) => d.resource);
+    void ctx.api
+      .all<Resource | { resource: Resource }>('management', `/providers/${path}`)
+      .then((l) => l.map(unwrap).filter((r) => !r.deleted))
+      .then((l) => (full ? Promise.all(l.map(one)) : l))
+      .then(setList, () => undefined); // A list the caller may not read: the picker stays empty.
   }, [path]);
   return list;
 }
@@ -177,7 +182,7 @@ export function AgentProperties({ ctx, agent }: { ctx: Context; agent: string })
   const [draft, setDraft] = useState<Draft>();
   const [error, setError] = useState<unknown>();
   const [saved, setSaved] = useState(false);
-  const models = useResources(ctx, 'Svc.AIModel/aiModels');
+  const models = useResources(ctx, 'Svc.AIModel/aiModels', true);
   const prompts = useResources(ctx, 'Svc.Prompt/prompts');
   const plugins = useResources(ctx, 'Svc.Platform/plugins');
   // get-properties refuses names the agent has no value for: the properties come from the resource itself.
