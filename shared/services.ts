@@ -27,7 +27,7 @@ import { ResourceCache } from './providers/resource-cache.js';
 import { objectIdOf, type AnyResource } from './providers/resource-type.js';
 import { agents } from './providers/types/agent.js';
 import { AppSettings, type SettingDoc } from './providers/settings.js';
-import { QueueProducer, readQueue } from './queues/handler.js';
+import { QueueProducer, readQueue, type Producer } from './queues/handler.js';
 import { observeQueues } from './telemetry/metrics.js';
 import { migrate } from './migrations.js';
 import { openStore } from './store/open.js';
@@ -65,7 +65,7 @@ export interface Services {
   readonly settings: AppSettings;
   readonly blobs: BlobServiceClient;
   readonly queues: QueueServiceClient;
-  readonly producer: QueueProducer;
+  readonly producer: Producer;
   /** Worker threads that read documents' text (HTML, PDF, Word), bounded in time and memory. */
   readonly extraction: ExtractionPool;
   /** Partitions of knowledge documents and semantic cache entries, searched by similarity. */
@@ -78,6 +78,8 @@ export interface Services {
 export interface ServiceOverrides {
   store?: DocumentStore;
   log?: Log;
+  /** Where queue messages go (tests that run the service in process keep them in memory). */
+  producer?: Producer;
 }
 
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
@@ -143,7 +145,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     settings,
     blobs,
     queues,
-    producer: new QueueProducer(queues),
+    producer: overrides.producer ?? new QueueProducer(queues),
     vectors,
     extraction,
     userDispatcher,

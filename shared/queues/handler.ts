@@ -63,7 +63,14 @@ export async function readQueue(service: QueueServiceClient, name: string): Prom
   return { depth: properties.approximateMessagesCount ?? 0, oldestAgeSeconds: oldest ? Math.max(0, (Date.now() - oldest.getTime()) / 1000) : 0 };
 }
 
-export class QueueProducer {
+/** Sends queue messages: the storage queues, or (tests that run the service in process) a list in memory. */
+export interface Producer {
+  send(queue: string, message: unknown, options?: { visibilityTimeoutSeconds?: number }): Promise<void>;
+  /** Lets an in-process consumer wake at once instead of at its next poll. */
+  onSend(listener: (queue: string) => void): () => void;
+}
+
+export class QueueProducer implements Producer {
   private readonly ready = new Map<string, Promise<unknown>>();
   private readonly listeners = new Set<(queue: string) => void>();
 

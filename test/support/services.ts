@@ -1,4 +1,5 @@
 // Services for tests: real modules, an in-memory SQLite store, a temp data folder for the local IdP key.
+import type { Producer } from '../../shared/queues/handler.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -32,10 +33,10 @@ export interface TestServices extends Services {
 }
 
 /** Services over an in-memory store (or the given one), with a token minter for the local IdP. */
-export async function testServices(options: { env?: Record<string, string>; store?: DocumentStore } = {}): Promise<TestServices> {
+export async function testServices(options: { env?: Record<string, string>; store?: DocumentStore; producer?: Producer } = {}): Promise<TestServices> {
   const config = options.env?.DATA_DIR ? loadConfig({ CORE_PORT: '0', MANAGEMENT_PORT: '0', ...options.env }, '1.2.3') : testConfig(options.env);
   const log = memoryLog();
-  const services = await createServices(config, { store: options.store ?? openSqliteStore(':memory:'), log });
+  const services = await createServices(config, { store: options.store ?? openSqliteStore(':memory:'), log, ...(options.producer ? { producer: options.producer } : {}) });
   return {
     ...services,
     log,
@@ -44,5 +45,15 @@ export async function testServices(options: { env?: Record<string, string>; stor
       const key = await loadLocalKey(config.auth.keyFile);
       return mintLocalToken(key, config.auth.issuer, config.auth.audience, { upn: 'alice@example.com', ...o });
     },
+  };
+}
+
+/** A producer that keeps what is sent, per queue, instead of sending it. */
+export function memoryProducer(): Producer & { sent: { queue: string; message: unknown }[] } {
+  const sent: { queue: string; message: unknown }[] = [];
+  return {
+    sent,
+    send: (queue, message) => Promise.resolve(void sent.push({ queue, message })),
+    onSend: () => () => undefined,
   };
 }
