@@ -130,9 +130,10 @@ export interface Admitted {
 /** The caller's own attached files; 400 ValidationError for one that does not exist or is someone else's. */
 async function attachedFiles(s: Services, principal: Principal, objectIds: readonly string[] | undefined): Promise<FileDoc[]> {
   const files = await Promise.all((objectIds ?? []).map((id) => s.files.find(principal.upn, id)));
+  const found = files.filter((f) => f !== undefined);
   const missing = files.findIndex((f) => f === undefined);
   if (missing >= 0) throw validationError([{ field: 'attachments', message: `Attachment ${objectIds?.[missing]} not found` }]);
-  return files as FileDoc[];
+  return found;
 }
 
 /**

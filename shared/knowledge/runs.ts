@@ -220,7 +220,7 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
 
   let next = 0;
   const worker = async () => {
-    while (next < documents.length) await one(documents[next++] as SourceDocument);
+    for (let doc = documents[next++]; doc; doc = documents[next++]) await one(doc);
   };
   await Promise.all(Array.from({ length: Math.min(DOCUMENT_CONCURRENCY, documents.length) }, worker));
 
