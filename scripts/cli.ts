@@ -90,7 +90,7 @@ const token = () => {
 
 /** What the CLI calls the request fields an error may name. */
 const CLI_WORDS: Record<string, string> = {
-  agent_name: 'the agent (first argument)',
+  agent_name: 'the agent',
   user_prompt: 'the prompt',
   session_id: '--session',
   expiration_date: '--expires',
@@ -187,7 +187,17 @@ function summary(session: string, answer: Pick<Answer, 'prompt_tokens' | 'comple
 async function complete(agent: string | undefined, prompt: string[]): Promise<void> {
   if (!agent || prompt.length === 0) throw new CliError('complete needs an agent and a prompt: complete <agent> <prompt...>');
   const session = await sessionFor(agent);
-  const body = { agent_name: agent, user_prompt: prompt.join(' '), session_id: session };
+  try {
+    await answer(agent, prompt.join(' '), session);
+  } catch (e) {
+    // A session opened for a completion that was refused holds nothing: it goes again.
+    if (!flags.session) await call('DELETE', core(`/sessions/${session}`)).catch(() => undefined);
+    throw e;
+  }
+}
+
+async function answer(agent: string, prompt: string, session: string): Promise<void> {
+  const body = { agent_name: agent, user_prompt: prompt, session_id: session };
   if (!flags.stream) {
     const answer = await json<Answer>(call('POST', core('/completions'), body));
     if (flags.json) return out(JSON.stringify({ session_id: session, ...answer }, null, 2));

@@ -45,6 +45,14 @@ describe('npm run cli', () => {
 
     const whole = await cli('complete', 'cli', 'hello', 'there');
     expect(whole).toMatchObject({ code: 0, stdout: 'Echo: hello there\n' });
+    // After the answer: the session it opened (to go on with) and the tokens it took.
+    const session = /session ([0-9a-f-]{36})/.exec(whole.stderr)?.[1] ?? '';
+    expect(whole.stderr).toMatch(/tokens {2}\d+ prompt \+ \d+ completion = \d+/);
+    const json = await cli('complete', 'cli', 'and', 'then', '--session', session, '--json');
+    expect(json.code).toBe(0);
+    expect(JSON.parse(json.stdout)).toMatchObject({ session_id: session, completion: 'Echo: and then', citations: [], total_tokens: expect.any(Number) as number });
+    const messages = await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${session}/messages`);
+    expect((messages.body as unknown[]).length).toBe(4);
     const streamed = await cli('complete', 'cli', 'streamed', 'words', '--stream');
     expect(streamed).toMatchObject({ code: 0, stdout: 'Echo: streamed words\n' });
   });
@@ -72,6 +80,9 @@ describe('npm run cli', () => {
     const exported = await cli('memory-export', '--user', 'carol@example.com');
     expect(exported.code).toBe(0);
     expect(exported.stdout).toContain('Prefers green tea');
+    // The same with TOKEN set to a user's token (as after the quick start): the export still signs for itself.
+    const withToken = await runScript('cli', ['memory-export', '--user', 'carol@example.com', '--core', app.core, '--management', app.management], { ...app.env, CORE_PORT: '0', MANAGEMENT_PORT: '0', TOKEN: await app.token() });
+    expect(withToken).toMatchObject({ code: 0, stdout: expect.stringContaining('Prefers green tea') as string });
   });
 
   it('grants the operator Analytics Reader from a file, then prints an analytics report as a table', async () => {
@@ -94,7 +105,10 @@ describe('npm run cli', () => {
   it('fails with the service’s message and a non-zero code', async () => {
     const missing = await cli('complete', 'no-such-agent', 'hi');
     expect(missing.code).toBe(1);
-    expect(missing.stderr).toMatch(/^POST \/instances\/[^ ]+\/completions: 4\d\d Agent not found/);
+    // The service's message, in the CLI's words (its argument, not the API's field).
+    expect(missing.stderr).toMatch(/^400: Agent not found or access denied \(the agent\) \[POST \/instances\/[^ ]+\/completions\]/);
+    const badSession = await cli('complete', 'cli', 'hi', '--session', 'not-a-session');
+    expect(badSession.stderr).toMatch(/^400: Invalid session_id format \(--session\)|^400: .*--session/);
     const broken = path.join(app.dataDir, 'broken.json');
     writeFileSync(broken, '{"resources": [');
     const unreadable = await cli('create', broken);
