@@ -67,7 +67,12 @@ describe("the README's quick start, in a fresh clone", () => {
   const clone = mkdtempSync(path.join(tmpdir(), 'walkthrough-'));
   afterAll(async () => {
     await Promise.all(running.map(stop));
-    // Azurite may still be writing its last files as it stops.
+    // npm may exit before what it started: anything still running from the clone (the service's Azurite, in
+    // a process group of its own) is stopped and waited for before its files are removed.
+    for (let tries = 0; spawnSync('pgrep', ['-f', clone]).status === 0 && tries < 40; tries++) {
+      spawnSync('pkill', [tries < 20 ? '-TERM' : '-KILL', '-f', clone]);
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
     rmSync(clone, { recursive: true, force: true, maxRetries: 10, retryDelay: 500 });
   });
 
