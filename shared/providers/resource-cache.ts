@@ -1,7 +1,7 @@
 // Resources read on the completion path (agents, workflows, prompts, models, endpoints), cached by object
 // id. Writes through this instance invalidate at once; other instances see changes within the TTL.
 import type { Container } from '../store/types.js';
-import { isOf, resourceId, type AnyResource, type ResourceKind, type ResourceOf } from './resource-type.js';
+import { isOf, partitionOf, resourceId, type AnyResource, type ResourceKind, type ResourceOf } from './resource-type.js';
 
 const OBJECT_ID = /^\/instances\/([^/]+)\/providers\/([^/]+)\/([^/]+)\/([^/]+)$/;
 
@@ -53,7 +53,7 @@ export class ResourceCache {
    * other than the name (the data pipeline of a knowledge index), cached like reads.
    */
   async findBy<K extends ResourceKind>(kind: K, field: string & keyof ResourceOf<K>, value: string): Promise<ResourceOf<K> | undefined> {
-    const partition = `${kind.provider}/${kind.segment}`;
+    const partition = partitionOf(kind);
     const key = `?${partition}\n${field}\n${value}`;
     const hit = this.queries.get(key);
     if (hit && hit.expires > Date.now()) return hit.doc && isOf(hit.doc, kind) ? hit.doc : undefined;

@@ -7,6 +7,7 @@ import { admit, runCompletion, type CompletionRequest } from '../../../../shared
 import { rewritePrompt } from '../../../../shared/completions/rewrite.js';
 import { agents, type AgentDoc } from '../../../../shared/providers/types/agent.js';
 import { aiModels, apiEndpointConfigurations, prompts, workflows } from '../../../../shared/providers/types/catalog.js';
+import { objectIdOf, type ResourceKind } from '../../../../shared/providers/resource-type.js';
 import { OWNER, put, user } from '../../../support/resources.js';
 import { testServices, type TestServices } from '../../../support/services.js';
 
@@ -15,7 +16,7 @@ const request = (r: Partial<CompletionRequest> & { user_prompt: string }): Compl
 describe('the stages of a completion', () => {
   let s: TestServices;
   let llm: MockLlm;
-  const id = (kind: { provider: string; segment: string }, name: string) => `/instances/${s.config.instanceId}/providers/${kind.provider}/${kind.segment}/${name}`;
+  const id = (kind: ResourceKind, name: string) => objectIdOf(s.config.instanceId, kind, name);
 
   beforeAll(async () => {
     llm = await startMockLlm();

@@ -7,6 +7,7 @@ import { startMockLlm, type MockLlm } from '../../../../scripts/mock-llm.js';
 import { failPoisonedRun, runPipeline, startRun } from '../../../../shared/knowledge/runs.js';
 import { aiModels, apiEndpointConfigurations, dataPipelineRuns, dataPipelines, dataSources, type DataPipelineRunDoc } from '../../../../shared/providers/types/catalog.js';
 import { RunMessage } from '../../../../shared/queues/messages.js';
+import { objectIdOf, type ResourceKind } from '../../../../shared/providers/resource-type.js';
 import { OWNER, put } from '../../../support/resources.js';
 import { memoryProducer, testServices, type TestServices } from '../../../support/services.js';
 
@@ -16,7 +17,7 @@ describe('data pipeline runs', () => {
   let web: http.Server;
   let base = '';
   const files = new Map<string, string>();
-  const id = (kind: { provider: string; segment: string }, name: string) => `/instances/${s.config.instanceId}/providers/${kind.provider}/${kind.segment}/${name}`;
+  const id = (kind: ResourceKind, name: string) => objectIdOf(s.config.instanceId, kind, name);
   const run = async (objectId: string) => {
     const doc = await s.resourceCache.get(objectId, dataPipelineRuns);
     s.resourceCache.invalidate(objectId);
