@@ -7,9 +7,10 @@ import type { Principal } from '../shared/auth/principal.js';
 import { admit, CompletionRequest, CompletionResponse, newOperationId, runCompletion, type Admitted } from '../shared/completions/completion.js';
 import { cancelOperation, presentOperation, readOperation, startOperation } from '../shared/completions/operations.js';
 import { QuotaResponse, type QuotaReservation } from '../shared/completions/quotas.js';
-import { streamCompletion } from '../shared/completions/stream.js';
+import { cancelStream, streamCompletion } from '../shared/completions/stream.js';
+import { replay } from '../shared/completions/stream-log.js';
 import { abortRunning, failPoisoned, processOperation } from '../shared/completions/worker.js';
-import { wantsEventStream } from '../shared/http/event-stream.js';
+import { SSE_HEADERS, wantsEventStream } from '../shared/http/event-stream.js';
 import { defineRoute } from '../shared/http/route.js';
 import { InstanceParams } from '../shared/http/schemas.js';
 import { json, type Reply } from '../shared/http/types.js';
@@ -112,8 +113,9 @@ export const routes = [
           { contentType: 'application/json', schema: CompletionResponse },
           { contentType: 'text/event-stream', schema: CompletionEvents },
         ],
-        headers: rateLimitHeaders,
+        headers: { ...rateLimitHeaders, 'x-operation-id': { description: 'Streamed answers: the operation id, for the replay and cancel endpoints', type: 'string' } },
       },
+      409: { description: 'multitask_strategy reject: another turn of the session is running (SessionBusy); or a background stream with this operation_id exists' },
       ...upstreamErrors,
     },
     handler: async ({ services, principal, body, params, request }) => {
@@ -127,6 +129,37 @@ export const routes = [
         );
       });
     },
+  }),
+  defineRoute({
+    ...common,
+    name: 'completions-stream-replay',
+    method: 'GET',
+    path: '/instances/{instanceId}/completions/{operationId}/stream',
+    summary: 'The events of a background streamed completion after Last-Event-ID (all when absent), then live ones until it ends; on any instance, only for its starter',
+    params: OperationParams,
+    responses: {
+      200: { description: 'The events (numbered as first sent)', content: [{ contentType: 'text/event-stream', schema: CompletionEvents }], headers: { 'x-operation-id': { description: 'The operation id', type: 'string' } } },
+    },
+    handler: async ({ services, principal, params, request }) => {
+      const last = Number(request.header('last-event-id') ?? '0');
+      const after = Number.isSafeInteger(last) && last > 0 ? last : 0;
+      return { status: 200, headers: { ...SSE_HEADERS, 'x-operation-id': params.operationId }, stream: await replay(services, principal, params.operationId, after) };
+    },
+  }),
+  defineRoute({
+    ...common,
+    name: 'completions-stream-cancel',
+    method: 'POST',
+    path: '/instances/{instanceId}/completions/{operationId}/cancel',
+    summary: 'Stop a streamed completion (only its starter may): its stream ends with an error event, code Cancelled, and no turn is recorded',
+    params: OperationParams,
+    responses: {
+      200: {
+        description: 'Cancelled, unless it had already ended',
+        schema: z.object({ operation_id: z.string(), status: z.enum(['Cancelled', 'Completed', 'Failed']) }).meta({ id: 'StreamCancelResult' }),
+      },
+    },
+    handler: async ({ services, principal, params }) => json(200, await cancelStream(services, principal, params.operationId)),
   }),
   defineRoute({
     ...common,

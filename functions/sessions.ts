@@ -1,6 +1,7 @@
 // Sessions and messages: every read and write is the caller's own.
 import { z } from 'zod';
-import { presentMessage, presentSession } from '../shared/conversations/conversations.js';
+import { presentCompletionPrompt, presentMessage, presentSession } from '../shared/conversations/conversations.js';
+import { Citation } from '../shared/knowledge/retrieval.js';
 import { defineRoute } from '../shared/http/route.js';
 import { Guid, InstanceParams } from '../shared/http/schemas.js';
 import { pagedJson, pagedResponse, PageQuery } from '../shared/http/paging.js';
@@ -30,21 +31,40 @@ const Message = z
     operation_id: z.string(),
     rating: z.boolean().nullable().optional(),
     rating_comments: z.string().nullable().optional(),
+    citations: z.array(Citation).optional().describe('Assistant messages: the knowledge the answer was given, as the completion returned it'),
     content_artifacts: z
       .array(
-        z.object({
-          type: z.literal('ToolExecution'),
-          tool_name: z.string(),
-          function_name: z.string(),
-          arguments_sha256: z.string().describe('A digest of the arguments: they are not kept'),
-          duration_ms: z.number().int(),
-          outcome: z.enum(['Succeeded', 'Failed', 'TimedOut']),
-        }),
+        z.union([
+          z
+            .object({
+              type: z.literal('ToolExecution'),
+              tool_name: z.string(),
+              function_name: z.string(),
+              arguments_sha256: z.string().describe('A digest of the arguments: they are not kept'),
+              duration_ms: z.number().int(),
+              outcome: z.enum(['Succeeded', 'Failed', 'TimedOut']),
+            })
+            .meta({ id: 'ToolExecutionArtifact' }),
+          z.looseObject({ type: z.string() }).describe('Another kind of artifact (e.g. `File`)'),
+        ]),
       )
       .optional()
-      .describe('Assistant messages: the tool executions of the turn'),
+      .describe('Assistant messages: what the turn produced besides its text (tool executions, files)'),
+    completion_prompt_id: z.string().nullable().optional().describe('Assistant messages: the turn\'s completion prompt (null when no model was asked: a cache hit or a blocked prompt)'),
   })
   .meta({ id: 'Message' });
+
+const CompletionPrompt = z
+  .object({
+    id: z.string(),
+    session_id: z.string(),
+    operation_id: z.string(),
+    created_on: z.string(),
+    messages: z
+      .array(z.object({ role: z.string(), content: z.unknown().describe('Text, or content parts (an image part names its attachment\'s object id instead of repeating its bytes)') }).loose())
+      .describe('Exactly what the main model was sent, in order: system prompt, retrieved knowledge, history, attachments and the prompt'),
+  })
+  .meta({ id: 'CompletionPrompt' });
 
 const SessionParams = InstanceParams.extend({ sessionId: Guid });
 const common = { api: 'core', tag: 'Sessions', auth: 'any', errors: 'core' } as const;
@@ -99,6 +119,17 @@ export const routes = [
       const list = `messages\n${params.sessionId.toLowerCase()}`;
       return pagedJson(await services.pager.page(principal, list, query, (c, n) => services.conversations.messagesOf(principal.upn, params.sessionId, c, n)), presentMessage);
     },
+  }),
+  defineRoute({
+    ...common,
+    name: 'sessions-completion-prompt',
+    method: 'GET',
+    path: '/instances/{instanceId}/sessions/{sessionId}/completionprompts/{completionPromptId}',
+    summary: 'The prompt one turn sent to the main model (the assistant message\'s completion_prompt_id); only the session\'s owner may read it',
+    params: SessionParams.extend({ completionPromptId: z.string().min(1).max(200) }),
+    responses: { 200: { description: 'The completion prompt', schema: CompletionPrompt } },
+    handler: async ({ services, principal, params }) =>
+      json(200, presentCompletionPrompt(await services.conversations.completionPrompt(principal.upn, params.sessionId, params.completionPromptId))),
   }),
   defineRoute({
     ...common,

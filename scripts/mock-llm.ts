@@ -17,7 +17,7 @@ export interface ChatRequest {
   /** Path and query string. */
   url: string;
   headers: http.IncomingHttpHeaders;
-  body: { model?: string; messages: { role: string; content: string | null; tool_calls?: unknown[]; tool_call_id?: string }[]; tools?: { function: { name: string } }[]; [k: string]: unknown };
+  body: { model?: string; messages: { role: string; content: MessageContent; tool_calls?: unknown[]; tool_call_id?: string }[]; tools?: { function: { name: string } }[]; [k: string]: unknown };
 }
 
 /** What the next request gets instead of an echo. */
@@ -67,14 +67,29 @@ export interface MockLlm {
   close(): Promise<void>;
 }
 
-const words = (text: string) => text.split(/\s+/).filter(Boolean).length;
+/** A message's content: text, or parts (text and images) as OpenAI's vision requests send them. */
+type MessageContent = string | null | ({ type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } })[];
+
+/** The content as text: parts joined, each image as `[image <type>, <bytes> bytes]`. */
+export function textOf(content: MessageContent): string {
+  if (content === null || typeof content === 'string') return content ?? '';
+  return content
+    .map((p) => {
+      if (p.type === 'text') return p.text;
+      const m = /^data:([^;]+);base64,(.*)$/.exec(p.image_url.url);
+      return m ? `[image ${m[1]}, ${Buffer.from(m[2] ?? '', 'base64').length} bytes]` : `[image ${p.image_url.url}]`;
+    })
+    .join(' ');
+}
+
+const words = (content: MessageContent) => textOf(content).split(/\s+/).filter(Boolean).length;
 
 /** The echo of the last user message; after tool results, what the tools said. */
 function reply(body: ChatRequest['body']) {
   const lastUser = body.messages.map((m) => m.role).lastIndexOf('user');
   const results = body.messages.slice(lastUser + 1).filter((m) => m.role === 'tool');
-  const content = results.length > 0 ? `Tools said: ${results.map((m) => m.content).join(' | ')}` : `Echo: ${body.messages[lastUser]?.content ?? ''}`;
-  return { content, prompt: body.messages.reduce((total, m) => total + words(m.content ?? ''), 0), completion: words(content) };
+  const content = results.length > 0 ? `Tools said: ${results.map((m) => textOf(m.content)).join(' | ')}` : `Echo: ${textOf(body.messages[lastUser]?.content ?? null)}`;
+  return { content, prompt: body.messages.reduce((total, m) => total + words(m.content), 0), completion: words(content) };
 }
 
 function echo(body: ChatRequest['body'], path: string, n: number): string {

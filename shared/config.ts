@@ -48,6 +48,8 @@ const Env = z.object({
   GRAPH_URL: optional(z.url()).default('https://graph.microsoft.com'),
   MAX_JSON_BODY_BYTES: optional(PositiveInt).default(1024 * 1024),
   MAX_UPLOAD_BYTES: optional(PositiveInt).default(20 * 1024 * 1024),
+  /** Tokens of attachment text one completion gives the model, over all its attachments; the rest is cut with a marker. */
+  ATTACHMENT_MAX_TOKENS: optional(z.coerce.number().int().min(256).max(200_000)).default(20_000),
   MEMORY_MAX_BYTES: optional(PositiveInt).default(256 * 1024),
   PACKAGES_CONTAINER: optional(z.string()).default('plugin-packages'),
   PACKAGE_STORE_PRIVATE_CONTAINER: optional(z.string()).default('plugin-store'),
@@ -167,6 +169,7 @@ export interface Config {
   graphUrl: string | undefined;
   maxJsonBodyBytes: number;
   maxUploadBytes: number;
+  attachmentMaxTokens: number;
   memoryMaxBytes: number;
   packages: { container: string; privateStore: string; publicStoreUrl: string | undefined; maxBytes: number };
   filesContainer: string;
@@ -238,6 +241,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     graphUrl: e.GRAPH_ENABLED ? e.GRAPH_URL : undefined,
     maxJsonBodyBytes: e.MAX_JSON_BODY_BYTES,
     maxUploadBytes: e.MAX_UPLOAD_BYTES,
+    attachmentMaxTokens: e.ATTACHMENT_MAX_TOKENS,
     memoryMaxBytes: e.MEMORY_MAX_BYTES,
     packages: { container: e.PACKAGES_CONTAINER, privateStore: e.PACKAGE_STORE_PRIVATE_CONTAINER, publicStoreUrl: e.PACKAGE_STORE_PUBLIC_URL, maxBytes: e.MAX_PACKAGE_BYTES },
     filesContainer: e.FILES_CONTAINER,

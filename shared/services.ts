@@ -19,7 +19,8 @@ import { guardedAgent } from './net/outbound.js';
 import { Quotas } from './completions/quotas.js';
 import { Pager } from './http/paging.js';
 import { storedKey } from './store/stored-key.js';
-import { Conversations, type MessageDoc, type SessionDoc } from './conversations/conversations.js';
+import { SessionTurns } from './conversations/turns.js';
+import { Conversations, type CompletionPromptDoc, type MessageDoc, type SessionDoc } from './conversations/conversations.js';
 import { Files, type FileDoc } from './files/files.js';
 import { Memories, type MemoryDoc } from './memory/memory.js';
 import { packageStores, PluginPackages, type PackageDoc } from './plugins/packages.js';
@@ -51,6 +52,8 @@ export interface Services {
   readonly agentTokens: AgentTokens;
   readonly resourceCache: ResourceCache;
   readonly conversations: Conversations;
+  /** The running turns of sessions (multitask_strategy), shared by every instance through the store. */
+  readonly turns: SessionTurns;
   readonly files: Files;
   readonly models: ModelGateway;
   /** API keys and managed-identity tokens for outbound calls (models, tool servers). */
@@ -121,7 +124,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     directory,
     agentTokens,
     resourceCache,
-    conversations: new Conversations(store.container<SessionDoc | MessageDoc>('sessions')),
+    conversations: new Conversations(store.container<SessionDoc | MessageDoc | CompletionPromptDoc>('sessions')),
+    turns: new SessionTurns(store.container<SessionDoc>('sessions')),
     files: new Files(store.container<FileDoc>('files'), blobs.getContainerClient(config.filesContainer), config.instanceId, config.maxUploadBytes),
     credentials,
     gate,

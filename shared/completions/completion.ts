@@ -12,10 +12,13 @@ import { aiModels, apiEndpointConfigurations, prompts, workflows, type AiModelDo
 import type { Services } from '../services.js';
 import { dayOf, type SessionDoc } from '../conversations/conversations.js';
 import type { FileDoc } from '../files/files.js';
+import { attachmentContent } from '../files/attachment-content.js';
+import { completionPromptId, type ContentArtifact, type MessageDoc } from '../conversations/conversations.js';
+import type { Turn } from '../conversations/turns.js';
 import type { Stored } from '../store/types.js';
 import { endpointView, MODEL_PROVIDERS, type EndpointView } from '../models/endpoint.js';
 import { CallCancelledError } from '../models/upstream-errors.js';
-import type { ChatMessage, ModelAnswer, ModelParameters } from '../models/wire.js';
+import type { ChatMessage, ContentPart, ModelAnswer, ModelParameters } from '../models/wire.js';
 import { wireParameters } from '../models/parameters.js';
 import { costOf, recordUsage, type UsageDoc } from './usage.js';
 import { cacheSlot, type CacheSlot } from '../knowledge/cache.js';
@@ -36,6 +39,11 @@ export const CompletionRequest = z
     session_id: z.string({ error: 'Invalid session_id format' }).regex(GUID, 'Invalid session_id format').optional(),
     agent_name: z.string().min(1, 'Agent not found or access denied').optional(),
     attachments: z.array(z.string().min(1)).max(20, 'at most 20 attachments').optional(),
+    background: z.boolean().optional().describe('A streamed completion keeps running when the client disconnects, and its events can be replayed'),
+    multitask_strategy: z
+      .enum(['parallel', 'reject', 'enqueue', 'interrupt'], { error: 'multitask_strategy must be parallel, reject, enqueue or interrupt' })
+      .optional()
+      .describe('What happens when another turn of the session is running: parallel (default), reject (409 SessionBusy), enqueue (wait for it), interrupt (cancel it)'),
     settings: z
       .object({
         model_parameters: z
@@ -173,10 +181,26 @@ export interface RunOptions {
  * already recorded for the operation is reused instead of asking the model again.
  */
 export async function runCompletion(s: Services, principal: Principal, admitted: Admitted, options: RunOptions): Promise<CompletionResponse> {
+  const chain = await chainOf(s, admitted.agent);
+  if (!admitted.session) return runTurn(s, principal, admitted, chain, options, undefined);
+  // A turn with a session is listed on it while it runs (multitask_strategy); an enqueued one reads the history after the wait.
+  const turn = await s.turns.begin(admitted.session, options.operationId, admitted.request.multitask_strategy, options.signal);
+  try {
+    const signal = options.signal ? AbortSignal.any([options.signal, turn.signal]) : turn.signal;
+    return await runTurn(s, principal, { ...admitted, session: turn.session }, chain, { ...options, signal }, turn);
+  } catch (e) {
+    // Stopped by the session's turns (an interrupting turn, or a cancel), not by its own caller going away.
+    if (e instanceof CallCancelledError && !options.signal?.aborted) throw new DomainError('conflict', 'Cancelled', 'The turn was cancelled: another turn of the session interrupted it, or its starter cancelled it');
+    throw e;
+  } finally {
+    await turn.end();
+  }
+}
+
+async function runTurn(s: Services, principal: Principal, admitted: Admitted, chain: AgentChain, options: RunOptions, turn: Turn | undefined): Promise<CompletionResponse> {
   const started = Date.now();
   const { request, agent, sessionId, session } = admitted;
   const operationId = options.operationId;
-  const chain = await chainOf(s, agent);
   const deployment = chain.model.deployment_name;
 
   const recorded = sessionId && options.mayRepeat ? await s.conversations.recordedAnswer(principal.upn, operationId) : undefined;
@@ -184,7 +208,14 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
   if (recorded) {
     const usage = await s.store.container<UsageDoc>('usage').read(ownerKey(principal.upn), operationId);
     const promptTokens = usage?.prompt_tokens ?? 0;
-    answer = { content: recorded.text, promptTokens, completionTokens: recorded.tokens, cost: usage?.cost ?? costOf(chain.model, promptTokens, recorded.tokens), citations: [], analysis: [] };
+    answer = {
+      content: recorded.text,
+      promptTokens,
+      completionTokens: recorded.tokens,
+      cost: usage?.cost ?? costOf(chain.model, promptTokens, recorded.tokens),
+      citations: recorded.citations ?? [],
+      analysis: [],
+    };
   } else {
     const progress = { streamed: 0 };
     try {
@@ -237,8 +268,12 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
             timestamp: completedAt,
             operation_id: operationId,
             agent_name: agent.name,
-            ...(answer.executions?.length ? { content_artifacts: answer.executions } : {}),
+            citations: answer.citations,
+            content_artifacts: answer.executions ?? [],
+            completion_prompt_id: answer.prompt ? completionPromptId(operationId) : null,
           },
+          answer.prompt,
+          turn?.settle,
         )
       : undefined,
     recordUsage(s.store.container<UsageDoc>('usage'), {
@@ -305,6 +340,8 @@ interface Answer {
   block?: Block;
   /** The tool calls the turn ran, as recorded on the assistant message. */
   executions?: ToolExecution[];
+  /** The messages the main model was sent, as kept (images named by their attachment's object id). */
+  prompt?: ChatMessage[];
 }
 
 const warned = (s: Services, what: string) => (e: unknown) => s.log.warn(what, { error: e instanceof Error ? e.message : String(e) });
@@ -344,7 +381,7 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
     answer = { content: hit.completion, ...spent, citations: hit.citations, analysis: [{ type: 'semantic_cache_hit', similarity: hit.similarity }] };
   } else {
     const citations = await retrieve(s, agent, embeddings, admitted.filter, topN);
-    const messages = await buildMessages(s, prompt, chain, session, admitted.attachments, citations);
+    const { messages, kept } = await buildMessages(s, prompt, chain, session, admitted.attachments, citations, options.signal);
     const toolbox = await toolboxFor(s, principal, agent, await agentTools(s, agent), admitted.filter);
     const usesTools = toolbox.functions.length > 0;
     // With tools the rounds are whole calls: the final answer is sent as one delta once it is known.
@@ -367,6 +404,7 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
       citations: [...citations, ...toolbox.citations],
       analysis: [],
       executions,
+      prompt: kept,
       // An answer made with tools depends on what they said then: it is not cached.
       ...(cache && !usesTools ? { cache } : {}),
     };
@@ -409,7 +447,11 @@ async function personal(s: Services, admitted: Admitted): Promise<boolean> {
   return admitted.session ? (await s.conversations.recentHistory(admitted.session, 1)).length > 0 : false;
 }
 
-/** System prompt, retrieved knowledge, history (when enabled, last max_history turns), attachments as context, the prompt. */
+/**
+ * System prompt, retrieved knowledge, history (when enabled, last max_history turns, with the content
+ * artifacts of the types the agent names), then the user message: the attachments' text before the prompt,
+ * and their images as image parts. `kept` is the same with each image named by its attachment's object id.
+ */
 async function buildMessages(
   s: Services,
   prompt: string,
@@ -417,22 +459,33 @@ async function buildMessages(
   session: Stored<SessionDoc> | undefined,
   attachments: readonly FileDoc[],
   citations: readonly Citation[],
-): Promise<ChatMessage[]> {
+  signal: AbortSignal | undefined,
+): Promise<{ messages: ChatMessage[]; kept: ChatMessage[] }> {
   const messages: ChatMessage[] = [];
   if (chain.prompt.prefix.length > 0) messages.push({ role: 'system', content: chain.prompt.prefix });
   if (citations.length > 0) messages.push({ role: 'system', content: knowledgeContext(citations) });
   const history = chain.agent.conversation_history_settings;
   if (session && history?.enabled) {
-    for (const m of await s.conversations.recentHistory(session, history.max_history * 2)) {
-      messages.push({ role: m.sender === 'User' ? 'user' : 'assistant', content: m.text });
+    const artifactTypes = (history.history_content_artifact_types ?? '').split(',').map((t) => t.trim()).filter((t) => t.length > 0);
+    // Artifacts are on the message documents only: the session's recent copy suffices when none are wanted.
+    const earlier = artifactTypes.length > 0 ? await s.conversations.history(session.pk, session.id, history.max_history * 2) : await s.conversations.recentHistory(session, history.max_history * 2);
+    for (const m of earlier) {
+      const artifacts = 'content_artifacts' in m ? (m as MessageDoc).content_artifacts?.filter((a) => artifactTypes.includes(a.type)) : undefined;
+      messages.push({ role: m.sender === 'User' ? 'user' : 'assistant', content: artifacts?.length ? `${m.text}\n\n${artifactText(artifacts)}` : m.text });
     }
   }
-  const attached = attachments.length > 0 ? await s.files.textContext(attachments) : [];
-  const context = attached.map((f) => `Attached file "${f.name}":\n${f.text}`).join('\n\n');
+  const attached = attachments.length > 0 ? await attachmentContent(s, attachments, chain.model.capabilities?.includes('vision') ?? false, signal) : { context: '', images: [] };
   const suffix = chain.prompt.suffix !== undefined && chain.prompt.suffix.length > 0 ? `\n\n${chain.prompt.suffix}` : '';
-  messages.push({ role: 'user', content: `${context ? `${context}\n\n` : ''}${prompt}${suffix}` });
-  return messages;
+  const text = `${attached.context ? `${attached.context}\n\n` : ''}${prompt}${suffix}`;
+  const userMessage = (image: (i: { objectId: string; dataUrl: string }) => string): ChatMessage => ({
+    role: 'user',
+    content: attached.images.length === 0 ? text : [{ type: 'text', text }, ...attached.images.map((i): ContentPart => ({ type: 'image_url', image_url: { url: image(i) } }))],
+  });
+  return { messages: [...messages, userMessage((i) => i.dataUrl)], kept: [...messages, userMessage((i) => i.objectId)] };
 }
+
+/** Content artifacts of earlier turns as the history gives them to the model. */
+const artifactText = (artifacts: readonly ContentArtifact[]) => `Content artifacts of this answer:\n${artifacts.map((a) => JSON.stringify(a)).join('\n')}`;
 
 /**
  * A version 7 UUID (RFC 9562): the time in milliseconds, then random bits. The turn's messages, usage and

@@ -1,63 +1,123 @@
-// A completion answered as server-sent events: `delta` events as the model produces text,
-// then `completed` with the whole response, or `error` with the Core error envelope. Anything that fails
-// before the first piece of text still answers with its ordinary status; a client that goes away stops
-// the model call, and the usage is recorded as cancelled.
-import type { Principal } from '../auth/principal.js';
+// A completion answered as server-sent events: `delta` events as the model produces text, then `completed`
+// with the whole response, or `error` with the Core error envelope; every event numbered (`id:`), the
+// operation id in the `x-operation-id` header. Anything that fails before the first piece of text still
+// answers with its ordinary status. A client that goes away stops the model call (usage recorded as
+// cancelled), unless the request asked for `background`: then the completion runs on, records its turn, and
+// its events are kept (stream-log.ts) for a replay on any instance. Either can be cancelled by its starter.
+import { ownerKey, type Principal } from '../auth/principal.js';
 import { errorReply } from '../http/envelopes.js';
-import { DomainError } from '../errors.js';
+import { DomainError, notFound } from '../errors.js';
 import { EventChannel, SSE_HEADERS, sseEvent } from '../http/event-stream.js';
 import type { Reply } from '../http/types.js';
+import { CallCancelledError } from '../models/upstream-errors.js';
 import type { Services } from '../services.js';
 import { runCompletion, type Admitted, type RunOptions } from './completion.js';
+import { operationKey } from './operations.js';
+import { requestCancel, StreamLog } from './stream-log.js';
+
+/** Streams running on each instance (its services), by operation key: a cancel there stops them at once. */
+const streams = new WeakMap<Services, Map<string, { owner: string; stop: () => void }>>();
+const runningOn = (s: Services) => {
+  const map = streams.get(s) ?? new Map<string, { owner: string; stop: () => void }>();
+  streams.set(s, map);
+  return map;
+};
 
 /** The `error` event's data: the envelope a JSON answer would have carried. */
 function errorData(e: unknown, s: Services): unknown {
   if (e instanceof DomainError) return errorReply(e, 'core', '').json;
+  if (e instanceof CallCancelledError) return { error: { code: 'Cancelled', message: 'The completion was cancelled' } };
   s.log.error('Streamed completion failed', { error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
   return { error: { code: 'InternalError', message: 'An unexpected error occurred' } };
 }
 
 /** `onEnd` runs once the completion has ended, however it ended (the stream's reader may have left before). */
 export async function streamCompletion(s: Services, principal: Principal, admitted: Admitted, options: RunOptions, clientGone: AbortSignal, onEnd?: () => unknown): Promise<Reply> {
+  const background = admitted.request.background === true;
   const channel = new EventChannel();
   const call = new AbortController();
-  const stop = () => call.abort();
-  clientGone.addEventListener('abort', stop, { once: true });
+  const stop = () => call.abort(new CallCancelledError('The completion was cancelled'));
+  const key = operationKey(principal.upn, options.operationId);
+  const log = background ? await StreamLog.open(s, principal, options.operationId, admitted.sessionId, stop) : undefined;
+  const running = runningOn(s);
+  running.set(key, { owner: ownerKey(principal.upn), stop });
+  if (!background) clientGone.addEventListener('abort', stop, { once: true });
+  let sequence = 0;
+  const send = (name: string, data: unknown) => {
+    const event = sseEvent(name, data, ++sequence);
+    channel.push(event);
+    log?.push(event);
+  };
   let began: () => void = () => undefined;
   const firstPiece = new Promise<void>((resolve) => (began = resolve));
   const run = runCompletion(s, principal, admitted, {
     ...options,
     signal: call.signal,
     onDelta: (text) => {
-      channel.push(sseEvent('delta', { text }));
+      send('delta', { text });
       began();
     },
-    // Tool calls as SSE comments: visible to any reader of the stream, outside the event names of 10.2.
+    // Tool calls as SSE comments: visible to a live reader, outside the numbered events.
     onToolStart: (e) => {
       channel.push(`: tool_start ${JSON.stringify(e)}\n\n`);
       began();
     },
     onToolEnd: (e) => channel.push(`: tool_end ${JSON.stringify(e)}\n\n`),
+    // Cancelled after the model answered: the turn is not recorded.
+    beforeRecord: async () => {
+      await options.beforeRecord?.();
+      if (call.signal.aborted) throw new CallCancelledError('The completion was cancelled');
+    },
   });
-  // Until the first piece, a failure is an ordinary answer (the pipeline's JSON status).
-  await Promise.race([firstPiece, run]);
   let finished = false;
-  run.then(
-    (response) => channel.push(sseEvent('completed', response)),
-    (e: unknown) => channel.push(sseEvent('error', errorData(e, s))),
-  ).finally(() => {
+  const ended = () => {
     finished = true;
+    if (running.get(key)?.stop === stop) running.delete(key);
     onEnd?.();
     clientGone.removeEventListener('abort', stop);
     channel.end();
-  });
+  };
+  // Until the first piece, a failure is an ordinary answer (the pipeline's JSON status).
+  try {
+    await Promise.race([firstPiece, run]);
+  } catch (e) {
+    // Nothing was sent: the stream's log says so, for a replay or a cancel that comes later.
+    log?.push(sseEvent('error', errorData(e, s), ++sequence));
+    ended();
+    throw e;
+  }
+  run.then(
+    (response) => send('completed', response),
+    (e: unknown) => send('error', errorData(e, s)),
+  ).finally(ended);
   async function* events(): AsyncGenerator<string> {
     try {
       yield* channel;
     } finally {
-      // The host stopped reading before the end: the client went away.
-      if (!finished) call.abort();
+      // The host stopped reading before the end: the client went away (a background completion runs on).
+      if (!finished && !background) stop();
     }
   }
-  return { status: 200, headers: { ...SSE_HEADERS }, stream: events() };
+  return { status: 200, headers: { ...SSE_HEADERS, 'x-operation-id': options.operationId }, stream: events() };
+}
+
+/**
+ * Cancels the caller's streamed completion: at once when it runs in this process, else through its kept
+ * events (background streams), which its instance reads within a second. Anyone else's is 404.
+ */
+export async function cancelStream(s: Services, principal: Principal, operationId: string): Promise<{ operation_id: string; status: 'Cancelled' | 'Completed' | 'Failed' }> {
+  const here = runningOn(s).get(operationKey(principal.upn, operationId));
+  if (here && here.owner === ownerKey(principal.upn)) {
+    here.stop();
+    await requestCancel(s, principal, operationId).catch(() => undefined);
+    return { operation_id: operationId, status: 'Cancelled' };
+  }
+  try {
+    const { status, sessionId } = await requestCancel(s, principal, operationId);
+    if (status === 'Cancelled' && sessionId) await s.turns.cancel(ownerKey(principal.upn), sessionId, operationId);
+    return { operation_id: operationId, status };
+  } catch (e) {
+    if (e instanceof DomainError && e.kind === 'not-found') throw notFound(`Completion ${operationId} not found`);
+    throw e;
+  }
 }

@@ -5,6 +5,8 @@ import { ownerKey } from '../auth/principal.js';
 import { notFound, validationError } from '../errors.js';
 import { ConflictError, NotFoundError, type Container, type Doc, type Page, type Stored } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
+import type { Citation } from '../knowledge/retrieval.js';
+import type { ChatMessage } from '../models/wire.js';
 
 /** A message as its session document keeps it, for the next turn's history. */
 export interface RecentMessage {
@@ -28,6 +30,18 @@ export interface SessionDoc extends Doc {
   recent?: RecentMessage[];
   /** `recent` holds every message of the session. */
   recent_complete?: boolean;
+  /** The turns running on the session, on any instance (turns.ts); each drops out when its lease lapses. */
+  running?: RunningTurn[];
+}
+
+/** A turn in progress on a session: what `multitask_strategy` waits for, refuses on, or cancels. */
+export interface RunningTurn {
+  operation_id: string;
+  started_on: string;
+  /** Epoch milliseconds past which the turn counts as gone (its instance stopped renewing it). */
+  expires: number;
+  /** Another turn (interrupt) or the cancel endpoint asked it to stop. */
+  cancel?: boolean;
 }
 
 /** Bounds of a session document's recent messages: it stays small however long the conversation. */
@@ -61,8 +75,32 @@ export interface MessageDoc extends Doc {
   rating?: boolean | null;
   rating_comments?: string | null;
   /** What the turn did besides answering: tool executions (the analytics' tool figures count them). */
-  content_artifacts?: { type: 'ToolExecution'; tool_name: string; function_name: string; arguments_sha256: string; duration_ms: number; outcome: string }[];
+  content_artifacts?: ContentArtifact[];
+  /** The knowledge the answer was given (assistant messages). */
+  citations?: Citation[];
+  /** The completion prompt of the turn (assistant messages; null when no model was asked, e.g. a cache hit). */
+  completion_prompt_id?: string | null;
 }
+
+/** Something a turn produced besides its text: at least a `type` (`ToolExecution`, `File`). */
+export interface ContentArtifact {
+  type: string;
+}
+
+/** The prompt of one turn exactly as the main model was sent it; kept in the session's partition. */
+export interface CompletionPromptDoc extends Doc {
+  type: 'CompletionPrompt';
+  session_id: string;
+  operation_id: string;
+  created_on: string;
+  /** Same as created_on: the session index orders the partition's items by it. */
+  timestamp: string;
+  upn: string;
+  messages: ChatMessage[];
+}
+
+/** The completion prompt id of an operation's turn. */
+export const completionPromptId = (operationId: string) => `${operationId}-prompt`;
 
 export const dayOf = (iso: string) => iso.slice(0, 10);
 export const hourOf = (iso: string) => Number(iso.slice(11, 13));
@@ -93,14 +131,25 @@ export function presentMessage(m: MessageDoc) {
     tokens: m.tokens,
     timestamp: m.timestamp,
     operation_id: m.operation_id,
-    ...(m.sender === 'Assistant' ? { rating: m.rating ?? null, rating_comments: m.rating_comments ?? null } : {}),
-    ...(m.content_artifacts?.length ? { content_artifacts: m.content_artifacts } : {}),
+    ...(m.sender === 'Assistant'
+      ? {
+          rating: m.rating ?? null,
+          rating_comments: m.rating_comments ?? null,
+          citations: m.citations ?? [],
+          content_artifacts: m.content_artifacts ?? [],
+          completion_prompt_id: m.completion_prompt_id ?? null,
+        }
+      : {}),
   };
+}
+
+export function presentCompletionPrompt(p: CompletionPromptDoc) {
+  return { id: p.id, session_id: p.session_id, operation_id: p.operation_id, created_on: p.created_on, messages: p.messages };
 }
 
 /** Every method takes the owner's UPN and keys the data by `ownerKey` of it. */
 export class Conversations {
-  constructor(private readonly container: Container<SessionDoc | MessageDoc>) {}
+  constructor(private readonly container: Container<SessionDoc | MessageDoc | CompletionPromptDoc>) {}
 
   private get sessions() {
     return this.container as Container<SessionDoc>;
@@ -151,11 +200,19 @@ export class Conversations {
     });
   }
 
-  private ofSession(sessionId: string) {
+  private ofSession(sessionId: string, types: readonly string[] = ['Message']) {
     return [
-      { field: 'type', op: 'eq' as const, value: 'Message' },
+      types.length === 1 ? { field: 'type', op: 'eq' as const, value: types[0] ?? 'Message' } : { field: 'type', op: 'in' as const, value: types },
       { field: 'session_id', op: 'eq' as const, value: sessionId },
     ];
+  }
+
+  /** A completion prompt of one of the owner's sessions; anyone else's, or an unknown one, is 404. */
+  async completionPrompt(owner: string, sessionId: string, promptId: string): Promise<CompletionPromptDoc> {
+    const session = await this.get(owner, sessionId);
+    const doc = await this.container.read(session.pk, promptId);
+    if (doc?.type !== 'CompletionPrompt' || doc.session_id !== session.id) throw notFound(`Completion prompt ${promptId} not found`);
+    return doc;
   }
 
   /** Messages of a session, oldest first; the last `limit` when given. */
@@ -180,7 +237,8 @@ export class Conversations {
   async delete(owner: string, sessionId: string): Promise<void> {
     const upn = ownerKey(owner);
     const session = await this.get(upn, sessionId);
-    for (const m of await this.history(upn, session.id)) await this.messages.delete(upn, m.id);
+    const { items } = await this.container.query({ partition: upn, where: this.ofSession(session.id, ['Message', 'CompletionPrompt']) });
+    for (const m of items) await this.container.delete(upn, m.id);
     await this.sessions.delete(upn, session.id);
   }
 
@@ -194,17 +252,28 @@ export class Conversations {
    * new updated_on and recent messages, applied to the session as it stands at the write (a concurrent turn
    * or rename is never overwritten). A turn already recorded (a redelivery) is not written twice.
    */
-  async recordTurn(session: Stored<SessionDoc>, user: Omit<MessageDoc, 'id' | 'pk' | 'type' | 'session_id' | 'day' | 'hour' | 'upn'>, assistant: typeof user): Promise<void> {
+  async recordTurn(
+    session: Stored<SessionDoc>,
+    user: Omit<MessageDoc, 'id' | 'pk' | 'type' | 'session_id' | 'day' | 'hour' | 'upn'>,
+    assistant: typeof user,
+    prompt?: ChatMessage[],
+    turnState?: (current: Stored<SessionDoc>) => Stored<SessionDoc>,
+  ): Promise<void> {
     const upn = session.pk;
     const ids = messageIds(user.operation_id);
-    const base = { pk: upn, type: 'Message' as const, session_id: session.id, upn };
-    const messages = [
-      { ...base, ...user, id: ids.user, day: dayOf(user.timestamp), hour: hourOf(user.timestamp) },
-      { ...base, ...assistant, id: ids.assistant, day: dayOf(assistant.timestamp), hour: hourOf(assistant.timestamp) },
+    const base = { pk: upn, session_id: session.id, upn };
+    const messages: (MessageDoc | CompletionPromptDoc)[] = [
+      { ...base, type: 'Message', ...user, id: ids.user, day: dayOf(user.timestamp), hour: hourOf(user.timestamp) },
+      { ...base, type: 'Message', ...assistant, id: ids.assistant, day: dayOf(assistant.timestamp), hour: hourOf(assistant.timestamp) },
     ];
+    if (prompt) {
+      messages.push({ ...base, type: 'CompletionPrompt', id: completionPromptId(user.operation_id), operation_id: user.operation_id, created_on: user.timestamp, timestamp: user.timestamp, messages: prompt });
+    }
     const turn = [user, assistant].map(({ sender, text, timestamp, operation_id }) => ({ sender, text, timestamp, operation_id }));
-    const withTurn = (current: Stored<SessionDoc>): SessionDoc | undefined => {
-      if (current.recent?.some((m) => m.operation_id === user.operation_id)) return undefined;
+    const withTurn = (read: Stored<SessionDoc>): SessionDoc | undefined => {
+      // The session's running turns (turn-state.ts) may refuse the turn (it was cancelled) or forget it.
+      const current = turnState ? turnState(read) : read;
+      if (current.recent?.some((m) => m.operation_id === user.operation_id)) return current === read ? undefined : current;
       const { recent, trimmed } = keepRecent([...(current.recent ?? []), ...turn]);
       return { ...current, updated_on: assistant.timestamp, recent, recent_complete: current.recent_complete === true && !trimmed };
     };

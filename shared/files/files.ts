@@ -1,5 +1,5 @@
 // Uploaded files: bytes streamed to Blob storage, a record per file (owner, agent, session, size, type),
-// and the text of attached files handed to the model as context.
+// and the text extracted from a file the first time it is attached, kept beside its bytes.
 import { createHash, randomUUID } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import type { ContainerClient } from '@azure/storage-blob';
@@ -9,6 +9,7 @@ import { badRequest, notFound, payloadTooLarge, validationError } from '../error
 import type { Container, Doc, Page } from '../store/types.js';
 import { dayOf } from '../conversations/conversations.js';
 import { lazyContainer } from '../store/storage.js';
+import type { TokenMarks } from '../knowledge/token-marks.js';
 
 export interface FileDoc extends Doc {
   object_id: string;
@@ -21,6 +22,16 @@ export interface FileDoc extends Doc {
   created_on: string;
   day: string;
   blob_name: string;
+  /** The text extracted when the file was first attached (a blob beside the bytes), with its tokens. */
+  extracted?: { blob: string; chars: number; tokens: number };
+  /** Why the file's text cannot be extracted: attaching it again is refused without reading it again. */
+  unreadable?: string;
+}
+
+/** The text of a file as kept beside it: the characters, and the token marks a budget cuts them by. */
+export interface KeptText {
+  text: string;
+  tokens: TokenMarks;
 }
 
 export interface FileView {
@@ -31,9 +42,6 @@ export interface FileView {
   created_on: string;
   session_id: string | null;
 }
-
-/** Text handed to the model per attached file, and in all (characters). */
-export const ATTACHMENT_TEXT_LIMITS = { perFile: 32_000, total: 100_000 };
 
 const SNIFF_BYTES = 4100;
 const TEXT_TYPES: Record<string, string> = {
@@ -46,7 +54,7 @@ const TEXT_TYPES: Record<string, string> = {
   yaml: 'application/yaml',
   yml: 'application/yaml',
 };
-const isTextType = (t: string) => t.startsWith('text/') || ['application/json', 'application/xml', 'application/yaml'].includes(t);
+export const isTextType = (t: string) => t.startsWith('text/') || ['application/json', 'application/xml', 'application/yaml'].includes(t);
 
 /** Valid UTF-8 with no NUL bytes: treated as text. The prefix may end inside a character, so up to
  * three trailing bytes may be dropped. */
@@ -208,31 +216,43 @@ export class Files {
   async delete(upn: string, fileId: string): Promise<void> {
     const file = await this.byId(upn, fileId);
     await this.blobs.getBlockBlobClient(file.blob_name).deleteIfExists({ deleteSnapshots: 'include' });
+    if (file.extracted) await this.blobs.getBlockBlobClient(file.extracted.blob).deleteIfExists();
     await this.records.delete(file.pk, file.id);
   }
 
-  /** Text of the attached text files, cut to ATTACHMENT_TEXT_LIMITS; other files are named only. */
-  async textContext(files: readonly FileDoc[]): Promise<{ name: string; text: string }[]> {
-    const out: { name: string; text: string }[] = [];
-    let budget = ATTACHMENT_TEXT_LIMITS.total;
-    for (const file of files) {
-      if (!isTextType(file.content_type) || budget <= 0) {
-        out.push({ name: file.display_name, text: `(${file.content_type}, ${file.size} bytes: not text)` });
-        continue;
-      }
-      const want = Math.min(ATTACHMENT_TEXT_LIMITS.perFile, budget);
-      let bytes: Buffer;
-      try {
-        bytes = await this.blobs.getBlockBlobClient(file.blob_name).downloadToBuffer(0, Math.min(file.size, want * 4) || undefined);
-      } catch (e) {
-        // The record outlived its blob (deleted out of band): refused like an unknown attachment.
-        if ((e as { statusCode?: number }).statusCode === 404) throw validationError([{ field: 'attachments', message: `Attachment ${file.display_name} not found` }]);
-        throw e;
-      }
-      const text = bytes.toString('utf8').slice(0, want);
-      budget -= text.length;
-      out.push({ name: file.display_name, text });
+  /** The file's bytes (the first `maxBytes` when given); an attachment whose blob is gone is a 400 naming it. */
+  async bytesOf(file: FileDoc, maxBytes?: number): Promise<Buffer> {
+    try {
+      return await this.blobs.getBlockBlobClient(file.blob_name).downloadToBuffer(0, maxBytes !== undefined && maxBytes < file.size ? maxBytes : undefined);
+    } catch (e) {
+      // The record outlived its blob (deleted out of band): refused like an unknown attachment.
+      if ((e as { statusCode?: number }).statusCode === 404) throw validationError([{ field: 'attachments', message: `Attachment ${file.display_name} not found` }]);
+      throw e;
     }
-    return out;
+  }
+
+  /** The text kept for the file, if it has been extracted. */
+  async keptText(file: FileDoc): Promise<KeptText | undefined> {
+    if (!file.extracted) return undefined;
+    try {
+      const kept = JSON.parse((await this.blobs.getBlockBlobClient(file.extracted.blob).downloadToBuffer()).toString('utf8')) as KeptText;
+      return kept;
+    } catch (e) {
+      if ((e as { statusCode?: number }).statusCode === 404) return undefined;
+      throw e;
+    }
+  }
+
+  /** Keeps a file's extracted text beside its bytes, and notes it on the record. */
+  async keepText(file: FileDoc, kept: KeptText): Promise<void> {
+    const blob = `${file.blob_name}.text.json`;
+    const body = JSON.stringify(kept);
+    await this.blobs.getBlockBlobClient(blob).upload(body, Buffer.byteLength(body), { blobHTTPHeaders: { blobContentType: 'application/json' } });
+    await this.records.patch(file.pk, file.id, [{ op: 'set', path: 'extracted', value: { blob, chars: kept.text.length, tokens: kept.tokens.count } }]);
+  }
+
+  /** Notes that the file's text cannot be extracted, and why. */
+  async markUnreadable(file: FileDoc, reason: string): Promise<void> {
+    await this.records.patch(file.pk, file.id, [{ op: 'set', path: 'unreadable', value: reason }]);
   }
 }

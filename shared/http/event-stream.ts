@@ -1,8 +1,8 @@
 // Server-sent events: an event's text, and a channel that producers push events into while the host sends
 // them out as they come (no buffering), ending with the producer or when the client goes away.
 
-/** One server-sent event: `event: <name>` and one `data:` line of JSON. */
-export const sseEvent = (name: string, data: unknown) => `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
+/** One server-sent event: `id: <n>` when numbered, `event: <name>` and one `data:` line of JSON. */
+export const sseEvent = (name: string, data: unknown, id?: number) => `${id !== undefined ? `id: ${id}\n` : ''}event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
 
 /** The headers of an event stream: never cached, never buffered by a proxy. */
 export const SSE_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' };

@@ -7,6 +7,7 @@ import { availableParallelism } from 'node:os';
 import { startWorker } from '../workers/start-worker.js';
 import { ExtractionError, type Extracted } from './extract.js';
 import type { ExtractAnswer, ExtractTask } from './extract-worker.js';
+import type { TokenMarks } from './token-marks.js';
 
 export interface PoolOptions {
   /** Worker threads at most (default: the cores, up to 4). */
@@ -25,7 +26,7 @@ interface Slot {
 interface Waiting {
   task: Omit<ExtractTask, 'id'>;
   signal: AbortSignal | undefined;
-  resolve: (r: Extracted) => void;
+  resolve: (r: Extracted & { tokens?: TokenMarks }) => void;
   reject: (e: Error) => void;
 }
 
@@ -43,8 +44,19 @@ export class ExtractionPool {
 
   /** The document's text, read in a worker; rejects with ExtractionError when a bound is broken. */
   extract(bytes: Uint8Array, format: string, fallbackTitle: string, signal?: AbortSignal): Promise<Extracted> {
+    return this.submit({ bytes, format, fallbackTitle }, signal);
+  }
+
+  /** The document's text, its first `maxChars` characters, with their tokens counted (attachments). */
+  async extractCounted(bytes: Uint8Array, format: string, maxChars: number, signal?: AbortSignal): Promise<{ text: string; tokens: TokenMarks }> {
+    const { text, tokens } = await this.submit({ bytes, format, fallbackTitle: '', countTokensUpTo: maxChars }, signal);
+    if (!tokens) throw new ExtractionError('the document was read without its tokens counted');
+    return { text, tokens };
+  }
+
+  private submit(task: Omit<ExtractTask, 'id'>, signal: AbortSignal | undefined): Promise<Extracted & { tokens?: TokenMarks }> {
     return new Promise((resolve, reject) => {
-      const waiting: Waiting = { task: { bytes, format, fallbackTitle }, signal, resolve, reject };
+      const waiting: Waiting = { task, signal, resolve, reject };
       // Given up while still queued (its document's deadline): it leaves the queue at once.
       signal?.addEventListener(
         'abort',
@@ -106,7 +118,7 @@ export class ExtractionPool {
     const onMessage = (answer: ExtractAnswer) => {
       if (answer.id !== id) return;
       if ('error' in answer) settle(() => reject(new ExtractionError(answer.readable ? answer.error : `the ${task.format.slice(1).toUpperCase()} document cannot be read: ${answer.error}`)), false);
-      else settle(() => resolve({ title: answer.title, text: answer.text }), false);
+      else settle(() => resolve({ title: answer.title, text: answer.text, ...(answer.tokens ? { tokens: answer.tokens } : {}) }), false);
     };
     const onError = (e: Error & { code?: string }) =>
       settle(() => reject(new ExtractionError(e.code === 'ERR_WORKER_OUT_OF_MEMORY' ? `reading the document needs more than ${this.heapMb} MiB of memory` : 'the document stopped its reader')), true);

@@ -1,5 +1,5 @@
-// Text from the document formats a pipeline indexes: plain text and Markdown as UTF-8 here; HTML, PDF and
-// Word in the extraction pool's worker threads (extract-formats.ts), bounded in time, memory and input size.
+// Text from the document formats a pipeline indexes: plain text and Markdown as UTF-8 here; HTML, PDF,
+// Word, PowerPoint and Excel in the extraction pool's worker threads (extract-formats.ts), bounded in time, memory and input size.
 // An unreadable document is an ExtractionError naming the reason, which the run reports for that document alone.
 import path from 'node:path';
 import type { ExtractionPool } from './extract-pool.js';
@@ -12,23 +12,27 @@ export interface Extracted {
 }
 
 /** The formats by file extension. */
-export const EXTRACTABLE = ['.txt', '.md', '.html', '.htm', '.pdf', '.docx'] as const;
+export const EXTRACTABLE = ['.txt', '.md', '.html', '.htm', '.pdf', '.docx', '.pptx', '.xlsx'] as const;
+
+/** The format each document content type is read as (by the pipelines and for attachments). */
+export const FORMAT_BY_TYPE: Readonly<Record<string, string>> = {
+  'text/html': '.html',
+  'text/plain': '.txt',
+  'text/markdown': '.md',
+  'application/pdf': '.pdf',
+  'application/vnd.openxmlformats-officedocument.wordprocessingml.document': '.docx',
+  'application/vnd.openxmlformats-officedocument.presentationml.presentation': '.pptx',
+  'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet': '.xlsx',
+};
 
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
 /** The extension a document is read as: its name's, or for a web page its content type's. */
 export function formatOf(name: string, contentType?: string): string | undefined {
   const type = contentType?.split(';')[0]?.trim().toLowerCase();
-  const byType: Record<string, string> = {
-    'text/html': '.html',
-    'text/plain': '.txt',
-    'text/markdown': '.md',
-    'application/pdf': '.pdf',
-    'application/vnd.openxmlformats-officedocument.wordprocessingml.document': '.docx',
-  };
   const ext = path.extname(new URL(name, 'file:///').pathname).toLowerCase();
   if ((EXTRACTABLE as readonly string[]).includes(ext)) return ext;
-  return type ? byType[type] : undefined;
+  return type ? FORMAT_BY_TYPE[type] : undefined;
 }
 
 export async function extractText(pool: ExtractionPool, bytes: Uint8Array, format: string, fallbackTitle: string, signal?: AbortSignal): Promise<Extracted> {
@@ -42,6 +46,8 @@ export async function extractText(pool: ExtractionPool, bytes: Uint8Array, forma
       case '.htm':
       case '.pdf':
       case '.docx':
+      case '.pptx':
+      case '.xlsx':
         return await pool.extract(bytes, format, fallbackTitle, signal);
       default:
         throw new ExtractionError(`${format || 'this'} documents are not indexed (${EXTRACTABLE.join(', ')} are)`);

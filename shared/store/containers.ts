@@ -51,6 +51,11 @@ export const CONTAINERS = {
     indexes: [['agent_name', 'timestamp']],
     aggregateFields: ['timestamp', 'agent_name', 'tool_name', 'operation_id'],
   }),
+  /**
+   * The events of background streamed completions, for replay on any instance; pk = operation key (owner and
+   * operation id), a `head` document and a document per batch of events. Kept an hour after the last write.
+   */
+  streams: define('streams', { defaultTtlSeconds: 3600, indexes: [['first']] }),
   /** Principals seen signing in, for identity search; pk = 'principals'. */
   principals: define('principals', { indexes: [['upn']] }),
 } as const satisfies Record<string, ContainerDefinition>;

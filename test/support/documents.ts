@@ -1,7 +1,9 @@
-// Documents of the five indexed formats, made by real writers (pdf-lib, docx): each about its own subject, so
-// a prompt equal to a document's text finds that document first.
+// Documents of the indexed formats, made by real writers (pdf-lib, docx; PowerPoint and Excel as their Office
+// Open XML parts zipped with yazl): each about its own subject, so a prompt equal to a document's text finds
+// that document first.
 import { Document, HeadingLevel, Packer, Paragraph } from 'docx';
 import { PDFDocument, StandardFonts } from 'pdf-lib';
+import yazl from 'yazl';
 
 export const TEXTS = {
   'penguins.txt': 'Emperor penguins breed during the Antarctic winter and huddle together against the freezing wind while the males keep the eggs warm on their feet.',
@@ -52,3 +54,48 @@ export async function documentFiles(texts: Record<DocumentName, string> = TEXTS)
 
 /** A file that says it is a PDF and is not one. */
 export const CORRUPT_PDF = Buffer.from('%PDF-1.7\n1 0 obj << /Type /Catalog >> garbage that is not a PDF at all\n%%EOF');
+
+async function zipOf(parts: Record<string, string>): Promise<Buffer> {
+  const zip = new yazl.ZipFile();
+  for (const [name, text] of Object.entries(parts)) zip.addBuffer(Buffer.from(text), name);
+  zip.end();
+  const chunks: Buffer[] = [];
+  for await (const c of zip.outputStream) chunks.push(c as Buffer);
+  return Buffer.concat(chunks);
+}
+
+const contentTypes = (overrides: Record<string, string>) =>
+  `<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/>${Object.entries(overrides)
+    .map(([part, type]) => `<Override PartName="${part}" ContentType="${type}"/>`)
+    .join('')}</Types>`;
+
+/** A presentation of one slide per entry, each slide's lines as paragraphs. */
+export function pptxOf(slides: string[][]): Promise<Buffer> {
+  const parts: Record<string, string> = {
+    '[Content_Types].xml': contentTypes({ '/ppt/presentation.xml': 'application/vnd.openxmlformats-officedocument.presentationml.presentation.main+xml' }),
+    'ppt/presentation.xml': '<?xml version="1.0"?><p:presentation xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main"/>',
+  };
+  slides.forEach((lines, i) => {
+    const paragraphs = lines.map((l) => `<a:p><a:r><a:t>${l.replace(/&/g, '&amp;').replace(/</g, '&lt;')}</a:t></a:r></a:p>`).join('');
+    parts[`ppt/slides/slide${i + 1}.xml`] =
+      `<?xml version="1.0"?><p:sld xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><p:cSld><p:spTree><p:sp><p:txBody>${paragraphs}</p:txBody></p:sp></p:spTree></p:cSld></p:sld>`;
+  });
+  return zipOf(parts);
+}
+
+/** A workbook of one sheet: text cells as shared strings, numbers as values. */
+export function xlsxOf(sheetName: string, rows: (string | number)[][]): Promise<Buffer> {
+  const strings: string[] = [];
+  const cell = (v: string | number) => {
+    if (typeof v === 'number') return `<c><v>${v}</v></c>`;
+    strings.push(v);
+    return `<c t="s"><v>${strings.length - 1}</v></c>`;
+  };
+  const sheet = `<?xml version="1.0"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>${rows.map((r) => `<row>${r.map(cell).join('')}</row>`).join('')}</sheetData></worksheet>`;
+  return zipOf({
+    '[Content_Types].xml': contentTypes({ '/xl/workbook.xml': 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml' }),
+    'xl/workbook.xml': `<?xml version="1.0"?><workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheets><sheet name="${sheetName}" sheetId="1"/></sheets></workbook>`,
+    'xl/worksheets/sheet1.xml': sheet,
+    'xl/sharedStrings.xml': `<?xml version="1.0"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">${strings.map((s) => `<si><t>${s}</t></si>`).join('')}</sst>`,
+  });
+}

@@ -70,3 +70,7 @@ export async function docxBomb(mib = 200): Promise<Buffer> {
   for await (const c of zip.outputStream) chunks.push(c as Buffer);
   return Buffer.concat(chunks);
 }
+
+/** A PDF whose cross-reference table and trailer point at nothing: no reader can find its pages. */
+export const brokenXrefPdf = () =>
+  Buffer.from(`%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog /Pages 7 0 R >>\nendobj\nxref\n0 3\n0000000000 65535 f \nzzzzzzzzzz 00000 n \n9999999999 00000 n \ntrailer\n<< /Size 3 /Root 5 0 R >>\nstartxref\n123456789\n%%EOF\n`, 'latin1');

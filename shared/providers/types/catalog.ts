@@ -144,6 +144,9 @@ export const dataPipelineRuns = {
   }),
 } satisfies ResourceKind;
 
+/** What a completion model may be declared to read and do beyond text. */
+export const MODEL_CAPABILITIES = ['vision', 'tools'] as const;
+
 export const aiModels = {
   provider: 'Svc.AIModel',
   segment: 'aiModels',
@@ -156,7 +159,13 @@ export const aiModels = {
     /** Prices used for `total_cost` (currency of your choice, per 1,000 tokens); 0 when absent. */
     cost_per_1k_prompt_tokens: z.number().min(0).optional(),
     cost_per_1k_completion_tokens: z.number().min(0).optional(),
-  }),
+    capabilities: z
+      .array(z.enum(MODEL_CAPABILITIES, { error: `capabilities are ${MODEL_CAPABILITIES.join(', ')}` }))
+      .max(MODEL_CAPABILITIES.length)
+      .refine((list) => new Set(list).size === list.length, 'capabilities must not repeat')
+      .optional()
+      .describe('What the model can read and do beyond text: `vision` (images in the prompt), `tools` (function calling)'),
+  }).refine((m) => m.model_type === 'completion' || !m.capabilities?.includes('vision'), { path: ['capabilities'], message: 'only completion models read images (vision)' }),
 } satisfies ResourceKind;
 
 /** A runtime setting (blocklist, quotas, thresholds, branding, webhook signing secret): its key is its name. */

@@ -4,7 +4,7 @@
 // finishes on redelivery with no duplicate partitions.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
+import { startMockLlm, textOf, type MockLlm } from '../../../scripts/mock-llm.js';
 import { runPipeline } from '../../../shared/knowledge/runs.js';
 import { startTestApp, providers, type TestApp } from '../../support/app.js';
 import { CORRUPT_PDF, documentFiles, TEXTS, TITLES, type DocumentName } from '../../support/documents.js';
@@ -61,7 +61,7 @@ describe('knowledge from a Web source', () => {
     expect(body.citations.length).toBeLessThanOrEqual(5);
     // The model read the partitions with their sources before the prompt.
     const messages = llm.requests[before]?.body.messages ?? [];
-    expect(messages.some((m) => m.role === 'system' && m.content?.includes(url(name)) && m.content.includes(first?.text ?? '\u0000'))).toBe(true);
+    expect(messages.some((m) => m.role === 'system' && textOf(m.content).includes(url(name)) && textOf(m.content).includes(first?.text ?? '\u0000'))).toBe(true);
   });
 
   it('honours index_top_n and index_filter_expression, and refuses a filter it cannot parse', async () => {
@@ -105,7 +105,7 @@ describe('knowledge from a Web source', () => {
     expect(r.status).toBe(200);
     const [first, second] = llm.requests.slice(before);
     // Nothing was retrieved up front: the model chose to search.
-    expect(first?.body.messages.some((m) => m.role === 'system' && m.content?.includes('sources'))).toBe(false);
+    expect(first?.body.messages.some((m) => m.role === 'system' && textOf(m.content).includes('sources'))).toBe(false);
     expect(first?.body.tools?.map((t) => t.function.name)).toEqual(['docs-search__search']);
     expect(second?.body.messages.at(-1)?.content).toContain('Espresso is brewed');
     expect(r.body.completion).toContain(url('coffee.html'));

@@ -2,7 +2,7 @@
 // configuration chain, the messages the model is sent, the model parameters, the prompt rewrite, and what
 // is recorded. The model is the mock OpenAI-compatible server; the store is in memory.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startMockLlm, type MockLlm } from '../../../../scripts/mock-llm.js';
+import { startMockLlm, textOf, type MockLlm } from '../../../../scripts/mock-llm.js';
 import { admit, runCompletion, type CompletionRequest } from '../../../../shared/completions/completion.js';
 import { rewritePrompt } from '../../../../shared/completions/rewrite.js';
 import { agents, type AgentDoc } from '../../../../shared/providers/types/agent.js';
@@ -73,7 +73,7 @@ describe('the stages of a completion', () => {
       for (const q of ['one', 'two', 'three']) await answer(q, { session_id: session.id });
       const before = llm.requests.length;
       await answer('four', { session_id: session.id });
-      const contents = llm.requests[before]?.body.messages.map((m) => `${m.role}:${m.content ?? ''}`);
+      const contents = llm.requests[before]?.body.messages.map((m) => `${m.role}:${textOf(m.content)}`);
       // Two turns (four messages) of history: the second and third question with their answers.
       expect(contents?.slice(1, 5).map((c) => c.split(':')[0])).toEqual(['user', 'assistant', 'user', 'assistant']);
       expect(contents?.[1]).toBe('user:two');

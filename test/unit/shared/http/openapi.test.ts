@@ -42,7 +42,7 @@ describe('OpenAPI documents', () => {
 
     const completion = core.paths['/instances/{instanceId}/completions']!.post!;
     expect(Object.keys(completion.responses['200']!.content!)).toEqual(['application/json', 'text/event-stream']);
-    expect(Object.keys(completion.responses['200']!.headers!)).toEqual(['RateLimit', 'RateLimit-Policy']);
+    expect(Object.keys(completion.responses['200']!.headers!)).toEqual(['RateLimit', 'RateLimit-Policy', 'x-operation-id']);
     for (const status of ['502', '503', '504']) expect(completion.responses[status]?.content?.['application/json']?.schema).toEqual({ $ref: '#/components/schemas/CoreError' });
     expect(completion.responses['429']?.content?.['application/json']?.schema).toEqual({ $ref: '#/components/schemas/QuotaResponse' });
     expect(completion.responses['413']).toBeDefined();
