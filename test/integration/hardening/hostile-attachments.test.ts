@@ -44,9 +44,9 @@ describe('hostile attachments, against the bundle', () => {
   ])('$name: answered $status within the deadline while the service keeps answering', async ({ name, make, type, status, reason }) => {
     const file = await upload(await make(), name, type);
     const latencies: number[] = [];
-    let done = false;
+    const sampler = { done: false };
     const sampling = (async () => {
-      while (!done) {
+      while (!sampler.done) {
         const t = performance.now();
         expect((await fetch(`${app.core}/status`)).status).toBe(200);
         latencies.push(performance.now() - t);
@@ -56,7 +56,7 @@ describe('hostile attachments, against the bundle', () => {
     const t0 = performance.now();
     const r = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { agent_name: 'reader', user_prompt: 'Read this', attachments: [file] } });
     const took = performance.now() - t0;
-    done = true;
+    sampler.done = true;
     await sampling;
     expect(r.status, JSON.stringify(r.body)).toBe(status);
     if (reason) {
