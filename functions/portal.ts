@@ -11,6 +11,8 @@ import { defineRoute, type Route } from '../shared/http/route.js';
 import type { PlatformRequest, Reply } from '../shared/http/types.js';
 import type { Config } from '../shared/config.js';
 import { PACKAGE_ROOT } from '../shared/version.js';
+import { loadLocalKey, mintLocalToken } from '../shared/auth/local-idp.js';
+import { json } from '../shared/http/types.js';
 
 export const PORTAL_DIR = path.join(PACKAGE_ROOT, 'dist', 'portal');
 
@@ -67,7 +69,7 @@ function contentSecurityPolicy(managementUrl: string, config: Config): string {
   return [
     "default-src 'self'",
     `connect-src 'self' ${new URL(managementUrl).origin}${login}`,
-    "img-src 'self' https: data:",
+    "img-src 'self' https: data: blob:",
     "style-src 'self'",
     `frame-src${login || " 'none'"}`,
     "frame-ancestors 'none'",
@@ -115,6 +117,14 @@ function serve(file: string, request: PlatformRequest, config: Config): Reply {
 }
 
 const common = { api: 'core', method: 'GET', tag: 'Portal', auth: 'none', errors: 'core' } as const;
+
+/**
+ * The portal's development sign-in (a user name instead of a pasted token): only with the local identity
+ * provider, and only while the service listens on this machine alone, never with a real identity provider.
+ */
+export const localSignIn = (config: Config) => config.auth.kind === 'local' && !config.portal.entra && ['127.0.0.1', 'localhost', '::1'].includes(config.host);
+/** Hours a development sign-in lasts. */
+const LOCAL_SIGN_IN_HOURS = 8;
 const FileParams = z.object({ file: z.string().regex(/^[\w.-]+$/, 'not a portal file name').max(200) });
 const html = { description: 'A page of the portal', contentType: 'text/html' };
 
@@ -143,8 +153,26 @@ export const routes: readonly Route[] = [
     responses: { 200: { description: 'Portal settings', schema: z.object({ core_url: z.string(), management_url: z.string(), instance_id: z.string(), sign_in: z.object({ kind: z.enum(['local', 'entra', 'none']) }).loose() }) } },
     handler: ({ request, services }) => {
       const { config } = services;
-      const signIn = config.portal.entra ? { kind: 'entra', client_id: config.portal.entra.clientId, authority: config.portal.entra.authority, scope: config.portal.entra.scope } : { kind: config.auth.kind === 'local' ? 'local' : 'none' };
+      const signIn = config.portal.entra
+        ? { kind: 'entra', client_id: config.portal.entra.clientId, authority: config.portal.entra.authority, scope: config.portal.entra.scope }
+        : { kind: config.auth.kind === 'local' ? 'local' : 'none', ...(localSignIn(config) ? { development_sign_in: true } : {}) };
       return Promise.resolve({ status: 200, json: { core_url: '', management_url: managementUrlFor(request, config), instance_id: config.instanceId, sign_in: signIn } });
+    },
+  }),
+  defineRoute({
+    ...common,
+    method: 'POST',
+    name: 'portal-local-sign-in',
+    path: '/portal/local-sign-in',
+    summary: 'Development sign-in: a token of the local identity provider for the user named (404 unless the service uses the local identity provider and listens on loopback only)',
+    body: z.object({ upn: z.string().trim().regex(/^[^\s@]{1,100}@[^\s@]{1,100}$/, 'upn must look like user@domain'), name: z.string().trim().min(1).max(200).optional() }).strict(),
+    responses: { 200: { description: 'A token of the local identity provider', schema: z.object({ access_token: z.string(), expires_in: z.number().int() }) } },
+    handler: async ({ services, body }) => {
+      const { config } = services;
+      if (!localSignIn(config) || config.auth.kind !== 'local') throw notFound('Development sign-in is not available');
+      const expiresIn = LOCAL_SIGN_IN_HOURS * 3600;
+      const token = await mintLocalToken(await loadLocalKey(config.auth.keyFile), config.auth.issuer, config.auth.audience, { upn: body.upn, ...(body.name ? { name: body.name } : {}), expiresInSeconds: expiresIn });
+      return json(200, { access_token: token, expires_in: expiresIn });
     },
   }),
   defineRoute({

@@ -8,7 +8,7 @@ export interface PortalConfig {
   core_url: string;
   management_url: string;
   instance_id: string;
-  sign_in: { kind: 'local' | 'none' } | { kind: 'entra'; client_id: string; authority: string; scope: string };
+  sign_in: { kind: 'local' | 'none'; development_sign_in?: boolean } | { kind: 'entra'; client_id: string; authority: string; scope: string };
 }
 
 export interface FieldError {
@@ -21,6 +21,7 @@ export class ApiError extends Error {
     readonly status: number,
     message: string,
     readonly details: readonly FieldError[] = [],
+    readonly code?: string,
   ) {
     super(message);
   }
@@ -36,7 +37,7 @@ export async function loadPortalConfig(): Promise<PortalConfig> {
 async function errorOf(r: Response): Promise<ApiError> {
   const body = (await r.json().catch(() => undefined)) as { error?: { message?: string; details?: FieldError[] }; detail?: string; message?: string } | undefined;
   const message = body?.error?.message ?? body?.detail ?? body?.message ?? `${r.status} ${r.statusText}`;
-  return new ApiError(r.status, message, body?.error?.details ?? []);
+  return new ApiError(r.status, message, body?.error?.details ?? [], (body?.error as { code?: string } | undefined)?.code);
 }
 
 export type Api = ReturnType<typeof createApi>;
@@ -86,21 +87,39 @@ export function createApi(config: PortalConfig, token: () => Promise<string>, on
   }
 
   /**
-   * A streamed completion: `onDelta` with each piece, resolving with the completion
-   * response of the `completed` event. Fails before the stream (auth, quota) answer as JSON errors.
+   * A streamed completion, run in the background on the service: `onStart` with its operation id, `onDelta`
+   * with each piece, resolving with the completion response of the `completed` event. When the connection
+   * drops before the end, it resumes from the last event received (Last-Event-ID), so no text repeats. Fails
+   * before the stream (auth, quota) answer as JSON errors; a cancelled answer throws code `Cancelled`.
    */
-  async function stream(request: CompletionRequest, onDelta: (text: string) => void, signal?: AbortSignal): Promise<CompletionResponse> {
-    const r = await call('core', '/completions', { method: 'POST', json: request, headers: { accept: 'text/event-stream' }, ...(signal ? { signal } : {}) });
-    if (!(r.headers.get('content-type') ?? '').startsWith('text/event-stream')) return (await r.json()) as CompletionResponse;
-    if (!r.body) throw new ApiError(502, 'The answer has no body');
-    const events = r.body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
-    for await (const e of events as unknown as AsyncIterable<{ event?: string; data: string }>) {
-      const data = JSON.parse(e.data) as { text?: string; error?: { message: string } } & CompletionResponse;
-      if (e.event === 'delta') onDelta(data.text ?? '');
-      else if (e.event === 'completed') return data;
-      else if (e.event === 'error') throw new ApiError(502, data.error?.message ?? 'The completion failed');
+  async function stream(request: CompletionRequest, on: { delta: (text: string) => void; start?: (operationId: string) => void }, signal?: AbortSignal): Promise<CompletionResponse> {
+    const first = await call('core', '/completions', { method: 'POST', json: { ...request, background: true }, headers: { accept: 'text/event-stream' }, ...(signal ? { signal } : {}) });
+    if (!(first.headers.get('content-type') ?? '').startsWith('text/event-stream')) return (await first.json()) as CompletionResponse;
+    const operationId = first.headers.get('x-operation-id') ?? '';
+    on.start?.(operationId);
+    let last = 0;
+    let body = first.body;
+    for (let attempt = 1; ; attempt++) {
+      try {
+        if (!body) throw new ApiError(502, 'The answer has no body');
+        const events = body.pipeThrough(new TextDecoderStream()).pipeThrough(new EventSourceParserStream());
+        for await (const e of events as unknown as AsyncIterable<{ id?: string; event?: string; data: string }>) {
+          const id = Number(e.id ?? '0');
+          if (id !== 0 && id <= last) continue;
+          last = id || last;
+          const data = JSON.parse(e.data) as { text?: string; error?: { code?: string; message: string } } & CompletionResponse;
+          if (e.event === 'delta') on.delta(data.text ?? '');
+          else if (e.event === 'completed') return data;
+          else if (e.event === 'error') throw new ApiError(502, data.error?.message ?? 'The completion failed', [], data.error?.code);
+        }
+      } catch (e) {
+        if (e instanceof ApiError || signal?.aborted) throw e;
+      }
+      // The connection dropped before the end: the service kept the answer going; read on from `last`.
+      if (!operationId || attempt > 5) throw new ApiError(502, 'The answer ended before it was complete');
+      await new Promise((r) => setTimeout(r, 300 * attempt));
+      body = (await call('core', `/completions/${encodeURIComponent(operationId)}/stream`, { headers: { 'last-event-id': String(last) }, ...(signal ? { signal } : {}) })).body;
     }
-    throw new ApiError(502, 'The answer ended before it was complete');
   }
 
   return { call, json, page, all, stream };
@@ -115,6 +134,8 @@ export type Citation = Schemas['Citation'];
 export type CompletionResponse = Schemas['CompletionResponse'];
 export type Session = Schemas['Session'];
 export type Message = Schemas['Message'];
+export type CompletionPrompt = Schemas['CompletionPrompt'];
+export type ToolExecutionArtifact = Schemas['ToolExecutionArtifact'];
 export type AgentItem = Schemas['AgentListItem'];
 
 export interface Branding {

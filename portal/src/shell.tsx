@@ -89,29 +89,74 @@ function SignIn({ config, onSession }: { config: PortalConfig; onSession: (s: Se
         <p>This service validates an identity provider's tokens, but no portal sign-in is configured (PORTAL_ENTRA_CLIENT_ID).</p>
       </main>
     );
+  const withToken = (
+    <form
+      onSubmit={(e) => {
+        e.preventDefault();
+        const result = signInWithToken(token);
+        if (typeof result === 'string') setError(result);
+        else onSession(result);
+      }}
+    >
+      <label for="token">
+        Token of the local identity provider (run <code>npm run -s token</code>, or the command the service printed when it started)
+      </label>
+      <textarea id="token" rows={4} value={token} onInput={(e) => setToken(e.currentTarget.value)} required />
+      <button type="submit">Sign in</button>
+    </form>
+  );
   return (
     <main class="sign-in">
       <h1>Sign in</h1>
-      <form
-        onSubmit={(e) => {
-          e.preventDefault();
-          const result = signInWithToken(token);
-          if (typeof result === 'string') setError(result);
-          else onSession(result);
-        }}
-      >
-        <label for="token">
-          Token of the local identity provider (run <code>npm run -s token</code>, or the command the service printed when it started)
-        </label>
-        <textarea id="token" rows={4} value={token} onInput={(e) => setToken(e.currentTarget.value)} required />
-        <button type="submit">Sign in</button>
-        {error && (
-          <p class="error" role="alert">
-            {error}
-          </p>
-        )}
-      </form>
+      {config.sign_in.development_sign_in ? (
+        <>
+          <DevelopmentSignIn onSession={onSession} onError={setError} />
+          <details>
+            <summary>Use a token instead</summary>
+            {withToken}
+          </details>
+        </>
+      ) : (
+        withToken
+      )}
+      {error && (
+        <p class="error" role="alert">
+          {error}
+        </p>
+      )}
     </main>
+  );
+}
+
+/**
+ * Development mode (the local identity provider on a service that listens on this machine only): sign in
+ * as any user by name, the service minting the token. Never offered with a real identity provider.
+ */
+function DevelopmentSignIn({ onSession, onError }: { onSession: (s: Session) => void; onError: (e: string) => void }) {
+  const [upn, setUpn] = useState('owner@local.test');
+  const [name, setName] = useState('');
+  return (
+    <form
+      class="development-sign-in"
+      onSubmit={(e) => {
+        e.preventDefault();
+        void (async () => {
+          const r = await fetch('/portal/local-sign-in', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ upn, ...(name.trim() ? { name } : {}) }) });
+          const body = (await r.json()) as { access_token?: string; error?: { message: string; details?: { message: string }[] } };
+          if (!body.access_token) return onError(body.error?.details?.[0]?.message ?? body.error?.message ?? `${r.status}`);
+          const result = signInWithToken(body.access_token);
+          if (typeof result === 'string') onError(result);
+          else onSession(result);
+        })().catch((e: unknown) => onError(String(e)));
+      }}
+    >
+      <p class="muted">Development mode: the service uses its local identity provider, so you sign in as whoever you name.</p>
+      <label for="dev-upn">User name (UPN)</label>
+      <input id="dev-upn" type="email" value={upn} onInput={(e) => setUpn(e.currentTarget.value)} required />
+      <label for="dev-name">Display name (optional)</label>
+      <input id="dev-name" value={name} onInput={(e) => setName(e.currentTarget.value)} />
+      <button type="submit">Continue as this user</button>
+    </form>
   );
 }
 

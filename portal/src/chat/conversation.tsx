@@ -1,21 +1,48 @@
-// A conversation: the messages of a session, and a prompt answered as the model writes it.
+// A conversation: the messages of a session, and a prompt answered as the model writes it. The answer runs
+// in the background on the service, so a dropped connection resumes where it was, and Stop cancels it.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import type { CompletionResponse, Message, Session } from '../api';
+import { ApiError, type Message, type Session } from '../api';
+import { Stop } from '../icons';
 import { type Context, ErrorText, FilePicker } from '../shell';
 import type { AgentView } from './agent-view';
+import { Markdown } from './markdown';
 import { AssistantMessage } from './messages';
-export function Conversation({ ctx, agent, view, session, onSession }: { ctx: Context; agent: string; view: AgentView; session: Session | undefined; onSession: (s: Session) => void }) {
+
+interface Attached {
+  object_id: string;
+  display_name: string;
+  /** A local preview of an image (an object URL of the file picked). */
+  preview?: string;
+}
+
+const IMAGE_TYPES = ['image/png', 'image/jpeg', 'image/webp', 'image/gif'];
+
+function Previews({ files }: { files: readonly Attached[] }) {
+  return (
+    <ul class="attachments" aria-label="Attached files">
+      {files.map((a) => (
+        <li key={a.object_id}>
+          {a.preview && <img class="preview" src={a.preview} alt={`Preview of ${a.display_name}`} />}
+          {a.display_name}
+        </li>
+      ))}
+    </ul>
+  );
+}
+
+export function Conversation({ ctx, agent, agentLabel, view, session, onSession }: { ctx: Context; agent: string; agentLabel: string; view: AgentView; session: Session | undefined; onSession: (s: Session) => void }) {
   const [messages, setMessages] = useState<Message[]>([]);
-  const [answers, setAnswers] = useState<Record<string, CompletionResponse>>({});
-  const [streaming, setStreaming] = useState<{ prompt: string; text: string }>();
+  const [streaming, setStreaming] = useState<{ prompt: string; text: string; files: Attached[]; operationId?: string }>();
+  const [notice, setNotice] = useState<string>();
   const [prompt, setPrompt] = useState('');
-  const [attachments, setAttachments] = useState<{ object_id: string; display_name: string }[]>([]);
+  const [attachments, setAttachments] = useState<Attached[]>([]);
   const [error, setError] = useState<unknown>();
   const end = useRef<HTMLLIElement>(null);
 
+  const reload = async (id: string) => setMessages(await ctx.api.all<Message>('core', `/sessions/${id}/messages`));
   useEffect(() => {
     setMessages([]);
-    if (session) ctx.api.all<Message>('core', `/sessions/${session.id}/messages`).then(setMessages, setError);
+    if (session) reload(session.id).catch(setError);
   }, [session?.id]);
   useEffect(() => end.current?.scrollIntoView({ block: 'end' }), [messages.length, streaming?.text]);
 
@@ -25,23 +52,37 @@ export function Conversation({ ctx, agent, view, session, onSession }: { ctx: Co
     const text = prompt.trim();
     if (!text || streaming) return;
     setError(undefined);
+    setNotice(undefined);
     const s = await ensureSession();
     if (s.id !== session?.id) onSession(s);
     setPrompt('');
-    setStreaming({ prompt: text, text: '' });
+    const files = attachments;
+    setStreaming({ prompt: text, text: '', files });
     try {
-      const answer = await ctx.api.stream({ user_prompt: text, agent_name: agent, session_id: s.id, ...(attachments.length ? { attachments: attachments.map((a) => a.object_id) } : {}) }, (delta) =>
-        setStreaming((st) => st && { ...st, text: st.text + delta }),
+      await ctx.api.stream(
+        { user_prompt: text, agent_name: agent, session_id: s.id, ...(files.length ? { attachments: files.map((a) => a.object_id) } : {}) },
+        {
+          start: (operationId) => setStreaming((st) => st && { ...st, operationId }),
+          delta: (piece) => setStreaming((st) => st && { ...st, text: st.text + piece }),
+        },
       );
-      setAnswers((a) => ({ ...a, [answer.operation_id]: answer }));
       setAttachments([]);
-      setMessages(await ctx.api.all<Message>('core', `/sessions/${s.id}/messages`));
+      await reload(s.id);
     } catch (e) {
-      setPrompt(text);
-      setError(e);
+      if (e instanceof ApiError && e.code === 'Cancelled') {
+        setNotice('Stopped: the answer was cancelled and is not kept.');
+        setPrompt(text);
+      } else {
+        setPrompt(text);
+        setError(e);
+      }
     } finally {
       setStreaming(undefined);
     }
+  };
+
+  const stop = () => {
+    if (streaming?.operationId) ctx.api.call('core', `/completions/${encodeURIComponent(streaming.operationId)}/cancel`, { method: 'POST' }).catch(setError);
   };
 
   const upload = async (file: File) => {
@@ -52,7 +93,7 @@ export function Conversation({ ctx, agent, view, session, onSession }: { ctx: Co
     form.set('agent_name', agent);
     form.set('session_id', s.id);
     const uploaded = await ctx.api.json<{ object_id: string; display_name: string }>('core', '/files/upload', { method: 'POST', body: form });
-    setAttachments((a) => [...a, uploaded]);
+    setAttachments((a) => [...a, { ...uploaded, ...(IMAGE_TYPES.includes(file.type) ? { preview: URL.createObjectURL(file) } : {}) }]);
   };
 
   return (
@@ -61,12 +102,12 @@ export function Conversation({ ctx, agent, view, session, onSession }: { ctx: Co
         {messages.length === 0 && !streaming && view.welcome_message && <li class="message welcome">{view.welcome_message}</li>}
         {messages.map((m) =>
           m.sender === 'Assistant' && session ? (
-            <AssistantMessage key={m.id} ctx={ctx} view={view} session={session} m={m} answer={m.operation_id ? answers[m.operation_id] : undefined} onRated={(r) => setMessages((all) => all.map((x) => (x.id === r.id ? r : x)))} />
+            <AssistantMessage key={m.id} ctx={ctx} view={view} session={session} m={m} sender={agentLabel} onRated={(r) => setMessages((all) => all.map((x) => (x.id === r.id ? r : x)))} />
           ) : (
             <li key={m.id} class="message user">
               <span class="sender">{m.sender_display_name || 'You'}</span>
               <div class="text">{m.text}</div>
-              {view.show_message_tokens && <div class="meta tokens">{m.tokens} tokens</div>}
+              {view.show_message_tokens && <div class="meta tokens">{m.tokens} prompt tokens</div>}
             </li>
           ),
         )}
@@ -74,14 +115,21 @@ export function Conversation({ ctx, agent, view, session, onSession }: { ctx: Co
           <>
             <li class="message user">
               <div class="text">{streaming.prompt}</div>
+              {streaming.files.length > 0 && <Previews files={streaming.files} />}
             </li>
             <li class="message assistant streaming" aria-busy="true">
-              <div class="text">{streaming.text || '…'}</div>
+              <span class="sender">{agentLabel}</span>
+              {streaming.text ? <Markdown text={streaming.text} /> : <div class="text">…</div>}
             </li>
           </>
         )}
         <li ref={end} class="end" aria-hidden="true" />
       </ol>
+      {notice && (
+        <p class="notice" role="status">
+          {notice}
+        </p>
+      )}
       <ErrorText error={error} />
       <form
         class="composer"
@@ -90,13 +138,7 @@ export function Conversation({ ctx, agent, view, session, onSession }: { ctx: Co
           void send();
         }}
       >
-        {attachments.length > 0 && (
-          <ul class="attachments" aria-label="Attached files">
-            {attachments.map((a) => (
-              <li key={a.object_id}>{a.display_name}</li>
-            ))}
-          </ul>
-        )}
+        {attachments.length > 0 && !streaming && <Previews files={attachments} />}
         <label for="prompt" class="visually-hidden">
           Message
         </label>
@@ -114,9 +156,13 @@ export function Conversation({ ctx, agent, view, session, onSession }: { ctx: Co
           }}
         />
         {view.show_file_upload && <FilePicker id="upload" label="Attach a file" onFile={(file) => void upload(file).catch(setError)} />}
-        <button type="submit" disabled={!!streaming}>
-          Send
-        </button>
+        {streaming ? (
+          <button type="button" class="stop" onClick={stop} disabled={!streaming.operationId}>
+            <Stop /> Stop
+          </button>
+        ) : (
+          <button type="submit">Send</button>
+        )}
       </form>
     </section>
   );

@@ -48,7 +48,7 @@ function Chat({ ctx }: { ctx: Context }) {
         </div>
         <Sessions ctx={ctx} current={session} onSelect={(s) => (setSession(s), setTab('chat'))} />
       </aside>
-      <main>{tab === 'memory' ? <Memory ctx={ctx} /> : agent && view ? <Conversation ctx={ctx} agent={agent} view={view} session={session} onSession={setSession} /> : <p aria-busy="true">Loading…</p>}</main>
+      <main>{tab === 'memory' ? <Memory ctx={ctx} /> : agent && view ? <Conversation ctx={ctx} agent={agent} agentLabel={agents.find((a) => a.resource.name === agent)?.resource.display_name || agent} view={view} session={session} onSession={setSession} /> : <p aria-busy="true">Loading…</p>}</main>
     </div>
   );
 }

@@ -1,16 +1,21 @@
-// One answer as the chat shows it: its citations, token counts, content artifacts and rating.
+// One answer as the chat shows it: its text as Markdown, its sources with their scores, token counts, content
+// artifacts, the prompt the model was sent, and its rating. Everything comes from the stored message, so a
+// reloaded conversation shows the same as a live one.
 import { useState } from 'preact/hooks';
-import type { Citation, CompletionResponse, Message, Session } from '../api';
+import type { Citation, CompletionPrompt, Message, Session, ToolExecutionArtifact } from '../api';
+import { ThumbDown, ThumbUp } from '../icons';
 import { type Context, ErrorText } from '../shell';
 import type { AgentView } from './agent-view';
-export function Citations({ citations }: { citations: Citation[] }) {
+import { Markdown } from './markdown';
+
+export function Citations({ citations }: { citations: readonly Citation[] }) {
   return (
     <details class="citations" open>
       <summary>Sources ({citations.length})</summary>
       <ol>
         {citations.map((c) => (
           <li key={c.id}>
-            <cite>{c.title || c.source}</cite> <span class="muted">{c.source}</span>
+            <cite>{c.title || c.source}</cite> <span class="muted">{c.source}</span> <span class="score">score {c.score.toFixed(2)}</span>
             <blockquote>{c.text.length > 300 ? `${c.text.slice(0, 300)}…` : c.text}</blockquote>
           </li>
         ))}
@@ -19,46 +24,74 @@ export function Citations({ citations }: { citations: Citation[] }) {
   );
 }
 
-export function AssistantMessage({ ctx, view, session, m, answer, onRated }: { ctx: Context; view: AgentView; session: Session; m: Message; answer: CompletionResponse | undefined; onRated: (m: Message) => void }) {
+type Artifact = NonNullable<Message['content_artifacts']>[number];
+const isToolExecution = (a: Artifact): a is ToolExecutionArtifact => a.type === 'ToolExecution';
+
+/** A content artifact in words: a tool execution by its tool, function, outcome and time; others by their type and name. */
+function artifactText(a: Artifact): string {
+  if (isToolExecution(a)) return `${a.tool_name}: ${a.function_name} (${a.outcome.toLowerCase()}, ${a.duration_ms} ms)`;
+  return 'name' in a && typeof a.name === 'string' ? `${a.type}: ${a.name}` : a.type;
+}
+
+/** The completion prompt of a turn, read when it is opened (only the session's owner may). */
+function ViewPrompt({ ctx, session, id }: { ctx: Context; session: Session; id: string }) {
+  const [prompt, setPrompt] = useState<CompletionPrompt>();
+  const [error, setError] = useState<unknown>();
+  const load = () => {
+    if (!prompt) ctx.api.json<CompletionPrompt>('core', `/sessions/${session.id}/completionprompts/${encodeURIComponent(id)}`).then(setPrompt, setError);
+  };
+  return (
+    <details class="prompt" onToggle={(e) => e.currentTarget.open && load()}>
+      <summary>View prompt</summary>
+      <ErrorText error={error} />
+      {prompt && (
+        <ol class="prompt-messages" aria-label="Prompt sent to the model">
+          {prompt.messages.map((m, i) => (
+            <li key={i}>
+              <strong>{m.role}</strong>
+              <pre>{typeof m.content === 'string' ? m.content : JSON.stringify(m.content, null, 2)}</pre>
+            </li>
+          ))}
+        </ol>
+      )}
+    </details>
+  );
+}
+
+export function AssistantMessage({ ctx, view, session, m, sender, onRated }: { ctx: Context; view: AgentView; session: Session; m: Message; sender: string; onRated: (m: Message) => void }) {
   const [error, setError] = useState<unknown>();
   const rate = (rating: boolean) =>
     ctx.api
       .json<Message>('core', `/sessions/${session.id}/message/${m.id}/rate`, { method: 'POST', json: { rating } })
       .then(() => onRated({ ...m, rating }))
       .catch(setError);
+  const citations = m.citations ?? [];
+  const artifacts = m.content_artifacts ?? [];
   return (
     <li class="message assistant">
-      <span class="sender">{m.sender_display_name}</span>
-      <div class="text">{m.text}</div>
-      {answer && answer.citations.length > 0 && <Citations citations={answer.citations} />}
-      {view.show_content_artifacts && m.content_artifacts && m.content_artifacts.length > 0 && (
+      <span class="sender">{sender}</span>
+      <Markdown text={m.text} />
+      {citations.length > 0 && <Citations citations={citations} />}
+      {view.show_content_artifacts && artifacts.length > 0 && (
         <details class="artifacts">
-          <summary>Artifacts ({m.content_artifacts.length})</summary>
+          <summary>Artifacts ({artifacts.length})</summary>
           <ul>
-            {m.content_artifacts.map((a, i) => (
-              <li key={i}>
-                {a.tool_name}: {a.function_name} ({a.outcome.toLowerCase()}, {a.duration_ms} ms)
-              </li>
+            {artifacts.map((a, i) => (
+              <li key={i}>{artifactText(a)}</li>
             ))}
           </ul>
         </details>
       )}
       <div class="meta">
-        {view.show_message_tokens && <span class="tokens">{m.tokens} tokens</span>}
-        {view.show_view_prompt && m.operation_id && (
-          <details class="prompt">
-            <summary>View prompt</summary>
-            <p>Operation {m.operation_id}</p>
-            {answer && <pre>{answer.user_prompt}</pre>}
-          </details>
-        )}
+        {view.show_message_tokens && <span class="tokens">{m.tokens} completion tokens</span>}
+        {view.show_view_prompt && m.completion_prompt_id && <ViewPrompt ctx={ctx} session={session} id={m.completion_prompt_id} />}
         {view.show_message_rating && (
           <span class="rating" role="group" aria-label="Rate this answer">
             <button class="icon" aria-label="Good answer" aria-pressed={m.rating === true} onClick={() => void rate(true)}>
-              👍
+              <ThumbUp />
             </button>
             <button class="icon" aria-label="Bad answer" aria-pressed={m.rating === false} onClick={() => void rate(false)}>
-              👎
+              <ThumbDown />
             </button>
           </span>
         )}

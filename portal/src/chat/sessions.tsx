@@ -1,6 +1,7 @@
 // The user's sessions: create, rename, delete and page through them.
 import { useEffect, useState } from 'preact/hooks';
 import type { Session } from '../api';
+import { Cross, Pencil } from '../icons';
 import { type Context, ErrorText } from '../shell';
 export function Sessions({ ctx, current, onSelect }: { ctx: Context; current: Session | undefined; onSelect: (s: Session | undefined) => void }) {
   const [sessions, setSessions] = useState<Session[]>([]);
@@ -34,14 +35,14 @@ export function Sessions({ ctx, current, onSelect }: { ctx: Context; current: Se
       <ul>
         {sessions.map((s) => (
           <li key={s.id} class={s.id === current?.id ? 'active' : ''}>
-            <button class="link" aria-current={s.id === current?.id ? 'true' : undefined} onClick={() => onSelect(s)}>
+            <button class="link" title={s.name} aria-current={s.id === current?.id ? 'true' : undefined} onClick={() => onSelect(s)}>
               {s.name}
             </button>
             <button class="icon" aria-label={`Rename ${s.name}`} onClick={guard(() => rename(s))}>
-              ✎
+              <Pencil />
             </button>
             <button class="icon" aria-label={`Delete ${s.name}`} onClick={guard(() => remove(s))}>
-              ×
+              <Cross />
             </button>
           </li>
         ))}
