@@ -35,7 +35,7 @@ export interface PeerRow {
   rssMiB: number | undefined;
 }
 
-const cpuMs = (pid: number) => {
+export const cpuMs = (pid: number) => {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS;
 };
@@ -71,7 +71,7 @@ function child(command: string, args: string[], env: Record<string, string>, rea
  * The service as `npm start` runs it (the bundle, its own Azurite, queue workers) on the embedded store in a
  * fresh folder; resolves once `GET /status` answers, with a token from the local identity provider.
  */
-async function startService(): Promise<{ process: ChildProcess; core: string; management: string; instanceId: string; token: string; dataDir: string }> {
+export async function startService(): Promise<{ process: ChildProcess; core: string; management: string; instanceId: string; token: string; dataDir: string }> {
   if (!existsSync(BUNDLE)) throw new Error('Run `npm run build` first: the peers section starts the built service');
   const [core, management] = [await freePort(), await freePort()];
   const env = { DATA_DIR: mkdtempSync(path.join(tmpdir(), 'bench-peer-')), CORE_PORT: String(core), MANAGEMENT_PORT: String(management), ALLOW_PRIVATE_NETWORK: 'true', LOG_LEVEL: 'warn' };

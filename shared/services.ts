@@ -101,6 +101,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     (e) => log.warn('Could not record a principal', { error: e instanceof Error ? e.message : String(e) }),
   );
   const blobs = createBlobService(config.storage, gate);
+  const conversations = new Conversations(store.container<SessionDoc | MessageDoc | CompletionPromptDoc>('sessions'));
   const resourceCache = new ResourceCache(store.container<AnyResource>('resources'), config.instanceId);
   const agentTokens = new AgentTokens(store.container<AgentTokenDoc>('tokens'), config.instanceId, config.internalDomain, (name) =>
     resourceCache.get(objectIdOf(config.instanceId, agents, name), agents),
@@ -124,8 +125,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     directory,
     agentTokens,
     resourceCache,
-    conversations: new Conversations(store.container<SessionDoc | MessageDoc | CompletionPromptDoc>('sessions')),
-    turns: new SessionTurns(store.container<SessionDoc>('sessions')),
+    conversations,
+    turns: new SessionTurns(store.container('turns'), conversations),
     files: new Files(store.container<FileDoc>('files'), blobs.getContainerClient(config.filesContainer), config.instanceId, config.maxUploadBytes),
     credentials,
     gate,

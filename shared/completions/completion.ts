@@ -239,6 +239,8 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
   const cost = answer.cost;
   try {
     await options.beforeRecord?.();
+    // A turn cancelled while it ran (an interrupting turn, or its starter) records nothing.
+    await turn?.checkNotCancelled();
   } catch (e) {
     // Cancelled after the model answered: the tokens were spent, the turn is not recorded.
     if (e instanceof CallCancelledError) {
@@ -273,7 +275,6 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
             completion_prompt_id: answer.prompt ? completionPromptId(operationId) : null,
           },
           answer.prompt,
-          turn?.settle,
         )
       : undefined,
     recordUsage(s.store.container<UsageDoc>('usage'), {

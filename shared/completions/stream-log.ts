@@ -1,15 +1,15 @@
 // The events of a background streamed completion, kept in the store so that the stream can be replayed
 // (Last-Event-ID) and followed live on any instance, and cancelled from any instance. Events are written
-// in batches (at most every FLUSH_MS, or every FLUSH_EVENTS events; the last at once), never one write per
-// token; the container expires them an hour after the last write.
+// in batches (at most every FLUSH_MS, or every FLUSH_EVENTS events; the last at once, in one write with the
+// stream's end), never one write per token; the container expires them an hour after the last write.
 import { ownerKey, type Principal } from '../auth/principal.js';
 import { conflict, notFound } from '../errors.js';
 import type { Services } from '../services.js';
-import { ConflictError, type Container, type Doc } from '../store/types.js';
+import { ConflictError, type Container, type Doc, type Stored } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import { operationKey } from './operations.js';
 
-export const FLUSH_MS = 100;
+export const FLUSH_MS = 500;
 export const FLUSH_EVENTS = 64;
 /** How often the writer reads whether its stream was cancelled elsewhere, and (every HEARTBEAT_MS) says it is alive. */
 const CHECK_MS = 500;
@@ -103,11 +103,14 @@ export class StreamLog {
     this.first += events.length;
     this.writing = this.writing
       .then(async () => {
-        if (events.length > 0) await this.events.create({ id: chunkId(first), pk: this.key, kind: 'events', first, events });
-        if (end) {
-          clearInterval(this.watch);
-          await updateDocument(this.events, this.key, HEAD, (h) => (h?.kind === 'head' ? { ...h, status: end, beat: Date.now() } : undefined));
+        const chunk = events.length > 0 ? [{ op: 'create' as const, doc: { id: chunkId(first), pk: this.key, kind: 'events' as const, first, events } }] : [];
+        if (!end) {
+          if (chunk[0]) await this.events.create(chunk[0].doc);
+          return;
         }
+        clearInterval(this.watch);
+        const ended = (h: Stored<StreamDoc>) => (h.kind === 'head' ? { ...h, status: end, beat: Date.now() } : undefined);
+        await this.events.writeBatch(this.key, [...chunk, { op: 'update', id: HEAD, apply: ended }]);
       })
       .catch((e: unknown) => this.log.warn('Stream events were not kept', { error: e instanceof Error ? e.message : String(e) }));
     return this.writing;

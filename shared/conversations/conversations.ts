@@ -30,18 +30,6 @@ export interface SessionDoc extends Doc {
   recent?: RecentMessage[];
   /** `recent` holds every message of the session. */
   recent_complete?: boolean;
-  /** The turns running on the session, on any instance (turns.ts); each drops out when its lease lapses. */
-  running?: RunningTurn[];
-}
-
-/** A turn in progress on a session: what `multitask_strategy` waits for, refuses on, or cancels. */
-export interface RunningTurn {
-  operation_id: string;
-  started_on: string;
-  /** Epoch milliseconds past which the turn counts as gone (its instance stopped renewing it). */
-  expires: number;
-  /** Another turn (interrupt) or the cancel endpoint asked it to stop. */
-  cancel?: boolean;
 }
 
 /** Bounds of a session document's recent messages: it stays small however long the conversation. */
@@ -257,7 +245,6 @@ export class Conversations {
     user: Omit<MessageDoc, 'id' | 'pk' | 'type' | 'session_id' | 'day' | 'hour' | 'upn'>,
     assistant: typeof user,
     prompt?: ChatMessage[],
-    turnState?: (current: Stored<SessionDoc>) => Stored<SessionDoc>,
   ): Promise<void> {
     const upn = session.pk;
     const ids = messageIds(user.operation_id);
@@ -270,10 +257,8 @@ export class Conversations {
       messages.push({ ...base, type: 'CompletionPrompt', id: completionPromptId(user.operation_id), operation_id: user.operation_id, created_on: user.timestamp, timestamp: user.timestamp, messages: prompt });
     }
     const turn = [user, assistant].map(({ sender, text, timestamp, operation_id }) => ({ sender, text, timestamp, operation_id }));
-    const withTurn = (read: Stored<SessionDoc>): SessionDoc | undefined => {
-      // The session's running turns (turn-state.ts) may refuse the turn (it was cancelled) or forget it.
-      const current = turnState ? turnState(read) : read;
-      if (current.recent?.some((m) => m.operation_id === user.operation_id)) return current === read ? undefined : current;
+    const withTurn = (current: Stored<SessionDoc>): SessionDoc | undefined => {
+      if (current.recent?.some((m) => m.operation_id === user.operation_id)) return undefined;
       const { recent, trimmed } = keepRecent([...(current.recent ?? []), ...turn]);
       return { ...current, updated_on: assistant.timestamp, recent, recent_complete: current.recent_complete === true && !trimmed };
     };

@@ -90,8 +90,14 @@ export interface StoredBlob {
   head: Buffer;
 }
 
+/** Characters of kept attachment text held in memory, together: a file attached turn after turn is read once. */
+const KEPT_CACHE_CHARS = 32 * 1024 * 1024;
+
 export class Files {
   private readonly ensureContainer: () => Promise<ContainerClient>;
+  /** Kept texts by blob, least recently used first (a kept text never changes: its file's bytes never do). */
+  private readonly kept = new Map<string, KeptText>();
+  private keptChars = 0;
 
   constructor(
     private readonly records: Container<FileDoc>,
@@ -216,7 +222,11 @@ export class Files {
   async delete(upn: string, fileId: string): Promise<void> {
     const file = await this.byId(upn, fileId);
     await this.blobs.getBlockBlobClient(file.blob_name).deleteIfExists({ deleteSnapshots: 'include' });
-    if (file.extracted) await this.blobs.getBlockBlobClient(file.extracted.blob).deleteIfExists();
+    if (file.extracted) {
+      const kept = this.kept.get(file.extracted.blob);
+      if (kept && this.kept.delete(file.extracted.blob)) this.keptChars -= kept.text.length;
+      await this.blobs.getBlockBlobClient(file.extracted.blob).deleteIfExists();
+    }
     await this.records.delete(file.pk, file.id);
   }
 
@@ -234,12 +244,30 @@ export class Files {
   /** The text kept for the file, if it has been extracted. */
   async keptText(file: FileDoc): Promise<KeptText | undefined> {
     if (!file.extracted) return undefined;
+    const blob = file.extracted.blob;
+    const cached = this.kept.get(blob);
+    if (cached) {
+      this.kept.delete(blob);
+      this.kept.set(blob, cached);
+      return cached;
+    }
     try {
-      const kept = JSON.parse((await this.blobs.getBlockBlobClient(file.extracted.blob).downloadToBuffer()).toString('utf8')) as KeptText;
+      const kept = JSON.parse((await this.blobs.getBlockBlobClient(blob).downloadToBuffer()).toString('utf8')) as KeptText;
+      this.remember(blob, kept);
       return kept;
     } catch (e) {
       if ((e as { statusCode?: number }).statusCode === 404) return undefined;
       throw e;
+    }
+  }
+
+  private remember(blob: string, kept: KeptText): void {
+    this.kept.set(blob, kept);
+    this.keptChars += kept.text.length;
+    for (const [oldest, text] of this.kept) {
+      if (this.keptChars <= KEPT_CACHE_CHARS) break;
+      this.kept.delete(oldest);
+      this.keptChars -= text.text.length;
     }
   }
 
@@ -249,6 +277,7 @@ export class Files {
     const body = JSON.stringify(kept);
     await this.blobs.getBlockBlobClient(blob).upload(body, Buffer.byteLength(body), { blobHTTPHeaders: { blobContentType: 'application/json' } });
     await this.records.patch(file.pk, file.id, [{ op: 'set', path: 'extracted', value: { blob, chars: kept.text.length, tokens: kept.tokens.count } }]);
+    this.remember(blob, kept);
   }
 
   /** Notes that the file's text cannot be extracted, and why. */

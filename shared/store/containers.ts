@@ -56,6 +56,11 @@ export const CONTAINERS = {
    * operation id), a `head` document and a document per batch of events. Kept an hour after the last write.
    */
   streams: define('streams', { defaultTtlSeconds: 3600, indexes: [['first']] }),
+  /**
+   * The turns running on each session, on any instance (multitask_strategy); pk = owner and session, id =
+   * operation id. Each expires a minute after its instance last renewed it, so a stopped instance's turns lapse.
+   */
+  turns: define('turns', { defaultTtlSeconds: 60, indexes: [] }),
   /** Principals seen signing in, for identity search; pk = 'principals'. */
   principals: define('principals', { indexes: [['upn']] }),
 } as const satisfies Record<string, ContainerDefinition>;
