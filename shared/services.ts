@@ -20,7 +20,7 @@ import { Quotas } from './completions/quotas.js';
 import { Pager } from './http/paging.js';
 import { storedKey } from './store/stored-key.js';
 import { SessionTurns } from './conversations/turns.js';
-import { Conversations, type CompletionPromptDoc, type MessageDoc, type SessionDoc } from './conversations/conversations.js';
+import { Conversations } from './conversations/conversations.js';
 import { Files, type FileDoc } from './files/files.js';
 import { Memories, type MemoryDoc } from './memory/memory.js';
 import { packageStores, PluginPackages, type PackageDoc } from './plugins/packages.js';
@@ -101,7 +101,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     (e) => log.warn('Could not record a principal', { error: e instanceof Error ? e.message : String(e) }),
   );
   const blobs = createBlobService(config.storage, gate);
-  const conversations = new Conversations(store.container<SessionDoc | MessageDoc | CompletionPromptDoc>('sessions'));
+  const conversations = new Conversations(store.container('sessions'));
   const resourceCache = new ResourceCache(store.container<AnyResource>('resources'), config.instanceId);
   const agentTokens = new AgentTokens(store.container<AgentTokenDoc>('tokens'), config.instanceId, config.internalDomain, (name) =>
     resourceCache.get(objectIdOf(config.instanceId, agents, name), agents),
@@ -126,7 +126,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     agentTokens,
     resourceCache,
     conversations,
-    turns: new SessionTurns(store.container('turns'), conversations),
+    turns: new SessionTurns(store.container('sessions'), conversations),
     files: new Files(store.container<FileDoc>('files'), blobs.getContainerClient(config.filesContainer), config.instanceId, config.maxUploadBytes),
     credentials,
     gate,

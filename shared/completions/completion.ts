@@ -239,8 +239,6 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
   const cost = answer.cost;
   try {
     await options.beforeRecord?.();
-    // A turn cancelled while it ran (an interrupting turn, or its starter) records nothing.
-    await turn?.checkNotCancelled();
   } catch (e) {
     // Cancelled after the model answered: the tokens were spent, the turn is not recorded.
     if (e instanceof CallCancelledError) {
@@ -256,6 +254,9 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
     throw e;
   }
   const startedAt = new Date(started).toISOString();
+  // A turn cancelled while it ran (an interrupting turn, or its starter) records nothing: its record is
+  // written only while its listing is as it was.
+  const listing = session && !recorded ? await turn?.listing() : undefined;
   // The turn, the usage record and the token quotas are independent writes: side by side.
   await Promise.all([
     session && !recorded
@@ -275,7 +276,8 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
             completion_prompt_id: answer.prompt ? completionPromptId(operationId) : null,
           },
           answer.prompt,
-        )
+          listing,
+        ).then((removed) => removed && turn?.recorded())
       : undefined,
     recordUsage(s.store.container<UsageDoc>('usage'), {
       ...usageBase(principal, operationId, sessionId, agent.name, deployment, completedAt, started),

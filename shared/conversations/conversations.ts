@@ -3,10 +3,12 @@
 import { randomUUID } from 'node:crypto';
 import { ownerKey } from '../auth/principal.js';
 import { notFound, validationError } from '../errors.js';
-import { ConflictError, NotFoundError, type Container, type Doc, type Page, type Stored } from '../store/types.js';
+import { CallCancelledError } from '../models/upstream-errors.js';
+import { ConflictError, NotFoundError, PreconditionFailedError, type Container, type Doc, type Page, type Stored } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import type { Citation } from '../knowledge/retrieval.js';
 import type { ChatMessage } from '../models/wire.js';
+import type { TurnDoc } from './turns.js';
 
 /** A message as its session document keeps it, for the next turn's history. */
 export interface RecentMessage {
@@ -137,7 +139,7 @@ export function presentCompletionPrompt(p: CompletionPromptDoc) {
 
 /** Every method takes the owner's UPN and keys the data by `ownerKey` of it. */
 export class Conversations {
-  constructor(private readonly container: Container<SessionDoc | MessageDoc | CompletionPromptDoc>) {}
+  constructor(private readonly container: Container<SessionDoc | MessageDoc | CompletionPromptDoc | TurnDoc>) {}
 
   private get sessions() {
     return this.container as Container<SessionDoc>;
@@ -225,7 +227,7 @@ export class Conversations {
   async delete(owner: string, sessionId: string): Promise<void> {
     const upn = ownerKey(owner);
     const session = await this.get(upn, sessionId);
-    const { items } = await this.container.query({ partition: upn, where: this.ofSession(session.id, ['Message', 'CompletionPrompt']) });
+    const { items } = await this.container.query({ partition: upn, where: this.ofSession(session.id, ['Message', 'CompletionPrompt', 'Turn']) });
     for (const m of items) await this.container.delete(upn, m.id);
     await this.sessions.delete(upn, session.id);
   }
@@ -245,7 +247,8 @@ export class Conversations {
     user: Omit<MessageDoc, 'id' | 'pk' | 'type' | 'session_id' | 'day' | 'hour' | 'upn'>,
     assistant: typeof user,
     prompt?: ChatMessage[],
-  ): Promise<void> {
+    listing?: { id: string; etag: string },
+  ): Promise<boolean> {
     const upn = session.pk;
     const ids = messageIds(user.operation_id);
     const base = { pk: upn, session_id: session.id, upn };
@@ -262,16 +265,25 @@ export class Conversations {
       const { recent, trimmed } = keepRecent([...(current.recent ?? []), ...turn]);
       return { ...current, updated_on: assistant.timestamp, recent, recent_complete: current.recent_complete === true && !trimmed };
     };
+    // The turn's listing (turns.ts) goes in the same write, unless it changed since: the turn was cancelled.
+    const unlisted = listing ? [{ op: 'delete' as const, id: listing.id, ifMatch: listing.etag }] : [];
     try {
-      await this.container.writeBatch(upn, [{ op: 'update', id: session.id, known: session, apply: (c) => (c.type === 'Session' ? withTurn(c) : undefined) }, ...messages.map((doc) => ({ op: 'create' as const, doc }))]);
+      await this.container.writeBatch(upn, [
+        { op: 'update', id: session.id, known: session, apply: (c) => (c.type === 'Session' ? withTurn(c) : undefined) },
+        ...messages.map((doc) => ({ op: 'create' as const, doc })),
+        ...unlisted,
+      ]);
+      return true;
     } catch (e) {
+      if (e instanceof PreconditionFailedError) throw new CallCancelledError('The turn was cancelled');
       // The messages exist (recorded by a write that did not finish the session): update the session alone.
       if (e instanceof ConflictError) {
         await updateDocument(this.sessions, upn, session.id, (c) => (c ? withTurn(c) : undefined));
-        return;
+        return false;
       }
       // The session was deleted during the turn: there is nothing to record the turn in.
       if (!(e instanceof NotFoundError)) throw e;
+      return false;
     }
   }
 

@@ -1,11 +1,12 @@
 // Concurrent turns on one session (`multitask_strategy`), across instances: each turn with a session is a
-// document of the `turns` container while it runs (one partition per session; a lease its instance renews),
-// so every instance sees the same running turns, and turns of one session never write the same document.
-// A turn lists itself first and then looks at the others, so two turns that start together both see each
-// other: `parallel` (the default) only lists itself; `reject` leaves again and answers 409 SessionBusy when
-// another turn runs; `enqueue` waits until every turn listed before it has ended (first come, first served)
-// and then reads the history they wrote; `interrupt` marks the others cancelled, which their instances read
-// within CHECK_MS, and waits for them to end. A turn leaves the list once it has been recorded or has failed.
+// document in the session's partition while it runs (a lease its instance renews), so every instance sees
+// the same running turns and turns of one session never write the same document. A turn lists itself
+// first and then looks at the others, so two turns that start together both see each other: `parallel`
+// (the default) only lists itself, while it gets under way; `reject` leaves again and answers 409
+// SessionBusy when another turn runs; `enqueue` waits until every turn listed before it has ended (first
+// come, first served) and then reads the history they wrote; `interrupt` marks the others cancelled, which
+// their instances read within CHECK_MS, and waits for them to end. The write that records a turn also
+// removes its listing, guarded by the listing's ETag: a turn cancelled meanwhile is refused, not recorded.
 import { DomainError } from '../errors.js';
 import { CallCancelledError } from '../models/upstream-errors.js';
 import { ConflictError, type Container, type Doc, type Stored } from '../store/types.js';
@@ -13,11 +14,13 @@ import type { Conversations, SessionDoc } from './conversations.js';
 
 export type MultitaskStrategy = 'parallel' | 'reject' | 'enqueue' | 'interrupt';
 
-interface TurnDoc extends Doc {
+export interface TurnDoc extends Doc {
+  type: 'Turn';
   session_id: string;
   operation_id: string;
-  started_on: string;
-  /** Epoch milliseconds past which the turn counts as gone (the store's TTL removes it later). */
+  /** When it was listed (the session index orders the partition's items by `timestamp`). */
+  timestamp: string;
+  /** Epoch milliseconds past which the turn counts as gone (its instance stopped renewing it). */
   expires: number;
   /** Another turn (interrupt) or the starter (cancel) asked it to stop. */
   cancel?: boolean;
@@ -33,23 +36,28 @@ const POLL_MS = 100;
 
 const sessionBusy = (message: string) => new DomainError('conflict', 'SessionBusy', message);
 const cancelled = () => new CallCancelledError('The turn was cancelled');
-const partitionOf = (session: SessionDoc) => `${session.pk}\n${session.id}`;
-/** Listed before: earlier start, then the operation id. */
-const before = (a: TurnDoc, b: TurnDoc) => a.started_on < b.started_on || (a.started_on === b.started_on && a.operation_id < b.operation_id);
+export const turnId = (operationId: string) => `${operationId}-turn`;
+/** Listed before: earlier, then by operation id. */
+const before = (a: TurnDoc, b: TurnDoc) => a.timestamp < b.timestamp || (a.timestamp === b.timestamp && a.operation_id < b.operation_id);
 
 /** One turn listed on its session: the session as it reads once the turn may run, and its cancel signal. */
 export interface Turn {
   session: Stored<SessionDoc>;
   /** Aborts when the turn is cancelled (interrupt, cancel) on any instance. */
   signal: AbortSignal;
-  /** Throws CallCancelledError when the turn was cancelled: checked right before the turn is recorded. */
-  readonly checkNotCancelled: () => Promise<void>;
-  /** Stops watching and leaves the list. */
+  /**
+   * The listing as the write that records the turn removes it (its id and ETag); throws CallCancelledError
+   * when the turn was cancelled. Stops the lease's renewal, so the ETag stays the one given.
+   */
+  readonly listing: () => Promise<{ id: string; etag: string }>;
+  /** The write that records the turn removed its listing. */
+  readonly recorded: () => void;
+  /** Stops watching and leaves the list, unless the turn's record removed the listing already. */
   readonly end: () => Promise<void>;
 }
 
 export class SessionTurns {
-  /** Turns running on this instance, by partition and operation: an interrupt or cancel here aborts them at once. */
+  /** Turns running on this instance, by session and operation: an interrupt or cancel here aborts them at once. */
   private readonly local = new Map<string, AbortController>();
 
   constructor(
@@ -57,80 +65,100 @@ export class SessionTurns {
     private readonly conversations: Conversations,
   ) {}
 
+  private ofSession(pk: string, sessionId: string) {
+    return this.turns.query({
+      partition: pk,
+      where: [
+        { field: 'type', op: 'eq', value: 'Turn' },
+        { field: 'session_id', op: 'eq', value: sessionId },
+      ],
+    });
+  }
+
   /** Lists the turn on its session by the strategy; throws 409 SessionBusy where the strategy refuses. */
   async begin(session: Stored<SessionDoc>, operationId: string, strategy: MultitaskStrategy = 'parallel', signal?: AbortSignal): Promise<Turn> {
-    const pk = partitionOf(session);
-    const mine: TurnDoc = { id: operationId, pk, session_id: session.id, operation_id: operationId, started_on: new Date().toISOString(), expires: Date.now() + LEASE_MS };
-    const listed = this.turns.create(mine).catch(async (e: unknown) => {
-      // The same operation again (a redelivery, a retry): it takes over its listing.
-      if (!(e instanceof ConflictError)) throw e;
-      await this.turns.upsert(mine);
+    const mine: TurnDoc = { id: turnId(operationId), pk: session.pk, type: 'Turn', session_id: session.id, operation_id: operationId, timestamp: new Date().toISOString(), expires: Date.now() + LEASE_MS };
+    // The same operation again (a redelivery, a retry) takes over its listing.
+    const listed = this.turns.create(mine).catch((e: unknown) => {
+      if (e instanceof ConflictError) return this.turns.upsert(mine);
+      throw e;
     });
     const controller = new AbortController();
-    const key = `${pk}\n${operationId}`;
+    const key = `${session.pk}\n${session.id}\n${operationId}`;
     this.local.set(key, controller);
     const leave = async () => {
       if (this.local.get(key) === controller) this.local.delete(key);
-      await listed.catch(() => undefined);
-      await this.turns.delete(pk, operationId).catch(() => undefined);
+      await listed.then(() => this.turns.delete(mine.pk, mine.id)).catch(() => undefined);
     };
     // A parallel turn waits for nobody: its listing is written while the turn gets under way.
     if (strategy === 'parallel') return this.watch(session, mine, controller, leave, listed);
     try {
       await listed;
-      const others = async () => (await this.turns.query({ partition: pk })).items.filter((t) => t.operation_id !== operationId && t.expires > Date.now());
-      const deadline = Date.now() + MAX_WAIT_MS;
-      let waitFor = await others();
+      const now = Date.now();
+      const all = (await this.ofSession(session.pk, session.id)).items;
+      // Listings whose instance stopped are swept on the way.
+      for (const t of all.filter((t) => t.expires <= now)) await this.turns.delete(t.pk, t.id).catch(() => undefined);
+      let waitFor = all.filter((t) => t.operation_id !== operationId && t.expires > now);
       if (strategy === 'reject' && waitFor.length > 0) throw sessionBusy(`Another turn of session ${session.id} is running`);
       if (strategy === 'enqueue') waitFor = waitFor.filter((t) => before(t, mine));
       if (strategy === 'interrupt') {
         for (const t of waitFor) {
-          this.local.get(`${pk}\n${t.operation_id}`)?.abort(cancelled());
-          await this.turns.patch(pk, t.id, [{ op: 'set', path: 'cancel', value: true }]).catch(() => undefined);
+          this.local.get(`${session.pk}\n${session.id}\n${t.operation_id}`)?.abort(cancelled());
+          await this.turns.patch(t.pk, t.id, [{ op: 'set', path: 'cancel', value: true }]).catch(() => undefined);
         }
       }
+      const deadline = Date.now() + MAX_WAIT_MS;
       while (waitFor.length > 0) {
         if (Date.now() > deadline) throw sessionBusy(`The running turns of session ${session.id} did not end within ${MAX_WAIT_MS / 1000} s`);
         if (signal?.aborted || controller.signal.aborted) throw cancelled();
         await new Promise((r) => setTimeout(r, POLL_MS));
-        const now = await this.turns.query({ partition: pk });
-        if (now.items.find((t) => t.operation_id === operationId)?.cancel) throw cancelled();
-        const still = new Set(now.items.filter((t) => t.expires > Date.now()).map((t) => t.operation_id));
+        const items = (await this.ofSession(session.pk, session.id)).items;
+        if (items.find((t) => t.operation_id === operationId)?.cancel) throw cancelled();
+        const still = new Set(items.filter((t) => t.expires > Date.now()).map((t) => t.operation_id));
         waitFor = waitFor.filter((t) => still.has(t.operation_id));
       }
       // What the turns before it wrote is its history.
-      const current = await this.conversations.get(session.pk, session.id);
-      return this.watch(current, mine, controller, leave, listed);
+      return this.watch(await this.conversations.get(session.pk, session.id), mine, controller, leave, listed);
     } catch (e) {
       await leave();
       throw e;
     }
   }
 
-  private watch(session: Stored<SessionDoc>, mine: TurnDoc, controller: AbortController, leave: () => Promise<void>, listed: Promise<unknown>): Turn {
+  private watch(session: Stored<SessionDoc>, mine: TurnDoc, controller: AbortController, leave: () => Promise<void>, listed: Promise<Stored<TurnDoc>>): Turn {
+    let etag = listed.then((t) => t._etag);
     let renewedAt = Date.now();
-    const read = async () => {
-      if (Date.now() - renewedAt > LEASE_MS / 3) {
-        renewedAt = Date.now();
-        const current = await this.turns.read(mine.pk, mine.id);
-        if (current && !current.cancel) await this.turns.replace({ ...current, expires: Date.now() + LEASE_MS }, { ifMatch: current._etag });
-        return current;
-      }
-      return this.turns.read(mine.pk, mine.id);
+    let checking: Promise<unknown> = Promise.resolve();
+    const check = async () => {
+      const current = await this.turns.read(mine.pk, mine.id);
+      if (!current || current.cancel) return controller.abort(cancelled());
+      if (Date.now() - renewedAt < LEASE_MS / 3) return;
+      renewedAt = Date.now();
+      const renewed = await this.turns.replace({ ...current, expires: Date.now() + LEASE_MS }, { ifMatch: current._etag });
+      etag = Promise.resolve(renewed._etag);
     };
     const timer = setInterval(() => {
-      read().then((t) => t?.cancel && controller.abort(cancelled()), () => undefined);
+      checking = check().catch(() => undefined);
     }, CHECK_MS);
     timer.unref();
+    let recorded = false;
     return {
       session,
       signal: controller.signal,
-      checkNotCancelled: async () => {
-        await listed;
-        if (controller.signal.aborted || (await this.turns.read(mine.pk, mine.id))?.cancel) throw cancelled();
+      listing: async () => {
+        clearInterval(timer);
+        await checking;
+        if (controller.signal.aborted) throw cancelled();
+        return { id: mine.id, etag: await etag };
       },
+      recorded: () => (recorded = true),
       end: async () => {
         clearInterval(timer);
+        if (recorded) {
+          const key = `${session.pk}\n${session.id}\n${mine.operation_id}`;
+          if (this.local.get(key) === controller) this.local.delete(key);
+          return;
+        }
         await leave();
       },
     };
@@ -138,8 +166,7 @@ export class SessionTurns {
 
   /** Marks a running turn of the session cancelled (the cancel endpoint); aborts it at once when it runs here. */
   async cancel(owner: string, sessionId: string, operationId: string): Promise<void> {
-    const pk = `${owner}\n${sessionId}`;
-    this.local.get(`${pk}\n${operationId}`)?.abort(cancelled());
-    await this.turns.patch(pk, operationId, [{ op: 'set', path: 'cancel', value: true }]).catch(() => undefined);
+    this.local.get(`${owner}\n${sessionId}\n${operationId}`)?.abort(cancelled());
+    await this.turns.patch(owner, turnId(operationId), [{ op: 'set', path: 'cancel', value: true }]).catch(() => undefined);
   }
 }

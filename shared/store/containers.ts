@@ -26,7 +26,10 @@ const define = (name: string, rest: Omit<ContainerDefinition, 'name' | 'partitio
 export const CONTAINERS = {
   /** Management resources of every provider; pk = `{provider}/{resourceType}`, id = resource name. */
   resources: define('resources', { indexes: [['deleted'], ['type']] }),
-  /** Sessions and their messages together; pk = owner UPN, so one user's conversation is one partition. */
+  /**
+   * Sessions with their messages, completion prompts and running turns; pk = owner UPN, so one user's
+   * conversations are one partition.
+   */
   sessions: define('sessions', {
     indexes: [['type', 'updated_on'], ['type', 'session_id', 'timestamp'], ['type', 'created_on']],
     aggregateFields: ['type', 'sender', 'timestamp', 'agent_name', 'upn', 'session_id', 'day', 'hour'],
@@ -56,11 +59,6 @@ export const CONTAINERS = {
    * operation id), a `head` document and a document per batch of events. Kept an hour after the last write.
    */
   streams: define('streams', { defaultTtlSeconds: 3600, indexes: [['first']] }),
-  /**
-   * The turns running on each session, on any instance (multitask_strategy); pk = owner and session, id =
-   * operation id. Each expires a minute after its instance last renewed it, so a stopped instance's turns lapse.
-   */
-  turns: define('turns', { defaultTtlSeconds: 60, indexes: [] }),
   /** Principals seen signing in, for identity search; pk = 'principals'. */
   principals: define('principals', { indexes: [['upn']] }),
 } as const satisfies Record<string, ContainerDefinition>;

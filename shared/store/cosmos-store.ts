@@ -198,6 +198,7 @@ class CosmosContainer<T extends Doc> implements Container<T> {
       for (const o of operations) {
         if (o.op === 'create') writes.push({ op: o, body: { operationType: 'Create', resourceBody: inBatch(o.doc, pk) as unknown as JSONObject } });
         else if (o.op === 'replace') writes.push({ op: o, body: replaceInput(inBatch(o.doc, pk), o.ifMatch) });
+        else if (o.op === 'delete') writes.push({ op: o, body: { operationType: 'Delete', id: o.id, partitionKey: pk, ...(o.ifMatch !== undefined ? { ifMatch: o.ifMatch } : {}) } });
         else {
           const current = attempt === 1 && o.known && !readFirst ? o.known : await this.read(pk, o.id);
           if (!current) throw new NotFoundError(`${this.name}/${pk}/${o.id} not found`);

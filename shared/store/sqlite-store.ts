@@ -260,6 +260,11 @@ class SqliteContainer<T extends Doc> implements Container<T> {
           if (next) this.replaceExisting(inBatch(next, pk, o.id), row.etag);
         } else if (o.op === 'create') {
           this.insertNew(inBatch(o.doc, pk));
+        } else if (o.op === 'delete') {
+          const row = this.readRow(pk, o.id);
+          if (!row) throw new NotFoundError(`${this.name}/${pk}/${o.id} not found`);
+          this.check(row, o.ifMatch, o.id);
+          this.removeRow(pk, o.id);
         } else {
           this.replaceExisting(inBatch(o.doc, pk), o.ifMatch);
         }
@@ -283,10 +288,14 @@ class SqliteContainer<T extends Doc> implements Container<T> {
       const row = this.readRow(pk, id);
       if (!row) return false;
       this.check(row, options.ifMatch, id);
-      this.stmt(`DELETE FROM "${this.table}" WHERE pk = ? AND id = ?`).run(pk, id);
-      if (this.facts) this.stmt(`DELETE FROM "${this.facts.table}" WHERE pk = ? AND id = ?`).run(pk, id);
+      this.removeRow(pk, id);
       return true;
     });
+  }
+
+  private removeRow(pk: string, id: string): void {
+    this.stmt(`DELETE FROM "${this.table}" WHERE pk = ? AND id = ?`).run(pk, id);
+    if (this.facts) this.stmt(`DELETE FROM "${this.facts.table}" WHERE pk = ? AND id = ?`).run(pk, id);
   }
 
   patch(pk: string, id: string, ops: readonly PatchOp[], options: WriteOptions = {}): Promise<Stored<T>> {

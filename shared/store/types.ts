@@ -79,7 +79,9 @@ export type BatchOperation<T extends Doc> =
    * read, saves Cosmos DB its first read (its ETag guards the write all the same) and the embedded store
    * parsing the row again while it is current.
    */
-  | { op: 'update'; id: string; apply: (current: Stored<T>) => T | undefined; known?: Stored<T> };
+  | { op: 'update'; id: string; apply: (current: Stored<T>) => T | undefined; known?: Stored<T> }
+  /** Removes the document (NotFoundError when absent; PreconditionFailedError when `ifMatch` is stale). */
+  | { op: 'delete'; id: string; ifMatch?: string };
 
 /** A batch's document, checked to be of the batch's partition (and, for an update, to keep its id). */
 export function inBatch<T extends Doc>(doc: T, pk: string, id = doc.id): T {

@@ -33,7 +33,12 @@ describe('stopping the service', () => {
     await app.close();
     const store = openSqliteStore(path.join(app.dataDir, 'store.db'));
     try {
-      const page = await store.container<MessageDoc>('sessions').query({ where: [{ field: 'session_id', op: 'eq', value: session.id }] });
+      const page = await store.container<MessageDoc>('sessions').query({
+        where: [
+          { field: 'type', op: 'eq', value: 'Message' },
+          { field: 'session_id', op: 'eq', value: session.id },
+        ],
+      });
       expect(page.items.map((m) => m.sender).sort()).toEqual(['Assistant', 'User']);
     } finally {
       await store.close();

@@ -117,6 +117,20 @@ describe.each(STORES)('document store contract: $name', (adapter) => {
       await expect(c.writeBatch('batch', [create(item('other', 'o', 1))])).rejects.toBeInstanceOf(StoreError);
     });
 
+    it('deletes in a batch, refusing the batch when the document is gone or its ETag is stale', async () => {
+      const create = (d: Item) => ({ op: 'create' as const, doc: d });
+      await c.writeBatch('bd', [create(item('bd', 'a', 1)), create(item('bd', 'b', 2))]);
+      const a = (await c.read('bd', 'a'))!;
+      await c.writeBatch('bd', [create(item('bd', 'c', 3)), { op: 'delete', id: 'a', ifMatch: a._etag }]);
+      expect((await c.query({ partition: 'bd' })).items.map((d) => d.id).sort()).toEqual(['b', 'c']);
+      const b = (await c.read('bd', 'b'))!;
+      await c.patch('bd', 'b', [{ op: 'set', path: 'n', value: 5 }]);
+      await expect(c.writeBatch('bd', [create(item('bd', 'd', 4)), { op: 'delete', id: 'b', ifMatch: b._etag }])).rejects.toBeInstanceOf(PreconditionFailedError);
+      await expect(c.writeBatch('bd', [{ op: 'delete', id: 'gone' }])).rejects.toBeInstanceOf(NotFoundError);
+      expect((await c.read('bd', 'b'))?.n).toBe(5);
+      if (adapter.name === 'embedded') expect(await c.read('bd', 'd')).toBeUndefined();
+    });
+
     it('patches with set, incr, append and remove', async () => {
       await c.create(item('p7', 'pt', 1));
       const patched = await c.patch('p7', 'pt', [

@@ -32,7 +32,7 @@ describe('Cosmos DB requests of a completion', () => {
     server.closeAllConnections();
   });
 
-  it('makes 3 requests: the session (with its recent messages), one batch with both messages and the session update, the usage record', async () => {
+  it('makes 4 requests: the session (with its recent messages), the turn listed on it, one batch with both messages, the prompt, the session update and the end of the listing, the usage record', async () => {
     const session = ((await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: 'count' } })).body as { id: string }).id;
     const complete = () => app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { user_prompt: 'count me', agent_name: 'counted', session_id: session } });
     // Warm: caches of the agent chain, role assignments and settings, and the SDK's own metadata.
@@ -40,7 +40,8 @@ describe('Cosmos DB requests of a completion', () => {
     requests.length = 0;
     expect((await complete()).status).toBe(200);
     process.stdout.write(`Cosmos requests of one completion with a session: ${requests.length}\n  ${requests.join('\n  ')}\n`);
-    // The batch and the usage record go side by side: two round trips after the model's answer.
-    expect(requests.map((r) => r.replace(/\/dbs\/[^/]+/, '')).sort()).toEqual(['GET /colls/sessions/docs/{id}', 'POST /colls/sessions/docs (batch)', 'POST /colls/usage/docs']);
+    // The listing is written while the turn gets under way; the batch and the usage record go side by side:
+    // two round trips after the model's answer.
+    expect(requests.map((r) => r.replace(/\/dbs\/[^/]+/, '')).sort()).toEqual(['GET /colls/sessions/docs/{id}', 'POST /colls/sessions/docs', 'POST /colls/sessions/docs (batch)', 'POST /colls/usage/docs']);
   });
 });
