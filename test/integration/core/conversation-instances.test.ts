@@ -1,41 +1,70 @@
-// Two instances of the service on one store (this process, and `npm start`'s entry in a child process): a
-// background stream started on one replays and is cancelled on the other, and the multitask strategies of
-// one session hold across them.
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// Two instances of the service on one store: on the embedded store this process and `npm start`'s entry in
+// a child process; on Cosmos DB (the local Cosmos-compatible server) two instances in this process, each
+// with its own services, sharing one database. A background stream started on one replays and is
+// cancelled on the other, and the multitask strategies of one session hold across them.
+import { randomUUID } from 'node:crypto';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../../../scripts/azurite.js';
 import { startMockLlm, textOf, type MockLlm } from '../../../scripts/mock-llm.js';
-import { seedAgent } from '../../support/agents.js';
 import { LOCAL_DEFAULT_USER, loadLocalKey, mintLocalToken } from '../../../shared/auth/local-idp.js';
-import { caller, startTestApp, type TestApp } from '../../support/app.js';
-import { startScript, type Running } from '../../support/processes.js';
+import { openCosmosStore } from '../../../shared/store/cosmos-store.js';
+import { seedAgent } from '../../support/agents.js';
+import { caller, startTestApp, type ApiClient, type TestApp } from '../../support/app.js';
+import { startScript } from '../../support/processes.js';
 import { INSTANCE } from '../../support/services.js';
 import { readEvents } from '../../support/sse.js';
 
-describe('conversation records across two instances on one store', () => {
+/** The instance the test talks to first (in this process), and the other one. */
+interface Pair {
+  a: TestApp;
+  bCore: string;
+  /** A token of the owner that the other instance accepts. */
+  bToken(): Promise<string>;
+  close(): Promise<void>;
+}
+
+/** The embedded store: the other instance is `npm start`'s entry in a child process, on this one's DATA_DIR. */
+async function twoProcesses(): Promise<Pair> {
+  const a = await startTestApp();
+  const port = await freePort();
+  const b = await startScript('start', { ...a.env, CORE_PORT: String(port), MANAGEMENT_PORT: String(await freePort()) }, /Get a token/);
+  const auth = a.services.config.auth;
+  if (auth.kind !== 'local') throw new Error('the local identity provider is needed');
+  const key = await loadLocalKey(auth.keyFile);
+  // Its issuer names its own port.
+  const bToken = () => mintLocalToken(key, `http://127.0.0.1:${port}/local-idp`, auth.audience, { upn: LOCAL_DEFAULT_USER.upn, oid: LOCAL_DEFAULT_USER.oid });
+  return { a, bCore: `http://127.0.0.1:${port}`, bToken, close: async () => (await b.stop(), await a.close()) };
+}
+
+/** Cosmos DB: two instances with services of their own on one database. */
+async function twoOnCosmos(): Promise<Pair> {
+  const database = `db-${randomUUID()}`;
+  const open = () => openCosmosStore({ endpoint: inject('cosmosEndpoint'), key: 'local-test-key', database, createContainers: true });
+  const a = await startTestApp({}, { store: await open() });
+  const b = await startTestApp({}, { store: await open() });
+  return { a, bCore: b.core, bToken: () => b.token(), close: async () => (await b.close(), await a.close()) };
+}
+
+describe.each([
+  { name: 'the embedded store, two processes', start: twoProcesses },
+  { name: 'Cosmos DB, two instances', start: twoOnCosmos },
+])('conversation records across two instances on $name', ({ start }) => {
   let llm: MockLlm;
+  let pair: Pair;
   let a: TestApp;
-  let b: Running;
   let bCore: string;
   const completions = `/instances/${INSTANCE}/completions`;
-  /** A token of the owner from the other instance's identity provider (its issuer names its own port). */
-  let bToken: () => Promise<string>;
-  const onB = () => caller(bToken);
+  const bToken = () => pair.bToken();
+  const onB = (): ApiClient['call'] => caller(bToken);
 
   beforeAll(async () => {
     llm = await startMockLlm();
-    a = await startTestApp();
+    pair = await start();
+    ({ a, bCore } = pair);
     await seedAgent(a, 'twin', { llmUrl: llm.url, history: { enabled: true, max_history: 5 } });
-    const port = await freePort();
-    b = await startScript('start', { ...a.env, CORE_PORT: String(port), MANAGEMENT_PORT: String(await freePort()) }, /Get a token/);
-    bCore = `http://127.0.0.1:${port}`;
-    const auth = a.services.config.auth;
-    if (auth.kind !== 'local') throw new Error('the local identity provider is needed');
-    const key = await loadLocalKey(auth.keyFile);
-    bToken = () => mintLocalToken(key, `http://127.0.0.1:${port}/local-idp`, auth.audience, { upn: LOCAL_DEFAULT_USER.upn, oid: LOCAL_DEFAULT_USER.oid });
   }, 60_000);
   afterAll(async () => {
-    await b.stop();
-    await a.close();
+    await pair.close();
     await llm.close();
   });
 
