@@ -238,9 +238,11 @@ export class Conversations {
   }
 
   /**
-   * Records a turn in one atomic write of the session's partition: both messages, and the session with its
-   * new updated_on and recent messages, applied to the session as it stands at the write (a concurrent turn
-   * or rename is never overwritten). A turn already recorded (a redelivery) is not written twice.
+   * Records a turn in one atomic write of the session's partition: both messages, the completion prompt,
+   * the session with its new updated_on and recent messages, applied to the session as it stands at the
+   * write (a concurrent turn or rename is never overwritten), and the removal of the turn's listing
+   * (turns.ts) while it is as it was: a turn cancelled meanwhile throws CallCancelledError and writes
+   * nothing. A turn already recorded (a redelivery) is not written twice. True when the listing went with it.
    */
   async recordTurn(
     session: Stored<SessionDoc>,
