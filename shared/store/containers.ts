@@ -14,6 +14,11 @@ export interface ContainerDefinition {
    * with one covering index, so aggregates never touch the documents. Cosmos indexes every path already.
    */
   readonly aggregateFields?: readonly string[];
+  /**
+   * With aggregateFields: the `type`s of the documents aggregates count (every aggregate of the container
+   * filters on one of them); the embedded store keeps no facts of documents of another type. Absent: all.
+   */
+  readonly aggregateTypes?: readonly string[];
 }
 
 const define = (name: string, rest: Omit<ContainerDefinition, 'name' | 'partitionKeyPath'>): ContainerDefinition => ({
@@ -33,6 +38,8 @@ export const CONTAINERS = {
   sessions: define('sessions', {
     indexes: [['type', 'updated_on'], ['type', 'session_id', 'timestamp'], ['type', 'created_on']],
     aggregateFields: ['type', 'sender', 'timestamp', 'agent_name', 'upn', 'session_id', 'day', 'hour'],
+    // Completion prompts and running turns are never counted.
+    aggregateTypes: ['Session', 'Message'],
   }),
   /** Long-running completion operations (the status container); pk = operation id. */
   operations: define('operations', { defaultTtlSeconds: 30 * 24 * 3600, indexes: [['status']] }),

@@ -178,6 +178,8 @@ class SqliteContainer<T extends Doc> implements Container<T> {
 
   private writeFacts(clean: T, expiresAt: number | null): void {
     if (!this.facts) return;
+    const type = getPath(clean, 'type');
+    if (this.def.aggregateTypes && typeof type === 'string' && !this.def.aggregateTypes.includes(type)) return;
     const values = this.def.aggregateFields?.map((f) => extracted(getPath(clean, f))) ?? [];
     this.stmt(this.facts.insert).run(clean.pk, clean.id, expiresAt, ...values);
   }
