@@ -37,6 +37,8 @@ const POLL_MS = 100;
 const sessionBusy = (message: string) => new DomainError('conflict', 'SessionBusy', message);
 const cancelled = () => new CallCancelledError('The turn was cancelled');
 export const turnId = (operationId: string) => `${operationId}-turn`;
+/** A turn running on this instance, by owner (the session's partition), session and operation. */
+const localKey = (owner: string, sessionId: string, operationId: string) => `${owner}\n${sessionId}\n${operationId}`;
 /** Listed before: earlier, then by operation id. */
 const before = (a: TurnDoc, b: TurnDoc) => a.timestamp < b.timestamp || (a.timestamp === b.timestamp && a.operation_id < b.operation_id);
 
@@ -84,7 +86,7 @@ export class SessionTurns {
       throw e;
     });
     const controller = new AbortController();
-    const key = `${session.pk}\n${session.id}\n${operationId}`;
+    const key = localKey(session.pk, session.id, operationId);
     this.local.set(key, controller);
     const leave = async () => {
       if (this.local.get(key) === controller) this.local.delete(key);
@@ -103,7 +105,7 @@ export class SessionTurns {
       if (strategy === 'enqueue') waitFor = waitFor.filter((t) => before(t, mine));
       if (strategy === 'interrupt') {
         for (const t of waitFor) {
-          this.local.get(`${session.pk}\n${session.id}\n${t.operation_id}`)?.abort(cancelled());
+          this.local.get(localKey(session.pk, session.id, t.operation_id))?.abort(cancelled());
           await this.turns.patch(t.pk, t.id, [{ op: 'set', path: 'cancel', value: true }]).catch(() => undefined);
         }
       }
@@ -155,7 +157,7 @@ export class SessionTurns {
       end: async () => {
         clearInterval(timer);
         if (recorded) {
-          const key = `${session.pk}\n${session.id}\n${mine.operation_id}`;
+          const key = localKey(session.pk, session.id, mine.operation_id);
           if (this.local.get(key) === controller) this.local.delete(key);
           return;
         }
@@ -166,7 +168,7 @@ export class SessionTurns {
 
   /** Marks a running turn of the session cancelled (the cancel endpoint); aborts it at once when it runs here. */
   async cancel(owner: string, sessionId: string, operationId: string): Promise<void> {
-    this.local.get(`${owner}\n${sessionId}\n${operationId}`)?.abort(cancelled());
+    this.local.get(localKey(owner, sessionId, operationId))?.abort(cancelled());
     await this.turns.patch(owner, turnId(operationId), [{ op: 'set', path: 'cancel', value: true }]).catch(() => undefined);
   }
 }
