@@ -115,11 +115,6 @@ export class StreamLog {
       .catch((e: unknown) => this.log.warn('Stream events were not kept', { error: e instanceof Error ? e.message : String(e) }));
     return this.writing;
   }
-
-  /** Waits for every write (tests and shutdown). */
-  settled(): Promise<void> {
-    return this.writing;
-  }
 }
 
 /** The caller's stream head; anyone else's, or an unknown one, is 404. */
