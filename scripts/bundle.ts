@@ -14,14 +14,15 @@ export const BUNDLE_DIR = path.join(root, 'dist', 'bundle');
  * Entry points, each a file of its own in the bundle's folder: the server, and the worker threads the
  * embedded store and the extraction pool start by URL relative to the module that starts them.
  */
-const ENTRIES = ['scripts/start.ts', 'shared/store/sqlite-reader-worker.ts', 'shared/store/sqlite-checkpoint-worker.ts', 'shared/knowledge/extract-worker.ts'];
+const ENTRIES = ['scripts/start.ts', 'shared/store/sqlite-reader-worker.ts', 'shared/store/sqlite-checkpoint-worker.ts', 'shared/knowledge/extract-worker.ts', 'shared/sandbox/pyodide-worker.ts'];
 
 /**
- * Left to node_modules: the native SQLite binding; Azurite, which runs as its own process; and the telemetry
+ * Left to node_modules: the native SQLite binding; Azurite, which runs as its own process; Pyodide, which
+ * loads its WebAssembly and standard library from its own folder; and the telemetry
  * SDKs, which patch modules as Node loads them and share state through their package identity (they load
  * only when telemetry is configured).
  */
-const EXTERNAL = ['better-sqlite3', 'azurite', 'pino-pretty', 'applicationinsights', '@opentelemetry/*', '@azure/monitor-*'];
+const EXTERNAL = ['better-sqlite3', 'azurite', 'pyodide', 'pino-pretty', 'applicationinsights', '@opentelemetry/*', '@azure/monitor-*'];
 
 export async function bundle(outdir = BUNDLE_DIR): Promise<void> {
   rmSync(outdir, { recursive: true, force: true });

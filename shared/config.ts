@@ -96,6 +96,19 @@ const Env = z.object({
   TOOL_TIME_BUDGET_SECONDS: optional(PositiveInt).default(60),
   /** Longest tool result handed to the model (characters); a longer one is cut, and says so. */
   TOOL_RESULT_MAX_CHARS: optional(PositiveInt).default(16_000),
+  /** Deadline of one plugin or code interpreter call in the Python sandbox. */
+  PLUGIN_TIMEOUT_SECONDS: optional(z.coerce.number().int().min(1).max(600)).default(30),
+  /** Memory of one sandbox call (its interpreter's memory), MiB; files it writes count against it too. */
+  PLUGIN_MEMORY_MB: optional(z.coerce.number().int().min(64).max(4096)).default(256),
+  /**
+   * Azure Container Apps dynamic sessions: the management endpoint of a Python code interpreter session pool.
+   * Set, plugins run there (with the managed identity); unset, in Pyodide worker threads on this machine.
+   */
+  PLUGIN_SESSIONS_ENDPOINT: optional(z.url({ protocol: /^https?$/ })),
+  /** Interpreters the local sandbox keeps started ahead of calls (once a plugin has been used). */
+  PLUGIN_WARM_INTERPRETERS: optional(z.coerce.number().int().min(0).max(16)).default(2),
+  /** Sandbox calls running at once on this instance; more wait for one to end. */
+  PLUGIN_CONCURRENCY: optional(z.coerce.number().int().min(1).max(64)).default(4),
   /** Least severe log records written: debug, info (one access line per request), warn, error or silent. */
   LOG_LEVEL: optional(z.enum(LOG_LEVELS)).default('info'),
   /** json (one object per line) or pretty (coloured, for reading); unset: pretty on a terminal, else json. */
@@ -184,6 +197,7 @@ export interface Config {
   webhooks: { queue: string; retryBaseSeconds: number };
   knowledge: { queue: string; cacheTtlSeconds: number; file: string; extractionTimeoutMs: number; documentTimeoutMs: number; runTimeoutMs: number };
   tools: { maxRounds: number; timeBudgetMs: number; resultMaxChars: number };
+  plugins: { timeoutMs: number; memoryBytes: number; sessionsEndpoint: string | undefined; warm: number; concurrency: number };
   logLevel: LogLevel;
   logFormat: 'json' | 'pretty' | undefined;
   version: string;
@@ -265,6 +279,13 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
     tools: { maxRounds: e.TOOL_MAX_ROUNDS, timeBudgetMs: e.TOOL_TIME_BUDGET_SECONDS * 1000, resultMaxChars: e.TOOL_RESULT_MAX_CHARS },
+    plugins: {
+      timeoutMs: e.PLUGIN_TIMEOUT_SECONDS * 1000,
+      memoryBytes: e.PLUGIN_MEMORY_MB * 1024 * 1024,
+      sessionsEndpoint: e.PLUGIN_SESSIONS_ENDPOINT,
+      warm: e.PLUGIN_WARM_INTERPRETERS,
+      concurrency: e.PLUGIN_CONCURRENCY,
+    },
     version,
   };
 }

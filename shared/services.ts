@@ -24,6 +24,8 @@ import { Conversations } from './conversations/conversations.js';
 import { Files, type FileDoc } from './files/files.js';
 import { Memories, type MemoryDoc } from './memory/memory.js';
 import { packageStores, PluginPackages, type PackageDoc } from './plugins/packages.js';
+import { PluginRuntime } from './plugins/runtime.js';
+import { createSandbox } from './sandbox/create.js';
 import { ResourceCache } from './providers/resource-cache.js';
 import { objectIdOf, type AnyResource } from './providers/resource-type.js';
 import { agents } from './providers/types/agent.js';
@@ -65,6 +67,8 @@ export interface Services {
   readonly pager: Pager;
   readonly memories: Memories;
   readonly packages: PluginPackages;
+  /** Python plugins and the code interpreter, run in the sandbox. */
+  readonly plugins: PluginRuntime;
   readonly settings: AppSettings;
   readonly blobs: BlobServiceClient;
   readonly queues: QueueServiceClient;
@@ -110,6 +114,14 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const upnBindings = new UpnBindings(store.container('principals'));
   const vectors = lazyVectorIndex(config);
   const extraction = new ExtractionPool({ timeoutMs: config.knowledge.extractionTimeoutMs });
+  const packages = new PluginPackages(
+    store.container<PackageDoc>('resources'),
+    blobs.getContainerClient(config.packages.container),
+    packageStores(blobs, config.packages.privateStore, config.packages.publicStoreUrl),
+    config.instanceId,
+    config.packages.maxBytes,
+  );
+  const plugins = new PluginRuntime(packages, createSandbox(config, gate), config.instanceId);
   const credentials = new ModelCredentials(config, gate);
   const userDispatcher = guardedAgent({ policy: 'user', allowPrivateNetwork: config.allowPrivateNetwork });
   const queueNames = [config.asyncQueue, config.webhooks.queue, config.knowledge.queue];
@@ -140,13 +152,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     quotas: new Quotas(settings, store.container('quotas'), log),
     pager: new Pager(storedKey(store.container('resources'), 'paging-key')),
     memories: new Memories(store.container<MemoryDoc>('memories'), config.memoryMaxBytes),
-    packages: new PluginPackages(
-      store.container<PackageDoc>('resources'),
-      blobs.getContainerClient(config.packages.container),
-      packageStores(blobs, config.packages.privateStore, config.packages.publicStoreUrl),
-      config.instanceId,
-      config.packages.maxBytes,
-    ),
+    packages,
+    plugins,
     settings,
     blobs,
     queues,
@@ -157,6 +164,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     close: async () => {
       unobserve();
       await extraction.close();
+      await plugins.sandbox.close();
       await vectors.close();
       await store.close();
     },

@@ -42,6 +42,7 @@ var names = {
   planManagement: 'plan-mgmt-${resourceToken}'
   appCore: 'func-core-${resourceToken}'
   appManagement: 'func-mgmt-${resourceToken}'
+  sessionPool: 'ses-${resourceToken}'
 }
 // The two Function Apps: one package, one API each (SERVICE_APIS); the Core app runs the async worker.
 // The portals are served by the Core app and call the Management app from the browser: its origin is
@@ -207,6 +208,7 @@ var roles = {
   keyVaultSecretsUser: '4633458b-17de-408a-b874-0445c86b69e6'
   keyVaultSecretsOfficer: 'b86a8fe4-44ce-4948-aee5-eccb2c155cd7'
   monitoringMetricsPublisher: '3913510d-42f4-4e42-8a64-420c390055eb'
+  sessionExecutor: '0fb8eba5-a2bb-4abe-b1c1-49dfad359bb0'
 }
 func roleId(id string) string => subscriptionResourceId('Microsoft.Authorization/roleDefinitions', id)
 
@@ -283,6 +285,30 @@ resource operatorCosmosRole 'Microsoft.DocumentDB/databaseAccounts/sqlRoleAssign
   }
 }
 
+// The plugin sandbox in Azure: a Python code interpreter session pool (Azure Container Apps dynamic
+// sessions) with no network egress. Each plugin call runs in a session of its own (PLUGIN_SESSIONS_ENDPOINT).
+resource sessionPool 'Microsoft.App/sessionPools@2024-02-02-preview' = {
+  name: names.sessionPool
+  location: location
+  tags: tags
+  properties: {
+    poolManagementType: 'Dynamic'
+    containerType: 'PythonLTS'
+    scaleConfiguration: { maxConcurrentSessions: 100, readySessionInstances: 5 }
+    dynamicPoolConfiguration: { executionType: 'Timed', cooldownPeriodInSeconds: 300 }
+    sessionNetworkConfiguration: { status: 'EgressDisabled' }
+  }
+}
+
+// Both apps run plugins: the Core app in completions, either app in a data pipeline's stages.
+resource sessionRoles 'Microsoft.Authorization/roleAssignments@2022-04-01' = [
+  for (app, i) in apps: {
+    name: guid(sessionPool.id, identities[i].id, roles.sessionExecutor)
+    scope: sessionPool
+    properties: { principalId: identities[i].properties.principalId, principalType: 'ServicePrincipal', roleDefinitionId: roleId(roles.sessionExecutor) }
+  }
+]
+
 // One Flex Consumption plan per app: a Flex Consumption plan holds exactly one app.
 resource plans 'Microsoft.Web/serverfarms@2024-04-01' = [
   for app in apps: {
@@ -296,7 +322,7 @@ resource plans 'Microsoft.Web/serverfarms@2024-04-01' = [
 ]
 
 // Settings both apps share; SERVICE_APIS and AZURE_CLIENT_ID differ per app.
-func settings(clientId string, serviceApis string, connectionString string, storageName string, cosmosEndpoint string, instance string, issuer string, audience string, jwks string, owners string, graph bool, publicStore string, origins array, managementUrl string) array => [
+func settings(clientId string, serviceApis string, connectionString string, storageName string, cosmosEndpoint string, instance string, issuer string, audience string, jwks string, owners string, graph bool, publicStore string, origins array, managementUrl string, sessionsEndpoint string) array => [
   { name: 'AzureWebJobsStorage__accountName', value: storageName }
   { name: 'AzureWebJobsStorage__credential', value: 'managedidentity' }
   { name: 'AzureWebJobsStorage__clientId', value: clientId }
@@ -338,6 +364,11 @@ func settings(clientId string, serviceApis string, connectionString string, stor
   { name: 'TOOL_MAX_ROUNDS', value: '5' }
   { name: 'TOOL_TIME_BUDGET_SECONDS', value: '60' }
   { name: 'TOOL_RESULT_MAX_CHARS', value: '16000' }
+  { name: 'PLUGIN_SESSIONS_ENDPOINT', value: sessionsEndpoint }
+  { name: 'PLUGIN_TIMEOUT_SECONDS', value: '30' }
+  { name: 'PLUGIN_MEMORY_MB', value: '256' }
+  { name: 'PLUGIN_WARM_INTERPRETERS', value: '2' }
+  { name: 'PLUGIN_CONCURRENCY', value: '4' }
   { name: 'SERVICE_TOKEN_HOSTS', value: '' }
   { name: 'PIPELINE_RUN_TIMEOUT_SECONDS', value: '3600' }
   { name: 'PIPELINE_DOCUMENT_TIMEOUT_SECONDS', value: '300' }
@@ -387,10 +418,10 @@ resource functionApps 'Microsoft.Web/sites@2024-04-01' = [
       siteConfig: {
         minTlsVersion: '1.2'
         cors: { allowedOrigins: browserOrigins }
-        appSettings: settings(identities[i].properties.clientId, app.api, insights.properties.ConnectionString, storage.name, cosmos.properties.documentEndpoint, instanceId, authIssuer, authAudience, authJwksUri, bootstrapOwnerIds, graphEnabled, packageStorePublicUrl, browserOrigins, managementUrl)
+        appSettings: settings(identities[i].properties.clientId, app.api, insights.properties.ConnectionString, storage.name, cosmos.properties.documentEndpoint, instanceId, authIssuer, authAudience, authJwksUri, bootstrapOwnerIds, graphEnabled, packageStorePublicUrl, browserOrigins, managementUrl, sessionPool.properties.poolManagementEndpoint)
       }
     }
-    dependsOn: [blobContainerResources, storageRoles, cosmosRoles, vaultRoles, insightsRoles]
+    dependsOn: [blobContainerResources, storageRoles, cosmosRoles, vaultRoles, insightsRoles, sessionRoles]
   }
 ]
 

@@ -60,6 +60,11 @@ locals {
     TOOL_MAX_ROUNDS                       = "5"
     TOOL_TIME_BUDGET_SECONDS              = "60"
     TOOL_RESULT_MAX_CHARS                 = "16000"
+    PLUGIN_SESSIONS_ENDPOINT              = azapi_resource.session_pool.output.properties.poolManagementEndpoint
+    PLUGIN_TIMEOUT_SECONDS                = "30"
+    PLUGIN_MEMORY_MB                      = "256"
+    PLUGIN_WARM_INTERPRETERS              = "2"
+    PLUGIN_CONCURRENCY                    = "4"
     SERVICE_TOKEN_HOSTS                   = ""
     PIPELINE_RUN_TIMEOUT_SECONDS          = "3600"
     PIPELINE_DOCUMENT_TIMEOUT_SECONDS     = "300"

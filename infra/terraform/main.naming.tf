@@ -19,6 +19,7 @@ locals {
     plan_management     = "plan-mgmt-${local.resource_token}"
     app_core            = "func-core-${local.resource_token}"
     app_management      = "func-mgmt-${local.resource_token}"
+    session_pool        = "ses-${local.resource_token}"
   }
 }
 

@@ -27,6 +27,9 @@ import { refusalMessage, screen, type Block } from '../shielding/plugins.js';
 import { rewritePrompt } from './rewrite.js';
 import { answerWithTools, type ToolEvents, type ToolExecution } from '../tools/loop.js';
 import { toolboxFor } from '../tools/toolbox.js';
+import type { FileArtifact } from '../tools/sandboxed.js';
+import type { RunnablePlugin } from '../plugins/runtime.js';
+import { workflowAnswer } from './workflow-plugin.js';
 import { parseFilter } from '../knowledge/filter.js';
 import { agentTools, Citation, knowledgeContext, PromptEmbeddings, retrieve } from '../knowledge/retrieval.js';
 import type { Clause } from '../knowledge/vector-index.js';
@@ -100,14 +103,24 @@ export async function resolveAgent(s: Services, principal: Principal, agentName:
   }
 }
 
-interface AgentChain {
+interface ChatChain {
+  kind: 'chat';
   agent: AgentDoc;
   prompt: PromptDoc;
   model: AiModelDoc;
   endpoint: EndpointView;
 }
 
-/** agent -> workflow -> (AI model -> API endpoint, prompt), from the resource cache. */
+/** An external workflow: its plugin answers. */
+interface PluginChain {
+  kind: 'plugin';
+  agent: AgentDoc;
+  plugin: RunnablePlugin;
+}
+
+type AgentChain = ChatChain | PluginChain;
+
+/** agent -> workflow -> (AI model -> API endpoint, prompt) or its plugin, from the resource cache. */
 async function chainOf(s: Services, agent: AgentDoc): Promise<AgentChain> {
   const get = async <K extends ResourceKind>(objectId: string | undefined, kind: K, what: string): Promise<ResourceOf<K>> => {
     const doc = objectId !== undefined ? await s.resourceCache.get(objectId, kind) : undefined;
@@ -115,11 +128,17 @@ async function chainOf(s: Services, agent: AgentDoc): Promise<AgentChain> {
     return doc;
   };
   const workflow = await get(agent.workflow_object_id, workflows, 'workflow');
+  if (workflow.workflow_type === 'external') {
+    const plugin = await s.plugins.runnable(workflow.plugin_object_id, 'agent workflow', 'plugin_object_id').catch((e: unknown) => {
+      throw notConfigured(agent.name, `its workflow plugin cannot run (${e instanceof DomainError ? e.message : String(e)})`);
+    });
+    return { kind: 'plugin', agent, plugin };
+  }
   const [model, prompt] = await Promise.all([get(workflow.main_ai_model_object_id, aiModels, 'AI model'), get(workflow.main_prompt_object_id, prompts, 'prompt')]);
   if (model.model_type !== 'completion') throw notConfigured(agent.name, 'its AI model is not a completion model');
   const endpoint = endpointView(await get(model.api_endpoint_object_id, apiEndpointConfigurations, 'API endpoint'));
   if (!endpoint || !MODEL_PROVIDERS.includes(endpoint.provider)) throw notConfigured(agent.name, 'its API endpoint configuration is not valid for a model');
-  return { agent, prompt, model, endpoint };
+  return { kind: 'chat', agent, prompt, model, endpoint };
 }
 
 /** A request checked against everything it can fail on before work starts: agent, access, session. */
@@ -201,7 +220,7 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
   const started = Date.now();
   const { request, agent, sessionId, session } = admitted;
   const operationId = options.operationId;
-  const deployment = chain.model.deployment_name;
+  const deployment = chain.kind === 'chat' ? chain.model.deployment_name : '';
 
   const recorded = sessionId && options.mayRepeat ? await s.conversations.recordedAnswer(principal.upn, operationId) : undefined;
   let answer: Answer;
@@ -212,7 +231,7 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
       content: recorded.text,
       promptTokens,
       completionTokens: recorded.tokens,
-      cost: usage?.cost ?? costOf(chain.model, promptTokens, recorded.tokens),
+      cost: usage?.cost ?? (chain.kind === 'chat' ? costOf(chain.model, promptTokens, recorded.tokens) : 0),
       citations: recorded.citations ?? [],
       analysis: [],
     };
@@ -272,7 +291,7 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
             operation_id: operationId,
             agent_name: agent.name,
             citations: answer.citations,
-            content_artifacts: answer.executions ?? [],
+            content_artifacts: [...(answer.executions ?? []), ...(answer.artifacts ?? [])],
             completion_prompt_id: answer.prompt ? completionPromptId(operationId) : null,
           },
           answer.prompt,
@@ -280,7 +299,7 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
         ).then((removed) => removed && turn?.recorded())
       : undefined,
     recordUsage(s.store.container<UsageDoc>('usage'), {
-      ...usageBase(principal, operationId, sessionId, agent.name, deployment, completedAt, started),
+      ...usageBase(principal, operationId, sessionId, agent.name, answer.deployment ?? deployment, completedAt, started),
       prompt_tokens: answer.promptTokens,
       completion_tokens: answer.completionTokens,
       total_tokens: total,
@@ -343,6 +362,10 @@ interface Answer {
   block?: Block;
   /** The tool calls the turn ran, as recorded on the assistant message. */
   executions?: ToolExecution[];
+  /** Files the code interpreter wrote, as recorded on the assistant message. */
+  artifacts?: FileArtifact[];
+  /** The model deployment the answer came from, when not the workflow's (an external workflow's last model). */
+  deployment?: string;
   /** The messages the main model was sent, as kept (images named by their attachment's object id). */
   prompt?: ChatMessage[];
 }
@@ -370,6 +393,15 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
   const rewritten = await rewritePrompt(s, agent, session, request.user_prompt, options.signal);
   const prompt = rewritten?.prompt ?? request.user_prompt;
   const spent = { promptTokens: rewritten?.promptTokens ?? 0, completionTokens: rewritten?.completionTokens ?? 0, cost: rewritten?.cost ?? 0 };
+  if (chain.kind === 'plugin') {
+    const input = { agent, prompt, session, attachments: admitted.attachments, filter: admitted.filter };
+    const w = await workflowAnswer(s, chain.plugin, input, options.signal);
+    const answer: Answer = { content: w.content, citations: w.citations, analysis: [], promptTokens: spent.promptTokens + w.promptTokens, completionTokens: spent.completionTokens + w.completionTokens, cost: spent.cost + w.cost, deployment: w.deployment };
+    const postBlock = shields.post.length > 0 ? await screen(s, shields.post, 'post', answer.content, options.signal) : undefined;
+    if (postBlock) return refused(postBlock, answer);
+    options.onDelta?.(answer.content);
+    return answer;
+  }
   const embeddings = new PromptEmbeddings(prompt, options.signal);
   const parameters = modelParameters(chain.model, request);
   const topN = request.settings?.agent_parameters?.index_top_n;
@@ -385,7 +417,7 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
   } else {
     const citations = await retrieve(s, agent, embeddings, admitted.filter, topN);
     const { messages, kept } = await buildMessages(s, prompt, chain, session, admitted.attachments, citations, options.signal);
-    const toolbox = await toolboxFor(s, principal, agent, await agentTools(s, agent), admitted.filter);
+    const toolbox = await toolboxFor(s, { user: principal, sessionId: admitted.sessionId, attachments: admitted.attachments, filter: admitted.filter }, agent, await agentTools(s, agent));
     const usesTools = toolbox.functions.length > 0;
     // With tools the rounds are whole calls: the final answer is sent as one delta once it is known.
     streamedAsItCame = !screenAnswer && !usesTools;
@@ -407,6 +439,7 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
       citations: [...citations, ...toolbox.citations],
       analysis: [],
       executions,
+      artifacts: toolbox.artifacts,
       prompt: kept,
       // An answer made with tools depends on what they said then: it is not cached.
       ...(cache && !usesTools ? { cache } : {}),
@@ -458,7 +491,7 @@ async function personal(s: Services, admitted: Admitted): Promise<boolean> {
 async function buildMessages(
   s: Services,
   prompt: string,
-  chain: AgentChain,
+  chain: ChatChain,
   session: Stored<SessionDoc> | undefined,
   attachments: readonly FileDoc[],
   citations: readonly Citation[],

@@ -102,3 +102,15 @@ export async function attachmentContent(s: Services, files: readonly FileDoc[], 
   }
   return { context: sections.join('\n\n'), images };
 }
+
+/** Each attachment's text, cut to the same token budget over all of them (workflow plugins); an image has none. */
+export async function attachmentTexts(s: Services, files: readonly FileDoc[], signal?: AbortSignal): Promise<{ file_name: string; content_type: string; text: string }[]> {
+  const texts = await Promise.all(files.map(async (f) => (IMAGE_TYPES.includes(f.content_type) ? undefined : textOf(s, f, signal))));
+  let budget = s.config.attachmentMaxTokens;
+  return files.map((file, i) => {
+    const kept = texts[i];
+    const chars = kept ? charsWithin(kept.tokens, kept.text.length, budget) : 0;
+    if (kept) budget -= chars === kept.text.length ? kept.tokens.count : budget;
+    return { file_name: file.display_name, content_type: file.content_type, text: kept ? kept.text.slice(0, chars) : '' };
+  });
+}

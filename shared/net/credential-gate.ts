@@ -6,7 +6,7 @@
 import type { AccessToken, GetTokenOptions, TokenCredential } from '@azure/core-auth';
 import { azureCredential } from './azure-credential.js';
 
-export type Audience = 'storage' | 'cognitive-services' | 'service' | 'cosmos' | 'graph' | 'monitor';
+export type Audience = 'storage' | 'cognitive-services' | 'service' | 'cosmos' | 'graph' | 'monitor' | 'sessions';
 
 export const STORAGE_SCOPE = 'https://storage.azure.com/.default';
 export const COGNITIVE_SERVICES_SCOPE = 'https://cognitiveservices.azure.com/.default';
@@ -21,6 +21,8 @@ export const AUDIENCE_HOSTS: Readonly<Record<Exclude<Audience, 'service'>, reado
   cosmos: ['.documents.azure.com'],
   graph: ['graph.microsoft.com'],
   monitor: ['.applicationinsights.azure.com', '.monitor.azure.com', 'dc.services.visualstudio.com'],
+  // Azure Container Apps dynamic sessions: the plugin sandbox's session pool (PLUGIN_SESSIONS_ENDPOINT).
+  sessions: ['.azurecontainerapps.io'],
 };
 
 /** A token refused by the gate: the URL or scope is not one the audience allows. */
@@ -64,6 +66,8 @@ export class CredentialGate {
         return ['https://graph.microsoft.com/.default'];
       case 'monitor':
         return ['https://monitor.azure.com//.default', 'https://monitor.azure.com/.default'];
+      case 'sessions':
+        return ['https://dynamicsessions.io/.default'];
     }
   }
 

@@ -1,6 +1,7 @@
 // Reads a package archive (ZIP; NuGet files are ZIPs too) with yauzl, defending against hostile archives:
 // entry count, per-entry and total uncompressed size and compression-ratio limits, no path traversal,
-// no absolute paths, no symlinks. Nothing is extracted to disk; only the manifest is read.
+// no absolute paths, no symlinks. Nothing is extracted to disk: the entries asked for are read into memory
+// (the manifest on upload; a Python package's files when one of its plugins runs).
 import yauzl from 'yauzl';
 import { badRequest } from '../errors.js';
 
@@ -15,8 +16,8 @@ export const ARCHIVE_LIMITS = {
 
 export interface ArchiveContents {
   names: string[];
-  /** Text of the entries asked for, by name. */
-  files: Map<string, string>;
+  /** Bytes of the entries asked for, by name. */
+  files: Map<string, Buffer>;
 }
 
 const bad = (message: string) => badRequest(`Invalid package archive: ${message}`);
@@ -27,8 +28,11 @@ function checkName(name: string): void {
   if (name.split('/').includes('..')) throw bad(`entry ${JSON.stringify(name)} leaves the package (path traversal)`);
 }
 
-/** Lists the archive and reads the entries `wanted` selects (as UTF-8 text); throws 400 for hostile archives. */
-export function readArchive(bytes: Buffer, wanted: (name: string) => boolean): Promise<ArchiveContents> {
+/**
+ * Lists the archive and reads the entries `wanted` selects, each at most `maxEntryBytes` (the manifest's
+ * bound by default); throws 400 for hostile archives.
+ */
+export function readArchive(bytes: Buffer, wanted: (name: string) => boolean, maxEntryBytes = ARCHIVE_LIMITS.manifestBytes): Promise<ArchiveContents> {
   return new Promise((resolve, reject) => {
     // Its own name checks throw before ours could name the entry: ours run first, on the raw names.
     yauzl.fromBuffer(bytes, { lazyEntries: true, validateEntrySizes: true, strictFileNames: false, decodeStrings: true }, (openError, zip) => {
@@ -38,7 +42,7 @@ export function readArchive(bytes: Buffer, wanted: (name: string) => boolean): P
         return reject(bad(`${zip.entryCount} entries, more than ${ARCHIVE_LIMITS.entries}`));
       }
       const names: string[] = [];
-      const files = new Map<string, string>();
+      const files = new Map<string, Buffer>();
       let total = 0;
       const fail = (e: Error) => {
         zip.close();
@@ -62,14 +66,14 @@ export function readArchive(bytes: Buffer, wanted: (name: string) => boolean): P
         }
         names.push(entry.fileName);
         if (!wanted(entry.fileName) || entry.fileName.endsWith('/')) return zip.readEntry();
-        if (entry.uncompressedSize > ARCHIVE_LIMITS.manifestBytes) return fail(bad(`${entry.fileName} is larger than ${ARCHIVE_LIMITS.manifestBytes} bytes`));
+        if (entry.uncompressedSize > maxEntryBytes) return fail(bad(`${entry.fileName} is larger than ${maxEntryBytes} bytes`));
         zip.openReadStream(entry, (streamError, stream) => {
           if (streamError) return fail(bad(streamError.message));
           const chunks: Buffer[] = [];
           stream.on('data', (c: Buffer) => chunks.push(c));
           stream.on('error', (e) => fail(bad(e.message)));
           stream.on('end', () => {
-            files.set(entry.fileName, Buffer.concat(chunks).toString('utf8'));
+            files.set(entry.fileName, Buffer.concat(chunks));
             zip.readEntry();
           });
         });

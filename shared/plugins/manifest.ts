@@ -41,9 +41,19 @@ const Dependency = z
   .object({ selection_type: z.enum(['Single', 'Multiple']), dependency_plugin_names: z.array(z.string().min(1)).min(1) })
   .strict();
 
+/** `module:function`: a module file of the package (`tools/echo.py` for `tools.echo`) and a function in it. */
+export const EntryPoint = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$/, 'must be module:function, such as tools.echo:run');
+
+/** The files that may hold an entry point's module, relative to the package's root. */
+export const moduleFiles = (entryPoint: string) => {
+  const path = (entryPoint.split(':')[0] ?? '').replaceAll('.', '/');
+  return [`${path}.py`, `${path}/__init__.py`];
+};
+
 const PluginManifest = z
   .object({
     name: NamePart,
+    entry_point: EntryPoint.optional().describe('Python plugins: the function the sandbox calls'),
     display_name: z.string().default(''),
     description: z.string().default(''),
     category: z.string(),

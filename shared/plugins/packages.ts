@@ -12,7 +12,7 @@ import { resourceId } from '../providers/resource-type.js';
 import { lazyContainer } from '../store/storage.js';
 import { updateDocument } from '../store/update.js';
 import { readArchive } from './archive.js';
-import { Manifest, NamePart, SemanticVersion, packageName, pluginName, RUNTIMES, type Runtime } from './manifest.js';
+import { Manifest, moduleFiles, NamePart, SemanticVersion, packageName, pluginName, RUNTIMES, type Runtime } from './manifest.js';
 
 import { builtinPlugins } from '../shielding/plugins.js';
 
@@ -107,7 +107,7 @@ export class PluginPackages {
   async inspect(bytes: Buffer, resource: PackageResource, pathName: string): Promise<Manifest> {
     const bare = bareName(resource, pathName);
     const contents = await readArchive(bytes, (n) => n === 'manifest.json');
-    const text = contents.files.get('manifest.json');
+    const text = contents.files.get('manifest.json')?.toString('utf8');
     if (text === undefined) throw badRequest('Invalid package archive: manifest.json is missing at its root');
     if (resource.package_runtime === 'Dotnet' && !contents.names.some((n) => n.endsWith('.deps.json'))) {
       throw badRequest('Invalid package archive: a Dotnet package needs its *.deps.json dependencies file');
@@ -123,6 +123,13 @@ export class PluginPackages {
       throw badRequest(`Invalid manifest: ${manifest.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
     }
     const m = manifest.data;
+    for (const [i, plugin] of m.plugins.entries()) {
+      if (plugin.entry_point === undefined) continue;
+      if (m.runtime !== 'Python') throw badRequest(`Invalid manifest: plugins.${i}.entry_point: only Python plugins have an entry point`);
+      if (!moduleFiles(plugin.entry_point).some((f) => contents.names.includes(f))) {
+        throw badRequest(`Invalid manifest: plugins.${i}.entry_point: the package has no module file ${moduleFiles(plugin.entry_point).join(' or ')}`);
+      }
+    }
     if (m.name !== bare && m.name !== pathName) throw badRequest(`name: the request names ${pathName} but the package declares ${m.name}`);
     if (m.runtime !== resource.package_runtime) throw badRequest(`package_runtime: the request says ${resource.package_runtime} but the package declares ${m.runtime}`);
     if (m.version !== resource.package_version) throw badRequest(`package_version: the request says ${resource.package_version} but the package declares ${m.version}`);

@@ -1,5 +1,5 @@
-// The functions an agent offers its model for one completion: each mcp tool's allow-listed server tools, and
-// each on-demand knowledge index as a search function. Names are what the model calls (`{tool}__{function}`,
+// The functions an agent offers its model for one completion: each mcp tool's allow-listed server tools, each
+// on-demand knowledge index as a search function, each plugin tool, and the code interpreter's `python`. Names are what the model calls (`{tool}__{function}`,
 // 64 characters at most); running one returns text for the model, never throws for the model's mistakes.
 import { createHash } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -11,6 +11,8 @@ import type { AgentDoc } from '../providers/types/agent.js';
 import type { ToolDoc } from '../providers/types/catalog.js';
 import type { Services } from '../services.js';
 import { connectMcp, mcpTools, resultText, type McpTool } from './mcp.js';
+import { codeInterpreterFunction, pluginFunction, type FileArtifact } from './sandboxed.js';
+import type { FileDoc } from '../files/files.js';
 
 export interface AgentFunction {
   definition: ToolDefinition;
@@ -23,6 +25,8 @@ export interface Toolbox {
   functions: AgentFunction[];
   /** Partitions on-demand searches found, for the answer's citations. */
   citations: Citation[];
+  /** Files the code interpreter wrote, for the answer's content artifacts. */
+  artifacts: FileArtifact[];
   close(): Promise<void>;
 }
 
@@ -32,12 +36,22 @@ function functionName(tool: string, fn: string): string {
   return name.length <= 64 ? name : `${name.slice(0, 55)}_${createHash('sha256').update(name).digest('hex').slice(0, 8)}`;
 }
 
-export async function toolboxFor(s: Services, user: Principal, agent: AgentDoc, tools: readonly ToolDoc[], filter: readonly Clause[]): Promise<Toolbox> {
+/** What the toolbox's functions work with besides the agent: the caller's session and attachments. */
+export interface ToolContext {
+  user: Principal;
+  sessionId: string | undefined;
+  attachments: readonly FileDoc[];
+  filter: readonly Clause[];
+}
+
+export async function toolboxFor(s: Services, context: ToolContext, agent: AgentDoc, tools: readonly ToolDoc[]): Promise<Toolbox> {
+  const { user, filter } = context;
   const clients: Client[] = [];
   // The servers' connections live as long as the turn: closing the toolbox closes the connected ones and
   // aborts any still connecting (a server that never answers).
   const lifetime = new AbortController();
   const citations: Citation[] = [];
+  const artifacts: FileArtifact[] = [];
   const functions: AgentFunction[] = [];
   const listings: Promise<{ tool: ToolDoc; offered: McpTool[]; connected: () => Promise<Client> }>[] = [];
   for (const tool of tools) {
@@ -61,6 +75,22 @@ export async function toolboxFor(s: Services, user: Principal, agent: AgentDoc, 
           return { text: JSON.stringify(hits.map((h) => ({ title: h.title, source: h.source, text: h.text }))), isError: false };
         },
       });
+    }
+    // An interpreter gets ready while the model thinks about calling it.
+    if (tool.tool_type === 'plugin' || tool.tool_type === 'code-interpreter') s.plugins.sandbox.warm();
+    if (tool.tool_type === 'plugin') {
+      // A plugin removed since the agent was saved costs the turn that tool, not the answer.
+      const plugin = await s.plugins.runnable(tool.plugin_object_id, 'agent tool', 'plugin_object_id').catch((e: unknown) => {
+        s.log.warn('A plugin tool cannot run', { tool: tool.name, error: e instanceof Error ? e.message : String(e) });
+        return undefined;
+      });
+      if (plugin) {
+        const taken = functions.some((f) => f.definition.function.name === plugin.shortName);
+        functions.push({ tool: tool.name, ...pluginFunction(s, plugin, taken ? functionName(tool.name, plugin.shortName) : plugin.shortName, tool.description ?? '') });
+      }
+    }
+    if (tool.tool_type === 'code-interpreter' && !functions.some((f) => f.definition.function.name === 'python')) {
+      functions.push({ tool: tool.name, ...codeInterpreterFunction(s, { user, agentName: agent.name, sessionId: context.sessionId, attachments: context.attachments, artifacts }) });
     }
     if (tool.tool_type === 'mcp') {
       let client: Promise<Client> | undefined;
@@ -96,6 +126,7 @@ export async function toolboxFor(s: Services, user: Principal, agent: AgentDoc, 
   return {
     functions,
     citations,
+    artifacts,
     async close() {
       await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
       lifetime.abort();

@@ -3,13 +3,14 @@
 import { Worker, type ResourceLimits } from 'node:worker_threads';
 
 /** Starts the worker `name` beside the module whose `import.meta.url` is `base`; it does not hold the process open. */
-export function startWorker(base: string, name: string, workerData: unknown, resourceLimits?: ResourceLimits): Worker {
+export function startWorker(base: string, name: string, workerData: unknown, resourceLimits?: ResourceLimits, env?: Record<string, string>): Worker {
   // From TypeScript sources (development, tests) the worker is loaded through tsx; built code runs plain.
   const source = base.endsWith('.ts');
   const url = new URL(`./${name}.${source ? 'ts' : 'js'}`, base);
   // tsx registers itself inside the worker: Node 20 workers do not take --import in execArgv.
   const boot = `import('tsx/esm/api').then((tsx) => { tsx.register(); return import(${JSON.stringify(url.href)}); })`;
-  const options = { workerData, ...(resourceLimits ? { resourceLimits } : {}) };
+  // `env` replaces the copy of the service's environment the worker would otherwise get.
+  const options = { workerData, ...(resourceLimits ? { resourceLimits } : {}), ...(env ? { env } : {}) };
   const worker = source ? new Worker(boot, { eval: true, ...options }) : new Worker(url, options);
   worker.unref();
   return worker;

@@ -93,6 +93,8 @@ export const NAME_RULES: Record<string, (name: string) => boolean> = {
   plan: (n) => /^[a-zA-Z0-9][a-zA-Z0-9-]{0,58}[a-zA-Z0-9]$/.test(n),
   // Function app host names are global; Flex Consumption asks for 32 characters at most.
   functionApp: (n) => /^[a-zA-Z0-9][a-zA-Z0-9-]{0,30}[a-zA-Z0-9]$/.test(n),
+  // Container Apps session pools: lower-case letters, digits and hyphens, starting with a letter, 32 at most.
+  sessionPool: (n) => /^[a-z][a-z0-9-]{0,30}[a-z0-9]$/.test(n) && !n.includes('--'),
 };
 
 /** Which rule a name key of either flavour follows. */
@@ -102,6 +104,7 @@ export function ruleFor(key: string): string {
   if (k.startsWith('identity')) return 'identity';
   if (k.startsWith('plan')) return 'plan';
   if (k.startsWith('app')) return 'functionApp';
+  if (k === 'sessionpool') return 'sessionPool';
   if (k in { storage: 1, cosmos: 1, vault: 1, logs: 1, insights: 1 }) return k;
   throw new Error(`No naming rule for ${key}: add one to NAME_RULES`);
 }

@@ -46,3 +46,16 @@ export const python = (version: string, plugins: Record<string, unknown>[] = [ec
     { name: 'acctools/__init__.py', data: `VERSION = "${version}"\n` },
   ]);
 
+
+/** A Python package whose plugins run: `modules` are its files (path -> source), `plugins` its manifest entries. */
+export const runnable = (name: string, version: string, plugins: Record<string, unknown>[], modules: Record<string, string>) =>
+  zip([{ name: 'manifest.json', data: manifest(name, version, 'Python', plugins) }, ...Object.entries(modules).map(([path, data]) => ({ name: path, data }))]);
+
+/** Uploads a package archive through the Management API, as the portal and the CLI do. */
+export async function uploadPackage(app: { management: string; token: (upn?: string) => Promise<string> }, instance: string, pkg: string, bytes: Buffer, resource: Record<string, unknown>, as?: string) {
+  const form = new FormData();
+  form.append('file', new Blob([new Uint8Array(bytes)]), `${pkg}.zip`);
+  form.append('resource', JSON.stringify(resource));
+  const res = await fetch(`${app.management}/instances/${instance}/providers/Svc.Platform/pluginPackages/${pkg}?api-version=2024-02-16`, { method: 'POST', body: form, headers: { authorization: `Bearer ${await app.token(as)}` } });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}

@@ -17,7 +17,7 @@ const ofKind = (kind: ResourceKind): Link => (doc) => (doc.type === kind.type ? 
 
 const LINKS = {
   workflow: ofKind(workflows),
-  tool: (doc) => (!isOf(doc, tools) ? `is a ${doc.type}, not a ${tools.type}` : doc.tool_type === 'plugin' ? 'is a plugin tool, and no plugin runtime here runs package code: agents cannot use it' : undefined),
+  tool: ofKind(tools),
   prompt: ofKind(prompts),
   completionModel: (doc) => (!isOf(doc, aiModels) ? `is a ${doc.type}, not a ${aiModels.type}` : doc.model_type === 'completion' ? undefined : 'is not a completion model'),
   embeddingModel: (doc) => (!isOf(doc, aiModels) ? `is a ${doc.type}, not a ${aiModels.type}` : doc.model_type === 'embedding' ? undefined : 'is not an embedding model'),

@@ -15,13 +15,18 @@ import { PLATFORM_MEMORY, type apiEndpointConfigurations, type appConfigurations
 import { checkWorkflowLinks } from './agent-links.js';
 
 export const workflowRules: ResourceRules<typeof workflows> = {
-  validate: (definition, { services }) => checkWorkflowLinks(services, definition),
+  validate: async (definition, { services }) => {
+    if (definition.workflow_type === 'external') await services.plugins.runnable(definition.plugin_object_id, 'agent workflow', 'plugin_object_id');
+    await checkWorkflowLinks(services, definition);
+  },
 };
 
 export const toolRules: ResourceRules<typeof tools> = {
   computed: (d) => (d.tool_type === 'knowledge' ? { top_n: d.top_n ?? 5, retrieval: d.retrieval ?? 'always' } : {}),
   // The server URL follows the rules of user URLs; managed-identity tokens only for allowed scopes.
   validate: async (d, { services }) => {
+    // A plugin tool names a Python agent tool plugin that can run here.
+    if (d.tool_type === 'plugin') await services.plugins.runnable(d.plugin_object_id, 'agent tool', 'plugin_object_id');
     if (d.url === undefined || d.url === PLATFORM_MEMORY) return;
     const problem = await savedUrlProblem(d.url, { policy: 'user', allowPrivateNetwork: services.config.allowPrivateNetwork });
     if (problem) throw validationError([{ field: 'url', message: `url ${problem}` }]);

@@ -14,10 +14,16 @@ export const workflows = {
   segment: 'workflows',
   type: 'workflow',
   schema: definition('workflow', {
-    workflow_type: z.enum(['chat'], { error: 'workflow_type must be chat (the built-in chat workflow)' }),
+    workflow_type: z.enum(['chat', 'external'], { error: 'workflow_type must be chat (the built-in chat workflow) or external (an agent workflow plugin)' }),
     workflow_host: z.enum(['builtin'], { error: 'workflow_host must be builtin' }),
-    main_ai_model_object_id: ObjectId,
-    main_prompt_object_id: ObjectId,
+    main_ai_model_object_id: ObjectId.optional().describe('chat: the completion model (required)'),
+    main_prompt_object_id: ObjectId.optional().describe('chat: the system prompt (required)'),
+    plugin_object_id: z.string().optional().describe('external: the object id of an agent workflow plugin, run for each completion (docs/plugins.md)'),
+  }).superRefine((d, ctx) => {
+    if (d.workflow_type === 'chat') {
+      for (const f of ['main_ai_model_object_id', 'main_prompt_object_id'] as const) if (d[f] === undefined) ctx.addIssue({ code: 'custom', path: [f], message: `${f} is required for a chat workflow` });
+      if (d.plugin_object_id !== undefined) ctx.addIssue({ code: 'custom', path: ['plugin_object_id'], message: 'valid only for an external workflow' });
+    } else if (d.plugin_object_id === undefined) ctx.addIssue({ code: 'custom', path: ['plugin_object_id'], message: 'plugin_object_id is required for an external workflow' });
   }),
 } satisfies ResourceKind;
 
@@ -32,15 +38,16 @@ export const PLATFORM_MEMORY = 'platform://memory';
 /**
  * What an agent can use: a knowledge index (docs/api-decisions.md, Knowledge; retrieved on every completion, or offered to the
  * model as a search function with `retrieval: on_demand`), a Model Context Protocol server's allow-listed
- * tools (`mcp`), or a plugin (catalogued; no plugin runtime runs package code, so an agent cannot name one).
+ * tools (`mcp`), an agent tool plugin run in the Python sandbox (`plugin`), or the code interpreter
+ * (`code-interpreter`: Python code the model writes, run in the same sandbox; docs/plugins.md).
  */
 export const tools = {
   provider: 'Svc.Agent',
   segment: 'tools',
   type: 'tool',
   schema: definition('tool', {
-    tool_type: z.enum(['plugin', 'knowledge', 'mcp'], { error: 'tool_type must be plugin, knowledge or mcp' }),
-    plugin_object_id: z.string().optional(),
+    tool_type: z.enum(['plugin', 'knowledge', 'mcp', 'code-interpreter'], { error: 'tool_type must be plugin, knowledge, mcp or code-interpreter' }),
+    plugin_object_id: z.string().optional().describe('plugin: the object id of an agent tool plugin (/instances/{id}/providers/Svc.Platform/plugins/{name})'),
     index_name: IndexName.optional(),
     top_n: z.number().int().min(1).max(50).optional().describe('Partitions retrieved per completion (knowledge tools; default 5)'),
     retrieval: z.enum(['always', 'on_demand']).optional().describe('knowledge tools: retrieve for every completion (default), or let the model search when it needs to'),
@@ -57,6 +64,8 @@ export const tools = {
       for (const f of fields) if (d.tool_type !== type && d[f] !== undefined) ctx.addIssue({ code: 'custom', path: [f], message: `valid only for a ${type} tool` });
     };
     only('knowledge', ['index_name', 'top_n', 'retrieval']);
+    only('plugin', ['plugin_object_id']);
+    if (d.tool_type === 'plugin' && d.plugin_object_id === undefined) ctx.addIssue({ code: 'custom', path: ['plugin_object_id'], message: 'plugin_object_id is required for a plugin tool' });
     only('mcp', ['url', 'allowed_tools', 'authentication_type', 'authentication_parameters', 'headers']);
     if (d.tool_type === 'knowledge' && d.index_name === undefined) ctx.addIssue({ code: 'custom', path: ['index_name'], message: 'index_name is required for a knowledge tool' });
     if (d.tool_type === 'mcp' && d.url === undefined) ctx.addIssue({ code: 'custom', path: ['url'], message: 'url is required for an mcp tool' });

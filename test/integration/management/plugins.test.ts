@@ -7,18 +7,12 @@ import { oidForUpn } from '../../../shared/auth/local-idp.js';
 import { ROLE_IDS, roleDefinitionPath } from '../../../shared/auth/roles.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { INSTANCE } from '../../support/services.js';
-import { echo, manifest, python, rename, zip } from '../../support/packages.js';
+import { echo, manifest, python, rename, uploadPackage, zip } from '../../support/packages.js';
 
 describe('plugin packages', () => {
   let app: TestApp;
   const url = (path: string, query = '') => `${app.management}/instances/${INSTANCE}/providers/Svc.Platform/${path}?api-version=2024-02-16${query}`;
-  const upload = async (pkg: string, bytes: Buffer, resource: Record<string, unknown>, as?: string) => {
-    const form = new FormData();
-    form.append('file', new Blob([new Uint8Array(bytes)]), `${pkg}.zip`);
-    form.append('resource', JSON.stringify(resource));
-    const res = await fetch(url(`pluginPackages/${pkg}`), { method: 'POST', body: form, headers: { authorization: `Bearer ${await app.token(as)}` } });
-    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
-  };
+  const upload = (pkg: string, bytes: Buffer, resource: Record<string, unknown>, as?: string) => uploadPackage(app, INSTANCE, pkg, bytes, resource, as);
   const resource = (version: string, extra: Record<string, unknown> = {}) => ({ type: 'plugin-package', name: 'Python-acctools', package_runtime: 'Python', package_version: version, ...extra });
   const plugins = async () => (await app.call('GET', url('plugins'))).body as { name: string; category: string; plugin_package_object_id: string }[];
   const packageNames = async () => ((await app.call('GET', url('pluginPackages'))).body as { resource: { name: string } }[]).map((p) => p.resource.name);

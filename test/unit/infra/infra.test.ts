@@ -171,6 +171,17 @@ describe('infrastructure', () => {
     expect(tfResource('azurerm_role_assignment', 'secrets_user')).toMatchObject({ role_definition_name: 'Key Vault Secrets User', for_each: '${local.apps}' });
   });
 
+  it('runs plugins in a session pool without network egress, which only the apps\' identities may use', () => {
+    const pool = { poolManagementType: 'Dynamic', containerType: 'PythonLTS', sessionNetworkConfiguration: { status: 'EgressDisabled' } };
+    expect(resourcesBicep).toMatch(/resource sessionPool 'Microsoft\.App\/sessionPools@[\d-]+preview' = \{[\s\S]*?containerType: 'PythonLTS'[\s\S]*?sessionNetworkConfiguration: \{ status: 'EgressDisabled' \}/);
+    expect(resourcesBicep).toMatch(/resource sessionRoles [\s\S]*?for \(app, i\) in apps[\s\S]*?scope: sessionPool[\s\S]*?roleId\(roles\.sessionExecutor\)/);
+    expect(resourcesBicep).toContain("sessionExecutor: '0fb8eba5-a2bb-4abe-b1c1-49dfad359bb0'");
+    const tfPool = tfResource('azapi_resource', 'session_pool');
+    expect(tfPool).toMatchObject({ type: expect.stringMatching(/^Microsoft\.App\/sessionPools@/) as string, body: { properties: pool } });
+    expect(tfResource('azurerm_role_assignment', 'sessions')).toMatchObject({ role_definition_name: 'Azure ContainerApps Session Executor', for_each: '${local.apps}', scope: '${azapi_resource.session_pool.id}' });
+    expect(JSON.stringify(tfLocals().shared_settings)).toContain('azapi_resource.session_pool.output.properties.poolManagementEndpoint');
+  });
+
   it('sends telemetry with identity auth: local auth off, the apps publish as themselves, and the code signs in', () => {
     expect(resourcesBicep).toContain('DisableLocalAuth: true');
     expect(resourcesBicep).toMatch(/resource insightsRoles [\s\S]*?for \(app, i\) in apps[\s\S]*?roleId\(roles\.monitoringMetricsPublisher\)/);
@@ -222,7 +233,7 @@ describe('infrastructure', () => {
     expect(resourcesBicep).toContain('var browserOrigins = union(corsAllowedOrigins, [portalOrigin])');
     expect(resourcesBicep).toContain("{ name: 'MANAGEMENT_API_URL', value: managementUrl }");
     expect(resourcesBicep).toContain("{ name: 'CORS_ALLOWED_ORIGINS', value: join(origins, ',') }");
-    expect(resourcesBicep).toMatch(/appSettings: settings\([^\n]*, browserOrigins, managementUrl\)/);
+    expect(resourcesBicep).toMatch(/appSettings: settings\([^\n]*, browserOrigins, managementUrl, sessionPool\.properties\.poolManagementEndpoint\)/);
     expect(tfLocals().browser_origins).toBe('${distinct(concat(var.cors_allowed_origins, [local.portal_origin]))}');
     const shared = tfLocals().shared_settings as Record<string, string>;
     expect(shared.MANAGEMENT_API_URL).toBe('${local.management_url}');
@@ -266,7 +277,7 @@ describe('infrastructure', () => {
     expect(tfResource('azurerm_cosmosdb_account')).toMatchObject({ local_authentication_disabled: true });
     expect(tfResource('azurerm_key_vault')).toMatchObject({ rbac_authorization_enabled: true });
     expect(tfResource('azurerm_cosmosdb_sql_role_assignment', 'app')).toMatchObject({ role_definition_id: expect.stringContaining('00000000-0000-0000-0000-000000000002') as string });
-    expect(Object.keys(terraform.resource.azurerm_role_assignment ?? {}).sort()).toEqual(['metrics_publisher', 'operator', 'secrets_user', 'storage']);
+    expect(Object.keys(terraform.resource.azurerm_role_assignment ?? {}).sort()).toEqual(['metrics_publisher', 'operator', 'secrets_user', 'sessions', 'storage']);
     expect(String(tfLocals().storage_roles)).toContain('Storage Blob Data Owner');
     for (const role of ['storageRoles', 'vaultRoles', 'insightsRoles', 'cosmosRoles']) expect(resourcesBicep).toContain(`resource ${role} `);
   });

@@ -1,0 +1,111 @@
+// An external workflow: the agent's workflow plugin answers each completion in the sandbox. It gets the
+// prompt, the session's history, the attachments' text and the agent's workflow_parameters, and an `svc`
+// object whose model calls go through the service's model gateway (their tokens and cost are the turn's) and
+// whose searches read the agent's knowledge indexes with the caller's filter. A failed call is 502 PluginFailed.
+import { DomainError } from '../errors.js';
+import { attachmentTexts } from '../files/attachment-content.js';
+import { Citation, citationOf, PromptEmbeddings, searchIndex } from '../knowledge/retrieval.js';
+import type { Clause } from '../knowledge/vector-index.js';
+import { endpointView, MODEL_PROVIDERS } from '../models/endpoint.js';
+import type { ChatMessage } from '../models/wire.js';
+import type { RunnablePlugin } from '../plugins/runtime.js';
+import type { AgentDoc } from '../providers/types/agent.js';
+import { aiModels, apiEndpointConfigurations } from '../providers/types/catalog.js';
+import { PluginFailed } from '../sandbox/sandbox.js';
+import type { Services } from '../services.js';
+import type { SessionDoc } from '../conversations/conversations.js';
+import type { FileDoc } from '../files/files.js';
+import type { Stored } from '../store/types.js';
+import { costOf } from './usage.js';
+
+/** Messages of the session's history a workflow plugin is given when the agent sets no history length. */
+const DEFAULT_HISTORY = 20;
+const ROLES = new Set(['system', 'user', 'assistant']);
+
+export interface WorkflowInput {
+  agent: AgentDoc;
+  prompt: string;
+  session: Stored<SessionDoc> | undefined;
+  attachments: readonly FileDoc[];
+  filter: readonly Clause[];
+}
+
+export interface WorkflowAnswer {
+  content: string;
+  citations: Citation[];
+  promptTokens: number;
+  completionTokens: number;
+  cost: number;
+  /** The deployment of the last model the plugin called ('' when it called none). */
+  deployment: string;
+}
+
+export async function workflowAnswer(s: Services, plugin: RunnablePlugin, input: WorkflowInput, signal: AbortSignal | undefined): Promise<WorkflowAnswer> {
+  const { agent, session } = input;
+  const settings = agent.conversation_history_settings;
+  const earlier = session ? await s.conversations.recentHistory(session, settings?.enabled ? settings.max_history * 2 : DEFAULT_HISTORY) : [];
+  const argument = {
+    user_prompt: input.prompt,
+    history: earlier.map((m) => ({ role: m.sender === 'User' ? 'user' : 'assistant', content: m.text })),
+    attachments: await attachmentTexts(s, input.attachments, signal),
+    parameters: agent.workflow_parameters ?? {},
+  };
+  const spent = { promptTokens: 0, completionTokens: 0, cost: 0, deployment: '' };
+  const found: Citation[] = [];
+  const svc = async (method: string, args: Record<string, unknown>): Promise<unknown> => {
+    if (method === 'complete') {
+      const model = await s.resourceCache.get(String(args.ai_model_object_id), aiModels);
+      if (!model || model.model_type !== 'completion') throw new Error(`${String(args.ai_model_object_id)} is not a completion model of this instance`);
+      const endpointDoc = await s.resourceCache.get(model.api_endpoint_object_id, apiEndpointConfigurations);
+      const endpoint = endpointDoc && endpointView(endpointDoc);
+      if (!endpoint || !MODEL_PROVIDERS.includes(endpoint.provider)) throw new Error(`the API endpoint of ${model.name} is not valid for a model`);
+      const answer = await s.models.complete(endpoint, model.deployment_name, chatMessages(args.messages), {}, signal);
+      spent.promptTokens += answer.promptTokens;
+      spent.completionTokens += answer.completionTokens;
+      spent.cost += costOf(model, answer.promptTokens, answer.completionTokens);
+      spent.deployment = model.deployment_name;
+      return answer.content;
+    }
+    if (method === 'search') {
+      const topN = typeof args.top_n === 'number' && Number.isInteger(args.top_n) ? Math.min(50, Math.max(1, args.top_n)) : 5;
+      if (typeof args.query !== 'string' || args.query.trim() === '') throw new Error('query must be a non-empty string');
+      const hits = await searchIndex(s, agent, String(args.index_name), new PromptEmbeddings(args.query, signal), input.filter, topN);
+      const citations = hits.map(citationOf);
+      found.push(...citations);
+      return citations;
+    }
+    throw new Error(`svc has no method ${method}`);
+  };
+  let value: unknown;
+  try {
+    ({ value } = await s.plugins.call(plugin, argument, { svc, ...(signal ? { signal } : {}) }));
+  } catch (e) {
+    if (e instanceof PluginFailed) throw new DomainError('upstream-failed', 'PluginFailed', `The workflow plugin ${plugin.name} failed: ${e.reason}`);
+    throw e;
+  }
+  const { content, citations } = answerOf(plugin, value);
+  return { content, citations: citations ?? found, ...spent };
+}
+
+/** The plugin's return: the answer text, or `{completion, citations?}`. */
+function answerOf(plugin: RunnablePlugin, value: unknown): { content: string; citations?: Citation[] } {
+  const unusable = (why: string) => new DomainError('upstream-failed', 'PluginFailed', `The workflow plugin ${plugin.name} returned ${why}`);
+  if (typeof value === 'string') return { content: value };
+  if (typeof value !== 'object' || value === null || typeof (value as { completion?: unknown }).completion !== 'string') throw unusable('neither a string nor a dict with a completion string');
+  const { completion, citations } = value as { completion: string; citations?: unknown };
+  if (citations === undefined) return { content: completion };
+  const parsed = Citation.array().safeParse(citations);
+  if (!parsed.success) throw unusable(`citations that are not citations (${parsed.error.issues[0]?.message ?? 'invalid'})`);
+  return { content: completion, citations: parsed.data };
+}
+
+/** The messages a plugin passes to `svc.complete`: `[{role, content}]` with text content. */
+function chatMessages(messages: unknown): ChatMessage[] {
+  if (!Array.isArray(messages) || messages.length === 0) throw new Error('messages must be a non-empty list of {role, content}');
+  return messages.map((m: unknown, i) => {
+    const { role, content } = (m ?? {}) as { role?: unknown; content?: unknown };
+    if (typeof role !== 'string' || !ROLES.has(role) || typeof content !== 'string') throw new Error(`messages[${i}] must be {role: system|user|assistant, content: str}`);
+    return { role, content } as ChatMessage;
+  });
+}
+

@@ -1,0 +1,158 @@
+// The sandbox in Azure: Azure Container Apps dynamic sessions, a Python code interpreter session pool
+// (PLUGIN_SESSIONS_ENDPOINT), called over its REST API with the managed identity. Each run uses a session of
+// its own (a new identifier), so no state passes between calls; the pool's sessions have no network egress
+// (infra/), its Hyper-V boundary and resources bound memory, and the request's deadline bounds time.
+//
+// A session cannot call back into the service, so a workflow plugin's `svc` calls are answered by running it
+// again: the run stops at the first `svc` call it has no answer for, the service answers it, and the plugin
+// runs from the start in a new session with the answers so far, until it returns. A plugin's `svc` calls must
+// therefore depend only on its argument and on the earlier answers (docs/plugins.md).
+import { randomUUID } from 'node:crypto';
+import { PYTHON_RUNNER } from './python-runner.js';
+import { PluginFailed, resultOf, type Sandbox, type SandboxFile, type SandboxJob, type SandboxLimits, type SandboxResult } from './sandbox.js';
+
+export const SESSIONS_API_VERSION = '2024-02-02-preview';
+/** The audience of the session pool's management API. */
+export const SESSIONS_SCOPE = 'https://dynamicsessions.io/.default';
+
+/** `svc` calls one workflow run may make (each costs a run of the plugin). */
+const MAX_SVC_CALLS = 16;
+/** Largest answer read from the pool. */
+const MAX_RESPONSE_BYTES = 8 * 1024 * 1024;
+const ANSWER_MARK = '\n<<sandbox-answer>>';
+
+export interface SessionsOptions {
+  endpoint: string;
+  /** A bearer token for the pool (the managed identity's, for SESSIONS_SCOPE). */
+  token: () => Promise<string>;
+  limits: SandboxLimits;
+}
+
+interface Execution {
+  status: string;
+  stdout: string;
+  stderr: string;
+}
+
+export class SessionsSandbox implements Sandbox {
+  constructor(private readonly options: SessionsOptions) {}
+
+  warm(): void {
+    // The pool keeps its own sessions ready.
+  }
+
+  close(): Promise<void> {
+    return Promise.resolve();
+  }
+
+  async run(job: SandboxJob): Promise<SandboxResult> {
+    const deadline = AbortSignal.timeout(this.options.limits.timeoutMs);
+    const signal = job.signal ? AbortSignal.any([job.signal, deadline]) : deadline;
+    const task = job.task;
+    const answers: string[] = [];
+    try {
+      for (;;) {
+        const identifier = randomUUID();
+        for (const f of job.workFiles) await this.upload(identifier, f, signal);
+        const execution = await this.execute(identifier, script(job, answers), signal);
+        const at = execution.stdout.lastIndexOf(ANSWER_MARK);
+        if (at < 0) throw new PluginFailed(execution.stderr.trim().split('\n').pop()?.slice(0, 500) || `the session ended with status ${execution.status} and no answer`);
+        const stdout = execution.stdout.slice(0, at);
+        if (stdout.length > this.options.limits.outputBytes) throw new PluginFailed(`the plugin printed more than ${Math.round(this.options.limits.outputBytes / 1048576)} MiB`);
+        const answer = execution.stdout.slice(at + ANSWER_MARK.length).trim();
+        const pending = (JSON.parse(answer) as { pending?: { method: string; args: Record<string, unknown> } }).pending;
+        if (pending && !('code' in task) && task.svc) {
+          if (answers.length >= MAX_SVC_CALLS) throw new PluginFailed(`the plugin made more than ${MAX_SVC_CALLS} svc calls`);
+          answers.push(await task.svc(pending.method, pending.args).then((value) => JSON.stringify({ value }), (e: unknown) => JSON.stringify({ error: e instanceof Error ? e.message : String(e) })));
+          continue;
+        }
+        const written = (JSON.parse(answer) as { written?: string[] }).written ?? [];
+        const files = await Promise.all(written.map(async (name) => ({ name, bytes: await this.download(identifier, name, signal) })));
+        return resultOf(answer, stdout.slice(0, 64 * 1024), files);
+      }
+    } catch (e) {
+      if (deadline.aborted && !job.signal?.aborted) throw new PluginFailed(`the call took longer than ${Math.round(this.options.limits.timeoutMs / 1000)} s`);
+      throw e;
+    }
+  }
+
+  private url(path: string, identifier: string): string {
+    const url = new URL(path, this.options.endpoint.endsWith('/') ? this.options.endpoint : `${this.options.endpoint}/`);
+    url.searchParams.set('api-version', SESSIONS_API_VERSION);
+    url.searchParams.set('identifier', identifier);
+    return url.toString();
+  }
+
+  private async call(path: string, identifier: string, init: RequestInit, signal: AbortSignal): Promise<Uint8Array> {
+    const response = await fetch(this.url(path, identifier), { ...init, headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${await this.options.token()}` }, signal, redirect: 'error' });
+    const body = await readCapped(response);
+    if (!response.ok) throw new Error(`The session pool answered ${response.status} to ${path}: ${Buffer.from(body).toString('utf8').slice(0, 300)}`);
+    return body;
+  }
+
+  private async execute(identifier: string, code: string, signal: AbortSignal): Promise<Execution> {
+    const body = JSON.stringify({ properties: { codeInputType: 'inline', executionType: 'synchronous', code } });
+    const answer = JSON.parse(Buffer.from(await this.call('code/execute', identifier, { method: 'POST', headers: { 'content-type': 'application/json' }, body }, signal)).toString('utf8')) as { properties?: Partial<Execution> };
+    const p = answer.properties ?? {};
+    return { status: p.status ?? '', stdout: p.stdout ?? '', stderr: p.stderr ?? '' };
+  }
+
+  private async upload(identifier: string, file: SandboxFile, signal: AbortSignal): Promise<void> {
+    const form = new FormData();
+    form.append('file', new Blob([Buffer.from(file.bytes)]), file.name);
+    await this.call('files/upload', identifier, { method: 'POST', body: form }, signal);
+  }
+
+  private download(identifier: string, name: string, signal: AbortSignal): Promise<Uint8Array> {
+    return this.call(`files/content/${name.split('/').map(encodeURIComponent).join('/')}`, identifier, { method: 'GET' }, signal);
+  }
+}
+
+async function readCapped(response: Response): Promise<Uint8Array> {
+  const chunks: Uint8Array[] = [];
+  let size = 0;
+  const reader = response.body?.getReader();
+  for (let read = await reader?.read(); reader && read && !read.done; read = await reader.read()) {
+    size += read.value.length;
+    if (size > MAX_RESPONSE_BYTES) {
+      await reader.cancel();
+      throw new PluginFailed(`the session pool answered more than ${MAX_RESPONSE_BYTES / 1048576} MiB`);
+    }
+    chunks.push(read.value);
+  }
+  return Buffer.concat(chunks);
+}
+
+/** The script a session runs: the package's files unpacked, the runner, the answers to `svc` calls so far, the call. */
+function script(job: SandboxJob, answers: readonly string[]): string {
+  const task = job.task;
+  const files = Object.fromEntries(job.packageFiles.map((f) => [f.name, Buffer.from(f.bytes).toString('base64')]));
+  const spec = 'code' in task ? { code: task.code } : { entry_point: task.entryPoint, argument: task.argument, svc: Boolean(task.svc) };
+  const text = (value: unknown) => JSON.stringify(JSON.stringify(value));
+  return `${PYTHON_RUNNER}
+import base64 as _b64, tempfile as _tempfile
+_package_dir = _tempfile.mkdtemp()
+for _name, _data in _json.loads(${text(files)}).items():
+    _path = _os.path.join(_package_dir, _name)
+    _os.makedirs(_os.path.dirname(_path), exist_ok=True)
+    with open(_path, 'wb') as _f:
+        _f.write(_b64.b64decode(_data))
+_answers = _json.loads(${text(answers)})
+class _SvcPending(BaseException):
+    sandbox_pending = True
+def _svc_call(method, args):
+    if _svc_count[0] < len(_answers):
+        _svc_count[0] += 1
+        return _answers[_svc_count[0] - 1]
+    raise _SvcPending({'method': method, 'args': _json.loads(args)})
+_svc_count = [0]
+_job = _json.loads(${text(spec)})
+_job['package_dir'] = _package_dir
+_job['work_dir'] = '/mnt/data' if _os.path.isdir('/mnt/data') else _os.getcwd()
+try:
+    _answer = _sandbox_run(_json.dumps(_job))
+except _SvcPending as _p:
+    _answer = _json.dumps({'pending': _p.args[0]})
+print(${JSON.stringify(ANSWER_MARK)} + _answer)
+`;
+}
