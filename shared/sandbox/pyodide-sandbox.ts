@@ -7,6 +7,7 @@ import { readFile } from 'node:fs/promises';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { startWorker } from '../workers/start-worker.js';
+import { wasm, type WasmModule } from './wasm.js';
 import type { SandboxWorkerData, WorkerJob, WorkerMessage } from './pyodide-worker.js';
 import { PluginFailed, resultOf, type Sandbox, type SandboxJob, type SandboxLimits, type SandboxResult, type SvcHost } from './sandbox.js';
 
@@ -28,7 +29,7 @@ const WORKER_HEAP_MB = 128;
 
 export class PyodideSandbox implements Sandbox {
   private snapshot: Promise<SharedArrayBuffer> | undefined;
-  private wasm: Promise<WebAssembly.Module> | undefined;
+  private wasm: Promise<WasmModule> | undefined;
   private readonly ready: Worker[] = [];
   private readonly waiting: ((worker: Worker) => void)[] = [];
   private starting = 0;
@@ -63,14 +64,14 @@ export class PyodideSandbox implements Sandbox {
     await Promise.all(this.ready.splice(0).map((w) => w.terminate()));
   }
 
-  private spawn(start?: { snapshot: SharedArrayBuffer; wasm: WebAssembly.Module }): Worker {
+  private spawn(start?: { snapshot: SharedArrayBuffer; wasm: WasmModule }): Worker {
     const { memoryBytes, scratchBytes, outputBytes } = this.options.limits;
     const data: SandboxWorkerData = { ...start, memoryBytes, scratchBytes, outputBytes };
     return startWorker(import.meta.url, 'pyodide-worker', data, { maxOldGenerationSizeMb: WORKER_HEAP_MB, maxYoungGenerationSizeMb: 16 }, {});
   }
 
-  private compiled(): Promise<WebAssembly.Module> {
-    this.wasm ??= readFile(path.join(path.dirname(createRequire(import.meta.url).resolve('pyodide/pyodide.mjs')), 'pyodide.asm.wasm')).then((bytes) => WebAssembly.compile(bytes));
+  private compiled(): Promise<WasmModule> {
+    this.wasm ??= readFile(path.join(path.dirname(createRequire(import.meta.url).resolve('pyodide/pyodide.mjs')), 'pyodide.asm.wasm')).then((bytes) => wasm.compile(bytes));
     return this.wasm;
   }
 
@@ -118,7 +119,7 @@ export class PyodideSandbox implements Sandbox {
     }
   }
 
-  private prepare(start: { snapshot: SharedArrayBuffer; wasm: WebAssembly.Module }): Promise<Worker> {
+  private prepare(start: { snapshot: SharedArrayBuffer; wasm: WasmModule }): Promise<Worker> {
     return new Promise((resolve, reject) => {
       const worker = this.spawn(start);
       worker.once('message', (m: WorkerMessage) => (m.type === 'ready' ? resolve(worker) : reject(new Error('the sandbox did not start'))));

@@ -10,12 +10,13 @@ import { createRequire } from 'node:module';
 import path from 'node:path';
 import { PYTHON_RUNNER } from './python-runner.js';
 import type { SandboxFile } from './sandbox.js';
+import { wasm, type WasmMemory, type WasmModule } from './wasm.js';
 
 export interface SandboxWorkerData {
   /** A memory snapshot of a freshly started interpreter; absent for the worker that makes it. */
   snapshot?: SharedArrayBuffer;
   /** The interpreter's WebAssembly, compiled once by the pool: its machine code is shared by every worker. */
-  wasm?: WebAssembly.Module;
+  wasm?: WasmModule;
   memoryBytes: number;
   scratchBytes: number;
   outputBytes: number;
@@ -40,9 +41,9 @@ const data = workerData as SandboxWorkerData;
 
 // Before the interpreter exists: its memory cannot grow past the bound (Emscripten grows it through this
 // method only; a refused growth is a failed malloc, which Python raises as MemoryError).
-const grow: (this: WebAssembly.Memory, pages: number) => number = Reflect.get(WebAssembly.Memory.prototype, 'grow');
-Object.defineProperty(WebAssembly.Memory.prototype, 'grow', {
-  value: function (this: WebAssembly.Memory, pages: number) {
+const grow: (this: WasmMemory, pages: number) => number = Reflect.get(wasm.Memory.prototype, 'grow');
+Object.defineProperty(wasm.Memory.prototype, 'grow', {
+  value: function (this: WasmMemory, pages: number) {
     if (this.buffer.byteLength + pages * 65536 > data.memoryBytes) throw new RangeError('the sandbox memory bound is reached');
     return grow.call(this, pages);
   },
@@ -51,11 +52,11 @@ Object.defineProperty(WebAssembly.Memory.prototype, 'grow', {
 });
 
 // The first instantiation is the interpreter's: it takes the module compiled once for all workers.
-const instantiate = WebAssembly.instantiate.bind(WebAssembly);
+const instantiate = wasm.instantiate.bind(wasm);
 if (data.wasm) {
   const compiled = data.wasm;
-  (WebAssembly as { instantiate: unknown }).instantiate = async (_bytes: unknown, imports?: WebAssembly.Imports) => {
-    (WebAssembly as { instantiate: unknown }).instantiate = instantiate;
+  wasm.instantiate = async (_bytes: unknown, imports?: object) => {
+    wasm.instantiate = instantiate;
     return { instance: await instantiate(compiled, imports), module: compiled };
   };
 }
