@@ -22,3 +22,24 @@ export function partitionText(text: string, { sizeTokens, overlapTokens }: Parti
   }
   return partitions;
 }
+
+/**
+ * One partition per Markdown section (a heading line and the text up to the next heading); a section longer
+ * than `sizeTokens` is cut into token windows as partitionText cuts a document. Text before the first
+ * heading is a section of its own.
+ */
+export function partitionMarkdown(text: string, options: PartitionOptions): string[] {
+  const sections: string[] = [];
+  let current: string[] = [];
+  let fenced = false;
+  for (const line of text.replace(/\r\n?/g, '\n').split('\n')) {
+    if (/^\s*(```|~~~)/.test(line)) fenced = !fenced;
+    if (!fenced && /^#{1,6}\s/.test(line) && current.some((l) => l.trim().length > 0)) {
+      sections.push(current.join('\n'));
+      current = [];
+    }
+    current.push(line);
+  }
+  sections.push(current.join('\n'));
+  return sections.flatMap((section) => (encode(section).length <= options.sizeTokens ? [section.trim()].filter((t) => t.length > 0) : partitionText(section, options)));
+}

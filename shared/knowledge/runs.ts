@@ -14,6 +14,8 @@ import type { RunMessage } from '../queues/messages.js';
 import type { Services } from '../services.js';
 import { updateDocument } from '../store/update.js';
 import { embedderFor, type Embedder } from './embedder.js';
+import { planOf } from './stages.js';
+import { screen } from '../shielding/plugins.js';
 import { ExtractionError, extractText, formatOf } from './extract.js';
 import { DocumentError, listDocuments, READABLE_SOURCE_TYPES, sourceProblem, sourceSettings, type SourceDocument } from './sources.js';
 import type { IndexedEntry } from './vector-index.js';
@@ -44,7 +46,8 @@ async function prerequisites(s: Services, pipeline: DataPipelineDoc): Promise<{ 
   }
   const problem = sourceProblem(sourceSettings(source));
   if (problem) throw new RunFailure(problem);
-  const embedder = await embedderFor(s, pipeline.embedding_ai_model_object_id, pipeline.embedding_dimensions);
+  const plan = planOf(pipeline);
+  const embedder = await embedderFor(s, plan.embeddingModel, plan.embeddingDimensions);
   if (typeof embedder === 'string') throw new RunFailure(embedder);
   return { source, embedder };
 }
@@ -142,11 +145,10 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
   const pipeline = await s.resourceCache.get(run.data_pipeline_object_id, dataPipelines);
   if (!pipeline) throw new RunFailure('the data pipeline was deleted');
   const { source, embedder } = await prerequisites(s, pipeline);
-  const index = pipeline.index_name;
-  const sizeTokens = pipeline.partition_size_tokens;
-  const overlapTokens = pipeline.partition_overlap_tokens;
+  const plan = planOf(pipeline);
+  const index = plan.index;
   // What the partitions depend on besides the content: changing any of it re-indexes every document.
-  const settings = `${embedder.version}|${sizeTokens}|${overlapTokens}`;
+  const settings = `${embedder.version}|${plan.sizeTokens}|${plan.overlapTokens}|${plan.partitioner}|${plan.shields.join(',')}`;
 
   let documents: SourceDocument[];
   try {
@@ -187,9 +189,12 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
       if (!format) throw new ExtractionError('the document type is not indexed (.txt, .md, .html, .pdf and .docx are)');
       const { title, text } = await extractText(s.extraction, read.bytes, format, doc.file_name, docSignal);
       // The tokenizer's tables are large: loaded by the first run, not at start-up.
-      const { partitionText } = await import('./partition.js');
-      const parts = partitionText(text, { sizeTokens, overlapTokens });
-      if (parts.length === 0) throw new ExtractionError('the document has no text');
+      const { partitionMarkdown, partitionText } = await import('./partition.js');
+      const cut = plan.partitioner === 'markdown' ? partitionMarkdown : partitionText;
+      const all = cut(text, { sizeTokens: plan.sizeTokens, overlapTokens: plan.overlapTokens });
+      if (all.length === 0) throw new ExtractionError('the document has no text');
+      const parts = plan.shields.length > 0 ? await shielded(s, plan.shields, all, doc.source, errors, docSignal) : all;
+      if (parts.length === 0) throw new ExtractionError('every partition of the document was blocked by shielding');
       const { vectors } = await embedder.embed(parts, docSignal);
       await s.vectors.replaceDocument(
         index,
@@ -235,8 +240,19 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
   return { counts, errors, cut: false };
 }
 
+/** The partitions the shielding plugins allow (ShieldStage); each blocked one is named in the run's errors. */
+async function shielded(s: Services, plugins: readonly string[], parts: readonly string[], source: string, errors: RunError[], signal: AbortSignal): Promise<string[]> {
+  const kept: string[] = [];
+  for (const [i, text] of parts.entries()) {
+    const block = await screen(s, plugins, 'pre', text, signal);
+    if (!block) kept.push(text);
+    else if (errors.length < MAX_ERRORS) errors.push({ source, message: `partition ${i + 1} was not indexed: ${block.plugin_name} blocked it (${block.reason})` });
+  }
+  return kept;
+}
+
 /** Removes what a pipeline indexed (its purge). */
 export async function dropPipelineDocuments(s: Services, pipeline: DataPipelineDoc): Promise<void> {
-  const index = pipeline.index_name;
+  const index = planOf(pipeline).index;
   for (const d of await s.vectors.documents(index)) if (d.origin === pipeline.object_id) await s.vectors.removeDocument(index, d.source);
 }

@@ -14,7 +14,7 @@ import { updateDocument } from '../store/update.js';
 import { readArchive } from './archive.js';
 import { Manifest, moduleFiles, NamePart, SemanticVersion, packageName, pluginName, RUNTIMES, type Runtime } from './manifest.js';
 
-import { builtinPlugins } from '../shielding/plugins.js';
+import { builtinPlugins } from './builtin.js';
 
 export const PACKAGES_PK = 'Svc.Platform/pluginPackages';
 
@@ -255,8 +255,7 @@ export class PluginPackages {
     return { bytes: await this.blobs.getBlockBlobClient(v.blob_name).downloadToBuffer(), version: v };
   }
 
-  /** Plugins of every package's current version. */
-  /** The plugins of every package's current version, after the built-in ones (shielding). */
+  /** The plugins of every package's current version, after the built-in ones (plugins/builtin.ts). */
   async plugins() {
     return [...builtinPlugins(this.instanceId), ...(await this.list()).flatMap((p) => {
       const current = p.versions.find((v) => v.package_version === p.current_version);

@@ -37,6 +37,16 @@ export class PluginRuntime {
    * unknown, a Dotnet plugin (catalogued only), another category, or without an entry point.
    */
   async runnable(objectId: string | undefined, category: 'agent tool' | 'agent workflow', field: string): Promise<RunnablePlugin> {
+    const found = await this.lookup(objectId, category, field);
+    if (!found) throw validationError([{ field, message: `${String(objectId).split('/').pop() ?? ''} is not a plugin of this instance` }]);
+    return found;
+  }
+
+  /**
+   * As `runnable`, but a plugin not (yet) installed is undefined rather than a 400: references are saved
+   * in any order (a tool before its package is uploaded); one that exists and cannot run is a 400 at once.
+   */
+  async lookup(objectId: string | undefined, category: 'agent tool' | 'agent workflow', field: string): Promise<RunnablePlugin | undefined> {
     const fail = (message: string) => validationError([{ field, message }]);
     const prefix = `/instances/${this.instanceId}/providers/Svc.Platform/plugins/`;
     if (objectId === undefined) throw fail(`${field} is required`);
@@ -50,7 +60,7 @@ export class PluginRuntime {
     })[0];
     if (!found) {
       if (name.toLowerCase().startsWith('dotnet-')) throw fail(dotnetOnly(name));
-      throw fail(`${name} is not a plugin of this instance`);
+      return undefined;
     }
     const { pkg, plugin, version, sha256 } = found;
     const fullName = `${pkg.package_runtime}-${pkg.package_name}-${plugin.name}`;

@@ -6,12 +6,12 @@ import { DomainError, validationError } from '../errors.js';
 import { UpstreamError } from '../models/upstream-errors.js';
 import type { Services } from '../services.js';
 import { BLOCKLIST_SETTING, cachedBlocklist } from './blocklist.js';
+import { BUILTIN_PACKAGE } from '../plugins/builtin-package.js';
 import { contentSafetyEndpoint, promptShield } from './prompt-shield.js';
 
 export type Stage = 'pre' | 'post';
 export type Verdict = { verdict: 'allowed' } | { verdict: 'blocked'; reason: string };
 
-export const BUILTIN_PACKAGE = 'Dotnet-Builtin';
 export const REFUSAL_SETTING = 'Svc:Shielding:RefusalMessage';
 export const DEFAULT_REFUSAL = 'The request was blocked by the content policy.';
 
@@ -52,20 +52,9 @@ const PLUGINS: readonly ShieldPlugin[] = [
 
 const byName = new Map(PLUGINS.map((p) => [p.name.toLowerCase(), p]));
 
-/** The built-in plugins as `GET .../plugins` lists them. */
-export function builtinPlugins(instanceId: string) {
-  return PLUGINS.map((p) => ({
-    type: 'plugin' as const,
-    name: p.name,
-    object_id: `/instances/${instanceId}/providers/Svc.Platform/plugins/${p.name}`,
-    display_name: p.display_name,
-    description: p.description,
-    category: 'Shielding',
-    plugin_package_object_id: `/instances/${instanceId}/providers/Svc.Platform/pluginPackages/${BUILTIN_PACKAGE}`,
-    parameters: [],
-    parameter_selection_hints: {},
-    dependencies: [],
-  }));
+/** The shielding plugins, for the built-in catalogue (plugins/builtin.ts). */
+export function shieldingPlugins(): readonly Pick<ShieldPlugin, 'name' | 'display_name' | 'description'>[] {
+  return PLUGINS;
 }
 
 /** 400 naming the first plugin of the lists that cannot run here. */

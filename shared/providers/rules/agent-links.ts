@@ -6,6 +6,7 @@
 import { validationError } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { checkRunnable } from '../../shielding/plugins.js';
+import { checkReference } from '../../plugins/references.js';
 import { isOf, type AnyResource, type ResourceKind } from '../resource-type.js';
 import type { AgentDoc } from '../types/agent.js';
 import { aiModels, prompts, tools, workflows, type WorkflowDoc } from '../types/catalog.js';
@@ -18,6 +19,7 @@ const ofKind = (kind: ResourceKind): Link => (doc) => (doc.type === kind.type ? 
 const LINKS = {
   workflow: ofKind(workflows),
   tool: ofKind(tools),
+  pluginTool: (doc) => (isOf(doc, tools) && doc.tool_type === 'plugin' && doc.plugin_object_id === undefined ? 'is a plugin tool without a plugin_object_id: it has nothing to run' : undefined),
   prompt: ofKind(prompts),
   completionModel: (doc) => (!isOf(doc, aiModels) ? `is a ${doc.type}, not a ${aiModels.type}` : doc.model_type === 'completion' ? undefined : 'is not a completion model'),
   embeddingModel: (doc) => (!isOf(doc, aiModels) ? `is a ${doc.type}, not a ${aiModels.type}` : doc.model_type === 'embedding' ? undefined : 'is not an embedding model'),
@@ -31,12 +33,17 @@ export async function checkLink(s: Services, field: string, objectId: string | u
   if (problem) throw validationError([{ field, message: `${objectId} ${problem}` }]);
 }
 
-type AgentLinks = Partial<Pick<AgentDoc, 'workflow_object_id' | 'tool_object_ids' | 'text_rewrite_settings' | 'cache_settings' | 'shielding_settings'>>;
+type AgentLinks = Partial<Pick<AgentDoc, 'workflow_object_id' | 'workflow_parameters' | 'tool_object_ids' | 'text_rewrite_settings' | 'cache_settings' | 'shielding_settings'>>;
 
 /** Checks the links a (possibly partial) agent definition carries. */
 export async function checkAgentLinks(s: Services, d: AgentLinks): Promise<void> {
   await checkLink(s, 'workflow_object_id', d.workflow_object_id, LINKS.workflow);
-  for (const [i, id] of (d.tool_object_ids ?? []).entries()) await checkLink(s, `tool_object_ids[${i}]`, id, LINKS.tool);
+  await checkWorkflowParameters(s, d);
+  for (const [i, id] of (d.tool_object_ids ?? []).entries()) {
+    await checkLink(s, `tool_object_ids[${i}]`, id, LINKS.tool);
+    await checkLink(s, `tool_object_ids[${i}]`, id, LINKS.pluginTool);
+    await checkToolPlugin(s, `tool_object_ids[${i}]`, id);
+  }
   const rewrite = d.text_rewrite_settings?.user_prompt_rewrite_settings;
   await checkLink(s, 'text_rewrite_settings.user_prompt_rewrite_settings.user_prompt_rewrite_ai_model_object_id', rewrite?.user_prompt_rewrite_ai_model_object_id, LINKS.completionModel);
   await checkLink(s, 'text_rewrite_settings.user_prompt_rewrite_settings.user_prompt_rewrite_prompt_object_id', rewrite?.user_prompt_rewrite_prompt_object_id, LINKS.prompt);
@@ -52,4 +59,25 @@ export async function checkAgentLinks(s: Services, d: AgentLinks): Promise<void>
 export async function checkWorkflowLinks(s: Services, d: Pick<WorkflowDoc, 'main_ai_model_object_id' | 'main_prompt_object_id'>): Promise<void> {
   await checkLink(s, 'main_ai_model_object_id', d.main_ai_model_object_id, LINKS.completionModel);
   await checkLink(s, 'main_prompt_object_id', d.main_prompt_object_id, LINKS.prompt);
+}
+
+/** An external workflow's plugin gets the agent's workflow_parameters: they must be the ones it declares. */
+async function checkWorkflowParameters(s: Services, d: AgentLinks): Promise<void> {
+  const workflow = d.workflow_object_id !== undefined ? await s.resourceCache.get(d.workflow_object_id, workflows) : undefined;
+  if (workflow?.workflow_type !== 'external') {
+    if (d.workflow_parameters !== undefined && workflow) throw validationError([{ field: 'workflow_parameters', message: 'valid only with an external workflow (a workflow plugin)' }]);
+    return;
+  }
+  // A plugin removed since its workflow was saved is the completion's 400 to report, not this save's.
+  const plugin = await s.plugins.runnable(workflow.plugin_object_id, 'agent workflow', 'workflow_object_id').catch(() => undefined);
+  if (!plugin) return;
+  const available = new Set((await s.packages.plugins()).map((p) => p.name));
+  checkReference({ name: plugin.name, parameters: plugin.manifest.parameters, dependencies: plugin.manifest.dependencies }, d.workflow_parameters ?? {}, 'workflow_parameters', available);
+}
+
+/** A plugin tool's plugin, when installed, can run here (a Dotnet plugin cannot: no .NET runtime). */
+async function checkToolPlugin(s: Services, field: string, objectId: string): Promise<void> {
+  const tool = await s.resourceCache.get(objectId, tools);
+  if (tool?.tool_type !== 'plugin' || tool.plugin_object_id === undefined) return;
+  await s.plugins.lookup(tool.plugin_object_id, 'agent tool', field);
 }

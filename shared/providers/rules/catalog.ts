@@ -5,6 +5,7 @@ import { thresholdProblem } from '../../analytics/abuse.js';
 import { parseQuotaDefinitions, QUOTA_SETTING } from '../../completions/quotas.js';
 import { validationError } from '../../errors.js';
 import { dropPipelineDocuments } from '../../knowledge/runs.js';
+import { checkPlan, checkStages, planOf } from '../../knowledge/stages.js';
 import { allowedScopes, identityProblem } from '../../models/credentials.js';
 import { resolvesOutside, savedUrlProblem, urlProblem } from '../../net/outbound.js';
 import { BLOCKLIST_SETTING, compileBlocklist } from '../../shielding/blocklist.js';
@@ -16,7 +17,7 @@ import { checkWorkflowLinks } from './agent-links.js';
 
 export const workflowRules: ResourceRules<typeof workflows> = {
   validate: async (definition, { services }) => {
-    if (definition.workflow_type === 'external') await services.plugins.runnable(definition.plugin_object_id, 'agent workflow', 'plugin_object_id');
+    if (definition.workflow_type === 'external') await services.plugins.lookup(definition.plugin_object_id, 'agent workflow', 'plugin_object_id');
     await checkWorkflowLinks(services, definition);
   },
 };
@@ -25,8 +26,8 @@ export const toolRules: ResourceRules<typeof tools> = {
   computed: (d) => (d.tool_type === 'knowledge' ? { top_n: d.top_n ?? 5, retrieval: d.retrieval ?? 'always' } : {}),
   // The server URL follows the rules of user URLs; managed-identity tokens only for allowed scopes.
   validate: async (d, { services }) => {
-    // A plugin tool names a Python agent tool plugin that can run here.
-    if (d.tool_type === 'plugin') await services.plugins.runnable(d.plugin_object_id, 'agent tool', 'plugin_object_id');
+    // A plugin tool's plugin, when installed, is a Python agent tool plugin that can run here.
+    if (d.tool_type === 'plugin' && d.plugin_object_id !== undefined) await services.plugins.lookup(d.plugin_object_id, 'agent tool', 'plugin_object_id');
     if (d.url === undefined || d.url === PLATFORM_MEMORY) return;
     const problem = await savedUrlProblem(d.url, { policy: 'user', allowPrivateNetwork: services.config.allowPrivateNetwork });
     if (problem) throw validationError([{ field: 'url', message: `url ${problem}` }]);
@@ -56,6 +57,12 @@ export const dataSourceRules: ResourceRules<typeof dataSources> = {
 };
 
 export const dataPipelineRules: ResourceRules<typeof dataPipelines> = {
+  // Stages name built-in stage plugins, in order, with parameters they declare.
+  validate: (d) => {
+    checkStages(d.stages);
+    checkPlan(planOf(d));
+    return Promise.resolve();
+  },
   // A purged pipeline takes what it indexed with it.
   afterPurge: (doc, { services }) => dropPipelineDocuments(services, doc),
 };

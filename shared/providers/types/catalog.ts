@@ -5,6 +5,7 @@ import { z } from 'zod';
 import { SECRET_NAME, SECRET_NAME_RULE } from '../../config.js';
 import { definition, type ResourceKind, type ResourceOf } from '../resource-type.js';
 import { ApiEndpointFields, checkEndpoint, ModelParametersFields } from './model-fields.js';
+import { Stage } from '../../knowledge/stages.js';
 
 /** The object id of one resource of this instance's provider tree. */
 const ObjectId = z.string().regex(/^\/instances\/[^/]+\/providers\/Svc\.[A-Za-z]+\/[A-Za-z]+\/[^/]+$/, 'must be a resource object id');
@@ -65,7 +66,6 @@ export const tools = {
     };
     only('knowledge', ['index_name', 'top_n', 'retrieval']);
     only('plugin', ['plugin_object_id']);
-    if (d.tool_type === 'plugin' && d.plugin_object_id === undefined) ctx.addIssue({ code: 'custom', path: ['plugin_object_id'], message: 'plugin_object_id is required for a plugin tool' });
     only('mcp', ['url', 'allowed_tools', 'authentication_type', 'authentication_parameters', 'headers']);
     if (d.tool_type === 'knowledge' && d.index_name === undefined) ctx.addIssue({ code: 'custom', path: ['index_name'], message: 'index_name is required for a knowledge tool' });
     if (d.tool_type === 'mcp' && d.url === undefined) ctx.addIssue({ code: 'custom', path: ['url'], message: 'url is required for an mcp tool' });
@@ -123,6 +123,12 @@ export const dataPipelines = {
     embedding_dimensions: z.number().int().min(1).max(8192).optional(),
     partition_size_tokens: z.number().int().min(16).max(8192).default(400),
     partition_overlap_tokens: z.number().int().min(0).max(8191).default(100),
+    stages: z
+      .array(Stage)
+      .min(1)
+      .max(10)
+      .optional()
+      .describe('Data Pipeline Stage plugins in the order they run, with their parameters (docs/plugins.md); absent: extract, partition, embed, index with the settings above'),
   }).refine((d) => d.partition_overlap_tokens < d.partition_size_tokens, { path: ['partition_overlap_tokens'], message: 'must be less than partition_size_tokens' }),
 } satisfies ResourceKind;
 

@@ -49,7 +49,13 @@ const PLUGINS = [
   },
   { name: 'remember', category: 'agent tool', entry_point: 'acme.tools:remember', parameters: [{ name: 'note', type: 'string' }] },
   { name: 'broken', category: 'agent tool', entry_point: 'acme.tools:broken' },
-  { name: 'answer', category: 'agent workflow', entry_point: 'acme.tools:answer' },
+  {
+    name: 'answer',
+    category: 'agent workflow',
+    entry_point: 'acme.tools:answer',
+    parameters: [{ name: 'model', type: 'resource-object-id', description: 'The model it asks' }],
+    dependencies: [{ selection_type: 'Single', dependency_plugin_names: ['Python-acme-lookup'] }],
+  },
   { name: 'failing', category: 'agent workflow', entry_point: 'acme.tools:failing' },
   { name: 'catalogued', category: 'agent tool' },
 ];
@@ -122,7 +128,6 @@ describe('plugins', () => {
 
   it('refuses a plugin tool whose plugin cannot run here, saying why', async () => {
     const cases: [string, RegExp][] = [
-      [plugin('missing'), /Python-acme-missing is not a plugin of this instance/],
       [`/instances/${INSTANCE}/providers/Svc.Platform/plugins/Dotnet-Builtin-Blocklist`, /Dotnet packages are catalogued only, as this service has no \.NET runtime/],
       [plugin('answer'), /is an agent workflow plugin, not an agent tool plugin/],
       [plugin('catalogued'), /declares no entry_point/],
@@ -132,7 +137,14 @@ describe('plugins', () => {
       expect(r.status).toBe(400);
       expect(JSON.stringify(r.body)).toMatch(message);
     }
-    expect((await saveTool('bad-plugin', { tool_type: 'plugin' })).status).toBe(400);
+    // A tool may be saved before its package is uploaded, or without a plugin; an agent cannot use it then.
+    expect((await saveTool('later', { tool_type: 'plugin', plugin_object_id: plugin('missing') })).status).toBe(200);
+    expect((await saveTool('empty', { tool_type: 'plugin' })).status).toBe(200);
+    const r = await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Agent/agents/clerk`, {
+      body: { ...((await app.call('GET', `${app.management}/instances/${INSTANCE}/providers/Svc.Agent/agents/clerk`)).body as { resource: object }).resource, tool_object_ids: [objectId('Svc.Agent', 'tools', 'empty')] },
+    });
+    expect(r.status).toBe(400);
+    expect(JSON.stringify(r.body)).toContain('is a plugin tool without a plugin_object_id');
   });
 
   it('runs code with the attachments in its working directory; the files it writes become the caller\'s uploads', async () => {
@@ -188,11 +200,24 @@ describe('plugins', () => {
     }, 60_000);
 
     it('is a 502 PluginFailed with the reason when its plugin fails', async () => {
-      await updateAgent(app, 'clerk', { workflow_object_id: objectId('Svc.Agent', 'workflows', 'failing') });
+      await updateAgent(app, 'clerk', { workflow_object_id: objectId('Svc.Agent', 'workflows', 'failing'), workflow_parameters: {} });
       const r = await complete(app, 'clerk', 'go');
       expect(r.status).toBe(502);
       expect(r.body).toMatchObject({ error: { code: 'PluginFailed', message: expect.stringContaining('svc.complete: /instances/x/providers/Svc.AIModel/aiModels/none is not a completion model') as string } });
     }, 60_000);
+
+    it("checks the agent's workflow_parameters against the parameters its plugin declares", async () => {
+      const agentUrl = `${app.management}/instances/${INSTANCE}/providers/Svc.Agent/agents/clerk`;
+      const current = ((await app.call('GET', agentUrl)).body as { resource: Record<string, unknown> }).resource;
+      const bad = async (parameters: Record<string, unknown>, message: string) => {
+        const r = await app.call('POST', agentUrl, { body: { ...current, workflow_object_id: objectId('Svc.Agent', 'workflows', 'planner'), workflow_parameters: parameters } });
+        expect(r.status, JSON.stringify(r.body)).toBe(400);
+        expect(JSON.stringify(r.body)).toContain(message);
+      };
+      await bad({}, 'workflow_parameters.model: model is required by Python-acme-answer');
+      await bad({ model: 'gpt' }, 'workflow_parameters.model: model must be a resource object id');
+      await bad({ model: objectId('Svc.AIModel', 'aiModels', 'clerk-model'), extra: 1 }, 'workflow_parameters.extra: extra is not a parameter of Python-acme-answer');
+    });
 
     it('needs its plugin to be an agent workflow plugin', async () => {
       const r = await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Agent/workflows/wrong`, { body: { name: 'wrong', workflow_type: 'external', workflow_host: 'builtin', plugin_object_id: plugin('lookup') } });

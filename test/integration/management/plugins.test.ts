@@ -28,14 +28,12 @@ describe('plugin packages', () => {
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(r.body).toMatchObject({ object_id: `/instances/${INSTANCE}/providers/Svc.Platform/pluginPackages/Python-acctools`, is_success: true, resource: { current_version: '1.0.0', plugins: ['echo', 'planner'] } });
     expect(await packageNames()).toContain('Python-acctools');
-    // The built-in shielding plugins come first, then the packages'.
+    // The built-in plugins come first (every category the service runs), then the packages'.
     const all = await plugins();
-    expect(all.slice(0, 2).map((p) => [p.name, p.category])).toEqual([
-      ['Dotnet-Builtin-Blocklist', 'Shielding'],
-      ['Dotnet-Builtin-PromptShield', 'Shielding'],
-    ]);
-    expect(all[0]?.plugin_package_object_id).toBe(`/instances/${INSTANCE}/providers/Svc.Platform/pluginPackages/Dotnet-Builtin`);
-    const listed = all.slice(2);
+    const builtin = all.filter((p) => p.plugin_package_object_id === `/instances/${INSTANCE}/providers/Svc.Platform/pluginPackages/Dotnet-Builtin`);
+    expect(all.slice(0, builtin.length)).toEqual(builtin);
+    expect(builtin.filter((p) => p.category === 'Shielding').map((p) => p.name)).toEqual(['Dotnet-Builtin-Blocklist', 'Dotnet-Builtin-PromptShield']);
+    const listed = all.slice(builtin.length);
     expect(listed.map((p) => p.name).sort()).toEqual(['Python-acctools-echo', 'Python-acctools-planner']);
     expect(listed[0]?.plugin_package_object_id).toBe(`/instances/${INSTANCE}/providers/Svc.Platform/pluginPackages/Python-acctools`);
     const plannerPlugin = listed.find((p) => p.name === 'Python-acctools-planner');
@@ -76,6 +74,10 @@ describe('plugin packages', () => {
     const r = await upload('Dotnet-shields', nupkg, { type: 'plugin-package', name: 'shields', package_runtime: 'Dotnet', package_version: '1.0.0' });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     expect(((await app.call('POST', url('plugins/filter'), { body: { categories: ['Shielding', 'Data Source'] } })).body as { name: string }[]).map((p) => p.name)).toEqual([
+      'Dotnet-Builtin-AzureBlobDataSource',
+      'Dotnet-Builtin-WebDataSource',
+      'Dotnet-Builtin-SharePointOnlineDataSource',
+      'Dotnet-Builtin-AzureDataLakeDataSource',
       'Dotnet-Builtin-Blocklist',
       'Dotnet-Builtin-PromptShield',
       'Dotnet-shields-prompt-shield',
