@@ -1,18 +1,12 @@
 // A data pipeline's stages: the built-in Data Pipeline Stage plugins it names, in order, with their
 // parameters, checked on save and read into the plan a run follows. Without `stages` a pipeline runs
 // extract, partition (by tokens), embed and index with its own settings.
-import { z } from 'zod';
 import { validationError } from '../errors.js';
 import { builtinCatalogue, builtinPlugin, MARKDOWN_PARTITIONING, STAGES } from '../plugins/builtin.js';
 import { checkReference } from '../plugins/references.js';
+import type { Stage } from '../providers/types/catalog.js';
 
-export const Stage = z
-  .object({
-    plugin_name: z.string().min(1).describe(`A Data Pipeline Stage plugin (${Object.values(STAGES).join(', ')})`),
-    plugin_parameters: z.record(z.string(), z.unknown()).default({}).describe("The stage's parameters, as the plugin declares them"),
-  })
-  .strict();
-export type Stage = z.output<typeof Stage>;
+export type { Stage };
 
 /** What a run does to each document. */
 export interface PipelinePlan {

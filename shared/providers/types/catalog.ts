@@ -5,7 +5,6 @@ import { z } from 'zod';
 import { SECRET_NAME, SECRET_NAME_RULE } from '../../config.js';
 import { definition, type ResourceKind, type ResourceOf } from '../resource-type.js';
 import { ApiEndpointFields, checkEndpoint, ModelParametersFields } from './model-fields.js';
-import { Stage } from '../../knowledge/stages.js';
 
 /** The object id of one resource of this instance's provider tree. */
 const ObjectId = z.string().regex(/^\/instances\/[^/]+\/providers\/Svc\.[A-Za-z]+\/[A-Za-z]+\/[^/]+$/, 'must be a resource object id');
@@ -109,6 +108,15 @@ export const dataSources = {
     if (d.data_source_type !== 'Web' && d.urls !== undefined) ctx.addIssue({ code: 'custom', path: ['urls'], message: 'valid only for a Web data source' });
   }),
 } satisfies ResourceKind;
+
+/** One stage of a data pipeline: a built-in Data Pipeline Stage plugin and its parameters (knowledge/stages.ts). */
+export const Stage = z
+  .object({
+    plugin_name: z.string().min(1).describe('A Data Pipeline Stage plugin: Dotnet-Builtin-ExtractStage, -PartitionStage, -ShieldStage, -EmbedStage or -IndexStage'),
+    plugin_parameters: z.record(z.string(), z.unknown()).default({}).describe("The stage's parameters, as the plugin declares them"),
+  })
+  .strict();
+export type Stage = z.output<typeof Stage>;
 
 /** What to read from a data source, how to partition it, which model embeds it, and the index. */
 export const dataPipelines = {
