@@ -1,4 +1,4 @@
-// `npm run bench [http] [completions] [analytics] [knowledge] [peers] [startup]`: the service against baselines measured in the same run
+// `npm run bench [http] [completions] [analytics] [knowledge] [peers] [startup] [plugins]`: the service against baselines measured in the same run
 // on the same machine (all sections when none is named). Ratios, not absolute times, are what to compare
 // between machines. BENCH_SECONDS sets the length of each load case; BENCH_ANALYTICS_MESSAGES and
 // BENCH_ANALYTICS_USAGE the analytics data set (default 1,000,000 and 100,000).
@@ -10,6 +10,7 @@ import { benchCompletions, benchStages, benchStreaming, type CompletionBench } f
 import { benchKnowledge } from './knowledge.js';
 import { load, report } from './load.js';
 import { benchPeers } from './peers.js';
+import { benchPlugins } from './plugins.js';
 import { benchRecords } from './records.js';
 import { benchStartup } from './startup.js';
 
@@ -22,7 +23,7 @@ async function baselineServer(): Promise<{ url: string; close(): void }> {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
 }
 
-const SECTIONS = ['http', 'completions', 'analytics', 'knowledge', 'peers', 'startup'] as const;
+const SECTIONS = ['http', 'completions', 'analytics', 'knowledge', 'peers', 'startup', 'plugins'] as const;
 
 async function main() {
   const seconds = Number(process.env.BENCH_SECONDS ?? 3);
@@ -81,6 +82,21 @@ async function main() {
   if (run('knowledge')) await reportKnowledge();
   if (run('peers')) await reportPeers();
   if (run('startup')) await reportStartup();
+  if (run('plugins')) await reportPlugins();
+}
+
+async function reportPlugins() {
+  const p = await benchPlugins();
+  console.log('\n## Plugins: the local Python sandbox (Pyodide worker threads, one fresh interpreter per call)');
+  console.table([
+    { case: 'cold start: the first call of a process (snapshot made, WebAssembly compiled)', result: `${p.coldMs} ms` },
+    {
+      case: 'warm call of a plugin that returns at once (an interpreter ready)',
+      result: `p50 ${p.warm.p50} ms, p99 ${p.warm.p99} ms (target p50 <= 20 ms: ${p.warm.p50 <= 20 ? 'met' : 'MISSED'}); a worker thread round trip: p50 ${p.warm.baselineP50} ms (${(p.warm.p50 / p.warm.baselineP50).toFixed(0)}x)`,
+    },
+    { case: `code interpreter writing a ${(p.csv.bytes / 1e6).toFixed(2)} MB CSV`, result: `p50 ${p.csv.p50} ms; the same run writing nothing: p50 ${p.csv.nothingP50} ms (${(p.csv.p50 / p.csv.nothingP50).toFixed(1)}x)` },
+    { case: 'RSS of the process', result: `${p.rss.before} MiB before the sandbox; ${p.rss.warm} MiB with a warm pool of 2 interpreters (+${p.rss.warm - p.rss.before} MiB)` },
+  ]);
 }
 
 async function reportStartup() {

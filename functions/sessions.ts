@@ -45,7 +45,16 @@ const Message = z
               outcome: z.enum(['Succeeded', 'Failed', 'TimedOut']),
             })
             .meta({ id: 'ToolExecutionArtifact' }),
-          z.looseObject({ type: z.string() }).describe('Another kind of artifact (e.g. `File`)'),
+          z
+            .object({
+              type: z.literal('File'),
+              file_object_id: z.string().describe("The file: an upload of the caller's (GET /files/{fileId}/content)"),
+              file_name: z.string(),
+              content_type: z.string(),
+            })
+            .meta({ id: 'FileArtifact' })
+            .describe('A file the code interpreter wrote'),
+          z.looseObject({ type: z.string() }).describe('Another kind of artifact'),
         ]),
       )
       .optional()

@@ -84,6 +84,26 @@ export function textOf(content: MessageContent): string {
 
 const words = (content: MessageContent) => textOf(content).split(/\s+/).filter(Boolean).length;
 
+/**
+ * A tool call the user's message asks for: a line `/call NAME {json arguments}`, or `/call python` followed
+ * by lines of code (the code interpreter), when NAME is among the offered functions.
+ */
+export function scriptedCall(message: string, tools: readonly { function: { name: string } }[]): { name: string; arguments: Record<string, unknown> } | undefined {
+  const at = message.search(/^\/call /m);
+  const m = at < 0 ? null : /^\/call ([A-Za-z0-9_-]{1,64})[ \t]*(.*)$/s.exec(message.slice(at));
+  if (!m) return undefined;
+  const [, name = '', rest = ''] = m;
+  if (!tools.some((t) => t.function.name === name)) return undefined;
+  const [first = '', ...lines] = rest.split('\n');
+  if (name === 'python' && first.trim() === '') return { name, arguments: { code: lines.join('\n') } };
+  try {
+    const args: unknown = JSON.parse(rest.trim() || '{}');
+    return typeof args === 'object' && args !== null && !Array.isArray(args) ? { name, arguments: args as Record<string, unknown> } : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The echo of the last user message; after tool results, what the tools said. */
 function reply(body: ChatRequest['body']) {
   const lastUser = body.messages.map((m) => m.role).lastIndexOf('user');
@@ -301,8 +321,10 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number;
       res.on('close', () => {
         if (!res.writableFinished) aborted++;
       });
-      const reflexed = reflex && body.tools?.some((t) => t.function.name === reflex?.name) && body.messages.at(-1)?.role === 'user' ? { toolCalls: [reflex] } : undefined;
-      const behavior = queue.shift() ?? reflexed;
+      const lastIsUser = body.messages.at(-1)?.role === 'user';
+      const scripted = lastIsUser ? scriptedCall(textOf(body.messages.at(-1)?.content ?? null), body.tools ?? []) : undefined;
+      const reflexed = reflex && body.tools?.some((t) => t.function.name === reflex?.name) && lastIsUser ? { toolCalls: [reflex] } : undefined;
+      const behavior = queue.shift() ?? (scripted ? { toolCalls: [scripted] } : reflexed);
       const answer = () => {
         if (res.destroyed) return;
         if (body.stream === true) stream(body, res, n);
@@ -354,6 +376,11 @@ streamed), embeddings and tool calls, for trying agents, memory and tools with n
                         when a call offers the function NAME and the last message is the user's, call it
                         once with JSON as its arguments (default {}); the answer after the tool result is
                         the echo. Offered names are <tool>__<function>, e.g. memory__append_memory
+
+A message can ask for a tool call itself: a line "/call NAME {json arguments}" calls the offered function
+NAME (a plugin tool by its short name, e.g. /call lookup {"order_id": "A-17"}), and "/call python"
+followed by lines of code runs them in the code interpreter. The answer after the results says what the
+tools said.
   --files DIR           also serve the files of DIR at /files/ (a local Web source for knowledge pipelines)
 `;
 

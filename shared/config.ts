@@ -98,7 +98,7 @@ const Env = z.object({
   TOOL_RESULT_MAX_CHARS: optional(PositiveInt).default(16_000),
   /** Deadline of one plugin or code interpreter call in the Python sandbox. */
   PLUGIN_TIMEOUT_SECONDS: optional(z.coerce.number().int().min(1).max(600)).default(30),
-  /** Memory of one sandbox call (its interpreter's memory), MiB; files it writes count against it too. */
+  /** Memory of one sandbox call (its interpreter's memory), MiB; the files it writes may take as many bytes again. */
   PLUGIN_MEMORY_MB: optional(z.coerce.number().int().min(64).max(4096)).default(256),
   /**
    * Azure Container Apps dynamic sessions: the management endpoint of a Python code interpreter session pool.

@@ -136,6 +136,7 @@ export type Session = Schemas['Session'];
 export type Message = Schemas['Message'];
 export type CompletionPrompt = Schemas['CompletionPrompt'];
 export type ToolExecutionArtifact = Schemas['ToolExecutionArtifact'];
+export type FileArtifact = Schemas['FileArtifact'];
 export type AgentItem = Schemas['AgentListItem'];
 
 export interface Branding {

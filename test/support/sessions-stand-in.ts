@@ -80,6 +80,8 @@ export async function startSessionsStandIn(options: { timeoutMs?: number } = {})
     json(res, 404, { error: 'not found' });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  // The stand-in's first run makes its interpreter snapshot (seconds): done here, not in a test's deadline.
+  await python.run({ packageFiles: [], workFiles: [], task: { code: 'pass' } });
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     token,

@@ -1,8 +1,8 @@
 // One answer as the chat shows it: its text as Markdown, its sources with their scores, token counts, content
 // artifacts, the prompt the model was sent, and its rating. Everything comes from the stored message, so a
 // reloaded conversation shows the same as a live one.
-import { useState } from 'preact/hooks';
-import type { Citation, CompletionPrompt, Message, Session, ToolExecutionArtifact } from '../api';
+import { useEffect, useState } from 'preact/hooks';
+import type { Citation, CompletionPrompt, FileArtifact, Message, Session, ToolExecutionArtifact } from '../api';
 import { ThumbDown, ThumbUp } from '../icons';
 import { type Context, ErrorText } from '../shell';
 import type { AgentView } from './agent-view';
@@ -26,6 +26,38 @@ export function Citations({ citations }: { citations: readonly Citation[] }) {
 
 type Artifact = NonNullable<Message['content_artifacts']>[number];
 const isToolExecution = (a: Artifact): a is ToolExecutionArtifact => a.type === 'ToolExecution';
+const isFile = (a: Artifact): a is FileArtifact => a.type === 'File' && typeof (a as FileArtifact).file_object_id === 'string';
+
+/** A file the answer produced (the code interpreter's): an image inline, anything else as a download. */
+function FileOutput({ ctx, file }: { ctx: Context; file: FileArtifact }) {
+  const [url, setUrl] = useState<string>();
+  const [error, setError] = useState<unknown>();
+  const id = file.file_object_id.split('/').pop() ?? '';
+  useEffect(() => {
+    let made: string | undefined;
+    ctx.api
+      .call('core', `/files/${encodeURIComponent(id)}/content`)
+      .then((r) => r.blob())
+      .then((b) => setUrl((made = URL.createObjectURL(b))), setError);
+    return () => made && URL.revokeObjectURL(made);
+  }, [id]);
+  return (
+    <figure class="file-output">
+      {url && file.content_type.startsWith('image/') && <img src={url} alt={file.file_name} />}
+      <figcaption>
+        {url ? (
+          <a href={url} download={file.file_name}>
+            {file.file_name}
+          </a>
+        ) : (
+          file.file_name
+        )}{' '}
+        <span class="muted">{file.content_type}</span>
+      </figcaption>
+      <ErrorText error={error} />
+    </figure>
+  );
+}
 
 /** A content artifact in words: a tool execution by its tool, function, outcome and time; others by their type and name. */
 function artifactText(a: Artifact): string {
@@ -71,6 +103,9 @@ export function AssistantMessage({ ctx, view, session, m, sender, onRated }: { c
     <li class="message assistant">
       <span class="sender">{sender}</span>
       <Markdown text={m.text} />
+      {artifacts.filter(isFile).map((f) => (
+        <FileOutput key={f.file_object_id} ctx={ctx} file={f} />
+      ))}
       {citations.length > 0 && <Citations citations={citations} />}
       {view.show_content_artifacts && artifacts.length > 0 && (
         <details class="artifacts">

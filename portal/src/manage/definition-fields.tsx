@@ -6,24 +6,49 @@ import { useEffect, useState } from 'preact/hooks';
 import { text, unwrap, type Resource } from '../resource';
 import type { Context } from '../shell';
 
-type Field =
-  | { field: string; label: string; kind: 'text' | 'multiline' | 'number' | 'lines' }
-  | { field: string; label: string; kind: 'choice'; options: readonly string[] }
-  /** The object id of another resource, from the list at `path`. */
-  | { field: string; label: string; kind: 'ref'; path: string };
+/** A field shown only while another field of the definition has one of these values (a tool's type). */
+type When = { when?: { field: string; values: readonly string[] } };
+
+type Field = When &
+  (
+    | { field: string; label: string; kind: 'text' | 'multiline' | 'number' | 'lines' }
+    | { field: string; label: string; kind: 'choice'; options: readonly string[] }
+    /** The object id of another resource (or several: `refs`), from the list at `path`, those `pick` keeps. */
+    | { field: string; label: string; kind: 'ref' | 'refs'; path: string; pick?: (r: Resource) => boolean }
+  );
 
 const description: Field = { field: 'description', label: 'Description', kind: 'text' };
 const MODELS = 'Svc.AIModel/aiModels';
+const PLUGINS = 'Svc.Platform/plugins';
+const only = (field: string, ...values: string[]) => ({ when: { field, values } });
+const ofCategory = (category: string) => (r: Resource) => r.category === category && !text(r.name).startsWith('Dotnet-');
 
 /** Controls per resource type (keys of the portal's sections), in the order a form shows them. */
 export const FIELDS: Record<string, readonly Field[]> = {
-  agents: [{ field: 'display_name', label: 'Display name', kind: 'text' }, description, { field: 'workflow_object_id', label: 'Workflow', kind: 'ref', path: 'Svc.Agent/workflows' }],
+  agents: [
+    { field: 'display_name', label: 'Display name', kind: 'text' },
+    description,
+    { field: 'workflow_object_id', label: 'Workflow', kind: 'ref', path: 'Svc.Agent/workflows' },
+    { field: 'tool_object_ids', label: 'Tools', kind: 'refs', path: 'Svc.Agent/tools' },
+  ],
   workflows: [
     description,
-    { field: 'workflow_type', label: 'Workflow type', kind: 'choice', options: ['chat'] },
+    { field: 'workflow_type', label: 'Workflow type', kind: 'choice', options: ['chat', 'external'] },
     { field: 'workflow_host', label: 'Workflow host', kind: 'choice', options: ['builtin'] },
-    { field: 'main_ai_model_object_id', label: 'Main AI model', kind: 'ref', path: MODELS },
-    { field: 'main_prompt_object_id', label: 'Main prompt', kind: 'ref', path: 'Svc.Prompt/prompts' },
+    { field: 'main_ai_model_object_id', label: 'Main AI model', kind: 'ref', path: MODELS, ...only('workflow_type', 'chat') },
+    { field: 'main_prompt_object_id', label: 'Main prompt', kind: 'ref', path: 'Svc.Prompt/prompts', ...only('workflow_type', 'chat') },
+    { field: 'plugin_object_id', label: 'Workflow plugin', kind: 'ref', path: PLUGINS, pick: ofCategory('agent workflow'), ...only('workflow_type', 'external') },
+  ],
+  tools: [
+    description,
+    { field: 'tool_type', label: 'Tool type', kind: 'choice', options: ['knowledge', 'mcp', 'plugin', 'code-interpreter'] },
+    { field: 'index_name', label: 'Knowledge index', kind: 'text', ...only('tool_type', 'knowledge') },
+    { field: 'retrieval', label: 'Retrieval', kind: 'choice', options: ['always', 'on_demand'], ...only('tool_type', 'knowledge') },
+    { field: 'top_n', label: 'Passages retrieved', kind: 'number', ...only('tool_type', 'knowledge') },
+    { field: 'url', label: 'Server URL (streamable HTTP, or platform://memory)', kind: 'text', ...only('tool_type', 'mcp') },
+    { field: 'allowed_tools', label: 'Allowed tools (one per line)', kind: 'lines', ...only('tool_type', 'mcp') },
+    { field: 'authentication_type', label: 'Authentication', kind: 'choice', options: ['None', 'APIKey', 'AzureIdentity'], ...only('tool_type', 'mcp') },
+    { field: 'plugin_object_id', label: 'Tool plugin', kind: 'ref', path: PLUGINS, pick: ofCategory('agent tool'), ...only('tool_type', 'plugin') },
   ],
   prompts: [description, { field: 'category', label: 'Category', kind: 'text' }, { field: 'prefix', label: 'Prefix (the system prompt)', kind: 'multiline' }, { field: 'suffix', label: 'Suffix', kind: 'multiline' }],
   models: [
@@ -60,9 +85,9 @@ export const FIELDS: Record<string, readonly Field[]> = {
   ],
 };
 
-/** A field's value as its control shows it. */
+/** A field's value as its control shows it (`refs`: the object ids, one per line). */
 function shown(f: Field, v: unknown): string {
-  if (f.kind === 'lines') return Array.isArray(v) ? v.map(text).join('\n') : '';
+  if (f.kind === 'lines' || f.kind === 'refs') return Array.isArray(v) ? v.map(text).join('\n') : '';
   return text(v);
 }
 
@@ -70,7 +95,7 @@ function shown(f: Field, v: unknown): string {
 function stored(f: Field, value: string): unknown {
   if (value.trim() === '') return undefined;
   if (f.kind === 'number') return Number(value);
-  if (f.kind === 'lines') return value.split('\n').map((l) => l.trim()).filter(Boolean);
+  if (f.kind === 'lines' || f.kind === 'refs') return value.split('\n').map((l) => l.trim()).filter(Boolean);
   return value;
 }
 
@@ -101,7 +126,27 @@ function Control({ f, value, options, onValue }: { f: Field; value: unknown; opt
     setTyped(e.currentTarget.value);
     onValue(stored(f, e.currentTarget.value));
   };
-  const wide = f.kind === 'multiline' || f.kind === 'lines';
+  const wide = f.kind === 'multiline' || f.kind === 'lines' || f.kind === 'refs';
+  if (f.kind === 'refs') {
+    // One checkbox per resource; object ids in the definition that are not listed stay as they are.
+    const chosen = draft.split('\n').filter(Boolean);
+    const toggle = (value: string, on: boolean) => {
+      const next = on ? [...chosen, value] : chosen.filter((c) => c !== value);
+      setTyped(next.join('\n'));
+      onValue(next.length > 0 ? next : undefined);
+    };
+    return (
+      <fieldset class="wide refs">
+        <legend>{f.label}</legend>
+        {options.length === 0 && <span class="muted">None yet</span>}
+        {options.map((o) => (
+          <label key={o.value} class="check">
+            <input type="checkbox" checked={chosen.includes(o.value)} onChange={(e) => toggle(o.value, e.currentTarget.checked)} /> {o.label}
+          </label>
+        ))}
+      </fieldset>
+    );
+  }
   return (
     <div class={wide ? 'wide' : undefined}>
       <label for={id}>{f.label}</label>
@@ -131,15 +176,20 @@ export function DefinitionFields({ ctx, kind, definition, onChange }: { ctx: Con
   const fields = FIELDS[kind] ?? [];
   const choices = useChoices(
     ctx,
-    fields.flatMap((f) => (f.kind === 'ref' ? [f.path] : [])),
+    fields.flatMap((f) => (f.kind === 'ref' || f.kind === 'refs' ? [f.path] : [])),
   );
   if (fields.length === 0) return null;
   const optionsOf = (f: Field) =>
-    f.kind === 'choice' ? f.options.map((o) => ({ value: o, label: o })) : f.kind === 'ref' ? (choices[f.path] ?? []).map((r) => ({ value: text(r.object_id), label: r.name })) : [];
+    f.kind === 'choice'
+      ? f.options.map((o) => ({ value: o, label: o }))
+      : f.kind === 'ref' || f.kind === 'refs'
+        ? (choices[f.path] ?? []).filter((r) => !f.pick || f.pick(r)).map((r) => ({ value: text(r.object_id), label: r.name }))
+        : [];
+  const visible = fields.filter((f) => !f.when || f.when.values.includes(text(definition?.[f.when.field])));
   return (
     <fieldset class="definition-fields" disabled={!definition}>
       <legend>{definition ? 'Fields' : 'Fields (fix the JSON below to use them)'}</legend>
-      {fields.map((f) => (
+      {visible.map((f) => (
         <Control
           key={f.field}
           f={f}

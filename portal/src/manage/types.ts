@@ -5,6 +5,7 @@ import { text, type Resource } from '../resource';
 export const TYPES = {
   agents: { title: 'Agents', path: 'Svc.Agent/agents', type: 'agent' },
   workflows: { title: 'Workflows', path: 'Svc.Agent/workflows', type: 'workflow' },
+  tools: { title: 'Tools', path: 'Svc.Agent/tools', type: 'tool' },
   prompts: { title: 'Prompts', path: 'Svc.Prompt/prompts', type: 'prompt' },
   models: { title: 'AI models', path: 'Svc.AIModel/aiModels', type: 'ai-model' },
   endpoints: { title: 'API endpoints', path: 'Svc.Configuration/apiEndpointConfigurations', type: 'api-endpoint' },

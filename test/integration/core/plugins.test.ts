@@ -1,7 +1,10 @@
 // Plugins that run: an agent tool plugin offered to the model by its short name with its declared parameters,
 // an external workflow whose plugin answers through `svc`, and the code interpreter with attachments in and
 // files out, each through the Core API as a client sees it.
+import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { oidForUpn } from '../../../shared/auth/local-idp.js';
+import { ROLE_IDS, roleDefinitionPath } from '../../../shared/auth/roles.js';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { grantReader, seedAgent } from '../../support/agents.js';
@@ -125,6 +128,23 @@ describe('plugins', () => {
     const bob = await complete(app, 'clerk', 'and this', {}, 'bob@example.com');
     expect(bob.body.completion).toBe('Tools said: ["bob-note"]');
   }, 60_000);
+
+  it("counts plugin executions in the tool analytics", async () => {
+    const name = randomUUID();
+    const assigned = await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/${name}`, {
+      body: { name, principal_id: oidForUpn('analyst@example.com'), principal_type: 'User', role_definition_id: roleDefinitionPath(ROLE_IDS.analyticsReader), scope: `/instances/${INSTANCE}` },
+    });
+    expect(assigned.status).toBe(200);
+    const today = new Date().toISOString().slice(0, 10);
+    const r = await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Analytics/analytics/query?api-version=2024-02-16`, {
+      body: { request_type: 5, filters: { start_date: `${today}T00:00:00Z`, end_date: `${today}T23:59:59Z` } },
+      as: 'analyst@example.com',
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(200);
+    const tools = (r.body as { resource: { data: { tool_name: string; usage_count: number }[] } }).resource.data;
+    // lookup ran twice (once alone, once beside broken), broken once, remember twice.
+    expect(tools).toEqual(expect.arrayContaining([{ tool_name: 'lookup', usage_count: 2 }, { tool_name: 'broken', usage_count: 1 }, { tool_name: 'remember', usage_count: 2 }]));
+  });
 
   it('refuses a plugin tool whose plugin cannot run here, saying why', async () => {
     const cases: [string, RegExp][] = [

@@ -61,10 +61,12 @@ afterAll(async () => {
 
 describe.each(['pyodide', 'sessions'])('the %s sandbox', (name) => {
   let sandbox: Sandbox;
-  beforeAll(() => {
+  beforeAll(async () => {
     sandbox = (adapters[name] as () => Sandbox)();
     made.push(sandbox);
-  });
+    // A process's first local call makes the interpreter snapshot (seconds on a loaded machine): not a test's deadline.
+    await sandbox.run({ packageFiles: [], workFiles: [], task: { code: 'pass' } });
+  }, 120_000);
 
   it('calls the entry point with its argument and returns what it returns', async () => {
     const result = await sandbox.run(call('echo', { text: 'hello' }));
