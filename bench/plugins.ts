@@ -1,17 +1,20 @@
-// `npm run bench -- plugins`: the local Python sandbox (Pyodide worker threads, as the service runs it). The
+// `npm run bench -- plugins`: the local Python sandbox (Pyodide worker threads, as the service runs them:
+// the built code, so the workers start as plain JavaScript, as in the bundle `npm start` runs). The
 // cold start of the first call; a warm call of a plugin that returns at once, against a worker thread's
 // message round trip (the least any call off the request thread costs), measured in the same run; a code
 // interpreter run that writes a 1 MB CSV, against one that writes nothing; and the memory a warm pool holds.
+import { existsSync } from 'node:fs';
 import { performance } from 'node:perf_hooks';
 import { Worker } from 'node:worker_threads';
-import { PyodideSandbox } from '../shared/sandbox/pyodide-sandbox.js';
 import type { SandboxJob } from '../shared/sandbox/sandbox.js';
+
+const BUILT = new URL('../dist/shared/sandbox/pyodide-sandbox.js', import.meta.url);
 
 const limits = { timeoutMs: 60_000, memoryBytes: 256 * 2 ** 20, scratchBytes: 256 * 2 ** 20, outputBytes: 2 ** 20 };
 const file = (name: string, text: string) => ({ name, bytes: new TextEncoder().encode(text) });
 const PACKAGE = [file('bench/__init__.py', ''), file('bench/tools.py', 'def echo(args):\n    return args\n')];
 const call: SandboxJob = { packageFiles: PACKAGE, workFiles: [], task: { entryPoint: 'bench.tools:echo', argument: { text: 'hello' } } };
-const CSV = "with open('data.csv', 'w') as f:\n    for i in range(20000):\n        f.write('%08d,%s,%.6f\\n' % (i, 'row-%05d' % i, i / 7))\nprint('ok')";
+const CSV = "with open('data.csv', 'w') as f:\n    for i in range(33000):\n        f.write('%08d,%s,%.6f\\n' % (i, 'row-%05d' % i, i / 7))\nprint('ok')";
 const NOTHING = "print('ok')";
 
 const percentile = (ms: number[], p: number) => [...ms].sort((a, b) => a - b)[Math.min(ms.length - 1, Math.floor((ms.length * p) / 100))] ?? NaN;
@@ -43,6 +46,8 @@ export interface PluginsBench {
 }
 
 export async function benchPlugins(calls = 20): Promise<PluginsBench> {
+  if (!existsSync(BUILT)) throw new Error('Run `npm run build` first: the plugins section runs the built sandbox');
+  const { PyodideSandbox } = (await import(BUILT.href)) as typeof import('../shared/sandbox/pyodide-sandbox.js');
   const before = rssMiB();
   const sandbox = new PyodideSandbox({ limits, warm: 2, concurrency: 2 });
   try {

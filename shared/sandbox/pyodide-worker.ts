@@ -86,6 +86,8 @@ async function start(): Promise<void> {
   if (!data.snapshot) {
     // The first worker of a pool only makes the snapshot every other worker starts from (in a tenth of the time).
     const py = await loadPyodide({ ...options, _makeSnapshot: true });
+    // The runner and the modules it imports are in the snapshot: a call does not define or import them.
+    py.runPython(PYTHON_RUNNER);
     const snapshot = py.makeMemorySnapshot();
     const copy = snapshot.buffer.slice(snapshot.byteOffset, snapshot.byteOffset + snapshot.byteLength) as ArrayBuffer;
     parentPort?.postMessage({ type: 'ready', snapshot: copy } satisfies WorkerMessage, [copy]);
@@ -195,7 +197,7 @@ function run(py: Pyodide, { job, files, svc }: WorkerJob): WorkerMessage {
   }
   let answer: string;
   try {
-    py.runPython(`${PYTHON_RUNNER}\n${svc ? 'from _svc_bridge import call as _svc_call' : ''}`);
+    if (svc) py.runPython('from _svc_bridge import call as _svc_call');
     const runner = (py.globals as unknown as { get(name: string): unknown }).get('_sandbox_run') as (job: string) => string;
     answer = runner(job);
   } catch (e) {
