@@ -31,7 +31,8 @@ export class PyodideSandbox implements Sandbox {
   private snapshot: Promise<SharedArrayBuffer> | undefined;
   private wasm: Promise<WasmModule> | undefined;
   private readonly ready: Worker[] = [];
-  private readonly waiting: ((worker: Worker) => void)[] = [];
+  /** Calls waiting for an interpreter, first come first served. */
+  private readonly waiting: { give: (worker: Worker) => void; fail: (e: Error) => void }[] = [];
   private starting = 0;
   private running = 0;
   private wanted = false;
@@ -107,13 +108,14 @@ export class PyodideSandbox implements Sandbox {
           (worker) => {
             this.starting--;
             const next = this.waiting.shift();
-            if (next) next(worker);
+            if (next) next.give(worker);
             else if (this.closed) void worker.terminate();
             else this.ready.push(worker);
           },
-          () => {
+          (e: unknown) => {
             this.starting--;
-            // Retried when the next call comes, not in a loop.
+            // A call waiting for it fails now, saying why; the next call tries again (not a loop here).
+            this.waiting.shift()?.fail(new PluginFailed(`the sandbox could not start an interpreter: ${e instanceof Error ? e.message : String(e)}`));
           },
         );
     }
@@ -132,16 +134,23 @@ export class PyodideSandbox implements Sandbox {
     const worker = this.ready.shift();
     if (worker) return Promise.resolve(worker);
     return new Promise((resolve, reject) => {
-      const give = (w: Worker) => {
-        signal?.removeEventListener('abort', abort);
-        resolve(w);
+      const entry = {
+        give: (w: Worker) => {
+          signal?.removeEventListener('abort', abort);
+          resolve(w);
+        },
+        fail: (e: Error) => {
+          signal?.removeEventListener('abort', abort);
+          reject(e);
+        },
       };
       const abort = () => {
-        this.waiting.splice(this.waiting.indexOf(give), 1);
+        const at = this.waiting.indexOf(entry);
+        if (at >= 0) this.waiting.splice(at, 1);
         reject(signal?.reason instanceof Error ? signal.reason : new Error('aborted'));
       };
       signal?.addEventListener('abort', abort, { once: true });
-      this.waiting.push(give);
+      this.waiting.push(entry);
       this.fill();
     });
   }
