@@ -4,7 +4,7 @@
 // whose searches read the agent's knowledge indexes with the caller's filter. A failed call is 502 PluginFailed.
 import { DomainError } from '../errors.js';
 import { attachmentTexts } from '../files/attachment-content.js';
-import { Citation, citationOf, PromptEmbeddings, searchIndex } from '../knowledge/retrieval.js';
+import { citationOf, PromptEmbeddings, searchIndex, type Citation } from '../knowledge/retrieval.js';
 import type { Clause } from '../knowledge/vector-index.js';
 import { endpointView, MODEL_PROVIDERS } from '../models/endpoint.js';
 import type { ChatMessage } from '../models/wire.js';
@@ -93,10 +93,19 @@ function answerOf(plugin: RunnablePlugin, value: unknown): { content: string; ci
   if (typeof value === 'string') return { content: value };
   if (typeof value !== 'object' || value === null || typeof (value as { completion?: unknown }).completion !== 'string') throw unusable('neither a string nor a dict with a completion string');
   const { completion, citations } = value as { completion: string; citations?: unknown };
-  if (citations === undefined) return { content: completion };
-  const parsed = Citation.array().safeParse(citations);
-  if (!parsed.success) throw unusable(`citations that are not citations (${parsed.error.issues[0]?.message ?? 'invalid'})`);
-  return { content: completion, citations: parsed.data };
+  if (citations === undefined || citations === null) return { content: completion };
+  // Citations as svc.search gave them, or the parts of them the plugin kept; anything else is not a citation.
+  if (!Array.isArray(citations) || !citations.every((c) => typeof c === 'object' && c !== null && !Array.isArray(c))) throw unusable('citations that are not a list of objects');
+  return {
+    content: completion,
+    citations: (citations as Record<string, unknown>[]).map((c, i) => ({
+      id: typeof c.id === 'string' ? c.id : String(i + 1),
+      source: typeof c.source === 'string' ? c.source : '',
+      title: typeof c.title === 'string' ? c.title : '',
+      text: typeof c.text === 'string' ? c.text : '',
+      score: typeof c.score === 'number' && Number.isFinite(c.score) ? c.score : 0,
+    })),
+  };
 }
 
 /** The messages a plugin passes to `svc.complete`: `[{role, content}]` with text content. */

@@ -33,7 +33,7 @@ def answer(args, svc):
     history = " / ".join(m["content"] for m in args["history"])
     said = svc.complete(args["parameters"]["model"], [{"role": "user", "content": args["user_prompt"]}])
     files = ", ".join(a["file_name"] + "=" + a["text"].strip() for a in args["attachments"])
-    return {"completion": said + " | history: " + history + " | files: " + files, "citations": []}
+    return {"completion": said + " | history: " + history + " | files: " + files, "citations": [{"title": "Week plan", "text": "Monday"}]}
 
 def failing(args, svc):
     return svc.complete("/instances/x/providers/Svc.AIModel/aiModels/none", [{"role": "user", "content": "x"}])
@@ -207,6 +207,7 @@ describe('plugins', () => {
       const first = await complete(app, 'clerk', 'Plan my week', { session_id: id });
       expect(first.status, JSON.stringify(first.body)).toBe(200);
       expect(first.body.completion).toBe('Echo: Plan my week | history:  | files: ');
+      expect(first.body.citations).toEqual([{ id: '1', source: '', title: 'Week plan', text: 'Monday', score: 0 }]);
       expect((first.body as unknown as { prompt_tokens: number }).prompt_tokens).toBeGreaterThan(0);
       const form = new FormData();
       form.append('file', new Blob(['Monday: dentist'], { type: 'text/plain' }), 'notes.txt');
