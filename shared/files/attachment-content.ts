@@ -46,6 +46,16 @@ function utf8Prefix(bytes: Buffer): Buffer {
   return back + 1 < width ? bytes.subarray(0, end - back - 1) : bytes;
 }
 
+/** Cuts texts in turn to one token budget over all of them: each call answers how many characters of its text fit. */
+function budgetCut(tokens: number): (kept: KeptText) => number {
+  let budget = tokens;
+  return (kept) => {
+    const chars = charsWithin(kept.tokens, kept.text.length, budget);
+    budget -= chars === kept.text.length ? kept.tokens.count : budget;
+    return chars;
+  };
+}
+
 /** The file's text: kept from an earlier completion, else extracted now (once) and kept. */
 async function textOf(s: Services, file: FileDoc, signal: AbortSignal | undefined): Promise<KeptText> {
   if (file.unreadable !== undefined) throw unreadable(file, file.unreadable);
@@ -82,7 +92,7 @@ export async function attachmentContent(s: Services, files: readonly FileDoc[], 
   const images: AttachedImage[] = [];
   let imageBytes = 0;
   const sections: string[] = [];
-  let budget = s.config.attachmentMaxTokens;
+  const cut = budgetCut(s.config.attachmentMaxTokens);
   const marker = `[... truncated: the attachments' text is cut at ${s.config.attachmentMaxTokens} tokens ...]`;
   // Read side by side (each file's first extraction runs in a worker); cut in the order attached.
   const texts = await Promise.all(files.map(async (f) => (IMAGE_TYPES.includes(f.content_type) ? undefined : textOf(s, f, signal))));
@@ -95,8 +105,7 @@ export async function attachmentContent(s: Services, files: readonly FileDoc[], 
       images.push({ objectId: s.files.objectIdOf(file.id), dataUrl: `data:${file.content_type};base64,${bytes.toString('base64')}` });
       continue;
     }
-    const chars = charsWithin(kept.tokens, kept.text.length, budget);
-    budget -= chars === kept.text.length ? kept.tokens.count : budget;
+    const chars = cut(kept);
     const lines = [kept.text.slice(0, chars), chars < kept.text.length ? marker : ''].filter((l) => l.length > 0);
     sections.push(`Attached file "${file.display_name}":\n${lines.join('\n')}`);
   }
@@ -106,11 +115,10 @@ export async function attachmentContent(s: Services, files: readonly FileDoc[], 
 /** Each attachment's text, cut to the same token budget over all of them (workflow plugins); an image has none. */
 export async function attachmentTexts(s: Services, files: readonly FileDoc[], signal?: AbortSignal): Promise<{ file_name: string; content_type: string; text: string }[]> {
   const texts = await Promise.all(files.map(async (f) => (IMAGE_TYPES.includes(f.content_type) ? undefined : textOf(s, f, signal))));
-  let budget = s.config.attachmentMaxTokens;
+  const cut = budgetCut(s.config.attachmentMaxTokens);
   return files.map((file, i) => {
     const kept = texts[i];
-    const chars = kept ? charsWithin(kept.tokens, kept.text.length, budget) : 0;
-    if (kept) budget -= chars === kept.text.length ? kept.tokens.count : budget;
+    const chars = kept ? cut(kept) : 0;
     return { file_name: file.display_name, content_type: file.content_type, text: kept ? kept.text.slice(0, chars) : '' };
   });
 }

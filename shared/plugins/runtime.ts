@@ -72,7 +72,6 @@ export class PluginRuntime {
 
   /** Calls the plugin in the sandbox with its argument; rejects with PluginFailed when the call fails. */
   async call(plugin: RunnablePlugin, argument: unknown, options: { svc?: SvcHost; signal?: AbortSignal; workFiles?: SandboxFile[] } = {}): Promise<SandboxResult> {
-    this.sandbox.warm();
     const packageFiles = await this.files(plugin);
     return this.sandbox.run({
       packageFiles,

@@ -100,7 +100,6 @@ export function codeInterpreterFunction(s: Services, run: CodeRun): SandboxedFun
       failing(async () => {
         if (typeof args.code !== 'string' || args.code.trim() === '') throw new PluginFailed('code must be a non-empty string');
         inputs ??= attachmentFiles(s, run);
-        s.plugins.sandbox.warm();
         const result = await s.plugins.sandbox.run({ packageFiles: [], workFiles: await inputs, task: { code: args.code }, signal });
         const saved = await Promise.all(result.files.map((f) => saveOutput(s, run, f)));
         run.artifacts.push(...saved);
