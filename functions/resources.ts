@@ -1,7 +1,7 @@
 // Management API resource operations: list, get, create-or-update, delete, purge for every
 // resource type, generated from the type registry so each type is documented with its own schema.
 import { z } from 'zod';
-import { deleteResource, getResource, listResources, purgeResource, upsertResource } from '../shared/providers/resources.js';
+import { deleteResource, getResource, getResourceVersion, listResources, listResourceVersions, purgeResource, restoreResourceVersion, upsertResource } from '../shared/providers/resources.js';
 import { RESOURCE_TYPES } from '../shared/providers/registry.js';
 import type { ResourceType } from '../shared/providers/resource-rules.js';
 import { objectIdOf, partitionOf, ResourceName } from '../shared/providers/resource-type.js';
@@ -20,6 +20,8 @@ const Envelope = z.object({
   actions: z.array(z.string()),
 });
 const ObjectIdResult = z.object({ object_id: z.string() });
+const VersionParams = Params.extend({ version: z.coerce.number().int().min(1).describe('A version number, as the versions list gives it') });
+const VersionList = z.array(z.object({ version: z.number().int(), updated_on: z.string(), updated_by: z.string() }));
 
 function routesFor(t: ResourceType): Route[] {
   const base = `/instances/{instanceId}/providers/${t.provider}/${t.segment}`;
@@ -67,6 +69,42 @@ function routesFor(t: ResourceType): Route[] {
         409: { description: 'The name is taken by a soft-deleted resource, or differs only by case, or the resource changed meanwhile' },
       },
       handler: async ({ services, principal, params, body }) => json(200, await upsertResource(services, t, principal, params.name, body)),
+    }),
+    defineRoute({
+      ...common,
+      name: `${t.segment}-versions`,
+      method: 'GET',
+      path: `${base}/{name}/versions`,
+      summary: `The versions of a ${t.type}, newest first (the current one included)`,
+      params: Params,
+      permission: may('read'),
+      responses: { 200: { description: 'Each version with when and by whom it was written', schema: VersionList } },
+      handler: async ({ services, params }) => json(200, await listResourceVersions(services, t, params.name)),
+    }),
+    defineRoute({
+      ...common,
+      name: `${t.segment}-version-get`,
+      method: 'GET',
+      path: `${base}/{name}/versions/{version}`,
+      summary: `One version of a ${t.type}, as its own GET shows the resource`,
+      params: VersionParams,
+      permission: may('read'),
+      responses: { 200: { description: 'Envelope with the definition of that version', schema: Envelope } },
+      handler: async ({ services, principal, params }) => json(200, await getResourceVersion(services, t, principal, params.name, params.version)),
+    }),
+    defineRoute({
+      ...common,
+      name: `${t.segment}-version-restore`,
+      method: 'POST',
+      path: `${base}/{name}/versions/{version}/restore`,
+      summary: `Make a version of a ${t.type} current again, as a new version`,
+      params: VersionParams,
+      permission: may('write'),
+      responses: {
+        200: { description: 'The resource object id and its new version', schema: z.object({ object_id: z.string(), version: z.number().int() }) },
+        409: { description: 'The resource is deleted, or changed meanwhile' },
+      },
+      handler: async ({ services, principal, params }) => json(200, await restoreResourceVersion(services, t, principal, params.name, params.version)),
     }),
     defineRoute({
       ...common,

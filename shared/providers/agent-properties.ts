@@ -5,10 +5,10 @@ import type { Principal } from '../auth/principal.js';
 import { ROLE_IDS } from '../auth/roles.js';
 import { DomainError, badRequest, forbidden, notFound } from '../errors.js';
 import type { Services } from '../services.js';
-import { updateDocument } from '../store/update.js';
 import { partitionOf, resourceId } from './resource-type.js';
 import { checkAgentLinks } from './rules/agent-links.js';
 import { grant } from './rules/agent.js';
+import { writeVersioned } from './versions.js';
 import { WRITABLE_SCALARS, WRITABLE_SETTINGS } from './types/agent-settings.js';
 import { agents, type AgentDoc } from './types/agent.js';
 
@@ -112,7 +112,7 @@ export async function setProperties(s: Services, principal: Principal, agentName
     throw forbidden('Changing owner_user_id needs the Owner role on the agent');
   }
 
-  await updateDocument(s.store.container<AgentDoc>('resources'), agent.pk, agent.id, (current) => {
+  await writeVersioned(s.store.container<AgentDoc>('resources'), agent.pk, agent.id, (current) => {
     if (!current || current.deleted) throw notFound(`Agent ${agentName} not found`);
     const next: AgentDoc = { ...current, ...values, updated_on: new Date().toISOString(), updated_by: principal.upn };
     if (Object.keys(metadata).length > 0) {

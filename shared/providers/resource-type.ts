@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Doc } from '../store/types.js';
 
 /** Fields the service sets on every resource; in a request body they are ignored. */
-export const SERVICE_FIELDS = ['object_id', 'created_on', 'created_by', 'updated_on', 'updated_by', 'deleted'] as const;
+export const SERVICE_FIELDS = ['object_id', 'created_on', 'created_by', 'updated_on', 'updated_by', 'deleted', 'version'] as const;
 
 /** What every stored resource has, whatever its type: its place, its names and the service fields. */
 export interface StoredFields extends Doc {
@@ -18,6 +18,8 @@ export interface StoredFields extends Doc {
   updated_on: string;
   updated_by: string;
   deleted: boolean;
+  /** Counts the creates and updates (providers/versions.ts); absent on resources older than versions: 1. */
+  version?: number | undefined;
 }
 
 /** A stored resource of a type not (yet) known to the reader: the generic provider, link checks. */
@@ -82,6 +84,7 @@ const SERVICE_FIELD_SCHEMAS = {
   updated_on: ignored(z.string()),
   updated_by: ignored(z.string()),
   deleted: ignored(z.boolean()),
+  version: ignored(z.number()),
 };
 
 /** A strict definition schema: `type` may be given and must then be the type's own. */

@@ -9,6 +9,7 @@ import type { Page } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import type { HookContext, ResourceType } from './resource-rules.js';
 import { objectIdOf, partitionOf, resourceId, SERVICE_FIELDS, type AnyResource, type DefinitionOf, type ResourceKind } from './resource-type.js';
+import { deletedConflict, dropVersions, listVersions, readVersion, RESOURCES_ONLY, writeVersioned, type VersionSummary } from './versions.js';
 
 export interface Envelope {
   resource: Record<string, unknown>;
@@ -39,7 +40,7 @@ export async function listResources(s: Services, t: ResourceType, principal: Pri
       ? { items: t.builtIn(s.config.instanceId) }
       : container(s).query({
           partition: partitionOf(t),
-          ...(includeDeleted ? {} : { where: [{ field: 'deleted', op: 'ne', value: true }] }),
+          where: includeDeleted ? [RESOURCES_ONLY] : [RESOURCES_ONLY, { field: 'deleted', op: 'ne', value: true }],
           orderBy: [{ field: 'name' }],
           limit,
           ...(continuation !== undefined ? { continuation } : {}),
@@ -86,7 +87,7 @@ export async function upsertResource(
   for (const field of [...SERVICE_FIELDS, 'type']) Reflect.deleteProperty(definition, field);
 
   const outcome = { created: false };
-  const saved = await updateDocument(container(s), partitionOf(t), resourceId(name), (existing) => {
+  const saved = await writeVersioned(container(s), partitionOf(t), resourceId(name), (existing) => {
     if (existing && existing.name !== name) throw conflict(`${t.type} ${existing.name} exists; names differ only by case`);
     // What was authorized is what gets replaced: a concurrent change means authorizing again.
     if (t.authorizeWrite && existing?._etag !== authorized?._etag) throw conflict(`${t.type} ${name} changed meanwhile; try again`);
@@ -107,7 +108,7 @@ export async function upsertResource(
       updated_by: principal.upn,
       deleted: false,
     };
-  });
+  }, (kept) => (t.present ? t.present(kept) : kept));
   s.resourceCache.invalidate(objectId);
   if (saved) {
     if (outcome.created) await t.afterCreate?.(saved, ctx);
@@ -137,10 +138,46 @@ export async function purgeResource(s: Services, t: ResourceType, principal: Pri
   if (!doc) throw notFound(`${t.type} ${name} not found`);
   if (!doc.deleted) throw conflict(`${t.type} ${name} is not deleted; delete it before purging it`);
   await t.authorizeDelete?.(doc, { services: s, principal, objectId });
+  await dropVersions(container(s), doc);
   await container(s).delete(partitionOf(t), doc.id, { ifMatch: doc._etag });
   s.resourceCache.invalidate(objectId);
   const ctx = { services: s, principal, objectId };
   await t.afterPurge?.(doc, ctx);
   await t.afterChange?.(doc, ctx);
   return { object_id: objectId, is_success: true };
+}
+
+/** The versions of a resource, newest first (the current one included). */
+export async function listResourceVersions(s: Services, t: ResourceType, name: string): Promise<VersionSummary[]> {
+  const doc = await readResource(s, t, name);
+  if (!doc) throw notFound(`${t.type} ${name} not found`);
+  return listVersions(container(s), doc);
+}
+
+/** One version of a resource, in the shape of the resource's own GET. */
+export async function getResourceVersion(s: Services, t: ResourceType, principal: Principal, name: string, version: number): Promise<Envelope> {
+  const doc = await readResource(s, t, name);
+  if (!doc) throw notFound(`${t.type} ${name} not found`);
+  const { definition } = await readVersion(container(s), doc, version);
+  return { resource: t.present ? t.present(definition) : definition, ...(await s.authorizer.access(principal, doc.object_id, verbs(t))) };
+}
+
+/**
+ * Makes a version current again, as a new version: the definition it kept goes through every check and
+ * rule of a write, as if sent again (a link it names must still exist). A secret value is never kept in a
+ * version (reads mask it), so restoring a secret setting's version is refused.
+ */
+export async function restoreResourceVersion(s: Services, t: ResourceType, principal: Principal, name: string, version: number): Promise<{ object_id: string; version: number }> {
+  const doc = await readResource(s, t, name);
+  if (!doc) throw notFound(`${t.type} ${name} not found`);
+  if (doc.deleted) throw deletedConflict(doc);
+  const { definition, redacted } = await readVersion(container(s), doc, version);
+  if (redacted) {
+    throw badRequest(`Version ${version} of ${t.type} ${name} holds a secret, which versions do not keep: set its value again instead`);
+  }
+  const body = t.schema.safeParse(definition);
+  if (!body.success) throw badRequest(`Version ${version} no longer passes the checks of a ${t.type}: ${body.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  const { object_id } = await upsertResource(s, t, principal, name, body.data);
+  const restored = await readResource(s, t, name);
+  return { object_id, version: restored?.version ?? 1 };
 }

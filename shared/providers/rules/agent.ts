@@ -35,10 +35,12 @@ export const agentRules: ResourceRules<typeof agents> = {
   // A purged agent takes its role assignments and access tokens with it: a new agent of that name starts clean.
   afterPurge: async (doc, ctx) => {
     const c = ctx.services.store.container<RoleAssignmentDoc>('resources');
+    // The assignments and their versions (a version keeps the scope it granted under `definition`).
     const { items } = await c.query({ partition: ROLE_ASSIGNMENTS_PK });
     const scope = doc.object_id.toLowerCase();
-    for (const a of items) {
-      const assigned = a.scope.toLowerCase();
+    for (const a of items as (Omit<RoleAssignmentDoc, 'scope'> & { scope?: string; definition?: { scope?: unknown } })[]) {
+      const granted = a.scope ?? a.definition?.scope;
+      const assigned = typeof granted === 'string' ? granted.toLowerCase() : '';
       if (assigned === scope || assigned.startsWith(`${scope}/`)) await c.delete(a.pk, a.id);
     }
     ctx.services.authorizer.invalidate();
