@@ -2,9 +2,11 @@
 import type { Route } from '../shared/http/route.js';
 import type { QueueHandler } from '../shared/queues/handler.js';
 import * as agentProperties from './agent-properties.js';
+import * as agentTemplates from './agent-templates.js';
 import * as agentTokens from './agent-tokens.js';
 import * as agents from './agents.js';
 import * as analytics from './analytics.js';
+import * as artifactPackages from './artifact-packages.js';
 import * as branding from './branding.js';
 import * as completions from './completions.js';
 import * as dataPipelines from './data-pipelines.js';
@@ -19,7 +21,7 @@ import * as resources from './resources.js';
 import * as sessions from './sessions.js';
 import * as status from './status.js';
 
-const groups: readonly (readonly Route[])[] = [status.routes, branding.routes, agents.routes, completions.routes, sessions.routes, files.routes, memory.routes, memoryMcp.routes, resources.routes, dataPipelines.routes, agentProperties.routes, agentTokens.routes, identity.routes, analytics.routes, plugins.routes, portal.routes];
+const groups: readonly (readonly Route[])[] = [status.routes, branding.routes, agents.routes, completions.routes, sessions.routes, files.routes, memory.routes, memoryMcp.routes, resources.routes, dataPipelines.routes, agentProperties.routes, agentTokens.routes, identity.routes, analytics.routes, plugins.routes, artifactPackages.routes, agentTemplates.routes, portal.routes];
 
 export const ROUTES: readonly Route[] = [...groups.flat(), ...metaRoutes(() => ROUTES)];
 

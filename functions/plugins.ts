@@ -1,11 +1,10 @@
 // Plugin packages and plugins: upload or deploy from a store, list, download, validate a store,
 // list and filter plugins. Every call needs api-version=2024-02-16.
-import type { Readable } from 'node:stream';
 import { z } from 'zod';
 import type { Principal } from '../shared/auth/principal.js';
 import { validationError } from '../shared/errors.js';
 import { parseJsonText, readJsonBody } from '../shared/http/json-body.js';
-import { readMultipart, type FileHandler } from '../shared/http/multipart.js';
+import { bufferedFile, readMultipart } from '../shared/http/multipart.js';
 import { defineRoute } from '../shared/http/route.js';
 import { API_VERSION, ApiVersionQuery, InstanceParams } from '../shared/http/schemas.js';
 import { json, type PlatformRequest } from '../shared/http/types.js';
@@ -38,22 +37,10 @@ function present(p: PackageDoc, full: boolean) {
   };
 }
 
-/** Reads a part into memory (the package is checked as a whole before anything is stored). */
-function collect(stream: Readable): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    stream.on('data', (c: Buffer) => chunks.push(c));
-    stream.on('end', () => resolve(Buffer.concat(chunks)));
-    stream.on('error', reject);
-  });
-}
-
-const packageFile: FileHandler<Buffer> = { accept: (part) => (part.field === 'file' ? collect(part.stream) : undefined) };
-
 async function createOrDeploy(services: Services, principal: Principal, request: PlatformRequest, name: string) {
   const type = request.header('content-type') ?? '';
   if (type.toLowerCase().startsWith('multipart/form-data')) {
-    const { fields, files } = await readMultipart(request, { fileSize: services.packages.maxBytes, fields: 5 }, packageFile);
+    const { fields, files } = await readMultipart(request, { fileSize: services.packages.maxBytes, fields: 5 }, bufferedFile('file'));
     const [file, resource] = [files.get('file'), fields.resource];
     if (!file) throw validationError([{ field: 'file', message: 'file is required' }]);
     if (resource === undefined) throw validationError([{ field: 'resource', message: 'resource is required' }]);

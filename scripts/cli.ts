@@ -2,7 +2,7 @@
 // call). Addresses and the instance come from the same settings as the server (HOST, CORE_PORT,
 // MANAGEMENT_PORT, INSTANCE_ID) or from --core/--management/--instance; the bearer token from --token or
 // TOKEN, else (with the local identity provider) one is signed for --as or the default user.
-import { readFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { createParser } from 'eventsource-parser';
@@ -10,6 +10,7 @@ import { LOCAL_DEFAULT_USER, loadLocalKey, mintLocalToken } from '../shared/auth
 import { loadConfig } from '../shared/config.js';
 import { ACT_ON_BEHALF_ROLE } from '../shared/memory/on-behalf.js';
 import { REQUEST_TYPES } from '../shared/analytics/request.js';
+import { readArchive } from '../shared/plugins/archive.js';
 
 const USAGE = `npm run cli -- <command> [options]
 
@@ -34,6 +35,12 @@ Commands:
                                          ${ACT_ON_BEHALF_ROLE} app role; with AUTH_* set, --token must hold it)
   analytics <report> [--from DATE] [--to DATE] [--agent NAME] [--user UPN] [--top N] [--json]
                                          a report as a table; reports: ${REQUEST_TYPES.join(', ')}
+  export <package> <version> <object-id...> [--out FILE]
+                                         export resources as a version of an artifact package and download
+                                         it (default FILE: <package>-<version>.zip); secrets never leave
+  plan <file.zip> [--json]               upload the package to the instance (unless it has that version) and
+                                         show what apply would change, field by field
+  apply <file.zip> [--json]              upload it, then make the instance match it (checked whole first)
 
 Options for every command:
   --core URL  --management URL  --instance ID  --token TOKEN (or env TOKEN)  --as UPN (local sign-in)
@@ -64,6 +71,7 @@ const { values: flags, positionals } = parseArgs({
     to: { type: 'string' },
     top: { type: 'string' },
     json: { type: 'boolean' },
+    out: { type: 'string' },
     help: { type: 'boolean', short: 'h' },
   },
 });
@@ -325,6 +333,40 @@ async function analytics(report: string | undefined): Promise<void> {
   out(String(data));
 }
 
+async function exportPackage(name: string | undefined, version: string | undefined, objectIds: string[]): Promise<void> {
+  if (!name || !version || objectIds.length === 0) throw new CliError('export needs a package, a version and object ids: export <package> <version> <object-id...>');
+  const packages = management('Svc.Platform/artifactPackages');
+  await call('POST', `${packages}/${encodeURIComponent(name)}/export`, { package_version: version, resource_object_ids: objectIds });
+  const bytes = Buffer.from(await (await call('GET', `${packages}/${encodeURIComponent(name)}?loadContent=true&version=${encodeURIComponent(version)}`)).arrayBuffer());
+  const file = flags.out ?? `${name}-${version}.zip`;
+  await writeFile(file, bytes);
+  out(`${objectIds.length} resources exported as ${name} ${version}: ${file}`);
+}
+
+/** Uploads a package file unless the instance has that version (the same bytes again are accepted too). */
+async function uploadPackage(file: string | undefined): Promise<{ name: string; version: string }> {
+  if (!file) throw new CliError('plan and apply need a package file');
+  const bytes = await readFile(file);
+  const manifest = JSON.parse((await readArchive(bytes, (n) => n === 'manifest.json')).files.get('manifest.json')?.toString('utf8') ?? 'null') as { name?: unknown; version?: unknown } | null;
+  if (typeof manifest?.name !== 'string' || typeof manifest.version !== 'string') throw new CliError(`${file}: not an artifact package (its manifest.json names no name and version)`);
+  const form = new FormData();
+  form.append('file', new Blob([new Uint8Array(bytes)]), file);
+  form.append('resource', JSON.stringify({ type: 'artifact-package', name: manifest.name, package_version: manifest.version }));
+  const url = management(`Svc.Platform/artifactPackages/${encodeURIComponent(manifest.name)}`);
+  const response = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${await token()}` }, body: form });
+  if (!response.ok) throw new CliError(`${response.status}: ${await response.text()} [POST ${new URL(url).pathname}]`);
+  return { name: manifest.name, version: manifest.version };
+}
+
+async function planOrApply(step: 'plan' | 'apply', file: string | undefined): Promise<void> {
+  const { name, version } = await uploadPackage(file);
+  const result = await json<{ changes: { object_id: string; action: string; fields: string[] }[] }>(
+    call('POST', management(`Svc.Platform/artifactPackages/${encodeURIComponent(name)}/${step}`), { package_version: version }),
+  );
+  if (flags.json) return out(JSON.stringify(result, null, 2));
+  out(table(result.changes.map((c) => ({ action: c.action, object_id: c.object_id, fields: c.fields.join(', ') }))));
+}
+
 async function main(): Promise<void> {
   const [command, ...rest] = positionals;
   if (flags.help || !command) {
@@ -351,6 +393,11 @@ async function main(): Promise<void> {
       return memoryExport();
     case 'analytics':
       return analytics(rest[0]);
+    case 'export':
+      return exportPackage(rest[0], rest[1], rest.slice(2));
+    case 'plan':
+    case 'apply':
+      return planOrApply(command, rest[0]);
     default:
       throw new CliError(`unknown command ${command}`);
   }

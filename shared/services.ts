@@ -23,6 +23,7 @@ import { SessionTurns } from './conversations/turns.js';
 import { Conversations } from './conversations/conversations.js';
 import { Files, type FileDoc } from './files/files.js';
 import { Memories, type MemoryDoc } from './memory/memory.js';
+import { ArtifactPackages, type ArtifactPackageDoc } from './artifacts/packages.js';
 import { packageStores, PluginPackages, type PackageDoc } from './plugins/packages.js';
 import { PluginRuntime } from './plugins/runtime.js';
 import { createSandbox } from './sandbox/create.js';
@@ -67,6 +68,8 @@ export interface Services {
   readonly pager: Pager;
   readonly memories: Memories;
   readonly packages: PluginPackages;
+  /** Resources moved between instances as versioned packages (plan and apply). */
+  readonly artifacts: ArtifactPackages;
   /** Python plugins and the code interpreter, run in the sandbox. */
   readonly plugins: PluginRuntime;
   readonly settings: AppSettings;
@@ -114,13 +117,9 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const upnBindings = new UpnBindings(store.container('principals'));
   const vectors = lazyVectorIndex(config);
   const extraction = new ExtractionPool({ timeoutMs: config.knowledge.extractionTimeoutMs });
-  const packages = new PluginPackages(
-    store.container<PackageDoc>('resources'),
-    blobs.getContainerClient(config.packages.container),
-    packageStores(blobs, config.packages.privateStore, config.packages.publicStoreUrl),
-    config.instanceId,
-    config.packages.maxBytes,
-  );
+  const stores = packageStores(blobs, config.packages.privateStore, config.packages.publicStoreUrl);
+  const packages = new PluginPackages(store.container<PackageDoc>('resources'), blobs.getContainerClient(config.packages.container), stores, config.instanceId, config.packages.maxBytes);
+  const artifacts = new ArtifactPackages(store.container<ArtifactPackageDoc>('resources'), stores, config.instanceId, config.packages.maxBytes);
   const plugins = new PluginRuntime(packages, createSandbox(config, gate), config.instanceId);
   const credentials = new ModelCredentials(config, gate);
   const userDispatcher = guardedAgent({ policy: 'user', allowPrivateNetwork: config.allowPrivateNetwork });
@@ -153,6 +152,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     pager: new Pager(storedKey(store.container('resources'), 'paging-key')),
     memories: new Memories(store.container<MemoryDoc>('memories'), config.memoryMaxBytes),
     packages,
+    artifacts,
     plugins,
     settings,
     blobs,

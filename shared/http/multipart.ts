@@ -109,3 +109,15 @@ export function readMultipart<F>(request: PlatformRequest, limits: MultipartLimi
     source.pipe(parser);
   });
 }
+
+/** A handler that reads the one file field into memory (a package, checked whole before anything is stored). */
+export function bufferedFile(field: string): FileHandler<Buffer> {
+  const collect = (stream: Readable) =>
+    new Promise<Buffer>((resolve, reject) => {
+      const chunks: Buffer[] = [];
+      stream.on('data', (c: Buffer) => chunks.push(c));
+      stream.on('end', () => resolve(Buffer.concat(chunks)));
+      stream.on('error', reject);
+    });
+  return { accept: (part) => (part.field === field ? collect(part.stream) : undefined) };
+}

@@ -2,6 +2,7 @@
 // plugins it contains, with the naming, category, parameter and dependency rules.
 import semver from 'semver';
 import { z } from 'zod';
+import { PARAMETER_TYPES } from '../providers/types/parameter-types.js';
 
 export const RUNTIMES = ['Python', 'Dotnet'] as const;
 export type Runtime = (typeof RUNTIMES)[number];
@@ -27,7 +28,7 @@ export const pluginName = (runtime: Runtime, pkg: string, plugin: string) => `${
 const Parameter = z
   .object({
     name: z.string().min(1),
-    type: z.enum(['string', 'int', 'float', 'bool', 'datetime', 'array', 'resource-object-id']),
+    type: z.enum(PARAMETER_TYPES),
     description: z.string().default(''),
     default_value: z.unknown().optional(),
   })

@@ -4,21 +4,9 @@
 // among them. A 400 ValidationError names the first field that does not hold.
 import { validationError } from '../errors.js';
 import type { BuiltinPlugin } from './builtin.js';
+import { TYPE_CHECKS } from '../providers/types/parameter-types.js';
 
 type Declared = Pick<BuiltinPlugin, 'name' | 'parameters' | 'dependencies' | 'selects'>;
-type ParameterType = Declared['parameters'][number]['type'];
-
-const OBJECT_ID = /^\/instances\/[^/]+\/providers\/Svc\.[A-Za-z]+\/[A-Za-z]+\/[^/]+$/;
-
-const TYPE_CHECKS: Record<ParameterType, [(v: unknown) => boolean, string]> = {
-  string: [(v) => typeof v === 'string', 'a string'],
-  int: [(v) => Number.isInteger(v), 'an integer'],
-  float: [(v) => typeof v === 'number' && Number.isFinite(v), 'a number'],
-  bool: [(v) => typeof v === 'boolean', 'true or false'],
-  datetime: [(v) => typeof v === 'string' && !Number.isNaN(Date.parse(v)), 'an ISO 8601 date and time'],
-  array: [(v) => Array.isArray(v), 'an array'],
-  'resource-object-id': [(v) => typeof v === 'string' && OBJECT_ID.test(v), 'a resource object id (/instances/{id}/providers/Svc.{Provider}/{type}/{name})'],
-};
 
 /**
  * Checks the parameters given for the plugin; `available` are the names of the plugins its dependencies may

@@ -7,6 +7,8 @@ import { agentRules } from './rules/agent.js';
 import { roleAssignmentRules } from './rules/authorization.js';
 import { apiEndpointRules, appConfigurationRules, dataPipelineRules, dataSourceRules, toolRules, workflowRules } from './rules/catalog.js';
 import { agents } from './types/agent.js';
+import { builtinTemplates } from './types/builtin-templates.js';
+import { agentTemplates } from './types/template.js';
 import { roleAssignments, roleDefinitions } from './types/authorization.js';
 import { aiModels, apiEndpointConfigurations, appConfigurations, dataPipelineRuns, dataPipelines, dataSources, prompts, tools, workflows } from './types/catalog.js';
 
@@ -25,6 +27,7 @@ export const RESOURCE_TYPES: readonly ResourceType[] = [
   served(apiEndpointConfigurations, apiEndpointRules),
   served(roleAssignments, roleAssignmentRules),
   served(roleDefinitions),
+  served({ ...agentTemplates, seeds: builtinTemplates }),
 ];
 
 /** The served type of a kind (its rules attached), for callers that write resources through the provider. */

@@ -44,6 +44,13 @@ export interface ResourceKind<S extends DefinitionSchema = DefinitionSchema> {
   schema: S;
   /** Written by the service only (pipeline runs): only list and get. */
   serviceWritten?: boolean;
+  /**
+   * Fields that belong to one instance, set there by the service (an agent's security group): artifact
+   * packages neither carry nor compare them.
+   */
+  instanceFields?: readonly string[];
+  /** Built-in resources served beside the stored ones (agent templates); read-only, their names taken. */
+  seeds?: (instanceId: string) => AnyResource[];
   /** Built in and read-only (role definitions): only list and get. */
   builtIn?: (instanceId: string) => AnyResource[];
 }

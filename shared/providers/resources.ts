@@ -29,22 +29,32 @@ export function present(doc: AnyResource): Record<string, unknown> {
 /** Reads one resource (deleted ones included); built-in types come from code. */
 export async function readResource(s: Services, t: ResourceType, name: string): Promise<AnyResource | undefined> {
   if (t.builtIn) return t.builtIn(s.config.instanceId).find((d) => d.name.toLowerCase() === name.toLowerCase());
-  return container(s).read(partitionOf(t), resourceId(name));
+  return seedOf(s, t, name) ?? container(s).read(partitionOf(t), resourceId(name));
+}
+
+/** The built-in resource of the name, when the type has built-ins beside stored ones. */
+const seedOf = (s: Services, t: ResourceType, name: string) => t.seeds?.(s.config.instanceId).find((d) => d.id === resourceId(name));
+
+/** Built-in resources are read-only: a write or delete of one is a 409. */
+function refuseSeed(s: Services, t: ResourceType, name: string): void {
+  if (seedOf(s, t, name)) throw conflict(`${t.type} ${name} is built in and read-only; copy it under another name to change it`);
 }
 
 /** A page of the resources of a type that the caller may read, by name. */
 export async function listResources(s: Services, t: ResourceType, principal: Principal, includeDeleted: boolean, query: PageQuery): Promise<PageResult<Envelope>> {
   const read = `${partitionOf(t)}/read`;
-  const fetch = async (continuation: string | undefined, limit: number): Promise<Page<AnyResource>> =>
-    t.builtIn
-      ? { items: t.builtIn(s.config.instanceId) }
-      : container(s).query({
-          partition: partitionOf(t),
-          where: includeDeleted ? [RESOURCES_ONLY] : [RESOURCES_ONLY, { field: 'deleted', op: 'ne', value: true }],
-          orderBy: [{ field: 'name' }],
-          limit,
-          ...(continuation !== undefined ? { continuation } : {}),
-        });
+  const fetch = async (continuation: string | undefined, limit: number): Promise<Page<AnyResource>> => {
+    if (t.builtIn) return { items: t.builtIn(s.config.instanceId) };
+    const page = await container(s).query({
+      partition: partitionOf(t),
+      where: includeDeleted ? [RESOURCES_ONLY] : [RESOURCES_ONLY, { field: 'deleted', op: 'ne', value: true }],
+      orderBy: [{ field: 'name' }],
+      limit,
+      ...(continuation !== undefined ? { continuation } : {}),
+    });
+    // Built-in resources lead the first page.
+    return continuation === undefined && t.seeds ? { ...page, items: [...t.seeds(s.config.instanceId), ...page.items] } : page;
+  };
   const envelope = async (doc: AnyResource): Promise<Envelope | undefined> => {
     const access = await s.authorizer.access(principal, doc.object_id, verbs(t));
     if (!access.actions.includes(read)) return undefined;
@@ -78,6 +88,7 @@ export async function upsertResource(
   body: DefinitionOf<ResourceKind>,
 ): Promise<{ object_id: string }> {
   if (body.name !== name) throw badRequest(`name: must equal the name in the path (${name})`);
+  refuseSeed(s, t, name);
   const objectId = objectIdOf(s.config.instanceId, t, name);
   const ctx: HookContext = { services: s, principal, objectId };
   const authorized = t.authorizeWrite ? await container(s).read(partitionOf(t), resourceId(name)) : undefined;
@@ -118,6 +129,7 @@ export async function upsertResource(
 }
 
 export async function deleteResource(s: Services, t: ResourceType, principal: Principal, name: string): Promise<{ object_id: string; deleted: boolean }> {
+  refuseSeed(s, t, name);
   const objectId = objectIdOf(s.config.instanceId, t, name);
   const authorized = t.authorizeDelete ? await container(s).read(partitionOf(t), resourceId(name)) : undefined;
   if (authorized) await t.authorizeDelete?.(authorized, { services: s, principal, objectId });
@@ -133,6 +145,7 @@ export async function deleteResource(s: Services, t: ResourceType, principal: Pr
 }
 
 export async function purgeResource(s: Services, t: ResourceType, principal: Principal, name: string): Promise<{ object_id: string; is_success: boolean }> {
+  refuseSeed(s, t, name);
   const objectId = objectIdOf(s.config.instanceId, t, name);
   const doc = await container(s).read(partitionOf(t), resourceId(name));
   if (!doc) throw notFound(`${t.type} ${name} not found`);

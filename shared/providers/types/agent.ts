@@ -22,6 +22,7 @@ export const agents = {
   segment: 'agents',
   type: 'agent',
   schema: AgentDefinition,
+  instanceFields: ['virtual_security_group_id', 'owner_user_id'],
 } satisfies ResourceKind;
 
 export type AgentDoc = ResourceOf<typeof agents>;

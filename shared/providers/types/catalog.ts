@@ -203,6 +203,7 @@ export const appConfigurations = {
     previous_value: z.string().optional().describe('Set by the service (secret settings): the value the last change replaced, valid until previous_until'),
     previous_until: z.string().optional().describe('Set by the service'),
   }).refine((d) => d.key === d.name, { path: ['key'], message: 'key must equal the resource name' }),
+  instanceFields: ['previous_value', 'previous_until'],
 } satisfies ResourceKind;
 
 export const apiEndpointConfigurations = {

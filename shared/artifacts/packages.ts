@@ -1,0 +1,318 @@
+// Artifact packages: resources moved between instances as versioned ZIP files (`manifest.json` and one JSON
+// file per resource) in the Private package store. Export writes a version from resources of this instance;
+// upload and deploy (from the Public or Private store) add one made elsewhere; plan and apply make this
+// instance match a version, with the source instance's object ids rewritten to this one's.
+import { createHash } from 'node:crypto';
+import type { ContainerClient } from '@azure/storage-blob';
+import yazl from 'yazl';
+import { z } from 'zod';
+import type { Principal } from '../auth/principal.js';
+import { badRequest, conflict, DomainError, internalError, notFound, validationError } from '../errors.js';
+import { parseJsonText } from '../http/json-body.js';
+import { readArchive } from '../plugins/archive.js';
+import { NamePart, SemanticVersion } from '../plugins/manifest.js';
+import type { PackageStores } from '../plugins/packages.js';
+import { partitionOf, resourceId, type AnyResource } from '../providers/resource-type.js';
+import { readResource } from '../providers/resources.js';
+import { SECRET_SETTINGS } from '../providers/settings.js';
+import { appConfigurations } from '../providers/types/catalog.js';
+import type { Services } from '../services.js';
+import type { Container, Doc } from '../store/types.js';
+import { lazyContainer } from '../store/storage.js';
+import { updateDocument } from '../store/update.js';
+import { applyPlan, changesOf, mapStrings, parseObjectId, planChanges, portable, writableType, type Change, type Incoming } from './resource-set.js';
+
+export const ARTIFACTS_PK = 'Svc.Platform/artifactPackages';
+const MAX_RESOURCES = 500;
+
+/** The `resource` of an upload, or the body of a deploy from a store (with package_store_type). */
+export const ArtifactResource = z
+  .object({
+    type: z.literal('artifact-package', { error: 'type must be artifact-package' }),
+    name: NamePart,
+    package_version: SemanticVersion,
+    package_store_type: z.enum(['Public', 'Private'], { error: 'package_store_type must be Public or Private' }).optional(),
+  })
+  .strict();
+export type ArtifactResource = z.output<typeof ArtifactResource>;
+
+export const ExportBody = z
+  .object({
+    package_version: SemanticVersion,
+    resource_object_ids: z.array(z.string()).min(1, 'name at least one resource').max(MAX_RESOURCES),
+    description: z.string().max(1000).optional(),
+  })
+  .strict();
+
+const ManifestEntry = z.object({ object_id: z.string(), type: z.string(), file: z.string() }).strict();
+const Manifest = z
+  .object({
+    type: z.literal('artifact-package'),
+    name: NamePart,
+    version: SemanticVersion,
+    description: z.string().default(''),
+    source_instance: z.string().min(1),
+    exported_on: z.string(),
+    exported_by: z.string(),
+    resources: z.array(ManifestEntry).min(1).max(MAX_RESOURCES),
+  })
+  .strict();
+type Manifest = z.output<typeof Manifest>;
+
+interface ArtifactVersion {
+  package_version: string;
+  blob_name: string;
+  size: number;
+  sha256: string;
+  source: 'Export' | 'Upload' | 'Public' | 'Private';
+  uploaded_on: string;
+  uploaded_by: string;
+  source_instance: string;
+  resources: { object_id: string; type: string }[];
+}
+
+export interface ArtifactPackageDoc extends Doc {
+  type: 'artifact-package';
+  name: string;
+  object_id: string;
+  description: string;
+  current_version: string;
+  versions: ArtifactVersion[];
+  created_on: string;
+  updated_on: string;
+  updated_by: string;
+  deleted: boolean;
+}
+
+/** A package version read back: its manifest and its resources, each as its file holds it. */
+interface Contents {
+  manifest: Manifest;
+  resources: Record<string, unknown>[];
+}
+
+/** Where a version lives in a package store; a folder of its own beside the plugin packages. */
+const blobName = (name: string, version: string) => `artifacts/${name}/${version}/${name}.zip`;
+const fileOf = (doc: AnyResource) => `resources/${doc.pk.replace('/', '.')}/${doc.id}.json`;
+
+function zip(entries: { name: string; data: string }[]): Promise<Buffer> {
+  const z = new yazl.ZipFile();
+  // A fixed time: the same resources give the same bytes.
+  for (const e of entries) z.addBuffer(Buffer.from(e.data), e.name, { mtime: new Date(0) });
+  z.end();
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    z.outputStream.on('data', (c: Buffer) => chunks.push(c));
+    z.outputStream.on('end', () => resolve(Buffer.concat(chunks)));
+    z.outputStream.on('error', reject);
+  });
+}
+
+/** Reads and checks a package file whole: 400 for anything a version may not hold. */
+async function readContents(bytes: Buffer): Promise<Contents> {
+  const archive = await readArchive(bytes, (n) => n === 'manifest.json' || n.startsWith('resources/'));
+  const json = (name: string): unknown => {
+    const data = archive.files.get(name);
+    if (!data) throw badRequest(`Invalid package archive: ${name} is missing`);
+    try {
+      return parseJsonText(data.toString('utf8'), name);
+    } catch (e) {
+      throw badRequest(`Invalid package archive: ${e instanceof DomainError ? e.message : `${name} is not valid JSON`}`);
+    }
+  };
+  const manifest = Manifest.safeParse(json('manifest.json'));
+  if (!manifest.success) throw badRequest(`Invalid manifest: ${manifest.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  const resources = manifest.data.resources.map((entry) => {
+    const r = json(entry.file);
+    if (!r || typeof r !== 'object' || Array.isArray(r)) throw badRequest(`Invalid package archive: ${entry.file} is not a resource definition`);
+    if ((r as { type?: unknown }).type !== entry.type) throw badRequest(`Invalid package archive: ${entry.file} is not a ${entry.type}`);
+    return r as Record<string, unknown>;
+  });
+  return { manifest: manifest.data, resources };
+}
+
+export class ArtifactPackages {
+  private readonly ensureStore: () => Promise<ContainerClient>;
+
+  constructor(
+    private readonly docs: Container<ArtifactPackageDoc>,
+    private readonly stores: PackageStores,
+    private readonly instanceId: string,
+    private readonly maxBytes: number,
+  ) {
+    this.ensureStore = lazyContainer(stores.private);
+  }
+
+  objectId(name: string) {
+    return `/instances/${this.instanceId}/providers/${ARTIFACTS_PK}/${name}`;
+  }
+
+  /** Writes the resources named, as they are now, as a new version of the package. */
+  async export(s: Services, principal: Principal, name: string, body: z.output<typeof ExportBody>): Promise<ArtifactPackageDoc> {
+    const entries: { name: string; data: string }[] = [];
+    const listed: Manifest['resources'] = [];
+    for (const [i, objectId] of body.resource_object_ids.entries()) {
+      const named = parseObjectId(objectId, this.instanceId);
+      const field = `resource_object_ids[${i}]`;
+      if (!named) throw validationError([{ field, message: `${objectId} is not a resource of this instance that can be exported` }]);
+      await s.authorizer.require(principal, `${partitionOf(named.type)}/read`, objectId);
+      const doc = await readResource(s, named.type, named.name);
+      if (!doc || doc.deleted) throw validationError([{ field, message: `${objectId} not found` }]);
+      // Secrets never leave the instance; what names a secret (…_secret_name) travels as the name.
+      if (doc.type === appConfigurations.type && SECRET_SETTINGS.has(doc.name.toLowerCase())) {
+        throw validationError([{ field, message: `${objectId} is a secret setting: secrets are never exported; set it on each instance` }]);
+      }
+      if (listed.some((e) => e.object_id === doc.object_id)) continue;
+      listed.push({ object_id: doc.object_id, type: doc.type, file: fileOf(doc) });
+      entries.push({ name: fileOf(doc), data: `${JSON.stringify({ type: doc.type, ...portable(named.type, doc as unknown as Record<string, unknown>) }, null, 2)}\n` });
+    }
+    const manifest: Manifest = {
+      type: 'artifact-package',
+      name,
+      version: body.package_version,
+      description: body.description ?? '',
+      source_instance: this.instanceId,
+      exported_on: new Date().toISOString(),
+      exported_by: principal.upn,
+      resources: listed,
+    };
+    const bytes = await zip([{ name: 'manifest.json', data: `${JSON.stringify(manifest, null, 2)}\n` }, ...entries]);
+    return this.addVersion(bytes, { type: 'artifact-package', name, package_version: body.package_version }, principal, 'Export');
+  }
+
+  /**
+   * Stores a checked version and makes it current. The same bytes again are accepted as they are (a
+   * pipeline may upload before every plan); other bytes under an existing version are 409.
+   */
+  async addVersion(bytes: Buffer, resource: ArtifactResource, principal: Principal, source: ArtifactVersion['source']): Promise<ArtifactPackageDoc> {
+    if (bytes.length > this.maxBytes) throw badRequest(`The package is larger than ${this.maxBytes} bytes`);
+    const { manifest } = await readContents(bytes);
+    if (manifest.name !== resource.name) throw badRequest(`name: the request names ${resource.name} but the package declares ${manifest.name}`);
+    if (manifest.version !== resource.package_version) throw badRequest(`package_version: the request says ${resource.package_version} but the package declares ${manifest.version}`);
+    const sha256 = createHash('sha256').update(bytes).digest('hex');
+    const same = (current: ArtifactPackageDoc | undefined) => {
+      if (current?.deleted) throw conflict(`${resource.name} is deleted; purge it before adding versions again`);
+      if (current && current.name !== resource.name) throw conflict(`${current.name} exists; package names differ only by case`);
+      const existing = current?.versions.find((v) => v.package_version === resource.package_version);
+      if (existing && existing.sha256 !== sha256) throw conflict(`Version ${resource.package_version} of ${resource.name} exists with other contents; versions are immutable`);
+      return existing !== undefined;
+    };
+    const before = await this.docs.read(ARTIFACTS_PK, resourceId(resource.name));
+    if (before && same(before)) return before;
+    const store = await this.ensureStore();
+    const blob = store.getBlockBlobClient(blobName(resource.name, resource.package_version));
+    await blob.uploadData(bytes, { blobHTTPHeaders: { blobContentType: 'application/zip' } });
+    const now = new Date().toISOString();
+    const version: ArtifactVersion = {
+      package_version: resource.package_version,
+      blob_name: blob.name,
+      size: bytes.length,
+      sha256,
+      source,
+      uploaded_on: now,
+      uploaded_by: principal.upn,
+      source_instance: manifest.source_instance,
+      resources: manifest.resources.map(({ object_id, type }) => ({ object_id, type })),
+    };
+    const saved = await updateDocument(this.docs, ARTIFACTS_PK, resourceId(resource.name), (current) => {
+      if (same(current)) return undefined;
+      return {
+        id: resourceId(resource.name),
+        pk: ARTIFACTS_PK,
+        type: 'artifact-package' as const,
+        name: resource.name,
+        object_id: this.objectId(resource.name),
+        description: manifest.description || current?.description || '',
+        current_version: version.package_version,
+        versions: [...(current?.versions ?? []), version],
+        created_on: current?.created_on ?? now,
+        updated_on: now,
+        updated_by: principal.upn,
+        deleted: false,
+      };
+    });
+    if (!saved) throw internalError('InternalError', 'The package was not saved');
+    return saved;
+  }
+
+  /** Adds a version from a package store: `{name}/{version}/{name}.zip` there. */
+  async deploy(resource: ArtifactResource, principal: Principal): Promise<ArtifactPackageDoc> {
+    const storeType = resource.package_store_type ?? 'Private';
+    const store = storeType === 'Public' ? this.stores.public : this.stores.private;
+    if (!store) throw badRequest('package_store_type: no Public package store is configured (PACKAGE_STORE_PUBLIC_URL)');
+    const path = blobName(resource.name, resource.package_version);
+    let bytes: Buffer;
+    try {
+      const blob = store.getBlobClient(path);
+      if (((await blob.getProperties()).contentLength ?? 0) > this.maxBytes) throw badRequest(`The package is larger than ${this.maxBytes} bytes`);
+      bytes = await blob.downloadToBuffer();
+    } catch (e) {
+      if ((e as { statusCode?: number }).statusCode === 404) throw notFound(`The ${storeType} store has no ${path}`);
+      throw e;
+    }
+    return this.addVersion(bytes, resource, principal, storeType);
+  }
+
+  async list(): Promise<ArtifactPackageDoc[]> {
+    return (await this.docs.query({ partition: ARTIFACTS_PK, where: [{ field: 'deleted', op: 'ne', value: true }], orderBy: [{ field: 'name' }] })).items;
+  }
+
+  async get(name: string): Promise<ArtifactPackageDoc> {
+    const doc = await this.docs.read(ARTIFACTS_PK, resourceId(name));
+    if (!doc || doc.deleted) throw notFound(`Artifact package ${name} not found`);
+    return doc;
+  }
+
+  /** The bytes of a version (the current one by default) as stored. */
+  async download(name: string, version?: string): Promise<{ bytes: Buffer; version: ArtifactVersion }> {
+    const doc = await this.get(name);
+    const v = doc.versions.find((x) => x.package_version === (version ?? doc.current_version));
+    if (!v) throw notFound(`Version ${version ?? ''} of ${name} not found`);
+    const bytes = await this.stores.private.getBlockBlobClient(v.blob_name).downloadToBuffer();
+    if (createHash('sha256').update(bytes).digest('hex') !== v.sha256) throw conflict(`Version ${v.package_version} of ${name} was changed in the store since it was added`);
+    return { bytes, version: v };
+  }
+
+  /** What applying a version would change; nothing is written. */
+  async plan(s: Services, principal: Principal, name: string, version: string): Promise<Change[]> {
+    return changesOf(await planChanges(s, principal, await this.incoming(name, version)));
+  }
+
+  /** Makes this instance match a version: checked whole first, then written in dependency order. */
+  async apply(s: Services, principal: Principal, name: string, version: string): Promise<Change[]> {
+    return applyPlan(s, principal, await planChanges(s, principal, await this.incoming(name, version)));
+  }
+
+  /** A version's resources as definitions for this instance: the source instance's object ids rewritten. */
+  private async incoming(name: string, version: string): Promise<Incoming[]> {
+    const { manifest, resources } = await readContents((await this.download(name, version)).bytes);
+    const from = `/instances/${manifest.source_instance}/providers/`;
+    const to = `/instances/${this.instanceId}/providers/`;
+    return manifest.resources.map((entry, i) => {
+      const [provider, segment] = (/\/providers\/([^/]+)\/([^/]+)\//.exec(entry.object_id) ?? []).slice(1);
+      const type = writableType(provider ?? '', segment ?? '');
+      if (!type || type.type !== entry.type) throw badRequest(`Invalid package: ${entry.object_id} is not a resource type that can be applied`);
+      const definition = mapStrings(resources[i], (v) => (v.startsWith(from) ? `${to}${v.slice(from.length)}` : v)) as Record<string, unknown>;
+      return { type, definition };
+    });
+  }
+
+  /** Soft delete: the package leaves every list; its name stays taken until purged. */
+  async delete(name: string, principal: Principal): Promise<ArtifactPackageDoc> {
+    const saved = await updateDocument(this.docs, ARTIFACTS_PK, resourceId(name), (current) => {
+      if (!current || current.deleted) throw notFound(`Artifact package ${name} not found`);
+      return { ...current, deleted: true, updated_on: new Date().toISOString(), updated_by: principal.upn };
+    });
+    if (!saved) throw notFound(`Artifact package ${name} not found`);
+    return saved;
+  }
+
+  /** Removes a soft-deleted package for good, with the files of all its versions. */
+  async purge(name: string): Promise<ArtifactPackageDoc> {
+    const doc = await this.docs.read(ARTIFACTS_PK, resourceId(name));
+    if (!doc) throw notFound(`Artifact package ${name} not found`);
+    if (!doc.deleted) throw conflict(`Artifact package ${name} is not deleted; delete it before purging it`);
+    await this.docs.delete(ARTIFACTS_PK, doc.id, { ifMatch: doc._etag });
+    await Promise.all(doc.versions.map((v) => this.stores.private.getBlockBlobClient(v.blob_name).deleteIfExists().catch(() => undefined)));
+    return doc;
+  }
+}

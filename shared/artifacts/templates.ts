@@ -1,0 +1,63 @@
+// create-agent: an agent template's resources made true with the caller's parameters. Every parameter is
+// checked by its declared type, every definition by its own type and every link found, before anything is
+// created; then the whole set is created through the resource provider, so the caller becomes Owner of the
+// new agent as any creator of an agent does.
+import type { Principal } from '../auth/principal.js';
+import { notFound, validationError } from '../errors.js';
+import { TYPE_CHECKS } from '../providers/types/parameter-types.js';
+import { RESOURCE_TYPES, servedType } from '../providers/registry.js';
+import { ResourceName } from '../providers/resource-type.js';
+import { readResource } from '../providers/resources.js';
+import { agentTemplates, type AgentTemplateDoc } from '../providers/types/template.js';
+import type { Services } from '../services.js';
+import { applyPlan, mapStrings, planChanges, writableType, type Incoming } from './resource-set.js';
+
+const PLACEHOLDER = /\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}/g;
+
+/** The parameters' values: each given one of its declared type, each absent one its default. 400 names the first that fails. */
+function parameterValues(template: AgentTemplateDoc, given: Record<string, unknown>): Map<string, unknown> {
+  const fail = (name: string, message: string) => validationError([{ field: `parameters.${name}`, message }]);
+  const values = new Map<string, unknown>();
+  for (const name of Object.keys(given)) if (!template.parameters.some((p) => p.name === name)) throw fail(name, `${name} is not a parameter of ${template.name} (${template.parameters.map((p) => p.name).join(', ')})`);
+  for (const p of template.parameters) {
+    const value = Object.hasOwn(given, p.name) ? given[p.name] : p.default_value;
+    if (value === undefined) throw fail(p.name, `${p.name} is required: ${p.description || p.type}`);
+    const [ok, what] = TYPE_CHECKS[p.type];
+    if (!ok(value)) throw fail(p.name, `${p.name} must be ${what}`);
+    values.set(p.name, value);
+  }
+  const agentName = ResourceName.safeParse(values.get('agent_name'));
+  if (!agentName.success) throw fail('agent_name', `agent_name ${agentName.error.issues[0]?.message ?? 'is not a resource name'}`);
+  return values;
+}
+
+/** A string with its placeholders replaced; a string that is one placeholder becomes the value itself. */
+function substitute(text: string, values: ReadonlyMap<string, unknown>): unknown {
+  const whole = /^\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}$/.exec(text);
+  if (whole && values.has(whole[1] ?? '')) return values.get(whole[1] ?? '');
+  return text.replace(PLACEHOLDER, (_match, name: string) => {
+    if (!values.has(name)) throw validationError([{ field: 'resources', message: `The template names {{${name}}}, which is not one of its parameters` }]);
+    const value = values.get(name);
+    return typeof value === 'string' ? value : JSON.stringify(value);
+  });
+}
+
+/** Creates every resource of the template; answers their object ids, in the order they were created. */
+export async function createAgent(s: Services, principal: Principal, templateName: string, given: Record<string, unknown>): Promise<{ object_ids: string[] }> {
+  const doc = await readResource(s, servedType(agentTemplates), templateName);
+  if (!doc || doc.deleted) throw notFound(`agent-template ${templateName} not found`);
+  const parsed = agentTemplates.schema.safeParse(doc);
+  if (!parsed.success) throw validationError([{ field: 'template', message: `${templateName} is not a valid template: ${parsed.error.issues[0]?.message ?? ''}` }]);
+  const template = { ...doc, ...parsed.data } as AgentTemplateDoc;
+  const values = new Map([...parameterValues(template, given), ['instance_id', s.config.instanceId]]);
+  const incoming: Incoming[] = template.resources.map((r, i) => {
+    const type = RESOURCE_TYPES.find((t) => t.type === r.type);
+    const writable = type && writableType(type.provider, type.segment);
+    if (!writable) throw validationError([{ field: `resources[${i}].type`, message: `${r.type} is not a resource type a template can create` }]);
+    const { type: _t, ...definition } = mapStrings(r, (v) => substitute(v, values)) as Record<string, unknown>;
+    return { type: writable, definition };
+  });
+  const planned = await planChanges(s, principal, incoming, { createOnly: true });
+  await applyPlan(s, principal, planned);
+  return { object_ids: planned.map((p) => p.object_id) };
+}
