@@ -46,7 +46,8 @@ function substitute(text: string, values: ReadonlyMap<string, unknown>): unknown
 export async function createAgent(s: Services, principal: Principal, templateName: string, given: Record<string, unknown>): Promise<{ object_ids: string[] }> {
   const doc = await readResource(s, servedType(agentTemplates), templateName);
   if (!doc || doc.deleted) throw notFound(`agent-template ${templateName} not found`);
-  const parsed = agentTemplates.schema.safeParse(doc);
+  const { parameters, resources } = doc as unknown as Record<string, unknown>;
+  const parsed = agentTemplates.schema.safeParse({ name: doc.name, parameters, resources });
   if (!parsed.success) throw validationError([{ field: 'template', message: `${templateName} is not a valid template: ${parsed.error.issues[0]?.message ?? ''}` }]);
   const template = { ...doc, ...parsed.data } as AgentTemplateDoc;
   const values = new Map([...parameterValues(template, given), ['instance_id', s.config.instanceId]]);
