@@ -10,6 +10,7 @@ import * as artifactPackages from './artifact-packages.js';
 import * as branding from './branding.js';
 import * as completions from './completions.js';
 import * as dataPipelines from './data-pipelines.js';
+import * as evaluations from './evaluations.js';
 import * as files from './files.js';
 import * as identity from './identity.js';
 import * as memory from './memory.js';
@@ -21,8 +22,8 @@ import * as resources from './resources.js';
 import * as sessions from './sessions.js';
 import * as status from './status.js';
 
-const groups: readonly (readonly Route[])[] = [status.routes, branding.routes, agents.routes, completions.routes, sessions.routes, files.routes, memory.routes, memoryMcp.routes, resources.routes, dataPipelines.routes, agentProperties.routes, agentTokens.routes, identity.routes, analytics.routes, plugins.routes, artifactPackages.routes, agentTemplates.routes, portal.routes];
+const groups: readonly (readonly Route[])[] = [status.routes, branding.routes, agents.routes, completions.routes, sessions.routes, files.routes, memory.routes, memoryMcp.routes, resources.routes, dataPipelines.routes, agentProperties.routes, agentTokens.routes, identity.routes, analytics.routes, plugins.routes, artifactPackages.routes, agentTemplates.routes, evaluations.routes, portal.routes];
 
 export const ROUTES: readonly Route[] = [...groups.flat(), ...metaRoutes(() => ROUTES)];
 
-export const QUEUE_HANDLERS: readonly QueueHandler[] = [...completions.queueHandlers, ...dataPipelines.queueHandlers];
+export const QUEUE_HANDLERS: readonly QueueHandler[] = [...completions.queueHandlers, ...dataPipelines.queueHandlers, ...evaluations.queueHandlers];

@@ -160,9 +160,23 @@ export const routes = [
     path: '/instances/{instanceId}/sessions/{sessionId}/message/{messageId}/rate',
     summary: 'Rate an assistant message: thumbs up (true) or down (false), with comments',
     params: SessionParams.extend({ messageId: z.string().min(1).max(200) }),
-    body: z.object({ rating: z.boolean({ error: 'rating must be true or false' }), comments: z.string().max(4000).optional() }).strict(),
+    body: z
+      .object({
+        rating: z.boolean({ error: 'rating must be true or false' }),
+        comments: z.string().max(4000).optional(),
+        share_prompt_with_owner: z
+          .boolean()
+          .optional()
+          .describe("With a thumbs-down: let the agent's owner see this turn's prompt (and the comments), never who rated, to make it an evaluation case; rating the message again without it withdraws it"),
+      })
+      .strict(),
     responses: { 200: { description: 'The rated message', schema: Message } },
-    handler: async ({ services, principal, params, body }) =>
-      json(200, presentMessage(await services.conversations.rate(principal.upn, params.sessionId, params.messageId, body.rating, body.comments ?? null))),
+    handler: async ({ services, principal, params, body }) => {
+      const comments = body.comments ?? null;
+      const rated = await services.conversations.rate(principal.upn, params.sessionId, params.messageId, body.rating, comments);
+      const shared = !body.rating && body.share_prompt_with_owner === true;
+      await services.evaluations.recordRating(principal.upn, rated, shared, comments, () => services.conversations.promptOf(principal.upn, rated));
+      return json(200, presentMessage(rated));
+    },
   }),
 ];

@@ -6,6 +6,8 @@ import { LOG_LEVELS, type LogLevel } from './log.js';
 /** Instance id used when INSTANCE_ID is not set. */
 export const DEFAULT_INSTANCE_ID = '7a3c5a2e-4b1f-4c8e-9d6a-0f2b8e1c4d5a';
 
+/** A Storage queue name. */
+const QueueName = z.string().regex(/^[a-z0-9](?!.*--)[a-z0-9-]{1,50}[a-z0-9]$/, 'must be a Storage queue name (3-52 lower-case letters, digits, hyphens)');
 const Guid = z.string().regex(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be a GUID');
 const Port = z.coerce.number().int().min(0).max(65535);
 const PositiveInt = z.coerce.number().int().positive();
@@ -74,7 +76,7 @@ const Env = z.object({
   /** Deadline of a whole data pipeline run, seconds: past it the run ends Failed, naming what was not done. */
   PIPELINE_RUN_TIMEOUT_SECONDS: optional(z.coerce.number().int().min(10).max(86_400)).default(3600),
   /** Storage queue of async completions; its poison queue is `<name>-poison`. One per instance. */
-  ASYNC_COMPLETIONS_QUEUE: optional(z.string().regex(/^[a-z0-9](?!.*--)[a-z0-9-]{1,50}[a-z0-9]$/, 'must be a Storage queue name (3-52 lower-case letters, digits, hyphens)')).default('async-completions'),
+  ASYNC_COMPLETIONS_QUEUE: optional(QueueName).default('async-completions'),
   /**
    * Seconds a message taken by the local worker stays hidden; renewed while it runs, so a killed worker's
    * message is back on the queue within this time.
@@ -83,11 +85,12 @@ const Env = z.object({
   /** An async operation still InProgress after this long is reported Failed. */
   ASYNC_OPERATION_TIMEOUT_SECONDS: optional(PositiveInt).default(1800),
   /** Storage queue of webhook deliveries. */
-  WEBHOOKS_QUEUE: optional(z.string().regex(/^[a-z0-9](?!.*--)[a-z0-9-]{1,50}[a-z0-9]$/, 'must be a Storage queue name (3-52 lower-case letters, digits, hyphens)')).default('webhook-deliveries'),
+  WEBHOOKS_QUEUE: optional(QueueName).default('webhook-deliveries'),
   /** Unit of the webhook retry delays (1, 3, 6, 12, ... 192 of it): 5 s retries for about 16 minutes. */
   WEBHOOK_RETRY_BASE_SECONDS: optional(PositiveInt).default(5),
   /** Storage queue of data pipeline runs; its poison queue is `<name>-poison`. */
-  PIPELINES_QUEUE: optional(z.string().regex(/^[a-z0-9](?!.*--)[a-z0-9-]{1,50}[a-z0-9]$/, 'must be a Storage queue name (3-52 lower-case letters, digits, hyphens)')).default('data-pipeline-runs'),
+  PIPELINES_QUEUE: optional(QueueName).default('data-pipeline-runs'),
+  EVALUATIONS_QUEUE: optional(QueueName).default('evaluation-runs'),
   /** How long a semantic cache entry may answer. */
   SEMANTIC_CACHE_TTL_SECONDS: optional(PositiveInt).default(3600),
   /** Rounds of tool calls one completion may make before the model must answer. */
@@ -195,6 +198,8 @@ export interface Config {
   queueVisibilityTimeoutSeconds: number;
   asyncOperationTimeoutSeconds: number;
   webhooks: { queue: string; retryBaseSeconds: number };
+  /** The queue of evaluation runs. */
+  evaluationsQueue: string;
   knowledge: { queue: string; cacheTtlSeconds: number; file: string; extractionTimeoutMs: number; documentTimeoutMs: number; runTimeoutMs: number };
   tools: { maxRounds: number; timeBudgetMs: number; resultMaxChars: number };
   plugins: { timeoutMs: number; memoryBytes: number; sessionsEndpoint: string | undefined; warm: number; concurrency: number };
@@ -268,6 +273,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     asyncOperationTimeoutSeconds: e.ASYNC_OPERATION_TIMEOUT_SECONDS,
     webhooks: { queue: e.WEBHOOKS_QUEUE, retryBaseSeconds: e.WEBHOOK_RETRY_BASE_SECONDS },
     // The embedded vector index's file, beside the embedded store's (unused with STORE=cosmos).
+    evaluationsQueue: e.EVALUATIONS_QUEUE,
     knowledge: {
       queue: e.PIPELINES_QUEUE,
       cacheTtlSeconds: e.SEMANTIC_CACHE_TTL_SECONDS,

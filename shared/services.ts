@@ -24,6 +24,7 @@ import { Conversations } from './conversations/conversations.js';
 import { Files, type FileDoc } from './files/files.js';
 import { Memories, type MemoryDoc } from './memory/memory.js';
 import { ArtifactPackages, type ArtifactPackageDoc } from './artifacts/packages.js';
+import { Evaluations } from './evaluations/evaluations.js';
 import { packageStores, PluginPackages, type PackageDoc } from './plugins/packages.js';
 import { PluginRuntime } from './plugins/runtime.js';
 import { createSandbox } from './sandbox/create.js';
@@ -70,6 +71,7 @@ export interface Services {
   readonly packages: PluginPackages;
   /** Resources moved between instances as versioned packages (plan and apply). */
   readonly artifacts: ArtifactPackages;
+  readonly evaluations: Evaluations;
   /** Python plugins and the code interpreter, run in the sandbox. */
   readonly plugins: PluginRuntime;
   readonly settings: AppSettings;
@@ -153,6 +155,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     memories: new Memories(store.container<MemoryDoc>('memories'), config.memoryMaxBytes),
     packages,
     artifacts,
+    evaluations: new Evaluations(store),
     plugins,
     settings,
     blobs,

@@ -146,6 +146,16 @@ resource pipelinesPoisonQueue 'Microsoft.Storage/storageAccounts/queueServices/q
   name: 'data-pipeline-runs-poison'
 }
 
+resource evaluationsQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = {
+  parent: queueService
+  name: 'evaluation-runs'
+}
+
+resource evaluationsPoisonQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = {
+  parent: queueService
+  name: 'evaluation-runs-poison'
+}
+
 resource cosmos 'Microsoft.DocumentDB/databaseAccounts@2024-11-15' = {
   name: names.cosmos
   location: location
@@ -360,6 +370,7 @@ func settings(clientId string, serviceApis string, connectionString string, stor
   { name: 'WEBHOOKS_QUEUE', value: 'webhook-deliveries' }
   { name: 'WEBHOOK_RETRY_BASE_SECONDS', value: '5' }
   { name: 'PIPELINES_QUEUE', value: 'data-pipeline-runs' }
+  { name: 'EVALUATIONS_QUEUE', value: 'evaluation-runs' }
   { name: 'SEMANTIC_CACHE_TTL_SECONDS', value: '3600' }
   { name: 'TOOL_MAX_ROUNDS', value: '5' }
   { name: 'TOOL_TIME_BUDGET_SECONDS', value: '60' }

@@ -56,6 +56,7 @@ locals {
     WEBHOOKS_QUEUE                        = "webhook-deliveries"
     WEBHOOK_RETRY_BASE_SECONDS            = "5"
     PIPELINES_QUEUE                       = "data-pipeline-runs"
+    EVALUATIONS_QUEUE                     = "evaluation-runs"
     SEMANTIC_CACHE_TTL_SECONDS            = "3600"
     TOOL_MAX_ROUNDS                       = "5"
     TOOL_TIME_BUDGET_SECONDS              = "60"

@@ -2,7 +2,7 @@
 # Shared keys are off: the apps use their identities with data roles.
 locals {
   blob_containers = ["files", "plugin-packages", "plugin-store", "deployments-core", "deployments-management"]
-  queues          = ["async-completions", "async-completions-poison", "webhook-deliveries", "webhook-deliveries-poison", "data-pipeline-runs", "data-pipeline-runs-poison"]
+  queues          = ["async-completions", "async-completions-poison", "webhook-deliveries", "webhook-deliveries-poison", "data-pipeline-runs", "data-pipeline-runs-poison", "evaluation-runs", "evaluation-runs-poison"]
   storage_roles   = ["Storage Blob Data Owner", "Storage Queue Data Contributor", "Storage Table Data Contributor"]
   storage_role_assignments = {
     for pair in setproduct(keys(local.apps), local.storage_roles) : "${pair[0]}-${pair[1]}" => { app = pair[0], role = pair[1] }

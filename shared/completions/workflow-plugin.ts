@@ -6,11 +6,10 @@ import { DomainError } from '../errors.js';
 import { attachmentTexts } from '../files/attachment-content.js';
 import { citationOf, PromptEmbeddings, searchIndex, type Citation } from '../knowledge/retrieval.js';
 import type { Clause } from '../knowledge/vector-index.js';
-import { endpointView, MODEL_PROVIDERS } from '../models/endpoint.js';
+import { completionModel } from '../models/completion-model.js';
 import type { ChatMessage } from '../models/wire.js';
 import type { RunnablePlugin } from '../plugins/runtime.js';
 import type { AgentDoc } from '../providers/types/agent.js';
-import { aiModels, apiEndpointConfigurations } from '../providers/types/catalog.js';
 import { PluginFailed } from '../sandbox/sandbox.js';
 import type { Services } from '../services.js';
 import type { SessionDoc } from '../conversations/conversations.js';
@@ -54,11 +53,9 @@ export async function workflowAnswer(s: Services, plugin: RunnablePlugin, input:
   const found: Citation[] = [];
   const svc = async (method: string, args: Record<string, unknown>): Promise<unknown> => {
     if (method === 'complete') {
-      const model = await s.resourceCache.get(String(args.ai_model_object_id), aiModels);
-      if (!model || model.model_type !== 'completion') throw new Error(`${String(args.ai_model_object_id)} is not a completion model of this instance`);
-      const endpointDoc = await s.resourceCache.get(model.api_endpoint_object_id, apiEndpointConfigurations);
-      const endpoint = endpointDoc && endpointView(endpointDoc);
-      if (!endpoint || !MODEL_PROVIDERS.includes(endpoint.provider)) throw new Error(`the API endpoint of ${model.name} is not valid for a model`);
+      const resolved = await completionModel(s, String(args.ai_model_object_id));
+      if (typeof resolved === 'string') throw new Error(resolved);
+      const { model, endpoint } = resolved;
       const answer = await s.models.complete(endpoint, model.deployment_name, chatMessages(args.messages), {}, signal);
       spent.promptTokens += answer.promptTokens;
       spent.completionTokens += answer.completionTokens;

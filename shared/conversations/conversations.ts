@@ -289,6 +289,16 @@ export class Conversations {
     }
   }
 
+  /** The user's prompt of the turn an assistant message answered (the user message of its operation). */
+  async promptOf(owner: string, answer: MessageDoc): Promise<string | undefined> {
+    const { items } = await this.messages.query({
+      partition: ownerKey(owner),
+      where: [...this.ofSession(answer.session_id), { field: 'operation_id', op: 'eq', value: answer.operation_id }, { field: 'sender', op: 'eq', value: 'User' }],
+      limit: 1,
+    });
+    return items[0]?.text;
+  }
+
   async rate(owner: string, sessionId: string, messageId: string, rating: boolean, comments: string | null): Promise<MessageDoc> {
     const upn = ownerKey(owner);
     await this.get(upn, sessionId);

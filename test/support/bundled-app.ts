@@ -29,6 +29,7 @@ export async function startBundledApp(env: Record<string, string> = {}): Promise
     ASYNC_COMPLETIONS_QUEUE: `ac-${suffix}`,
     WEBHOOKS_QUEUE: `wh-${suffix}`,
     PIPELINES_QUEUE: `dp-${suffix}`,
+    EVALUATIONS_QUEUE: `ev-${suffix}`,
     ...env,
   };
   const running = await startBuilt(settings, /Get a token/);
