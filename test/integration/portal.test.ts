@@ -245,7 +245,7 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     const guide = await app.call('GET', `${providers(app, 'Svc.Agent')}/agents/guide`);
     const { workflow_object_id } = (guide.body as { resource: { workflow_object_id: string } }).resource;
     await page.goto(`${app.core}/portal/manage.html#agents`);
-    await page.getByRole('button', { name: 'New agent' }).click();
+    await page.getByRole('button', { name: 'New agent', exact: true }).click();
     await page.getByLabel('Name', { exact: true }).fill('concierge');
     // The fields write into the JSON definition, which is what is sent.
     await page.getByLabel('Display name').fill('Concierge');
@@ -323,7 +323,93 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await page.getByRole('button', { name: 'Save' }).click();
     await page.getByRole('button', { name: 'New prompt' }).waitFor();
     const after = await prompt();
-    expect(after).toEqual({ ...before, prefix: 'You guide visitors\nthrough the penguin house.\n', suffix: 'Answer briefly.', updated_on: after.updated_on });
+    expect(after).toEqual({ ...before, prefix: 'You guide visitors\nthrough the penguin house.\n', suffix: 'Answer briefly.', updated_on: after.updated_on, version: (before.version as number) + 1 });
+  });
+
+  it("shows a prompt's history with the fields two versions differ in, and restores the first version", async () => {
+    const prompt = async () => ((await app.call('GET', `${providers(app, 'Svc.Prompt')}/prompts/guide-prompt`)).body as { resource: Record<string, unknown> }).resource;
+    const first = ((await app.call('GET', `${providers(app, 'Svc.Prompt')}/prompts/guide-prompt/versions/1`)).body as { resource: Record<string, unknown> }).resource;
+    await page.goto(`${app.core}/portal/manage.html#prompts`);
+    await page.getByRole('row').filter({ hasText: 'guide-prompt' }).getByRole('button', { name: 'History of guide-prompt' }).click();
+    const history = page.getByRole('region', { name: 'History of guide-prompt' });
+    await expect.poll(() => history.getByRole('row').filter({ hasText: '(current)' }).count()).toBe(1);
+    const diff = history.getByRole('table', { name: 'Differences between version 1 and version 2' });
+    await expect.poll(() => diff.getByRole('rowheader').allTextContents()).toEqual(['prefix', 'suffix']);
+    expect(await diff.getByRole('row').filter({ hasText: 'prefix' }).textContent()).toContain('through the penguin house.');
+    await shot('manage-history');
+    page.once('dialog', (d) => void d.accept());
+    await history.getByRole('button', { name: 'Restore version 1' }).click();
+    await expect.poll(async () => (await prompt()).version).toBe(3);
+    const restored = await prompt();
+    expect(restored.prefix).toBe(first.prefix);
+    expect(restored.suffix).toBe(first.suffix);
+    await expect.poll(() => history.getByRole('row').filter({ hasText: '3 (current)' }).count()).toBe(1);
+  });
+
+  it('creates an agent from a template in its parameters, showing the API message for one it refuses', async () => {
+    const model = `/instances/${INSTANCE}/providers/Svc.AIModel/aiModels/guide-model`;
+    await page.goto(`${app.core}/portal/manage.html#agents`);
+    await page.getByRole('button', { name: 'New agent from template' }).click();
+    await page.getByLabel('Template').selectOption({ label: 'Tool-using agent over an MCP server' });
+    await page.getByLabel('agent_name').fill('helper');
+    await page.getByLabel('completion_model_object_id').fill(model);
+    await page.getByLabel('allowed_tools').fill('add\nrepeat');
+    await page.getByRole('button', { name: 'Create agent' }).click();
+    await expect.poll(() => page.locator('form.editor .error').textContent()).toContain('mcp_url');
+    expect((await app.call('GET', `${providers(app, 'Svc.Agent')}/agents/helper`)).status).toBe(404);
+    await page.getByLabel('mcp_url').fill('http://127.0.0.1:9/mcp');
+    await shot('manage-template');
+    await page.getByRole('button', { name: 'Create agent' }).click();
+    await expect.poll(() => page.getByRole('status').textContent()).toContain('Created 4 resources');
+    const helper = await app.call('GET', `${providers(app, 'Svc.Agent')}/agents/helper`);
+    expect((helper.body as { roles: string[] }).roles).toContain('Owner');
+    const tool = await app.call('GET', `${providers(app, 'Svc.Agent')}/tools/helper-tools`);
+    expect(tool.body).toMatchObject({ resource: { allowed_tools: ['add', 'repeat'], url: 'http://127.0.0.1:9/mcp' } });
+  });
+
+  it("runs an agent's evaluation twice and shows the runs side by side by agent version; a shared thumbs-down becomes a case", async () => {
+    const agentPath = `${providers(app, 'Svc.Agent')}/agents/guide`;
+    const cases = [
+      { user_prompt: 'Tell me about penguins', expect: { contains: 'penguins' } },
+      { user_prompt: 'Tell me about seals', expect: { contains: 'walrus' } },
+    ];
+    expect((await app.call('POST', `${agentPath}/evaluations/animals`, { body: { name: 'animals', cases } })).status).toBe(200);
+    // A user's thumbs-down, shared with the owner: the prompt becomes a candidate case.
+    await page.goto(`${app.core}/portal/`);
+    await page.getByLabel('Agent').selectOption('guide');
+    await page.getByLabel('Message').fill('Where do penguins sleep?');
+    await page.getByLabel('Message').press('Enter');
+    const answer = page.locator('li.message.assistant').last();
+    await expect.poll(() => answer.locator('.text').textContent()).toBe('Echo: Where do penguins sleep?');
+    await answer.getByRole('button', { name: 'Bad answer' }).click();
+    await answer.getByRole('button', { name: "Share this prompt with the agent's owner to improve it" }).click();
+    await expect.poll(() => answer.getByRole('button', { name: "Prompt shared with the agent's owner" }).count()).toBe(1);
+
+    await page.goto(`${app.core}/portal/manage.html#agents`);
+    await page.getByRole('row').filter({ hasText: /^guide/ }).first().getByRole('button', { name: 'Properties and tokens' }).click();
+    const panel = page.getByRole('region', { name: 'Evaluations of guide' });
+    await panel.getByRole('button', { name: 'Run animals' }).click();
+    const runs = panel.getByRole('table', { name: 'Runs of animals' });
+    await expect.poll(() => runs.getByRole('row').filter({ hasText: 'Completed' }).count(), { timeout: 30_000 }).toBe(1);
+    const guide = ((await app.call('GET', agentPath)).body as { resource: Record<string, unknown> }).resource;
+    expect((await app.call('POST', agentPath, { body: { ...guide, description: 'A changed guide' } })).status).toBe(200);
+    await panel.getByRole('button', { name: 'Run animals' }).click();
+    await expect.poll(() => runs.getByRole('row').filter({ hasText: 'Completed' }).count(), { timeout: 30_000 }).toBe(2);
+    for (const box of await runs.getByRole('checkbox').all()) await box.check();
+    const sideBySide = panel.getByRole('table', { name: 'Runs side by side' });
+    const headers = await sideBySide.getByRole('columnheader').allTextContents();
+    const version = guide.version as number;
+    expect(headers).toEqual(['Prompt', `Agent version ${version + 1} (50%)`, `Agent version ${version} (50%)`]);
+    expect(await sideBySide.getByRole('row').filter({ hasText: 'Tell me about seals' }).textContent()).toContain('the answer does not contain "walrus"');
+    await shot('manage-evaluations');
+
+    const shared = panel.getByRole('region', { name: 'Shared prompts' });
+    expect(await shared.locator('blockquote').textContent()).toBe('Where do penguins sleep?');
+    await shared.getByLabel('A good answer contains').fill('sleep');
+    await shared.getByRole('button', { name: 'Add as case' }).click();
+    await expect.poll(() => shared.count()).toBe(0);
+    const evaluation = await app.call('GET', `${agentPath}/evaluations/animals`);
+    expect((evaluation.body as { cases: unknown[] }).cases).toContainEqual({ user_prompt: 'Where do penguins sleep?', expect: { contains: 'sleep' } });
   });
 
   it('deletes a prompt, lists it again with Show deleted, and purges it so its name can be used again', async () => {

@@ -92,10 +92,14 @@ function ViewPrompt({ ctx, session, id }: { ctx: Context; session: Session; id: 
 
 export function AssistantMessage({ ctx, view, session, m, sender, onRated }: { ctx: Context; view: AgentView; session: Session; m: Message; sender: string; onRated: (m: Message) => void }) {
   const [error, setError] = useState<unknown>();
-  const rate = (rating: boolean) =>
+  const [shared, setShared] = useState(false);
+  const rate = (rating: boolean, share = false) =>
     ctx.api
-      .json<Message>('core', `/sessions/${session.id}/message/${m.id}/rate`, { method: 'POST', json: { rating } })
-      .then(() => onRated({ ...m, rating }))
+      .json<Message>('core', `/sessions/${session.id}/message/${m.id}/rate`, { method: 'POST', json: { rating, ...(share ? { share_prompt_with_owner: true } : {}) } })
+      .then(() => {
+        setShared(share);
+        onRated({ ...m, rating });
+      })
       .catch(setError);
   const citations = m.citations ?? [];
   const artifacts = m.content_artifacts ?? [];
@@ -129,6 +133,12 @@ export function AssistantMessage({ ctx, view, session, m, sender, onRated }: { c
               <ThumbDown />
             </button>
           </span>
+        )}
+        {view.show_message_rating && m.rating === false && (
+          // Consent, asked for after a thumbs-down: only this turn's prompt goes to the owner, never who rated.
+          <button class="link share" aria-pressed={shared} disabled={shared} onClick={() => void rate(false, true)}>
+            {shared ? "Prompt shared with the agent's owner" : "Share this prompt with the agent's owner to improve it"}
+          </button>
         )}
       </div>
       <ErrorText error={error} />

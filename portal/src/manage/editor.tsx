@@ -39,12 +39,11 @@ export function objectOf(json: string): Record<string, unknown> | undefined {
   }
 }
 
-/** Fields the service keeps itself: not part of a definition to edit. */
 /** The definition any resource type takes (a prompt's, here), as the Management API's document has it. */
 type Definition = NonNullable<operations['prompts-upsert']['requestBody']>['content']['application/json'];
 
 /** Fields the service sets (a definition may carry them back, and they are ignored): checked against the API's types. */
-export const SERVICE_FIELDS: readonly string[] = ['object_id', 'created_on', 'created_by', 'updated_on', 'updated_by', 'deleted'] satisfies (keyof Definition)[];
+export const SERVICE_FIELDS: readonly string[] = ['object_id', 'created_on', 'created_by', 'updated_on', 'updated_by', 'deleted', 'version'] satisfies (keyof Definition)[];
 
 /**
  * A resource as JSON, created or replaced through the API (its validation messages shown as they come).

@@ -6,14 +6,19 @@ import { AgentProperties } from './agent-properties';
 import { AgentTokens } from './agent-tokens';
 import { BrandingForm, QuotasForm } from './app-config';
 import { Editor } from './editor';
+import { Evaluations } from './evaluations';
+import { History } from './history';
 import { PipelineRuns } from './pipeline-runs';
 import { RoleAssignmentForm } from './role-assignment-form';
+import { NewFromTemplate } from './templates';
 import { details, TYPES } from './types';
 export function Resources({ ctx, kind }: { ctx: Context; kind: keyof typeof TYPES }) {
   const t = TYPES[kind];
   const [items, setItems] = useState<Resource[]>([]);
-  const [editing, setEditing] = useState<Resource | 'new'>();
+  const [editing, setEditing] = useState<Resource | 'new' | 'template'>();
   const [selected, setSelected] = useState<string>();
+  const [history, setHistory] = useState<string>();
+  const [created, setCreated] = useState<string[]>([]);
   const [runs, setRuns] = useState(0);
   const [showDeleted, setShowDeleted] = useState(false);
   const [error, setError] = useState<unknown>();
@@ -24,6 +29,8 @@ export function Resources({ ctx, kind }: { ctx: Context; kind: keyof typeof TYPE
   useEffect(() => {
     setEditing(undefined);
     setSelected(undefined);
+    setHistory(undefined);
+    setCreated([]);
     void load();
   }, [kind]);
   const act = (r: Resource, question: string, path: string, method: string) => {
@@ -44,6 +51,16 @@ export function Resources({ ctx, kind }: { ctx: Context; kind: keyof typeof TYPE
             void load();
           }}
         />
+      ) : editing === 'template' ? (
+        <NewFromTemplate
+          ctx={ctx}
+          onCancel={() => setEditing(undefined)}
+          onCreated={(ids) => {
+            setEditing(undefined);
+            setCreated(ids);
+            void load();
+          }}
+        />
       ) : editing ? (
         <Editor
           ctx={ctx}
@@ -59,6 +76,7 @@ export function Resources({ ctx, kind }: { ctx: Context; kind: keyof typeof TYPE
         <>
           <div class="row">
             <button onClick={() => setEditing('new')}>New {t.title.replace(/s$/, '').toLowerCase()}</button>
+            {kind === 'agents' && <button onClick={() => setEditing('template')}>New agent from template</button>}
             <label class="check">
               <input
                 type="checkbox"
@@ -71,6 +89,11 @@ export function Resources({ ctx, kind }: { ctx: Context; kind: keyof typeof TYPE
               Show deleted
             </label>
           </div>
+          {created.length > 0 && (
+            <p role="status">
+              Created {created.length} resources: {created.map((id) => id.split('/providers/')[1]).join(', ')}
+            </p>
+          )}
           <table>
             <thead>
               <tr>
@@ -106,6 +129,9 @@ export function Resources({ ctx, kind }: { ctx: Context; kind: keyof typeof TYPE
                         <button class="link" onClick={() => setEditing(r)}>
                           Edit
                         </button>
+                        <button class="link" aria-label={`History of ${r.name}`} onClick={() => setHistory(r.name)}>
+                          History
+                        </button>
                         <button class="link" onClick={() => remove(r)}>
                           Delete
                         </button>
@@ -123,8 +149,10 @@ export function Resources({ ctx, kind }: { ctx: Context; kind: keyof typeof TYPE
           <h2>{selected}</h2>
           <AgentProperties ctx={ctx} agent={selected} />
           <AgentTokens ctx={ctx} agent={selected} />
+          <Evaluations ctx={ctx} agent={selected} />
         </div>
       )}
+      {history && !editing && <History ctx={ctx} path={t.path} name={history} onRestored={() => void load()} />}
       {kind === 'pipelines' && <PipelineRuns ctx={ctx} refresh={runs} />}
       {kind === 'appConfig' && !editing && (
         <>

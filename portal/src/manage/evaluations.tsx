@@ -1,0 +1,253 @@
+// An agent's evaluations: define one (its JSON), run it, follow its runs, and put two runs side by side, case
+// by case, with the agent version each ran on. Prompts raters shared with a thumbs-down can be made cases.
+import { useEffect, useState } from 'preact/hooks';
+import { type Context, ErrorText, submitTo } from '../shell';
+import { EditorForm, objectOf } from './editor';
+
+interface Evaluation {
+  name: string;
+  cases: { user_prompt: string; expect: Record<string, unknown> }[];
+  [field: string]: unknown;
+}
+interface CaseResult {
+  user_prompt: string;
+  passed: boolean;
+  reason: string;
+  latency_ms: number;
+  cost: number;
+}
+interface Run {
+  name: string;
+  status: string;
+  agent_version: number | null;
+  pass_rate: number | null;
+  total_cost: number;
+  duration_ms: number | null;
+  created_on: string;
+  results: CaseResult[];
+}
+interface Candidate {
+  id: string;
+  user_prompt: string;
+  comments: string | null;
+}
+
+const FINISHED = new Set(['Completed', 'Failed']);
+const EXAMPLE = { name: 'smoke', cases: [{ user_prompt: 'Hello', expect: { contains: 'hello' } }] };
+const percent = (r: Run) => (r.pass_rate === null ? '…' : `${Math.round(r.pass_rate * 100)}%`);
+const verdict = (c: CaseResult | undefined) => (c ? `${c.passed ? 'Passed' : 'Failed'}: ${c.reason} (${c.latency_ms} ms)` : '');
+
+export function Evaluations({ ctx, agent }: { ctx: Context; agent: string }) {
+  const base = `/providers/Svc.Agent/agents/${encodeURIComponent(agent)}`;
+  const [evaluations, setEvaluations] = useState<Evaluation[]>([]);
+  const [selected, setSelected] = useState<string>();
+  const [editing, setEditing] = useState<string>();
+  const [runs, setRuns] = useState<Run[]>([]);
+  const [compared, setCompared] = useState<string[]>([]);
+  const [candidates, setCandidates] = useState<Candidate[]>([]);
+  const [error, setError] = useState<unknown>();
+  const load = () => {
+    ctx.api.json<Evaluation[]>('management', `${base}/evaluations`).then((l) => {
+      setEvaluations(l);
+      setSelected((s) => s ?? l[0]?.name);
+    }, setError);
+    ctx.api.json<Candidate[]>('management', `${base}/evaluation-candidates`).then(setCandidates, setError);
+  };
+  useEffect(load, [agent]);
+  // The selected evaluation's runs, read again every second while one is not finished.
+  useEffect(() => {
+    if (!selected) return;
+    let timer: ReturnType<typeof setTimeout> | undefined;
+    let live = true;
+    const read = () =>
+      ctx.api.json<Run[]>('management', `${base}/evaluations/${encodeURIComponent(selected)}/runs`).then((l) => {
+        if (!live) return;
+        setRuns(l);
+        if (l.some((r) => !FINISHED.has(r.status))) timer = setTimeout(() => void read(), 1000);
+      }, setError);
+    void read();
+    return () => {
+      live = false;
+      clearTimeout(timer);
+    };
+  }, [selected, runs.length]);
+  const start = (name: string) =>
+    ctx.api.call('management', `${base}/evaluations/${encodeURIComponent(name)}/run`, { method: 'POST' }).then(() => {
+      setSelected(name);
+      setRuns((l) => [{ name: 'pending', status: 'Pending', agent_version: null, pass_rate: null, total_cost: 0, duration_ms: null, created_on: new Date().toISOString(), results: [] }, ...l]);
+    }, setError);
+  const toggle = (name: string) => setCompared((c) => (c.includes(name) ? c.filter((n) => n !== name) : [...c.slice(-1), name]));
+  const pair = compared.map((n) => runs.find((r) => r.name === n)).filter((r) => r !== undefined);
+  return (
+    <section class="evaluations" aria-label={`Evaluations of ${agent}`}>
+      <h3>Evaluations</h3>
+      <ErrorText error={error} />
+      {editing !== undefined ? (
+        <EvaluationEditor ctx={ctx} base={base} initial={editing} onDone={() => (setEditing(undefined), load())} />
+      ) : (
+        <button onClick={() => setEditing(JSON.stringify(EXAMPLE, null, 2))}>New evaluation</button>
+      )}
+      <table>
+        <thead>
+          <tr>
+            <th>Evaluation</th>
+            <th>Cases</th>
+            <th>
+              <span class="visually-hidden">Actions</span>
+            </th>
+          </tr>
+        </thead>
+        <tbody>
+          {evaluations.map((e) => (
+            <tr key={e.name} aria-current={e.name === selected ? 'true' : undefined}>
+              <td>
+                <button class="link" onClick={() => setSelected(e.name)}>
+                  {e.name}
+                </button>
+              </td>
+              <td>{e.cases.length}</td>
+              <td>
+                <button class="link" aria-label={`Run ${e.name}`} onClick={() => void start(e.name)}>
+                  Run
+                </button>
+                <button class="link" aria-label={`Edit ${e.name}`} onClick={() => setEditing(JSON.stringify({ name: e.name, ...(e.judge_ai_model_object_id ? { judge_ai_model_object_id: e.judge_ai_model_object_id } : {}), cases: e.cases }, null, 2))}>
+                  Edit
+                </button>
+              </td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {selected && (
+        <table aria-label={`Runs of ${selected}`}>
+          <thead>
+            <tr>
+              <th>Compare</th>
+              <th>Started</th>
+              <th>Status</th>
+              <th>Agent version</th>
+              <th>Pass rate</th>
+              <th>Cost</th>
+              <th>Duration</th>
+            </tr>
+          </thead>
+          <tbody>
+            {runs.map((r) => (
+              <tr key={r.name}>
+                <td>
+                  <input type="checkbox" aria-label={`Compare the run of ${new Date(r.created_on).toLocaleString()}`} disabled={!FINISHED.has(r.status)} checked={compared.includes(r.name)} onChange={() => toggle(r.name)} />
+                </td>
+                <td>{new Date(r.created_on).toLocaleString()}</td>
+                <td>{r.status}</td>
+                <td>{r.agent_version ?? '…'}</td>
+                <td>{percent(r)}</td>
+                <td>{r.total_cost.toFixed(4)}</td>
+                <td>{r.duration_ms === null ? '…' : `${r.duration_ms} ms`}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+      {pair.length === 2 && <SideBySide a={pair[0] as Run} b={pair[1] as Run} />}
+      {candidates.length > 0 && <Candidates ctx={ctx} base={base} candidates={candidates} evaluations={evaluations} onChange={load} />}
+    </section>
+  );
+}
+
+/** Two runs case by case: what each said of each prompt, with the agent version above. */
+function SideBySide({ a, b }: { a: Run; b: Run }) {
+  const prompts = [...new Set([...a.results, ...b.results].map((c) => c.user_prompt))];
+  return (
+    <table class="side-by-side" aria-label="Runs side by side">
+      <thead>
+        <tr>
+          <th>Prompt</th>
+          <th>
+            Agent version {a.agent_version} ({percent(a)})
+          </th>
+          <th>
+            Agent version {b.agent_version} ({percent(b)})
+          </th>
+        </tr>
+      </thead>
+      <tbody>
+        {prompts.map((p) => {
+          const [x, y] = [a.results.find((c) => c.user_prompt === p), b.results.find((c) => c.user_prompt === p)];
+          return (
+            <tr key={p} class={x?.passed !== y?.passed ? 'changed' : undefined}>
+              <th scope="row">{p}</th>
+              <td class={x?.passed ? 'passed' : 'failed'}>{verdict(x)}</td>
+              <td class={y?.passed ? 'passed' : 'failed'}>{verdict(y)}</td>
+            </tr>
+          );
+        })}
+      </tbody>
+    </table>
+  );
+}
+
+function EvaluationEditor({ ctx, base, initial, onDone }: { ctx: Context; base: string; initial: string; onDone: () => void }) {
+  const [json, setJson] = useState(initial);
+  const save = async () => {
+    const body = objectOf(json);
+    if (!body || typeof body.name !== 'string') throw new Error('The evaluation is not a JSON object with a name');
+    await ctx.api.call('management', `${base}/evaluations/${encodeURIComponent(body.name)}`, { method: 'POST', json: body });
+    onDone();
+  };
+  return (
+    <EditorForm save={save} submit="Save evaluation" onCancel={onDone}>
+      <label for="evaluation-json">Evaluation (JSON: name, cases with user_prompt and expect, judge_ai_model_object_id)</label>
+      <textarea id="evaluation-json" rows={12} spellcheck={false} value={json} onInput={(e) => setJson(e.currentTarget.value)} />
+    </EditorForm>
+  );
+}
+
+/** Prompts raters shared: each made a case of an evaluation (with what a good answer contains), or dismissed. */
+function Candidates({ ctx, base, candidates, evaluations, onChange }: { ctx: Context; base: string; candidates: Candidate[]; evaluations: Evaluation[]; onChange: () => void }) {
+  return (
+    <section aria-label="Shared prompts">
+      <h4>Prompts raters shared with a thumbs-down</h4>
+      <ul class="candidates">
+        {candidates.map((c) => (
+          <CandidateCase key={c.id} ctx={ctx} base={base} candidate={c} evaluations={evaluations} onChange={onChange} />
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+function CandidateCase({ ctx, base, candidate: c, evaluations, onChange }: { ctx: Context; base: string; candidate: Candidate; evaluations: Evaluation[]; onChange: () => void }) {
+  const [target, setTarget] = useState(evaluations[0]?.name ?? '');
+  const [contains, setContains] = useState('');
+  const [error, setError] = useState<unknown>();
+  const dismiss = () => ctx.api.call('management', `${base}/evaluation-candidates/${c.id}`, { method: 'DELETE' });
+  const add = async () => {
+    const evaluation = evaluations.find((e) => e.name === target);
+    if (!evaluation) throw new Error('Pick an evaluation');
+    const { object_id: _o, created_on: _c, created_by: _cb, updated_on: _u, updated_by: _ub, agent_name: _a, type: _t, ...definition } = evaluation;
+    await ctx.api.call('management', `${base}/evaluations/${encodeURIComponent(evaluation.name)}`, { method: 'POST', json: { ...definition, cases: [...evaluation.cases, { user_prompt: c.user_prompt, expect: { contains } }] } });
+    await dismiss();
+    onChange();
+  };
+  return (
+    <li>
+      <blockquote>{c.user_prompt}</blockquote>
+      {c.comments && <p class="muted">“{c.comments}”</p>}
+      <form class="row" onSubmit={submitTo(add, setError)}>
+        <label for={`evaluation-${c.id}`}>Evaluation</label>
+        <select id={`evaluation-${c.id}`} value={target} onChange={(e) => setTarget(e.currentTarget.value)}>
+          {evaluations.map((e) => (
+            <option key={e.name}>{e.name}</option>
+          ))}
+        </select>
+        <label for={`contains-${c.id}`}>A good answer contains</label>
+        <input id={`contains-${c.id}`} value={contains} onInput={(e) => setContains(e.currentTarget.value)} required />
+        <button type="submit">Add as case</button>
+        <button type="button" class="link" onClick={() => void dismiss().then(onChange, setError)}>
+          Dismiss
+        </button>
+      </form>
+      <ErrorText error={error} />
+    </li>
+  );
+}
