@@ -595,20 +595,28 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
 
   it("passes axe-core's WCAG 2 A and AA rules on the main views", async () => {
     const axe = readFileSync(createRequire(import.meta.url).resolve('axe-core/axe.min.js'), 'utf8');
-    const views: [string, string, string][] = [
+    const click = (name: string) => () => page.getByRole('button', { name }).first().click();
+    const views: [string, string, string, (() => Promise<void>)?][] = [
       ['chat', '/portal/', 'Message'],
       ['agents', '/portal/manage.html#agents', 'New agent'],
-      ['prompt editor', '/portal/manage.html#prompts', 'New prompt'],
+      ['prompt editor', '/portal/manage.html#prompts', 'New prompt', click('New prompt')],
+      ['history', '/portal/manage.html#prompts', 'New prompt', click('History of guide-prompt')],
+      ['agent from template', '/portal/manage.html#agents', 'New agent', click('New agent from template')],
+      ['evaluations', '/portal/manage.html#agents', 'New agent', click('Properties and tokens')],
       ['app configuration', '/portal/manage.html#appConfig', 'Add quota'],
       ['plugin packages', '/portal/manage.html#packages', 'Version'],
       ['analytics', '/portal/manage.html#analytics', 'Tokens per agent'],
     ];
     const found: string[] = [];
     let rules = 0;
-    for (const [view, url, ready] of views) {
+    for (const [view, url, ready, open] of views) {
+      // A fresh page each time: a hash alone does not load the page again.
+      await page.goto('about:blank');
       await page.goto(`${app.core}${url}`);
       await page.getByText(ready).or(page.getByLabel(ready)).first().waitFor();
-      if (view === 'prompt editor') await page.getByRole('button', { name: 'New prompt' }).click();
+      await open?.();
+      // What the click opened has loaded (a list, a form) before it is checked.
+      await page.waitForLoadState('networkidle');
       // Evaluated through the DevTools protocol: the portal's Content Security Policy refuses inline scripts.
       await page.evaluate(axe);
       const result = await page.evaluate(() =>

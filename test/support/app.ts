@@ -29,7 +29,7 @@ export interface TestApp {
 export async function startTestApp(env: Record<string, string> = {}, options: { consumers?: boolean; store?: DocumentStore } = {}): Promise<TestApp> {
   const dir = tempDir();
   // Test files run in parallel against one Azurite: each app gets its own queue.
-  env = { ASYNC_COMPLETIONS_QUEUE: `ac-${randomUUID().slice(0, 8)}`, WEBHOOKS_QUEUE: `wh-${randomUUID().slice(0, 8)}`, PIPELINES_QUEUE: `dp-${randomUUID().slice(0, 8)}`, EVALUATIONS_QUEUE: `ev-${randomUUID().slice(0, 8)}`, ...env };
+  env = { ASYNC_COMPLETIONS_QUEUE: `ac-${randomUUID().slice(0, 8)}`, WEBHOOKS_QUEUE: `wh-${randomUUID().slice(0, 8)}`, PIPELINES_QUEUE: `dp-${randomUUID().slice(0, 8)}`, EVALUATIONS_QUEUE: `ev-${randomUUID().slice(0, 8)}`, PACKAGES_CONTAINER: `pp-${randomUUID().slice(0, 8)}`, ...env };
   const store = countingStore(options.store ?? openSqliteStore(path.join(dir, 'store.db')));
   const services = await testServices({
     env: { DATA_DIR: dir, AzureWebJobsStorage: inject('storageConnectionString'), ...env },

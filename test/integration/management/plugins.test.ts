@@ -135,7 +135,7 @@ describe('plugin packages', () => {
       expect(r.body).toMatchObject({ error: { code: 'BadRequest', message: expect.stringContaining('Invalid package archive') as string } });
       expect(await packageNames()).not.toContain('Python-hostile');
       const stored = [];
-      for await (const blob of app.services.blobs.getContainerClient('plugin-packages').listBlobsFlat({ prefix: 'Python-hostile/' })) stored.push(blob.name);
+      for await (const blob of app.services.blobs.getContainerClient(app.services.config.packages.container).listBlobsFlat({ prefix: 'Python-hostile/' })) stored.push(blob.name);
       expect(stored).toEqual([]);
     });
   });
