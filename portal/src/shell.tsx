@@ -35,6 +35,24 @@ export function ErrorText({ error }: { error: unknown }) {
   );
 }
 
+/** A table's header row: its column names, and a last column of row actions (named for screen readers). */
+export function TableHead({ columns, actions = false }: { columns: readonly string[]; actions?: boolean }) {
+  return (
+    <thead>
+      <tr>
+        {columns.map((c) => (
+          <th key={c}>{c}</th>
+        ))}
+        {actions && (
+          <th>
+            <span class="visually-hidden">Actions</span>
+          </th>
+        )}
+      </tr>
+    </thead>
+  );
+}
+
 /** A form's submit handler: the page stays, `save` runs, and what it throws goes to `onError` to be shown. */
 export const submitTo = (save: () => Promise<unknown>, onError: (e: unknown) => void) => (e: Event) => {
   e.preventDefault();

@@ -11,6 +11,7 @@ import { badRequest, conflict, DomainError, internalError, notFound, validationE
 import { parseJsonText } from '../http/json-body.js';
 import { readArchive } from '../plugins/archive.js';
 import { NamePart, SemanticVersion } from '../plugins/manifest.js';
+import { purgePackage, softDeletePackage } from '../plugins/package-lifecycle.js';
 import type { PackageStores } from '../plugins/packages.js';
 import { partitionOf, resourceId, type AnyResource } from '../providers/resource-type.js';
 import { readResource } from '../providers/resources.js';
@@ -296,23 +297,11 @@ export class ArtifactPackages {
     });
   }
 
-  /** Soft delete: the package leaves every list; its name stays taken until purged. */
-  async delete(name: string, principal: Principal): Promise<ArtifactPackageDoc> {
-    const saved = await updateDocument(this.docs, ARTIFACTS_PK, resourceId(name), (current) => {
-      if (!current || current.deleted) throw notFound(`Artifact package ${name} not found`);
-      return { ...current, deleted: true, updated_on: new Date().toISOString(), updated_by: principal.upn };
-    });
-    if (!saved) throw notFound(`Artifact package ${name} not found`);
-    return saved;
+  delete(name: string, principal: Principal): Promise<ArtifactPackageDoc> {
+    return softDeletePackage(this.docs, ARTIFACTS_PK, name, principal, 'Artifact package');
   }
 
-  /** Removes a soft-deleted package for good, with the files of all its versions. */
-  async purge(name: string): Promise<ArtifactPackageDoc> {
-    const doc = await this.docs.read(ARTIFACTS_PK, resourceId(name));
-    if (!doc) throw notFound(`Artifact package ${name} not found`);
-    if (!doc.deleted) throw conflict(`Artifact package ${name} is not deleted; delete it before purging it`);
-    await this.docs.delete(ARTIFACTS_PK, doc.id, { ifMatch: doc._etag });
-    await Promise.all(doc.versions.map((v) => this.stores.private.getBlockBlobClient(v.blob_name).deleteIfExists().catch(() => undefined)));
-    return doc;
+  purge(name: string): Promise<ArtifactPackageDoc> {
+    return purgePackage(this.docs, ARTIFACTS_PK, name, this.stores.private, 'Artifact package');
   }
 }

@@ -12,6 +12,7 @@ import { resourceId } from '../providers/resource-type.js';
 import { lazyContainer } from '../store/storage.js';
 import { updateDocument } from '../store/update.js';
 import { readArchive } from './archive.js';
+import { purgePackage, softDeletePackage } from './package-lifecycle.js';
 import { Manifest, moduleFiles, NamePart, SemanticVersion, packageName, pluginName, RUNTIMES, type Runtime } from './manifest.js';
 
 import { builtinPlugins } from './builtin.js';
@@ -228,23 +229,13 @@ export class PluginPackages {
   }
 
   /** Soft delete: the package and its plugins leave every list; its name stays taken until purged. */
-  async delete(name: string, principal: Principal): Promise<PackageDoc> {
-    const saved = await updateDocument(this.docs, PACKAGES_PK, resourceId(name), (current) => {
-      if (!current) throw notFound(`Plugin package ${name} not found`);
-      return current.deleted ? undefined : { ...current, deleted: true, updated_on: new Date().toISOString(), updated_by: principal.upn };
-    });
-    if (!saved) throw notFound(`Plugin package ${name} not found`);
-    return saved;
+  delete(name: string, principal: Principal): Promise<PackageDoc> {
+    return softDeletePackage(this.docs, PACKAGES_PK, name, principal, 'Plugin package');
   }
 
   /** Removes a soft-deleted package for good, with the blobs of all its versions. */
-  async purge(name: string): Promise<PackageDoc> {
-    const doc = await this.docs.read(PACKAGES_PK, resourceId(name));
-    if (!doc) throw notFound(`Plugin package ${name} not found`);
-    if (!doc.deleted) throw conflict(`Plugin package ${name} is not deleted; delete it before purging it`);
-    await this.docs.delete(PACKAGES_PK, doc.id, { ifMatch: doc._etag });
-    await Promise.all(doc.versions.map((v) => this.blobs.getBlockBlobClient(v.blob_name).deleteIfExists().catch(() => undefined)));
-    return doc;
+  purge(name: string): Promise<PackageDoc> {
+    return purgePackage(this.docs, PACKAGES_PK, name, this.blobs, 'Plugin package');
   }
 
   /** The bytes of a version (the current one by default) exactly as uploaded. */

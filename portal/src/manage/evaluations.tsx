@@ -1,7 +1,7 @@
 // An agent's evaluations: define one (its JSON), run it, follow its runs, and put two runs side by side, case
 // by case, with the agent version each ran on. Prompts raters shared with a thumbs-down can be made cases.
 import { useEffect, useState } from 'preact/hooks';
-import { type Context, ErrorText, submitTo } from '../shell';
+import { type Context, ErrorText, TableHead, submitTo } from '../shell';
 import { EditorForm, objectOf } from './editor';
 
 interface Evaluation {
@@ -88,15 +88,7 @@ export function Evaluations({ ctx, agent }: { ctx: Context; agent: string }) {
         <button onClick={() => setEditing(JSON.stringify(EXAMPLE, null, 2))}>New evaluation</button>
       )}
       <table>
-        <thead>
-          <tr>
-            <th>Evaluation</th>
-            <th>Cases</th>
-            <th>
-              <span class="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
+        <TableHead columns={['Evaluation', 'Cases']} actions />
         <tbody>
           {evaluations.map((e) => (
             <tr key={e.name} aria-current={e.name === selected ? 'true' : undefined}>

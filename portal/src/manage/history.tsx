@@ -2,7 +2,7 @@
 // Restore, which makes an earlier version current again as a new version.
 import { useEffect, useState } from 'preact/hooks';
 import { type Resource, unwrap } from '../resource';
-import { type Context, ErrorText } from '../shell';
+import { type Context, ErrorText, TableHead } from '../shell';
 import { SERVICE_FIELDS } from './editor';
 
 interface Version {
@@ -54,17 +54,7 @@ export function History({ ctx, path, name, onRestored }: { ctx: Context; path: s
       <h3>History of {name}</h3>
       <ErrorText error={error} />
       <table>
-        <thead>
-          <tr>
-            <th>Version</th>
-            <th>Saved</th>
-            <th>By</th>
-            <th>Compare</th>
-            <th>
-              <span class="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
+        <TableHead columns={['Version', 'Saved', 'By', 'Compare']} actions />
         <tbody>
           {versions.map((v) => (
             <tr key={v.version}>

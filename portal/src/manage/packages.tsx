@@ -1,7 +1,7 @@
 // Plugin packages: upload by version, the version history, downloads.
 import { useEffect, useState } from 'preact/hooks';
 import { type Resource, text, unwrap } from '../resource';
-import { type Context, ErrorText, FilePicker, saveAs } from '../shell';
+import { type Context, ErrorText, TableHead, FilePicker, saveAs } from '../shell';
 export const PACKAGES = '/providers/Svc.Platform/pluginPackages';
 /** Every call of the plugin APIs names their version. */
 export const API_VERSION = 'api-version=2024-02-16';
@@ -100,17 +100,7 @@ export function Packages({ ctx }: { ctx: Context }) {
     <section aria-label="Plugin packages">
       <h2>Plugin packages</h2>
       <table>
-        <thead>
-          <tr>
-            <th>Package</th>
-            <th>Runtime</th>
-            <th>Current version</th>
-            <th>Versions</th>
-            <th>
-              <span class="visually-hidden">Actions</span>
-            </th>
-          </tr>
-        </thead>
+        <TableHead columns={['Package', 'Runtime', 'Current version', 'Versions']} actions />
         <tbody>
           {items.map((p) => (
             <tr key={p.name}>

@@ -1,7 +1,7 @@
 // One section of resources: the list (with deleted ones on request), the editor, delete and purge.
 import { useEffect, useState } from 'preact/hooks';
 import { type Resource, unwrap } from '../resource';
-import { type Context, ErrorText } from '../shell';
+import { type Context, ErrorText, TableHead } from '../shell';
 import { AgentProperties } from './agent-properties';
 import { AgentTokens } from './agent-tokens';
 import { BrandingForm, QuotasForm } from './app-config';
@@ -95,15 +95,7 @@ export function Resources({ ctx, kind }: { ctx: Context; kind: keyof typeof TYPE
             </p>
           )}
           <table>
-            <thead>
-              <tr>
-                <th>Name</th>
-                <th>Details</th>
-                <th>
-                  <span class="visually-hidden">Actions</span>
-                </th>
-              </tr>
-            </thead>
+            <TableHead columns={['Name', 'Details']} actions />
             <tbody>
               {items.map((r) => (
                 <tr key={r.name}>
