@@ -42,7 +42,8 @@ function snapshot(doc: Stored<AnyResource>, kept: Kept): VersionDoc {
 /**
  * `updateDocument` for resources: reads the resource, applies `change` and writes it as the next version,
  * keeping the one it replaced, in one batch guarded by the ETag read. A concurrent writer makes the batch
- * fail whole; it is read and run again, so no change and no version is lost.
+ * fail whole; it is read and run again, so no change and no version is lost. Answers the document as
+ * written (a batch answers no ETag), or the current one when `change` wrote nothing.
  */
 export async function writeVersioned<T extends AnyResource>(
   container: Container<T>,
@@ -50,7 +51,7 @@ export async function writeVersioned<T extends AnyResource>(
   id: string,
   change: (current: Stored<T> | undefined) => T | undefined,
   kept: Kept = (d) => d,
-): Promise<Stored<T> | undefined> {
+): Promise<T | undefined> {
   const versions = container as unknown as Container<T | VersionDoc>;
   for (let attempt = 1; ; attempt++) {
     const current = await container.read(pk, id);
@@ -63,7 +64,7 @@ export async function writeVersioned<T extends AnyResource>(
         { op: 'replace', doc: written, ifMatch: current._etag },
         { op: 'create', doc: snapshot(current, kept) },
       ]);
-      return (await container.read(pk, id)) ?? { ...written, _etag: '' };
+      return written;
     } catch (e) {
       const raced = e instanceof PreconditionFailedError || e instanceof ConflictError;
       if (!raced || attempt >= 50) throw e;
