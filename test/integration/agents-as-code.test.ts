@@ -59,12 +59,19 @@ describe('agents as code between two instances', () => {
 
   it('exports, plans (all create), applies, plans again (all unchanged), and the agent answers alike', async () => {
     const file = path.join(source.env.DATA_DIR ?? '', 'promo-1.0.0.zip');
-    const exported = await cli(source, SOURCE, 'export', 'promo', '1.0.0', ...RESOURCES.map(([type, name]) => id(SOURCE, type, name)), '--out', file);
+    const took: string[] = [];
+    const timed = async <T>(step: string, run: () => Promise<T>) => {
+      const started = performance.now();
+      const result = await run();
+      took.push(`${step} ${Math.round(performance.now() - started)} ms`);
+      return result;
+    };
+    const exported = await timed('export', () => cli(source, SOURCE, 'export', 'promo', '1.0.0', ...RESOURCES.map(([type, name]) => id(SOURCE, type, name)), '--out', file));
     expect(exported.code, exported.stderr).toBe(0);
     expect(exported.stdout).toContain(`${RESOURCES.length} resources exported`);
 
     const changes = async (step: 'plan' | 'apply') => {
-      const r = await cli(target, TARGET, step, file, '--json');
+      const r = await timed(step, () => cli(target, TARGET, step, file, '--json'));
       expect(r.code, r.stderr).toBe(0);
       return (JSON.parse(r.stdout) as { changes: Change[] }).changes;
     };
@@ -82,6 +89,7 @@ describe('agents as code between two instances', () => {
     expect((await changes('apply')).map((c) => c.action)).toEqual(Array(RESOURCES.length).fill('create'));
     expect((await changes('plan')).map((c) => c.action)).toEqual(Array(RESOURCES.length).fill('unchanged'));
     expect((await changes('apply')).map((c) => c.action)).toEqual(Array(RESOURCES.length).fill('unchanged'));
+    console.log(`agents as code, ${RESOURCES.length} resources between two npm start services, each a CLI run (tsx start included): ${took.join(', ')}`);
 
     // Every resource reads the same on both, but for ids and timestamps.
     const comparable = async (app: BundledApp, instance: string, type: string, name: string) => {

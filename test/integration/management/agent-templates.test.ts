@@ -7,6 +7,7 @@ import { startMcpServer, type TestMcpServer } from '../../../scripts/mock-mcp.js
 import { oidForUpn } from '../../../shared/auth/local-idp.js';
 import { ROLE_IDS, roleDefinitionPath } from '../../../shared/auth/roles.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
+import { processPipeline, serveDocuments } from '../knowledge/support.js';
 import { INSTANCE } from '../../support/services.js';
 
 const MAKER = 'maker@example.com';
@@ -77,18 +78,27 @@ describe('agent templates', () => {
     expect(again.status).toBe(409);
   });
 
-  it('creates the knowledge assistant whole, pipeline included', async () => {
-    const created = await createAgent('knowledge-assistant', {
-      agent_name: 'handbook',
-      source_urls: ['https://handbook.example.com/'],
-      page_urls: ['https://handbook.example.com/leave.html'],
-      completion_model_object_id: model(),
-      embedding_model_object_id: id('Svc.AIModel/aiModels', 'tpl-embedding'),
-    });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
-    expect((created.body as { object_ids: string[] }).object_ids).toHaveLength(6);
-    const pipeline = await app.call('GET', `${app.management}${id('Svc.DataPipeline/dataPipelines', 'handbook-pipeline')}`);
-    expect(pipeline.body).toMatchObject({ resource: { index_name: 'handbook', source_paths: ['https://handbook.example.com/leave.html'] } });
+  it('creates the knowledge assistant whole, and it answers from the page once the pipeline has run', async () => {
+    const web = await serveDocuments();
+    try {
+      const page = `${web.url}/handbook/leave.txt`;
+      web.files.set('/handbook/leave.txt', { bytes: Buffer.from('Every employee has thirty days of paid leave a year.'), type: 'text/plain' });
+      const created = await createAgent('knowledge-assistant', {
+        agent_name: 'handbook',
+        source_urls: [`${web.url}/handbook/`],
+        page_urls: [page],
+        completion_model_object_id: model(),
+        embedding_model_object_id: id('Svc.AIModel/aiModels', 'tpl-embedding'),
+      });
+      expect(created.status, JSON.stringify(created.body)).toBe(201);
+      expect((created.body as { object_ids: string[] }).object_ids).toHaveLength(6);
+      expect((await processPipeline(app, 'handbook-pipeline')).status).toBe('Completed');
+      const answer = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { agent_name: 'handbook', user_prompt: 'How many days of leave do I get?' }, as: MAKER });
+      expect(answer.status, JSON.stringify(answer.body)).toBe(200);
+      expect((answer.body as { citations: { source?: string }[] }).citations.map((c) => c.source)).toContain(page);
+    } finally {
+      await web.close();
+    }
   });
 
   it('serves a template of your own, with typed parameters', async () => {
