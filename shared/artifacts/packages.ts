@@ -21,7 +21,7 @@ import type { Services } from '../services.js';
 import type { Container, Doc } from '../store/types.js';
 import { lazyContainer } from '../store/storage.js';
 import { updateDocument } from '../store/update.js';
-import { applyPlan, changesOf, mapStrings, parseObjectId, planChanges, portable, writableType, type Change, type Incoming } from './resource-set.js';
+import { applyPlan, changesOf, mapStrings, parseObjectId, planChanges, portable, typeOf, type Change, type Incoming } from './resource-set.js';
 
 export const ARTIFACTS_PK = 'Svc.Platform/artifactPackages';
 const MAX_RESOURCES = 500;
@@ -45,20 +45,27 @@ export const ExportBody = z
   })
   .strict();
 
-const ManifestEntry = z.object({ object_id: z.string(), type: z.string(), file: z.string() }).strict();
+const ManifestEntry = z.object({ object_id: z.string().optional(), type: z.string().optional(), file: z.string() });
+/**
+ * What export writes; a package made by hand needs only `name` and `version` (or `package_version`): without
+ * a `resources` list, every other `.json` file of the archive is one resource.
+ */
 const Manifest = z
   .object({
-    type: z.literal('artifact-package'),
+    type: z.literal('artifact-package').default('artifact-package'),
     name: NamePart,
-    version: SemanticVersion,
+    version: SemanticVersion.optional(),
+    package_version: SemanticVersion.optional(),
     description: z.string().default(''),
-    source_instance: z.string().min(1),
-    exported_on: z.string(),
-    exported_by: z.string(),
-    resources: z.array(ManifestEntry).min(1).max(MAX_RESOURCES),
+    source_instance: z.string().optional(),
+    exported_on: z.string().optional(),
+    exported_by: z.string().optional(),
+    resources: z.array(ManifestEntry).min(1).max(MAX_RESOURCES).optional(),
   })
-  .strict();
+  .refine((m) => (m.version ?? m.package_version) !== undefined, { path: ['version'], message: 'version is required' })
+  .transform(({ package_version, ...m }) => ({ ...m, version: m.version ?? package_version ?? '' }));
 type Manifest = z.output<typeof Manifest>;
+type Entry = z.output<typeof ManifestEntry>;
 
 interface ArtifactVersion {
   package_version: string;
@@ -88,7 +95,8 @@ export interface ArtifactPackageDoc extends Doc {
 /** A package version read back: its manifest and its resources, each as its file holds it. */
 interface Contents {
   manifest: Manifest;
-  resources: Record<string, unknown>[];
+  /** Each resource's file as listed (or found), with its definition. */
+  resources: { entry: Entry; definition: Record<string, unknown> }[];
 }
 
 /** Where a version lives in a package store; a folder of its own beside the plugin packages. */
@@ -110,7 +118,7 @@ function zip(entries: { name: string; data: string }[]): Promise<Buffer> {
 
 /** Reads and checks a package file whole: 400 for anything a version may not hold. */
 async function readContents(bytes: Buffer): Promise<Contents> {
-  const archive = await readArchive(bytes, (n) => n === 'manifest.json' || n.startsWith('resources/'));
+  const archive = await readArchive(bytes, (n) => n.endsWith('.json'));
   const json = (name: string): unknown => {
     const data = archive.files.get(name);
     if (!data) throw badRequest(`Invalid package archive: ${name} is missing`);
@@ -122,11 +130,17 @@ async function readContents(bytes: Buffer): Promise<Contents> {
   };
   const manifest = Manifest.safeParse(json('manifest.json'));
   if (!manifest.success) throw badRequest(`Invalid manifest: ${manifest.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-  const resources = manifest.data.resources.map((entry) => {
+  const entries: Entry[] = manifest.data.resources ?? [...archive.files.keys()].filter((n) => n !== 'manifest.json' && !n.endsWith('/')).sort().map((file) => ({ file }));
+  if (entries.length === 0) throw badRequest('Invalid package archive: it holds no resource');
+  if (entries.length > MAX_RESOURCES) throw badRequest(`Invalid package archive: more than ${MAX_RESOURCES} resources`);
+  const resources = entries.map((entry) => {
     const r = json(entry.file);
-    if (!r || typeof r !== 'object' || Array.isArray(r)) throw badRequest(`Invalid package archive: ${entry.file} is not a resource definition`);
-    if ((r as { type?: unknown }).type !== entry.type) throw badRequest(`Invalid package archive: ${entry.file} is not a ${entry.type}`);
-    return r as Record<string, unknown>;
+    if (!r || typeof r !== 'object' || Array.isArray(r) || typeof (r as { type?: unknown }).type !== 'string' || typeof (r as { name?: unknown }).name !== 'string') {
+      throw badRequest(`Invalid package archive: ${entry.file} is not a resource definition with a type and a name`);
+    }
+    const definition = r as Record<string, unknown> & { type: string };
+    if (entry.type !== undefined && definition.type !== entry.type) throw badRequest(`Invalid package archive: ${entry.file} is not a ${entry.type}`);
+    return { entry, definition };
   });
   return { manifest: manifest.data, resources };
 }
@@ -186,7 +200,7 @@ export class ArtifactPackages {
    */
   async addVersion(bytes: Buffer, resource: ArtifactResource, principal: Principal, source: ArtifactVersion['source']): Promise<ArtifactPackageDoc> {
     if (bytes.length > this.maxBytes) throw badRequest(`The package is larger than ${this.maxBytes} bytes`);
-    const { manifest } = await readContents(bytes);
+    const { manifest, resources } = await readContents(bytes);
     if (manifest.name !== resource.name) throw badRequest(`name: the request names ${resource.name} but the package declares ${manifest.name}`);
     if (manifest.version !== resource.package_version) throw badRequest(`package_version: the request says ${resource.package_version} but the package declares ${manifest.version}`);
     const sha256 = createHash('sha256').update(bytes).digest('hex');
@@ -211,8 +225,8 @@ export class ArtifactPackages {
       source,
       uploaded_on: now,
       uploaded_by: principal.upn,
-      source_instance: manifest.source_instance,
-      resources: manifest.resources.map(({ object_id, type }) => ({ object_id, type })),
+      source_instance: manifest.source_instance ?? '',
+      resources: resources.map(({ entry, definition }) => ({ object_id: entry.object_id ?? '', type: String(definition.type) })),
     };
     const saved = await updateDocument(this.docs, ARTIFACTS_PK, resourceId(resource.name), (current) => {
       if (same(current)) return undefined;
@@ -283,17 +297,18 @@ export class ArtifactPackages {
     return applyPlan(s, principal, await planChanges(s, principal, await this.incoming(name, version)));
   }
 
-  /** A version's resources as definitions for this instance: the source instance's object ids rewritten. */
+  /**
+   * A version's resources as definitions for this instance: every object id a definition names, of
+   * whichever instance, is rewritten to this one (a package holds its resources and what they name).
+   */
   private async incoming(name: string, version: string): Promise<Incoming[]> {
-    const { manifest, resources } = await readContents((await this.download(name, version)).bytes);
-    const from = `/instances/${manifest.source_instance}/providers/`;
+    const { resources } = await readContents((await this.download(name, version)).bytes);
     const to = `/instances/${this.instanceId}/providers/`;
-    return manifest.resources.map((entry, i) => {
-      const [provider, segment] = (/\/providers\/([^/]+)\/([^/]+)\//.exec(entry.object_id) ?? []).slice(1);
-      const type = writableType(provider ?? '', segment ?? '');
-      if (!type || type.type !== entry.type) throw badRequest(`Invalid package: ${entry.object_id} is not a resource type that can be applied`);
-      const definition = mapStrings(resources[i], (v) => (v.startsWith(from) ? `${to}${v.slice(from.length)}` : v)) as Record<string, unknown>;
-      return { type, definition };
+    return resources.map(({ entry, definition }) => {
+      const type = typeOf(String(definition.type));
+      if (!type) throw badRequest(`Invalid package: ${entry.file} is a ${String(definition.type)}, not a resource type that can be applied`);
+      const { type: _t, ...rest } = mapStrings(definition, (v) => v.replace(/^\/instances\/[^/]+\/providers\//, to)) as Record<string, unknown>;
+      return { type, definition: rest };
     });
   }
 

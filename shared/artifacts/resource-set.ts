@@ -37,6 +37,16 @@ export function writableType(provider: string, segment: string): ResourceType | 
   return t && !t.builtIn && !t.serviceWritten ? t : undefined;
 }
 
+/**
+ * The served type a definition's `type` names: its type value (`prompt`) or its provider path
+ * (`Svc.Prompt/prompts`), when callers write it.
+ */
+export function typeOf(type: string): ResourceType | undefined {
+  const [provider, segment] = type.split('/');
+  const t = segment !== undefined ? RESOURCE_TYPES.find((x) => x.provider === provider && x.segment === segment) : RESOURCE_TYPES.find((x) => x.type === type);
+  return t && writableType(t.provider, t.segment);
+}
+
 /** The type and name an object id of this instance names; undefined for anything else. */
 export function parseObjectId(objectId: string, instanceId: string): { type: ResourceType; name: string } | undefined {
   const m = OBJECT_ID.exec(objectId);

@@ -5,12 +5,15 @@
 import type { Principal } from '../auth/principal.js';
 import { notFound, validationError } from '../errors.js';
 import { TYPE_CHECKS } from '../providers/types/parameter-types.js';
-import { RESOURCE_TYPES, servedType } from '../providers/registry.js';
+import { servedType } from '../providers/registry.js';
 import { ResourceName } from '../providers/resource-type.js';
 import { readResource } from '../providers/resources.js';
 import { agentTemplates, type AgentTemplateDoc } from '../providers/types/template.js';
 import type { Services } from '../services.js';
-import { applyPlan, mapStrings, planChanges, writableType, type Incoming } from './resource-set.js';
+import { applyPlan, mapStrings, planChanges, typeOf, type Incoming } from './resource-set.js';
+
+/** The parameter every template has: the new agent's name. */
+const AGENT_NAME: AgentTemplateDoc['parameters'][number] = { name: 'agent_name', type: 'string', description: 'The name of the new agent' };
 
 const PLACEHOLDER = /\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}/g;
 
@@ -18,8 +21,9 @@ const PLACEHOLDER = /\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}/g;
 function parameterValues(template: AgentTemplateDoc, given: Record<string, unknown>): Map<string, unknown> {
   const fail = (name: string, message: string) => validationError([{ field: `parameters.${name}`, message }]);
   const values = new Map<string, unknown>();
-  for (const name of Object.keys(given)) if (!template.parameters.some((p) => p.name === name)) throw fail(name, `${name} is not a parameter of ${template.name} (${template.parameters.map((p) => p.name).join(', ')})`);
-  for (const p of template.parameters) {
+  const declared = template.parameters.some((p) => p.name === 'agent_name') ? template.parameters : [AGENT_NAME, ...template.parameters];
+  for (const name of Object.keys(given)) if (!declared.some((p) => p.name === name)) throw fail(name, `${name} is not a parameter of ${template.name} (${declared.map((p) => p.name).join(', ')})`);
+  for (const p of declared) {
     const value = Object.hasOwn(given, p.name) ? given[p.name] : p.default_value;
     if (value === undefined) throw fail(p.name, `${p.name} is required: ${p.description || p.type}`);
     const [ok, what] = TYPE_CHECKS[p.type];
@@ -52,8 +56,7 @@ export async function createAgent(s: Services, principal: Principal, templateNam
   const template = { ...doc, ...parsed.data } as AgentTemplateDoc;
   const values = new Map([...parameterValues(template, given), ['instance_id', s.config.instanceId]]);
   const incoming: Incoming[] = template.resources.map((r, i) => {
-    const type = RESOURCE_TYPES.find((t) => t.type === r.type);
-    const writable = type && writableType(type.provider, type.segment);
+    const writable = typeOf(r.type);
     if (!writable) throw validationError([{ field: `resources[${i}].type`, message: `${r.type} is not a resource type a template can create` }]);
     const { type: _t, ...definition } = mapStrings(r, (v) => substitute(v, values)) as Record<string, unknown>;
     return { type: writable, definition };

@@ -17,10 +17,11 @@ export const Expect = z
       .refine((v) => JSON.stringify(v).length <= 8192, 'json_schema must be at most 8 KiB of JSON')
       .optional()
       .describe('A JSON Schema the answer, read as JSON (a ```json fence around it is allowed), must satisfy'),
-    judge: z.string().min(1).max(4000).optional().describe("A rubric the evaluation's judge model grades the answer by"),
+    judge: z.string().min(1).max(4000).optional().describe("A rubric the judge model grades the answer by"),
+    judge_ai_model_object_id: z.string().optional().describe("This case's judge model, instead of the evaluation's"),
   })
   .strict()
-  .refine((e) => Object.keys(e).length > 0, 'expect names at least one check');
+  .refine((e) => Object.keys(e).some((k) => k !== 'judge_ai_model_object_id'), 'expect names at least one check');
 export type Expect = z.output<typeof Expect>;
 
 /** RE2 for ajv's `pattern` keyword: the same linear-time engine as the regex check. */

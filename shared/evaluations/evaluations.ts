@@ -34,8 +34,10 @@ export const EvaluationBody = definition('evaluation', {
   judge_ai_model_object_id: z.string().optional().describe('The completion model that grades the cases with a judge rubric'),
   cases: z.array(Case).min(1).max(200),
 }).superRefine((d, ctx) => {
-  if (d.judge_ai_model_object_id === undefined && d.cases.some((c) => c.expect.judge !== undefined)) {
-    ctx.addIssue({ code: 'custom', path: ['judge_ai_model_object_id'], message: 'required when a case has a judge rubric' });
+  for (const [i, c] of d.cases.entries()) {
+    if (c.expect.judge !== undefined && (c.expect.judge_ai_model_object_id ?? d.judge_ai_model_object_id) === undefined) {
+      ctx.addIssue({ code: 'custom', path: ['judge_ai_model_object_id'], message: `required when a case has a judge rubric (cases[${i}])` });
+    }
   }
 });
 export type EvaluationBody = z.output<typeof EvaluationBody>;
@@ -144,8 +146,9 @@ export class Evaluations {
         throw validationError([{ field: `cases[${i}].expect`, message: e instanceof Error ? e.message : String(e) }]);
       }
     }
-    if (body.judge_ai_model_object_id !== undefined) {
-      const model = await completionModel(s, body.judge_ai_model_object_id);
+    const judges = new Set([body.judge_ai_model_object_id, ...body.cases.map((c) => c.expect.judge_ai_model_object_id)].filter((m) => m !== undefined));
+    for (const judgeModel of judges) {
+      const model = await completionModel(s, judgeModel);
       if (typeof model === 'string') throw validationError([{ field: 'judge_ai_model_object_id', message: model }]);
     }
     const objectId = this.objectId(s, agent.name, body.name);
@@ -296,9 +299,10 @@ export class Evaluations {
     const text = answer.completion;
     const broken = compileChecks(c.expect).failure(text);
     if (broken) return result(false, broken, text, answer.total_tokens, answer.total_cost);
-    if (c.expect.judge === undefined || evaluation.judge_ai_model_object_id === undefined) return result(true, 'Every check passed', text, answer.total_tokens, answer.total_cost);
+    const judgeModel = c.expect.judge_ai_model_object_id ?? evaluation.judge_ai_model_object_id;
+    if (c.expect.judge === undefined || judgeModel === undefined) return result(true, 'Every check passed', text, answer.total_tokens, answer.total_cost);
     try {
-      const verdict = await judge(s, evaluation.judge_ai_model_object_id, c.expect.judge, c.user_prompt, text, signal);
+      const verdict = await judge(s, judgeModel, c.expect.judge, c.user_prompt, text, signal);
       return result(verdict.passed, verdict.reason, text, answer.total_tokens + verdict.tokens, answer.total_cost + verdict.cost);
     } catch (e) {
       if (e instanceof UpstreamError) return result(false, `The judge failed: ${e.message}`, text, answer.total_tokens, answer.total_cost);

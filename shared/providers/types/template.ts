@@ -1,7 +1,7 @@
 // The agent template resource type: a parameterised set of resource definitions that create-agent makes true
 // (shared/artifacts/templates.ts). `{{parameter}}` in a string is replaced by the parameter's value; a string
 // that is only `{{parameter}}` becomes the value itself (an array, a number), and `{{instance_id}}` is this
-// instance's id.
+// instance's id. `agent_name` is always a parameter (a string), declared or not.
 import { z } from 'zod';
 import { PARAMETER_TYPES } from './parameter-types.js';
 import { definition, type ResourceKind, type ResourceOf } from '../resource-type.js';
@@ -27,9 +27,9 @@ export const agentTemplates = {
     resources: z.array(TemplateResource).min(1).max(100),
   }).superRefine((d, ctx) => {
     const names = d.parameters.map((p) => p.name);
-    if (!names.includes('agent_name')) ctx.addIssue({ code: 'custom', path: ['parameters'], message: 'a template declares agent_name, the name of the agent it creates' });
     if (new Set(names).size !== names.length) ctx.addIssue({ code: 'custom', path: ['parameters'], message: 'parameter names must not repeat' });
-    if (!d.resources.some((r) => r.type === 'agent')) ctx.addIssue({ code: 'custom', path: ['resources'], message: 'a template creates an agent' });
+    const agentName = d.parameters.find((p) => p.name === 'agent_name');
+    if (agentName && agentName.type !== 'string') ctx.addIssue({ code: 'custom', path: ['parameters'], message: 'agent_name is a string' });
   }),
 } satisfies ResourceKind;
 

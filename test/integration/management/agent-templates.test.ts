@@ -104,19 +104,22 @@ describe('agent templates', () => {
   it('serves a template of your own, with typed parameters', async () => {
     const body = {
       name: 'greeter',
+      // agent_name is a parameter of every template, declared or not; types may be named by provider path.
       parameters: [
-        { name: 'agent_name', type: 'string' },
         { name: 'greeting', type: 'string', default_value: 'Hello' },
         { name: 'history', type: 'int' },
       ],
       resources: [
-        { type: 'prompt', name: '{{agent_name}}-prompt', prefix: '{{greeting}}, I am {{agent_name}}.' },
+        { type: 'Svc.Prompt/prompts', name: '{{agent_name}}-prompt', prefix: '{{greeting}}, I am {{agent_name}}.' },
         { type: 'workflow', name: '{{agent_name}}-workflow', workflow_type: 'chat', workflow_host: 'builtin', main_ai_model_object_id: model(), main_prompt_object_id: '/instances/{{instance_id}}/providers/Svc.Prompt/prompts/{{agent_name}}-prompt' },
         { type: 'agent', name: '{{agent_name}}', workflow_object_id: '/instances/{{instance_id}}/providers/Svc.Agent/workflows/{{agent_name}}-workflow', conversation_history_settings: { enabled: true, max_history: '{{history}}' } },
       ],
     };
     expect((await app.call('POST', templates('/greeter'), { body })).status).toBe(200);
     expect((await createAgent('greeter', { agent_name: 'hi', history: 'five' })).status).toBe(400);
+    const noName = await createAgent('greeter', { history: 5 });
+    expect(noName.status).toBe(400);
+    expect(JSON.stringify(noName.body)).toContain('parameters.agent_name');
     expect(await exists('Svc.Prompt/prompts', 'hi-prompt')).toBe(false);
     expect((await createAgent('greeter', { agent_name: 'hi', history: 5 })).status).toBe(201);
     expect((await app.call('GET', `${app.management}${id('Svc.Prompt/prompts', 'hi-prompt')}`)).body).toMatchObject({ resource: { prefix: 'Hello, I am hi.' } });

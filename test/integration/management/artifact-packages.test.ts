@@ -102,6 +102,34 @@ describe('artifact packages', () => {
     expect((await other.call('GET', `${other.management}${prompt('beta')}`)).body).toMatchObject({ resource: { prefix: 'I am beta.' } });
   });
 
+  it('applies a package made by hand: a manifest with a name and a version, and a JSON file per resource', async () => {
+    const elsewhere = (type: string, name: string) => `/instances/00000000-0000-4000-8000-000000000000/providers/${type}/${name}`;
+    const bytes = await zip([
+      { name: 'manifest.json', data: JSON.stringify({ name: 'handmade', version: '2.0.0' }) },
+      { name: 'prompt.json', data: JSON.stringify({ type: 'Svc.Prompt/prompts', name: 'handmade-prompt', prefix: 'Made by hand.' }) },
+      {
+        name: 'workflow.json',
+        data: JSON.stringify({ type: 'workflow', name: 'handmade-workflow', workflow_type: 'chat', workflow_host: 'builtin', main_ai_model_object_id: elsewhere('Svc.AIModel/aiModels', 'm'), main_prompt_object_id: elsewhere('Svc.Prompt/prompts', 'handmade-prompt') }),
+      },
+    ]);
+    expect((await upload('handmade', bytes, { type: 'artifact-package', name: 'handmade', package_version: '2.0.0' })).status).toBe(200);
+    // The model it names is on no instance yet: refused whole.
+    const refused = await app.call('POST', packages(app, '/handmade/plan'), { body: { package_version: '2.0.0' } });
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.body)).toContain(`/instances/${INSTANCE}/providers/Svc.AIModel/aiModels/m`);
+    const endpoint = `/instances/${INSTANCE}/providers/Svc.Configuration/apiEndpointConfigurations/e`;
+    expect((await app.call('POST', `${app.management}${endpoint}`, { body: { name: 'e', category: 'LLM', provider: 'openai', url: 'https://models.example.com/v1', authentication_type: 'None' } })).status).toBe(200);
+    expect((await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.AIModel/aiModels/m`, { body: { name: 'm', model_type: 'completion', deployment_name: 'd', api_endpoint_object_id: endpoint } })).status).toBe(200);
+    const applied = await app.call('POST', packages(app, '/handmade/apply'), { body: { package_version: '2.0.0' } });
+    expect(applied.body).toEqual({
+      changes: [
+        { object_id: prompt('handmade-prompt'), action: 'create', fields: ['name', 'prefix'] },
+        { object_id: `/instances/${INSTANCE}/providers/Svc.Agent/workflows/handmade-workflow`, action: 'create', fields: ['main_ai_model_object_id', 'main_prompt_object_id', 'name', 'workflow_host', 'workflow_type'] },
+      ],
+    });
+    expect((await app.call('GET', `${app.management}/instances/${INSTANCE}/providers/Svc.Agent/workflows/handmade-workflow`)).body).toMatchObject({ resource: { main_prompt_object_id: prompt('handmade-prompt') } });
+  });
+
   it('deletes and purges a package with the files of its versions', async () => {
     expect((await exportPrompts('gone', '1.0.0', ['beta'])).status).toBe(200);
     expect((await app.call('POST', packages(app, '/gone/purge'))).status).toBe(409);
