@@ -11,7 +11,7 @@ import { badRequest, conflict, DomainError, internalError, notFound, validationE
 import { parseJsonText } from '../http/json-body.js';
 import { readArchive } from '../plugins/archive.js';
 import { NamePart, SemanticVersion } from '../plugins/manifest.js';
-import { purgePackage, softDeletePackage } from '../plugins/package-lifecycle.js';
+import { purgePackage, readFromStore, softDeletePackage } from '../plugins/package-lifecycle.js';
 import type { PackageStores } from '../plugins/packages.js';
 import { partitionOf, resourceId, type AnyResource } from '../providers/resource-type.js';
 import { readResource } from '../providers/resources.js';
@@ -252,19 +252,7 @@ export class ArtifactPackages {
   /** Adds a version from a package store: `{name}/{version}/{name}.zip` there. */
   async deploy(resource: ArtifactResource, principal: Principal): Promise<ArtifactPackageDoc> {
     const storeType = resource.package_store_type ?? 'Private';
-    const store = storeType === 'Public' ? this.stores.public : this.stores.private;
-    if (!store) throw badRequest('package_store_type: no Public package store is configured (PACKAGE_STORE_PUBLIC_URL)');
-    const path = blobName(resource.name, resource.package_version);
-    let bytes: Buffer;
-    try {
-      const blob = store.getBlobClient(path);
-      if (((await blob.getProperties()).contentLength ?? 0) > this.maxBytes) throw badRequest(`The package is larger than ${this.maxBytes} bytes`);
-      bytes = await blob.downloadToBuffer();
-    } catch (e) {
-      if ((e as { statusCode?: number }).statusCode === 404) throw notFound(`The ${storeType} store has no ${path}`);
-      throw e;
-    }
-    return this.addVersion(bytes, resource, principal, storeType);
+    return this.addVersion(await readFromStore(this.stores, storeType, blobName(resource.name, resource.package_version), this.maxBytes), resource, principal, storeType);
   }
 
   async list(): Promise<ArtifactPackageDoc[]> {

@@ -1,12 +1,27 @@
-// Soft delete and purge of a versioned package's record, the same for plugin and artifact packages: a
-// deleted package leaves every list and keeps its name until purged; a purge removes the record, then the
-// files of all its versions.
+// What plugin and artifact packages do alike: read a version's file from a package store; soft delete (a
+// deleted package leaves every list and keeps its name until purged); purge (the record, then the files of
+// all its versions).
 import type { ContainerClient } from '@azure/storage-blob';
 import type { Principal } from '../auth/principal.js';
-import { conflict, notFound } from '../errors.js';
+import { badRequest, conflict, notFound } from '../errors.js';
 import { resourceId } from '../providers/resource-type.js';
 import type { Container, Doc } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
+import type { PackageStores } from './packages.js';
+
+/** The bytes of `path` in the Public or Private store: 400 when it is not configured or too large, 404 when absent. */
+export async function readFromStore(stores: PackageStores, storeType: 'Public' | 'Private', path: string, maxBytes: number): Promise<Buffer> {
+  const store = storeType === 'Public' ? stores.public : stores.private;
+  if (!store) throw badRequest('package_store_type: no Public package store is configured (PACKAGE_STORE_PUBLIC_URL)');
+  const blob = store.getBlobClient(path);
+  try {
+    if (((await blob.getProperties()).contentLength ?? 0) > maxBytes) throw badRequest(`The package is larger than ${maxBytes} bytes`);
+    return await blob.downloadToBuffer();
+  } catch (e) {
+    if ((e as { statusCode?: number }).statusCode === 404) throw notFound(`The ${storeType} store has no ${path}`);
+    throw e;
+  }
+}
 
 interface PackageRecord extends Doc {
   deleted: boolean;

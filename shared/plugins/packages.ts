@@ -12,7 +12,7 @@ import { resourceId } from '../providers/resource-type.js';
 import { lazyContainer } from '../store/storage.js';
 import { updateDocument } from '../store/update.js';
 import { readArchive } from './archive.js';
-import { purgePackage, softDeletePackage } from './package-lifecycle.js';
+import { purgePackage, readFromStore, softDeletePackage } from './package-lifecycle.js';
 import { Manifest, moduleFiles, NamePart, SemanticVersion, packageName, pluginName, RUNTIMES, type Runtime } from './manifest.js';
 
 import { builtinPlugins } from './builtin.js';
@@ -202,20 +202,8 @@ export class PluginPackages {
   async deploy(resource: PackageResource, pathName: string, principal: Principal): Promise<PackageDoc> {
     bareName(resource, pathName);
     const storeType = resource.package_store_type ?? 'Private';
-    const store = storeType === 'Public' ? this.stores.public : this.stores.private;
-    if (!store) throw badRequest('package_store_type: no Public package store is configured (PACKAGE_STORE_PUBLIC_URL)');
     const path = `${pathName}/${resource.package_version}/${pathName}.${extension(resource.package_runtime)}`;
-    const blob = store.getBlobClient(path);
-    let bytes: Buffer;
-    try {
-      const props = await blob.getProperties();
-      if ((props.contentLength ?? 0) > this.maxBytes) throw badRequest(`The package is larger than ${this.maxBytes} bytes`);
-      bytes = await blob.downloadToBuffer();
-    } catch (e) {
-      if ((e as { statusCode?: number }).statusCode === 404) throw notFound(`The ${storeType} store has no ${path}`);
-      throw e;
-    }
-    return this.addVersion(bytes, resource, pathName, principal, storeType);
+    return this.addVersion(await readFromStore(this.stores, storeType, path, this.maxBytes), resource, pathName, principal, storeType);
   }
 
   async list(): Promise<PackageDoc[]> {
