@@ -332,18 +332,18 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await page.goto(`${app.core}/portal/manage.html#prompts`);
     await page.getByRole('row').filter({ hasText: 'guide-prompt' }).getByRole('button', { name: 'History of guide-prompt' }).click();
     const history = page.getByRole('region', { name: 'History of guide-prompt' });
-    await expect.poll(() => history.getByRole('row').filter({ hasText: '(current)' }).count()).toBe(1);
+    await expect.poll(() => history.getByRole('row').filter({ hasText: '(current)' }).count(), { timeout: 10_000 }).toBe(1);
     const diff = history.getByRole('table', { name: 'Differences between version 1 and version 2' });
-    await expect.poll(() => diff.getByRole('rowheader').allTextContents()).toEqual(['prefix', 'suffix']);
+    await expect.poll(() => diff.getByRole('rowheader').allTextContents(), { timeout: 10_000 }).toEqual(['prefix', 'suffix']);
     expect(await diff.getByRole('row').filter({ hasText: 'prefix' }).textContent()).toContain('through the penguin house.');
     await shot('manage-history');
     page.once('dialog', (d) => void d.accept());
     await history.getByRole('button', { name: 'Restore version 1' }).click();
-    await expect.poll(async () => (await prompt()).version).toBe(3);
+    await expect.poll(async () => (await prompt()).version, { timeout: 10_000 }).toBe(3);
     const restored = await prompt();
     expect(restored.prefix).toBe(first.prefix);
     expect(restored.suffix).toBe(first.suffix);
-    await expect.poll(() => history.getByRole('row').filter({ hasText: '3 (current)' }).count()).toBe(1);
+    await expect.poll(() => history.getByRole('row').filter({ hasText: '3 (current)' }).count(), { timeout: 10_000 }).toBe(1);
   });
 
   it('creates an agent from a template in its parameters, showing the API message for one it refuses', async () => {
@@ -355,12 +355,12 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await page.getByLabel('completion_model_object_id').fill(model);
     await page.getByLabel('allowed_tools').fill('add\nrepeat');
     await page.getByRole('button', { name: 'Create agent' }).click();
-    await expect.poll(() => page.locator('form.editor .error').textContent()).toContain('mcp_url');
+    await expect.poll(() => page.locator('form.editor .error').textContent(), { timeout: 10_000 }).toContain('mcp_url');
     expect((await app.call('GET', `${providers(app, 'Svc.Agent')}/agents/helper`)).status).toBe(404);
     await page.getByLabel('mcp_url').fill('http://127.0.0.1:9/mcp');
     await shot('manage-template');
     await page.getByRole('button', { name: 'Create agent' }).click();
-    await expect.poll(() => page.getByRole('status').textContent()).toContain('Created 4 resources');
+    await expect.poll(() => page.getByRole('status').textContent(), { timeout: 10_000 }).toContain('Created 4 resources');
     const helper = await app.call('GET', `${providers(app, 'Svc.Agent')}/agents/helper`);
     expect((helper.body as { roles: string[] }).roles).toContain('Owner');
     const tool = await app.call('GET', `${providers(app, 'Svc.Agent')}/tools/helper-tools`);
@@ -380,10 +380,10 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await page.getByLabel('Message').fill('Where do penguins sleep?');
     await page.getByLabel('Message').press('Enter');
     const answer = page.locator('li.message.assistant').last();
-    await expect.poll(() => answer.locator('.text').textContent()).toBe('Echo: Where do penguins sleep?');
+    await expect.poll(() => answer.locator('.text').textContent(), { timeout: 10_000 }).toBe('Echo: Where do penguins sleep?');
     await answer.getByRole('button', { name: 'Bad answer' }).click();
     await answer.getByRole('button', { name: "Share this prompt with the agent's owner to improve it" }).click();
-    await expect.poll(() => answer.getByRole('button', { name: "Prompt shared with the agent's owner" }).count()).toBe(1);
+    await expect.poll(() => answer.getByRole('button', { name: "Prompt shared with the agent's owner" }).count(), { timeout: 10_000 }).toBe(1);
 
     await page.goto(`${app.core}/portal/manage.html#agents`);
     await page.getByRole('row').filter({ hasText: /^guide/ }).first().getByRole('button', { name: 'Properties and tokens' }).click();
@@ -407,7 +407,7 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     expect(await shared.locator('blockquote').textContent()).toBe('Where do penguins sleep?');
     await shared.getByLabel('A good answer contains').fill('sleep');
     await shared.getByRole('button', { name: 'Add as case' }).click();
-    await expect.poll(() => shared.count()).toBe(0);
+    await expect.poll(() => shared.count(), { timeout: 10_000 }).toBe(0);
     const evaluation = await app.call('GET', `${agentPath}/evaluations/animals`);
     expect((evaluation.body as { cases: unknown[] }).cases).toContainEqual({ user_prompt: 'Where do penguins sleep?', expect: { contains: 'sleep' } });
   });
