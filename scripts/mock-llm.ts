@@ -10,6 +10,7 @@ import { performance } from 'node:perf_hooks';
 import { readFile } from 'node:fs/promises';
 import { extname, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { attachMockRealtime, type MockRealtime } from './mock-realtime.js';
 import { parseArgs } from 'node:util';
 
 export interface ChatRequest {
@@ -46,6 +47,8 @@ export interface EmbeddingRequest {
 
 export interface MockLlm {
   url: string;
+  /** The Realtime socket (`/v1/realtime`): its calls, what it hears, and a way to drop them. */
+  realtime: MockRealtime;
   requests: ChatRequest[];
   /** Calls of the embeddings API. */
   embeddingRequests: EmbeddingRequest[];
@@ -336,9 +339,11 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number;
     });
   });
   server.keepAliveTimeout = 65_000;
+  const realtime = attachMockRealtime(server);
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    realtime,
     requests,
     embeddingRequests,
     nextEmbedding: (...behaviors) => embeddingQueue.push(...behaviors),
@@ -358,6 +363,7 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number;
       new Promise<void>((resolve) => {
         for (const t of timers) clearTimeout(t);
         timers.clear();
+        realtime.close();
         server.close(() => resolve());
         server.closeAllConnections();
       }),
@@ -367,7 +373,9 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number;
 const USAGE = `npm run mock-llm -- [port] [options]   (default port 8080)
 
 An OpenAI-compatible model on 127.0.0.1 that answers with the last user message: chat completions (also
-streamed), embeddings and tool calls, for trying agents, memory and tools with no account.
+streamed), embeddings and tool calls, for trying agents, memory and tools with no account; and a Realtime
+socket at /v1/realtime that hears every committed audio buffer as "Hello from the microphone" and answers
+"Echo: ..." with a short tone (for realtime speech).
 
   --latency-ms N        wait N ms before answering each call (default 0)
   --first-token-ms N    streamed answers: the first piece after N ms (default 0)

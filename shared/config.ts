@@ -91,6 +91,7 @@ const Env = z.object({
   /** Storage queue of data pipeline runs; its poison queue is `<name>-poison`. */
   PIPELINES_QUEUE: optional(QueueName).default('data-pipeline-runs'),
   EVALUATIONS_QUEUE: optional(QueueName).default('evaluation-runs'),
+  REALTIME_RELAY_URL: optional(z.url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' })),
   /** How long a semantic cache entry may answer. */
   SEMANTIC_CACHE_TTL_SECONDS: optional(PositiveInt).default(3600),
   /** Rounds of tool calls one completion may make before the model must answer. */
@@ -200,6 +201,8 @@ export interface Config {
   webhooks: { queue: string; retryBaseSeconds: number };
   /** The queue of evaluation runs. */
   evaluationsQueue: string;
+  /** Where clients reach the realtime relay, when it is not the Core API's own host (docs/realtime-speech.md). */
+  realtimeRelayUrl: string | undefined;
   knowledge: { queue: string; cacheTtlSeconds: number; file: string; extractionTimeoutMs: number; documentTimeoutMs: number; runTimeoutMs: number };
   tools: { maxRounds: number; timeBudgetMs: number; resultMaxChars: number };
   plugins: { timeoutMs: number; memoryBytes: number; sessionsEndpoint: string | undefined; warm: number; concurrency: number };
@@ -274,6 +277,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     webhooks: { queue: e.WEBHOOKS_QUEUE, retryBaseSeconds: e.WEBHOOK_RETRY_BASE_SECONDS },
     // The embedded vector index's file, beside the embedded store's (unused with STORE=cosmos).
     evaluationsQueue: e.EVALUATIONS_QUEUE,
+    realtimeRelayUrl: e.REALTIME_RELAY_URL,
     knowledge: {
       queue: e.PIPELINES_QUEUE,
       cacheTtlSeconds: e.SEMANTIC_CACHE_TTL_SECONDS,

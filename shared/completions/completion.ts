@@ -10,7 +10,7 @@ import type { ResourceKind, ResourceOf } from '../providers/resource-type.js';
 import type { AgentDoc } from '../providers/types/agent.js';
 import { aiModels, apiEndpointConfigurations, prompts, workflows, type AiModelDoc, type PromptDoc } from '../providers/types/catalog.js';
 import type { Services } from '../services.js';
-import { dayOf, type SessionDoc } from '../conversations/conversations.js';
+import type { SessionDoc } from '../conversations/conversations.js';
 import type { FileDoc } from '../files/files.js';
 import { attachmentContent } from '../files/attachment-content.js';
 import { completionPromptId, type ContentArtifact, type MessageDoc } from '../conversations/conversations.js';
@@ -20,7 +20,7 @@ import { endpointView, MODEL_PROVIDERS, type EndpointView } from '../models/endp
 import { CallCancelledError } from '../models/upstream-errors.js';
 import type { ChatMessage, ContentPart, ModelAnswer, ModelParameters } from '../models/wire.js';
 import { wireParameters } from '../models/parameters.js';
-import { costOf, recordUsage, type UsageDoc } from './usage.js';
+import { costOf, recordUsage, usageRecord, type UsageDoc } from './usage.js';
 import { cacheSlot, type CacheSlot } from '../knowledge/cache.js';
 import { effectiveShielding } from '../providers/types/agent-settings.js';
 import { refusalMessage, screen, type Block } from '../shielding/plugins.js';
@@ -245,7 +245,7 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
       const cancelled = e instanceof CallCancelledError;
       if (!cancelled) s.log.warn('Completion failed', { operation_id: operationId, agent_name: agent.name, code: e instanceof DomainError ? e.code : 'Error', error: e instanceof Error ? e.message : String(e) });
       await recordUsage(s.store.container<UsageDoc>('usage'), {
-        ...usageBase(principal, operationId, sessionId, agent.name, deployment, new Date().toISOString(), started),
+        ...usageRecord(principal, operationId, sessionId, agent.name, deployment, new Date().toISOString(), started),
         ...(cancelled ? { status: 'Cancelled', completion_tokens: progress.streamed, total_tokens: progress.streamed } : { status: 'Failed', error_code: e instanceof DomainError ? e.code : 'Error' }),
       });
       throw e;
@@ -262,7 +262,7 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
     // Cancelled after the model answered: the tokens were spent, the turn is not recorded.
     if (e instanceof CallCancelledError) {
       await recordUsage(s.store.container<UsageDoc>('usage'), {
-        ...usageBase(principal, operationId, sessionId, agent.name, deployment, completedAt, started),
+        ...usageRecord(principal, operationId, sessionId, agent.name, deployment, completedAt, started),
         prompt_tokens: answer.promptTokens,
         completion_tokens: answer.completionTokens,
         total_tokens: total,
@@ -299,7 +299,7 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
         ).then((removed) => removed && turn?.recorded())
       : undefined,
     recordUsage(s.store.container<UsageDoc>('usage'), {
-      ...usageBase(principal, operationId, sessionId, agent.name, answer.deployment ?? deployment, completedAt, started),
+      ...usageRecord(principal, operationId, sessionId, agent.name, answer.deployment ?? deployment, completedAt, started),
       prompt_tokens: answer.promptTokens,
       completion_tokens: answer.completionTokens,
       total_tokens: total,
@@ -450,26 +450,6 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
   // Not streamed as it came: a cached answer, one made with tools, or one that had to pass the shields first.
   if (!streamedAsItCame) options.onDelta?.(answer.content);
   return answer;
-}
-
-function usageBase(principal: Principal, operationId: string, sessionId: string | undefined, agentName: string, deployment: string, at: string, started: number) {
-  return {
-    id: operationId,
-    pk: ownerKey(principal.upn),
-    operation_id: operationId,
-    session_id: sessionId ?? null,
-    upn: ownerKey(principal.upn),
-    user_id: principal.id,
-    agent_name: agentName,
-    model_deployment_name: deployment,
-    prompt_tokens: 0,
-    completion_tokens: 0,
-    total_tokens: 0,
-    cost: 0,
-    timestamp: at,
-    day: dayOf(at),
-    duration_ms: Date.now() - started,
-  };
 }
 
 /** The model's request fields, with the request's `settings.model_parameters` over its sampling parameters. */

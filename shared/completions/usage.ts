@@ -1,4 +1,6 @@
 // Token usage records: one per completion, written once (idempotent on the operation id), for analytics.
+import { ownerKey, type Principal } from '../auth/principal.js';
+import { dayOf } from '../conversations/conversations.js';
 import type { AiModelDoc } from '../providers/types/catalog.js';
 import { ConflictError, PreconditionFailedError, type Container, type Doc } from '../store/types.js';
 
@@ -48,4 +50,25 @@ export async function recordUsage(container: Container<UsageDoc>, doc: UsageDoc)
 export function costOf(model: Pick<AiModelDoc, 'cost_per_1k_prompt_tokens' | 'cost_per_1k_completion_tokens'>, prompt: number, completion: number): number {
   const cost = (prompt / 1000) * (model.cost_per_1k_prompt_tokens ?? 0) + (completion / 1000) * (model.cost_per_1k_completion_tokens ?? 0);
   return Math.round(cost * 1e6) / 1e6;
+}
+
+/** A usage record of an operation without its counts yet (zero tokens and cost), ended now. */
+export function usageRecord(principal: Principal, operationId: string, sessionId: string | undefined, agentName: string, deployment: string, at: string, started: number) {
+  return {
+    id: operationId,
+    pk: ownerKey(principal.upn),
+    operation_id: operationId,
+    session_id: sessionId ?? null,
+    upn: ownerKey(principal.upn),
+    user_id: principal.id,
+    agent_name: agentName,
+    model_deployment_name: deployment,
+    prompt_tokens: 0,
+    completion_tokens: 0,
+    total_tokens: 0,
+    cost: 0,
+    timestamp: at,
+    day: dayOf(at),
+    duration_ms: Date.now() - started,
+  };
 }

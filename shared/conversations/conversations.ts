@@ -289,6 +289,34 @@ export class Conversations {
     }
   }
 
+  /**
+   * Records one message of a session (a transcript of a spoken call), the session's recent messages and
+   * activity time with it, in one write of the session's partition. The same message id again is ignored.
+   */
+  async recordMessage(owner: string, sessionId: string, message: Omit<MessageDoc, 'pk' | 'type' | 'session_id' | 'day' | 'hour' | 'upn'>): Promise<void> {
+    const upn = ownerKey(owner);
+    const session = await this.get(upn, sessionId);
+    const doc: MessageDoc = { ...message, pk: upn, type: 'Message', session_id: session.id, upn, day: dayOf(message.timestamp), hour: hourOf(message.timestamp) };
+    const entry = { sender: message.sender, text: message.text, timestamp: message.timestamp, operation_id: message.operation_id };
+    try {
+      await this.container.writeBatch(upn, [
+        {
+          op: 'update',
+          id: session.id,
+          known: session,
+          apply: (c) => {
+            if (c.type !== 'Session') return undefined;
+            const { recent, trimmed } = keepRecent([...(c.recent ?? []), entry]);
+            return { ...c, updated_on: message.timestamp, recent, recent_complete: c.recent_complete === true && !trimmed };
+          },
+        },
+        { op: 'create', doc },
+      ]);
+    } catch (e) {
+      if (!(e instanceof ConflictError)) throw e;
+    }
+  }
+
   /** The user's prompt of the turn an assistant message answered (the user message of its operation). */
   async promptOf(owner: string, answer: MessageDoc): Promise<string | undefined> {
     const { items } = await this.messages.query({

@@ -8,6 +8,9 @@ import type { Services } from '../services.js';
 import { createApiServer, InFlight } from './node-host.js';
 import type { Route } from './route.js';
 
+/** A WebSocket endpoint: it takes the upgrades of the Core API's server it is attached to. */
+export type Upgrade = (server: Server, services: Services) => { close(): void };
+
 export interface Standalone {
   coreUrl: string;
   managementUrl: string;
@@ -45,12 +48,14 @@ export async function startStandalone(
   routes: readonly Route[],
   queueHandlers: readonly QueueHandler[],
   services: Services,
-  options: { consumers?: boolean; storageReady?: Promise<unknown> } = {},
+  options: { consumers?: boolean; storageReady?: Promise<unknown>; upgrades?: readonly Upgrade[] } = {},
 ): Promise<Standalone> {
   const { host, corePort, managementPort } = services.config;
   const handlers = new InFlight();
   const core = createApiServer('core', routes, services, handlers);
   const management = createApiServer('management', routes, services, handlers);
+  // WebSocket endpoints (the realtime relay) share the Core API's port.
+  const upgrades = (options.upgrades ?? []).map((attach) => attach(core, services));
   const coreUrl = await listen(core, host, corePort, 'CORE_PORT');
   const managementUrl = await listen(management, host, managementPort, 'MANAGEMENT_PORT').catch(async (e: unknown) => {
     await closeServer(core);
@@ -72,6 +77,7 @@ export async function startStandalone(
     async close(graceMs = 5000) {
       closed = true;
       unsubscribe();
+      for (const u of upgrades) u.close();
       const started = Date.now();
       const servers = Promise.all([closeServer(core, graceMs + 1000), closeServer(management, graceMs + 1000)]);
       // Handlers still running at the end of the grace answer 503 (their connections close after that),

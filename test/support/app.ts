@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { inject } from 'vitest';
-import { QUEUE_HANDLERS, ROUTES } from '../../functions/groups.js';
+import { QUEUE_HANDLERS, ROUTES, UPGRADES } from '../../functions/groups.js';
 import { LOCAL_DEFAULT_USER } from '../../shared/auth/local-idp.js';
 import { startStandalone } from '../../shared/http/standalone.js';
 import { openSqliteStore } from '../../shared/store/sqlite-store.js';
@@ -35,7 +35,7 @@ export async function startTestApp(env: Record<string, string> = {}, options: { 
     env: { DATA_DIR: dir, AzureWebJobsStorage: inject('storageConnectionString'), ...env },
     store,
   });
-  const app = await startStandalone(ROUTES, QUEUE_HANDLERS, services, options);
+  const app = await startStandalone(ROUTES, QUEUE_HANDLERS, services, { ...options, upgrades: UPGRADES });
   const token = (upn?: string, extra: { groups?: string[]; roles?: string[] } = {}) =>
     upn === undefined ? services.token({ upn: LOCAL_DEFAULT_USER.upn, oid: LOCAL_DEFAULT_USER.oid, ...extra }) : services.token({ upn, ...extra });
   return {

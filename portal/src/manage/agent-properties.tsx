@@ -209,6 +209,7 @@ export function AgentProperties({ ctx, agent }: { ctx: Context; agent: string })
   };
   const completion = options(models, (m) => m.model_type === 'completion');
   const embedding = options(models, (m) => m.model_type === 'embedding');
+  const realtime = options(models, (m) => m.model_type === 'realtime');
   const pluginNames = plugins.map((p) => p.name);
   const rewrite = draft.text_rewrite_settings;
   const cache = draft.cache_settings;
@@ -312,7 +313,7 @@ export function AgentProperties({ ctx, agent }: { ctx: Context; agent: string })
               <label class="check">
                 <input type="checkbox" checked={sp.enabled ?? true} onChange={(e) => put({ enabled: e.currentTarget.checked })} /> enabled
               </label>
-              <Picker id="p-speech-model" label="Realtime speech model" value={sp.realtime_speech_ai_model_object_id} options={options(models)} onChange={(v) => put({ realtime_speech_ai_model_object_id: v })} />
+              <Picker id="p-speech-model" label="Realtime speech model" value={sp.realtime_speech_ai_model_object_id} options={realtime} onChange={(v) => put({ realtime_speech_ai_model_object_id: v })} />
               <label for="p-speech-stop">Stop words (one per line)</label>
               <textarea id="p-speech-stop" rows={2} value={(sp.stop_words ?? []).join('\n')} onInput={(e) => put({ stop_words: e.currentTarget.value.split('\n').map((w) => w.trim()).filter(Boolean) })} />
               <NumberField id="p-speech-max" label="Longest session (seconds; 0: no limit)" value={sp.max_session_duration_seconds} onChange={(v) => put({ max_session_duration_seconds: v ?? 0 })} />
@@ -322,6 +323,8 @@ export function AgentProperties({ ctx, agent }: { ctx: Context; agent: string })
               <label class="check">
                 <input type="checkbox" checked={sp.include_conversation_history ?? true} onChange={(e) => put({ include_conversation_history: e.currentTarget.checked })} /> include the conversation history
               </label>
+              <label for="p-speech-voice">Voice</label>
+              <input id="p-speech-voice" value={sp.voice ?? 'alloy'} onInput={(e) => put({ voice: e.currentTarget.value })} />
             </>
           );
         }}

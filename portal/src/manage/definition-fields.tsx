@@ -53,7 +53,7 @@ export const FIELDS: Record<string, readonly Field[]> = {
   prompts: [description, { field: 'category', label: 'Category', kind: 'text' }, { field: 'prefix', label: 'Prefix (the system prompt)', kind: 'multiline' }, { field: 'suffix', label: 'Suffix', kind: 'multiline' }],
   models: [
     description,
-    { field: 'model_type', label: 'Model type', kind: 'choice', options: ['completion', 'embedding'] },
+    { field: 'model_type', label: 'Model type', kind: 'choice', options: ['completion', 'embedding', 'realtime'] },
     { field: 'deployment_name', label: 'Deployment name', kind: 'text' },
     { field: 'api_endpoint_object_id', label: 'API endpoint', kind: 'ref', path: 'Svc.Configuration/apiEndpointConfigurations' },
     { field: 'cost_per_1k_prompt_tokens', label: 'Cost per 1,000 prompt tokens', kind: 'number' },

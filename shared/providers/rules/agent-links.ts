@@ -23,6 +23,7 @@ const LINKS = {
   prompt: ofKind(prompts),
   completionModel: (doc) => (!isOf(doc, aiModels) ? `is a ${doc.type}, not a ${aiModels.type}` : doc.model_type === 'completion' ? undefined : 'is not a completion model'),
   embeddingModel: (doc) => (!isOf(doc, aiModels) ? `is a ${doc.type}, not a ${aiModels.type}` : doc.model_type === 'embedding' ? undefined : 'is not an embedding model'),
+  realtimeModel: (doc) => (!isOf(doc, aiModels) ? `is a ${doc.type}, not a ${aiModels.type}` : doc.model_type === 'realtime' ? undefined : 'is not a realtime model'),
 } satisfies Record<string, Link>;
 
 /** 400 when the object id names a live resource of another kind. */
@@ -33,7 +34,7 @@ export async function checkLink(s: Services, field: string, objectId: string | u
   if (problem) throw validationError([{ field, message: `${objectId} ${problem}` }]);
 }
 
-type AgentLinks = Partial<Pick<AgentDoc, 'workflow_object_id' | 'workflow_parameters' | 'tool_object_ids' | 'text_rewrite_settings' | 'cache_settings' | 'shielding_settings'>>;
+type AgentLinks = Partial<Pick<AgentDoc, 'workflow_object_id' | 'workflow_parameters' | 'tool_object_ids' | 'text_rewrite_settings' | 'cache_settings' | 'shielding_settings' | 'realtime_speech_settings'>>;
 
 /** Checks the links a (possibly partial) agent definition carries. */
 export async function checkAgentLinks(s: Services, d: AgentLinks): Promise<void> {
@@ -48,6 +49,7 @@ export async function checkAgentLinks(s: Services, d: AgentLinks): Promise<void>
   await checkLink(s, 'text_rewrite_settings.user_prompt_rewrite_settings.user_prompt_rewrite_ai_model_object_id', rewrite?.user_prompt_rewrite_ai_model_object_id, LINKS.completionModel);
   await checkLink(s, 'text_rewrite_settings.user_prompt_rewrite_settings.user_prompt_rewrite_prompt_object_id', rewrite?.user_prompt_rewrite_prompt_object_id, LINKS.prompt);
   await checkLink(s, 'cache_settings.semantic_cache_settings.embedding_ai_model_object_id', d.cache_settings?.semantic_cache_settings?.embedding_ai_model_object_id, LINKS.embeddingModel);
+  await checkLink(s, 'realtime_speech_settings.realtime_speech_ai_model_object_id', d.realtime_speech_settings?.realtime_speech_ai_model_object_id, LINKS.realtimeModel);
   const shielding = d.shielding_settings;
   if (shielding) {
     await checkRunnable(s, 'shielding_settings.pre_completion_plugins', shielding.pre_completion_plugins.map((p) => p.plugin_name));

@@ -80,6 +80,7 @@ export const RealtimeSpeechSettings = z
     max_session_duration_seconds: z.number().int().min(0).default(0),
     show_transcriptions: z.boolean().default(true),
     include_conversation_history: z.boolean().default(true),
+    voice: z.string().regex(/^[a-z0-9_-]{1,40}$/, 'voice is a voice name of the realtime model, such as alloy').optional().describe("The model's voice (default alloy)"),
   })
   .strict();
 

@@ -175,7 +175,7 @@ export const aiModels = {
   segment: 'aiModels',
   type: 'ai-model',
   schema: definition('ai-model', {
-    model_type: z.enum(['completion', 'embedding']),
+    model_type: z.enum(['completion', 'embedding', 'realtime']).describe('realtime: a speech model reached through the Realtime WebSocket API (docs/realtime-speech.md)'),
     deployment_name: z.string().min(1),
     api_endpoint_object_id: ObjectId,
     model_parameters: ModelParametersFields.optional(),

@@ -1,0 +1,247 @@
+// The realtime relay: a user's WebSocket to the service, and the service's WebSocket to the agent's realtime
+// model, with the service in between. It holds the model's credentials, sends the agent's instructions,
+// passes the OpenAI Realtime events both ways, refuses a client's attempt to change the instructions or
+// the model, keeps each finished transcript as a message of the session, records usage per response, and
+// ends the call at the longest duration or on a stop word. Served by the standalone server (the Functions
+// host cannot hold a WebSocket): docs/realtime-speech.md.
+import { randomUUID } from 'node:crypto';
+import type http from 'node:http';
+import type { Duplex } from 'node:stream';
+import WebSocket, { WebSocketServer, type RawData } from 'ws';
+import type { Principal } from '../auth/principal.js';
+import { recordUsage, costOf, usageRecord, type UsageDoc } from '../completions/usage.js';
+import { DomainError } from '../errors.js';
+import { statusOf } from '../http/envelopes.js';
+import { guardedLookup } from '../net/outbound.js';
+import { prompts, workflows } from '../providers/types/catalog.js';
+import type { Services } from '../services.js';
+import { claimCall, DEFAULT_REALTIME_VOICE, type Call } from './sessions.js';
+
+const PATH = /^\/instances\/([^/]+)\/realtime-sessions\/([0-9a-fA-F-]{36})\/ws$/;
+/** The largest event either side may send (audio frames are a few KiB). */
+const MAX_EVENT_BYTES = 1024 * 1024;
+/** Session fields a client may not set: the service's instructions, model and tools stand. */
+const LOCKED = ['instructions', 'model', 'tools', 'tool_choice'];
+
+/** A WebSocket message as text (ws hands out a Buffer, fragments or an ArrayBuffer). */
+export const textOf = (data: RawData): string => (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString('utf8');
+
+/** Why a call ended, as the client's `relay.call_ended` event and the close reason say. */
+export type EndReason = 'stop_word' | 'max_duration' | 'model_closed' | 'client_closed';
+
+/** The socket URL of a realtime model on its endpoint (docs/realtime-speech.md). */
+export function modelSocketUrl(call: Pick<Call, 'endpoint' | 'model'>): string {
+  const base = call.endpoint.url.replace(/\/$/, '').replace(/^http/, 'ws');
+  if (call.endpoint.provider === 'azure-openai') {
+    return `${base}/openai/realtime?api-version=${encodeURIComponent(call.endpoint.apiVersion ?? '2024-10-01-preview')}&deployment=${encodeURIComponent(call.model.deployment_name)}`;
+  }
+  return `${base}/realtime?model=${encodeURIComponent(call.model.deployment_name)}`;
+}
+
+/** The bearer token of an upgrade: the Authorization header, else a `bearer.<token>` subprotocol. */
+function tokenOf(req: http.IncomingMessage): string | undefined {
+  const header = req.headers.authorization;
+  const bearer = header ? /^Bearer\s+(\S+)\s*$/i.exec(header)?.[1] : undefined;
+  if (bearer) return bearer;
+  const offered = (req.headers['sec-websocket-protocol'] ?? '').split(',').map((p) => p.trim());
+  return offered.find((p) => p.startsWith('bearer.'))?.slice('bearer.'.length);
+}
+
+/** Answers an upgrade it will not take with a plain HTTP status and the service's error envelope. */
+function refuse(socket: Duplex, status: number, code: string, message: string): void {
+  const body = JSON.stringify({ error: { code, message } });
+  socket.end(`HTTP/1.1 ${status} ${http_reason(status)}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+}
+const http_reason = (status: number) => ({ 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 409: 'Conflict' } as Record<number, string>)[status] ?? 'Error';
+
+/** The agent's instructions: its prompt, and the session's history when the settings ask for it. */
+async function instructionsOf(s: Services, call: Call): Promise<string> {
+  const workflow = call.agent.workflow_object_id ? await s.resourceCache.get(call.agent.workflow_object_id, workflows) : undefined;
+  const prompt = workflow?.main_prompt_object_id ? await s.resourceCache.get(workflow.main_prompt_object_id, prompts) : undefined;
+  const parts = [prompt?.prefix ?? '', prompt?.suffix ?? ''].filter((p) => p.length > 0);
+  if (call.settings.include_conversation_history) {
+    const history = await s.conversations.history(call.realtime.upn, call.realtime.session_id, 20);
+    if (history.length > 0) parts.push(`The conversation so far:\n${history.map((m) => `${m.sender === 'User' ? 'User' : 'Assistant'}: ${m.text}`).join('\n')}`);
+  }
+  return parts.join('\n\n');
+}
+
+/** What a client event would change that it may not, or undefined when it may be passed on. */
+function refused(event: { type?: unknown; session?: unknown; item?: unknown }): string | undefined {
+  if (event.type === 'session.update' && event.session && typeof event.session === 'object') {
+    const locked = LOCKED.filter((k) => k in (event.session as object));
+    if (locked.length > 0) return `the agent's ${locked.join(', ')} cannot be changed in a call`;
+  }
+  if (event.type === 'conversation.item.create' && (event.item as { role?: unknown } | undefined)?.role === 'system') return "the agent's instructions cannot be changed in a call";
+  return undefined;
+}
+
+/** A transcript with its final punctuation and surrounding space gone, for matching stop words. */
+const spoken = (text: string) => text.trim().replace(/[.!?。,;:…]+$/u, '').trim().toLowerCase();
+
+/** Serves the relay's upgrades on a server; other upgrades are refused. */
+export function attachRelay(server: http.Server, s: Services): { close(): void } {
+  const wss = new WebSocketServer({
+    noServer: true,
+    maxPayload: MAX_EVENT_BYTES,
+    // The client's protocol is echoed, never its token when it offered another one too.
+    handleProtocols: (protocols) => [...protocols].find((p) => !p.startsWith('bearer.')) ?? [...protocols][0] ?? false,
+  });
+  const calls = new Set<WebSocket>();
+  server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
+    socket.on('error', () => socket.destroy());
+    const match = PATH.exec((req.url ?? '').split('?')[0] ?? '');
+    if (!match || match[1]?.toLowerCase() !== s.config.instanceId) return refuse(socket, 404, 'NotFound', 'No WebSocket here');
+    const token = tokenOf(req);
+    if (!token) return refuse(socket, 401, 'Unauthorized', 'A bearer token is required (Authorization header, or the subprotocol bearer.<token>)');
+    void (async () => {
+      let principal: Principal;
+      let call: Call;
+      try {
+        principal = await s.auth.authenticate({ header: (name: string) => (name.toLowerCase() === 'authorization' ? `Bearer ${token}` : undefined) } as never, 'bearer');
+        call = await claimCall(s, principal, match[2] ?? '');
+      } catch (e) {
+        if (e instanceof DomainError) return refuse(socket, statusOf(e), e.code, e.message);
+        s.log.warn('A realtime call could not start', { error: e instanceof Error ? e.message : String(e) });
+        return refuse(socket, 500, 'InternalError', 'The call could not start');
+      }
+      wss.handleUpgrade(req, socket, head, (client) => {
+        calls.add(client);
+        client.on('close', () => calls.delete(client));
+        void relay(s, principal, call, client);
+      });
+    })();
+  });
+  return {
+    close() {
+      for (const c of calls) c.close(1001, 'The service is stopping');
+      wss.close();
+    },
+  };
+}
+
+/** One call: the model's socket opened for it, events passed both ways until either side ends it. */
+async function relay(s: Services, principal: Principal, call: Call, client: WebSocket): Promise<void> {
+  const started = Date.now();
+  const send = (event: unknown) => client.readyState === WebSocket.OPEN && client.send(JSON.stringify(event));
+  let ended = false;
+  let model: WebSocket | undefined;
+  const end = (reason: EndReason, detail: string, code = 1000) => {
+    if (ended) return;
+    ended = true;
+    clearTimeout(timer);
+    send({ type: 'relay.call_ended', reason, message: detail });
+    if (client.readyState === WebSocket.OPEN || client.readyState === WebSocket.CONNECTING) client.close(code, detail.slice(0, 120));
+    if (model && (model.readyState === WebSocket.OPEN || model.readyState === WebSocket.CONNECTING)) model.close(1000);
+  };
+  const limit = call.settings.max_session_duration_seconds;
+  const timer = limit > 0 ? setTimeout(() => end('max_duration', `The call reached its longest duration (${limit} s)`), limit * 1000) : undefined;
+  // The client's events wait while the model's socket opens.
+  const pending: string[] = [];
+  client.on('message', (data: RawData, binary: boolean) => {
+    if (binary) return send({ type: 'error', error: { type: 'invalid_request_error', code: 'binary_not_accepted', message: 'Events are JSON text' } });
+    const text = textOf(data);
+    let event: { type?: unknown; event_id?: unknown };
+    try {
+      event = JSON.parse(text) as typeof event;
+    } catch {
+      return send({ type: 'error', error: { type: 'invalid_request_error', code: 'invalid_json', message: 'Events are JSON objects' } });
+    }
+    const why = refused(event);
+    if (why) return send({ type: 'error', error: { type: 'invalid_request_error', code: 'locked_by_service', message: `Refused: ${why}`, event_id: event.event_id ?? null } });
+    if (model?.readyState === WebSocket.OPEN) model.send(text);
+    else pending.push(text);
+  });
+  client.on('close', () => end('client_closed', 'The client ended the call'));
+  client.on('error', () => end('client_closed', 'The client connection failed'));
+
+  try {
+    const headers = { ...(await s.credentials.headers(call.endpoint)), ...(call.endpoint.provider === 'openai' ? { 'openai-beta': 'realtime=v1' } : {}) };
+    const rules = { policy: call.endpoint.privateNetwork ? ('model' as const) : ('user' as const), allowPrivateNetwork: s.config.allowPrivateNetwork };
+    model = new WebSocket(modelSocketUrl(call), { headers, lookup: guardedLookup(rules), maxPayload: 16 * MAX_EVENT_BYTES, handshakeTimeout: call.endpoint.timeoutMs, followRedirects: false });
+  } catch (e) {
+    return end('model_closed', `The model could not be reached: ${e instanceof Error ? e.message : String(e)}`, 1011);
+  }
+  const socket = model;
+  socket.on('open', () => {
+    void instructionsOf(s, call).then(
+      (instructions) => {
+        socket.send(JSON.stringify({ type: 'session.update', session: { instructions, voice: call.settings.voice ?? DEFAULT_REALTIME_VOICE, input_audio_transcription: { model: 'whisper-1' } } }));
+        for (const text of pending.splice(0)) socket.send(text);
+      },
+      (e: unknown) => end('model_closed', `The call could not be prepared: ${e instanceof Error ? e.message : String(e)}`, 1011),
+    );
+  });
+  socket.on('message', (data: RawData) => {
+    const text = textOf(data);
+    if (client.readyState === WebSocket.OPEN) client.send(text);
+    let event: { type?: string; transcript?: unknown; response?: { id?: unknown; usage?: { input_tokens?: unknown; output_tokens?: unknown; total_tokens?: unknown } } };
+    try {
+      event = JSON.parse(text) as typeof event;
+    } catch {
+      return;
+    }
+    void observe(s, principal, call, event, started, end).catch((e: unknown) => s.log.warn('A realtime event could not be recorded', { error: e instanceof Error ? e.message : String(e) }));
+  });
+  socket.on('unexpected-response', (_req, res) => end('model_closed', `The model refused the call (${res.statusCode ?? 0})`, 1011));
+  socket.on('error', (e) => end('model_closed', `The model's connection failed: ${e.message}`, 1011));
+  socket.on('close', (code) => end('model_closed', `The model ended the call (${code})`, code === 1000 ? 1000 : 1011));
+}
+
+/** What the relay keeps of the model's events: transcripts as messages, usage per response, stop words. */
+async function observe(
+  s: Services,
+  principal: Principal,
+  call: Call,
+  event: { type?: string; transcript?: unknown; response?: { id?: unknown; usage?: { input_tokens?: unknown; output_tokens?: unknown; total_tokens?: unknown } } },
+  started: number,
+  end: (reason: EndReason, detail: string) => void,
+): Promise<void> {
+  const now = new Date().toISOString();
+  const message = (sender: 'User' | 'Assistant', text: string) =>
+    s.conversations.recordMessage(call.realtime.upn, call.realtime.session_id, {
+      id: randomUUID(),
+      sender,
+      sender_display_name: sender === 'User' ? (principal.name ?? principal.upn) : call.agent.name,
+      text,
+      tokens: 0,
+      timestamp: now,
+      operation_id: `realtime-${call.realtime.id}`,
+      agent_name: call.agent.name,
+    });
+  switch (event.type) {
+    case 'conversation.item.input_audio_transcription.completed': {
+      const text = typeof event.transcript === 'string' ? event.transcript : '';
+      if (text.trim().length > 0) await message('User', text);
+      const said = spoken(text);
+      if (call.settings.stop_words.some((w) => spoken(w) === said)) end('stop_word', `The user said a stop word: ${text.trim()}`);
+      return;
+    }
+    case 'response.audio_transcript.done':
+    case 'response.output_audio_transcript.done': {
+      const text = typeof event.transcript === 'string' ? event.transcript : '';
+      if (text.trim().length > 0) await message('Assistant', text);
+      return;
+    }
+    case 'response.done': {
+      const usage = event.response?.usage;
+      const input = typeof usage?.input_tokens === 'number' ? usage.input_tokens : 0;
+      const output = typeof usage?.output_tokens === 'number' ? usage.output_tokens : 0;
+      const id = typeof event.response?.id === 'string' ? event.response.id : randomUUID();
+      await Promise.all([
+        recordUsage(s.store.container<UsageDoc>('usage'), {
+          ...usageRecord(principal, `realtime-${call.realtime.id}-${id}`, call.realtime.session_id, call.agent.name, call.model.deployment_name, now, started),
+          prompt_tokens: input,
+          completion_tokens: output,
+          total_tokens: input + output,
+          cost: costOf(call.model, input, output),
+          status: 'Completed',
+        }),
+        s.quotas.recordTokens(principal, call.agent.name, input + output),
+      ]);
+      return;
+    }
+    default:
+      return;
+  }
+}

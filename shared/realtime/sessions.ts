@@ -1,0 +1,112 @@
+// Realtime sessions: a user's permission to talk to one agent through the relay (relay.ts), for one call,
+// recorded in the user's own partition beside their conversations. Creating one checks everything a call
+// needs (the agent's use, its speech settings, its realtime model) so the relay only has to claim it.
+import { randomUUID } from 'node:crypto';
+import { z } from 'zod';
+import { ownerKey, type Principal } from '../auth/principal.js';
+import { conflict, notFound, validationError } from '../errors.js';
+import { endpointView, type EndpointView } from '../models/endpoint.js';
+import { agentForUse } from '../providers/agent-access.js';
+import type { AgentDoc } from '../providers/types/agent.js';
+import { aiModels, apiEndpointConfigurations, type AiModelDoc } from '../providers/types/catalog.js';
+import type { Services } from '../services.js';
+import type { Container, Doc } from '../store/types.js';
+import { updateDocument } from '../store/update.js';
+
+/** How long a realtime session may wait for its call to connect. */
+const CONNECT_WITHIN_MS = 5 * 60_000;
+const DEFAULT_VOICE = 'alloy';
+
+export const RealtimeSessionRequest = z
+  .object({
+    agent_name: z.string().min(1, 'agent_name is required'),
+    session_id: z.string().regex(/^[0-9a-f-]{36}$/i, 'Invalid session_id format').optional(),
+  })
+  .strict();
+
+export interface RealtimeSessionDoc extends Doc {
+  type: 'RealtimeSession';
+  upn: string;
+  agent_name: string;
+  session_id: string;
+  created_on: string;
+  expires_at: string;
+  /** Set when the relay took the call: a realtime session carries one call. */
+  connected_on: string | null;
+}
+
+/** What the relay needs to place a call: the agent, its model and endpoint, the settings. */
+export interface Call {
+  realtime: RealtimeSessionDoc;
+  agent: AgentDoc;
+  model: AiModelDoc;
+  endpoint: EndpointView;
+  settings: NonNullable<AgentDoc['realtime_speech_settings']>;
+}
+
+const container = (s: Services): Container<RealtimeSessionDoc> => s.store.container('sessions');
+
+/** The agent's speech settings, model and endpoint; 400 naming what is missing. */
+async function speechOf(s: Services, agent: AgentDoc): Promise<Omit<Call, 'realtime' | 'agent'>> {
+  const settings = agent.realtime_speech_settings;
+  if (!settings?.enabled) throw validationError([{ field: 'agent_name', message: `Agent ${agent.name} does not have realtime speech enabled` }]);
+  const model = await s.resourceCache.get(settings.realtime_speech_ai_model_object_id, aiModels);
+  if (model?.model_type !== 'realtime') throw validationError([{ field: 'agent_name', message: `Agent ${agent.name} cannot speak: its realtime speech model is missing or not a realtime model` }]);
+  const endpointDoc = await s.resourceCache.get(model.api_endpoint_object_id, apiEndpointConfigurations);
+  const endpoint = endpointDoc && endpointView(endpointDoc);
+  if (!endpoint || (endpoint.provider !== 'openai' && endpoint.provider !== 'azure-openai')) {
+    throw validationError([{ field: 'agent_name', message: `Agent ${agent.name} cannot speak: its realtime model's API endpoint is not an OpenAI or Azure OpenAI endpoint` }]);
+  }
+  return { settings, model, endpoint };
+}
+
+/** Opens a realtime session (and a conversation session when none is named); the relay's address in the answer. */
+export async function createRealtimeSession(s: Services, principal: Principal, body: z.output<typeof RealtimeSessionRequest>, relayBase: string) {
+  const agent = await agentForUse(s, principal, body.agent_name);
+  const { settings } = await speechOf(s, agent);
+  const session = body.session_id ? await s.conversations.get(principal.upn, body.session_id) : await s.conversations.create(principal.upn, `Call with ${agent.display_name ?? agent.name}`);
+  const now = Date.now();
+  const doc: RealtimeSessionDoc = {
+    id: randomUUID(),
+    pk: ownerKey(principal.upn),
+    type: 'RealtimeSession',
+    upn: ownerKey(principal.upn),
+    agent_name: agent.name,
+    session_id: session.id,
+    created_on: new Date(now).toISOString(),
+    expires_at: new Date(now + CONNECT_WITHIN_MS).toISOString(),
+    connected_on: null,
+  };
+  await container(s).create(doc);
+  return {
+    realtime_session_id: doc.id,
+    session_id: session.id,
+    websocket_url: `${relayBase}/instances/${s.config.instanceId}/realtime-sessions/${doc.id}/ws`,
+    expires_at: doc.expires_at,
+    voice: settings.voice ?? DEFAULT_VOICE,
+    stop_words: settings.stop_words,
+    max_session_duration_seconds: settings.max_session_duration_seconds,
+    show_transcriptions: settings.show_transcriptions,
+  };
+}
+
+/**
+ * Takes the call of a realtime session for its creator: 404 for anyone else's or an unknown one, 409 when
+ * its call was taken or it expired. The agent is checked again: access and settings may have changed.
+ */
+export async function claimCall(s: Services, principal: Principal, realtimeSessionId: string): Promise<Call> {
+  const id = realtimeSessionId.toLowerCase();
+  const found = await container(s).read(ownerKey(principal.upn), id);
+  if (found?.type !== 'RealtimeSession') throw notFound(`Realtime session ${realtimeSessionId} not found`);
+  const claimed = await updateDocument(container(s), found.pk, id, (current) => {
+    if (!current) throw notFound(`Realtime session ${realtimeSessionId} not found`);
+    if (current.connected_on !== null) throw conflict('This realtime session has had its call; create another');
+    if (Date.parse(current.expires_at) <= Date.now()) throw conflict('This realtime session expired before its call connected; create another');
+    return { ...current, connected_on: new Date().toISOString() };
+  }, { known: found });
+  if (!claimed) throw notFound(`Realtime session ${realtimeSessionId} not found`);
+  const agent = await agentForUse(s, principal, claimed.agent_name);
+  return { realtime: claimed, agent, ...(await speechOf(s, agent)) };
+}
+
+export const DEFAULT_REALTIME_VOICE = DEFAULT_VOICE;
