@@ -376,6 +376,9 @@ func settings(clientId string, serviceApis string, connectionString string, stor
   { name: 'TOOL_TIME_BUDGET_SECONDS', value: '60' }
   { name: 'TOOL_RESULT_MAX_CHARS', value: '16000' }
   { name: 'PLUGIN_SESSIONS_ENDPOINT', value: sessionsEndpoint }
+  // The realtime relay is a WebSocket server, which a Function App cannot host: empty, realtime sessions name
+  // the Core app's own host (docs/realtime-speech.md).
+  { name: 'REALTIME_RELAY_URL', value: '' }
   { name: 'PLUGIN_TIMEOUT_SECONDS', value: '30' }
   { name: 'PLUGIN_MEMORY_MB', value: '256' }
   { name: 'PLUGIN_WARM_INTERPRETERS', value: '2' }

@@ -62,6 +62,7 @@ locals {
     TOOL_TIME_BUDGET_SECONDS              = "60"
     TOOL_RESULT_MAX_CHARS                 = "16000"
     PLUGIN_SESSIONS_ENDPOINT              = azapi_resource.session_pool.output.properties.poolManagementEndpoint
+    REALTIME_RELAY_URL                    = ""
     PLUGIN_TIMEOUT_SECONDS                = "30"
     PLUGIN_MEMORY_MB                      = "256"
     PLUGIN_WARM_INTERPRETERS              = "2"
