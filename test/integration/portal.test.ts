@@ -14,7 +14,7 @@
 // saying so.
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -591,6 +591,66 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await chart.waitFor();
     expect(await page.getByRole('img', { name: /^Conversations per agent: (.*, )?guide [1-9]\d*\b/ }).count()).toBe(1);
     await shot('analytics');
+  });
+
+  it('holds a spoken call from a fake microphone: both transcripts show live, and stay after a reload', async () => {
+    const ref = (type: string, name: string) => `/instances/${INSTANCE}/providers/${type}/${name}`;
+    const post = async (type: string, name: string, body: Record<string, unknown>) => expect((await app.call('POST', `${app.management}${ref(type, name)}`, { body: { name, ...body } })).status).toBe(200);
+    await post('Svc.Configuration/apiEndpointConfigurations', 'voice-endpoint', { category: 'LLM', provider: 'openai', url: `${llm.url}/v1`, authentication_type: 'None' });
+    await post('Svc.AIModel/aiModels', 'voice-model', { model_type: 'realtime', deployment_name: 'gpt-4o-realtime', api_endpoint_object_id: ref('Svc.Configuration/apiEndpointConfigurations', 'voice-endpoint') });
+    const guide = ((await app.call('GET', `${providers(app, 'Svc.Agent')}/agents/guide`)).body as { resource: { workflow_object_id: string } }).resource;
+    await post('Svc.Agent/agents', 'speaker', { workflow_object_id: guide.workflow_object_id, realtime_speech_settings: { enabled: true, realtime_speech_ai_model_object_id: ref('Svc.AIModel/aiModels', 'voice-model') } });
+    // A second of a 440 Hz tone as the microphone: 48 kHz mono 16-bit WAV.
+    const rate = 48_000;
+    const pcm = Buffer.alloc(rate * 2);
+    for (let i = 0; i < rate; i++) pcm.writeInt16LE(Math.round(Math.sin((2 * Math.PI * 440 * i) / rate) * 12_000), i * 2);
+    const header = Buffer.alloc(44);
+    header.write('RIFF', 0);
+    header.writeUInt32LE(36 + pcm.length, 4);
+    header.write('WAVEfmt ', 8);
+    header.writeUInt32LE(16, 16);
+    header.writeUInt16LE(1, 20);
+    header.writeUInt16LE(1, 22);
+    header.writeUInt32LE(rate, 24);
+    header.writeUInt32LE(rate * 2, 28);
+    header.writeUInt16LE(2, 32);
+    header.writeUInt16LE(16, 34);
+    header.write('data', 36);
+    header.writeUInt32LE(pcm.length, 40);
+    const wav = path.join(SHOTS, 'microphone.wav');
+    writeFileSync(wav, Buffer.concat([header, pcm]));
+    const speaking = await chromium.launch({
+      executablePath: BROWSER,
+      args: ['--no-sandbox', '--disable-gpu', '--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream', `--use-file-for-fake-audio-capture=${wav}`, '--autoplay-policy=no-user-gesture-required'],
+    });
+    try {
+      const tab = await speaking.newPage();
+      await tab.goto(`${app.core}/portal/`);
+      await tab.getByLabel('User name (UPN)').fill(LOCAL_DEFAULT_USER.upn);
+      await tab.getByRole('button', { name: 'Continue as this user' }).click();
+      await expect.poll(() => tab.getByLabel('Agent').inputValue(), { timeout: 10_000 }).not.toBe('');
+      await tab.getByLabel('Agent').selectOption('speaker');
+      await tab.getByRole('button', { name: 'Start a call' }).click();
+      const done = tab.getByRole('button', { name: 'Done speaking' });
+      await expect.poll(() => done.isEnabled(), { timeout: 10_000 }).toBe(true);
+      await tab.waitForTimeout(700);
+      await done.click();
+      const live = tab.getByRole('list', { name: 'Live transcript' });
+      await expect.poll(() => live.textContent(), { timeout: 10_000 }).toBe('You: Hello from the microphoneAgent: Echo: Hello from the microphone');
+      const heard = llm.realtime.calls.at(-1)?.received.filter((e) => e.type === 'input_audio_buffer.append') ?? [];
+      expect(heard.length).toBeGreaterThan(0);
+      await tab.screenshot({ path: path.join(SHOTS, 'chat-call.png'), fullPage: true });
+      await tab.getByRole('button', { name: 'End the call' }).click();
+      await expect.poll(() => tab.getByRole('group', { name: 'Spoken call' }).getByRole('status').textContent(), { timeout: 10_000 }).toContain('Call ended');
+      const conversation = tab.getByRole('region', { name: 'Conversation' });
+      await expect.poll(() => conversation.locator('li.message').allTextContents(), { timeout: 10_000 }).toEqual([expect.stringContaining('Hello from the microphone'), expect.stringContaining('Echo: Hello from the microphone')]);
+      await tab.reload();
+      await tab.getByLabel('Agent').selectOption('speaker');
+      await tab.getByRole('region', { name: 'Sessions' }).getByRole('button', { name: 'Call with speaker', exact: true }).click();
+      await expect.poll(() => conversation.locator('li.message .text').allTextContents(), { timeout: 10_000 }).toEqual(['Hello from the microphone', 'Echo: Hello from the microphone']);
+    } finally {
+      await speaking.close();
+    }
   });
 
   it("passes axe-core's WCAG 2 A and AA rules on the main views", async () => {

@@ -8,6 +8,8 @@ export interface AgentView {
   show_file_upload: boolean;
   show_content_artifacts: boolean;
   welcome_message: string | null;
+  /** The agent can be talked to (realtime speech enabled). */
+  speech: boolean;
 }
 
 export const FLAGS = ['show_message_tokens', 'show_message_rating', 'show_view_prompt', 'show_file_upload', 'show_content_artifacts'] as const;
@@ -16,10 +18,11 @@ export async function agentView({ api }: Context, agent: string): Promise<AgentV
   const r = await api
     .json<{ resource: { properties: Record<string, unknown>; metadata_properties: Record<string, unknown> } }>('management', `/providers/Svc.Agent/agents/${encodeURIComponent(agent)}/get-properties`, {
       method: 'POST',
-      json: { property_names: [...FLAGS], metadata_property_names: ['welcome_message'] },
+      json: { property_names: [...FLAGS, 'realtime_speech_settings'], metadata_property_names: ['welcome_message'] },
     })
     .catch(() => undefined); // no read access to the agent's properties: the defaults
   const p = r?.resource.properties ?? {};
   const welcome = r?.resource.metadata_properties.welcome_message;
-  return { ...(Object.fromEntries(FLAGS.map((f) => [f, p[f] !== false])) as Record<(typeof FLAGS)[number], boolean>), welcome_message: typeof welcome === 'string' ? welcome : null };
+  const speech = (p.realtime_speech_settings as { enabled?: unknown } | null | undefined)?.enabled === true;
+  return { ...(Object.fromEntries(FLAGS.map((f) => [f, p[f] !== false])) as Record<(typeof FLAGS)[number], boolean>), welcome_message: typeof welcome === 'string' ? welcome : null, speech };
 }

@@ -1,6 +1,7 @@
 // A conversation: the messages of a session, and a prompt answered as the model writes it. The answer runs
 // in the background on the service, so a dropped connection resumes where it was, and Stop cancels it.
 import { useEffect, useRef, useState } from 'preact/hooks';
+import { Call } from './call';
 import { ApiError, type Message, type Session } from '../api';
 import { Stop } from '../icons';
 import { type Context, ErrorText, FilePicker } from '../shell';
@@ -46,7 +47,7 @@ export function Conversation({ ctx, agent, agentLabel, view, session, onSession 
   }, [session?.id]);
   useEffect(() => end.current?.scrollIntoView({ block: 'end' }), [messages.length, streaming?.text]);
 
-  const ensureSession = async () => session ?? (await ctx.api.json<Session>('core', '/sessions', { method: 'POST', json: { name: prompt.slice(0, 60) || 'New Chat' } }));
+  const ensureSession = async (name = prompt.slice(0, 60) || 'New Chat') => session ?? (await ctx.api.json<Session>('core', '/sessions', { method: 'POST', json: { name } }));
 
   const send = async () => {
     const text = prompt.trim();
@@ -156,6 +157,18 @@ export function Conversation({ ctx, agent, agentLabel, view, session, onSession 
           }}
         />
         {view.show_file_upload && <FilePicker id="upload" label="Attach a file" onFile={(file) => void upload(file).catch(setError)} />}
+        {view.speech && !streaming && (
+          <Call
+            ctx={ctx}
+            agent={agent}
+            ensureSession={async () => {
+              const s = await ensureSession(`Call with ${agentLabel}`);
+              if (s.id !== session?.id) onSession(s);
+              return s;
+            }}
+            onEnded={(id) => void reload(id).catch(setError)}
+          />
+        )}
         {streaming ? (
           <button type="button" class="stop" onClick={stop} disabled={!streaming.operationId}>
             <Stop /> Stop
