@@ -6,7 +6,7 @@ import { DomainError } from '../errors.js';
 import { attachmentTexts } from '../files/attachment-content.js';
 import { citationOf, PromptEmbeddings, searchIndex, type Citation } from '../knowledge/retrieval.js';
 import type { Clause } from '../knowledge/vector-index.js';
-import { completionModel } from '../models/completion-model.js';
+import { completionModel } from '../models/model-endpoint.js';
 import type { ChatMessage } from '../models/wire.js';
 import type { RunnablePlugin } from '../plugins/runtime.js';
 import type { AgentDoc } from '../providers/types/agent.js';

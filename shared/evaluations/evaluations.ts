@@ -8,7 +8,7 @@ import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { admit, runCompletion } from '../completions/completion.js';
 import { DomainError, notFound, validationError } from '../errors.js';
-import { completionModel } from '../models/completion-model.js';
+import { completionModel } from '../models/model-endpoint.js';
 import { UpstreamError } from '../models/upstream-errors.js';
 import { definition, objectIdOf, resourceId } from '../providers/resource-type.js';
 import { versionOf } from '../providers/versions.js';

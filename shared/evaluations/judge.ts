@@ -2,7 +2,7 @@
 // verdict with its reason. Whatever the model says is untrusted text: only a JSON object with a boolean
 // `pass` counts as a verdict; anything else fails the case, saying so.
 import { costOf } from '../completions/usage.js';
-import { completionModel } from '../models/completion-model.js';
+import { completionModel } from '../models/model-endpoint.js';
 import type { Services } from '../services.js';
 
 export interface Verdict {

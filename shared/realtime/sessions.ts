@@ -5,10 +5,11 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { ownerKey, type Principal } from '../auth/principal.js';
 import { conflict, notFound, validationError } from '../errors.js';
-import { endpointView, type EndpointView } from '../models/endpoint.js';
+import { modelWithEndpoint } from '../models/model-endpoint.js';
+import type { EndpointView } from '../models/endpoint.js';
 import { agentForUse } from '../providers/agent-access.js';
 import type { AgentDoc } from '../providers/types/agent.js';
-import { aiModels, apiEndpointConfigurations, type AiModelDoc } from '../providers/types/catalog.js';
+import type { AiModelDoc } from '../providers/types/catalog.js';
 import type { Services } from '../services.js';
 import type { Container, Doc } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
@@ -50,14 +51,12 @@ const container = (s: Services): Container<RealtimeSessionDoc> => s.store.contai
 async function speechOf(s: Services, agent: AgentDoc): Promise<Omit<Call, 'realtime' | 'agent'>> {
   const settings = agent.realtime_speech_settings;
   if (!settings?.enabled) throw validationError([{ field: 'agent_name', message: `Agent ${agent.name} does not have realtime speech enabled` }]);
-  const model = await s.resourceCache.get(settings.realtime_speech_ai_model_object_id, aiModels);
-  if (model?.model_type !== 'realtime') throw validationError([{ field: 'agent_name', message: `Agent ${agent.name} cannot speak: its realtime speech model is missing or not a realtime model` }]);
-  const endpointDoc = await s.resourceCache.get(model.api_endpoint_object_id, apiEndpointConfigurations);
-  const endpoint = endpointDoc && endpointView(endpointDoc);
-  if (!endpoint || (endpoint.provider !== 'openai' && endpoint.provider !== 'azure-openai')) {
+  const resolved = await modelWithEndpoint(s, settings.realtime_speech_ai_model_object_id, 'realtime');
+  if (typeof resolved === 'string') throw validationError([{ field: 'agent_name', message: `Agent ${agent.name} cannot speak: ${resolved}` }]);
+  if (resolved.endpoint.provider !== 'openai' && resolved.endpoint.provider !== 'azure-openai') {
     throw validationError([{ field: 'agent_name', message: `Agent ${agent.name} cannot speak: its realtime model's API endpoint is not an OpenAI or Azure OpenAI endpoint` }]);
   }
-  return { settings, model, endpoint };
+  return { settings, ...resolved };
 }
 
 /** Opens a realtime session (and a conversation session when none is named); the relay's address in the answer. */
