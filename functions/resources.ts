@@ -68,7 +68,10 @@ function routesFor(t: ResourceType): Route[] {
         200: { description: 'The resource object id', schema: ObjectIdResult },
         409: { description: 'The name is taken by a soft-deleted resource, or differs only by case, or the resource changed meanwhile' },
       },
-      handler: async ({ services, principal, params, body }) => json(200, await upsertResource(services, t, principal, params.name, body)),
+      handler: async ({ services, principal, params, body }) => {
+        const { object_id } = await upsertResource(services, t, principal, params.name, body);
+        return json(200, { object_id });
+      },
     }),
     defineRoute({
       ...common,

@@ -17,7 +17,7 @@ import type { QueueDelivery } from '../queues/handler.js';
 import type { Services } from '../services.js';
 import type { Container, Doc, DocumentStore } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
-import { compileChecks, Expect } from './checks.js';
+import { compileChecks, Expect, type CompiledChecks } from './checks.js';
 import { judge } from './judge.js';
 
 const EVALUATIONS_PK = 'Svc.Agent/evaluations';
@@ -253,13 +253,16 @@ export class Evaluations {
       return;
     }
     const started = performance.now();
+    // Each case's expressions and schemas are compiled once for the run (they were checked on save).
+    const checks = evaluation.cases.map((c) => compileChecks(c.expect));
     const results: CaseResult[] = new Array<CaseResult>(evaluation.cases.length);
     let next = 0;
     const worker = async () => {
       while (next < evaluation.cases.length) {
         const i = next++;
         const c = evaluation.cases[i];
-        if (c) results[i] = await this.runCase(s, run, evaluation, agent.name, c, i, delivery.signal);
+        const compiled = checks[i];
+        if (c && compiled) results[i] = await this.runCase(s, run, evaluation, agent.name, c, compiled, i, delivery.signal);
       }
     };
     await Promise.all(Array.from({ length: Math.min(CONCURRENCY, evaluation.cases.length) }, worker));
@@ -277,7 +280,7 @@ export class Evaluations {
   }
 
   /** One case: the agent's answer, its rule checks, then the judge. A failing completion fails the case. */
-  private async runCase(s: Services, run: EvaluationRunDoc, evaluation: EvaluationDoc, agentName: string, c: z.output<typeof Case>, i: number, signal?: AbortSignal): Promise<CaseResult> {
+  private async runCase(s: Services, run: EvaluationRunDoc, evaluation: EvaluationDoc, agentName: string, c: z.output<typeof Case>, checks: CompiledChecks, i: number, signal?: AbortSignal): Promise<CaseResult> {
     const started = performance.now();
     const result = (passed: boolean, reason: string, answer = '', tokens = 0, cost = 0): CaseResult => ({
       user_prompt: c.user_prompt,
@@ -297,7 +300,7 @@ export class Evaluations {
       throw e;
     }
     const text = answer.completion;
-    const broken = compileChecks(c.expect).failure(text);
+    const broken = checks.failure(text);
     if (broken) return result(false, broken, text, answer.total_tokens, answer.total_cost);
     const judgeModel = c.expect.judge_ai_model_object_id ?? evaluation.judge_ai_model_object_id;
     if (c.expect.judge === undefined || judgeModel === undefined) return result(true, 'Every check passed', text, answer.total_tokens, answer.total_cost);

@@ -86,7 +86,7 @@ export async function upsertResource(
   principal: Principal,
   name: string,
   body: DefinitionOf<ResourceKind>,
-): Promise<{ object_id: string }> {
+): Promise<{ object_id: string; version: number }> {
   if (body.name !== name) throw badRequest(`name: must equal the name in the path (${name})`);
   refuseSeed(s, t, name);
   const objectId = objectIdOf(s.config.instanceId, t, name);
@@ -125,7 +125,7 @@ export async function upsertResource(
     if (outcome.created) await t.afterCreate?.(saved, ctx);
     await t.afterChange?.(saved, ctx);
   }
-  return { object_id: objectId };
+  return { object_id: objectId, version: saved?.version ?? 1 };
 }
 
 export async function deleteResource(s: Services, t: ResourceType, principal: Principal, name: string): Promise<{ object_id: string; deleted: boolean }> {
@@ -190,7 +190,5 @@ export async function restoreResourceVersion(s: Services, t: ResourceType, princ
   }
   const body = t.schema.safeParse(definition);
   if (!body.success) throw badRequest(`Version ${version} no longer passes the checks of a ${t.type}: ${body.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-  const { object_id } = await upsertResource(s, t, principal, name, body.data);
-  const restored = await readResource(s, t, name);
-  return { object_id, version: restored?.version ?? 1 };
+  return upsertResource(s, t, principal, name, body.data);
 }

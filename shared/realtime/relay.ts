@@ -5,7 +5,7 @@
 // ends the call at the longest duration or on a stop word. Served by the standalone server (the Functions
 // host cannot hold a WebSocket): docs/realtime-speech.md.
 import { randomUUID } from 'node:crypto';
-import type http from 'node:http';
+import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import WebSocket, { WebSocketServer, type RawData } from 'ws';
 import type { Principal } from '../auth/principal.js';
@@ -50,9 +50,8 @@ function tokenOf(req: http.IncomingMessage): string | undefined {
 /** Answers an upgrade it will not take with a plain HTTP status and the service's error envelope. */
 function refuse(socket: Duplex, status: number, code: string, message: string): void {
   const body = JSON.stringify({ error: { code, message } });
-  socket.end(`HTTP/1.1 ${status} ${http_reason(status)}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
+  socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
 }
-const http_reason = (status: number) => ({ 400: 'Bad Request', 401: 'Unauthorized', 403: 'Forbidden', 404: 'Not Found', 409: 'Conflict' } as Record<number, string>)[status] ?? 'Error';
 
 /** The agent's instructions: its prompt, and the session's history when the settings ask for it. */
 async function instructionsOf(s: Services, call: Call): Promise<string> {
