@@ -35,12 +35,14 @@ export const routes = [
     responses: {
       201: { description: 'The realtime session and where to connect', schema: RealtimeSession },
       400: { description: "The agent's realtime speech is not enabled, or its realtime model cannot be used" },
+      429: { description: "A quota of the agent's completions is spent: a call counts as one completion request" },
     },
     handler: async ({ services, principal, body, request }) => {
       // The relay is this server unless REALTIME_RELAY_URL names another (in Azure: the relay container).
       const forwarded = request.header('x-forwarded-proto') === 'https' ? 'wss' : 'ws';
       const base = services.config.realtimeRelayUrl ?? `${forwarded}://${request.header('host') ?? `${services.config.host}:${services.config.corePort}`}`;
-      return json(201, await createRealtimeSession(services, principal, body, base.replace(/\/$/, '')));
+      const { answer, headers } = await createRealtimeSession(services, principal, body, base.replace(/\/$/, ''));
+      return json(201, answer, headers);
     },
   }),
 ];

@@ -27,6 +27,11 @@ const Env = z.object({
     'core',
     'management',
   ]),
+  /**
+   * Whether this process runs the queue workers (async completions, webhooks, data pipelines, evaluations)
+   * beside its APIs. Off for the realtime relay's container in Azure, where the Core Function App runs them.
+   */
+  QUEUE_WORKERS: optional(Flag).default(true),
 
   STORE: optional(z.enum(['embedded', 'cosmos'])).default('embedded'),
   COSMOS_ENDPOINT: optional(z.url()),
@@ -169,6 +174,7 @@ export interface Config {
   managementPort: number;
   dataDir: string;
   serviceApis: ReadonlyArray<'core' | 'management'>;
+  queueWorkers: boolean;
   store: StoreConfig;
   storage: StorageConfig;
   auth: AuthConfig;
@@ -247,6 +253,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     managementPort: e.MANAGEMENT_PORT,
     dataDir,
     serviceApis: e.SERVICE_APIS,
+    queueWorkers: e.QUEUE_WORKERS,
     store: storeConfig(e, dataDir),
     storage: storageConfig(e),
     auth: authConfig(e, dataDir),

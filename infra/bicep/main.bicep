@@ -54,6 +54,9 @@ param coreAlwaysReadyInstances int = 0
 @maxValue(1000)
 param maximumInstanceCount int = 100
 
+@description('The realtime relay\'s container image; azd deploy replaces this placeholder with the image it builds from the Dockerfile.')
+param relayImage string = 'mcr.microsoft.com/k8se/quickstart:latest'
+
 var tags = { 'azd-env-name': environmentName }
 // 13 lower-case letters and digits: the one varying part of every resource name.
 var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
@@ -85,6 +88,7 @@ module resources 'resources.bicep' = {
     corsAllowedOrigins: empty(corsAllowedOrigins) ? [] : split(corsAllowedOrigins, ',')
     coreAlwaysReadyInstances: coreAlwaysReadyInstances
     maximumInstanceCount: maximumInstanceCount
+    relayImage: relayImage
   }
 }
 
@@ -105,3 +109,5 @@ output AZURE_CLIENT_ID_CORE string = resources.outputs.AZURE_CLIENT_ID_CORE
 output AZURE_CLIENT_ID_MANAGEMENT string = resources.outputs.AZURE_CLIENT_ID_MANAGEMENT
 output CORE_API_URL string = resources.outputs.CORE_API_URL
 output MANAGEMENT_API_URL string = resources.outputs.MANAGEMENT_API_URL
+output REALTIME_RELAY_URL string = resources.outputs.REALTIME_RELAY_URL
+output AZURE_CONTAINER_REGISTRY_ENDPOINT string = resources.outputs.AZURE_CONTAINER_REGISTRY_ENDPOINT

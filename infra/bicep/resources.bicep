@@ -27,6 +27,8 @@ param portalEntraAuthority string = ''
 param portalApiScope string = ''
 param coreAlwaysReadyInstances int
 param maximumInstanceCount int
+@description('The realtime relay\'s image (azd deploy builds the Dockerfile\'s service target and sets it).')
+param relayImage string
 
 // Every name: a short type prefix and the token. Nothing of the environment name, whose characters and
 // length Azure's naming rules do not all accept.
@@ -43,6 +45,9 @@ var names = {
   appCore: 'func-core-${resourceToken}'
   appManagement: 'func-mgmt-${resourceToken}'
   sessionPool: 'ses-${resourceToken}'
+  registry: 'cr${resourceToken}'
+  relayEnvironment: 'cae-${resourceToken}'
+  relay: 'ca-relay-${resourceToken}'
 }
 // The two Function Apps: one package, one API each (SERVICE_APIS); the Core app runs the async worker.
 // The portals are served by the Core app and call the Management app from the browser: its origin is
@@ -219,6 +224,7 @@ var roles = {
   keyVaultSecretsOfficer: 'b86a8fe4-44ce-4948-aee5-eccb2c155cd7'
   monitoringMetricsPublisher: '3913510d-42f4-4e42-8a64-420c390055eb'
   sessionExecutor: '0fb8eba5-a2bb-4abe-b1c1-49dfad359bb0'
+  acrPull: '7f951dda-4ed3-4680-a7ca-43fe172d538d'
 }
 func roleId(id string) string => subscriptionResourceId('Microsoft.Authorization/roleDefinitions', id)
 
@@ -331,8 +337,8 @@ resource plans 'Microsoft.Web/serverfarms@2024-04-01' = [
   }
 ]
 
-// Settings both apps share; SERVICE_APIS and AZURE_CLIENT_ID differ per app.
-func settings(clientId string, serviceApis string, connectionString string, storageName string, cosmosEndpoint string, instance string, issuer string, audience string, jwks string, owners string, graph bool, publicStore string, origins array, managementUrl string, sessionsEndpoint string) array => [
+// Settings both apps (and the relay) share; SERVICE_APIS, QUEUE_WORKERS and AZURE_CLIENT_ID differ per app.
+func settings(clientId string, serviceApis string, queueWorkers bool, relayUrl string, connectionString string, storageName string, cosmosEndpoint string, instance string, issuer string, audience string, jwks string, owners string, graph bool, publicStore string, origins array, managementUrl string, sessionsEndpoint string) array => [
   { name: 'AzureWebJobsStorage__accountName', value: storageName }
   { name: 'AzureWebJobsStorage__credential', value: 'managedidentity' }
   { name: 'AzureWebJobsStorage__clientId', value: clientId }
@@ -340,6 +346,7 @@ func settings(clientId string, serviceApis string, connectionString string, stor
   { name: 'APPLICATIONINSIGHTS_AUTHENTICATION_STRING', value: 'ClientId=${clientId};Authorization=AAD' }
   { name: 'INSTANCE_ID', value: instance }
   { name: 'SERVICE_APIS', value: serviceApis }
+  { name: 'QUEUE_WORKERS', value: string(queueWorkers) }
   { name: 'STORE', value: 'cosmos' }
   { name: 'COSMOS_ENDPOINT', value: cosmosEndpoint }
   { name: 'COSMOS_DATABASE', value: 'agent-platform' }
@@ -376,9 +383,8 @@ func settings(clientId string, serviceApis string, connectionString string, stor
   { name: 'TOOL_TIME_BUDGET_SECONDS', value: '60' }
   { name: 'TOOL_RESULT_MAX_CHARS', value: '16000' }
   { name: 'PLUGIN_SESSIONS_ENDPOINT', value: sessionsEndpoint }
-  // The realtime relay is a WebSocket server, which a Function App cannot host: empty, realtime sessions name
-  // the Core app's own host (docs/realtime-speech.md).
-  { name: 'REALTIME_RELAY_URL', value: '' }
+  // Where clients reach the realtime relay: the relay's container app (a Function App holds no WebSocket).
+  { name: 'REALTIME_RELAY_URL', value: relayUrl }
   { name: 'PLUGIN_TIMEOUT_SECONDS', value: '30' }
   { name: 'PLUGIN_MEMORY_MB', value: '256' }
   { name: 'PLUGIN_WARM_INTERPRETERS', value: '2' }
@@ -401,6 +407,65 @@ func settings(clientId string, serviceApis string, connectionString string, stor
   { name: 'PORTAL_ENTRA_AUTHORITY', value: portalEntraAuthority }
   { name: 'PORTAL_API_SCOPE', value: portalApiScope }
 ]
+
+// The realtime relay: WebSockets, which a Function App cannot hold, served by the standalone server (the
+// Dockerfile's service target) in a Container App beside the Function Apps. It runs as the Core app's
+// identity with the Core app's settings, serves the Core API and the relay on one port, and leaves the queues
+// to the Core app. It scales to zero between calls; azd deploy builds the image into the registry.
+resource registry 'Microsoft.ContainerRegistry/registries@2023-07-01' = {
+  name: names.registry
+  location: location
+  tags: tags
+  sku: { name: 'Basic' }
+  properties: { adminUserEnabled: false, anonymousPullEnabled: false }
+}
+
+resource registryPull 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(registry.id, identities[0].id, roles.acrPull)
+  scope: registry
+  properties: { principalId: identities[0].properties.principalId, principalType: 'ServicePrincipal', roleDefinitionId: roleId(roles.acrPull) }
+}
+
+resource relayEnvironment 'Microsoft.App/managedEnvironments@2024-03-01' = {
+  name: names.relayEnvironment
+  location: location
+  tags: tags
+  properties: { workloadProfiles: [{ name: 'Consumption', workloadProfileType: 'Consumption' }] }
+}
+
+// A container app's host name is its name under its environment's default domain, known before it exists.
+var relayUrl = 'wss://${names.relay}.${relayEnvironment.properties.defaultDomain}'
+
+resource relay 'Microsoft.App/containerApps@2024-03-01' = {
+  name: names.relay
+  location: location
+  tags: union(tags, { 'azd-service-name': 'relay' })
+  identity: { type: 'UserAssigned', userAssignedIdentities: { '${identities[0].id}': {} } }
+  properties: {
+    environmentId: relayEnvironment.id
+    workloadProfileName: 'Consumption'
+    configuration: {
+      activeRevisionsMode: 'Single'
+      // HTTP ingress carries WebSockets; only the Core API's port is exposed.
+      ingress: { external: true, targetPort: 7071, transport: 'http', allowInsecure: false }
+      registries: [{ server: registry.properties.loginServer, identity: identities[0].id }]
+    }
+    template: {
+      containers: [
+        {
+          name: 'relay'
+          image: relayImage
+          resources: { cpu: json('0.5'), memory: '1Gi' }
+          env: settings(identities[0].properties.clientId, 'core', false, relayUrl, insights.properties.ConnectionString, storage.name, cosmos.properties.documentEndpoint, instanceId, authIssuer, authAudience, authJwksUri, bootstrapOwnerIds, graphEnabled, packageStorePublicUrl, browserOrigins, managementUrl, sessionPool.properties.poolManagementEndpoint)
+          probes: [{ type: 'Readiness', httpGet: { path: '/health/ready', port: 7071 }, periodSeconds: 10 }]
+        }
+      ]
+      // A call holds its connection for minutes: scale on concurrent connections, to zero between calls.
+      scale: { minReplicas: 0, maxReplicas: 10, rules: [{ name: 'calls', http: { metadata: { concurrentRequests: '200' } } }] }
+    }
+  }
+  dependsOn: [registryPull, storageRoles, cosmosRoles, vaultRoles, insightsRoles, sessionRoles]
+}
 
 resource functionApps 'Microsoft.Web/sites@2024-04-01' = [
   for (app, i) in apps: {
@@ -432,7 +497,7 @@ resource functionApps 'Microsoft.Web/sites@2024-04-01' = [
       siteConfig: {
         minTlsVersion: '1.2'
         cors: { allowedOrigins: browserOrigins }
-        appSettings: settings(identities[i].properties.clientId, app.api, insights.properties.ConnectionString, storage.name, cosmos.properties.documentEndpoint, instanceId, authIssuer, authAudience, authJwksUri, bootstrapOwnerIds, graphEnabled, packageStorePublicUrl, browserOrigins, managementUrl, sessionPool.properties.poolManagementEndpoint)
+        appSettings: settings(identities[i].properties.clientId, app.api, true, relayUrl, insights.properties.ConnectionString, storage.name, cosmos.properties.documentEndpoint, instanceId, authIssuer, authAudience, authJwksUri, bootstrapOwnerIds, graphEnabled, packageStorePublicUrl, browserOrigins, managementUrl, sessionPool.properties.poolManagementEndpoint)
       }
     }
     dependsOn: [blobContainerResources, storageRoles, cosmosRoles, vaultRoles, insightsRoles, sessionRoles]
@@ -448,3 +513,5 @@ output AZURE_CLIENT_ID_CORE string = identities[0].properties.clientId
 output AZURE_CLIENT_ID_MANAGEMENT string = identities[1].properties.clientId
 output CORE_API_URL string = 'https://${functionApps[0].properties.defaultHostName}'
 output MANAGEMENT_API_URL string = 'https://${functionApps[1].properties.defaultHostName}'
+output REALTIME_RELAY_URL string = relayUrl
+output AZURE_CONTAINER_REGISTRY_ENDPOINT string = registry.properties.loginServer

@@ -20,6 +20,9 @@ locals {
     app_core            = "func-core-${local.resource_token}"
     app_management      = "func-mgmt-${local.resource_token}"
     session_pool        = "ses-${local.resource_token}"
+    registry            = "cr${local.resource_token}"
+    relay_environment   = "cae-${local.resource_token}"
+    relay               = "ca-relay-${local.resource_token}"
   }
 }
 

@@ -63,3 +63,11 @@ output "CORE_API_URL" {
 output "MANAGEMENT_API_URL" {
   value = "https://${azurerm_function_app_flex_consumption.app["management"].default_hostname}"
 }
+
+output "REALTIME_RELAY_URL" {
+  value = local.relay_url
+}
+
+output "AZURE_CONTAINER_REGISTRY_ENDPOINT" {
+  value = azurerm_container_registry.this.login_server
+}

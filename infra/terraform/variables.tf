@@ -129,3 +129,13 @@ variable "maximum_instance_count" {
     error_message = "maximum_instance_count must be between 1 and 1000."
   }
 }
+
+variable "relay_image" {
+  type        = string
+  description = "The realtime relay's container image: the Dockerfile's service target, pushed to the registry (REGISTRY_LOGIN_SERVER output). A placeholder until then."
+  default     = "mcr.microsoft.com/k8se/quickstart:latest"
+  validation {
+    condition     = length(var.relay_image) > 0
+    error_message = "relay_image must name an image."
+  }
+}

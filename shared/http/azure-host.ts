@@ -93,7 +93,7 @@ export function routesForHost(routes: readonly Route[], apis: readonly Api[]): R
 export function registerHost(routes: readonly Route[], queueHandlers: readonly QueueHandler[], config: Config, services: () => Promise<Services>, app: Registrar = functions.app) {
   // Streamed completions (server-sent events) need the v4 model's HTTP streams.
   if (app === functions.app) functions.app.setup({ enableHttpStream: true });
-  registerFunctions(routesForHost(routes, config.serviceApis), config.serviceApis.includes('core') ? queueHandlers : [], config, services, app);
+  registerFunctions(routesForHost(routes, config.serviceApis), config.serviceApis.includes('core') && config.queueWorkers ? queueHandlers : [], config, services, app);
 }
 
 export function registerFunctions(routes: readonly Route[], queueHandlers: readonly QueueHandler[], config: Config, services: () => Promise<Services>, app: Registrar = functions.app) {

@@ -64,7 +64,7 @@ export async function startStandalone(
   const consumers: Consumer[] = [];
   let closed = false;
   const startConsumers = () => {
-    if (closed || options.consumers === false) return;
+    if (closed || options.consumers === false || !services.config.queueWorkers) return;
     const lease = { idlePollMs: 500, visibilityTimeoutSeconds: services.config.queueVisibilityTimeoutSeconds };
     consumers.push(...queueHandlers.map((h) => startQueueConsumer(h, services.queues, services, { ...lease, ...(h.concurrency ? { concurrency: h.concurrency } : {}) })));
   };

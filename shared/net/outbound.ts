@@ -69,7 +69,7 @@ function addressProblem(cls: AddressClass, rules: OutboundRules): string {
     : 'must not point to a link-local, platform or internal address';
 }
 
-type Resolve = (hostname: string, options: dns.LookupAllOptions, callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+export type Resolve = (hostname: string, options: dns.LookupAllOptions, callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
 
 /** Resolves a host name and checks every address it has; refuses with BlockedDestinationError. */
 export function guardedLookup(rules: OutboundRules, resolve: Resolve = dns.lookup): LookupFunction {

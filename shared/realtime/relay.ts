@@ -12,8 +12,9 @@ import type { Principal } from '../auth/principal.js';
 import { recordUsage, costOf, usageRecord, type UsageDoc } from '../completions/usage.js';
 import { DomainError } from '../errors.js';
 import { statusOf } from '../http/envelopes.js';
-import { guardedLookup } from '../net/outbound.js';
-import { prompts, workflows } from '../providers/types/catalog.js';
+import { guardedLookup, type Resolve } from '../net/outbound.js';
+import { agentTools } from '../knowledge/retrieval.js';
+import { PLATFORM_MEMORY, prompts, workflows } from '../providers/types/catalog.js';
 import type { Services } from '../services.js';
 import { claimCall, DEFAULT_REALTIME_VOICE, type Call } from './sessions.js';
 
@@ -38,6 +39,30 @@ export function modelSocketUrl(call: Pick<Call, 'endpoint' | 'model'>): string {
   return `${base}/realtime?model=${encodeURIComponent(call.model.deployment_name)}`;
 }
 
+/** How a model socket is reached: the resolver and trusted certificates (tests name their own). */
+export interface SocketReach {
+  resolve?: Resolve;
+  ca?: Buffer;
+}
+
+/**
+ * Opens the model's socket for a call: the endpoint's credentials (an API key, or a managed-identity token
+ * the credential gate mints only for that endpoint's audience and host), through the outbound guard, with
+ * no redirects followed.
+ */
+export async function openModelSocket(s: Pick<Services, 'credentials' | 'config'>, call: Pick<Call, 'endpoint' | 'model'>, reach: SocketReach = {}): Promise<WebSocket> {
+  const headers = { ...(await s.credentials.headers(call.endpoint)), ...(call.endpoint.provider === 'openai' ? { 'openai-beta': 'realtime=v1' } : {}) };
+  const rules = { policy: call.endpoint.privateNetwork ? ('model' as const) : ('user' as const), allowPrivateNetwork: s.config.allowPrivateNetwork };
+  return new WebSocket(modelSocketUrl(call), {
+    headers,
+    lookup: guardedLookup(rules, reach.resolve),
+    ...(reach.ca ? { ca: reach.ca } : {}),
+    maxPayload: 16 * MAX_EVENT_BYTES,
+    handshakeTimeout: call.endpoint.timeoutMs,
+    followRedirects: false,
+  });
+}
+
 /** The bearer token of an upgrade: the Authorization header, else a `bearer.<token>` subprotocol. */
 function tokenOf(req: http.IncomingMessage): string | undefined {
   const header = req.headers.authorization;
@@ -53,14 +78,27 @@ function refuse(socket: Duplex, status: number, code: string, message: string): 
   socket.end(`HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`);
 }
 
-/** The agent's instructions: its prompt, and the session's history when the settings ask for it. */
-async function instructionsOf(s: Services, call: Call): Promise<string> {
+/** Whether the agent has the memory tool server among its tools (so its completions can read the user's memory). */
+async function usesMemory(s: Services, call: Call): Promise<boolean> {
+  return (await agentTools(s, call.agent)).some((t) => t.tool_type === 'mcp' && t.url === PLATFORM_MEMORY);
+}
+
+/**
+ * The agent's instructions: its prompt, the session's history when the settings ask for it, and the user's
+ * memory when the agent uses memory. A realtime model calls no tools through the relay, so the memory is
+ * read once here and handed over as text.
+ */
+async function instructionsOf(s: Services, principal: Principal, call: Call): Promise<string> {
   const workflow = call.agent.workflow_object_id ? await s.resourceCache.get(call.agent.workflow_object_id, workflows) : undefined;
   const prompt = workflow?.main_prompt_object_id ? await s.resourceCache.get(workflow.main_prompt_object_id, prompts) : undefined;
   const parts = [prompt?.prefix ?? '', prompt?.suffix ?? ''].filter((p) => p.length > 0);
   if (call.settings.include_conversation_history) {
     const history = await s.conversations.history(call.realtime.upn, call.realtime.session_id, 20);
     if (history.length > 0) parts.push(`The conversation so far:\n${history.map((m) => `${m.sender === 'User' ? 'User' : 'Assistant'}: ${m.text}`).join('\n')}`);
+  }
+  if (await usesMemory(s, call)) {
+    const memory = await s.memories.get(principal, 'combined', { objectId: call.agent.object_id, name: call.agent.name });
+    if (memory.content_markdown.trim() !== '') parts.push(`What you remember about the user:\n${memory.content_markdown}`);
   }
   return parts.join('\n\n');
 }
@@ -155,15 +193,13 @@ async function relay(s: Services, principal: Principal, call: Call, client: WebS
   client.on('error', () => end('client_closed', 'The client connection failed'));
 
   try {
-    const headers = { ...(await s.credentials.headers(call.endpoint)), ...(call.endpoint.provider === 'openai' ? { 'openai-beta': 'realtime=v1' } : {}) };
-    const rules = { policy: call.endpoint.privateNetwork ? ('model' as const) : ('user' as const), allowPrivateNetwork: s.config.allowPrivateNetwork };
-    model = new WebSocket(modelSocketUrl(call), { headers, lookup: guardedLookup(rules), maxPayload: 16 * MAX_EVENT_BYTES, handshakeTimeout: call.endpoint.timeoutMs, followRedirects: false });
+    model = await openModelSocket(s, call);
   } catch (e) {
     return end('model_closed', `The model could not be reached: ${e instanceof Error ? e.message : String(e)}`, 1011);
   }
   const socket = model;
   socket.on('open', () => {
-    void instructionsOf(s, call).then(
+    void instructionsOf(s, principal, call).then(
       (instructions) => {
         socket.send(JSON.stringify({ type: 'session.update', session: { instructions, voice: call.settings.voice ?? DEFAULT_REALTIME_VOICE, input_audio_transcription: { model: 'whisper-1' } } }));
         for (const text of pending.splice(0)) socket.send(text);

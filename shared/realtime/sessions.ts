@@ -63,6 +63,10 @@ async function speechOf(s: Services, agent: AgentDoc): Promise<Omit<Call, 'realt
 export async function createRealtimeSession(s: Services, principal: Principal, body: z.output<typeof RealtimeSessionRequest>, relayBase: string) {
   const agent = await agentForUse(s, principal, body.agent_name);
   const { settings } = await speechOf(s, agent);
+  // A call is admitted like a completion: it counts against the agent's quotas (429 when one is spent).
+  // Its tokens are counted per response as the call goes, so nothing is held for it meanwhile.
+  const { headers, reservation } = await s.quotas.enforce(principal, agent.name);
+  await s.quotas.release(reservation);
   const session = body.session_id ? await s.conversations.get(principal.upn, body.session_id) : await s.conversations.create(principal.upn, `Call with ${agent.display_name ?? agent.name}`);
   const now = Date.now();
   const doc: RealtimeSessionDoc = {
@@ -77,7 +81,7 @@ export async function createRealtimeSession(s: Services, principal: Principal, b
     connected_on: null,
   };
   await container(s).create(doc);
-  return {
+  const answer = {
     realtime_session_id: doc.id,
     session_id: session.id,
     websocket_url: `${relayBase}/instances/${s.config.instanceId}/realtime-sessions/${doc.id}/ws`,
@@ -87,6 +91,7 @@ export async function createRealtimeSession(s: Services, principal: Principal, b
     max_session_duration_seconds: settings.max_session_duration_seconds,
     show_transcriptions: settings.show_transcriptions,
   };
+  return { answer, headers };
 }
 
 /**

@@ -95,6 +95,12 @@ export const NAME_RULES: Record<string, (name: string) => boolean> = {
   functionApp: (n) => /^[a-zA-Z0-9][a-zA-Z0-9-]{0,30}[a-zA-Z0-9]$/.test(n),
   // Container Apps session pools: lower-case letters, digits and hyphens, starting with a letter, 32 at most.
   sessionPool: (n) => /^[a-z][a-z0-9-]{0,30}[a-z0-9]$/.test(n) && !n.includes('--'),
+  // Container registries: 5 to 50 letters and digits, globally unique.
+  registry: (n) => /^[a-zA-Z0-9]{5,50}$/.test(n),
+  // Container Apps environments: lower-case letters, digits and hyphens, starting with a letter, 60 at most.
+  containerEnvironment: (n) => /^[a-z][a-z0-9-]{0,58}[a-z0-9]$/.test(n) && !n.includes('--'),
+  // Container apps: the same, 32 at most.
+  containerApp: (n) => /^[a-z][a-z0-9-]{0,30}[a-z0-9]$/.test(n) && !n.includes('--'),
 };
 
 /** Which rule a name key of either flavour follows. */
@@ -105,6 +111,9 @@ export function ruleFor(key: string): string {
   if (k.startsWith('plan')) return 'plan';
   if (k.startsWith('app')) return 'functionApp';
   if (k === 'sessionpool') return 'sessionPool';
+  if (k === 'registry') return 'registry';
+  if (k === 'relayenvironment') return 'containerEnvironment';
+  if (k === 'relay') return 'containerApp';
   if (k in { storage: 1, cosmos: 1, vault: 1, logs: 1, insights: 1 }) return k;
   throw new Error(`No naming rule for ${key}: add one to NAME_RULES`);
 }

@@ -77,6 +77,8 @@ describe('realtime speech', () => {
     await agent('talker', { realtime_speech_settings: speech() });
     await agent('brief', { realtime_speech_settings: speech({ max_session_duration_seconds: 1 }) });
     await agent('mute', {});
+    await post('Svc.Agent/tools', 'memory-tool', { tool_type: 'mcp', url: 'platform://memory', allowed_tools: ['get_memory', 'append_memory'] });
+    await agent('rememberer', { realtime_speech_settings: speech(), tool_object_ids: [id('Svc.Agent/tools', 'memory-tool')] });
   });
   afterAll(async () => {
     await app.close();
@@ -178,6 +180,36 @@ describe('realtime speech', () => {
     expect(await client.next('relay.call_ended')).toMatchObject({ reason: 'max_duration' });
     await client.closed;
     console.log(`a 1 s call ended after ${Date.now() - started} ms`);
+  });
+
+  it("hands the user's memory to the model when the agent uses memory, and to no other agent", async () => {
+    const remembered = await app.call('POST', `${app.core}/instances/${INSTANCE}/memory/append`, { body: { scope: 'user', content_markdown: 'Prefers to be called Sam.' } });
+    expect(remembered.status).toBe(200);
+    const calls = llm.realtime.calls.length;
+    const { client } = await call('rememberer');
+    expect(((await client.next('session.updated')).session as { instructions: string }).instructions).toContain('Prefers to be called Sam.');
+    client.ws.close();
+    const other = await call('talker');
+    expect(((await other.client.next('session.updated')).session as { instructions: string }).instructions).not.toContain('Sam');
+    other.client.ws.close();
+    expect(llm.realtime.calls.length).toBe(calls + 2);
+  });
+
+  it("counts a call against the agent's quotas, and refuses one when a quota is spent", async () => {
+    const key = 'Svc:Quota:Definitions';
+    const quota = { name: 'OneCall', context: 'CoreAPI:Completions:brief', metric_partition: 'UserPrincipalName', metric_limit: 1, metric_window_seconds: 3600 };
+    await post('Svc.Configuration/appConfigurations', key, { key, value: JSON.stringify([quota]) });
+    try {
+      const first = await open('brief');
+      expect(first.status).toBe(201);
+      expect(first.headers.get('ratelimit')).toMatch(/^"OneCall";r=0;t=\d+$/);
+      const second = await open('brief');
+      expect(second.status).toBe(429);
+      expect(second.body).toMatchObject({ quota_exceeded: true, quota_name: 'OneCall' });
+      expect((await open('talker')).status).toBe(201);
+    } finally {
+      await app.call('DELETE', `${app.management}${id('Svc.Configuration/appConfigurations', key)}`);
+    }
   });
 
   it("ends the client's call with a reason when the model's socket fails mid-call", async () => {

@@ -182,6 +182,36 @@ describe('infrastructure', () => {
     expect(JSON.stringify(tfLocals().shared_settings)).toContain('azapi_resource.session_pool.output.properties.poolManagementEndpoint');
   });
 
+  it('hosts the realtime relay in a Container App beside the Function Apps, in both flavours', () => {
+    // The Core app's identity and settings, its image pulled with that identity, only the Core port exposed,
+    // no queue workers (the Core app runs them), and the Function Apps name its wss:// address.
+    expect(resourcesBicep).toMatch(/resource relay 'Microsoft\.App\/containerApps@[^']+' = \{[\s\S]*?userAssignedIdentities: \{ '\$\{identities\[0\]\.id\}': \{\} \}[\s\S]*?ingress: \{ external: true, targetPort: 7071, transport: 'http', allowInsecure: false \}[\s\S]*?registries: \[\{ server: registry\.properties\.loginServer, identity: identities\[0\]\.id \}\][\s\S]*?env: settings\(identities\[0\]\.properties\.clientId, 'core', false, relayUrl,/);
+    expect(resourcesBicep).toMatch(/appSettings: settings\(identities\[i\]\.properties\.clientId, app\.api, true, relayUrl,/);
+    expect(resourcesBicep).toContain("var relayUrl = 'wss://${names.relay}.${relayEnvironment.properties.defaultDomain}'");
+    expect(resourcesBicep).toMatch(/resource registryPull [\s\S]*?scope: registry[\s\S]*?roleId\(roles\.acrPull\)/);
+    expect(resourcesBicep).toContain("acrPull: '7f951dda-4ed3-4680-a7ca-43fe172d538d'");
+    expect(resourcesBicep).toContain("'azd-service-name': 'relay'");
+
+    const app = tfResource('azurerm_container_app', 'relay');
+    expect(app).toMatchObject({
+      identity: [{ type: 'UserAssigned', identity_ids: ['${azurerm_user_assigned_identity.app["core"].id}'] }],
+      registry: [{ server: '${azurerm_container_registry.this.login_server}', identity: '${azurerm_user_assigned_identity.app["core"].id}' }],
+      ingress: [{ external_enabled: true, target_port: 7071, transport: 'http' }],
+    });
+    const env = JSON.stringify(app.template);
+    expect(env).toContain('merge(local.shared_settings');
+    expect(env).toMatch(/SERVICE_APIS +=  ?\\"core\\"/);
+    expect(env).toMatch(/QUEUE_WORKERS +=  ?\\"false\\"/);
+    const shared = tfLocals().shared_settings as Record<string, string>;
+    expect(tfLocals().relay_url).toBe('wss://${local.names.relay}.${azurerm_container_app_environment.relay.default_domain}');
+    expect(shared.REALTIME_RELAY_URL).toBe('${local.relay_url}');
+    expect(shared.QUEUE_WORKERS).toBe('true');
+    expect(tfResource('azurerm_role_assignment', 'registry_pull')).toMatchObject({ role_definition_name: 'AcrPull', scope: '${azurerm_container_registry.this.id}' });
+    // azd builds the image into the registry and keeps it across provisioning.
+    expect(read('azure.yaml')).toMatch(/relay:\s+project: \.\s+language: docker\s+host: containerapp\s+docker:\s+path: Dockerfile\s+target: service/);
+    expect(read('infra/bicep/main.parameters.json')).toContain('"relayImage": { "value": "${SERVICE_RELAY_IMAGE_NAME=');
+  });
+
   it('sends telemetry with identity auth: local auth off, the apps publish as themselves, and the code signs in', () => {
     expect(resourcesBicep).toContain('DisableLocalAuth: true');
     expect(resourcesBicep).toMatch(/resource insightsRoles [\s\S]*?for \(app, i\) in apps[\s\S]*?roleId\(roles\.monitoringMetricsPublisher\)/);
@@ -277,7 +307,9 @@ describe('infrastructure', () => {
     expect(tfResource('azurerm_cosmosdb_account')).toMatchObject({ local_authentication_disabled: true });
     expect(tfResource('azurerm_key_vault')).toMatchObject({ rbac_authorization_enabled: true });
     expect(tfResource('azurerm_cosmosdb_sql_role_assignment', 'app')).toMatchObject({ role_definition_id: expect.stringContaining('00000000-0000-0000-0000-000000000002') as string });
-    expect(Object.keys(terraform.resource.azurerm_role_assignment ?? {}).sort()).toEqual(['metrics_publisher', 'operator', 'secrets_user', 'sessions', 'storage']);
+    expect(Object.keys(terraform.resource.azurerm_role_assignment ?? {}).sort()).toEqual(['metrics_publisher', 'operator', 'registry_pull', 'secrets_user', 'sessions', 'storage']);
+    expect(resourcesBicep).toContain('adminUserEnabled: false');
+    expect(tfResource('azurerm_container_registry')).toMatchObject({ admin_enabled: false, anonymous_pull_enabled: false });
     expect(String(tfLocals().storage_roles)).toContain('Storage Blob Data Owner');
     for (const role of ['storageRoles', 'vaultRoles', 'insightsRoles', 'cosmosRoles']) expect(resourcesBicep).toContain(`resource ${role} `);
   });
