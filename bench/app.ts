@@ -4,7 +4,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { QUEUE_HANDLERS, ROUTES } from '../functions/groups.js';
+import { QUEUE_HANDLERS, ROUTES, UPGRADES } from '../functions/groups.js';
 import { LOCAL_DEFAULT_USER, loadLocalKey, mintLocalToken } from '../shared/auth/local-idp.js';
 import type { Principal } from '../shared/auth/principal.js';
 import { loadConfig } from '../shared/config.js';
@@ -45,7 +45,7 @@ export async function startBenchApp(store: 'embedded' | 'cosmos' = 'embedded', e
     ...env,
   });
   const services = await createServices(config, { log: createLog({ quiet: true }) });
-  const app = await startStandalone(ROUTES, QUEUE_HANDLERS, services, { consumers: false });
+  const app = await startStandalone(ROUTES, QUEUE_HANDLERS, services, { consumers: false, upgrades: UPGRADES });
   if (config.auth.kind !== 'local') throw new Error('bench uses the local identity provider');
   const token = await mintLocalToken(await loadLocalKey(config.auth.keyFile), config.auth.issuer, config.auth.audience, { upn: LOCAL_DEFAULT_USER.upn, oid: LOCAL_DEFAULT_USER.oid });
   return {

@@ -1,4 +1,4 @@
-// `npm run bench [http] [completions] [analytics] [knowledge] [peers] [startup] [plugins]`: the service against baselines measured in the same run
+// `npm run bench [http] [completions] [analytics] [knowledge] [peers] [startup] [plugins] [realtime]`: the service against baselines measured in the same run
 // on the same machine (all sections when none is named). Ratios, not absolute times, are what to compare
 // between machines. BENCH_SECONDS sets the length of each load case; BENCH_ANALYTICS_MESSAGES and
 // BENCH_ANALYTICS_USAGE the analytics data set (default 1,000,000 and 100,000).
@@ -11,6 +11,7 @@ import { benchKnowledge } from './knowledge.js';
 import { load, report } from './load.js';
 import { benchPeers } from './peers.js';
 import { benchPlugins } from './plugins.js';
+import { benchRealtime } from './realtime.js';
 import { benchRecords } from './records.js';
 import { benchStartup } from './startup.js';
 
@@ -23,7 +24,7 @@ async function baselineServer(): Promise<{ url: string; close(): void }> {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
 }
 
-const SECTIONS = ['http', 'completions', 'analytics', 'knowledge', 'peers', 'startup', 'plugins'] as const;
+const SECTIONS = ['http', 'completions', 'analytics', 'knowledge', 'peers', 'startup', 'plugins', 'realtime'] as const;
 
 async function main() {
   const seconds = Number(process.env.BENCH_SECONDS ?? 3);
@@ -83,6 +84,21 @@ async function main() {
   if (run('peers')) await reportPeers();
   if (run('startup')) await reportStartup();
   if (run('plugins')) await reportPlugins();
+  if (run('realtime')) await reportRealtime(Math.max(seconds, 5));
+}
+
+async function reportRealtime(seconds: number) {
+  const app = await startBenchApp('embedded', { ALLOW_PRIVATE_NETWORK: 'true' });
+  const r = await benchRealtime(app, 20, seconds);
+  await app.close();
+  console.log(`\n## Realtime relay: ${r.calls} concurrent calls, each a 20 ms audio frame every 20 ms for ${seconds} s, to a model socket that answers each frame at once`);
+  console.table([
+    { path: 'straight to the model (baseline)', frames: r.frames.direct, 'round trip p50 / p99 ms': `${r.direct.p50} / ${r.direct.p99}`, 'KiB per open call': r.memoryKiB.direct },
+    { path: 'through the relay', frames: r.frames.relay, 'round trip p50 / p99 ms': `${r.relay.p50} / ${r.relay.p99}`, 'KiB per open call': r.memoryKiB.relay },
+  ]);
+  console.log(
+    `the relay adds ${r.added.p50} ms (p50) / ${r.added.p99} ms (p99) per round trip, a frame forwarded each way (${(r.relay.p50 / r.direct.p50).toFixed(2)}x the baseline's p50), and holds ${r.memoryKiB.added} KiB per open call (heap and buffers, after a collection; client sockets counted in both rows)`,
+  );
 }
 
 async function reportPlugins() {

@@ -24,8 +24,10 @@ const MAX_EVENT_BYTES = 1024 * 1024;
 /** Session fields a client may not set: the service's instructions, model and tools stand. */
 const LOCKED = ['instructions', 'model', 'tools', 'tool_choice'];
 
-/** A WebSocket message as text (ws hands out a Buffer, fragments or an ArrayBuffer). */
-export const textOf = (data: RawData): string => (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data)).toString('utf8');
+/** A WebSocket message's bytes (ws hands out a Buffer, fragments or an ArrayBuffer). */
+const bytesOf = (data: RawData): Buffer => (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data));
+/** A WebSocket message as text. */
+export const textOf = (data: RawData): string => bytesOf(data).toString('utf8');
 
 /** Why a call ended, as the client's `relay.call_ended` event and the close reason say. */
 export type EndReason = 'stop_word' | 'max_duration' | 'model_closed' | 'client_closed';
@@ -58,6 +60,8 @@ export async function openModelSocket(s: Pick<Services, 'credentials' | 'config'
     lookup: guardedLookup(rules, reach.resolve),
     ...(reach.ca ? { ca: reach.ca } : {}),
     maxPayload: 16 * MAX_EVENT_BYTES,
+    // Audio is already dense and each frame is due in 20 ms: compressing it costs latency for little.
+    perMessageDeflate: false,
     handshakeTimeout: call.endpoint.timeoutMs,
     followRedirects: false,
   });
@@ -112,6 +116,9 @@ function refused(event: { type?: unknown; session?: unknown; item?: unknown }): 
   if (event.type === 'conversation.item.create' && (event.item as { role?: unknown } | undefined)?.role === 'system') return "the agent's instructions cannot be changed in a call";
   return undefined;
 }
+
+/** A model event the relay keeps something of (a quoted name: base64 audio holds no quotes). */
+const KEPT_EVENT = /"(?:conversation\.item\.input_audio_transcription\.completed|response\.(?:output_)?audio_transcript\.done|response\.done)"/;
 
 /** A transcript with its final punctuation and surrounding space gone, for matching stop words. */
 const spoken = (text: string) => text.trim().replace(/[.!?。,;:…]+$/u, '').trim().toLowerCase();
@@ -208,8 +215,12 @@ async function relay(s: Services, principal: Principal, call: Call, client: WebS
     );
   });
   socket.on('message', (data: RawData) => {
-    const text = textOf(data);
-    if (client.readyState === WebSocket.OPEN) client.send(text);
+    // Passed on as the bytes that came (as text frames), not decoded and encoded again.
+    const raw = bytesOf(data);
+    if (client.readyState === WebSocket.OPEN) client.send(raw, { binary: false });
+    const text = raw.toString('utf8');
+    // Most events are audio deltas: only those that can carry a transcript or usage are read.
+    if (!KEPT_EVENT.test(text)) return;
     let event: { type?: string; transcript?: unknown; response?: { id?: unknown; usage?: { input_tokens?: unknown; output_tokens?: unknown; total_tokens?: unknown } } };
     try {
       event = JSON.parse(text) as typeof event;
