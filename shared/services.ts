@@ -107,7 +107,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     store.container('principals'),
     store.container('resources'),
     config.graphUrl ? graphOptions(config.graphUrl, gate) : undefined,
-    (e) => log.warn('Could not record a principal', { error: e instanceof Error ? e.message : String(e) }),
+    (e) => log.warn('A directory write or lookup failed', { error: e instanceof Error ? e.message : String(e) }),
   );
   const blobs = createBlobService(config.storage, gate);
   const conversations = new Conversations(store.container('sessions'));

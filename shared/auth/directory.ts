@@ -1,7 +1,7 @@
 // Principals for identity search: those seen signing in and those named in role assignments, or
 // Microsoft Graph when it is configured.
 import type { Container, Doc } from '../store/types.js';
-import { searchGraph, type GraphOptions } from './graph.js';
+import { searchGraph, transitiveGroups, type GraphOptions } from './graph.js';
 import type { Principal } from './principal.js';
 import { ROLE_ASSIGNMENTS_PK, type RoleAssignmentDoc } from '../providers/types/authorization.js';
 
@@ -25,10 +25,14 @@ interface PrincipalDoc extends Doc {
 
 const PK = 'principals';
 const REMEMBER_MS = 10 * 60_000;
+/** How long a user's groups read from Graph are used before they are read again. */
+const GROUPS_TTL_MS = 5 * 60_000;
 
 export class PrincipalDirectory {
   // Principals recorded recently by this instance: at most one write per principal per ten minutes.
   private readonly recent = new Map<string, number>();
+  // Groups read from Graph for users with a groups overage, per user id, for GROUPS_TTL_MS.
+  private readonly memberships = new Map<string, { groups: Promise<readonly string[]>; until: number }>();
 
   constructor(
     private readonly principals: Container<PrincipalDoc>,
@@ -36,6 +40,33 @@ export class PrincipalDirectory {
     private readonly graph?: GraphOptions,
     private readonly onError: (e: unknown) => void = () => undefined,
   ) {}
+
+  /**
+   * The groups a caller reads knowledge as: the token's, or for a token with a groups overage the user's
+   * transitive memberships from Graph (cached a few minutes). Without Graph such a caller has no groups, and
+   * reads what is for everyone: a missing list never widens access. So does one whose lookup fails.
+   */
+  readerGroups(p: Principal): Promise<readonly string[]> {
+    if (!p.groupsOverage) return Promise.resolve(p.groups);
+    if (!this.graph) {
+      this.onError(new Error('A token has a groups overage and GRAPH_ENABLED is off: knowledge for groups is not found for it'));
+      return Promise.resolve(p.groups);
+    }
+    const known = this.memberships.get(p.id);
+    if (known && known.until > Date.now()) return known.groups;
+    const groups = transitiveGroups(p.id, this.graph).then(
+      (g) => [...new Set([...p.groups, ...g])],
+      // Graph failing: this call reads what is for everyone (and the next one asks Graph again).
+      (e: unknown) => {
+        this.memberships.delete(p.id);
+        this.onError(e);
+        return p.groups;
+      },
+    );
+    if (this.memberships.size > 50_000) this.memberships.clear();
+    this.memberships.set(p.id, { groups, until: Date.now() + GROUPS_TTL_MS });
+    return groups;
+  }
 
   /** Records a signed-in user, off the request's path. */
   seen(p: Principal): void {

@@ -40,3 +40,27 @@ export async function searchGraph(term: string, options: GraphOptions, top = 25)
     ...groups.map((g) => ({ id: g.id, principal_type: 'Group' as const, upn: null, display_name: g.displayName ?? null, email: null })),
   ];
 }
+
+/** Most groups read for one user: 50 pages of 999 (a directory with more is refused rather than read forever). */
+const MAX_GROUP_PAGES = 50;
+
+/**
+ * Every group a user is a member of, directly or through other groups (Graph `transitiveMemberOf`): for users
+ * whose token names too many groups to carry them (the groups overage claim).
+ */
+export async function transitiveGroups(userId: string, options: GraphOptions): Promise<string[]> {
+  const call = options.fetch ?? fetch;
+  const headers = { authorization: `Bearer ${await options.getToken()}` };
+  const groups: string[] = [];
+  let next: string | undefined = `${options.baseUrl}/v1.0/users/${encodeURIComponent(userId)}/transitiveMemberOf/microsoft.graph.group?$select=id&$top=999`;
+  for (let page = 0; next && page < MAX_GROUP_PAGES; page++) {
+    const res = await call(next, { headers, signal: AbortSignal.timeout(10_000) });
+    if (!res.ok) throw new Error(`Microsoft Graph answered ${res.status} for a user's groups`);
+    const body = (await res.json()) as { value?: { id?: unknown }[]; '@odata.nextLink'?: unknown };
+    for (const g of body.value ?? []) if (typeof g.id === 'string') groups.push(g.id);
+    const link = body['@odata.nextLink'];
+    // Only Graph's own pages are followed: a link elsewhere would carry the token away.
+    next = typeof link === 'string' && link.startsWith(`${options.baseUrl}/`) ? link : undefined;
+  }
+  return groups;
+}

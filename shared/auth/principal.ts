@@ -17,6 +17,8 @@ export interface Principal {
   readonly userName: string | null;
   /** Group ids from the token (or the agent's virtual groups). */
   readonly groups: readonly string[];
+  /** The token names too many groups to carry them (Entra ID's groups overage): read them from the directory. */
+  readonly groupsOverage?: boolean;
   /** Delegated scopes (`scp`), e.g. `Data.Read` for agent access tokens. */
   readonly scopes: readonly string[];
   /** App roles (`roles` claim). */
@@ -58,7 +60,12 @@ export function principalFromClaims(claims: Record<string, unknown>): Principal 
     name: text(claims.name),
     userName: text(claims.preferred_username) ?? upn,
     groups: strings(claims.groups),
+    ...(overage(claims) ? { groupsOverage: true } : {}),
     scopes: strings(claims.scp),
     appRoles: strings(claims.roles),
   };
 }
+
+/** Entra ID's groups overage: `_claim_names.groups` (or `hasgroups`) instead of a `groups` claim. */
+const overage = (claims: Record<string, unknown>) =>
+  claims.hasgroups === true || (typeof claims._claim_names === 'object' && claims._claim_names !== null && 'groups' in claims._claim_names);

@@ -31,8 +31,7 @@ import type { FileArtifact } from '../tools/sandboxed.js';
 import type { RunnablePlugin } from '../plugins/runtime.js';
 import { workflowAnswer } from './workflow-plugin.js';
 import { parseFilter } from '../knowledge/filter.js';
-import { agentTools, Citation, knowledgeContext, PromptEmbeddings, retrieve } from '../knowledge/retrieval.js';
-import type { Clause } from '../knowledge/vector-index.js';
+import { agentTools, Citation, knowledgeContext, PromptEmbeddings, retrieve, type KnowledgeScope } from '../knowledge/retrieval.js';
 
 /** The completion request, with its validation messages (the OpenAPI document's CompletionRequest). */
 export const CompletionRequest = z
@@ -150,8 +149,8 @@ export interface Admitted {
   session: Stored<SessionDoc> | undefined;
   /** The attached files, the caller's own. */
   attachments: FileDoc[];
-  /** The knowledge filter of the request (agent_parameters.index_filter_expression), parsed. */
-  filter: Clause[];
+  /** What the caller's knowledge searches are limited to: the request's filter (index_filter_expression), and the groups they read as. */
+  scope: KnowledgeScope;
 }
 
 /** The caller's own attached files; 400 ValidationError for one that does not exist or is someone else's. */
@@ -170,14 +169,15 @@ async function attachedFiles(s: Services, principal: Principal, objectIds: reado
 export async function admit(s: Services, principal: Principal, request: CompletionRequest): Promise<Admitted> {
   const filter = parseFilter(request.settings?.agent_parameters?.index_filter_expression);
   const sessionId = request.session_id?.toLowerCase();
-  const [agent, session, attachments] = await Promise.allSettled([
+  const [agent, session, attachments, readers] = await Promise.allSettled([
     resolveAgent(s, principal, request.agent_name),
     sessionId ? s.conversations.get(principal.upn, sessionId) : undefined,
     attachedFiles(s, principal, request.attachments),
+    s.directory.readerGroups(principal),
   ]);
-  for (const r of [agent, session, attachments]) if (r.status === 'rejected') throw r.reason;
+  for (const r of [agent, session, attachments, readers]) if (r.status === 'rejected') throw r.reason;
   const ok = <T,>(r: PromiseSettledResult<T>) => (r as PromiseFulfilledResult<T>).value;
-  return { request: { ...request, agent_name: ok(agent).name }, agent: ok(agent), sessionId, session: ok(session), attachments: ok(attachments), filter };
+  return { request: { ...request, agent_name: ok(agent).name }, agent: ok(agent), sessionId, session: ok(session), attachments: ok(attachments), scope: { filter, readers: ok(readers) } };
 }
 
 export interface RunOptions {
@@ -394,7 +394,7 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
   const prompt = rewritten?.prompt ?? request.user_prompt;
   const spent = { promptTokens: rewritten?.promptTokens ?? 0, completionTokens: rewritten?.completionTokens ?? 0, cost: rewritten?.cost ?? 0 };
   if (chain.kind === 'plugin') {
-    const input = { agent, prompt, session, attachments: admitted.attachments, filter: admitted.filter };
+    const input = { agent, prompt, session, attachments: admitted.attachments, scope: admitted.scope };
     const w = await workflowAnswer(s, chain.plugin, input, options.signal);
     const answer: Answer = { content: w.content, citations: w.citations, analysis: [], promptTokens: spent.promptTokens + w.promptTokens, completionTokens: spent.completionTokens + w.completionTokens, cost: spent.cost + w.cost, deployment: w.deployment };
     const postBlock = shields.post.length > 0 ? await screen(s, shields.post, 'post', answer.content, options.signal) : undefined;
@@ -407,7 +407,8 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
   const topN = request.settings?.agent_parameters?.index_top_n;
   const deployment = chain.model.deployment_name;
   const screenAnswer = shields.post.length > 0;
-  const cache = await cacheSlot(s, agent, await personal(s, admitted), embeddings, { filter: admitted.filter, topN, parameters, deployment });
+  // The caller's groups are part of the key: an answer drawn from documents for some groups is found only by callers who read as the same groups.
+  const cache = await cacheSlot(s, agent, await personal(s, admitted), embeddings, { filter: admitted.scope.filter, readers: [...admitted.scope.readers].map((g) => g.toLowerCase()).sort(), topN, parameters, deployment });
   const hit = await cache?.lookup().catch(warned(s, 'The semantic cache could not be read'));
 
   let answer: Answer;
@@ -415,9 +416,9 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
   if (hit) {
     answer = { content: hit.completion, ...spent, citations: hit.citations, analysis: [{ type: 'semantic_cache_hit', similarity: hit.similarity }] };
   } else {
-    const citations = await retrieve(s, agent, embeddings, admitted.filter, topN);
+    const citations = await retrieve(s, agent, embeddings, admitted.scope, topN);
     const { messages, kept } = await buildMessages(s, prompt, chain, session, admitted.attachments, citations, options.signal);
-    const toolbox = await toolboxFor(s, { user: principal, sessionId: admitted.sessionId, attachments: admitted.attachments, filter: admitted.filter }, agent, await agentTools(s, agent));
+    const toolbox = await toolboxFor(s, { user: principal, sessionId: admitted.sessionId, attachments: admitted.attachments, scope: admitted.scope }, agent, await agentTools(s, agent));
     const usesTools = toolbox.functions.length > 0;
     // With tools the rounds are whole calls: the final answer is sent as one delta once it is known.
     streamedAsItCame = !screenAnswer && !usesTools;

@@ -1,11 +1,10 @@
 // An external workflow: the agent's workflow plugin answers each completion in the sandbox. It gets the
 // prompt, the session's history, the attachments' text and the agent's workflow_parameters, and an `svc`
 // object whose model calls go through the service's model gateway (their tokens and cost are the turn's) and
-// whose searches read the agent's knowledge indexes with the caller's filter. A failed call is 502 PluginFailed.
+// whose searches read the agent's knowledge indexes with the caller's filter and groups. A failed call is 502 PluginFailed.
 import { DomainError } from '../errors.js';
 import { attachmentTexts } from '../files/attachment-content.js';
-import { citationOf, PromptEmbeddings, searchIndex, type Citation } from '../knowledge/retrieval.js';
-import type { Clause } from '../knowledge/vector-index.js';
+import { citationOf, PromptEmbeddings, searchIndex, type Citation, type KnowledgeScope } from '../knowledge/retrieval.js';
 import { completionModel } from '../models/model-endpoint.js';
 import type { ChatMessage } from '../models/wire.js';
 import type { RunnablePlugin } from '../plugins/runtime.js';
@@ -26,7 +25,7 @@ export interface WorkflowInput {
   prompt: string;
   session: Stored<SessionDoc> | undefined;
   attachments: readonly FileDoc[];
-  filter: readonly Clause[];
+  scope: KnowledgeScope;
 }
 
 export interface WorkflowAnswer {
@@ -66,7 +65,7 @@ export async function workflowAnswer(s: Services, plugin: RunnablePlugin, input:
     if (method === 'search') {
       const topN = typeof args.top_n === 'number' && Number.isInteger(args.top_n) ? Math.min(50, Math.max(1, args.top_n)) : 5;
       if (typeof args.query !== 'string' || args.query.trim() === '') throw new Error('query must be a non-empty string');
-      const hits = await searchIndex(s, agent, String(args.index_name), new PromptEmbeddings(args.query, signal), input.filter, topN);
+      const hits = await searchIndex(s, agent, String(args.index_name), new PromptEmbeddings(args.query, signal), input.scope, topN);
       const citations = hits.map(citationOf);
       found.push(...citations);
       return citations;

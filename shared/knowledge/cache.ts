@@ -2,12 +2,17 @@
 // one set of model parameters, found by the similarity of the prompt's embedding. Only requests whose answer
 // depends on nothing personal are served from it or stored into it: no session history, no attachments. A
 // hit costs no model call. Entries live in the vector index under an index name no knowledge index can have
-// (`:` is not allowed there), and expire after SEMANTIC_CACHE_TTL_SECONDS.
+// (`:` is not allowed there), and expire after SEMANTIC_CACHE_TTL_SECONDS, or as soon as a run changes an index
+// the agent searches (an answer may quote a document that changed, went away or was closed to some readers).
 import { createHash, randomUUID } from 'node:crypto';
 import type { AgentDoc } from '../providers/types/agent.js';
 import type { Services } from '../services.js';
 import { embedderFor } from './embedder.js';
-import type { Citation, PromptEmbeddings } from './retrieval.js';
+import { agentTools, type Citation, type PromptEmbeddings } from './retrieval.js';
+import { CACHE_INDEX_PREFIX } from './vector-index.js';
+import { partitionOf } from '../providers/resource-type.js';
+import { agents, type AgentDoc as Agent } from '../providers/types/agent.js';
+import { tools, type ToolDoc } from '../providers/types/catalog.js';
 
 export interface CachedAnswer {
   completion: string;
@@ -37,7 +42,9 @@ export async function cacheSlot(s: Services, agent: AgentDoc, personal: boolean,
     s.log.warn('The semantic cache of an agent is not usable', { agent: agent.name, reason: embedder });
     return undefined;
   }
-  const index = `semantic-cache:${createHash('sha256').update(JSON.stringify([agent.object_id, agent.updated_on, embedder.version, key])).digest('hex').slice(0, 40)}`;
+  // The agent's tools as saved are part of the key: a tool's index, top N or minimum score shapes the answer.
+  const toolVersions = (await agentTools(s, agent)).map((t) => [t.object_id, t.updated_on]);
+  const index = `${CACHE_INDEX_PREFIX}${createHash('sha256').update(JSON.stringify([agent.object_id, agent.updated_on, toolVersions, embedder.version, key])).digest('hex').slice(0, 40)}`;
   const threshold = cache.minimum_similarity_threshold;
   const vector = () => embeddings.of(embedder);
   return {
@@ -56,4 +63,16 @@ export async function cacheSlot(s: Services, agent: AgentDoc, personal: boolean,
       );
     },
   };
+}
+
+/** Forgets the cached answers of every agent with a knowledge tool on `index`; answers how many went. */
+export async function forgetAnswersFrom(s: Services, index: string): Promise<number> {
+  const resources = s.store.container<ToolDoc | Agent>('resources');
+  const live = { field: 'deleted', op: 'ne', value: true } as const;
+  const { items: searching } = await resources.query({ partition: partitionOf(tools), where: [live, { field: 'index_name', op: 'eq', value: index }] });
+  if (searching.length === 0) return 0;
+  const toolIds = new Set(searching.map((t) => t.object_id.toLowerCase()));
+  const { items: all } = await resources.query({ partition: partitionOf(agents), where: [live] });
+  const using = (all as Agent[]).filter((a) => (a.tool_object_ids ?? []).some((id) => toolIds.has(id.toLowerCase())));
+  return using.length > 0 ? s.vectors.removeCached(using.map((a) => a.object_id)) : 0;
 }

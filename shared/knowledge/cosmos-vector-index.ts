@@ -1,12 +1,14 @@
 // The vector index on Cosmos DB for NoSQL vector search: one `knowledge` container partitioned by index name,
 // with a vector embedding policy and a quantizedFlat vector index on /vector. Each partition is an item; each
 // document has a record item with its hash, written after its partitions, so a write cut short is redone by
-// the next run. Searches are one VectorDistance query with the filters in its WHERE clause. Queries name
+// the next run. Searches are one VectorDistance query with the filters in its WHERE clause. A partition of a
+// document for some groups only carries them in `access_groups`, and a search admits it when one of the
+// caller's groups is among them (an EXISTS over the array, inside the same query). Queries name
 // their partition in the WHERE clause too: the local Cosmos-compatible server ignores the partitionKey option.
 import type { ContainerRequest, OperationInput, SqlQuerySpec } from '@azure/cosmos';
 import { VectorEmbeddingDataType, VectorEmbeddingDistanceFunction, VectorIndexType } from '@azure/cosmos';
 import { cosmosClient, type CosmosStoreOptions } from '../store/cosmos-store.js';
-import { clauseValues, sourceKey, type Clause, type IndexedEntry, type SearchHit, type StoredEntry, type VectorIndex } from './vector-index.js';
+import { CACHE_INDEX_PREFIX, clauseValues, groupsOf, readerGroups, sourceKey, type Clause, type IndexedEntry, type Readers, type SearchHit, type StoredEntry, type VectorIndex } from './vector-index.js';
 
 /**
  * The vector length the container's policy fixes (text-embedding-3-small and ada-002, and text-embedding-3-large
@@ -40,14 +42,16 @@ export const KNOWLEDGE_CONTAINER = {
 
 interface RecordItem extends StoredEntry {
   id: string;
+  allowed_groups?: string[];
   pk: string;
   kind: 'document';
   ttl?: number;
 }
 
-/** The search as one query: the filters and the expiry inside it, best first (ORDER BY VectorDistance). */
-export function vectorSearchQuery(index: string, vector: readonly number[], top: number, values: Partial<Record<Clause['field'], string>>, now: number): SqlQuerySpec {
-  const filters = Object.keys(values).map((field) => ` AND c.${field} = @${field}`).join('');
+/** The search as one query: the filters, the readers and the expiry inside it, best first (ORDER BY VectorDistance). */
+export function vectorSearchQuery(index: string, vector: readonly number[], top: number, values: Partial<Record<Clause['field'], string>>, now: number, readers: Readers = []): SqlQuerySpec {
+  const access = readers === 'everything' ? '' : ' AND (NOT IS_DEFINED(c.access_groups) OR EXISTS(SELECT VALUE g FROM g IN c.access_groups WHERE ARRAY_CONTAINS(@readers, g)))';
+  const filters = Object.keys(values).map((field) => ` AND c.${field} = @${field}`).join('') + access;
   return {
     query:
       `SELECT TOP ${Math.trunc(top)} c.key, c.part, c.source, c.file_name, c.title, c.text, VectorDistance(c.vector, @vector) AS score ` +
@@ -57,6 +61,7 @@ export function vectorSearchQuery(index: string, vector: readonly number[], top:
       { name: '@vector', value: [...vector] },
       { name: '@now', value: now },
       ...Object.entries(values).map(([field, value]) => ({ name: `@${field}`, value })),
+      ...(readers === 'everything' ? [] : [{ name: '@readers', value: readerGroups(readers) }]),
     ],
   };
 }
@@ -95,6 +100,11 @@ export async function openCosmosVectorIndex(options: CosmosStoreOptions): Promis
     return resources.map((r) => r.id);
   };
   const deleteAll = (index: string, ids: readonly string[]) => batches(index, ids.map((id) => ({ operationType: 'Delete' as const, id })));
+  const removeDocument = async (index: string, source: string) => {
+    const key = sourceKey(source);
+    await deleteAll(index, await partitionIds(index, key, 0));
+    await deleteAll(index, [`doc-${key}`]);
+  };
 
   return {
     kind: 'cosmos',
@@ -104,21 +114,19 @@ export async function openCosmosVectorIndex(options: CosmosStoreOptions): Promis
       const key = sourceKey(doc.source);
       const expires = doc.expires_at ?? NEVER;
       const ttl: { ttl?: number } = doc.expires_at !== undefined ? { ttl: Math.max(1, Math.ceil((doc.expires_at - Date.now()) / 1000)) } : {};
-      const common = { pk: index, key, source: doc.source, file_name: doc.file_name, title: doc.title, expires_at: expires, ...ttl };
+      const groups = groupsOf(doc);
+      const access: { access_groups?: string[] } = groups.length > 0 ? { access_groups: groups } : {};
+      const common = { pk: index, key, source: doc.source, file_name: doc.file_name, title: doc.title, expires_at: expires, ...access, ...ttl };
       await batches(
         index,
         partitions.map((p, part) => ({ operationType: 'Upsert' as const, resourceBody: { id: `${key}-${part}`, kind: 'partition', part, text: p.text, vector: [...p.vector], ...common } })),
       );
       // Partitions beyond the new count: left by the document's previous, longer version (or a cut-short write).
       await deleteAll(index, await partitionIds(index, key, partitions.length));
-      const record: RecordItem = { id: `doc-${key}`, pk: index, kind: 'document', source: doc.source, file_name: doc.file_name, title: doc.title, origin: doc.origin, hash: doc.hash, partitions: partitions.length, expires_at: expires, ...ttl };
+      const record: RecordItem = { id: `doc-${key}`, pk: index, kind: 'document', source: doc.source, file_name: doc.file_name, title: doc.title, origin: doc.origin, hash: doc.hash, partitions: partitions.length, expires_at: expires, ...(groups.length > 0 ? { allowed_groups: groups } : {}), ...ttl };
       await container.items.upsert(record);
     },
-    async removeDocument(index, source) {
-      const key = sourceKey(source);
-      await deleteAll(index, await partitionIds(index, key, 0));
-      await deleteAll(index, [`doc-${key}`]);
-    },
+    removeDocument,
     async documents(index) {
       const { resources } = await container.items
         .query<RecordItem>({
@@ -129,13 +137,28 @@ export async function openCosmosVectorIndex(options: CosmosStoreOptions): Promis
             ],
           }, { partitionKey: index })
         .fetchAll();
-      return resources.map((r): IndexedEntry => ({ source: r.source, file_name: r.file_name, title: r.title, origin: r.origin, hash: r.hash, partitions: r.partitions, ...(r.expires_at < NEVER ? { expires_at: r.expires_at } : {}) }));
+      return resources.map((r): IndexedEntry => ({ source: r.source, file_name: r.file_name, title: r.title, origin: r.origin, hash: r.hash, partitions: r.partitions, ...(r.expires_at < NEVER ? { expires_at: r.expires_at } : {}), ...(r.allowed_groups?.length ? { allowed_groups: r.allowed_groups } : {}) }));
     },
-    async search(index, vector, top, filter) {
-      const values = clauseValues(filter);
+    async removeCached(origins) {
+      if (origins.length === 0) return 0;
+      // Across partitions: each cache entry is an index (a partition) of its own.
+      const { resources } = await container.items
+        .query<{ pk: string; source: string }>({
+          query: `SELECT c.pk, c.source FROM c WHERE c.kind = 'document' AND STARTSWITH(c.pk, @prefix) AND ARRAY_CONTAINS(@origins, c.origin)`,
+          parameters: [
+            { name: '@prefix', value: CACHE_INDEX_PREFIX },
+            { name: '@origins', value: [...origins] },
+          ],
+        })
+        .fetchAll();
+      for (const r of resources) await removeDocument(r.pk, r.source);
+      return resources.length;
+    },
+    async search(index, vector, top, options = {}) {
+      const values = clauseValues(options.filter);
       if (!values || vector.length !== COSMOS_VECTOR_DIMENSIONS) return [];
       const { resources } = await container.items
-        .query<{ key: string; part: number; source: string; file_name: string; title: string; text: string; score: number }>(vectorSearchQuery(index, vector, top, values, Date.now()), {
+        .query<{ key: string; part: number; source: string; file_name: string; title: string; text: string; score: number }>(vectorSearchQuery(index, vector, top, values, Date.now(), options.readers), {
           partitionKey: index,
         })
         .fetchAll();

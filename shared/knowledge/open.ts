@@ -33,6 +33,7 @@ export function lazyVectorIndex(config: Config): VectorIndex {
     replaceDocument: async (...a) => (await index()).replaceDocument(...a),
     removeDocument: async (...a) => (await index()).removeDocument(...a),
     documents: async (...a) => (await index()).documents(...a),
+    removeCached: async (...a) => (await index()).removeCached(...a),
     search: async (...a) => (await index()).search(...a),
     close: async () => {
       if (opened) await (await opened.catch(() => undefined))?.close();

@@ -11,6 +11,12 @@ import type { Services } from '../services.js';
 import { embedderFor, type Embedder } from './embedder.js';
 import type { Clause, SearchHit } from './vector-index.js';
 
+/** What a caller's search is limited to: the request's filter, and the groups the caller reads as. */
+export interface KnowledgeScope {
+  filter: readonly Clause[];
+  readers: readonly string[];
+}
+
 /** A passage an answer drew on: its partition id, the document's source and title, the text and its similarity. */
 export const Citation = z.object({ id: z.string(), source: z.string(), title: z.string(), text: z.string(), score: z.number() }).meta({ id: 'Citation' });
 export type Citation = z.output<typeof Citation>;
@@ -42,6 +48,8 @@ export interface KnowledgeTool {
   topN: number;
   /** `always`: every completion retrieves; `on_demand`: offered to the model as a search function. */
   retrieval: 'always' | 'on_demand';
+  /** Partitions scoring below it are neither given to the model nor cited. */
+  minimumScore: number | undefined;
 }
 
 /** The tools of an agent, read through the resource cache (tools that no longer exist are skipped). */
@@ -52,16 +60,22 @@ export async function agentTools(s: Services, agent: AgentDoc): Promise<ToolDoc[
 
 /** A knowledge tool's settings, defaults applied; undefined for a tool of another type. */
 export const knowledgeTool = (t: ToolDoc): KnowledgeTool | undefined =>
-  t.tool_type === 'knowledge' && t.index_name !== undefined ? { index: t.index_name, topN: t.top_n ?? DEFAULT_TOP_N, retrieval: t.retrieval ?? 'always' } : undefined;
+  t.tool_type === 'knowledge' && t.index_name !== undefined ? { index: t.index_name, topN: t.top_n ?? DEFAULT_TOP_N, retrieval: t.retrieval ?? 'always', minimumScore: t.minimum_score } : undefined;
 
-/** The most similar partitions of one index, embedded with the model its data pipeline writes with. */
-export async function searchIndex(s: Services, agent: AgentDoc, index: string, embeddings: PromptEmbeddings, filter: readonly Clause[], top: number): Promise<SearchHit[]> {
+/** The hits a tool keeps: those at or above its minimum score. */
+export function aboveMinimum(tool: Pick<KnowledgeTool, 'minimumScore'>, hits: SearchHit[]): SearchHit[] {
+  const minimum = tool.minimumScore;
+  return minimum === undefined ? hits : hits.filter((h) => h.score >= minimum);
+}
+
+/** The most similar partitions of one index the caller may read, embedded with the model its data pipeline writes with. */
+export async function searchIndex(s: Services, agent: AgentDoc, index: string, embeddings: PromptEmbeddings, scope: KnowledgeScope, top: number): Promise<SearchHit[]> {
   const pipeline = await s.resourceCache.findBy(dataPipelines, 'index_name', index);
   // An index nothing writes yet has nothing to find.
   if (!pipeline) return [];
   const embedder = await embedderFor(s, pipeline.embedding_ai_model_object_id, pipeline.embedding_dimensions);
   if (typeof embedder === 'string') throw notReady(`Agent ${agent.name} cannot search index ${index}: ${embedder}`);
-  return s.vectors.search(index, await embeddings.of(embedder), top, filter);
+  return s.vectors.search(index, await embeddings.of(embedder), top, { filter: scope.filter, readers: scope.readers });
 }
 
 export const citationOf = (h: SearchHit): Citation => ({ id: h.id, source: h.source, title: h.title, text: h.text, score: h.score });
@@ -70,10 +84,10 @@ export const citationOf = (h: SearchHit): Citation => ({ id: h.id, source: h.sou
  * The partitions most similar to the prompt across the agent's knowledge indexes that always retrieve, best
  * first: `topN` (the request's index_top_n, else each tool's top_n) in all.
  */
-export async function retrieve(s: Services, agent: AgentDoc, embeddings: PromptEmbeddings, filter: readonly Clause[], requestTopN: number | undefined): Promise<Citation[]> {
+export async function retrieve(s: Services, agent: AgentDoc, embeddings: PromptEmbeddings, scope: KnowledgeScope, requestTopN: number | undefined): Promise<Citation[]> {
   const tools = (await agentTools(s, agent)).map(knowledgeTool).filter((t): t is KnowledgeTool => t?.retrieval === 'always');
   if (tools.length === 0) return [];
-  const found = await Promise.all(tools.map((tool) => searchIndex(s, agent, tool.index, embeddings, filter, requestTopN ?? tool.topN)));
+  const found = await Promise.all(tools.map(async (tool) => aboveMinimum(tool, await searchIndex(s, agent, tool.index, embeddings, scope, requestTopN ?? tool.topN))));
   const top = requestTopN ?? Math.max(...tools.map((t) => t.topN));
   return found
     .flat()

@@ -13,12 +13,13 @@ import { MAX_DEQUEUE_COUNT, type QueueDelivery } from '../queues/handler.js';
 import type { RunMessage } from '../queues/messages.js';
 import type { Services } from '../services.js';
 import { updateDocument } from '../store/update.js';
+import { forgetAnswersFrom } from './cache.js';
 import { embedderFor, type Embedder } from './embedder.js';
 import { planOf } from './stages.js';
 import { screen } from '../shielding/plugins.js';
 import { ExtractionError, extractText, formatOf } from './extract.js';
 import { DocumentError, listDocuments, READABLE_SOURCE_TYPES, sourceProblem, sourceSettings, type SourceDocument } from './sources.js';
-import type { IndexedEntry } from './vector-index.js';
+import { groupsOf, type IndexedEntry } from './vector-index.js';
 
 export type RunDoc = DataPipelineRunDoc;
 export type RunStatus = RunDoc['status'];
@@ -104,7 +105,9 @@ export async function runPipeline({ run: id }: RunMessage, delivery: QueueDelive
   const run = await update(s, id, (r) => (ended(r) ? undefined : { status: 'InProgress', started_on: r.started_on ?? new Date().toISOString() }));
   if (!run || ended(run)) return;
   try {
-    const { counts, errors, cut } = await execute(s, run, delivery.signal);
+    const { counts, errors, cut, index } = await execute(s, run, delivery.signal);
+    // Cached answers may quote what changed: the agents searching the index answer afresh.
+    if (counts.added + counts.updated + counts.removed > 0) await forgetAnswersFrom(s, index);
     await update(s, id, () => ({ status: cut ? 'Failed' : 'Completed', completed_on: new Date().toISOString(), counts, errors, reading: undefined }));
   } catch (e) {
     if (delivery.signal?.aborted) {
@@ -135,7 +138,7 @@ const documentFailure = (e: unknown) => e instanceof Deadline || e instanceof Do
 /** Why a document's work was cut: its own deadline, or the run's. */
 class Deadline extends Error {}
 
-async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined): Promise<{ counts: RunCounts; errors: RunError[]; cut: boolean }> {
+async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined): Promise<{ counts: RunCounts; errors: RunError[]; cut: boolean; index: string }> {
   const { documentTimeoutMs, runTimeoutMs } = s.config.knowledge;
   // The run's deadline counts from its first delivery: a redelivery does not extend it.
   const runLeftMs = Date.parse(run.started_on ?? new Date().toISOString()) + runTimeoutMs - Date.now();
@@ -179,7 +182,11 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
       if (read === 'gone') return;
       seen.add(doc.source);
       counts.documents++;
-      const hash = createHash('sha256').update(settings).update('\n').update(read.bytes).digest('hex');
+      // Who may read it is part of what was indexed: a change of groups alone writes the document again.
+      const groups = groupsOf(doc);
+      const digest = createHash('sha256').update(settings).update('\n').update(read.bytes);
+      if (groups.length > 0) digest.update(`\ngroups:${groups.join(',')}`);
+      const hash = digest.digest('hex');
       if (old?.hash === hash) {
         counts.unchanged++;
         counts.partitions += old.partitions;
@@ -198,7 +205,7 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
       const { vectors } = await embedder.embed(parts, docSignal);
       await s.vectors.replaceDocument(
         index,
-        { source: doc.source, file_name: doc.file_name, title, origin: pipeline.object_id, hash },
+        { source: doc.source, file_name: doc.file_name, title, origin: pipeline.object_id, hash, allowed_groups: groups },
         parts.map((text, i) => ({ text, vector: vectors[i] ?? [] })),
       );
       counts[old ? 'updated' : 'added']++;
@@ -230,14 +237,14 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
   await Promise.all(Array.from({ length: Math.min(DOCUMENT_CONCURRENCY, documents.length) }, worker));
 
   // A run cut by its deadline has not seen every document: nothing is removed on its word.
-  if (runDeadline.aborted) return { counts, errors, cut: true };
+  if (runDeadline.aborted) return { counts, errors, cut: true, index };
   // Documents this pipeline indexed that the source no longer has (or that answered 404).
   for (const sourceName of indexed.keys()) {
     if (seen.has(sourceName)) continue;
     await s.vectors.removeDocument(index, sourceName);
     counts.removed++;
   }
-  return { counts, errors, cut: false };
+  return { counts, errors, cut: false, index };
 }
 
 /** The partitions the shielding plugins allow (ShieldStage); each blocked one is named in the run's errors. */
@@ -255,4 +262,5 @@ async function shielded(s: Services, plugins: readonly string[], parts: readonly
 export async function dropPipelineDocuments(s: Services, pipeline: DataPipelineDoc): Promise<void> {
   const index = planOf(pipeline).index;
   for (const d of await s.vectors.documents(index)) if (d.origin === pipeline.object_id) await s.vectors.removeDocument(index, d.source);
+  await forgetAnswersFrom(s, index);
 }

@@ -20,6 +20,8 @@ export class DocumentError extends Error {}
 export interface SourceDocument {
   source: string;
   file_name: string;
+  /** Group object ids allowed to read it (AzureBlob: the blob's `svc_allowed_groups` metadata); absent: everyone. */
+  allowed_groups?: readonly string[];
   /** The bytes and content type; `gone` when the document no longer exists (a Web 404 or 410). */
   read(signal: AbortSignal): Promise<{ bytes: Uint8Array; contentType?: string } | 'gone'>;
 }
@@ -119,19 +121,30 @@ function containerOf(s: Services, source: SourceSettings): ContainerClient {
   return userBlobService(source.account_url, s.gate, agent).getContainerClient(name);
 }
 
+/** The metadata entry naming the groups that may read a blob: comma-separated group object ids. */
+export const ALLOWED_GROUPS_METADATA = 'svc_allowed_groups';
+
+/** The groups a blob's metadata allows (names are case-insensitive), or undefined for everyone. */
+function allowedGroups(metadata: Record<string, string> | undefined): string[] | undefined {
+  const value = Object.entries(metadata ?? {}).find(([k]) => k.toLowerCase() === ALLOWED_GROUPS_METADATA)?.[1];
+  const groups = (value ?? '').split(',').map((g) => g.trim()).filter((g) => g !== '');
+  return groups.length > 0 ? groups : undefined;
+}
+
 async function blobDocuments(container: ContainerClient, prefixes: readonly string[]): Promise<SourceDocument[]> {
-  const found = new Map<string, number>();
+  const found = new Map<string, { size: number; groups: string[] | undefined }>();
   try {
     for (const prefix of prefixes.length > 0 ? prefixes : ['']) {
-      for await (const blob of container.listBlobsFlat({ prefix })) found.set(blob.name, blob.properties.contentLength ?? 0);
+      for await (const blob of container.listBlobsFlat({ prefix, includeMetadata: true })) found.set(blob.name, { size: blob.properties.contentLength ?? 0, groups: allowedGroups(blob.metadata) });
     }
   } catch (e) {
     const status = (e as { statusCode?: number }).statusCode;
     throw new DocumentError(status === 404 ? `container ${container.containerName} does not exist` : `the container cannot be listed (${status ?? 'unreachable'})`);
   }
-  return [...found].map(([name, size]) => ({
+  return [...found].map(([name, { size, groups }]) => ({
     source: name,
     file_name: fileNameOf(name),
+    ...(groups ? { allowed_groups: groups } : {}),
     async read(signal) {
       if (size > MAX_DOCUMENT_BYTES) throw new DocumentError(`the document is larger than ${MAX_DOCUMENT_BYTES} bytes`);
       try {

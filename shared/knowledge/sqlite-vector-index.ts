@@ -1,7 +1,10 @@
 // The embedded vector index: SQLite with the sqlite-vec extension, in its own file beside the store. One vec0
 // table per vector length (a vec0 column has a fixed length) with the index name as its partition key and
-// source, file name and expiry as metadata columns, so filters run inside the KNN query. Documents and the
-// rowids of their partitions are kept in plain tables; a document is replaced in one transaction.
+// source, file name, expiry and access as metadata columns, so filters run inside the KNN query. Documents and
+// the rowids of their partitions are kept in plain tables; a document is replaced in one transaction.
+// Access: a partition holds one access key, `*` for everyone or a digest of its document's group set; the
+// `access_sets` table says which groups each key admits, so a caller's groups become the keys they may read
+// and the KNN filters on `access IN (...)` (documents share few distinct group sets).
 // Search is binary quantization with exact re-scoring (the sqlite-vec recipe): a KNN over one bit per
 // dimension (Hamming distance, 32 times less to read than float32) picks the candidates, at least 100 and
 // twenty times what was asked for, and their full vectors are ranked by cosine distance. Over 10,000 partitions of
@@ -9,7 +12,8 @@
 // indexes, narrow filters) it is exact. `npm run bench -- knowledge` measures its recall against an exact scan.
 import * as sqliteVec from 'sqlite-vec';
 import { openSqliteFile } from '../store/sqlite-file.js';
-import { clauseValues, sourceKey, type Clause, type IndexedDocument, type Partition, type SearchHit, type StoredEntry, type VectorIndex } from './vector-index.js';
+import { createHash } from 'node:crypto';
+import { CACHE_INDEX_PREFIX, clauseValues, groupsOf, readerGroups, sourceKey, type IndexedDocument, type Partition, type SearchHit, type SearchOptions, type StoredEntry, type VectorIndex } from './vector-index.js';
 
 /** Stands for "never expires" in the integer expiry column. */
 const NEVER = Number.MAX_SAFE_INTEGER;
@@ -27,6 +31,9 @@ const vectorBlob = (v: readonly number[]) => {
 /** Bit vectors are whole bytes: a length that is not a multiple of 8 is padded with zeros (which quantize to 0). */
 const bitLength = (dimensions: number) => Math.ceil(dimensions / 8) * 8;
 const padded = (v: readonly number[]) => (v.length % 8 === 0 ? v : [...v, ...new Array<number>(bitLength(v.length) - v.length).fill(0)]);
+/** The access key of a group set: `*` for everyone. */
+const EVERYONE = '*';
+const accessKey = (groups: readonly string[]) => (groups.length === 0 ? EVERYONE : `g:${createHash('sha256').update(groups.join(',')).digest('base64url').slice(0, 22)}`);
 
 
 export function openSqliteVectorIndex(file: string): VectorIndex {
@@ -40,19 +47,34 @@ export function openSqliteVectorIndex(file: string): VectorIndex {
       rowid INTEGER PRIMARY KEY, index_name TEXT NOT NULL, source TEXT NOT NULL, dimensions INTEGER NOT NULL);
     CREATE INDEX IF NOT EXISTS partitions_by_document ON partitions (index_name, source);
     CREATE INDEX IF NOT EXISTS documents_by_expiry ON documents (expires_at);
+    CREATE TABLE IF NOT EXISTS access_sets (
+      index_name TEXT NOT NULL, group_id TEXT NOT NULL, access_key TEXT NOT NULL, PRIMARY KEY (index_name, group_id, access_key)) WITHOUT ROWID;
   `);
+  // Documents indexed before access trimming are for everyone: their groups column is added empty.
+  const documentColumns = db.prepare(`SELECT name FROM pragma_table_info('documents')`).all() as { name: string }[];
+  if (!documentColumns.some((c) => c.name === 'allowed_groups')) db.exec(`ALTER TABLE documents ADD COLUMN allowed_groups TEXT NOT NULL DEFAULT ''`);
 
   const tables = new Set<number>();
   const vectorTable = (dimensions: number, create: boolean): string | undefined => {
-    const name = `quantized_${dimensions}`;
+    const name = `partitions_${dimensions}`;
     if (tables.has(dimensions)) return name;
     const exists = db.prepare(`SELECT 1 FROM sqlite_master WHERE name = ?`).get(name) !== undefined;
-    if (!exists && !create) return undefined;
+    const before = `quantized_${dimensions}`;
+    const older = !exists && db.prepare(`SELECT 1 FROM sqlite_master WHERE name = ?`).get(before) !== undefined;
+    if (!exists && !create && !older) return undefined;
     if (!exists) {
-      db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS ${name} USING vec0(
-        bits bit[${bitLength(dimensions)}],
-        index_name text partition key, source text, file_name text, expires_at integer,
-        +part integer, +title text, +text text, +embedding blob)`);
+      db.transaction(() => {
+        db.exec(`CREATE VIRTUAL TABLE ${name} USING vec0(
+          bits bit[${bitLength(dimensions)}],
+          index_name text partition key, source text, file_name text, expires_at integer, access text,
+          +part integer, +title text, +text text, +embedding blob)`);
+        // A table of the release before access trimming: its partitions move over, for everyone.
+        if (older) {
+          db.exec(`INSERT INTO ${name} (rowid, bits, index_name, source, file_name, expires_at, access, part, title, text, embedding)
+            SELECT rowid, vec_bit(bits), index_name, source, file_name, expires_at, '${EVERYONE}', part, title, text, embedding FROM ${before}`);
+          db.exec(`DROP TABLE ${before}`);
+        }
+      })();
     }
     tables.add(dimensions);
     return name;
@@ -61,12 +83,20 @@ export function openSqliteVectorIndex(file: string): VectorIndex {
   const insertPartition = db.prepare<[string, string, number]>(`INSERT INTO partitions (index_name, source, dimensions) VALUES (?, ?, ?)`);
   const partitionsOf = db.prepare<[string, string], { rowid: number; dimensions: number }>(`SELECT rowid, dimensions FROM partitions WHERE index_name = ? AND source = ?`);
   const deletePartitions = db.prepare<[string, string]>(`DELETE FROM partitions WHERE index_name = ? AND source = ?`);
-  const upsertDocument = db.prepare<[string, string, string, string, string, string, number, number]>(
-    `INSERT OR REPLACE INTO documents (index_name, source, file_name, title, origin, hash, partitions, expires_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+  const upsertDocument = db.prepare<[string, string, string, string, string, string, number, number, string]>(
+    `INSERT OR REPLACE INTO documents (index_name, source, file_name, title, origin, hash, partitions, expires_at, allowed_groups) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
+  const admit = db.prepare<[string, string, string]>(`INSERT OR IGNORE INTO access_sets (index_name, group_id, access_key) VALUES (?, ?, ?)`);
+  const keysOf = db.prepare<[string, string], { access_key: string }>(`SELECT DISTINCT access_key FROM access_sets WHERE index_name = ? AND group_id IN (SELECT value FROM json_each(?))`);
   const deleteDocument = db.prepare<[string, string]>(`DELETE FROM documents WHERE index_name = ? AND source = ?`);
-  const documentsOf = db.prepare<[string, number], StoredEntry>(`SELECT source, file_name, title, origin, hash, partitions, expires_at FROM documents WHERE index_name = ? AND expires_at > ?`);
+  const documentsOf = db.prepare<[string, number], StoredEntry & { allowed_groups: string }>(
+    `SELECT source, file_name, title, origin, hash, partitions, expires_at, allowed_groups FROM documents WHERE index_name = ? AND expires_at > ?`,
+  );
   const expired = db.prepare<[number], { index_name: string; source: string }>(`SELECT index_name, source FROM documents WHERE expires_at <= ? LIMIT 100`);
+  // Index names from the prefix up to the next character after its last: a range the primary key serves.
+  const cachedOf = db.prepare<[string, string, string], { index_name: string; source: string }>(
+    `SELECT index_name, source FROM documents WHERE index_name >= ? AND index_name < ? AND origin IN (SELECT value FROM json_each(?))`,
+  );
 
   const remove = (index: string, source: string) => {
     for (const p of partitionsOf.all(index, source)) {
@@ -82,6 +112,9 @@ export function openSqliteVectorIndex(file: string): VectorIndex {
     // Expired entries go as new ones come: the file does not grow with a cache nobody reads.
     for (const e of expired.all(Date.now())) remove(e.index_name, e.source);
     const expires = doc.expires_at ?? NEVER;
+    const groups = groupsOf(doc);
+    const access = accessKey(groups);
+    for (const g of groups) admit.run(index, g, access);
     partitions.forEach((p, i) => {
       const dimensions = p.vector.length;
       if (dimensions === 0 || dimensions > MAX_DIMENSIONS) throw new RangeError(`a vector has ${dimensions} dimensions (1 to ${MAX_DIMENSIONS})`);
@@ -89,7 +122,7 @@ export function openSqliteVectorIndex(file: string): VectorIndex {
       const rowid = BigInt(insertPartition.run(index, doc.source, dimensions).lastInsertRowid);
       const vector = vectorBlob(p.vector);
       db.prepare(
-        `INSERT INTO ${table} (rowid, bits, index_name, source, file_name, expires_at, part, title, text, embedding) VALUES (?, vec_quantize_binary(?), ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO ${table} (rowid, bits, index_name, source, file_name, expires_at, access, part, title, text, embedding) VALUES (?, vec_quantize_binary(?), ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ).run(
         rowid,
         vectorBlob(padded(p.vector)),
@@ -97,13 +130,14 @@ export function openSqliteVectorIndex(file: string): VectorIndex {
         doc.source,
         doc.file_name,
         BigInt(expires),
+        access,
         BigInt(i),
         doc.title,
         p.text,
         vector,
       );
     });
-    upsertDocument.run(index, doc.source, doc.file_name, doc.title, doc.origin, doc.hash, partitions.length, expires);
+    upsertDocument.run(index, doc.source, doc.file_name, doc.title, doc.origin, doc.hash, partitions.length, expires, groups.join(','));
   });
 
   return {
@@ -116,11 +150,30 @@ export function openSqliteVectorIndex(file: string): VectorIndex {
     },
     documents(index) {
       return Promise.resolve(
-        documentsOf.all(index, Date.now()).map((r) => ({ source: r.source, file_name: r.file_name, title: r.title, origin: r.origin, hash: r.hash, partitions: r.partitions, ...(r.expires_at < NEVER ? { expires_at: r.expires_at } : {}) })),
+        documentsOf.all(index, Date.now()).map((r) => ({
+          source: r.source,
+          file_name: r.file_name,
+          title: r.title,
+          origin: r.origin,
+          hash: r.hash,
+          partitions: r.partitions,
+          ...(r.expires_at < NEVER ? { expires_at: r.expires_at } : {}),
+          ...(r.allowed_groups !== '' ? { allowed_groups: r.allowed_groups.split(',') } : {}),
+        })),
       );
     },
-    search(index, vector, top, filter) {
-      return Promise.resolve().then(() => search(index, vector, top, filter));
+    removeCached(origins) {
+      return Promise.resolve().then(() =>
+        db.transaction(() => {
+          const end = `${CACHE_INDEX_PREFIX.slice(0, -1)}${String.fromCharCode(CACHE_INDEX_PREFIX.charCodeAt(CACHE_INDEX_PREFIX.length - 1) + 1)}`;
+          const found = cachedOf.all(CACHE_INDEX_PREFIX, end, JSON.stringify(origins));
+          for (const e of found) remove(e.index_name, e.source);
+          return found.length;
+        })(),
+      );
+    },
+    search(index, vector, top, options) {
+      return Promise.resolve().then(() => search(index, vector, top, options ?? {}));
     },
     close() {
       db.close();
@@ -128,11 +181,20 @@ export function openSqliteVectorIndex(file: string): VectorIndex {
     },
   };
 
-  function search(index: string, vector: readonly number[], top: number, filter: readonly Clause[] | undefined): SearchHit[] {
-    const values = clauseValues(filter);
+  /** The access keys readers may read, or undefined for every key. */
+  function readable(index: string, options: SearchOptions): string[] | undefined {
+    const readers = options.readers ?? [];
+    if (readers === 'everything') return undefined;
+    const groups = readerGroups(readers);
+    return [EVERYONE, ...(groups.length > 0 ? keysOf.all(index, JSON.stringify(groups)).map((r) => r.access_key) : [])];
+  }
+
+  function search(index: string, vector: readonly number[], top: number, options: SearchOptions): SearchHit[] {
+    const values = clauseValues(options.filter);
     const table = values && vectorTable(vector.length, false);
     if (!values || !table) return [];
-    const where = Object.keys(values).map((field) => ` AND ${field} = ?`).join('');
+    const keys = readable(index, options);
+    const where = Object.keys(values).map((field) => ` AND ${field} = ?`).join('') + (keys ? ` AND access IN (${keys.map(() => '?').join(', ')})` : '');
     const candidates = Math.min(MAX_K, Math.max(MIN_CANDIDATES, top * OVERSAMPLING));
     const query = vectorBlob(vector);
     const rows = db
@@ -143,7 +205,7 @@ export function openSqliteVectorIndex(file: string): VectorIndex {
          SELECT source, file_name, part, title, text, vec_distance_cosine(embedding, ?) AS distance
          FROM candidates ORDER BY distance LIMIT ?`,
       )
-      .all(vectorBlob(padded(vector)), candidates, index, BigInt(Date.now()), ...Object.values(values), query, top) as { source: string; file_name: string; part: number; title: string; text: string; distance: number }[];
+      .all(vectorBlob(padded(vector)), candidates, index, BigInt(Date.now()), ...Object.values(values), ...(keys ?? []), query, top) as { source: string; file_name: string; part: number; title: string; text: string; distance: number }[];
     return rows.map((r) => ({ id: `${sourceKey(r.source)}-${r.part}`, source: r.source, file_name: r.file_name, title: r.title, text: r.text, score: 1 - r.distance }));
   }
 }

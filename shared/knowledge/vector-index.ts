@@ -15,6 +15,8 @@ export interface IndexedDocument {
   hash: string;
   /** Epoch milliseconds after which searches no longer return it (cache entries); absent: kept. */
   expires_at?: number;
+  /** Group object ids allowed to read it; absent or empty: everyone may. */
+  allowed_groups?: readonly string[];
 }
 
 /** A document as the index lists it: with the number of its partitions. */
@@ -50,6 +52,18 @@ export interface SearchHit {
   score: number;
 }
 
+/**
+ * Who is searching: the group ids of the caller (a partition is found when it is for everyone or one of its
+ * groups is among them), or `everything` for the service itself. No readers named: only
+ * partitions for everyone.
+ */
+export type Readers = readonly string[] | 'everything';
+
+export interface SearchOptions {
+  filter?: readonly Clause[];
+  readers?: Readers;
+}
+
 export interface VectorIndex {
   readonly kind: 'embedded' | 'cosmos';
   /** Replaces every partition of the document (a document written twice keeps one set of partitions). */
@@ -58,10 +72,15 @@ export interface VectorIndex {
   removeDocument(index: string, source: string): Promise<void>;
   /** The documents of an index (not their partitions). */
   documents(index: string): Promise<IndexedEntry[]>;
-  /** The partitions most similar to the vector, best first, filtered inside the index query. */
-  search(index: string, vector: readonly number[], top: number, filter?: readonly Clause[]): Promise<SearchHit[]>;
+  /** Removes every semantic cache entry (indexes named `semantic-cache:…`) written for one of these origins; answers how many. */
+  removeCached(origins: readonly string[]): Promise<number>;
+  /** The partitions most similar to the vector, best first, filtered (clauses and readers) inside the index query. */
+  search(index: string, vector: readonly number[], top: number, options?: SearchOptions): Promise<SearchHit[]>;
   close(): Promise<void>;
 }
+
+/** Where semantic cache entries live: index names no knowledge index can have (`:` is not allowed there). */
+export const CACHE_INDEX_PREFIX = 'semantic-cache:';
 
 /** The stored key of a document: a hash of its source, so ids stay short and free of URL characters. */
 export const sourceKey = (source: string) => createHash('sha256').update(source).digest('base64url').slice(0, 22);
@@ -75,3 +94,9 @@ export function clauseValues(filter: readonly Clause[] = []): Partial<Record<Cla
   }
   return values;
 }
+
+/** A document's readers as stored: lower-cased, unique, sorted; empty for everyone. */
+export const groupsOf = (doc: Pick<IndexedDocument, 'allowed_groups'>): string[] => [...new Set((doc.allowed_groups ?? []).map((g) => g.trim().toLowerCase()).filter((g) => g !== ''))].sort();
+
+/** The readers' group ids as matched: lower-cased and unique. */
+export const readerGroups = (readers: readonly string[]): string[] => [...new Set(readers.map((g) => g.toLowerCase()))];

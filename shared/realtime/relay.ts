@@ -167,6 +167,11 @@ export function attachRelay(server: http.Server, s: Services): { close(): void }
 /** One call: the model's socket opened for it, events passed both ways until either side ends it. */
 async function relay(s: Services, principal: Principal, call: Call, client: WebSocket): Promise<void> {
   const started = Date.now();
+  // The model's events are kept in the order they came: one after another, each stamped later than the last
+  // (a user transcript and its answer can come within one millisecond, and the session lists by time).
+  let kept: Promise<void> = Promise.resolve();
+  let stamped = 0;
+  const stamp = () => new Date((stamped = Math.max(Date.now(), stamped + 1))).toISOString();
   const send = (event: unknown) => client.readyState === WebSocket.OPEN && client.send(JSON.stringify(event));
   let ended = false;
   let model: WebSocket | undefined;
@@ -227,7 +232,11 @@ async function relay(s: Services, principal: Principal, call: Call, client: WebS
     } catch {
       return;
     }
-    void observe(s, principal, call, event, started, end).catch((e: unknown) => s.log.warn('A realtime event could not be recorded', { error: e instanceof Error ? e.message : String(e) }));
+    const at = stamp();
+    const seen = event;
+    kept = kept
+      .then(() => observe(s, principal, call, seen, started, end, at))
+      .catch((e: unknown) => s.log.warn('A realtime event could not be recorded', { error: e instanceof Error ? e.message : String(e) }));
   });
   socket.on('unexpected-response', (_req, res) => end('model_closed', `The model refused the call (${res.statusCode ?? 0})`, 1011));
   socket.on('error', (e) => end('model_closed', `The model's connection failed: ${e.message}`, 1011));
@@ -242,8 +251,8 @@ async function observe(
   event: { type?: string; transcript?: unknown; response?: { id?: unknown; usage?: { input_tokens?: unknown; output_tokens?: unknown; total_tokens?: unknown } } },
   started: number,
   end: (reason: EndReason, detail: string) => void,
+  now: string,
 ): Promise<void> {
-  const now = new Date().toISOString();
   const message = (sender: 'User' | 'Assistant', text: string) =>
     s.conversations.recordMessage(call.realtime.upn, call.realtime.session_id, {
       id: randomUUID(),

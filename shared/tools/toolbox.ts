@@ -4,8 +4,7 @@
 import { createHash } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Principal } from '../auth/principal.js';
-import { citationOf, knowledgeTool, PromptEmbeddings, searchIndex, type Citation } from '../knowledge/retrieval.js';
-import type { Clause } from '../knowledge/vector-index.js';
+import { aboveMinimum, citationOf, knowledgeTool, PromptEmbeddings, searchIndex, type Citation, type KnowledgeScope } from '../knowledge/retrieval.js';
 import type { ToolDefinition } from '../models/wire.js';
 import type { AgentDoc } from '../providers/types/agent.js';
 import type { ToolDoc } from '../providers/types/catalog.js';
@@ -41,11 +40,12 @@ export interface ToolContext {
   user: Principal;
   sessionId: string | undefined;
   attachments: readonly FileDoc[];
-  filter: readonly Clause[];
+  /** The caller's knowledge scope: the request's filter and the groups they read as. */
+  scope: KnowledgeScope;
 }
 
 export async function toolboxFor(s: Services, context: ToolContext, agent: AgentDoc, tools: readonly ToolDoc[]): Promise<Toolbox> {
-  const { user, filter } = context;
+  const { user, scope } = context;
   const clients: Client[] = [];
   // The servers' connections live as long as the turn: closing the toolbox closes the connected ones and
   // aborts any still connecting (a server that never answers).
@@ -70,7 +70,7 @@ export async function toolboxFor(s: Services, context: ToolContext, agent: Agent
         },
         async run(args, signal) {
           if (typeof args.query !== 'string' || args.query.trim() === '') return { text: 'query must be a non-empty string', isError: true };
-          const hits = await searchIndex(s, agent, index, new PromptEmbeddings(args.query, signal), filter, topN);
+          const hits = aboveMinimum(knowledge, await searchIndex(s, agent, index, new PromptEmbeddings(args.query, signal), scope, topN));
           citations.push(...hits.map(citationOf));
           return { text: JSON.stringify(hits.map((h) => ({ title: h.title, source: h.source, text: h.text }))), isError: false };
         },

@@ -51,6 +51,7 @@ export const tools = {
     index_name: IndexName.optional(),
     top_n: z.number().int().min(1).max(50).optional().describe('Partitions retrieved per completion (knowledge tools; default 5)'),
     retrieval: z.enum(['always', 'on_demand']).optional().describe('knowledge tools: retrieve for every completion (default), or let the model search when it needs to'),
+    minimum_score: z.number().min(-1).max(1).optional().describe('knowledge tools: partitions whose similarity (cosine, -1 to 1) is below it are neither given to the model nor cited'),
     url: z.string().optional().describe(`mcp: the streamable HTTP endpoint of the server, or ${PLATFORM_MEMORY} for the memory tool server (in process, for the agent and user of the completion)`),
     allowed_tools: z.array(z.string().regex(TOOL_NAME, 'tool names are 1 to 64 letters, digits, _ or -')).min(1).max(64).optional().describe("mcp: the server's tools the model may call"),
     authentication_type: z.enum(['None', 'APIKey', 'AzureIdentity']).optional(),
@@ -63,7 +64,7 @@ export const tools = {
     const only = (type: string, fields: (keyof typeof d)[]) => {
       for (const f of fields) if (d.tool_type !== type && d[f] !== undefined) ctx.addIssue({ code: 'custom', path: [f], message: `valid only for a ${type} tool` });
     };
-    only('knowledge', ['index_name', 'top_n', 'retrieval']);
+    only('knowledge', ['index_name', 'top_n', 'retrieval', 'minimum_score']);
     only('plugin', ['plugin_object_id']);
     only('mcp', ['url', 'allowed_tools', 'authentication_type', 'authentication_parameters', 'headers']);
     if (d.tool_type === 'knowledge' && d.index_name === undefined) ctx.addIssue({ code: 'custom', path: ['index_name'], message: 'index_name is required for a knowledge tool' });

@@ -96,10 +96,10 @@ describe.each(ADAPTERS)('vector index contract: $name', (adapter) => {
     await index.replaceDocument('filter', doc('x/one.txt'), parts(0, 0, 0));
     await index.replaceDocument('filter', doc('y/two.txt'), [{ text: 'far', vector: vec(4) }]);
     // Unfiltered, the three partitions of one.txt would fill the top 3; filtered, two.txt is found.
-    expect((await index.search('filter', vec(0), 3, [{ field: 'file_name', value: 'two.txt' }])).map((h) => h.text)).toEqual(['far']);
-    expect((await index.search('filter', vec(0), 3, [{ field: 'source', value: 'y/two.txt' }])).map((h) => h.source)).toEqual(['y/two.txt']);
-    expect(await index.search('filter', vec(0), 3, [{ field: 'source', value: 'x/one.txt' }, { field: 'file_name', value: 'two.txt' }])).toEqual([]);
-    expect(await index.search('filter', vec(0), 3, [{ field: 'source', value: 'x/one.txt' }, { field: 'source', value: 'y/two.txt' }])).toEqual([]);
+    expect((await index.search('filter', vec(0), 3, { filter: [{ field: 'file_name', value: 'two.txt' }] })).map((h) => h.text)).toEqual(['far']);
+    expect((await index.search('filter', vec(0), 3, { filter: [{ field: 'source', value: 'y/two.txt' }] })).map((h) => h.source)).toEqual(['y/two.txt']);
+    expect(await index.search('filter', vec(0), 3, { filter: [{ field: 'source', value: 'x/one.txt' }, { field: 'file_name', value: 'two.txt' }] })).toEqual([]);
+    expect(await index.search('filter', vec(0), 3, { filter: [{ field: 'source', value: 'x/one.txt' }, { field: 'source', value: 'y/two.txt' }] })).toEqual([]);
   });
 
   search('never returns expired partitions, removed documents or other indexes', async () => {
@@ -109,5 +109,42 @@ describe.each(ADAPTERS)('vector index contract: $name', (adapter) => {
     await index.replaceDocument('gone-other', doc('elsewhere'), parts(0));
     await index.replaceDocument('gone', doc('kept'), parts(1));
     expect((await index.search('gone', vec(0), 5)).map((h) => h.source)).toEqual(['kept']);
+  });
+
+  it('removes the semantic cache entries of the named origins, and nothing else', async () => {
+    await index.replaceDocument('semantic-cache:one', doc('e1', 'h', { origin: 'agent-a', expires_at: Date.now() + 60_000 }), parts(0));
+    await index.replaceDocument('semantic-cache:two', doc('e2', 'h', { origin: 'agent-b', expires_at: Date.now() + 60_000 }), parts(0));
+    await index.replaceDocument('semantic-cache:two', doc('e3', 'h', { origin: 'agent-a', expires_at: Date.now() + 60_000 }), parts(1));
+    await index.replaceDocument('cached-lookalike', doc('k', 'h', { origin: 'agent-a' }), parts(0));
+    expect(await index.removeCached(['agent-a', 'agent-z'])).toBe(2);
+    expect(await index.documents('semantic-cache:one')).toEqual([]);
+    expect((await index.documents('semantic-cache:two')).map((d) => d.source)).toEqual(['e2']);
+    expect((await index.documents('cached-lookalike')).map((d) => d.source)).toEqual(['k']);
+    expect(await index.removeCached([])).toBe(0);
+  });
+
+  it("lists the groups a document is for, lower-cased and sorted, and none for everyone's", async () => {
+    await index.replaceDocument('groups-listed', doc('team', 'h', { allowed_groups: ['G-B', 'g-a', 'g-a'] }), parts(0));
+    await index.replaceDocument('groups-listed', doc('open', 'h', { allowed_groups: [] }), parts(1));
+    const listed = Object.fromEntries((await index.documents('groups-listed')).map((d) => [d.source, d.allowed_groups]));
+    expect(listed).toEqual({ team: ['g-a', 'g-b'], open: undefined });
+  });
+
+  search("finds a group's partitions only for readers in the group, inside the query: the top N are the top N they may read", async () => {
+    // The team's and the board's partitions are nearest; the public one is farther.
+    await index.replaceDocument('trimmed', doc('team.txt', 'h', { allowed_groups: ['G-TEAM'] }), parts(0, 0, 0));
+    await index.replaceDocument('trimmed', doc('board.txt', 'h', { allowed_groups: ['g-board', 'g-audit'] }), [{ text: 'board', vector: vec(0, 0.1) }]);
+    await index.replaceDocument('trimmed', doc('public.txt'), [{ text: 'public', vector: vec(0, 0.5) }]);
+    const sources = async (readers?: readonly string[] | 'everything') => [...new Set((await index.search('trimmed', vec(0), 3, readers ? { readers } : {})).map((h) => h.source))];
+    expect(await sources()).toEqual(['public.txt']);
+    expect(await sources(['g-other'])).toEqual(['public.txt']);
+    expect(await sources(['g-team'])).toEqual(['team.txt']);
+    expect(await sources(['G-AUDIT'])).toEqual(['board.txt', 'public.txt']);
+    expect(await sources(['g-team', 'g-board'])).toEqual(['team.txt']);
+    expect((await index.search('trimmed', vec(0), 5, { readers: ['g-team', 'g-board'] })).map((h) => h.source)).toEqual(['team.txt', 'team.txt', 'team.txt', 'board.txt', 'public.txt']);
+    expect((await index.search('trimmed', vec(0), 5, { readers: 'everything' })).length).toBe(5);
+    // A document's groups change with it.
+    await index.replaceDocument('trimmed', doc('team.txt', 'h2'), parts(0));
+    expect(await sources()).toEqual(['team.txt', 'public.txt']);
   });
 });

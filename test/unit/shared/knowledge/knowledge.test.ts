@@ -110,6 +110,7 @@ describe('the Cosmos DB vector search query', () => {
     expect(q.query).toBe(
       'SELECT TOP 5 c.key, c.part, c.source, c.file_name, c.title, c.text, VectorDistance(c.vector, @vector) AS score ' +
         "FROM c WHERE c.pk = @index AND c.kind = 'partition' AND c.expires_at > @now AND c.source = @source AND c.file_name = @file_name " +
+        'AND (NOT IS_DEFINED(c.access_groups) OR EXISTS(SELECT VALUE g FROM g IN c.access_groups WHERE ARRAY_CONTAINS(@readers, g))) ' +
         'ORDER BY VectorDistance(c.vector, @vector)',
     );
     expect(q.parameters).toEqual([
@@ -118,7 +119,15 @@ describe('the Cosmos DB vector search query', () => {
       { name: '@now', value: 1000 },
       { name: '@source', value: 'a.txt' },
       { name: '@file_name', value: 'a.txt' },
+      { name: '@readers', value: [] },
     ]);
+  });
+
+  it("admits partitions for everyone and those of the readers' groups, case-insensitively; the service reads everything", () => {
+    expect(vectorSearchQuery('docs', [0.1], 5, {}, 1000, ['G-One', 'g-two', 'g-one']).parameters?.at(-1)).toEqual({ name: '@readers', value: ['g-one', 'g-two'] });
+    const all = vectorSearchQuery('docs', [0.1], 5, {}, 1000, 'everything');
+    expect(all.query).not.toContain('access_groups');
+    expect((all.parameters ?? []).map((p) => p.name)).not.toContain('@readers');
   });
 });
 

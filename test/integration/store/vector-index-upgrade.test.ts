@@ -1,0 +1,52 @@
+// An embedded vector index written by the release before access trimming opens with this one: its partitions
+// move to the tables with an access column, for everyone, and are found as before.
+import path from 'node:path';
+import * as sqliteVec from 'sqlite-vec';
+import { describe, expect, it } from 'vitest';
+import { openSqliteVectorIndex } from '../../../shared/knowledge/sqlite-vector-index.js';
+import { openSqliteFile } from '../../../shared/store/sqlite-file.js';
+import { tempDir } from '../../support/services.js';
+
+const blob = (v: number[]) => Buffer.from(Float32Array.from(v).buffer);
+
+describe('an embedded vector index of the previous release', () => {
+  it('keeps its documents and finds its partitions, for everyone', async () => {
+    const file = path.join(tempDir(), 'knowledge.db');
+    // The previous release's schema, as it wrote it.
+    const old = openSqliteFile(file, { mapped: true });
+    sqliteVec.load(old);
+    old.exec(`
+      CREATE TABLE documents (index_name TEXT NOT NULL, source TEXT NOT NULL, file_name TEXT NOT NULL, title TEXT NOT NULL, origin TEXT NOT NULL,
+        hash TEXT NOT NULL, partitions INTEGER NOT NULL, expires_at INTEGER NOT NULL, PRIMARY KEY (index_name, source)) WITHOUT ROWID;
+      CREATE TABLE partitions (rowid INTEGER PRIMARY KEY, index_name TEXT NOT NULL, source TEXT NOT NULL, dimensions INTEGER NOT NULL);
+      CREATE VIRTUAL TABLE quantized_8 USING vec0(bits bit[8], index_name text partition key, source text, file_name text, expires_at integer,
+        +part integer, +title text, +text text, +embedding blob);
+    `);
+    const never = BigInt(Number.MAX_SAFE_INTEGER);
+    for (const [i, axis] of [0, 3].entries()) {
+      const v = new Array<number>(8).fill(0);
+      v[axis] = 1;
+      const rowid = BigInt(old.prepare(`INSERT INTO partitions (index_name, source, dimensions) VALUES ('docs', 'a.txt', 8)`).run().lastInsertRowid);
+      old
+        .prepare(`INSERT INTO quantized_8 (rowid, bits, index_name, source, file_name, expires_at, part, title, text, embedding) VALUES (?, vec_quantize_binary(?), 'docs', 'a.txt', 'a.txt', ?, ?, 'A', ?, ?)`)
+        .run(rowid, blob(v), never, BigInt(i), `part on axis ${axis}`, blob(v));
+    }
+    old.prepare(`INSERT INTO documents VALUES ('docs', 'a.txt', 'a.txt', 'A', 'pipeline', 'h1', 2, ?)`).run(never);
+    old.close();
+
+    const index = openSqliteVectorIndex(file);
+    try {
+      expect(await index.documents('docs')).toEqual([{ source: 'a.txt', file_name: 'a.txt', title: 'A', origin: 'pipeline', hash: 'h1', partitions: 2 }]);
+      const query = [0, 0, 0, 1, 0, 0, 0, 0];
+      const hits = await index.search('docs', query, 2);
+      expect(hits.map((h) => h.text)).toEqual(['part on axis 3', 'part on axis 0']);
+      expect(hits[0]?.score).toBeCloseTo(1);
+      // New writes go beside them, and the old table is gone.
+      await index.replaceDocument('docs', { source: 'b.txt', file_name: 'b.txt', title: 'B', origin: 'pipeline', hash: 'h', allowed_groups: ['g'] }, [{ text: 'b', vector: query }]);
+      expect((await index.search('docs', query, 3)).map((h) => h.source)).toEqual(['a.txt', 'a.txt']);
+      expect((await index.search('docs', query, 3, { readers: ['g'] })).map((h) => h.source).sort()).toEqual(['a.txt', 'a.txt', 'b.txt']);
+    } finally {
+      await index.close();
+    }
+  });
+});
