@@ -7,6 +7,8 @@ import { failPoisonedRun, runPipeline, startRun } from '../shared/knowledge/runs
 import { objectIdOf, partitionOf, ResourceName } from '../shared/providers/resource-type.js';
 import { dataPipelines } from '../shared/providers/types/catalog.js';
 import { queueHandler, type QueueHandler } from '../shared/queues/handler.js';
+import type { Timer } from '../shared/queues/timer.js';
+import { startDueRuns } from '../shared/knowledge/schedule.js';
 import { RunMessage } from '../shared/queues/messages.js';
 
 export const routes: Route[] = [
@@ -33,4 +35,16 @@ export const routes: Route[] = [
 export const queueHandlers: QueueHandler[] = [
   queueHandler({ name: 'data-pipelines-run', queue: (config) => config.knowledge.queue, message: RunMessage, handler: runPipeline }),
   queueHandler({ name: 'data-pipelines-poison', queue: (config) => `${config.knowledge.queue}-poison`, message: RunMessage, handler: failPoisonedRun }),
+];
+
+/** Scheduled pipelines: a run for each due time, within 60 s of it (every 15 s standalone; each minute, at its start, in Azure). */
+export const timers: Timer[] = [
+  {
+    name: 'data-pipelines-schedule',
+    schedule: '0 * * * * *',
+    everyMs: 15_000,
+    run: async (s) => {
+      await startDueRuns(s);
+    },
+  },
 ];

@@ -1,6 +1,7 @@
 // The one list of every endpoint group and queue handler; both hosts serve exactly this.
 import type { Route } from '../shared/http/route.js';
 import type { QueueHandler } from '../shared/queues/handler.js';
+import type { Timer } from '../shared/queues/timer.js';
 import type { Upgrade } from '../shared/http/standalone.js';
 import * as agentProperties from './agent-properties.js';
 import * as agentTemplates from './agent-templates.js';
@@ -32,3 +33,6 @@ export const ROUTES: readonly Route[] = [...groups.flat(), ...metaRoutes(() => R
 export const UPGRADES: readonly Upgrade[] = [realtime.relay];
 
 export const QUEUE_HANDLERS: readonly QueueHandler[] = [...completions.queueHandlers, ...dataPipelines.queueHandlers, ...evaluations.queueHandlers];
+
+/** Work on a clock, run where the queue handlers run. */
+export const TIMERS: readonly Timer[] = [...dataPipelines.timers];

@@ -4,7 +4,7 @@ import { loadConfig } from '../shared/config.js';
 import { registerHost } from '../shared/http/azure-host.js';
 import { createServices, type Services } from '../shared/services.js';
 import { VERSION } from '../shared/version.js';
-import { QUEUE_HANDLERS, ROUTES } from './groups.js';
+import { QUEUE_HANDLERS, ROUTES, TIMERS } from './groups.js';
 
 const config = loadConfig(process.env, VERSION);
 await startTelemetry(config);
@@ -13,4 +13,4 @@ let services: Promise<Services> | undefined;
 const getServices = () => (services ??= createServices(config));
 
 // One Function App per API in Azure (SERVICE_APIS); the async worker runs beside the Core API.
-registerHost(ROUTES, QUEUE_HANDLERS, config, getServices);
+registerHost(ROUTES, QUEUE_HANDLERS, TIMERS, config, getServices);

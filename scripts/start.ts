@@ -80,11 +80,11 @@ async function main() {
   let azurite: Azurite | undefined;
   try {
     await startTelemetry(config);
-    const [{ QUEUE_HANDLERS, ROUTES, UPGRADES }, { startStandalone }, { createServices }] = await loading;
+    const [{ QUEUE_HANDLERS, ROUTES, TIMERS, UPGRADES }, { startStandalone }, { createServices }] = await loading;
     services = await createServices(config);
     // The APIs answer as soon as they listen; the queue workers start, and the banner is printed, once
     // Azurite is up (until then /health/ready says the blobs and queues are not).
-    app = await startStandalone(ROUTES, QUEUE_HANDLERS, services, { upgrades: UPGRADES, ...(azuriteStarting ? { storageReady: azuriteStarting } : {}) });
+    app = await startStandalone(ROUTES, QUEUE_HANDLERS, services, { upgrades: UPGRADES, timers: TIMERS, ...(azuriteStarting ? { storageReady: azuriteStarting } : {}) });
     azurite = await azuriteStarting;
   } catch (e) {
     // A failed start stops what it started, as a signal would.

@@ -19,6 +19,7 @@ export function containersForInfra() {
       defaultTtl: KNOWLEDGE_CONTAINER.defaultTtl,
       indexingPolicy: KNOWLEDGE_CONTAINER.indexingPolicy,
       vectorEmbeddingPolicy: KNOWLEDGE_CONTAINER.vectorEmbeddingPolicy,
+      fullTextPolicy: KNOWLEDGE_CONTAINER.fullTextPolicy,
     },
   ];
 }

@@ -169,8 +169,8 @@ resource cosmos 'Microsoft.DocumentDB/databaseAccounts@2024-11-15' = {
   properties: {
     databaseAccountOfferType: 'Standard'
     disableLocalAuth: true
-    // Vector search: the knowledge container's vector embedding policy and index.
-    capabilities: [{ name: 'EnableServerless' }, { name: 'EnableNoSQLVectorSearch' }]
+    // Vector and full-text search: the knowledge container's vector embedding policy, full-text policy and indexes.
+    capabilities: [{ name: 'EnableServerless' }, { name: 'EnableNoSQLVectorSearch' }, { name: 'EnableNoSQLFullTextSearch' }]
     locations: [{ locationName: location, failoverPriority: 0 }]
     consistencyPolicy: { defaultConsistencyLevel: 'Session' }
   }
@@ -195,7 +195,8 @@ resource cosmosContainers 'Microsoft.DocumentDB/databaseAccounts/sqlDatabases/co
           indexingPolicy: c.indexingPolicy
         },
         contains(c, 'defaultTtl') ? { defaultTtl: c.defaultTtl } : {},
-        contains(c, 'vectorEmbeddingPolicy') ? { vectorEmbeddingPolicy: c.vectorEmbeddingPolicy } : {}
+        contains(c, 'vectorEmbeddingPolicy') ? { vectorEmbeddingPolicy: c.vectorEmbeddingPolicy } : {},
+        contains(c, 'fullTextPolicy') ? { fullTextPolicy: c.fullTextPolicy } : {}
       )
     }
   }

@@ -21,9 +21,13 @@ resource "azurerm_cosmosdb_account" "this" {
     name = "EnableServerless"
   }
 
-  # Vector search: the knowledge container's vector embedding policy and index.
+  # Vector and full-text search: the knowledge container's vector embedding policy, full-text policy and indexes.
   capabilities {
     name = "EnableNoSQLVectorSearch"
+  }
+
+  capabilities {
+    name = "EnableNoSQLFullTextSearch"
   }
 
   consistency_policy {
@@ -96,6 +100,7 @@ resource "azapi_resource" "vector_container" {
         defaultTtl            = each.value.defaultTtl
         indexingPolicy        = each.value.indexingPolicy
         vectorEmbeddingPolicy = each.value.vectorEmbeddingPolicy
+        fullTextPolicy        = each.value.fullTextPolicy
       }
     }
   }

@@ -5,6 +5,7 @@ import { ReadableStream } from 'node:stream/web';
 import functions from '@azure/functions';
 import type { Config } from '../config.js';
 import type { QueueHandler } from '../queues/handler.js';
+import type { Timer } from '../queues/timer.js';
 import type { Services } from '../services.js';
 import { payloadTooLarge } from '../errors.js';
 import { handle } from './pipeline.js';
@@ -70,7 +71,7 @@ export const functionsHandler = (route: Route, services: () => Promise<Services>
 };
 
 /** What the host registers with: `app` of @azure/functions, or a recorder in tests. */
-export type Registrar = Pick<typeof functions.app, 'http' | 'storageQueue'>;
+export type Registrar = Pick<typeof functions.app, 'http' | 'storageQueue' | 'timer'>;
 
 /**
  * The routes one Functions host serves for the APIs it runs. A host with both APIs (`func start` with the
@@ -89,14 +90,18 @@ export function routesForHost(routes: readonly Route[], apis: readonly Api[]): R
   });
 }
 
-/** Registers the HTTP functions of the configured APIs, and the queue triggers beside the Core API. */
-export function registerHost(routes: readonly Route[], queueHandlers: readonly QueueHandler[], config: Config, services: () => Promise<Services>, app: Registrar = functions.app) {
+/** Registers the HTTP functions of the configured APIs, and the queue and timer triggers beside the Core API. */
+export function registerHost(routes: readonly Route[], queueHandlers: readonly QueueHandler[], timers: readonly Timer[], config: Config, services: () => Promise<Services>, app: Registrar = functions.app) {
   // Streamed completions (server-sent events) need the v4 model's HTTP streams.
   if (app === functions.app) functions.app.setup({ enableHttpStream: true });
-  registerFunctions(routesForHost(routes, config.serviceApis), config.serviceApis.includes('core') && config.queueWorkers ? queueHandlers : [], config, services, app);
+  const workers = config.serviceApis.includes('core') && config.queueWorkers;
+  registerFunctions(routesForHost(routes, config.serviceApis), workers ? queueHandlers : [], workers ? timers : [], config, services, app);
 }
 
-export function registerFunctions(routes: readonly Route[], queueHandlers: readonly QueueHandler[], config: Config, services: () => Promise<Services>, app: Registrar = functions.app) {
+export function registerFunctions(routes: readonly Route[], queueHandlers: readonly QueueHandler[], timers: readonly Timer[], config: Config, services: () => Promise<Services>, app: Registrar = functions.app) {
+  for (const t of timers) {
+    app.timer(t.name, { schedule: t.schedule, handler: async () => t.run(await services()) });
+  }
   for (const route of routes) {
     app.http(route.name, {
       methods: [route.method],

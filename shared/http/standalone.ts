@@ -3,6 +3,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startQueueConsumer, type Consumer } from '../queues/local-consumer.js';
 import type { QueueHandler } from '../queues/handler.js';
+import type { Timer } from '../queues/timer.js';
 import { ConfigError } from '../config.js';
 import type { Services } from '../services.js';
 import { createApiServer, InFlight } from './node-host.js';
@@ -48,7 +49,7 @@ export async function startStandalone(
   routes: readonly Route[],
   queueHandlers: readonly QueueHandler[],
   services: Services,
-  options: { consumers?: boolean; storageReady?: Promise<unknown>; upgrades?: readonly Upgrade[] } = {},
+  options: { consumers?: boolean; storageReady?: Promise<unknown>; upgrades?: readonly Upgrade[]; timers?: readonly Timer[] } = {},
 ): Promise<Standalone> {
   const { host, corePort, managementPort } = services.config;
   const handlers = new InFlight();
@@ -62,11 +63,24 @@ export async function startStandalone(
     throw e;
   });
   const consumers: Consumer[] = [];
+  const clocks: NodeJS.Timeout[] = [];
   let closed = false;
   const startConsumers = () => {
     if (closed || options.consumers === false || !services.config.queueWorkers) return;
     const lease = { idlePollMs: 500, visibilityTimeoutSeconds: services.config.queueVisibilityTimeoutSeconds };
     consumers.push(...queueHandlers.map((h) => startQueueConsumer(h, services.queues, services, { ...lease, ...(h.concurrency ? { concurrency: h.concurrency } : {}) })));
+    for (const t of options.timers ?? []) {
+      // One run at a time per timer: a slow run is not overlapped by the next tick.
+      let running = false;
+      const tick = () => {
+        if (running || closed) return;
+        running = true;
+        t.run(services)
+          .catch((e: unknown) => services.log.warn('A timer failed', { timer: t.name, error: e instanceof Error ? e.message : String(e) }))
+          .finally(() => (running = false));
+      };
+      clocks.push(setInterval(tick, t.everyMs).unref());
+    }
   };
   if (options.storageReady) options.storageReady.then(startConsumers, () => undefined);
   else startConsumers();
@@ -76,6 +90,7 @@ export async function startStandalone(
     managementUrl,
     async close(graceMs = 5000) {
       closed = true;
+      for (const c of clocks) clearInterval(c);
       unsubscribe();
       for (const u of upgrades) u.close();
       const started = Date.now();

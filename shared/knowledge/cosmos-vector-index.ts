@@ -8,7 +8,7 @@
 import type { ContainerRequest, OperationInput, SqlQuerySpec } from '@azure/cosmos';
 import { VectorEmbeddingDataType, VectorEmbeddingDistanceFunction, VectorIndexType } from '@azure/cosmos';
 import { cosmosClient, type CosmosStoreOptions } from '../store/cosmos-store.js';
-import { CACHE_INDEX_PREFIX, clauseValues, groupsOf, readerGroups, sourceKey, type Clause, type IndexedEntry, type Readers, type SearchHit, type StoredEntry, type VectorIndex } from './vector-index.js';
+import { CACHE_INDEX_PREFIX, clauseValues, groupsOf, readerGroups, searchTerms, sourceKey, type Clause, type IndexedEntry, type Readers, type SearchHit, type StoredEntry, type VectorIndex } from './vector-index.js';
 
 /**
  * The vector length the container's policy fixes (text-embedding-3-small and ada-002, and text-embedding-3-large
@@ -37,7 +37,10 @@ export const KNOWLEDGE_CONTAINER = {
     // Vectors are indexed by the vector index only: a range index on 1536 numbers per item would be waste.
     excludedPaths: [{ path: '/vector/*' }, { path: '/"_etag"/?' }],
     vectorIndexes: [{ path: '/vector', type: VectorIndexType.QuantizedFlat }],
+    // Hybrid search ranks the partitions' text with BM25 (FullTextScore).
+    fullTextIndexes: [{ path: '/text' }],
   },
+  fullTextPolicy: { defaultLanguage: 'en-US', fullTextPaths: [{ path: '/text', language: 'en-US' }] },
 } as const satisfies ContainerRequest;
 
 interface RecordItem extends StoredEntry {
@@ -48,20 +51,26 @@ interface RecordItem extends StoredEntry {
   ttl?: number;
 }
 
-/** The search as one query: the filters, the readers and the expiry inside it, best first (ORDER BY VectorDistance). */
-export function vectorSearchQuery(index: string, vector: readonly number[], top: number, values: Partial<Record<Clause['field'], string>>, now: number, readers: Readers = []): SqlQuerySpec {
+/**
+ * The search as one query: the filters, the readers and the expiry inside it, best first (ORDER BY
+ * VectorDistance), or with `terms` a hybrid search: ORDER BY RANK RRF of the vector distance and the BM25
+ * score of the terms (FullTextScore).
+ */
+export function vectorSearchQuery(index: string, vector: readonly number[], top: number, values: Partial<Record<Clause['field'], string>>, now: number, readers: Readers = [], terms: readonly string[] = []): SqlQuerySpec {
   const access = readers === 'everything' ? '' : ' AND (NOT IS_DEFINED(c.access_groups) OR EXISTS(SELECT VALUE g FROM g IN c.access_groups WHERE ARRAY_CONTAINS(@readers, g)))';
   const filters = Object.keys(values).map((field) => ` AND c.${field} = @${field}`).join('') + access;
   return {
     query:
       `SELECT TOP ${Math.trunc(top)} c.key, c.part, c.source, c.file_name, c.title, c.text, VectorDistance(c.vector, @vector) AS score ` +
-      `FROM c WHERE c.pk = @index AND c.kind = 'partition' AND c.expires_at > @now${filters} ORDER BY VectorDistance(c.vector, @vector)`,
+      `FROM c WHERE c.pk = @index AND c.kind = 'partition' AND c.expires_at > @now${filters} ` +
+      (terms.length > 0 ? `ORDER BY RANK RRF(VectorDistance(c.vector, @vector), FullTextScore(c.text, ${terms.map((_, i) => `@term${i}`).join(', ')}))` : 'ORDER BY VectorDistance(c.vector, @vector)'),
     parameters: [
       { name: '@index', value: index },
       { name: '@vector', value: [...vector] },
       { name: '@now', value: now },
       ...Object.entries(values).map(([field, value]) => ({ name: `@${field}`, value })),
       ...(readers === 'everything' ? [] : [{ name: '@readers', value: readerGroups(readers) }]),
+      ...terms.map((value, i) => ({ name: `@term${i}`, value })),
     ],
   };
 }
@@ -158,7 +167,7 @@ export async function openCosmosVectorIndex(options: CosmosStoreOptions): Promis
       const values = clauseValues(options.filter);
       if (!values || vector.length !== COSMOS_VECTOR_DIMENSIONS) return [];
       const { resources } = await container.items
-        .query<{ key: string; part: number; source: string; file_name: string; title: string; text: string; score: number }>(vectorSearchQuery(index, vector, top, values, Date.now(), options.readers), {
+        .query<{ key: string; part: number; source: string; file_name: string; title: string; text: string; score: number }>(vectorSearchQuery(index, vector, top, values, Date.now(), options.readers, options.mode === 'hybrid' ? searchTerms(options.text ?? '') : []), {
           partitionKey: index,
         })
         .fetchAll();

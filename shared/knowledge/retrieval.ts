@@ -27,7 +27,8 @@ const DEFAULT_TOP_N = 5;
 export class PromptEmbeddings {
   private readonly vectors = new Map<string, Promise<number[]>>();
   constructor(
-    private readonly prompt: string,
+    /** The text embedded: the prompt (or the model's search query). Hybrid searches match its words too. */
+    readonly prompt: string,
     private readonly signal?: AbortSignal,
   ) {}
 
@@ -50,6 +51,8 @@ export interface KnowledgeTool {
   retrieval: 'always' | 'on_demand';
   /** Partitions scoring below it are neither given to the model nor cited. */
   minimumScore: number | undefined;
+  /** `hybrid`: full-text and vector rankings fused; `vector` (default): similarity alone. */
+  searchMode: 'vector' | 'hybrid';
 }
 
 /** The tools of an agent, read through the resource cache (tools that no longer exist are skipped). */
@@ -60,7 +63,7 @@ export async function agentTools(s: Services, agent: AgentDoc): Promise<ToolDoc[
 
 /** A knowledge tool's settings, defaults applied; undefined for a tool of another type. */
 export const knowledgeTool = (t: ToolDoc): KnowledgeTool | undefined =>
-  t.tool_type === 'knowledge' && t.index_name !== undefined ? { index: t.index_name, topN: t.top_n ?? DEFAULT_TOP_N, retrieval: t.retrieval ?? 'always', minimumScore: t.minimum_score } : undefined;
+  t.tool_type === 'knowledge' && t.index_name !== undefined ? { index: t.index_name, topN: t.top_n ?? DEFAULT_TOP_N, retrieval: t.retrieval ?? 'always', minimumScore: t.minimum_score, searchMode: t.search_mode ?? 'vector' } : undefined;
 
 /** The hits a tool keeps: those at or above its minimum score. */
 export function aboveMinimum(tool: Pick<KnowledgeTool, 'minimumScore'>, hits: SearchHit[]): SearchHit[] {
@@ -69,13 +72,13 @@ export function aboveMinimum(tool: Pick<KnowledgeTool, 'minimumScore'>, hits: Se
 }
 
 /** The most similar partitions of one index the caller may read, embedded with the model its data pipeline writes with. */
-export async function searchIndex(s: Services, agent: AgentDoc, index: string, embeddings: PromptEmbeddings, scope: KnowledgeScope, top: number): Promise<SearchHit[]> {
+export async function searchIndex(s: Services, agent: AgentDoc, index: string, embeddings: PromptEmbeddings, scope: KnowledgeScope, top: number, mode: KnowledgeTool['searchMode'] = 'vector'): Promise<SearchHit[]> {
   const pipeline = await s.resourceCache.findBy(dataPipelines, 'index_name', index);
   // An index nothing writes yet has nothing to find.
   if (!pipeline) return [];
   const embedder = await embedderFor(s, pipeline.embedding_ai_model_object_id, pipeline.embedding_dimensions);
   if (typeof embedder === 'string') throw notReady(`Agent ${agent.name} cannot search index ${index}: ${embedder}`);
-  return s.vectors.search(index, await embeddings.of(embedder), top, { filter: scope.filter, readers: scope.readers });
+  return s.vectors.search(index, await embeddings.of(embedder), top, { filter: scope.filter, readers: scope.readers, mode, text: embeddings.prompt });
 }
 
 export const citationOf = (h: SearchHit): Citation => ({ id: h.id, source: h.source, title: h.title, text: h.text, score: h.score });
@@ -87,7 +90,7 @@ export const citationOf = (h: SearchHit): Citation => ({ id: h.id, source: h.sou
 export async function retrieve(s: Services, agent: AgentDoc, embeddings: PromptEmbeddings, scope: KnowledgeScope, requestTopN: number | undefined): Promise<Citation[]> {
   const tools = (await agentTools(s, agent)).map(knowledgeTool).filter((t): t is KnowledgeTool => t?.retrieval === 'always');
   if (tools.length === 0) return [];
-  const found = await Promise.all(tools.map(async (tool) => aboveMinimum(tool, await searchIndex(s, agent, tool.index, embeddings, scope, requestTopN ?? tool.topN))));
+  const found = await Promise.all(tools.map(async (tool) => aboveMinimum(tool, await searchIndex(s, agent, tool.index, embeddings, scope, requestTopN ?? tool.topN, tool.searchMode))));
   const top = requestTopN ?? Math.max(...tools.map((t) => t.topN));
   return found
     .flat()

@@ -64,7 +64,22 @@ export async function startRun(s: Services, principal: Principal, pipelineName: 
     if (e instanceof RunFailure) throw badRequest(`The pipeline cannot run: ${e.message}`);
     throw e;
   }
-  const name = randomUUID();
+  return queueRun(s, pipeline, randomUUID(), principal.upn);
+}
+
+/**
+ * Records a run of the pipeline named `name` and queues it. A run that cannot start (its source or model
+ * unusable) is recorded Failed with the reason. Throws ConflictError when a run of that name exists (a
+ * scheduled due time another instance started).
+ */
+export async function queueRun(s: Services, pipeline: DataPipelineDoc, name: string, by: string): Promise<{ object_id: string }> {
+  const problem = await prerequisites(s, pipeline).then(
+    () => undefined,
+    (e: unknown) => {
+      if (e instanceof RunFailure) return e.message;
+      throw e;
+    },
+  );
   const now = new Date().toISOString();
   const run: RunDoc = {
     id: resourceId(name),
@@ -73,19 +88,19 @@ export async function startRun(s: Services, principal: Principal, pipelineName: 
     name,
     object_id: objectIdOf(s.config.instanceId, dataPipelineRuns, name),
     data_pipeline_object_id: pipeline.object_id,
-    status: 'Pending',
+    status: problem ? 'Failed' : 'Pending',
     started_on: null,
-    completed_on: null,
+    completed_on: problem ? now : null,
     counts: emptyCounts(),
-    errors: [],
+    errors: problem ? [{ source: '', message: `The pipeline cannot run: ${problem}` }] : [],
     created_on: now,
-    created_by: principal.upn,
+    created_by: by,
     updated_on: now,
-    updated_by: principal.upn,
+    updated_by: by,
     deleted: false,
   };
   await runs(s).create(run);
-  await s.producer.send(s.config.knowledge.queue, { run: run.id } satisfies RunMessage);
+  if (!problem) await s.producer.send(s.config.knowledge.queue, { run: run.id } satisfies RunMessage);
   return { object_id: run.object_id };
 }
 

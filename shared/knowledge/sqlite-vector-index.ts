@@ -5,6 +5,8 @@
 // Access: a partition holds one access key, `*` for everyone or a digest of its document's group set; the
 // `access_sets` table says which groups each key admits, so a caller's groups become the keys they may read
 // and the KNN filters on `access IN (...)` (documents share few distinct group sets).
+// Hybrid search: an FTS5 table holds every partition's text under the partition's rowid, with the same
+// filter columns; its BM25 ranking and the vector ranking are fused by reciprocal rank.
 // Search is binary quantization with exact re-scoring (the sqlite-vec recipe): a KNN over one bit per
 // dimension (Hamming distance, 32 times less to read than float32) picks the candidates, at least 100 and
 // twenty times what was asked for, and their full vectors are ranked by cosine distance. Over 10,000 partitions of
@@ -13,7 +15,7 @@
 import * as sqliteVec from 'sqlite-vec';
 import { openSqliteFile } from '../store/sqlite-file.js';
 import { createHash } from 'node:crypto';
-import { CACHE_INDEX_PREFIX, clauseValues, groupsOf, readerGroups, sourceKey, type IndexedDocument, type Partition, type SearchHit, type SearchOptions, type StoredEntry, type VectorIndex } from './vector-index.js';
+import { CACHE_INDEX_PREFIX, clauseValues, groupsOf, readerGroups, RRF_K, searchTerms, sourceKey, type IndexedDocument, type Partition, type SearchHit, type SearchOptions, type StoredEntry, type VectorIndex } from './vector-index.js';
 
 /** Stands for "never expires" in the integer expiry column. */
 const NEVER = Number.MAX_SAFE_INTEGER;
@@ -50,6 +52,18 @@ export function openSqliteVectorIndex(file: string): VectorIndex {
     CREATE TABLE IF NOT EXISTS access_sets (
       index_name TEXT NOT NULL, group_id TEXT NOT NULL, access_key TEXT NOT NULL, PRIMARY KEY (index_name, group_id, access_key)) WITHOUT ROWID;
   `);
+  // Full text beside the vectors; filled from the partitions already indexed when it is new.
+  const hadFulltext = db.prepare(`SELECT 1 FROM sqlite_master WHERE name = 'fulltext'`).get() !== undefined;
+  db.exec(`CREATE VIRTUAL TABLE IF NOT EXISTS fulltext USING fts5(
+    text, index_name UNINDEXED, source UNINDEXED, file_name UNINDEXED, access UNINDEXED, expires_at UNINDEXED, dimensions UNINDEXED,
+    tokenize = 'unicode61 remove_diacritics 2')`);
+  const fillFulltext = (table: string, dimensions: number) =>
+    db.exec(`INSERT INTO fulltext (rowid, text, index_name, source, file_name, access, expires_at, dimensions)
+      SELECT rowid, text, index_name, source, file_name, access, expires_at, ${dimensions} FROM ${table}`);
+  if (!hadFulltext) {
+    const existing = db.prepare(`SELECT name FROM sqlite_master WHERE name GLOB 'partitions_[0-9]*' AND sql LIKE 'CREATE VIRTUAL TABLE%'`).all() as { name: string }[];
+    for (const { name } of existing) fillFulltext(name, Number(name.slice('partitions_'.length)));
+  }
   // Documents indexed before access trimming are for everyone: their groups column is added empty.
   const documentColumns = db.prepare(`SELECT name FROM pragma_table_info('documents')`).all() as { name: string }[];
   if (!documentColumns.some((c) => c.name === 'allowed_groups')) db.exec(`ALTER TABLE documents ADD COLUMN allowed_groups TEXT NOT NULL DEFAULT ''`);
@@ -73,6 +87,7 @@ export function openSqliteVectorIndex(file: string): VectorIndex {
           db.exec(`INSERT INTO ${name} (rowid, bits, index_name, source, file_name, expires_at, access, part, title, text, embedding)
             SELECT rowid, vec_bit(bits), index_name, source, file_name, expires_at, '${EVERYONE}', part, title, text, embedding FROM ${before}`);
           db.exec(`DROP TABLE ${before}`);
+          fillFulltext(name, dimensions);
         }
       })();
     }
@@ -98,10 +113,13 @@ export function openSqliteVectorIndex(file: string): VectorIndex {
     `SELECT index_name, source FROM documents WHERE index_name >= ? AND index_name < ? AND origin IN (SELECT value FROM json_each(?))`,
   );
 
+  const insertText = db.prepare(`INSERT INTO fulltext (rowid, text, index_name, source, file_name, access, expires_at, dimensions) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
+  const deleteText = db.prepare<[bigint]>(`DELETE FROM fulltext WHERE rowid = ?`);
   const remove = (index: string, source: string) => {
     for (const p of partitionsOf.all(index, source)) {
       const table = vectorTable(p.dimensions, false);
       if (table) db.prepare(`DELETE FROM ${table} WHERE rowid = ?`).run(BigInt(p.rowid));
+      deleteText.run(BigInt(p.rowid));
     }
     deletePartitions.run(index, source);
     deleteDocument.run(index, source);
@@ -136,6 +154,8 @@ export function openSqliteVectorIndex(file: string): VectorIndex {
         p.text,
         vector,
       );
+      // Cache entries are found by their vector alone: their text is not searched.
+      if (!index.startsWith(CACHE_INDEX_PREFIX)) insertText.run(rowid, p.text, index, doc.source, doc.file_name, access, BigInt(expires), dimensions);
     });
     upsertDocument.run(index, doc.source, doc.file_name, doc.title, doc.origin, doc.hash, partitions.length, expires, groups.join(','));
   });
@@ -189,23 +209,61 @@ export function openSqliteVectorIndex(file: string): VectorIndex {
     return [EVERYONE, ...(groups.length > 0 ? keysOf.all(index, JSON.stringify(groups)).map((r) => r.access_key) : [])];
   }
 
+  interface Row {
+    rowid: number;
+    source: string;
+    file_name: string;
+    part: number;
+    title: string;
+    text: string;
+    distance: number;
+  }
+  function hitOf(r: Row): SearchHit {
+    return { id: `${sourceKey(r.source)}-${r.part}`, source: r.source, file_name: r.file_name, title: r.title, text: r.text, score: 1 - r.distance };
+  }
+
   function search(index: string, vector: readonly number[], top: number, options: SearchOptions): SearchHit[] {
     const values = clauseValues(options.filter);
     const table = values && vectorTable(vector.length, false);
     if (!values || !table) return [];
     const keys = readable(index, options);
     const where = Object.keys(values).map((field) => ` AND ${field} = ?`).join('') + (keys ? ` AND access IN (${keys.map(() => '?').join(', ')})` : '');
-    const candidates = Math.min(MAX_K, Math.max(MIN_CANDIDATES, top * OVERSAMPLING));
+    const params = [...Object.values(values), ...(keys ?? [])];
+    const terms = options.mode === 'hybrid' ? searchTerms(options.text ?? '') : [];
+    if (terms.length === 0) return nearest(table, index, vector, top, where, params).map(hitOf);
+    // Hybrid: twice the results asked for from each ranking (at least 20), fused by reciprocal rank.
+    const pool = Math.max(20, top * 2);
+    const byVector = nearest(table, index, vector, pool, where, params);
+    const byText = db
+      .prepare(
+        `SELECT rowid FROM fulltext WHERE fulltext MATCH ? AND index_name = ? AND expires_at > ? AND dimensions = ?${where} ORDER BY rank LIMIT ?`,
+      )
+      .all(terms.map((t) => `"${t.replace(/"/g, '""')}"`).join(' OR '), index, BigInt(Date.now()), vector.length, ...params, pool) as { rowid: number }[];
+    const fused = new Map<number, number>();
+    byVector.forEach((r, i) => fused.set(r.rowid, (fused.get(r.rowid) ?? 0) + 1 / (RRF_K + i + 1)));
+    byText.forEach((r, i) => fused.set(r.rowid, (fused.get(r.rowid) ?? 0) + 1 / (RRF_K + i + 1)));
+    const rows = new Map(byVector.map((r) => [r.rowid, r]));
     const query = vectorBlob(vector);
-    const rows = db
+    const read = db.prepare(`SELECT rowid, source, file_name, part, title, text, vec_distance_cosine(embedding, ?) AS distance FROM ${table} WHERE rowid = ?`);
+    return [...fused]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([rowid]) => rows.get(rowid) ?? (read.get(query, BigInt(rowid)) as Row | undefined))
+      .filter((r): r is Row => r !== undefined)
+      .map(hitOf);
+  }
+
+  /** The partitions nearest the vector: quantized candidates, ranked by exact cosine distance. */
+  function nearest(table: string, index: string, vector: readonly number[], top: number, where: string, params: readonly (string | number)[]): Row[] {
+    const candidates = Math.min(MAX_K, Math.max(MIN_CANDIDATES, top * OVERSAMPLING));
+    return db
       .prepare(
         `WITH candidates AS (
-           SELECT source, file_name, part, title, text, embedding FROM ${table}
+           SELECT rowid, source, file_name, part, title, text, embedding FROM ${table}
            WHERE bits MATCH vec_quantize_binary(?) AND k = ? AND index_name = ? AND expires_at > ?${where})
-         SELECT source, file_name, part, title, text, vec_distance_cosine(embedding, ?) AS distance
+         SELECT rowid, source, file_name, part, title, text, vec_distance_cosine(embedding, ?) AS distance
          FROM candidates ORDER BY distance LIMIT ?`,
       )
-      .all(vectorBlob(padded(vector)), candidates, index, BigInt(Date.now()), ...Object.values(values), ...(keys ?? []), query, top) as { source: string; file_name: string; part: number; title: string; text: string; distance: number }[];
-    return rows.map((r) => ({ id: `${sourceKey(r.source)}-${r.part}`, source: r.source, file_name: r.file_name, title: r.title, text: r.text, score: 1 - r.distance }));
+      .all(vectorBlob(padded(vector)), candidates, index, BigInt(Date.now()), ...params, vectorBlob(vector), top) as Row[];
   }
 }

@@ -62,6 +62,26 @@ export type Readers = readonly string[] | 'everything';
 export interface SearchOptions {
   filter?: readonly Clause[];
   readers?: Readers;
+  /**
+   * `hybrid`: the partitions whose words best match `text` (BM25 full-text ranking) are fused with the most
+   * similar ones by reciprocal rank, so an exact token (a part number, an error code) is found even where
+   * the embedding misses it. Scores stay cosine similarities; the order is the fused rank.
+   */
+  mode?: 'vector' | 'hybrid';
+  /** The words to match in hybrid mode (the prompt). */
+  text?: string;
+}
+
+/** The constant of reciprocal rank fusion: a result's share is 1 / (RRF_K + its rank) in each list. */
+export const RRF_K = 60;
+
+/** Most words of a prompt matched in full-text search. */
+const MAX_TERMS = 32;
+
+/** The words of a prompt as full-text terms: trimmed of punctuation at their ends, unique, at most 32. */
+export function searchTerms(text: string): string[] {
+  const words = text.split(/\s+/).map((w) => w.replace(/^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$/gu, '')).filter((w) => /[\p{L}\p{N}]/u.test(w));
+  return [...new Set(words.map((w) => w.toLowerCase()))].slice(0, MAX_TERMS);
 }
 
 export interface VectorIndex {

@@ -70,7 +70,7 @@ export async function toolboxFor(s: Services, context: ToolContext, agent: Agent
         },
         async run(args, signal) {
           if (typeof args.query !== 'string' || args.query.trim() === '') return { text: 'query must be a non-empty string', isError: true };
-          const hits = aboveMinimum(knowledge, await searchIndex(s, agent, index, new PromptEmbeddings(args.query, signal), scope, topN));
+          const hits = aboveMinimum(knowledge, await searchIndex(s, agent, index, new PromptEmbeddings(args.query, signal), scope, topN, knowledge.searchMode));
           citations.push(...hits.map(citationOf));
           return { text: JSON.stringify(hits.map((h) => ({ title: h.title, source: h.source, text: h.text }))), isError: false };
         },

@@ -3,6 +3,7 @@
 // does around their writes is in providers/rules/catalog.ts.
 import { z } from 'zod';
 import { SECRET_NAME, SECRET_NAME_RULE } from '../../config.js';
+import { cronProblem } from '../../knowledge/cron.js';
 import { definition, type ResourceKind, type ResourceOf } from '../resource-type.js';
 import { ApiEndpointFields, checkEndpoint, ModelParametersFields } from './model-fields.js';
 
@@ -51,6 +52,7 @@ export const tools = {
     index_name: IndexName.optional(),
     top_n: z.number().int().min(1).max(50).optional().describe('Partitions retrieved per completion (knowledge tools; default 5)'),
     retrieval: z.enum(['always', 'on_demand']).optional().describe('knowledge tools: retrieve for every completion (default), or let the model search when it needs to'),
+    search_mode: z.enum(['vector', 'hybrid'], { error: 'search_mode must be vector or hybrid' }).optional().describe('knowledge tools: vector similarity alone (default), or hybrid: full-text (BM25) and vector rankings fused by reciprocal rank, so exact tokens such as part numbers are found'),
     minimum_score: z.number().min(-1).max(1).optional().describe('knowledge tools: partitions whose similarity (cosine, -1 to 1) is below it are neither given to the model nor cited'),
     url: z.string().optional().describe(`mcp: the streamable HTTP endpoint of the server, or ${PLATFORM_MEMORY} for the memory tool server (in process, for the agent and user of the completion)`),
     allowed_tools: z.array(z.string().regex(TOOL_NAME, 'tool names are 1 to 64 letters, digits, _ or -')).min(1).max(64).optional().describe("mcp: the server's tools the model may call"),
@@ -64,7 +66,7 @@ export const tools = {
     const only = (type: string, fields: (keyof typeof d)[]) => {
       for (const f of fields) if (d.tool_type !== type && d[f] !== undefined) ctx.addIssue({ code: 'custom', path: [f], message: `valid only for a ${type} tool` });
     };
-    only('knowledge', ['index_name', 'top_n', 'retrieval', 'minimum_score']);
+    only('knowledge', ['index_name', 'top_n', 'retrieval', 'search_mode', 'minimum_score']);
     only('plugin', ['plugin_object_id']);
     only('mcp', ['url', 'allowed_tools', 'authentication_type', 'authentication_parameters', 'headers']);
     if (d.tool_type === 'knowledge' && d.index_name === undefined) ctx.addIssue({ code: 'custom', path: ['index_name'], message: 'index_name is required for a knowledge tool' });
@@ -138,7 +140,16 @@ export const dataPipelines = {
       .max(10)
       .optional()
       .describe('Data Pipeline Stage plugins in the order they run, with their parameters (docs/plugins.md); absent: extract, partition, embed, index with the settings above'),
-  }).refine((d) => d.partition_overlap_tokens < d.partition_size_tokens, { path: ['partition_overlap_tokens'], message: 'must be less than partition_size_tokens' }),
+    trigger_type: z.enum(['Manual', 'Schedule'], { error: 'trigger_type must be Manual or Schedule' }).default('Manual').describe('Manual: runs when processed by hand; Schedule: also at each due time of trigger_cron'),
+    trigger_cron: z.string().max(200).optional().describe('Schedule: five cron fields (minute hour day-of-month month day-of-week), UTC'),
+  })
+    .refine((d) => d.partition_overlap_tokens < d.partition_size_tokens, { path: ['partition_overlap_tokens'], message: 'must be less than partition_size_tokens' })
+    .superRefine((d, ctx) => {
+      if (d.trigger_type === 'Schedule') {
+        const problem = d.trigger_cron === undefined ? 'trigger_cron is required when trigger_type is Schedule' : cronProblem(d.trigger_cron);
+        if (problem) ctx.addIssue({ code: 'custom', path: ['trigger_cron'], message: problem });
+      } else if (d.trigger_cron !== undefined) ctx.addIssue({ code: 'custom', path: ['trigger_cron'], message: 'valid only when trigger_type is Schedule' });
+    }),
 } satisfies ResourceKind;
 
 const RunCountsSchema = z.object({

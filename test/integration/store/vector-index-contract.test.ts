@@ -123,6 +123,26 @@ describe.each(ADAPTERS)('vector index contract: $name', (adapter) => {
     expect(await index.removeCached([])).toBe(0);
   });
 
+  search('finds an exact token in hybrid mode that similarity alone ranks last, within the filters and the readers', async () => {
+    await index.replaceDocument('hybrid', doc('near-1'), [{ text: 'How to reset the device to factory settings', vector: vec(0) }]);
+    await index.replaceDocument('hybrid', doc('near-2'), [{ text: 'Resetting network settings on the device', vector: vec(0, 0.2) }]);
+    await index.replaceDocument('hybrid', doc('codes'), [{ text: 'Error ERR-4711 means the fan stalled: replace part ZX-9000.', vector: vec(5) }]);
+    await index.replaceDocument('hybrid', doc('secret-codes', 'h', { allowed_groups: ['g-ops'] }), [{ text: 'ERR-4711 on rack 12 is known to the operators.', vector: vec(6) }]);
+    const text = 'what does ERR-4711 mean?';
+    expect((await index.search('hybrid', vec(0), 2, { text })).map((h) => h.source)).toEqual(['near-1', 'near-2']);
+    const hybrid = await index.search('hybrid', vec(0), 2, { text, mode: 'hybrid' });
+    expect(hybrid.map((h) => h.source)).toEqual(['codes', 'near-1']);
+    // Scores stay similarities: the exact match's is low, as its embedding is far.
+    expect(hybrid[0]?.score).toBeLessThan(0.5);
+    expect((await index.search('hybrid', vec(0), 3, { text, mode: 'hybrid', readers: ['g-ops'] })).map((h) => h.source)).toContain('secret-codes');
+    expect((await index.search('hybrid', vec(0), 4, { text, mode: 'hybrid', filter: [{ field: 'source', value: 'near-2' }] })).map((h) => h.source)).toEqual(['near-2']);
+    // Words that match nothing, or no words: the vector ranking alone.
+    expect((await index.search('hybrid', vec(0), 2, { text: 'zzzz ???', mode: 'hybrid' })).map((h) => h.source)).toEqual(['near-1', 'near-2']);
+    // A removed document's text is gone too.
+    await index.removeDocument('hybrid', 'codes');
+    expect((await index.search('hybrid', vec(0), 2, { text, mode: 'hybrid' })).map((h) => h.source)).toEqual(['near-1', 'near-2']);
+  });
+
   it("lists the groups a document is for, lower-cased and sorted, and none for everyone's", async () => {
     await index.replaceDocument('groups-listed', doc('team', 'h', { allowed_groups: ['G-B', 'g-a', 'g-a'] }), parts(0));
     await index.replaceDocument('groups-listed', doc('open', 'h', { allowed_groups: [] }), parts(1));

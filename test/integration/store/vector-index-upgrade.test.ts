@@ -41,6 +41,8 @@ describe('an embedded vector index of the previous release', () => {
       const hits = await index.search('docs', query, 2);
       expect(hits.map((h) => h.text)).toEqual(['part on axis 3', 'part on axis 0']);
       expect(hits[0]?.score).toBeCloseTo(1);
+      // Their text is searchable in hybrid mode.
+      expect((await index.search('docs', [1, 0, 0, 0, 0, 0, 0, 0], 1, { mode: 'hybrid', text: '3' })).map((h) => h.text)).toEqual(['part on axis 3']);
       // New writes go beside them, and the old table is gone.
       await index.replaceDocument('docs', { source: 'b.txt', file_name: 'b.txt', title: 'B', origin: 'pipeline', hash: 'h', allowed_groups: ['g'] }, [{ text: 'b', vector: query }]);
       expect((await index.search('docs', query, 3)).map((h) => h.source)).toEqual(['a.txt', 'a.txt']);

@@ -104,6 +104,16 @@ describe('infrastructure', () => {
     expect(JSON.stringify(tfResource('azurerm_cosmosdb_account').capabilities)).toContain('EnableNoSQLVectorSearch');
   });
 
+  it('both flavours give the knowledge container its full-text policy and index, on an account with full-text search', () => {
+    const knowledge = (JSON.parse(read('infra/containers.json')) as { name: string; fullTextPolicy?: unknown; indexingPolicy: { fullTextIndexes?: unknown[] } }[]).find((c) => c.name === 'knowledge');
+    expect(knowledge?.fullTextPolicy).toEqual({ defaultLanguage: 'en-US', fullTextPaths: [{ path: '/text', language: 'en-US' }] });
+    expect(knowledge?.indexingPolicy.fullTextIndexes).toEqual([{ path: '/text' }]);
+    expect(resourcesBicep).toContain("contains(c, 'fullTextPolicy') ? { fullTextPolicy: c.fullTextPolicy } : {}");
+    expect(resourcesBicep).toContain("{ name: 'EnableNoSQLFullTextSearch' }");
+    expect(JSON.stringify(tfResource('azapi_resource', 'vector_container').body)).toContain('each.value.fullTextPolicy');
+    expect(JSON.stringify(tfResource('azurerm_cosmosdb_account').capabilities)).toContain('EnableNoSQLFullTextSearch');
+  });
+
   it('gives every environment name azd accepts valid, unique resource names, the same way in both flavours', () => {
     const keys = Object.keys(bicepNames('agent-dev')).map(normal).sort();
     expect(Object.keys(terraformNames('agent-dev')).map(normal).sort()).toEqual(keys);

@@ -1,7 +1,7 @@
 // Routes served through the Azure Functions adapter, with the library's own request type.
 import functions from '@azure/functions';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { QUEUE_HANDLERS, ROUTES } from '../../../../functions/groups.js';
+import { QUEUE_HANDLERS, ROUTES, TIMERS } from '../../../../functions/groups.js';
 import { loadConfig } from '../../../../shared/config.js';
 import { functionsHandler, registerHost, type Registrar } from '../../../../shared/http/azure-host.js';
 import { INSTANCE, testServices, type TestServices } from '../../../support/services.js';
@@ -49,12 +49,14 @@ describe('Azure Functions adapter', () => {
   it.each(['core', 'management', 'core,management'])('registers every (method, route) pair and every function name once, for SERVICE_APIS=%s', (apis) => {
     const http: { name: string; methods: string[]; route: string }[] = [];
     const queues: string[] = [];
+    const timers: string[] = [];
     const registrar = {
       http: (name: string, o: { methods?: string[]; route?: string }) => http.push({ name, methods: o.methods ?? [], route: o.route ?? '' }),
       storageQueue: (name: string) => queues.push(name),
+      timer: (name: string, o: { schedule: string }) => timers.push(`${name} ${o.schedule}`),
     } as unknown as Registrar;
     const config = loadConfig({ SERVICE_APIS: apis });
-    registerHost(ROUTES, QUEUE_HANDLERS, config, () => Promise.reject(new Error('not called')), registrar);
+    registerHost(ROUTES, QUEUE_HANDLERS, TIMERS, config, () => Promise.reject(new Error('not called')), registrar);
 
     const pairs = http.flatMap((f) => f.methods.map((m) => `${m} /${f.route.toLowerCase()}`));
     expect(pairs.length).toBe(new Set(pairs).size);
@@ -64,6 +66,8 @@ describe('Azure Functions adapter', () => {
     // Every route of the APIs served is reachable at its path.
     for (const r of ROUTES.filter((x) => config.serviceApis.includes(x.api))) expect(pairs).toContain(`${r.method} ${r.path.toLowerCase()}`);
     expect(queues).toEqual(config.serviceApis.includes('core') ? QUEUE_HANDLERS.map((q) => q.name) : []);
+    // Scheduled pipelines: a timer each minute beside the queue triggers.
+    expect(timers).toEqual(config.serviceApis.includes('core') ? ['data-pipelines-schedule 0 * * * * *'] : []);
   });
 
   it("gives a host with both APIs the Management API's OpenAPI document at /openapi.json?api=management", async () => {

@@ -4,6 +4,7 @@ import { encode } from 'gpt-tokenizer/encoding/cl100k_base';
 import { afterAll, describe, expect, it } from 'vitest';
 import { DomainError } from '../../../../shared/errors.js';
 import { vectorSearchQuery } from '../../../../shared/knowledge/cosmos-vector-index.js';
+import { searchTerms } from '../../../../shared/knowledge/vector-index.js';
 import { ExtractionError, extractText as extractWith, formatOf } from '../../../../shared/knowledge/extract.js';
 import { ExtractionPool } from '../../../../shared/knowledge/extract-pool.js';
 import { parseFilter } from '../../../../shared/knowledge/filter.js';
@@ -104,6 +105,14 @@ describe('web source prefixes', () => {
   });
 });
 
+describe('full-text terms of a prompt', () => {
+  it('keeps words and tokens like part numbers whole, trims punctuation at their ends, lower-cases, drops repeats, at most 32', () => {
+    expect(searchTerms('What does ERR-4711 mean? "Quoted", (part ZX-9000)... what')).toEqual(['what', 'does', 'err-4711', 'mean', 'quoted', 'part', 'zx-9000']);
+    expect(searchTerms('?? -- …')).toEqual([]);
+    expect(searchTerms(Array.from({ length: 50 }, (_, i) => `w${i}`).join(' '))).toHaveLength(32);
+  });
+});
+
 describe('the Cosmos DB vector search query', () => {
   it('is one VectorDistance query, best first, with the index, the expiry and the filters in its WHERE clause', () => {
     const q = vectorSearchQuery('docs', [0.1, 0.2], 5, { source: 'a.txt', file_name: 'a.txt' }, 1000);
@@ -120,6 +129,15 @@ describe('the Cosmos DB vector search query', () => {
       { name: '@source', value: 'a.txt' },
       { name: '@file_name', value: 'a.txt' },
       { name: '@readers', value: [] },
+    ]);
+  });
+
+  it('ranks a hybrid search by RRF of the vector distance and the BM25 score of the terms', () => {
+    const q = vectorSearchQuery('docs', [0.1], 5, {}, 1000, 'everything', ['err-4711', 'mean']);
+    expect(q.query).toContain('ORDER BY RANK RRF(VectorDistance(c.vector, @vector), FullTextScore(c.text, @term0, @term1))');
+    expect(q.parameters?.slice(-2)).toEqual([
+      { name: '@term0', value: 'err-4711' },
+      { name: '@term1', value: 'mean' },
     ]);
   });
 
