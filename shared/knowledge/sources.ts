@@ -1,12 +1,15 @@
 // Where a pipeline's documents come from. AzureBlob: the blobs under each source path (a name
-// prefix) of a container, in the service's own storage or another Azure Storage account reached with the
-// managed identity's Storage token (only that token, only to an https Azure Storage host, every address
-// checked at connect).
+// prefix) of each of its containers, in the service's own storage or another Azure Storage account reached
+// with the managed identity's Storage token (only that token, only to an https Azure Storage host, every
+// address checked at connect) or with a connection string from an SVC_SECRET_ setting. AzureDataLake: the
+// files under the source's paths in a file system, read through the Blob endpoint of the same account.
 // Web: each source path is a document URL under one of the data source's allowed prefixes, fetched through
 // the user-URL rules of 10.1 (no redirects, every address checked at connect); no crawling.
 import type { ContainerClient } from '@azure/storage-blob';
 import { request } from 'undici';
-import { guardedHttpsAgent } from '../net/outbound.js';
+import { BlobServiceClient } from '@azure/storage-blob';
+import { readSecret } from '../config.js';
+import { guardedHttpAgent, guardedHttpsAgent } from '../net/outbound.js';
 import type { DataSourceDoc } from '../providers/types/catalog.js';
 import type { Services } from '../services.js';
 import { userBlobService } from '../store/storage.js';
@@ -27,19 +30,47 @@ export interface SourceDocument {
 }
 
 /** The source types the service can read; the others are definitions only for now. */
-export const READABLE_SOURCE_TYPES = ['AzureBlob', 'Web'] as const;
+export const READABLE_SOURCE_TYPES = ['AzureBlob', 'AzureDataLake', 'Web'] as const;
 
 export interface SourceSettings {
   data_source_type: string;
-  container?: string;
+  /** AzureBlob: every container; AzureDataLake: the file system. */
+  containers: string[];
   account_url?: string;
+  connection_string_secret_name?: string;
+  /** AzureDataLake: the directories read when a pipeline names no source paths. */
+  paths?: string[];
   urls?: string[];
 }
+
+/** The Blob endpoint of an account URL: a Data Lake (dfs) host is read through the Blob host of its account. */
+export function blobUrlOf(accountUrl: string): string {
+  try {
+    const u = new URL(accountUrl);
+    u.hostname = u.hostname.replace(/\.dfs\.core\.windows\.net$/i, '.blob.core.windows.net');
+    return u.href.replace(/\/$/, '');
+  } catch {
+    return accountUrl;
+  }
+}
+
+/** A directory as a name prefix: no leading slash, one trailing slash (so `reports` does not match `reports-old`). */
+const directoryPrefix = (path: string) => {
+  const trimmed = path.replace(/^\/+|\/+$/g, '');
+  return trimmed === '' ? '' : `${trimmed}/`;
+};
 
 /** The documents of the pipeline's source paths in the data source. */
 export async function listDocuments(s: Services, source: SourceSettings, paths: readonly string[]): Promise<SourceDocument[]> {
   if (source.data_source_type === 'Web') return webDocuments(s, source.urls ?? [], paths);
-  if (source.data_source_type === 'AzureBlob') return blobDocuments(containerOf(s, source), paths);
+  if (source.data_source_type === 'AzureBlob' || source.data_source_type === 'AzureDataLake') {
+    const service = blobServiceOf(s, source);
+    const prefixes = paths.length > 0 ? paths : (source.paths ?? []).map(directoryPrefix);
+    // With several containers a document's source names its container too.
+    const named = source.containers.length > 1;
+    const found = await Promise.all(source.containers.map((c) => blobDocuments(service.getContainerClient(c), prefixes, named ? `${c}/` : '')));
+    return found.flat();
+  }
   throw new DocumentError(`${source.data_source_type} data sources cannot be processed yet`);
 }
 
@@ -112,13 +143,26 @@ function webDocuments(s: Services, prefixes: readonly string[], urls: readonly s
   }));
 }
 
-function containerOf(s: Services, source: SourceSettings): ContainerClient {
-  const name = source.container ?? '';
-  if (!source.account_url) return s.blobs.getContainerClient(name);
-  const problem = s.gate.urlProblem('storage', source.account_url);
+/** The Blob service the source reads: by its connection string, by account URL with the managed identity, or the service's own. */
+function blobServiceOf(s: Services, source: SourceSettings): BlobServiceClient {
+  const agent = () => guardedHttpsAgent({ policy: 'user', allowPrivateNetwork: s.config.allowPrivateNetwork });
+  if (source.connection_string_secret_name) {
+    const connection = readSecret(source.connection_string_secret_name);
+    if (!connection) throw new DocumentError(`the connection string secret ${source.connection_string_secret_name} is not set`);
+    try {
+      // The account a connection string names is reached through the same outbound guard as any user URL.
+      const plain = new URL(BlobServiceClient.fromConnectionString(connection).url).protocol === 'http:';
+      const guarded = plain ? guardedHttpAgent({ policy: 'user', allowPrivateNetwork: s.config.allowPrivateNetwork }) : agent();
+      return BlobServiceClient.fromConnectionString(connection, { agent: guarded, redirectOptions: { maxRetries: 0 }, retryOptions: { maxTries: 2 } } as never);
+    } catch {
+      throw new DocumentError(`the connection string in ${source.connection_string_secret_name} is not a storage connection string`);
+    }
+  }
+  if (!source.account_url) return s.blobs;
+  const url = blobUrlOf(source.account_url);
+  const problem = s.gate.urlProblem('storage', url);
   if (problem) throw new DocumentError(`account_url ${problem}`);
-  const agent = guardedHttpsAgent({ policy: 'user', allowPrivateNetwork: s.config.allowPrivateNetwork });
-  return userBlobService(source.account_url, s.gate, agent).getContainerClient(name);
+  return userBlobService(url, s.gate, agent());
 }
 
 /** The metadata entry naming the groups that may read a blob: comma-separated group object ids. */
@@ -131,7 +175,7 @@ function allowedGroups(metadata: Record<string, string> | undefined): string[] |
   return groups.length > 0 ? groups : undefined;
 }
 
-async function blobDocuments(container: ContainerClient, prefixes: readonly string[]): Promise<SourceDocument[]> {
+async function blobDocuments(container: ContainerClient, prefixes: readonly string[], sourcePrefix: string): Promise<SourceDocument[]> {
   const found = new Map<string, { size: number; groups: string[] | undefined }>();
   try {
     for (const prefix of prefixes.length > 0 ? prefixes : ['']) {
@@ -142,7 +186,7 @@ async function blobDocuments(container: ContainerClient, prefixes: readonly stri
     throw new DocumentError(status === 404 ? `container ${container.containerName} does not exist` : `the container cannot be listed (${status ?? 'unreachable'})`);
   }
   return [...found].map(([name, { size, groups }]) => ({
-    source: name,
+    source: `${sourcePrefix}${name}`,
     file_name: fileNameOf(name),
     ...(groups ? { allowed_groups: groups } : {}),
     async read(signal) {
@@ -160,18 +204,24 @@ async function blobDocuments(container: ContainerClient, prefixes: readonly stri
 
 /** The data source's settings as a pipeline run reads them. */
 export const sourceSettings = (doc: DataSourceDoc): SourceSettings => {
-  const container = doc.container ?? doc.configuration.containers?.[0];
+  const containers = doc.data_source_type === 'AzureDataLake' ? [doc.filesystem] : [doc.container, ...(doc.configuration.containers ?? [])];
   return {
     data_source_type: doc.data_source_type,
-    ...(container !== undefined ? { container } : {}),
+    containers: [...new Set(containers.filter((c): c is string => c !== undefined))],
     ...(doc.account_url !== undefined ? { account_url: doc.account_url } : {}),
+    ...(doc.configuration.connection_string_secret_name !== undefined ? { connection_string_secret_name: doc.configuration.connection_string_secret_name } : {}),
+    ...(doc.paths !== undefined ? { paths: doc.paths } : {}),
     ...(doc.urls !== undefined ? { urls: doc.urls } : {}),
   };
 };
 
 /** Why the source cannot be processed as defined, or undefined. */
 export function sourceProblem(source: SourceSettings): string | undefined {
-  if (source.data_source_type === 'AzureBlob' && !source.container) return 'an AzureBlob data source needs a container';
+  if (source.data_source_type === 'AzureBlob' && source.containers.length === 0) return 'an AzureBlob data source needs a container';
+  if (source.data_source_type === 'AzureDataLake') {
+    if (source.containers.length === 0) return 'an AzureDataLake data source needs a filesystem';
+    if (!source.account_url && !source.connection_string_secret_name) return 'an AzureDataLake data source needs an account_url or a connection_string_secret_name';
+  }
   if (source.data_source_type === 'Web' && !source.urls?.length) return 'a Web data source needs urls, the prefixes documents may come from';
   return undefined;
 }

@@ -5,6 +5,7 @@
 //            addresses only, unless ALLOW_PRIVATE_NETWORK=true (local development and test suites).
 // Link-local addresses (instance metadata) and the Azure platform address are never reachable.
 import dns, { type LookupAddress } from 'node:dns';
+import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
 import { Agent } from 'undici';
@@ -122,4 +123,9 @@ export function guardedAgent(rules: OutboundRules, options: { connections?: numb
 /** A node:https agent (for SDKs on node:http) whose every connection passes the rules. */
 export function guardedHttpsAgent(rules: OutboundRules, resolve?: Resolve): https.Agent {
   return new https.Agent({ keepAlive: true, lookup: guardedLookup(rules, resolve), timeout: 30_000 });
+}
+
+/** The same for plain http (an account a connection string names over http, such as a storage emulator). */
+export function guardedHttpAgent(rules: OutboundRules, resolve?: Resolve): http.Agent {
+  return new http.Agent({ keepAlive: true, lookup: guardedLookup(rules, resolve), timeout: 30_000 });
 }

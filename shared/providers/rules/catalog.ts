@@ -6,6 +6,8 @@ import { parseQuotaDefinitions, QUOTA_SETTING } from '../../completions/quotas.j
 import { validationError } from '../../errors.js';
 import { dropPipelineDocuments } from '../../knowledge/runs.js';
 import { checkPlan, checkStages, planOf } from '../../knowledge/stages.js';
+import { cronProblem } from '../../knowledge/cron.js';
+import { blobUrlOf } from '../../knowledge/sources.js';
 import { allowedScopes, identityProblem } from '../../models/credentials.js';
 import { resolvesOutside, savedUrlProblem, urlProblem } from '../../net/outbound.js';
 import { BLOCKLIST_SETTING, compileBlocklist } from '../../shielding/blocklist.js';
@@ -51,7 +53,7 @@ export const dataSourceRules: ResourceRules<typeof dataSources> = {
       if (problem) throw validationError([{ field, message: `${field} ${problem}` }]);
     }
     // The account receives the managed identity's Storage token: only an https Azure Storage host may.
-    const accountProblem = d.account_url !== undefined ? services.gate.urlProblem('storage', d.account_url) : undefined;
+    const accountProblem = d.account_url !== undefined ? services.gate.urlProblem('storage', blobUrlOf(d.account_url)) : undefined;
     if (accountProblem) throw validationError([{ field: 'account_url', message: `account_url ${accountProblem}` }]);
   },
 };
@@ -61,6 +63,8 @@ export const dataPipelineRules: ResourceRules<typeof dataPipelines> = {
   validate: (d) => {
     checkStages(d.stages);
     checkPlan(planOf(d));
+    const cron = d.trigger_cron !== undefined ? cronProblem(d.trigger_cron) : undefined;
+    if (cron) throw validationError([{ field: 'trigger_cron', message: cron }]);
     return Promise.resolve();
   },
   // A purged pipeline takes what it indexed with it.

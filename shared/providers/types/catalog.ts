@@ -3,7 +3,6 @@
 // does around their writes is in providers/rules/catalog.ts.
 import { z } from 'zod';
 import { SECRET_NAME, SECRET_NAME_RULE } from '../../config.js';
-import { cronProblem } from '../../knowledge/cron.js';
 import { definition, type ResourceKind, type ResourceOf } from '../resource-type.js';
 import { ApiEndpointFields, checkEndpoint, ModelParametersFields } from './model-fields.js';
 
@@ -91,24 +90,45 @@ export const prompts = {
  * the source, not to save it (spec-era definitions name containers in `configuration`, which is read too).
  * SharePointOnline and AzureDataLake are definitions only for now: processing them is a 400.
  */
+/** A Blob container (or Data Lake file system) name. */
+const ContainerName = z.string().regex(/^[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]$/, 'must be a Blob container name');
+
 export const dataSources = {
   provider: 'Svc.DataSource',
   segment: 'dataSources',
   type: 'data-source',
   schema: definition('data-source', {
     data_source_type: z.enum(['AzureBlob', 'AzureDataLake', 'SharePointOnline', 'Web']),
-    container: z.string().regex(/^[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]$/, 'must be a Blob container name').optional(),
-    account_url: z.string().optional().describe('Blob service URL of another storage account (default: the service\'s own)'),
+    container: ContainerName.optional(),
+    account_url: z
+      .string()
+      .optional()
+      .describe("AzureBlob: the Blob service URL of another storage account (default: the service's own); AzureDataLake: the account's Data Lake (dfs) or Blob URL"),
+    filesystem: ContainerName.optional().describe('AzureDataLake: the file system (container) to read'),
+    paths: z.array(z.string().min(1).max(1024)).max(100).optional().describe('AzureDataLake: the directories to read (default: all); a pipeline\'s source_paths narrow them'),
     urls: z.array(z.string()).min(1).max(100).optional().describe('Web: the URL prefixes documents may come from'),
     configuration: z
-      .object({ connection_string_secret_name: z.string().optional(), containers: z.array(z.string()).optional() })
+      .object({
+        connection_string_secret_name: z.string().regex(SECRET_NAME, SECRET_NAME_RULE).optional().describe('AzureBlob, AzureDataLake: the SVC_SECRET_ setting holding the account\'s connection string (instead of the managed identity)'),
+        containers: z.array(ContainerName).max(50).optional().describe('AzureBlob: every container to read'),
+      })
       .strict()
       .default({}),
   }).superRefine((d, ctx) => {
-    if (d.data_source_type !== 'AzureBlob' && (d.container !== undefined || d.account_url !== undefined)) {
-      ctx.addIssue({ code: 'custom', path: [d.container !== undefined ? 'container' : 'account_url'], message: 'valid only for an AzureBlob data source' });
+    const storage = d.data_source_type === 'AzureBlob' || d.data_source_type === 'AzureDataLake';
+    const only = (types: string, ok: boolean, fields: (keyof typeof d)[]) => {
+      for (const f of fields) if (!ok && d[f] !== undefined) ctx.addIssue({ code: 'custom', path: [f], message: `valid only for ${types} data source` });
+    };
+    only('an AzureBlob', d.data_source_type === 'AzureBlob', ['container']);
+    only('an AzureBlob or AzureDataLake', storage, ['account_url']);
+    only('an AzureDataLake', d.data_source_type === 'AzureDataLake', ['filesystem', 'paths']);
+    only('a Web', d.data_source_type === 'Web', ['urls']);
+    if (!storage && (d.configuration.connection_string_secret_name !== undefined || d.configuration.containers !== undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['configuration'], message: 'connection_string_secret_name and containers are valid only for AzureBlob and AzureDataLake data sources' });
     }
-    if (d.data_source_type !== 'Web' && d.urls !== undefined) ctx.addIssue({ code: 'custom', path: ['urls'], message: 'valid only for a Web data source' });
+    if (d.account_url !== undefined && d.configuration.connection_string_secret_name !== undefined) {
+      ctx.addIssue({ code: 'custom', path: ['account_url'], message: 'name the account by account_url (managed identity) or by connection_string_secret_name, not both' });
+    }
   }),
 } satisfies ResourceKind;
 
@@ -146,8 +166,8 @@ export const dataPipelines = {
     .refine((d) => d.partition_overlap_tokens < d.partition_size_tokens, { path: ['partition_overlap_tokens'], message: 'must be less than partition_size_tokens' })
     .superRefine((d, ctx) => {
       if (d.trigger_type === 'Schedule') {
-        const problem = d.trigger_cron === undefined ? 'trigger_cron is required when trigger_type is Schedule' : cronProblem(d.trigger_cron);
-        if (problem) ctx.addIssue({ code: 'custom', path: ['trigger_cron'], message: problem });
+        // The expression itself is checked by the pipeline's rules (providers/rules/catalog.ts).
+        if (d.trigger_cron === undefined) ctx.addIssue({ code: 'custom', path: ['trigger_cron'], message: 'trigger_cron is required when trigger_type is Schedule' });
       } else if (d.trigger_cron !== undefined) ctx.addIssue({ code: 'custom', path: ['trigger_cron'], message: 'valid only when trigger_type is Schedule' });
     }),
 } satisfies ResourceKind;

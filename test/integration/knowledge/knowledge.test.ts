@@ -141,7 +141,7 @@ describe('knowledge from a Web source', () => {
     expect(run.errors).toEqual([{ source: `${web.url}/private/secret.txt`, message: 'the URL is not under any of the data source urls' }]);
   });
 
-  it('refuses to process SharePointOnline and AzureDataLake sources, with a 400 saying why', async () => {
+  it('refuses to process SharePointOnline sources, with a 400 saying why', async () => {
     await upsert(app, 'Svc.DataSource', 'dataSources', 'sharepoint', { data_source_type: 'SharePointOnline' });
     await upsert(app, 'Svc.DataPipeline', 'dataPipelines', 'sharepoint-docs', {
       data_source_object_id: objectId('Svc.DataSource', 'dataSources', 'sharepoint'),
