@@ -32,6 +32,7 @@ import type { RunnablePlugin } from '../plugins/runtime.js';
 import { workflowAnswer } from './workflow-plugin.js';
 import { parseFilter } from '../knowledge/filter.js';
 import { agentTools, Citation, knowledgeContext, PromptEmbeddings, retrieve, type KnowledgeScope } from '../knowledge/retrieval.js';
+import { readerGroups } from '../knowledge/vector-index.js';
 
 /** The completion request, with its validation messages (the OpenAPI document's CompletionRequest). */
 export const CompletionRequest = z
@@ -408,7 +409,7 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
   const deployment = chain.model.deployment_name;
   const screenAnswer = shields.post.length > 0;
   // The caller's groups are part of the key: an answer drawn from documents for some groups is found only by callers who read as the same groups.
-  const cache = await cacheSlot(s, agent, await personal(s, admitted), embeddings, { filter: admitted.scope.filter, readers: [...admitted.scope.readers].map((g) => g.toLowerCase()).sort(), topN, parameters, deployment });
+  const cache = await cacheSlot(s, agent, await personal(s, admitted), embeddings, { filter: admitted.scope.filter, readers: readerGroups(admitted.scope.readers).sort(), topN, parameters, deployment });
   const hit = await cache?.lookup().catch(warned(s, 'The semantic cache could not be read'));
 
   let answer: Answer;

@@ -5,13 +5,12 @@
 // (`:` is not allowed there), and expire after SEMANTIC_CACHE_TTL_SECONDS, or as soon as a run changes an index
 // the agent searches (an answer may quote a document that changed, went away or was closed to some readers).
 import { createHash, randomUUID } from 'node:crypto';
-import type { AgentDoc } from '../providers/types/agent.js';
 import type { Services } from '../services.js';
 import { embedderFor } from './embedder.js';
 import { agentTools, type Citation, type PromptEmbeddings } from './retrieval.js';
 import { CACHE_INDEX_PREFIX } from './vector-index.js';
 import { partitionOf } from '../providers/resource-type.js';
-import { agents, type AgentDoc as Agent } from '../providers/types/agent.js';
+import { agents, type AgentDoc } from '../providers/types/agent.js';
 import { tools, type ToolDoc } from '../providers/types/catalog.js';
 
 export interface CachedAnswer {
@@ -67,12 +66,12 @@ export async function cacheSlot(s: Services, agent: AgentDoc, personal: boolean,
 
 /** Forgets the cached answers of every agent with a knowledge tool on `index`; answers how many went. */
 export async function forgetAnswersFrom(s: Services, index: string): Promise<number> {
-  const resources = s.store.container<ToolDoc | Agent>('resources');
+  const resources = s.store.container<ToolDoc | AgentDoc>('resources');
   const live = { field: 'deleted', op: 'ne', value: true } as const;
   const { items: searching } = await resources.query({ partition: partitionOf(tools), where: [live, { field: 'index_name', op: 'eq', value: index }] });
   if (searching.length === 0) return 0;
   const toolIds = new Set(searching.map((t) => t.object_id.toLowerCase()));
   const { items: all } = await resources.query({ partition: partitionOf(agents), where: [live] });
-  const using = (all as Agent[]).filter((a) => (a.tool_object_ids ?? []).some((id) => toolIds.has(id.toLowerCase())));
+  const using = (all as AgentDoc[]).filter((a) => (a.tool_object_ids ?? []).some((id) => toolIds.has(id.toLowerCase())));
   return using.length > 0 ? s.vectors.removeCached(using.map((a) => a.object_id)) : 0;
 }

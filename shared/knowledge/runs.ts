@@ -58,21 +58,15 @@ export async function startRun(s: Services, principal: Principal, pipelineName: 
   const pipelineId = objectIdOf(s.config.instanceId, dataPipelines, pipelineName);
   const pipeline = await s.resourceCache.get(pipelineId, dataPipelines);
   if (!pipeline) throw notFound(`data-pipeline ${pipelineName} not found`);
-  try {
-    await prerequisites(s, pipeline);
-  } catch (e) {
-    if (e instanceof RunFailure) throw badRequest(`The pipeline cannot run: ${e.message}`);
-    throw e;
-  }
-  return queueRun(s, pipeline, randomUUID(), principal.upn);
+  return queueRun(s, pipeline, randomUUID(), principal.upn, { refuse: true });
 }
 
 /**
  * Records a run of the pipeline named `name` and queues it. A run that cannot start (its source or model
- * unusable) is recorded Failed with the reason. Throws ConflictError when a run of that name exists (a
- * scheduled due time another instance started).
+ * unusable) is a 400 when `refuse` (someone asked for it), else recorded Failed with the reason (a scheduled
+ * due time). Throws ConflictError when a run of that name exists (a due time another instance started).
  */
-export async function queueRun(s: Services, pipeline: DataPipelineDoc, name: string, by: string): Promise<{ object_id: string }> {
+export async function queueRun(s: Services, pipeline: DataPipelineDoc, name: string, by: string, options: { refuse?: boolean } = {}): Promise<{ object_id: string }> {
   const problem = await prerequisites(s, pipeline).then(
     () => undefined,
     (e: unknown) => {
@@ -80,6 +74,7 @@ export async function queueRun(s: Services, pipeline: DataPipelineDoc, name: str
       throw e;
     },
   );
+  if (problem && options.refuse) throw badRequest(`The pipeline cannot run: ${problem}`);
   const now = new Date().toISOString();
   const run: RunDoc = {
     id: resourceId(name),

@@ -8,7 +8,7 @@
 import type { ContainerClient } from '@azure/storage-blob';
 import { request } from 'undici';
 import { BlobServiceClient } from '@azure/storage-blob';
-import { readSecret } from '../config.js';
+import { readSecret, SECRET_NAME, SECRET_NAME_RULE } from '../config.js';
 import { guardedHttpAgent, guardedHttpsAgent } from '../net/outbound.js';
 import type { DataSourceDoc } from '../providers/types/catalog.js';
 import type { Services } from '../services.js';
@@ -147,8 +147,10 @@ function webDocuments(s: Services, prefixes: readonly string[], urls: readonly s
 function blobServiceOf(s: Services, source: SourceSettings): BlobServiceClient {
   const agent = () => guardedHttpsAgent({ policy: 'user', allowPrivateNetwork: s.config.allowPrivateNetwork });
   if (source.connection_string_secret_name) {
-    const connection = readSecret(source.connection_string_secret_name);
-    if (!connection) throw new DocumentError(`the connection string secret ${source.connection_string_secret_name} is not set`);
+    const name = source.connection_string_secret_name;
+    if (!SECRET_NAME.test(name)) throw new DocumentError(`connection_string_secret_name ${name}: ${SECRET_NAME_RULE}`);
+    const connection = readSecret(name);
+    if (!connection) throw new DocumentError(`the connection string secret ${name} is not set`);
     try {
       // The account a connection string names is reached through the same outbound guard as any user URL.
       const plain = new URL(BlobServiceClient.fromConnectionString(connection).url).protocol === 'http:';

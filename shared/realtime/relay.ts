@@ -233,9 +233,9 @@ async function relay(s: Services, principal: Principal, call: Call, client: WebS
       return;
     }
     const at = stamp();
-    const seen = event;
+    const parsed = event;
     kept = kept
-      .then(() => observe(s, principal, call, seen, started, end, at))
+      .then(() => observe(s, principal, call, parsed, started, end, at))
       .catch((e: unknown) => s.log.warn('A realtime event could not be recorded', { error: e instanceof Error ? e.message : String(e) }));
   });
   socket.on('unexpected-response', (_req, res) => end('model_closed', `The model refused the call (${res.statusCode ?? 0})`, 1011));

@@ -109,7 +109,7 @@ export const dataSources = {
     urls: z.array(z.string()).min(1).max(100).optional().describe('Web: the URL prefixes documents may come from'),
     configuration: z
       .object({
-        connection_string_secret_name: z.string().regex(SECRET_NAME, SECRET_NAME_RULE).optional().describe('AzureBlob, AzureDataLake: the SVC_SECRET_ setting holding the account\'s connection string (instead of the managed identity)'),
+        connection_string_secret_name: z.string().min(1).max(256).optional().describe('AzureBlob, AzureDataLake: the SVC_SECRET_ setting holding the account\'s connection string (instead of the managed identity); a run that cannot read it fails saying so'),
         containers: z.array(ContainerName).max(50).optional().describe('AzureBlob: every container to read'),
       })
       .strict()

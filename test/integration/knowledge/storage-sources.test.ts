@@ -61,6 +61,11 @@ describe('storage data sources', () => {
     const run = await processPipeline(app, 'unset');
     expect(run.status).toBe('Failed');
     expect(JSON.stringify(run.errors)).toContain('SVC_SECRET_NOT_SET is not set');
+    // A name that is not an SVC_SECRET_ setting is kept as defined, and a run says what it must be.
+    await seedPipeline(app, 'storage-kb', 'misnamed', { data_source_type: 'AzureBlob', container: first, configuration: { connection_string_secret_name: 'blob-cs' } }, [], 'misnamed');
+    const misnamed = await processPipeline(app, 'misnamed');
+    expect(misnamed.status).toBe('Failed');
+    expect(JSON.stringify(misnamed.errors)).toContain('connection_string_secret_name blob-cs');
 
     await upsert(app, 'Svc.DataSource', 'dataSources', 'no-filesystem', { data_source_type: 'AzureDataLake', configuration: { connection_string_secret_name: 'SVC_SECRET_LAKE_CONNECTION' } });
     await upsert(app, 'Svc.DataPipeline', 'dataPipelines', 'no-filesystem', { data_source_object_id: objectId('Svc.DataSource', 'dataSources', 'no-filesystem'), index_name: 'nofs', embedding_ai_model_object_id: objectId('Svc.AIModel', 'aiModels', 'storage-kb-embedding') });
@@ -71,7 +76,6 @@ describe('storage data sources', () => {
     for (const body of [
       { data_source_type: 'AzureBlob', container: first, filesystem: lake },
       { data_source_type: 'Web', urls: ['https://example.com/'], configuration: { containers: [first] } },
-      { data_source_type: 'AzureBlob', container: first, configuration: { connection_string_secret_name: 'NOT_A_SECRET' } },
       { data_source_type: 'AzureBlob', container: first, account_url: 'https://acct.blob.core.windows.net', configuration: { connection_string_secret_name: 'SVC_SECRET_LAKE_CONNECTION' } },
     ]) {
       const r = await app.call('POST', `${providers(app, 'Svc.DataSource')}/dataSources/refused`, { body: { name: 'refused', ...body } });
