@@ -93,6 +93,11 @@ const loadPdf = () =>
     return import('pdfjs-dist/legacy/build/pdf.mjs');
   })());
 
+/** Loads the readers that take long to load (pdf.js), so a fresh worker's first document does not wait for them. */
+export const loadReaders = async (): Promise<void> => {
+  await loadPdf();
+};
+
 async function pdf(bytes: Uint8Array, fallbackTitle: string): Promise<Extracted> {
   const { getDocument, VerbosityLevel } = await loadPdf();
   // A copy: pdf.js transfers (detaches) the buffer it is given.

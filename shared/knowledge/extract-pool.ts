@@ -1,11 +1,12 @@
 // Extraction off the request thread: a small pool of worker threads, each reading one document at a time
-// with a heap limit, and a deadline past which its worker is terminated (and replaced on the next task). A
+// with a heap limit, and a deadline past which its worker is terminated (and replaced on the next task); the
+// deadline runs from when the worker is ready, so starting a reader never counts against a document. A
 // document that breaks a bound fails alone, as an ExtractionError naming the bound; nothing it does can stop
 // the process or other requests.
 import type { Worker } from 'node:worker_threads';
 import { availableParallelism } from 'node:os';
 import { startWorker } from '../workers/start-worker.js';
-import { ExtractionError, type Extracted } from './extract.js';
+import { EXTRACTOR_READY, ExtractionError, type Extracted } from './extract.js';
 import type { ExtractAnswer, ExtractTask } from './extract-worker.js';
 import type { TokenMarks } from './token-marks.js';
 
@@ -21,6 +22,8 @@ export interface PoolOptions {
 interface Slot {
   worker: Worker;
   busy: boolean;
+  /** Settles when the worker has loaded its readers. */
+  ready: Promise<void>;
 }
 
 interface Waiting {
@@ -82,7 +85,7 @@ export class ExtractionPool {
     while (this.queue.length > 0) {
       let slot = this.slots.find((s) => !s.busy);
       if (!slot && this.slots.length < this.size) {
-        slot = { worker: startWorker(import.meta.url, 'extract-worker', undefined, { maxOldGenerationSizeMb: this.heapMb, maxYoungGenerationSizeMb: 32 }), busy: false };
+        slot = this.start();
         this.slots.push(slot);
       }
       if (!slot) return;
@@ -95,12 +98,28 @@ export class ExtractionPool {
     }
   }
 
+  private start(): Slot {
+    const worker = startWorker(import.meta.url, 'extract-worker', undefined, { maxOldGenerationSizeMb: this.heapMb, maxYoungGenerationSizeMb: 32 });
+    const ready = new Promise<void>((resolve) => {
+      const onReady = (message: unknown) => {
+        if (message !== EXTRACTOR_READY) return;
+        worker.off('message', onReady);
+        resolve();
+      };
+      worker.on('message', onReady);
+    });
+    return { worker, busy: false, ready };
+  }
+
   private run(slot: Slot, { task, signal, resolve, reject }: Waiting): void {
     slot.busy = true;
     const id = this.nextId++;
     const { worker } = slot;
     const seconds = Math.round(this.options.timeoutMs / 1000);
+    let settled = false;
+    let timer: NodeJS.Timeout | undefined;
     const settle = (outcome: () => void, replace: boolean) => {
+      settled = true;
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
       worker.off('message', onMessage);
@@ -124,7 +143,9 @@ export class ExtractionPool {
       settle(() => reject(new ExtractionError(e.code === 'ERR_WORKER_OUT_OF_MEMORY' ? `reading the document needs more than ${this.heapMb} MiB of memory` : 'the document stopped its reader')), true);
     const onExit = () => settle(() => reject(new ExtractionError('the document stopped its reader')), true);
     const onAbort = () => settle(() => reject(signal?.reason instanceof Error ? signal.reason : new Error('aborted')), true);
-    const timer = setTimeout(() => settle(() => reject(new ExtractionError(`reading the document took longer than ${seconds} s`)), true), this.options.timeoutMs);
+    void slot.ready.then(() => {
+      if (!settled) timer = setTimeout(() => settle(() => reject(new ExtractionError(`reading the document took longer than ${seconds} s`)), true), this.options.timeoutMs);
+    });
     worker.on('message', onMessage);
     worker.on('error', onError);
     worker.on('exit', onExit);

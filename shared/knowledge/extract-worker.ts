@@ -1,10 +1,11 @@
 // An extraction worker thread: reads one document at a time for the pool (extract-pool.ts) and answers its
 // text or why it cannot be read; for attachments it also counts the text's tokens (token-marks.ts), so a
 // completion cuts an attachment to its token budget without tokenizing on the request thread. The pool
-// terminates it at the deadline; its heap is limited when started.
+// terminates it at the deadline, which runs from when the worker says it is ready (its slow readers loaded);
+// its heap is limited when started.
 import { parentPort } from 'node:worker_threads';
-import { ExtractionError } from './extract.js';
-import { readFormat } from './extract-formats.js';
+import { EXTRACTOR_READY, ExtractionError } from './extract.js';
+import { loadReaders, readFormat } from './extract-formats.js';
 import { tokenMarks, type TokenMarks } from './token-marks.js';
 
 export interface ExtractTask {
@@ -34,3 +35,9 @@ parentPort?.on('message', (task: ExtractTask) => {
     },
   );
 });
+
+// Ready once the readers are loaded (a reader that failed to load fails each document it is given).
+if (parentPort)
+  void loadReaders()
+    .catch(() => undefined)
+    .finally(() => parentPort?.postMessage(EXTRACTOR_READY));

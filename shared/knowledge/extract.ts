@@ -6,6 +6,9 @@ import type { ExtractionPool } from './extract-pool.js';
 
 export class ExtractionError extends Error {}
 
+/** An extraction worker's first message: its slow readers are loaded, and its documents' deadlines may start. */
+export const EXTRACTOR_READY = 'extract-worker-ready';
+
 export interface Extracted {
   title: string;
   text: string;

@@ -209,7 +209,9 @@ function Candidates({ ctx, base, candidates, evaluations, onChange }: { ctx: Con
 }
 
 function CandidateCase({ ctx, base, candidate: c, evaluations, onChange }: { ctx: Context; base: string; candidate: Candidate; evaluations: Evaluation[]; onChange: () => void }) {
-  const [target, setTarget] = useState(evaluations[0]?.name ?? '');
+  // The evaluations may load after the candidates: until the owner picks one, the first listed is the target.
+  const [picked, setPicked] = useState<string>();
+  const target = picked ?? evaluations[0]?.name ?? '';
   const [contains, setContains] = useState('');
   const [error, setError] = useState<unknown>();
   const dismiss = () => ctx.api.call('management', `${base}/evaluation-candidates/${c.id}`, { method: 'DELETE' });
@@ -227,7 +229,7 @@ function CandidateCase({ ctx, base, candidate: c, evaluations, onChange }: { ctx
       {c.comments && <p class="muted">“{c.comments}”</p>}
       <form class="row" onSubmit={submitTo(add, setError)}>
         <label for={`evaluation-${c.id}`}>Evaluation</label>
-        <select id={`evaluation-${c.id}`} value={target} onChange={(e) => setTarget(e.currentTarget.value)}>
+        <select id={`evaluation-${c.id}`} value={target} onChange={(e) => setPicked(e.currentTarget.value)}>
           {evaluations.map((e) => (
             <option key={e.name}>{e.name}</option>
           ))}
