@@ -113,7 +113,7 @@ export async function benchKnowledge(): Promise<KnowledgeBench> {
     const db = new Database(app.services.config.knowledge.file, { readonly: true });
     sqliteVec.load(db);
     db.pragma('mmap_size = 1073741824');
-    const exact = db.prepare(`SELECT source, part FROM quantized_${DIMENSIONS} WHERE index_name = 'bench-docs' ORDER BY vec_distance_cosine(embedding, ?) LIMIT 5`);
+    const exact = db.prepare(`SELECT source, part FROM vectors_${DIMENSIONS} WHERE index_name = 'bench-docs' ORDER BY vec_distance_cosine(embedding, ?) LIMIT 5`);
     const scanTimes: number[] = [];
     let found = 0;
     let firstFound = 0;

@@ -9,6 +9,7 @@ import { dataPipelines } from '../shared/providers/types/catalog.js';
 import { queueHandler, type QueueHandler } from '../shared/queues/handler.js';
 import type { Timer } from '../shared/queues/timer.js';
 import { startDueRuns } from '../shared/knowledge/schedule.js';
+import { BlobEvent, handleBlobEvent, pollBlobEvents } from '../shared/knowledge/events.js';
 import { RunMessage } from '../shared/queues/messages.js';
 
 export const routes: Route[] = [
@@ -35,6 +36,7 @@ export const routes: Route[] = [
 export const queueHandlers: QueueHandler[] = [
   queueHandler({ name: 'data-pipelines-run', queue: (config) => config.knowledge.queue, message: RunMessage, handler: runPipeline }),
   queueHandler({ name: 'data-pipelines-poison', queue: (config) => `${config.knowledge.queue}-poison`, message: RunMessage, handler: failPoisonedRun }),
+  queueHandler({ name: 'data-pipelines-events', queue: (config) => config.knowledge.eventsQueue, message: BlobEvent, handler: handleBlobEvent }),
 ];
 
 /** Scheduled pipelines: a run for each due time, within 60 s of it (every 15 s standalone; each minute, at its start, in Azure). */
@@ -45,6 +47,16 @@ export const timers: Timer[] = [
     everyMs: 15_000,
     run: async (s) => {
       await startDueRuns(s);
+    },
+  },
+  // Event Grid delivers Blob events in Azure; the standalone server looks for them every 10 s.
+  {
+    name: 'data-pipelines-blob-events',
+    schedule: '0 * * * * *',
+    everyMs: 10_000,
+    standaloneOnly: true,
+    run: async (s) => {
+      await pollBlobEvents(s);
     },
   },
 ];

@@ -76,6 +76,11 @@ const Env = z.object({
   SERVICE_TOKEN_HOSTS: optional(List).default([]),
   /** Deadline of reading one document's text (HTML, PDF, Word) in an extraction worker, seconds. */
   EXTRACTION_TIMEOUT_SECONDS: optional(z.coerce.number().int().min(1).max(600)).default(60),
+  /**
+   * Candidates per result the embedded index's sign codes hand to exact re-scoring: more is slower and
+   * closer to an exact search (`npm run bench -- knowledge` reports recall and latency at several depths).
+   */
+  KNOWLEDGE_RESCORING_DEPTH: optional(z.coerce.number().int().min(1).max(400)).default(15),
   /** Deadline of one document of a data pipeline run (download, extraction, embedding), seconds. */
   PIPELINE_DOCUMENT_TIMEOUT_SECONDS: optional(z.coerce.number().int().min(1).max(3600)).default(300),
   /** Deadline of a whole data pipeline run, seconds: past it the run ends Failed, naming what was not done. */
@@ -95,6 +100,8 @@ const Env = z.object({
   WEBHOOK_RETRY_BASE_SECONDS: optional(PositiveInt).default(5),
   /** Storage queue of data pipeline runs; its poison queue is `<name>-poison`. */
   PIPELINES_QUEUE: optional(QueueName).default('data-pipeline-runs'),
+  /** Storage queue of Blob created and deleted events (Event Grid schema) for Event-triggered pipelines. */
+  PIPELINE_EVENTS_QUEUE: optional(QueueName).default('pipeline-events'),
   EVALUATIONS_QUEUE: optional(QueueName).default('evaluation-runs'),
   REALTIME_RELAY_URL: optional(z.url({ protocol: /^wss?$/, error: 'must be a ws:// or wss:// URL' })),
   /** How long a semantic cache entry may answer. */
@@ -209,7 +216,7 @@ export interface Config {
   evaluationsQueue: string;
   /** Where clients reach the realtime relay, when it is not the Core API's own host (docs/realtime-speech.md). */
   realtimeRelayUrl: string | undefined;
-  knowledge: { queue: string; cacheTtlSeconds: number; file: string; extractionTimeoutMs: number; documentTimeoutMs: number; runTimeoutMs: number };
+  knowledge: { queue: string; eventsQueue: string; cacheTtlSeconds: number; file: string; rescoringDepth: number; extractionTimeoutMs: number; documentTimeoutMs: number; runTimeoutMs: number };
   tools: { maxRounds: number; timeBudgetMs: number; resultMaxChars: number };
   plugins: { timeoutMs: number; memoryBytes: number; sessionsEndpoint: string | undefined; warm: number; concurrency: number };
   logLevel: LogLevel;
@@ -287,8 +294,10 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     realtimeRelayUrl: e.REALTIME_RELAY_URL,
     knowledge: {
       queue: e.PIPELINES_QUEUE,
+      eventsQueue: e.PIPELINE_EVENTS_QUEUE,
       cacheTtlSeconds: e.SEMANTIC_CACHE_TTL_SECONDS,
       file: path.join(dataDir, 'knowledge.db'),
+      rescoringDepth: e.KNOWLEDGE_RESCORING_DEPTH,
       extractionTimeoutMs: e.EXTRACTION_TIMEOUT_SECONDS * 1000,
       documentTimeoutMs: e.PIPELINE_DOCUMENT_TIMEOUT_SECONDS * 1000,
       runTimeoutMs: e.PIPELINE_RUN_TIMEOUT_SECONDS * 1000,

@@ -48,6 +48,7 @@ var names = {
   registry: 'cr${resourceToken}'
   relayEnvironment: 'cae-${resourceToken}'
   relay: 'ca-relay-${resourceToken}'
+  blobEvents: 'evgt-${resourceToken}'
 }
 // The two Function Apps: one package, one API each (SERVICE_APIS); the Core app runs the async worker.
 // The portals are served by the Core app and call the Management app from the browser: its origin is
@@ -149,6 +150,58 @@ resource pipelinesQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@
 resource pipelinesPoisonQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = {
   parent: queueService
   name: 'data-pipeline-runs-poison'
+}
+
+resource pipelineEventsQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = {
+  parent: queueService
+  name: 'pipeline-events'
+}
+
+resource pipelineEventsPoisonQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = {
+  parent: queueService
+  name: 'pipeline-events-poison'
+}
+
+// Blob created and deleted events of the storage account, delivered by Event Grid to the pipeline-events
+// queue (Event pipelines read from this account's containers). Delivery uses the system topic's own
+// identity, which may only send queue messages: the account takes no shared keys.
+resource blobEvents 'Microsoft.EventGrid/systemTopics@2022-06-15' = {
+  name: names.blobEvents
+  location: location
+  tags: tags
+  identity: { type: 'SystemAssigned' }
+  properties: {
+    source: storage.id
+    topicType: 'Microsoft.Storage.StorageAccounts'
+  }
+}
+
+resource blobEventsSender 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(storage.id, blobEvents.id, 'queue-message-sender')
+  scope: storage
+  properties: {
+    // Storage Queue Data Message Sender
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', 'c6a89b2d-59bc-44d0-9896-0f6e12d7b80a')
+    principalId: blobEvents.identity.principalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+resource blobEventsToPipelines 'Microsoft.EventGrid/systemTopics/eventSubscriptions@2022-06-15' = {
+  parent: blobEvents
+  name: 'pipeline-events'
+  dependsOn: [blobEventsSender, pipelineEventsQueue]
+  properties: {
+    eventDeliverySchema: 'EventGridSchema'
+    filter: { includedEventTypes: ['Microsoft.Storage.BlobCreated', 'Microsoft.Storage.BlobDeleted'] }
+    deliveryWithResourceIdentity: {
+      identity: { type: 'SystemAssigned' }
+      destination: {
+        endpointType: 'StorageQueue'
+        properties: { resourceId: storage.id, queueName: 'pipeline-events', queueMessageTimeToLiveInSeconds: 604800 }
+      }
+    }
+  }
 }
 
 resource evaluationsQueue 'Microsoft.Storage/storageAccounts/queueServices/queues@2023-05-01' = {
@@ -378,6 +431,7 @@ func settings(clientId string, serviceApis string, queueWorkers bool, relayUrl s
   { name: 'WEBHOOKS_QUEUE', value: 'webhook-deliveries' }
   { name: 'WEBHOOK_RETRY_BASE_SECONDS', value: '5' }
   { name: 'PIPELINES_QUEUE', value: 'data-pipeline-runs' }
+  { name: 'PIPELINE_EVENTS_QUEUE', value: 'pipeline-events' }
   { name: 'EVALUATIONS_QUEUE', value: 'evaluation-runs' }
   { name: 'SEMANTIC_CACHE_TTL_SECONDS', value: '3600' }
   { name: 'TOOL_MAX_ROUNDS', value: '5' }
@@ -394,6 +448,7 @@ func settings(clientId string, serviceApis string, queueWorkers bool, relayUrl s
   { name: 'PIPELINE_RUN_TIMEOUT_SECONDS', value: '3600' }
   { name: 'PIPELINE_DOCUMENT_TIMEOUT_SECONDS', value: '300' }
   { name: 'EXTRACTION_TIMEOUT_SECONDS', value: '60' }
+  { name: 'KNOWLEDGE_RESCORING_DEPTH', value: '15' }
   { name: 'LOG_LEVEL', value: 'info' }
   { name: 'LOG_FORMAT', value: 'json' }
   // Empty: traces and metrics go to Application Insights only; set a collector's URL to export OTLP too.

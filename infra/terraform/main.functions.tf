@@ -56,6 +56,7 @@ locals {
     WEBHOOKS_QUEUE                        = "webhook-deliveries"
     WEBHOOK_RETRY_BASE_SECONDS            = "5"
     PIPELINES_QUEUE                       = "data-pipeline-runs"
+    PIPELINE_EVENTS_QUEUE                 = "pipeline-events"
     EVALUATIONS_QUEUE                     = "evaluation-runs"
     SEMANTIC_CACHE_TTL_SECONDS            = "3600"
     TOOL_MAX_ROUNDS                       = "5"
@@ -73,6 +74,7 @@ locals {
     PIPELINE_RUN_TIMEOUT_SECONDS      = "3600"
     PIPELINE_DOCUMENT_TIMEOUT_SECONDS = "300"
     EXTRACTION_TIMEOUT_SECONDS        = "60"
+    KNOWLEDGE_RESCORING_DEPTH         = "15"
     LOG_LEVEL                         = "info"
     LOG_FORMAT                        = "json"
     # Empty: traces and metrics go to Application Insights only; set a collector's URL to export OTLP too.

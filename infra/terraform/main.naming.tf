@@ -22,6 +22,7 @@ locals {
     session_pool        = "ses-${local.resource_token}"
     registry            = "cr${local.resource_token}"
     relay_environment   = "cae-${local.resource_token}"
+    blob_events         = "evgt-${local.resource_token}"
     relay               = "ca-relay-${local.resource_token}"
   }
 }

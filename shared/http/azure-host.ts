@@ -99,7 +99,7 @@ export function registerHost(routes: readonly Route[], queueHandlers: readonly Q
 }
 
 export function registerFunctions(routes: readonly Route[], queueHandlers: readonly QueueHandler[], timers: readonly Timer[], config: Config, services: () => Promise<Services>, app: Registrar = functions.app) {
-  for (const t of timers) {
+  for (const t of timers.filter((timer) => !timer.standaloneOnly)) {
     app.timer(t.name, { schedule: t.schedule, handler: async () => t.run(await services()) });
   }
   for (const route of routes) {

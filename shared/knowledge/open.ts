@@ -12,7 +12,7 @@ async function open(config: Config): Promise<VectorIndex> {
   }
   try {
     const { openSqliteVectorIndex } = await import('./sqlite-vector-index.js');
-    return openSqliteVectorIndex(config.knowledge.file);
+    return openSqliteVectorIndex(config.knowledge.file, { rescoringDepth: config.knowledge.rescoringDepth });
   } catch (e) {
     if (!/sqlite-vec|vec0|ERR_MODULE_NOT_FOUND/.test(String(e))) throw e;
     throw new ConfigError(`The embedded vector index needs the sqlite-vec package, which has no binary for ${process.platform}-${process.arch} here; use STORE=cosmos`);

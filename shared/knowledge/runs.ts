@@ -66,7 +66,7 @@ export async function startRun(s: Services, principal: Principal, pipelineName: 
  * unusable) is a 400 when `refuse` (someone asked for it), else recorded Failed with the reason (a scheduled
  * due time). Throws ConflictError when a run of that name exists (a due time another instance started).
  */
-export async function queueRun(s: Services, pipeline: DataPipelineDoc, name: string, by: string, options: { refuse?: boolean } = {}): Promise<{ object_id: string }> {
+export async function queueRun(s: Services, pipeline: DataPipelineDoc, name: string, by: string, options: { refuse?: boolean; documents?: string[] } = {}): Promise<{ object_id: string }> {
   const problem = await prerequisites(s, pipeline).then(
     () => undefined,
     (e: unknown) => {
@@ -88,6 +88,7 @@ export async function queueRun(s: Services, pipeline: DataPipelineDoc, name: str
     completed_on: problem ? now : null,
     counts: emptyCounts(),
     errors: problem ? [{ source: '', message: `The pipeline cannot run: ${problem}` }] : [],
+    ...(options.documents ? { documents: options.documents } : {}),
     created_on: now,
     created_by: by,
     updated_on: now,
@@ -163,9 +164,14 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
   // What the partitions depend on besides the content: changing any of it re-indexes every document.
   const settings = `${embedder.version}|${plan.sizeTokens}|${plan.overlapTokens}|${plan.partitioner}|${plan.shields.join(',')}`;
 
+  // An event-triggered run reads only the documents its event named: listed by their own names.
+  const only = run.documents ? new Set(run.documents) : undefined;
   let documents: SourceDocument[];
   try {
-    documents = await listDocuments(s, sourceSettings(source), pipeline.source_paths);
+    const settings = sourceSettings(source);
+    documents = only
+      ? (await listDocuments(s, settings, [...only].map((d) => (settings.containers.length > 1 ? d.slice(d.indexOf('/') + 1) : d)))).filter((d) => only.has(d.source))
+      : await listDocuments(s, sourceSettings(source), pipeline.source_paths);
   } catch (e) {
     if (e instanceof DocumentError) throw new RunFailure(e.message);
     throw e;
@@ -248,9 +254,10 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
 
   // A run cut by its deadline has not seen every document: nothing is removed on its word.
   if (runDeadline.aborted) return { counts, errors, cut: true, index };
-  // Documents this pipeline indexed that the source no longer has (or that answered 404).
+  // Documents this pipeline indexed that the source no longer has (or that answered 404): of an event's run,
+  // only those it named.
   for (const sourceName of indexed.keys()) {
-    if (seen.has(sourceName)) continue;
+    if (seen.has(sourceName) || (only && !only.has(sourceName))) continue;
     await s.vectors.removeDocument(index, sourceName);
     counts.removed++;
   }

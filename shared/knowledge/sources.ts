@@ -144,7 +144,7 @@ function webDocuments(s: Services, prefixes: readonly string[], urls: readonly s
 }
 
 /** The Blob service the source reads: by its connection string, by account URL with the managed identity, or the service's own. */
-function blobServiceOf(s: Services, source: SourceSettings): BlobServiceClient {
+export function blobServiceOf(s: Services, source: SourceSettings): BlobServiceClient {
   const agent = () => guardedHttpsAgent({ policy: 'user', allowPrivateNetwork: s.config.allowPrivateNetwork });
   if (source.connection_string_secret_name) {
     const name = source.connection_string_secret_name;

@@ -12,9 +12,11 @@ import { mkdirSync } from 'node:fs';
 import path from 'node:path';
 import Database from 'better-sqlite3';
 
-export function openSqliteFile(file: string, options: { mapped: boolean }): Database.Database {
+export function openSqliteFile(file: string, options: { mapped: boolean; pageSize?: number }): Database.Database {
   if (file !== ':memory:') mkdirSync(path.dirname(file), { recursive: true });
   const db = new Database(file);
+  // Takes effect on a new file only (before its first write); an existing file keeps its page size.
+  if (options.pageSize) db.pragma(`page_size = ${options.pageSize}`);
   db.pragma('journal_mode = WAL');
   db.pragma('synchronous = NORMAL');
   db.pragma('busy_timeout = 5000');

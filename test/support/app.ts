@@ -10,6 +10,7 @@ import { openSqliteStore } from '../../shared/store/sqlite-store.js';
 import { countingStore } from '../../shared/store/counting-store.js';
 import type { DocumentStore } from '../../shared/store/types.js';
 import { INSTANCE, tempDir, testServices, type TestServices } from './services.js';
+import type { Timer } from '../../shared/queues/timer.js';
 
 export interface TestApp {
   dataDir: string;
@@ -26,10 +27,10 @@ export interface TestApp {
   close(): Promise<void>;
 }
 
-export async function startTestApp(env: Record<string, string> = {}, options: { consumers?: boolean; store?: DocumentStore } = {}): Promise<TestApp> {
+export async function startTestApp(env: Record<string, string> = {}, options: { consumers?: boolean; store?: DocumentStore; timers?: readonly Timer[] } = {}): Promise<TestApp> {
   const dir = tempDir();
   // Test files run in parallel against one Azurite: each app gets its own queue.
-  env = { ASYNC_COMPLETIONS_QUEUE: `ac-${randomUUID().slice(0, 8)}`, WEBHOOKS_QUEUE: `wh-${randomUUID().slice(0, 8)}`, PIPELINES_QUEUE: `dp-${randomUUID().slice(0, 8)}`, EVALUATIONS_QUEUE: `ev-${randomUUID().slice(0, 8)}`, PACKAGES_CONTAINER: `pp-${randomUUID().slice(0, 8)}`, ...env };
+  env = { ASYNC_COMPLETIONS_QUEUE: `ac-${randomUUID().slice(0, 8)}`, WEBHOOKS_QUEUE: `wh-${randomUUID().slice(0, 8)}`, PIPELINES_QUEUE: `dp-${randomUUID().slice(0, 8)}`, PIPELINE_EVENTS_QUEUE: `pe-${randomUUID().slice(0, 8)}`, EVALUATIONS_QUEUE: `ev-${randomUUID().slice(0, 8)}`, PACKAGES_CONTAINER: `pp-${randomUUID().slice(0, 8)}`, ...env };
   const store = countingStore(options.store ?? openSqliteStore(path.join(dir, 'store.db')));
   const services = await testServices({
     env: { DATA_DIR: dir, AzureWebJobsStorage: inject('storageConnectionString'), ...env },

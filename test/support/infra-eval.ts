@@ -101,6 +101,8 @@ export const NAME_RULES: Record<string, (name: string) => boolean> = {
   containerEnvironment: (n) => /^[a-z][a-z0-9-]{0,58}[a-z0-9]$/.test(n) && !n.includes('--'),
   // Container apps: the same, 32 at most.
   containerApp: (n) => /^[a-z][a-z0-9-]{0,30}[a-z0-9]$/.test(n) && !n.includes('--'),
+  // Event Grid system topics: letters, digits and hyphens, 3 to 128.
+  systemTopic: (n) => /^[a-zA-Z0-9-]{3,128}$/.test(n),
 };
 
 /** Which rule a name key of either flavour follows. */
@@ -114,6 +116,7 @@ export function ruleFor(key: string): string {
   if (k === 'registry') return 'registry';
   if (k === 'relayenvironment') return 'containerEnvironment';
   if (k === 'relay') return 'containerApp';
+  if (k === 'blobevents') return 'systemTopic';
   if (k in { storage: 1, cosmos: 1, vault: 1, logs: 1, insights: 1 }) return k;
   throw new Error(`No naming rule for ${key}: add one to NAME_RULES`);
 }

@@ -14,7 +14,7 @@ import { BLOCKLIST_SETTING, compileBlocklist } from '../../shielding/blocklist.j
 import { brandingProblem } from '../branding.js';
 import type { ResourceRules } from '../resource-rules.js';
 import { APP_CONFIG_PK, maskSecret, rotated } from '../settings.js';
-import { PLATFORM_MEMORY, type apiEndpointConfigurations, type appConfigurations, type dataPipelines, type dataSources, type tools, type workflows } from '../types/catalog.js';
+import { dataSources, PLATFORM_MEMORY, type apiEndpointConfigurations, type appConfigurations, type dataPipelines, type tools, type workflows } from '../types/catalog.js';
 import { checkWorkflowLinks } from './agent-links.js';
 
 export const workflowRules: ResourceRules<typeof workflows> = {
@@ -60,12 +60,18 @@ export const dataSourceRules: ResourceRules<typeof dataSources> = {
 
 export const dataPipelineRules: ResourceRules<typeof dataPipelines> = {
   // Stages name built-in stage plugins, in order, with parameters they declare.
-  validate: (d) => {
+  validate: async (d, { services }) => {
     checkStages(d.stages);
     checkPlan(planOf(d));
     const cron = d.trigger_cron !== undefined ? cronProblem(d.trigger_cron) : undefined;
     if (cron) throw validationError([{ field: 'trigger_cron', message: cron }]);
-    return Promise.resolve();
+    // Blob events come from storage: an Event pipeline reads an AzureBlob or AzureDataLake source.
+    if (d.trigger_type === 'Event') {
+      const source = await services.resourceCache.get(d.data_source_object_id, dataSources);
+      if (source && source.data_source_type !== 'AzureBlob' && source.data_source_type !== 'AzureDataLake') {
+        throw validationError([{ field: 'trigger_type', message: `Event runs on Blob events: the data source must be AzureBlob or AzureDataLake, not ${source.data_source_type}` }]);
+      }
+    }
   },
   // A purged pipeline takes what it indexed with it.
   afterPurge: (doc, { services }) => dropPipelineDocuments(services, doc),

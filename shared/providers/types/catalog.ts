@@ -160,7 +160,10 @@ export const dataPipelines = {
       .max(10)
       .optional()
       .describe('Data Pipeline Stage plugins in the order they run, with their parameters (docs/plugins.md); absent: extract, partition, embed, index with the settings above'),
-    trigger_type: z.enum(['Manual', 'Schedule'], { error: 'trigger_type must be Manual or Schedule' }).default('Manual').describe('Manual: runs when processed by hand; Schedule: also at each due time of trigger_cron'),
+    trigger_type: z
+      .enum(['Manual', 'Schedule', 'Event'], { error: 'trigger_type must be Manual, Schedule or Event' })
+      .default('Manual')
+      .describe('Manual: runs when processed by hand; Schedule: also at each due time of trigger_cron; Event: also for each blob created or deleted in the source (AzureBlob, AzureDataLake)'),
     trigger_cron: z.string().max(200).optional().describe('Schedule: five cron fields (minute hour day-of-month month day-of-week), UTC'),
   })
     .refine((d) => d.partition_overlap_tokens < d.partition_size_tokens, { path: ['partition_overlap_tokens'], message: 'must be less than partition_size_tokens' })
@@ -196,6 +199,7 @@ export const dataPipelineRuns = {
     counts: RunCountsSchema,
     errors: z.array(z.object({ source: z.string(), message: z.string() })),
     reading: z.array(z.string()).optional().describe('Set by the service: the documents being read (a redelivered run skips them)'),
+    documents: z.array(z.string()).max(1000).optional().describe('Set by the service: the only documents an event-triggered run reads (or removes, when the source no longer has them)'),
   }),
 } satisfies ResourceKind;
 

@@ -46,7 +46,7 @@ describe('scheduled data pipelines', () => {
       [{ trigger_type: 'Schedule', trigger_cron: '0 0 2 * * *' }, 'it takes five'],
       [{ trigger_type: 'Schedule', trigger_cron: '61 * * * *' }, 'not a valid cron expression'],
       [{ trigger_cron: '0 2 * * *' }, 'valid only when trigger_type is Schedule'],
-      [{ trigger_type: 'Hourly' }, 'trigger_type must be Manual or Schedule'],
+      [{ trigger_type: 'Hourly' }, 'trigger_type must be Manual, Schedule or Event'],
     ] as const) {
       const r = await save('refused', extra);
       expect(r.status, JSON.stringify(extra)).toBe(400);

@@ -143,7 +143,7 @@ describe('infrastructure', () => {
     // Every resource declaration that takes tags gets them.
     const declarations = [...resourcesBicep.matchAll(/^resource (\w+) '([^']+)' = (?:\[\s*for [^:]+: )?(?:if \([^)]*\) )?\{\n([\s\S]*?)\n\s*\}\]?$/gm)];
     for (const [, name, type, body] of declarations) {
-      if (/\/(blobServices|queueServices|containers|queues|sqlDatabases|sqlRoleAssignments)|roleAssignments/.test(type ?? '')) continue;
+      if (/\/(blobServices|queueServices|containers|queues|sqlDatabases|sqlRoleAssignments|eventSubscriptions)|roleAssignments/.test(type ?? '')) continue;
       expect(body, `${name} is tagged`).toMatch(/tags: (tags|union\(tags)/);
     }
   });
@@ -307,6 +307,19 @@ describe('infrastructure', () => {
     }
   });
 
+  it("delivers the storage account's Blob created and deleted events to the pipeline-events queue with Event Grid's own identity, in both flavours", () => {
+    const config = loadConfig({});
+    expect(resourcesBicep).toMatch(/resource blobEvents 'Microsoft\.EventGrid\/systemTopics@[^']+' = \{[\s\S]*?identity: \{ type: 'SystemAssigned' \}[\s\S]*?source: storage\.id\s*topicType: 'Microsoft\.Storage\.StorageAccounts'/);
+    expect(resourcesBicep).toContain(`properties: { resourceId: storage.id, queueName: '${config.knowledge.eventsQueue}'`);
+    expect(resourcesBicep).toContain("includedEventTypes: ['Microsoft.Storage.BlobCreated', 'Microsoft.Storage.BlobDeleted']");
+    expect(resourcesBicep).toContain("'c6a89b2d-59bc-44d0-9896-0f6e12d7b80a'");
+    expect(tfResource('azurerm_eventgrid_system_topic', 'blob_events')).toMatchObject({ source_resource_id: '${azurerm_storage_account.this.id}', topic_type: 'Microsoft.Storage.StorageAccounts' });
+    const subscription = tfResource('azurerm_eventgrid_system_topic_event_subscription', 'pipeline_events');
+    expect(subscription).toMatchObject({ included_event_types: ['Microsoft.Storage.BlobCreated', 'Microsoft.Storage.BlobDeleted'], event_delivery_schema: 'EventGridSchema' });
+    expect(JSON.stringify(subscription.storage_queue_endpoint)).toContain(`"queue_name":"${config.knowledge.eventsQueue}"`);
+    expect(tfResource('azurerm_role_assignment', 'blob_events_sender')).toMatchObject({ role_definition_name: 'Storage Queue Data Message Sender' });
+  });
+
   it('is identity-only: no shared keys, no local auth, Key Vault in RBAC mode', () => {
     expect(resourcesBicep).toContain('allowSharedKeyAccess: false');
     expect(resourcesBicep).toContain('disableLocalAuth: true');
@@ -317,7 +330,7 @@ describe('infrastructure', () => {
     expect(tfResource('azurerm_cosmosdb_account')).toMatchObject({ local_authentication_disabled: true });
     expect(tfResource('azurerm_key_vault')).toMatchObject({ rbac_authorization_enabled: true });
     expect(tfResource('azurerm_cosmosdb_sql_role_assignment', 'app')).toMatchObject({ role_definition_id: expect.stringContaining('00000000-0000-0000-0000-000000000002') as string });
-    expect(Object.keys(terraform.resource.azurerm_role_assignment ?? {}).sort()).toEqual(['metrics_publisher', 'operator', 'registry_pull', 'secrets_user', 'sessions', 'storage']);
+    expect(Object.keys(terraform.resource.azurerm_role_assignment ?? {}).sort()).toEqual(['blob_events_sender', 'metrics_publisher', 'operator', 'registry_pull', 'secrets_user', 'sessions', 'storage']);
     expect(resourcesBicep).toContain('adminUserEnabled: false');
     expect(tfResource('azurerm_container_registry')).toMatchObject({ admin_enabled: false, anonymous_pull_enabled: false });
     expect(String(tfLocals().storage_roles)).toContain('Storage Blob Data Owner');
