@@ -1,4 +1,5 @@
 // The composition root: everything a handler may use, built once per process from configuration.
+import type { GraphOptions } from './auth/graph.js';
 import type { BlobServiceClient } from '@azure/storage-blob';
 import type { QueueServiceClient } from '@azure/storage-queue';
 import type { CredentialGate } from './net/credential-gate.js';
@@ -51,6 +52,8 @@ export interface Services {
   readonly auth: Authenticator;
   readonly authorizer: Authorizer;
   readonly directory: PrincipalDirectory;
+  /** Microsoft Graph with the service's identity (GRAPH_ENABLED): directory lookups and SharePoint sources. */
+  readonly graph: GraphOptions | undefined;
   /** Each UPN bound to the object id that first signed in with it: a reused UPN owns no one else's data. */
   readonly upnBindings: UpnBindings;
   readonly agentTokens: AgentTokens;
@@ -103,10 +106,11 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const queues = createQueueService(config.storage, gate);
   const authorizer = new RoleBasedAuthorizer(store.container<RoleAssignmentDoc>('resources'), config.instanceId);
   await bootstrapOwners(store, config);
+  const graph = config.graphUrl ? graphOptions(config.graphUrl, gate) : undefined;
   const directory = new PrincipalDirectory(
     store.container('principals'),
     store.container('resources'),
-    config.graphUrl ? graphOptions(config.graphUrl, gate) : undefined,
+    graph,
     (e) => log.warn('A directory write or lookup failed', { error: e instanceof Error ? e.message : String(e) }),
   );
   const blobs = createBlobService(config.storage, gate);
@@ -136,6 +140,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     upnBindings,
     authorizer,
     directory,
+    graph,
     agentTokens,
     resourceCache,
     conversations,

@@ -19,6 +19,7 @@ import { planOf } from './stages.js';
 import { screen } from '../shielding/plugins.js';
 import { ExtractionError, extractText, formatOf } from './extract.js';
 import { DocumentError, listDocuments, READABLE_SOURCE_TYPES, sourceProblem, sourceSettings, type SourceDocument } from './sources.js';
+import { deletedSources, sharePointDocuments } from './sharepoint.js';
 import { groupsOf, type IndexedEntry } from './vector-index.js';
 
 export type RunDoc = DataPipelineRunDoc;
@@ -116,10 +117,10 @@ export async function runPipeline({ run: id }: RunMessage, delivery: QueueDelive
   const run = await update(s, id, (r) => (ended(r) ? undefined : { status: 'InProgress', started_on: r.started_on ?? new Date().toISOString() }));
   if (!run || ended(run)) return;
   try {
-    const { counts, errors, cut, index } = await execute(s, run, delivery.signal);
+    const { counts, errors, cut, index, delta } = await execute(s, run, delivery.signal);
     // Cached answers may quote what changed: the agents searching the index answer afresh.
     if (counts.added + counts.updated + counts.removed > 0) await forgetAnswersFrom(s, index);
-    await update(s, id, () => ({ status: cut ? 'Failed' : 'Completed', completed_on: new Date().toISOString(), counts, errors, reading: undefined }));
+    await update(s, id, () => ({ status: cut ? 'Failed' : 'Completed', completed_on: new Date().toISOString(), counts, errors, reading: undefined, ...(delta && !cut ? { delta } : {}) }));
   } catch (e) {
     if (delivery.signal?.aborted) {
       // Stopped on purpose (shutdown): what was being read did not crash anything.
@@ -149,7 +150,21 @@ const documentFailure = (e: unknown) => e instanceof Deadline || e instanceof Do
 /** Why a document's work was cut: its own deadline, or the run's. */
 class Deadline extends Error {}
 
-async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined): Promise<{ counts: RunCounts; errors: RunError[]; cut: boolean; index: string }> {
+/** Where the pipeline's last completed run left a SharePoint source's changes. */
+async function lastDelta(s: Services, pipelineId: string): Promise<RunDoc['delta']> {
+  const { items } = await runs(s).query({
+    partition: RUNS_PK,
+    where: [
+      { field: 'data_pipeline_object_id', op: 'eq', value: pipelineId },
+      { field: 'status', op: 'eq', value: 'Completed' },
+    ],
+    orderBy: [{ field: 'completed_on', direction: 'desc' }],
+    limit: 1,
+  });
+  return items[0]?.delta;
+}
+
+async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined): Promise<{ counts: RunCounts; errors: RunError[]; cut: boolean; index: string; delta?: RunDoc['delta'] }> {
   const { documentTimeoutMs, runTimeoutMs } = s.config.knowledge;
   // The run's deadline counts from its first delivery: a redelivery does not extend it.
   const runLeftMs = Date.parse(run.started_on ?? new Date().toISOString()) + runTimeoutMs - Date.now();
@@ -164,20 +179,32 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
   // What the partitions depend on besides the content: changing any of it re-indexes every document.
   const settings = `${embedder.version}|${plan.sizeTokens}|${plan.overlapTokens}|${plan.partitioner}|${plan.shields.join(',')}`;
 
-  // An event-triggered run reads only the documents its event named: listed by their own names.
+  const indexed = new Map<string, IndexedEntry>();
+  for (const d of await s.vectors.documents(index)) if (d.origin === pipeline.object_id) indexed.set(d.source, d);
+  // An event-triggered run reads only the documents its event named: listed by their own names. A
+  // SharePoint source's later runs read only what changed, and remove only what Graph reports deleted.
   const only = run.documents ? new Set(run.documents) : undefined;
   let documents: SourceDocument[];
+  let deleted: string[] | undefined;
+  let delta: RunDoc['delta'];
   try {
-    const settings = sourceSettings(source);
-    documents = only
-      ? (await listDocuments(s, settings, [...only].map((d) => (settings.containers.length > 1 ? d.slice(d.indexOf('/') + 1) : d)))).filter((d) => only.has(d.source))
-      : await listDocuments(s, sourceSettings(source), pipeline.source_paths);
+    const from = sourceSettings(source);
+    if (from.data_source_type === 'SharePointOnline') {
+      const last = await lastDelta(s, pipeline.object_id);
+      const site = { site_url: from.site_url ?? '', document_libraries: from.document_libraries ?? [] };
+      const listing = await sharePointDocuments(s, s.graph, site, pipeline.source_paths, last?.settings === settings ? last.links : undefined, runDeadline);
+      documents = listing.documents;
+      if (!listing.complete) deleted = deletedSources(listing.removed, indexed.keys());
+      delta = { settings, links: listing.cursors };
+    } else {
+      documents = only
+        ? (await listDocuments(s, from, [...only].map((d) => (from.containers.length > 1 ? d.slice(d.indexOf('/') + 1) : d)))).filter((d) => only.has(d.source))
+        : await listDocuments(s, from, pipeline.source_paths);
+    }
   } catch (e) {
     if (e instanceof DocumentError) throw new RunFailure(e.message);
     throw e;
   }
-  const indexed = new Map<string, IndexedEntry>();
-  for (const d of await s.vectors.documents(index)) if (d.origin === pipeline.object_id) indexed.set(d.source, d);
 
   const counts = emptyCounts();
   const errors: RunError[] = [];
@@ -255,13 +282,13 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
   // A run cut by its deadline has not seen every document: nothing is removed on its word.
   if (runDeadline.aborted) return { counts, errors, cut: true, index };
   // Documents this pipeline indexed that the source no longer has (or that answered 404): of an event's run,
-  // only those it named.
-  for (const sourceName of indexed.keys()) {
+  // only those it named; of an incremental listing, those reported deleted.
+  for (const sourceName of deleted ?? indexed.keys()) {
     if (seen.has(sourceName) || (only && !only.has(sourceName))) continue;
     await s.vectors.removeDocument(index, sourceName);
     counts.removed++;
   }
-  return { counts, errors, cut: false, index };
+  return { counts, errors, cut: false, index, ...(delta ? { delta } : {}) };
 }
 
 /** The partitions the shielding plugins allow (ShieldStage); each blocked one is named in the run's errors. */

@@ -30,7 +30,7 @@ export interface SourceDocument {
 }
 
 /** The source types the service can read; the others are definitions only for now. */
-export const READABLE_SOURCE_TYPES = ['AzureBlob', 'AzureDataLake', 'Web'] as const;
+export const READABLE_SOURCE_TYPES = ['AzureBlob', 'AzureDataLake', 'SharePointOnline', 'Web'] as const;
 
 export interface SourceSettings {
   data_source_type: string;
@@ -41,6 +41,8 @@ export interface SourceSettings {
   /** AzureDataLake: the directories read when a pipeline names no source paths. */
   paths?: string[];
   urls?: string[];
+  site_url?: string;
+  document_libraries?: string[];
 }
 
 /** The Blob endpoint of an account URL: a Data Lake (dfs) host is read through the Blob host of its account. */
@@ -214,6 +216,8 @@ export const sourceSettings = (doc: DataSourceDoc): SourceSettings => {
     ...(doc.configuration.connection_string_secret_name !== undefined ? { connection_string_secret_name: doc.configuration.connection_string_secret_name } : {}),
     ...(doc.paths !== undefined ? { paths: doc.paths } : {}),
     ...(doc.urls !== undefined ? { urls: doc.urls } : {}),
+    ...(doc.site_url !== undefined ? { site_url: doc.site_url } : {}),
+    ...(doc.document_libraries !== undefined ? { document_libraries: doc.document_libraries } : {}),
   };
 };
 
@@ -225,5 +229,6 @@ export function sourceProblem(source: SourceSettings): string | undefined {
     if (!source.account_url && !source.connection_string_secret_name) return 'an AzureDataLake data source needs an account_url or a connection_string_secret_name';
   }
   if (source.data_source_type === 'Web' && !source.urls?.length) return 'a Web data source needs urls, the prefixes documents may come from';
+  if (source.data_source_type === 'SharePointOnline' && (!source.site_url || !source.document_libraries?.length)) return 'a SharePointOnline data source needs a site_url and document_libraries';
   return undefined;
 }

@@ -226,16 +226,11 @@ async function relay(s: Services, principal: Principal, call: Call, client: WebS
     const text = raw.toString('utf8');
     // Most events are audio deltas: only those that can carry a transcript or usage are read.
     if (!KEPT_EVENT.test(text)) return;
-    let event: { type?: string; transcript?: unknown; response?: { id?: unknown; usage?: { input_tokens?: unknown; output_tokens?: unknown; total_tokens?: unknown } } };
-    try {
-      event = JSON.parse(text) as typeof event;
-    } catch {
-      return;
-    }
+    const event = parseEvent(text);
+    if (!event) return;
     const at = stamp();
-    const parsed = event;
     kept = kept
-      .then(() => observe(s, principal, call, parsed, started, end, at))
+      .then(() => observe(s, principal, call, event, started, end, at))
       .catch((e: unknown) => s.log.warn('A realtime event could not be recorded', { error: e instanceof Error ? e.message : String(e) }));
   });
   socket.on('unexpected-response', (_req, res) => end('model_closed', `The model refused the call (${res.statusCode ?? 0})`, 1011));
@@ -298,5 +293,16 @@ async function observe(
     }
     default:
       return;
+  }
+}
+
+type ModelEvent = { type?: string; transcript?: unknown; response?: { id?: unknown; usage?: { input_tokens?: unknown; output_tokens?: unknown; total_tokens?: unknown } } };
+
+/** A model event's JSON, or undefined when it is not JSON. */
+function parseEvent(text: string): ModelEvent | undefined {
+  try {
+    return JSON.parse(text) as ModelEvent;
+  } catch {
+    return undefined;
   }
 }

@@ -88,7 +88,7 @@ export const prompts = {
  * A source of documents for pipelines (docs/api-decisions.md, Knowledge). AzureBlob: a container of the service's own storage, or of another account (`account_url`)
  * read with the managed identity. Web: the URL prefixes documents may come from. Both are needed to process
  * the source, not to save it (spec-era definitions name containers in `configuration`, which is read too).
- * SharePointOnline and AzureDataLake are definitions only for now: processing them is a 400.
+ * SharePointOnline: the site and its document libraries, read through Microsoft Graph (knowledge/sharepoint.ts).
  */
 /** A Blob container (or Data Lake file system) name. */
 const ContainerName = z.string().regex(/^[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]$/, 'must be a Blob container name');
@@ -107,6 +107,8 @@ export const dataSources = {
     filesystem: ContainerName.optional().describe('AzureDataLake: the file system (container) to read'),
     paths: z.array(z.string().min(1).max(1024)).max(100).optional().describe('AzureDataLake: the directories to read (default: all); a pipeline\'s source_paths narrow them'),
     urls: z.array(z.string()).min(1).max(100).optional().describe('Web: the URL prefixes documents may come from'),
+    site_url: z.url({ protocol: /^https$/, error: 'must be an https URL' }).max(2048).optional().describe('SharePointOnline: the site (https://{tenant}.sharepoint.com/sites/{site})'),
+    document_libraries: z.array(z.string().min(1).max(256)).min(1).max(50).optional().describe('SharePointOnline: the document libraries to read, by name'),
     configuration: z
       .object({
         connection_string_secret_name: z.string().min(1).max(256).optional().describe('AzureBlob, AzureDataLake: the SVC_SECRET_ setting holding the account\'s connection string (instead of the managed identity); a run that cannot read it fails saying so'),
@@ -123,6 +125,7 @@ export const dataSources = {
     only('an AzureBlob or AzureDataLake', storage, ['account_url']);
     only('an AzureDataLake', d.data_source_type === 'AzureDataLake', ['filesystem', 'paths']);
     only('a Web', d.data_source_type === 'Web', ['urls']);
+    only('a SharePointOnline', d.data_source_type === 'SharePointOnline', ['site_url', 'document_libraries']);
     if (!storage && (d.configuration.connection_string_secret_name !== undefined || d.configuration.containers !== undefined)) {
       ctx.addIssue({ code: 'custom', path: ['configuration'], message: 'connection_string_secret_name and containers are valid only for AzureBlob and AzureDataLake data sources' });
     }
@@ -200,6 +203,10 @@ export const dataPipelineRuns = {
     errors: z.array(z.object({ source: z.string(), message: z.string() })),
     reading: z.array(z.string()).optional().describe('Set by the service: the documents being read (a redelivered run skips them)'),
     documents: z.array(z.string()).max(1000).optional().describe('Set by the service: the only documents an event-triggered run reads (or removes, when the source no longer has them)'),
+    delta: z
+      .object({ settings: z.string(), links: z.record(z.string(), z.string()) })
+      .optional()
+      .describe("Set by the service: where the next run of a SharePointOnline source reads changes from (Graph's delta link per library), and the settings it indexed with"),
   }),
 } satisfies ResourceKind;
 

@@ -1,5 +1,5 @@
 // Event-triggered pipelines against Azurite: a blob created under the pipeline's paths is indexed, and one
-// deleted is gone from the index, each within 60 s, through the standalone server's stand-in for Event Grid
+// deleted is gone from the index and from the semantic cache, each within 60 s, through the standalone server's stand-in for Event Grid
 // (it lists the containers and writes Blob events to the pipeline-events queue) and the same queue handler
 // Event Grid's deliveries reach in Azure. An event delivered twice starts one run; a blob outside the
 // pipeline's paths starts none; an Event pipeline must read a storage source.
@@ -13,7 +13,7 @@ import { partitionOf } from '../../../shared/providers/resource-type.js';
 import { dataPipelineRuns } from '../../../shared/providers/types/catalog.js';
 import { providers, startTestApp, type TestApp } from '../../support/app.js';
 import { TEXTS } from '../../support/documents.js';
-import { objectId, seedKnowledgeAgent, seedPipeline, upsert } from './support.js';
+import { complete, objectId, seedKnowledgeAgent, seedPipeline, updateAgent, upsert } from './support.js';
 
 interface StoredRun {
   name: string;
@@ -37,8 +37,9 @@ describe('event-triggered data pipelines', () => {
     // The standalone server's timers, as `npm start` runs them: the scheduler and the Blob events stand-in.
     app = await startTestApp({ ALLOW_PRIVATE_NETWORK: 'true' }, { timers: TIMERS });
     await blobs().create();
-    await seedKnowledgeAgent(app, llm, 'events-kb');
+    const embedding = await seedKnowledgeAgent(app, llm, 'events-kb');
     await seedPipeline(app, 'events-kb', 'on-change', { data_source_type: 'AzureBlob', container }, ['docs/'], 'on-change');
+    await updateAgent(app, 'events-kb', { cache_settings: { semantic_cache_enabled: true, semantic_cache_settings: { embedding_ai_model_object_id: embedding } } });
     const pipeline = (await app.call('GET', `${providers(app, 'Svc.DataPipeline')}/dataPipelines/on-change`)).body as { resource: Record<string, unknown> };
     await upsert(app, 'Svc.DataPipeline', 'dataPipelines', 'on-change', { ...pipeline.resource, trigger_type: 'Event' });
   });
@@ -70,12 +71,24 @@ describe('event-triggered data pipelines', () => {
     const indexedAfter = Date.now() - created;
     const [run] = await eventRuns();
     expect(run).toMatchObject({ status: 'Completed', documents: ['docs/penguins.txt'], counts: { added: 1 } });
+    // An answer that quotes the document is cached: asked again, the model is not called.
+    const prompt = 'How do emperor penguins keep their eggs warm?';
+    const calls = () => llm.requests.length;
+    expect((await complete(app, 'events-kb', prompt)).body.citations.map((c) => c.source)).toEqual(['docs/penguins.txt']);
+    const afterFirst = calls();
+    await complete(app, 'events-kb', prompt);
+    expect(calls()).toBe(afterFirst);
 
     const deleted = Date.now();
     await blobs().deleteBlob('docs/penguins.txt');
     await expect.poll(indexed, { timeout: 60_000, interval: 500 }).toEqual([]);
     const removedAfter = Date.now() - deleted;
     expect((await eventRuns()).some((r) => r.status === 'Completed' && r.counts.removed === 1)).toBe(true);
+    // The cached answer went with the document: the same prompt goes to the model, and cites nothing.
+    await expect.poll(async () => (await eventRuns()).every((r) => r.status === 'Completed' || r.status === 'Failed'), { timeout: 30_000 }).toBe(true);
+    const again = await complete(app, 'events-kb', prompt);
+    expect(calls()).toBeGreaterThan(afterFirst);
+    expect(again.body.citations).toEqual([]);
     // The blob outside the pipeline's paths started nothing.
     expect((await eventRuns()).flatMap((r) => r.documents ?? [])).not.toContain('elsewhere/seals.txt');
     console.log(`event-triggered runs: indexed ${indexedAfter} ms after the upload, removed ${removedAfter} ms after the delete`);
