@@ -11,7 +11,7 @@
 import { request } from 'undici';
 import type { GraphOptions } from '../auth/graph.js';
 import type { Services } from '../services.js';
-import { DocumentError, MAX_DOCUMENT_BYTES, type SourceDocument } from './sources.js';
+import { DocumentError, MAX_DOCUMENT_BYTES, readCapped, type SourceDocument } from './sources.js';
 
 export interface SharePointSettings {
   site_url: string;
@@ -166,18 +166,7 @@ async function fileDocument(s: Services, graph: Graph, base: string, driveId: st
         await body.dump();
         throw new DocumentError(`the file's download answered ${statusCode}`);
       }
-      const chunks: Buffer[] = [];
-      let size = 0;
-      for await (const chunk of body) {
-        size += (chunk as Buffer).length;
-        if (size > MAX_DOCUMENT_BYTES) {
-          body.destroy();
-          throw new DocumentError(`the document is larger than ${MAX_DOCUMENT_BYTES} bytes`);
-        }
-        chunks.push(chunk as Buffer);
-      }
-      const type = headers['content-type'];
-      return { bytes: Buffer.concat(chunks), ...(typeof type === 'string' ? { contentType: type } : {}) };
+      return readCapped(body, headers);
     },
   };
 }

@@ -1,11 +1,12 @@
 // The in-memory first pass of the embedded index: one bit per dimension of every partition (its sign, so the
 // Hamming distance between two codes estimates the angle between their vectors), kept per index and vector
 // length beside where each partition may be read and until when. A search narrows in two steps before the
-// exact re-scoring its caller does: the Hamming distance over 256 bits of each code (words spread over the
-// vector; a WebAssembly scan, kernels.wat) keeps the closest thousand or more, then the query's own values
-// rank those (its dot product with each code read as +1 and -1 per dimension, summed a byte at a time from a
-// table of the query), which orders them far closer to the exact ranking than bits against bits. 100,000 partitions of 1,536 dimensions take 22 MiB here; `npm run bench --
-// knowledge` measures the search's recall and latency.
+// exact re-scoring its caller does: the Hamming distance (a WebAssembly scan, kernels.wat) over each whole
+// code, or past 32,768 codes over 256 of its bits (words spread over the vector), keeps the closest thousand
+// or more; then the query's own values rank those (its dot product with each code read as +1 and -1 per
+// dimension, summed a byte at a time from a table of the query), which orders them far closer to the exact
+// ranking than bits against bits. 100,000 partitions of 1,536 dimensions take 22 MiB here;
+// `npm run bench -- knowledge` measures the search's recall and latency.
 import { ensureMemory, kernelsOver, newMemory, type Kernels } from './kernels.js';
 
 /** A code's words of 32 bits; bit d of the code is dimension d's sign. */
@@ -22,6 +23,8 @@ export function signCode(vector: ArrayLike<number>): Uint32Array {
 const LEAD_WORDS = 8;
 /** The lead step keeps at least this many, and eight times what the whole code keeps. */
 const MIN_LEAD_KEPT = 1000;
+/** Indexes (as a searcher may read them) up to this size are narrowed by whole codes, not their leads. */
+const WHOLE_SCAN_LIMIT = 32_768;
 const LEAD_FACTOR = 8;
 
 export interface Admission {
@@ -46,11 +49,12 @@ function layoutFor(capacity: number, codeWords: number) {
   const dist = align(mask + capacity, 4);
   const list = dist + capacity * 4;
   const hist = list + capacity * 4;
-  const queryLead = hist + (LEAD_WORDS * 32 + 1) * 4 + 4;
-  const table = queryLead + LEAD_WORDS * 4;
+  // Room for a histogram of whole-code distances, the longer kind.
+  const query = align(hist + (codeWords * 32 + 1) * 4, 8);
+  const table = query + codeWords * 4;
   const scores = table + codeWords * 4 * 256 * 4;
   const allowed = scores + capacity * 4;
-  return { leads, codes, expires, access, live, mask, dist, list, hist, queryLead, table, scores, allowed, end: allowed + MAX_KEYS };
+  return { leads, codes, expires, access, live, mask, dist, list, hist, query, table, scores, allowed, end: allowed + MAX_KEYS };
 }
 
 export class Sketch {
@@ -128,13 +132,17 @@ export class Sketch {
     let limit = { cut: 0x10000, atCut: 0 };
     const keep = Math.max(MIN_LEAD_KEPT, count * LEAD_FACTOR);
     if (admitted > keep) {
+      // Up to WHOLE_SCAN_LIMIT codes are compared whole (a millisecond or so); past it, by their leads.
+      const whole = admitted <= WHOLE_SCAN_LIMIT;
+      const words = whole ? this.codeWords : LEAD_WORDS;
       const code = signCode(vector);
-      const queryLead = new Uint32Array(buffer, l.queryLead, LEAD_WORDS);
-      queryLead.fill(0);
-      this.lead.forEach((w, i) => (queryLead[i] = code[w] as number));
-      const histogram = new Uint32Array(buffer, l.hist, LEAD_WORDS * 32 + 1);
+      const query = new Uint32Array(buffer, l.query, words);
+      query.fill(0);
+      if (whole) query.set(code);
+      else this.lead.forEach((w, i) => (query[i] = code[w] as number));
+      const histogram = new Uint32Array(buffer, l.hist, words * 32 + 1);
       histogram.fill(0);
-      this.kernels.scan(l.leads, this.size, LEAD_WORDS / 2, l.queryLead, l.mask, l.dist, l.hist);
+      this.kernels.scan(whole ? l.codes : l.leads, this.size, words / 2, l.query, l.mask, l.dist, l.hist);
       limit = cutOff(histogram, keep);
     }
     const kept = this.kernels.collect(l.mask, l.dist, this.size, limit.cut, limit.atCut, l.list);

@@ -6,7 +6,8 @@
 // Web: each source path is a document URL under one of the data source's allowed prefixes, fetched through
 // the user-URL rules of 10.1 (no redirects, every address checked at connect); no crawling.
 import type { ContainerClient } from '@azure/storage-blob';
-import { request } from 'undici';
+import { request, type Dispatcher } from 'undici';
+import type { IncomingHttpHeaders } from 'node:http';
 import { BlobServiceClient } from '@azure/storage-blob';
 import { readSecret, SECRET_NAME, SECRET_NAME_RULE } from '../config.js';
 import { guardedHttpAgent, guardedHttpsAgent } from '../net/outbound.js';
@@ -124,25 +125,29 @@ function webDocuments(s: Services, prefixes: readonly string[], urls: readonly s
         await body.dump();
         throw new DocumentError(statusCode >= 300 && statusCode < 400 ? `the URL redirects (${statusCode}); redirects are not followed` : `the URL answered ${statusCode}`);
       }
-      const length = Number(headers['content-length']);
-      if (length > MAX_DOCUMENT_BYTES) {
-        await body.dump();
-        throw new DocumentError(`the document is larger than ${MAX_DOCUMENT_BYTES} bytes`);
-      }
-      const chunks: Buffer[] = [];
-      let size = 0;
-      for await (const chunk of body) {
-        size += (chunk as Buffer).length;
-        if (size > MAX_DOCUMENT_BYTES) {
-          body.destroy();
-          throw new DocumentError(`the document is larger than ${MAX_DOCUMENT_BYTES} bytes`);
-        }
-        chunks.push(chunk as Buffer);
-      }
-      const type = headers['content-type'];
-      return { bytes: Buffer.concat(chunks), ...(typeof type === 'string' ? { contentType: type } : {}) };
+      return readCapped(body, headers);
     },
   }));
+}
+
+/** A downloaded document's bytes and content type, refused past MAX_DOCUMENT_BYTES (declared or counted). */
+export async function readCapped(body: Dispatcher.ResponseData['body'], headers: IncomingHttpHeaders): Promise<{ bytes: Buffer; contentType?: string }> {
+  if (Number(headers['content-length']) > MAX_DOCUMENT_BYTES) {
+    await body.dump();
+    throw new DocumentError(`the document is larger than ${MAX_DOCUMENT_BYTES} bytes`);
+  }
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_DOCUMENT_BYTES) {
+      body.destroy();
+      throw new DocumentError(`the document is larger than ${MAX_DOCUMENT_BYTES} bytes`);
+    }
+    chunks.push(chunk as Buffer);
+  }
+  const type = headers['content-type'];
+  return { bytes: Buffer.concat(chunks), ...(typeof type === 'string' ? { contentType: type } : {}) };
 }
 
 /** The Blob service the source reads: by its connection string, by account URL with the managed identity, or the service's own. */

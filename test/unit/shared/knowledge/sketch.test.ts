@@ -48,8 +48,12 @@ describe('the sketch', () => {
     expect(sketch.nearest(q, 20, everyone)).toEqual(exactTop(all, q, 20));
   });
 
-  it.each([24, 300, 1536])('narrows thousands of codes over %i dimensions by Hamming distance first, keeping nearly all of the best', (dimensions) => {
-    const all = clustered(6000, dimensions, dimensions);
+  it.each([
+    [24, 6000],
+    [1536, 6000],
+    [300, 40_000],
+  ])('narrows thousands of codes over %i dimensions (%i of them) by Hamming distance first, keeping nearly all of the best', (dimensions, count) => {
+    const all = clustered(count, dimensions, dimensions);
     const sketch = new Sketch(dimensions);
     all.forEach((v, i) => sketch.add(i, signCode(v), '*', Number.MAX_SAFE_INTEGER));
     const next = random(7);
