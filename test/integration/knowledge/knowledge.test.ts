@@ -141,7 +141,7 @@ describe('knowledge from a Web source', () => {
     expect(run.errors).toEqual([{ source: `${web.url}/private/secret.txt`, message: 'the URL is not under any of the data source urls' }]);
   });
 
-  it('refuses to process SharePointOnline sources, with a 400 saying why', async () => {
+  it('refuses to process a SharePointOnline source without its site and libraries, with a 400 saying why', async () => {
     await upsert(app, 'Svc.DataSource', 'dataSources', 'sharepoint', { data_source_type: 'SharePointOnline' });
     await upsert(app, 'Svc.DataPipeline', 'dataPipelines', 'sharepoint-docs', {
       data_source_object_id: objectId('Svc.DataSource', 'dataSources', 'sharepoint'),
@@ -150,7 +150,7 @@ describe('knowledge from a Web source', () => {
     });
     const r = await app.call('POST', `${providers(app, 'Svc.DataPipeline')}/dataPipelines/sharepoint-docs/process`);
     expect(r.status).toBe(400);
-    expect(JSON.stringify(r.body)).toContain('SharePointOnline data sources are definitions only');
+    expect(JSON.stringify(r.body)).toContain('a SharePointOnline data source needs a site_url and document_libraries');
     expect((await app.call('POST', `${providers(app, 'Svc.DataPipeline')}/dataPipelines/missing/process`)).status).toBe(404);
     expect((await app.call('POST', `${providers(app, 'Svc.DataPipeline')}/dataPipelines/web-docs/process`, { as: 'stranger@example.com' })).status).toBe(403);
     // Runs are written by the service only.
