@@ -134,6 +134,7 @@ export async function replay(s: Services, principal: Principal, operationId: str
   const events = container(s);
   async function* follow(): AsyncGenerator<string> {
     let next = after + 1;
+    let endSeen = false;
     for (;;) {
       const { items } = await events.query({
         partition: key,
@@ -143,7 +144,6 @@ export async function replay(s: Services, principal: Principal, operationId: str
         ],
         orderBy: [{ field: 'first' }],
       });
-      const from = next;
       for (const chunk of items) {
         if (chunk.kind !== 'events') continue;
         for (const [i, event] of chunk.events.entries()) {
@@ -159,8 +159,13 @@ export async function replay(s: Services, principal: Principal, operationId: str
         yield `id: ${next}\nevent: error\ndata: ${JSON.stringify({ error: { code: 'StreamInterrupted', message: 'The instance running the completion stopped' } })}\n\n`;
         return;
       }
-      // Ended after this read's events: the next query finds its final event; ended with nothing new: done.
-      if (head.status !== 'running' && next === from) return;
+      // Ended: the final events were written with the end, perhaps after this pass's query; one more query
+      // finds them, and a stream that ended without a final event ends here after it.
+      if (head.status !== 'running') {
+        if (endSeen) return;
+        endSeen = true;
+        continue;
+      }
       await new Promise((r) => setTimeout(r, POLL_MS));
     }
   }
