@@ -14,7 +14,7 @@ import type { Services } from '../services.js';
 import { ConflictError } from '../store/types.js';
 import { derivedRunName } from './schedule.js';
 import { queueRun } from './runs.js';
-import { blobServiceOf, READABLE_SOURCE_TYPES, sourceSettings, type SourceSettings } from './sources.js';
+import { blobServiceOf, directoryPrefix, sourceSettings, type SourceSettings } from './sources.js';
 
 export const BLOB_CREATED = 'Microsoft.Storage.BlobCreated';
 export const BLOB_DELETED = 'Microsoft.Storage.BlobDeleted';
@@ -49,7 +49,8 @@ async function watchedPipelines(s: Services): Promise<Watched[]> {
   const watched: Watched[] = [];
   for (const pipeline of items) {
     const doc = await s.resourceCache.get(pipeline.data_source_object_id, dataSources);
-    if (!doc || doc.data_source_type === 'Web' || !READABLE_SOURCE_TYPES.some((t) => t === doc.data_source_type)) continue;
+    // Only storage sources have Blob events (the pipeline's rules refuse Event on the others).
+    if (doc?.data_source_type !== 'AzureBlob' && doc?.data_source_type !== 'AzureDataLake') continue;
     const source = sourceSettings(doc);
     let service;
     try {
@@ -60,7 +61,7 @@ async function watchedPipelines(s: Services): Promise<Watched[]> {
     const base = service.url.replace(/\/+$/, '');
     const named = source.containers.length > 1;
     const containers = source.containers.map((c) => ({ url: `${base}/${c}/`, name: c, sourcePrefix: named ? `${c}/` : '' }));
-    const prefixes = pipeline.source_paths.length > 0 ? pipeline.source_paths : (source.paths ?? []).map((p) => p.replace(/^\/+|\/+$/g, '')).filter((p) => p !== '').map((p) => `${p}/`);
+    const prefixes = pipeline.source_paths.length > 0 ? pipeline.source_paths : (source.paths ?? []).map(directoryPrefix).filter((p) => p !== '');
     watched.push({ pipeline, source, containers, prefixes });
   }
   return watched;

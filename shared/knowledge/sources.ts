@@ -58,7 +58,7 @@ export function blobUrlOf(accountUrl: string): string {
 }
 
 /** A directory as a name prefix: no leading slash, one trailing slash (so `reports` does not match `reports-old`). */
-const directoryPrefix = (path: string) => {
+export const directoryPrefix = (path: string) => {
   const trimmed = path.replace(/^\/+|\/+$/g, '');
   return trimmed === '' ? '' : `${trimmed}/`;
 };
