@@ -14,9 +14,10 @@
 // saying so.
 import { createHash } from 'node:crypto';
 import { createRequire } from 'node:module';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
 import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -600,25 +601,8 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await post('Svc.AIModel/aiModels', 'voice-model', { model_type: 'realtime', deployment_name: 'gpt-4o-realtime', api_endpoint_object_id: ref('Svc.Configuration/apiEndpointConfigurations', 'voice-endpoint') });
     const guide = ((await app.call('GET', `${providers(app, 'Svc.Agent')}/agents/guide`)).body as { resource: { workflow_object_id: string } }).resource;
     await post('Svc.Agent/agents', 'speaker', { workflow_object_id: guide.workflow_object_id, realtime_speech_settings: { enabled: true, realtime_speech_ai_model_object_id: ref('Svc.AIModel/aiModels', 'voice-model') } });
-    // A second of a 440 Hz tone as the microphone: 48 kHz mono 16-bit WAV.
-    const rate = 48_000;
-    const pcm = Buffer.alloc(rate * 2);
-    for (let i = 0; i < rate; i++) pcm.writeInt16LE(Math.round(Math.sin((2 * Math.PI * 440 * i) / rate) * 12_000), i * 2);
-    const header = Buffer.alloc(44);
-    header.write('RIFF', 0);
-    header.writeUInt32LE(36 + pcm.length, 4);
-    header.write('WAVEfmt ', 8);
-    header.writeUInt32LE(16, 16);
-    header.writeUInt16LE(1, 20);
-    header.writeUInt16LE(1, 22);
-    header.writeUInt32LE(rate, 24);
-    header.writeUInt32LE(rate * 2, 28);
-    header.writeUInt16LE(2, 32);
-    header.writeUInt16LE(16, 34);
-    header.write('data', 36);
-    header.writeUInt32LE(pcm.length, 40);
-    const wav = path.join(SHOTS, 'microphone.wav');
-    writeFileSync(wav, Buffer.concat([header, pcm]));
+    // The microphone speaks a recorded sentence (espeak-ng, 22.05 kHz mono WAV, committed as a fixture).
+    const wav = fileURLToPath(new URL('../fixtures/hello-from-the-microphone.wav', import.meta.url));
     const speaking = await chromium.launch({
       executablePath: BROWSER,
       args: ['--no-sandbox', '--disable-gpu', '--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream', `--use-file-for-fake-audio-capture=${wav}`, '--autoplay-policy=no-user-gesture-required'],
@@ -637,8 +621,12 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
       await done.click();
       const live = tab.getByRole('list', { name: 'Live transcript' });
       await expect.poll(() => live.textContent(), { timeout: 10_000 }).toBe('You: Hello from the microphoneAgent: Echo: Hello from the microphone');
+      // The speech reached the model: the appended PCM16 frames carry sound, not silence.
       const heard = llm.realtime.calls.at(-1)?.received.filter((e) => e.type === 'input_audio_buffer.append') ?? [];
-      expect(heard.length).toBeGreaterThan(0);
+      const pcm = Buffer.concat(heard.map((e) => Buffer.from(String(e.audio), 'base64')));
+      let loudest = 0;
+      for (let i = 0; i + 1 < pcm.length; i += 2) loudest = Math.max(loudest, Math.abs(pcm.readInt16LE(i)));
+      expect(loudest).toBeGreaterThan(2_000);
       await tab.screenshot({ path: path.join(SHOTS, 'chat-call.png'), fullPage: true });
       await tab.getByRole('button', { name: 'End the call' }).click();
       await expect.poll(() => tab.getByRole('group', { name: 'Spoken call' }).getByRole('status').textContent(), { timeout: 10_000 }).toContain('Call ended');
