@@ -1,4 +1,4 @@
-// `npm run bench [http] [completions] [analytics] [knowledge] [peers] [startup] [plugins] [realtime]`: the service against baselines measured in the same run
+// `npm run bench [http] [completions] [analytics] [knowledge] [peers] [startup] [plugins] [realtime] [protocols]`: the service against baselines measured in the same run
 // on the same machine (all sections when none is named). Ratios, not absolute times, are what to compare
 // between machines. BENCH_SECONDS sets the length of each load case; BENCH_ANALYTICS_MESSAGES and
 // BENCH_ANALYTICS_USAGE the analytics data set (default 1,000,000 and 100,000).
@@ -13,6 +13,7 @@ import { DEFAULT_RESCORING_DEPTH } from '../shared/knowledge/sqlite-vector-index
 import { load, report } from './load.js';
 import { benchPeers } from './peers.js';
 import { benchPlugins } from './plugins.js';
+import { benchProtocols } from './protocols.js';
 import { benchRealtime } from './realtime.js';
 import { benchRecords } from './records.js';
 import { benchStartup } from './startup.js';
@@ -26,7 +27,7 @@ async function baselineServer(): Promise<{ url: string; close(): void }> {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
 }
 
-const SECTIONS = ['http', 'completions', 'analytics', 'knowledge', 'peers', 'startup', 'plugins', 'realtime'] as const;
+const SECTIONS = ['http', 'completions', 'analytics', 'knowledge', 'peers', 'startup', 'plugins', 'realtime', 'protocols'] as const;
 
 async function main() {
   const seconds = Number(process.env.BENCH_SECONDS ?? 3);
@@ -87,6 +88,23 @@ async function main() {
   if (run('startup')) await reportStartup();
   if (run('plugins')) await reportPlugins();
   if (run('realtime')) await reportRealtime(Math.max(seconds, 5));
+  if (run('protocols')) await reportProtocols();
+}
+
+async function reportProtocols() {
+  const app = await startBenchApp();
+  const results = await benchProtocols(app);
+  await app.close();
+  console.log('\n## Protocol facades: the same prompt to the same agent (no session, a mock model answering at once), c=1, alternating with POST /completions');
+  console.table(
+    results.map(({ facade, result: r }) => ({
+      facade,
+      'Core p50 / p99 ms': `${r.a.p50} / ${r.a.p99}`,
+      'facade p50 / p99 ms': `${r.b.p50} / ${r.b.p99}`,
+      'added p50 / p99 ms': `${r.added.p50} / ${r.added.p99}`,
+      target: facade.startsWith('OpenAI Chat') ? `added p50 <= 0.2 ms: ${r.added.p50 <= 0.2 ? 'met' : 'MISSED'}` : '',
+    })),
+  );
 }
 
 async function reportRealtime(seconds: number) {

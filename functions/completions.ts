@@ -3,21 +3,20 @@
 // as baggage.
 import { trace } from '@opentelemetry/api';
 import { z } from 'zod';
-import type { Principal } from '../shared/auth/principal.js';
-import { admit, CompletionRequest, CompletionResponse, newOperationId, runCompletion, type Admitted } from '../shared/completions/completion.js';
+import { admitted, releasing } from '../shared/completions/admission.js';
+import { CompletionRequest, CompletionResponse, newOperationId, runCompletion } from '../shared/completions/completion.js';
 import { cancelOperation, presentOperation, readOperation, startOperation } from '../shared/completions/operations.js';
-import { QuotaResponse, type QuotaReservation } from '../shared/completions/quotas.js';
+import { QuotaResponse } from '../shared/completions/quotas.js';
 import { cancelStream, streamCompletion } from '../shared/completions/stream.js';
 import { replay } from '../shared/completions/stream-log.js';
 import { abortRunning, failPoisoned, processOperation } from '../shared/completions/worker.js';
 import { SSE_HEADERS, wantsEventStream } from '../shared/http/event-stream.js';
 import { defineRoute } from '../shared/http/route.js';
 import { InstanceParams } from '../shared/http/schemas.js';
-import { json, type Reply } from '../shared/http/types.js';
-import { DomainError, validationError } from '../shared/errors.js';
+import { json } from '../shared/http/types.js';
+import { validationError } from '../shared/errors.js';
 import { queueHandler, type QueueHandler } from '../shared/queues/handler.js';
 import { OperationMessage, WebhookMessage } from '../shared/queues/messages.js';
-import type { Services } from '../shared/services.js';
 import { linkTo, saveTraceContext, withCorrelation } from '../shared/telemetry/correlation.js';
 import { savedUrlProblem } from '../shared/net/outbound.js';
 import { deliverWebhook } from '../shared/webhooks/handler.js';
@@ -75,28 +74,6 @@ const CompletionEvents = z
   )
   .meta({ id: 'CompletionEventStream' });
 
-/**
- * Checks everything a request can fail on before any work starts or is queued, the quota last; then runs
- * `answer`. Its reply, or the error it fails with, carries the rate-limit headers of the quota closest to
- * its limit; a 429 carries those of the exceeded quota.
- */
-async function admitted(s: Services, principal: Principal, body: CompletionRequest, answer: (admitted: Admitted, reservation: QuotaReservation) => Promise<Reply>): Promise<Reply> {
-  const request = await admit(s, principal, body);
-  const { headers: limits, reservation } = await s.quotas.enforce(principal, request.agent.name);
-  try {
-    const reply = await answer(request, reservation);
-    return { ...reply, headers: { ...reply.headers, ...limits } };
-  } catch (e) {
-    await s.quotas.release(reservation);
-    if (e instanceof DomainError) Object.assign(e.headers, limits);
-    throw e;
-  }
-}
-
-/** Gives a call's quota reservation back when its run ends, however it ends. */
-const releasing = <T,>(s: Services, reservation: QuotaReservation, run: Promise<T>): Promise<T> =>
-  run.finally(() => s.quotas.release(reservation).catch((e: unknown) => s.log.warn('A quota reservation was not released', { error: e instanceof Error ? e.message : String(e) })));
-
 export const routes = [
   defineRoute({
     ...common,
@@ -120,7 +97,7 @@ export const routes = [
     },
     handler: async ({ services, principal, body, params, request }) => {
       const operationId = body.operation_id ?? newOperationId();
-      return withCorrelation({ operationId, instanceId: params.instanceId, conversationId: body.session_id }, principal.upn, async () => {
+      return withCorrelation({ operationId, instanceId: params.instanceId, conversationId: body.session_id, protocol: 'core' }, principal.upn, async () => {
         const options = { operationId, mayRepeat: body.operation_id !== undefined };
         return admitted(services, principal, body, async (turn, reservation) =>
           wantsEventStream(request.header('accept'))
@@ -185,7 +162,7 @@ export const routes = [
     handler: async ({ services, principal, body, params }) => {
       const { callback_url: callbackUrl, ...completion } = body;
       const operationId = completion.operation_id ?? newOperationId();
-      return withCorrelation({ operationId, instanceId: params.instanceId, conversationId: completion.session_id }, principal.upn, async () => {
+      return withCorrelation({ operationId, instanceId: params.instanceId, conversationId: completion.session_id, protocol: 'core' }, principal.upn, async () => {
         if (callbackUrl !== undefined) {
           const problem = await savedUrlProblem(callbackUrl, { policy: 'user', allowPrivateNetwork: services.config.allowPrivateNetwork });
           if (problem) throw validationError([{ field: 'callback_url', message: `callback_url ${problem}` }]);
@@ -193,7 +170,7 @@ export const routes = [
         return admitted(services, principal, completion, async ({ request }, reservation) => {
           // The start activity's trace context is saved with the operation: polls and the worker link to it.
           // The quota reservation goes with it, given back when the operation ends.
-          const op = await startOperation(services, principal, request, operationId, saveTraceContext(), callbackUrl, reservation);
+          const op = await startOperation(services, principal, request, operationId, saveTraceContext(), { callbackUrl, reservation });
           await services.producer.send(services.config.asyncQueue, { key: op.id, operation_id: operationId } satisfies OperationMessage);
           const headers = { location: statusUrl(params.instanceId, operationId), 'retry-after': '1' };
           return json(202, { operation_id: op.operation_id, status: op.status, status_message: op.status_message, result: null }, headers);

@@ -3,6 +3,7 @@ import type { Route } from '../shared/http/route.js';
 import type { QueueHandler } from '../shared/queues/handler.js';
 import type { Timer } from '../shared/queues/timer.js';
 import type { Upgrade } from '../shared/http/standalone.js';
+import * as a2a from './a2a.js';
 import * as agentProperties from './agent-properties.js';
 import * as agentTemplates from './agent-templates.js';
 import * as agentTokens from './agent-tokens.js';
@@ -16,7 +17,9 @@ import * as evaluations from './evaluations.js';
 import * as files from './files.js';
 import * as identity from './identity.js';
 import * as memory from './memory.js';
+import * as mcpAgents from './mcp-agents.js';
 import * as memoryMcp from './memory-mcp.js';
+import * as openai from './openai.js';
 import * as plugins from './plugins.js';
 import * as realtime from './realtime.js';
 import * as portal from './portal.js';
@@ -25,7 +28,7 @@ import * as resources from './resources.js';
 import * as sessions from './sessions.js';
 import * as status from './status.js';
 
-const groups: readonly (readonly Route[])[] = [status.routes, branding.routes, agents.routes, completions.routes, sessions.routes, files.routes, memory.routes, memoryMcp.routes, resources.routes, dataPipelines.routes, agentProperties.routes, agentTokens.routes, identity.routes, analytics.routes, plugins.routes, artifactPackages.routes, agentTemplates.routes, evaluations.routes, realtime.routes, portal.routes];
+const groups: readonly (readonly Route[])[] = [status.routes, branding.routes, agents.routes, completions.routes, sessions.routes, files.routes, memory.routes, memoryMcp.routes, mcpAgents.routes, resources.routes, dataPipelines.routes, agentProperties.routes, agentTokens.routes, identity.routes, analytics.routes, plugins.routes, artifactPackages.routes, agentTemplates.routes, evaluations.routes, realtime.routes, openai.routes, a2a.routes, portal.routes];
 
 export const ROUTES: readonly Route[] = [...groups.flat(), ...metaRoutes(() => ROUTES)];
 

@@ -2,10 +2,11 @@
 // route accepts. The vocabulary of identity that the HTTP layer and the features share.
 
 /**
- * Who may call: `none` needs no credential; `bearer` an identity-provider token; `any` a bearer token or
- * an agent access token (the Core API).
+ * What a route accepts: nothing, identity-provider bearer tokens, those or agent access tokens (`any`), or
+ * (`protocol`, the OpenAI, MCP and A2A facades) either of them as the clients of those protocols send them:
+ * an agent access token also as `Authorization: Bearer` or `api-key`.
  */
-export type AuthMode = 'none' | 'bearer' | 'any';
+export type AuthMode = 'none' | 'bearer' | 'any' | 'protocol';
 
 export interface Principal {
   /** `user` for identity-provider tokens, `agent-token` for agent access tokens. */

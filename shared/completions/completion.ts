@@ -20,7 +20,7 @@ import { endpointView, MODEL_PROVIDERS, type EndpointView } from '../models/endp
 import { CallCancelledError } from '../models/upstream-errors.js';
 import type { ChatMessage, ContentPart, ModelAnswer, ModelParameters } from '../models/wire.js';
 import { wireParameters } from '../models/parameters.js';
-import { costOf, recordUsage, usageRecord, type UsageDoc } from './usage.js';
+import { costOf, recordUsage, usageRecord, type Protocol, type UsageDoc } from './usage.js';
 import { cacheSlot, type CacheSlot } from '../knowledge/cache.js';
 import { effectiveShielding } from '../providers/types/agent-settings.js';
 import { refusalMessage, screen, type Block } from '../shielding/plugins.js';
@@ -82,7 +82,11 @@ export const CompletionResponse = z
   .meta({ id: 'CompletionResponse' });
 export type CompletionResponse = z.output<typeof CompletionResponse>;
 
-const agentError = () => validationError([{ field: 'agent_name', message: 'Agent not found or access denied' }]);
+const AGENT_REFUSED = 'Agent not found or access denied';
+const agentError = () => validationError([{ field: 'agent_name', message: AGENT_REFUSED }]);
+
+/** Whether admission failed because the agent is missing or not the caller's to use (the facades say "not found" for both). */
+export const isAgentRefusal = (e: unknown) => e instanceof DomainError && e.message === AGENT_REFUSED && (e.kind === 'forbidden' || e.details[0]?.field === 'agent_name');
 const notConfigured = (agent: string, what: string) => validationError([{ field: 'agent_name', message: `Agent ${agent} cannot answer: ${what}` }]);
 
 /** The agent a request is for: named, the token's own, or the caller's only usable agent. */
@@ -98,7 +102,7 @@ export async function resolveAgent(s: Services, principal: Principal, agentName:
   } catch (e) {
     // A missing agent is a bad request; an existing one the caller may not use is 403.
     if (e instanceof DomainError && e.kind === 'not-found') throw agentError();
-    if (e instanceof DomainError && e.kind === 'forbidden') throw forbidden('Agent not found or access denied');
+    if (e instanceof DomainError && e.kind === 'forbidden') throw forbidden(AGENT_REFUSED);
     throw e;
   }
 }
@@ -141,6 +145,17 @@ async function chainOf(s: Services, agent: AgentDoc): Promise<AgentChain> {
   return { kind: 'chat', agent, prompt, model, endpoint };
 }
 
+/**
+ * What a facade adds to a Core request: its protocol (on usage records and telemetry), the earlier messages
+ * its client sent (a stateless chat keeps its history itself), and request fields for the model in OpenAI's
+ * names (temperature up to 2, `response_format`, `stop`, ...), over the Core request's own parameters.
+ */
+export interface Facade {
+  protocol: 'openai' | 'mcp' | 'a2a';
+  history?: ChatMessage[];
+  parameters?: Record<string, unknown>;
+}
+
 /** A request checked against everything it can fail on before work starts: agent, access, session. */
 export interface Admitted {
   request: CompletionRequest;
@@ -152,6 +167,8 @@ export interface Admitted {
   attachments: FileDoc[];
   /** What the caller's knowledge searches are limited to: the request's filter (index_filter_expression), and the groups they read as. */
   scope: KnowledgeScope;
+  /** Absent for the Core API. */
+  facade?: Facade | undefined;
 }
 
 /** The caller's own attached files; 400 ValidationError for one that does not exist or is someone else's. */
@@ -167,7 +184,7 @@ async function attachedFiles(s: Services, principal: Principal, objectIds: reado
  * Resolves the agent and checks the caller's access, session and attachments (side by side); throws the
  * 4xx of the first that fails, in that order.
  */
-export async function admit(s: Services, principal: Principal, request: CompletionRequest): Promise<Admitted> {
+export async function admit(s: Services, principal: Principal, request: CompletionRequest, facade?: Facade): Promise<Admitted> {
   const filter = parseFilter(request.settings?.agent_parameters?.index_filter_expression);
   const sessionId = request.session_id?.toLowerCase();
   const [agent, session, attachments, readers] = await Promise.allSettled([
@@ -178,7 +195,7 @@ export async function admit(s: Services, principal: Principal, request: Completi
   ]);
   for (const r of [agent, session, attachments, readers]) if (r.status === 'rejected') throw r.reason;
   const ok = <T,>(r: PromiseSettledResult<T>) => (r as PromiseFulfilledResult<T>).value;
-  return { request: { ...request, agent_name: ok(agent).name }, agent: ok(agent), sessionId, session: ok(session), attachments: ok(attachments), scope: { filter, readers: ok(readers) } };
+  return { request: { ...request, agent_name: ok(agent).name }, agent: ok(agent), sessionId, session: ok(session), attachments: ok(attachments), scope: { filter, readers: ok(readers) }, facade };
 }
 
 export interface RunOptions {
@@ -222,6 +239,7 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
   const { request, agent, sessionId, session } = admitted;
   const operationId = options.operationId;
   const deployment = chain.kind === 'chat' ? chain.model.deployment_name : '';
+  const protocol: Protocol = admitted.facade?.protocol ?? 'core';
 
   const recorded = sessionId && options.mayRepeat ? await s.conversations.recordedAnswer(principal.upn, operationId) : undefined;
   let answer: Answer;
@@ -247,6 +265,7 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
       if (!cancelled) s.log.warn('Completion failed', { operation_id: operationId, agent_name: agent.name, code: e instanceof DomainError ? e.code : 'Error', error: e instanceof Error ? e.message : String(e) });
       await recordUsage(s.store.container<UsageDoc>('usage'), {
         ...usageRecord(principal, operationId, sessionId, agent.name, deployment, new Date().toISOString(), started),
+        protocol,
         ...(cancelled ? { status: 'Cancelled', completion_tokens: progress.streamed, total_tokens: progress.streamed } : { status: 'Failed', error_code: e instanceof DomainError ? e.code : 'Error' }),
       });
       throw e;
@@ -264,6 +283,7 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
     if (e instanceof CallCancelledError) {
       await recordUsage(s.store.container<UsageDoc>('usage'), {
         ...usageRecord(principal, operationId, sessionId, agent.name, deployment, completedAt, started),
+        protocol,
         prompt_tokens: answer.promptTokens,
         completion_tokens: answer.completionTokens,
         total_tokens: total,
@@ -301,6 +321,7 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
       : undefined,
     recordUsage(s.store.container<UsageDoc>('usage'), {
       ...usageRecord(principal, operationId, sessionId, agent.name, answer.deployment ?? deployment, completedAt, started),
+      protocol,
       prompt_tokens: answer.promptTokens,
       completion_tokens: answer.completionTokens,
       total_tokens: total,
@@ -404,7 +425,7 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
     return answer;
   }
   const embeddings = new PromptEmbeddings(prompt, options.signal);
-  const parameters = modelParameters(chain.model, request);
+  const parameters = modelParameters(chain.model, admitted);
   const topN = request.settings?.agent_parameters?.index_top_n;
   const deployment = chain.model.deployment_name;
   const screenAnswer = shields.post.length > 0;
@@ -418,7 +439,7 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
     answer = { content: hit.completion, ...spent, citations: hit.citations, analysis: [{ type: 'semantic_cache_hit', similarity: hit.similarity }] };
   } else {
     const citations = await retrieve(s, agent, embeddings, admitted.scope, topN);
-    const { messages, kept } = await buildMessages(s, prompt, chain, session, admitted.attachments, citations, options.signal);
+    const { messages, kept } = await buildMessages(s, prompt, chain, session, admitted, citations, options.signal);
     const toolbox = await toolboxFor(s, { user: principal, sessionId: admitted.sessionId, attachments: admitted.attachments, scope: admitted.scope }, agent, await agentTools(s, agent));
     const usesTools = toolbox.functions.length > 0;
     // With tools the rounds are whole calls: the final answer is sent as one delta once it is known.
@@ -454,20 +475,21 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
   return answer;
 }
 
-/** The model's request fields, with the request's `settings.model_parameters` over its sampling parameters. */
-function modelParameters(model: AiModelDoc, request: CompletionRequest): ModelParameters {
-  return wireParameters(model.model_parameters, request.settings?.model_parameters);
+/** The model's request fields: the request's `settings.model_parameters` over the model's own, and a facade's fields over both. */
+function modelParameters(model: AiModelDoc, { request, facade }: Admitted): ModelParameters {
+  const wire = wireParameters(model.model_parameters, request.settings?.model_parameters);
+  return facade?.parameters ? { ...wire, ...facade.parameters } : wire;
 }
 
-/** Whether the answer may depend on something of the caller's own: session history or attachments. */
+/** Whether the answer may depend on something of the caller's own: history (a session's or the client's) or attachments. */
 async function personal(s: Services, admitted: Admitted): Promise<boolean> {
-  if (admitted.attachments.length > 0) return true;
+  if (admitted.attachments.length > 0 || (admitted.facade?.history?.length ?? 0) > 0) return true;
   return admitted.session ? (await s.conversations.recentHistory(admitted.session, 1)).length > 0 : false;
 }
 
 /**
  * System prompt, retrieved knowledge, history (when enabled, last max_history turns, with the content
- * artifacts of the types the agent names), then the user message: the attachments' text before the prompt,
+ * artifacts of the types the agent names; a facade's client's own messages), then the user message: the attachments' text before the prompt,
  * and their images as image parts. `kept` is the same with each image named by its attachment's object id.
  */
 async function buildMessages(
@@ -475,7 +497,7 @@ async function buildMessages(
   prompt: string,
   chain: ChatChain,
   session: Stored<SessionDoc> | undefined,
-  attachments: readonly FileDoc[],
+  { attachments, facade }: Pick<Admitted, 'attachments' | 'facade'>,
   citations: readonly Citation[],
   signal: AbortSignal | undefined,
 ): Promise<{ messages: ChatMessage[]; kept: ChatMessage[] }> {
@@ -492,6 +514,8 @@ async function buildMessages(
       messages.push({ role: m.sender === 'User' ? 'user' : 'assistant', content: artifacts?.length ? `${m.text}\n\n${artifactText(artifacts)}` : m.text });
     }
   }
+  // A facade's client keeps its own history: the messages it sent before the prompt, as they came.
+  if (facade?.history) messages.push(...facade.history);
   const attached = attachments.length > 0 ? await attachmentContent(s, attachments, chain.model.capabilities?.includes('vision') ?? false, signal) : { context: '', images: [] };
   const suffix = chain.prompt.suffix !== undefined && chain.prompt.suffix.length > 0 ? `\n\n${chain.prompt.suffix}` : '';
   const text = `${attached.context ? `${attached.context}\n\n` : ''}${prompt}${suffix}`;

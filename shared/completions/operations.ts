@@ -3,12 +3,13 @@
 // webhook delivery when the starter gave a callback_url.
 import { createHash } from 'node:crypto';
 import { ownerKey, type Principal } from '../auth/principal.js';
-import { conflict, notFound } from '../errors.js';
+import { conflict, DomainError, notFound } from '../errors.js';
+import { CallCancelledError, UpstreamError } from '../models/upstream-errors.js';
 import type { Services } from '../services.js';
 import { ConflictError, type Doc, type Stored } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import { enqueueDelivery, type DeliveryAttempt } from '../webhooks/deliveries.js';
-import type { CompletionRequest, CompletionResponse } from './completion.js';
+import type { CompletionRequest, CompletionResponse, Facade } from './completion.js';
 import type { QuotaReservation } from './quotas.js';
 
 export type OperationStatus = 'InProgress' | 'Completed' | 'Failed' | 'Cancelled';
@@ -34,6 +35,30 @@ export interface OperationDoc extends Doc {
   deliveries?: DeliveryAttempt[];
   /** What its admission reserved of token quotas: given back once, when the operation ends. */
   quota_reservation?: QuotaReservation;
+  /** A completion that came in by a facade: what the worker admits it with. */
+  facade?: Facade;
+  /** An OpenAI response kept for retrieval (every Responses call is an operation, whether it runs here or on the queue). */
+  response?: ResponseMeta;
+}
+
+/** What an OpenAI response keeps besides its completion. */
+export interface ResponseMeta {
+  previous_response_id: string | null;
+  /** Started with `background`: on the queue, and cancellable. */
+  background: boolean;
+  /** The request's `text.format`, echoed on the response. */
+  format: Record<string, unknown>;
+  metadata: Record<string, string>;
+}
+
+/** What an operation may start with besides its request. */
+export interface StartOptions {
+  callbackUrl?: string | undefined;
+  reservation?: QuotaReservation | undefined;
+  facade?: Facade | undefined;
+  response?: ResponseMeta | undefined;
+  /** `Queued` unless it runs where it starts. */
+  statusMessage?: string;
 }
 
 /** The long-running operation as the status endpoint (and the webhook) shows it. */
@@ -63,8 +88,7 @@ export async function startOperation(
   request: CompletionRequest,
   operationId: string,
   traceContext: OperationDoc['trace'],
-  callbackUrl: string | undefined,
-  reservation?: QuotaReservation,
+  { callbackUrl, reservation, facade, response, statusMessage = 'Queued' }: StartOptions = {},
 ): Promise<OperationDoc> {
   const now = new Date().toISOString();
   const key = operationKey(principal.upn, operationId);
@@ -74,7 +98,7 @@ export async function startOperation(
       pk: key,
       operation_id: operationId,
       status: 'InProgress',
-      status_message: 'Queued',
+      status_message: statusMessage,
       result: null,
       created_on: now,
       last_updated: now,
@@ -84,6 +108,8 @@ export async function startOperation(
       attempts: 0,
       ...(callbackUrl !== undefined ? { callback_url: callbackUrl, deliveries: [] } : {}),
       ...(reservation?.entries.length ? { quota_reservation: reservation } : {}),
+      ...(facade ? { facade } : {}),
+      ...(response ? { response } : {}),
     });
   } catch (e) {
     if (e instanceof ConflictError) throw conflict(`Operation ${operationId} already exists`);
@@ -126,6 +152,33 @@ export async function transition(
 }
 
 export const fail = (s: Services, key: string, reason: string) => transition(s, key, () => ({ status: 'Failed', status_message: reason }));
+
+/**
+ * Marks the operation as recording its answer, from when it can no longer be cancelled; throws
+ * CallCancelledError when it was cancelled (on any instance) before: its turn is then not recorded.
+ */
+export async function markRecording(s: Services, key: string): Promise<void> {
+  if (!(await transition(s, key, () => ({ recording: true })))) throw new CallCancelledError('The operation was cancelled');
+}
+
+/** What the operation's starter is told: the reason of a failure the service expected, else nothing internal. */
+export function userFacingReason(e: unknown): string {
+  return e instanceof DomainError && e.callerFault ? e.message : e instanceof UpstreamError ? e.message : 'an internal error stopped the completion';
+}
+
+/**
+ * Ends an operation that ran where it started (a facade's response or task, not the queue's): Completed with
+ * its answer, Cancelled, or Failed with the reason its starter may read. The operation as it ended.
+ */
+export async function endOperation(s: Services, op: OperationDoc, outcome: { result: CompletionResponse } | { error: unknown }): Promise<OperationDoc> {
+  const change: Partial<OperationDoc> =
+    'result' in outcome
+      ? { status: 'Completed', status_message: 'Completed', result: outcome.result }
+      : outcome.error instanceof CallCancelledError
+        ? { status: 'Cancelled', status_message: 'Cancelled' }
+        : { status: 'Failed', status_message: `Failed: ${userFacingReason(outcome.error)}` };
+  return (await transition(s, op.id, () => change)) ?? (await operations(s).read(op.id, op.id)) ?? { ...op, ...change };
+}
 
 /** The caller's own operation; anyone else's, and an unknown id, is 404. A stale InProgress one is failed. */
 export async function readOperation(s: Services, principal: Principal, operationId: string): Promise<OperationDoc> {

@@ -11,7 +11,7 @@ import { EventChannel, SSE_HEADERS, sseEvent } from '../http/event-stream.js';
 import type { Reply } from '../http/types.js';
 import { CallCancelledError } from '../models/upstream-errors.js';
 import type { Services } from '../services.js';
-import { runCompletion, type Admitted, type RunOptions } from './completion.js';
+import { runCompletion, type Admitted, type CompletionResponse, type RunOptions } from './completion.js';
 import { operationKey } from './operations.js';
 import { requestCancel, StreamLog } from './stream-log.js';
 
@@ -23,16 +23,39 @@ const runningOn = (s: Services) => {
   return map;
 };
 
-/** The `error` event's data: the envelope a JSON answer would have carried. */
-function errorData(e: unknown, s: Services): unknown {
-  if (e instanceof DomainError) return errorReply(e, 'core', '').json;
-  if (e instanceof CallCancelledError) return { error: { code: 'Cancelled', message: 'The completion was cancelled' } };
-  s.log.error('Streamed completion failed', { error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
-  return { error: { code: 'InternalError', message: 'An unexpected error occurred' } };
+/** How a stream's events are written: the Core API's own events, or a facade's. `id` numbers them from 1. */
+export interface StreamFormat {
+  delta(text: string, id: number): string;
+  /** May record the outcome before the client hears of it. */
+  completed(response: CompletionResponse, id: number): string | Promise<string>;
+  /** May record the outcome too. */
+  failed(error: unknown, id: number): string | Promise<string>;
 }
 
-/** `onEnd` runs once the completion has ended, however it ended (the stream's reader may have left before). */
-export async function streamCompletion(s: Services, principal: Principal, admitted: Admitted, options: RunOptions, clientGone: AbortSignal, onEnd?: () => unknown): Promise<Reply> {
+/** The Core API's events: `delta`, then `completed` or `error` with the envelope a JSON answer would have carried. */
+export const CORE_EVENTS: StreamFormat = {
+  delta: (text, id) => sseEvent('delta', { text }, id),
+  completed: (response, id) => sseEvent('completed', response, id),
+  failed: (e, id) => {
+    if (e instanceof DomainError) return sseEvent('error', errorReply(e, 'core', '').json, id);
+    const code = e instanceof CallCancelledError ? 'Cancelled' : 'InternalError';
+    return sseEvent('error', { error: { code, message: code === 'Cancelled' ? 'The completion was cancelled' : 'An unexpected error occurred' } }, id);
+  },
+};
+
+/**
+ * `onEnd` runs once the completion has ended, however it ended (the stream's reader may have left before).
+ * Background streams are the Core API's only: their events are kept in its format.
+ */
+export async function streamCompletion(
+  s: Services,
+  principal: Principal,
+  admitted: Admitted,
+  options: RunOptions,
+  clientGone: AbortSignal,
+  onEnd?: () => unknown,
+  format: StreamFormat = CORE_EVENTS,
+): Promise<Reply> {
   const background = admitted.request.background === true;
   const channel = new EventChannel();
   const call = new AbortController();
@@ -43,10 +66,13 @@ export async function streamCompletion(s: Services, principal: Principal, admitt
   running.set(key, { owner: ownerKey(principal.upn), stop });
   if (!background) clientGone.addEventListener('abort', stop, { once: true });
   let sequence = 0;
-  const send = (name: string, data: unknown) => {
-    const event = sseEvent(name, data, ++sequence);
+  const send = (event: string) => {
     channel.push(event);
     log?.push(event);
+  };
+  const failure = async (e: unknown) => {
+    if (!(e instanceof DomainError) && !(e instanceof CallCancelledError)) s.log.error('Streamed completion failed', { error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
+    return format.failed(e, ++sequence);
   };
   let began: () => void = () => undefined;
   const firstPiece = new Promise<void>((resolve) => (began = resolve));
@@ -54,7 +80,7 @@ export async function streamCompletion(s: Services, principal: Principal, admitt
     ...options,
     signal: call.signal,
     onDelta: (text) => {
-      send('delta', { text });
+      send(format.delta(text, ++sequence));
       began();
     },
     // Tool calls as SSE comments: visible to a live reader, outside the numbered events.
@@ -82,14 +108,18 @@ export async function streamCompletion(s: Services, principal: Principal, admitt
     await Promise.race([firstPiece, run]);
   } catch (e) {
     // Nothing was sent: the stream's log says so, for a replay or a cancel that comes later.
-    log?.push(sseEvent('error', errorData(e, s), ++sequence));
+    const event = await failure(e);
+    log?.push(event);
     ended();
     throw e;
   }
   run.then(
-    (response) => send('completed', response),
-    (e: unknown) => send('error', errorData(e, s)),
-  ).finally(ended);
+    async (response) => send(await format.completed(response, ++sequence)),
+    async (e: unknown) => send(await failure(e)),
+  )
+    // Ending failed (recording the outcome): the stream ends without its last event.
+    .catch((e: unknown) => s.log.error('A streamed completion could not be ended', { error: e instanceof Error ? e.message : String(e) }))
+    .finally(ended);
   async function* events(): AsyncGenerator<string> {
     try {
       yield* channel;

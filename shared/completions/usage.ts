@@ -4,6 +4,9 @@ import { dayOf } from '../conversations/conversations.js';
 import type { AiModelDoc } from '../providers/types/catalog.js';
 import { ConflictError, PreconditionFailedError, type Container, type Doc } from '../store/types.js';
 
+/** How a call came in: the Core API, a facade over the completion pipeline (OpenAI, MCP, A2A), or a realtime call. */
+export type Protocol = 'core' | 'openai' | 'mcp' | 'a2a' | 'realtime';
+
 export interface UsageDoc extends Doc {
   operation_id: string;
   session_id: string | null;
@@ -25,6 +28,8 @@ export interface UsageDoc extends Doc {
   /** Blocked: a shield refused the prompt or the answer (`shielding` says which and where). */
   status: 'Completed' | 'Failed' | 'Cancelled' | 'Blocked';
   error_code?: string;
+  /** Absent in records of earlier releases: the Core API. */
+  protocol?: Protocol;
   shielding?: { plugin_name: string; stage: 'pre' | 'post'; verdict: 'blocked' };
 }
 

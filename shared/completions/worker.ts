@@ -9,7 +9,7 @@ import type { Services } from '../services.js';
 import { linkTo, withCorrelation } from '../telemetry/correlation.js';
 import { admit, runCompletion } from './completion.js';
 import type { OperationMessage } from '../queues/messages.js';
-import { fail, operations, transition, type OperationDoc } from './operations.js';
+import { fail, markRecording, operations, transition, userFacingReason, type OperationDoc } from './operations.js';
 
 const tracer = trace.getTracer('agent-platform');
 
@@ -28,11 +28,6 @@ export function abortRunning(s: Services, key: string): void {
 
 /** Failures another delivery cannot mend: client errors, and upstream answers that are deterministic. */
 const permanent = (e: unknown) => (e instanceof UpstreamError ? e.permanent : e instanceof DomainError && e.callerFault);
-
-/** What the operation's starter is told: the reason of a failure the service expected, else nothing internal. */
-export function userFacingReason(e: unknown): string {
-  return e instanceof DomainError && e.callerFault ? e.message : e instanceof UpstreamError ? e.message : 'an internal error stopped the completion';
-}
 
 /** The signal of one attempt: shutdown, a cancel (here or elsewhere), and for retries the end of the window. */
 function attemptSignal(s: Services, op: OperationDoc, delivery: QueueDelivery): { signal: AbortSignal; done(): void } {
@@ -64,7 +59,7 @@ export async function processOperation({ key }: OperationMessage, delivery: Queu
   const op = await operations(s).read(key, key);
   if (!op || op.status !== 'InProgress') return;
   const operationId = op.operation_id;
-  const ids = { operationId, instanceId: s.config.instanceId, conversationId: op.request.session_id };
+  const ids = { operationId, instanceId: s.config.instanceId, conversationId: op.request.session_id, protocol: op.facade?.protocol ?? 'core' };
   // The worker's activity is its own trace, linked to the start activity; OperationId continues as baggage.
   await tracer.startActiveSpan('async-completions-worker', { kind: SpanKind.CONSUMER, root: true, links: linkTo(op.trace) }, context.active(), async (span) => {
     const attempt = attemptSignal(s, op, delivery);
@@ -72,14 +67,12 @@ export async function processOperation({ key }: OperationMessage, delivery: Queu
       await withCorrelation(ids, undefined, async () => {
         if (!(await transition(s, key, (o) => ({ attempts: o.attempts + 1, status_message: `Running (attempt ${delivery.dequeueCount})` })))) return;
         try {
-          const result = await runCompletion(s, op.principal, await admit(s, op.principal, op.request), {
+          const result = await runCompletion(s, op.principal, await admit(s, op.principal, op.request, op.facade), {
             operationId,
             mayRepeat: true,
             signal: attempt.signal,
             // The answer is recorded only while the operation is still running; from then on it cannot be cancelled.
-            beforeRecord: async () => {
-              if (!(await transition(s, key, () => ({ recording: true })))) throw new CallCancelledError('The operation was cancelled');
-            },
+            beforeRecord: () => markRecording(s, key),
           });
           await transition(s, key, () => ({ status: 'Completed', status_message: 'Completed', result }));
         } catch (e) {

@@ -159,7 +159,7 @@ export class Conversations {
     });
   }
 
-  async create(owner: string, name: string): Promise<SessionDoc> {
+  async create(owner: string, name: string): Promise<Stored<SessionDoc>> {
     const upn = ownerKey(owner);
     const now = new Date().toISOString();
     return this.sessions.create({ id: randomUUID(), pk: upn, type: 'Session', name, upn, created_on: now, updated_on: now, day: dayOf(now), recent: [], recent_complete: true });

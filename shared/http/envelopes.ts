@@ -4,9 +4,10 @@ import type { Reply } from './types.js';
 
 /**
  * Envelope styles: `core` is the Core API body (validation errors carry `details`), `management` the
- * Management API body, `problem` the problem-details body of agent property actions.
+ * Management API body, `problem` the problem-details body of agent property actions, `openai` the body of
+ * the OpenAI API (the OpenAI-compatible facade).
  */
-export type ErrorStyle = 'core' | 'management' | 'problem';
+export type ErrorStyle = 'core' | 'management' | 'problem' | 'openai';
 
 /** The one place an error kind becomes an HTTP status. */
 const STATUS: Readonly<Record<ErrorKind, number>> = {
@@ -33,6 +34,7 @@ export const statusOf = (error: DomainError) => STATUS[error.kind];
 export function errorReply(error: DomainError, style: ErrorStyle, instance: string): Reply {
   const headers = { ...error.headers };
   const status = statusOf(error);
+  if (style === 'openai') return { status, headers, json: openaiError(error, status) };
   if (error.body !== undefined) return { status, headers, json: error.body };
   switch (style) {
     case 'core':
@@ -62,6 +64,18 @@ export function errorReply(error: DomainError, style: ErrorStyle, instance: stri
       };
   }
 }
+
+/**
+ * OpenAI's error body: `type` by status as OpenAI names them, `param` the first field at fault, `code` OpenAI's
+ * where one applies (invalid_api_key, rate_limit_exceeded), else this service's (model_not_found, ...).
+ */
+function openaiError(error: DomainError, status: number) {
+  const type = status === 401 || status < 403 || status === 404 || status === 409 || status === 413 || status === 415 ? 'invalid_request_error' : status === 403 ? 'permission_error' : status === 429 ? 'rate_limit_error' : 'server_error';
+  const code = status === 401 ? 'invalid_api_key' : status === 429 ? 'rate_limit_exceeded' : error.code === 'ValidationError' || error.code === 'BadRequest' ? null : snakeCase(error.code);
+  return { error: { message: error.message, type, param: error.details[0]?.field ?? null, code } };
+}
+
+const snakeCase = (code: string) => code.replace(/([a-z0-9])([A-Z])/g, '$1_$2').toLowerCase();
 
 // The Management API answers validation failures with its own BadRequest code.
 const managementCode = (error: DomainError) => (error.code === 'ValidationError' ? 'BadRequest' : error.code);

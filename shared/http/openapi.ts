@@ -105,7 +105,7 @@ function operation(route: Route, c: Components): Json {
     operationId: route.name,
     summary: route.summary,
     tags: [route.tag],
-    security: route.auth === 'none' ? [] : route.auth === 'bearer' ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, { agentAccessToken: [] }],
+    security: route.auth === 'none' ? [] : route.auth === 'bearer' ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, { agentAccessToken: [] }, ...(route.auth === 'protocol' ? [{ agentAccessTokenBearer: [] }, { apiKey: [] }] : [])],
     parameters: parameters(route, c),
     ...(bodies.length > 0 ? { requestBody: { required: route.body ? !route.body.safeParse(undefined).success : true, content: contentOf(bodies, c, 'input') } } : {}),
     responses,
@@ -129,7 +129,11 @@ export function buildOpenApi(api: Api, routes: readonly Route[], version: string
       securitySchemes: {
         bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Identity-provider access token' },
         ...(api === 'core'
-          ? { agentAccessToken: { type: 'apiKey', in: 'header', name: 'X-AGENT-ACCESS-TOKEN', description: 'Agent access token' } }
+          ? {
+              agentAccessToken: { type: 'apiKey', in: 'header', name: 'X-AGENT-ACCESS-TOKEN', description: 'Agent access token' },
+              agentAccessTokenBearer: { type: 'http', scheme: 'bearer', description: 'Agent access token as the bearer token (OpenAI, MCP and A2A routes)' },
+              apiKey: { type: 'apiKey', in: 'header', name: 'api-key', description: 'Agent access token as the api-key header (OpenAI routes, as Azure OpenAI clients send it)' },
+            }
           : {}),
       },
     },

@@ -4,13 +4,13 @@
 // X-USER-IDENTITY; only callers with the Memory.ActOnBehalf app role may forward one (the platform's own
 // identity). It stores nothing itself: each tool is the memory endpoint's operation for that user.
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { DomainError } from '../errors.js';
 import type { AgentDoc } from '../providers/types/agent.js';
 import type { Services } from '../services.js';
 import { VERSION } from '../version.js';
+import { answerMcp } from '../protocols/mcp-http.js';
 
 const text = (value: unknown) => ({ content: [{ type: 'text' as const, text: JSON.stringify(value) }] });
 const failure = (message: string) => ({ content: [{ type: 'text' as const, text: message }], isError: true });
@@ -50,16 +50,4 @@ export function memoryServer(s: Services, user: Principal, agent: AgentDoc): Mcp
 }
 
 /** Answers one JSON-RPC message of the streamable HTTP transport (stateless, JSON responses). */
-export async function handleMemoryMcp(s: Services, user: Principal, agent: AgentDoc, url: string, body: unknown): Promise<{ status: number; body: string; contentType: string | null }> {
-  const server = memoryServer(s, user, agent);
-  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
-  try {
-    await server.connect(transport);
-    const request = new Request(url, { method: 'POST', headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    const response = await transport.handleRequest(request, { parsedBody: body });
-    return { status: response.status, body: await response.text(), contentType: response.headers.get('content-type') };
-  } finally {
-    await transport.close();
-    await server.close();
-  }
-}
+export const handleMemoryMcp = (s: Services, user: Principal, agent: AgentDoc, url: string, body: unknown) => answerMcp(memoryServer(s, user, agent), url, body);

@@ -281,6 +281,7 @@ async function observe(
       await Promise.all([
         recordUsage(s.store.container<UsageDoc>('usage'), {
           ...usageRecord(principal, `realtime-${call.realtime.id}-${id}`, call.realtime.session_id, call.agent.name, call.model.deployment_name, now, started),
+          protocol: 'realtime',
           prompt_tokens: input,
           completion_tokens: output,
           total_tokens: input + output,

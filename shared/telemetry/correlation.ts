@@ -1,15 +1,17 @@
-// Telemetry correlation of completions: OperationId, InstanceId and ConversationId travel as W3C
+// Telemetry correlation of completions: OperationId, InstanceId, ConversationId and Protocol travel as W3C
 // baggage; every span and log record carries them as Svc-* dimensions; the UPN only on boundary spans.
 import { context, propagation, trace, type Context, type Link, type Span, type SpanContext } from '@opentelemetry/api';
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 
 /** Baggage entry -> span attribute / log dimension. */
-export const DIMENSIONS = { OperationId: 'Svc-OperationId', InstanceId: 'Svc-InstanceId', ConversationId: 'Svc-ConversationId' } as const;
+export const DIMENSIONS = { OperationId: 'Svc-OperationId', InstanceId: 'Svc-InstanceId', ConversationId: 'Svc-ConversationId', Protocol: 'Svc-Protocol' } as const;
 
 export interface CorrelationIds {
   operationId: string;
   instanceId: string;
   conversationId?: string | undefined;
+  /** How a completion came in (core, openai, mcp, a2a). */
+  protocol?: string | undefined;
 }
 
 /** The Svc-* dimensions of a context's baggage. */
@@ -47,6 +49,7 @@ export class BaggageSpanProcessor implements SpanProcessor {
 export function withCorrelation<T>(ids: CorrelationIds, upn: string | undefined, fn: () => Promise<T>): Promise<T> {
   const entries: Record<string, { value: string }> = { OperationId: { value: ids.operationId }, InstanceId: { value: ids.instanceId } };
   if (ids.conversationId) entries.ConversationId = { value: ids.conversationId };
+  if (ids.protocol) entries.Protocol = { value: ids.protocol };
   const ctx = propagation.setBaggage(context.active(), propagation.createBaggage(entries));
   const boundary = trace.getActiveSpan();
   boundary?.setAttributes({ ...dimensionsOf(ctx), ...(upn ? { 'Svc-UPN': upn } : {}) });

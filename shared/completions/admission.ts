@@ -1,0 +1,42 @@
+// Admission of a completion, whichever protocol it came in by: the request is checked against everything it
+// can fail on before any work starts or is queued, the quota last, so every protocol counts against the same
+// quotas and answers with the same rate-limit headers.
+import type { Principal } from '../auth/principal.js';
+import { DomainError } from '../errors.js';
+import type { Reply } from '../http/types.js';
+import type { Services } from '../services.js';
+import { admit, type Admitted, type CompletionRequest, type Facade } from './completion.js';
+import type { QuotaReservation } from './quotas.js';
+
+/**
+ * Admits the request, then runs `answer`. Its reply, or the error it fails with, carries the rate-limit
+ * headers of the quota closest to its limit; a 429 carries those of the exceeded quota.
+ */
+export async function admitted(
+  s: Services,
+  principal: Principal,
+  body: CompletionRequest,
+  answer: (admitted: Admitted, reservation: QuotaReservation) => Promise<Reply>,
+  facade?: Facade,
+): Promise<Reply> {
+  const { request, reservation, limits } = await reserve(s, principal, body, facade);
+  try {
+    const reply = await answer(request, reservation);
+    return { ...reply, headers: { ...reply.headers, ...limits } };
+  } catch (e) {
+    await s.quotas.release(reservation);
+    if (e instanceof DomainError) Object.assign(e.headers, limits);
+    throw e;
+  }
+}
+
+/** Admits the request and reserves its quotas: the reservation, and the rate-limit headers to answer with. */
+export async function reserve(s: Services, principal: Principal, body: CompletionRequest, facade?: Facade): Promise<{ request: Admitted; reservation: QuotaReservation; limits: Record<string, string> }> {
+  const request = await admit(s, principal, body, facade);
+  const { headers: limits, reservation } = await s.quotas.enforce(principal, request.agent.name);
+  return { request, reservation, limits };
+}
+
+/** Gives a call's quota reservation back when its run ends, however it ends. */
+export const releasing = <T,>(s: Services, reservation: QuotaReservation, run: Promise<T>): Promise<T> =>
+  run.finally(() => s.quotas.release(reservation).catch((e: unknown) => s.log.warn('A quota reservation was not released', { error: e instanceof Error ? e.message : String(e) })));

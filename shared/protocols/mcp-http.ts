@@ -1,0 +1,17 @@
+// One JSON-RPC message of MCP's streamable HTTP transport answered by a server built for that request
+// (stateless: no session id, JSON answers), with the official SDK's transport.
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+
+export async function answerMcp(server: McpServer, url: string, body: unknown): Promise<{ status: number; body: string; contentType: string | null }> {
+  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+  try {
+    await server.connect(transport);
+    const request = new Request(url, { method: 'POST', headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const response = await transport.handleRequest(request, { parsedBody: body });
+    return { status: response.status, body: await response.text(), contentType: response.headers.get('content-type') };
+  } finally {
+    await transport.close();
+    await server.close();
+  }
+}
