@@ -6,7 +6,7 @@ import { operationKey, type OperationDoc } from '../shared/completions/operation
 import { startMcpServer } from '../scripts/mock-mcp.js';
 import { startMockLlm } from '../scripts/mock-llm.js';
 import type { BenchApp } from './app.js';
-import { load, paired, type LoadResult } from './load.js';
+import { load, paired, type LoadResult, type PairedResult } from './load.js';
 
 const UPSTREAM_LATENCY_MS = 20;
 
@@ -22,6 +22,31 @@ export async function seed(app: Pick<BenchApp, 'management' | 'instanceId' | 'au
   await post(p('Svc.Prompt', 'prompts', 'p'), { name: 'p', prefix: 'You are a benchmark.' });
   await post(p('Svc.Agent', 'workflows', 'w'), { name: 'w', workflow_type: 'chat', workflow_host: 'builtin', main_ai_model_object_id: p('Svc.AIModel', 'aiModels', 'm'), main_prompt_object_id: p('Svc.Prompt', 'prompts', 'p') });
   await post(p('Svc.Agent', 'agents', 'bench'), { name: 'bench', workflow_object_id: p('Svc.Agent', 'workflows', 'w'), conversation_history_settings: { enabled: true, max_history: 5 } });
+}
+
+/**
+ * What a budget adds to a completion, at concurrency 1 against a mock answering at once (no session): the
+ * same agent with and without a budget covering it, alternating. The budget is checked at admission, the
+ * call's largest cost (the tokenizer over its prompt) reserved before the model call and settled with the
+ * turn's records.
+ */
+export async function benchBudget(app: BenchApp, count = 2000): Promise<PairedResult> {
+  const llm = await startMockLlm();
+  await seed(app, llm.url);
+  const p = (provider: string, type: string, name: string) => `/instances/${app.instanceId}/providers/${provider}/${type}/${name}`;
+  const post = async (path: string, body: Record<string, unknown>) => {
+    const r = await fetch(`${app.management}${path}`, { method: 'POST', headers: { ...app.auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    if (r.status !== 200) throw new Error(`${path}: ${r.status} ${await r.text()}`);
+  };
+  const budgets = [{ name: 'bench', scope: 'agent', agent_name: 'budgeted', limit: 1e9, currency: 'USD', period: 'month' }];
+  await post(p('Svc.Configuration', 'appConfigurations', 'Svc:Budgets'), { name: 'Svc:Budgets', key: 'Svc:Budgets', value: JSON.stringify(budgets) });
+  for (const name of ['unbudgeted', 'budgeted']) await post(p('Svc.Agent', 'agents', name), { name, workflow_object_id: p('Svc.Agent', 'workflows', 'w') });
+  const url = `${app.core}/instances/${app.instanceId}/completions`;
+  const request = (agent: string) => ({ url, method: 'POST' as const, headers: { ...app.auth, 'content-type': 'application/json' }, body: JSON.stringify({ user_prompt: 'How much does a budget add, with a few more words?', agent_name: agent }) });
+  await paired(request('unbudgeted'), request('budgeted'), 200);
+  const result = await paired(request('unbudgeted'), request('budgeted'), count);
+  await llm.close();
+  return result;
 }
 
 export interface StageBench {

@@ -6,7 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { benchAnalytics } from './analytics.js';
 import { startBenchApp } from './app.js';
-import { benchCompletions, benchStages, benchStreaming, type CompletionBench } from './completions.js';
+import { benchBudget, benchCompletions, benchStages, benchStreaming, type CompletionBench } from './completions.js';
 import { benchKnowledge } from './knowledge.js';
 import { benchDocQuestions, benchRetrieval, type SearchFigures } from './retrieval.js';
 import { DEFAULT_RESCORING_DEPTH } from '../shared/knowledge/sqlite-vector-index.js';
@@ -64,6 +64,10 @@ async function main() {
             'added p99 ms': st.added.p99,
             target: st.stage.startsWith('shielding') ? `added p50 <= 0.2 ms: ${st.added.p50 <= 0.2 ? 'met' : 'MISSED'}` : `over the extra 20 ms model call: ${(st.added.p50 - 20).toFixed(2)} ms`,
           })),
+        );
+        const budget = await benchBudget(app);
+        console.log(
+          `\nA budget on the agent (checked, the largest cost reserved and settled), c=1, mock answering at once: p50 ${budget.a.p50} -> ${budget.b.p50} ms, added p50 ${budget.added.p50} ms / p99 ${budget.added.p99} ms (target p50 <= 0.1 ms: ${budget.added.p50 <= 0.1 ? 'met' : 'MISSED'})`,
         );
       }
       await app.close();

@@ -45,15 +45,17 @@ function send(s: Services, principal: Principal, agent: AgentDoc, rpc: RpcReques
       mode,
       present: (op) => rpcAnswer(rpc.id, presentTask(op, params.configuration?.historyLength)),
       format: (op) => taskEvents(s, op, rpc.id),
+      // A spent budget or quota is refused as at admission (429), not as a task that failed.
+      throwOnFailure: (e) => e instanceof DomainError && e.kind === 'rate-limited',
       signal,
     }),
   );
 }
 
 /** tasks/cancel: a queued or running task ends canceled (its model call aborted where it runs); an ended one is not cancelable. */
-async function cancel(s: Services, principal: Principal, rpc: RpcRequest): Promise<unknown> {
+async function cancel(s: Services, principal: Principal, agent: AgentDoc, rpc: RpcRequest): Promise<unknown> {
   const { id } = paramsOf(TaskParams, rpc.params);
-  const task = await readTask(s, principal, id);
+  const task = await readTask(s, principal, agent, id);
   if (task.status !== 'InProgress') throw new RpcError(RPC.taskNotCancelable, `Task ${id} has ended (${presentTask(task).status.state})`);
   // A streamed task stops at once on this instance; elsewhere it stops recording when it ends.
   await cancelStream(s, principal, id).catch(() => undefined);
@@ -106,10 +108,10 @@ export const routes = [
             return await send(services, principal, agent, rpc, true, request.signal);
           case 'tasks/get': {
             const { id, historyLength } = paramsOf(TaskParams, rpc.params);
-            return json(200, rpcAnswer(rpc.id, presentTask(await readTask(services, principal, id), historyLength)));
+            return json(200, rpcAnswer(rpc.id, presentTask(await readTask(services, principal, agent, id), historyLength)));
           }
           case 'tasks/cancel':
-            return json(200, rpcAnswer(rpc.id, await cancel(services, principal, rpc)));
+            return json(200, rpcAnswer(rpc.id, await cancel(services, principal, agent, rpc)));
           case 'tasks/resubscribe':
           case 'tasks/pushNotificationConfig/set':
           case 'tasks/pushNotificationConfig/get':

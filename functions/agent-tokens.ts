@@ -1,4 +1,4 @@
-// Agent access tokens: issue, list, validate and revoke, per agent.
+// Agent access tokens: issue, list, validate, deactivate and activate, and revoke, per agent.
 import { z } from 'zod';
 import type { Principal } from '../shared/auth/principal.js';
 import { view } from '../shared/auth/agent-tokens.js';
@@ -37,6 +37,7 @@ const TokenView = z
     active: z.boolean(),
     description: z.string().nullable(),
     expiration_date: z.string().nullable(),
+    last_used_on: z.string().nullable().describe('When a request last authenticated with it (to the minute); null when never'),
   })
   .meta({ id: 'AgentAccessToken' });
 
@@ -47,6 +48,7 @@ async function liveAgent(services: Services, name: string): Promise<AgentDoc> {
 }
 
 const upnOf = (p: Principal) => p.upn;
+const TokenParams = Params.extend({ tokenId: z.string().regex(GUID, 'tokenId must be a GUID') });
 
 export const routes = [
   defineRoute({
@@ -116,13 +118,29 @@ export const routes = [
       return json(200, { valid: true, virtual_identity: services.agentTokens.identity(result.doc) });
     },
   }),
+  ...(['activate', 'deactivate'] as const).map((verb) =>
+    defineRoute({
+      ...common,
+      name: `agent-tokens-${verb}`,
+      method: 'POST',
+      path: `${base}/{tokenId}/${verb}`,
+      summary: verb === 'activate' ? 'Let a deactivated token authenticate again' : 'Switch a token off without deleting it: refused at once here, within 30 s on every instance',
+      params: TokenParams,
+      permission: permission('write'),
+      responses: { 200: { description: 'The token', schema: z.object({ resource: TokenView }) } },
+      handler: async ({ services, params }) => {
+        await liveAgent(services, params.agentName);
+        return json(200, { resource: view(await services.agentTokens.setActive(params.agentName, params.tokenId, verb === 'activate')) });
+      },
+    }),
+  ),
   defineRoute({
     ...common,
     name: 'agent-tokens-delete',
     method: 'DELETE',
     path: `${base}/{tokenId}`,
     summary: 'Revoke a token: requests with it fail at once',
-    params: Params.extend({ tokenId: z.string().regex(GUID, 'tokenId must be a GUID') }),
+    params: TokenParams,
     permission: permission('delete'),
     responses: { 204: { description: 'Deleted' } },
     handler: async ({ services, params }) => {

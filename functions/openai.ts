@@ -139,7 +139,7 @@ export const routes = [
       const response = { previous_response_id: body.previous_response_id ?? null, background: body.background === true, format, metadata: body.metadata ?? {} };
       const mode = body.background ? 'queue' : body.stream ? 'stream' : 'wait';
       return withCorrelation({ operationId, instanceId: params.instanceId, conversationId: core.session_id, protocol: 'openai' }, principal.upn, () =>
-        runAsOperation(services, principal, core, { operationId, facade, mode, response, present: presentResponse, format: (op) => responseEvents(services, op), throwOnFailure: true, signal: request.signal }).catch((e: unknown) => {
+        runAsOperation(services, principal, core, { operationId, facade, mode, response, present: presentResponse, format: (op) => responseEvents(services, op), throwOnFailure: () => true, signal: request.signal }).catch((e: unknown) => {
           throw asModelError(e, body.model);
         }),
       );

@@ -18,6 +18,7 @@ import { gateOf, ModelCredentials } from './models/credentials.js';
 import { ModelGateway } from './models/gateway.js';
 import { guardedAgent } from './net/outbound.js';
 import { Quotas } from './completions/quotas.js';
+import { Budgets } from './completions/budgets.js';
 import { Pager } from './http/paging.js';
 import { storedKey } from './store/stored-key.js';
 import { SessionTurns } from './conversations/turns.js';
@@ -68,6 +69,7 @@ export interface Services {
   /** The one source of managed-identity tokens: each audience's scopes, only to that audience's hosts. */
   readonly gate: CredentialGate;
   readonly quotas: Quotas;
+  readonly budgets: Budgets;
   /** Pages of lists, with continuation tokens signed by the store's paging key. */
   readonly pager: Pager;
   readonly memories: Memories;
@@ -156,6 +158,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       publicDispatcher: userDispatcher,
     }),
     quotas: new Quotas(settings, store.container('quotas'), log),
+    budgets: new Budgets(settings, store.container('quotas'), log),
     pager: new Pager(storedKey(store.container('resources'), 'paging-key')),
     memories: new Memories(store.container<MemoryDoc>('memories'), config.memoryMaxBytes),
     packages,

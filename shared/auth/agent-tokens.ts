@@ -5,6 +5,7 @@ import { badRequest, notFound, unauthorized } from '../errors.js';
 import { resourceId } from '../providers/resource-type.js';
 import type { AgentDoc } from '../providers/types/agent.js';
 import type { Container, Doc, Page } from '../store/types.js';
+import { updateDocument } from '../store/update.js';
 import type { AgentTokenVerifier } from './authenticate.js';
 import type { Principal } from './principal.js';
 import { formatToken, hashSecret, newSecret, parseToken } from './token-format.js';
@@ -23,6 +24,8 @@ export interface AgentTokenDoc extends Doc {
   secret_sha256: string;
   created_on: string;
   created_by: string;
+  /** When a request last authenticated with it (to the minute: written at most once a minute per instance). */
+  last_used_on?: string;
 }
 
 /** The token as list and get show it: never the secret or its hash. */
@@ -34,6 +37,7 @@ export interface AgentTokenView {
   active: boolean;
   description: string | null;
   expiration_date: string | null;
+  last_used_on: string | null;
 }
 
 export interface VirtualIdentity {
@@ -51,6 +55,7 @@ export const view = (d: AgentTokenDoc): AgentTokenView => ({
   active: d.active,
   description: d.description,
   expiration_date: d.expiration_date,
+  last_used_on: d.last_used_on ?? null,
 });
 
 /** The all-agents virtual security group of an instance: derived, so every instance knows it. */
@@ -60,6 +65,8 @@ export function allAgentsGroupId(instanceId: string): string {
 }
 
 const CACHE_MS = 30_000;
+/** How stale a token's last-used time may be: a request writes it only when it is older than this. */
+const LAST_USED_MS = 60_000;
 
 /** The live agent of a name (the resource cache), or undefined when it does not exist or is deleted. */
 export type AgentLookup = (name: string) => Promise<Pick<AgentDoc, 'virtual_security_group_id'> | undefined>;
@@ -110,6 +117,18 @@ export class AgentTokens implements AgentTokenVerifier {
     return this.container.query({ partition: resourceId(agentName), orderBy: [{ field: 'created_on' }], limit, ...(continuation !== undefined ? { continuation } : {}) });
   }
 
+  /**
+   * Activates or deactivates a token: refused at once on this instance, and within the cache's 30 s on every
+   * other (as a configuration change). 404 for a token that is not the agent's.
+   */
+  async setActive(agentName: string, tokenId: string, active: boolean): Promise<AgentTokenDoc> {
+    this.cache.delete(tokenId.toLowerCase());
+    const saved = await updateDocument(this.container, resourceId(agentName), tokenId.toLowerCase(), (doc) => (doc ? { ...doc, active } : undefined));
+    this.cache.delete(tokenId.toLowerCase());
+    if (!saved) throw notFound(`Agent access token ${tokenId} not found`);
+    return saved;
+  }
+
   async delete(agentName: string, tokenId: string): Promise<void> {
     this.cache.delete(tokenId.toLowerCase());
     if (!(await this.container.delete(resourceId(agentName), tokenId))) throw notFound(`Agent access token ${tokenId} not found`);
@@ -155,7 +174,16 @@ export class AgentTokens implements AgentTokenVerifier {
       if (this.cache.size > 10_000) this.cache.clear();
       this.cache.set(key, { doc, until: Date.now() + CACHE_MS });
     }
+    this.touch(doc);
     return { ok: true, doc };
+  }
+
+  /** Records the token's use when its last-used time is older than a minute; a failed write only leaves it older. */
+  private touch(doc: AgentTokenDoc): void {
+    const now = Date.now();
+    if (doc.last_used_on !== undefined && now - Date.parse(doc.last_used_on) < LAST_USED_MS) return;
+    doc.last_used_on = new Date(now).toISOString();
+    this.container.patch(doc.pk, doc.id, [{ op: 'set', path: 'last_used_on', value: doc.last_used_on }]).catch(() => undefined);
   }
 
   identity(doc: AgentTokenDoc): VirtualIdentity {

@@ -22,7 +22,8 @@ export async function admitted(
   const { request, reservation, limits } = await reserve(s, principal, body, facade);
   try {
     const reply = await answer(request, reservation);
-    return { ...reply, headers: { ...reply.headers, ...limits } };
+    // The run may have added headers (Svc-Budget, once the model call's cost was reserved).
+    return { ...reply, headers: { ...reply.headers, ...limits, ...request.headers } };
   } catch (e) {
     await s.quotas.release(reservation);
     if (e instanceof DomainError) Object.assign(e.headers, limits);
@@ -30,11 +31,15 @@ export async function admitted(
   }
 }
 
-/** Admits the request and reserves its quotas: the reservation, and the rate-limit headers to answer with. */
+/**
+ * Admits the request, refuses it when a budget that applies is spent (before it counts against a quota), and
+ * reserves its quotas: the reservation, and the rate-limit and budget headers to answer with.
+ */
 export async function reserve(s: Services, principal: Principal, body: CompletionRequest, facade?: Facade): Promise<{ request: Admitted; reservation: QuotaReservation; limits: Record<string, string> }> {
   const request = await admit(s, principal, body, facade);
+  const budget = await s.budgets.check(principal, request.agent);
   const { headers: limits, reservation } = await s.quotas.enforce(principal, request.agent.name);
-  return { request, reservation, limits };
+  return { request, reservation, limits: { ...limits, ...budget } };
 }
 
 /** Gives a call's quota reservation back when its run ends, however it ends. */

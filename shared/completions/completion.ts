@@ -20,7 +20,8 @@ import { endpointView, MODEL_PROVIDERS, type EndpointView } from '../models/endp
 import { CallCancelledError } from '../models/upstream-errors.js';
 import type { ChatMessage, ContentPart, ModelAnswer, ModelParameters } from '../models/wire.js';
 import { wireParameters } from '../models/parameters.js';
-import { costOf, recordUsage, usageRecord, type Protocol, type UsageDoc } from './usage.js';
+import { largestCost, outputLimit, type BudgetReservation } from './budgets.js';
+import { costOf, pricesOf, recordUsage, usageRecord, type Protocol, type UsageDoc } from './usage.js';
 import { cacheSlot, type CacheSlot } from '../knowledge/cache.js';
 import { effectiveShielding } from '../providers/types/agent-settings.js';
 import { refusalMessage, screen, type Block } from '../shielding/plugins.js';
@@ -169,6 +170,8 @@ export interface Admitted {
   scope: KnowledgeScope;
   /** Absent for the Core API. */
   facade?: Facade | undefined;
+  /** Headers the run adds to the answer (Svc-Budget once the model call's cost is reserved). */
+  headers: Record<string, string>;
 }
 
 /** The caller's own attached files; 400 ValidationError for one that does not exist or is someone else's. */
@@ -195,7 +198,7 @@ export async function admit(s: Services, principal: Principal, request: Completi
   ]);
   for (const r of [agent, session, attachments, readers]) if (r.status === 'rejected') throw r.reason;
   const ok = <T,>(r: PromiseSettledResult<T>) => (r as PromiseFulfilledResult<T>).value;
-  return { request: { ...request, agent_name: ok(agent).name }, agent: ok(agent), sessionId, session: ok(session), attachments: ok(attachments), scope: { filter, readers: ok(readers) }, facade };
+  return { request: { ...request, agent_name: ok(agent).name }, agent: ok(agent), sessionId, session: ok(session), attachments: ok(attachments), scope: { filter, readers: ok(readers) }, facade, headers: {} };
 }
 
 export interface RunOptions {
@@ -239,7 +242,13 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
   const { request, agent, sessionId, session } = admitted;
   const operationId = options.operationId;
   const deployment = chain.kind === 'chat' ? chain.model.deployment_name : '';
-  const protocol: Protocol = admitted.facade?.protocol ?? 'core';
+  // What every usage record of the turn carries besides its counts: how it came in, whose budget it is, in which currency.
+  const currency = chain.kind === 'chat' ? pricesOf(chain.model).currency : null;
+  const tags: { protocol: Protocol; cost_center?: string; currency?: string } = {
+    protocol: admitted.facade?.protocol ?? 'core',
+    ...(agent.cost_center ? { cost_center: agent.cost_center } : {}),
+    ...(currency ? { currency } : {}),
+  };
 
   const recorded = sessionId && options.mayRepeat ? await s.conversations.recordedAnswer(principal.upn, operationId) : undefined;
   let answer: Answer;
@@ -265,7 +274,7 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
       if (!cancelled) s.log.warn('Completion failed', { operation_id: operationId, agent_name: agent.name, code: e instanceof DomainError ? e.code : 'Error', error: e instanceof Error ? e.message : String(e) });
       await recordUsage(s.store.container<UsageDoc>('usage'), {
         ...usageRecord(principal, operationId, sessionId, agent.name, deployment, new Date().toISOString(), started),
-        protocol,
+        ...tags,
         ...(cancelled ? { status: 'Cancelled', completion_tokens: progress.streamed, total_tokens: progress.streamed } : { status: 'Failed', error_code: e instanceof DomainError ? e.code : 'Error' }),
       });
       throw e;
@@ -279,11 +288,12 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
   try {
     await options.beforeRecord?.();
   } catch (e) {
+    if (answer.budget) await s.budgets.settle(answer.budget.reservation, answer.budget.cost);
     // Cancelled after the model answered: the tokens were spent, the turn is not recorded.
     if (e instanceof CallCancelledError) {
       await recordUsage(s.store.container<UsageDoc>('usage'), {
         ...usageRecord(principal, operationId, sessionId, agent.name, deployment, completedAt, started),
-        protocol,
+        ...tags,
         prompt_tokens: answer.promptTokens,
         completion_tokens: answer.completionTokens,
         total_tokens: total,
@@ -321,7 +331,7 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
       : undefined,
     recordUsage(s.store.container<UsageDoc>('usage'), {
       ...usageRecord(principal, operationId, sessionId, agent.name, answer.deployment ?? deployment, completedAt, started),
-      protocol,
+      ...tags,
       prompt_tokens: answer.promptTokens,
       completion_tokens: answer.completionTokens,
       total_tokens: total,
@@ -343,6 +353,8 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
       }),
     ),
     answer.cache?.store({ completion: answer.content, citations: answer.citations }).catch(warned(s, 'The semantic cache could not be written')),
+    // In the same commit as the records (an embedded store's group): no round trip of its own.
+    answer.budget ? s.budgets.settle(answer.budget.reservation, answer.budget.cost) : undefined,
   ]);
   return {
     operation_id: operationId,
@@ -390,6 +402,8 @@ interface Answer {
   deployment?: string;
   /** The messages the main model was sent, as kept (images named by their attachment's object id). */
   prompt?: ChatMessage[];
+  /** What the model call held of its budgets, and what it cost: settled with the turn's records. */
+  budget?: { reservation: BudgetReservation; cost: number };
 }
 
 const warned = (s: Services, what: string) => (e: unknown) => s.log.warn(what, { error: e instanceof Error ? e.message : String(e) });
@@ -440,30 +454,42 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
   } else {
     const citations = await retrieve(s, agent, embeddings, admitted.scope, topN);
     const { messages, kept } = await buildMessages(s, prompt, chain, session, admitted, citations, options.signal);
-    const toolbox = await toolboxFor(s, { user: principal, sessionId: admitted.sessionId, attachments: admitted.attachments, scope: admitted.scope }, agent, await agentTools(s, agent));
-    const usesTools = toolbox.functions.length > 0;
-    // With tools the rounds are whole calls: the final answer is sent as one delta once it is known.
-    streamedAsItCame = !screenAnswer && !usesTools;
-    const onDelta = streamedAsItCame ? options.onDelta : undefined;
+    // The call's largest cost is held in its budgets until it ends: refused here when one would be exceeded.
+    const prices = pricesOf(chain.model);
+    const held = await s.budgets.reserve(principal, agent, () => largestCost(messages, outputLimit(parameters), prices), prices.currency);
+    Object.assign(admitted.headers, held.headers);
+    let callCost = 0;
     let executions: ToolExecution[] = [];
     let reply: ModelAnswer;
+    let usesTools = false;
+    let toolbox: Awaited<ReturnType<typeof toolboxFor>> | undefined;
     try {
+      toolbox = await toolboxFor(s, { user: principal, sessionId: admitted.sessionId, attachments: admitted.attachments, scope: admitted.scope }, agent, await agentTools(s, agent));
+      usesTools = toolbox.functions.length > 0;
+      // With tools the rounds are whole calls: the final answer is sent as one delta once it is known.
+      streamedAsItCame = !screenAnswer && !usesTools;
+      const onDelta = streamedAsItCame ? options.onDelta : undefined;
       if (usesTools) ({ answer: reply, executions } = await answerWithTools(s, chain.endpoint, deployment, messages, parameters, toolbox, options, options.signal));
       else if (onDelta) reply = await s.models.stream(chain.endpoint, deployment, messages, parameters, (text) => (progress.streamed++, onDelta(text)), options.signal);
       else reply = await s.models.complete(chain.endpoint, deployment, messages, parameters, options.signal);
+      callCost = costOf(chain.model, reply.promptTokens, reply.completionTokens);
+    } catch (e) {
+      await s.budgets.settle(held.reservation, callCost);
+      throw e;
     } finally {
-      await toolbox.close();
+      await toolbox?.close();
     }
     answer = {
       content: reply.content,
       promptTokens: spent.promptTokens + reply.promptTokens,
       completionTokens: spent.completionTokens + reply.completionTokens,
-      cost: spent.cost + costOf(chain.model, reply.promptTokens, reply.completionTokens),
+      cost: spent.cost + callCost,
       citations: [...citations, ...toolbox.citations],
       analysis: [],
       executions,
       artifacts: toolbox.artifacts,
       prompt: kept,
+      budget: { reservation: held.reservation, cost: callCost },
       // An answer made with tools depends on what they said then: it is not cached.
       ...(cache && !usesTools ? { cache } : {}),
     };

@@ -30,6 +30,10 @@ export interface UsageDoc extends Doc {
   error_code?: string;
   /** Absent in records of earlier releases: the Core API. */
   protocol?: Protocol;
+  /** The agent's cost center when it has one: what charge-back groups by. */
+  cost_center?: string;
+  /** The currency of `cost` when the model's `pricing` names one. */
+  currency?: string;
   shielding?: { plugin_name: string; stage: 'pre' | 'post'; verdict: 'blocked' };
 }
 
@@ -51,10 +55,16 @@ export async function recordUsage(container: Container<UsageDoc>, doc: UsageDoc)
   }
 }
 
-/** Cost from the AI model's per-1,000-token prices; 0 when none is configured. */
-export function costOf(model: Pick<AiModelDoc, 'cost_per_1k_prompt_tokens' | 'cost_per_1k_completion_tokens'>, prompt: number, completion: number): number {
-  const cost = (prompt / 1000) * (model.cost_per_1k_prompt_tokens ?? 0) + (completion / 1000) * (model.cost_per_1k_completion_tokens ?? 0);
-  return Math.round(cost * 1e6) / 1e6;
+/** The model's prices per token: `pricing` (per million), else the per-1,000 prices, else none. */
+export function pricesOf(model: Pick<AiModelDoc, 'cost_per_1k_prompt_tokens' | 'cost_per_1k_completion_tokens' | 'pricing'>): { input: number; output: number; currency: string | null } {
+  if (model.pricing) return { input: model.pricing.input_per_million / 1e6, output: model.pricing.output_per_million / 1e6, currency: model.pricing.currency };
+  return { input: (model.cost_per_1k_prompt_tokens ?? 0) / 1000, output: (model.cost_per_1k_completion_tokens ?? 0) / 1000, currency: null };
+}
+
+/** Cost of a call from the AI model's prices (rounded to a millionth); 0 when none is configured. */
+export function costOf(model: Pick<AiModelDoc, 'cost_per_1k_prompt_tokens' | 'cost_per_1k_completion_tokens' | 'pricing'>, prompt: number, completion: number): number {
+  const prices = pricesOf(model);
+  return Math.round((prompt * prices.input + completion * prices.output) * 1e6) / 1e6;
 }
 
 /** A usage record of an operation without its counts yet (zero tokens and cost), ended now. */

@@ -121,13 +121,13 @@ export function presentTask(op: OperationDoc, historyLength?: number) {
   };
 }
 
-/** The caller's own A2A task; anything else (another user's, a Core operation) is TaskNotFound. */
-export async function readTask(s: Services, principal: Principal, id: string): Promise<OperationDoc> {
+/** The caller's own A2A task of this agent; anything else (another user's, another agent's, a Core operation) is TaskNotFound. */
+export async function readTask(s: Services, principal: Principal, agent: AgentDoc, id: string): Promise<OperationDoc> {
   const op = await readOperation(s, principal, id).catch((e: unknown) => {
     if (e instanceof DomainError && e.kind === 'not-found') return undefined;
     throw e;
   });
-  if (op?.facade?.protocol !== 'a2a') throw new RpcError(RPC.taskNotFound, `Task ${id} not found`);
+  if (op?.facade?.protocol !== 'a2a' || op.request.agent_name !== agent.name) throw new RpcError(RPC.taskNotFound, `Task ${id} not found`);
   return op;
 }
 

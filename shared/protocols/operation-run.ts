@@ -20,8 +20,8 @@ export interface OperationRun {
   /** The operation as the protocol shows it. */
   present: (op: OperationDoc) => unknown;
   format?: (op: OperationDoc) => StreamFormat;
-  /** A failed run answers with its error (the protocol's status), not with the failed operation. */
-  throwOnFailure?: boolean;
+  /** Which failures answer with their error (the protocol's status) rather than with the failed operation. */
+  throwOnFailure?: (error: unknown) => boolean;
   response?: ResponseMeta;
   /** The client went away (a stream stops). */
   signal: AbortSignal;
@@ -56,7 +56,7 @@ export function runAsOperation(s: Services, principal: Principal, body: Completi
         (error: unknown) => ({ error }),
       );
       const ended = await endOperation(s, op, outcome);
-      if ('error' in outcome && run.throwOnFailure) throw outcome.error;
+      if ('error' in outcome && run.throwOnFailure?.(outcome.error)) throw outcome.error;
       return json(200, run.present(ended), { 'x-operation-id': operationId });
     },
     facade,

@@ -1,11 +1,13 @@
-// Agent access tokens over HTTP: issue, list, validate, revoke, and the X-AGENT-ACCESS-TOKEN scheme with
-// each of the six validation steps of a token.
+// Agent access tokens over HTTP: issue, list, validate, deactivate and activate, revoke, and the
+// X-AGENT-ACCESS-TOKEN scheme with each of the six validation steps of a token.
 import { randomUUID } from 'node:crypto';
+import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allAgentsGroupId, type AgentTokenDoc } from '../../shared/auth/agent-tokens.js';
 import { oidForUpn } from '../../shared/auth/local-idp.js';
 import { ROLE_IDS, roleDefinitionPath } from '../../shared/auth/roles.js';
 import { formatToken, newSecret, parseToken } from '../../shared/auth/token-format.js';
+import { openSqliteStore } from '../../shared/store/sqlite-store.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { INSTANCE } from '../support/services.js';
 
@@ -51,6 +53,7 @@ describe('agent access tokens', () => {
       active: true,
       description: 'CI bot',
       expiration_date: '2099-01-01T00:00:00.000Z',
+      last_used_on: null,
     });
     expect(JSON.stringify(listed.body)).not.toContain(parts.secret);
     expect(JSON.stringify(listed.body)).not.toContain('sha256');
@@ -159,6 +162,38 @@ describe('agent access tokens', () => {
     expect(listed.map((t) => t.resource.id)).not.toContain(tokenId);
   });
 
+  it('is switched off and on: refused on the next request here, within 30 s on another instance; its last use is listed', async () => {
+    const { resource: token } = await issue('alpha');
+    const { tokenId } = parseToken(token)!;
+    const other = await startTestApp({}, { store: openSqliteStore(path.join(app.dataDir, 'store.db')), consumers: false });
+    try {
+      const onOther = () => fetch(`${other.core}/instances/${INSTANCE}/branding`, { headers: { 'x-agent-access-token': token } });
+      expect((await withToken(token, '/branding')).status).toBe(200);
+      expect((await onOther()).status).toBe(200);
+      const listed = (await app.call('GET', tokensUrl('alpha'))).body as { resource: { id: string; last_used_on: string | null } }[];
+      const used = listed.find((t) => t.resource.id === tokenId)?.resource.last_used_on;
+      expect(Date.now() - Date.parse(used ?? '')).toBeLessThan(60_000);
+
+      const off = await app.call('POST', `${tokensUrl('alpha')}/${tokenId}/deactivate`);
+      expect(off.status).toBe(200);
+      expect((off.body as { resource: { active: boolean } }).resource.active).toBe(false);
+      const switched = Date.now();
+      expect((await withToken(token, '/branding')).status).toBe(401);
+      await expect.poll(async () => (await onOther()).status, { timeout: 32_000, interval: 500 }).toBe(401);
+      const seconds = (Date.now() - switched) / 1000;
+      process.stdout.write(`deactivated token refused on the other instance after ${seconds.toFixed(1)} s\n`);
+      expect(seconds).toBeLessThanOrEqual(31);
+
+      const on = await app.call('POST', `${tokensUrl('alpha')}/${tokenId}/activate`);
+      expect((on.body as { resource: { active: boolean } }).resource.active).toBe(true);
+      expect((await withToken(token, '/branding')).status).toBe(200);
+      expect((await app.call('POST', `${tokensUrl('alpha')}/${randomUUID()}/deactivate`)).status).toBe(404);
+      expect((await app.call('POST', `${tokensUrl('beta')}/${tokenId}/deactivate`)).status).toBe(404);
+    } finally {
+      await other.close();
+    }
+  }, 45_000);
+
   it('reaches only its own agent, and never the Management API', async () => {
     const { resource: token } = await issue('beta');
     const r = await withToken(token, '/completions/agents');
@@ -169,11 +204,11 @@ describe('agent access tokens', () => {
     expect(tokenList.status).toBe(401);
   });
 
-  it('costs one store read when cold and none when warm', async () => {
+  it('costs one store read when cold (and the last-used time, once a minute) and none when warm', async () => {
     const { resource: token } = await issue('alpha');
     app.store.reset();
     await withToken(token, '/branding');
-    expect(app.store.counts.get('tokens')).toEqual({ reads: 1, queries: 0, writes: 0 });
+    await expect.poll(() => app.store.counts.get('tokens')).toEqual({ reads: 1, queries: 0, writes: 1 });
     app.store.reset();
     await withToken(token, '/branding');
     expect(app.store.counts.get('tokens')).toBeUndefined();

@@ -13,6 +13,8 @@ export interface AgentOptions {
   suffix?: string;
   modelParameters?: Record<string, number>;
   prices?: { prompt: number; completion: number };
+  pricing?: { input_per_million: number; output_per_million: number; currency: string };
+  costCenter?: string;
   timeoutSeconds?: number;
   as?: string;
 }
@@ -37,6 +39,7 @@ export async function seedAgent(app: ApiClient, name: string, o: AgentOptions): 
     api_endpoint_object_id: path('Svc.Configuration', 'apiEndpointConfigurations', `${name}-endpoint`),
     ...(o.modelParameters ? { model_parameters: o.modelParameters } : {}),
     ...(o.prices ? { cost_per_1k_prompt_tokens: o.prices.prompt, cost_per_1k_completion_tokens: o.prices.completion } : {}),
+    ...(o.pricing ? { pricing: o.pricing } : {}),
   });
   await post('Svc.Prompt', 'prompts', `${name}-prompt`, { prefix: o.prefix ?? 'You are a test agent.', ...(o.suffix ? { suffix: o.suffix } : {}) });
   await post('Svc.Agent', 'workflows', `${name}-workflow`, {
@@ -49,6 +52,7 @@ export async function seedAgent(app: ApiClient, name: string, o: AgentOptions): 
     display_name: name,
     workflow_object_id: path('Svc.Agent', 'workflows', `${name}-workflow`),
     ...(o.history ? { conversation_history_settings: o.history } : {}),
+    ...(o.costCenter ? { cost_center: o.costCenter } : {}),
   });
 }
 

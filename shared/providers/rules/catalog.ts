@@ -2,6 +2,7 @@
 // managed-identity tokens only for their audience, setting values that parse, secret settings rotated and
 // masked, and what a purged pipeline indexed removed with it.
 import { thresholdProblem } from '../../analytics/abuse.js';
+import { BUDGET_SETTING, parseBudgets } from '../../completions/budgets.js';
 import { parseQuotaDefinitions, QUOTA_SETTING } from '../../completions/quotas.js';
 import { validationError } from '../../errors.js';
 import { dropPipelineDocuments } from '../../knowledge/runs.js';
@@ -81,7 +82,8 @@ export const dataPipelineRules: ResourceRules<typeof dataPipelines> = {
 function settingProblem(key: string, value: string): string | undefined {
   // Without case, as settings are read.
   const id = key.toLowerCase();
-  const parsed = id === BLOCKLIST_SETTING.toLowerCase() ? compileBlocklist(value) : id === QUOTA_SETTING.toLowerCase() ? parseQuotaDefinitions(value) : undefined;
+  const parse = { [BLOCKLIST_SETTING.toLowerCase()]: compileBlocklist, [QUOTA_SETTING.toLowerCase()]: parseQuotaDefinitions, [BUDGET_SETTING.toLowerCase()]: parseBudgets }[id];
+  const parsed = parse?.(value);
   return brandingProblem(key, value) ?? (typeof parsed === 'string' ? parsed : thresholdProblem(key, value));
 }
 

@@ -222,9 +222,18 @@ export const aiModels = {
     deployment_name: z.string().min(1),
     api_endpoint_object_id: ObjectId,
     model_parameters: ModelParametersFields.optional(),
-    /** Prices used for `total_cost` (currency of your choice, per 1,000 tokens); 0 when absent. */
+    /** Prices used for `total_cost` (currency of your choice, per 1,000 tokens); 0 when absent. `pricing` wins when both are set. */
     cost_per_1k_prompt_tokens: z.number().min(0).optional(),
     cost_per_1k_completion_tokens: z.number().min(0).optional(),
+    pricing: z
+      .object({
+        input_per_million: z.number().min(0).max(1_000_000),
+        output_per_million: z.number().min(0).max(1_000_000),
+        currency: z.string().regex(/^[A-Z]{3}$/, 'currency must be an ISO 4217 code such as USD or EUR'),
+      })
+      .strict()
+      .optional()
+      .describe('Prices per million input (prompt) and output (completion) tokens, in `currency`: the cost of every call of the model in usage records and budgets'),
     capabilities: z
       .array(z.enum(MODEL_CAPABILITIES, { error: `capabilities are ${MODEL_CAPABILITIES.join(', ')}` }))
       .max(MODEL_CAPABILITIES.length)

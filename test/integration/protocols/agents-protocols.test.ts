@@ -126,7 +126,8 @@ describe('agents over MCP and A2A', () => {
       expect(read.status.state).toBe(3);
       expect(read.history).toHaveLength(2);
       expect((await usageOf(first.id))?.protocol).toBe('a2a');
-      // Another user cannot read it.
+      // Another agent's endpoint does not show it, nor does another user.
+      await expect((await clientFor(await app.token(), 'other')).getTask({ tenant: '', id: first.id })).rejects.toThrow(/not found/i);
       await grantReader(app, 'third@example.com', 'helper');
       const stranger = await clientFor(await app.token('third@example.com'), 'helper');
       await expect(stranger.getTask({ tenant: '', id: first.id })).rejects.toThrow(/not found/i);

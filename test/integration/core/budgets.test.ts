@@ -1,0 +1,203 @@
+// Budgets over HTTP: prices on AI models in usage records, each scope and period of Svc:Budgets checked on
+// save and enforced, the Svc-Budget header, 429 BudgetExceeded through the Core API and every facade, and
+// 100 concurrent completions against a budget with room for 10 on the embedded store, two service
+// processes on it, and Cosmos DB.
+import { randomUUID } from 'node:crypto';
+import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
+import { freePort } from '../../../scripts/azurite.js';
+import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
+import { LOCAL_DEFAULT_USER, loadLocalKey, mintLocalToken } from '../../../shared/auth/local-idp.js';
+import type { UsageDoc } from '../../../shared/completions/usage.js';
+import { openCosmosStore } from '../../../shared/store/cosmos-store.js';
+import { grantReader, seedAgent } from '../../support/agents.js';
+import { startTestApp, type TestApp } from '../../support/app.js';
+import { startScript } from '../../support/processes.js';
+import { INSTANCE } from '../../support/services.js';
+
+const BUDGETS = 'Svc:Budgets';
+/** One currency unit per token in and out: a call's cost is its token count. */
+const PRICING = { input_per_million: 1_000_000, output_per_million: 1_000_000, currency: 'EUR' };
+
+const setBudgets = async (app: Pick<TestApp, 'call' | 'management'>, budgets: unknown[]) =>
+  app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${BUDGETS}`, { body: { name: BUDGETS, key: BUDGETS, value: JSON.stringify(budgets) } });
+const budget = (name: string, limit: number, extra: Record<string, unknown> = {}) => ({ name, scope: 'instance', limit, currency: 'EUR', period: 'day', ...extra });
+
+describe('budgets', () => {
+  let app: TestApp;
+  let llm: MockLlm;
+  const complete = (agent: string, prompt: string, as?: string, extra: Record<string, unknown> = {}) =>
+    app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { user_prompt: prompt, agent_name: agent, settings: { model_parameters: { max_new_tokens: 10 } }, ...extra }, ...(as ? { as } : {}) });
+
+  beforeAll(async () => {
+    llm = await startMockLlm();
+    app = await startTestApp({ MODEL_MAX_RETRIES: '0' });
+    await seedAgent(app, 'priced', { llmUrl: llm.url, pricing: PRICING, costCenter: 'sales' });
+    await seedAgent(app, 'other', { llmUrl: llm.url, pricing: PRICING });
+    await grantReader(app, 'second@example.com', 'priced');
+  });
+  afterAll(async () => {
+    await app.close();
+    await llm.close();
+  });
+
+  it('costs each call at the model\'s prices, with its currency and cost center on the usage record', async () => {
+    const r = await complete('priced', 'three little words');
+    expect(r.status).toBe(200);
+    const body = r.body as { operation_id: string; total_tokens: number; total_cost: number };
+    expect(body.total_cost).toBe(body.total_tokens);
+    const record = await app.services.store.container<UsageDoc>('usage').read('owner@local.test', body.operation_id);
+    expect(record).toMatchObject({ cost: body.total_tokens, currency: 'EUR', cost_center: 'sales', protocol: 'core' });
+  });
+
+  it('checks budgets on save, naming what is wrong', async () => {
+    for (const [value, message] of [
+      [[budget('a', 5, { scope: 'galaxy' })], /budget 0 scope/],
+      [[budget('a', 5, { scope: 'agent' })], /agent_name/],
+      [[budget('a', 5, { scope: 'cost_center' })], /cost_center/],
+      [[budget('a', 5, { currency: 'euro' })], /currency/],
+      [[budget('a', 0)], /limit/],
+      [[budget('a', 5), budget('a', 6)], /twice/],
+    ] as [unknown[], RegExp][]) {
+      const r = await setBudgets(app, value);
+      expect(r.status).toBe(400);
+      expect(JSON.stringify(r.body)).toMatch(message);
+    }
+  });
+
+  it('holds an instance budget: the header counts down, then 429 BudgetExceeded names it', async () => {
+    // Each call reserves its prompt's tokens and 10 output tokens (25) and costs 8 (the mock's words): the
+    // third call's reservation would take 16 spent past 35.
+    expect((await setBudgets(app, [budget('daily', 35)])).status).toBe(200);
+    try {
+      const first = await complete('priced', 'one');
+      expect(first.status).toBe(200);
+      const header = first.headers.get('svc-budget') ?? '';
+      expect(header).toMatch(/^"daily";remaining=\d+(\.\d+)?$/);
+      const second = await complete('other', 'two');
+      expect(second.status).toBe(200);
+      expect(Number(second.headers.get('svc-budget')?.split('=')[1])).toBeLessThan(Number(header.split('=')[1]));
+      const refused = await complete('priced', 'three');
+      expect(refused.status).toBe(429);
+      expect(refused.body).toMatchObject({ error: { code: 'BudgetExceeded', message: expect.stringContaining('daily') as string } });
+      expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
+      // Streamed: refused before the stream starts.
+      const streamed = await fetch(`${app.core}/instances/${INSTANCE}/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${await app.token()}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+        body: JSON.stringify({ user_prompt: 'four', agent_name: 'priced' }),
+      });
+      expect(streamed.status).toBe(429);
+    } finally {
+      await setBudgets(app, []);
+    }
+  });
+
+  it('scopes budgets to an agent, each user, a cost center and each access token', async () => {
+    const token = ((await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Agent/agents/other/agent-access-tokens`, { body: { type: 'agent-access-token', name: 'k' } })).body as { resource: string }).resource;
+    const withToken = (prompt: string) =>
+      fetch(`${app.core}/instances/${INSTANCE}/completions`, { method: 'POST', headers: { 'x-agent-access-token': token, 'content-type': 'application/json' }, body: JSON.stringify({ user_prompt: prompt, agent_name: 'other', settings: { model_parameters: { max_new_tokens: 10 } } }) });
+    const cases: { budgets: unknown[]; spend: () => Promise<unknown>; refused: () => Promise<number>; free: () => Promise<number> }[] = [
+      // The agent's budget: the other agent is free.
+      { budgets: [budget('agent', 25, { scope: 'agent', agent_name: 'priced' })], spend: () => complete('priced', 'a'), refused: async () => (await complete('priced', 'b')).status, free: async () => (await complete('other', 'c')).status },
+      // Each user: the owner's spend leaves the second user's budget whole.
+      { budgets: [budget('user', 25, { scope: 'user' })], spend: () => complete('priced', 'a'), refused: async () => (await complete('priced', 'b')).status, free: async () => (await complete('priced', 'c', 'second@example.com')).status },
+      // A cost center: only agents with that cost_center.
+      { budgets: [budget('sales', 25, { scope: 'cost_center', cost_center: 'sales' })], spend: () => complete('priced', 'a'), refused: async () => (await complete('priced', 'b')).status, free: async () => (await complete('other', 'c')).status },
+      // Each access token: a user of the same agent is free.
+      { budgets: [budget('token', 25, { scope: 'access_token', agent_name: 'other' })], spend: () => withToken('a'), refused: async () => (await withToken('b')).status, free: async () => (await complete('other', 'c')).status },
+      // Another currency does not count: a model priced in EUR spends nothing of a USD budget.
+      { budgets: [budget('dollars', 1, { currency: 'USD' })], spend: () => complete('priced', 'a'), refused: () => Promise.resolve(429), free: async () => (await complete('priced', 'b')).status },
+    ];
+    for (const c of cases) {
+      expect((await setBudgets(app, c.budgets)).status).toBe(200);
+      await c.spend();
+      expect(await c.refused()).toBe(429);
+      expect(await c.free()).toBe(200);
+    }
+    await setBudgets(app, []);
+  });
+
+  it('refuses through the OpenAI API, MCP and A2A too', async () => {
+    // One call (reserving 25, costing 8) fits; the next one's reservation would not.
+    expect((await setBudgets(app, [budget('tiny', 30)])).status).toBe(200);
+    try {
+      expect((await complete('priced', 'spend it')).status).toBe(200);
+      const token = await app.token();
+      const openai = await fetch(`${app.core}/instances/${INSTANCE}/openai/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'priced', messages: [{ role: 'user', content: 'hi' }] }) });
+      expect(openai.status).toBe(429);
+      expect(await openai.json()).toMatchObject({ error: { type: 'insufficient_quota', code: 'insufficient_quota', message: expect.stringContaining('tiny') as string } });
+      const a2a = await app.call('POST', `${app.core}/instances/${INSTANCE}/a2a/priced`, { body: { jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { role: 'user', messageId: 'm', parts: [{ kind: 'text', text: 'hi' }] } } } });
+      expect(a2a.status).toBe(429);
+      const mcp = new McpClient({ name: 'budget-test', version: '1.0.0' });
+      await mcp.connect(new StreamableHTTPClientTransport(new URL(`${app.core}/instances/${INSTANCE}/mcp/agents`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+      const tool = await mcp.callTool({ name: 'priced', arguments: { prompt: 'hi' } });
+      expect(tool.isError).toBe(true);
+      expect(JSON.stringify(tool.content)).toMatch(/BudgetExceeded/);
+      await mcp.close();
+    } finally {
+      await setBudgets(app, []);
+    }
+  });
+});
+
+/** 100 completions at once against a budget with room for about 10: what is recorded stays within the limit plus one call's largest cost. */
+async function hundredAtOnce(cores: { core: string; token: () => Promise<string> }[], read: () => Promise<number>, limit: number) {
+  const tokens = await Promise.all(cores.map((c) => c.token()));
+  const statuses = await Promise.all(
+    Array.from({ length: 100 }, (_, i) => {
+      const c = cores[i % cores.length]!;
+      return fetch(`${c.core}/instances/${INSTANCE}/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${tokens[i % cores.length]}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ user_prompt: `call number ${i}`, agent_name: 'priced', settings: { model_parameters: { max_new_tokens: 10 } } }),
+      }).then((r) => r.status);
+    }),
+  );
+  const spent = await read();
+  const completed = statuses.filter((st) => st === 200).length;
+  process.stdout.write(`budget of ${limit}: ${completed} of 100 completed, ${statuses.filter((st) => st === 429).length} refused, ${spent} spent\n`);
+  expect(statuses.every((st) => st === 200 || st === 429)).toBe(true);
+  expect(completed).toBeGreaterThan(0);
+  // One call's largest cost: its prompt (about 10 tokens with the agent's) and its 10 output tokens.
+  expect(spent).toBeLessThanOrEqual(limit + 30);
+}
+
+describe.each([
+  {
+    name: 'the embedded store, two service processes',
+    start: async () => {
+      const a = await startTestApp({ MODEL_MAX_RETRIES: '0' });
+      const port = await freePort();
+      const b = await startScript('start', { ...a.env, CORE_PORT: String(port), MANAGEMENT_PORT: String(await freePort()), ALLOW_PRIVATE_NETWORK: 'true' }, /Get a token/);
+      const auth = a.services.config.auth;
+      if (auth.kind !== 'local') throw new Error('the local identity provider is needed');
+      const key = await loadLocalKey(auth.keyFile);
+      const bToken = () => mintLocalToken(key, `http://127.0.0.1:${port}/local-idp`, auth.audience, { upn: LOCAL_DEFAULT_USER.upn, oid: LOCAL_DEFAULT_USER.oid });
+      return { app: a, cores: [{ core: a.core, token: () => a.token() }, { core: `http://127.0.0.1:${port}`, token: bToken }], close: async () => (await b.stop(), await a.close()) };
+    },
+  },
+  {
+    name: 'Cosmos DB',
+    start: async () => {
+      const a = await startTestApp({ MODEL_MAX_RETRIES: '0' }, { store: await openCosmosStore({ endpoint: inject('cosmosEndpoint'), key: 'local-test-key', database: `db-${randomUUID()}`, createContainers: true }) });
+      return { app: a, cores: [{ core: a.core, token: () => a.token() }], close: () => a.close() };
+    },
+  },
+])('100 concurrent completions against one budget on $name', ({ start }) => {
+  it('spend stays within the limit plus one call', async () => {
+    const llm = await startMockLlm();
+    const { app, cores, close } = await start();
+    try {
+      await seedAgent(app, 'priced', { llmUrl: llm.url, pricing: PRICING });
+      const limit = 150;
+      expect((await setBudgets(app, [budget('shared', limit)])).status).toBe(200);
+      const usage = app.services.store.container<UsageDoc>('usage');
+      await hundredAtOnce(cores, async () => (await usage.query({ partition: 'owner@local.test' })).items.reduce((sum, u) => sum + u.cost, 0), limit);
+    } finally {
+      await close();
+      await llm.close();
+    }
+  }, 120_000);
+});
