@@ -122,6 +122,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     resourceCache.get(objectIdOf(config.instanceId, agents, name), agents),
   );
   const settings = new AppSettings(store.container<SettingDoc>('resources'));
+  const budgets = new Budgets(settings, store.container('quotas'), log);
   const upnBindings = new UpnBindings(store.container('principals'));
   const vectors = lazyVectorIndex(config);
   const extraction = new ExtractionPool({ timeoutMs: config.knowledge.extractionTimeoutMs });
@@ -158,7 +159,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       publicDispatcher: userDispatcher,
     }),
     quotas: new Quotas(settings, store.container('quotas'), log),
-    budgets: new Budgets(settings, store.container('quotas'), log),
+    budgets,
     pager: new Pager(storedKey(store.container('resources'), 'paging-key')),
     memories: new Memories(store.container<MemoryDoc>('memories'), config.memoryMaxBytes),
     packages,
@@ -174,6 +175,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     userDispatcher,
     close: async () => {
       unobserve();
+      await budgets.close();
       await extraction.close();
       await plugins.sandbox.close();
       await vectors.close();

@@ -5,7 +5,7 @@
 // atomic increments in the shared store, so two instances hold one budget; a reservation that would take a
 // budget past its limit is undone and the call refused (429 BudgetExceeded). After the call the reservation
 // is replaced by what it cost. Amounts are kept in millionths of the currency, as integers.
-import { encode } from 'gpt-tokenizer';
+import { countTokens } from 'gpt-tokenizer';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { DomainError } from '../errors.js';
@@ -71,6 +71,18 @@ const toMicros = (amount: number) => Math.round(amount * MICROS);
 
 /** The UTC period `at` falls in: its id (d2026-11-26, w2026-11-23 for the week from that Monday, m2026-11) and when it ends. */
 export function periodOf(period: BudgetDefinition['period'], at: number): { id: string; start: number; end: number } {
+  // The same for a whole UTC day: computed once a day per kind of period (every call asks).
+  const day = Math.floor(at / 86_400_000);
+  const known = lastPeriods[period];
+  if (known?.day === day) return known.value;
+  const value = computePeriod(period, at);
+  lastPeriods[period] = { day, value };
+  return value;
+}
+
+const lastPeriods: Partial<Record<BudgetDefinition['period'], { day: number; value: { id: string; start: number; end: number } }>> = {};
+
+function computePeriod(period: BudgetDefinition['period'], at: number): { id: string; start: number; end: number } {
   const d = new Date(at);
   const day = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate());
   if (period === 'day') return { id: `d${new Date(day).toISOString().slice(0, 10)}`, start: day, end: day + 86_400_000 };
@@ -82,9 +94,32 @@ export function periodOf(period: BudgetDefinition['period'], at: number): { id: 
   return { id: `m${new Date(start).toISOString().slice(0, 7)}`, start, end: Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1) };
 }
 
+/**
+ * A share of one budget's period held by this instance: taken from the shared counter by one atomic
+ * increment of its `reserved`, then given to calls here without a store round trip. What calls spent is
+ * moved from `reserved` to `spent` in the store within a second; a share idle for that long is given back.
+ */
+interface Lease {
+  budget: BudgetDefinition;
+  pk: string;
+  period: string;
+  /** Millionths taken from the counter and not yet given back or turned into spend. */
+  held: number;
+  /** Millionths held by calls here that have not ended. */
+  inUse: number;
+  /** Millionths spent by calls here, not yet written to the counter. */
+  spent: number;
+  /** The counter's spent + reserved at the last increment: what the other instances had taken then. */
+  taken: number;
+  /** When a call last used it (epoch ms). */
+  used: number;
+}
+
+const available = (l: Lease) => l.held - l.inUse - l.spent;
+
 /** What a call holds of its budgets until it ends; settle it once, whatever the outcome. */
 export interface BudgetReservation {
-  entries: { pk: string; period: string; micros: number }[];
+  entries: { lease: Lease; micros: number }[];
 }
 
 /** A budget as one call sees it: where it stands after the call's reservation. */
@@ -93,6 +128,11 @@ export interface BudgetStanding {
   /** Millionths left after everything spent and reserved, this call included. */
   remaining: number;
 }
+
+/** Share of a budget's limit an instance takes at once: a call that fits in it needs no store round trip. */
+const LEASE_SHARE = 0.01;
+/** How often leases write their spend to the store and give back what lies idle. */
+const FLUSH_MS = 1000;
 
 /** The `Svc-Budget` header of the budget closest to its limit (the smallest share left). */
 function budgetHeader(standings: readonly BudgetStanding[]): Record<string, string> {
@@ -121,19 +161,36 @@ export function largestCost(messages: readonly ChatMessage[], outputLimit: numbe
   for (const m of messages) {
     const text = typeof m.content === 'string' ? m.content : m.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
     // A few tokens of framing per message, as the chat format adds them.
-    tokens += encode(text).length + 4;
+    tokens += (m.role === 'system' ? systemTokens(text) : countTokens(text)) + 4;
   }
   return tokens * prices.input + outputLimit * prices.output;
 }
 
+/** Token counts of system messages (an agent's prompt comes with every call), the last 500 kept. */
+const systemCounts = new Map<string, number>();
+function systemTokens(text: string): number {
+  const known = systemCounts.get(text);
+  if (known !== undefined) return known;
+  const count = countTokens(text);
+  if (systemCounts.size >= 500) systemCounts.delete(systemCounts.keys().next().value as string);
+  systemCounts.set(text, count);
+  return count;
+}
+
 export class Budgets {
   private parsed: { raw: string | undefined; definitions: BudgetDefinition[] } = { raw: undefined, definitions: [] };
+  /** This instance's shares, by counter partition and period. */
+  private readonly leases = new Map<string, Lease>();
+  private readonly flusher: NodeJS.Timeout;
 
   constructor(
     private readonly settings: AppSettings,
     private readonly counters: Container<BudgetCounterDoc>,
     private readonly log: Log,
-  ) {}
+  ) {
+    this.flusher = setInterval(() => void this.flush(), FLUSH_MS);
+    this.flusher.unref();
+  }
 
   async definitions(): Promise<BudgetDefinition[]> {
     const raw = await this.settings.get(BUDGET_SETTING);
@@ -180,7 +237,11 @@ export class Budgets {
     const now = Date.now();
     const standings = await Promise.all(
       applying.map(async ({ budget, pk }) => {
-        const doc = await this.counters.read(pk, periodOf(budget.period, now).id);
+        const period = periodOf(budget.period, now).id;
+        // A share held here with room left answers without the store.
+        const lease = this.leases.get(`${pk}\n${period}`);
+        if (lease && available(lease) > 0) return { budget, remaining: toMicros(budget.limit) - lease.taken + available(lease) };
+        const doc = await this.counters.read(pk, period);
         return { budget, remaining: toMicros(budget.limit) - (doc?.spent ?? 0) - (doc?.reserved ?? 0) };
       }),
     );
@@ -191,8 +252,9 @@ export class Budgets {
   }
 
   /**
-   * Reserves `amount` in every budget that applies; when one would go past its limit, gives everything back
-   * and throws 429 BudgetExceeded naming it. The reservation and the Svc-Budget header of the closest budget.
+   * Reserves `amount` in every budget that applies, from this instance's share when it has room, else by
+   * taking a share from the store; when a budget has no room for it, gives everything back and throws 429
+   * BudgetExceeded naming it. The reservation and the Svc-Budget header of the closest budget.
    */
   async reserve(principal: Principal, agent: Pick<AgentDoc, 'name' | 'cost_center'>, amount: () => number, currency: string | null): Promise<{ reservation: BudgetReservation; headers: Record<string, string> }> {
     const reservation: BudgetReservation = { entries: [] };
@@ -201,47 +263,89 @@ export class Budgets {
     // Counted only when a budget applies: the tokenizer is the costly part.
     const micros = Math.max(0, toMicros(amount()));
     const now = Date.now();
-    const standings = await Promise.all(
-      applying.map(async ({ budget, pk }): Promise<BudgetStanding> => {
-        const period = periodOf(budget.period, now);
-        const after = await this.increment(pk, period.id, Math.ceil((period.end - now) / 1000) + 86_400, micros);
-        reservation.entries.push({ pk, period: period.id, micros });
-        return { budget, remaining: toMicros(budget.limit) - after.spent - after.reserved };
-      }),
-    );
+    const standings: BudgetStanding[] = [];
+    let refused: BudgetDefinition | undefined;
+    for (const { budget, pk } of applying) {
+      const lease = await this.leaseFor(budget, pk, periodOf(budget.period, now), micros);
+      if (!lease) {
+        refused = budget;
+        standings.push({ budget, remaining: 0 });
+        break;
+      }
+      lease.inUse += micros;
+      lease.used = now;
+      reservation.entries.push({ lease, micros });
+      standings.push({ budget, remaining: toMicros(budget.limit) - lease.taken + available(lease) });
+    }
     const headers = budgetHeader(standings);
-    const over = standings.find((st) => st.remaining < 0);
-    if (over) {
-      await this.settle(reservation, 0);
-      throw exceeded(over.budget, headers);
+    if (refused) {
+      this.settle(reservation, 0);
+      throw exceeded(refused, headers);
     }
     return { reservation, headers };
   }
 
-  /** Replaces a call's reservation with what it cost (0 when it failed before spending). */
-  async settle(reservation: BudgetReservation, cost: number): Promise<void> {
+  /** Replaces a call's reservation with what it cost (0 when it failed before spending); written to the store within a second. */
+  settle(reservation: BudgetReservation, cost: number): void {
     const spent = Math.max(0, toMicros(cost));
-    const entries = reservation.entries.splice(0);
+    for (const { lease, micros } of reservation.entries.splice(0)) {
+      lease.inUse -= micros;
+      lease.spent += spent;
+    }
+  }
+
+  /** Writes what leases spent and gives back idle ones (every second, and on close: nothing stays held). */
+  async flush(all = false): Promise<void> {
+    const now = Date.now();
     await Promise.all(
-      entries.map(({ pk, period, micros }) =>
-        this.counters.patch(pk, period, [{ op: 'incr', path: 'reserved', value: -micros }, ...(spent > 0 ? [{ op: 'incr' as const, path: 'spent', value: spent }] : [])]).catch((e: unknown) => {
-          if (!(e instanceof NotFoundError)) throw e;
-        }),
-      ),
+      [...this.leases.entries()].map(async ([key, lease]) => {
+        const idle = lease.inUse === 0 && (all || now - lease.used >= FLUSH_MS || periodOf(lease.budget.period, now).id !== lease.period);
+        const back = idle ? available(lease) : 0;
+        const spent = lease.spent;
+        if (spent === 0 && back === 0 && !idle) return;
+        lease.spent -= spent;
+        lease.held -= spent + back;
+        if (idle && lease.held <= 0) this.leases.delete(key);
+        if (spent === 0 && back === 0) return;
+        await this.counters.patch(lease.pk, lease.period, [{ op: 'incr', path: 'reserved', value: -(spent + back) }, ...(spent > 0 ? [{ op: 'incr' as const, path: 'spent', value: spent }] : [])]).catch((e: unknown) => {
+          if (!(e instanceof NotFoundError)) this.log.warn('A budget counter could not be written', { budget: lease.budget.name, error: e instanceof Error ? e.message : String(e) });
+        });
+      }),
     );
   }
 
-  /** Where every budget stands in its current period (budget status analytics): spent, reserved and left, per partition. */
-  async status(): Promise<{ budget: BudgetDefinition; period: string; partitions: { partition: string; spent: number; reserved: number }[] }[]> {
-    const now = Date.now();
-    return Promise.all(
-      (await this.definitions()).map(async (budget) => {
-        const period = periodOf(budget.period, now);
-        const prefix = `budget|${budget.name}|`;
-        const { items } = await this.counters.query({ where: [{ field: 'id', op: 'eq', value: period.id }, { field: 'pk', op: 'startsWith', value: prefix }] });
-        return { budget, period: period.id, partitions: items.map((d) => ({ partition: d.pk.slice(prefix.length), spent: d.spent / MICROS, reserved: d.reserved / MICROS })) };
-      }),
-    );
+  async close(): Promise<void> {
+    clearInterval(this.flusher);
+    await this.flush(true);
+  }
+
+  /**
+   * A lease of this budget's period with room for `micros`: the one held here, or a new share taken from the
+   * store (a hundredth of the limit, or the call's amount when larger; the amount alone when the share does
+   * not fit). Undefined when not even the amount fits.
+   */
+  private async leaseFor(budget: BudgetDefinition, pk: string, period: { id: string; end: number }, micros: number): Promise<Lease | undefined> {
+    const key = `${pk}\n${period.id}`;
+    const held = this.leases.get(key);
+    if (held && available(held) >= micros) return held;
+    const limit = toMicros(budget.limit);
+    const ttl = Math.ceil((period.end - Date.now()) / 1000) + 86_400;
+    // Topped up: what the lease has left counts towards the call.
+    const need = micros - (held ? Math.max(0, available(held)) : 0);
+    for (const want of new Set([Math.max(need, Math.floor(limit * LEASE_SHARE)), need])) {
+      const after = await this.increment(pk, period.id, ttl, want);
+      if (after.spent + after.reserved <= limit) {
+        // Another call may have made a lease meanwhile: the share joins it.
+        const lease = this.leases.get(key) ?? { budget, pk, period: period.id, held: 0, inUse: 0, spent: 0, taken: 0, used: Date.now() };
+        lease.held += want;
+        lease.taken = after.spent + after.reserved;
+        this.leases.set(key, lease);
+        if (available(lease) >= micros) return lease;
+        continue;
+      }
+      await this.counters.patch(pk, period.id, [{ op: 'incr', path: 'reserved', value: -want }]);
+    }
+    return undefined;
   }
 
   /** Atomically adds `micros` to a counter's reservation, creating the counter on first use. */

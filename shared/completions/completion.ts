@@ -288,7 +288,7 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
   try {
     await options.beforeRecord?.();
   } catch (e) {
-    if (answer.budget) await s.budgets.settle(answer.budget.reservation, answer.budget.cost);
+    if (answer.budget) s.budgets.settle(answer.budget.reservation, answer.budget.cost);
     // Cancelled after the model answered: the tokens were spent, the turn is not recorded.
     if (e instanceof CallCancelledError) {
       await recordUsage(s.store.container<UsageDoc>('usage'), {
@@ -303,6 +303,8 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
     }
     throw e;
   }
+  // The model call's reservation becomes what it cost (written with the instance's other spend within a second).
+  if (answer.budget) s.budgets.settle(answer.budget.reservation, answer.budget.cost);
   const startedAt = new Date(started).toISOString();
   // A turn cancelled while it ran (an interrupting turn, or its starter) records nothing: its record is
   // written only while its listing is as it was.
@@ -353,8 +355,6 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
       }),
     ),
     answer.cache?.store({ completion: answer.content, citations: answer.citations }).catch(warned(s, 'The semantic cache could not be written')),
-    // In the same commit as the records (an embedded store's group): no round trip of its own.
-    answer.budget ? s.budgets.settle(answer.budget.reservation, answer.budget.cost) : undefined,
   ]);
   return {
     operation_id: operationId,
@@ -474,7 +474,7 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
       else reply = await s.models.complete(chain.endpoint, deployment, messages, parameters, options.signal);
       callCost = costOf(chain.model, reply.promptTokens, reply.completionTokens);
     } catch (e) {
-      await s.budgets.settle(held.reservation, callCost);
+      s.budgets.settle(held.reservation, callCost);
       throw e;
     } finally {
       await toolbox?.close();

@@ -263,6 +263,13 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     expect(r.status).toBe(200);
     // The list reloads after the secret shows.
     await expect.poll(() => page.getByRole('listitem').filter({ hasText: 'kiosk' }).count()).toBe(1);
+    // Switched off and on again from the list; its last use is shown.
+    await page.getByRole('button', { name: 'Deactivate kiosk' }).click();
+    await expect.poll(() => page.getByRole('listitem').filter({ hasText: 'kiosk' }).textContent()).toMatch(/\(deactivated\).*last used/);
+    expect((await fetch(`${app.core}/instances/${INSTANCE}/branding`, { headers: { 'x-agent-access-token': secret } })).status).toBe(401);
+    await page.getByRole('button', { name: 'Activate kiosk' }).click();
+    await page.getByRole('button', { name: 'Deactivate kiosk' }).waitFor();
+    expect((await fetch(`${app.core}/instances/${INSTANCE}/branding`, { headers: { 'x-agent-access-token': secret } })).status).toBe(200);
   });
 
   it("edits an agent's properties in fields: settings as forms with their links picked by name, the owner found by name, and the API's message for a bad one", async () => {

@@ -7,6 +7,7 @@ export interface TokenView {
   description?: string;
   expiration_date?: string;
   active?: boolean;
+  last_used_on?: string | null;
 }
 
 /** Agent access tokens: the secret is shown once, when it is made. */
@@ -39,8 +40,12 @@ export function AgentTokens({ ctx, agent }: { ctx: Context; agent: string }) {
       <ul>
         {tokens.map((t) => (
           <li key={t.id}>
-            {t.name} {t.expiration_date && <span class="muted">expires {t.expiration_date}</span>}{' '}
-            <button class="link" onClick={() => void ctx.api.call('management', `${base}/${t.id}`, { method: 'DELETE' }).then(load, setError)}>
+            {t.name} {t.active === false && <span class="muted">(deactivated)</span>} {t.expiration_date && <span class="muted">expires {t.expiration_date}</span>}{' '}
+            <span class="muted">{t.last_used_on ? `last used ${t.last_used_on.slice(0, 16).replace('T', ' ')} UTC` : 'never used'}</span>{' '}
+            <button class="link" aria-label={`${t.active === false ? 'Activate' : 'Deactivate'} ${t.name}`} onClick={() => void ctx.api.call('management', `${base}/${t.id}/${t.active === false ? 'activate' : 'deactivate'}`, { method: 'POST' }).then(load, setError)}>
+              {t.active === false ? 'Activate' : 'Deactivate'}
+            </button>{' '}
+            <button class="link" aria-label={`Revoke ${t.name}`} onClick={() => void ctx.api.call('management', `${base}/${t.id}`, { method: 'DELETE' }).then(load, setError)}>
               Revoke
             </button>
           </li>

@@ -1,7 +1,13 @@
-// Budget periods (UTC day, ISO week from Monday, month), the definitions a setting may hold, and the
-// largest cost of a call.
+// Budget periods (UTC day, ISO week from Monday, month), the definitions a setting may hold, the largest
+// cost of a call, and the shares two instances take of one budget.
 import { describe, expect, it } from 'vitest';
-import { largestCost, outputLimit, parseBudgets, periodOf } from '../../../../shared/completions/budgets.js';
+import type { Principal } from '../../../../shared/auth/principal.js';
+import { Budgets, largestCost, outputLimit, parseBudgets, periodOf, type BudgetCounterDoc } from '../../../../shared/completions/budgets.js';
+import { createLog } from '../../../../shared/log.js';
+import type { AppSettings } from '../../../../shared/providers/settings.js';
+import { countingStore as counting } from '../../../../shared/store/counting-store.js';
+import { openSqliteStore } from '../../../../shared/store/sqlite-store.js';
+import type { DocumentStore } from '../../../../shared/store/types.js';
 
 describe('budgets', () => {
   it('puts a time in its UTC day, week (from Monday) and month', () => {
@@ -28,5 +34,52 @@ describe('budgets', () => {
     expect(cost).toBe(4 + 2 + 8 + 20);
     expect(outputLimit({ max_tokens: 7 })).toBe(7);
     expect(outputLimit({})).toBe(4096);
+  });
+});
+
+describe('budget shares of two instances on one store', () => {
+  const budgetsOn = (store: DocumentStore, limit: number) => {
+    const settings = { get: () => Promise.resolve(JSON.stringify([{ name: 'b', scope: 'instance', limit, currency: 'EUR', period: 'day' }])) } as unknown as AppSettings;
+    return new Budgets(settings, store.container<BudgetCounterDoc>('quotas'), createLog({ quiet: true }));
+  };
+  const user = { kind: 'user', id: 'u', upn: 'u@example.com', name: null } as unknown as Principal;
+  const agent = { name: 'a' };
+
+  it('never lets reservations of both pass the limit, and writes what was spent', async () => {
+    const store = openSqliteStore(':memory:');
+    const [one, two] = [budgetsOn(store, 100), budgetsOn(store, 100)];
+    try {
+      // 40 calls of 7 each, side by side on both: at most 14 fit in 100.
+      const on = (i: number) => (i % 2 ? one : two);
+      const outcomes = await Promise.allSettled(Array.from({ length: 40 }, (_, i) => on(i).reserve(user, agent, () => 7, 'EUR')));
+      const held = outcomes.flatMap((o, i) => (o.status === 'fulfilled' ? [{ budgets: on(i), reservation: o.value.reservation }] : []));
+      expect(held.length).toBeGreaterThan(0);
+      expect(held.length * 7).toBeLessThanOrEqual(100);
+      expect(outcomes.filter((o) => o.status === 'rejected').every((o) => (o.reason as { code: string }).code === 'BudgetExceeded')).toBe(true);
+      // Each call spends 5 of its 7.
+      for (const h of held) h.budgets.settle(h.reservation, 5);
+      await Promise.all([one.close(), two.close()]);
+      const counter = (await store.container<BudgetCounterDoc>('quotas').query({})).items[0];
+      expect(counter).toMatchObject({ spent: held.length * 5 * 1_000_000, reserved: 0 });
+    } finally {
+      await store.close();
+    }
+  });
+
+  it('answers calls from the share it holds without the store, and gives an idle share back', async () => {
+    const store = counting(openSqliteStore(':memory:'));
+    const budgets = budgetsOn(store, 10_000);
+    try {
+      await budgets.reserve(user, agent, () => 1, 'EUR').then(({ reservation }) => budgets.settle(reservation, 1));
+      store.reset();
+      for (let i = 0; i < 50; i++) budgets.settle((await budgets.reserve(user, agent, () => 1, 'EUR')).reservation, 1);
+      // A hundredth of the limit (100) is held: 50 calls of 1 need no store call.
+      expect(store.counts.get('quotas')).toBeUndefined();
+      await budgets.close();
+      const counter = (await store.container<BudgetCounterDoc>('quotas').query({})).items[0];
+      expect(counter).toMatchObject({ spent: 51_000_000, reserved: 0 });
+    } finally {
+      await store.close();
+    }
   });
 });
