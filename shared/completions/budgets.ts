@@ -14,7 +14,9 @@ import type { ChatMessage } from '../models/wire.js';
 import { resourceId } from '../providers/resource-type.js';
 import type { AppSettings } from '../providers/settings.js';
 import type { AgentDoc } from '../providers/types/agent.js';
-import { ConflictError, NotFoundError, type Container, type Doc, type PatchOp } from '../store/types.js';
+import { SettingList, parseNamedList } from '../providers/setting-list.js';
+import { NotFoundError, type Container, type Doc } from '../store/types.js';
+import { incrementCounter } from '../store/update.js';
 
 export const BUDGET_SETTING = 'Svc:Budgets';
 export const BUDGET_HEADER = 'svc-budget';
@@ -37,26 +39,7 @@ export const BudgetDefinition = z
 export type BudgetDefinition = z.output<typeof BudgetDefinition>;
 
 /** The budgets a Svc:Budgets value holds, or why it is not a list of them (names must differ). */
-export function parseBudgets(raw: string): BudgetDefinition[] | string {
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    return 'must be a JSON array of budgets';
-  }
-  const parsed = z.array(BudgetDefinition).max(1000).safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const [index, ...field] = issue?.path ?? [];
-    return index === undefined ? 'must be a JSON array of budgets' : `budget ${String(index)}${field.length ? ` ${field.join('.')}` : ''}: ${issue?.message}`;
-  }
-  const names = new Set<string>();
-  for (const b of parsed.data) {
-    if (names.has(b.name)) return `defines the budget ${b.name} twice`;
-    names.add(b.name);
-  }
-  return parsed.data;
-}
+export const parseBudgets = (raw: string): BudgetDefinition[] | string => parseNamedList(raw, BudgetDefinition, { list: 'budgets', entry: 'budget', noun: 'budget' });
 
 /** A budget's counter for one period and one partition (a user, a token, or all). */
 export interface BudgetCounterDoc extends Doc {
@@ -178,31 +161,23 @@ function systemTokens(text: string): number {
 }
 
 export class Budgets {
-  private parsed: { raw: string | undefined; definitions: BudgetDefinition[] } = { raw: undefined, definitions: [] };
   /** This instance's shares, by counter partition and period. */
   private readonly leases = new Map<string, Lease>();
   private readonly flusher: NodeJS.Timeout;
+  private readonly list: SettingList<BudgetDefinition>;
 
   constructor(
-    private readonly settings: AppSettings,
+    settings: AppSettings,
     private readonly counters: Container<BudgetCounterDoc>,
     private readonly log: Log,
   ) {
+    this.list = new SettingList(settings, BUDGET_SETTING, parseBudgets, log);
     this.flusher = setInterval(() => void this.flush(), FLUSH_MS);
     this.flusher.unref();
   }
 
-  async definitions(): Promise<BudgetDefinition[]> {
-    const raw = await this.settings.get(BUDGET_SETTING);
-    if (raw === this.parsed.raw) return this.parsed.definitions;
-    let definitions: BudgetDefinition[] = [];
-    if (raw !== undefined) {
-      const parsed = parseBudgets(raw);
-      if (typeof parsed === 'string') this.log.warn(`Ignoring invalid ${BUDGET_SETTING}`, { error: parsed });
-      else definitions = parsed;
-    }
-    this.parsed = { raw, definitions };
-    return definitions;
+  definitions(): Promise<BudgetDefinition[]> {
+    return this.list.get();
   }
 
   /**
@@ -349,19 +324,7 @@ export class Budgets {
   }
 
   /** Atomically adds `micros` to a counter's reservation, creating the counter on first use. */
-  private async increment(pk: string, id: string, ttl: number, micros: number): Promise<BudgetCounterDoc> {
-    const ops: PatchOp[] = [{ op: 'incr', path: 'reserved', value: micros }];
-    for (;;) {
-      try {
-        return await this.counters.patch(pk, id, ops);
-      } catch (e) {
-        if (!(e instanceof NotFoundError)) throw e;
-      }
-      try {
-        return await this.counters.create({ id, pk, ttl, spent: 0, reserved: micros });
-      } catch (e) {
-        if (!(e instanceof ConflictError)) throw e;
-      }
-    }
+  private increment(pk: string, id: string, ttl: number, micros: number): Promise<BudgetCounterDoc> {
+    return incrementCounter(this.counters, pk, id, [{ op: 'incr', path: 'reserved', value: micros }], { id, pk, ttl, spent: 0, reserved: micros });
   }
 }

@@ -8,7 +8,9 @@ import type { Principal } from '../auth/principal.js';
 import { DomainError } from '../errors.js';
 import type { Log } from '../log.js';
 import type { AppSettings } from '../providers/settings.js';
-import { ConflictError, NotFoundError, type Container, type Doc, type PatchOp } from '../store/types.js';
+import { SettingList, parseNamedList } from '../providers/setting-list.js';
+import { NotFoundError, type Container, type Doc, type PatchOp } from '../store/types.js';
+import { incrementCounter } from '../store/update.js';
 import { recordQuotaRejection } from '../telemetry/metrics.js';
 
 export const QUOTA_SETTING = 'Svc:Quota:Definitions';
@@ -28,26 +30,7 @@ export const QuotaDefinition = z.object({
 export type QuotaDefinition = z.output<typeof QuotaDefinition>;
 
 /** The definitions a Svc:Quota:Definitions value holds, or why it is not a list of them (names must differ). */
-export function parseQuotaDefinitions(raw: string): QuotaDefinition[] | string {
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    return 'must be a JSON array of quota definitions';
-  }
-  const parsed = z.array(QuotaDefinition).safeParse(value);
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    const [index, ...field] = issue?.path ?? [];
-    return index === undefined ? 'must be a JSON array of quota definitions' : `definition ${String(index)}${field.length ? ` ${field.join('.')}` : ''}: ${issue?.message}`;
-  }
-  const names = new Set<string>();
-  for (const q of parsed.data) {
-    if (names.has(q.name)) return `defines the quota ${q.name} twice`;
-    names.add(q.name);
-  }
-  return parsed.data;
-}
+export const parseQuotaDefinitions = (raw: string): QuotaDefinition[] | string => parseNamedList(raw, QuotaDefinition, { list: 'quota definitions', entry: 'definition', noun: 'quota' });
 
 interface CounterDoc extends Doc {
   count?: number;
@@ -99,26 +82,18 @@ export interface QuotaReservation {
 export class Quotas {
   /** Lockouts this instance already knows of: refused without a store round trip. */
   private readonly lockouts = new Map<string, number>();
-  private parsed: { raw: string | undefined; definitions: QuotaDefinition[] } = { raw: undefined, definitions: [] };
+  private readonly list: SettingList<QuotaDefinition>;
 
   constructor(
-    private readonly settings: AppSettings,
+    settings: AppSettings,
     private readonly counters: Container<CounterDoc>,
-    private readonly log: Log,
-  ) {}
+    log: Log,
+  ) {
+    this.list = new SettingList(settings, QUOTA_SETTING, parseQuotaDefinitions, log);
+  }
 
-  async definitions(): Promise<QuotaDefinition[]> {
-    const raw = await this.settings.get(QUOTA_SETTING);
-    if (raw === this.parsed.raw) return this.parsed.definitions;
-    let definitions: QuotaDefinition[] = [];
-    if (raw !== undefined) {
-      // Saving checks the value; one stored before that check is ignored rather than failing completions.
-      const parsed = parseQuotaDefinitions(raw);
-      if (typeof parsed === 'string') this.log.warn(`Ignoring invalid ${QUOTA_SETTING}`, { error: parsed });
-      else definitions = parsed;
-    }
-    this.parsed = { raw, definitions };
-    return definitions;
+  definitions(): Promise<QuotaDefinition[]> {
+    return this.list.get();
   }
 
   /**
@@ -224,19 +199,8 @@ export class Quotas {
   }
 
   /** Atomic increments of a window counter's fields, creating it (with `initial`) on first use. */
-  private async increment(pk: string, id: string, ttl: number, ops: PatchOp[], initial: Partial<CounterDoc>): Promise<CounterDoc> {
-    for (;;) {
-      try {
-        return await this.counters.patch(pk, id, ops);
-      } catch (e) {
-        if (!(e instanceof NotFoundError)) throw e;
-      }
-      try {
-        return await this.counters.create({ id, pk, ttl, ...initial });
-      } catch (e) {
-        if (!(e instanceof ConflictError)) throw e;
-      }
-    }
+  private increment(pk: string, id: string, ttl: number, ops: PatchOp[], initial: Partial<CounterDoc>): Promise<CounterDoc> {
+    return incrementCounter(this.counters, pk, id, ops, { id, pk, ttl, ...initial });
   }
 }
 

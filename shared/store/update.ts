@@ -1,5 +1,5 @@
 // Read-modify-write with optimistic concurrency: the one loop every repository uses for updates.
-import { ConflictError, PreconditionFailedError, type Container, type Doc, type Stored } from './types.js';
+import { ConflictError, NotFoundError, PreconditionFailedError, type Container, type Doc, type PatchOp, type Stored } from './types.js';
 
 /**
  * Reads the document, applies `change` and writes it back only if nobody wrote in between (ETag);
@@ -26,6 +26,25 @@ export async function updateDocument<T extends Doc>(
       if (!raced || attempt >= attempts) throw e;
       // Back off a little, with jitter, so a crowd of writers spreads out.
       await new Promise((r) => setTimeout(r, Math.random() * Math.min(50, attempt * 2)));
+    }
+  }
+}
+
+/**
+ * Atomic patch of a counter document, creating it as `initial` on first use: a patch of a missing document
+ * creates it, and a create that lost the race to another writer patches again.
+ */
+export async function incrementCounter<T extends Doc>(container: Container<T>, pk: string, id: string, ops: readonly PatchOp[], initial: T): Promise<Stored<T>> {
+  for (;;) {
+    try {
+      return await container.patch(pk, id, ops);
+    } catch (e) {
+      if (!(e instanceof NotFoundError)) throw e;
+    }
+    try {
+      return await container.create(initial);
+    } catch (e) {
+      if (!(e instanceof ConflictError)) throw e;
     }
   }
 }

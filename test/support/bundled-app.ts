@@ -18,6 +18,17 @@ export interface BundledApp extends ApiClient {
 }
 
 export async function startBundledApp(env: Record<string, string> = {}): Promise<BundledApp> {
+  // A free port can be taken by another test file between the pick and the start: pick again then.
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await startOnFreePorts(env);
+    } catch (e) {
+      if (attempt >= 3 || !/port is in use/.test(String(e))) throw e;
+    }
+  }
+}
+
+async function startOnFreePorts(env: Record<string, string>): Promise<BundledApp> {
   const [corePort, managementPort] = [await freePort(), await freePort()];
   const dataDir = tempDir();
   const suffix = randomUUID().slice(0, 8);
