@@ -7,10 +7,10 @@ import { newOperationId } from '../shared/completions/completion.js';
 import { cancelOperation } from '../shared/completions/operations.js';
 import { cancelStream } from '../shared/completions/stream.js';
 import { abortRunning } from '../shared/completions/worker.js';
-import { DomainError, notFound } from '../shared/errors.js';
+import { DomainError } from '../shared/errors.js';
 import { defineRoute } from '../shared/http/route.js';
 import { json, type PlatformRequest, type Reply } from '../shared/http/types.js';
-import { agentForUse } from '../shared/providers/agent-access.js';
+import { agentOrNotFound } from '../shared/providers/agent-access.js';
 import { ResourceName } from '../shared/providers/resource-type.js';
 import type { AgentDoc } from '../shared/providers/types/agent.js';
 import { agentCard, messageRequest, MessageSendParams, paramsOf, presentTask, readTask, RPC, rpcAnswer, rpcFailure, RpcError, RpcRequest, taskEvents, TaskParams } from '../shared/protocols/a2a.js';
@@ -24,13 +24,6 @@ const endpoint = (request: PlatformRequest, s: Services, instanceId: string, age
   const scheme = request.header('x-forwarded-proto') === 'https' ? 'https' : 'http';
   return `${scheme}://${request.header('host') ?? `${s.config.host}:${s.config.corePort}`}/instances/${instanceId}/a2a/${encodeURIComponent(agent)}`;
 };
-
-/** The agent, when the caller may use it; 404 alike for one that does not exist and one that is not theirs. */
-async function usable(s: Services, principal: Principal, name: string): Promise<AgentDoc> {
-  return agentForUse(s, principal, name).catch((e: unknown) => {
-    throw e instanceof DomainError && (e.kind === 'not-found' || e.kind === 'forbidden') ? notFound(`Agent ${name} not found`) : e;
-  });
-}
 
 /** message/send and message/stream: a completion run as a task, in the message's context (session). */
 function send(s: Services, principal: Principal, agent: AgentDoc, rpc: RpcRequest, stream: boolean, signal: AbortSignal): Promise<Reply> {
@@ -73,7 +66,7 @@ export const routes = [
     summary: "The agent's A2A card: its name, description, skills, and where to send messages",
     params: AgentParams,
     responses: { 200: { description: 'The agent card (A2A 0.3)', schema: z.record(z.string(), z.unknown()).meta({ id: 'A2AAgentCard' }) }, 404: { description: 'No such agent the caller may use' } },
-    handler: async ({ services, principal, params, request }) => json(200, agentCard(await usable(services, principal, params.agentName), endpoint(request, services, params.instanceId, params.agentName))),
+    handler: async ({ services, principal, params, request }) => json(200, agentCard(await agentOrNotFound(services, principal, params.agentName), endpoint(request, services, params.instanceId, params.agentName))),
   }),
   defineRoute({
     ...common,
@@ -99,7 +92,7 @@ export const routes = [
       const parsed = RpcRequest.safeParse(body);
       if (!parsed.success) return json(200, rpcFailure(null, RPC.invalidRequest, 'Not a JSON-RPC 2.0 request'));
       const rpc = parsed.data;
-      const agent = await usable(services, principal, params.agentName);
+      const agent = await agentOrNotFound(services, principal, params.agentName);
       try {
         switch (rpc.method) {
           case 'message/send':

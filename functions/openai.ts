@@ -3,21 +3,19 @@
 // quotas, shielding, retrieval, tools, usage and telemetry are those of a Core completion. Errors are
 // written in OpenAI's shape.
 import { z } from 'zod';
-import type { Principal } from '../shared/auth/principal.js';
 import { admitted, releasing } from '../shared/completions/admission.js';
-import { newOperationId, runCompletion, type CompletionRequest, type Facade } from '../shared/completions/completion.js';
+import { newOperationId, runCompletion } from '../shared/completions/completion.js';
 import { cancelOperation } from '../shared/completions/operations.js';
 import { streamCompletion } from '../shared/completions/stream.js';
 import { abortRunning } from '../shared/completions/worker.js';
-import { badRequest, DomainError } from '../shared/errors.js';
+import { badRequest } from '../shared/errors.js';
 import { defineRoute } from '../shared/http/route.js';
 import { InstanceParams } from '../shared/http/schemas.js';
-import { json, type Reply } from '../shared/http/types.js';
-import { agentForUse, usableAgents } from '../shared/providers/agent-access.js';
+import { json } from '../shared/http/types.js';
+import { agentOrNotFound, usableAgents } from '../shared/providers/agent-access.js';
 import type { AgentDoc } from '../shared/providers/types/agent.js';
 import { asModelError, modelNotFound, chatChunks, chatCompletion, ChatCompletionRequest, chatRequest } from '../shared/protocols/openai-chat.js';
 import { presentResponse, readResponse, ResponseCreateRequest, responseEvents, responseRequest } from '../shared/protocols/openai-responses.js';
-import type { Services } from '../shared/services.js';
 import { withCorrelation } from '../shared/telemetry/correlation.js';
 import { runAsOperation } from '../shared/protocols/operation-run.js';
 
@@ -41,14 +39,11 @@ const seconds = () => Math.floor(Date.now() / 1000);
 const ResponseParams = InstanceParams.extend({ responseId: z.string().max(200) });
 const ResponseObject = z.record(z.string(), z.unknown()).describe("OpenAI's Response object").meta({ id: 'OpenAIResponse' });
 
-/** Admits a facade's request as a Core one; an agent that is missing or not the caller's is OpenAI's model_not_found. */
-async function admittedModel(s: Services, principal: Principal, request: CompletionRequest, facade: Facade, answer: Parameters<typeof admitted>[3]): Promise<Reply> {
-  try {
-    return await admitted(s, principal, request, answer, facade);
-  } catch (e) {
-    throw asModelError(e, request.agent_name ?? '');
-  }
-}
+/** A facade's request run as `model`: an agent that is missing or not the caller's is OpenAI's model_not_found. */
+const asModel = <T>(model: string, run: Promise<T>): Promise<T> =>
+  run.catch((e: unknown) => {
+    throw asModelError(e, model);
+  });
 
 export const routes = [
   defineRoute({
@@ -70,10 +65,7 @@ export const routes = [
     params: InstanceParams.extend({ model: z.string().max(200) }),
     responses: { 200: { description: 'The model', schema: Model }, 404: errors[404] },
     handler: async ({ services, principal, params }) => {
-      const agent = await agentForUse(services, principal, params.model).catch((e: unknown) => {
-        throw e instanceof DomainError && (e.kind === 'not-found' || e.kind === 'forbidden') ? modelNotFound(params.model) : e;
-      });
-      return json(200, model(agent));
+      return json(200, model(await agentOrNotFound(services, principal, params.model, () => modelNotFound(params.model))));
     },
   }),
   defineRoute({
@@ -100,7 +92,7 @@ export const routes = [
       const { request: core, facade } = chatRequest(body);
       const created = seconds();
       return withCorrelation({ operationId, instanceId: params.instanceId, protocol: 'openai' }, principal.upn, () =>
-        admittedModel(services, principal, core, facade, async (turn, reservation) => {
+        asModel(body.model, admitted(services, principal, core, async (turn, reservation) => {
           const options = { operationId, mayRepeat: false };
           if (body.stream) {
             const format = chatChunks(operationId, turn.agent.name, created, body.stream_options?.include_usage === true);
@@ -108,7 +100,7 @@ export const routes = [
           }
           const result = await releasing(services, reservation, runCompletion(services, principal, turn, options));
           return json(200, chatCompletion(result, turn.agent.name, created), { 'x-operation-id': operationId });
-        }),
+        }, facade)),
       );
     },
   }),
@@ -139,9 +131,7 @@ export const routes = [
       const response = { previous_response_id: body.previous_response_id ?? null, background: body.background === true, format, metadata: body.metadata ?? {} };
       const mode = body.background ? 'queue' : body.stream ? 'stream' : 'wait';
       return withCorrelation({ operationId, instanceId: params.instanceId, conversationId: core.session_id, protocol: 'openai' }, principal.upn, () =>
-        runAsOperation(services, principal, core, { operationId, facade, mode, response, present: presentResponse, format: (op) => responseEvents(services, op), throwOnFailure: () => true, signal: request.signal }).catch((e: unknown) => {
-          throw asModelError(e, body.model);
-        }),
+        asModel(body.model, runAsOperation(services, principal, core, { operationId, facade, mode, response, present: presentResponse, format: (op) => responseEvents(services, op), throwOnFailure: () => true, signal: request.signal })),
       );
     },
   }),

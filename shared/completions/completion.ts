@@ -20,7 +20,7 @@ import { endpointView, MODEL_PROVIDERS, type EndpointView } from '../models/endp
 import { CallCancelledError } from '../models/upstream-errors.js';
 import type { ChatMessage, ContentPart, ModelAnswer, ModelParameters } from '../models/wire.js';
 import { wireParameters } from '../models/parameters.js';
-import { largestCost, outputLimit, type BudgetReservation } from './budgets.js';
+import { largestCost, outputLimit } from './budgets.js';
 import { costOf, pricesOf, recordUsage, usageRecord, type Protocol, type UsageDoc } from './usage.js';
 import { cacheSlot, type CacheSlot } from '../knowledge/cache.js';
 import { effectiveShielding } from '../providers/types/agent-settings.js';
@@ -288,7 +288,6 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
   try {
     await options.beforeRecord?.();
   } catch (e) {
-    if (answer.budget) s.budgets.settle(answer.budget.reservation, answer.budget.cost);
     // Cancelled after the model answered: the tokens were spent, the turn is not recorded.
     if (e instanceof CallCancelledError) {
       await recordUsage(s.store.container<UsageDoc>('usage'), {
@@ -303,8 +302,6 @@ async function runTurn(s: Services, principal: Principal, admitted: Admitted, ch
     }
     throw e;
   }
-  // The model call's reservation becomes what it cost (written with the instance's other spend within a second).
-  if (answer.budget) s.budgets.settle(answer.budget.reservation, answer.budget.cost);
   const startedAt = new Date(started).toISOString();
   // A turn cancelled while it ran (an interrupting turn, or its starter) records nothing: its record is
   // written only while its listing is as it was.
@@ -402,8 +399,6 @@ interface Answer {
   deployment?: string;
   /** The messages the main model was sent, as kept (images named by their attachment's object id). */
   prompt?: ChatMessage[];
-  /** What the model call held of its budgets, and what it cost: settled with the turn's records. */
-  budget?: { reservation: BudgetReservation; cost: number };
 }
 
 const warned = (s: Services, what: string) => (e: unknown) => s.log.warn(what, { error: e instanceof Error ? e.message : String(e) });
@@ -473,10 +468,9 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
       else if (onDelta) reply = await s.models.stream(chain.endpoint, deployment, messages, parameters, (text) => (progress.streamed++, onDelta(text)), options.signal);
       else reply = await s.models.complete(chain.endpoint, deployment, messages, parameters, options.signal);
       callCost = costOf(chain.model, reply.promptTokens, reply.completionTokens);
-    } catch (e) {
-      s.budgets.settle(held.reservation, callCost);
-      throw e;
     } finally {
+      // The reservation becomes what the call cost, whatever its outcome (written with the instance's other spend within a second).
+      s.budgets.settle(held.reservation, callCost);
       await toolbox?.close();
     }
     answer = {
@@ -489,7 +483,6 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
       executions,
       artifacts: toolbox.artifacts,
       prompt: kept,
-      budget: { reservation: held.reservation, cost: callCost },
       // An answer made with tools depends on what they said then: it is not cached.
       ...(cache && !usesTools ? { cache } : {}),
     };

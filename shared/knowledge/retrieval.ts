@@ -21,6 +21,9 @@ export interface KnowledgeScope {
 export const Citation = z.object({ id: z.string(), source: z.string(), title: z.string(), text: z.string(), score: z.number() }).meta({ id: 'Citation' });
 export type Citation = z.output<typeof Citation>;
 
+/** A citation of a web page (the protocols' URL citations and resource links), not of an uploaded or indexed document. */
+export const isWebPage = (c: Citation) => /^https?:\/\//i.test(c.source);
+
 const DEFAULT_TOP_N = 5;
 
 /** The prompt's embedding per embedding model, computed once per request whoever asks (retrieval, cache). */

@@ -15,6 +15,7 @@ import { withCorrelation } from '../telemetry/correlation.js';
 import { VERSION } from '../version.js';
 import { releasing, reserve } from '../completions/admission.js';
 import { newOperationId, runCompletion } from '../completions/completion.js';
+import { isWebPage } from '../knowledge/retrieval.js';
 import { answerMcp } from './mcp-http.js';
 
 /** MCP's tool names: letters, digits, `_`, `-` and `.`, at most 128 (an agent whose name is not one has no tool). */
@@ -30,7 +31,7 @@ async function ask(s: Services, user: Principal, agent: AgentDoc, prompt: string
       const { request, reservation } = await reserve(s, user, { user_prompt: prompt, agent_name: agent.name, ...(sessionId ? { session_id: sessionId } : {}) }, { protocol: 'mcp' });
       const answer = await releasing(s, reservation, runCompletion(s, user, request, { operationId, mayRepeat: false, signal }));
       const links = answer.citations
-        .filter((c) => /^https?:\/\//i.test(c.source))
+        .filter(isWebPage)
         .map((c) => ({ type: 'resource_link' as const, uri: c.source, name: c.title || c.source, description: c.text.slice(0, 200) }));
       return { content: [{ type: 'text', text: answer.completion }, ...links], _meta: { operation_id: operationId } };
     } catch (e) {

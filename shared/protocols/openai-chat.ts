@@ -7,7 +7,7 @@ import { badRequest, DomainError } from '../errors.js';
 import type { ChatMessage } from '../models/wire.js';
 import { isAgentRefusal, type CompletionRequest, type CompletionResponse, type Facade } from '../completions/completion.js';
 import type { StreamFormat } from '../completions/stream.js';
-import type { Citation } from '../knowledge/retrieval.js';
+import { isWebPage, type Citation } from '../knowledge/retrieval.js';
 import { CallCancelledError } from '../models/upstream-errors.js';
 import { errorReply } from '../http/envelopes.js';
 
@@ -118,7 +118,7 @@ export function modelNotFound(model: string): DomainError {
 
 /** Citations as URL citations: the chat message has no other place for them. Sources that are not URLs stay out. */
 export const urlCitations = (citations: readonly Citation[]) =>
-  citations.filter((c) => /^https?:\/\//i.test(c.source)).map((c) => ({ type: 'url_citation' as const, url_citation: { url: c.source, title: c.title, start_index: 0, end_index: 0 } }));
+  citations.filter(isWebPage).map((c) => ({ type: 'url_citation' as const, url_citation: { url: c.source, title: c.title, start_index: 0, end_index: 0 } }));
 
 const usageOf = (r: CompletionResponse) => ({ prompt_tokens: r.prompt_tokens, completion_tokens: r.completion_tokens, total_tokens: r.total_tokens });
 

@@ -11,7 +11,7 @@ import type { Services } from '../services.js';
 import type { CompletionRequest, CompletionResponse, Facade } from '../completions/completion.js';
 import { endOperation, readOperation, type OperationDoc, type OperationStatus } from '../completions/operations.js';
 import type { StreamFormat } from '../completions/stream.js';
-import type { Citation } from '../knowledge/retrieval.js';
+import { isWebPage, type Citation } from '../knowledge/retrieval.js';
 import { modelFields, openaiErrorBody, Sampling, splitConversation, textOf } from './openai-chat.js';
 
 const Part = z.object({ type: z.string(), text: z.string().optional() }).loose();
@@ -91,7 +91,7 @@ const STATUS: Record<OperationStatus, string> = { InProgress: 'in_progress', Com
 
 /** Citations where Responses' output text has a place for them: URLs as URL citations, documents as file citations. */
 const annotations = (citations: readonly Citation[]) =>
-  citations.map((c) => (/^https?:\/\//i.test(c.source) ? { type: 'url_citation', url: c.source, title: c.title, start_index: 0, end_index: 0 } : { type: 'file_citation', file_id: c.id, filename: c.title, index: 0 }));
+  citations.map((c) => (isWebPage(c) ? { type: 'url_citation', url: c.source, title: c.title, start_index: 0, end_index: 0 } : { type: 'file_citation', file_id: c.id, filename: c.title, index: 0 }));
 
 const outputText = (r: CompletionResponse) => ({ type: 'output_text', text: r.completion, annotations: annotations(r.citations), logprobs: [] });
 const outputMessage = (r: CompletionResponse, status: string) => ({ type: 'message', id: messageId(r.operation_id), status, role: 'assistant', content: [outputText(r)] });

@@ -2,7 +2,7 @@
 // above it), and for a token holder only the one agent its token is bound to.
 import type { Access } from '../auth/authorizer.js';
 import type { Principal } from '../auth/principal.js';
-import { forbidden, notFound } from '../errors.js';
+import { DomainError, forbidden, notFound } from '../errors.js';
 import type { Services } from '../services.js';
 import { objectIdOf, partitionOf, resourceId } from './resource-type.js';
 import { agents, type AgentDoc } from './types/agent.js';
@@ -22,6 +22,16 @@ export async function agentForUse(s: Services, principal: Principal, agentName: 
   if (!(await s.authorizer.can(principal, USE_AGENT, agent.object_id))) throw forbidden(`Not permitted to use agent ${agentName}`);
   if (expired(agent)) throw forbidden(`Agent ${agentName} has expired`);
   return agent;
+}
+
+/**
+ * The agent, when the principal may use it; otherwise `refusal` (by default a 404), alike for an agent that
+ * does not exist and one that is not theirs: the protocols' discovery never tells the two apart.
+ */
+export function agentOrNotFound(s: Services, principal: Principal, agentName: string, refusal: () => DomainError = () => notFound(`Agent ${agentName} not found`)): Promise<AgentDoc> {
+  return agentForUse(s, principal, agentName).catch((e: unknown) => {
+    throw e instanceof DomainError && (e.kind === 'not-found' || e.kind === 'forbidden') ? refusal() : e;
+  });
 }
 
 /** Every agent the principal may use, with its roles and actions there. */
