@@ -9,8 +9,10 @@ import { createParser } from 'eventsource-parser';
 import { LOCAL_DEFAULT_USER, loadLocalKey, mintLocalToken } from '../shared/auth/local-idp.js';
 import { loadConfig } from '../shared/config.js';
 import { ACT_ON_BEHALF_ROLE } from '../shared/memory/on-behalf.js';
-import { REQUEST_TYPES } from '../shared/analytics/request.js';
+import { REQUEST_TYPE_NUMBERS } from '../shared/analytics/request.js';
 import { readArchive } from '../shared/plugins/archive.js';
+
+const REPORTS = [...REQUEST_TYPE_NUMBERS.values()];
 
 const USAGE = `npm run cli -- <command> [options]
 
@@ -34,7 +36,7 @@ Commands:
                                          a user's memory as markdown (locally signed with the
                                          ${ACT_ON_BEHALF_ROLE} app role; with AUTH_* set, --token must hold it)
   analytics <report> [--from DATE] [--to DATE] [--agent NAME] [--user UPN] [--top N] [--json]
-                                         a report as a table; reports: ${REQUEST_TYPES.join(', ')}
+                                         a report as a table; reports: ${REPORTS.join(', ')}
   export <package> <version> <object-id...> [--out FILE]
                                          export resources as a version of an artifact package and download
                                          it (default FILE: <package>-<version>.zip); secrets never leave
@@ -303,8 +305,8 @@ function table(rows: Record<string, unknown>[]): string {
 }
 
 async function analytics(report: string | undefined): Promise<void> {
-  const type = REQUEST_TYPES.find((t) => t.toLowerCase() === report?.toLowerCase());
-  if (!type) throw new CliError(`analytics needs a report: ${REQUEST_TYPES.join(', ')}`);
+  const type = REPORTS.find((t) => t.toLowerCase() === report?.toLowerCase());
+  if (!type) throw new CliError(`analytics needs a report: ${REPORTS.join(', ')}`);
   const filters = {
     ...(flags.from ? { start_date: new Date(flags.from).toISOString() } : {}),
     ...(flags.to ? { end_date: new Date(flags.to).toISOString() } : {}),

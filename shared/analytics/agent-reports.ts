@@ -1,44 +1,38 @@
 // Agent, model, file and daily reports, each from store aggregates.
+import { activityBy, usageTotals } from './activity.js';
 import { eq, num, present, ratio, str, type Sources } from './data.js';
 import type { Period } from './request.js';
 
 const RESPONSE = eq('sender', 'Assistant');
 const agentFilter = (agent: string | undefined) => (agent ? [eq('agent_name', agent)] : []);
 
-/** AnalyticsOverview. Its avg_response_time_ms, total_tools and total_models are 0 (the overview's fixed fields; the agent and model reports carry them). */
+/**
+ * AnalyticsOverview, from the usage records (docs/analytics.md): conversations (distinct sessions), tokens,
+ * users, agents and models as the token dashboard counts them; the mean completion time; the distinct tools run.
+ */
 export async function overview(src: Sources, agent: string | undefined) {
-  // Every turn writes a user message, so sessions and users with activity are counted over those (half the rows).
-  const [activity, responses, tokens] = await Promise.all([
-    src.messages.one(agent ? [RESPONSE, eq('agent_name', agent)] : [eq('sender', 'User')], { conversations: { fn: 'countDistinct', field: 'session_id' }, users: { fn: 'countDistinct', field: 'upn' } }),
-    src.messages.one([RESPONSE, ...agentFilter(agent)], { agents: { fn: 'countDistinct', field: 'agent_name' }, n: { fn: 'count' } }),
-    src.usage.one(agentFilter(agent), { tokens: { fn: 'sum', field: 'total_tokens' } }),
-  ]);
+  const [totals, tools] = await Promise.all([usageTotals(src, agentFilter(agent)), src.toolRuns.one(agentFilter(agent), { tools: { fn: 'countDistinct', field: 'tool_name' } })]);
   return {
-    total_conversations: num(activity.conversations),
-    total_tokens: num(tokens.tokens),
-    active_users: num(activity.users),
-    total_agents: agent ? (num(responses.n) > 0 ? 1 : 0) : num(responses.agents),
-    avg_response_time_ms: 0,
-    total_tools: 0,
-    total_models: 0,
+    total_conversations: totals.conversations,
+    total_tokens: totals.tokens,
+    active_users: totals.users,
+    total_agents: totals.agents,
+    avg_response_time_ms: ratio(totals.duration, totals.requests),
+    total_tools: num(tools.tools),
+    total_models: totals.models,
   };
 }
 
 /**
- * AnalyticsAgentSummary for every agent with responses or token records (or just `only`), sorted by name.
- * Fields other implementations leave unpopulated are computed where the data exists: avg_response_time_ms (operation
- * durations), error_rate (failed operations / operations), avg_files_per_conversation, and
- * avg_rounds_per_conversation (responses / conversations: every turn is one request and one response).
- * avg_tools_used is tool executions per response and most_used_tools the five tools run most (tool runs);
- * p95_response_time_ms stays null.
+ * AnalyticsAgentSummary for every agent with usage records or responses (or just `only`), sorted by name.
+ * Users, conversations, tokens, times and errors are the agent's activity (activity.ts); rounds are its
+ * responses per conversation; tools are the tool runs per response, the five run most named.
  */
 export async function agentSummaries(src: Sources, only?: string) {
   const f = agentFilter(only);
-  const [responses, usage, usageSessions, failures, files, tools] = await Promise.all([
-    src.messages.group([RESPONSE, ...f], ['agent_name'], { responses: { fn: 'count' }, users: { fn: 'countDistinct', field: 'upn' }, conversations: { fn: 'countDistinct', field: 'session_id' } }),
-    src.usage.group(f, ['agent_name'], { tokens: { fn: 'sum', field: 'total_tokens' }, operations: { fn: 'count' }, duration: { fn: 'sum', field: 'duration_ms' } }),
-    src.usage.group([...f, present('session_id')], ['agent_name'], { sessions: { fn: 'countDistinct', field: 'session_id' } }),
-    src.usage.group([...f, eq('status', 'Failed')], ['agent_name'], { failed: { fn: 'count' } }),
+  const [activity, responses, files, tools] = await Promise.all([
+    activityBy(src, 'agent_name', f),
+    src.messages.group([RESPONSE, ...f], ['agent_name'], { responses: { fn: 'count' } }),
     src.files.group(f, ['agent_name'], { files: { fn: 'count' } }),
     src.toolRuns.group(f, ['agent_name', 'tool_name'], { runs: { fn: 'count' } }),
   ]);
@@ -47,32 +41,31 @@ export async function agentSummaries(src: Sources, only?: string) {
       .filter((t) => str(t.agent_name) === agent)
       .map((t) => ({ tool: str(t.tool_name), runs: num(t.runs) }))
       .sort((a, b) => b.runs - a.runs || a.tool.localeCompare(b.tool));
-  const by = (rows: Record<string, unknown>[]) => new Map(rows.map((r) => [str(r.agent_name), r]));
-  const [r, u, us, fl, fi] = [by(responses), by(usage), by(usageSessions), by(failures), by(files)];
-  const names = [...new Set([...r.keys(), ...u.keys()])].filter((n) => n !== '').sort();
+  const responded = new Map(responses.map((r) => [str(r.agent_name), num(r.responses)]));
+  const fileCounts = new Map(files.map((r) => [str(r.agent_name), num(r.files)]));
+  const names = [...new Set([...activity.keys(), ...responded.keys()])].filter((n) => n !== '').sort();
   return names.map((agent_name) => {
-    const conversations = num(r.get(agent_name)?.conversations);
-    const tokens = num(u.get(agent_name)?.tokens);
-    const operations = num(u.get(agent_name)?.operations);
-    const tokenSessions = num(us.get(agent_name)?.sessions);
+    const a = activity.get(agent_name);
+    const conversations = a?.conversations ?? 0;
+    const answered = responded.get(agent_name) ?? 0;
     return {
       agent_name,
-      unique_users: num(r.get(agent_name)?.users),
+      unique_users: a?.others ?? 0,
       total_conversations: conversations,
-      total_tokens: tokens,
-      avg_tokens_per_session: ratio(tokens, tokenSessions > 0 ? tokenSessions : conversations),
+      total_tokens: a?.tokens ?? 0,
+      avg_tokens_per_session: ratio(a?.tokens ?? 0, conversations),
       avg_tools_used: ratio(
         toolsOf(agent_name).reduce((n, t) => n + t.runs, 0),
-        num(r.get(agent_name)?.responses),
+        answered,
       ),
-      avg_response_time_ms: ratio(num(u.get(agent_name)?.duration), operations),
+      avg_response_time_ms: ratio(a?.duration ?? 0, a?.requests ?? 0),
       p95_response_time_ms: null,
-      error_rate: ratio(num(fl.get(agent_name)?.failed), operations),
+      error_rate: ratio(a?.failed ?? 0, a?.requests ?? 0),
       most_used_tools: toolsOf(agent_name)
         .slice(0, 5)
         .map((t) => t.tool),
-      avg_files_per_conversation: ratio(num(fi.get(agent_name)?.files), conversations),
-      avg_rounds_per_conversation: ratio(num(r.get(agent_name)?.responses), conversations),
+      avg_files_per_conversation: ratio(fileCounts.get(agent_name) ?? 0, conversations),
+      avg_rounds_per_conversation: ratio(answered, conversations),
     };
   });
 }
@@ -132,10 +125,12 @@ export async function models(src: Sources) {
     .sort((a, b) => b.total_tokens - a.total_tokens || a.model_name.localeCompare(b.model_name));
 }
 
-/** A daily series per agent over every day of the period, zero-filled. */
+/** A daily series per agent over every day of the period, zero-filled: responses (messages) or users (usage records). */
 async function dailyPerAgent(src: Sources, period: Period, agent: string | undefined, measure: 'responses' | 'users') {
-  const aggregate = measure === 'responses' ? ({ fn: 'count' } as const) : ({ fn: 'countDistinct', field: 'upn' } as const);
-  const rows = await src.messages.group([RESPONSE, ...agentFilter(agent)], ['day', 'agent_name'], { n: aggregate });
+  const rows =
+    measure === 'responses'
+      ? await src.messages.group([RESPONSE, ...agentFilter(agent)], ['day', 'agent_name'], { n: { fn: 'count' } })
+      : await src.usage.group(agentFilter(agent), ['day', 'agent_name'], { n: { fn: 'countDistinct', field: 'upn' } });
   const agents = agent ? [agent] : [...new Set(rows.map((r) => str(r.agent_name)))].sort();
   const counts = new Map(rows.map((r) => [`${str(r.day)}|${str(r.agent_name)}`, num(r.n)]));
   return period.days.map((date) => ({ date, agent_counts: Object.fromEntries(agents.map((a) => [a, counts.get(`${date}|${a}`) ?? 0])) }));
@@ -144,36 +139,36 @@ async function dailyPerAgent(src: Sources, period: Period, agent: string | undef
 export const dailyMessages = (src: Sources, period: Period, agent: string | undefined) => dailyPerAgent(src, period, agent, 'responses');
 export const dailyUsers = (src: Sources, period: Period, agent: string | undefined) => dailyPerAgent(src, period, agent, 'users');
 
-/** AnalyticsDailyActiveUserCount: distinct UPNs on messages, every day of the period. */
+/** AnalyticsDailyActiveUserCount: distinct users with a completion (usage record), every day of the period. */
 export async function dailyActiveUsers(src: Sources, period: Period, agent: string | undefined) {
-  const rows = await src.messages.group(agentFilter(agent), ['day'], { n: { fn: 'countDistinct', field: 'upn' } });
+  const rows = await src.usage.group(agentFilter(agent), ['day'], { n: { fn: 'countDistinct', field: 'upn' } });
   const counts = new Map(rows.map((r) => [str(r.day), num(r.n)]));
   return period.days.map((date) => ({ date, count: counts.get(date) ?? 0 }));
 }
 
-/** AnalyticsTokenUsageDashboard, from token usage records only. */
+/** AnalyticsTokenUsageDashboard: the overview's totals, and the agents', users' and models' figures of the other reports. */
 export async function tokenDashboard(src: Sources, agent: string | undefined) {
   const f = agentFilter(agent);
-  const sessions = present('session_id');
-  const [totals, agents, agentSessions, users, userSessions, modelRows] = await Promise.all([
-    src.usage.one(f, { tokens: { fn: 'sum', field: 'total_tokens' }, users: { fn: 'countDistinct', field: 'upn' }, agents: { fn: 'countDistinct', field: 'agent_name' }, models: { fn: 'countDistinct', field: 'model_deployment_name' } }),
-    src.usage.group(f, ['agent_name'], { tokens: { fn: 'sum', field: 'total_tokens' }, users: { fn: 'countDistinct', field: 'upn' } }),
-    src.usage.group([...f, sessions], ['agent_name'], { sessions: { fn: 'countDistinct', field: 'session_id' } }),
-    src.usage.group(f, ['upn'], { tokens: { fn: 'sum', field: 'total_tokens' }, operations: { fn: 'countDistinct', field: 'operation_id' } }),
-    src.usage.group([...f, sessions], ['upn'], { sessions: { fn: 'countDistinct', field: 'session_id' } }),
+  const [totals, agents, users, modelRows] = await Promise.all([
+    usageTotals(src, f),
+    activityBy(src, 'agent_name', f),
+    activityBy(src, 'upn', f),
     src.usage.group(f, ['model_deployment_name'], { tokens: { fn: 'sum', field: 'total_tokens' }, agents: { fn: 'countDistinct', field: 'agent_name' } }),
   ]);
-  const sessionsOf = (rows: Record<string, unknown>[], key: string) => new Map(rows.map((r) => [str(r[key]), num(r.sessions)]));
-  const as = sessionsOf(agentSessions, 'agent_name');
-  const usr = sessionsOf(userSessions, 'upn');
   const byTokens = <T extends { total_tokens: number }>(list: T[], name: (t: T) => string) => list.sort((a, b) => b.total_tokens - a.total_tokens || name(a).localeCompare(name(b)));
   return {
-    total_tokens: num(totals.tokens),
-    total_users: num(totals.users),
-    total_agents: num(totals.agents),
-    total_models: num(totals.models),
-    agents: byTokens(agents.map((a) => ({ agent_name: str(a.agent_name), total_tokens: num(a.tokens), unique_users: num(a.users), total_conversations: as.get(str(a.agent_name)) ?? 0 })), (a) => a.agent_name),
-    users: byTokens(users.map((u) => ({ username: str(u.upn), total_tokens: num(u.tokens), total_conversations: usr.get(str(u.upn)) ?? 0, operation_count: num(u.operations) })), (u) => u.username),
+    total_tokens: totals.tokens,
+    total_users: totals.users,
+    total_agents: totals.agents,
+    total_models: totals.models,
+    agents: byTokens(
+      [...agents].map(([agent_name, a]) => ({ agent_name, total_tokens: a.tokens, unique_users: a.others, total_conversations: a.conversations })),
+      (a) => a.agent_name,
+    ),
+    users: byTokens(
+      [...users].map(([username, u]) => ({ username, total_tokens: u.tokens, total_conversations: u.conversations, operation_count: u.requests })),
+      (u) => u.username,
+    ),
     models: byTokens(modelRows.map((m) => ({ model_deployment_name: str(m.model_deployment_name) || 'Unknown', total_tokens: num(m.tokens), agent_count: num(m.agents) })), (m) => m.model_deployment_name),
   };
 }

@@ -5,6 +5,7 @@ import type { Services } from '../services.js';
 import type { Doc } from '../store/types.js';
 import { thresholds } from './abuse.js';
 import { agentFiles, agentSummaries, dailyActiveUsers, dailyMessages, dailyUsers, models, overview, tokenDashboard, toolCombinations, toolSummaries } from './agent-reports.js';
+import { budgetStatus, costBy } from './cost-reports.js';
 import { sources } from './data.js';
 import { resolve, type AnalyticsRequest, type RequestType } from './request.js';
 import { abuseIndicators, abuseRiskScore, activityTimeline, allUsers, topUsers, userAnomalies, userSummary } from './user-reports.js';
@@ -87,6 +88,21 @@ export async function runAnalytics(s: Services, principal: Principal, body: Anal
       break;
     case 'TokenUsageDashboard':
       data = await tokenDashboard(src, agent);
+      break;
+    case 'CostByCostCenter':
+      data = await costBy(src, r.period, 'cost_center', { agent, user: r.user });
+      break;
+    case 'CostByAgent':
+      data = await costBy(src, r.period, 'agent_name', { agent, user: r.user });
+      break;
+    case 'CostByUser':
+      data = await costBy(src, r.period, 'upn', { agent, user: r.user }, f.top_count);
+      break;
+    case 'CostByModel':
+      data = await costBy(src, r.period, 'model_deployment_name', { agent, user: r.user });
+      break;
+    case 'BudgetStatus':
+      data = await budgetStatus(src, r.period, s.budgets, agent);
       break;
   }
   return {

@@ -24,15 +24,27 @@ export const REQUEST_TYPES = [
   'DailyActiveUsers',
   'TokenUsageDashboard',
 ] as const;
-export type RequestType = (typeof REQUEST_TYPES)[number];
+/** Charge-back: request types numbered from 100, beyond the interface's 0 to 17. */
+export const CHARGE_BACK_TYPES = ['CostByCostCenter', 'CostByAgent', 'CostByUser', 'CostByModel', 'BudgetStatus'] as const;
+export const CHARGE_BACK_BASE = 100;
+export type RequestType = (typeof REQUEST_TYPES)[number] | (typeof CHARGE_BACK_TYPES)[number];
+
+/** Every request type by its number. */
+export const REQUEST_TYPE_NUMBERS: ReadonlyMap<number, RequestType> = new Map<number, RequestType>([
+  ...REQUEST_TYPES.map((t, i) => [i, t] as const),
+  ...CHARGE_BACK_TYPES.map((t, i) => [CHARGE_BACK_BASE + i, t] as const),
+]);
+const NUMBER_OF = new Map([...REQUEST_TYPE_NUMBERS].map(([n, t]) => [t, n]));
+const ALL_NAMES = [...REQUEST_TYPES, ...CHARGE_BACK_TYPES] as const;
+const TYPE_RANGE = `request_type must be 0 to 17 or ${CHARGE_BACK_BASE} to ${CHARGE_BACK_BASE + CHARGE_BACK_TYPES.length - 1}`;
 
 const NEEDS_AGENT: readonly RequestType[] = ['AgentSummary', 'AgentToolCombinations', 'AgentFiles'];
 const NEEDS_USER: readonly RequestType[] = ['UserSummary', 'UserActivityTimeline', 'UserAbuseRiskScore', 'UserAbuseIndicators'];
 
 export const AnalyticsRequest = z
   .object({
-    /** The request type's number (0-17); the name is accepted too. */
-    request_type: z.union([z.number().int().min(0).max(17), z.enum(REQUEST_TYPES)], { error: 'request_type must be 0 to 17' }),
+    /** The request type's number (0-17, and 100-104 for charge-back); the name is accepted too. */
+    request_type: z.union([z.number().int().refine((n) => REQUEST_TYPE_NUMBERS.has(n), TYPE_RANGE), z.enum(ALL_NAMES)], { error: TYPE_RANGE }),
     filters: z
       .object({
         start_date: z.iso.datetime({ offset: true }).optional(),
@@ -73,8 +85,8 @@ const DAY = 86_400_000;
 
 /** Applies defaults (last 30 days) and checks the filters each request type requires. */
 export function resolve(request: AnalyticsRequest, now = new Date()): Resolved {
-  const number = typeof request.request_type === 'number' ? request.request_type : REQUEST_TYPES.indexOf(request.request_type);
-  const type = REQUEST_TYPES[number] as RequestType;
+  const number = typeof request.request_type === 'number' ? request.request_type : (NUMBER_OF.get(request.request_type) as number);
+  const type = REQUEST_TYPE_NUMBERS.get(number) as RequestType;
   const f = request.filters;
   if (NEEDS_AGENT.includes(type) && !f.agent_name) throw badRequest(`filters.agent_name is required for ${type}`);
   if (NEEDS_USER.includes(type) && !f.username) throw badRequest(`filters.username is required for ${type}`);

@@ -168,6 +168,56 @@ const TokenDashboard = z
 const ToolCombinations = z.record(z.string(), Count).describe('Tool names run together in one completion, joined by " + ", to the number of completions').meta({ id: 'AnalyticsAgentToolCombinations' });
 const ToolSummary = z.object({ tool_name: z.string(), usage_count: Count }).meta({ id: 'AnalyticsToolSummary' });
 
+const Money = z.number().describe('An amount of the currency, to the millionth');
+const Currency = z.string().nullable().describe("ISO 4217 code from the model's pricing; null for costs of models priced per 1,000 tokens without one");
+
+const CostFigures = {
+  total_cost: Money,
+  prompt_tokens: Count,
+  completion_tokens: Count,
+  total_tokens: Count,
+  requests: Count.describe('Completions (usage records), failed ones included'),
+};
+
+const CostReport = z
+  .object({
+    group_by: z.enum(['cost_center', 'agent', 'user', 'model']),
+    totals: z.array(z.object({ currency: Currency, ...CostFigures }).strict()).describe('Per currency, over every group'),
+    items: z
+      .array(
+        z
+          .object({
+            name: z.string().nullable().describe('The cost center (null: agents without one), agent, user UPN, or model deployment (Unknown when none)'),
+            currency: Currency,
+            ...CostFigures,
+            daily: z.array(z.object({ date: z.string(), cost: Money, total_tokens: Count, requests: Count }).strict()).describe('Every UTC day of the period, zero-filled'),
+          })
+          .strict(),
+      )
+      .describe('One per group and currency, most costly first'),
+  })
+  .strict()
+  .meta({ id: 'AnalyticsCostReport' });
+
+const BudgetStatus = z
+  .object({
+    name: z.string(),
+    scope: z.enum(['instance', 'agent', 'user', 'cost_center', 'access_token']),
+    agent_name: z.string().nullable(),
+    cost_center: z.string().nullable(),
+    limit: Money,
+    currency: z.string(),
+    period: z.enum(['day', 'week', 'month']),
+    period_start: z.string().describe('The current period, UTC'),
+    period_end: z.string(),
+    subjects: z
+      .array(z.object({ subject: z.string().nullable().describe("A user's UPN or a token's id; null for the whole scope"), spent: Money, reserved: Money, remaining: Money }).strict())
+      .describe('Where the budget stands in the current period, from its counters: one entry for the whole scope, or one per user or token that spent, most spent first'),
+    daily: z.array(z.object({ date: z.string(), cost: Money }).strict()).describe("Spend in the budget's scope on every UTC day of the requested period"),
+  })
+  .strict()
+  .meta({ id: 'AnalyticsBudgetStatus' });
+
 /** The `data` of each request type. */
 export const ANALYTICS_DATA: Record<RequestType, z.ZodType> = {
   Overview,
@@ -188,6 +238,11 @@ export const ANALYTICS_DATA: Record<RequestType, z.ZodType> = {
   UserAnomalies: z.array(Anomaly),
   DailyActiveUsers: z.array(DailyActiveUsers),
   TokenUsageDashboard: TokenDashboard,
+  CostByCostCenter: CostReport,
+  CostByAgent: CostReport,
+  CostByUser: CostReport,
+  CostByModel: CostReport,
+  BudgetStatus: z.array(BudgetStatus),
 };
 
 /** AnalyticsResponse: `data` is the shape of `request_type`. */

@@ -5,7 +5,7 @@ import type { Principal } from '../auth/principal.js';
 import { DomainError } from '../errors.js';
 import type { Reply } from '../http/types.js';
 import type { Services } from '../services.js';
-import { admit, type Admitted, type CompletionRequest, type Facade } from './completion.js';
+import { admit, agentCurrency, type Admitted, type CompletionRequest, type Facade } from './completion.js';
 import type { QuotaReservation } from './quotas.js';
 
 /**
@@ -37,7 +37,7 @@ export async function admitted(
  */
 export async function reserve(s: Services, principal: Principal, body: CompletionRequest, facade?: Facade): Promise<{ request: Admitted; reservation: QuotaReservation; limits: Record<string, string> }> {
   const request = await admit(s, principal, body, facade);
-  const budget = await s.budgets.check(principal, request.agent);
+  const budget = await s.budgets.check(principal, request.agent, () => agentCurrency(s, request.agent));
   const { headers: limits, reservation } = await s.quotas.enforce(principal, request.agent.name);
   return { request, reservation, limits: { ...limits, ...budget } };
 }

@@ -7,7 +7,7 @@
 // is replaced by what it cost. Amounts are kept in millionths of the currency, as integers.
 import { countTokens } from 'gpt-tokenizer';
 import { z } from 'zod';
-import type { Principal } from '../auth/principal.js';
+import { ownerKey, type Principal } from '../auth/principal.js';
 import { DomainError } from '../errors.js';
 import type { Log } from '../log.js';
 import type { ChatMessage } from '../models/wire.js';
@@ -43,6 +43,9 @@ export const parseBudgets = (raw: string): BudgetDefinition[] | string => parseN
 
 /** A budget's counter for one period and one partition (a user, a token, or all). */
 export interface BudgetCounterDoc extends Doc {
+  /** The budget's name, and whose spend it counts: a user's UPN or a token's id (absent: the whole scope). */
+  budget?: string;
+  subject?: string;
   /** Millionths of the currency spent by calls that ended. */
   spent: number;
   /** Millionths held by calls admitted and not yet ended. */
@@ -85,6 +88,7 @@ function computePeriod(period: BudgetDefinition['period'], at: number): { id: st
 interface Lease {
   budget: BudgetDefinition;
   pk: string;
+  subject: string | undefined;
   period: string;
   /** Millionths taken from the counter and not yet given back or turned into spend. */
   held: number;
@@ -185,29 +189,35 @@ export class Budgets {
    * A cost in a named currency counts against budgets in that currency; a cost without one (a model priced
    * per 1,000 tokens) against every budget.
    */
-  async applying(principal: Principal, agent: Pick<AgentDoc, 'name' | 'cost_center'>, currency: string | null): Promise<{ budget: BudgetDefinition; pk: string }[]> {
-    const out: { budget: BudgetDefinition; pk: string }[] = [];
+  async applying(principal: Principal, agent: Pick<AgentDoc, 'name' | 'cost_center'>, currency: string | null): Promise<Applying[]> {
+    const out: Applying[] = [];
     for (const budget of await this.definitions()) {
       if (currency !== null && budget.currency !== currency) continue;
       if (budget.agent_name !== undefined && resourceId(budget.agent_name) !== resourceId(agent.name)) continue;
       let who = '*';
+      let subject: string | undefined;
       if (budget.scope === 'cost_center' && budget.cost_center !== agent.cost_center) continue;
       if (budget.scope === 'user') {
         if (principal.kind !== 'user') continue;
         who = principal.id;
+        subject = ownerKey(principal.upn);
       }
       if (budget.scope === 'access_token') {
         if (principal.kind !== 'agent-token') continue;
-        who = principal.id;
+        who = subject = principal.id;
       }
-      out.push({ budget, pk: `budget|${budget.name}|${who}` });
+      out.push({ budget, pk: counterKey(budget, who), subject });
     }
     return out;
   }
 
-  /** Refuses a call whose budgets are already spent (at admission: before a queued or streamed call starts); else its Svc-Budget header. */
-  async check(principal: Principal, agent: Pick<AgentDoc, 'name' | 'cost_center'>): Promise<Record<string, string>> {
-    const applying = await this.applying(principal, agent, null);
+  /**
+   * Refuses a call whose budgets are already spent (at admission: before a queued or streamed call starts);
+   * else its Svc-Budget header. `currency` (the agent's model's) is asked only when budgets are set.
+   */
+  async check(principal: Principal, agent: Pick<AgentDoc, 'name' | 'cost_center'>, currency: () => Promise<string | null>): Promise<Record<string, string>> {
+    if ((await this.definitions()).length === 0) return {};
+    const applying = await this.applying(principal, agent, await currency());
     if (applying.length === 0) return {};
     const now = Date.now();
     const standings = await Promise.all(
@@ -240,8 +250,8 @@ export class Budgets {
     const now = Date.now();
     const standings: BudgetStanding[] = [];
     let refused: BudgetDefinition | undefined;
-    for (const { budget, pk } of applying) {
-      const lease = await this.leaseFor(budget, pk, periodOf(budget.period, now), micros);
+    for (const { budget, pk, subject } of applying) {
+      const lease = await this.leaseFor(budget, pk, subject, periodOf(budget.period, now), micros);
       if (!lease) {
         refused = budget;
         standings.push({ budget, remaining: 0 });
@@ -299,19 +309,18 @@ export class Budgets {
    * store (a hundredth of the limit, or the call's amount when larger; the amount alone when the share does
    * not fit). Undefined when not even the amount fits.
    */
-  private async leaseFor(budget: BudgetDefinition, pk: string, period: { id: string; end: number }, micros: number): Promise<Lease | undefined> {
+  private async leaseFor(budget: BudgetDefinition, pk: string, subject: string | undefined, period: { id: string; end: number }, micros: number): Promise<Lease | undefined> {
     const key = `${pk}\n${period.id}`;
     const held = this.leases.get(key);
     if (held && available(held) >= micros) return held;
     const limit = toMicros(budget.limit);
-    const ttl = Math.ceil((period.end - Date.now()) / 1000) + 86_400;
     // Topped up: what the lease has left counts towards the call.
     const need = micros - (held ? Math.max(0, available(held)) : 0);
     for (const want of new Set([Math.max(need, Math.floor(limit * LEASE_SHARE)), need])) {
-      const after = await this.increment(pk, period.id, ttl, want);
+      const after = await this.increment({ budget, pk, subject }, period, 'reserved', want);
       if (after.spent + after.reserved <= limit) {
         // Another call may have made a lease meanwhile: the share joins it.
-        const lease = this.leases.get(key) ?? { budget, pk, period: period.id, held: 0, inUse: 0, spent: 0, taken: 0, used: Date.now() };
+        const lease = this.leases.get(key) ?? { budget, pk, subject, period: period.id, held: 0, inUse: 0, spent: 0, taken: 0, used: Date.now() };
         lease.held += want;
         lease.taken = after.spent + after.reserved;
         this.leases.set(key, lease);
@@ -323,8 +332,53 @@ export class Budgets {
     return undefined;
   }
 
-  /** Atomically adds `micros` to a counter's reservation, creating the counter on first use. */
-  private increment(pk: string, id: string, ttl: number, micros: number): Promise<BudgetCounterDoc> {
-    return incrementCounter(this.counters, pk, id, [{ op: 'incr', path: 'reserved', value: micros }], { id, pk, ttl, spent: 0, reserved: micros });
+  /**
+   * Adds a cost spent without a reservation to every budget that applies: a realtime call's response, whose
+   * cost is known only once the model has answered. The call's budgets were checked when it started.
+   */
+  async charge(principal: Principal, agent: Pick<AgentDoc, 'name' | 'cost_center'>, currency: string | null, cost: number): Promise<void> {
+    const micros = toMicros(cost);
+    if (micros <= 0) return;
+    const now = Date.now();
+    await Promise.all((await this.applying(principal, agent, currency)).map((a) => this.increment(a, periodOf(a.budget.period, now), 'spent', micros)));
+  }
+
+  /** Atomically adds to a counter's `reserved` or `spent`, creating the counter (kept a day past its period) on first use. */
+  private increment({ budget, pk, subject }: Applying, period: { id: string; end: number }, field: 'reserved' | 'spent', micros: number): Promise<BudgetCounterDoc> {
+    const ttl = Math.ceil((period.end - Date.now()) / 1000) + 86_400;
+    const first = { id: period.id, pk, ttl, budget: budget.name, ...(subject === undefined ? {} : { subject }), spent: 0, reserved: 0, [field]: micros };
+    return incrementCounter(this.counters, pk, period.id, [{ op: 'incr', path: field, value: micros }], first);
+  }
+
+  /**
+   * Where a budget stands in its current period, from its counters: the whole scope's, or each user's or
+   * token's. `reserved` includes the shares instances hold (given back within a second when idle).
+   */
+  async standing(budget: BudgetDefinition, now = Date.now()): Promise<{ period: { start: number; end: number }; subjects: { subject: string | null; spent: number; reserved: number; remaining: number }[] }> {
+    const period = periodOf(budget.period, now);
+    const perSubject = budget.scope === 'user' || budget.scope === 'access_token';
+    const counters = perSubject
+      ? (await this.counters.query({ where: [{ field: 'pk', op: 'startsWith', value: counterKey(budget, '') }, { field: 'id', op: 'eq', value: period.id }] })).items
+      : [await this.counters.read(counterKey(budget, '*'), period.id)].filter((c) => c !== undefined);
+    const limit = toMicros(budget.limit);
+    const subjects = counters.map((c) => ({
+      subject: perSubject ? (c.subject ?? c.pk.slice(counterKey(budget, '').length)) : null,
+      spent: c.spent / MICROS,
+      reserved: c.reserved / MICROS,
+      remaining: Math.max(0, limit - c.spent - c.reserved) / MICROS,
+    }));
+    if (!perSubject && subjects.length === 0) subjects.push({ subject: null, spent: 0, reserved: 0, remaining: budget.limit });
+    return { period, subjects: subjects.sort((a, b) => b.spent - a.spent || String(a.subject).localeCompare(String(b.subject))) };
   }
 }
+
+interface Applying {
+  budget: BudgetDefinition;
+  /** The counter's partition. */
+  pk: string;
+  /** A user's UPN or a token's id for budgets per user or token. */
+  subject: string | undefined;
+}
+
+/** A budget's counter partition: the whole scope (`*`), or one user's or token's (its id). */
+const counterKey = (budget: BudgetDefinition, who: string) => `budget|${budget.name}|${who}`;

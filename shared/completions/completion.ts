@@ -32,6 +32,7 @@ import type { FileArtifact } from '../tools/sandboxed.js';
 import type { RunnablePlugin } from '../plugins/runtime.js';
 import { workflowAnswer } from './workflow-plugin.js';
 import { parseFilter } from '../knowledge/filter.js';
+import { EmbeddingSpend } from '../knowledge/embedder.js';
 import { agentTools, Citation, knowledgeContext, PromptEmbeddings, retrieve, type KnowledgeScope } from '../knowledge/retrieval.js';
 import { readerGroups } from '../knowledge/vector-index.js';
 
@@ -145,6 +146,14 @@ async function chainOf(s: Services, agent: AgentDoc): Promise<AgentChain> {
   if (!endpoint || !MODEL_PROVIDERS.includes(endpoint.provider)) throw notConfigured(agent.name, 'its API endpoint configuration is not valid for a model');
   return { kind: 'chat', agent, prompt, model, endpoint };
 }
+
+/** The currency the agent's model is priced in (null: none named, or no model of its own); its budgets are those in it. */
+export const agentCurrency = (s: Services, agent: AgentDoc): Promise<string | null> =>
+  chainOf(s, agent).then(
+    (chain) => (chain.kind === 'chat' ? pricesOf(chain.model).currency : null),
+    // A chain that cannot answer is reported by the run itself.
+    () => null,
+  );
 
 /**
  * What a facade adds to a Core request: its protocol (on usage records and telemetry), the earlier messages
@@ -433,7 +442,9 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
     options.onDelta?.(answer.content);
     return answer;
   }
-  const embeddings = new PromptEmbeddings(prompt, options.signal);
+  // The embeddings' cost (retrieval, the semantic cache, searches) is the turn's too.
+  const spend = new EmbeddingSpend(pricesOf(chain.model).currency);
+  const embeddings = new PromptEmbeddings(prompt, options.signal, spend);
   const parameters = modelParameters(chain.model, admitted);
   const topN = request.settings?.agent_parameters?.index_top_n;
   const deployment = chain.model.deployment_name;
@@ -459,7 +470,7 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
     let usesTools = false;
     let toolbox: Awaited<ReturnType<typeof toolboxFor>> | undefined;
     try {
-      toolbox = await toolboxFor(s, { user: principal, sessionId: admitted.sessionId, attachments: admitted.attachments, scope: admitted.scope }, agent, await agentTools(s, agent));
+      toolbox = await toolboxFor(s, { user: principal, sessionId: admitted.sessionId, attachments: admitted.attachments, scope: admitted.scope, spend }, agent, await agentTools(s, agent));
       usesTools = toolbox.functions.length > 0;
       // With tools the rounds are whole calls: the final answer is sent as one delta once it is known.
       streamedAsItCame = !screenAnswer && !usesTools;
@@ -486,6 +497,10 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
       // An answer made with tools depends on what they said then: it is not cached.
       ...(cache && !usesTools ? { cache } : {}),
     };
+  }
+  if (spend.cost > 0) {
+    answer.cost = Math.round((answer.cost + spend.cost) * 1e6) / 1e6;
+    await s.budgets.charge(principal, agent, pricesOf(chain.model).currency, spend.cost);
   }
   const postBlock = screenAnswer ? await screen(s, shields.post, 'post', answer.content, options.signal) : undefined;
   if (postBlock) return refused(postBlock, answer);

@@ -1,5 +1,6 @@
 // An embedding AI model as pipelines, retrieval and the semantic cache call it: the model resource, its API
 // endpoint and the vector length asked for, read through the resource cache.
+import { costOf, pricesOf } from '../completions/usage.js';
 import { endpointView, MODEL_PROVIDERS } from '../models/endpoint.js';
 import { aiModels, apiEndpointConfigurations } from '../providers/types/catalog.js';
 import type { Services } from '../services.js';
@@ -10,7 +11,29 @@ export const EMBEDDING_BATCH = 64;
 export interface Embedder {
   /** The model's object id and updated_on: embeddings of different models (or versions) are not comparable. */
   readonly version: string;
-  embed(inputs: readonly string[], signal?: AbortSignal): Promise<{ vectors: number[][]; promptTokens: number }>;
+  embed(inputs: readonly string[], signal?: AbortSignal): Promise<Embedded>;
+}
+
+export interface Embedded {
+  vectors: number[][];
+  promptTokens: number;
+  /** At the model's prices (its input price), in `currency` (null: the model names none). */
+  cost: number;
+  currency: string | null;
+}
+
+/**
+ * What a completion's embeddings cost (its prompt's, for retrieval and the semantic cache; its searches'),
+ * added to the completion's cost. Costs in another currency than the completion's model cannot be added:
+ * they are left out (an agent's models are priced in one currency).
+ */
+export class EmbeddingSpend {
+  cost = 0;
+  constructor(private readonly currency: string | null) {}
+
+  add(e: Pick<Embedded, 'cost' | 'currency'>): void {
+    if (e.currency === null || this.currency === null || e.currency === this.currency) this.cost = Math.round((this.cost + e.cost) * 1e6) / 1e6;
+  }
 }
 
 /** The embedder of a model object id, or why there is none (a sentence for a 400 or a run error). */
@@ -32,7 +55,7 @@ export async function embedderFor(s: Services, modelObjectId: string, dimensions
         vectors.push(...answer.vectors);
         promptTokens += answer.promptTokens;
       }
-      return { vectors, promptTokens };
+      return { vectors, promptTokens, cost: costOf(model, promptTokens, 0), currency: pricesOf(model).currency };
     },
   };
 }

@@ -8,7 +8,7 @@ import { validationError } from '../errors.js';
 import type { AgentDoc } from '../providers/types/agent.js';
 import { dataPipelines, tools as toolKind, type ToolDoc } from '../providers/types/catalog.js';
 import type { Services } from '../services.js';
-import { embedderFor, type Embedder } from './embedder.js';
+import { embedderFor, type Embedder, type EmbeddingSpend } from './embedder.js';
 import type { Clause, SearchHit } from './vector-index.js';
 
 /** What a caller's search is limited to: the request's filter, and the groups the caller reads as. */
@@ -33,12 +33,17 @@ export class PromptEmbeddings {
     /** The text embedded: the prompt (or the model's search query). Hybrid searches match its words too. */
     readonly prompt: string,
     private readonly signal?: AbortSignal,
+    /** Where the embeddings' cost is added up, for the completion that asked. */
+    private readonly spend?: EmbeddingSpend,
   ) {}
 
   of(embedder: Embedder): Promise<number[]> {
     let vector = this.vectors.get(embedder.version);
     if (!vector) {
-      vector = embedder.embed([this.prompt], this.signal).then((r) => r.vectors[0] ?? []);
+      vector = embedder.embed([this.prompt], this.signal).then((r) => {
+        this.spend?.add(r);
+        return r.vectors[0] ?? [];
+      });
       this.vectors.set(embedder.version, vector);
     }
     return vector;

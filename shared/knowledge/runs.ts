@@ -25,6 +25,7 @@ import { groupsOf, type IndexedEntry } from './vector-index.js';
 export type RunDoc = DataPipelineRunDoc;
 export type RunStatus = RunDoc['status'];
 export type RunCounts = RunDoc['counts'];
+type RunUsage = NonNullable<RunDoc['usage']>;
 export type RunError = RunDoc['errors'][number];
 
 /** Documents read, extracted and embedded at once within one run. */
@@ -117,10 +118,10 @@ export async function runPipeline({ run: id }: RunMessage, delivery: QueueDelive
   const run = await update(s, id, (r) => (ended(r) ? undefined : { status: 'InProgress', started_on: r.started_on ?? new Date().toISOString() }));
   if (!run || ended(run)) return;
   try {
-    const { counts, errors, cut, index, delta } = await execute(s, run, delivery.signal);
+    const { counts, errors, cut, index, delta, usage } = await execute(s, run, delivery.signal);
     // Cached answers may quote what changed: the agents searching the index answer afresh.
     if (counts.added + counts.updated + counts.removed > 0) await forgetAnswersFrom(s, index);
-    await update(s, id, () => ({ status: cut ? 'Failed' : 'Completed', completed_on: new Date().toISOString(), counts, errors, reading: undefined, ...(delta && !cut ? { delta } : {}) }));
+    await update(s, id, () => ({ status: cut ? 'Failed' : 'Completed', completed_on: new Date().toISOString(), counts, usage, errors, reading: undefined, ...(delta && !cut ? { delta } : {}) }));
   } catch (e) {
     if (delivery.signal?.aborted) {
       // Stopped on purpose (shutdown): what was being read did not crash anything.
@@ -164,7 +165,7 @@ async function lastDelta(s: Services, pipelineId: string): Promise<RunDoc['delta
   return items[0]?.delta;
 }
 
-async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined): Promise<{ counts: RunCounts; errors: RunError[]; cut: boolean; index: string; delta?: RunDoc['delta'] }> {
+async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined): Promise<{ counts: RunCounts; usage: RunUsage; errors: RunError[]; cut: boolean; index: string; delta?: RunDoc['delta'] }> {
   const { documentTimeoutMs, runTimeoutMs } = s.config.knowledge;
   // The run's deadline counts from its first delivery: a redelivery does not extend it.
   const runLeftMs = Date.parse(run.started_on ?? new Date().toISOString()) + runTimeoutMs - Date.now();
@@ -207,6 +208,7 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
   }
 
   const counts = emptyCounts();
+  const usage: RunUsage = { embedding_tokens: 0, cost: 0, currency: null };
   const errors: RunError[] = [];
   const seen = new Set<string>();
   const signalOrNever = signal ?? new AbortController().signal;
@@ -245,7 +247,11 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
       if (all.length === 0) throw new ExtractionError('the document has no text');
       const parts = plan.shields.length > 0 ? await shielded(s, plan.shields, all, doc.source, errors, docSignal) : all;
       if (parts.length === 0) throw new ExtractionError('every partition of the document was blocked by shielding');
-      const { vectors } = await embedder.embed(parts, docSignal);
+      const embedded = await embedder.embed(parts, docSignal);
+      const { vectors } = embedded;
+      usage.embedding_tokens += embedded.promptTokens;
+      usage.cost = Math.round((usage.cost + embedded.cost) * 1e6) / 1e6;
+      usage.currency = embedded.currency;
       await s.vectors.replaceDocument(
         index,
         { source: doc.source, file_name: doc.file_name, title, origin: pipeline.object_id, hash, allowed_groups: groups },
@@ -280,7 +286,7 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
   await Promise.all(Array.from({ length: Math.min(DOCUMENT_CONCURRENCY, documents.length) }, worker));
 
   // A run cut by its deadline has not seen every document: nothing is removed on its word.
-  if (runDeadline.aborted) return { counts, errors, cut: true, index };
+  if (runDeadline.aborted) return { counts, usage, errors, cut: true, index };
   // Documents this pipeline indexed that the source no longer has (or that answered 404): of an event's run,
   // only those it named; of an incremental listing, those reported deleted.
   for (const sourceName of deleted ?? indexed.keys()) {
@@ -288,7 +294,7 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
     await s.vectors.removeDocument(index, sourceName);
     counts.removed++;
   }
-  return { counts, errors, cut: false, index, ...(delta ? { delta } : {}) };
+  return { counts, usage, errors, cut: false, index, ...(delta ? { delta } : {}) };
 }
 
 /** The partitions the shielding plugins allow (ShieldStage); each blocked one is named in the run's errors. */

@@ -9,7 +9,7 @@ import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import WebSocket, { WebSocketServer, type RawData } from 'ws';
 import type { Principal } from '../auth/principal.js';
-import { recordUsage, costOf, usageRecord, type UsageDoc } from '../completions/usage.js';
+import { recordUsage, costOf, pricesOf, usageRecord, type UsageDoc } from '../completions/usage.js';
 import { DomainError } from '../errors.js';
 import { statusOf } from '../http/envelopes.js';
 import { guardedLookup, type Resolve } from '../net/outbound.js';
@@ -278,17 +278,22 @@ async function observe(
       const input = typeof usage?.input_tokens === 'number' ? usage.input_tokens : 0;
       const output = typeof usage?.output_tokens === 'number' ? usage.output_tokens : 0;
       const id = typeof event.response?.id === 'string' ? event.response.id : randomUUID();
+      const cost = costOf(call.model, input, output);
+      const { currency } = pricesOf(call.model);
       await Promise.all([
         recordUsage(s.store.container<UsageDoc>('usage'), {
           ...usageRecord(principal, `realtime-${call.realtime.id}-${id}`, call.realtime.session_id, call.agent.name, call.model.deployment_name, now, started),
           protocol: 'realtime',
+          ...(call.agent.cost_center ? { cost_center: call.agent.cost_center } : {}),
+          ...(currency ? { currency } : {}),
           prompt_tokens: input,
           completion_tokens: output,
           total_tokens: input + output,
-          cost: costOf(call.model, input, output),
+          cost,
           status: 'Completed',
         }),
         s.quotas.recordTokens(principal, call.agent.name, input + output),
+        s.budgets.charge(principal, call.agent, currency, cost),
       ]);
       return;
     }

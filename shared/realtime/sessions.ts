@@ -5,6 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { ownerKey, type Principal } from '../auth/principal.js';
 import { conflict, notFound, validationError } from '../errors.js';
+import { pricesOf } from '../completions/usage.js';
 import { modelWithEndpoint } from '../models/model-endpoint.js';
 import type { EndpointView } from '../models/endpoint.js';
 import { agentForUse } from '../providers/agent-access.js';
@@ -62,11 +63,14 @@ async function speechOf(s: Services, agent: AgentDoc): Promise<Omit<Call, 'realt
 /** Opens a realtime session (and a conversation session when none is named); the relay's address in the answer. */
 export async function createRealtimeSession(s: Services, principal: Principal, body: z.output<typeof RealtimeSessionRequest>, relayBase: string) {
   const agent = await agentForUse(s, principal, body.agent_name);
-  const { settings } = await speechOf(s, agent);
-  // A call is admitted like a completion: it counts against the agent's quotas (429 when one is spent).
-  // Its tokens are counted per response as the call goes, so nothing is held for it meanwhile.
-  const { headers, reservation } = await s.quotas.enforce(principal, agent.name);
+  const { settings, model } = await speechOf(s, agent);
+  // A call is admitted like a completion: refused when a budget in its model's currency is spent, and counted
+  // against the agent's quotas (429 when one is spent). Its tokens and cost are counted per response as the
+  // call goes, so nothing is held for it meanwhile.
+  const budget = await s.budgets.check(principal, agent, () => Promise.resolve(pricesOf(model).currency));
+  const { headers: limits, reservation } = await s.quotas.enforce(principal, agent.name);
   await s.quotas.release(reservation);
+  const headers = { ...limits, ...budget };
   const session = body.session_id ? await s.conversations.get(principal.upn, body.session_id) : await s.conversations.create(principal.upn, `Call with ${agent.display_name ?? agent.name}`);
   const now = Date.now();
   const doc: RealtimeSessionDoc = {

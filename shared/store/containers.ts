@@ -50,7 +50,25 @@ export const CONTAINERS = {
   /** Token usage records, one per completion; pk = UPN. */
   usage: define('usage', {
     indexes: [['agent_name', 'timestamp']],
-    aggregateFields: ['timestamp', 'agent_name', 'upn', 'model_deployment_name', 'session_id', 'operation_id', 'status', 'total_tokens', 'duration_ms', 'cost'],
+    aggregateFields: [
+      'timestamp',
+      'agent_name',
+      'upn',
+      'model_deployment_name',
+      'session_id',
+      'operation_id',
+      'status',
+      'total_tokens',
+      'duration_ms',
+      'cost',
+      // Charge-back: cost per cost center, currency and day, tokens by direction, spend per access token.
+      'day',
+      'cost_center',
+      'currency',
+      'prompt_tokens',
+      'completion_tokens',
+      'user_id',
+    ],
   }),
   /** Uploaded file records (the bytes live in Blob storage); pk = owner UPN. */
   files: define('files', { indexes: [['agent_name', 'created_on']] }),

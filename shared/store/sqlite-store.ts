@@ -127,12 +127,18 @@ class SqliteContainer<T extends Doc> implements Container<T> {
     }
   }
 
-  /** Creates the facts table and its covering index; fills it from the documents when it is new. */
+  /**
+   * Creates the facts table and its covering index; fills it from the documents when it is new. Its columns
+   * are named after the fields, so a file written with other aggregate fields has its table rebuilt.
+   */
   private createFacts(fields: readonly string[]) {
     const table = `facts_${this.def.name}`;
-    const columns = new Map(fields.map((f, i) => [f, `c${i}`]));
+    const columns = new Map(fields.map((f) => [f, `"f:${f.replace(/"/g, '')}"`]));
     const names = [...columns.values()];
-    const isNew = this.db.prepare(`SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?`).get(table) === undefined;
+    const existing = (this.db.prepare(`SELECT name FROM pragma_table_info(?)`).all(table) as { name: string }[]).map((c) => `"${c.name}"`);
+    const wanted = ['"pk"', '"id"', '"expires_at"', ...names];
+    const isNew = existing.length !== wanted.length || existing.some((c, i) => c !== wanted[i]);
+    if (isNew) this.db.exec(`DROP TABLE IF EXISTS "${table}"`);
     this.db.exec(`CREATE TABLE IF NOT EXISTS "${table}" (pk TEXT NOT NULL, id TEXT NOT NULL, expires_at INTEGER, ${names.join(', ')}, PRIMARY KEY (pk, id)) WITHOUT ROWID`);
     this.db.exec(`CREATE INDEX IF NOT EXISTS "ix_${table}" ON "${table}" (${names.join(', ')}, expires_at)`);
     // The index on expressions that the facts table replaces, in files written by earlier versions.

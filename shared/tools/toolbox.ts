@@ -4,6 +4,7 @@
 import { createHash } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Principal } from '../auth/principal.js';
+import type { EmbeddingSpend } from '../knowledge/embedder.js';
 import { aboveMinimum, citationOf, knowledgeTool, PromptEmbeddings, searchIndex, type Citation, type KnowledgeScope } from '../knowledge/retrieval.js';
 import type { ToolDefinition } from '../models/wire.js';
 import type { AgentDoc } from '../providers/types/agent.js';
@@ -42,6 +43,8 @@ export interface ToolContext {
   attachments: readonly FileDoc[];
   /** The caller's knowledge scope: the request's filter and the groups they read as. */
   scope: KnowledgeScope;
+  /** Where the searches' embeddings add their cost, for the completion. */
+  spend?: EmbeddingSpend;
 }
 
 export async function toolboxFor(s: Services, context: ToolContext, agent: AgentDoc, tools: readonly ToolDoc[]): Promise<Toolbox> {
@@ -70,7 +73,7 @@ export async function toolboxFor(s: Services, context: ToolContext, agent: Agent
         },
         async run(args, signal) {
           if (typeof args.query !== 'string' || args.query.trim() === '') return { text: 'query must be a non-empty string', isError: true };
-          const hits = aboveMinimum(knowledge, await searchIndex(s, agent, index, new PromptEmbeddings(args.query, signal), scope, topN, knowledge.searchMode));
+          const hits = aboveMinimum(knowledge, await searchIndex(s, agent, index, new PromptEmbeddings(args.query, signal, context.spend), scope, topN, knowledge.searchMode));
           citations.push(...hits.map(citationOf));
           return { text: JSON.stringify(hits.map((h) => ({ title: h.title, source: h.source, text: h.text }))), isError: false };
         },

@@ -200,6 +200,10 @@ export const dataPipelineRuns = {
     started_on: z.string().nullable(),
     completed_on: z.string().nullable(),
     counts: RunCountsSchema,
+    usage: z
+      .object({ embedding_tokens: z.number().int(), cost: z.number(), currency: z.string().nullable() })
+      .optional()
+      .describe("Set by the service when the run ends: the tokens its embeddings took and what they cost at the embedding model's prices"),
     errors: z.array(z.object({ source: z.string(), message: z.string() })),
     reading: z.array(z.string()).optional().describe('Set by the service: the documents being read (a redelivered run skips them)'),
     documents: z.array(z.string()).max(1000).optional().describe('Set by the service: the only documents an event-triggered run reads (or removes, when the source no longer has them)'),

@@ -8,7 +8,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../../../scripts/azurite.js';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
-import { LOCAL_DEFAULT_USER, loadLocalKey, mintLocalToken } from '../../../shared/auth/local-idp.js';
+import { LOCAL_DEFAULT_USER, loadLocalKey, mintLocalToken, oidForUpn } from '../../../shared/auth/local-idp.js';
+import { ROLE_IDS, roleDefinitionPath } from '../../../shared/auth/roles.js';
 import type { UsageDoc } from '../../../shared/completions/usage.js';
 import { openCosmosStore } from '../../../shared/store/cosmos-store.js';
 import { grantReader, seedAgent } from '../../support/agents.js';
@@ -35,6 +36,7 @@ describe('budgets', () => {
     app = await startTestApp({ MODEL_MAX_RETRIES: '0' });
     await seedAgent(app, 'priced', { llmUrl: llm.url, pricing: PRICING, costCenter: 'sales' });
     await seedAgent(app, 'other', { llmUrl: llm.url, pricing: PRICING });
+    await seedAgent(app, 'dollar', { llmUrl: llm.url, pricing: { ...PRICING, currency: 'USD' } });
     await grantReader(app, 'second@example.com', 'priced');
   });
   afterAll(async () => {
@@ -107,8 +109,19 @@ describe('budgets', () => {
       { budgets: [budget('sales', 25, { scope: 'cost_center', cost_center: 'sales' })], spend: () => complete('priced', 'a'), refused: async () => (await complete('priced', 'b')).status, free: async () => (await complete('other', 'c')).status },
       // Each access token: a user of the same agent is free.
       { budgets: [budget('token', 25, { scope: 'access_token', agent_name: 'other' })], spend: () => withToken('a'), refused: async () => (await withToken('b')).status, free: async () => (await complete('other', 'c')).status },
-      // Another currency does not count: a model priced in EUR spends nothing of a USD budget.
-      { budgets: [budget('dollars', 1, { currency: 'USD' })], spend: () => complete('priced', 'a'), refused: () => Promise.resolve(429), free: async () => (await complete('priced', 'b')).status },
+      // Another currency does not count: a USD budget spent past its (lowered) limit refuses the agent priced
+      // in USD at admission, and not the one priced in EUR.
+      {
+        budgets: [budget('dollars', 25, { currency: 'USD' })],
+        spend: () => complete('dollar', 'a'),
+        refused: async () => {
+          await setBudgets(app, [budget('dollars', 1, { currency: 'USD' })]);
+          const r = await complete('dollar', 'b');
+          expect(r.body).toMatchObject({ error: { code: 'BudgetExceeded' } });
+          return r.status;
+        },
+        free: async () => (await complete('priced', 'c')).status,
+      },
     ];
     for (const c of cases) {
       expect((await setBudgets(app, c.budgets)).status).toBe(200);
@@ -117,6 +130,53 @@ describe('budgets', () => {
       expect(await c.free()).toBe(200);
     }
     await setBudgets(app, []);
+  });
+
+  it('reports each budget\'s standing and the cost behind it through analytics (104, 100, 101)', async () => {
+    const analyst = 'budget-analyst@example.com';
+    const assignment = randomUUID();
+    await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/${assignment}`, {
+      body: { name: assignment, principal_id: oidForUpn(analyst), principal_type: 'User', role_definition_id: roleDefinitionPath(ROLE_IDS.analyticsReader), scope: `/instances/${INSTANCE}` },
+    });
+    const report = async (request_type: number) => {
+      const r = await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Analytics/analytics/query?api-version=2024-02-16`, { body: { request_type }, as: analyst });
+      expect(r.status).toBe(200);
+      return (r.body as { resource: { data: unknown } }).resource.data;
+    };
+    const status = `status-${randomUUID().slice(0, 8)}`;
+    expect((await setBudgets(app, [budget(status, 1000), budget(`${status}-people`, 1000, { scope: 'user' })])).status).toBe(200);
+    try {
+      const costs: Record<string, number> = {};
+      for (const [as, prompt] of [[undefined, 'one'], [undefined, 'two'], ['second@example.com', 'three']] as const) {
+        const r = await complete('priced', prompt, as);
+        expect(r.status).toBe(200);
+        const who = as ?? 'owner@local.test';
+        costs[who] = (costs[who] ?? 0) + (r.body as { total_cost: number }).total_cost;
+      }
+      type Standing = { name: string; subjects: { subject: string | null; spent: number; reserved: number }[]; daily: { cost: number }[] };
+      const standing = async () => (await report(104)) as Standing[];
+      // Spend reaches the counters within a second of each call.
+      const deadline = Date.now() + 10_000;
+      let found = await standing();
+      while (found[0]?.subjects[0]?.spent !== costs['owner@local.test']! + costs['second@example.com']! && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 200));
+        found = await standing();
+      }
+      expect(found[0]?.subjects).toEqual([{ subject: null, spent: costs['owner@local.test']! + costs['second@example.com']!, reserved: expect.any(Number) as number, remaining: expect.any(Number) as number }]);
+      expect(found[1]?.subjects.map((x) => [x.subject, x.spent])).toEqual([
+        ['owner@local.test', costs['owner@local.test']],
+        ['second@example.com', costs['second@example.com']],
+      ].sort((a, b) => (b[1] as number) - (a[1] as number)));
+      // Today's spend in the instance budget (EUR) is what the cost reports count in EUR today.
+      const today = found[0]?.daily.at(-1)?.cost;
+      const byAgent = (await report(101)) as { totals: { currency: string | null }[]; items: { currency: string | null; daily: { cost: number }[] }[] };
+      expect(byAgent.totals.map((t) => t.currency)).toEqual(['EUR', 'USD']);
+      expect(today).toBeCloseTo(byAgent.items.filter((i) => i.currency === 'EUR').reduce((n, i) => n + (i.daily.at(-1)?.cost ?? 0), 0), 6);
+      const byCenter = (await report(100)) as { items: { name: string | null; total_cost: number }[] };
+      expect(byCenter.items.find((i) => i.name === 'sales')?.total_cost).toBeGreaterThanOrEqual(costs['owner@local.test']! + costs['second@example.com']!);
+    } finally {
+      await setBudgets(app, []);
+    }
   });
 
   it('refuses through the OpenAI API, MCP and A2A too', async () => {

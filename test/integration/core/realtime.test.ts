@@ -212,6 +212,32 @@ describe('realtime speech', () => {
     }
   });
 
+  it("prices a call in its model's currency for the agent's cost center, charges it to the budgets, and refuses the next when one is spent", async () => {
+    await post('Svc.AIModel/aiModels', 'priced-voice', { model_type: 'realtime', deployment_name: 'gpt-4o-realtime', api_endpoint_object_id: id('Svc.Configuration/apiEndpointConfigurations', 'voice-endpoint'), pricing: { input_per_million: 1_000_000, output_per_million: 1_000_000, currency: 'EUR' } });
+    await post('Svc.Agent/agents', 'billed', { workflow_object_id: id('Svc.Agent/workflows', 'voice-workflow'), cost_center: 'support', realtime_speech_settings: speech({ realtime_speech_ai_model_object_id: id('Svc.AIModel/aiModels', 'priced-voice') }) });
+    const key = 'Svc:Budgets';
+    await post('Svc.Configuration/appConfigurations', key, { key, value: JSON.stringify([{ name: 'calls', scope: 'cost_center', cost_center: 'support', limit: 1, currency: 'EUR', period: 'day' }]) });
+    try {
+      const { client, session_id } = await call('billed');
+      speak(client);
+      await client.next('response.done');
+      client.ws.close();
+      const usage = app.services.store.container<UsageDoc>('usage');
+      await expect.poll(async () => (await usage.query({ where: [{ field: 'session_id', op: 'eq', value: session_id }] })).items.length).toBe(1);
+      const [record] = (await usage.query({ where: [{ field: 'session_id', op: 'eq', value: session_id }] })).items;
+      expect(record).toMatchObject({ protocol: 'realtime', currency: 'EUR', cost_center: 'support', cost: record!.total_tokens });
+      const [budget] = await app.services.budgets.definitions();
+      expect((await app.services.budgets.standing(budget!)).subjects).toEqual([{ subject: null, spent: record!.cost, reserved: 0, remaining: 0 }]);
+      const refused = await open('billed');
+      expect(refused.status).toBe(429);
+      expect(refused.body).toMatchObject({ error: { code: 'BudgetExceeded' } });
+      // Another cost center's agent still calls.
+      expect((await open('talker')).status).toBe(201);
+    } finally {
+      await app.call('DELETE', `${app.management}${id('Svc.Configuration/appConfigurations', key)}`);
+    }
+  });
+
   it("ends the client's call with a reason when the model's socket fails mid-call", async () => {
     const { client } = await call('talker');
     await client.next('session.updated');

@@ -26,7 +26,8 @@ describe('knowledge from a Web source', () => {
     const files = await documentFiles();
     for (const name of NAMES) web.files.set(`/docs/${name}`, files[name]);
     web.files.set('/docs/broken.pdf', { bytes: CORRUPT_PDF, type: 'application/pdf' });
-    await seedKnowledgeAgent(app, llm, 'web-kb');
+    // One currency unit per token, in and out, for the chat and the embedding model: costs are token counts.
+    await seedKnowledgeAgent(app, llm, 'web-kb', { pricing: { input_per_million: 1_000_000, output_per_million: 1_000_000, currency: 'USD' } });
     await seedPipeline(app, 'web-kb', 'web-docs', { data_source_type: 'Web', urls: [`${web.url}/docs/`] }, [...NAMES, 'broken.pdf'].map(url), 'web-docs');
   });
   afterAll(async () => {
@@ -45,14 +46,21 @@ describe('knowledge from a Web source', () => {
     expect(Date.parse(run.completed_on ?? '')).toBeGreaterThanOrEqual(Date.parse(run.started_on ?? ''));
     // The embeddings went out in batches to the embeddings API, with the model's deployment name.
     expect(llm.embeddingRequests.every((r) => r.path === '/v1/embeddings' && r.body.model === 'text-embedding-3-small' && Array.isArray(r.body.input))).toBe(true);
+    // What the embeddings took and cost, at the embedding model's prices.
+    expect(run.usage?.embedding_tokens).toBeGreaterThan(0);
+    expect(run.usage).toEqual({ embedding_tokens: run.usage?.embedding_tokens, cost: run.usage?.embedding_tokens, currency: 'USD' });
     const listed = await app.call('GET', `${providers(app, 'Svc.DataPipeline')}/dataPipelineRuns`);
     expect((listed.body as { resource: { name: string } }[]).map((e) => e.resource.name)).toContain(run.name);
   });
 
   it.each(NAMES)('retrieves %s first for a prompt equal to its text, cites it and gives it to the model', async (name) => {
     const before = llm.requests.length;
+    const embedded = llm.embeddingRequests.length;
     const { status, body } = await complete(app, 'web-kb', TEXTS[name]);
     expect(status).toBe(200);
+    // The cost is the model call's tokens and the prompt's embedding tokens (the mock's usage for them).
+    expect(llm.embeddingRequests.length).toBe(embedded + 1);
+    expect(body.total_cost).toBe(body.total_tokens + TEXTS[name].split(/\s+/).filter(Boolean).length);
     const [first] = body.citations;
     expect(first).toMatchObject({ source: url(name), title: TITLES[name] });
     expect(first?.text.replace(/\s+/g, ' ')).toContain(TEXTS[name].split(' ').slice(0, 5).join(' '));

@@ -29,6 +29,8 @@ export async function seedKnowledgeAgent(app: ApiClient, llm: MockLlm, agent: st
     model_type: 'embedding',
     deployment_name: 'text-embedding-3-small',
     api_endpoint_object_id: objectId('Svc.Configuration', 'apiEndpointConfigurations', `${agent}-endpoint`),
+    // The chat model's prices go for its embedding model too (input only).
+    ...(options.pricing ? { pricing: options.pricing } : {}),
   });
   return objectId('Svc.AIModel', 'aiModels', `${agent}-embedding`);
 }
@@ -52,6 +54,7 @@ export interface Run {
   name: string;
   status: string;
   counts: { documents: number; partitions: number; failed_documents: number; added: number; updated: number; unchanged: number; removed: number };
+  usage?: { embedding_tokens: number; cost: number; currency: string | null };
   errors: { source: string; message: string }[];
   started_on: string | null;
   completed_on: string | null;
@@ -81,6 +84,7 @@ export interface Answer {
   citations: Citation[];
   analysis_results: { type: string; similarity?: number }[];
   total_cost: number;
+  total_tokens: number;
 }
 
 export async function complete(app: ApiClient, agent: string, prompt: string, extra: Record<string, unknown> = {}, as?: string): Promise<{ status: number; body: Answer }> {

@@ -2,7 +2,7 @@
 // request type, with UTC day boundaries, an empty day, the agent filter and crafted abuse patterns.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { REQUEST_TYPES } from '../../../shared/analytics/request.js';
+import { REQUEST_TYPE_NUMBERS } from '../../../shared/analytics/request.js';
 import { ANALYTICS_DATA } from '../../../shared/analytics/schemas.js';
 import { oidForUpn } from '../../../shared/auth/local-idp.js';
 import { ROLE_IDS, roleDefinitionPath } from '../../../shared/auth/roles.js';
@@ -57,6 +57,26 @@ const usageDoc = (upn: string, agent: string, deployment: string, tokens: number
   return { id, pk: upn, operation_id: id, session_id: session, upn, user_id: upn, agent_name: agent, model_deployment_name: deployment, prompt_tokens: tokens, completion_tokens: 0, total_tokens: tokens, cost: 0, timestamp: at, day: at.slice(0, 10), duration_ms: duration, status };
 };
 
+// Charge-back in May: [upn, agent, deployment, prompt tokens, completion tokens, cost, currency, cost center, time].
+// The aat_ user is an agent access token's identity.
+const MAY = { start_date: '2026-05-01T00:00:00Z', end_date: '2026-05-03T23:59:59Z' };
+const COSTS: [string, string, string, number, number, number, string | null, string | null, string][] = [
+  ['alice@x.com', 'A', 'gpt-a', 100, 50, 0.25, 'USD', 'sales', '2026-05-01T10:00:00.000Z'],
+  ['alice@x.com', 'A', 'gpt-a', 200, 100, 0.5, 'USD', 'sales', '2026-05-02T10:00:00.000Z'],
+  ['bob@x.com', 'B', 'gpt-b', 10, 10, 0.1, 'EUR', 'support', '2026-05-02T11:00:00.000Z'],
+  ['bob@x.com', 'A', 'gpt-a', 40, 20, 0.1, 'USD', 'sales', '2026-05-03T09:00:00.000Z'],
+  ['aat_a_k1@tokens.local', 'A', 'gpt-a', 30, 20, 0.05, 'USD', 'sales', '2026-05-03T10:00:00.000Z'],
+  ['dave@x.com', 'C', '', 30, 0, 0.03, null, null, '2026-05-01T12:00:00.000Z'],
+];
+const costDoc = ([upn, agent, deployment, prompt, completion, cost, currency, costCenter, at]: (typeof COSTS)[number]): UsageDoc => ({
+  ...usageDoc(upn, agent, deployment, prompt + completion, null, at, 100, 'Completed'),
+  prompt_tokens: prompt,
+  completion_tokens: completion,
+  cost,
+  ...(currency ? { currency } : {}),
+  ...(costCenter ? { cost_center: costCenter } : {}),
+});
+
 /** Abuse patterns in April: each user trips the indicators its name says. */
 function abuseRecords(): UsageDoc[] {
   const at = (base: string, plusMs: number) => new Date(Date.parse(base) + plusMs).toISOString();
@@ -87,7 +107,7 @@ describe('analytics', () => {
     expect(body.is_success).toBe(true);
     expect(body.resource.request_type).toBe(request_type);
     // The documented shape of the type (the OpenAPI document's), exactly.
-    const shape = ANALYTICS_DATA[REQUEST_TYPES[request_type]!].safeParse(body.resource.data);
+    const shape = ANALYTICS_DATA[REQUEST_TYPE_NUMBERS.get(request_type)!].safeParse(body.resource.data);
     expect(shape.error?.issues ?? []).toEqual([]);
     return body.resource.data;
   };
@@ -108,6 +128,7 @@ describe('analytics', () => {
     const usage = app.services.store.container<UsageDoc>('usage');
     for (const u of USAGE) await usage.create(usageDoc(...u));
     for (const u of abuseRecords()) await usage.create(u);
+    for (const c of COSTS) await usage.create(costDoc(c));
     const files = app.services.store.container<FileDoc>('files');
     for (const [upn, agent, size, type, session, at] of FILES) {
       const id = randomUUID();
@@ -126,26 +147,29 @@ describe('analytics', () => {
       expect((await query({ request_type: 0 }, ANALYST, '')).status).toBe(400);
       expect((await query({ request_type: 0 }, ANALYST, '2023-01-01')).status).toBe(400);
       expect((await query({ request_type: 18 })).status).toBe(400);
+      expect((await query({ request_type: 99 })).status).toBe(400);
+      expect((await query({ request_type: 105 })).status).toBe(400);
       expect((await query({})).status).toBe(400);
       for (const type of [2, 3, 4]) expect((await query({ request_type: type })).body).toMatchObject({ error: { code: 'BadRequest', message: expect.stringContaining('agent_name') as string } });
       for (const type of [8, 9, 13, 14]) expect((await query({ request_type: type })).body).toMatchObject({ error: { message: expect.stringContaining('username') as string } });
     });
 
     it('never returns message content', async () => {
-      for (let type = 0; type <= 17; type++) {
+      for (const [type, name] of REQUEST_TYPE_NUMBERS) {
         const r = await query({ request_type: type, filters: { ...MARCH, agent_name: 'A', username: 'bob@x.com' }, options: { include_abuse_detection: true } });
         expect(r.status).toBe(200);
         expect(JSON.stringify(r.body)).not.toContain('secret words');
-        const shape = ANALYTICS_DATA[REQUEST_TYPES[type]!].safeParse((r.body as { resource: { data: unknown } }).resource.data);
-        expect(shape.error?.issues ?? [], REQUEST_TYPES[type]).toEqual([]);
+        const shape = ANALYTICS_DATA[name].safeParse((r.body as { resource: { data: unknown } }).resource.data);
+        expect(shape.error?.issues ?? [], name).toEqual([]);
       }
     });
   });
 
-  it('0 Overview: sessions with activity, tokens, users and agents; and for one agent', async () => {
-    // Sessions with messages in March: s1, s2, s3. Tokens: 100+300+200+50+150+0+70. Users: alice, bob. Agents: A, B.
-    expect(await data(0)).toEqual({ total_conversations: 3, total_tokens: 870, active_users: 2, total_agents: 2, avg_response_time_ms: 0, total_tools: 0, total_models: 0 });
-    // Agent A: responses in s1 and s3, by alice and bob; tokens 100+300+50+0.
+  it('0 Overview: conversations, tokens, users, agents, models and time of the completions; and for one agent', async () => {
+    // Sessions of March's completions: s1, s2, s3. Tokens: 100+300+200+50+150+0+70. Users: alice, bob, dave.
+    // Agents: A, B, C. Models: gpt-a, gpt-b, none, gpt-c. Durations: 8,800 ms over 7 completions.
+    expect(await data(0)).toEqual({ total_conversations: 3, total_tokens: 870, active_users: 3, total_agents: 3, avg_response_time_ms: 1257.143, total_tools: 0, total_models: 4 });
+    // Agent A: completions in s1 and s3 (and one without a session), by alice and bob; tokens 100+300+50+0.
     expect(await data(0, { ...MARCH, agent_name: 'A' })).toMatchObject({ total_conversations: 2, total_tokens: 450, active_users: 2, total_agents: 1 });
     expect(await data(0, { ...MARCH, agent_name: 'nobody' })).toMatchObject({ total_conversations: 0, total_tokens: 0, total_agents: 0 });
   });
@@ -156,7 +180,8 @@ describe('analytics', () => {
     // A: durations 1000+3000+500+100 over 4 operations, 1 failed; 3 files and 3 user messages over 2 conversations.
     expect(all[0]).toEqual({ agent_name: 'A', unique_users: 2, total_conversations: 2, total_tokens: 450, avg_tokens_per_session: 225, avg_tools_used: 0, avg_response_time_ms: 1150, p95_response_time_ms: null, error_rate: 0.25, most_used_tools: [], avg_files_per_conversation: 1.5, avg_rounds_per_conversation: 1.5 });
     expect(all[1]).toMatchObject({ agent_name: 'B', unique_users: 2, total_conversations: 2, total_tokens: 350, avg_tokens_per_session: 175, avg_response_time_ms: 1750, error_rate: 0, avg_files_per_conversation: 0.5, avg_rounds_per_conversation: 1 });
-    expect(all[2]).toMatchObject({ agent_name: 'C', unique_users: 0, total_conversations: 0, total_tokens: 70, avg_tokens_per_session: 0, avg_response_time_ms: 700 });
+    // C ran only without a session: one user, no conversation.
+    expect(all[2]).toMatchObject({ agent_name: 'C', unique_users: 1, total_conversations: 0, total_tokens: 70, avg_tokens_per_session: 0, avg_response_time_ms: 700 });
     expect(await data(2, { ...MARCH, agent_name: 'A' })).toEqual(all[0]);
     expect(await data(2, { ...MARCH, agent_name: 'Z' })).toMatchObject({ agent_name: 'Z', total_tokens: 0 });
   });
@@ -189,11 +214,12 @@ describe('analytics', () => {
   });
 
   it('7 TopUsers: by requests (default), tokens or sessions, with abuse detection on request', async () => {
+    // Requests are completions (bob's failed one too); the last activity is the latest completion.
     const top = (await data(7)) as Record<string, unknown>[];
     expect(top.map((u) => [u.username, u.total_requests, u.total_tokens, u.active_sessions, u.last_activity])).toEqual([
-      ['alice@x.com', 3, 600, 2, '2026-03-02T10:00:00.000Z'],
-      ['bob@x.com', 2, 200, 1, '2026-03-01T23:00:00.000Z'],
-      ['dave@x.com', 0, 70, 0, null],
+      ['alice@x.com', 3, 600, 2, '2026-03-02T00:00:01.000Z'],
+      ['bob@x.com', 3, 200, 1, '2026-03-03T09:00:00.000Z'],
+      ['dave@x.com', 1, 70, 0, '2026-03-03T10:00:00.000Z'],
     ]);
     expect(top[1]).toMatchObject({ upn: 'bob@x.com', error_rate: 0.333, agents_used: 2, avg_response_time_ms: 700 });
     expect(top[0]).not.toHaveProperty('abuse_risk_score');
@@ -205,10 +231,10 @@ describe('analytics', () => {
   });
 
   it('8 UserSummary and 9 UserActivityTimeline', async () => {
-    // bob: 2 requests, 4 messages in 1 session on 2 days; durations 500+1500+100 over 3 operations, 1 failed.
+    // bob: 3 completions (1 failed) on 2 days, 4 messages in 1 session; durations 500+1500+100.
     expect(await data(8, { ...MARCH, username: 'bob@x.com' })).toEqual({
       username: 'bob@x.com',
-      total_requests: 2,
+      total_requests: 3,
       total_tokens: 200,
       total_sessions: 1,
       active_days: 2,
@@ -241,16 +267,17 @@ describe('analytics', () => {
       { date: '2026-03-03', agent_counts: { A: 0 } },
       { date: '2026-03-04', agent_counts: { A: 0 } },
     ]);
+    // Users of each agent: who made a completion that day (bob's failed one to A on the 3rd too; dave's to C).
     expect(await data(11)).toEqual([
-      { date: '2026-03-01', agent_counts: { A: 1, B: 0 } },
-      { date: '2026-03-02', agent_counts: { A: 1, B: 1 } },
-      { date: '2026-03-03', agent_counts: { A: 0, B: 1 } },
-      { date: '2026-03-04', agent_counts: { A: 0, B: 0 } },
+      { date: '2026-03-01', agent_counts: { A: 1, B: 0, C: 0 } },
+      { date: '2026-03-02', agent_counts: { A: 1, B: 1, C: 0 } },
+      { date: '2026-03-03', agent_counts: { A: 1, B: 1, C: 1 } },
+      { date: '2026-03-04', agent_counts: { A: 0, B: 0, C: 0 } },
     ]);
     expect(await data(16)).toEqual([
       { date: '2026-03-01', count: 1 },
       { date: '2026-03-02', count: 2 },
-      { date: '2026-03-03', count: 1 },
+      { date: '2026-03-03', count: 2 },
       { date: '2026-03-04', count: 0 },
     ]);
   });
@@ -286,6 +313,130 @@ describe('analytics', () => {
         { model_deployment_name: 'gpt-c', total_tokens: 70, agent_count: 1 },
       ],
     });
+  });
+
+  describe('charge-back (100 to 104)', () => {
+    type CostReport = { group_by: string; totals: Record<string, unknown>[]; items: { name: string | null; currency: string | null; total_cost: number; total_tokens: number; requests: number; daily: { date: string; cost: number }[] }[] };
+    const cost = async (type: number, filters: Record<string, unknown> = MAY) => (await data(type, filters)) as CostReport;
+
+    it('100 CostByCostCenter: per cost center and currency, most costly first, with daily series and totals per currency', async () => {
+      const r = await cost(100);
+      expect(r.group_by).toBe('cost_center');
+      // sales: 0.25 + 0.5 + 0.1 + 0.05 in USD; support: bob's EUR call; none: dave's call of a model without a currency.
+      expect(r.items.map((i) => [i.name, i.currency, i.total_cost, i.total_tokens, i.requests])).toEqual([
+        ['sales', 'USD', 0.9, 560, 4],
+        ['support', 'EUR', 0.1, 20, 1],
+        [null, null, 0.03, 30, 1],
+      ]);
+      expect(r.items[0]?.daily).toEqual([
+        { date: '2026-05-01', cost: 0.25, total_tokens: 150, requests: 1 },
+        { date: '2026-05-02', cost: 0.5, total_tokens: 300, requests: 1 },
+        { date: '2026-05-03', cost: 0.15, total_tokens: 110, requests: 2 },
+      ]);
+      expect(r.totals).toEqual([
+        { currency: 'EUR', total_cost: 0.1, prompt_tokens: 10, completion_tokens: 10, total_tokens: 20, requests: 1 },
+        { currency: 'USD', total_cost: 0.9, prompt_tokens: 370, completion_tokens: 190, total_tokens: 560, requests: 4 },
+        { currency: null, total_cost: 0.03, prompt_tokens: 30, completion_tokens: 0, total_tokens: 30, requests: 1 },
+      ]);
+    });
+
+    it('101 CostByAgent, 102 CostByUser and 103 CostByModel group the same records', async () => {
+      expect((await cost(101)).items.map((i) => [i.name, i.currency, i.total_cost])).toEqual([
+        ['A', 'USD', 0.9],
+        ['B', 'EUR', 0.1],
+        ['C', null, 0.03],
+      ]);
+      expect((await cost(102)).items.map((i) => [i.name, i.total_cost])).toEqual([
+        ['alice@x.com', 0.75],
+        ['bob@x.com', 0.1],
+        ['bob@x.com', 0.1],
+        ['aat_a_k1@tokens.local', 0.05],
+        ['dave@x.com', 0.03],
+      ]);
+      // top_count keeps the first users; the totals still cover everyone.
+      const top = await cost(102, { ...MAY, top_count: 1 });
+      expect(top.items.map((i) => i.name)).toEqual(['alice@x.com']);
+      expect(top.totals).toEqual((await cost(101)).totals);
+      expect((await cost(103)).items.map((i) => [i.name, i.total_cost])).toEqual([
+        ['gpt-a', 0.9],
+        ['gpt-b', 0.1],
+        ['Unknown', 0.03],
+      ]);
+      // Narrowed to one agent or one user.
+      expect((await cost(100, { ...MAY, agent_name: 'B' })).items.map((i) => i.name)).toEqual(['support']);
+      expect((await cost(101, { ...MAY, username: 'bob@x.com' })).items.map((i) => [i.name, i.total_cost])).toEqual([
+        ['A', 0.1],
+        ['B', 0.1],
+      ]);
+    });
+
+    it('104 BudgetStatus: each budget with its current standing and its daily spend in scope', async () => {
+      const key = 'Svc:Budgets';
+      const budgets = [
+        { name: 'all-usd', scope: 'instance', limit: 100, currency: 'USD', period: 'month' },
+        { name: 'people', scope: 'user', limit: 5, currency: 'USD', period: 'day' },
+        { name: 'keys', scope: 'access_token', limit: 5, currency: 'USD', period: 'week' },
+        { name: 'support-eur', scope: 'cost_center', cost_center: 'support', limit: 10, currency: 'EUR', period: 'day' },
+      ];
+      await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${key}`, { body: { name: key, key, value: JSON.stringify(budgets) } });
+      try {
+        const status = (await data(104, MAY)) as { name: string; subjects: unknown[]; daily: { date: string; cost: number }[]; period_start: string }[];
+        expect(status.map((b) => b.name)).toEqual(['all-usd', 'people', 'keys', 'support-eur']);
+        const daily = (name: string) => status.find((b) => b.name === name)?.daily.map((d) => d.cost);
+        // USD and unpriced-currency costs count in a USD budget: dave's 0.03 on the 1st.
+        expect(daily('all-usd')).toEqual([0.28, 0.5, 0.15]);
+        // Users' calls only (not the token's); the token's only.
+        expect(daily('people')).toEqual([0.28, 0.5, 0.1]);
+        expect(daily('keys')).toEqual([0, 0, 0.05]);
+        expect(daily('support-eur')).toEqual([0, 0.1, 0]);
+        // Nothing was spent through admission in the current period: the whole scope stands at its limit, no user or token has spent.
+        expect(status[0]?.subjects).toEqual([{ subject: null, spent: 0, reserved: 0, remaining: 100 }]);
+        expect(status[1]?.subjects).toEqual([]);
+        expect(status[0]?.period_start).toBe(`${new Date().toISOString().slice(0, 7)}-01T00:00:00.000Z`);
+        // Only the budgets that apply to an agent.
+        expect(((await data(104, { ...MAY, agent_name: 'A' })) as { name: string }[]).map((b) => b.name)).toEqual(['all-usd', 'people', 'keys', 'support-eur']);
+      } finally {
+        await app.call('DELETE', `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${key}`);
+      }
+    });
+  });
+
+  it('the reports agree: one data set, every report, the figures they share equal', async () => {
+    for (const period of [MARCH, MAY]) {
+      const overview = (await data(0, period)) as Record<string, number>;
+      const agents = (await data(1, period)) as { agent_name: string; unique_users: number; total_conversations: number; total_tokens: number }[];
+      const models = (await data(6, period)) as { total_tokens: number }[];
+      const users = (await data(12, period)) as { username: string; total_conversations: number; operation_count: number; total_tokens: number }[];
+      const top = (await data(7, { ...period, top_count: 1000 })) as { username: string; total_requests: number; total_tokens: number; active_sessions: number }[];
+      const dashboard = (await data(17, period)) as { total_tokens: number; total_users: number; total_agents: number; total_models: number; agents: typeof agents; users: { username: string; total_tokens: number; total_conversations: number; operation_count: number }[] };
+      const active = (await data(16, period)) as { count: number }[];
+      const perAgentUsers = (await data(11, period)) as { agent_counts: Record<string, number> }[];
+      const costs = await Promise.all([100, 101, 102, 103].map((t) => data(t, { ...period, top_count: 1000 }) as Promise<{ items: { total_tokens: number; requests: number }[] }>));
+      const sum = (list: { total_tokens: number }[]) => list.reduce((n, x) => n + x.total_tokens, 0);
+
+      // Totals: the overview, the dashboard, and the sums of every per-agent, per-model, per-user and cost report.
+      for (const total of [dashboard.total_tokens, sum(agents), sum(models), sum(users), sum(top), ...costs.map((c) => sum(c.items))]) expect(total).toBe(overview.total_tokens);
+      expect([dashboard.total_agents, agents.length, costs[1]!.items.length]).toEqual([overview.total_agents, overview.total_agents, overview.total_agents]);
+      expect([dashboard.total_models, models.length]).toEqual([overview.total_models, overview.total_models]);
+      expect([dashboard.total_users, users.length, top.length]).toEqual([overview.active_users, overview.active_users, overview.active_users]);
+      expect(Math.max(...active.map((d) => d.count))).toBeLessThanOrEqual(overview.active_users!);
+      // Each agent: its summary, its row of the dashboard, its overview and its daily users agree.
+      for (const a of agents) {
+        const row = dashboard.agents.find((d) => d.agent_name === a.agent_name);
+        expect(row, a.agent_name).toEqual({ agent_name: a.agent_name, total_tokens: a.total_tokens, unique_users: a.unique_users, total_conversations: a.total_conversations });
+        expect(await data(2, { ...period, agent_name: a.agent_name })).toEqual(a);
+        expect(await data(0, { ...period, agent_name: a.agent_name })).toMatchObject({ total_tokens: a.total_tokens, active_users: a.unique_users, total_conversations: a.total_conversations, total_agents: 1 });
+        expect(Math.max(...perAgentUsers.map((d) => d.agent_counts[a.agent_name] ?? 0))).toBeLessThanOrEqual(a.unique_users);
+      }
+      // Each user: all users, top users, the dashboard and the user's summary agree.
+      for (const u of users) {
+        const t = top.find((x) => x.username === u.username);
+        const d = dashboard.users.find((x) => x.username === u.username);
+        expect([t?.total_requests, t?.total_tokens, t?.active_sessions], u.username).toEqual([u.operation_count, u.total_tokens, u.total_conversations]);
+        expect(d, u.username).toEqual({ username: u.username, total_tokens: u.total_tokens, total_conversations: u.total_conversations, operation_count: u.operation_count });
+        expect(await data(8, { ...period, username: u.username })).toMatchObject({ total_requests: u.operation_count, total_tokens: u.total_tokens, total_sessions: u.total_conversations });
+      }
+    }
   });
 
   describe('abuse detection (13, 14, 15)', () => {
