@@ -53,7 +53,8 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     web = await serveDocuments();
     web.files.set('/docs/penguins.txt', { bytes: Buffer.from(PENGUINS), type: 'text/plain' });
     app = await startTestApp({ ALLOW_PRIVATE_NETWORK: 'true', CORE_PORT: String(await freePort()), MANAGEMENT_PORT: String(await freePort()) });
-    await seedKnowledgeAgent(app, llm, 'guide');
+    // Priced (a currency unit per million tokens) and in a cost center: the cost view below charts its calls.
+    await seedKnowledgeAgent(app, llm, 'guide', { pricing: { input_per_million: 1, output_per_million: 1, currency: 'USD' }, costCenter: 'field-guides' });
     await seedPipeline(app, 'guide', 'animals', { data_source_type: 'Web', urls: [`${web.url}/docs/`] }, [`${web.url}/docs/penguins.txt`], 'animals');
     expect((await processPipeline(app, 'animals')).status).toBe('Completed');
     browser = await chromium.launch({ executablePath: BROWSER, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
@@ -582,6 +583,40 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     expect((await stored()).resource?.value).toBe('[]');
   });
 
+  it('defines budgets, showing the API\'s message for one it refuses, and the Core API holds them', async () => {
+    const stored = async () => (await app.call('GET', `${providers(app, 'Svc.Configuration')}/appConfigurations/Svc:Budgets`)).body as { resource?: { value: string } };
+    await page.goto(`${app.core}/portal/manage.html#appConfig`);
+    const form = page.getByRole('form', { name: 'Budgets' });
+    await form.getByText('No budgets: spend is not capped.').waitFor();
+    await form.getByRole('button', { name: 'Add budget' }).click();
+    const first = form.getByRole('group', { name: 'Budget 1' });
+    await first.getByLabel('Name').fill('guides-monthly');
+    await first.getByLabel('Caps').selectOption({ label: 'one cost center' });
+    await first.getByLabel('Cost center').fill('field-guides');
+    await first.getByLabel('Limit').fill('50');
+    await first.getByLabel('Currency').fill('usd');
+    // A currency that is not an ISO code: the API refuses the list, the form says why, nothing is stored.
+    await form.getByRole('button', { name: 'Add budget' }).click();
+    const second = form.getByRole('group', { name: 'Budget 2' });
+    await second.getByLabel('Name').fill('per-person');
+    await second.getByLabel('Caps').selectOption({ label: 'each user' });
+    await second.getByLabel('Agent').selectOption({ label: 'guide' });
+    await second.getByLabel('Per').selectOption({ label: 'day (UTC)' });
+    await second.getByLabel('Currency').fill('US');
+    await form.getByRole('button', { name: 'Save budgets' }).click();
+    await expect.poll(() => form.getByRole('alert').textContent()).toContain('currency');
+    expect((await stored()).resource).toBeUndefined();
+    await second.getByLabel('Currency').fill('USD');
+    await form.getByRole('button', { name: 'Save budgets' }).click();
+    await form.getByRole('status').waitFor();
+    expect(JSON.parse((await stored()).resource?.value ?? '[]')).toEqual([
+      { name: 'guides-monthly', scope: 'cost_center', cost_center: 'field-guides', limit: 50, currency: 'USD', period: 'month' },
+      { name: 'per-person', scope: 'user', agent_name: 'guide', limit: 100, currency: 'USD', period: 'day' },
+    ]);
+    const answer = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { user_prompt: 'How do penguins keep warm?', agent_name: 'guide' } });
+    expect(answer.headers.get('svc-budget')).toMatch(/^"(guides-monthly|per-person)";remaining=\d/);
+  });
+
   it('assigns the Analytics Reader role in the portal, and then shows the analytics charts', async () => {
     await page.goto(`${app.core}/portal/manage.html#roleAssignments`);
     await page.getByRole('button', { name: 'New role assignment' }).click();
@@ -598,6 +633,15 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     const chart = page.getByRole('img', { name: /^Tokens per agent: guide \d+/ });
     await chart.waitFor();
     expect(await page.getByRole('img', { name: /^Conversations per agent: (.*, )?guide [1-9]\d*\b/ }).count()).toBe(1);
+    // The cost of the priced agent's calls per cost center and per agent, each with today's column, and the budgets set above.
+    const today = new Date().toISOString().slice(0, 10);
+    const center = page.getByRole('figure').filter({ hasText: 'Cost center field-guides' });
+    await center.waitFor();
+    expect(await center.getByRole('img', { name: new RegExp(`per day: .*${today} 0\\.\\d+`) }).count()).toBe(1);
+    expect(await page.getByRole('figure').filter({ hasText: /^Agent guide: 0\.\d+ USD/ }).count()).toBe(1);
+    const budgets = page.getByRole('table', { name: 'Budget status' });
+    await expect.poll(() => budgets.getByRole('row').filter({ hasText: 'guides-monthly' }).textContent()).toMatch(/cost center.*50 USD a month.*0\.\d+ USD/);
+    expect(await budgets.getByRole('row').filter({ hasText: 'per-person' }).filter({ hasText: 'owner@local.test' }).count()).toBe(1);
     await shot('analytics');
   });
 

@@ -1,5 +1,6 @@
-// App configuration with forms of its own: the branding (Svc:Branding:*) and the completion quotas
-// (Svc:Quota:Definitions; docs/configuration.md, Runtime settings). Each writes app configuration resources through the
+// App configuration with forms of its own: the branding (Svc:Branding:*), the completion quotas
+// (Svc:Quota:Definitions; docs/configuration.md, Runtime settings) and the budgets (Svc:Budgets;
+// docs/api-decisions.md, Prices and budgets). Each writes app configuration resources through the
 // Management API, which checks them; its message is shown when it refuses one.
 import { useEffect, useState } from 'preact/hooks';
 import { ApiError } from '../api';
@@ -85,11 +86,11 @@ const PARTITIONS = [
 
 const fresh = (): Quota => ({ name: '', context: ALL_AGENTS, metric: 'requests', metric_partition: 'UserPrincipalName', metric_limit: 60, metric_window_seconds: 60, lockout_duration_seconds: 0 });
 
-/** The stored definitions: none when the key is absent or deleted. */
-async function readQuotas(ctx: Context): Promise<Quota[]> {
+/** A list setting's stored definitions (a JSON array): none when the key is absent or deleted. */
+async function readList<T>(ctx: Context, key: string, what: string): Promise<T[]> {
   let stored: Resource;
   try {
-    stored = unwrap(await ctx.api.json<Resource | { resource: Resource }>('management', setting(QUOTA_KEY)));
+    stored = unwrap(await ctx.api.json<Resource | { resource: Resource }>('management', setting(key)));
   } catch (e) {
     if (e instanceof ApiError && e.status === 404) return [];
     throw e;
@@ -97,11 +98,41 @@ async function readQuotas(ctx: Context): Promise<Quota[]> {
   if (stored.deleted) return [];
   try {
     const list = JSON.parse(text(stored.value)) as unknown;
-    if (Array.isArray(list)) return list as Quota[];
+    if (Array.isArray(list)) return list as T[];
   } catch {
     // Falls through: a value saved before the API checked it.
   }
-  throw new Error(`The stored ${QUOTA_KEY} is not a list of quota definitions; saving replaces it`);
+  throw new Error(`The stored ${key} is not a list of ${what}; saving replaces it`);
+}
+
+/**
+ * A list setting as definitions to edit, add and remove, saved together as its JSON; the agents the caller
+ * can list, for the definitions that name one.
+ */
+function useListSetting<T>(ctx: Context, key: string, what: string, onSaved: () => void) {
+  const [list, setList] = useState<T[]>();
+  const [agents, setAgents] = useState<string[]>([]);
+  const [error, setError] = useState<unknown>();
+  const [saved, setSaved] = useState(false);
+  const read = () =>
+    readList<T>(ctx, key, what).then(setList, (e: unknown) => {
+      setList([]);
+      setError(e);
+    });
+  useEffect(() => {
+    void read();
+    void ctx.api.all<Resource | { resource: Resource }>('management', '/providers/Svc.Agent/agents').then((l) => setAgents(l.map(unwrap).filter((a) => !a.deleted).map((a) => a.name)), setError);
+  }, []);
+  const save = async () => {
+    setSaved(false);
+    setError(undefined);
+    await write(ctx, key, JSON.stringify(list));
+    await read();
+    setSaved(true);
+    onSaved();
+  };
+  const change = (i: number, patch: Partial<T>) => setList(list?.map((x, j) => (j === i ? { ...x, ...patch } : x)));
+  return { list, setList, agents, error, setError, saved, save, change };
 }
 
 /**
@@ -109,29 +140,8 @@ async function readQuotas(ctx: Context): Promise<Quota[]> {
  * Svc:Quota:Definitions holds. An agent's quota names it from the agents the caller can list.
  */
 export function QuotasForm({ ctx, onSaved }: { ctx: Context; onSaved: () => void }) {
-  const [quotas, setQuotas] = useState<Quota[]>();
-  const [agents, setAgents] = useState<string[]>([]);
-  const [error, setError] = useState<unknown>();
-  const [saved, setSaved] = useState(false);
-  const read = () =>
-    readQuotas(ctx).then(setQuotas, (e: unknown) => {
-      setQuotas([]);
-      setError(e);
-    });
-  useEffect(() => {
-    void read();
-    void ctx.api.all<Resource | { resource: Resource }>('management', '/providers/Svc.Agent/agents').then((l) => setAgents(l.map(unwrap).filter((a) => !a.deleted).map((a) => a.name)), setError);
-  }, []);
+  const { list: quotas, setList: setQuotas, agents, error, setError, saved, save, change } = useListSetting<Quota>(ctx, QUOTA_KEY, 'quota definitions', onSaved);
   if (!quotas) return <ErrorText error={error} />;
-  const change = (i: number, patch: Partial<Quota>) => setQuotas(quotas.map((q, j) => (j === i ? { ...q, ...patch } : q)));
-  const save = async () => {
-    setSaved(false);
-    setError(undefined);
-    await write(ctx, QUOTA_KEY, JSON.stringify(quotas));
-    await read();
-    setSaved(true);
-    onSaved();
-  };
   const agentOf = (q: Quota) => (q.context.startsWith(`${ALL_AGENTS}:`) ? q.context.slice(ALL_AGENTS.length + 1) : '');
   return (
     <form class="properties" aria-label="Quotas" onSubmit={submitTo(save, setError)}>
@@ -199,6 +209,120 @@ export function QuotasForm({ ctx, onSaved }: { ctx: Context; onSaved: () => void
           Add quota
         </button>
         <button type="submit">Save quotas</button>
+        {saved && <span role="status"> Saved.</span>}
+      </div>
+    </form>
+  );
+}
+
+const BUDGET_KEY = 'Svc:Budgets';
+
+/** A budget as the Svc:Budgets setting holds it. */
+interface Budget {
+  name: string;
+  description?: string;
+  scope: 'instance' | 'agent' | 'user' | 'cost_center' | 'access_token';
+  agent_name?: string;
+  cost_center?: string;
+  limit: number;
+  currency: string;
+  period: 'day' | 'week' | 'month';
+}
+
+const SCOPES = [
+  ['instance', 'every call'],
+  ['agent', 'one agent'],
+  ['user', 'each user'],
+  ['cost_center', 'one cost center'],
+  ['access_token', 'each agent access token'],
+] as const;
+
+/** A budget changed to another scope keeps only the fields that scope takes. */
+function scoped(b: Budget, scope: Budget['scope']): Budget {
+  const { agent_name: agent, cost_center: center, ...rest } = b;
+  return { ...rest, scope, ...(scope !== 'instance' && scope !== 'cost_center' && agent ? { agent_name: agent } : {}), ...(scope === 'cost_center' ? { cost_center: center ?? '' } : {}) };
+}
+
+/** The budgets as a list of definitions to edit, add and remove; saved together as the JSON Svc:Budgets holds. */
+export function BudgetsForm({ ctx, onSaved }: { ctx: Context; onSaved: () => void }) {
+  const { list: budgets, setList: setBudgets, agents, error, setError, saved, save, change } = useListSetting<Budget>(ctx, BUDGET_KEY, 'budgets', onSaved);
+  if (!budgets) return <ErrorText error={error} />;
+  return (
+    <form class="properties" aria-label="Budgets" onSubmit={submitTo(save, setError)}>
+      <h3>Budgets</h3>
+      {budgets.length === 0 && <p class="muted">No budgets: spend is not capped.</p>}
+      {budgets.map((b, i) => {
+        const id = (field: string) => `b${i}-${field}`;
+        const agentChoice = b.scope === 'agent' || b.scope === 'user' || b.scope === 'access_token';
+        return (
+          <fieldset key={i} class="quota">
+            <legend>Budget {i + 1}</legend>
+            <div>
+              <label for={id('name')}>Name</label>
+              <input id={id('name')} required value={b.name} onInput={(e) => change(i, { name: e.currentTarget.value })} />
+            </div>
+            <div>
+              <label for={id('scope')}>Caps</label>
+              <select id={id('scope')} value={b.scope} onChange={(e) => setBudgets(budgets.map((x, j) => (j === i ? scoped(x, e.currentTarget.value as Budget['scope']) : x)))}>
+                {SCOPES.map(([value, label]) => (
+                  <option key={value} value={value}>
+                    {label}
+                  </option>
+                ))}
+              </select>
+            </div>
+            {agentChoice && (
+              <div>
+                <label for={id('agent')}>Agent</label>
+                <select id={id('agent')} required={b.scope === 'agent'} value={b.agent_name ?? ''} onChange={(e) => change(i, { agent_name: e.currentTarget.value || undefined })}>
+                  {b.scope !== 'agent' && <option value="">All agents</option>}
+                  {b.scope === 'agent' && !b.agent_name && <option value="">Choose an agent</option>}
+                  {[...new Set([...agents, b.agent_name ?? ''].filter(Boolean))].map((a) => (
+                    <option key={a} value={a}>
+                      {a}
+                    </option>
+                  ))}
+                </select>
+              </div>
+            )}
+            {b.scope === 'cost_center' && (
+              <div>
+                <label for={id('center')}>Cost center</label>
+                <input id={id('center')} required value={b.cost_center ?? ''} onInput={(e) => change(i, { cost_center: e.currentTarget.value })} />
+              </div>
+            )}
+            <div>
+              <label for={id('limit')}>Limit</label>
+              <input id={id('limit')} type="number" min={0} step="any" required value={b.limit} onInput={(e) => change(i, { limit: e.currentTarget.valueAsNumber })} />
+            </div>
+            <div>
+              <label for={id('currency')}>Currency</label>
+              <input id={id('currency')} required maxLength={3} value={b.currency} onInput={(e) => change(i, { currency: e.currentTarget.value.toUpperCase() })} />
+            </div>
+            <div>
+              <label for={id('period')}>Per</label>
+              <select id={id('period')} value={b.period} onChange={(e) => change(i, { period: e.currentTarget.value as Budget['period'] })}>
+                <option value="day">day (UTC)</option>
+                <option value="week">week (from Monday, UTC)</option>
+                <option value="month">month (UTC)</option>
+              </select>
+            </div>
+            <div>
+              <label for={id('description')}>Description</label>
+              <input id={id('description')} value={b.description ?? ''} onInput={(e) => change(i, { description: e.currentTarget.value || undefined })} />
+            </div>
+            <button type="button" class="link" aria-label={`Remove budget ${i + 1}`} onClick={() => setBudgets(budgets.filter((_, j) => j !== i))}>
+              Remove
+            </button>
+          </fieldset>
+        );
+      })}
+      <ErrorText error={error} />
+      <div class="row">
+        <button type="button" onClick={() => setBudgets([...budgets, { name: '', scope: 'instance', limit: 100, currency: 'USD', period: 'month' }])}>
+          Add budget
+        </button>
+        <button type="submit">Save budgets</button>
         {saved && <span role="status"> Saved.</span>}
       </div>
     </form>

@@ -26,3 +26,35 @@ export function BarChart({ title, bars }: { title: string; bars: { label: string
     </figure>
   );
 }
+
+/** A column per day (every day of the period, zero-filled), with the period's total in the caption. */
+export function DailyChart({ title, days, unit }: { title: string; days: { date: string; value: number }[]; unit: string }) {
+  const max = Math.max(0, ...days.map((d) => d.value));
+  const total = Math.round(days.reduce((n, d) => n + d.value, 0) * 1e6) / 1e6;
+  const width = 600;
+  const height = 90;
+  const step = width / Math.max(1, days.length);
+  return (
+    <figure class="chart daily">
+      <figcaption>
+        {title}: {total.toLocaleString(undefined, { maximumFractionDigits: 6 })} {unit}
+      </figcaption>
+      <svg role="img" aria-label={`${title} per day: ${days.map((d) => `${d.date} ${d.value}`).join(', ')}`} viewBox={`0 0 ${width} ${height + 16}`} width="100%">
+        {days.map((d, i) => {
+          const h = max === 0 ? 0 : Math.max(d.value > 0 ? 1 : 0, (d.value / max) * height);
+          return (
+            <rect key={d.date} x={i * step + 1} y={height - h} width={Math.max(1, step - 2)} height={h} class="chart-bar">
+              <title>{`${d.date}: ${d.value.toLocaleString(undefined, { maximumFractionDigits: 6 })} ${unit}`}</title>
+            </rect>
+          );
+        })}
+        <text x="0" y={height + 13} class="chart-label">
+          {days[0]?.date}
+        </text>
+        <text x={width} y={height + 13} text-anchor="end" class="chart-label">
+          {days.at(-1)?.date}
+        </text>
+      </svg>
+    </figure>
+  );
+}

@@ -4,7 +4,7 @@ import { type Resource, unwrap } from '../resource';
 import { type Context, ErrorText, TableHead } from '../shell';
 import { AgentProperties } from './agent-properties';
 import { AgentTokens } from './agent-tokens';
-import { BrandingForm, QuotasForm } from './app-config';
+import { BrandingForm, BudgetsForm, QuotasForm } from './app-config';
 import { Editor } from './editor';
 import { Evaluations } from './evaluations';
 import { History } from './history';
@@ -150,6 +150,7 @@ export function Resources({ ctx, kind }: { ctx: Context; kind: keyof typeof TYPE
         <>
           <BrandingForm ctx={ctx} onSaved={() => void load()} />
           <QuotasForm ctx={ctx} onSaved={() => void load()} />
+          <BudgetsForm ctx={ctx} onSaved={() => void load()} />
         </>
       )}
     </section>
