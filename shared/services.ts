@@ -155,8 +155,9 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       maxRetries: config.modelMaxRetries,
       maxResponseBytes: config.modelMaxResponseBytes,
       credentials,
-      dispatcher: guardedAgent({ policy: 'model', allowPrivateNetwork: config.allowPrivateNetwork }),
-      publicDispatcher: userDispatcher,
+      // No limit per origin: the gateway's connection gate bounds each endpoint by its max_connections.
+      dispatcher: guardedAgent({ policy: 'model', allowPrivateNetwork: config.allowPrivateNetwork }, { connections: null }),
+      publicDispatcher: guardedAgent({ policy: 'user', allowPrivateNetwork: config.allowPrivateNetwork }, { connections: null }),
     }),
     quotas: new Quotas(settings, store.container('quotas'), log),
     budgets,

@@ -467,6 +467,8 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
     let callCost = 0;
     let executions: ToolExecution[] = [];
     let reply: ModelAnswer;
+    // The agent is the caller whose fair share of the endpoint's connections its calls take.
+    const call = { signal: options.signal, caller: agent.name };
     let usesTools = false;
     let toolbox: Awaited<ReturnType<typeof toolboxFor>> | undefined;
     try {
@@ -475,9 +477,9 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
       // With tools the rounds are whole calls: the final answer is sent as one delta once it is known.
       streamedAsItCame = !screenAnswer && !usesTools;
       const onDelta = streamedAsItCame ? options.onDelta : undefined;
-      if (usesTools) ({ answer: reply, executions } = await answerWithTools(s, chain.endpoint, deployment, messages, parameters, toolbox, options, options.signal));
-      else if (onDelta) reply = await s.models.stream(chain.endpoint, deployment, messages, parameters, (text) => (progress.streamed++, onDelta(text)), options.signal);
-      else reply = await s.models.complete(chain.endpoint, deployment, messages, parameters, options.signal);
+      if (usesTools) ({ answer: reply, executions } = await answerWithTools(s, chain.endpoint, deployment, messages, parameters, toolbox, options, call));
+      else if (onDelta) reply = await s.models.stream(chain.endpoint, deployment, messages, parameters, (text) => (progress.streamed++, onDelta(text)), call);
+      else reply = await s.models.complete(chain.endpoint, deployment, messages, parameters, call);
       callCost = costOf(chain.model, reply.promptTokens, reply.completionTokens);
     } finally {
       // The reservation becomes what the call cost, whatever its outcome (written with the instance's other spend within a second).

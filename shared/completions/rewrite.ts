@@ -42,7 +42,7 @@ export async function rewritePrompt(s: Services, agent: AgentDoc, session: Store
     { role: 'user', content: prompt },
   ];
   try {
-    const answer = await s.models.complete(endpoint, model.deployment_name, messages, {}, signal);
+    const answer = await s.models.complete(endpoint, model.deployment_name, messages, {}, { signal, caller: agent.name });
     const rewritten = answer.content.trim();
     return {
       // An empty rewrite would lose the question: the typed prompt stands.

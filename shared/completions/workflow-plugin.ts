@@ -55,7 +55,7 @@ export async function workflowAnswer(s: Services, plugin: RunnablePlugin, input:
       const resolved = await completionModel(s, String(args.ai_model_object_id));
       if (typeof resolved === 'string') throw new Error(resolved);
       const { model, endpoint } = resolved;
-      const answer = await s.models.complete(endpoint, model.deployment_name, chatMessages(args.messages), {}, signal);
+      const answer = await s.models.complete(endpoint, model.deployment_name, chatMessages(args.messages), {}, { signal, caller: agent.name });
       spent.promptTokens += answer.promptTokens;
       spent.completionTokens += answer.completionTokens;
       spent.cost += costOf(model, answer.promptTokens, answer.completionTokens);

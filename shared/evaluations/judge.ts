@@ -46,7 +46,7 @@ export async function judge(s: Services, modelId: string, rubric: string, prompt
       { role: 'user', content: `Rubric:\n${rubric}\n\nPrompt:\n${prompt}\n\nAnswer:\n${answer}` },
     ],
     { temperature: 0 },
-    signal,
+    { signal },
   );
   const tokens = reply.promptTokens + reply.completionTokens;
   const cost = costOf(model, reply.promptTokens, reply.completionTokens);

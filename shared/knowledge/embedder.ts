@@ -51,7 +51,7 @@ export async function embedderFor(s: Services, modelObjectId: string, dimensions
       const vectors: number[][] = [];
       let promptTokens = 0;
       for (let i = 0; i < inputs.length; i += EMBEDDING_BATCH) {
-        const answer = await s.models.embed(endpoint, deployment, inputs.slice(i, i + EMBEDDING_BATCH), dimensions, signal);
+        const answer = await s.models.embed(endpoint, deployment, inputs.slice(i, i + EMBEDDING_BATCH), dimensions, { signal });
         vectors.push(...answer.vectors);
         promptTokens += answer.promptTokens;
       }

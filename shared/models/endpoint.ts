@@ -3,6 +3,7 @@
 import { z } from 'zod';
 import { ApiEndpointFields, MODEL_PROVIDERS, PROVIDERS } from '../providers/types/model-fields.js';
 import type { AnyResource } from '../providers/resource-type.js';
+import { DEFAULT_MAX_CONNECTIONS } from './connection-gate.js';
 
 export { MODEL_PROVIDERS, PROVIDERS };
 
@@ -17,6 +18,8 @@ export interface EndpointView {
   secretName: string | undefined;
   scope: string | undefined;
   timeoutMs: number;
+  /** Calls it holds open at once (streams hold theirs while they stream); more wait for one, fairly by caller. */
+  maxConnections: number;
   /** Saved by a principal who may point the service inside its network: loopback and private addresses allowed. */
   privateNetwork: boolean;
 }
@@ -47,6 +50,7 @@ function parseEndpoint(doc: AnyResource): EndpointView | undefined {
     secretName: e.authentication_parameters.api_key_secret_name,
     scope: e.authentication_parameters.scope,
     timeoutMs: e.timeout_seconds * 1000,
+    maxConnections: e.max_connections ?? DEFAULT_MAX_CONNECTIONS,
     privateNetwork: e.private_network === true,
   };
 }

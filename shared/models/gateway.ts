@@ -5,6 +5,7 @@
 // streamed (server-sent events) delta by delta.
 import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
 import { errors, request, type Dispatcher } from 'undici';
+import { ConnectionGate } from './connection-gate.js';
 import type { ModelCredentials } from './credentials.js';
 import type { EndpointView } from './endpoint.js';
 import { recordModelCall } from '../telemetry/metrics.js';
@@ -65,7 +66,10 @@ export interface GatewayOptions {
   credentials: ModelCredentials;
   /** Connections of endpoints saved to reach loopback and private networks (by an Owner): the model rules. */
   dispatcher: Dispatcher;
-  /** Connections of every other endpoint: public addresses only (unless ALLOW_PRIVATE_NETWORK), checked at connect. */
+  /**
+   * Connections of every other endpoint: public addresses only (unless ALLOW_PRIVATE_NETWORK), checked at
+   * connect. Neither pool limits connections per origin: the connection gate limits them per endpoint.
+   */
   publicDispatcher: Dispatcher;
 }
 
@@ -77,13 +81,22 @@ interface Attempt {
   timedOut(): boolean;
 }
 
+/** What a model call is for: the caller's signal, and who calls (an agent), whose fair share of the endpoint's connections it takes. */
+export interface ModelCall {
+  signal?: AbortSignal | undefined;
+  caller?: string | undefined;
+}
+
 export class ModelGateway {
+  /** Each endpoint's open calls (its max_connections), shared fairly among callers. */
+  readonly connections = new ConnectionGate();
+
   constructor(private readonly options: GatewayOptions) {}
 
   /** One chat completion, whole. */
-  complete(endpoint: EndpointView, deployment: string, messages: readonly ChatMessage[], parameters: ModelParameters, signal?: AbortSignal): Promise<ModelAnswer> {
+  complete(endpoint: EndpointView, deployment: string, messages: readonly ChatMessage[], parameters: ModelParameters, call: ModelCall = {}): Promise<ModelAnswer> {
     return this.traced(deployment, 'chat', () =>
-      this.post(endpoint, chatUrl(endpoint, deployment), { model: deployment, messages, ...parameters }, signal, async (response) => {
+      this.post(endpoint, chatUrl(endpoint, deployment), { model: deployment, messages, ...parameters }, call, async (response) => {
         const answer = readChatCompletion(decode(await readCapped(response.body, response.headers['content-length'], this.options.maxResponseBytes)));
         if (typeof answer === 'string') throw invalid(answer);
         return answer;
@@ -95,10 +108,10 @@ export class ModelGateway {
    * One chat completion, streamed: `onDelta` gets each piece of text as the model produces it; the whole
    * answer (with its usage) resolves at the end. Retried only until the first piece arrived.
    */
-  stream(endpoint: EndpointView, deployment: string, messages: readonly ChatMessage[], parameters: ModelParameters, onDelta: (text: string) => void, signal?: AbortSignal): Promise<ModelAnswer> {
+  stream(endpoint: EndpointView, deployment: string, messages: readonly ChatMessage[], parameters: ModelParameters, onDelta: (text: string) => void, call: ModelCall = {}): Promise<ModelAnswer> {
     const body = { model: deployment, messages, ...parameters, stream: true, stream_options: { include_usage: true } };
     return this.traced(deployment, 'chat', () =>
-      this.post(endpoint, chatUrl(endpoint, deployment), body, signal, async (response, attempt) => {
+      this.post(endpoint, chatUrl(endpoint, deployment), body, call, async (response, attempt) => {
         const type = String(response.headers['content-type'] ?? '');
         // A server that ignores `stream` answers whole: one delta.
         if (!type.includes('text/event-stream')) {
@@ -120,10 +133,10 @@ export class ModelGateway {
    * Embeddings of `inputs` (the OpenAI embeddings API; Azure OpenAI too), in their order. `dimensions` asks
    * models that can shorten their vectors (text-embedding-3) for that length.
    */
-  embed(endpoint: EndpointView, deployment: string, inputs: readonly string[], dimensions?: number, signal?: AbortSignal): Promise<Embeddings> {
+  embed(endpoint: EndpointView, deployment: string, inputs: readonly string[], dimensions?: number, call: ModelCall = {}): Promise<Embeddings> {
     const body = { model: deployment, input: inputs, ...(dimensions !== undefined ? { dimensions } : {}) };
     return this.traced(deployment, 'embeddings', () =>
-      this.post(endpoint, embeddingsUrl(endpoint, deployment), body, signal, async (response) => {
+      this.post(endpoint, embeddingsUrl(endpoint, deployment), body, call, async (response) => {
         const answer = readEmbeddings(decode(await readCapped(response.body, response.headers['content-length'], this.options.maxResponseBytes)), inputs.length);
         if (typeof answer === 'string') throw invalid(answer);
         if (dimensions !== undefined && answer.vectors[0]?.length !== dimensions) throw invalid(`the embeddings have ${answer.vectors[0]?.length} dimensions, not ${dimensions}`);
@@ -136,8 +149,8 @@ export class ModelGateway {
    * A JSON POST to another API of an endpoint (Azure AI Content Safety), with the same authentication,
    * deadline, retries and size cap as model calls; the answer is the decoded body, not yet checked.
    */
-  postJson(endpoint: EndpointView, url: string, payload: unknown, signal?: AbortSignal): Promise<unknown> {
-    return this.post(endpoint, url, payload, signal, async (response) => decode(await readCapped(response.body, response.headers['content-length'], this.options.maxResponseBytes)));
+  postJson(endpoint: EndpointView, url: string, payload: unknown, call: ModelCall = {}): Promise<unknown> {
+    return this.post(endpoint, url, payload, call, async (response) => decode(await readCapped(response.body, response.headers['content-length'], this.options.maxResponseBytes)));
   }
 
   /** A client span around a call; trace context and baggage travel to the model in headers. */
@@ -162,7 +175,7 @@ export class ModelGateway {
   }
 
   /** POSTs JSON and reads the answer with `read`, retrying transient failures inside the time budget. */
-  private async post<T>(e: EndpointView, url: string, payload: unknown, signal: AbortSignal | undefined, read: (response: Dispatcher.ResponseData, attempt: Attempt) => Promise<T>): Promise<T> {
+  private async post<T>(e: EndpointView, url: string, payload: unknown, { signal, caller = '' }: ModelCall, read: (response: Dispatcher.ResponseData, attempt: Attempt) => Promise<T>): Promise<T> {
     const deadline = Date.now() + e.timeoutMs;
     const headers: Record<string, string> = { 'content-type': 'application/json', ...(await this.options.credentials.headers(e)) };
     propagation.inject(context.active(), headers);
@@ -170,7 +183,7 @@ export class ModelGateway {
     for (let attempt = 0; ; attempt++) {
       const progress = { started: false };
       try {
-        return await this.attempt(e, url, headers, body, deadline, signal, (response, a) =>
+        return await this.attempt(e, url, headers, body, deadline, { signal, caller }, (response, a) =>
           read(response, {
             ...a,
             started: () => {
@@ -196,9 +209,13 @@ export class ModelGateway {
     headers: Record<string, string>,
     body: string,
     deadline: number,
-    signal: AbortSignal | undefined,
+    { signal, caller = '' }: ModelCall,
     read: (response: Dispatcher.ResponseData, attempt: Attempt) => Promise<T>,
   ): Promise<T> {
+    // A connection of the endpoint first: waiting for one counts against the deadline (503 ConnectionLimit when none frees in time).
+    const release = await Promise.resolve(this.connections.acquire(e, caller, deadline, signal)).catch((error: unknown) => {
+      throw signal?.aborted ? new CallCancelledError('The call was cancelled') : error;
+    });
     const left = Math.max(1, deadline - Date.now());
     const controller = new AbortController();
     let expired = false;
@@ -241,6 +258,7 @@ export class ModelGateway {
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener('abort', cancel);
+      release();
     }
   }
 }

@@ -111,12 +111,15 @@ export async function savedUrlProblem(url: string, rules: OutboundRules): Promis
   return (await resolvesOutside(new URL(url).hostname, rules)) ? 'must not point to a link-local, platform or internal address' : undefined;
 }
 
-/** An HTTP client pool whose every connection passes the rules. Redirects are never followed. */
-export function guardedAgent(rules: OutboundRules, options: { connections?: number } = {}): Agent {
+/**
+ * An HTTP client pool whose every connection passes the rules. Redirects are never followed. `connections`
+ * per origin: 128 unless said (null: no limit, for a pool whose callers bound themselves).
+ */
+export function guardedAgent(rules: OutboundRules, options: { connections?: number | null } = {}): Agent {
   return new Agent({
     connect: { lookup: guardedLookup(rules), timeout: 10_000 },
     keepAliveTimeout: 30_000,
-    connections: options.connections ?? 128,
+    connections: options.connections === undefined ? 128 : options.connections,
   });
 }
 

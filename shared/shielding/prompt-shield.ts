@@ -28,7 +28,7 @@ export async function promptShield(s: Services, stage: Stage, text: string, sign
   if (!endpoint) throw new Error('no API endpoint configuration with provider azure-content-safety exists');
   const url = (operation: string) => `${endpoint.url}/contentsafety/text:${operation}?api-version=${encodeURIComponent(endpoint.apiVersion ?? API_VERSION)}`;
   if (stage === 'pre') {
-    const answers = await Promise.all(pieces(text).map((userPrompt) => s.models.postJson(endpoint, url('shieldPrompt'), { userPrompt, documents: [] }, signal)));
+    const answers = await Promise.all(pieces(text).map((userPrompt) => s.models.postJson(endpoint, url('shieldPrompt'), { userPrompt, documents: [] }, { signal })));
     for (const answer of answers) {
       const analysis = isObject(answer) && isObject(answer.userPromptAnalysis) ? answer.userPromptAnalysis : undefined;
       if (typeof analysis?.attackDetected !== 'boolean') throw invalid('Prompt Shields answered without userPromptAnalysis.attackDetected');
@@ -37,7 +37,7 @@ export async function promptShield(s: Services, stage: Stage, text: string, sign
     return { verdict: 'allowed' };
   }
   const threshold = await s.settings.getNumber(SEVERITY_SETTING, 4);
-  const answers = await Promise.all(pieces(text).map((piece) => s.models.postJson(endpoint, url('analyze'), { text: piece, outputType: 'FourSeverityLevels' }, signal)));
+  const answers = await Promise.all(pieces(text).map((piece) => s.models.postJson(endpoint, url('analyze'), { text: piece, outputType: 'FourSeverityLevels' }, { signal })));
   for (const answer of answers) {
     const categories = isObject(answer) && Array.isArray(answer.categoriesAnalysis) ? (answer.categoriesAnalysis as unknown[]) : undefined;
     if (!categories) throw invalid('text analysis answered without categoriesAnalysis');

@@ -5,6 +5,7 @@
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { EndpointView } from '../models/endpoint.js';
+import type { ModelCall } from '../models/gateway.js';
 import type { ChatMessage, ModelAnswer, ModelParameters, ToolCall } from '../models/wire.js';
 import type { Services } from '../services.js';
 import type { AgentFunction, Toolbox } from './toolbox.js';
@@ -65,7 +66,7 @@ export async function answerWithTools(
   parameters: ModelParameters,
   toolbox: Toolbox,
   events: ToolEvents,
-  signal: AbortSignal | undefined,
+  { signal, caller }: ModelCall,
 ): Promise<{ answer: ModelAnswer; executions: ToolExecution[] }> {
   const byName = new Map(toolbox.functions.map((f) => [f.definition.function.name, f]));
   const tools = toolbox.functions.map((f) => f.definition);
@@ -77,7 +78,7 @@ export async function answerWithTools(
   for (let round = 0; ; round++) {
     // The last round offers no tools: the model answers with what it has.
     const offer = round < s.config.tools.maxRounds && Date.now() < deadline;
-    const answer = await s.models.complete(endpoint, deployment, conversation, { ...parameters, ...(offer ? { tools, tool_choice: 'auto' } : {}) }, signal);
+    const answer = await s.models.complete(endpoint, deployment, conversation, { ...parameters, ...(offer ? { tools, tool_choice: 'auto' } : {}) }, { signal, caller });
     promptTokens += answer.promptTokens;
     completionTokens += answer.completionTokens;
     if (!answer.toolCalls || !offer) return { answer: { content: answer.content, promptTokens, completionTokens }, executions };

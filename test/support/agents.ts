@@ -16,6 +16,10 @@ export interface AgentOptions {
   pricing?: { input_per_million: number; output_per_million: number; currency: string };
   costCenter?: string;
   timeoutSeconds?: number;
+  /** The endpoint's max_connections. */
+  maxConnections?: number;
+  /** Another agent's API endpoint (`{agent}-endpoint`) instead of one of its own. */
+  endpointOf?: string;
   as?: string;
 }
 
@@ -26,17 +30,21 @@ export async function seedAgent(app: ApiClient, name: string, o: AgentOptions): 
     const r = await app.call('POST', `${app.management}${path(provider, type, resource)}`, { body: { name: resource, ...body }, ...(o.as ? { as: o.as } : {}) });
     expect(r.status, `${type}/${resource}: ${JSON.stringify(r.body)}`).toBe(200);
   };
-  await post('Svc.Configuration', 'apiEndpointConfigurations', `${name}-endpoint`, {
-    category: 'LLM',
-    provider: 'openai',
-    url: `${o.llmUrl}/v1`,
-    authentication_type: 'None',
-    timeout_seconds: o.timeoutSeconds ?? 30,
-  });
+  const endpoint = `${o.endpointOf ?? name}-endpoint`;
+  if (!o.endpointOf) {
+    await post('Svc.Configuration', 'apiEndpointConfigurations', endpoint, {
+      category: 'LLM',
+      provider: 'openai',
+      url: `${o.llmUrl}/v1`,
+      authentication_type: 'None',
+      timeout_seconds: o.timeoutSeconds ?? 30,
+      ...(o.maxConnections ? { max_connections: o.maxConnections } : {}),
+    });
+  }
   await post('Svc.AIModel', 'aiModels', `${name}-model`, {
     model_type: 'completion',
     deployment_name: `${name}-deployment`,
-    api_endpoint_object_id: path('Svc.Configuration', 'apiEndpointConfigurations', `${name}-endpoint`),
+    api_endpoint_object_id: path('Svc.Configuration', 'apiEndpointConfigurations', endpoint),
     ...(o.modelParameters ? { model_parameters: o.modelParameters } : {}),
     ...(o.prices ? { cost_per_1k_prompt_tokens: o.prices.prompt, cost_per_1k_completion_tokens: o.prices.completion } : {}),
     ...(o.pricing ? { pricing: o.pricing } : {}),

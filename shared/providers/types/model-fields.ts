@@ -104,6 +104,13 @@ export const ApiEndpointFields = {
     .strict()
     .default({}),
   timeout_seconds: z.number().int().positive().max(600).default(60),
+  max_connections: z
+    .number()
+    .int()
+    .min(1)
+    .max(100_000)
+    .optional()
+    .describe('Calls the service holds open to this endpoint at once, per instance (a streamed answer holds one while it streams); default 1024. Beyond it calls wait for one within their timeout, the agent holding fewest served first, then answer 503 ConnectionLimit'),
   private_network: z.boolean().optional().describe('Set by the service (ignored in requests): whether the endpoint was saved by a principal who may point the service at loopback and private addresses; its calls may reach them only then'),
 };
 

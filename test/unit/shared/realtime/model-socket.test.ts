@@ -33,7 +33,7 @@ describe("the relay's socket to a model with a managed identity", () => {
   const config = testConfig({ ALLOW_PRIVATE_NETWORK: 'true' });
   const s = { config, credentials: new ModelCredentials(config, new CredentialGate({ serviceAudience: config.auth.audience, serviceHosts: [], clientId: undefined, identity })) };
   const call = (url: string) => ({
-    endpoint: { objectId: 'e', version: '1', provider: 'azure-openai', url, apiVersion: '2024-10-01-preview', authenticationType: 'AzureIdentity', secretName: undefined, scope: undefined, timeoutMs: 5000, privateNetwork: true } satisfies EndpointView,
+    endpoint: { objectId: 'e', version: '1', provider: 'azure-openai', url, apiVersion: '2024-10-01-preview', authenticationType: 'AzureIdentity', secretName: undefined, scope: undefined, timeoutMs: 5000, maxConnections: 8, privateNetwork: true } satisfies EndpointView,
     model: { deployment_name: 'gpt-4o-realtime' } as AiModelDoc,
   });
 
