@@ -11,13 +11,13 @@ import { load, paired, type LoadResult, type PairedResult } from './load.js';
 const UPSTREAM_LATENCY_MS = 20;
 
 /** The benchmark agent (history on) and what it needs, through the Management API. */
-export async function seed(app: Pick<BenchApp, 'management' | 'instanceId' | 'auth'>, llmUrl: string): Promise<void> {
+export async function seed(app: Pick<BenchApp, 'management' | 'instanceId' | 'auth'>, llmUrl: string, endpoint: Record<string, unknown> = {}): Promise<void> {
   const p = (provider: string, type: string, name: string) => `/instances/${app.instanceId}/providers/${provider}/${type}/${name}`;
   const post = async (path: string, body: Record<string, unknown>) => {
     const r = await fetch(`${app.management}${path}`, { method: 'POST', headers: { ...app.auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
     if (r.status !== 200) throw new Error(`${path}: ${r.status} ${await r.text()}`);
   };
-  await post(p('Svc.Configuration', 'apiEndpointConfigurations', 'e'), { name: 'e', provider: 'openai', url: `${llmUrl}/v1`, authentication_type: 'None' });
+  await post(p('Svc.Configuration', 'apiEndpointConfigurations', 'e'), { name: 'e', provider: 'openai', url: `${llmUrl}/v1`, authentication_type: 'None', ...endpoint });
   await post(p('Svc.AIModel', 'aiModels', 'm'), { name: 'm', model_type: 'completion', deployment_name: 'bench', api_endpoint_object_id: p('Svc.Configuration', 'apiEndpointConfigurations', 'e') });
   await post(p('Svc.Prompt', 'prompts', 'p'), { name: 'p', prefix: 'You are a benchmark.' });
   await post(p('Svc.Agent', 'workflows', 'w'), { name: 'w', workflow_type: 'chat', workflow_host: 'builtin', main_ai_model_object_id: p('Svc.AIModel', 'aiModels', 'm'), main_prompt_object_id: p('Svc.Prompt', 'prompts', 'p') });

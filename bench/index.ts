@@ -1,4 +1,4 @@
-// `npm run bench [http] [completions] [analytics] [knowledge] [peers] [startup] [plugins] [realtime] [protocols]`: the service against baselines measured in the same run
+// `npm run bench [http] [completions] [analytics] [knowledge] [peers] [startup] [plugins] [realtime] [protocols] [streams]`: the service against baselines measured in the same run
 // on the same machine (all sections when none is named). Ratios, not absolute times, are what to compare
 // between machines. BENCH_SECONDS sets the length of each load case; BENCH_ANALYTICS_MESSAGES and
 // BENCH_ANALYTICS_USAGE the analytics data set (default 1,000,000 and 100,000).
@@ -17,6 +17,7 @@ import { benchProtocols } from './protocols.js';
 import { benchRealtime } from './realtime.js';
 import { benchRecords } from './records.js';
 import { benchStartup } from './startup.js';
+import { benchStreams } from './streams.js';
 
 async function baselineServer(): Promise<{ url: string; close(): void }> {
   const body = JSON.stringify({ status: 'ready', name: 'CoreAPI', version: '0.0.0', instance_id: 'x' });
@@ -27,7 +28,7 @@ async function baselineServer(): Promise<{ url: string; close(): void }> {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
 }
 
-const SECTIONS = ['http', 'completions', 'analytics', 'knowledge', 'peers', 'startup', 'plugins', 'realtime', 'protocols'] as const;
+const SECTIONS = ['http', 'completions', 'analytics', 'knowledge', 'peers', 'startup', 'plugins', 'realtime', 'protocols', 'streams'] as const;
 
 async function main() {
   const seconds = Number(process.env.BENCH_SECONDS ?? 3);
@@ -93,7 +94,42 @@ async function main() {
   if (run('plugins')) await reportPlugins();
   if (run('realtime')) await reportRealtime(Math.max(seconds, 5));
   if (run('protocols')) await reportProtocols();
+  if (run('streams')) await reportStreams();
 }
+
+async function reportStreams() {
+  const { rows, seconds, idleRssMiB } = await benchStreams();
+  console.log(`\n## Open streams: N streamed completions at once, each 100 pieces over ${seconds} s from the mock model (no session); delay = the piece's arrival at the client after the mock sent it`);
+  console.table(
+    rows.map((r) => ({
+      system: r.system,
+      streams: r.streams,
+      completed: r.completed,
+      errors: r.errors,
+      'piece delay p50 / p99 ms': `${r.delay.p50} / ${r.delay.p99}`,
+      'first piece p50 / p99 ms': `${r.firstPiece.p50} / ${r.firstPiece.p99}`,
+      'CPU ms per stream': r.cpuMsPerStream ?? '',
+      'peak RSS MiB': r.peakRssMiB ?? '',
+    })),
+  );
+  for (const streams of [...new Set(rows.map((r) => r.streams))]) {
+    const at = rows.filter((r) => r.streams === streams);
+    const direct = at.find((r) => r.system === 'model directly');
+    const portkey = at.find((r) => r.system.startsWith('Portkey'));
+    const service = at.find((r) => r.system.startsWith('this service'));
+    if (!direct || !service) continue;
+    const added = Math.round((service.delay.p99 - direct.delay.p99) * 100) / 100;
+    const perStream = idleRssMiB !== undefined && service.peakRssMiB !== undefined ? Math.round(((service.peakRssMiB - idleRssMiB) * 1024) / streams) : undefined;
+    const vs = portkey?.completed === 0
+      ? `; no comparison with Portkey: it failed every streamed request (${portkey.errors})`
+      : portkey
+      ? `; CPU per stream ${service.cpuMsPerStream} vs Portkey ${portkey.cpuMsPerStream} ms (${ratio(service.cpuMsPerStream, portkey.cpuMsPerStream)}), peak RSS ${service.peakRssMiB} vs ${portkey.peakRssMiB} MiB (${ratio(service.peakRssMiB, portkey.peakRssMiB)}), Portkey errors ${portkey.errors}`
+      : '';
+    console.log(`${streams} streams: this service adds ${added} ms at p99 per piece over the mock directly (target <= 10 ms: ${added <= 10 ? 'met' : 'MISSED'}), errors ${service.errors}, ${perStream ?? '?'} KiB RSS per open stream${vs}`);
+  }
+}
+
+const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || b === 0 ? '?' : `${(a / b).toFixed(2)}x`);
 
 async function reportProtocols() {
   const app = await startBenchApp();

@@ -16,7 +16,7 @@ import { freePort } from '../scripts/azurite.js';
 import { seed } from './completions.js';
 import { load, timed, type Request } from './load.js';
 
-const PORTKEY = 'node_modules/@portkey-ai/gateway/build/start-server.js';
+export const PORTKEY = 'node_modules/@portkey-ai/gateway/build/start-server.js';
 const BUNDLE = 'dist/bundle/start.js';
 /** Linux's clock ticks per second for /proc times (CLK_TCK, 100 on every common kernel). */
 const TICKS = 100;
@@ -39,7 +39,7 @@ export const cpuMs = (pid: number) => {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
   return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS;
 };
-const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+export const rssMiB = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 /** Resident MiB of the mappings of files under `folder` (the memory-mapped store) and of the node binary. */
 function mappedMiB(pid: number, folder: string): { store: number; node: number } {
@@ -54,7 +54,7 @@ function mappedMiB(pid: number, folder: string): { store: number; node: number }
 }
 
 /** Starts a child and resolves with its first stdout line matching `ready`. */
-function child(command: string, args: string[], env: Record<string, string>, ready: RegExp): Promise<{ process: ChildProcess; line: string }> {
+export function child(command: string, args: string[], env: Record<string, string>, ready: RegExp): Promise<{ process: ChildProcess; line: string }> {
   const proc = spawn(command, args, { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
     let out = '';
