@@ -23,6 +23,8 @@ export interface StreamRow {
   errors: number;
   /** Delay of each piece from the mock's send to the client, ms. */
   delay: { p50: number; p99: number };
+  /** The same once every stream is open (from a second after the last one was opened). */
+  steady: { p50: number; p99: number };
   firstPiece: { p50: number; p99: number };
   cpuMsPerStream: number | undefined;
   peakRssMiB: number | undefined;
@@ -70,7 +72,7 @@ interface Target {
 }
 
 /** One stream: every piece's delay, and whether all PIECES came and the stream ended well. */
-function openStream(t: Target, delays: number[], firsts: number[]): Promise<boolean> {
+function openStream(t: Target, delays: number[], firsts: number[], steady: { from: number; delays: number[] }): Promise<boolean> {
   return new Promise((resolve) => {
     const req = http.request(t.url, { method: 'POST', headers: { ...t.headers, 'content-length': Buffer.byteLength(t.body) }, agent: false }, (res) => {
       if (res.statusCode !== 200) {
@@ -90,6 +92,7 @@ function openStream(t: Target, delays: number[], firsts: number[]): Promise<bool
           const delay = at - Number(m[1]);
           if (seen === 0) firsts.push(delay);
           delays.push(delay);
+          if (at >= steady.from) steady.delays.push(delay);
           seen++;
           end = marker.lastIndex;
         }
@@ -111,10 +114,12 @@ async function run(t: Target, streams: number): Promise<StreamRow> {
   const sample = t.pid ? setInterval(() => (peak = Math.max(peak, rssMiB(t.pid as number))), 250) : undefined;
   const cpu0 = t.pid ? cpuMs(t.pid) : 0;
   const results: Promise<boolean>[] = [];
+  const steady = { from: Infinity, delays: [] as number[] };
   for (let i = 0; i < streams; i += RAMP_BATCH) {
-    for (let j = i; j < Math.min(streams, i + RAMP_BATCH); j++) results.push(openStream(t, delays, firsts));
+    for (let j = i; j < Math.min(streams, i + RAMP_BATCH); j++) results.push(openStream(t, delays, firsts, steady));
     await new Promise((r) => setTimeout(r, 20));
   }
+  steady.from = now() + 1000;
   const ok = await Promise.all(results);
   clearInterval(sample);
   const completed = ok.filter(Boolean).length;
@@ -124,6 +129,7 @@ async function run(t: Target, streams: number): Promise<StreamRow> {
     completed,
     errors: streams - completed,
     delay: { p50: pct(delays, 0.5), p99: pct(delays, 0.99) },
+    steady: { p50: pct(steady.delays, 0.5), p99: pct(steady.delays, 0.99) },
     firstPiece: { p50: pct(firsts, 0.5), p99: pct(firsts, 0.99) },
     cpuMsPerStream: t.pid ? Math.round(((cpuMs(t.pid) - cpu0) / streams) * 100) / 100 : undefined,
     peakRssMiB: t.pid ? Math.round(peak) : undefined,

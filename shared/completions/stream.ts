@@ -120,15 +120,26 @@ export async function streamCompletion(
     // Ending failed (recording the outcome): the stream ends without its last event.
     .catch((e: unknown) => s.log.error('A streamed completion could not be ended', { error: e instanceof Error ? e.message : String(e) }))
     .finally(ended);
-  async function* events(): AsyncGenerator<string> {
-    try {
-      yield* channel;
-    } finally {
-      // The host stopped reading before the end: the client went away (a background completion runs on).
-      if (!finished && !background) stop();
-    }
-  }
-  return { status: 200, headers: { ...SSE_HEADERS, 'x-operation-id': options.operationId }, stream: events() };
+  // The host stopped reading before the end (it gave up, or the client read too slowly): the client went
+  // away (a background completion runs on). Written out, not as a generator: it is on every event's path.
+  const gone = () => {
+    if (!finished && !background) stop();
+  };
+  const reading = channel[Symbol.asyncIterator]();
+  const events: AsyncIterable<string> = {
+    [Symbol.asyncIterator]: () => ({
+      next: () =>
+        reading.next().catch((e: unknown) => {
+          gone();
+          throw e;
+        }),
+      return: () => {
+        gone();
+        return reading.return?.() ?? Promise.resolve({ value: undefined, done: true });
+      },
+    }),
+  };
+  return { status: 200, headers: { ...SSE_HEADERS, 'x-operation-id': options.operationId }, stream: events };
 }
 
 /**

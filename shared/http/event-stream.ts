@@ -57,17 +57,31 @@ export class EventChannel implements AsyncIterable<string> {
     w?.();
   }
 
-  async *[Symbol.asyncIterator](): AsyncIterator<string> {
-    for (;;) {
-      if (this.overflowed) throw new SlowReaderError('the client did not read the stream fast enough');
-      const item = this.items.shift();
-      if (item !== undefined) {
-        this.bytes -= item.length;
-        yield item;
-        continue;
-      }
-      if (this.ended) return;
-      await new Promise<void>((resolve) => (this.waiting = resolve));
+  /**
+   * The consumer's side, written out rather than as an async generator: every open stream takes each of its
+   * events through here, and a generator costs several more promises per event.
+   */
+  [Symbol.asyncIterator](): AsyncIterator<string> {
+    return {
+      next: () => this.next(),
+      return: (): Promise<IteratorResult<string>> => {
+        // The consumer stopped: nothing more is queued for it.
+        this.ended = true;
+        this.items.length = 0;
+        this.bytes = 0;
+        return Promise.resolve({ value: undefined, done: true });
+      },
+    };
+  }
+
+  private next(): Promise<IteratorResult<string>> {
+    if (this.overflowed) return Promise.reject(new SlowReaderError('the client did not read the stream fast enough'));
+    const item = this.items.shift();
+    if (item !== undefined) {
+      this.bytes -= item.length;
+      return Promise.resolve({ value: item, done: false });
     }
+    if (this.ended) return Promise.resolve({ value: undefined, done: true });
+    return new Promise<void>((resolve) => (this.waiting = resolve)).then(() => this.next());
   }
 }

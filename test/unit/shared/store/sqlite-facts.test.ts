@@ -78,39 +78,34 @@ describe('embedded store facts table', () => {
     expect(row).toEqual({ users: 2 });
   });
 
-  it('fills the facts table of a file written before it existed', async () => {
+  /** A store file of three messages, changed by `earlier` as an earlier release left it, opened again. */
+  async function reopened(earlier: (db: Database.Database) => void): Promise<DocumentStore> {
     const file = path.join(mkdtempSync(path.join(tmpdir(), 'facts-')), 'store.db');
     store = openSqliteStore(file, undefined, { readers: 0 });
     await store.container<Message>('sessions').createMany([message(1, 'a', 'u1'), message(3, 'b', 'u1'), message(5, 'b', 'u2')]);
     await store.close();
     const db = new Database(file);
-    db.exec('DROP TABLE facts_sessions');
+    earlier(db);
     db.close();
+    return (store = openSqliteStore(file, undefined, { readers: 0 }));
+  }
+  const THREE = [
+    { agent_name: 'a', responses: 1, users: 1, conversations: 1 },
+    { agent_name: 'b', responses: 2, users: 2, conversations: 2 },
+  ];
 
-    store = openSqliteStore(file, undefined, { readers: 0 });
-    expect(await perAgent(store)).toEqual([
-      { agent_name: 'a', responses: 1, users: 1, conversations: 1 },
-      { agent_name: 'b', responses: 2, users: 2, conversations: 2 },
-    ]);
+  it('fills the facts table of a file written before it existed', async () => {
+    expect(await perAgent(await reopened((db) => db.exec('DROP TABLE facts_sessions')))).toEqual(THREE);
   });
 
   it('rebuilds the facts table of a file written with other aggregate fields', async () => {
-    const file = path.join(mkdtempSync(path.join(tmpdir(), 'facts-')), 'store.db');
-    store = openSqliteStore(file, undefined, { readers: 0 });
-    await store.container<Message>('sessions').createMany([message(1, 'a', 'u1'), message(3, 'b', 'u1'), message(5, 'b', 'u2')]);
-    await store.close();
-    // As an earlier release left it: positional columns, one field fewer.
-    const db = new Database(file);
-    db.exec('DROP TABLE facts_sessions');
-    db.exec('CREATE TABLE facts_sessions (pk TEXT NOT NULL, id TEXT NOT NULL, expires_at INTEGER, c0, c1, PRIMARY KEY (pk, id)) WITHOUT ROWID');
-    db.close();
-
-    store = openSqliteStore(file, undefined, { readers: 0 });
-    expect(await perAgent(store)).toEqual([
-      { agent_name: 'a', responses: 1, users: 1, conversations: 1 },
-      { agent_name: 'b', responses: 2, users: 2, conversations: 2 },
-    ]);
-    await store.container<Message>('sessions').createMany([message(7, 'a', 'u3')]);
-    expect((await perAgent(store))[0]).toEqual({ agent_name: 'a', responses: 2, users: 2, conversations: 2 });
+    // Positional columns, one field fewer.
+    const s = await reopened((db) => {
+      db.exec('DROP TABLE facts_sessions');
+      db.exec('CREATE TABLE facts_sessions (pk TEXT NOT NULL, id TEXT NOT NULL, expires_at INTEGER, c0, c1, PRIMARY KEY (pk, id)) WITHOUT ROWID');
+    });
+    expect(await perAgent(s)).toEqual(THREE);
+    await s.container<Message>('sessions').createMany([message(7, 'a', 'u3')]);
+    expect((await perAgent(s))[0]).toEqual({ agent_name: 'a', responses: 2, users: 2, conversations: 2 });
   });
 });
