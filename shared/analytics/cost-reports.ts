@@ -2,6 +2,7 @@
 // model, each in its currency with a daily series; and where each budget stands. From the usage records,
 // which carry each completion's cost, currency and agent's cost center (docs/analytics.md).
 import type { BudgetDefinition, Budgets } from '../completions/budgets.js';
+import { money } from '../completions/usage.js';
 import { resourceId } from '../providers/resource-type.js';
 import type { Filter } from '../store/types.js';
 import { eq, num, str, type Sources } from './data.js';
@@ -9,8 +10,6 @@ import type { Period } from './request.js';
 
 export type CostGroup = 'cost_center' | 'agent_name' | 'upn' | 'model_deployment_name';
 
-/** Money to the millionth, as it is priced and recorded: sums of floats rounded back. */
-const money = (n: number) => Math.round(n * 1e6) / 1e6;
 
 interface Figures {
   cost: number;

@@ -250,8 +250,9 @@ export class Budgets {
     const now = Date.now();
     const standings: BudgetStanding[] = [];
     let refused: BudgetDefinition | undefined;
-    for (const { budget, pk, subject } of applying) {
-      const lease = await this.leaseFor(budget, pk, subject, periodOf(budget.period, now), micros);
+    for (const a of applying) {
+      const budget = a.budget;
+      const lease = await this.leaseFor(a, periodOf(budget.period, now), micros);
       if (!lease) {
         refused = budget;
         standings.push({ budget, remaining: 0 });
@@ -309,7 +310,8 @@ export class Budgets {
    * store (a hundredth of the limit, or the call's amount when larger; the amount alone when the share does
    * not fit). Undefined when not even the amount fits.
    */
-  private async leaseFor(budget: BudgetDefinition, pk: string, subject: string | undefined, period: { id: string; end: number }, micros: number): Promise<Lease | undefined> {
+  private async leaseFor(applying: Applying, period: { id: string; end: number }, micros: number): Promise<Lease | undefined> {
+    const { budget, pk, subject } = applying;
     const key = `${pk}\n${period.id}`;
     const held = this.leases.get(key);
     if (held && available(held) >= micros) return held;
@@ -317,7 +319,7 @@ export class Budgets {
     // Topped up: what the lease has left counts towards the call.
     const need = micros - (held ? Math.max(0, available(held)) : 0);
     for (const want of new Set([Math.max(need, Math.floor(limit * LEASE_SHARE)), need])) {
-      const after = await this.increment({ budget, pk, subject }, period, 'reserved', want);
+      const after = await this.increment(applying, period, 'reserved', want);
       if (after.spent + after.reserved <= limit) {
         // Another call may have made a lease meanwhile: the share joins it.
         const lease = this.leases.get(key) ?? { budget, pk, subject, period: period.id, held: 0, inUse: 0, spent: 0, taken: 0, used: Date.now() };

@@ -21,7 +21,7 @@ import { CallCancelledError } from '../models/upstream-errors.js';
 import type { ChatMessage, ContentPart, ModelAnswer, ModelParameters } from '../models/wire.js';
 import { wireParameters } from '../models/parameters.js';
 import { largestCost, outputLimit } from './budgets.js';
-import { costOf, pricesOf, recordUsage, usageRecord, type Protocol, type UsageDoc } from './usage.js';
+import { costOf, money, pricesOf, recordUsage, usageRecord, type Protocol, type UsageDoc } from './usage.js';
 import { cacheSlot, type CacheSlot } from '../knowledge/cache.js';
 import { effectiveShielding } from '../providers/types/agent-settings.js';
 import { refusalMessage, screen, type Block } from '../shielding/plugins.js';
@@ -443,7 +443,8 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
     return answer;
   }
   // The embeddings' cost (retrieval, the semantic cache, searches) is the turn's too.
-  const spend = new EmbeddingSpend(pricesOf(chain.model).currency);
+  const prices = pricesOf(chain.model);
+  const spend = new EmbeddingSpend(prices.currency);
   const embeddings = new PromptEmbeddings(prompt, options.signal, spend);
   const parameters = modelParameters(chain.model, admitted);
   const topN = request.settings?.agent_parameters?.index_top_n;
@@ -461,7 +462,6 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
     const citations = await retrieve(s, agent, embeddings, admitted.scope, topN);
     const { messages, kept } = await buildMessages(s, prompt, chain, session, admitted, citations, options.signal);
     // The call's largest cost is held in its budgets until it ends: refused here when one would be exceeded.
-    const prices = pricesOf(chain.model);
     const held = await s.budgets.reserve(principal, agent, () => largestCost(messages, outputLimit(parameters), prices), prices.currency);
     Object.assign(admitted.headers, held.headers);
     let callCost = 0;
@@ -501,8 +501,8 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
     };
   }
   if (spend.cost > 0) {
-    answer.cost = Math.round((answer.cost + spend.cost) * 1e6) / 1e6;
-    await s.budgets.charge(principal, agent, pricesOf(chain.model).currency, spend.cost);
+    answer.cost = money(answer.cost + spend.cost);
+    await s.budgets.charge(principal, agent, prices.currency, spend.cost);
   }
   const postBlock = screenAnswer ? await screen(s, shields.post, 'post', answer.content, options.signal) : undefined;
   if (postBlock) return refused(postBlock, answer);

@@ -61,10 +61,13 @@ export function pricesOf(model: Pick<AiModelDoc, 'cost_per_1k_prompt_tokens' | '
   return { input: (model.cost_per_1k_prompt_tokens ?? 0) / 1000, output: (model.cost_per_1k_completion_tokens ?? 0) / 1000, currency: null };
 }
 
+/** An amount of money to the millionth, as costs are priced and recorded (sums of floats rounded back). */
+export const money = (amount: number) => Math.round(amount * 1e6) / 1e6;
+
 /** Cost of a call from the AI model's prices (rounded to a millionth); 0 when none is configured. */
 export function costOf(model: Pick<AiModelDoc, 'cost_per_1k_prompt_tokens' | 'cost_per_1k_completion_tokens' | 'pricing'>, prompt: number, completion: number): number {
   const prices = pricesOf(model);
-  return Math.round((prompt * prices.input + completion * prices.output) * 1e6) / 1e6;
+  return money(prompt * prices.input + completion * prices.output);
 }
 
 /** A usage record of an operation without its counts yet (zero tokens and cost), ended now. */

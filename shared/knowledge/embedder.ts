@@ -1,6 +1,6 @@
 // An embedding AI model as pipelines, retrieval and the semantic cache call it: the model resource, its API
 // endpoint and the vector length asked for, read through the resource cache.
-import { costOf, pricesOf } from '../completions/usage.js';
+import { costOf, money, pricesOf } from '../completions/usage.js';
 import { endpointView, MODEL_PROVIDERS } from '../models/endpoint.js';
 import { aiModels, apiEndpointConfigurations } from '../providers/types/catalog.js';
 import type { Services } from '../services.js';
@@ -32,7 +32,7 @@ export class EmbeddingSpend {
   constructor(private readonly currency: string | null) {}
 
   add(e: Pick<Embedded, 'cost' | 'currency'>): void {
-    if (e.currency === null || this.currency === null || e.currency === this.currency) this.cost = Math.round((this.cost + e.cost) * 1e6) / 1e6;
+    if (e.currency === null || this.currency === null || e.currency === this.currency) this.cost = money(this.cost + e.cost);
   }
 }
 

@@ -4,6 +4,7 @@
 // documents already indexed with the same content hash are skipped, and replacing a document's partitions is
 // atomic per document, so a run cut short and delivered again finishes with no duplicates.
 import { createHash, randomUUID } from 'node:crypto';
+import { money } from '../completions/usage.js';
 import type { Principal } from '../auth/principal.js';
 import { badRequest, notFound } from '../errors.js';
 import { UpstreamError } from '../models/upstream-errors.js';
@@ -250,7 +251,7 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
       const embedded = await embedder.embed(parts, docSignal);
       const { vectors } = embedded;
       usage.embedding_tokens += embedded.promptTokens;
-      usage.cost = Math.round((usage.cost + embedded.cost) * 1e6) / 1e6;
+      usage.cost = money(usage.cost + embedded.cost);
       usage.currency = embedded.currency;
       await s.vectors.replaceDocument(
         index,
