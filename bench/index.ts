@@ -1,7 +1,8 @@
-// `npm run bench [http] [completions] [analytics] [knowledge] [peers] [startup] [plugins] [realtime] [protocols] [streams]`: the service against baselines measured in the same run
+// `npm run bench [http] [completions] [analytics] [knowledge] [peers] [startup] [cold-start] [plugins] [realtime] [protocols] [streams]`: the service against baselines measured in the same run
 // on the same machine (all sections when none is named). Ratios, not absolute times, are what to compare
 // between machines. BENCH_SECONDS sets the length of each load case; BENCH_ANALYTICS_MESSAGES and
 // BENCH_ANALYTICS_USAGE the analytics data set (default 1,000,000 and 100,000).
+import { existsSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { benchAnalytics } from './analytics.js';
@@ -16,6 +17,8 @@ import { benchPlugins } from './plugins.js';
 import { benchProtocols } from './protocols.js';
 import { benchRealtime } from './realtime.js';
 import { benchRecords } from './records.js';
+import { benchColdStart } from './cold-start.js';
+import { PACKAGE_DIR, sizeOf } from '../scripts/package.js';
 import { benchStartup } from './startup.js';
 import { benchStreams } from './streams.js';
 
@@ -28,7 +31,7 @@ async function baselineServer(): Promise<{ url: string; close(): void }> {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
 }
 
-const SECTIONS = ['http', 'completions', 'analytics', 'knowledge', 'peers', 'startup', 'plugins', 'realtime', 'protocols', 'streams'] as const;
+const SECTIONS = ['http', 'completions', 'analytics', 'knowledge', 'peers', 'startup', 'cold-start', 'plugins', 'realtime', 'protocols', 'streams'] as const;
 
 async function main() {
   const seconds = Number(process.env.BENCH_SECONDS ?? 3);
@@ -95,6 +98,7 @@ async function main() {
   if (run('knowledge')) await reportKnowledge();
   if (run('peers')) await reportPeers();
   if (run('startup')) await reportStartup();
+  if (run('cold-start')) await reportColdStart();
   if (run('plugins')) await reportPlugins();
   if (run('realtime')) await reportRealtime(Math.max(seconds, 5));
   if (run('protocols')) await reportProtocols();
@@ -189,6 +193,28 @@ async function reportStartup() {
   console.table(rows.map((r) => ({ system: r.system, 'median ms': median(r.ms), 'min / max ms': `${Math.min(...r.ms)} / ${Math.max(...r.ms)}`, 'vs bare node:http': `${(median(r.ms) / bare).toFixed(1)}x` })));
   const start = median(rows[0]?.ms ?? []);
   console.log(`npm start: target <= 1000 ms: ${start <= 1000 ? 'met' : 'MISSED'}`);
+}
+
+async function reportColdStart() {
+  const { rows, functions } = await benchColdStart();
+  const median = (ms: number[]) => [...ms].sort((a, b) => a - b)[Math.floor(ms.length / 2)] ?? NaN;
+  const perFile = median(rows.at(-1)?.ms ?? []);
+  console.log(`\n## Cold start: a fresh process imports the Functions entry (${functions} functions) and answers GET /instances/{id}/status through the Functions adapter (fresh embedded store), runs interleaved`);
+  console.table(
+    rows.map((r) => ({
+      system: r.system,
+      'import + first answer, median ms': median(r.ms),
+      'min / max ms': `${Math.min(...r.ms)} / ${Math.max(...r.ms)}`,
+      'from spawn, median ms': median(r.wallMs),
+      'vs per-file': `${(median(r.ms) / perFile).toFixed(2)}x`,
+    })),
+  );
+  const ratio = median(rows[0]?.ms ?? []) / perFile;
+  console.log(`bundle: target <= 0.2x the per-file output: ${ratio <= 0.2 ? 'met' : 'MISSED'} (${ratio.toFixed(2)}x)`);
+  if (existsSync(PACKAGE_DIR)) {
+    const mb = sizeOf(PACKAGE_DIR) / 1024 / 1024;
+    console.log(`.azure-package: ${mb.toFixed(1)} MB (target <= 40 MB: ${mb <= 40 ? 'met' : 'MISSED'})`);
+  } else console.log('.azure-package is not built: `npm run package` builds it, and this line then gives its size');
 }
 
 async function reportPeers() {

@@ -1,14 +1,20 @@
-// `npm run package`: the folder Azure Functions runs, exactly: host.json, the compiled functions and shared
-// code, a package.json without scripts or development dependencies, and production dependencies only
-// (the embedded store's optional native SQLite binding stays out: Azure runs on Cosmos DB). azd deploys it
-// (azure.yaml `dist`); `func azure functionapp publish` can be run from inside it.
+// `npm run package`: the folder Azure Functions runs, exactly: host.json, the Functions app as one esbuild
+// bundle (dist/azure, what `npm run build` makes; no source maps), the portals' static files, a package.json
+// whose dependencies are only the packages the bundle loads from node_modules (scripts/bundle.ts
+// INSTALLED_BESIDE), and those installed at the versions the lock file pins. azd deploys it (azure.yaml
+// `dist`); `func azure functionapp publish` can be run from inside it.
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { INSTALLED_BESIDE } from './bundle.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '../..');
+// From scripts/ (run by tsx, as the benchmarks import it) or dist/scripts/ (`npm run package`).
+const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', import.meta.url.endsWith('.ts') ? '' : '..');
 export const PACKAGE_DIR = path.join(root, '.azure-package');
+
+/** The Functions entry in the package (package.json `main`). */
+export const PACKAGE_MAIN = 'dist/azure/index.js';
 
 interface Manifest {
   name: string;
@@ -35,19 +41,17 @@ function build(): void {
   rmSync(PACKAGE_DIR, { recursive: true, force: true });
   mkdirSync(PACKAGE_DIR, { recursive: true });
   const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as Manifest;
-  // Compiled code only: no sources, maps, tests, benchmarks or local scripts.
-  for (const folder of ['functions', 'shared']) {
-    cpSync(path.join(root, 'dist', folder), path.join(PACKAGE_DIR, 'dist', folder), { recursive: true, filter: (src) => statSync(src).isDirectory() || src.endsWith('.js') });
-  }
+  cpSync(path.join(root, 'dist', 'azure'), path.join(PACKAGE_DIR, 'dist', 'azure'), { recursive: true, filter: (src) => statSync(src).isDirectory() || src.endsWith('.js') });
   // The portals' static files, which the Core app serves at /portal/.
   cpSync(path.join(root, 'dist', 'portal'), path.join(PACKAGE_DIR, 'dist', 'portal'), { recursive: true });
   cpSync(path.join(root, 'host.json'), path.join(PACKAGE_DIR, 'host.json'));
-  cpSync(path.join(root, 'package-lock.json'), path.join(PACKAGE_DIR, 'package-lock.json'));
-  writeFileSync(path.join(PACKAGE_DIR, 'package.json'), JSON.stringify({ ...manifest, scripts: {} }, null, 2));
-  execFileSync('npm', ['ci', '--omit=dev', '--omit=optional', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: PACKAGE_DIR, stdio: ['ignore', 'ignore', 'inherit'] });
-  // What ships says what it is: no development or optional dependency is declared either.
-  const { devDependencies: _d, optionalDependencies: _o, scripts: _s, ...runtime } = manifest;
+  // What ships says what it is: no script, development or optional dependency, and only what the bundle loads.
+  const { devDependencies: _d, optionalDependencies: _o, scripts: _s, dependencies, ...rest } = manifest;
+  const runtime = { ...rest, main: PACKAGE_MAIN, dependencies: Object.fromEntries(INSTALLED_BESIDE.map((name) => [name, dependencies[name]])) };
   writeFileSync(path.join(PACKAGE_DIR, 'package.json'), `${JSON.stringify(runtime, null, 2)}\n`);
+  // From the project's lock file, which npm prunes to these packages: the versions every test ran against.
+  cpSync(path.join(root, 'package-lock.json'), path.join(PACKAGE_DIR, 'package-lock.json'));
+  execFileSync('npm', ['install', '--omit=dev', '--omit=optional', '--ignore-scripts', '--prefer-offline', '--no-audit', '--no-fund'], { cwd: PACKAGE_DIR, stdio: ['ignore', 'ignore', 'inherit'] });
   rmSync(path.join(PACKAGE_DIR, 'node_modules', '.package-lock.json'), { force: true });
 }
 

@@ -5,7 +5,6 @@
 // atomic increments in the shared store, so two instances hold one budget; a reservation that would take a
 // budget past its limit is undone and the call refused (429 BudgetExceeded). After the call the reservation
 // is replaced by what it cost. Amounts are kept in millionths of the currency, as integers.
-import { countTokens } from 'gpt-tokenizer';
 import { z } from 'zod';
 import { ownerKey, type Principal } from '../auth/principal.js';
 import { DomainError } from '../errors.js';
@@ -142,20 +141,25 @@ export const DEFAULT_OUTPUT_LIMIT = 4096;
 /** The output limit of a call's request fields. */
 export const outputLimit = (parameters: Record<string, unknown>) => Number(parameters.max_tokens ?? parameters.max_completion_tokens) || DEFAULT_OUTPUT_LIMIT;
 
+/** gpt-tokenizer's counter, loaded on first use: its tables are most of the code a cold start would compile. */
+let tokenizer: Promise<(text: string) => number> | undefined;
+const countTokens = () => (tokenizer ??= import('gpt-tokenizer').then((m) => m.countTokens));
+
 /** The largest cost a model call can have: its prompt's tokens and its output limit, at the model's prices. */
-export function largestCost(messages: readonly ChatMessage[], outputLimit: number, prices: { input: number; output: number }): number {
+export async function largestCost(messages: readonly ChatMessage[], outputLimit: number, prices: { input: number; output: number }): Promise<number> {
+  const count = await countTokens();
   let tokens = 0;
   for (const m of messages) {
     const text = typeof m.content === 'string' ? m.content : m.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
     // A few tokens of framing per message, as the chat format adds them.
-    tokens += (m.role === 'system' ? systemTokens(text) : countTokens(text)) + 4;
+    tokens += (m.role === 'system' ? systemTokens(text, count) : count(text)) + 4;
   }
   return tokens * prices.input + outputLimit * prices.output;
 }
 
 /** Token counts of system messages (an agent's prompt comes with every call), the last 500 kept. */
 const systemCounts = new Map<string, number>();
-function systemTokens(text: string): number {
+function systemTokens(text: string, countTokens: (text: string) => number): number {
   const known = systemCounts.get(text);
   if (known !== undefined) return known;
   const count = countTokens(text);
@@ -241,12 +245,12 @@ export class Budgets {
    * taking a share from the store; when a budget has no room for it, gives everything back and throws 429
    * BudgetExceeded naming it. The reservation and the Svc-Budget header of the closest budget.
    */
-  async reserve(principal: Principal, agent: Pick<AgentDoc, 'name' | 'cost_center'>, amount: () => number, currency: string | null): Promise<{ reservation: BudgetReservation; headers: Record<string, string> }> {
+  async reserve(principal: Principal, agent: Pick<AgentDoc, 'name' | 'cost_center'>, amount: () => number | Promise<number>, currency: string | null): Promise<{ reservation: BudgetReservation; headers: Record<string, string> }> {
     const reservation: BudgetReservation = { entries: [] };
     const applying = await this.applying(principal, agent, currency);
     if (applying.length === 0) return { reservation, headers: {} };
     // Counted only when a budget applies: the tokenizer is the costly part.
-    const micros = Math.max(0, toMicros(amount()));
+    const micros = Math.max(0, toMicros(await amount()));
     const now = Date.now();
     const standings: BudgetStanding[] = [];
     let refused: BudgetDefinition | undefined;

@@ -1,12 +1,13 @@
 // An extraction worker thread: reads one document at a time for the pool (extract-pool.ts) and answers its
-// text or why it cannot be read; for attachments it also counts the text's tokens (token-marks.ts), so a
+// text or why it cannot be read; for attachments it also counts the text's tokens and marks them (token-marks.ts), so a
 // completion cuts an attachment to its token budget without tokenizing on the request thread. The pool
 // terminates it at the deadline, which runs from when the worker says it is ready (its slow readers loaded);
 // its heap is limited when started.
 import { parentPort } from 'node:worker_threads';
 import { EXTRACTOR_READY, ExtractionError } from './extract.js';
 import { loadReaders, readFormat } from './extract-formats.js';
-import { tokenMarks, type TokenMarks } from './token-marks.js';
+import { decode, encodeGenerator } from 'gpt-tokenizer/encoding/cl100k_base';
+import { MARK_EVERY, type TokenMarks } from './token-marks.js';
 
 export interface ExtractTask {
   id: number;
@@ -18,6 +19,20 @@ export interface ExtractTask {
 }
 
 export type ExtractAnswer = { id: number; title: string; text: string; tokens?: TokenMarks } | { id: number; error: string; readable: boolean };
+
+/** The text's token count and marks (cl100k, as the knowledge partitions count). */
+function tokenMarks(text: string): TokenMarks {
+  const marks: number[] = [];
+  let count = 0;
+  let offset = 0;
+  // Each piece is a whole pre-tokenized segment of the text, so its decoded length is its length in the text.
+  for (const piece of encodeGenerator(text)) {
+    while (count + piece.length > (marks.length + 1) * MARK_EVERY) marks.push(offset);
+    count += piece.length;
+    offset += decode(piece).length;
+  }
+  return { count, marks };
+}
 
 /** A reader's message without the worker's file paths (never shown to users). */
 const scrub = (message: string) => message.split('\n')[0]?.replace(/(?:file:\/\/)?(?:\/[\w.@+-]+){2,}/g, '<path>').slice(0, 300) ?? 'unknown error';

@@ -1,10 +1,14 @@
-// The package azd deploys to Azure Functions is exactly what runs: compiled code, host.json, and production
-// dependencies only; and it starts (every module it loads is in it).
+// The package azd deploys to Azure Functions is exactly what runs: the bundled app, host.json, and only the
+// packages the bundle loads from node_modules; it stays small (40 MB at most), and it starts (every module it
+// loads is in it, telemetry's exporters included).
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { INSTALLED_BESIDE } from '../../scripts/bundle.js';
+import { functionsCoreStandIn } from '../../scripts/functions-core-stand-in.js';
+import { PACKAGE_MAIN, sizeOf } from '../../scripts/package.js';
 
 const run = promisify(execFile);
 const dir = path.resolve('.azure-package');
@@ -30,18 +34,19 @@ describe('the Azure Functions package', () => {
     output = (await run('npm', ['run', '--silent', 'package'], { maxBuffer: 16 * 1024 * 1024 })).stdout;
   }, 240_000);
 
-  it('holds compiled code, host.json and production dependencies, nothing else', () => {
+  it('holds the bundled app, host.json and the packages the bundle loads, nothing else', () => {
     expect(readdirSync(dir).sort()).toEqual(['dist', 'host.json', 'node_modules', 'package-lock.json', 'package.json']);
-    // Compiled code, and the portals' static files the Core app serves at /portal/.
-    expect(readdirSync(path.join(dir, 'dist')).sort()).toEqual(['functions', 'portal', 'shared']);
+    // The bundle (code only, no source maps), and the portals' static files the Core app serves at /portal/.
+    expect(readdirSync(path.join(dir, 'dist')).sort()).toEqual(['azure', 'portal']);
+    expect(readdirSync(path.join(dir, 'dist', 'azure')).filter((f) => !f.endsWith('.js'))).toEqual([]);
     expect(readdirSync(path.join(dir, 'dist', 'portal'))).toEqual(expect.arrayContaining(['index.html', 'manage.html', 'assets']));
     const manifest = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as Record<string, unknown>;
     expect(manifest.devDependencies).toBeUndefined();
     expect(manifest.optionalDependencies).toBeUndefined();
-    expect(manifest.main).toBe('dist/functions/index.js');
+    expect(manifest.main).toBe(PACKAGE_MAIN);
+    expect(Object.keys(manifest.dependencies as object).sort()).toEqual([...INSTALLED_BESIDE].sort());
     const lock = JSON.parse(readFileSync(path.join(dir, 'package-lock.json'), 'utf8')) as { packages: Record<string, { dev?: boolean; optional?: boolean; devOptional?: boolean }> };
     const packages = installed();
-    expect(packages.length).toBeGreaterThan(50);
     for (const p of packages) {
       const entry = lock.packages[p];
       expect(entry, `${p} is in the lock file`).toBeDefined();
@@ -50,6 +55,9 @@ describe('the Azure Functions package', () => {
     }
     for (const name of Object.keys(manifest.dependencies as object)) expect(packages).toContain(`node_modules/${name}`);
     for (const devOnly of ['vitest', 'typescript', 'azurite', 'tsx', 'eslint', 'better-sqlite3', '@vercel/cosmosdb-server']) expect(packages).not.toContain(`node_modules/${devOnly}`);
+    // Bundled, so not installed: the SDKs and the telemetry exporters are in dist/azure.
+    for (const bundled of ['@azure/cosmos', '@azure/functions', 'zod', '@opentelemetry/api', '@azure/monitor-opentelemetry-exporter', 'gpt-tokenizer']) expect(packages).not.toContain(`node_modules/${bundled}`);
+    expect(sizeOf(dir)).toBeLessThanOrEqual(40 * 1024 * 1024);
     process.stdout.write(`${output.trim()}\n`);
   });
 
@@ -63,7 +71,17 @@ describe('the Azure Functions package', () => {
       APPLICATIONINSIGHTS_CONNECTION_STRING: 'InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint=https://example.in.applicationinsights.azure.com/',
       AZURE_CLIENT_ID: '00000000-0000-0000-0000-000000000001',
     };
-    const { stderr } = await run(process.execPath, ['--input-type=module', '-e', "await import('./dist/functions/index.js'); process.exit(0);"], { cwd: dir, env });
-    expect(stderr).not.toMatch(/Cannot find (module|package)/);
+    const modules = functionsCoreStandIn();
+    try {
+      const script = `await import('./${PACKAGE_MAIN}'); const { handlers } = (await import('node:module')).createRequire(import.meta.url)('@azure/functions-core'); console.log([...handlers.keys()].join(' ')); process.exit(0);`;
+      const { stdout, stderr } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: dir, env: { ...env, NODE_PATH: modules } });
+      expect(stderr).not.toMatch(/Cannot find (module|package)/);
+      // Every group registered: both APIs' routes, and the queue triggers beside the Core API.
+      const names = stdout.trim().split(' ');
+      expect(names.length).toBeGreaterThan(150);
+      expect(names).toEqual(expect.arrayContaining(['status-core-instance', 'completions-create', 'aiModels-list', 'completions-worker']));
+    } finally {
+      rmSync(modules, { recursive: true, force: true });
+    }
   }, 60_000);
 });

@@ -230,8 +230,8 @@ describe('infrastructure', () => {
     expect(tfResource('azurerm_application_insights')).toMatchObject({ local_authentication_disabled: true });
     expect(tfResource('azurerm_role_assignment', 'metrics_publisher')).toMatchObject({ role_definition_name: 'Monitoring Metrics Publisher', for_each: '${local.apps}' });
     expect(String(tfResource('azurerm_function_app_flex_consumption', 'app').app_settings)).toContain('ClientId=${azurerm_user_assigned_identity.app[each.key].client_id};Authorization=AAD');
-    // The exporter's credential: shared/telemetry/setup.ts (test/unit/shared/telemetry/setup.test.ts).
-    expect(read('shared/telemetry/setup.ts')).toMatch(/azureMonitorExporterOptions: \{ connectionString: [^}]*credential/);
+    // The exporters' credential: shared/telemetry/exporters.ts (test/unit/shared/telemetry/setup.test.ts).
+    expect(read('shared/telemetry/exporters.ts')).toMatch(/\{ connectionString, credential: gate\.credentialFor\('monitor'/);
   });
 
   it('offers what azd templates offer: the deployer\'s data roles, CORS origins, always-ready Core instances', () => {

@@ -27,9 +27,9 @@ describe('budgets', () => {
     expect(parseBudgets(JSON.stringify([{ name: 'a', scope: 'instance', limit: 5, currency: 'USD', period: 'day', extra: 1 }]))).toMatch(/budget 0/);
   });
 
-  it("costs a call's prompt tokens and its output limit at the model's prices", () => {
+  it("costs a call's prompt tokens and its output limit at the model's prices", async () => {
     const prices = { input: 1, output: 2 };
-    const cost = largestCost([{ role: 'system', content: 'You are kind.' }, { role: 'user', content: 'Hello there' }], 10, prices);
+    const cost = await largestCost([{ role: 'system', content: 'You are kind.' }, { role: 'user', content: 'Hello there' }], 10, prices);
     // 4 + 2 tokens of text, 4 of framing per message, 10 output tokens at 2.
     expect(cost).toBe(4 + 2 + 8 + 20);
     expect(outputLimit({ max_tokens: 7 })).toBe(7);

@@ -1,0 +1,82 @@
+// Cold start of a Function App instance: a fresh `node` importing the Functions entry and answering its first
+// request through the Functions adapter (`GET /instances/{id}/status`, which creates the services: store
+// opened and its migrations checked, clients made). As on a scale-out, the store already exists: one
+// unmeasured run of each creates it. The esbuild bundle `npm run package` ships (dist/azure) against tsc's
+// per-file output of the same code (dist/functions), interleaved so that both see the same machine.
+//
+// Outside Azure there is no Functions worker, so the child is given a stand-in for `@azure/functions-core`
+// (scripts/functions-core-stand-in.ts) and calls the status function's handler with a request shaped as the
+// v4 model's. The store is the embedded one. Needs `npm run build` first.
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { pathToFileURL } from 'node:url';
+import { DEFAULT_INSTANCE_ID } from '../shared/config.js';
+import { AZURE_BUNDLE_DIR } from '../scripts/bundle.js';
+import { functionsCoreStandIn } from '../scripts/functions-core-stand-in.js';
+
+export interface ColdStartRow {
+  system: string;
+  /** Import plus first answer, measured inside the child (ms). */
+  ms: number[];
+  /** The same from spawning the process (Node's own start-up included), ms. */
+  wallMs: number[];
+}
+
+/** The child: import the entry, then call the status function as the worker would. Prints its figures. */
+const child = (entry: string) => `
+import { createRequire } from 'node:module';
+const t0 = performance.now();
+await import(${JSON.stringify(pathToFileURL(entry).href)});
+const { handlers } = createRequire(import.meta.url)('@azure/functions-core');
+const url = 'http://localhost:7071/instances/${DEFAULT_INSTANCE_ID}/status';
+const request = { method: 'GET', url, headers: new Headers(), query: new URL(url).searchParams, params: { instanceId: '${DEFAULT_INSTANCE_ID}' }, body: null, arrayBuffer: async () => new ArrayBuffer(0) };
+const response = await handlers.get('status-core-instance')(request, { invocationId: 'cold-start', log() {} });
+if (response.status !== 200) throw new Error('status answered ' + response.status);
+process.stdout.write(JSON.stringify({ ms: performance.now() - t0, functions: handlers.size }));
+process.exit(0);`;
+
+async function once(entry: string, modules: string, dataDir: string): Promise<{ ms: number; wallMs: number; functions: number }> {
+  const t0 = performance.now();
+  const out = await new Promise<string>((resolve, reject) => {
+    const p = spawn(process.execPath, ['--input-type=module', '-e', child(entry)], {
+      cwd: path.dirname(entry),
+      env: { PATH: process.env.PATH ?? '', NODE_PATH: modules, DATA_DIR: dataDir, SERVICE_APIS: 'core,management', LOG_LEVEL: 'warn' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    p.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
+    p.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    p.on('exit', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`${entry} exited ${code}: ${stderr.slice(-500)}`))));
+  });
+  const wallMs = performance.now() - t0;
+  const { ms, functions } = JSON.parse(out) as { ms: number; functions: number };
+  return { ms, wallMs, functions };
+}
+
+export async function benchColdStart(runs = Number(process.env.BENCH_COLD_START_RUNS ?? 10)): Promise<{ rows: ColdStartRow[]; functions: number }> {
+  const modules = functionsCoreStandIn();
+  const systems = [
+    { system: 'bundle (dist/azure, what is deployed)', entry: path.join(AZURE_BUNDLE_DIR, 'index.js'), dataDir: mkdtempSync(path.join(tmpdir(), 'bench-cold-')) },
+    { system: "tsc's per-file output (dist/functions)", entry: path.resolve('dist', 'functions', 'index.js'), dataDir: mkdtempSync(path.join(tmpdir(), 'bench-cold-')) },
+  ];
+  const rows: ColdStartRow[] = systems.map((s) => ({ system: s.system, ms: [], wallMs: [] }));
+  let functions = 0;
+  try {
+    // One unmeasured run of each: it creates the store, and reads the files from disk once.
+    for (const s of systems) await once(s.entry, modules, s.dataDir);
+    for (let i = 0; i < runs; i++) {
+      for (const [k, s] of systems.entries()) {
+        const r = await once(s.entry, modules, s.dataDir);
+        rows[k]?.ms.push(Math.round(r.ms));
+        rows[k]?.wallMs.push(Math.round(r.wallMs));
+        functions = r.functions;
+      }
+    }
+  } finally {
+    for (const dir of [modules, ...systems.map((s) => s.dataDir)]) rmSync(dir, { recursive: true, force: true });
+  }
+  return { rows, functions };
+}
