@@ -56,6 +56,8 @@ export interface MockLlm {
   nextEmbedding(...behaviors: Behavior[]): void;
   /** Calls whose client went away before the answer was complete (an aborted call). */
   readonly aborted: number;
+  /** Connections clients opened to the mock. */
+  readonly connections: number;
   /** When (performance.now()) each streamed answer's first token was written. */
   readonly firstTokens: number[];
   /** How a streamed answer (`stream: true`) flows: the first token after `firstTokenMs`, the rest spread over `spreadMs`. */
@@ -340,6 +342,8 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number;
   });
   server.keepAliveTimeout = 65_000;
   const realtime = attachMockRealtime(server);
+  let connections = 0;
+  server.on('connection', () => connections++);
   await new Promise<void>((resolve) => server.listen(options.port ?? 0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
@@ -349,6 +353,9 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number;
     nextEmbedding: (...behaviors) => embeddingQueue.push(...behaviors),
     get aborted() {
       return aborted;
+    },
+    get connections() {
+      return connections;
     },
     firstTokens,
     setStreaming: (firstTokenMs, spreadMs) => (streaming = { firstTokenMs, spreadMs }),

@@ -57,9 +57,14 @@ export async function streamCompletion(
   format: StreamFormat = CORE_EVENTS,
 ): Promise<Reply> {
   const background = admitted.request.background === true;
-  const channel = new EventChannel();
   const call = new AbortController();
   const stop = () => call.abort(new CallCancelledError('The completion was cancelled'));
+  // The host stopped reading before the end (it gave up, or the client read too slowly): the client went
+  // away (a background completion runs on).
+  let finished = false;
+  const channel = new EventChannel(undefined, () => {
+    if (!finished && !background) stop();
+  });
   const key = operationKey(principal.upn, options.operationId);
   const log = background ? await StreamLog.open(s, principal, options.operationId, admitted.sessionId, stop) : undefined;
   const running = runningOn(s);
@@ -95,7 +100,6 @@ export async function streamCompletion(
       if (call.signal.aborted) throw new CallCancelledError('The completion was cancelled');
     },
   });
-  let finished = false;
   const ended = () => {
     finished = true;
     if (running.get(key)?.stop === stop) running.delete(key);
@@ -120,26 +124,7 @@ export async function streamCompletion(
     // Ending failed (recording the outcome): the stream ends without its last event.
     .catch((e: unknown) => s.log.error('A streamed completion could not be ended', { error: e instanceof Error ? e.message : String(e) }))
     .finally(ended);
-  // The host stopped reading before the end (it gave up, or the client read too slowly): the client went
-  // away (a background completion runs on). Written out, not as a generator: it is on every event's path.
-  const gone = () => {
-    if (!finished && !background) stop();
-  };
-  const reading = channel[Symbol.asyncIterator]();
-  const events: AsyncIterable<string> = {
-    [Symbol.asyncIterator]: () => ({
-      next: () =>
-        reading.next().catch((e: unknown) => {
-          gone();
-          throw e;
-        }),
-      return: () => {
-        gone();
-        return reading.return?.() ?? Promise.resolve({ value: undefined, done: true });
-      },
-    }),
-  };
-  return { status: 200, headers: { ...SSE_HEADERS, 'x-operation-id': options.operationId }, stream: events };
+  return { status: 200, headers: { ...SSE_HEADERS, 'x-operation-id': options.operationId }, stream: channel };
 }
 
 /**

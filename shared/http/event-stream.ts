@@ -25,15 +25,27 @@ export class SlowReaderError extends Error {
  */
 export class EventChannel implements AsyncIterable<string> {
   private readonly items: string[] = [];
-  private waiting: (() => void) | undefined;
+  /** The consumer's pending read, handed the next event directly when it is pushed. */
+  private waiting: ((result: IteratorResult<string>) => void) | undefined;
   private ended = false;
   private overflowed = false;
   private bytes = 0;
 
-  constructor(private readonly maxBytes = MAX_UNSENT_BYTES) {}
+  /** `onAbandoned` runs when the consumer stops before the end: it returned, or it fell too far behind. */
+  constructor(
+    private readonly maxBytes = MAX_UNSENT_BYTES,
+    private readonly onAbandoned: () => void = () => undefined,
+  ) {}
 
   push(item: string): void {
     if (this.overflowed || this.ended) return;
+    const waiting = this.waiting;
+    if (waiting) {
+      // Nothing queued and the consumer waits: one promise from the model's piece to the host's write.
+      this.waiting = undefined;
+      waiting({ value: item, done: false });
+      return;
+    }
     this.bytes += item.length;
     // One item alone may be larger (a long answer's `completed` event): only a backlog is refused.
     if (this.bytes > this.maxBytes && this.items.length > 0) {
@@ -43,18 +55,13 @@ export class EventChannel implements AsyncIterable<string> {
     } else {
       this.items.push(item);
     }
-    this.wake();
   }
 
   end(): void {
     this.ended = true;
-    this.wake();
-  }
-
-  private wake() {
-    const w = this.waiting;
+    const waiting = this.waiting;
     this.waiting = undefined;
-    w?.();
+    waiting?.({ value: undefined, done: true });
   }
 
   /**
@@ -66,6 +73,7 @@ export class EventChannel implements AsyncIterable<string> {
       next: () => this.next(),
       return: (): Promise<IteratorResult<string>> => {
         // The consumer stopped: nothing more is queued for it.
+        if (!this.ended) this.onAbandoned();
         this.ended = true;
         this.items.length = 0;
         this.bytes = 0;
@@ -75,13 +83,17 @@ export class EventChannel implements AsyncIterable<string> {
   }
 
   private next(): Promise<IteratorResult<string>> {
-    if (this.overflowed) return Promise.reject(new SlowReaderError('the client did not read the stream fast enough'));
+    if (this.overflowed) {
+      this.onAbandoned();
+      return Promise.reject(new SlowReaderError('the client did not read the stream fast enough'));
+    }
     const item = this.items.shift();
     if (item !== undefined) {
       this.bytes -= item.length;
       return Promise.resolve({ value: item, done: false });
     }
     if (this.ended) return Promise.resolve({ value: undefined, done: true });
-    return new Promise<void>((resolve) => (this.waiting = resolve)).then(() => this.next());
+    return new Promise((resolve) => (this.waiting = resolve));
   }
 }
+

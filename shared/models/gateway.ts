@@ -121,7 +121,7 @@ export class ModelGateway {
           onDelta(answer.content);
           return answer;
         }
-        return readSse(response.body as AsyncIterable<Buffer>, this.options.maxResponseBytes, (text) => {
+        return readSse(response.body, this.options.maxResponseBytes, (text) => {
           attempt.started();
           onDelta(text);
         });

@@ -1,6 +1,8 @@
 // Reads a streamed chat completion (server-sent events of `chat.completion.chunk`s, ending with `[DONE]`):
 // each piece of text as it arrives, and the whole answer with its usage at the end. The stream is upstream
 // input: it is bounded in size, and every chunk is checked before use.
+import { AsyncResource } from 'node:async_hooks';
+import type { Readable } from 'node:stream';
 import { createParser } from 'eventsource-parser';
 import { invalid, tooLarge } from './upstream-errors.js';
 import type { ModelAnswer } from './wire.js';
@@ -8,10 +10,14 @@ import type { ModelAnswer } from './wire.js';
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 const count = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : 0);
 
-export async function readSse(body: AsyncIterable<Buffer>, limit: number, onDelta: (text: string) => void): Promise<ModelAnswer> {
+/**
+ * Reads the stream by its events rather than `for await`: the async iterator costs several promises per
+ * network chunk, and a service holding thousands of open streams reads hundreds of chunks a second.
+ */
+export function readSse(body: Readable, limit: number, onDelta: (text: string) => void): Promise<ModelAnswer> {
   let content = '';
   let usage: { promptTokens: number; completionTokens: number } | undefined;
-  // Set by the parser's callback while the loop below feeds it.
+  // Set by the parser's callback while a chunk is fed to it.
   const state: { done: boolean; failure: Error | undefined } = { done: false, failure: undefined };
   const parser = createParser({
     onEvent(event) {
@@ -42,19 +48,44 @@ export async function readSse(body: AsyncIterable<Buffer>, limit: number, onDelt
   });
   const decoder = new TextDecoder('utf-8', { fatal: true });
   let size = 0;
-  for await (const bytes of body) {
-    size += bytes.length;
-    if (size > limit) throw tooLarge(limit);
-    let text: string;
-    try {
-      text = decoder.decode(bytes, { stream: true });
-    } catch {
-      throw invalid('the stream is not UTF-8');
-    }
-    parser.feed(text);
-    if (state.failure) throw state.failure;
-    if (state.done) break;
-  }
-  if (!state.done) throw invalid('the stream ended before [DONE]');
-  return { content, promptTokens: usage?.promptTokens ?? 0, completionTokens: usage?.completionTokens ?? 0 };
+  return new Promise<ModelAnswer>((resolve, reject) => {
+    let settled = false;
+    const settle = (failure: Error | undefined) => {
+      if (settled) return;
+      settled = true;
+      // The error listener stays: destroying an unfinished body emits one, which is no longer news.
+      body.off('data', onData).off('end', onEnd).off('close', onClose);
+      if (failure) {
+        reject(failure);
+        if (!body.destroyed) body.destroy();
+        return;
+      }
+      resolve({ content, promptTokens: usage?.promptTokens ?? 0, completionTokens: usage?.completionTokens ?? 0 });
+      // Past [DONE] the rest (as a rule only the body's end) is read and dropped within the same bound, so the
+      // connection goes back to the pool for the next call instead of being closed and opened again.
+      body.on('data', (bytes: Buffer) => {
+        size += bytes.length;
+        if (size > limit) body.destroy();
+      });
+    };
+    // Bound to the caller's async context: the socket emits in the context of whichever request opened the
+    // connection, and the pieces' consumers (logs, spans) must see this call's.
+    const onData = AsyncResource.bind((bytes: Buffer) => {
+      size += bytes.length;
+      if (size > limit) return settle(tooLarge(limit));
+      let text: string;
+      try {
+        text = decoder.decode(bytes, { stream: true });
+      } catch {
+        return settle(invalid('the stream is not UTF-8'));
+      }
+      parser.feed(text);
+      if (state.failure || state.done) settle(state.failure);
+    });
+    const ended = () => invalid('the stream ended before [DONE]');
+    const onEnd = () => settle(ended());
+    // Destroyed without an error (nothing else ends it then): the stream was cut.
+    const onClose = () => settle(ended());
+    body.on('data', onData).on('end', onEnd).on('error', settle).on('close', onClose);
+  });
 }

@@ -54,6 +54,15 @@ describe('streamed completions', () => {
     expect(llm.requests.at(-1)?.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
   });
 
+  it("uses one connection to the model for streamed answers one after another (each read to its end)", async () => {
+    llm.setStreaming(0, 20);
+    const stream = async () => (await readEvents((await post({ user_prompt: 'again', agent_name: 'streamer' })).body!)).at(-1)?.event;
+    expect(await stream()).toBe('completed');
+    const before = llm.connections;
+    for (let i = 0; i < 3; i++) expect(await stream()).toBe('completed');
+    expect(llm.connections).toBe(before);
+  });
+
   it('answers failures before the first piece with their ordinary JSON status', async () => {
     const invalid = await post({ agent_name: 'streamer' });
     expect(invalid.status).toBe(400);

@@ -29,4 +29,30 @@ describe('event channel', () => {
     for (let i = 0; i < 100_000; i++) channel.push('event: delta\ndata: {"text":"more"}\n\n');
     await expect(iterator.next()).rejects.toThrow(SlowReaderError);
   });
+
+  it('tells its producer when the reader leaves before the end, and not after it', async () => {
+    let abandoned = 0;
+    const left = new EventChannel(1000, () => abandoned++);
+    const reading = left[Symbol.asyncIterator]();
+    const pending = reading.next();
+    left.push('a');
+    left.push('b');
+    expect(await pending).toEqual({ done: false, value: 'a' });
+    await reading.return?.();
+    expect(abandoned).toBe(1);
+    expect(await reading.next()).toEqual({ done: true, value: undefined });
+
+    const behind = new EventChannel(100, () => abandoned++);
+    for (let i = 0; i < 10; i++) behind.push('x'.repeat(50));
+    await expect(behind[Symbol.asyncIterator]().next()).rejects.toThrow(SlowReaderError);
+    expect(abandoned).toBe(2);
+
+    const finished = new EventChannel(1000, () => abandoned++);
+    finished.push('last');
+    finished.end();
+    const all: string[] = [];
+    for await (const e of finished) all.push(e);
+    expect(all).toEqual(['last']);
+    expect(abandoned).toBe(2);
+  });
 });
