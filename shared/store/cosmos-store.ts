@@ -181,32 +181,40 @@ class CosmosContainer<T extends Doc> implements Container<T> {
     if (conflicts > 0) throw new ConflictError(`${conflicts} of ${docs.length} documents already existed`);
   }
 
-  private readonly updates = new KeyQueue();
+  /**
+   * A document's updates from this process, one at a time. Each leaves the next the versions it wrote, so a
+   * queued update starts from them instead of reading again (a round trip fewer for each queued turn of a
+   * busy session); another writer's change in between fails the ETag check, and that attempt reads again.
+   */
+  private readonly updates = new KeyQueue<Written<T>>();
 
   writeBatch(pk: string, operations: readonly BatchOperation<T>[]): Promise<void> {
     if (operations.length > 100) return Promise.reject(new StoreError('A batch holds at most 100 documents'));
     const updated = operations.flatMap((o) => (o.op === 'update' ? [o.id] : []));
-    if (updated.length === 0) return this.batch(pk, operations, false);
-    // A caller's copy is stale once another update of this process came first: then read at once.
-    return this.updates.run(JSON.stringify([pk, ...updated.sort()]), (waited) => this.batch(pk, operations, waited));
+    if (updated.length === 0) return this.batch(pk, operations, false).then(() => undefined);
+    // A caller's copy is stale once another update of this process came first: then the versions that
+    // update wrote are the current ones (or, without them, a read's).
+    return this.updates.run(JSON.stringify([pk, ...updated.sort()]), async (waited, left) => [undefined, await this.batch(pk, operations, waited, left)] as const);
   }
 
-  private async batch(pk: string, operations: readonly BatchOperation<T>[], readFirst: boolean): Promise<void> {
+  /** Writes the batch; answers the versions of the updated documents it wrote. */
+  private async batch(pk: string, operations: readonly BatchOperation<T>[], stale: boolean, left?: Written<T>): Promise<Written<T>> {
     for (let attempt = 1; ; attempt++) {
       // Updates become replaces guarded by the ETag of the version just read.
-      const writes: { op: BatchOperation<T>; body: OperationInput }[] = [];
+      const writes: { op: BatchOperation<T>; body: OperationInput; updated?: T }[] = [];
       for (const o of operations) {
         if (o.op === 'create') writes.push({ op: o, body: { operationType: 'Create', resourceBody: inBatch(o.doc, pk) as unknown as JSONObject } });
         else if (o.op === 'replace') writes.push({ op: o, body: replaceInput(inBatch(o.doc, pk), o.ifMatch) });
         else if (o.op === 'delete') writes.push({ op: o, body: { operationType: 'Delete', id: o.id, partitionKey: pk, ...(o.ifMatch !== undefined ? { ifMatch: o.ifMatch } : {}) } });
         else {
-          const current = attempt === 1 && o.known && !readFirst ? o.known : await this.read(pk, o.id);
+          const first = attempt === 1 ? (stale ? left?.get(o.id) : o.known) : undefined;
+          const current = first ?? (await this.read(pk, o.id));
           if (!current) throw new NotFoundError(`${this.name}/${pk}/${o.id} not found`);
           const next = o.apply(current);
-          if (next) writes.push({ op: o, body: replaceInput(inBatch(next, pk, o.id), current._etag) });
+          if (next) writes.push({ op: o, body: replaceInput(inBatch(next, pk, o.id), current._etag), updated: next });
         }
       }
-      if (writes.length === 0) return;
+      if (writes.length === 0) return new Map();
       let response;
       try {
         response = await this.sdk.items.batch(writes.map((w) => w.body), pk);
@@ -215,7 +223,14 @@ class CosmosContainer<T extends Doc> implements Container<T> {
       }
       // A failed batch answers per operation: the failing one's status, 424 for the others (nothing written).
       const statuses = response.result?.map((r) => r.statusCode) ?? [response.code ?? 500];
-      if (statuses.every((s) => s < 400)) return;
+      if (statuses.every((s) => s < 400)) {
+        const written: Written<T> = new Map();
+        writes.forEach((w, i) => {
+          const etag = response.result?.[i]?.eTag;
+          if (w.updated && etag) written.set(w.updated.id, { ...w.updated, _etag: etag });
+        });
+        return written;
+      }
       const failing = statuses.findIndex((s) => s >= 400 && s !== 424);
       const code = statuses[failing] ?? 424;
       // An update raced by another writer: read again and run the batch again, after a short jittered wait.
@@ -368,6 +383,9 @@ const replaceInput = (doc: Doc, ifMatch: string | undefined): OperationInput => 
 });
 
 /** Drops Cosmos system properties other than the ETag. */
+/** The versions a batch wrote of the documents it updated, by id. */
+type Written<T extends Doc> = Map<string, Stored<T>>;
+
 function clean<T extends Doc>(resource: T): Stored<T> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(resource)) if (!k.startsWith('_') || k === '_etag') out[k] = v;
