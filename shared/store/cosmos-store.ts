@@ -6,7 +6,6 @@ import { ConfigError } from '../config.js';
 import { CONTAINER_LIST, type ContainerDefinition } from './containers.js';
 import { aggregateSql, selectSql } from './cosmos-sql.js';
 import { segments } from './fields.js';
-import { KeyQueue } from './key-queue.js';
 import {
   ConflictError,
   NotFoundError,
@@ -182,19 +181,60 @@ class CosmosContainer<T extends Doc> implements Container<T> {
   }
 
   /**
-   * A document's updates from this process, one at a time. Each leaves the next the versions it wrote, so a
-   * queued update starts from them instead of reading again (a round trip fewer for each queued turn of a
-   * busy session); another writer's change in between fails the ETag check, and that attempt reads again.
+   * Updates of a document from this process wait for the batch before them. What waits meanwhile is
+   * written next as one batch (the updates of the document applied in turn, up to 100 documents), starting
+   * from the versions the batch before wrote instead of reading them again: the turns of a busy session cost
+   * a round trip per group, not two per turn. Another writer's change in between fails the ETag check, and
+   * that attempt reads again; a group refused as a whole (one turn's document taken, say) is written again
+   * turn by turn, so each gets its own answer.
    */
-  private readonly updates = new KeyQueue<Written<T>>();
+  private readonly waiting = new Map<string, Waiting<T>[]>();
 
   writeBatch(pk: string, operations: readonly BatchOperation<T>[]): Promise<void> {
     if (operations.length > 100) return Promise.reject(new StoreError('A batch holds at most 100 documents'));
     const updated = operations.flatMap((o) => (o.op === 'update' ? [o.id] : []));
     if (updated.length === 0) return this.batch(pk, operations, false).then(() => undefined);
-    // A caller's copy is stale once another update of this process came first: then the versions that
-    // update wrote are the current ones (or, without them, a read's).
-    return this.updates.run(JSON.stringify([pk, ...updated.sort()]), async (waited, left) => [undefined, await this.batch(pk, operations, waited, left)] as const);
+    const key = JSON.stringify([pk, ...updated.sort()]);
+    return new Promise<void>((resolve, reject) => {
+      const entry: Waiting<T> = { operations, done: (e) => (e === undefined ? resolve() : reject(e)) };
+      const queue = this.waiting.get(key);
+      if (queue) return void queue.push(entry);
+      this.waiting.set(key, []);
+      void this.drain(key, pk, entry);
+    });
+  }
+
+  /** Writes one key's updates: the first alone (with its caller's copy), then each group that waited. */
+  private async drain(key: string, pk: string, first: Waiting<T>): Promise<void> {
+    let left = await this.writeGroup(pk, [first], false, undefined);
+    for (let queue = this.waiting.get(key); queue && queue.length > 0; queue = this.waiting.get(key)) {
+      left = await this.writeGroup(pk, takeGroup(queue), true, left);
+    }
+    this.waiting.delete(key);
+  }
+
+  /** Answers each of the group; gives the versions its last successful batch wrote. */
+  private async writeGroup(pk: string, group: readonly Waiting<T>[], stale: boolean, left: Written<T> | undefined): Promise<Written<T> | undefined> {
+    if (group.length > 1) {
+      try {
+        const written = await this.batch(pk, mergeGroup(group), stale, left);
+        for (const g of group) g.done();
+        return written;
+      } catch {
+        // Refused as a whole: each on its own below, from a fresh read.
+        left = undefined;
+      }
+    }
+    for (const g of group) {
+      try {
+        left = await this.batch(pk, g.operations, stale || group.length > 1, left);
+        g.done();
+      } catch (e) {
+        left = undefined;
+        g.done(e instanceof Error ? e : new StoreError('The batch write failed'));
+      }
+    }
+    return left;
   }
 
   /** Writes the batch; answers the versions of the updated documents it wrote. */
@@ -385,6 +425,47 @@ const replaceInput = (doc: Doc, ifMatch: string | undefined): OperationInput => 
 /** Drops Cosmos system properties other than the ETag. */
 /** The versions a batch wrote of the documents it updated, by id. */
 type Written<T extends Doc> = Map<string, Stored<T>>;
+
+/** A batch waiting for the one before it on the same documents, and how to answer its caller. */
+interface Waiting<T extends Doc> {
+  operations: readonly BatchOperation<T>[];
+  done: (error?: Error) => void;
+}
+
+/** The next group from the front of a queue: as many waiting batches as fit in one (100 operations). */
+function takeGroup<T extends Doc>(queue: Waiting<T>[]): Waiting<T>[] {
+  let n = 1;
+  for (let ops = queue[0]?.operations.length ?? 0; n < queue.length && ops + (queue[n]?.operations.length ?? 0) <= 100; n++) ops += queue[n]?.operations.length ?? 0;
+  return queue.splice(0, n);
+}
+
+/**
+ * One batch of a group: each updated document once, its updates applied in turn, then every other operation
+ * in order. The updates come first: a stale ETag (another writer came first) then fails the batch before
+ * anything else in it, on the local Cosmos-compatible server too, which does not roll a batch back.
+ */
+function mergeGroup<T extends Doc>(group: readonly Waiting<T>[]): BatchOperation<T>[] {
+  const updates = new Map<string, ((current: Stored<T>) => T | undefined)[]>();
+  const rest: BatchOperation<T>[] = [];
+  for (const o of group.flatMap((g) => g.operations)) {
+    if (o.op === 'update') updates.set(o.id, [...(updates.get(o.id) ?? []), o.apply]);
+    else rest.push(o);
+  }
+  const composed = [...updates].map(([id, applies]): BatchOperation<T> => ({
+    op: 'update',
+    id,
+    apply: (current) => {
+      let doc = current;
+      let changed = false;
+      for (const apply of applies) {
+        const next = apply(doc);
+        if (next) [doc, changed] = [{ ...next, _etag: current._etag }, true];
+      }
+      return changed ? doc : undefined;
+    },
+  }));
+  return [...composed, ...rest];
+}
 
 function clean<T extends Doc>(resource: T): Stored<T> {
   const out: Record<string, unknown> = {};
