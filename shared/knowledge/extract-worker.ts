@@ -1,8 +1,8 @@
 // An extraction worker thread: reads one document at a time for the pool (extract-pool.ts) and answers its
-// text or why it cannot be read; for attachments it also counts the text's tokens and marks them (token-marks.ts), so a
-// completion cuts an attachment to its token budget without tokenizing on the request thread. The pool
-// terminates it at the deadline, which runs from when the worker says it is ready (its slow readers loaded);
-// its heap is limited when started.
+// text or why it cannot be read; for attachments it also counts the text's tokens and marks them
+// (token-marks.ts), so a completion cuts an attachment to its token budget without tokenizing on the request
+// thread. The pool terminates it at the deadline, which runs from when the worker says it is ready (its slow
+// readers loaded); its heap is limited when started.
 import { parentPort } from 'node:worker_threads';
 import { EXTRACTOR_READY, ExtractionError } from './extract.js';
 import { loadReaders, readFormat } from './extract-formats.js';

@@ -182,7 +182,7 @@ class CosmosContainer<T extends Doc> implements Container<T> {
 
   /**
    * Updates of a document from this process wait for the batch before them. What waits meanwhile is
-   * written next as one batch (the updates of the document applied in turn, up to 100 documents), starting
+   * written next as one batch (the updates of the document applied in turn, up to 100 operations), starting
    * from the versions the batch before wrote instead of reading them again: the turns of a busy session cost
    * a round trip per group, not two per turn. Another writer's change in between fails the ETag check, and
    * that attempt reads again; a group refused as a whole (one turn's document taken, say) is written again
@@ -422,7 +422,6 @@ const replaceInput = (doc: Doc, ifMatch: string | undefined): OperationInput => 
   ...(ifMatch !== undefined ? { ifMatch } : {}),
 });
 
-/** Drops Cosmos system properties other than the ETag. */
 /** The versions a batch wrote of the documents it updated, by id. */
 type Written<T extends Doc> = Map<string, Stored<T>>;
 
@@ -467,6 +466,7 @@ function mergeGroup<T extends Doc>(group: readonly Waiting<T>[]): BatchOperation
   return [...composed, ...rest];
 }
 
+/** Drops Cosmos system properties other than the ETag. */
 function clean<T extends Doc>(resource: T): Stored<T> {
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(resource)) if (!k.startsWith('_') || k === '_etag') out[k] = v;
