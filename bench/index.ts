@@ -185,9 +185,11 @@ async function reportPlugins() {
   ]);
 }
 
+/** The middle of a run's figures. */
+const median = (ms: number[]) => [...ms].sort((a, b) => a - b)[Math.floor(ms.length / 2)] ?? NaN;
+
 async function reportStartup() {
   const rows = await benchStartup();
-  const median = (ms: number[]) => [...ms].sort((a, b) => a - b)[Math.floor(ms.length / 2)] ?? NaN;
   const bare = median(rows.at(-1)?.ms ?? []);
   console.log('\n## Start-up: process start to the first 200 from GET /status (fresh DATA_DIR, warm dist/), runs interleaved');
   console.table(rows.map((r) => ({ system: r.system, 'median ms': median(r.ms), 'min / max ms': `${Math.min(...r.ms)} / ${Math.max(...r.ms)}`, 'vs bare node:http': `${(median(r.ms) / bare).toFixed(1)}x` })));
@@ -197,7 +199,6 @@ async function reportStartup() {
 
 async function reportColdStart() {
   const { rows, functions } = await benchColdStart();
-  const median = (ms: number[]) => [...ms].sort((a, b) => a - b)[Math.floor(ms.length / 2)] ?? NaN;
   const perFile = median(rows.at(-1)?.ms ?? []);
   console.log(`\n## Cold start: a fresh process imports the Functions entry (${functions} functions) and answers GET /instances/{id}/status through the Functions adapter (fresh embedded store), runs interleaved`);
   console.table(

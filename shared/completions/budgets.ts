@@ -143,11 +143,11 @@ export const outputLimit = (parameters: Record<string, unknown>) => Number(param
 
 /** gpt-tokenizer's counter, loaded on first use: its tables are most of the code a cold start would compile. */
 let tokenizer: Promise<(text: string) => number> | undefined;
-const countTokens = () => (tokenizer ??= import('gpt-tokenizer').then((m) => m.countTokens));
+const loadTokenCounter = () => (tokenizer ??= import('gpt-tokenizer').then((m) => m.countTokens));
 
 /** The largest cost a model call can have: its prompt's tokens and its output limit, at the model's prices. */
 export async function largestCost(messages: readonly ChatMessage[], outputLimit: number, prices: { input: number; output: number }): Promise<number> {
-  const count = await countTokens();
+  const count = await loadTokenCounter();
   let tokens = 0;
   for (const m of messages) {
     const text = typeof m.content === 'string' ? m.content : m.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
