@@ -11,10 +11,8 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { pathToFileURL } from 'node:url';
-import { DEFAULT_INSTANCE_ID } from '../shared/config.js';
 import { AZURE_BUNDLE_DIR } from '../scripts/bundle.js';
-import { functionsCoreStandIn } from '../scripts/functions-core-stand-in.js';
+import { firstAnswerEnv, firstAnswerScript, functionsCoreStandIn } from '../scripts/functions-core-stand-in.js';
 
 export interface ColdStartRow {
   system: string;
@@ -24,25 +22,13 @@ export interface ColdStartRow {
   wallMs: number[];
 }
 
-/** The child: import the entry, then call the status function as the worker would. Prints its figures. */
-const child = (entry: string) => `
-import { createRequire } from 'node:module';
-const t0 = performance.now();
-await import(${JSON.stringify(pathToFileURL(entry).href)});
-const { handlers } = createRequire(import.meta.url)('@azure/functions-core');
-const url = 'http://localhost:7071/instances/${DEFAULT_INSTANCE_ID}/status';
-const request = { method: 'GET', url, headers: new Headers(), query: new URL(url).searchParams, params: { instanceId: '${DEFAULT_INSTANCE_ID}' }, body: null, arrayBuffer: async () => new ArrayBuffer(0) };
-const response = await handlers.get('status-core-instance')(request, { invocationId: 'cold-start', log() {} });
-if (response.status !== 200) throw new Error('status answered ' + response.status);
-process.stdout.write(JSON.stringify({ ms: performance.now() - t0, functions: handlers.size }));
-process.exit(0);`;
-
 async function once(entry: string, modules: string, dataDir: string): Promise<{ ms: number; wallMs: number; functions: number }> {
   const t0 = performance.now();
   const out = await new Promise<string>((resolve, reject) => {
-    const p = spawn(process.execPath, ['--input-type=module', '-e', child(entry)], {
+    const script = firstAnswerScript(entry, 'process.stdout.write(JSON.stringify({ ms, functions: handlers.size }));');
+    const p = spawn(process.execPath, ['--input-type=module', '-e', script], {
       cwd: path.dirname(entry),
-      env: { PATH: process.env.PATH ?? '', NODE_PATH: modules, DATA_DIR: dataDir, SERVICE_APIS: 'core,management', LOG_LEVEL: 'warn' },
+      env: firstAnswerEnv(modules, dataDir),
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     let stdout = '';

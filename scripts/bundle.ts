@@ -1,16 +1,21 @@
 // Bundles the two ways the service runs into a few files each: `npm start` (scripts/start.ts) into
-// dist/bundle, and the Azure Functions app (functions/index.ts) into dist/azure, which `npm run package`
-// ships. Node 20 spends most of a start resolving, reading and compiling about 680 separate ES modules; a few
+// dist/bundle, and the Azure Functions app into dist/azure, which `npm run package` ships: the app
+// (functions/app.ts) as one CommonJS file with V8's code cache beside it, started by functions/bundle-entry.ts. Node 20 spends most of a start resolving, reading and compiling about 680 separate ES modules; a few
 // bundled files load in a fraction of the time (`npm run bench -- startup`, `npm run bench -- cold-start`).
-import { rmSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
+import { firstAnswerEnv, firstAnswerScript, functionsCoreStandIn } from './functions-core-stand-in.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', import.meta.url.endsWith('.ts') ? '' : '..');
 
 export const BUNDLE_DIR = path.join(root, 'dist', 'bundle');
 export const AZURE_BUNDLE_DIR = path.join(root, 'dist', 'azure');
+/** The Functions app itself, beside its entry (index.js) in AZURE_BUNDLE_DIR. */
+export const APP_BUNDLE = 'app.cjs';
 
 /** The worker threads the embedded store, the extraction pool and the sandbox start by URL relative to the module that starts them. */
 const WORKERS = ['shared/store/sqlite-reader-worker.ts', 'shared/store/sqlite-checkpoint-worker.ts', 'shared/knowledge/extract-worker.ts', 'shared/sandbox/pyodide-worker.ts'];
@@ -24,41 +29,95 @@ export const INSTALLED_BESIDE = ['pyodide', 'pino-pretty'];
 /** Also left out: the native SQLite binding of the embedded store (optional; Azure runs on Cosmos DB). */
 const EXTERNAL = ['better-sqlite3', ...INSTALLED_BESIDE];
 
-/** What each bundle starts from and leaves out besides EXTERNAL. */
-const TARGETS = {
-  // Azurite runs as its own process, from its own package.
-  start: { outdir: BUNDLE_DIR, entry: 'scripts/start.ts', external: ['azurite'] },
-  // The Functions worker gives the app `@azure/functions-core` at run time; it is no package.
-  azure: { outdir: AZURE_BUNDLE_DIR, entry: 'functions/index.ts', external: ['@azure/functions-core'] },
+/** What every bundle shares. */
+const COMMON = {
+  absWorkingDir: root,
+  bundle: true,
+  platform: 'node',
+  target: 'node20',
+  sourcemap: 'linked',
+  logLevel: 'warning',
+  // V8 keeps each loaded module's source text for as long as the process runs: 7.0 MiB of the 25 MiB
+  // heap at start as written, 2.4 MiB without comments and spaces. Names stay, so stack traces read.
+  minifyWhitespace: true,
+  minifySyntax: true,
 } as const;
 
-export type BundleTarget = keyof typeof TARGETS;
-
-export async function bundle(target: BundleTarget = 'start', outdir: string = TARGETS[target].outdir): Promise<void> {
-  rmSync(outdir, { recursive: true, force: true });
+/** ES modules: the entries with the worker threads beside them, and chunks for what loads on first use. */
+async function buildModules(entry: { in: string; out: string }, outdir: string, external: string[]): Promise<void> {
   await build({
-    absWorkingDir: root,
-    entryPoints: [{ in: TARGETS[target].entry, out: target === 'azure' ? 'index' : 'start' }, ...WORKERS],
+    ...COMMON,
+    entryPoints: [entry, ...WORKERS],
     outdir,
     entryNames: '[name]',
     // Chunks beside the entries: a chunk that starts a worker resolves `./<worker>.js` from its own URL.
     chunkNames: '[name]-[hash]',
-    bundle: true,
     // Modules loaded on first use (the MCP SDK, the Cosmos SDK, document parsers, exporters) stay separate chunks.
     splitting: true,
     format: 'esm',
-    platform: 'node',
-    target: 'node20',
-    external: [...EXTERNAL, ...TARGETS[target].external],
-    sourcemap: 'linked',
+    external: [...EXTERNAL, ...external],
     // CommonJS dependencies call require(); in an ES module it has to be made.
     banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
-    logLevel: 'warning',
-    // V8 keeps each loaded module's source text for as long as the process runs: 7.0 MiB of the 25 MiB
-    // heap at start as written, 2.4 MiB without comments and spaces. Names stay, so stack traces read.
-    minifyWhitespace: true,
-    minifySyntax: true,
   });
+}
+
+/**
+ * The Functions app as one CommonJS file (dist/azure/app.cjs), which functions/bundle-entry.ts loads with
+ * V8's code cache. `import.meta.url` becomes the file's own URL, so workers still start from beside it.
+ */
+async function buildApp(outdir: string): Promise<void> {
+  const outfile = path.join(outdir, APP_BUNDLE);
+  await build({
+    ...COMMON,
+    entryPoints: ['functions/app.ts'],
+    outfile,
+    format: 'cjs',
+    external: [...EXTERNAL, '@azure/functions-core'],
+    define: { 'import.meta.url': '__import_meta_url' },
+    // import() becomes require(): a script run by node:vm has no module loader of its own.
+    supported: { 'dynamic-import': false },
+    // Wrapped as Node wraps a CommonJS module, so that the loader compiles the file's text as it is: no copy.
+    banner: { js: "(function (exports, require, module, __filename, __dirname) { const __import_meta_url = require('node:url').pathToFileURL(__filename).href;" },
+    footer: { js: '})' },
+    // Licences in app.cjs.LEGAL.txt: the file itself stays ASCII, which the loader reads without decoding.
+    legalComments: 'linked',
+  });
+  const bytes = readFileSync(outfile);
+  const at = bytes.findIndex((b) => b > 0x7f);
+  if (at >= 0) throw new Error(`${APP_BUNDLE} is not ASCII at byte ${at}; the loader reads it as Latin-1`);
+}
+
+/**
+ * Runs the bundled app once as the Functions worker would (import, then its first answer: the status
+ * function, on the embedded store) and saves what V8 compiled as the code cache beside app.cjs. Where the
+ * embedded store cannot open (its native module is optional), the cache holds the import only.
+ */
+function saveCodeCache(outdir: string): void {
+  const modules = functionsCoreStandIn();
+  const dataDir = mkdtempSync(path.join(tmpdir(), 'code-cache-'));
+  const entry = path.join(outdir, 'index.js');
+  const run = (script: string) => execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: outdir, env: firstAnswerEnv(modules, dataDir), stdio: ['ignore', 'ignore', 'pipe'] });
+  try {
+    run(firstAnswerScript(entry, '(await entry).saveCodeCache();'));
+  } catch (e) {
+    const lines = String((e as { stderr?: unknown }).stderr ?? e).split('\n');
+    process.stderr.write(`The code cache holds the import only: the first answer failed (${lines.find((l) => /^\w*Error: /.test(l)) ?? lines[0]})\n`);
+    run(`(await import(${JSON.stringify(pathToFileURL(entry).href)})).saveCodeCache(); process.exit(0);`);
+  } finally {
+    for (const dir of [modules, dataDir]) rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export type BundleTarget = 'start' | 'azure';
+
+export async function bundle(target: BundleTarget = 'start', outdir: string = target === 'start' ? BUNDLE_DIR : AZURE_BUNDLE_DIR): Promise<void> {
+  rmSync(outdir, { recursive: true, force: true });
+  // Azurite runs as its own process, from its own package.
+  if (target === 'start') return buildModules({ in: 'scripts/start.ts', out: 'start' }, outdir, ['azurite']);
+  // The Functions worker gives the app `@azure/functions-core` at run time; it is no package.
+  await buildModules({ in: 'functions/bundle-entry.ts', out: 'index' }, outdir, ['@azure/functions-core']);
+  await buildApp(outdir);
+  saveCodeCache(outdir);
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {

@@ -1,5 +1,5 @@
-// `npm run package`: the folder Azure Functions runs, exactly: host.json, the Functions app as one esbuild
-// bundle (dist/azure, what `npm run build` makes; no source maps), the portals' static files, a package.json
+// `npm run package`: the folder Azure Functions runs, exactly: host.json, the Functions app as esbuild
+// bundles it (dist/azure, what `npm run build` makes; its code cache, no source maps), the portals' static files, a package.json
 // whose dependencies are only the packages the bundle loads from node_modules (scripts/bundle.ts
 // INSTALLED_BESIDE), and those installed at the versions the lock file pins. azd deploys it (azure.yaml
 // `dist`); `func azure functionapp publish` can be run from inside it.
@@ -12,6 +12,9 @@ import { INSTALLED_BESIDE } from './bundle.js';
 // From scripts/ (run by tsx, as the benchmarks import it) or dist/scripts/ (`npm run package`).
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', import.meta.url.endsWith('.ts') ? '' : '..');
 export const PACKAGE_DIR = path.join(root, '.azure-package');
+
+/** The Node major the Function Apps run (infra: Bicep `runtime`, Terraform `runtime_version`). */
+export const DEPLOYED_NODE_MAJOR = 22;
 
 /** The Functions entry in the package (package.json `main`). */
 export const PACKAGE_MAIN = 'dist/azure/index.js';
@@ -37,11 +40,14 @@ export function sizeOf(dir: string): number {
   return total;
 }
 
+/** What ships of dist/azure: code, the app's code cache and its licences; no source maps. */
+const SHIPPED = /\.(js|cjs|cjs\.cache|LEGAL\.txt)$/;
+
 function build(): void {
   rmSync(PACKAGE_DIR, { recursive: true, force: true });
   mkdirSync(PACKAGE_DIR, { recursive: true });
   const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as Manifest;
-  cpSync(path.join(root, 'dist', 'azure'), path.join(PACKAGE_DIR, 'dist', 'azure'), { recursive: true, filter: (src) => statSync(src).isDirectory() || src.endsWith('.js') });
+  cpSync(path.join(root, 'dist', 'azure'), path.join(PACKAGE_DIR, 'dist', 'azure'), { recursive: true, filter: (src) => statSync(src).isDirectory() || SHIPPED.test(src) });
   // The portals' static files, which the Core app serves at /portal/.
   cpSync(path.join(root, 'dist', 'portal'), path.join(PACKAGE_DIR, 'dist', 'portal'), { recursive: true });
   cpSync(path.join(root, 'host.json'), path.join(PACKAGE_DIR, 'host.json'));
@@ -58,4 +64,9 @@ function build(): void {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   build();
   process.stdout.write(`Azure Functions package: ${path.relative(root, PACKAGE_DIR)} (${(sizeOf(PACKAGE_DIR) / 1024 / 1024).toFixed(1)} MB)\n`);
+  // The code cache is V8's of the Node that built it; another V8 refuses it, and the app compiles at start.
+  const major = Number(process.versions.node.split('.')[0]);
+  if (major !== DEPLOYED_NODE_MAJOR) {
+    process.stderr.write(`Note: built with Node ${major}; the Function Apps run Node ${DEPLOYED_NODE_MAJOR}, whose V8 will not take this code cache (each cold start compiles the app). Build with Node ${DEPLOYED_NODE_MAJOR} to ship a cache it takes.\n`);
+  }
 }

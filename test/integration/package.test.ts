@@ -36,9 +36,10 @@ describe('the Azure Functions package', () => {
 
   it('holds the bundled app, host.json and the packages the bundle loads, nothing else', () => {
     expect(readdirSync(dir).sort()).toEqual(['dist', 'host.json', 'node_modules', 'package-lock.json', 'package.json']);
-    // The bundle (code only, no source maps), and the portals' static files the Core app serves at /portal/.
+    // The bundle (code only, no source maps: the app, its code cache and its licences, the entry and the
+    // workers' modules), and the portals' static files the Core app serves at /portal/.
     expect(readdirSync(path.join(dir, 'dist')).sort()).toEqual(['azure', 'portal']);
-    expect(readdirSync(path.join(dir, 'dist', 'azure')).filter((f) => !f.endsWith('.js'))).toEqual([]);
+    expect(readdirSync(path.join(dir, 'dist', 'azure')).filter((f) => !f.endsWith('.js'))).toEqual(['app.cjs', 'app.cjs.LEGAL.txt', 'app.cjs.cache']);
     expect(readdirSync(path.join(dir, 'dist', 'portal'))).toEqual(expect.arrayContaining(['index.html', 'manage.html', 'assets']));
     const manifest = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as Record<string, unknown>;
     expect(manifest.devDependencies).toBeUndefined();
@@ -61,7 +62,7 @@ describe('the Azure Functions package', () => {
     process.stdout.write(`${output.trim()}\n`);
   });
 
-  it('loads its entry point with every module it needs, telemetry included', async () => {
+  it('loads its entry point with its code cache and every module it needs, telemetry included', async () => {
     const env = {
       PATH: process.env.PATH ?? '',
       SERVICE_APIS: 'core,management',
@@ -73,11 +74,13 @@ describe('the Azure Functions package', () => {
     };
     const modules = functionsCoreStandIn();
     try {
-      const script = `await import('./${PACKAGE_MAIN}'); const { handlers } = (await import('node:module')).createRequire(import.meta.url)('@azure/functions-core'); console.log([...handlers.keys()].join(' ')); process.exit(0);`;
+      const script = `const { codeCache } = await import('./${PACKAGE_MAIN}'); const { handlers } = (await import('node:module')).createRequire(import.meta.url)('@azure/functions-core'); console.log(codeCache, [...handlers.keys()].join(' ')); process.exit(0);`;
       const { stdout, stderr } = await run(process.execPath, ['--input-type=module', '-e', script], { cwd: dir, env: { ...env, NODE_PATH: modules } });
       expect(stderr).not.toMatch(/Cannot find (module|package)/);
-      // Every group registered: both APIs' routes, and the queue triggers beside the Core API.
-      const names = stdout.trim().split(' ');
+      // Built with this Node, so V8 takes the code cache; then every group registered: both APIs' routes,
+      // and the queue triggers beside the Core API.
+      const [cache, ...names] = stdout.trim().split(' ');
+      expect(cache).toBe('taken');
       expect(names.length).toBeGreaterThan(150);
       expect(names).toEqual(expect.arrayContaining(['status-core-instance', 'completions-create', 'aiModels-list', 'completions-worker']));
     } finally {

@@ -10,6 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_ONLY_SETTINGS, SETTING_NAMES, loadConfig } from '../../../shared/config.js';
 import { containersForInfra } from '../../../shared/infra-containers.js';
 import { QUEUE_HANDLERS } from '../../../functions/groups.js';
+import { DEPLOYED_NODE_MAJOR } from '../../../scripts/package.js';
 import { evaluateExpression, evaluateTemplate, NAME_RULES, ruleFor, type Scope } from '../../support/infra-eval.js';
 
 const read = (file: string) => readFileSync(file, 'utf8');
@@ -337,7 +338,8 @@ describe('infrastructure', () => {
     for (const role of ['storageRoles', 'vaultRoles', 'insightsRoles', 'cosmosRoles']) expect(resourcesBicep).toContain(`resource ${role} `);
   });
 
-  it('runs two Function Apps on Flex Consumption, Node 22, each with its own user-assigned identity', () => {
+  it('runs two Function Apps on Flex Consumption, Node 22 (the Node the package is built for), each with its own user-assigned identity', () => {
+    expect(DEPLOYED_NODE_MAJOR).toBe(22);
     expect(resourcesBicep).toContain("runtime: { name: 'node', version: '22' }");
     expect(resourcesBicep).toMatch(/resource identities 'Microsoft\.ManagedIdentity\/userAssignedIdentities@[^']+' = \[\s*for app in apps/);
     expect(resourcesBicep).toContain("type: 'UserAssigned'");
