@@ -34,6 +34,10 @@ import {
 } from './types.js';
 
 type Row = { body: string; etag: string };
+
+/** How many updated documents a container keeps its last written version of. */
+const WRITTEN_KEPT = 256;
+const writtenKey = (pk: string, id: string) => `${pk}\u0000${id}`;
 type Bind = string | number | null;
 
 // ETags: a random prefix per process and a counter, unique across processes sharing the file without a
@@ -102,6 +106,8 @@ class SqliteContainer<T extends Doc> implements Container<T> {
   /** Whether documents can expire: only then do reads filter on expires_at. */
   private readonly ttl: boolean;
   private readonly statements = new Map<string, Database.Statement>();
+  /** The versions this container last wrote of the documents it updated, by writtenKey (see current()). */
+  private readonly written = new Map<string, Stored<T>>();
   /** The facts table of the aggregate fields, if any: field path to its column, and the row writer. */
   private readonly facts: { table: string; columns: Map<string, string>; insert: string } | undefined;
 
@@ -166,6 +172,32 @@ class SqliteContainer<T extends Doc> implements Container<T> {
     return this.stmt(`SELECT body, etag FROM "${this.table}" WHERE pk = ? AND id = ? AND (expires_at IS NULL OR expires_at > ?)`).get(pk, id, Date.now()) as
       | Row
       | undefined;
+  }
+
+  /**
+   * The stored version of a document to update: the caller's copy, or the last one this container wrote
+   * of it, when the row still has that ETag (its body is then neither read nor parsed; a busy session's
+   * turns each start from the one before), else the row itself.
+   */
+  private current(pk: string, id: string, known: Stored<T> | undefined): Stored<T> | undefined {
+    const mine = this.written.get(writtenKey(pk, id));
+    if (known || mine) {
+      const sql = `SELECT etag FROM "${this.table}" WHERE pk = ? AND id = ?${this.ttl ? ' AND (expires_at IS NULL OR expires_at > ?)' : ''}`;
+      const found = this.stmt(sql).get(pk, id, ...(this.ttl ? [Date.now()] : [])) as { etag: string } | undefined;
+      if (!found) return undefined;
+      if (known?._etag === found.etag) return known;
+      if (mine?._etag === found.etag) return mine;
+    }
+    const row = this.readRow(pk, id);
+    return row ? parse<T>(row) : undefined;
+  }
+
+  /** Keeps the version just written of an updated document (the last WRITTEN_KEPT documents). */
+  private remember(pk: string, id: string, doc: Stored<T>): void {
+    const key = writtenKey(pk, id);
+    this.written.delete(key);
+    this.written.set(key, doc);
+    if (this.written.size > WRITTEN_KEPT) this.written.delete(this.written.keys().next().value as string);
   }
 
   private expiresAt(doc: T): number | null {
@@ -261,11 +293,10 @@ class SqliteContainer<T extends Doc> implements Container<T> {
     return this.tx(() => {
       for (const o of operations) {
         if (o.op === 'update') {
-          const row = this.readRow(pk, o.id);
-          if (!row) throw new NotFoundError(`${this.name}/${pk}/${o.id} not found`);
-          // The caller's copy, when it is still the stored one (same ETag), saves parsing the row again.
-          const next = o.apply(o.known?._etag === row.etag ? o.known : parse<T>(row));
-          if (next) this.replaceExisting(inBatch(next, pk, o.id), row.etag);
+          const current = this.current(pk, o.id, o.known);
+          if (!current) throw new NotFoundError(`${this.name}/${pk}/${o.id} not found`);
+          const next = o.apply(current);
+          if (next) this.remember(pk, o.id, this.replaceExisting(inBatch(next, pk, o.id), current._etag));
         } else if (o.op === 'create') {
           this.insertNew(inBatch(o.doc, pk));
         } else if (o.op === 'delete') {

@@ -77,7 +77,8 @@ export type BatchOperation<T extends Doc> =
    * retries: the embedded store applies it inside the transaction, Cosmos DB reads, writes with the ETag
    * read and runs the batch again when another writer came first. `known`, a copy the caller has just
    * read, saves Cosmos DB its first read (its ETag guards the write all the same) and the embedded store
-   * parsing the row again while it is current.
+   * parsing the row again while it is current. `apply` makes a new document and leaves `current` as it is:
+   * both stores hand it versions they keep (the one they last wrote of a busy document).
    */
   | { op: 'update'; id: string; apply: (current: Stored<T>) => T | undefined; known?: Stored<T> }
   /** Removes the document (NotFoundError when absent; PreconditionFailedError when `ifMatch` is stale). */

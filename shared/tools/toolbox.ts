@@ -51,8 +51,9 @@ export async function toolboxFor(s: Services, context: ToolContext, agent: Agent
   const { user, scope } = context;
   const clients: Client[] = [];
   // The servers' connections live as long as the turn: closing the toolbox closes the connected ones and
-  // aborts any still connecting (a server that never answers).
-  const lifetime = new AbortController();
+  // aborts any still connecting (a server that never answers). Made with the first connection: an abort
+  // makes an exception with its stack, which a turn without MCP servers need not pay for.
+  let lifetime: AbortController | undefined;
   const citations: Citation[] = [];
   const artifacts: FileArtifact[] = [];
   const functions: AgentFunction[] = [];
@@ -99,7 +100,7 @@ export async function toolboxFor(s: Services, context: ToolContext, agent: Agent
       let client: Promise<Client> | undefined;
       const connected = () => {
         if (!client) {
-          client = connectMcp(s, tool, user, agent, lifetime.signal);
+          client = connectMcp(s, tool, user, agent, (lifetime ??= new AbortController()).signal);
           client.then((c) => clients.push(c), () => undefined);
         }
         return client;
@@ -132,7 +133,7 @@ export async function toolboxFor(s: Services, context: ToolContext, agent: Agent
     artifacts,
     async close() {
       await Promise.all(clients.map((c) => c.close().catch(() => undefined)));
-      lifetime.abort();
+      lifetime?.abort();
     },
   };
 }

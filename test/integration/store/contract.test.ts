@@ -234,6 +234,26 @@ describe.each(STORES)('document store contract: $name', (adapter) => {
       await expect(c.writeBatch('turns', [{ op: 'update', id: 'session', apply: (cur) => ({ ...cur, id: 'other' }) }])).rejects.toBeInstanceOf(StoreError);
     });
 
+    it('starts each batch update from the stored version, after other writes and after a batch that failed', async () => {
+      const seen: number[] = [];
+      const bump = { op: 'update' as const, id: 'doc', apply: (cur: Item) => (seen.push(cur.n), { ...cur, n: cur.n + 1 }) };
+      await c.create(item('busy', 'doc', 0));
+      await c.writeBatch('busy', [bump]);
+      await c.writeBatch('busy', [bump]);
+      // Another way in: the next update starts from what it wrote.
+      await c.upsert(item('busy', 'doc', 10));
+      await c.writeBatch('busy', [bump]);
+      expect(seen).toEqual([0, 1, 10]);
+      // A batch refused as a whole (its create is taken): the next update starts from what is stored, which
+      // is the version before it (the local Cosmos-compatible server keeps what a refused batch did).
+      await expect(c.writeBatch('busy', [bump, { op: 'create', doc: item('busy', 'doc', 99) }])).rejects.toBeInstanceOf(ConflictError);
+      const stored = (await c.read('busy', 'doc'))?.n;
+      if (adapter.name === 'embedded') expect(stored).toBe(11);
+      await c.writeBatch('busy', [bump]);
+      expect(seen.at(-1)).toBe(stored);
+      expect((await c.read('busy', 'doc'))?.n).toBe((stored ?? NaN) + 1);
+    });
+
     it('creates a missing document once when writers race to create it', async () => {
       await Promise.all(
         Array.from({ length: 10 }, () =>
