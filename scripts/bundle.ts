@@ -96,7 +96,8 @@ function saveCodeCache(outdir: string): void {
   const modules = functionsCoreStandIn();
   const dataDir = mkdtempSync(path.join(tmpdir(), 'code-cache-'));
   const entry = path.join(outdir, 'index.js');
-  const run = (script: string) => execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: outdir, env: firstAnswerEnv(modules, dataDir), stdio: ['ignore', 'ignore', 'pipe'] });
+  const run = (script: string) =>
+    execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: outdir, env: firstAnswerEnv(modules, dataDir), stdio: ['ignore', 'ignore', 'pipe'], timeout: 60_000 });
   try {
     run(firstAnswerScript(entry, '(await entry).saveCodeCache();'));
   } catch (e) {
