@@ -1,7 +1,9 @@
 // Bundles the two ways the service runs into a few files each: `npm start` (scripts/start.ts) into
 // dist/bundle, and the Azure Functions app into dist/azure, which `npm run package` ships: the app
-// (functions/app.ts) as one CommonJS file with V8's code cache beside it, started by functions/bundle-entry.ts. Node 20 spends most of a start resolving, reading and compiling about 680 separate ES modules; a few
-// bundled files load in a fraction of the time (`npm run bench -- startup`, `npm run bench -- cold-start`).
+// (functions/app.ts) as one CommonJS file with V8's code cache beside it, started by
+// functions/bundle-entry.ts. Node 20 spends most of a start resolving, reading and compiling about 680
+// separate ES modules; a few bundled files load in a fraction of the time, and with the code cache V8
+// compiles almost nothing (`npm run bench -- startup`, `npm run bench -- cold-start`).
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';

@@ -1,8 +1,8 @@
 // `npm run package`: the folder Azure Functions runs, exactly: host.json, the Functions app as esbuild
-// bundles it (dist/azure, what `npm run build` makes; its code cache, no source maps), the portals' static files, a package.json
-// whose dependencies are only the packages the bundle loads from node_modules (scripts/bundle.ts
-// INSTALLED_BESIDE), and those installed at the versions the lock file pins. azd deploys it (azure.yaml
-// `dist`); `func azure functionapp publish` can be run from inside it.
+// bundles it (dist/azure, what `npm run build` makes: code and its code cache, no source maps), the portals'
+// static files, a package.json whose dependencies are only the packages the bundle loads from node_modules
+// (scripts/bundle.ts INSTALLED_BESIDE), and those installed at the versions the lock file pins. azd deploys it
+// (azure.yaml `dist`); `func azure functionapp publish` can be run from inside it.
 import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';

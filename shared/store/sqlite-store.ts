@@ -34,11 +34,11 @@ import {
 } from './types.js';
 
 type Row = { body: string; etag: string };
+type Bind = string | number | null;
 
 /** How many updated documents a container keeps its last written version of. */
 const WRITTEN_KEPT = 256;
 const writtenKey = (pk: string, id: string) => `${pk}\u0000${id}`;
-type Bind = string | number | null;
 
 // ETags: a random prefix per process and a counter, unique across processes sharing the file without a
 // call for random bytes on every write.
