@@ -37,16 +37,27 @@ export function isListening(port: number, host = '127.0.0.1'): Promise<boolean> 
   });
 }
 
-/** A port nobody listens on now. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
+/**
+ * Ports this process has handed out: the kernel may pick a port just closed again, and two servers started
+ * side by side (a Core and a Management API) must not be given the same one.
+ */
+const handedOut = new Set<number>();
+
+/** A port nobody listens on now, and not one this process handed out before. */
+export async function freePort(): Promise<number> {
+  for (;;) {
+    const port = await new Promise<number>((resolve, reject) => {
+      const server = net.createServer();
+      server.once('error', reject);
+      server.listen(0, '127.0.0.1', () => {
+        const { port } = server.address() as net.AddressInfo;
+        server.close(() => resolve(port));
+      });
     });
-  });
+    if (handedOut.has(port)) continue;
+    handedOut.add(port);
+    return port;
+  }
 }
 
 function run(bin: string, args: string[]): ChildProcess {
