@@ -96,4 +96,3 @@ export class EventChannel implements AsyncIterable<string> {
     return new Promise((resolve) => (this.waiting = resolve));
   }
 }
-
