@@ -9,7 +9,7 @@ import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { build } from 'esbuild';
+import { build, type Plugin } from 'esbuild';
 import { firstAnswerEnv, firstAnswerScript, functionsCoreStandIn } from './functions-core-stand-in.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', import.meta.url.endsWith('.ts') ? '' : '..');
@@ -64,6 +64,25 @@ async function buildModules(entry: { in: string; out: string }, outdir: string, 
 }
 
 /**
+ * gpt-tokenizer's encodings, as the app imports them, and the file beside app.cjs that holds each. Their
+ * tables are a third of the app's code, needed only once tokens are counted: kept out of app.cjs, they are
+ * not read on every cold start.
+ */
+const TOKENIZER_FILES: Readonly<Record<string, string>> = { 'gpt-tokenizer': 'tokenizer-o200k.cjs', 'gpt-tokenizer/encoding/cl100k_base': 'tokenizer-cl100k.cjs' };
+
+/** The app's imports of gpt-tokenizer become require() of the files beside it (`./tokenizer-*.cjs`). */
+const tokenizerBeside: Plugin = {
+  name: 'tokenizer-beside',
+  setup(b) {
+    b.onResolve({ filter: /^gpt-tokenizer(\/|$)/ }, (args) => {
+      const file = TOKENIZER_FILES[args.path];
+      if (!file) return { errors: [{ text: `${args.path}: add it to TOKENIZER_FILES (scripts/bundle.ts)` }] };
+      return { path: `./${file}`, external: true };
+    });
+  },
+};
+
+/**
  * The Functions app as one CommonJS file (dist/azure/app.cjs), which functions/bundle-entry.ts loads with
  * V8's code cache. `import.meta.url` becomes the file's own URL, so workers still start from beside it.
  */
@@ -71,10 +90,18 @@ async function buildApp(outdir: string): Promise<void> {
   const outfile = path.join(outdir, APP_BUNDLE);
   await build({
     ...COMMON,
+    entryPoints: Object.entries(TOKENIZER_FILES).map(([module, file]) => ({ in: module, out: file.replace(/\.cjs$/, '') })),
+    outdir,
+    outExtension: { '.js': '.cjs' },
+    format: 'cjs',
+  });
+  await build({
+    ...COMMON,
     entryPoints: ['functions/app.ts'],
     outfile,
     format: 'cjs',
     external: [...EXTERNAL, '@azure/functions-core'],
+    plugins: [tokenizerBeside],
     define: { 'import.meta.url': '__import_meta_url' },
     // import() becomes require(): a script run by node:vm has no module loader of its own.
     supported: { 'dynamic-import': false },

@@ -30,10 +30,10 @@ const ANSWER_CHARS = 2000;
 
 export const Case = z.object({ user_prompt: z.string().min(1).max(8000), expect: Expect }).strict();
 
-export const EvaluationBody = definition('evaluation', {
+export const EvaluationBody = definition('evaluation', () => ({
   judge_ai_model_object_id: z.string().optional().describe('The completion model that grades the cases with a judge rubric'),
   cases: z.array(Case).min(1).max(200),
-}).superRefine((d, ctx) => {
+})).superRefine((d, ctx) => {
   for (const [i, c] of d.cases.entries()) {
     if (c.expect.judge !== undefined && (c.expect.judge_ai_model_object_id ?? d.judge_ai_model_object_id) === undefined) {
       ctx.addIssue({ code: 'custom', path: ['judge_ai_model_object_id'], message: `required when a case has a judge rubric (cases[${i}])` });

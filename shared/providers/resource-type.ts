@@ -94,16 +94,22 @@ const SERVICE_FIELD_SCHEMAS = {
   version: ignored(z.number()),
 };
 
-/** A strict definition schema: `type` may be given and must then be the type's own. */
-export function definition<T extends z.ZodRawShape>(type: string, shape: T) {
-  return z
-    .object({
-      type: z.literal(type).optional(),
-      name: ResourceName,
-      display_name: z.string().optional(),
-      description: z.string().optional(),
-      ...SERVICE_FIELD_SCHEMAS,
-      ...shape,
-    })
-    .strict();
+/**
+ * A strict definition schema: `type` may be given and must then be the type's own. Built on first use (a
+ * write, a check, the OpenAPI document): a process that only reads resources never builds it, and a cold
+ * start does not pay for every type's schema (about a millisecond each).
+ */
+export function definition<T extends z.ZodRawShape>(type: string, shape: () => T) {
+  return z.lazy(() =>
+    z
+      .object({
+        type: z.literal(type).optional(),
+        name: ResourceName,
+        display_name: z.string().optional(),
+        description: z.string().optional(),
+        ...SERVICE_FIELD_SCHEMAS,
+        ...shape(),
+      })
+      .strict(),
+  );
 }

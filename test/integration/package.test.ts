@@ -3,6 +3,7 @@
 // loads is in it, telemetry's exporters included).
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -39,7 +40,7 @@ describe('the Azure Functions package', () => {
     // The bundle (code only, no source maps: the app, its code cache and its licences, the entry and the
     // workers' modules), and the portals' static files the Core app serves at /portal/.
     expect(readdirSync(path.join(dir, 'dist')).sort()).toEqual(['azure', 'portal']);
-    expect(readdirSync(path.join(dir, 'dist', 'azure')).filter((f) => !f.endsWith('.js'))).toEqual(['app.cjs', 'app.cjs.LEGAL.txt', 'app.cjs.cache']);
+    expect(readdirSync(path.join(dir, 'dist', 'azure')).filter((f) => !f.endsWith('.js'))).toEqual(['app.cjs', 'app.cjs.LEGAL.txt', 'app.cjs.cache', 'tokenizer-cl100k.cjs', 'tokenizer-o200k.cjs']);
     expect(readdirSync(path.join(dir, 'dist', 'portal'))).toEqual(expect.arrayContaining(['index.html', 'manage.html', 'assets']));
     const manifest = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as Record<string, unknown>;
     expect(manifest.devDependencies).toBeUndefined();
@@ -60,6 +61,16 @@ describe('the Azure Functions package', () => {
     for (const bundled of ['@azure/cosmos', '@azure/functions', 'zod', '@opentelemetry/api', '@azure/monitor-opentelemetry-exporter', 'gpt-tokenizer']) expect(packages).not.toContain(`node_modules/${bundled}`);
     expect(sizeOf(dir)).toBeLessThanOrEqual(40 * 1024 * 1024);
     process.stdout.write(`${output.trim()}\n`);
+  });
+
+  it('ships every file the app requires from beside it: the tokenizers, read on first use, count tokens', () => {
+    const azure = path.join(dir, 'dist', 'azure');
+    const beside = [...readFileSync(path.join(azure, 'app.cjs'), 'latin1').matchAll(/require\("\.\/([^"]+)"\)/g)].map((m) => m[1] ?? '');
+    expect(beside.sort()).toEqual(['tokenizer-cl100k.cjs', 'tokenizer-o200k.cjs']);
+    for (const file of beside) expect(existsSync(path.join(azure, file)), file).toBe(true);
+    const load = createRequire(path.join(azure, 'app.cjs'));
+    expect((load('./tokenizer-o200k.cjs') as typeof import('gpt-tokenizer')).countTokens('hello world')).toBe(2);
+    expect((load('./tokenizer-cl100k.cjs') as typeof import('gpt-tokenizer/encoding/cl100k_base')).encode('hello world')).toEqual([15339, 1917]);
   });
 
   it('loads its entry point with its code cache and every module it needs, telemetry included', async () => {

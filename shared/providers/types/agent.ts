@@ -5,7 +5,7 @@ import { GatekeeperSettings, WRITABLE_SCALARS, WRITABLE_SETTINGS } from './agent
 
 const { display_name: _d, description: _s, ...scalars } = WRITABLE_SCALARS;
 
-export const AgentDefinition = definition('agent', {
+export const AgentDefinition = definition('agent', () => ({
   inline_context: z.boolean().optional(),
   workflow_object_id: z.string().optional(),
   tool_object_ids: z.array(z.string()).optional(),
@@ -15,7 +15,7 @@ export const AgentDefinition = definition('agent', {
   virtual_security_group_id: z.string().optional().describe('Set by the service; ignored in requests'),
   owner_user_id: z.string().optional().describe('Changed only through set-properties; ignored here'),
   ...z.object({ ...scalars, ...WRITABLE_SETTINGS }).partial().shape,
-});
+}));
 
 export const agents = {
   provider: 'Svc.Agent',

@@ -8,7 +8,7 @@ export const roleAssignments = {
   provider: 'Svc.Authorization',
   segment: 'roleAssignments',
   type: 'role-assignment',
-  schema: definition('role-assignment', {
+  schema: definition('role-assignment', () => ({
     principal_id: z.string().min(1),
     principal_type: z.enum(['User', 'Group', 'ServicePrincipal']),
     role_definition_id: z
@@ -16,7 +16,7 @@ export const roleAssignments = {
       .transform((v) => roleDefinitionPath(v.split('/').pop() ?? ''))
       .refine((v) => ROLES_BY_ID.has(v.split('/').pop() ?? ''), 'must be a built-in role definition (/providers/Svc.Authorization/roleDefinitions/<guid>)'),
     scope: z.string().min(1),
-  }),
+  })),
 } satisfies ResourceKind;
 
 /** A role assignment as stored: who (principal), which role, at which scope. */
@@ -55,7 +55,7 @@ export const roleDefinitions = {
   provider: 'Svc.Authorization',
   segment: 'roleDefinitions',
   type: 'role-definition',
-  schema: definition('role-definition', {}),
+  schema: definition('role-definition', () => ({})),
   builtIn: (): AnyResource[] =>
     ROLE_DEFINITIONS.map((r) => ({
       ...r,

@@ -13,13 +13,13 @@ export const workflows = {
   provider: 'Svc.Agent',
   segment: 'workflows',
   type: 'workflow',
-  schema: definition('workflow', {
+  schema: definition('workflow', () => ({
     workflow_type: z.enum(['chat', 'external'], { error: 'workflow_type must be chat (the built-in chat workflow) or external (an agent workflow plugin)' }),
     workflow_host: z.enum(['builtin'], { error: 'workflow_host must be builtin' }),
     main_ai_model_object_id: ObjectId.optional().describe('chat: the completion model (required)'),
     main_prompt_object_id: ObjectId.optional().describe('chat: the system prompt (required)'),
     plugin_object_id: z.string().optional().describe('external: the object id of an agent workflow plugin, run for each completion (docs/plugins.md)'),
-  }).superRefine((d, ctx) => {
+  })).superRefine((d, ctx) => {
     if (d.workflow_type === 'chat') {
       for (const f of ['main_ai_model_object_id', 'main_prompt_object_id'] as const) if (d[f] === undefined) ctx.addIssue({ code: 'custom', path: [f], message: `${f} is required for a chat workflow` });
       if (d.plugin_object_id !== undefined) ctx.addIssue({ code: 'custom', path: ['plugin_object_id'], message: 'valid only for an external workflow' });
@@ -45,7 +45,7 @@ export const tools = {
   provider: 'Svc.Agent',
   segment: 'tools',
   type: 'tool',
-  schema: definition('tool', {
+  schema: definition('tool', () => ({
     tool_type: z.enum(['plugin', 'knowledge', 'mcp', 'code-interpreter'], { error: 'tool_type must be plugin, knowledge, mcp or code-interpreter' }),
     plugin_object_id: z.string().optional().describe('plugin: the object id of an agent tool plugin (/instances/{id}/providers/Svc.Platform/plugins/{name})'),
     index_name: IndexName.optional(),
@@ -61,7 +61,7 @@ export const tools = {
       .optional()
       .describe('mcp: headers resolved at run time (context://user_identity: the signed-in user as base64 JSON)'),
     authentication_parameters: z.object({ api_key_secret_name: z.string().regex(SECRET_NAME, SECRET_NAME_RULE).optional(), scope: z.string().optional() }).strict().optional(),
-  }).superRefine((d, ctx) => {
+  })).superRefine((d, ctx) => {
     const only = (type: string, fields: (keyof typeof d)[]) => {
       for (const f of fields) if (d.tool_type !== type && d[f] !== undefined) ctx.addIssue({ code: 'custom', path: [f], message: `valid only for a ${type} tool` });
     };
@@ -81,7 +81,7 @@ export const prompts = {
   provider: 'Svc.Prompt',
   segment: 'prompts',
   type: 'prompt',
-  schema: definition('prompt', { category: z.string().optional(), prefix: z.string(), suffix: z.string().optional() }),
+  schema: definition('prompt', () => ({ category: z.string().optional(), prefix: z.string(), suffix: z.string().optional() })),
 } satisfies ResourceKind;
 
 /**
@@ -97,7 +97,7 @@ export const dataSources = {
   provider: 'Svc.DataSource',
   segment: 'dataSources',
   type: 'data-source',
-  schema: definition('data-source', {
+  schema: definition('data-source', () => ({
     data_source_type: z.enum(['AzureBlob', 'AzureDataLake', 'SharePointOnline', 'Web']),
     container: ContainerName.optional(),
     account_url: z
@@ -116,7 +116,7 @@ export const dataSources = {
       })
       .strict()
       .default({}),
-  }).superRefine((d, ctx) => {
+  })).superRefine((d, ctx) => {
     const storage = d.data_source_type === 'AzureBlob' || d.data_source_type === 'AzureDataLake';
     const only = (types: string, ok: boolean, fields: (keyof typeof d)[]) => {
       for (const f of fields) if (!ok && d[f] !== undefined) ctx.addIssue({ code: 'custom', path: [f], message: `valid only for ${types} data source` });
@@ -149,7 +149,7 @@ export const dataPipelines = {
   provider: 'Svc.DataPipeline',
   segment: 'dataPipelines',
   type: 'data-pipeline',
-  schema: definition('data-pipeline', {
+  schema: definition('data-pipeline', () => ({
     data_source_object_id: ObjectId,
     source_paths: z.array(z.string().min(1).max(2048)).max(1000).default([]).describe('Blob name prefixes, or for Web the document URLs'),
     index_name: IndexName,
@@ -168,7 +168,7 @@ export const dataPipelines = {
       .default('Manual')
       .describe('Manual: runs when processed by hand; Schedule: also at each due time of trigger_cron; Event: also for each blob created or deleted in the source (AzureBlob, AzureDataLake)'),
     trigger_cron: z.string().max(200).optional().describe('Schedule: five cron fields (minute hour day-of-month month day-of-week), UTC'),
-  })
+  }))
     .refine((d) => d.partition_overlap_tokens < d.partition_size_tokens, { path: ['partition_overlap_tokens'], message: 'must be less than partition_size_tokens' })
     .superRefine((d, ctx) => {
       if (d.trigger_type === 'Schedule') {
@@ -194,7 +194,7 @@ export const dataPipelineRuns = {
   segment: 'dataPipelineRuns',
   type: 'data-pipeline-run',
   serviceWritten: true,
-  schema: definition('data-pipeline-run', {
+  schema: definition('data-pipeline-run', () => ({
     data_pipeline_object_id: ObjectId,
     status: z.enum(['Pending', 'InProgress', 'Completed', 'Failed']),
     started_on: z.string().nullable(),
@@ -211,7 +211,7 @@ export const dataPipelineRuns = {
       .object({ settings: z.string(), links: z.record(z.string(), z.string()) })
       .optional()
       .describe("Set by the service: where the next run of a SharePointOnline source reads changes from (Graph's delta link per library), and the settings it indexed with"),
-  }),
+  })),
 } satisfies ResourceKind;
 
 /** What a completion model may be declared to read and do beyond text. */
@@ -221,7 +221,7 @@ export const aiModels = {
   provider: 'Svc.AIModel',
   segment: 'aiModels',
   type: 'ai-model',
-  schema: definition('ai-model', {
+  schema: definition('ai-model', () => ({
     model_type: z.enum(['completion', 'embedding', 'realtime']).describe('realtime: a speech model reached through the Realtime WebSocket API (docs/realtime-speech.md)'),
     deployment_name: z.string().min(1),
     api_endpoint_object_id: ObjectId,
@@ -244,7 +244,7 @@ export const aiModels = {
       .refine((list) => new Set(list).size === list.length, 'capabilities must not repeat')
       .optional()
       .describe('What the model can read and do beyond text: `vision` (images in the prompt), `tools` (function calling)'),
-  }).refine((m) => m.model_type === 'completion' || !m.capabilities?.includes('vision'), { path: ['capabilities'], message: 'only completion models read images (vision)' }),
+  })).refine((m) => m.model_type === 'completion' || !m.capabilities?.includes('vision'), { path: ['capabilities'], message: 'only completion models read images (vision)' }),
 } satisfies ResourceKind;
 
 /** A runtime setting (blocklist, quotas, thresholds, branding, webhook signing secret): its key is its name. */
@@ -252,13 +252,13 @@ export const appConfigurations = {
   provider: 'Svc.Configuration',
   segment: 'appConfigurations',
   type: 'app-configuration',
-  schema: definition('app-configuration', {
+  schema: definition('app-configuration', () => ({
     key: z.string().min(1),
     value: z.string(),
     content_type: z.string().optional(),
     previous_value: z.string().optional().describe('Set by the service (secret settings): the value the last change replaced, valid until previous_until'),
     previous_until: z.string().optional().describe('Set by the service'),
-  }).refine((d) => d.key === d.name, { path: ['key'], message: 'key must equal the resource name' }),
+  })).refine((d) => d.key === d.name, { path: ['key'], message: 'key must equal the resource name' }),
   instanceFields: ['previous_value', 'previous_until'],
 } satisfies ResourceKind;
 
@@ -266,7 +266,7 @@ export const apiEndpointConfigurations = {
   provider: 'Svc.Configuration',
   segment: 'apiEndpointConfigurations',
   type: 'api-endpoint',
-  schema: definition('api-endpoint', ApiEndpointFields).superRefine(checkEndpoint),
+  schema: definition('api-endpoint', () => ApiEndpointFields).superRefine(checkEndpoint),
 } satisfies ResourceKind;
 
 export type WorkflowDoc = ResourceOf<typeof workflows>;

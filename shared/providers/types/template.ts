@@ -22,10 +22,10 @@ export const agentTemplates = {
   provider: 'Svc.Agent',
   segment: 'agentTemplates',
   type: 'agent-template',
-  schema: definition('agent-template', {
+  schema: definition('agent-template', () => ({
     parameters: z.array(TemplateParameter).max(50).default([]),
     resources: z.array(TemplateResource).min(1).max(100),
-  }).superRefine((d, ctx) => {
+  })).superRefine((d, ctx) => {
     const names = d.parameters.map((p) => p.name);
     if (new Set(names).size !== names.length) ctx.addIssue({ code: 'custom', path: ['parameters'], message: 'parameter names must not repeat' });
     const agentName = d.parameters.find((p) => p.name === 'agent_name');

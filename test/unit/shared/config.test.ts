@@ -11,6 +11,11 @@ describe('loadConfig', () => {
     expect(c.storage).toEqual({ kind: 'connection-string', connectionString: 'UseDevelopmentStorage=true' });
   });
 
+  it('reads a blank setting as one not set, and ignores what is not a setting', () => {
+    const c = loadConfig({ INSTANCE_ID: '', CORE_PORT: '  ', STORE: ' ', LOG_LEVEL: '', UNRELATED: 'x' });
+    expect([c.instanceId, c.corePort, c.store.kind, c.logLevel]).toEqual([DEFAULT_INSTANCE_ID, 7071, 'embedded', 'info']);
+  });
+
   it('names the setting that is malformed', () => {
     expect(() => loadConfig({ INSTANCE_ID: 'not-a-guid' })).toThrow(/INSTANCE_ID/);
     expect(() => loadConfig({ CORE_PORT: 'http' })).toThrow(/CORE_PORT/);
