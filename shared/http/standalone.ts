@@ -19,6 +19,13 @@ export interface Standalone {
   close(graceMs?: number): Promise<void>;
 }
 
+/**
+ * Connections the kernel holds for the server while it is busy (capped by net.core.somaxconn). With Node's
+ * 511, a burst of new connections (thousands of clients opening streams at once) overflows the queue: the
+ * kernel drops their SYNs and the clients retry 1, 3 and 7 s later, each retry a burst of its own.
+ */
+export const LISTEN_BACKLOG = 4096;
+
 /** Listens; a port that is taken or not allowed is a ConfigError naming the setting. */
 const listen = (server: Server, host: string, port: number, setting: string) =>
   new Promise<string>((resolve, reject) => {
@@ -27,7 +34,7 @@ const listen = (server: Server, host: string, port: number, setting: string) =>
       else if (e.code === 'EACCES' || e.code === 'EADDRNOTAVAIL') reject(new ConfigError(`${setting}=${port} on HOST=${host} cannot be listened on (${e.code})`));
       else reject(e);
     });
-    server.listen(port, host, () => {
+    server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => {
       const address = server.address() as AddressInfo;
       resolve(`http://${host.includes(':') ? `[${host}]` : host}:${address.port}`);
     });
