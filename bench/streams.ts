@@ -23,7 +23,10 @@ export interface StreamRow {
   errors: number;
   /** Delay of each piece from the mock's send to the client, ms. */
   delay: { p50: number; p99: number };
-  /** The same once every stream is open (from a second after the last one was opened). */
+  /**
+   * The same while every stream is open and sending: from a second after the last stream's first piece (the
+   * service sets up thousands of streams over seconds) until the first stream ends.
+   */
   steady: { p50: number; p99: number };
   firstPiece: { p50: number; p99: number };
   cpuMsPerStream: number | undefined;
@@ -71,8 +74,16 @@ interface Target {
   pid?: number;
 }
 
+/** The window in which every stream is open and sending (see StreamRow.steady), and the delays within it. */
+interface Steady {
+  streams: number;
+  from: number;
+  until: number;
+  delays: number[];
+}
+
 /** One stream: every piece's delay, and whether all PIECES came and the stream ended well. */
-function openStream(t: Target, delays: number[], firsts: number[], steady: { from: number; delays: number[] }): Promise<boolean> {
+function openStream(t: Target, delays: number[], firsts: number[], steady: Steady): Promise<boolean> {
   return new Promise((resolve) => {
     const req = http.request(t.url, { method: 'POST', headers: { ...t.headers, 'content-length': Buffer.byteLength(t.body) }, agent: false }, (res) => {
       if (res.statusCode !== 200) {
@@ -90,16 +101,19 @@ function openStream(t: Target, delays: number[], firsts: number[], steady: { fro
         // The pieces as they come; a closing event repeating the whole text (the Core API's `completed`) is not counted again.
         for (let m = marker.exec(buffer); m && seen < PIECES; m = marker.exec(buffer)) {
           const delay = at - Number(m[1]);
-          if (seen === 0) firsts.push(delay);
+          if (seen === 0 && firsts.push(delay) === steady.streams) steady.from = at + 1000;
           delays.push(delay);
-          if (at >= steady.from) steady.delays.push(delay);
+          if (at >= steady.from && at < steady.until) steady.delays.push(delay);
           seen++;
           end = marker.lastIndex;
         }
         // A marker cut between two reads is completed by the next.
         buffer = seen >= PIECES ? '' : buffer.slice(end).slice(-256);
       });
-      res.on('end', () => resolve(seen >= PIECES));
+      res.on('end', () => {
+        steady.until = Math.min(steady.until, now());
+        resolve(seen >= PIECES);
+      });
       res.on('error', () => resolve(false));
     });
     req.on('error', () => resolve(false));
@@ -114,12 +128,11 @@ async function run(t: Target, streams: number): Promise<StreamRow> {
   const sample = t.pid ? setInterval(() => (peak = Math.max(peak, rssMiB(t.pid as number))), 250) : undefined;
   const cpu0 = t.pid ? cpuMs(t.pid) : 0;
   const results: Promise<boolean>[] = [];
-  const steady = { from: Infinity, delays: [] as number[] };
+  const steady: Steady = { streams, from: Infinity, until: Infinity, delays: [] };
   for (let i = 0; i < streams; i += RAMP_BATCH) {
     for (let j = i; j < Math.min(streams, i + RAMP_BATCH); j++) results.push(openStream(t, delays, firsts, steady));
     await new Promise((r) => setTimeout(r, 20));
   }
-  steady.from = now() + 1000;
   const ok = await Promise.all(results);
   clearInterval(sample);
   const completed = ok.filter(Boolean).length;
