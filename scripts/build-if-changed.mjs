@@ -1,5 +1,6 @@
-// `npm start` builds only when the sources changed since the last build: the build (tsc, the bundle, the
-// portal) takes 15 to 40 s, a start with nothing changed should not. The fingerprint is a hash of every
+// `npm start` and `npm run package` build only when the sources changed since the last build: the build
+// (tsc, the bundles, the portal) takes 15 to 40 s, a start with nothing changed should not, and a package
+// made while the service runs from dist/ must not delete its bundle under it. The fingerprint is a hash of every
 // source file's path and content (not their times: a checkout or a copy changes those); `npm run build`
 // writes it when it succeeds (`--stamp`), and this script compares it before a start.
 // Plain JavaScript: it runs before anything is compiled.
@@ -14,7 +15,7 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 const SOURCES = ['shared', 'functions', 'scripts', 'portal', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'host.json'];
 const SKIP = new Set(['node_modules', 'dist', '.data']);
 const STAMP = join(root, 'dist', '.build-fingerprint');
-const OUTPUTS = [join(root, 'dist', 'bundle', 'start.js'), join(root, 'dist', 'portal', 'index.html')];
+const OUTPUTS = ['bundle/start.js', 'azure/index.js', 'azure/app.cjs', 'scripts/package.js', 'portal/index.html'].map((file) => join(root, 'dist', file));
 
 function files(path) {
   const full = join(root, path);
@@ -40,7 +41,7 @@ if (process.argv.includes('--stamp')) {
   const current = fingerprint();
   const built = existsSync(STAMP) ? readFileSync(STAMP, 'utf8') : '';
   if (built === current && OUTPUTS.every((f) => existsSync(f))) {
-    process.stderr.write('Sources unchanged since the last build: starting it (npm run build rebuilds)\n');
+    process.stderr.write('Sources unchanged since the last build: using it (npm run build rebuilds)\n');
   } else {
     process.stderr.write('Building (the sources changed since the last build)...\n');
     execSync('npm run build --silent', { cwd: root, stdio: 'inherit' });
