@@ -1,8 +1,8 @@
 // `npm start` and `npm run package` build only when the sources changed since the last build: the build
 // (tsc, the bundles, the portal) takes 15 to 40 s, a start with nothing changed should not, and a package
-// made while the service runs from dist/ must not delete its bundle under it. The fingerprint is a hash of every
-// source file's path and content (not their times: a checkout or a copy changes those); `npm run build`
-// writes it when it succeeds (`--stamp`), and this script compares it before a start.
+// made while the service runs from dist/ must not delete its bundle under it. The fingerprint is a hash of
+// every source file's path and content (not their times: a checkout or a copy changes those); `npm run
+// build` writes it when it succeeds (`--stamp`), and this script compares it before a start or a package.
 // Plain JavaScript: it runs before anything is compiled.
 import { createHash } from 'node:crypto';
 import { execSync } from 'node:child_process';

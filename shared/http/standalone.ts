@@ -24,7 +24,7 @@ export interface Standalone {
  * 511, a burst of new connections (thousands of clients opening streams at once) overflows the queue: the
  * kernel drops their SYNs and the clients retry 1, 3 and 7 s later, each retry a burst of its own.
  */
-export const LISTEN_BACKLOG = 4096;
+const LISTEN_BACKLOG = 4096;
 
 /** Listens; a port that is taken or not allowed is a ConfigError naming the setting. */
 const listen = (server: Server, host: string, port: number, setting: string) =>
