@@ -2,7 +2,7 @@
 // (app.cjs), loaded with the code cache the build saved (app.cjs.cache). `saveCodeCache` is for that build.
 import { loadWithCodeCache } from './code-cache.js';
 
-const app = loadWithCodeCache<typeof import('./app.js')>(new URL('./app.cjs', import.meta.url));
+const app = loadWithCodeCache<typeof import('./bundled-app.js')>(new URL('./app.cjs', import.meta.url));
 await app.exports.startApp();
 
 export const saveCodeCache = (): void => app.saveCache();

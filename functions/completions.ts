@@ -210,8 +210,8 @@ export const routes = [
 ];
 
 export const queueHandlers: QueueHandler[] = [
-  queueHandler({ name: 'completions-worker', queue: (config) => config.asyncQueue, message: OperationMessage, handler: processOperation }),
-  queueHandler({ name: 'completions-poison', queue: (config) => `${config.asyncQueue}-poison`, message: OperationMessage, handler: failPoisoned }),
+  queueHandler({ name: 'completions-worker', queue: { of: 'completions' }, message: OperationMessage, handler: processOperation }),
+  queueHandler({ name: 'completions-poison', queue: { of: 'completions', poison: true }, message: OperationMessage, handler: failPoisoned }),
   // Deliveries mostly wait on receivers (each within its attempt deadline and its destination's lane).
-  queueHandler({ name: 'webhooks-deliver', queue: (config) => config.webhooks.queue, message: WebhookMessage, handler: deliverWebhook, concurrency: 32 }),
+  queueHandler({ name: 'webhooks-deliver', queue: { of: 'webhooks' }, message: WebhookMessage, handler: deliverWebhook, concurrency: 32 }),
 ];

@@ -34,9 +34,9 @@ export const routes: Route[] = [
 ];
 
 export const queueHandlers: QueueHandler[] = [
-  queueHandler({ name: 'data-pipelines-run', queue: (config) => config.knowledge.queue, message: RunMessage, handler: runPipeline }),
-  queueHandler({ name: 'data-pipelines-poison', queue: (config) => `${config.knowledge.queue}-poison`, message: RunMessage, handler: failPoisonedRun }),
-  queueHandler({ name: 'data-pipelines-events', queue: (config) => config.knowledge.eventsQueue, message: BlobEvent, handler: handleBlobEvent }),
+  queueHandler({ name: 'data-pipelines-run', queue: { of: 'pipelines' }, message: RunMessage, handler: runPipeline }),
+  queueHandler({ name: 'data-pipelines-poison', queue: { of: 'pipelines', poison: true }, message: RunMessage, handler: failPoisonedRun }),
+  queueHandler({ name: 'data-pipelines-events', queue: { of: 'pipelineEvents' }, message: BlobEvent, handler: handleBlobEvent }),
 ];
 
 /** Scheduled pipelines: a run for each due time, within 60 s of it (every 15 s standalone; each minute, at its start, in Azure). */

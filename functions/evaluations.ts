@@ -154,10 +154,10 @@ export const routes = [
 ];
 
 export const queueHandlers: QueueHandler[] = [
-  queueHandler({ name: 'evaluations-run', queue: (config) => config.evaluationsQueue, message: RunMessage, handler: (m, delivery, s) => s.evaluations.execute(s, m.evaluation_run, delivery) }),
+  queueHandler({ name: 'evaluations-run', queue: { of: 'evaluations' }, message: RunMessage, handler: (m, delivery, s) => s.evaluations.execute(s, m.evaluation_run, delivery) }),
   queueHandler({
     name: 'evaluations-poison',
-    queue: (config) => `${config.evaluationsQueue}-poison`,
+    queue: { of: 'evaluations', poison: true },
     message: RunMessage,
     handler: (m, _delivery, s) => s.evaluations.fail(m.evaluation_run, 'The run could not be completed after several attempts'),
   }),

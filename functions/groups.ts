@@ -1,4 +1,5 @@
-// The one list of every endpoint group and queue handler; both hosts serve exactly this.
+// The one list of every endpoint group and queue handler; both hosts serve exactly this (the deployed
+// Functions bundle loads each group on first use: functions/group-loaders.ts).
 import type { Route } from '../shared/http/route.js';
 import type { QueueHandler } from '../shared/queues/handler.js';
 import type { Timer } from '../shared/queues/timer.js';

@@ -1,15 +1,16 @@
 // Bundles the two ways the service runs into a few files each: `npm start` (scripts/start.ts) into
 // dist/bundle, and the Azure Functions app into dist/azure, which `npm run package` ships: the app
-// (functions/app.ts) as one CommonJS file with V8's code cache beside it, started by
+// (functions/bundled-app.ts) as one CommonJS file with V8's code cache beside it, started by
 // functions/bundle-entry.ts. Node 20 spends most of a start resolving, reading and compiling about 680
 // separate ES modules; a few bundled files load in a fraction of the time, and with the code cache V8
 // compiles almost nothing (`npm run bench -- startup`, `npm run bench -- cold-start`).
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build, type Plugin } from 'esbuild';
+import { FUNCTION_TABLE, functionTable } from '../functions/group-loaders.js';
 import { firstAnswerEnv, firstAnswerScript, functionsCoreStandIn } from './functions-core-stand-in.js';
 
 const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', import.meta.url.endsWith('.ts') ? '' : '..');
@@ -97,7 +98,7 @@ async function buildApp(outdir: string): Promise<void> {
   });
   await build({
     ...COMMON,
-    entryPoints: ['functions/app.ts'],
+    entryPoints: ['functions/bundled-app.ts'],
     outfile,
     format: 'cjs',
     external: [...EXTERNAL, '@azure/functions-core'],
@@ -114,6 +115,8 @@ async function buildApp(outdir: string): Promise<void> {
   const bytes = readFileSync(outfile);
   const at = bytes.findIndex((b) => b > 0x7f);
   if (at >= 0) throw new Error(`${APP_BUNDLE} is not ASCII at byte ${at}; the loader reads it as Latin-1`);
+  // The table the app registers its functions from, each group loaded on first use (functions/bundled-app.ts).
+  writeFileSync(path.join(outdir, FUNCTION_TABLE), JSON.stringify(await functionTable()));
 }
 
 /**

@@ -7,6 +7,7 @@ import { execFileSync } from 'node:child_process';
 import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { FUNCTION_TABLE } from '../functions/group-loaders.js';
 import { INSTALLED_BESIDE } from './bundle.js';
 
 // From scripts/ (run by tsx, as the benchmarks import it) or dist/scripts/ (`npm run package`).
@@ -40,14 +41,14 @@ export function sizeOf(dir: string): number {
   return total;
 }
 
-/** What ships of dist/azure: code, the app's code cache and its licences; no source maps. */
-const SHIPPED = /\.(js|cjs|cjs\.cache|LEGAL\.txt)$/;
+/** What ships of dist/azure: code, the app's code cache, its function table and its licences; no source maps. */
+const shipped = (file: string): boolean => /\.(js|cjs|cjs\.cache|LEGAL\.txt)$/.test(file) || path.basename(file) === FUNCTION_TABLE;
 
 function build(): void {
   rmSync(PACKAGE_DIR, { recursive: true, force: true });
   mkdirSync(PACKAGE_DIR, { recursive: true });
   const manifest = JSON.parse(readFileSync(path.join(root, 'package.json'), 'utf8')) as Manifest;
-  cpSync(path.join(root, 'dist', 'azure'), path.join(PACKAGE_DIR, 'dist', 'azure'), { recursive: true, filter: (src) => statSync(src).isDirectory() || SHIPPED.test(src) });
+  cpSync(path.join(root, 'dist', 'azure'), path.join(PACKAGE_DIR, 'dist', 'azure'), { recursive: true, filter: (src) => statSync(src).isDirectory() || shipped(src) });
   // The portals' static files, which the Core app serves at /portal/.
   cpSync(path.join(root, 'dist', 'portal'), path.join(PACKAGE_DIR, 'dist', 'portal'), { recursive: true });
   cpSync(path.join(root, 'host.json'), path.join(PACKAGE_DIR, 'host.json'));

@@ -32,7 +32,9 @@ const re2 = Object.assign(
   },
   { code: 're2js' },
 );
-const ajv = new Ajv({ allErrors: false, strict: false, code: { regExp: re2 } });
+/** Made at the first schema check: its meta-schemas cost milliseconds that most processes never need. */
+let made: Ajv | undefined;
+const ajv = () => (made ??= new Ajv({ allErrors: false, strict: false, code: { regExp: re2 } }));
 
 /** A case's rule checks ready to run; the judge's rubric is graded separately (judge.ts). */
 export interface CompiledChecks {
@@ -65,7 +67,7 @@ export function compileChecks(expect: Expect): CompiledChecks {
   }
   if (expect.json_schema !== undefined) {
     try {
-      schema = ajv.compile(expect.json_schema);
+      schema = ajv().compile(expect.json_schema);
     } catch (e) {
       throw new Error(`json_schema is not a schema: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
     }
@@ -79,7 +81,7 @@ export function compileChecks(expect: Expect): CompiledChecks {
       if (schema) {
         const parsed = answerJson(answer);
         if (!parsed) return 'the answer is not JSON';
-        if (!schema(parsed.value)) return `the answer's JSON does not satisfy the schema: ${ajv.errorsText(schema.errors)}`;
+        if (!schema(parsed.value)) return `the answer's JSON does not satisfy the schema: ${ajv().errorsText(schema.errors)}`;
       }
       return undefined;
     },

@@ -4,7 +4,7 @@ import { Readable } from 'node:stream';
 import { ReadableStream } from 'node:stream/web';
 import functions from '@azure/functions';
 import type { Config } from '../config.js';
-import type { QueueHandler } from '../queues/handler.js';
+import { queueName, type QueueHandler } from '../queues/handler.js';
 import type { Timer } from '../queues/timer.js';
 import type { Services } from '../services.js';
 import { payloadTooLarge } from '../errors.js';
@@ -70,6 +70,37 @@ export const functionsHandler = (route: Route, services: () => Promise<Services>
   return toFunctionsResponse(await handle(route, fromFunctionsRequest(req, gone), req.params, await services()), gone);
 };
 
+/** What registering each kind of function needs; the rest of it (schemas, handler) may load at its first call. */
+export type RouteHead = Pick<Route, 'name' | 'api' | 'method' | 'path'>;
+export type QueueHead = Pick<QueueHandler, 'name' | 'queue'>;
+export type TimerHead = Pick<Timer, 'name' | 'schedule' | 'standaloneOnly'>;
+
+/** The functions a host registers: what registering each needs, and how each loads at its first call. */
+export interface HostFunctions<R extends RouteHead = Route, Q extends QueueHead = QueueHandler, T extends TimerHead = Timer> {
+  routes: readonly R[];
+  queues: readonly Q[];
+  timers: readonly T[];
+  route(head: R): Promise<Route>;
+  queue(head: Q): Promise<QueueHandler>;
+  timer(head: T): Promise<Timer>;
+}
+
+/** Functions that are loaded already: each is its own head. */
+export const loadedFunctions = (routes: readonly Route[], queues: readonly QueueHandler[], timers: readonly Timer[]): HostFunctions => ({
+  routes,
+  queues,
+  timers,
+  route: (r) => Promise.resolve(r),
+  queue: (q) => Promise.resolve(q),
+  timer: (t) => Promise.resolve(t),
+});
+
+/** `load()` on its first call, the same promise after. */
+function once<T>(load: () => Promise<T>): () => Promise<T> {
+  let loaded: Promise<T> | undefined;
+  return () => (loaded ??= load());
+}
+
 /** What the host registers with: `app` of @azure/functions, or a recorder in tests. */
 export type Registrar = Pick<typeof functions.app, 'http' | 'storageQueue' | 'timer'>;
 
@@ -79,7 +110,7 @@ export type Registrar = Pick<typeof functions.app, 'http' | 'storageQueue' | 'ti
  * serves them (its `/openapi.json?api=management` gives the Management document), so every (method, route)
  * pair is registered once.
  */
-export function routesForHost(routes: readonly Route[], apis: readonly Api[]): Route[] {
+export function routesForHost<H extends RouteHead>(routes: readonly H[], apis: readonly Api[]): H[] {
   const seen = new Set<string>();
   const ordered = (['core', 'management'] as const).filter((a) => apis.includes(a)).flatMap((api) => routes.filter((r) => r.api === api));
   return ordered.filter((r) => {
@@ -91,32 +122,26 @@ export function routesForHost(routes: readonly Route[], apis: readonly Api[]): R
 }
 
 /** Registers the HTTP functions of the configured APIs, and the queue and timer triggers beside the Core API. */
-export function registerHost(routes: readonly Route[], queueHandlers: readonly QueueHandler[], timers: readonly Timer[], config: Config, services: () => Promise<Services>, app: Registrar = functions.app) {
+export function registerHost<R extends RouteHead, Q extends QueueHead, T extends TimerHead>(fns: HostFunctions<R, Q, T>, config: Config, services: () => Promise<Services>, app: Registrar = functions.app) {
   // Streamed completions (server-sent events) need the v4 model's HTTP streams.
   if (app === functions.app) functions.app.setup({ enableHttpStream: true });
   const workers = config.serviceApis.includes('core') && config.queueWorkers;
-  registerFunctions(routesForHost(routes, config.serviceApis), workers ? queueHandlers : [], workers ? timers : [], config, services, app);
-}
-
-export function registerFunctions(routes: readonly Route[], queueHandlers: readonly QueueHandler[], timers: readonly Timer[], config: Config, services: () => Promise<Services>, app: Registrar = functions.app) {
-  for (const t of timers.filter((timer) => !timer.standaloneOnly)) {
-    app.timer(t.name, { schedule: t.schedule, handler: async () => t.run(await services()) });
+  for (const t of workers ? fns.timers.filter((timer) => !timer.standaloneOnly) : []) {
+    const timer = once(() => fns.timer(t));
+    app.timer(t.name, { schedule: t.schedule, handler: async () => (await timer()).run(await services()) });
   }
-  for (const route of routes) {
-    app.http(route.name, {
-      methods: [route.method],
-      authLevel: 'anonymous',
-      route: route.path.replace(/^\//, ''),
-      handler: functionsHandler(route, services),
-    });
+  for (const r of routesForHost(fns.routes, config.serviceApis)) {
+    const handler = once(async () => functionsHandler(await fns.route(r), services));
+    app.http(r.name, { methods: [r.method], authLevel: 'anonymous', route: r.path.replace(/^\//, ''), handler: async (req) => (await handler())(req) });
   }
-  for (const q of queueHandlers) {
+  for (const q of workers ? fns.queues : []) {
+    const handler = once(() => fns.queue(q));
     app.storageQueue(q.name, {
-      queueName: q.queue(config),
+      queueName: queueName(config, q.queue),
       connection: 'AzureWebJobsStorage',
       handler: async (message, context) => {
         const meta = context.triggerMetadata ?? {};
-        await q.run(message, { id: String(meta.id), dequeueCount: Number(meta.dequeueCount ?? 1) }, await services());
+        await (await handler()).run(message, { id: String(meta.id), dequeueCount: Number(meta.dequeueCount ?? 1) }, await services());
       },
     });
   }

@@ -14,11 +14,30 @@ export interface QueueDelivery {
   signal?: AbortSignal;
 }
 
+/** The queues by what they carry, each named by a setting (several instances may share one storage account). */
+const QUEUE_SETTINGS = {
+  completions: (config: Config) => config.asyncQueue,
+  webhooks: (config: Config) => config.webhooks.queue,
+  pipelines: (config: Config) => config.knowledge.queue,
+  pipelineEvents: (config: Config) => config.knowledge.eventsQueue,
+  evaluations: (config: Config) => config.evaluationsQueue,
+} as const;
+
+/**
+ * A queue as data (the deployed Functions bundle registers its queue triggers from a table the build
+ * wrote): one of the configured queues, or its poison queue (`<name>-poison`).
+ */
+export interface QueueRef {
+  of: keyof typeof QUEUE_SETTINGS;
+  poison?: true;
+}
+
+export const queueName = (config: Config, ref: QueueRef): string => `${QUEUE_SETTINGS[ref.of](config)}${ref.poison ? '-poison' : ''}`;
+
 export interface QueueHandler {
   /** Function name: `<group>-<action>`. */
   name: string;
-  /** The queue's name, from configuration (several instances may share one storage account). */
-  queue: (config: Config) => string;
+  queue: QueueRef;
   /** Handles one delivery of a message as it was queued: parsed by the handler's schema first. */
   run: (message: unknown, delivery: QueueDelivery, services: Services) => Promise<void>;
   /** Messages handled at once by the standalone server's consumer (default 8): more for work that mostly waits. */
@@ -31,7 +50,7 @@ export interface QueueHandler {
  */
 export function queueHandler<S extends z.ZodType>(definition: {
   name: string;
-  queue: (config: Config) => string;
+  queue: QueueRef;
   message: S;
   handler: (message: z.output<S>, delivery: QueueDelivery, services: Services) => Promise<void>;
   concurrency?: number;

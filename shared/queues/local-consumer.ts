@@ -5,7 +5,7 @@
 import type { QueueServiceClient } from '@azure/storage-queue';
 import { toError } from '../errors.js';
 import type { Services } from '../services.js';
-import { decodeMessage, MAX_DEQUEUE_COUNT, type QueueHandler } from './handler.js';
+import { decodeMessage, MAX_DEQUEUE_COUNT, queueName, type QueueHandler } from './handler.js';
 
 export interface ConsumerOptions {
   /** Lease on a taken message, seconds; renewed at a third of it while the handler runs. */
@@ -31,7 +31,7 @@ interface Taken {
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
 export function startQueueConsumer(handler: QueueHandler, queues: QueueServiceClient, services: Services, options: ConsumerOptions = {}): Consumer {
-  const queue = handler.queue(services.config);
+  const queue = queueName(services.config, handler.queue);
   const client = queues.getQueueClient(queue);
   const poison = queues.getQueueClient(`${queue}-poison`);
   const idle = options.idlePollMs ?? 1000;

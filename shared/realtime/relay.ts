@@ -120,8 +120,11 @@ function refused(event: { type?: unknown; session?: unknown; item?: unknown }): 
 /** A model event the relay keeps something of (a quoted name: base64 audio holds no quotes). */
 const KEPT_EVENT = /"(?:conversation\.item\.input_audio_transcription\.completed|response\.(?:output_)?audio_transcript\.done|response\.done)"/;
 
-/** A transcript with its final punctuation and surrounding space gone, for matching stop words. */
-const spoken = (text: string) => text.trim().replace(/[.!?。,;:…]+$/u, '').trim().toLowerCase();
+/**
+ * A transcript with its final punctuation (the ideographic full stop and the ellipsis among it, escaped: the
+ * Functions bundle is ASCII) and surrounding space gone, for matching stop words.
+ */
+const spoken = (text: string) => text.trim().replace(/[.!?\u3002,;:\u2026]+$/u, '').trim().toLowerCase();
 
 /** Serves the relay's upgrades on a server; other upgrades are refused. */
 export function attachRelay(server: http.Server, s: Services): { close(): void } {

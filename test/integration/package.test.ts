@@ -37,10 +37,10 @@ describe('the Azure Functions package', () => {
 
   it('holds the bundled app, host.json and the packages the bundle loads, nothing else', () => {
     expect(readdirSync(dir).sort()).toEqual(['dist', 'host.json', 'node_modules', 'package-lock.json', 'package.json']);
-    // The bundle (code only, no source maps: the app, its code cache and its licences, the entry and the
-    // workers' modules), and the portals' static files the Core app serves at /portal/.
+    // The bundle (code only, no source maps: the app, its code cache, its function table and its licences, the
+    // entry and the workers' modules), and the portals' static files the Core app serves at /portal/.
     expect(readdirSync(path.join(dir, 'dist')).sort()).toEqual(['azure', 'portal']);
-    expect(readdirSync(path.join(dir, 'dist', 'azure')).filter((f) => !f.endsWith('.js'))).toEqual(['app.cjs', 'app.cjs.LEGAL.txt', 'app.cjs.cache', 'tokenizer-cl100k.cjs', 'tokenizer-o200k.cjs']);
+    expect(readdirSync(path.join(dir, 'dist', 'azure')).filter((f) => !f.endsWith('.js'))).toEqual(['app.cjs', 'app.cjs.LEGAL.txt', 'app.cjs.cache', 'functions.json', 'tokenizer-cl100k.cjs', 'tokenizer-o200k.cjs']);
     expect(readdirSync(path.join(dir, 'dist', 'portal'))).toEqual(expect.arrayContaining(['index.html', 'manage.html', 'assets']));
     const manifest = JSON.parse(readFileSync(path.join(dir, 'package.json'), 'utf8')) as Record<string, unknown>;
     expect(manifest.devDependencies).toBeUndefined();

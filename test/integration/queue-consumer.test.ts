@@ -29,10 +29,10 @@ describe('local queue consumer', () => {
   };
 
   it('delivers each message once when the handler succeeds, and deletes it', async () => {
-    const s = await testServices();
     const queue = `q-${randomUUID()}`;
+    const s = await testServices({ env: { ASYNC_COMPLETIONS_QUEUE: queue } });
     const seen: unknown[] = [];
-    const handler = queueHandler({ name: 'test-ok', queue: () => queue, message: z.object({ n: z.number() }), handler: (m) => Promise.resolve(void seen.push(m)) });
+    const handler = queueHandler({ name: 'test-ok', queue: { of: 'completions' }, message: z.object({ n: z.number() }), handler: (m) => Promise.resolve(void seen.push(m)) });
     const producer = new QueueProducer(queues);
     consumer = startQueueConsumer(handler, queues, s, { idlePollMs: 50 });
     await producer.send(queue, { n: 1 });
@@ -45,10 +45,10 @@ describe('local queue consumer', () => {
   });
 
   it('drops a message its schema refuses: the handler never sees it, and it is not delivered again', async () => {
-    const s = await testServices();
     const queue = `q-${randomUUID()}`;
+    const s = await testServices({ env: { ASYNC_COMPLETIONS_QUEUE: queue } });
     const seen: unknown[] = [];
-    const handler = queueHandler({ name: 'test-schema', queue: () => queue, message: z.object({ n: z.number() }), handler: (m) => Promise.resolve(void seen.push(m)) });
+    const handler = queueHandler({ name: 'test-schema', queue: { of: 'completions' }, message: z.object({ n: z.number() }), handler: (m) => Promise.resolve(void seen.push(m)) });
     consumer = startQueueConsumer(handler, queues, s, { idlePollMs: 50 });
     const producer = new QueueProducer(queues);
     await producer.send(queue, { n: 'not a number' });
@@ -61,12 +61,12 @@ describe('local queue consumer', () => {
   });
 
   it('redelivers a failing message with a growing dequeue count, then moves it to the poison queue', async () => {
-    const s = await testServices();
     const queue = `q-${randomUUID()}`;
+    const s = await testServices({ env: { ASYNC_COMPLETIONS_QUEUE: queue } });
     const counts: number[] = [];
     const handler = queueHandler({
       name: 'test-fail',
-      queue: () => queue,
+      queue: { of: 'completions' },
       message: z.object({ op: z.string() }),
       handler: (_m, delivery) => {
         counts.push(delivery.dequeueCount);

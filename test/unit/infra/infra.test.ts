@@ -10,6 +10,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { LOCAL_ONLY_SETTINGS, SETTING_NAMES, loadConfig } from '../../../shared/config.js';
 import { containersForInfra } from '../../../shared/infra-containers.js';
 import { QUEUE_HANDLERS } from '../../../functions/groups.js';
+import { queueName } from '../../../shared/queues/handler.js';
 import { DEPLOYED_NODE_MAJOR } from '../../../scripts/package.js';
 import { evaluateExpression, evaluateTemplate, NAME_RULES, ruleFor, type Scope } from '../../support/infra-eval.js';
 
@@ -295,7 +296,7 @@ describe('infrastructure', () => {
     const config = loadConfig({});
     const names = [config.filesContainer, config.packages.container, config.packages.privateStore];
     // Every queue a handler reads, and the poison queue the Functions host moves its failures to.
-    const queues = [...new Set(QUEUE_HANDLERS.flatMap((h) => [h.queue(config), `${h.queue(config).replace(/-poison$/, '')}-poison`]))];
+    const queues = [...new Set(QUEUE_HANDLERS.flatMap((h) => [queueName(config, h.queue), queueName(config, { of: h.queue.of, poison: true })]))];
     expect(queues).toContain('webhook-deliveries');
     const tf = tfLocals();
     for (const n of names) {
