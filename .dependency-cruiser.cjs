@@ -4,7 +4,7 @@
 // imports only the ones below it; see docs/architecture.md.
 
 /** Foundations: no feature, no resource type, no HTTP. */
-const FOUNDATIONS = '^shared/(errors|config|log|version)\\.ts$|^shared/(store|net|workers|telemetry)/';
+const FOUNDATIONS = '^shared/(errors|config|log|version|once)\\.ts$|^shared/(store|net|workers|telemetry)/';
 /** Resource types as data: their kinds and schemas. */
 const RESOURCE_TYPES = '^shared/providers/(types/|resource-type\\.ts$)';
 /** The HTTP layer other than its hosts. */

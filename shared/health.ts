@@ -1,10 +1,8 @@
 // Liveness and readiness for orchestrators and load balancers: live means the process answers; ready means
 // what a request needs answers too: the store, blob storage, the queues, and the identity provider's keys.
 // Each check has 2 s; the result is kept for 2 s, so frequent probes cost the dependencies little.
-import type { BlobServiceClient } from '@azure/storage-blob';
-import type { QueueServiceClient } from '@azure/storage-queue';
 import type { Services } from './services.js';
-import { createBlobService, createQueueService } from './store/storage.js';
+import { createBlobService, createQueueService, type BlobService, type QueueService } from './store/storage.js';
 
 const CHECK_TIMEOUT_MS = 2000;
 const CACHE_MS = 2000;
@@ -38,7 +36,7 @@ async function check(probe: () => Promise<unknown>): Promise<Check> {
 
 const cached = new WeakMap<Services, { at: number; result: Promise<Readiness> }>();
 /** Storage clients that do not retry: a probe answers now, not after the SDK's backoff. */
-const probes = new WeakMap<Services, { blobs: BlobServiceClient; queues: QueueServiceClient }>();
+const probes = new WeakMap<Services, { blobs: BlobService; queues: QueueService }>();
 const probeClients = (s: Services) => {
   let p = probes.get(s);
   if (!p) {
@@ -56,8 +54,8 @@ export function readiness(s: Services): Promise<Readiness> {
     const [store, blobs, queues, identity] = await Promise.all([
       check(() => s.store.container('resources').read('health', 'probe')),
       // Reachable is what counts: a container or queue made on first use may not exist yet.
-      check(() => probe.blobs.getContainerClient(s.config.filesContainer).exists().then(() => true)),
-      check(() => probe.queues.getQueueClient(s.config.asyncQueue).exists().then(() => true)),
+      check(async () => (await probe.blobs.container(s.config.filesContainer).client()).exists().then(() => true)),
+      check(async () => (await probe.queues()).getQueueClient(s.config.asyncQueue).exists().then(() => true)),
       check(() => s.bearer.keysLoaded()),
     ]);
     const checks = { store, blobs, queues, identity };

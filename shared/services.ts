@@ -1,7 +1,5 @@
 // The composition root: everything a handler may use, built once per process from configuration.
 import type { GraphOptions } from './auth/graph.js';
-import type { BlobServiceClient } from '@azure/storage-blob';
-import type { QueueServiceClient } from '@azure/storage-queue';
 import type { CredentialGate } from './net/credential-gate.js';
 import { createAuthenticator, type Authenticator } from './auth/authenticate.js';
 import type { Authorizer } from './auth/authorizer.js';
@@ -38,7 +36,7 @@ import { QueueProducer, readQueue, type Producer } from './queues/handler.js';
 import { observeQueues } from './telemetry/metrics.js';
 import { migrate } from './migrations.js';
 import { openStore } from './store/open.js';
-import { createBlobService, createQueueService } from './store/storage.js';
+import { createBlobService, createQueueService, type BlobService, type QueueService } from './store/storage.js';
 import type { Dispatcher } from 'undici';
 import type { DocumentStore } from './store/types.js';
 import { ExtractionPool } from './knowledge/extract-pool.js';
@@ -80,8 +78,8 @@ export interface Services {
   /** Python plugins and the code interpreter, run in the sandbox. */
   readonly plugins: PluginRuntime;
   readonly settings: AppSettings;
-  readonly blobs: BlobServiceClient;
-  readonly queues: QueueServiceClient;
+  readonly blobs: BlobService;
+  readonly queues: QueueService;
   readonly producer: Producer;
   /** Worker threads that read documents' text (HTML, PDF, Word), bounded in time and memory. */
   readonly extraction: ExtractionPool;
@@ -127,7 +125,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const vectors = lazyVectorIndex(config);
   const extraction = new ExtractionPool({ timeoutMs: config.knowledge.extractionTimeoutMs });
   const stores = packageStores(blobs, config.packages.privateStore, config.packages.publicStoreUrl);
-  const packages = new PluginPackages(store.container<PackageDoc>('resources'), blobs.getContainerClient(config.packages.container), stores, config.instanceId, config.packages.maxBytes);
+  const packages = new PluginPackages(store.container<PackageDoc>('resources'), blobs.container(config.packages.container), stores, config.instanceId, config.packages.maxBytes);
   const artifacts = new ArtifactPackages(store.container<ArtifactPackageDoc>('resources'), stores, config.instanceId, config.packages.maxBytes);
   const plugins = new PluginRuntime(packages, createSandbox(config, gate), config.instanceId);
   const credentials = new ModelCredentials(config, gate);
@@ -148,7 +146,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     resourceCache,
     conversations,
     turns: new SessionTurns(store.container('sessions'), conversations),
-    files: new Files(store.container<FileDoc>('files'), blobs.getContainerClient(config.filesContainer), config.instanceId, config.maxUploadBytes),
+    files: new Files(store.container<FileDoc>('files'), blobs.container(config.filesContainer), config.instanceId, config.maxUploadBytes),
     credentials,
     gate,
     models: new ModelGateway({

@@ -3,7 +3,6 @@
 // upload and deploy (from the Public or Private store) add one made elsewhere; plan and apply make this
 // instance match a version, with the source instance's object ids rewritten to this one's.
 import { createHash } from 'node:crypto';
-import type { ContainerClient } from '@azure/storage-blob';
 import yazl from 'yazl';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
@@ -19,7 +18,6 @@ import { SECRET_SETTINGS } from '../providers/settings.js';
 import { appConfigurations } from '../providers/types/catalog.js';
 import type { Services } from '../services.js';
 import type { Container, Doc } from '../store/types.js';
-import { lazyContainer } from '../store/storage.js';
 import { updateDocument } from '../store/update.js';
 import { applyPlan, changesOf, mapStrings, parseObjectId, planChanges, portable, typeOf, type Change, type Incoming } from './resource-set.js';
 
@@ -146,16 +144,12 @@ async function readContents(bytes: Buffer): Promise<Contents> {
 }
 
 export class ArtifactPackages {
-  private readonly ensureStore: () => Promise<ContainerClient>;
-
   constructor(
     private readonly docs: Container<ArtifactPackageDoc>,
     private readonly stores: PackageStores,
     private readonly instanceId: string,
     private readonly maxBytes: number,
-  ) {
-    this.ensureStore = lazyContainer(stores.private);
-  }
+  ) {}
 
   objectId(name: string) {
     return `/instances/${this.instanceId}/providers/${ARTIFACTS_PK}/${name}`;
@@ -213,7 +207,7 @@ export class ArtifactPackages {
     };
     const before = await this.docs.read(ARTIFACTS_PK, resourceId(resource.name));
     if (before && same(before)) return before;
-    const store = await this.ensureStore();
+    const store = await this.stores.private.created();
     const blob = store.getBlockBlobClient(blobName(resource.name, resource.package_version));
     await blob.uploadData(bytes, { blobHTTPHeaders: { blobContentType: 'application/zip' } });
     const now = new Date().toISOString();
@@ -270,7 +264,7 @@ export class ArtifactPackages {
     const doc = await this.get(name);
     const v = doc.versions.find((x) => x.package_version === (version ?? doc.current_version));
     if (!v) throw notFound(`Version ${version ?? ''} of ${name} not found`);
-    const bytes = await this.stores.private.getBlockBlobClient(v.blob_name).downloadToBuffer();
+    const bytes = await (await this.stores.private.blob(v.blob_name)).downloadToBuffer();
     if (createHash('sha256').update(bytes).digest('hex') !== v.sha256) throw conflict(`Version ${v.package_version} of ${name} was changed in the store since it was added`);
     return { bytes, version: v };
   }

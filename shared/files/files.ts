@@ -2,13 +2,12 @@
 // and the text extracted from a file the first time it is attached, kept beside its bytes.
 import { createHash, randomUUID } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
-import type { ContainerClient } from '@azure/storage-blob';
 import { fileTypeFromBuffer } from 'file-type';
 import { ownerKey } from '../auth/principal.js';
 import { badRequest, notFound, payloadTooLarge, validationError } from '../errors.js';
 import type { Container, Doc, Page } from '../store/types.js';
 import { dayOf } from '../conversations/conversations.js';
-import { lazyContainer } from '../store/storage.js';
+import type { BlobContainer } from '../store/storage.js';
 import type { TokenMarks } from '../knowledge/token-marks.js';
 
 export interface FileDoc extends Doc {
@@ -94,19 +93,16 @@ export interface StoredBlob {
 const KEPT_CACHE_CHARS = 32 * 1024 * 1024;
 
 export class Files {
-  private readonly ensureContainer: () => Promise<ContainerClient>;
   /** Kept texts by blob, least recently used first (a kept text never changes: its file's bytes never do). */
   private readonly kept = new Map<string, KeptText>();
   private keptChars = 0;
 
   constructor(
     private readonly records: Container<FileDoc>,
-    private readonly blobs: ContainerClient,
+    private readonly blobs: BlobContainer,
     private readonly instanceId: string,
     readonly maxBytes: number,
-  ) {
-    this.ensureContainer = lazyContainer(blobs);
-  }
+  ) {}
 
   /**
    * Streams one file to Blob storage, stopping at `maxBytes` (413). Returns what it stored; the caller
@@ -114,7 +110,7 @@ export class Files {
    */
   async store(stream: Readable, fileName: string, upn: string): Promise<StoredBlob> {
     if (!fileName) throw badRequest('file: a file name is required');
-    await this.ensureContainer();
+    const container = await this.blobs.created();
     const owner = createHash('sha256').update(ownerKey(upn)).digest('hex').slice(0, 16);
     const blobName = `${owner}/${randomUUID()}`;
     let size = 0;
@@ -129,7 +125,7 @@ export class Files {
       },
     });
     stream.on('error', (e) => meter.destroy(e));
-    const blob = this.blobs.getBlockBlobClient(blobName);
+    const blob = container.getBlockBlobClient(blobName);
     try {
       await blob.uploadStream(stream.pipe(meter), 4 * 1024 * 1024, 2, { metadata: { filename: encodeURIComponent(fileName).slice(0, 1024) } });
     } catch (e) {
@@ -139,12 +135,12 @@ export class Files {
     return { blobName, size, head };
   }
 
-  discard(blobName: string): Promise<unknown> {
-    return this.blobs.getBlockBlobClient(blobName).deleteIfExists();
+  async discard(blobName: string): Promise<unknown> {
+    return (await this.blobs.blob(blobName)).deleteIfExists();
   }
 
   async save(owner: string, stored: { blobName: string; size: number }, fileName: string, contentType: string, agentName: string, sessionId: string | null): Promise<FileDoc> {
-    await this.blobs.getBlockBlobClient(stored.blobName).setHTTPHeaders({ blobContentType: contentType });
+    await (await this.blobs.blob(stored.blobName)).setHTTPHeaders({ blobContentType: contentType });
     const id = stored.blobName.split('/')[1] ?? randomUUID();
     const upn = ownerKey(owner);
     const now = new Date().toISOString();
@@ -209,7 +205,7 @@ export class Files {
   async content(upn: string, fileId: string): Promise<{ file: FileDoc; bytes: AsyncIterable<string | Uint8Array> }> {
     const file = await this.byId(upn, fileId);
     try {
-      const download = await this.blobs.getBlockBlobClient(file.blob_name).download();
+      const download = await (await this.blobs.blob(file.blob_name)).download();
       if (!download.readableStreamBody) throw notFound(`File ${fileId} not found`);
       return { file, bytes: download.readableStreamBody };
     } catch (e) {
@@ -221,11 +217,11 @@ export class Files {
   /** Deletes the caller's own file: its blob, then its record (so a retry after a failure finishes the job). */
   async delete(upn: string, fileId: string): Promise<void> {
     const file = await this.byId(upn, fileId);
-    await this.blobs.getBlockBlobClient(file.blob_name).deleteIfExists({ deleteSnapshots: 'include' });
+    await (await this.blobs.blob(file.blob_name)).deleteIfExists({ deleteSnapshots: 'include' });
     if (file.extracted) {
       const kept = this.kept.get(file.extracted.blob);
       if (kept && this.kept.delete(file.extracted.blob)) this.keptChars -= kept.text.length;
-      await this.blobs.getBlockBlobClient(file.extracted.blob).deleteIfExists();
+      await (await this.blobs.blob(file.extracted.blob)).deleteIfExists();
     }
     await this.records.delete(file.pk, file.id);
   }
@@ -233,7 +229,7 @@ export class Files {
   /** The file's bytes (the first `maxBytes` when given); an attachment whose blob is gone is a 400 naming it. */
   async bytesOf(file: FileDoc, maxBytes?: number): Promise<Buffer> {
     try {
-      return await this.blobs.getBlockBlobClient(file.blob_name).downloadToBuffer(0, maxBytes !== undefined && maxBytes < file.size ? maxBytes : undefined);
+      return await (await this.blobs.blob(file.blob_name)).downloadToBuffer(0, maxBytes !== undefined && maxBytes < file.size ? maxBytes : undefined);
     } catch (e) {
       // The record outlived its blob (deleted out of band): refused like an unknown attachment.
       if ((e as { statusCode?: number }).statusCode === 404) throw validationError([{ field: 'attachments', message: `Attachment ${file.display_name} not found` }]);
@@ -252,7 +248,7 @@ export class Files {
       return cached;
     }
     try {
-      const kept = JSON.parse((await this.blobs.getBlockBlobClient(blob).downloadToBuffer()).toString('utf8')) as KeptText;
+      const kept = JSON.parse((await (await this.blobs.blob(blob)).downloadToBuffer()).toString('utf8')) as KeptText;
       this.remember(blob, kept);
       return kept;
     } catch (e) {
@@ -275,7 +271,7 @@ export class Files {
   async keepText(file: FileDoc, kept: KeptText): Promise<void> {
     const blob = `${file.blob_name}.text.json`;
     const body = JSON.stringify(kept);
-    await this.blobs.getBlockBlobClient(blob).upload(body, Buffer.byteLength(body), { blobHTTPHeaders: { blobContentType: 'application/json' } });
+    await (await this.blobs.blob(blob)).upload(body, Buffer.byteLength(body), { blobHTTPHeaders: { blobContentType: 'application/json' } });
     await this.records.patch(file.pk, file.id, [{ op: 'set', path: 'extracted', value: { blob, chars: kept.text.length, tokens: kept.tokens.count } }]);
     this.remember(blob, kept);
   }

@@ -8,6 +8,7 @@ import { queueName, type QueueHandler } from '../queues/handler.js';
 import type { Timer } from '../queues/timer.js';
 import type { Services } from '../services.js';
 import { payloadTooLarge } from '../errors.js';
+import { once } from '../once.js';
 import { handle } from './pipeline.js';
 import type { Route } from './route.js';
 import type { Api, PlatformRequest, Reply } from './types.js';
@@ -94,12 +95,6 @@ export const loadedFunctions = (routes: readonly Route[], queues: readonly Queue
   queue: (q) => Promise.resolve(q),
   timer: (t) => Promise.resolve(t),
 });
-
-/** `load()` on its first call, the same promise after. */
-function once<T>(load: () => Promise<T>): () => Promise<T> {
-  let loaded: Promise<T> | undefined;
-  return () => (loaded ??= load());
-}
 
 /** What the host registers with: `app` of @azure/functions, or a recorder in tests. */
 export type Registrar = Pick<typeof functions.app, 'http' | 'storageQueue' | 'timer'>;

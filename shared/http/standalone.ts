@@ -72,10 +72,13 @@ export async function startStandalone(
   const consumers: Consumer[] = [];
   const clocks: NodeJS.Timeout[] = [];
   let closed = false;
-  const startConsumers = () => {
-    if (closed || options.consumers === false || !services.config.queueWorkers) return;
+  const startConsumers = async () => {
+    if (options.consumers === false || !services.config.queueWorkers) return;
+    const queues = await services.queues();
+    // Closed while the storage was coming up, or the queue client being made: nothing to start.
+    if (closed) return;
     const lease = { idlePollMs: 500, visibilityTimeoutSeconds: services.config.queueVisibilityTimeoutSeconds };
-    consumers.push(...queueHandlers.map((h) => startQueueConsumer(h, services.queues, services, { ...lease, ...(h.concurrency ? { concurrency: h.concurrency } : {}) })));
+    consumers.push(...queueHandlers.map((h) => startQueueConsumer(h, queues, services, { ...lease, ...(h.concurrency ? { concurrency: h.concurrency } : {}) })));
     for (const t of options.timers ?? []) {
       // One run at a time per timer: a slow run is not overlapped by the next tick.
       let running = false;
@@ -89,8 +92,7 @@ export async function startStandalone(
       clocks.push(setInterval(tick, t.everyMs).unref());
     }
   };
-  if (options.storageReady) options.storageReady.then(startConsumers, () => undefined);
-  else startConsumers();
+  (options.storageReady ?? Promise.resolve()).then(startConsumers, () => undefined).catch((e: unknown) => services.log.error('The queue consumers did not start', { error: e instanceof Error ? e.message : String(e) }));
   const unsubscribe = services.producer.onSend(() => consumers.forEach((c) => c.wake()));
   return {
     coreUrl,

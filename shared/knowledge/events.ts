@@ -54,7 +54,7 @@ async function watchedPipelines(s: Services): Promise<Watched[]> {
     const source = sourceSettings(doc);
     let service;
     try {
-      service = blobServiceOf(s, source);
+      service = await blobServiceOf(s, source);
     } catch {
       continue;
     }
@@ -111,7 +111,7 @@ export async function pollBlobEvents(s: Services): Promise<number> {
   const seen = looks.get(s) ?? new Map<string, Map<string, string>>();
   looks.set(s, seen);
   for (const w of await watchedPipelines(s)) {
-    const service = blobServiceOf(s, w.source);
+    const service = await blobServiceOf(s, w.source);
     const indexed = new Set((await s.vectors.documents(w.pipeline.index_name)).filter((d) => d.origin === w.pipeline.object_id).map((d) => d.source));
     for (const c of w.containers) {
       const key = `${w.pipeline.object_id}|${c.url}`;

@@ -5,15 +5,14 @@
 // files under the source's paths in a file system, read through the Blob endpoint of the same account.
 // Web: each source path is a document URL under one of the data source's allowed prefixes, fetched through
 // the user-URL rules of 10.1 (no redirects, every address checked at connect); no crawling.
-import type { ContainerClient } from '@azure/storage-blob';
+import type { BlobServiceClient, ContainerClient } from '@azure/storage-blob';
 import { request, type Dispatcher } from 'undici';
 import type { IncomingHttpHeaders } from 'node:http';
-import { BlobServiceClient } from '@azure/storage-blob';
 import { readSecret, SECRET_NAME, SECRET_NAME_RULE } from '../config.js';
 import { guardedHttpAgent, guardedHttpsAgent } from '../net/outbound.js';
 import type { DataSourceDoc } from '../providers/types/catalog.js';
 import type { Services } from '../services.js';
-import { userBlobService } from '../store/storage.js';
+import { blobSdk, userBlobService } from '../store/storage.js';
 
 /** Largest document read (bytes): a larger one is reported in the run's errors, not read into memory. */
 export const MAX_DOCUMENT_BYTES = 32 * 1024 * 1024;
@@ -67,7 +66,7 @@ export const directoryPrefix = (path: string) => {
 export async function listDocuments(s: Services, source: SourceSettings, paths: readonly string[]): Promise<SourceDocument[]> {
   if (source.data_source_type === 'Web') return webDocuments(s, source.urls ?? [], paths);
   if (source.data_source_type === 'AzureBlob' || source.data_source_type === 'AzureDataLake') {
-    const service = blobServiceOf(s, source);
+    const service = await blobServiceOf(s, source);
     const prefixes = paths.length > 0 ? paths : (source.paths ?? []).map(directoryPrefix);
     // With several containers a document's source names its container too.
     const named = source.containers.length > 1;
@@ -151,13 +150,14 @@ export async function readCapped(body: Dispatcher.ResponseData['body'], headers:
 }
 
 /** The Blob service the source reads: by its connection string, by account URL with the managed identity, or the service's own. */
-export function blobServiceOf(s: Services, source: SourceSettings): BlobServiceClient {
+export async function blobServiceOf(s: Services, source: SourceSettings): Promise<BlobServiceClient> {
   const agent = () => guardedHttpsAgent({ policy: 'user', allowPrivateNetwork: s.config.allowPrivateNetwork });
   if (source.connection_string_secret_name) {
     const name = source.connection_string_secret_name;
     if (!SECRET_NAME.test(name)) throw new DocumentError(`connection_string_secret_name ${name}: ${SECRET_NAME_RULE}`);
     const connection = readSecret(name);
     if (!connection) throw new DocumentError(`the connection string secret ${name} is not set`);
+    const { BlobServiceClient } = await blobSdk();
     try {
       // The account a connection string names is reached through the same outbound guard as any user URL.
       const plain = new URL(BlobServiceClient.fromConnectionString(connection).url).protocol === 'http:';
@@ -167,7 +167,7 @@ export function blobServiceOf(s: Services, source: SourceSettings): BlobServiceC
       throw new DocumentError(`the connection string in ${source.connection_string_secret_name} is not a storage connection string`);
     }
   }
-  if (!source.account_url) return s.blobs;
+  if (!source.account_url) return s.blobs.client();
   const url = blobUrlOf(source.account_url);
   const problem = s.gate.urlProblem('storage', url);
   if (problem) throw new DocumentError(`account_url ${problem}`);

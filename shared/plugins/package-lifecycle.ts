@@ -1,10 +1,10 @@
 // What plugin and artifact packages do alike: read a version's file from a package store; soft delete (a
 // deleted package leaves every list and keeps its name until purged); purge (the record, then the files of
 // all its versions).
-import type { ContainerClient } from '@azure/storage-blob';
 import type { Principal } from '../auth/principal.js';
 import { badRequest, conflict, notFound } from '../errors.js';
 import { resourceId } from '../providers/resource-type.js';
+import type { BlobContainer } from '../store/storage.js';
 import type { Container, Doc } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import type { PackageStores } from './packages.js';
@@ -13,8 +13,8 @@ import type { PackageStores } from './packages.js';
 export async function readFromStore(stores: PackageStores, storeType: 'Public' | 'Private', path: string, maxBytes: number): Promise<Buffer> {
   const store = storeType === 'Public' ? stores.public : stores.private;
   if (!store) throw badRequest('package_store_type: no Public package store is configured (PACKAGE_STORE_PUBLIC_URL)');
-  const blob = store.getBlobClient(path);
   try {
+    const blob = (await store.client()).getBlobClient(path);
     if (((await blob.getProperties()).contentLength ?? 0) > maxBytes) throw badRequest(`The package is larger than ${maxBytes} bytes`);
     return await blob.downloadToBuffer();
   } catch (e) {
@@ -41,11 +41,12 @@ export async function softDeletePackage<T extends PackageRecord>(docs: Container
   return saved;
 }
 
-export async function purgePackage<T extends PackageRecord>(docs: Container<T>, pk: string, name: string, files: ContainerClient, what: string): Promise<T> {
+export async function purgePackage<T extends PackageRecord>(docs: Container<T>, pk: string, name: string, files: BlobContainer, what: string): Promise<T> {
   const doc = await docs.read(pk, resourceId(name));
   if (!doc) throw notFound(`${what} ${name} not found`);
   if (!doc.deleted) throw conflict(`${what} ${name} is not deleted; delete it before purging it`);
   await docs.delete(pk, doc.id, { ifMatch: doc._etag });
-  await Promise.all(doc.versions.map((v) => files.getBlockBlobClient(v.blob_name).deleteIfExists().catch(() => undefined)));
+  const container = await files.client();
+  await Promise.all(doc.versions.map((v) => container.getBlockBlobClient(v.blob_name).deleteIfExists().catch(() => undefined)));
   return doc;
 }

@@ -1,15 +1,13 @@
 // Plugin packages: upload or deploy versions from a store, keep every version
 // downloadable, and list the plugins of each package's current version.
 import { createHash, randomUUID } from 'node:crypto';
-import type { BlobServiceClient, ContainerClient } from '@azure/storage-blob';
-import { ContainerClient as BlobContainer } from '@azure/storage-blob';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { DomainError, badRequest, internalError, conflict, notFound } from '../errors.js';
 import { parseJsonText } from '../http/json-body.js';
 import type { Container, Doc } from '../store/types.js';
 import { resourceId } from '../providers/resource-type.js';
-import { lazyContainer } from '../store/storage.js';
+import { containerAt, type BlobContainer, type BlobService } from '../store/storage.js';
 import { updateDocument } from '../store/update.js';
 import { readArchive } from './archive.js';
 import { purgePackage, readFromStore, softDeletePackage } from './package-lifecycle.js';
@@ -65,13 +63,13 @@ const contentType = (runtime: Runtime) => (runtime === 'Python' ? 'application/z
 
 export interface PackageStores {
   /** The customer's own container. */
-  private: ContainerClient;
+  private: BlobContainer;
   /** The vendor's read-only container, when configured. */
-  public: ContainerClient | undefined;
+  public: BlobContainer | undefined;
 }
 
-export function packageStores(blobs: BlobServiceClient, privateContainer: string, publicUrl: string | undefined): PackageStores {
-  return { private: blobs.getContainerClient(privateContainer), public: publicUrl ? new BlobContainer(publicUrl) : undefined };
+export function packageStores(blobs: BlobService, privateContainer: string, publicUrl: string | undefined): PackageStores {
+  return { private: blobs.container(privateContainer), public: publicUrl ? containerAt(publicUrl) : undefined };
 }
 
 /**
@@ -88,17 +86,13 @@ function bareName(resource: PackageResource, pathName: string): string {
 }
 
 export class PluginPackages {
-  private readonly ensureContainer: () => Promise<ContainerClient>;
-
   constructor(
     private readonly docs: Container<PackageDoc>,
-    private readonly blobs: ContainerClient,
+    private readonly blobs: BlobContainer,
     private readonly stores: PackageStores,
     private readonly instanceId: string,
     readonly maxBytes: number,
-  ) {
-    this.ensureContainer = lazyContainer(blobs);
-  }
+  ) {}
 
   objectId(name: string) {
     return `/instances/${this.instanceId}/providers/Svc.Platform/pluginPackages/${name}`;
@@ -152,10 +146,10 @@ export class PluginPackages {
       }
     };
     taken(await this.docs.read(PACKAGES_PK, resourceId(pathName)));
-    await this.ensureContainer();
+    const container = await this.blobs.created();
     const fileName = `${pathName}.${extension(resource.package_runtime)}`;
     const blobName = `${pathName}/${resource.package_version}/${randomUUID()}/${fileName}`;
-    const blob = this.blobs.getBlockBlobClient(blobName);
+    const blob = container.getBlockBlobClient(blobName);
     await blob.uploadData(bytes, { blobHTTPHeaders: { blobContentType: contentType(resource.package_runtime) } });
     const now = new Date().toISOString();
     const version: PackageVersion = {
@@ -231,7 +225,7 @@ export class PluginPackages {
     const doc = await this.get(name);
     const v = doc.versions.find((x) => x.package_version === (version ?? doc.current_version));
     if (!v) throw notFound(`Version ${version ?? ''} of ${name} not found`);
-    return { bytes: await this.blobs.getBlockBlobClient(v.blob_name).downloadToBuffer(), version: v };
+    return { bytes: await (await this.blobs.blob(v.blob_name)).downloadToBuffer(), version: v };
   }
 
   /** The plugins of every package's current version, after the built-in ones (plugins/builtin.ts). */
@@ -260,13 +254,14 @@ export class PluginPackages {
   async validateStore(type: 'Public' | 'Private') {
     const store = type === 'Public' ? this.stores.public : this.stores.private;
     if (!store) return { package_store_type: type, configured: false, reachable: false, readable: false, package_count: 0, packages: [], message: 'No Public package store is configured (PACKAGE_STORE_PUBLIC_URL)' };
+    const container = await store.client();
     try {
       const names: string[] = [];
-      for await (const blob of store.listBlobsFlat()) {
+      for await (const blob of container.listBlobsFlat()) {
         names.push(blob.name);
         if (names.length >= 1000) break;
       }
-      return { package_store_type: type, configured: true, reachable: true, readable: true, container: store.containerName, package_count: names.length, packages: names.slice(0, 100), message: 'The store is reachable and readable' };
+      return { package_store_type: type, configured: true, reachable: true, readable: true, container: container.containerName, package_count: names.length, packages: names.slice(0, 100), message: 'The store is reachable and readable' };
     } catch (e) {
       const status = (e as { statusCode?: number }).statusCode;
       return {
@@ -274,7 +269,7 @@ export class PluginPackages {
         configured: true,
         reachable: status !== undefined,
         readable: false,
-        container: store.containerName,
+        container: container.containerName,
         package_count: 0,
         packages: [],
         message: status === 404 ? 'The store container does not exist' : status !== undefined ? `The store answered ${status}` : `The store could not be reached: ${e instanceof Error ? e.message : String(e)}`,

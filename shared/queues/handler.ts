@@ -1,8 +1,8 @@
 // Queue-triggered work, declared once: the Functions host binds it to a queue trigger, the standalone
 // server to the local consumer. Both deliver at least once.
-import type { QueueServiceClient } from '@azure/storage-queue';
 import type { z } from 'zod';
 import type { Config } from '../config.js';
+import type { QueueService } from '../store/storage.js';
 import type { Services } from '../services.js';
 import type { QueueReading } from '../telemetry/metrics.js';
 
@@ -75,8 +75,8 @@ export const decodeMessage = (text: string): unknown => JSON.parse(Buffer.from(t
 
 /** Sends messages, creating each queue on first use. */
 /** A queue's depth and the age of its oldest visible message (zero when empty), for the queue gauges. */
-export async function readQueue(service: QueueServiceClient, name: string): Promise<QueueReading> {
-  const client = service.getQueueClient(name);
+export async function readQueue(service: QueueService, name: string): Promise<QueueReading> {
+  const client = (await service()).getQueueClient(name);
   const [properties, peeked] = await Promise.all([client.getProperties(), client.peekMessages({ numberOfMessages: 1 })]);
   const oldest = peeked.peekedMessageItems[0]?.insertedOn;
   return { depth: properties.approximateMessagesCount ?? 0, oldestAgeSeconds: oldest ? Math.max(0, (Date.now() - oldest.getTime()) / 1000) : 0 };
@@ -93,10 +93,10 @@ export class QueueProducer implements Producer {
   private readonly ready = new Map<string, Promise<unknown>>();
   private readonly listeners = new Set<(queue: string) => void>();
 
-  constructor(private readonly service: QueueServiceClient) {}
+  constructor(private readonly service: QueueService) {}
 
   async send(queue: string, message: unknown, options: { visibilityTimeoutSeconds?: number } = {}): Promise<void> {
-    const client = this.service.getQueueClient(queue);
+    const client = (await this.service()).getQueueClient(queue);
     let ready = this.ready.get(queue);
     if (!ready) {
       ready = client.createIfNotExists();

@@ -33,7 +33,7 @@ describe('local queue consumer', () => {
     const s = await testServices({ env: { ASYNC_COMPLETIONS_QUEUE: queue } });
     const seen: unknown[] = [];
     const handler = queueHandler({ name: 'test-ok', queue: { of: 'completions' }, message: z.object({ n: z.number() }), handler: (m) => Promise.resolve(void seen.push(m)) });
-    const producer = new QueueProducer(queues);
+    const producer = new QueueProducer(() => Promise.resolve(queues));
     consumer = startQueueConsumer(handler, queues, s, { idlePollMs: 50 });
     await producer.send(queue, { n: 1 });
     await producer.send(queue, { n: 2 });
@@ -50,7 +50,7 @@ describe('local queue consumer', () => {
     const seen: unknown[] = [];
     const handler = queueHandler({ name: 'test-schema', queue: { of: 'completions' }, message: z.object({ n: z.number() }), handler: (m) => Promise.resolve(void seen.push(m)) });
     consumer = startQueueConsumer(handler, queues, s, { idlePollMs: 50 });
-    const producer = new QueueProducer(queues);
+    const producer = new QueueProducer(() => Promise.resolve(queues));
     await producer.send(queue, { n: 'not a number' });
     await producer.send(queue, { n: 3 });
     await until(() => seen.length === 1);
@@ -74,7 +74,7 @@ describe('local queue consumer', () => {
       },
     });
     consumer = startQueueConsumer(handler, queues, s, { idlePollMs: 50, visibilityTimeoutSeconds: 1 });
-    await new QueueProducer(queues).send(queue, { op: 'x' });
+    await new QueueProducer(() => Promise.resolve(queues)).send(queue, { op: 'x' });
     await until(() => counts.length === MAX_DEQUEUE_COUNT, 30_000);
     expect(counts).toEqual([1, 2, 3, 4, 5]);
     // After the last failed delivery the message leaves the queue for `<queue>-poison`.

@@ -167,7 +167,7 @@ describe('async completions', () => {
 
       // A new worker with the default lease picks the message up once the dead worker's lease lapses.
       const [handler] = (await import('../../../functions/groups.js')).QUEUE_HANDLERS;
-      const consumer = startQueueConsumer(handler!, host.services.queues, host.services, { idlePollMs: 200, visibilityTimeoutSeconds: host.services.config.queueVisibilityTimeoutSeconds });
+      const consumer = startQueueConsumer(handler!, await host.services.queues(), host.services, { idlePollMs: 200, visibilityTimeoutSeconds: host.services.config.queueVisibilityTimeoutSeconds });
       try {
         const done = await pollUntilDone(host, 'op-killed', 60_000);
         expect(done).toMatchObject({ status: 'Completed', result: { completion: 'Echo: survive' } });

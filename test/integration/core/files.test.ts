@@ -7,6 +7,7 @@ import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
 import { grantReader, seedAgent } from '../../support/agents.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { INSTANCE } from '../../support/services.js';
+import { containerOf } from '../../support/storage.js';
 
 const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8ffff3f0005fe02fea7d6a4c40000000049454e44ae426082', 'hex');
 
@@ -46,7 +47,7 @@ describe('file upload', () => {
     const id = String(r.body.object_id).split('/').pop()!;
     const record = await records().read('owner@local.test', id);
     expect(record).toMatchObject({ upn: 'owner@local.test', agent_name: 'reader', session_id: session, size: Buffer.byteLength(text), content_type: 'text/markdown' });
-    const blob = await app.services.blobs.getContainerClient('files').getBlockBlobClient(record!.blob_name).downloadToBuffer();
+    const blob = await containerOf(app.services, 'files').getBlockBlobClient(record!.blob_name).downloadToBuffer();
     expect(blob.toString()).toBe(text);
   });
 
@@ -109,7 +110,7 @@ describe('file upload', () => {
     // A record whose blob is gone (deleted out of band): refused the same way, not a 500.
     const gone = await upload({ file: { bytes: Buffer.from('soon gone'), name: 'gone.txt' }, agent_name: 'reader' });
     const record = await records().read('owner@local.test', String(gone.body.object_id).split('/').pop()!);
-    await app.services.blobs.getContainerClient('files').getBlockBlobClient(record!.blob_name).delete();
+    await containerOf(app.services, 'files').getBlockBlobClient(record!.blob_name).delete();
     const refused = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { user_prompt: 'x', agent_name: 'reader', attachments: [String(gone.body.object_id)] } });
     expect(refused.status).toBe(400);
     expect(refused.body).toMatchObject({ error: { code: 'ValidationError', details: [{ field: 'attachments', message: 'Attachment gone.txt not found' }] } });
@@ -153,7 +154,7 @@ describe('file upload', () => {
       const record = (await records().read(as, id))!;
       const deleted = await app.call('DELETE', `${app.core}/instances/${INSTANCE}/files/${id}`, { as });
       expect(deleted.status).toBe(204);
-      expect(await app.services.blobs.getContainerClient('files').getBlockBlobClient(record.blob_name).exists()).toBe(false);
+      expect(await containerOf(app.services, 'files').getBlockBlobClient(record.blob_name).exists()).toBe(false);
       expect((await files(`/${id}`, as)).status).toBe(404);
       expect((await files(`/${id}/content`, as)).status).toBe(404);
       expect(((await files('', as)).body as unknown[]).length).toBe(1);

@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { echo, python, zip, manifest } from '../../support/packages.js';
 import { INSTANCE } from '../../support/services.js';
+import { containerOf } from '../../support/storage.js';
 
 describe('hostile bodies', () => {
   let app: TestApp;
@@ -25,7 +26,7 @@ describe('hostile bodies', () => {
   };
   const blobs = async (prefix: string) => {
     const names: string[] = [];
-    const container = app.services.blobs.getContainerClient(app.services.config.packages.container);
+    const container = containerOf(app.services, app.services.config.packages.container);
     await container.createIfNotExists();
     for await (const b of container.listBlobsFlat({ prefix })) names.push(b.name);
     return names;

@@ -14,6 +14,7 @@ import { dataPipelineRuns } from '../../../shared/providers/types/catalog.js';
 import { providers, startTestApp, type TestApp } from '../../support/app.js';
 import { TEXTS } from '../../support/documents.js';
 import { complete, objectId, seedKnowledgeAgent, seedPipeline, updateAgent, upsert } from './support.js';
+import { containerOf } from '../../support/storage.js';
 
 interface StoredRun {
   name: string;
@@ -27,7 +28,7 @@ describe('event-triggered data pipelines', () => {
   let llm: MockLlm;
   let app: TestApp;
   const container = `events-${randomUUID().slice(0, 8)}`;
-  const blobs = () => app.services.blobs.getContainerClient(container);
+  const blobs = () => containerOf(app.services, container);
   const eventRuns = async () =>
     (await app.services.store.container<StoredRun & { id: string; pk: string }>('resources').query({ partition: partitionOf(dataPipelineRuns), where: [{ field: 'created_by', op: 'eq', value: EVENTS }] })).items;
   const indexed = async () => (await app.services.vectors.documents('on-change')).map((d) => d.source).sort();

@@ -9,6 +9,7 @@ import { runPipeline } from '../../../shared/knowledge/runs.js';
 import { startTestApp, providers, type TestApp } from '../../support/app.js';
 import { CORRUPT_PDF, documentFiles, TEXTS, TITLES, type DocumentName } from '../../support/documents.js';
 import { complete, processPipeline, readRun, seedKnowledgeAgent, seedPipeline, serveDocuments, updateAgent, upsert, objectId, type DocumentServer } from './support.js';
+import { containerOf } from '../../support/storage.js';
 
 const NAMES = Object.keys(TEXTS) as DocumentName[];
 const CHANGED_PENGUINS = 'Glaciers carve fjords as compacted snow flows downhill under its own weight grinding bedrock into fine rock flour.';
@@ -170,12 +171,12 @@ describe('knowledge from a Blob source on Azurite', () => {
   let llm: MockLlm;
   let app: TestApp;
   const container = `kb-${randomUUID().slice(0, 8)}`;
-  const blob = (name: string) => app.services.blobs.getContainerClient(container).getBlockBlobClient(name);
+  const blob = (name: string) => containerOf(app.services, container).getBlockBlobClient(name);
 
   beforeAll(async () => {
     llm = await startMockLlm();
     app = await startTestApp();
-    await app.services.blobs.getContainerClient(container).create();
+    await containerOf(app.services, container).create();
     const files = await documentFiles();
     for (const name of NAMES) await blob(`docs/${name}`).uploadData(files[name].bytes);
     await blob('docs/broken.pdf').uploadData(CORRUPT_PDF);

@@ -9,6 +9,7 @@ import { scheduledRunName, startDueRuns, SCHEDULER } from '../../../shared/knowl
 import { providers, startTestApp, type TestApp } from '../../support/app.js';
 import { TEXTS } from '../../support/documents.js';
 import { objectId, readRun, seedKnowledgeAgent, seedPipeline, upsert } from './support.js';
+import { containerOf } from '../../support/storage.js';
 
 describe('scheduled data pipelines', () => {
   let llm: MockLlm;
@@ -30,8 +31,8 @@ describe('scheduled data pipelines', () => {
   beforeAll(async () => {
     llm = await startMockLlm();
     app = await startTestApp({ ALLOW_PRIVATE_NETWORK: 'true' });
-    await app.services.blobs.getContainerClient(container).create();
-    await app.services.blobs.getContainerClient(container).getBlockBlobClient('docs/penguins.txt').uploadData(Buffer.from(TEXTS['penguins.txt']));
+    await containerOf(app.services, container).create();
+    await containerOf(app.services, container).getBlockBlobClient('docs/penguins.txt').uploadData(Buffer.from(TEXTS['penguins.txt']));
     await seedKnowledgeAgent(app, llm, 'sched-kb');
     await seedPipeline(app, 'sched-kb', 'nightly', { data_source_type: 'AzureBlob', container }, ['docs/'], 'nightly');
   });

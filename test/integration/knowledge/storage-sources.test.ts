@@ -8,6 +8,7 @@ import { blobUrlOf } from '../../../shared/knowledge/sources.js';
 import { providers, startTestApp, type TestApp } from '../../support/app.js';
 import { TEXTS } from '../../support/documents.js';
 import { complete, objectId, processPipeline, seedKnowledgeAgent, seedPipeline, upsert } from './support.js';
+import { containerOf } from '../../support/storage.js';
 
 describe('storage data sources', () => {
   let llm: MockLlm;
@@ -15,7 +16,7 @@ describe('storage data sources', () => {
   const id = randomUUID().slice(0, 8);
   const [first, second, lake] = [`first-${id}`, `second-${id}`, `lake-${id}`];
   const put = async (container: string, name: string, text: string) => {
-    const c = app.services.blobs.getContainerClient(container);
+    const c = containerOf(app.services, container);
     await c.createIfNotExists();
     await c.getBlockBlobClient(name).uploadData(Buffer.from(text));
   };

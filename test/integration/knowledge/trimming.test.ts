@@ -10,6 +10,7 @@ import { startTestApp, type TestApp } from '../../support/app.js';
 import { INSTANCE } from '../../support/services.js';
 import { TEXTS } from '../../support/documents.js';
 import { processPipeline, seedKnowledgeAgent, seedPipeline, updateAgent, upsert, objectId, type Answer } from './support.js';
+import { containerOf } from '../../support/storage.js';
 
 const BOARD = TEXTS['revenue.pdf'].split('.')[0] ?? '';
 
@@ -17,7 +18,7 @@ describe('knowledge trimmed by groups', () => {
   let llm: MockLlm;
   let app: TestApp;
   const container = `trim-${randomUUID().slice(0, 8)}`;
-  const blob = (name: string) => app.services.blobs.getContainerClient(container).getBlockBlobClient(name);
+  const blob = (name: string) => containerOf(app.services, container).getBlockBlobClient(name);
   /** A completion as `upn` with `groups` in the token. */
   const ask = async (upn: string, groups: string[], prompt: string) => {
     const res = await fetch(`${app.core}/instances/${INSTANCE}/completions`, {
@@ -34,7 +35,7 @@ describe('knowledge trimmed by groups', () => {
   beforeAll(async () => {
     llm = await startMockLlm();
     app = await startTestApp({ ALLOW_PRIVATE_NETWORK: 'true' });
-    await app.services.blobs.getContainerClient(container).create();
+    await containerOf(app.services, container).create();
     await blob('docs/public.txt').uploadData(Buffer.from(TEXTS['penguins.txt']));
     await blob('docs/coffee.txt').uploadData(Buffer.from(TEXTS['coffee.html']));
     await blob('docs/board.txt').uploadData(Buffer.from(BOARD), { metadata: { svc_allowed_groups: 'G-Board, g-audit' } });

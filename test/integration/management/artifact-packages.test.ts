@@ -8,6 +8,7 @@ import { ROLE_IDS, roleDefinitionPath } from '../../../shared/auth/roles.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { rename, zip } from '../../support/packages.js';
 import { INSTANCE } from '../../support/services.js';
+import { containerOf } from '../../support/storage.js';
 
 describe('artifact packages', () => {
   let app: TestApp;
@@ -137,7 +138,7 @@ describe('artifact packages', () => {
     expect((await app.call('GET', packages(app, '/gone'))).status).toBe(404);
     expect((await app.call('POST', packages(app, '/gone/purge'))).status).toBe(200);
     const left = [];
-    for await (const blob of app.services.blobs.getContainerClient(store).listBlobsFlat({ prefix: 'artifacts/gone/' })) left.push(blob.name);
+    for await (const blob of containerOf(app.services, store).listBlobsFlat({ prefix: 'artifacts/gone/' })) left.push(blob.name);
     expect(left).toEqual([]);
     expect((await exportPrompts('gone', '1.0.0', ['beta'])).status).toBe(200);
   });

@@ -8,6 +8,7 @@ import { ROLE_IDS, roleDefinitionPath } from '../../../shared/auth/roles.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { INSTANCE } from '../../support/services.js';
 import { echo, manifest, python, rename, uploadPackage, zip } from '../../support/packages.js';
+import { containerOf } from '../../support/storage.js';
 
 describe('plugin packages', () => {
   let app: TestApp;
@@ -135,13 +136,13 @@ describe('plugin packages', () => {
       expect(r.body).toMatchObject({ error: { code: 'BadRequest', message: expect.stringContaining('Invalid package archive') as string } });
       expect(await packageNames()).not.toContain('Python-hostile');
       const stored = [];
-      for await (const blob of app.services.blobs.getContainerClient(app.services.config.packages.container).listBlobsFlat({ prefix: 'Python-hostile/' })) stored.push(blob.name);
+      for await (const blob of containerOf(app.services, app.services.config.packages.container).listBlobsFlat({ prefix: 'Python-hostile/' })) stored.push(blob.name);
       expect(stored).toEqual([]);
     });
   });
 
   it('deploys versions from the Private and Public stores, and validates them', async () => {
-    const privateStore = app.services.blobs.getContainerClient(app.env.PACKAGE_STORE_PRIVATE_CONTAINER!);
+    const privateStore = containerOf(app.services, app.env.PACKAGE_STORE_PRIVATE_CONTAINER!);
     await privateStore.createIfNotExists();
     const bytes = await python('3.0.0', [echo], 'stored');
     await privateStore.getBlockBlobClient('Python-stored/3.0.0/Python-stored.zip').uploadData(bytes);
@@ -152,7 +153,7 @@ describe('plugin packages', () => {
     expect((await app.call('POST', url('pluginPackages/validate'), { body: { packageStoreType: 'Public' } })).body).toMatchObject({ configured: false });
 
     // A vendor store reached by URL (a read-only SAS), as the Public store is configured.
-    const vendor = app.services.blobs.getContainerClient(`vendor-${randomUUID().slice(0, 8)}`);
+    const vendor = containerOf(app.services, `vendor-${randomUUID().slice(0, 8)}`);
     await vendor.create();
     await vendor.getBlockBlobClient('Python-vendor/1.0.0/Python-vendor.zip').uploadData(await python('1.0.0', [echo], 'vendor'));
     const sas = await vendor.generateSasUrl({ permissions: ContainerSASPermissions.parse('rl'), expiresOn: new Date(Date.now() + 3_600_000) });

@@ -60,7 +60,7 @@ describe('a storage account URL a user names', () => {
   it('gets only a Storage token: a challenge naming Key Vault mints nothing else, and the call fails at once', async () => {
     seen.length = 0;
     const identity = recordingIdentity();
-    const listing = client(identity, { policy: 'user', allowPrivateNetwork: true }).getContainerClient('docs').listBlobsFlat().next();
+    const listing = (await client(identity, { policy: 'user', allowPrivateNetwork: true })).getContainerClient('docs').listBlobsFlat().next();
     await expect(listing).rejects.toThrow();
     expect(identity.asked.flat().every((s) => s === STORAGE_SCOPE)).toBe(true);
     expect(seen.length).toBeGreaterThan(0);
@@ -70,7 +70,7 @@ describe('a storage account URL a user names', () => {
   it('is never reached when its name resolves to a loopback or private address', async () => {
     seen.length = 0;
     const identity = recordingIdentity();
-    const listing = client(identity, { policy: 'user', allowPrivateNetwork: false }).getContainerClient('docs').listBlobsFlat().next();
+    const listing = (await client(identity, { policy: 'user', allowPrivateNetwork: false })).getContainerClient('docs').listBlobsFlat().next();
     await expect(listing).rejects.toThrow(/not an allowed destination/);
     expect(seen).toEqual([]);
   });
