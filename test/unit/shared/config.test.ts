@@ -22,6 +22,43 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ STORE: 'mongo' })).toThrow(/STORE/);
   });
 
+  it('checks each value by its rule, and says what is wrong with it', () => {
+    const problem = (env: Record<string, string>) => {
+      try {
+        loadConfig(env);
+        return undefined;
+      } catch (e) {
+        return e instanceof ConfigError ? e.message : 'not a ConfigError';
+      }
+    };
+    expect(problem({ PLUGIN_TIMEOUT_SECONDS: '0' })).toBe('Invalid setting PLUGIN_TIMEOUT_SECONDS: must be a whole number from 1 to 600');
+    expect(problem({ PLUGIN_TIMEOUT_SECONDS: '601' })).toMatch(/PLUGIN_TIMEOUT_SECONDS/);
+    expect(problem({ MAX_UPLOAD_BYTES: '1.5' })).toBe('Invalid setting MAX_UPLOAD_BYTES: must be a whole number of at least 1');
+    expect(problem({ GRAPH_ENABLED: 'yes' })).toBe('Invalid setting GRAPH_ENABLED: must be true, false, 1 or 0');
+    expect(problem({ LOG_LEVEL: 'loud' })).toMatch(/^Invalid setting LOG_LEVEL: must be one of debug, info/);
+    expect(problem({ ASYNC_COMPLETIONS_QUEUE: 'two--hyphens' })).toMatch(/ASYNC_COMPLETIONS_QUEUE: must be a Storage queue name/);
+    expect(problem({ AUTH_JWKS_URI: 'not a url' })).toMatch(/AUTH_JWKS_URI: must be a URL/);
+    expect(problem({ REALTIME_RELAY_URL: 'https://relay.example' })).toBe('Invalid setting REALTIME_RELAY_URL: must be a ws:// or wss:// URL');
+    expect(problem({ PORTAL_ENTRA_AUTHORITY: 'http://login.example/tenant' })).toMatch(/PORTAL_ENTRA_AUTHORITY: must be a URL \(https\)/);
+    expect(problem({ CORS_ALLOWED_ORIGINS: 'https://app.example, https://other.example/path' })).toMatch(/CORS_ALLOWED_ORIGINS: each entry must be an origin/);
+    expect(problem({ OTEL_SERVICE_NAME: 'x'.repeat(201) })).toMatch(/OTEL_SERVICE_NAME: must be 1 to 200 characters/);
+
+    const c = loadConfig({
+      PLUGIN_TIMEOUT_SECONDS: '600',
+      GRAPH_ENABLED: '1',
+      QUEUE_WORKERS: 'false',
+      CORS_ALLOWED_ORIGINS: 'https://app.example, http://localhost:5173,',
+      OTEL_EXPORTER_OTLP_ENDPOINT: ' http://collector:4318 ',
+      SERVICE_TOKEN_HOSTS: 'Tools.Example, .svc.example',
+    });
+    expect(c.plugins.timeoutMs).toBe(600_000);
+    expect(c.graphUrl).toBe('https://graph.microsoft.com');
+    expect(c.queueWorkers).toBe(false);
+    expect(c.portal.corsOrigins).toEqual(['https://app.example', 'http://localhost:5173']);
+    expect(c.otlp).toEqual({ endpoint: 'http://collector:4318', metricIntervalMs: 60_000, serviceName: 'agent-platform' });
+    expect(c.serviceTokenHosts).toEqual(['tools.example', '.svc.example']);
+  });
+
   it('requires COSMOS_ENDPOINT for the cosmos store', () => {
     expect(() => loadConfig({ STORE: 'cosmos' })).toThrow(ConfigError);
     expect(() => loadConfig({ STORE: 'cosmos' })).toThrow(/COSMOS_ENDPOINT/);
