@@ -59,13 +59,13 @@ const oneOf =
     if (!values.includes(v)) throw new SettingProblem(`must be one of ${values.join(', ')}`);
     return v;
   };
-/** A URL, its scheme (without the colon) matching `scheme` when given. */
+/** A URL; of one of `schemes` (without the colon) when given. */
 const url =
-  (scheme?: RegExp, rule = `must be a URL${scheme ? ` (${scheme.source.replace(/[\^$]/g, '')})` : ''}`): Read<string> =>
+  (schemes?: readonly string[], rule = `must be a URL${schemes ? ` (${schemes.join(' or ')})` : ''}`): Read<string> =>
   (v) => {
     const given = v.trim();
     if (!URL.canParse(given)) throw new SettingProblem(rule);
-    if (scheme && !scheme.test(new URL(given).protocol.slice(0, -1))) throw new SettingProblem(rule);
+    if (schemes && !schemes.includes(new URL(given).protocol.slice(0, -1))) throw new SettingProblem(rule);
     return given;
   };
 /** Comma-separated entries, each trimmed; empty ones are skipped. */
@@ -94,7 +94,7 @@ const Flag: Read<boolean> = (v) => {
 };
 /** An origin: scheme://host[:port], nothing after it. */
 const Origin: Read<string> = (v) => {
-  if (url(/^https?$/)(v) !== new URL(v).origin) throw new SettingProblem('each entry must be an origin: scheme://host[:port], no path');
+  if (url(['http', 'https'])(v) !== new URL(v).origin) throw new SettingProblem('each entry must be an origin: scheme://host[:port], no path');
   return v;
 };
 
@@ -182,7 +182,7 @@ const SETTINGS = {
   /** Storage queue of Blob created and deleted events (Event Grid schema) for Event-triggered pipelines. */
   PIPELINE_EVENTS_QUEUE: setting(QueueName, 'pipeline-events'),
   EVALUATIONS_QUEUE: setting(QueueName, 'evaluation-runs'),
-  REALTIME_RELAY_URL: setting(url(/^wss?$/, 'must be a ws:// or wss:// URL')),
+  REALTIME_RELAY_URL: setting(url(['ws', 'wss'], 'must be a ws:// or wss:// URL')),
   /** How long a semantic cache entry may answer. */
   SEMANTIC_CACHE_TTL_SECONDS: setting(PositiveInt, 3600),
   /** Rounds of tool calls one completion may make before the model must answer. */
@@ -199,7 +199,7 @@ const SETTINGS = {
    * Azure Container Apps dynamic sessions: the management endpoint of a Python code interpreter session pool.
    * Set, plugins run there (with the managed identity); unset, in Pyodide worker threads on this machine.
    */
-  PLUGIN_SESSIONS_ENDPOINT: setting(url(/^https?$/)),
+  PLUGIN_SESSIONS_ENDPOINT: setting(url(['http', 'https'])),
   /** Interpreters the local sandbox keeps started ahead of calls (once a plugin has been used). */
   PLUGIN_WARM_INTERPRETERS: setting(int(0, 16), 2),
   /** Sandbox calls running at once on this instance; more wait for one to end. */
@@ -212,7 +212,7 @@ const SETTINGS = {
    * An OpenTelemetry collector (OTLP over HTTP): traces and metrics go there too. The SDK's exporters read
    * it and the other OTEL_EXPORTER_OTLP_* settings (headers, per-signal endpoints) themselves.
    */
-  OTEL_EXPORTER_OTLP_ENDPOINT: setting(url(/^https?$/)),
+  OTEL_EXPORTER_OTLP_ENDPOINT: setting(url(['http', 'https'])),
   /** How often metrics are exported (milliseconds), as the OpenTelemetry specification names it. */
   OTEL_METRIC_EXPORT_INTERVAL: setting(int(100, 3_600_000), 60_000),
   /** The service name telemetry reports (OpenTelemetry's own setting). */
@@ -223,10 +223,10 @@ const SETTINGS = {
    */
   CORS_ALLOWED_ORIGINS: setting(listOf(Origin)),
   /** The Management API's base URL as browsers reach it, for the portal; unset: the Core API's host on MANAGEMENT_PORT. */
-  MANAGEMENT_API_URL: setting(url(/^https?$/)),
+  MANAGEMENT_API_URL: setting(url(['http', 'https'])),
   /** Portal sign-in with Entra ID (MSAL): the portal's app registration (client id), its authority, and the API scope it asks for. */
   PORTAL_ENTRA_CLIENT_ID: setting(Guid),
-  PORTAL_ENTRA_AUTHORITY: setting(url(/^https$/)),
+  PORTAL_ENTRA_AUTHORITY: setting(url(['https'])),
   PORTAL_API_SCOPE: setting(length(1, 500)),
 };
 
