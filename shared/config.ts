@@ -92,9 +92,10 @@ const Flag: Read<boolean> = (v) => {
   if (v === 'false' || v === '0') return false;
   throw new SettingProblem('must be true, false, 1 or 0');
 };
+const HttpUrl = url(['http', 'https']);
 /** An origin: scheme://host[:port], nothing after it. */
 const Origin: Read<string> = (v) => {
-  if (url(['http', 'https'])(v) !== new URL(v).origin) throw new SettingProblem('each entry must be an origin: scheme://host[:port], no path');
+  if (HttpUrl(v) !== new URL(v).origin) throw new SettingProblem('each entry must be an origin: scheme://host[:port], no path');
   return v;
 };
 
@@ -199,7 +200,7 @@ const SETTINGS = {
    * Azure Container Apps dynamic sessions: the management endpoint of a Python code interpreter session pool.
    * Set, plugins run there (with the managed identity); unset, in Pyodide worker threads on this machine.
    */
-  PLUGIN_SESSIONS_ENDPOINT: setting(url(['http', 'https'])),
+  PLUGIN_SESSIONS_ENDPOINT: setting(HttpUrl),
   /** Interpreters the local sandbox keeps started ahead of calls (once a plugin has been used). */
   PLUGIN_WARM_INTERPRETERS: setting(int(0, 16), 2),
   /** Sandbox calls running at once on this instance; more wait for one to end. */
@@ -212,7 +213,7 @@ const SETTINGS = {
    * An OpenTelemetry collector (OTLP over HTTP): traces and metrics go there too. The SDK's exporters read
    * it and the other OTEL_EXPORTER_OTLP_* settings (headers, per-signal endpoints) themselves.
    */
-  OTEL_EXPORTER_OTLP_ENDPOINT: setting(url(['http', 'https'])),
+  OTEL_EXPORTER_OTLP_ENDPOINT: setting(HttpUrl),
   /** How often metrics are exported (milliseconds), as the OpenTelemetry specification names it. */
   OTEL_METRIC_EXPORT_INTERVAL: setting(int(100, 3_600_000), 60_000),
   /** The service name telemetry reports (OpenTelemetry's own setting). */
@@ -223,7 +224,7 @@ const SETTINGS = {
    */
   CORS_ALLOWED_ORIGINS: setting(listOf(Origin)),
   /** The Management API's base URL as browsers reach it, for the portal; unset: the Core API's host on MANAGEMENT_PORT. */
-  MANAGEMENT_API_URL: setting(url(['http', 'https'])),
+  MANAGEMENT_API_URL: setting(HttpUrl),
   /** Portal sign-in with Entra ID (MSAL): the portal's app registration (client id), its authority, and the API scope it asks for. */
   PORTAL_ENTRA_CLIENT_ID: setting(Guid),
   PORTAL_ENTRA_AUTHORITY: setting(url(['https'])),
