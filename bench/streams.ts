@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { performance } from 'node:perf_hooks';
+import { fileURLToPath } from 'node:url';
 import { freePort } from '../scripts/azurite.js';
 import { seed } from './completions.js';
 import { child, cpuMs, PORTKEY, rssMiB, startService } from './peers.js';
@@ -172,7 +173,7 @@ export async function benchStreams(): Promise<{ rows: StreamRow[]; seconds: numb
     const targets: Target[] = [{ name: 'model directly', url: `${mock.url}/v1/chat/completions`, headers: json, body: chat }];
     if (existsSync(PORTKEY)) {
       const port = await freePort();
-      const started = await child(process.execPath, [PORTKEY, `--port=${port}`, '--headless'], { NODE_ENV: 'production' }, /Ready for connections/);
+      const started = await child(process.execPath, ['--import', fileURLToPath(new URL('./portkey-fetch.mjs', import.meta.url)), PORTKEY, `--port=${port}`, '--headless'], { NODE_ENV: 'production' }, /Ready for connections/);
       children.push(started.process);
       targets.push({
         name: 'Portkey gateway 1.15.2',
@@ -180,7 +181,7 @@ export async function benchStreams(): Promise<{ rows: StreamRow[]; seconds: numb
         headers: { ...json, authorization: 'Bearer sk-bench', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${mock.url}/v1` },
         body: chat,
         pid: started.process.pid!,
-        // On Node 20 it fails every streamed request, and goes on using about 15% of a core for half a minute after.
+        // Stopped after its runs: a system left running goes on using CPU during the next one's.
         stop: () => started.process.kill('SIGTERM'),
       });
     }
