@@ -19,14 +19,29 @@ export class SlowReaderError extends Error {
 }
 
 /**
- * An async queue of strings: push while the consumer iterates; `end` finishes it. Bounded: when what the
- * consumer has not taken passes `maxBytes` (a client that stopped reading), the queue is dropped and the
- * consumer's next read throws SlowReaderError, so the host closes the connection and the producer stops.
+ * Where a host that writes each event as it is pushed takes them (EventChannel.drainTo): no promise per
+ * event, which a host holding thousands of open streams pays hundreds of times a second.
+ */
+export interface EventSink {
+  /** Writes one event; false when the client is not taking them yet: the channel holds the next ones until `resume`. */
+  write(item: string): boolean;
+  /** The channel ended; with an error when it dropped its backlog for a client that read too slowly. */
+  end(error?: Error): void;
+}
+
+/**
+ * An async queue of strings: push while the consumer iterates (or drains it into a sink); `end` finishes
+ * it. Bounded: when what the consumer has not taken passes `maxBytes` (a client that stopped reading), the
+ * queue is dropped and the consumer's next read throws SlowReaderError (a sink's end gets it), so the host
+ * closes the connection and the producer stops.
  */
 export class EventChannel implements AsyncIterable<string> {
   private readonly items: string[] = [];
   /** The consumer's pending read, handed the next event directly when it is pushed. */
   private waiting: ((result: IteratorResult<string>) => void) | undefined;
+  /** The consumer's sink, when it drains the channel instead of iterating; `paused` while its client is behind. */
+  private sink: EventSink | undefined;
+  private paused = false;
   private ended = false;
   private overflowed = false;
   private bytes = 0;
@@ -39,6 +54,10 @@ export class EventChannel implements AsyncIterable<string> {
 
   push(item: string): void {
     if (this.overflowed || this.ended) return;
+    if (this.sink && !this.paused && this.items.length === 0) {
+      if (!this.sink.write(item)) this.paused = true;
+      return;
+    }
     const waiting = this.waiting;
     if (waiting) {
       // Nothing queued and the consumer waits: one promise from the model's piece to the host's write.
@@ -52,6 +71,11 @@ export class EventChannel implements AsyncIterable<string> {
       this.overflowed = true;
       this.items.length = 0;
       this.bytes = 0;
+      if (this.sink) {
+        this.onAbandoned();
+        this.sink.end(new SlowReaderError('the client did not read the stream fast enough'));
+        this.sink = undefined;
+      }
     } else {
       this.items.push(item);
     }
@@ -62,6 +86,27 @@ export class EventChannel implements AsyncIterable<string> {
     const waiting = this.waiting;
     this.waiting = undefined;
     waiting?.({ value: undefined, done: true });
+    if (this.sink && this.items.length === 0) this.closeSink();
+  }
+
+  /**
+   * The consumer's side as a sink: each event is written as it is pushed (what was queued first, at once).
+   * Instead of iterating; `resume` once a write that returned false has been taken, `stop` when the client
+   * went away.
+   */
+  drainTo(sink: EventSink): { resume(): void; stop(): void } {
+    this.sink = sink;
+    const resume = () => {
+      this.paused = false;
+      while (this.sink && !this.paused && this.items.length > 0) {
+        const item = this.items.shift() as string;
+        this.bytes -= item.length;
+        if (!this.sink.write(item)) this.paused = true;
+      }
+      if (this.sink && this.ended && this.items.length === 0) this.closeSink();
+    };
+    resume();
+    return { resume, stop: () => this.abandon() };
   }
 
   /**
@@ -72,14 +117,25 @@ export class EventChannel implements AsyncIterable<string> {
     return {
       next: () => this.next(),
       return: (): Promise<IteratorResult<string>> => {
-        // The consumer stopped: nothing more is queued for it.
-        if (!this.ended) this.onAbandoned();
-        this.ended = true;
-        this.items.length = 0;
-        this.bytes = 0;
+        this.abandon();
         return Promise.resolve({ value: undefined, done: true });
       },
     };
+  }
+
+  /** The consumer stopped: nothing more is queued for it. */
+  private abandon(): void {
+    if (!this.ended) this.onAbandoned();
+    this.ended = true;
+    this.items.length = 0;
+    this.bytes = 0;
+    this.sink = undefined;
+  }
+
+  private closeSink(): void {
+    const sink = this.sink;
+    this.sink = undefined;
+    sink?.end();
   }
 
   private next(): Promise<IteratorResult<string>> {

@@ -3,9 +3,11 @@
 import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import cors from 'cors';
+import type { EventEmitter } from 'node:events';
 import type { Duplex, Readable } from 'node:stream';
 import type { Services } from '../services.js';
 import { errorReply, type ErrorStyle } from './envelopes.js';
+import { EventChannel } from './event-stream.js';
 import { badRequest, DomainError, notFound, payloadTooLarge } from '../errors.js';
 import { handle, requestIdOf, SAFE_HEADERS } from './pipeline.js';
 import type { Route } from './route.js';
@@ -234,21 +236,51 @@ function readBody(req: http.IncomingMessage, limit: number): Promise<Buffer> {
 /** How long a streamed answer waits for a client to take what was written before closing its connection. */
 export const WRITE_TIMEOUT_MS = 30_000;
 
-/** Whether the response drained (true) or its client took nothing for WRITE_TIMEOUT_MS or left (false). */
-function drained(res: http.ServerResponse): Promise<boolean> {
+/**
+ * Whether what was written drained (`drain` from the emitter written to) or its client took nothing for
+ * WRITE_TIMEOUT_MS or left (false).
+ */
+function drained(res: http.ServerResponse, written: EventEmitter): Promise<boolean> {
   return new Promise((resolve) => {
     const done = (ok: boolean) => {
       clearTimeout(timer);
-      res.off('drain', onDrain);
+      written.off('drain', onDrain);
       res.off('close', onClose);
       resolve(ok);
     };
     const onDrain = () => done(true);
     const onClose = () => done(false);
     const timer = setTimeout(() => done(false), WRITE_TIMEOUT_MS);
-    res.once('drain', onDrain);
+    written.once('drain', onDrain);
     res.once('close', onClose);
   });
+}
+
+/** Writes a streamed body's pieces; where a write returns false, wait for `drain` from `written`. */
+interface BodyWriter {
+  write(piece: string | Uint8Array): boolean;
+  written: EventEmitter;
+}
+
+/**
+ * Where Node frames the body in chunks and the response owns its socket (a pipelined request waits for its
+ * turn without one), each text piece goes to the socket as one finished chunk: `res.write` costs about 2 KB
+ * of short-lived objects a call (it corks the socket and queues the size line, the text and the line end
+ * apart), and an instance holding thousands of open streams writes thousands of pieces a second.
+ * `res.end()` still writes the last chunk.
+ */
+function bodyWriter(res: http.ServerResponse): BodyWriter {
+  const socket = res.socket;
+  if (!res.chunkedEncoding || !socket) return { write: (piece) => res.write(piece), written: res };
+  return {
+    write: (piece) => {
+      if (typeof piece !== 'string') return res.write(piece);
+      // An empty chunk would end the body.
+      if (piece.length === 0) return true;
+      return socket.write(`${Buffer.byteLength(piece).toString(16)}\r\n${piece}\r\n`);
+    },
+    written: socket,
+  };
 }
 
 /**
@@ -258,12 +290,22 @@ function drained(res: http.ServerResponse): Promise<boolean> {
 async function sendStream(req: http.IncomingMessage, res: http.ServerResponse, reply: Reply, stream: AsyncIterable<string | Uint8Array>): Promise<void> {
   res.writeHead(reply.status, reply.headers);
   res.flushHeaders();
+  const body = bodyWriter(res);
+  try {
+    await (stream instanceof EventChannel ? drainChannel(res, body, stream) : iterate(res, body, stream));
+  } finally {
+    res.end();
+    discardRest(req);
+  }
+}
+
+async function iterate(res: http.ServerResponse, body: BodyWriter, stream: AsyncIterable<string | Uint8Array>): Promise<void> {
   const pieces: AsyncIterator<string | Uint8Array, unknown> = stream[Symbol.asyncIterator]();
   try {
     for (;;) {
       const next = await pieces.next();
       if (next.done === true || res.destroyed) break;
-      if (!res.write(next.value) && !(await drained(res))) {
+      if (!body.write(next.value) && !(await drained(res, body.written))) {
         // The client stopped reading: its connection is closed instead of holding the answer in memory.
         res.destroy();
         break;
@@ -271,9 +313,40 @@ async function sendStream(req: http.IncomingMessage, res: http.ServerResponse, r
     }
   } finally {
     await pieces.return?.();
-    res.end();
-    discardRest(req);
   }
+}
+
+/** An event channel's events, each written as it is pushed: no promise per event (EventChannel.drainTo). */
+function drainChannel(res: http.ServerResponse, body: BodyWriter, channel: EventChannel): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('close', gone);
+      resolve();
+    };
+    // The client went away: the producer stops.
+    const gone = () => {
+      flow.stop();
+      done();
+    };
+    // Emitted on a later turn of the loop at the soonest, when `flow` is set.
+    res.on('close', gone);
+    const flow = channel.drainTo({
+      write: (event) => {
+        if (res.destroyed) return false;
+        if (body.write(event)) return true;
+        void drained(res, body.written).then((ok) => {
+          if (ok) flow.resume();
+          // The client stopped reading: its connection is closed instead of holding the answer in memory.
+          else res.destroy();
+        });
+        return false;
+      },
+      end: (error) => {
+        if (error) res.destroy();
+        done();
+      },
+    });
+  });
 }
 
 function send(req: http.IncomingMessage, res: http.ServerResponse, reply: Reply): void {

@@ -1,8 +1,8 @@
 // Reads a streamed chat completion (server-sent events of `chat.completion.chunk`s, ending with `[DONE]`):
 // each piece of text as it arrives, and the whole answer with its usage at the end. The stream is upstream
 // input: it is bounded in size, and every chunk is checked before use.
-import { AsyncResource } from 'node:async_hooks';
 import type { Readable } from 'node:stream';
+import { context } from '@opentelemetry/api';
 import { createParser } from 'eventsource-parser';
 import { invalid, tooLarge } from './upstream-errors.js';
 import type { ModelAnswer } from './wire.js';
@@ -68,9 +68,7 @@ export function readSse(body: Readable, limit: number, onDelta: (text: string) =
         if (size > limit) body.destroy();
       });
     };
-    // Bound to the caller's async context: the socket emits in the context of whichever request opened the
-    // connection, and the pieces' consumers (logs, spans) must see this call's.
-    const onData = AsyncResource.bind((bytes: Buffer) => {
+    const read = (bytes: Buffer) => {
       size += bytes.length;
       if (size > limit) return settle(tooLarge(limit));
       let text: string;
@@ -81,7 +79,12 @@ export function readSse(body: Readable, limit: number, onDelta: (text: string) =
       }
       parser.feed(text);
       if (state.failure || state.done) settle(state.failure);
-    });
+    };
+    // In the caller's context: the socket emits in the context of whichever request opened the connection,
+    // and the pieces' consumers (logs, spans, a kept stream's timers) must see this call's. Entering it costs
+    // a few hundred bytes a chunk, so only when the connection's differs (it was opened by another call).
+    const caller = context.active();
+    const onData = (bytes: Buffer) => (context.active() === caller ? read(bytes) : context.with(caller, read, undefined, bytes));
     const ended = () => invalid('the stream ended before [DONE]');
     const onEnd = () => settle(ended());
     // Destroyed without an error (nothing else ends it then): the stream was cut.

@@ -55,4 +55,48 @@ describe('event channel', () => {
     expect(all).toEqual(['last']);
     expect(abandoned).toBe(2);
   });
+
+  it('drains into a sink as events are pushed, holds them while the sink is behind, and ends after the last', () => {
+    const channel = new EventChannel(1000);
+    const written: string[] = [];
+    let taking = true;
+    let ended: Error | undefined | 'open' = 'open';
+    channel.push('queued before');
+    const flow = channel.drainTo({ write: (e) => (written.push(e), taking), end: (error) => (ended = error) });
+    expect(written).toEqual(['queued before']);
+    channel.push('a');
+    taking = false;
+    channel.push('b');
+    channel.push('c');
+    channel.end();
+    // 'b' was written and not taken: 'c' waits for the sink, and so does the end.
+    expect(written).toEqual(['queued before', 'a', 'b']);
+    expect(ended).toBe('open');
+    taking = true;
+    flow.resume();
+    expect(written).toEqual(['queued before', 'a', 'b', 'c']);
+    expect(ended).toBeUndefined();
+  });
+
+  it('ends a sink that fell too far behind with SlowReaderError, and tells the producer', () => {
+    let abandoned = 0;
+    const channel = new EventChannel(100, () => abandoned++);
+    let ended: Error | undefined;
+    channel.drainTo({ write: () => false, end: (error) => (ended = error) });
+    for (let i = 0; i < 10; i++) channel.push('x'.repeat(50));
+    expect(ended).toBeInstanceOf(SlowReaderError);
+    expect(abandoned).toBe(1);
+  });
+
+  it('tells its producer when the sink stops before the end, and writes nothing more', () => {
+    let abandoned = 0;
+    const channel = new EventChannel(1000, () => abandoned++);
+    const written: string[] = [];
+    const flow = channel.drainTo({ write: (e) => (written.push(e), true), end: () => undefined });
+    channel.push('a');
+    flow.stop();
+    channel.push('b');
+    expect(written).toEqual(['a']);
+    expect(abandoned).toBe(1);
+  });
 });

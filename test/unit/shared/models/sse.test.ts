@@ -1,8 +1,9 @@
 // A model's streamed answer is read by its stream's events: every way such a stream can end (its [DONE], its
 // end before it, cut without an error, an error, too large, not JSON, not UTF-8) settles the read once, and
 // each piece reaches the caller in the caller's async context.
-import { AsyncLocalStorage } from 'node:async_hooks';
 import { PassThrough } from 'node:stream';
+import { context, createContextKey, ROOT_CONTEXT } from '@opentelemetry/api';
+import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
 import { describe, expect, it } from 'vitest';
 import { readSse } from '../../../../shared/models/sse.js';
 
@@ -68,13 +69,22 @@ describe('readSse', () => {
   });
 
   it("gives the pieces in the caller's async context, not the connection's", async () => {
-    const als = new AsyncLocalStorage<string>();
-    // The stream is made (and written) in another context, as a pooled connection opened by another request.
-    const body = als.run('connection', () => new PassThrough());
-    const seen: (string | undefined)[] = [];
-    const reading = als.run('this call', () => readSse(body, 1 << 20, () => seen.push(als.getStore())));
-    als.run('connection', () => body.write(chunk('a') + 'data: [DONE]\n\n'));
-    await reading;
-    expect(seen).toEqual(['this call']);
+    // The service's context: OpenTelemetry's, kept in an AsyncLocalStorage (telemetry/setup.ts).
+    context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
+    try {
+      const key = createContextKey('who');
+      const as = (who: string) => ROOT_CONTEXT.setValue(key, who);
+      // The stream is made (and written) in another context, as a pooled connection opened by another request.
+      const body = context.with(as('connection'), () => new PassThrough());
+      const seen: unknown[] = [];
+      const reading = context.with(as('this call'), () => readSse(body, 1 << 20, () => seen.push(context.active().getValue(key))));
+      context.with(as('connection'), () => body.write(chunk('a')));
+      // A connection this call opened emits in its own context already.
+      context.with(as('this call'), () => body.write(chunk('b') + 'data: [DONE]\n\n'));
+      await reading;
+      expect(seen).toEqual(['this call', 'this call']);
+    } finally {
+      context.disable();
+    }
   });
 });
