@@ -304,7 +304,7 @@ async function iterate(res: http.ServerResponse, body: BodyWriter, stream: Async
   try {
     for (;;) {
       const next = await pieces.next();
-      if (next.done === true || res.destroyed) break;
+      if (next.done === true || res.destroyed || res.writableEnded) break;
       if (!body.write(next.value) && !(await drained(res, body.written))) {
         // The client stopped reading: its connection is closed instead of holding the answer in memory.
         res.destroy();
@@ -333,6 +333,8 @@ function drainChannel(res: http.ServerResponse, body: BodyWriter, channel: Event
     const flow = channel.drainTo({
       write: (event) => {
         if (res.destroyed) return false;
+        // Ended already (answered at shutdown): nothing more goes after its last chunk; 'close' follows.
+        if (res.writableEnded) return true;
         if (body.write(event)) return true;
         void drained(res, body.written).then((ok) => {
           if (ok) flow.resume();
