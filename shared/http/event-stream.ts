@@ -18,6 +18,8 @@ export class SlowReaderError extends Error {
   override name = 'SlowReaderError';
 }
 
+const tooSlow = () => new SlowReaderError('the client did not read the stream fast enough');
+
 /**
  * Where a host that writes each event as it is pushed takes them (EventChannel.drainTo): no promise per
  * event, which a host holding thousands of open streams pays hundreds of times a second.
@@ -73,7 +75,7 @@ export class EventChannel implements AsyncIterable<string> {
       this.bytes = 0;
       if (this.sink) {
         this.onAbandoned();
-        this.sink.end(new SlowReaderError('the client did not read the stream fast enough'));
+        this.sink.end(tooSlow());
         this.sink = undefined;
       }
     } else {
@@ -141,7 +143,7 @@ export class EventChannel implements AsyncIterable<string> {
   private next(): Promise<IteratorResult<string>> {
     if (this.overflowed) {
       this.onAbandoned();
-      return Promise.reject(new SlowReaderError('the client did not read the stream fast enough'));
+      return Promise.reject(tooSlow());
     }
     const item = this.items.shift();
     if (item !== undefined) {

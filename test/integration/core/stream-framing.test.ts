@@ -2,12 +2,11 @@
 // bodyWriter). What a client reads must be exactly what was produced, whatever the characters, for a request
 // that waited its turn behind another on the same connection (pipelined), and for an HTTP/1.0 client, which
 // takes no chunks.
-import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventChannel, sseEvent } from '../../../shared/http/event-stream.js';
-import { createApiServer } from '../../../shared/http/node-host.js';
 import { defineRoute } from '../../../shared/http/route.js';
+import { serveRoutes, type RouteServer } from '../../support/api-server.js';
 import { testServices, type TestServices } from '../../support/services.js';
 
 const TEXTS = ['plain', 'héllo wörld', '✓ 漢字 🙂', 'x'.repeat(20_000)];
@@ -48,7 +47,7 @@ function dechunk(raw: string): string {
 
 describe('streamed answers on the Node host', () => {
   let services: TestServices;
-  let server: ReturnType<typeof createApiServer>;
+  let server: RouteServer;
   let port: number;
 
   beforeAll(async () => {
@@ -66,14 +65,12 @@ describe('streamed answers on the Node host', () => {
       return Promise.resolve({ status: 200, headers: { 'content-type': 'text/event-stream' }, stream: channel });
     };
     const slow = () => new Promise<{ status: number; json: unknown }>((r) => setTimeout(() => r({ status: 200, json: { first: true } }), 100));
-    server = createApiServer('core', [route('test-events', '/events', events), route('test-slow', '/slow', slow)], services);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    port = (server.address() as AddressInfo).port;
+    server = await serveRoutes([route('test-events', '/events', events), route('test-slow', '/slow', slow)], services);
+    port = server.port;
   });
 
   afterAll(async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await server.close();
     await services.close();
   });
 

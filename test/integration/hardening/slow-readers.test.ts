@@ -2,12 +2,11 @@
 // Loopback sockets take tens of MB from a reader that reads nothing (rmem up to 32 MiB here), more than a
 // completion's answer can be, so the host's bounds are tried with a route that streams as fast as it can,
 // through the same event channel a streamed completion uses, on the Node host `npm start` serves.
-import type { AddressInfo } from 'node:net';
 import net from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { EventChannel, sseEvent } from '../../../shared/http/event-stream.js';
-import { createApiServer } from '../../../shared/http/node-host.js';
 import { defineRoute } from '../../../shared/http/route.js';
+import { serveRoutes, type RouteServer } from '../../support/api-server.js';
 import { INSTANCE, testServices, type TestServices } from '../../support/services.js';
 import { startMockLlm } from '../../../scripts/mock-llm.js';
 import { seedAgent } from '../../support/agents.js';
@@ -16,7 +15,7 @@ import { startBundledApp } from '../../support/bundled-app.js';
 describe('streamed answers to clients that stop reading', () => {
   let services: TestServices;
   let port: number;
-  let server: ReturnType<typeof createApiServer>;
+  let server: RouteServer;
   const producers = { running: 0, stopped: 0 };
 
   beforeAll(async () => {
@@ -60,14 +59,12 @@ describe('streamed answers to clients that stop reading', () => {
           return Promise.resolve({ status: 200, headers: { 'content-type': 'text/event-stream' }, stream: direct ? channel : events() });
         },
       });
-    server = createApiServer('core', [firehose('/firehose', false), firehose('/firehose-channel', true)], services);
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    port = (server.address() as AddressInfo).port;
+    server = await serveRoutes([firehose('/firehose', false), firehose('/firehose-channel', true)], services);
+    port = server.port;
   });
 
   afterAll(async () => {
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await server.close();
     await services.close();
   });
 
@@ -84,7 +81,7 @@ describe('streamed answers to clients that stop reading', () => {
       return socket;
     });
     // A paused client socket reports no close until it reads: the service's side is watched instead.
-    const connections = () => new Promise<number>((resolve) => server.getConnections((_e, n) => resolve(n)));
+    const connections = () => new Promise<number>((resolve) => server.server.getConnections((_e, n) => resolve(n)));
     let peak = 0;
     while (producers.stopped - stoppedBefore < 10 || (await connections()) > 0) {
       peak = Math.max(peak, process.memoryUsage().rss);
