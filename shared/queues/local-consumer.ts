@@ -10,7 +10,14 @@ import { decodeMessage, MAX_DEQUEUE_COUNT, queueName, type QueueHandler } from '
 export interface ConsumerOptions {
   /** Lease on a taken message, seconds; renewed at a third of it while the handler runs. */
   visibilityTimeoutSeconds?: number;
+  /** The wait after a poll that found nothing; each further empty poll doubles it, up to maxIdlePollMs. */
   idlePollMs?: number;
+  /**
+   * The longest wait between polls of an idle queue (as the Functions host's queue trigger backs off, to a
+   * minute by default). A message taken, a retry falling due, or a wake (a message this process sent)
+   * starts over from idlePollMs: an idle instance then costs a poll per queue every few seconds, not two a second.
+   */
+  maxIdlePollMs?: number;
   /** Messages handled at once. */
   concurrency?: number;
 }
@@ -35,6 +42,8 @@ export function startQueueConsumer(handler: QueueHandler, queues: QueueServiceCl
   const client = queues.getQueueClient(queue);
   const poison = queues.getQueueClient(`${queue}-poison`);
   const idle = options.idlePollMs ?? 1000;
+  const maxIdle = Math.max(idle, options.maxIdlePollMs ?? 10_000);
+  let wait = idle;
   const lease = options.visibilityTimeoutSeconds ?? 30;
   const concurrency = options.concurrency ?? 8;
   const shutdown = new AbortController();
@@ -43,6 +52,11 @@ export function startQueueConsumer(handler: QueueHandler, queues: QueueServiceCl
   // A function, not a read of the flag: the flag changes while the loop awaits.
   const running = () => !stopped;
   let wakeUp: (() => void) | undefined;
+  /** Polls again at once, and soon after while idle. */
+  const wake = () => {
+    wait = idle;
+    wakeUp?.();
+  };
 
   const sleep = (ms: number) =>
     new Promise<void>((resolve) => {
@@ -83,8 +97,10 @@ export function startQueueConsumer(handler: QueueHandler, queues: QueueServiceCl
       if (shutdown.signal.aborted) return;
       services.log.warn('Queue message failed', { queue, id: m.messageId, dequeueCount: m.dequeueCount, retry: m.dequeueCount < MAX_DEQUEUE_COUNT, error: toError(thrown).message });
       if (m.dequeueCount >= MAX_DEQUEUE_COUNT) return toPoison(m);
-      // Retry with a growing delay, never longer than a lease.
-      await client.updateMessage(m.messageId, m.popReceipt, undefined, Math.min(lease, 2 ** m.dequeueCount));
+      // Retry with a growing delay, never longer than a lease; polled for when it falls due.
+      const retryIn = Math.min(lease, 2 ** m.dequeueCount);
+      await client.updateMessage(m.messageId, m.popReceipt, undefined, retryIn);
+      setTimeout(() => running() && wake(), retryIn * 1000).unref();
     }
   }
 
@@ -102,7 +118,7 @@ export function startQueueConsumer(handler: QueueHandler, queues: QueueServiceCl
               .catch((e: unknown) => services.log.warn('Queue delivery failed', { queue, id: m.messageId, error: toError(e).message }))
               .finally(() => {
                 inFlight.delete(task);
-                wakeUp?.();
+                wake();
               });
             inFlight.add(task);
           }
@@ -110,12 +126,18 @@ export function startQueueConsumer(handler: QueueHandler, queues: QueueServiceCl
           if (running()) services.log.warn('Queue poll failed', { queue, error: toError(thrown).message });
         }
       }
-      if ((received === 0 || inFlight.size >= concurrency) && running()) await sleep(idle);
+      if (received > 0) wait = idle;
+      if ((received === 0 || inFlight.size >= concurrency) && running()) {
+        const slept = wait;
+        await sleep(slept);
+        // Nothing came, and nothing woke it meanwhile: the next wait is longer.
+        if (received === 0 && wait === slept) wait = Math.min(maxIdle, wait * 2);
+      }
     }
   })();
 
   return {
-    wake: () => wakeUp?.(),
+    wake,
     async stop(graceMs = 5000) {
       stopped = true;
       wakeUp?.();

@@ -1,5 +1,5 @@
 // The local queue trigger against Azurite: delivery, messages checked by schema, retry with a growing dequeue
-// count, poison queue.
+// count, poison queue, and polls that back off while the queue is idle.
 import { randomUUID } from 'node:crypto';
 import { QueueServiceClient } from '@azure/storage-queue';
 import { afterEach, describe, expect, inject, it } from 'vitest';
@@ -91,5 +91,35 @@ describe('local queue consumer', () => {
     // Sent to the poison queue first, then deleted here.
     await untilEmpty(queue);
     expect(s.log.records.filter((r) => r.message === 'Queue message failed')).toHaveLength(MAX_DEQUEUE_COUNT);
+  });
+
+  it('polls an idle queue less and less often, and takes a message this process sent at once', async () => {
+    const queue = `q-${randomUUID()}`;
+    const s = await testServices({ env: { ASYNC_COMPLETIONS_QUEUE: queue } });
+    const seen: unknown[] = [];
+    const handler = queueHandler({ name: 'test-idle', queue: { of: 'completions' }, message: z.object({ n: z.number() }), handler: (m) => Promise.resolve(void seen.push(m)) });
+    // The consumer's queue client, with its polls counted.
+    let polls = 0;
+    const counted = new Proxy(queues, {
+      get: (target, key) =>
+        key === 'getQueueClient'
+          ? (name: string) => {
+              const client = target.getQueueClient(name);
+              const receive = client.receiveMessages.bind(client);
+              client.receiveMessages = (...args) => (polls++, receive(...args));
+              return client;
+            }
+          : (Reflect.get(target, key) as unknown),
+    });
+    consumer = startQueueConsumer(handler, counted, s, { idlePollMs: 100, maxIdlePollMs: 60_000 });
+    // Waits of 100, 200, 400, 800 and 1,600 ms: at 3.3 s the consumer sleeps until about 6.3 s.
+    await new Promise((r) => setTimeout(r, 3300));
+    // Every 100 ms that would be about 33 polls.
+    expect(polls).toBeGreaterThanOrEqual(4);
+    expect(polls).toBeLessThanOrEqual(8);
+    // A message this process sends wakes the consumer: taken long before that next poll.
+    await new QueueProducer(() => Promise.resolve(queues)).send(queue, { n: 1 });
+    consumer.wake();
+    await until(() => seen.length === 1, 1500);
   });
 });
