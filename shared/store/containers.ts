@@ -1,14 +1,22 @@
 // Every container the service uses: name, partition key, TTL and indexed fields. The one source of truth
 // for both store adapters and for the infrastructure definitions (a test compares them).
 
+/** One (composite) index: its field paths, and, where only one document type's queries use it, that type. */
+export type IndexDefinition = readonly string[] | { readonly fields: readonly string[]; readonly type: string };
+
 export interface ContainerDefinition {
   readonly name: string;
   /** Always `/pk`: each document carries its own partition key value (see Doc). */
   readonly partitionKeyPath: '/pk';
   /** Cosmos default TTL in seconds; -1 turns TTL on without a default (documents set `ttl`); absent is off. */
   readonly defaultTtlSeconds?: number;
-  /** Field paths queries filter or sort on; each inner list is one (composite) index. */
-  readonly indexes: readonly (readonly string[])[];
+  /**
+   * Field paths queries filter or sort on, each entry one (composite) index. An index that only the queries
+   * of one document `type` use (they filter `type` equal to it) names that type: the embedded store keeps it
+   * as a partial index, so a document of another type (every message of a session) costs it no entry.
+   * Cosmos DB indexes every document anyway.
+   */
+  readonly indexes: readonly IndexDefinition[];
   /**
    * Fields analytics aggregates read, filter first: the embedded store keeps them as columns of a facts table
    * with one covering index, so aggregates never touch the documents. Cosmos indexes every path already.
@@ -36,7 +44,7 @@ export const CONTAINERS = {
    * conversations are one partition.
    */
   sessions: define('sessions', {
-    indexes: [['type', 'updated_on'], ['type', 'session_id', 'timestamp'], ['type', 'created_on']],
+    indexes: [{ fields: ['type', 'updated_on'], type: 'Session' }, ['type', 'session_id', 'timestamp'], { fields: ['type', 'created_on'], type: 'Session' }],
     aggregateFields: ['type', 'sender', 'timestamp', 'agent_name', 'upn', 'session_id', 'day', 'hour'],
     // Completion prompts and running turns are never counted.
     aggregateTypes: ['Session', 'Message'],
@@ -87,6 +95,8 @@ export const CONTAINERS = {
   /** Principals seen signing in, for identity search; pk = 'principals'. */
   principals: define('principals', { indexes: [['upn']] }),
 } as const satisfies Record<string, ContainerDefinition>;
+
+export const indexFields = (index: IndexDefinition): readonly string[] => ('fields' in index ? index.fields : index);
 
 export type ContainerName = keyof typeof CONTAINERS;
 

@@ -3,7 +3,7 @@ import { CosmosClient, type Container as SdkContainer, type IndexingPolicy, type
 import type { TokenCredential } from '@azure/core-auth';
 import { CredentialGate, CredentialGateError } from '../net/credential-gate.js';
 import { ConfigError } from '../config.js';
-import { CONTAINER_LIST, type ContainerDefinition } from './containers.js';
+import { CONTAINER_LIST, indexFields, type ContainerDefinition } from './containers.js';
 import { aggregateSql, selectSql } from './cosmos-sql.js';
 import { segments } from './fields.js';
 import {
@@ -40,7 +40,7 @@ export interface CosmosStoreOptions {
 
 /** The indexing policy a container definition asks for: everything indexed, plus its composite indexes. */
 export function cosmosIndexingPolicy(def: ContainerDefinition): IndexingPolicy {
-  const composite = def.indexes.filter((fields) => fields.length > 1);
+  const composite = def.indexes.map(indexFields).filter((fields) => fields.length > 1);
   return {
     indexingMode: 'consistent',
     automatic: true,

@@ -9,7 +9,7 @@ import { randomBytes } from 'node:crypto';
 import Database from 'better-sqlite3';
 import { openSqliteFile } from './sqlite-file.js';
 import { GroupCommit } from './sqlite-group-commit.js';
-import { CONTAINER_LIST, type ContainerDefinition } from './containers.js';
+import { CONTAINER_LIST, indexFields, type ContainerDefinition } from './containers.js';
 import { alias, getPath, segments, updatePath } from './fields.js';
 import { ReaderPool, startCheckpointer } from './sqlite-readers.js';
 import {
@@ -81,7 +81,8 @@ export function openSqliteStore(
   const readers = () => (readerCount > 0 ? (pool ??= new ReaderPool(file, readerCount)) : undefined);
   const commits = new GroupCommit(db);
   const containers = new Map<string, SqliteContainer<Doc>>();
-  for (const def of definitions) containers.set(def.name, new SqliteContainer(db, def, commits, readers));
+  const schema = readSchema(db);
+  for (const def of definitions) containers.set(def.name, new SqliteContainer(db, def, commits, schema, readers));
   return {
     kind: 'embedded',
     container<T extends Doc>(name: string): Container<T> {
@@ -115,15 +116,12 @@ class SqliteContainer<T extends Doc> implements Container<T> {
     private readonly db: Database.Database,
     private readonly def: ContainerDefinition,
     private readonly commits: GroupCommit,
+    private readonly schema: Schema,
     private readonly readers: () => ReaderPool | undefined = () => undefined,
   ) {
     this.table = `docs_${def.name}`;
-    db.exec(`CREATE TABLE IF NOT EXISTS "${this.table}" (
-      pk TEXT NOT NULL, id TEXT NOT NULL, etag TEXT NOT NULL, expires_at INTEGER, body TEXT NOT NULL,
-      PRIMARY KEY (pk, id)) WITHOUT ROWID`);
-    def.indexes.forEach((fields, i) => {
-      db.exec(`CREATE INDEX IF NOT EXISTS "ix_${def.name}_${i}" ON "${this.table}" (${fields.map(jsonExpr).join(', ')})`);
-    });
+    this.createTable();
+    this.createIndexes();
     if (def.aggregateFields) this.facts = this.createFacts(def.aggregateFields);
     this.ttl = def.defaultTtlSeconds !== undefined;
     if (def.defaultTtlSeconds !== undefined) {
@@ -131,6 +129,43 @@ class SqliteContainer<T extends Doc> implements Container<T> {
         if (table) db.prepare(`DELETE FROM "${table}" WHERE expires_at IS NOT NULL AND expires_at <= ?`).run(Date.now());
       }
     }
+  }
+
+  /**
+   * The documents' table. Rows are kept in the order written (a rowid table), the key (pk, id) a unique index
+   * beside them: a new document is appended, where a table ordered by its random ids (WITHOUT ROWID, as
+   * earlier releases wrote it, rebuilt here) dirtied a page somewhere in the middle for each.
+   */
+  private createTable(): void {
+    const columns = 'pk TEXT NOT NULL, id TEXT NOT NULL, etag TEXT NOT NULL, expires_at INTEGER, body TEXT NOT NULL, PRIMARY KEY (pk, id)';
+    if (!withoutRowid(this.schema, this.table)) return void this.db.exec(`CREATE TABLE IF NOT EXISTS "${this.table}" (${columns})`);
+    const next = `${this.table}_next`;
+    this.db.transaction(() => {
+      this.db.exec(`DROP TABLE IF EXISTS "${next}"`);
+      this.db.exec(`CREATE TABLE "${next}" (${columns})`);
+      this.db.exec(`INSERT INTO "${next}" (pk, id, etag, expires_at, body) SELECT pk, id, etag, expires_at, body FROM "${this.table}" ORDER BY pk, id`);
+      this.db.exec(`DROP TABLE "${this.table}"`);
+      this.db.exec(`ALTER TABLE "${next}" RENAME TO "${this.table}"`);
+    }).immediate();
+    // Its indexes went with the table.
+    this.schema.indexes.delete(this.table);
+  }
+
+  /**
+   * The indexes of the definition, an index of one type partial (only that type's documents have entries).
+   * An index of this table that the definition no longer names (one of an earlier release) is dropped.
+   */
+  private createIndexes(): void {
+    const wanted = new Map(
+      this.def.indexes.map((index, i) => {
+        const type = 'type' in index ? index.type : undefined;
+        const name = type ? `ix_${this.def.name}_${i}_${type}` : `ix_${this.def.name}_${i}`;
+        const where = type ? ` WHERE ${typeIs(type)}` : '';
+        return [name, `CREATE INDEX IF NOT EXISTS "${name}" ON "${this.table}" (${indexFields(index).map(jsonExpr).join(', ')})${where}`];
+      }),
+    );
+    for (const name of this.schema.indexes.get(this.table) ?? []) if (name.startsWith('ix_') && !wanted.has(name)) this.db.exec(`DROP INDEX "${name}"`);
+    for (const sql of wanted.values()) this.db.exec(sql);
   }
 
   /**
@@ -143,9 +178,9 @@ class SqliteContainer<T extends Doc> implements Container<T> {
     const names = [...columns.values()];
     const existing = (this.db.prepare(`SELECT name FROM pragma_table_info(?)`).all(table) as { name: string }[]).map((c) => `"${c.name}"`);
     const wanted = ['"pk"', '"id"', '"expires_at"', ...names];
-    const isNew = existing.length !== wanted.length || existing.some((c, i) => c !== wanted[i]);
+    const isNew = existing.length !== wanted.length || existing.some((c, i) => c !== wanted[i]) || withoutRowid(this.schema, table);
     if (isNew) this.db.exec(`DROP TABLE IF EXISTS "${table}"`);
-    this.db.exec(`CREATE TABLE IF NOT EXISTS "${table}" (pk TEXT NOT NULL, id TEXT NOT NULL, expires_at INTEGER, ${names.join(', ')}, PRIMARY KEY (pk, id)) WITHOUT ROWID`);
+    this.db.exec(`CREATE TABLE IF NOT EXISTS "${table}" (pk TEXT NOT NULL, id TEXT NOT NULL, expires_at INTEGER, ${names.join(', ')}, PRIMARY KEY (pk, id))`);
     this.db.exec(`CREATE INDEX IF NOT EXISTS "ix_${table}" ON "${table}" (${names.join(', ')}, expires_at)`);
     // The index on expressions that the facts table replaces, in files written by earlier versions.
     this.db.exec(`DROP INDEX IF EXISTS "ix_${this.def.name}_aggregates"`);
@@ -456,8 +491,38 @@ class SqliteContainer<T extends Doc> implements Container<T> {
   }
 }
 
+/** The file's tables (their CREATE statements) and each table's indexes, as the store opened it. */
+interface Schema {
+  tables: Map<string, string>;
+  indexes: Map<string, string[]>;
+}
+
+function readSchema(db: Database.Database): Schema {
+  const rows = db.prepare(`SELECT type, name, tbl_name AS tableName, sql FROM sqlite_master WHERE type IN ('table', 'index')`).all() as { type: string; name: string; tableName: string; sql: string | null }[];
+  const schema: Schema = { tables: new Map(), indexes: new Map() };
+  for (const r of rows) {
+    if (r.type === 'table') schema.tables.set(r.name, r.sql ?? '');
+    else schema.indexes.set(r.tableName, [...(schema.indexes.get(r.tableName) ?? []), r.name]);
+  }
+  return schema;
+}
+
+/** Whether the table exists as a WITHOUT ROWID table (as releases before rowid tables wrote them). */
+const withoutRowid = (schema: Schema, table: string) => /WITHOUT\s+ROWID\s*$/i.test(schema.tables.get(table) ?? '');
+
+const TYPE_NAME = /^\w+$/;
+/**
+ * `type` equal to a type name, the name written as a literal: SQLite answers a query from a partial index of
+ * that type only where the query's terms say as much, and it cannot tell what a bound parameter will hold.
+ */
+const typeIs = (type: string, field = jsonExpr('type')) => {
+  if (!TYPE_NAME.test(type)) throw new StoreError(`Not a type name: ${type}`);
+  return `${field} = '${type}'`;
+};
+
 function sqliteCondition(f: Filter, params: Bind[], column: (field: string) => string): string {
   const field = column(f.field);
+  if (f.op === 'eq' && f.field === 'type' && typeof f.value === 'string' && TYPE_NAME.test(f.value)) return typeIs(f.value, field);
   const ops = { eq: '=', ne: '!=', lt: '<', le: '<=', gt: '>', ge: '>=' } as const;
   switch (f.op) {
     case 'eq':
