@@ -138,7 +138,8 @@ class SqliteContainer<T extends Doc> implements Container<T> {
    */
   private createTable(): void {
     const columns = 'pk TEXT NOT NULL, id TEXT NOT NULL, etag TEXT NOT NULL, expires_at INTEGER, body TEXT NOT NULL, PRIMARY KEY (pk, id)';
-    if (!withoutRowid(this.schema, this.table)) return void this.db.exec(`CREATE TABLE IF NOT EXISTS "${this.table}" (${columns})`);
+    if (!this.schema.tables.has(this.table)) return void this.db.exec(`CREATE TABLE IF NOT EXISTS "${this.table}" (${columns})`);
+    if (!withoutRowid(this.schema, this.table)) return;
     const next = `${this.table}_next`;
     this.db.transaction(() => {
       this.db.exec(`DROP TABLE IF EXISTS "${next}"`);
@@ -164,8 +165,9 @@ class SqliteContainer<T extends Doc> implements Container<T> {
         return [name, `CREATE INDEX IF NOT EXISTS "${name}" ON "${this.table}" (${indexFields(index).map(jsonExpr).join(', ')})${where}`];
       }),
     );
-    for (const name of this.schema.indexes.get(this.table) ?? []) if (name.startsWith('ix_') && !wanted.has(name)) this.db.exec(`DROP INDEX "${name}"`);
-    for (const sql of wanted.values()) this.db.exec(sql);
+    const existing = this.schema.indexes.get(this.table) ?? [];
+    for (const name of existing) if (name.startsWith('ix_') && !wanted.has(name)) this.db.exec(`DROP INDEX "${name}"`);
+    for (const [name, sql] of wanted) if (!existing.includes(name)) this.db.exec(sql);
   }
 
   /**
@@ -179,12 +181,20 @@ class SqliteContainer<T extends Doc> implements Container<T> {
     const existing = (this.db.prepare(`SELECT name FROM pragma_table_info(?)`).all(table) as { name: string }[]).map((c) => `"${c.name}"`);
     const wanted = ['"pk"', '"id"', '"expires_at"', ...names];
     const isNew = existing.length !== wanted.length || existing.some((c, i) => c !== wanted[i]) || withoutRowid(this.schema, table);
-    if (isNew) this.db.exec(`DROP TABLE IF EXISTS "${table}"`);
-    this.db.exec(`CREATE TABLE IF NOT EXISTS "${table}" (pk TEXT NOT NULL, id TEXT NOT NULL, expires_at INTEGER, ${names.join(', ')}, PRIMARY KEY (pk, id))`);
-    this.db.exec(`CREATE INDEX IF NOT EXISTS "ix_${table}" ON "${table}" (${names.join(', ')}, expires_at)`);
-    // The index on expressions that the facts table replaces, in files written by earlier versions.
-    this.db.exec(`DROP INDEX IF EXISTS "ix_${this.def.name}_aggregates"`);
-    if (isNew) this.db.exec(`INSERT INTO "${table}" SELECT pk, id, expires_at, ${fields.map(jsonExpr).join(', ')} FROM "${this.table}"`);
+    const index = `ix_${table}`;
+    const createIndex = () => this.db.exec(`CREATE INDEX IF NOT EXISTS "${index}" ON "${table}" (${names.join(', ')}, expires_at)`);
+    if (!isNew) {
+      if (!this.schema.indexes.get(table)?.includes(index)) createIndex();
+    } else {
+      // Rebuilt and filled in one transaction: a start cut short leaves the old table, not a partly filled one.
+      const types = this.def.aggregateTypes ? ` WHERE ${jsonExpr('type')} IN (${this.def.aggregateTypes.map((t) => `'${typeName(t)}'`).join(', ')})` : '';
+      this.db.transaction(() => {
+        this.db.exec(`DROP TABLE IF EXISTS "${table}"`);
+        this.db.exec(`CREATE TABLE "${table}" (pk TEXT NOT NULL, id TEXT NOT NULL, expires_at INTEGER, ${names.join(', ')}, PRIMARY KEY (pk, id))`);
+        createIndex();
+        this.db.exec(`INSERT INTO "${table}" SELECT pk, id, expires_at, ${fields.map(jsonExpr).join(', ')} FROM "${this.table}"${types}`);
+      }).immediate();
+    }
     const insert = `INSERT OR REPLACE INTO "${table}" (pk, id, expires_at, ${names.join(', ')}) VALUES (?, ?, ?${', ?'.repeat(names.length)})`;
     return { table, columns, insert };
   }
@@ -515,10 +525,13 @@ const TYPE_NAME = /^\w+$/;
  * `type` equal to a type name, the name written as a literal: SQLite answers a query from a partial index of
  * that type only where the query's terms say as much, and it cannot tell what a bound parameter will hold.
  */
-const typeIs = (type: string, field = jsonExpr('type')) => {
+const typeIs = (type: string, field = jsonExpr('type')) => `${field} = '${typeName(type)}'`;
+
+/** A type name as it may be written into SQL. */
+function typeName(type: string): string {
   if (!TYPE_NAME.test(type)) throw new StoreError(`Not a type name: ${type}`);
-  return `${field} = '${type}'`;
-};
+  return type;
+}
 
 function sqliteCondition(f: Filter, params: Bind[], column: (field: string) => string): string {
   const field = column(f.field);
