@@ -83,8 +83,21 @@ interface Target {
   headers: Record<string, string>;
   body: string;
   pid?: number;
-  /** Stops the system once its runs are done: what it still does then would be measured with the next. */
-  stop?: () => void;
+  /** Stops the system once its runs are done, resolving once it has exited: what it still does then would be measured with the next. */
+  stop?: () => Promise<void>;
+}
+
+/** Stops a child process and resolves once it has exited (killed outright past 10 s). */
+function exited(process: ChildProcess): Promise<void> {
+  if (process.exitCode !== null || process.signalCode !== null) return Promise.resolve();
+  return new Promise((resolve) => {
+    const force = setTimeout(() => process.kill('SIGKILL'), 10_000);
+    process.once('exit', () => {
+      clearTimeout(force);
+      resolve();
+    });
+    process.kill('SIGTERM');
+  });
 }
 
 /** The window in which every stream is open and sending (see StreamRow.steady), and the delays within it. */
@@ -182,7 +195,7 @@ export async function benchStreams(): Promise<{ rows: StreamRow[]; seconds: numb
         body: chat,
         pid: started.process.pid!,
         // Stopped after its runs: a system left running goes on using CPU during the next one's.
-        stop: () => started.process.kill('SIGTERM'),
+        stop: () => exited(started.process),
       });
     }
     const service = await startService();
@@ -202,7 +215,7 @@ export async function benchStreams(): Promise<{ rows: StreamRow[]; seconds: numb
     // Each system's runs together, and the system stopped after them, so that none runs beside another's.
     for (const t of targets) {
       for (const streams of counts) rows.push(await run(t, streams));
-      t.stop?.();
+      await t.stop?.();
     }
     return { rows, seconds, idleRssMiB };
   } finally {
