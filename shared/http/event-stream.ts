@@ -101,9 +101,7 @@ export class EventChannel implements AsyncIterable<string> {
     const resume = () => {
       this.paused = false;
       while (this.sink && !this.paused && this.items.length > 0) {
-        const item = this.items.shift() as string;
-        this.bytes -= item.length;
-        if (!this.sink.write(item)) this.paused = true;
+        if (!this.sink.write(this.take() as string)) this.paused = true;
       }
       if (this.sink && this.ended && this.items.length === 0) this.closeSink();
     };
@@ -140,16 +138,20 @@ export class EventChannel implements AsyncIterable<string> {
     sink?.end();
   }
 
+  /** The oldest queued event, no longer counted against the bound. */
+  private take(): string | undefined {
+    const item = this.items.shift();
+    if (item !== undefined) this.bytes -= item.length;
+    return item;
+  }
+
   private next(): Promise<IteratorResult<string>> {
     if (this.overflowed) {
       this.onAbandoned();
       return Promise.reject(tooSlow());
     }
-    const item = this.items.shift();
-    if (item !== undefined) {
-      this.bytes -= item.length;
-      return Promise.resolve({ value: item, done: false });
-    }
+    const item = this.take();
+    if (item !== undefined) return Promise.resolve({ value: item, done: false });
     if (this.ended) return Promise.resolve({ value: undefined, done: true });
     return new Promise((resolve) => (this.waiting = resolve));
   }

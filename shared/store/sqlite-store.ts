@@ -187,7 +187,7 @@ class SqliteContainer<T extends Doc> implements Container<T> {
       if (!this.schema.indexes.get(table)?.includes(index)) createIndex();
     } else {
       // Rebuilt and filled in one transaction: a start cut short leaves the old table, not a partly filled one.
-      const types = this.def.aggregateTypes ? ` WHERE ${jsonExpr('type')} IN (${this.def.aggregateTypes.map((t) => `'${typeName(t)}'`).join(', ')})` : '';
+      const types = this.def.aggregateTypes ? ` WHERE ${jsonExpr('type')} IN (${this.def.aggregateTypes.map(typeLiteral).join(', ')})` : '';
       this.db.transaction(() => {
         this.db.exec(`DROP TABLE IF EXISTS "${table}"`);
         this.db.exec(`CREATE TABLE "${table}" (pk TEXT NOT NULL, id TEXT NOT NULL, expires_at INTEGER, ${names.join(', ')}, PRIMARY KEY (pk, id))`);
@@ -525,12 +525,12 @@ const TYPE_NAME = /^\w+$/;
  * `type` equal to a type name, the name written as a literal: SQLite answers a query from a partial index of
  * that type only where the query's terms say as much, and it cannot tell what a bound parameter will hold.
  */
-const typeIs = (type: string, field = jsonExpr('type')) => `${field} = '${typeName(type)}'`;
+const typeIs = (type: string, field = jsonExpr('type')) => `${field} = ${typeLiteral(type)}`;
 
-/** A type name as it may be written into SQL. */
-function typeName(type: string): string {
+/** A type name as an SQL literal; only a plain name may be written into SQL. */
+function typeLiteral(type: string): string {
   if (!TYPE_NAME.test(type)) throw new StoreError(`Not a type name: ${type}`);
-  return type;
+  return `'${type}'`;
 }
 
 function sqliteCondition(f: Filter, params: Bind[], column: (field: string) => string): string {
