@@ -37,7 +37,7 @@ import { observeQueues } from './telemetry/metrics.js';
 import { migrate } from './migrations.js';
 import { openStore } from './store/open.js';
 import { createBlobService, createQueueService, type BlobService, type QueueService } from './store/storage.js';
-import type { Dispatcher } from 'undici';
+import type { Dispatcher } from './net/undici.js';
 import type { DocumentStore } from './store/types.js';
 import { ExtractionPool } from './knowledge/extract-pool.js';
 import { lazyVectorIndex } from './knowledge/open.js';

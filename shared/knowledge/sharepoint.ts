@@ -8,7 +8,7 @@
 // since knowledge is trimmed by groups. A document's source is the file's web URL with its item id as the
 // fragment, so a deletion (which Graph reports by id) finds it. Graph's own next and delta links are the
 // only ones followed: a link elsewhere would carry the token away.
-import { request } from 'undici';
+import { request } from '../net/undici.js';
 import type { GraphOptions } from '../auth/graph.js';
 import type { Services } from '../services.js';
 import { DocumentError, MAX_DOCUMENT_BYTES, readCapped, type SourceDocument } from './sources.js';

@@ -6,7 +6,7 @@
 // Web: each source path is a document URL under one of the data source's allowed prefixes, fetched through
 // the user-URL rules of 10.1 (no redirects, every address checked at connect); no crawling.
 import type { BlobServiceClient, ContainerClient } from '@azure/storage-blob';
-import { request, type Dispatcher } from 'undici';
+import { request, type Dispatcher } from '../net/undici.js';
 import type { IncomingHttpHeaders } from 'node:http';
 import { readSecret, SECRET_NAME, SECRET_NAME_RULE } from '../config.js';
 import { guardedHttpAgent, guardedHttpsAgent } from '../net/outbound.js';

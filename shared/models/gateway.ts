@@ -4,7 +4,7 @@
 // 502, 503 or 504 with a message that reveals nothing about the network behind it. Answers come whole, or
 // streamed (server-sent events) delta by delta.
 import { context, propagation, SpanKind, SpanStatusCode, trace } from '@opentelemetry/api';
-import { errors, request, type Dispatcher } from 'undici';
+import { errors, request, type Dispatcher } from '../net/undici.js';
 import { ConnectionGate } from './connection-gate.js';
 import type { ModelCredentials } from './credentials.js';
 import type { EndpointView } from './endpoint.js';

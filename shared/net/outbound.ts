@@ -8,7 +8,7 @@ import dns, { type LookupAddress } from 'node:dns';
 import http from 'node:http';
 import https from 'node:https';
 import type { LookupFunction } from 'node:net';
-import { Agent } from 'undici';
+import { Agent } from './undici.js';
 import { classifyAddress, type AddressClass } from './addresses.js';
 
 export type OutboundPolicy = 'model' | 'user';

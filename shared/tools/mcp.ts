@@ -4,7 +4,8 @@
 // offered to the model. The platform's own memory tool server is reached in process, so no credential of the
 // platform ever travels to a URL a tool definition names.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { fetch as undiciFetch, type RequestInit as UndiciInit } from 'undici';
+import type { RequestInit as UndiciInit } from 'undici';
+import { undiciFetch } from '../net/undici.js';
 import type { Principal } from '../auth/principal.js';
 import { readSecret } from '../config.js';
 import type { AgentDoc } from '../providers/types/agent.js';

@@ -4,7 +4,7 @@
 // connections that follow the outbound rules for user URLs, with a short deadline per attempt, at most a few
 // at once per destination, retried with growing delays for more than ten minutes (default base 5 s).
 import { createHmac, randomBytes } from 'node:crypto';
-import { request, type Dispatcher } from 'undici';
+import { request, type Dispatcher } from '../net/undici.js';
 import { urlProblem, type OutboundRules } from '../net/outbound.js';
 import type { WebhookMessage } from '../queues/messages.js';
 import type { Services } from '../services.js';
