@@ -81,10 +81,15 @@ export class SessionTurns {
   async begin(session: Stored<SessionDoc>, operationId: string, strategy: MultitaskStrategy = 'parallel', signal?: AbortSignal): Promise<Turn> {
     const mine: TurnDoc = { id: turnId(operationId), pk: session.pk, type: 'Turn', session_id: session.id, operation_id: operationId, timestamp: new Date().toISOString(), expires: Date.now() + LEASE_MS };
     // The same operation again (a redelivery, a retry) takes over its listing.
-    const listed = this.turns.create(mine).catch((e: unknown) => {
-      if (e instanceof ConflictError) return this.turns.upsert(mine);
-      throw e;
-    });
+    const list = () =>
+      this.turns.create(mine).catch((e: unknown) => {
+        if (e instanceof ConflictError) return this.turns.upsert(mine);
+        throw e;
+      });
+    // A parallel turn waits for nobody, so its listing is written after this turn of the event loop, once
+    // the turn's model call has gone out: the caller waits on that call, and a Cosmos DB write spends about
+    // half a millisecond of CPU before it sends anything. The others wait for their listing before they look.
+    const listed = strategy === 'parallel' ? new Promise<void>((r) => setImmediate(r)).then(list) : list();
     const controller = new AbortController();
     const key = localKey(session.pk, session.id, operationId);
     this.local.set(key, controller);
