@@ -1,10 +1,10 @@
 // The parts of undici the service calls: its connection pool (Agent), its request API and its errors, each
 // loaded from its own module. undici's package entry loads everything it has (fetch, WebSocket, EventSource,
 // mocks, cache stores), and its cookies module reads `globalThis.Headers`, which makes Node load its own
-// built-in copy of undici and compile that copy's HTTP parser: a quarter of a cold start, for nothing a
-// status request or a model call uses (`npm run bench -- cold-start`). The entry is loaded where its fetch
-// is needed (`undiciFetch`), on first use. The module paths are undici's own; undici-modules.d.ts types
-// them from undici's published types.
+// built-in copy of undici as well: about 13 ms of the Functions app's import and 6 MB of `npm start`'s heap,
+// for nothing a model call uses (docs/performance.md, cold-start and peers). The entry is loaded where its
+// fetch is needed (`undiciFetch`), on first use. The module paths are undici's own: an upgrade that moves
+// them fails at import, in every test. undici-modules.d.ts types them from undici's published types.
 import type { Dispatcher, fetch as UndiciFetch } from 'undici';
 import requestOn from 'undici/lib/api/api-request.js';
 import undiciErrors from 'undici/lib/core/errors.js';
