@@ -70,6 +70,8 @@ describe('event-triggered data pipelines', () => {
     await blobs().getBlockBlobClient('elsewhere/seals.txt').uploadData(Buffer.from('Seals rest on ice floes.'));
     await expect.poll(indexed, { timeout: 60_000, interval: 500 }).toEqual(['docs/penguins.txt']);
     const indexedAfter = Date.now() - created;
+    // The run records its outcome after it has written the index: a search can find the document first.
+    await expect.poll(async () => (await eventRuns())[0]?.status, { timeout: 30_000 }).toBe('Completed');
     const [run] = await eventRuns();
     expect(run).toMatchObject({ status: 'Completed', documents: ['docs/penguins.txt'], counts: { added: 1 } });
     // An answer that quotes the document is cached: asked again, the model is not called.
@@ -84,7 +86,7 @@ describe('event-triggered data pipelines', () => {
     await blobs().deleteBlob('docs/penguins.txt');
     await expect.poll(indexed, { timeout: 60_000, interval: 500 }).toEqual([]);
     const removedAfter = Date.now() - deleted;
-    expect((await eventRuns()).some((r) => r.status === 'Completed' && r.counts.removed === 1)).toBe(true);
+    await expect.poll(async () => (await eventRuns()).some((r) => r.status === 'Completed' && r.counts.removed === 1), { timeout: 30_000 }).toBe(true);
     // The cached answer went with the document: the same prompt goes to the model, and cites nothing.
     await expect.poll(async () => (await eventRuns()).every((r) => r.status === 'Completed' || r.status === 'Failed'), { timeout: 30_000 }).toBe(true);
     const again = await complete(app, 'events-kb', prompt);
