@@ -4,17 +4,20 @@
 // With OTEL_EXPORTER_OTLP_ENDPOINT: to any OpenTelemetry collector over OTLP/HTTP (as well). The exporters
 // load only then (exporters.ts). The service makes its own spans (request, model call, queued work), so no
 // auto-instrumentation is loaded: it would patch modules at start, a cold start's cost, for spans it has.
-import { context, propagation, trace } from '@opentelemetry/api';
+import { context, propagation } from '@opentelemetry/api';
 import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { CompositePropagator, W3CBaggagePropagator, W3CTraceContextPropagator } from '@opentelemetry/core';
-import { BasicTracerProvider, SimpleSpanProcessor, type SpanExporter } from '@opentelemetry/sdk-trace-base';
-import { BaggageSpanProcessor } from './correlation.js';
+// The propagators from their own modules: @opentelemetry/core's entry also loads its platform module, whose
+// SDK description loads the semantic conventions' thousands of constants, at every cold start.
+import { W3CBaggagePropagator } from '@opentelemetry/core/build/src/baggage/propagation/W3CBaggagePropagator.js';
+import { CompositePropagator } from '@opentelemetry/core/build/src/propagation/composite.js';
+import { W3CTraceContextPropagator } from '@opentelemetry/core/build/src/trace/W3CTraceContextPropagator.js';
 import type { TelemetryConfig } from './exporters.js';
 import { resetMetrics } from './metrics.js';
 
 let started = false;
 
-function registerContext(): void {
+/** Sets the context manager and the propagators (again, after a test's context.disable()). */
+export function registerContext(): void {
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
   propagation.setGlobalPropagator(new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }));
 }
@@ -38,13 +41,7 @@ export function stopTelemetry(): Promise<void> {
   return shutdown();
 }
 
-/** In-process tracing to an exporter (tests, and local diagnosis): same processors as in Azure. */
-export function startLocalTracing(exporter: SpanExporter): () => void {
-  // Not trace.disable(): it would orphan the tracers modules took at load time.
-  context.disable();
-  propagation.disable();
-  registerContext();
-  trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new BaggageSpanProcessor(), new SimpleSpanProcessor(exporter)] }));
+/** Marks telemetry started, so that startTelemetry leaves what a test registered in place. */
+export function markTelemetryStarted(): void {
   started = true;
-  return () => trace.disable();
 }

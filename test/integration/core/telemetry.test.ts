@@ -4,7 +4,7 @@ import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trac
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createLog } from '../../../shared/log.js';
 import { withCorrelation } from '../../../shared/telemetry/correlation.js';
-import { startLocalTracing } from '../../../shared/telemetry/setup.js';
+import { startLocalTracing } from '../../../shared/telemetry/local-tracing.js';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
 import { seedAgent } from '../../support/agents.js';
 import { startTestApp, type TestApp } from '../../support/app.js';

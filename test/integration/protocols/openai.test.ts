@@ -6,7 +6,7 @@ import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
 import OpenAI, { APIError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { UsageDoc } from '../../../shared/completions/usage.js';
-import { startLocalTracing } from '../../../shared/telemetry/setup.js';
+import { startLocalTracing } from '../../../shared/telemetry/local-tracing.js';
 import { startMockLlm, textOf, type MockLlm } from '../../../scripts/mock-llm.js';
 import { grantReader, seedAgent } from '../../support/agents.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
