@@ -2,7 +2,7 @@
 import { createLocalJWKSet, createRemoteJWKSet, errors, jwtVerify, type JWTVerifyGetKey } from 'jose';
 import type { AuthConfig } from '../config.js';
 import { unauthorized } from '../errors.js';
-import { loadLocalKey } from './local-idp.js';
+import { loadLocalJwks } from './local-idp.js';
 import { principalFromClaims, type Principal } from './principal.js';
 
 const VERIFIED_CACHE_SIZE = 10_000;
@@ -25,9 +25,9 @@ export async function createBearerVerifier(config: AuthConfig): Promise<BearerVe
     keys = remote;
     keysLoaded = () => (remote.jwks() ? Promise.resolve(true) : remote.reload().then(() => remote.jwks() !== undefined, () => false));
   } else {
-    const local = await loadLocalKey(config.keyFile);
-    keys = createLocalJWKSet(local.jwks);
-    localJwks = local.jwks;
+    const jwks = await loadLocalJwks(config.keyFile);
+    keys = createLocalJWKSet(jwks);
+    localJwks = jwks;
   }
   // Verified tokens, so a client's repeated calls skip the signature check until the token expires.
   const verified = new Map<string, { principal: Principal; expiresAt: number }>();

@@ -23,17 +23,29 @@ export interface LocalKey {
 
 /** Loads the key pair, creating it on first use (safe when two processes race to create it). */
 export async function loadLocalKey(keyFile: string): Promise<LocalKey> {
-  let stored: JWK;
+  const stored = await readOrCreateKey(keyFile);
+  const privateKey = (await importJWK(stored, ALG)) as CryptoKey;
+  return { privateKey, ...publicKey(stored) };
+}
+
+/** The key pair's public JWKS, creating the pair on first use: what verifying needs, without importing the private key. */
+export async function loadLocalJwks(keyFile: string): Promise<LocalKey['jwks']> {
+  return publicKey(await readOrCreateKey(keyFile)).jwks;
+}
+
+async function readOrCreateKey(keyFile: string): Promise<JWK> {
   try {
-    stored = JSON.parse(await readFile(keyFile, 'utf8')) as JWK;
+    return JSON.parse(await readFile(keyFile, 'utf8')) as JWK;
   } catch (e) {
     if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
-    stored = await createKey(keyFile);
+    return createKey(keyFile);
   }
-  const privateKey = (await importJWK(stored, ALG)) as CryptoKey;
+}
+
+function publicKey(stored: JWK): Pick<LocalKey, 'jwks' | 'kid'> {
   const { d: _private, ...publicJwk } = stored;
   const kid = stored.kid ?? 'local';
-  return { privateKey, kid, jwks: { keys: [{ ...publicJwk, alg: ALG, use: 'sig', kid }] } };
+  return { kid, jwks: { keys: [{ ...publicJwk, alg: ALG, use: 'sig', kid }] } };
 }
 
 async function createKey(keyFile: string): Promise<JWK> {

@@ -23,13 +23,22 @@ export class GroupCommit {
   /** Immediate at the top (the write lock taken at BEGIN), a savepoint when nested. */
   private readonly transaction: Database.Transaction<(work: () => unknown) => unknown>;
 
-  constructor(private readonly db: Database.Database) {
+  /** @param firstWrite called once, when the first write is asked for (the store starts its checkpointer). */
+  constructor(
+    private readonly db: Database.Database,
+    private firstWrite?: () => void,
+  ) {
     this.transaction = db.transaction((work: () => unknown) => work());
   }
 
   /** Runs `work` (synchronous SQLite statements) in the next group; settles once that group committed. */
   run<R>(work: () => R): Promise<R> {
     if (!this.db.open) return Promise.reject(new StoreError('The store is closed'));
+    if (this.firstWrite) {
+      const started = this.firstWrite;
+      this.firstWrite = undefined;
+      started();
+    }
     return new Promise<R>((resolve, reject) => {
       this.pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
       // After the I/O callbacks of this loop turn: every request that arrived with it joins the group.

@@ -72,14 +72,19 @@ export function openSqliteStore(
 ): DocumentStore {
   const db = openSqliteFile(file, { mapped: false });
   db.pragma('temp_store = MEMORY');
-  // Checkpoints (which fsync) run in a worker thread, never inside a commit nor on the event loop.
+  // Checkpoints (which fsync) run in a worker thread, never inside a commit nor on the event loop. It starts
+  // with the first write: a process that has only read has nothing to checkpoint, and a cold start's first
+  // answer does not share the CPU with a thread starting.
   db.pragma('wal_autocheckpoint = 0');
-  const checkpointer = file === ':memory:' ? undefined : startCheckpointer(file, options.checkpointMs ?? 2000);
+  let checkpointer: ReturnType<typeof startCheckpointer> | undefined;
+  const startCheckpointing = () => {
+    if (file !== ':memory:') checkpointer ??= startCheckpointer(file, options.checkpointMs ?? 2000);
+  };
   const readerCount = file === ':memory:' ? 0 : (options.readers ?? 2);
   let pool: ReaderPool | undefined;
   // Started on first use: most processes never run an aggregate.
   const readers = () => (readerCount > 0 ? (pool ??= new ReaderPool(file, readerCount)) : undefined);
-  const commits = new GroupCommit(db);
+  const commits = new GroupCommit(db, startCheckpointing);
   const containers = new Map<string, SqliteContainer<Doc>>();
   const schema = readSchema(db);
   for (const def of definitions) containers.set(def.name, new SqliteContainer(db, def, commits, schema, readers));
