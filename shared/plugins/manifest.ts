@@ -1,6 +1,7 @@
 // The plugin package manifest: package name, version, runtime and the
 // plugins it contains, with the naming, category, parameter and dependency rules.
-import semver from 'semver';
+// The one function used, from its own module: semver's entry loads all of it at every cold start.
+import validVersion from 'semver/functions/valid.js';
 import { z } from 'zod';
 import { PARAMETER_TYPES } from '../providers/types/parameter-types.js';
 
@@ -20,7 +21,7 @@ export const NamePart = z.string().regex(/^[A-Za-z0-9_-]{1,100}$/, 'must be lett
 export const SemanticVersion = z
   .string()
   .max(64)
-  .refine((v) => semver.valid(v) === v, 'must be a semantic version such as 1.0.0');
+  .refine((v) => validVersion(v) === v, 'must be a semantic version such as 1.0.0');
 
 export const packageName = (runtime: Runtime, name: string) => `${runtime}-${name}`;
 export const pluginName = (runtime: Runtime, pkg: string, plugin: string) => `${runtime}-${pkg}-${plugin}`;
