@@ -49,6 +49,7 @@ const jsonExpr = (field: string) => `json_extract(body, '$.${segments(field).joi
 const bind = (v: JsonScalar): Bind => (typeof v === 'boolean' ? (v ? 1 : 0) : v);
 /** A document field as json_extract returns it: scalars as they are, objects and arrays as JSON text. */
 const extracted = (v: unknown): Bind => (v === undefined || v === null ? null : typeof v === 'object' ? JSON.stringify(v) : bind(v as JsonScalar));
+const sameValues = (a: readonly Bind[], b: readonly Bind[]) => a.length === b.length && a.every((v, i) => v === b[i]);
 /** Operators a facts column answers like the document; the others look inside values. */
 const COLUMN_OPS = new Set<Filter['op']>(['eq', 'ne', 'lt', 'le', 'gt', 'ge', 'in', 'startsWith', 'includes']);
 
@@ -224,6 +225,12 @@ class SqliteContainer<T extends Doc> implements Container<T> {
       | undefined;
   }
 
+  /** A row's ETag alone: what a delete or a known version needs, without the body. */
+  private readEtag(pk: string, id: string): Pick<Row, 'etag'> | undefined {
+    const sql = `SELECT etag FROM "${this.table}" WHERE pk = ? AND id = ?${this.ttl ? ' AND (expires_at IS NULL OR expires_at > ?)' : ''}`;
+    return this.stmt(sql).get(pk, id, ...(this.ttl ? [Date.now()] : [])) as Pick<Row, 'etag'> | undefined;
+  }
+
   /**
    * The stored version of a document to update: the caller's copy, or the last one this container wrote
    * of it, when the row still has that ETag (its body is then neither read nor parsed; a busy session's
@@ -232,8 +239,7 @@ class SqliteContainer<T extends Doc> implements Container<T> {
   private current(pk: string, id: string, known: Stored<T> | undefined): Stored<T> | undefined {
     const mine = this.written.get(writtenKey(pk, id));
     if (known || mine) {
-      const sql = `SELECT etag FROM "${this.table}" WHERE pk = ? AND id = ?${this.ttl ? ' AND (expires_at IS NULL OR expires_at > ?)' : ''}`;
-      const found = this.stmt(sql).get(pk, id, ...(this.ttl ? [Date.now()] : [])) as { etag: string } | undefined;
+      const found = this.readEtag(pk, id);
       if (!found) return undefined;
       if (known?._etag === found.etag) return known;
       if (mine?._etag === found.etag) return mine;
@@ -264,12 +270,23 @@ class SqliteContainer<T extends Doc> implements Container<T> {
     return { ...clean, _etag: etag };
   }
 
-  private writeFacts(clean: T, expiresAt: number | null): void {
+  /**
+   * Writes a document's facts. `replaced`: the version the write replaced; when its facts are the same and
+   * neither expires, the row stays as it is (a session's turn changes none of the session's facts, and an
+   * unchanged row costs the commit no pages).
+   */
+  private writeFacts(clean: T, expiresAt: number | null, replaced?: T): void {
     if (!this.facts) return;
     const type = getPath(clean, 'type');
     if (this.def.aggregateTypes && typeof type === 'string' && !this.def.aggregateTypes.includes(type)) return;
-    const values = this.def.aggregateFields?.map((f) => extracted(getPath(clean, f))) ?? [];
+    const values = this.factsOf(clean);
+    const unchanged = replaced && getPath(replaced, 'type') === type && expiresAt === null && this.expiresAt(replaced) === null && sameValues(values, this.factsOf(replaced));
+    if (unchanged) return;
     this.stmt(this.facts.insert).run(clean.pk, clean.id, expiresAt, ...values);
+  }
+
+  private factsOf(doc: T): Bind[] {
+    return this.def.aggregateFields?.map((f) => extracted(getPath(doc, f))) ?? [];
   }
 
   /**
@@ -294,7 +311,7 @@ class SqliteContainer<T extends Doc> implements Container<T> {
    * Replaces a document that must exist (with the ETag `ifMatch`, when given) in one UPDATE; only when it
    * changes nothing is the row read, to tell a missing document from a changed one.
    */
-  private replaceExisting(doc: T, ifMatch: string | undefined): Stored<T> {
+  private replaceExisting(doc: T, ifMatch: string | undefined, replaced?: T): Stored<T> {
     const clean = strip(doc);
     const etag = newEtag();
     const expiresAt = this.expiresAt(clean);
@@ -312,7 +329,7 @@ class SqliteContainer<T extends Doc> implements Container<T> {
       if (!this.readRow(clean.pk, clean.id)) throw new NotFoundError(`${this.name}/${clean.pk}/${clean.id} not found`);
       throw new PreconditionFailedError(`${this.name}/${clean.id} was changed by another writer`);
     }
-    this.writeFacts(clean, expiresAt);
+    this.writeFacts(clean, expiresAt, replaced);
     return { ...clean, _etag: etag };
   }
 
@@ -346,11 +363,11 @@ class SqliteContainer<T extends Doc> implements Container<T> {
           const current = this.current(pk, o.id, o.known);
           if (!current) throw new NotFoundError(`${this.name}/${pk}/${o.id} not found`);
           const next = o.apply(current);
-          if (next) this.remember(pk, o.id, this.replaceExisting(inBatch(next, pk, o.id), current._etag));
+          if (next) this.remember(pk, o.id, this.replaceExisting(inBatch(next, pk, o.id), current._etag, current));
         } else if (o.op === 'create') {
           this.insertNew(inBatch(o.doc, pk));
         } else if (o.op === 'delete') {
-          const row = this.readRow(pk, o.id);
+          const row = this.readEtag(pk, o.id);
           if (!row) throw new NotFoundError(`${this.name}/${pk}/${o.id} not found`);
           this.check(row, o.ifMatch, o.id);
           this.removeRow(pk, o.id);
@@ -374,7 +391,7 @@ class SqliteContainer<T extends Doc> implements Container<T> {
 
   delete(pk: string, id: string, options: WriteOptions = {}): Promise<boolean> {
     return this.tx(() => {
-      const row = this.readRow(pk, id);
+      const row = this.readEtag(pk, id);
       if (!row) return false;
       this.check(row, options.ifMatch, id);
       this.removeRow(pk, id);
@@ -485,7 +502,7 @@ class SqliteContainer<T extends Doc> implements Container<T> {
     return parts.length > 0 ? ` WHERE ${parts.join(' AND ')}` : '';
   }
 
-  private check(row: Row | undefined, ifMatch: string | undefined, id: string) {
+  private check(row: Pick<Row, 'etag'> | undefined, ifMatch: string | undefined, id: string) {
     if (ifMatch !== undefined && (!row || row.etag !== ifMatch)) {
       throw new PreconditionFailedError(`${this.name}/${id} was changed by another writer`);
     }

@@ -68,6 +68,14 @@ describe('embedded store facts table', () => {
       { agent_name: 'a', responses: 2, users: 2, conversations: 2 },
       { agent_name: 'c', responses: 1, users: 1, conversations: 1 },
     ]);
+
+    // A batch's updates: one moves a response to agent c; one changes only the text, which no fact holds.
+    await c.writeBatch('u1', [{ op: 'update', id: 'm1', apply: (m) => ({ ...m, agent_name: 'c' }) }]);
+    await c.writeBatch('u2', [{ op: 'update', id: 'm5', apply: (m) => ({ ...m, text: 'edited' }) }]);
+    expect(await perAgent(store)).toEqual([
+      { agent_name: 'a', responses: 1, users: 1, conversations: 1 },
+      { agent_name: 'c', responses: 2, users: 2, conversations: 2 },
+    ]);
   });
 
   it('answers filters the facts cannot (a field outside them) from the documents, alike', async () => {
