@@ -219,16 +219,19 @@ class SqliteContainer<T extends Doc> implements Container<T> {
   }
 
   private readRow(pk: string, id: string): Row | undefined {
-    if (!this.ttl) return this.stmt(`SELECT body, etag FROM "${this.table}" WHERE pk = ? AND id = ?`).get(pk, id) as Row | undefined;
-    return this.stmt(`SELECT body, etag FROM "${this.table}" WHERE pk = ? AND id = ? AND (expires_at IS NULL OR expires_at > ?)`).get(pk, id, Date.now()) as
-      | Row
-      | undefined;
+    return this.liveRow<Row>('body, etag', pk, id);
   }
 
   /** A row's ETag alone: what a delete or a known version needs, without the body. */
   private readEtag(pk: string, id: string): Pick<Row, 'etag'> | undefined {
-    const sql = `SELECT etag FROM "${this.table}" WHERE pk = ? AND id = ?${this.ttl ? ' AND (expires_at IS NULL OR expires_at > ?)' : ''}`;
-    return this.stmt(sql).get(pk, id, ...(this.ttl ? [Date.now()] : [])) as Pick<Row, 'etag'> | undefined;
+    return this.liveRow<Pick<Row, 'etag'>>('etag', pk, id);
+  }
+
+  /** `columns` of the row (pk, id), unless it has expired. */
+  private liveRow<R>(columns: string, pk: string, id: string): R | undefined {
+    const sql = `SELECT ${columns} FROM "${this.table}" WHERE pk = ? AND id = ?`;
+    if (!this.ttl) return this.stmt(sql).get(pk, id) as R | undefined;
+    return this.stmt(`${sql} AND (expires_at IS NULL OR expires_at > ?)`).get(pk, id, Date.now()) as R | undefined;
   }
 
   /**
