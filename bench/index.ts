@@ -13,7 +13,7 @@ import { benchDocQuestions, benchRetrieval, type SearchFigures } from './retriev
 import { DEFAULT_RESCORING_DEPTH } from '../shared/knowledge/sqlite-vector-index.js';
 import { load, report } from './load.js';
 import { benchPeers } from './peers.js';
-import { benchPlugins } from './plugins.js';
+import { benchCodeInterpreter, benchPlugins } from './plugins.js';
 import { benchProtocols } from './protocols.js';
 import { benchRealtime } from './realtime.js';
 import { benchRecords } from './records.js';
@@ -174,7 +174,7 @@ async function reportRealtime(seconds: number) {
 
 async function reportPlugins() {
   const p = await benchPlugins();
-  console.log('\n## Plugins: the local Python sandbox (Pyodide worker threads, one fresh interpreter per call)');
+  console.log('\n## Plugins: the local Python sandbox (Pyodide in isolated processes, one fresh interpreter per call)');
   console.table([
     { case: 'cold start: the first call of a process (snapshot made, WebAssembly compiled)', result: `${p.coldMs} ms` },
     {
@@ -183,6 +183,15 @@ async function reportPlugins() {
     },
     { case: `code interpreter writing a ${(p.csv.bytes / 1e6).toFixed(2)} MB CSV`, result: `p50 ${p.csv.p50} ms; the same run writing nothing: p50 ${p.csv.nothingP50} ms (${(p.csv.p50 / p.csv.nothingP50).toFixed(1)}x)` },
     { case: 'RSS of the process', result: `${p.rss.before} MiB before the sandbox; ${p.rss.warm} MiB with a warm pool of 2 interpreters (+${p.rss.warm - p.rss.before} MiB)` },
+  ]);
+  const c = await benchCodeInterpreter();
+  console.log('\n## The code interpreter as a user waits for it: POST /completions whose model runs Python, request to answer (npm start, mock model)');
+  console.table([
+    { case: 'first call of a fresh service (snapshot made, interpreter started)', result: `${c.firstMs} ms` },
+    { case: 'later calls, 800 ms apart (a warm interpreter waiting)', result: `p50 ${c.spaced.p50} ms, p99 ${c.spaced.p99} ms` },
+    { case: 'later calls, back to back (the pool refilling)', result: `p50 ${c.backToBack.p50} ms, p99 ${c.backToBack.p99} ms` },
+    { case: 'the same completion without the tool call', result: `p50 ${c.withoutToolP50} ms (the interpreter adds ${(c.spaced.p50 - c.withoutToolP50).toFixed(1)} ms at p50)` },
+    { case: 'RSS of the service process', result: `${c.serviceRss.before} MiB before the first call, ${c.serviceRss.after} MiB after` },
   ]);
 }
 

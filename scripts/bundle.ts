@@ -20,8 +20,8 @@ export const AZURE_BUNDLE_DIR = path.join(root, 'dist', 'azure');
 /** The Functions app itself, beside its entry (index.js) in AZURE_BUNDLE_DIR. */
 export const APP_BUNDLE = 'app.cjs';
 
-/** The worker threads the embedded store, the extraction pool and the sandbox start by URL relative to the module that starts them. */
-const WORKERS = ['shared/store/sqlite-reader-worker.ts', 'shared/store/sqlite-checkpoint-worker.ts', 'shared/knowledge/extract-worker.ts', 'shared/sandbox/pyodide-worker.ts'];
+/** The worker threads (the embedded store's, the extraction pool's) and the sandbox's processes, started by URL relative to the module that starts them. */
+const WORKERS = ['shared/store/sqlite-reader-worker.ts', 'shared/store/sqlite-checkpoint-worker.ts', 'shared/knowledge/extract-worker.ts', 'shared/sandbox/pyodide-process.ts'];
 
 /**
  * Packages left to node_modules and installed beside a bundle: Pyodide, which loads its WebAssembly and
@@ -29,8 +29,11 @@ const WORKERS = ['shared/store/sqlite-reader-worker.ts', 'shared/store/sqlite-ch
  */
 export const INSTALLED_BESIDE = ['pyodide', 'pino-pretty'];
 
-/** Also left out: the native SQLite binding of the embedded store (optional; Azure runs on Cosmos DB). */
-const EXTERNAL = ['better-sqlite3', ...INSTALLED_BESIDE];
+/**
+ * Also left out: the native SQLite binding of the embedded store (optional; Azure runs on Cosmos DB), and
+ * esbuild, which only runs from sources (a sandbox process's script bundled for tests, never in a bundle).
+ */
+const EXTERNAL = ['better-sqlite3', ...INSTALLED_BESIDE, 'esbuild'];
 
 /** What every bundle shares. */
 const COMMON = {

@@ -198,9 +198,14 @@ const SETTINGS = {
   PLUGIN_MEMORY_MB: setting(int(64, 4096), 256),
   /**
    * Azure Container Apps dynamic sessions: the management endpoint of a Python code interpreter session pool.
-   * Set, plugins run there (with the managed identity); unset, in Pyodide worker threads on this machine.
+   * Set, plugins run there (with the managed identity); unset, in Pyodide processes on this machine.
    */
   PLUGIN_SESSIONS_ENDPOINT: setting(HttpUrl),
+  /**
+   * Run plugins and the code interpreter on this machine even where the sandbox cannot cut them off from
+   * the network (no Linux namespaces): the code they run can then reach every address this machine can.
+   */
+  PLUGIN_SANDBOX_ALLOW_NETWORK: setting(Flag, false),
   /** Interpreters the local sandbox keeps started ahead of calls (once a plugin has been used). */
   PLUGIN_WARM_INTERPRETERS: setting(int(0, 16), 2),
   /** Sandbox calls running at once on this instance; more wait for one to end. */
@@ -298,7 +303,7 @@ export interface Config {
   realtimeRelayUrl: string | undefined;
   knowledge: { queue: string; eventsQueue: string; cacheTtlSeconds: number; file: string; rescoringDepth: number; extractionTimeoutMs: number; documentTimeoutMs: number; runTimeoutMs: number };
   tools: { maxRounds: number; timeBudgetMs: number; resultMaxChars: number };
-  plugins: { timeoutMs: number; memoryBytes: number; sessionsEndpoint: string | undefined; warm: number; concurrency: number };
+  plugins: { timeoutMs: number; memoryBytes: number; sessionsEndpoint: string | undefined; warm: number; concurrency: number; allowNetwork: boolean };
   logLevel: LogLevel;
   logFormat: 'json' | 'pretty' | undefined;
   version: string;
@@ -385,6 +390,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
       sessionsEndpoint: e.PLUGIN_SESSIONS_ENDPOINT,
       warm: e.PLUGIN_WARM_INTERPRETERS,
       concurrency: e.PLUGIN_CONCURRENCY,
+      allowNetwork: e.PLUGIN_SANDBOX_ALLOW_NETWORK,
     },
     version,
   };

@@ -127,7 +127,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const stores = packageStores(blobs, config.packages.privateStore, config.packages.publicStoreUrl);
   const packages = new PluginPackages(store.container<PackageDoc>('resources'), blobs.container(config.packages.container), stores, config.instanceId, config.packages.maxBytes);
   const artifacts = new ArtifactPackages(store.container<ArtifactPackageDoc>('resources'), stores, config.instanceId, config.packages.maxBytes);
-  const plugins = new PluginRuntime(packages, createSandbox(config, gate), config.instanceId);
+  const plugins = new PluginRuntime(packages, createSandbox(config, gate, log), config.instanceId);
   const credentials = new ModelCredentials(config, gate);
   const userDispatcher = guardedAgent({ policy: 'user', allowPrivateNetwork: config.allowPrivateNetwork });
   const queueNames = [config.asyncQueue, config.webhooks.queue, config.knowledge.queue];

@@ -444,6 +444,8 @@ func settings(clientId string, serviceApis string, queueWorkers bool, relayUrl s
   { name: 'PLUGIN_MEMORY_MB', value: '256' }
   { name: 'PLUGIN_WARM_INTERPRETERS', value: '2' }
   { name: 'PLUGIN_CONCURRENCY', value: '4' }
+  // Plugins run in the session pool; never on the Function App without network isolation.
+  { name: 'PLUGIN_SANDBOX_ALLOW_NETWORK', value: 'false' }
   { name: 'SERVICE_TOKEN_HOSTS', value: '' }
   { name: 'PIPELINE_RUN_TIMEOUT_SECONDS', value: '3600' }
   { name: 'PIPELINE_DOCUMENT_TIMEOUT_SECONDS', value: '300' }

@@ -70,6 +70,8 @@ locals {
     PLUGIN_MEMORY_MB                  = "256"
     PLUGIN_WARM_INTERPRETERS          = "2"
     PLUGIN_CONCURRENCY                = "4"
+    # Plugins run in the session pool; never on the Function App without network isolation.
+    PLUGIN_SANDBOX_ALLOW_NETWORK      = "false"
     SERVICE_TOKEN_HOSTS               = ""
     PIPELINE_RUN_TIMEOUT_SECONDS      = "3600"
     PIPELINE_DOCUMENT_TIMEOUT_SECONDS = "300"

@@ -1,15 +1,17 @@
-// The local Python sandbox: Pyodide in worker threads (pyodide-worker.ts), one interpreter per call. The
-// first worker makes a memory snapshot of a fresh interpreter (about 4 s); every later one starts from it (a
-// few hundred ms), and a few are kept started ahead of calls, so a call does not wait for an interpreter. A
-// call's worker is terminated when it ends, at its deadline, or when the caller gives up.
-import { MessageChannel, type Worker } from 'node:worker_threads';
-import { readFile } from 'node:fs/promises';
+// The local Python sandbox: Pyodide in processes of their own (pyodide-process.ts), each inside the
+// operating-system boundary of isolation.ts, one process per call. The first process makes a memory snapshot
+// of a fresh interpreter (about 2 s); every later one starts from its own copy of it (a few hundred ms), and a
+// few are kept started ahead of calls, so a call does not wait for an interpreter. A call's process is killed
+// when the call ends, at its deadline, when the caller gives up, or when its memory passes the bound.
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { startWorker } from '../workers/start-worker.js';
-import { wasm, type WasmModule } from './wasm.js';
-import type { SandboxWorkerData, WorkerJob, WorkerMessage } from './pyodide-worker.js';
-import { PluginFailed, resultOf, type Sandbox, type SandboxJob, type SandboxLimits, type SandboxResult, type SvcHost } from './sandbox.js';
+import type { Log } from '../log.js';
+import { processScript } from '../workers/process-script.js';
+import type { Frame } from './frames.js';
+import { confinedNode, findIsolation, IsolationUnavailable, type Isolation } from './isolation.js';
+import type { ProcessJob, ProcessStart } from './pyodide-process.js';
+import { MAX_FILES, MAX_RESULT_BYTES, PluginFailed, resultOf, safeName, type Sandbox, type SandboxFile, type SandboxJob, type SandboxLimits, type SandboxResult, type SvcHost } from './sandbox.js';
+import { ProcessGone, SandboxProcess } from './sandbox-process.js';
 
 const PACKAGE_DIR = '/sandbox/package';
 const WORK_DIR = '/sandbox/work';
@@ -20,23 +22,40 @@ export interface PyodideOptions {
   warm: number;
   /** Calls running at once; more wait for one to end. */
   concurrency: number;
+  /** Run untrusted code even where the process cannot be cut off from the network (default: refuse). */
+  allowNetwork?: boolean;
   /** Ready interpreters are let go after this long without a call. */
   idleMs?: number;
+  /** Where the boundary the sandbox found is reported, once. */
+  log?: Log;
 }
 
-/** JavaScript heap of a sandbox worker (the interpreter's own memory is WebAssembly memory, bounded apart). */
-const WORKER_HEAP_MB = 128;
+/** JavaScript heap of a sandbox process (the interpreter's own memory is WebAssembly memory, bounded apart). */
+const HEAP_MB = 128;
+/**
+ * Memory a process holds beyond the interpreter's: Node, V8's heap and the interpreter's compiled code and
+ * snapshot (about 200 MB resident when it is ready, measured). Its data memory limit and the watchdog's
+ * bound are the interpreter's memory plus this.
+ */
+const PROCESS_BYTES = 384 * 1024 * 1024;
+/** How often a running call's memory is read. */
+const WATCH_MS = 25;
+/** A frame's header: the answer (at most MAX_RESULT_BYTES of JSON) and the output, escaped. */
+const MAX_HEADER = 8 * MAX_RESULT_BYTES;
+/** The snapshot's size bound, for the frame that brings it (about 31 MB measured). */
+const MAX_SNAPSHOT = 256 * 1024 * 1024;
 
 export class PyodideSandbox implements Sandbox {
-  private snapshot: Promise<SharedArrayBuffer> | undefined;
-  private wasm: Promise<WasmModule> | undefined;
-  private readonly ready: Worker[] = [];
+  private setup: Promise<{ isolation: Isolation; script: string; pyodide: string }> | undefined;
+  private snapshot: Promise<Uint8Array> | undefined;
+  private readonly ready: SandboxProcess[] = [];
   /** Calls waiting for an interpreter, first come first served. */
-  private readonly waiting: { give: (worker: Worker) => void; fail: (e: Error) => void }[] = [];
+  private readonly waiting: { give: (ready: SandboxProcess) => void; fail: (e: Error) => void }[] = [];
+  private readonly running = new Set<SandboxProcess>();
   private starting = 0;
-  private running = 0;
   private wanted = false;
   private idleTimer: NodeJS.Timeout | undefined;
+  private watchdog: NodeJS.Timeout | undefined;
   private closed = false;
 
   constructor(private readonly options: PyodideOptions) {}
@@ -48,50 +67,75 @@ export class PyodideSandbox implements Sandbox {
 
   async run(job: SandboxJob): Promise<SandboxResult> {
     this.warm();
-    const worker = await this.take(job.signal);
-    this.running++;
+    const child = await this.take(job.signal);
+    this.running.add(child);
+    this.watch();
     try {
-      return await this.call(worker, job);
+      return await this.call(child, job);
     } finally {
-      this.running--;
-      void worker.terminate();
+      child.kill();
+      this.running.delete(child);
       this.fill();
     }
   }
 
-  async close(): Promise<void> {
+  close(): Promise<void> {
     this.closed = true;
     clearTimeout(this.idleTimer);
-    await Promise.all(this.ready.splice(0).map((w) => w.terminate()));
+    clearInterval(this.watchdog);
+    for (const r of this.ready.splice(0)) r.kill();
+    for (const p of this.running) p.kill();
+    return Promise.resolve();
   }
 
-  private spawn(start?: { snapshot: SharedArrayBuffer; wasm: WasmModule }): Worker {
-    const { memoryBytes, scratchBytes, outputBytes } = this.options.limits;
-    const data: SandboxWorkerData = { ...start, memoryBytes, scratchBytes, outputBytes };
-    return startWorker(import.meta.url, 'pyodide-worker', data, { maxOldGenerationSizeMb: WORKER_HEAP_MB, maxYoungGenerationSizeMb: 16 }, {});
+  /** Where the processes' code is, and the boundary this machine can make around them: found once. */
+  private prepared() {
+    this.setup ??= (async () => {
+      const pyodide = createRequire(import.meta.url).resolve('pyodide/pyodide.mjs');
+      const script = await processScript(import.meta.url, 'pyodide-process');
+      const readable = [`${path.dirname(pyodide)}${path.sep}`, `${path.dirname(script)}${path.sep}`];
+      const isolation = await findIsolation(readable, this.options.allowNetwork ?? false);
+      this.options.log?.info('The Python sandbox runs each call in a process of its own', { layers: isolation.layers });
+      if (!isolation.wrapped) this.options.log?.warn('The Python sandbox cannot isolate code from the network on this machine: PLUGIN_SANDBOX_ALLOW_NETWORK=true lets it run anyway');
+      return { isolation, script, pyodide };
+    })();
+    return this.setup;
   }
 
-  private compiled(): Promise<WasmModule> {
-    this.wasm ??= readFile(path.join(path.dirname(createRequire(import.meta.url).resolve('pyodide/pyodide.mjs')), 'pyodide.asm.wasm')).then((bytes) => wasm.compile(bytes));
-    return this.wasm;
-  }
-
-  /** A fresh interpreter's memory, made once by a worker of its own. */
-  private snapshotOnce(): Promise<SharedArrayBuffer> {
-    this.snapshot ??= new Promise<SharedArrayBuffer>((resolve, reject) => {
-      const worker = this.spawn();
-      worker.once('message', (m: WorkerMessage) => {
-        void worker.terminate();
-        if (m.type !== 'ready' || !m.snapshot) return reject(new Error('the sandbox did not start'));
-        const shared = new SharedArrayBuffer(m.snapshot.byteLength);
-        new Uint8Array(shared).set(new Uint8Array(m.snapshot));
-        resolve(shared);
-      });
-      worker.once('error', reject);
-    }).catch((e: unknown) => {
-      this.snapshot = undefined;
-      throw e;
+  private spawn(start: ProcessStart, snapshot?: Uint8Array): Promise<SandboxProcess> {
+    return this.prepared().then(({ isolation, script }) => {
+      const { memoryBytes } = this.options.limits;
+      const node = [...confinedNode([`${path.dirname(start.pyodide)}${path.sep}`, `${path.dirname(script)}${path.sep}`]), `--max-old-space-size=${HEAP_MB}`, '--max-semi-space-size=16', script];
+      const limits = start.make ? { maxHeader: 1024, maxBody: MAX_SNAPSHOT } : { maxHeader: MAX_HEADER, maxBody: this.options.limits.filesBytes };
+      return new SandboxProcess(isolation.launch(node, memoryBytes + PROCESS_BYTES), isolation.wrapped, limits, { header: { ...start }, body: snapshot ?? new Uint8Array(0) });
     });
+  }
+
+  private startLimits(make: boolean, pyodide: string): ProcessStart {
+    const { memoryBytes, scratchBytes, outputBytes, filesBytes } = this.options.limits;
+    return { pyodide, memoryBytes, scratchBytes, outputBytes, filesBytes, make };
+  }
+
+  /** A fresh interpreter's memory, made once by a process of its own. */
+  private snapshotOnce(): Promise<Uint8Array> {
+    this.snapshot ??= this.prepared()
+      .then(({ pyodide }) => this.spawn(this.startLimits(true, pyodide)))
+      .then(async (maker) => {
+        try {
+          const frame = await maker.next();
+          if (frame.header.type !== 'snapshot') throw new Error('the sandbox did not start');
+          return frame.body;
+        } catch (e) {
+          throw e instanceof ProcessGone ? new Error(`the sandbox did not start: ${lastLine(maker.errors) || e.message}`) : e;
+        } finally {
+          maker.kill();
+        }
+      })
+      .catch((e: unknown) => {
+        // Isolation that cannot be had stays the answer; anything else is tried again by the next call.
+        if (!(e instanceof IsolationUnavailable)) this.snapshot = undefined;
+        throw e;
+      });
     return this.snapshot;
   }
 
@@ -99,45 +143,47 @@ export class PyodideSandbox implements Sandbox {
   private fill(): void {
     if (this.closed || !this.wanted) return;
     this.touch();
-    const target = Math.min(this.options.warm + this.waiting.length, this.options.warm + this.options.concurrency - this.running);
+    const target = Math.min(this.options.warm + this.waiting.length, this.options.warm + this.options.concurrency - this.running.size);
     while (this.ready.length + this.starting < target) {
       this.starting++;
-      Promise.all([this.snapshotOnce(), this.compiled()])
-        .then(([snapshot, wasm]) => this.prepare({ snapshot, wasm }))
-        .then(
-          (worker) => {
-            this.starting--;
-            const next = this.waiting.shift();
-            if (next) next.give(worker);
-            else if (this.closed) void worker.terminate();
-            else this.ready.push(worker);
-          },
-          (e: unknown) => {
-            this.starting--;
-            // A call waiting for it fails now, saying why; the next call tries again (not a loop here).
-            this.waiting.shift()?.fail(new PluginFailed(`the sandbox could not start an interpreter: ${e instanceof Error ? e.message : String(e)}`));
-          },
-        );
+      this.prepare().then(
+        (ready) => {
+          this.starting--;
+          const next = this.waiting.shift();
+          if (next) next.give(ready);
+          else if (this.closed) ready.kill();
+          else this.ready.push(ready);
+        },
+        (e: unknown) => {
+          this.starting--;
+          // A call waiting for it fails now, saying why; the next call tries again (not a loop here).
+          const reason = e instanceof IsolationUnavailable ? e.message : `the sandbox could not start an interpreter: ${e instanceof Error ? e.message : String(e)}`;
+          this.waiting.shift()?.fail(new PluginFailed(reason));
+        },
+      );
     }
   }
 
-  private prepare(start: { snapshot: SharedArrayBuffer; wasm: WasmModule }): Promise<Worker> {
-    return new Promise((resolve, reject) => {
-      const worker = this.spawn(start);
-      worker.once('message', (m: WorkerMessage) => (m.type === 'ready' ? resolve(worker) : reject(new Error('the sandbox did not start'))));
-      worker.once('error', reject);
-      worker.once('exit', () => reject(new Error('the sandbox did not start')));
-    });
+  private async prepare(): Promise<SandboxProcess> {
+    const [snapshot, { pyodide }] = await Promise.all([this.snapshotOnce(), this.prepared()]);
+    const child = await this.spawn(this.startLimits(false, pyodide), snapshot);
+    try {
+      const frame = await child.next();
+      if (frame.header.type !== 'ready') throw new Error('the sandbox did not start');
+    } catch (e) {
+      child.kill();
+      throw e instanceof ProcessGone ? new Error(lastLine(child.errors) || e.message) : e;
+    }
+    return child;
   }
 
-  private take(signal: AbortSignal | undefined): Promise<Worker> {
-    const worker = this.ready.shift();
-    if (worker) return Promise.resolve(worker);
+  private take(signal: AbortSignal | undefined): Promise<SandboxProcess> {
+    for (let ready = this.ready.shift(); ready; ready = this.ready.shift()) if (!ready.ended) return Promise.resolve(ready);
     return new Promise((resolve, reject) => {
       const entry = {
-        give: (w: Worker) => {
+        give: (r: SandboxProcess) => {
           signal?.removeEventListener('abort', abort);
-          resolve(w);
+          resolve(r);
         },
         fail: (e: Error) => {
           signal?.removeEventListener('abort', abort);
@@ -155,75 +201,103 @@ export class PyodideSandbox implements Sandbox {
     });
   }
 
-  /** Lets warm interpreters go after a quiet spell, so an idle service holds no sandbox memory. */
+  /** Lets warm interpreters go after a quiet spell, so an idle service holds no sandbox processes. */
   private touch(): void {
     clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => {
       this.wanted = false;
-      for (const w of this.ready.splice(0)) void w.terminate();
+      for (const r of this.ready.splice(0)) r.kill();
     }, this.options.idleMs ?? 10 * 60_000);
     this.idleTimer.unref();
   }
 
-  private call(worker: Worker, job: SandboxJob): Promise<SandboxResult> {
-    const { timeoutMs } = this.options.limits;
+  /** Kills a running call's process once it holds more memory than its bound, while calls run. */
+  private watch(): void {
+    if (this.watchdog) return;
+    const bound = this.options.limits.memoryBytes + PROCESS_BYTES;
+    this.watchdog = setInterval(() => {
+      if (this.running.size === 0) {
+        clearInterval(this.watchdog);
+        this.watchdog = undefined;
+        return;
+      }
+      for (const p of this.running) if ((p.residentBytes() ?? 0) > bound) p.kill(memoryReason(this.options.limits.memoryBytes));
+    }, WATCH_MS);
+    this.watchdog.unref();
+  }
+
+  private async call(child: SandboxProcess, job: SandboxJob): Promise<SandboxResult> {
+    const { timeoutMs, memoryBytes } = this.options.limits;
     const files = [
       ...job.packageFiles.map((f) => ({ path: path.posix.join(PACKAGE_DIR, f.name), bytes: f.bytes })),
       ...job.workFiles.map((f) => ({ path: path.posix.join(WORK_DIR, f.name), bytes: f.bytes })),
     ];
     const task = job.task;
     const spec = 'code' in task ? { code: task.code, work_dir: WORK_DIR } : { entry_point: task.entryPoint, argument: task.argument, svc: Boolean(task.svc), package_dir: PACKAGE_DIR, work_dir: WORK_DIR };
-    const bridge = 'code' in task || !task.svc ? undefined : svcBridge(task.svc);
-    return new Promise<SandboxResult>((resolve, reject) => {
-      const finish = (outcome: () => void) => {
-        clearTimeout(timer);
-        job.signal?.removeEventListener('abort', onAbort);
-        worker.removeAllListeners();
-        bridge?.close();
-        outcome();
-      };
-      const fail = (reason: string) => finish(() => reject(new PluginFailed(reason)));
-      const timer = setTimeout(() => fail(`the call took longer than ${Math.round(timeoutMs / 1000)} s`), timeoutMs);
-      const onAbort = () => finish(() => reject(job.signal?.reason instanceof Error ? job.signal.reason : new Error('aborted')));
-      job.signal?.addEventListener('abort', onAbort, { once: true });
-      worker.on('message', (m: WorkerMessage) => {
-        if (m.type === 'broken') return fail(m.reason);
-        if (m.type !== 'done') return;
-        finish(() => {
-          try {
-            resolve(resultOf(m.answer, m.stdout, m.files));
-          } catch (e) {
-            reject(e instanceof Error ? e : new Error(String(e)));
-          }
-        });
-      });
-      worker.on('error', (e: Error & { code?: string }) =>
-        fail(e.code === 'ERR_WORKER_OUT_OF_MEMORY' ? `the call needed more than ${WORKER_HEAP_MB} MiB of interpreter heap` : 'the interpreter stopped'),
-      );
-      worker.on('exit', () => fail('the interpreter stopped'));
-      const message: WorkerJob = { job: JSON.stringify(spec), files, ...(bridge ? { svc: bridge.forWorker } : {}) };
-      worker.postMessage(message, bridge ? [bridge.forWorker.port] : []);
-    });
+    const header: ProcessJob = { job: JSON.stringify(spec), workDir: WORK_DIR, files: files.map((f) => ({ path: f.path, size: f.bytes.length })), svc: 'entryPoint' in task && Boolean(task.svc) };
+    const timer = setTimeout(() => child.kill(`the call took longer than ${Math.round(timeoutMs / 1000)} s`), timeoutMs);
+    const onAbort = () => child.kill();
+    job.signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      child.send(header as unknown as Record<string, unknown>, Buffer.concat(files.map((f) => f.bytes)));
+      for (;;) {
+        const frame = await child.next();
+        if (frame.header.type === 'svc') {
+          child.send({ answer: await svcAnswer('entryPoint' in task ? task.svc : undefined, frame) });
+          continue;
+        }
+        if (frame.header.type === 'broken') throw new PluginFailed(textOf(frame.header.reason, 'the interpreter stopped'));
+        if (frame.header.type !== 'done') throw new PluginFailed('the sandbox answered something it should not');
+        return resultOf(textOf(frame.header.answer, ''), textOf(frame.header.stdout, ''), filesOf(frame));
+      }
+    } catch (e) {
+      if (job.signal?.aborted) throw job.signal.reason instanceof Error ? job.signal.reason : new Error('aborted');
+      if (!(e instanceof ProcessGone)) throw e;
+      if (e.stoppedFor) throw new PluginFailed(e.stoppedFor);
+      // V8 ends a process out of memory with a message, or, where an allocation fails at the data limit, a signal.
+      if (/out of memory|Reached heap limit|allocation failed/i.test(child.errors) || e.signal) throw new PluginFailed(memoryReason(memoryBytes, e.signal));
+      throw new PluginFailed(e.message.startsWith('a message') ? `the sandbox answered more than it may: ${e.message}` : 'the interpreter stopped');
+    } finally {
+      clearTimeout(timer);
+      job.signal?.removeEventListener('abort', onAbort);
+    }
   }
 }
 
-/** The host end of a workflow plugin's `svc` calls: each request is answered on the port, then the flag wakes the worker. */
-function svcBridge(host: SvcHost) {
-  const { port1, port2 } = new MessageChannel();
-  const flag = new SharedArrayBuffer(4);
-  const wake = new Int32Array(flag);
-  port1.on('message', ({ method, args }: { method: string; args: string }) => {
-    void (async () => {
-      let answer: string;
-      try {
-        answer = JSON.stringify({ value: await host(method, JSON.parse(args) as Record<string, unknown>) });
-      } catch (e) {
-        answer = JSON.stringify({ error: e instanceof Error ? e.message : String(e) });
-      }
-      port1.postMessage(answer);
-      Atomics.store(wake, 0, 1);
-      Atomics.notify(wake, 0);
-    })();
-  });
-  return { forWorker: { port: port2, flag }, close: () => port1.close() };
+/** What a workflow plugin's `svc` call is answered with, as the JSON text the runner reads. */
+async function svcAnswer(host: SvcHost | undefined, frame: Frame): Promise<string> {
+  if (!host) return JSON.stringify({ error: 'this call has no svc' });
+  const { method, args } = frame.header;
+  try {
+    if (typeof method !== 'string' || typeof args !== 'string') throw new Error('the call is not a method and its arguments');
+    const parsed: unknown = JSON.parse(args);
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('the arguments are not an object');
+    return JSON.stringify({ value: await host(method, parsed as Record<string, unknown>) });
+  } catch (e) {
+    return JSON.stringify({ error: e instanceof Error ? e.message : String(e) });
+  }
 }
+
+const memoryReason = (memoryBytes: number, signal?: string) =>
+  `the call needed more than ${Math.round((memoryBytes + PROCESS_BYTES) / 1048576)} MiB of memory${signal ? ` (its interpreter ended with ${signal})` : ''}`;
+
+const textOf = (value: unknown, otherwise: string) => (typeof value === 'string' ? value : otherwise);
+
+/** The files a process says the call wrote, checked: relative names under the working directory, sizes that add up to the body. */
+function filesOf(frame: Frame): SandboxFile[] {
+  const listed = Array.isArray(frame.header.files) ? (frame.header.files as unknown[]) : [];
+  if (listed.length > MAX_FILES) throw new PluginFailed(`the plugin wrote more than ${MAX_FILES} files`);
+  const files: SandboxFile[] = [];
+  let at = 0;
+  for (const item of listed) {
+    const { name, size } = (item ?? {}) as { name?: unknown; size?: unknown };
+    if (typeof name !== 'string' || !safeName(name) || typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0 || at + size > frame.body.length) {
+      throw new PluginFailed('the sandbox named a written file it may not');
+    }
+    files.push({ name, bytes: frame.body.subarray(at, at + size) });
+    at += size;
+  }
+  return files;
+}
+
+const lastLine = (text: string) => text.trim().split('\n').filter(Boolean).pop()?.slice(0, 300) ?? '';

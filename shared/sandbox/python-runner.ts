@@ -60,6 +60,9 @@ def _sandbox_run(job_json):
         if getattr(e, 'sandbox_pending', False):
             raise
         return _json.dumps({'ok': False, 'error': _reason(e)})
+    finally:
+        # What the code printed without a line end is still in the buffer.
+        _sys.stdout.flush()
     try:
         text = _json.dumps(value)
     except (TypeError, ValueError) as e:

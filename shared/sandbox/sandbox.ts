@@ -1,5 +1,5 @@
 // The Python sandbox that plugins and the code interpreter run in, behind one interface with two adapters:
-// Pyodide in worker threads on the service's own machine (pyodide-sandbox.ts), and Azure Container Apps
+// Pyodide in isolated processes on the service's own machine (pyodide-sandbox.ts), and Azure Container Apps
 // dynamic sessions (sessions-sandbox.ts) when PLUGIN_SESSIONS_ENDPOINT is set. Every call starts from a fresh
 // interpreter, so nothing one call leaves behind (a module variable, a file) reaches another.
 
@@ -39,6 +39,8 @@ export interface SandboxLimits {
   scratchBytes: number;
   /** Bytes a call may print. */
   outputBytes: number;
+  /** Bytes of written files a call may give back. */
+  filesBytes: number;
 }
 
 export interface Sandbox {
@@ -67,3 +69,12 @@ export function resultOf(answer: string, stdout: string, files: SandboxFile[]): 
 
 /** Largest value a plugin may return, as JSON. */
 export const MAX_RESULT_BYTES = 1024 * 1024;
+
+/** Files one call may give back. */
+export const MAX_FILES = 100;
+
+/** A written file's name as a sandbox may give it: relative, `/`-separated, no empty, `.` or `..` part, no control character. */
+export function safeName(name: string): boolean {
+  // eslint-disable-next-line no-control-regex
+  return name.length > 0 && name.length <= 1024 && !/[\\\u0000-\u001f]/.test(name) && name.split('/').every((part) => part !== '' && part !== '.' && part !== '..');
+}

@@ -9,7 +9,7 @@
 // therefore depend only on its argument and on the earlier answers (docs/plugins.md).
 import { randomUUID } from 'node:crypto';
 import { PYTHON_RUNNER } from './python-runner.js';
-import { PluginFailed, resultOf, type Sandbox, type SandboxFile, type SandboxJob, type SandboxLimits, type SandboxResult } from './sandbox.js';
+import { MAX_FILES, PluginFailed, resultOf, safeName, type Sandbox, type SandboxFile, type SandboxJob, type SandboxLimits, type SandboxResult } from './sandbox.js';
 
 export const SESSIONS_API_VERSION = '2024-02-02-preview';
 /** The audience of the session pool's management API. */
@@ -60,15 +60,14 @@ export class SessionsSandbox implements Sandbox {
         const stdout = execution.stdout.slice(0, at);
         if (stdout.length > this.options.limits.outputBytes) throw new PluginFailed(`the plugin printed more than ${Math.round(this.options.limits.outputBytes / 1048576)} MiB`);
         const answer = execution.stdout.slice(at + ANSWER_MARK.length).trim();
-        const pending = (JSON.parse(answer) as { pending?: { method: string; args: Record<string, unknown> } }).pending;
-        if (pending && !('code' in task) && task.svc) {
+        const parsed = answerOf(answer);
+        if (parsed.pending && !('code' in task) && task.svc) {
           if (answers.length >= MAX_SVC_CALLS) throw new PluginFailed(`the plugin made more than ${MAX_SVC_CALLS} svc calls`);
-          answers.push(await task.svc(pending.method, pending.args).then((value) => JSON.stringify({ value }), (e: unknown) => JSON.stringify({ error: e instanceof Error ? e.message : String(e) })));
+          const { method, args } = parsed.pending;
+          answers.push(await task.svc(method, args).then((value) => JSON.stringify({ value }), (e: unknown) => JSON.stringify({ error: e instanceof Error ? e.message : String(e) })));
           continue;
         }
-        const written = (JSON.parse(answer) as { written?: string[] }).written ?? [];
-        const files = await Promise.all(written.map(async (name) => ({ name, bytes: await this.download(identifier, name, signal) })));
-        return resultOf(answer, stdout.slice(0, 64 * 1024), files);
+        return resultOf(answer, stdout.slice(0, 64 * 1024), await this.downloads(identifier, parsed.written, signal));
       }
     } catch (e) {
       if (deadline.aborted && !job.signal?.aborted) throw new PluginFailed(`the call took longer than ${Math.round(this.options.limits.timeoutMs / 1000)} s`);
@@ -83,9 +82,9 @@ export class SessionsSandbox implements Sandbox {
     return url.toString();
   }
 
-  private async call(path: string, identifier: string, init: RequestInit, signal: AbortSignal): Promise<Uint8Array> {
+  private async call(path: string, identifier: string, init: RequestInit, signal: AbortSignal, maxBytes = MAX_RESPONSE_BYTES): Promise<Uint8Array> {
     const response = await fetch(this.url(path, identifier), { ...init, headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${await this.options.token()}` }, signal, redirect: 'error' });
-    const body = await readCapped(response);
+    const body = await readCapped(response, maxBytes);
     if (!response.ok) throw new Error(`The session pool answered ${response.status} to ${path}: ${Buffer.from(body).toString('utf8').slice(0, 300)}`);
     return body;
   }
@@ -103,20 +102,46 @@ export class SessionsSandbox implements Sandbox {
     await this.call('files/upload', identifier, { method: 'POST', body: form }, signal);
   }
 
-  private download(identifier: string, name: string, signal: AbortSignal): Promise<Uint8Array> {
-    return this.call(`files/content/${name.split('/').map(encodeURIComponent).join('/')}`, identifier, { method: 'GET' }, signal);
+  /** The files the session says the call wrote, one after another, within the bytes a call may give back. */
+  private async downloads(identifier: string, names: readonly string[], signal: AbortSignal): Promise<SandboxFile[]> {
+    const files: SandboxFile[] = [];
+    let left = this.options.limits.filesBytes;
+    for (const name of names) {
+      const bytes = await this.call(`files/content/${name.split('/').map(encodeURIComponent).join('/')}`, identifier, { method: 'GET' }, signal, left);
+      left -= bytes.length;
+      files.push({ name, bytes });
+    }
+    return files;
   }
 }
 
-async function readCapped(response: Response): Promise<Uint8Array> {
+/** The runner's answer as the session printed it, checked: it is untrusted output of the plugin's session. */
+function answerOf(text: string): { pending?: { method: string; args: Record<string, unknown> }; written: string[] } {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    throw new PluginFailed('the session answered something that is not JSON');
+  }
+  const { pending, written = [] } = (parsed ?? {}) as { pending?: { method?: unknown; args?: unknown }; written?: unknown };
+  if (!Array.isArray(written) || written.length > MAX_FILES || !written.every((n): n is string => typeof n === 'string' && safeName(n))) {
+    throw new PluginFailed(`the session named written files it may not (at most ${MAX_FILES} relative names)`);
+  }
+  if (pending === undefined) return { written };
+  const args = pending.args;
+  if (typeof pending.method !== 'string' || typeof args !== 'object' || args === null || Array.isArray(args)) throw new PluginFailed('the session asked svc something that is not a call');
+  return { pending: { method: pending.method, args: args as Record<string, unknown> }, written };
+}
+
+async function readCapped(response: Response, maxBytes: number): Promise<Uint8Array> {
   const chunks: Uint8Array[] = [];
   let size = 0;
   const reader = response.body?.getReader();
   for (let read = await reader?.read(); reader && read && !read.done; read = await reader.read()) {
     size += read.value.length;
-    if (size > MAX_RESPONSE_BYTES) {
+    if (size > maxBytes) {
       await reader.cancel();
-      throw new PluginFailed(`the session pool answered more than ${MAX_RESPONSE_BYTES / 1048576} MiB`);
+      throw new PluginFailed(`the session pool answered more than ${Math.round(maxBytes / 1048576)} MiB`);
     }
     chunks.push(read.value);
   }

@@ -25,7 +25,7 @@ export async function startSessionsStandIn(options: { timeoutMs?: number } = {})
     return files;
   };
   const executions: string[] = [];
-  const python = new PyodideSandbox({ limits: { timeoutMs: options.timeoutMs ?? 60_000, memoryBytes: 512 * 2 ** 20, scratchBytes: 256 * 2 ** 20, outputBytes: 16 * 2 ** 20 }, warm: 1, concurrency: 4 });
+  const python = new PyodideSandbox({ limits: { timeoutMs: options.timeoutMs ?? 60_000, memoryBytes: 512 * 2 ** 20, scratchBytes: 256 * 2 ** 20, outputBytes: 16 * 2 ** 20, filesBytes: 32 * 2 ** 20 }, warm: 1, concurrency: 4 });
   const json = (res: http.ServerResponse, status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
   const server = http.createServer((req, res): void => {
     const url = new URL(req.url ?? '/', 'http://stand-in');

@@ -1,66 +1,153 @@
-// Hostile plugins against the service as `npm start` runs it: each plugin below breaks a limit or reaches for
-// the host (the network, the environment, files, processes, the JavaScript bridge). Each fails its own call
-// with a clear reason the model reads, GET /status keeps answering meanwhile (the slowest answer is printed;
-// the bound asserted is a freeze, not a speed: speed is the benchmarks'), and the next call of another
-// plugin works.
+// The hostile sandbox matrix, against the service as `npm start` runs it, as a user with Reader on one agent:
+// each case is Python that breaks a limit or reaches for the host (a program, the JavaScript around Python,
+// ctypes on Emscripten's functions, the network, files, memory, time), run once as the code interpreter's
+// code and once as a plugin's function. Each fails its own call with its reason; no host program runs (the
+// marker file stays absent, and no process of the service's tree ever has a child it should not have); no
+// connection reaches a loopback listener; the next call starts clean; the service's memory and GET /status
+// hold while the cases run, four at a time at the end.
+import { existsSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import net from 'node:net';
+import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
-import { seedAgent } from '../../support/agents.js';
+import { grantReader, seedAgent } from '../../support/agents.js';
 import { startBundledApp, type BundledApp } from '../../support/bundled-app.js';
 import { runnable, uploadPackage } from '../../support/packages.js';
-import { INSTANCE } from '../../support/services.js';
+import { INSTANCE, tempDir } from '../../support/services.js';
 import { complete, objectId, updateAgent, upsert } from '../knowledge/support.js';
 
-const HOSTILE: Record<string, string> = {
-  spin: 'while True:\n        pass',
-  allocate: 'return len([bytearray(2**20) for _ in range(4096)])',
-  recurse: 'import sys\n    sys.setrecursionlimit(10**6)\n    def down(n):\n        return down(n + 1)\n    return down(0)',
-  environment: 'import os\n    return dict(os.environ)',
-  passwd: 'return open("/etc/passwd").read()',
-  connect: 'import socket\n    s = socket.create_connection(("127.0.0.1", args["port"]), timeout=2)\n    s.sendall(b"hello")\n    return "connected"',
-  spawn: 'import subprocess\n    return subprocess.run(["id"], capture_output=True).stdout.decode()',
-  fill: 'with open("big.bin", "wb") as f:\n        for _ in range(1024):\n            f.write(b"x" * 2**20)\n    return "wrote"',
-  shout: 'for _ in range(100):\n        print("x" * 2**20)\n    return "printed"',
-  bridge: 'import js\n    return str(js.process.env)',
-  api: 'import pyodide_js\n    return str(pyodide_js)',
-  run_js: 'from pyodide.code import run_js\n    return run_js("process.env")',
+const MARKER = path.join(tempDir(), 'marker.txt');
+const READER = 'mallory@example.com';
+
+/** Reaches JavaScript's global object from Python: a getter on Object.prototype and an Emscripten function that reads a global. */
+const GLOBAL = `
+from pyodide.ffi import to_js, create_proxy
+import ctypes
+_got = []
+_Object = to_js([1]).constructor.prototype.__proto__.constructor
+_Object.defineProperty(_Object.prototype, 'devicePixelRatio', to_js({'get': create_proxy(lambda this, *a: _got.append(this), capture_this=True), 'configurable': True}, dict_converter=_Object.fromEntries))
+ctypes.PyDLL(None).emscripten_get_device_pixel_ratio()
+g = _got[0]
+def attempt(name, f):
+    try:
+        return name + ': ' + str(f())
+    except BaseException as e:
+        return name + ': refused (' + type(e).__name__ + ')'
+`;
+
+/** Emscripten functions that would reach the host, each given a payload that writes the marker if it ran. */
+const EMSCRIPTEN = ['emscripten_run_script', 'emscripten_run_script_int', 'emscripten_run_script_string', 'emscripten_async_run_script', 'emscripten_async_load_script', 'emscripten_websocket_new', 'emscripten_async_wget', 'emscripten_async_wget_data', 'emscripten_create_worker', '_emscripten_system'];
+
+/** Each case sets `result` (or raises); the code interpreter prints it, the plugin returns it. */
+const CASES: Record<string, { code: string; expect: RegExp }> = {
+  os_system: { code: `import os\nresult = os.system("id > ${MARKER}")`, expect: /^Error: AttributeError: module 'os' has no attribute 'system'/ },
+  os_popen: { code: `import os\nresult = os.popen("id > ${MARKER}").read()`, expect: /^Error: AttributeError: module 'os' has no attribute 'popen'/ },
+  os_exec: { code: `import os\nos.execv("/bin/sh", ["sh", "-c", "id > ${MARKER}"])`, expect: /^Error: AttributeError: module 'os' has no attribute 'execv'/ },
+  posix: { code: `import posix, importlib\nimportlib.reload(posix)\nresult = posix.system("id > ${MARKER}")`, expect: /^Error: AttributeError: module 'posix' has no attribute 'system'/ },
+  fork_bomb: { code: 'import os\nwhile True:\n    os.fork()', expect: /^Error: AttributeError: module 'os' has no attribute 'fork'/ },
+  subprocess: { code: 'import subprocess\nresult = subprocess.run(["id"], capture_output=True).stdout.decode()', expect: /^Error: OSError: \[Errno 138\] emscripten does not support processes/ },
+  ctypes: {
+    code: `import ctypes\nlib = ctypes.PyDLL(None)\npayload = ctypes.c_char_p(b"require('child_process').execSync('id > ${MARKER}')")\nresult = ' '.join(n + '=' + str(getattr(lib, n)(payload, payload, payload, payload)) for n in ${JSON.stringify(EMSCRIPTEN)})`,
+    expect: new RegExp(`^${EMSCRIPTEN.map((n) => `${n}=(0|-1)`).join(' ')}$`),
+  },
+  javascript: {
+    code: `${GLOBAL}
+result = ' | '.join([
+    attempt('Function', lambda: g.Function("return process.getBuiltinModule('child_process').execSync('id')")()),
+    attempt('child_process', lambda: g.process.getBuiltinModule('child_process').execSync('id > ${MARKER}')),
+    attempt('binding', lambda: g.process.binding('spawn_sync')),
+    attempt('dlopen', lambda: g.process.dlopen(to_js({}), '/lib/x86_64-linux-gnu/libc.so.6')),
+    attempt('require', lambda: g.require('child_process')),
+    attempt('net', lambda: g.process.getBuiltinModule('net').connect(1)),
+    attempt('fetch', lambda: g.fetch('http://127.0.0.1:1/')),
+])`,
+    expect: /^Function: refused \(JsException\) \| child_process: refused \(\w+\) \| binding: refused \(\w+\) \| dlopen: refused \(\w+\) \| require: refused \(\w+\) \| net: refused \(\w+\) \| fetch: refused \(\w+\)$/,
+  },
+  socket_python: { code: 'import socket\ns = socket.create_connection(("127.0.0.1", PORT), timeout=2)\ns.sendall(b"hello")\nresult = "connected"', expect: /^Error: PermissionError/ },
+  socket_js: {
+    code: `${GLOBAL}\nresult = attempt('connect', lambda: g.process.getBuiltinModule('net').connect(PORT, '127.0.0.1')) + ' | ' + attempt('socket', lambda: g.WebSocket('ws://127.0.0.1:' + str(PORT)))`,
+    expect: /^connect: refused \(\w+\) \| socket: refused \(\w+\)$/,
+  },
+  tamper: {
+    code: 'import json, builtins, sys\njson.dumps = lambda *a, **k: "tampered"\nbuiltins.len = lambda x: -1\nopen(json.__file__, "w").write("raise SystemExit")\nsys.modules["os"] = None\nresult = "tampered"',
+    // The call may break its own run (the runner uses what it replaced); the next call is what must be clean.
+    expect: /^(tampered|Error: .+)$/,
+  },
+  clean: { code: 'import json\nresult = json.dumps([len("abc")])', expect: /^\[3\]$/ },
+  sparse: { code: 'f = open("sparse.bin", "wb")\nf.seek(600 * 2**20)\nf.write(b"x")\nf.close()\nresult = "wrote"', expect: /^Error: the plugin wrote more than 64 MiB to files$/ },
+  truncate: { code: 'import os\nopen("t.bin", "wb").close()\nos.truncate("t.bin", 600 * 2**20)\nresult = "truncated"', expect: /^Error: the plugin wrote more than 64 MiB to files$/ },
+  pipes: { code: 'import os\nkept = []\nfor _ in range(4096):\n    r, w = os.pipe()\n    os.write(w, b"x" * 2**20)\n    kept.append((r, w))\nresult = len(kept)', expect: /^Error: the call needed more than 448 MiB of memory/ },
+  to_js: { code: 'from pyodide.ffi import to_js\nb = bytearray(2**20 * 16)\nkept = [to_js(b) for _ in range(200)]\nresult = len(kept)', expect: /^Error: (the call needed more than 448 MiB of memory|ConversionError)/ },
+  sleep: { code: 'import time\ntime.sleep(120)\nresult = "slept"', expect: /^Error: the call took longer than 3 s$/ },
+  spin: { code: 'while True:\n    pass', expect: /^Error: the call took longer than 3 s$/ },
+  allocate: { code: 'result = len([bytearray(2**20) for _ in range(4096)])', expect: /^Error: MemoryError/ },
+  environment: { code: 'import os\nresult = dict(os.environ)', expect: /^\{\}$/ },
+  passwd: { code: 'result = open("/etc/passwd").read()', expect: /^Error: FileNotFoundError: \[Errno 44\] No such file or directory: '\/etc\/passwd'/ },
+  fill: { code: 'with open("big.bin", "wb") as f:\n    for _ in range(1024):\n        f.write(b"x" * 2**20)\nresult = "wrote"', expect: /^Error: the plugin wrote more than 64 MiB to files$/ },
+  shout: { code: 'for _ in range(100):\n    print("x" * 2**20)\nresult = "printed"', expect: /^Error: the plugin printed more than 1 MiB$/ },
+  bridge: { code: 'import js\nresult = str(js.process.env)', expect: /^Error: ModuleNotFoundError: No module named 'js'/ },
+  api: { code: 'import pyodide_js\nresult = str(pyodide_js)', expect: /^Error: ModuleNotFoundError: No module named 'pyodide_js'/ },
 };
 
-const MODULE = [
-  'def echo(args):',
-  '    return "echo " + args["text"]',
-  ...Object.entries(HOSTILE).flatMap(([name, body]) => [`def ${name}(args):`, `    ${body}`]),
-].join('\n');
+/** The cases run four at once, last: each of them alone fails with its reason, and the service holds. */
+const TOGETHER = ['sparse', 'truncate', 'pipes', 'to_js'];
 
-const PLUGINS = [
-  { name: 'echo', category: 'agent tool', entry_point: 'hostile.plugins:echo', parameters: [{ name: 'text', type: 'string' }] },
-  ...Object.keys(HOSTILE).map((name) => ({ name, category: 'agent tool', entry_point: `hostile.plugins:${name}`, parameters: [{ name: 'port', type: 'int', default_value: 0 }] })),
-];
+const indent = (code: string) => code.replace(/^/gm, '    ');
+const MODULE = Object.entries(CASES)
+  .map(([name, c]) => `def ${name}(args):\n    PORT = args["port"]\n${indent(c.code)}\n    return result\n`)
+  .join('\n');
 
-/** What each plugin's call gives the model. */
-const EXPECTED: Record<string, RegExp> = {
-  spin: /^Error: the call took longer than 3 s$/,
-  allocate: /^Error: MemoryError/,
-  recurse: /^Error: (RecursionError|the interpreter stopped)/,
-  environment: /^\{\}$/,
-  passwd: /^Error: FileNotFoundError: \[Errno 44\] No such file or directory: '\/etc\/passwd'/,
-  connect: /^Error: PermissionError/,
-  spawn: /^Error: OSError: \[Errno 138\] emscripten does not support processes/,
-  fill: /^Error: the plugin wrote more than 64 MiB to files$/,
-  shout: /^Error: the plugin printed more than 1 MiB$/,
-  bridge: /^Error: ModuleNotFoundError: No module named 'js'/,
-  api: /^Error: ModuleNotFoundError: No module named 'pyodide_js'/,
-  run_js: /^Error: ModuleNotFoundError: No module named 'js'/,
-};
+/** Processes below `root` in the process table, with their parent and command name. */
+function descendants(root: number): { pid: number; ppid: number; comm: string }[] {
+  const all = readdirSync('/proc')
+    .filter((d) => /^\d+$/.test(d))
+    .flatMap((d) => {
+      try {
+        const stat = readFileSync(`/proc/${d}/stat`, 'utf8');
+        const comm = stat.slice(stat.indexOf('(') + 1, stat.lastIndexOf(')'));
+        const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+        return [{ pid: Number(d), ppid, comm }];
+      } catch {
+        return [];
+      }
+    });
+  const found: typeof all = [];
+  const below = new Set([root]);
+  for (let grew = true; grew; ) {
+    grew = false;
+    for (const p of all) {
+      if (!below.has(p.ppid) || below.has(p.pid)) continue;
+      below.add(p.pid);
+      found.push(p);
+      grew = true;
+    }
+  }
+  return found;
+}
 
-describe('hostile plugins', () => {
+/** Processes the service's tree may hold: the sandbox's launchers and interpreters, none with a child of its own. */
+function strayProcesses(service: number): string[] {
+  const tree = descendants(service);
+  const sandboxNode = new Set(tree.filter((p) => p.comm === 'node').map((p) => p.pid));
+  return tree.filter((p) => !['unshare', 'sh', 'mount', 'setpriv', 'node'].includes(p.comm) || sandboxNode.has(p.ppid)).map((p) => `${p.comm} (${p.pid})`);
+}
+
+const residentMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+
+describe('the hostile sandbox matrix', () => {
   let llm: MockLlm;
   let app: BundledApp;
   let listener: net.Server;
   let port = 0;
+  let service = 0;
+  let baseline = 0;
   const connections: string[] = [];
+  const statusTimes: number[] = [];
+  const strays = new Set<string>();
+  let peakMb = 0;
+  let probing: Promise<void> | undefined;
+  const stopProbe = new AbortController();
 
   beforeAll(async () => {
     listener = net.createServer((socket) => {
@@ -71,54 +158,86 @@ describe('hostile plugins', () => {
     port = (listener.address() as net.AddressInfo).port;
     llm = await startMockLlm();
     app = await startBundledApp({ ALLOW_PRIVATE_NETWORK: 'true', PLUGIN_TIMEOUT_SECONDS: '3', PLUGIN_MEMORY_MB: '64', SVC_SECRET_PROBE: 'must-not-leak' });
-    const bytes = await runnable('hostile', '1.0.0', PLUGINS, { 'hostile/__init__.py': '', 'hostile/plugins.py': MODULE });
+    service = app.process.child.pid as number;
+    const plugins = Object.keys(CASES).map((name) => ({ name, category: 'agent tool', entry_point: `hostile.plugins:${name}`, parameters: [{ name: 'port', type: 'int', default_value: 0 }] }));
+    const bytes = await runnable('hostile', '1.0.0', plugins, { 'hostile/__init__.py': '', 'hostile/plugins.py': MODULE });
     const uploaded = await uploadPackage(app, INSTANCE, 'Python-hostile', bytes, { type: 'plugin-package', name: 'Python-hostile', package_runtime: 'Python', package_version: '1.0.0' });
     expect(uploaded.status, JSON.stringify(uploaded.body)).toBe(200);
     await seedAgent(app, 'target', { llmUrl: llm.url });
-    for (const p of PLUGINS) await upsert(app, 'Svc.Agent', 'tools', p.name.replace('_', '-'), { tool_type: 'plugin', plugin_object_id: `/instances/${INSTANCE}/providers/Svc.Platform/plugins/Python-hostile-${p.name}` });
-    await updateAgent(app, 'target', { tool_object_ids: PLUGINS.map((p) => objectId('Svc.Agent', 'tools', p.name.replace('_', '-'))) });
-    // The service's first sandbox call makes its interpreter snapshot: done before the cases.
-    expect((await callPlugin('echo', { text: 'warm' })).result).toBe('echo warm');
-  }, 120_000);
+    const tools = Object.keys(CASES).map((name) => name.replaceAll('_', '-'));
+    for (const name of Object.keys(CASES)) await upsert(app, 'Svc.Agent', 'tools', name.replaceAll('_', '-'), { tool_type: 'plugin', plugin_object_id: `/instances/${INSTANCE}/providers/Svc.Platform/plugins/Python-hostile-${name}` });
+    await upsert(app, 'Svc.Agent', 'tools', 'interpreter', { tool_type: 'code-interpreter' });
+    await updateAgent(app, 'target', { tool_object_ids: [...tools, 'interpreter'].map((t) => objectId('Svc.Agent', 'tools', t)) });
+    await grantReader(app, READER, 'target');
+    // The service's first sandbox call makes its interpreter snapshot: done before the cases, and the baseline after it.
+    expect((await call('interpreter', 'clean')).result).toBe('[3]');
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    baseline = residentMb(service);
+    probing = (async () => {
+      while (!stopProbe.signal.aborted) {
+        const started = performance.now();
+        await (await fetch(`${app.core}/status`)).arrayBuffer();
+        statusTimes.push(performance.now() - started);
+        peakMb = Math.max(peakMb, residentMb(service));
+        for (const stray of strayProcesses(service)) strays.add(stray);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    })();
+  }, 180_000);
+
   afterAll(async () => {
+    stopProbe.abort();
+    await probing;
     await app.stop();
     await llm.close();
     listener.close();
+    rmSync(MARKER, { force: true });
   });
 
-  /** The tool result the model got for one call of `name`, and the slowest GET /status while it ran. */
-  async function callPlugin(name: string, args: Record<string, unknown> = {}) {
-    llm.next({ toolCalls: [{ name, arguments: args }] });
-    let slowest = 0;
-    const done = new AbortController();
-    const probe = (async () => {
-      while (!done.signal.aborted) {
-        const started = performance.now();
-        const r = await fetch(`${app.core}/status`);
-        await r.arrayBuffer();
-        slowest = Math.max(slowest, performance.now() - started);
-        await new Promise((resolve) => setTimeout(resolve, 25));
-      }
-    })();
-    const r = await complete(app, 'target', `call ${name}`);
-    done.abort();
-    await probe;
+  /** What the model got back for one call of case `name`, as the code interpreter's code or as the plugin. */
+  async function call(as: 'interpreter' | 'plugin', name: string) {
+    const c = CASES[name] as { code: string };
+    const code = `PORT = ${port}\n${c.code}\nprint(result, end='')`;
+    llm.next({ toolCalls: [as === 'interpreter' ? { name: 'python', arguments: { code } } : { name, arguments: { port } }] });
+    const r = await complete(app, 'target', `run ${name}`, {}, READER);
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    return { result: r.body.completion.replace(/^Tools said: /, ''), slowest };
+    return { result: r.body.completion.replace(/^Tools said: /, '') };
   }
 
-  for (const name of Object.keys(HOSTILE)) {
-    it(`${name}: fails its own call only, with a clear reason`, async () => {
-      const { result, slowest } = await callPlugin(name, name === 'connect' ? { port } : {});
-      expect(result).toMatch(EXPECTED[name] as RegExp);
-      expect(result).not.toContain('must-not-leak');
-      process.stdout.write(`hostile plugin ${name}: slowest GET /status meanwhile ${slowest.toFixed(1)} ms\n`);
-      expect(slowest).toBeLessThan(2000);
-      expect((await callPlugin('echo', { text: `after ${name}` })).result).toBe(`echo after ${name}`);
-    }, 60_000);
+  for (const as of ['interpreter', 'plugin'] as const) {
+    for (const [name, c] of Object.entries(CASES)) {
+      it(`${as} ${name}: fails its own call with its reason, and runs nothing on the host`, async () => {
+        const { result } = await call(as, name);
+        expect(result).toMatch(c.expect);
+        expect(result).not.toContain('must-not-leak');
+        expect(existsSync(MARKER)).toBe(false);
+        expect([...strays]).toEqual([]);
+      }, 60_000);
+    }
+    it(`${as}: four hostile calls at once each fail alone`, async () => {
+      // The mock model answers concurrent requests in the order they reach it: each reason must be among the results.
+      const results = (await Promise.all(TOGETHER.map((name) => call(as, name)))).map((r) => r.result);
+      for (const name of TOGETHER) {
+        const at = results.findIndex((r) => (CASES[name] as { expect: RegExp }).expect.test(r));
+        expect(at, `${name} among ${JSON.stringify(results)}`).toBeGreaterThanOrEqual(0);
+        results.splice(at, 1);
+      }
+      expect((await call(as, 'clean')).result).toBe('[3]');
+    }, 120_000);
   }
 
-  it('let no connection reach the loopback server', () => {
+  it('let no connection reach the loopback listener, left no process behind, and held its memory and status', async () => {
     expect(connections).toEqual([]);
+    expect([...strays]).toEqual([]);
+    // Once the calls are over, the tree holds at most the warm interpreters (a launcher and a Node process each).
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+    const left = descendants(service).filter((p) => p.comm === 'node');
+    expect(left.length).toBeLessThanOrEqual(2);
+    const sorted = [...statusTimes].sort((a, b) => a - b);
+    const p99 = sorted[Math.floor(sorted.length * 0.99)] ?? 0;
+    process.stdout.write(`sandbox matrix: ${statusTimes.length} GET /status, p99 ${p99.toFixed(1)} ms, max ${sorted.at(-1)?.toFixed(1)} ms; service RSS ${baseline.toFixed(0)} MB, peak ${peakMb.toFixed(0)} MB (+${(peakMb - baseline).toFixed(0)})\n`);
+    expect(peakMb - baseline).toBeLessThanOrEqual(100);
+    // A stall bound: the figure itself is the benchmark's (npm run bench -- sandbox).
+    expect(p99).toBeLessThan(1000);
   });
 });

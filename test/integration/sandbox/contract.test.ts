@@ -1,4 +1,4 @@
-// One contract for both Python sandbox adapters: Pyodide worker threads, and Azure Container Apps dynamic
+// One contract for both Python sandbox adapters: Pyodide in isolated processes, and Azure Container Apps dynamic
 // sessions (against a local stand-in of the session pool's REST API). What a plugin returns, raises, prints
 // and writes, what `svc` answers, and that no state passes from one call to the next.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -7,7 +7,7 @@ import { PluginFailed, type Sandbox, type SandboxFile, type SandboxJob } from '.
 import { SessionsSandbox } from '../../../shared/sandbox/sessions-sandbox.js';
 import { startSessionsStandIn, type SessionsStandIn } from '../../support/sessions-stand-in.js';
 
-const limits = { timeoutMs: 8_000, memoryBytes: 256 * 2 ** 20, scratchBytes: 64 * 2 ** 20, outputBytes: 2 ** 20 };
+const limits = { timeoutMs: 8_000, memoryBytes: 256 * 2 ** 20, scratchBytes: 64 * 2 ** 20, outputBytes: 2 ** 20, filesBytes: 32 * 2 ** 20 };
 const file = (name: string, text: string): SandboxFile => ({ name, bytes: new TextEncoder().encode(text) });
 const text = (f: SandboxFile | undefined) => new TextDecoder().decode(f?.bytes);
 

@@ -1,0 +1,289 @@
+// A sandbox process: one Pyodide interpreter (CPython in WebAssembly) that serves exactly one call and is
+// then killed, started inside the operating-system boundary of isolation.ts with Node's permission model.
+// This file is the innermost layer, a lock-down that holds only as long as the JavaScript around Python does:
+// no `js` or `pyodide_js` module, the process functions of `os` and `posix` removed, the Emscripten functions
+// that reach the host (system, scripts, sockets, workers, downloads) replaced by refusals, and the
+// interpreter's memory and scratch files bounded so Python sees MemoryError and ENOSPC. Whatever Python
+// does to this JavaScript, the layers outside (the process and its namespaces, the permission model, the
+// memory limit and the deadline, enforced by the service) still hold.
+//
+// It talks to the service over its standard input and output in frames (frames.ts): a start frame (the
+// limits, where Pyodide is, and the snapshot of a fresh interpreter, or a request to make one), `ready`, then
+// one job, the `svc` questions of a workflow plugin and their answers, and `done` or `broken`.
+import fs from 'node:fs';
+import { pathToFileURL } from 'node:url';
+import { readFrameSync, writeFrameSync, type SyncIo } from './frames.js';
+import { PYTHON_RUNNER } from './python-runner.js';
+
+/** The limits and the interpreter a process starts with. */
+export interface ProcessStart {
+  /** pyodide.mjs, in the directory the process may read. */
+  pyodide: string;
+  memoryBytes: number;
+  scratchBytes: number;
+  outputBytes: number;
+  /** Bytes of files a call may give back. */
+  filesBytes: number;
+  /** Make the snapshot (the body is then empty) instead of starting from it. */
+  make: boolean;
+}
+
+/** A call: the runner's job as JSON and its files, whose bytes follow one another in the frame's body. */
+export interface ProcessJob {
+  job: string;
+  /** The working directory of the call, where the attachments are and the files it writes are looked for. */
+  workDir: string;
+  files: { path: string; size: number }[];
+  svc: boolean;
+}
+
+/** Standard output kept for the caller; the rest is counted only. */
+const KEPT_OUTPUT = 64 * 1024;
+const IN = 0;
+const OUT = 1;
+
+// Taken before anything runs: the frames go through these even if Python later replaces what `fs` holds.
+const io: SyncIo = { readSync: fs.readSync.bind(fs), writeSync: fs.writeSync.bind(fs) };
+const send = (header: Record<string, unknown>, body?: Uint8Array) => writeFrameSync(io, OUT, header, body);
+
+const wasmApi = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
+interface WasmMemory {
+  readonly buffer: ArrayBuffer;
+}
+interface WasmApi {
+  Memory: { prototype: WasmMemory };
+  instantiate(bytes: unknown, imports?: Record<string, Record<string, unknown>>): Promise<unknown>;
+}
+
+/** Emscripten library functions that reach the host: each is replaced before the interpreter is made. */
+const REFUSED_IMPORTS = /^_?emscripten_(system|run_script|async_run_script|async_load_script|websocket_|async_wget|create_worker|call_worker|debugger)/;
+
+function prepareWasm(start: ProcessStart): void {
+  // WebAssembly memory cannot grow past the bound: a refused growth is a failed malloc, MemoryError in Python.
+  const grow = Reflect.get(wasmApi.Memory.prototype, 'grow') as (this: WasmMemory, pages: number) => number;
+  Object.defineProperty(wasmApi.Memory.prototype, 'grow', {
+    value: function (this: WasmMemory, pages: number) {
+      if (this.buffer.byteLength + pages * 65536 > start.memoryBytes) throw new RangeError('the sandbox memory bound is reached');
+      return grow.call(this, pages);
+    },
+    writable: false,
+    configurable: false,
+  });
+  // The first instantiation is the interpreter's. Its imports are also the table `dlsym` (ctypes) resolves
+  // names in: a refusal here is one there too. (Later ones, of Pyodide's own shared libraries, resolve through it.)
+  const instantiate = wasmApi.instantiate.bind(wasmApi);
+  wasmApi.instantiate = (bytes, imports) => {
+    wasmApi.instantiate = instantiate;
+    const env = imports?.env ?? {};
+    for (const name of Object.keys(env)) {
+      if (!REFUSED_IMPORTS.test(name)) continue;
+      // Each does nothing and answers as a failed call would (system: -1; the others 0, a null pointer where
+      // one is expected), with the same signature (`sig`), which dlsym needs to make a callable of it.
+      env[name] = Object.assign(() => (name.endsWith('system') ? -1 : 0), { sig: (env[name] as { sig?: string }).sig });
+    }
+    return instantiate(bytes, imports);
+  };
+  // Emscripten's NODEFS reads Node's file flags through process.binding, which the permission model refuses.
+  (process as unknown as { binding: (name: string) => unknown }).binding = (name: string) => {
+    if (name === 'constants') return { fs: fs.constants };
+    throw new Error('process.binding is not available in the sandbox');
+  };
+}
+
+interface EmscriptenFs {
+  mkdirTree(path: string): void;
+  writeFile(path: string, bytes: Uint8Array): void;
+  readdir(path: string): string[];
+  lstat(path: string): { mode: number; size: number; mtime: Date };
+  isFile(mode: number): boolean;
+  isDir(mode: number): boolean;
+  readFile(path: string): Uint8Array;
+  utime(path: string, atime: number, mtime: number): void;
+  filesystems: Record<string, Record<string, unknown> | undefined>;
+  ErrnoError: new (errno: number) => Error;
+}
+interface Emscripten {
+  FS: EmscriptenFs;
+  SOCKFS?: Record<string, unknown> & { websocket_sock_ops?: Record<string, unknown> };
+}
+type Pyodide = Awaited<ReturnType<typeof import('pyodide').loadPyodide>>;
+
+async function main(): Promise<void> {
+  const first = readFrameSync(io, IN);
+  if (!first) return;
+  const start = first.header as unknown as ProcessStart;
+  prepareWasm(start);
+  const { loadPyodide } = (await import(pathToFileURL(start.pyodide).href)) as typeof import('pyodide');
+  const quiet = () => undefined;
+  const options = { indexURL: start.pyodide.slice(0, start.pyodide.lastIndexOf('/') + 1), jsglobals: Object.create(null) as object, env: { HOME: '/sandbox/work' }, stdout: quiet, stderr: quiet };
+  if (start.make) {
+    const py = await loadPyodide({ ...options, _makeSnapshot: true });
+    // The runner and the modules it imports are in the snapshot: a call does not define or import them.
+    py.runPython(PYTHON_RUNNER);
+    send({ type: 'snapshot' }, py.makeMemorySnapshot());
+    return;
+  }
+  const py = await loadPyodide({ ...options, _loadSnapshot: first.body });
+  lockDown(py);
+  send({ type: 'ready' });
+  const job = readFrameSync(io, IN);
+  if (!job) return;
+  const message = run(py, start, job.header as unknown as ProcessJob, job.body);
+  send(message.header, message.body);
+}
+
+/** Drops every module and module attribute that holds a JavaScript value, and the process functions. */
+const PURGE = `
+import sys, os, posix
+from pyodide.ffi import JsProxy
+for _name in [n for n in sys.modules if n in ('js', 'pyodide_js') or n.startswith('pyodide_js.')]:
+    del sys.modules[_name]
+for _module in list(sys.modules.values()):
+    _vars = getattr(_module, '__dict__', None)
+    if isinstance(_vars, dict):
+        for _key in [k for k, v in _vars.items() if isinstance(v, JsProxy)]:
+            del _vars[_key]
+for _name in [n for n in dir(posix) if n in ('system', 'popen', 'fork', 'forkpty', 'kill', 'killpg', 'wait', 'waitpid', 'wait3', 'wait4', 'waitid', 'posix_spawn', 'posix_spawnp', 'register_at_fork') or n.startswith(('exec', 'spawn'))]:
+    for _module in (os, posix):
+        _module.__dict__.pop(_name, None)
+for _name in [n for n in dir(os) if n.startswith(('exec', 'spawn', 'popen'))]:
+    os.__dict__.pop(_name, None)
+del _name, _module, _vars, JsProxy
+`;
+
+/** Closes the ways from Python to the host that the interpreter would otherwise offer. */
+function lockDown(py: Pyodide): void {
+  const module = (py as unknown as { _module: Emscripten })._module;
+  const refuse = () => {
+    throw new module.FS.ErrnoError(2); // EACCES: Python sees PermissionError
+  };
+  const seal = (target: object | undefined, key: string, value: unknown) => {
+    if (target) Object.defineProperty(target, key, { value, writable: false, configurable: false });
+  };
+  seal(module.SOCKFS, 'createSocket', refuse);
+  seal(module.SOCKFS?.websocket_sock_ops, 'connect', refuse);
+  seal(module.SOCKFS?.websocket_sock_ops, 'listen', refuse);
+  const api = (py as unknown as { _api?: Record<string, unknown> })._api;
+  seal(api, 'initializeNodeSockFS', () => Promise.reject(new Error('the sandbox has no network')));
+  py.unregisterJsModule('js');
+  py.unregisterJsModule('pyodide_js');
+  py.runPython(PURGE);
+  for (const name of ['mountNodeFS', 'mountNativeFS', 'useNodeSockFS', 'loadPackage', 'loadPackagesFromImports']) seal(py, name, () => Promise.reject(new Error('not in the sandbox')));
+  module.FS.filesystems.NODEFS = undefined;
+  // Emscripten reports a refused write on the console; the caller gets the reason instead.
+  for (const name of ['log', 'warn', 'error', 'info', 'debug'] as const) console[name] = () => undefined;
+  const g = globalThis as Record<string, unknown>;
+  for (const name of ['require', 'fetch', 'WebSocket', 'XMLHttpRequest', 'EventSource']) Reflect.deleteProperty(g, name);
+  const p = process as unknown as Record<string, unknown>;
+  for (const name of ['binding', '_linkedBinding', 'dlopen', 'getBuiltinModule', 'kill', 'abort', 'chdir']) seal(p, name, refuse);
+}
+
+function run(py: Pyodide, start: ProcessStart, job: ProcessJob, body: Uint8Array): { header: Record<string, unknown>; body?: Uint8Array } {
+  const fsApi = (py as unknown as { _module: Emscripten })._module.FS;
+  let at = 0;
+  for (const f of job.files) {
+    fsApi.mkdirTree(f.path.slice(0, f.path.lastIndexOf('/')) || '/');
+    fsApi.writeFile(f.path, body.subarray(at, at + f.size));
+    at += f.size;
+  }
+  fsApi.mkdirTree(job.workDir);
+  let broken: string | undefined;
+  boundScratch(fsApi, start.scratchBytes, (reason) => (broken ??= reason));
+  let printed = 0;
+  const kept: Uint8Array[] = [];
+  let keptBytes = 0;
+  py.setStdout({
+    write(buffer: Uint8Array) {
+      printed += buffer.length;
+      if (printed > start.outputBytes) {
+        broken ??= `the plugin printed more than ${Math.round(start.outputBytes / 1048576)} MiB`;
+        throw new Error(broken);
+      }
+      if (keptBytes < KEPT_OUTPUT) {
+        kept.push(buffer.slice(0, KEPT_OUTPUT - keptBytes));
+        keptBytes += Math.min(buffer.length, KEPT_OUTPUT - keptBytes);
+      }
+      return buffer.length;
+    },
+  });
+  py.setStderr({ write: (buffer: Uint8Array) => buffer.length });
+  if (job.svc) {
+    py.registerJsModule('_svc_bridge', {
+      call(method: string, args: string): string {
+        send({ type: 'svc', method, args });
+        const answer = readFrameSync(io, IN);
+        return typeof answer?.header.answer === 'string' ? answer.header.answer : '{"error": "the service did not answer"}';
+      },
+    });
+  }
+  // Files there before the call are dated 0: a file dated otherwise after it was written by the call.
+  for (const name of listFiles(fsApi, job.workDir).keys()) fsApi.utime(`${job.workDir}/${name}`, 0, 0);
+  let answer: string;
+  try {
+    if (job.svc) py.runPython('from _svc_bridge import call as _svc_call');
+    const runner = (py.globals as unknown as { get(name: string): unknown }).get('_sandbox_run') as (job: string) => string;
+    answer = runner(job.job);
+  } catch (e) {
+    return { header: { type: 'broken', reason: broken ?? `the interpreter stopped: ${e instanceof Error ? e.message.split('\n').filter(Boolean).pop()?.slice(0, 300) : String(e)}` } };
+  }
+  if (broken) return { header: { type: 'broken', reason: broken } };
+  // The files written are found here, from the file system, not from what the Python side says it wrote.
+  const found = listFiles(fsApi, job.workDir);
+  const written = [...found].filter(([, stat]) => stat.mtime.getTime() !== 0).map(([name]) => name);
+  const total = written.reduce((sum, name) => sum + (found.get(name)?.size ?? 0), 0);
+  if (total > start.filesBytes) return { header: { type: 'broken', reason: `the plugin wrote ${Math.ceil(total / 1048576)} MiB of files; at most ${Math.round(start.filesBytes / 1048576)} MiB are kept` } };
+  const files = written.map((name) => fsApi.readFile(`${job.workDir}/${name}`));
+  return {
+    header: { type: 'done', answer, stdout: Buffer.concat(kept).toString('utf8'), files: written.map((name, i) => ({ name, size: files[i]?.length ?? 0 })) },
+    body: Buffer.concat(files),
+  };
+}
+
+/**
+ * Bounds what files may hold, all told: every growth of a file's storage in the interpreter's memory file
+ * system is counted (a write, a write past the end of a sparse file, a truncate that lengthens), so bytes
+ * that were never written count too.
+ */
+function boundScratch(fsApi: EmscriptenFs, limit: number, onBreak: (reason: string) => void): void {
+  const memfs = fsApi.filesystems.MEMFS as { expandFileStorage: Resize; resizeFileStorage: Resize } | undefined;
+  if (!memfs) throw new Error('the interpreter has no memory file system');
+  let used = 0;
+  const counted = (original: Resize): Resize =>
+    function (this: unknown, node, size) {
+      const before = node.contents?.length ?? 0;
+      if (size > before && used + (size - before) > limit) {
+        onBreak(`the plugin wrote more than ${Math.round(limit / 1048576)} MiB to files`);
+        throw new fsApi.ErrnoError(51); // ENOSPC
+      }
+      original.call(this, node, size);
+      used += Math.max(0, (node.contents?.length ?? 0) - before);
+    };
+  memfs.expandFileStorage = counted(memfs.expandFileStorage);
+  memfs.resizeFileStorage = counted(memfs.resizeFileStorage);
+}
+type Resize = (this: unknown, node: { contents?: { length: number } | null }, size: number) => void;
+
+/** Regular files under `root` (not following links), by relative name. */
+function listFiles(fsApi: EmscriptenFs, root: string): Map<string, { size: number; mtime: Date }> {
+  const found = new Map<string, { size: number; mtime: Date }>();
+  const walk = (dir: string, prefix: string) => {
+    for (const name of fsApi.readdir(dir)) {
+      if (name === '.' || name === '..') continue;
+      const full = `${dir}/${name}`;
+      const stat = fsApi.lstat(full);
+      if (fsApi.isDir(stat.mode)) walk(full, `${prefix}${name}/`);
+      else if (fsApi.isFile(stat.mode)) found.set(`${prefix}${name}`, stat);
+    }
+  };
+  walk(root, '');
+  return found;
+}
+
+// Said in a line on standard error (Node's own report of an uncaught error would quote a line of Pyodide's minified code).
+await main().then(
+  () => process.exit(0),
+  (e: unknown) => {
+    io.writeSync(2, Buffer.from(`${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}\n`));
+    process.exit(1);
+  },
+);
