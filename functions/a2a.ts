@@ -9,7 +9,7 @@ import { cancelStream } from '../shared/completions/stream.js';
 import { abortRunning } from '../shared/completions/worker.js';
 import { DomainError } from '../shared/errors.js';
 import { defineRoute } from '../shared/http/route.js';
-import { json, type PlatformRequest, type Reply } from '../shared/http/types.js';
+import { json, type Reply } from '../shared/http/types.js';
 import { agentOrNotFound } from '../shared/providers/agent-access.js';
 import { ResourceName } from '../shared/providers/resource-type.js';
 import type { AgentDoc } from '../shared/providers/types/agent.js';
@@ -20,10 +20,8 @@ import { withCorrelation } from '../shared/telemetry/correlation.js';
 
 const common = { api: 'core', tag: 'A2A', auth: 'protocol', errors: 'core' } as const;
 const AgentParams = z.object({ instanceId: z.string(), agentName: ResourceName });
-const endpoint = (request: PlatformRequest, s: Services, instanceId: string, agent: string) => {
-  const scheme = request.header('x-forwarded-proto') === 'https' ? 'https' : 'http';
-  return `${scheme}://${request.header('host') ?? `${s.config.host}:${s.config.corePort}`}/instances/${instanceId}/a2a/${encodeURIComponent(agent)}`;
-};
+/** The agent's A2A endpoint under the Core API's public URL (configuration, never the request's headers). */
+const endpoint = (s: Services, instanceId: string, agent: string) => `${s.config.publicUrls.core}/instances/${instanceId}/a2a/${encodeURIComponent(agent)}`;
 
 /** message/send and message/stream: a completion run as a task, in the message's context (session). */
 function send(s: Services, principal: Principal, agent: AgentDoc, rpc: RpcRequest, stream: boolean, signal: AbortSignal): Promise<Reply> {
@@ -66,7 +64,7 @@ export const routes = [
     summary: "The agent's A2A card: its name, description, skills, and where to send messages",
     params: AgentParams,
     responses: { 200: { description: 'The agent card (A2A 0.3)', schema: z.record(z.string(), z.unknown()).meta({ id: 'A2AAgentCard' }) }, 404: { description: 'No such agent the caller may use' } },
-    handler: async ({ services, principal, params, request }) => json(200, agentCard(await agentOrNotFound(services, principal, params.agentName), endpoint(request, services, params.instanceId, params.agentName))),
+    handler: async ({ services, principal, params }) => json(200, agentCard(await agentOrNotFound(services, principal, params.agentName), endpoint(services, params.instanceId, params.agentName))),
   }),
   defineRoute({
     ...common,

@@ -6,7 +6,8 @@ import path from 'node:path';
 import { gzipSync } from 'node:zlib';
 import { z } from 'zod';
 import { createHash } from 'node:crypto';
-import { notFound } from '../shared/errors.js';
+import { forbidden, notFound } from '../shared/errors.js';
+import { sameOrigin } from '../shared/http/hosts.js';
 import { defineRoute, type Route } from '../shared/http/route.js';
 import type { PlatformRequest, Reply } from '../shared/http/types.js';
 import type { Config } from '../shared/config.js';
@@ -79,26 +80,6 @@ function contentSecurityPolicy(managementUrl: string, config: Config): string {
   ].join('; ');
 }
 
-/** The host name a Host header names, when it is one (a name or an address, an optional port, nothing else). */
-function hostnameOf(header: string | undefined): string | undefined {
-  if (header === undefined || !/^[\w.-]+(:\d{1,5})?$|^\[[0-9a-f:.]+\](:\d{1,5})?$/i.test(header)) return undefined;
-  try {
-    return new URL(`http://${header}`).hostname;
-  } catch {
-    return undefined;
-  }
-}
-
-/**
- * The Management API as the browser reaches it: the setting, else this host on MANAGEMENT_PORT. Only a
- * well-formed host name is taken from the request's Host header (anything else: the configured HOST).
- */
-function managementUrlFor(request: PlatformRequest, config: Config): string {
-  if (config.portal.managementUrl) return config.portal.managementUrl;
-  const hostname = hostnameOf(request.header('host')) ?? config.host;
-  return `http://${hostname}:${config.managementPort}`;
-}
-
 function serve(file: string, request: PlatformRequest, config: Config): Reply {
   assets ??= load();
   const asset = assets.get(file);
@@ -110,7 +91,7 @@ function serve(file: string, request: PlatformRequest, config: Config): Reply {
     'cache-control': file.startsWith('assets/') ? 'public, max-age=31536000, immutable' : 'no-cache',
     vary: 'accept-encoding',
   };
-  if (asset.type.startsWith('text/html')) headers['content-security-policy'] = contentSecurityPolicy(managementUrlFor(request, config), config);
+  if (asset.type.startsWith('text/html')) headers['content-security-policy'] = contentSecurityPolicy(config.publicUrls.management, config);
   if (request.header('if-none-match') === asset.etag) return { status: 304, headers };
   if (asset.gzip && /\bgzip\b/.test(request.header('accept-encoding') ?? '')) return { status: 200, headers: { ...headers, 'content-encoding': 'gzip' }, raw: asset.gzip };
   return { status: 200, headers, raw: asset.body };
@@ -151,12 +132,12 @@ export const routes: readonly Route[] = [
     path: '/portal/config.json',
     summary: "The portal's settings: where the APIs are, the instance, and how users sign in",
     responses: { 200: { description: 'Portal settings', schema: z.object({ core_url: z.string(), management_url: z.string(), instance_id: z.string(), sign_in: z.object({ kind: z.enum(['local', 'entra', 'none']) }).loose() }) } },
-    handler: ({ request, services }) => {
+    handler: ({ services }) => {
       const { config } = services;
       const signIn = config.portal.entra
         ? { kind: 'entra', client_id: config.portal.entra.clientId, authority: config.portal.entra.authority, scope: config.portal.entra.scope }
         : { kind: config.auth.kind === 'local' ? 'local' : 'none', ...(localSignIn(config) ? { development_sign_in: true } : {}) };
-      return Promise.resolve({ status: 200, json: { core_url: '', management_url: managementUrlFor(request, config), instance_id: config.instanceId, sign_in: signIn } });
+      return Promise.resolve({ status: 200, json: { core_url: '', management_url: config.publicUrls.management, instance_id: config.instanceId, sign_in: signIn } });
     },
   }),
   defineRoute({
@@ -167,9 +148,11 @@ export const routes: readonly Route[] = [
     summary: 'Development sign-in: a token of the local identity provider for the user named (404 unless the service uses the local identity provider and listens on loopback only)',
     body: z.object({ upn: z.string().trim().regex(/^[^\s@]{1,100}@[^\s@]{1,100}$/, 'upn must look like user@domain'), name: z.string().trim().min(1).max(200).optional() }).strict(),
     responses: { 200: { description: 'A token of the local identity provider', schema: z.object({ access_token: z.string(), expires_in: z.number().int() }) } },
-    handler: async ({ services, body }) => {
+    handler: async ({ services, body, request }) => {
       const { config } = services;
       if (!localSignIn(config) || config.auth.kind !== 'local') throw notFound('Development sign-in is not available');
+      // Only the portal's own page may sign in: a browser names the page's origin, which another site cannot forge.
+      if (!sameOrigin(config, request.header('origin'), request.header('host'))) throw forbidden("Development sign-in answers only the portal's own page (its Origin)");
       const expiresIn = LOCAL_SIGN_IN_HOURS * 3600;
       const token = await mintLocalToken(await loadLocalKey(config.auth.keyFile), config.auth.issuer, config.auth.audience, { upn: body.upn, ...(body.name ? { name: body.name } : {}), expiresInSeconds: expiresIn });
       return json(200, { access_token: token, expires_in: expiresIn });

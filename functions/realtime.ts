@@ -37,10 +37,9 @@ export const routes = [
       400: { description: "The agent's realtime speech is not enabled, or its realtime model cannot be used" },
       429: { description: "A quota of the agent's completions is spent: a call counts as one completion request" },
     },
-    handler: async ({ services, principal, body, request }) => {
-      // The relay is this server unless REALTIME_RELAY_URL names another (in Azure: the relay container).
-      const forwarded = request.header('x-forwarded-proto') === 'https' ? 'wss' : 'ws';
-      const base = services.config.realtimeRelayUrl ?? `${forwarded}://${request.header('host') ?? `${services.config.host}:${services.config.corePort}`}`;
+    handler: async ({ services, principal, body }) => {
+      // The relay is this server (its public URL as a socket URL) unless REALTIME_RELAY_URL names another (in Azure: the relay container).
+      const base = services.config.realtimeRelayUrl ?? services.config.publicUrls.core.replace(/^http/, 'ws');
       const { answer, headers } = await createRealtimeSession(services, principal, body, base.replace(/\/$/, ''));
       return json(201, answer, headers);
     },

@@ -93,6 +93,8 @@ const Flag: Read<boolean> = (v) => {
   throw new SettingProblem('must be true, false, 1 or 0');
 };
 const HttpUrl = url(['http', 'https']);
+/** A host name or address as `Host` carries it, without a port. */
+const HostName = matching(/^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$|^\[?[0-9a-f:.]+\]?$/i, 'each entry must be a host name or address, without scheme or port');
 /** An origin: scheme://host[:port], nothing after it. */
 const Origin: Read<string> = (v) => {
   if (HttpUrl(v) !== new URL(v).origin) throw new SettingProblem('each entry must be an origin: scheme://host[:port], no path');
@@ -228,8 +230,20 @@ const SETTINGS = {
    * Unset: the origin the portal is served from (the Core API's address).
    */
   CORS_ALLOWED_ORIGINS: setting(listOf(Origin)),
-  /** The Management API's base URL as browsers reach it, for the portal; unset: the Core API's host on MANAGEMENT_PORT. */
+  /**
+   * The Core API's base URL as clients reach it (behind a proxy, on a custom domain): agent cards and
+   * realtime sessions' socket URLs are built from it, never from a request's headers. Unset:
+   * http://HOST:CORE_PORT (127.0.0.1 when HOST is a wildcard address).
+   */
+  CORE_API_URL: setting(HttpUrl),
+  /** The Management API's base URL as browsers reach it, for the portal; unset: http://HOST:MANAGEMENT_PORT as above. */
   MANAGEMENT_API_URL: setting(HttpUrl),
+  /**
+   * Further host names requests may carry in `Host`, comma-separated. Loopback names, HOST and the hosts of
+   * CORE_API_URL, MANAGEMENT_API_URL and REALTIME_RELAY_URL are always served; a request for any other name
+   * is refused (421), so a page whose name resolves to this machine cannot reach it.
+   */
+  ALLOWED_HOSTS: setting(listOf(HostName)),
   /** Portal sign-in with Entra ID (MSAL): the portal's app registration (client id), its authority, and the API scope it asks for. */
   PORTAL_ENTRA_CLIENT_ID: setting(Guid),
   PORTAL_ENTRA_AUTHORITY: setting(url(['https'])),
@@ -277,7 +291,14 @@ export interface Config {
   /** OTLP export: the collector's base URL, the metric export interval and the reported service name. */
   otlp: { endpoint: string; metricIntervalMs: number; serviceName: string } | undefined;
   /** Browser access: the origins allowed by CORS (undefined: the portal's own), and the portal's settings. */
-  portal: { corsOrigins: readonly string[] | undefined; managementUrl: string | undefined; entra: { clientId: string; authority: string; scope: string } | undefined };
+  portal: { corsOrigins: readonly string[] | undefined; entra: { clientId: string; authority: string; scope: string } | undefined };
+  /**
+   * The APIs' base URLs as clients reach them: configured, else this host's (filled in with the listening
+   * ports by the standalone server when a port was 0).
+   */
+  publicUrls: { core: string; management: string; coreConfigured: boolean; managementConfigured: boolean };
+  /** Host names requests may carry in `Host` (lower case, no port, IPv6 without brackets). */
+  allowedHosts: readonly string[];
   /** Client id of the user-assigned managed identity (Azure). */
   azureClientId: string | undefined;
   /** Microsoft Graph base URL when principal search uses Graph. */
@@ -327,6 +348,13 @@ export function readSecret(name: string, env: NodeJS.ProcessEnv = process.env): 
   return value === undefined || value === '' ? undefined : value;
 }
 
+/** Addresses that listen on every interface: no name of their own. */
+const WILDCARDS = ['0.0.0.0', '::', '[::]'];
+/** A host as a URL names it: a wildcard address is reached on loopback, an IPv6 address in brackets. */
+const localName = (host: string) => (WILDCARDS.includes(host) ? '127.0.0.1' : host.includes(':') && !host.startsWith('[') ? `[${host}]` : host);
+/** A host name compared as `Host` names it: lower case, IPv6 without brackets, no final dot. */
+export const bareHost = (host: string) => host.toLowerCase().replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '');
+
 /** Parses the environment; throws ConfigError naming the first bad or missing setting. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.0'): Config {
   const e = readSettings(env);
@@ -346,9 +374,19 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     bootstrapOwnerIds: e.BOOTSTRAP_OWNER_IDS,
     internalDomain: e.INTERNAL_DOMAIN,
     appInsightsConnectionString: e.APPLICATIONINSIGHTS_CONNECTION_STRING,
+    publicUrls: {
+      core: e.CORE_API_URL?.replace(/\/+$/, '') ?? `http://${localName(e.HOST)}:${e.CORE_PORT}`,
+      management: e.MANAGEMENT_API_URL?.replace(/\/+$/, '') ?? `http://${localName(e.HOST)}:${e.MANAGEMENT_PORT}`,
+      coreConfigured: e.CORE_API_URL !== undefined,
+      managementConfigured: e.MANAGEMENT_API_URL !== undefined,
+    },
+    allowedHosts: [
+      ...new Set(
+        ['localhost', '127.0.0.1', '::1', ...(WILDCARDS.includes(e.HOST) ? [] : [e.HOST]), ...(e.ALLOWED_HOSTS ?? []), ...[e.CORE_API_URL, e.MANAGEMENT_API_URL, e.REALTIME_RELAY_URL].flatMap((u) => (u ? [new URL(u).hostname] : []))].map(bareHost),
+      ),
+    ],
     portal: {
       corsOrigins: e.CORS_ALLOWED_ORIGINS,
-      managementUrl: e.MANAGEMENT_API_URL?.replace(/\/+$/, ''),
       entra: e.PORTAL_ENTRA_CLIENT_ID ? { clientId: e.PORTAL_ENTRA_CLIENT_ID, authority: e.PORTAL_ENTRA_AUTHORITY ?? 'https://login.microsoftonline.com/organizations', scope: e.PORTAL_API_SCOPE ?? `${e.AUTH_AUDIENCE ?? LOCAL_AUDIENCE}/.default` } : undefined,
     },
     otlp: e.OTEL_EXPORTER_OTLP_ENDPOINT ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, metricIntervalMs: e.OTEL_METRIC_EXPORT_INTERVAL, serviceName: e.OTEL_SERVICE_NAME } : undefined,

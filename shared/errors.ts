@@ -12,6 +12,7 @@ export type ErrorKind =
   | 'forbidden'
   | 'not-found'
   | 'method-not-allowed'
+  | 'misdirected'
   | 'request-timeout'
   | 'conflict'
   | 'too-large'
@@ -24,7 +25,7 @@ export type ErrorKind =
   | 'upstream-timeout';
 
 /** Kinds the caller caused and can fix: trying the same thing again gets the same answer. */
-const CALLER_KINDS: ReadonlySet<ErrorKind> = new Set(['invalid', 'unauthenticated', 'forbidden', 'not-found', 'method-not-allowed', 'request-timeout', 'conflict', 'too-large', 'unsupported-media-type', 'headers-too-large']);
+const CALLER_KINDS: ReadonlySet<ErrorKind> = new Set(['invalid', 'unauthenticated', 'forbidden', 'not-found', 'method-not-allowed', 'misdirected', 'request-timeout', 'conflict', 'too-large', 'unsupported-media-type', 'headers-too-large']);
 
 /** One failed field of a validation error. */
 export interface FieldError {

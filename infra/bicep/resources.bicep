@@ -392,7 +392,7 @@ resource plans 'Microsoft.Web/serverfarms@2024-04-01' = [
 ]
 
 // Settings both apps (and the relay) share; SERVICE_APIS, QUEUE_WORKERS and AZURE_CLIENT_ID differ per app.
-func settings(clientId string, serviceApis string, queueWorkers bool, relayUrl string, connectionString string, storageName string, cosmosEndpoint string, instance string, issuer string, audience string, jwks string, owners string, graph bool, publicStore string, origins array, managementUrl string, sessionsEndpoint string) array => [
+func settings(clientId string, serviceApis string, queueWorkers bool, relayUrl string, connectionString string, storageName string, cosmosEndpoint string, instance string, issuer string, audience string, jwks string, owners string, graph bool, publicStore string, origins array, coreUrl string, managementUrl string, sessionsEndpoint string) array => [
   { name: 'AzureWebJobsStorage__accountName', value: storageName }
   { name: 'AzureWebJobsStorage__credential', value: 'managedidentity' }
   { name: 'AzureWebJobsStorage__clientId', value: clientId }
@@ -460,7 +460,10 @@ func settings(clientId string, serviceApis string, queueWorkers bool, relayUrl s
   // The portals (served by the Core app at /portal/): the browsers' origins, the Management app's URL as
   // browsers reach it, and Entra ID sign-in (empty: none).
   { name: 'CORS_ALLOWED_ORIGINS', value: join(origins, ',') }
+  // The APIs' public URLs (agent cards and socket URLs are built from them), and further names requests may carry.
+  { name: 'CORE_API_URL', value: coreUrl }
   { name: 'MANAGEMENT_API_URL', value: managementUrl }
+  { name: 'ALLOWED_HOSTS', value: '' }
   { name: 'PORTAL_ENTRA_CLIENT_ID', value: portalEntraClientId }
   { name: 'PORTAL_ENTRA_AUTHORITY', value: portalEntraAuthority }
   { name: 'PORTAL_API_SCOPE', value: portalApiScope }
@@ -514,8 +517,9 @@ resource relay 'Microsoft.App/containerApps@2024-03-01' = {
           name: 'relay'
           image: relayImage
           resources: { cpu: json('0.5'), memory: '1Gi' }
-          env: settings(identities[0].properties.clientId, 'core', false, relayUrl, insights.properties.ConnectionString, storage.name, cosmos.properties.documentEndpoint, instanceId, authIssuer, authAudience, authJwksUri, bootstrapOwnerIds, graphEnabled, packageStorePublicUrl, browserOrigins, managementUrl, sessionPool.properties.poolManagementEndpoint)
-          probes: [{ type: 'Readiness', httpGet: { path: '/health/ready', port: 7071 }, periodSeconds: 10 }]
+          env: settings(identities[0].properties.clientId, 'core', false, relayUrl, insights.properties.ConnectionString, storage.name, cosmos.properties.documentEndpoint, instanceId, authIssuer, authAudience, authJwksUri, bootstrapOwnerIds, graphEnabled, packageStorePublicUrl, browserOrigins, portalOrigin, managementUrl, sessionPool.properties.poolManagementEndpoint)
+          // The probe names a host the service answers to (it refuses other names in Host, ALLOWED_HOSTS).
+          probes: [{ type: 'Readiness', httpGet: { path: '/health/ready', port: 7071, httpHeaders: [{ name: 'Host', value: 'localhost' }] }, periodSeconds: 10 }]
         }
       ]
       // A call holds its connection for minutes: scale on concurrent connections, to zero between calls.
@@ -555,7 +559,7 @@ resource functionApps 'Microsoft.Web/sites@2024-04-01' = [
       siteConfig: {
         minTlsVersion: '1.2'
         cors: { allowedOrigins: browserOrigins }
-        appSettings: settings(identities[i].properties.clientId, app.api, true, relayUrl, insights.properties.ConnectionString, storage.name, cosmos.properties.documentEndpoint, instanceId, authIssuer, authAudience, authJwksUri, bootstrapOwnerIds, graphEnabled, packageStorePublicUrl, browserOrigins, managementUrl, sessionPool.properties.poolManagementEndpoint)
+        appSettings: settings(identities[i].properties.clientId, app.api, true, relayUrl, insights.properties.ConnectionString, storage.name, cosmos.properties.documentEndpoint, instanceId, authIssuer, authAudience, authJwksUri, bootstrapOwnerIds, graphEnabled, packageStorePublicUrl, browserOrigins, portalOrigin, managementUrl, sessionPool.properties.poolManagementEndpoint)
       }
     }
     dependsOn: [blobContainerResources, storageRoles, cosmosRoles, vaultRoles, insightsRoles, sessionRoles]

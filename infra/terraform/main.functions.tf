@@ -86,7 +86,9 @@ locals {
     # The portals (served by the Core app at /portal/): the browsers' origins, the Management app's URL as
     # browsers reach it, and Entra ID sign-in (empty: none).
     CORS_ALLOWED_ORIGINS   = join(",", local.browser_origins)
+    CORE_API_URL           = local.portal_origin
     MANAGEMENT_API_URL     = local.management_url
+    ALLOWED_HOSTS          = ""
     PORTAL_ENTRA_CLIENT_ID = var.portal_entra_client_id
     PORTAL_ENTRA_AUTHORITY = var.portal_entra_authority
     PORTAL_API_SCOPE       = var.portal_api_scope

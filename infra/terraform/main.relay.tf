@@ -95,10 +95,15 @@ resource "azurerm_container_app" "relay" {
         }
       }
 
+      # The probe names a host the service answers to (it refuses other names in Host, ALLOWED_HOSTS).
       readiness_probe {
         transport = "HTTP"
         path      = "/health/ready"
         port      = 7071
+        header {
+          name  = "Host"
+          value = "localhost"
+        }
       }
     }
   }

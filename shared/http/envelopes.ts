@@ -16,6 +16,7 @@ const STATUS: Readonly<Record<ErrorKind, number>> = {
   forbidden: 403,
   'not-found': 404,
   'method-not-allowed': 405,
+  misdirected: 421,
   'request-timeout': 408,
   conflict: 409,
   'too-large': 413,

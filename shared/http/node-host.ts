@@ -10,6 +10,7 @@ import { errorReply, type ErrorStyle } from './envelopes.js';
 import { EventChannel } from './event-stream.js';
 import { badRequest, DomainError, notFound, payloadTooLarge } from '../errors.js';
 import { handle, requestIdOf, SAFE_HEADERS } from './pipeline.js';
+import { misdirected, servesHost } from './hosts.js';
 import type { Route } from './route.js';
 import { createRouter } from './router.js';
 import type { Api, PlatformRequest, Reply } from './types.js';
@@ -69,10 +70,17 @@ export function createApiServer(api: Api, routes: readonly Route[], services: Se
   const style = api === 'core' ? 'core' : 'management';
   const browsers = corsFor(services.config);
   const server = http.createServer({ requestTimeout: 120_000, headersTimeout: 30_000 }, (req, res) => {
+    // A request for a name that is not the service's (a rebound name) is answered before anything else.
+    if (!servesHost(services.config, req.headers.host)) return answer(req, res, misdirected(req.headers.host ?? ''));
     // Only browsers send Origin; other clients skip CORS altogether.
     if (req.headers.origin !== undefined) browsers(req, res, () => serve(req, res));
     else serve(req, res);
   });
+  /** An error answered without a route: the API's envelope and a request id. */
+  const answer = (req: http.IncomingMessage, res: http.ServerResponse, error: DomainError) => {
+    const r = errorReply(error, style, (req.url ?? '/').split('?')[0] ?? '/');
+    send(req, res, { ...r, headers: { ...SAFE_HEADERS, ...r.headers, 'x-request-id': randomUUID() } });
+  };
   const serve = (req: http.IncomingMessage, res: http.ServerResponse) => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');

@@ -69,6 +69,10 @@ export async function startStandalone(
     await closeServer(core);
     throw e;
   });
+  // Ports chosen at listen (0): the public URLs not configured are this host's on the ports taken.
+  const urls = services.config.publicUrls;
+  if (!urls.coreConfigured) urls.core = urls.core.replace(/:\d+$/, `:${new URL(coreUrl).port}`);
+  if (!urls.managementConfigured) urls.management = urls.management.replace(/:\d+$/, `:${new URL(managementUrl).port}`);
   const consumers: Consumer[] = [];
   const clocks: NodeJS.Timeout[] = [];
   let closed = false;

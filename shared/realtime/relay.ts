@@ -12,6 +12,7 @@ import type { Principal } from '../auth/principal.js';
 import { recordUsage, costOf, pricesOf, usageRecord, type UsageDoc } from '../completions/usage.js';
 import { DomainError } from '../errors.js';
 import { statusOf } from '../http/envelopes.js';
+import { misdirected, servesHost } from '../http/hosts.js';
 import { guardedLookup, type Resolve } from '../net/outbound.js';
 import { agentTools } from '../knowledge/retrieval.js';
 import { PLATFORM_MEMORY, prompts, workflows } from '../providers/types/catalog.js';
@@ -137,6 +138,10 @@ export function attachRelay(server: http.Server, s: Services): { close(): void }
   const calls = new Set<WebSocket>();
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
+    if (!servesHost(s.config, req.headers.host)) {
+      const error = misdirected(req.headers.host ?? '');
+      return refuse(socket, statusOf(error), error.code, error.message);
+    }
     const match = PATH.exec((req.url ?? '').split('?')[0] ?? '');
     if (!match || match[1]?.toLowerCase() !== s.config.instanceId) return refuse(socket, 404, 'NotFound', 'No WebSocket here');
     const token = tokenOf(req);

@@ -4,8 +4,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { INSTANCE } from '../../support/services.js';
 
+/** As the portal's page signs in: the browser names the page's origin. */
 const signIn = (app: TestApp, body: unknown) =>
-  fetch(`${app.core}/portal/local-sign-in`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+  fetch(`${app.core}/portal/local-sign-in`, { method: 'POST', headers: { 'content-type': 'application/json', origin: app.core }, body: JSON.stringify(body) });
 
 describe('development sign-in', () => {
   let local: TestApp;
@@ -30,8 +31,10 @@ describe('development sign-in', () => {
   });
 
   it('is not there when the service listens beyond loopback', async () => {
-    expect(((await (await fetch(`${exposed.core}/portal/config.json`)).json()) as { sign_in: unknown }).sign_in).toEqual({ kind: 'local' });
-    const r = await signIn(exposed, { upn: 'owner@local.test' });
+    // Reached on loopback: 0.0.0.0 is where it listens, not a name it answers to.
+    const core = exposed.core.replace('0.0.0.0', '127.0.0.1');
+    expect(((await (await fetch(`${core}/portal/config.json`)).json()) as { sign_in: unknown }).sign_in).toEqual({ kind: 'local' });
+    const r = await signIn({ ...exposed, core }, { upn: 'owner@local.test' });
     expect(r.status).toBe(404);
     expect(JSON.stringify(await r.json())).not.toContain('access_token');
   });

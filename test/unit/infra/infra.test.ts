@@ -160,7 +160,8 @@ describe('infrastructure', () => {
   });
 
   it('sets every setting the code reads, in both flavours', () => {
-    const bicepSettings = new Set([...resourcesBicep.matchAll(/\{ name: '([A-Za-z_]+)', value:/g)].map((m) => m[1] ?? ''));
+    // The settings list's entries, one a line (a probe's header, inside a line, is not a setting).
+    const bicepSettings = new Set([...resourcesBicep.matchAll(/^\s*\{ name: '([A-Za-z_]+)', value:/gm)].map((m) => m[1] ?? ''));
     const functions = tfResource('azurerm_function_app_flex_consumption', 'app');
     const perApp = [...String(functions.app_settings).matchAll(/^\s*([A-Za-z_]+)\s*=/gm)].map((m) => m[1] ?? '');
     const tfSettings = new Set([...Object.keys(tfLocals().shared_settings as Record<string, unknown>), ...perApp]);
@@ -275,7 +276,7 @@ describe('infrastructure', () => {
     expect(resourcesBicep).toContain('var browserOrigins = union(corsAllowedOrigins, [portalOrigin])');
     expect(resourcesBicep).toContain("{ name: 'MANAGEMENT_API_URL', value: managementUrl }");
     expect(resourcesBicep).toContain("{ name: 'CORS_ALLOWED_ORIGINS', value: join(origins, ',') }");
-    expect(resourcesBicep).toMatch(/appSettings: settings\([^\n]*, browserOrigins, managementUrl, sessionPool\.properties\.poolManagementEndpoint\)/);
+    expect(resourcesBicep).toMatch(/appSettings: settings\([^\n]*, browserOrigins, portalOrigin, managementUrl, sessionPool\.properties\.poolManagementEndpoint\)/);
     expect(tfLocals().browser_origins).toBe('${distinct(concat(var.cors_allowed_origins, [local.portal_origin]))}');
     const shared = tfLocals().shared_settings as Record<string, string>;
     expect(shared.MANAGEMENT_API_URL).toBe('${local.management_url}');
