@@ -20,8 +20,18 @@ export const AZURE_BUNDLE_DIR = path.join(root, 'dist', 'azure');
 /** The Functions app itself, beside its entry (index.js) in AZURE_BUNDLE_DIR. */
 export const APP_BUNDLE = 'app.cjs';
 
-/** The worker threads (the embedded store's, the extraction pool's) and the sandbox's processes, started by URL relative to the module that starts them. */
-const WORKERS = ['shared/store/sqlite-reader-worker.ts', 'shared/store/sqlite-checkpoint-worker.ts', 'shared/knowledge/extract-worker.ts', 'shared/sandbox/pyodide-process.ts'];
+/** The worker threads (the embedded store's, the extraction pool's), started by URL relative to the module that starts them. */
+const WORKERS = ['shared/store/sqlite-reader-worker.ts', 'shared/store/sqlite-checkpoint-worker.ts', 'shared/knowledge/extract-worker.ts'];
+
+/**
+ * The scripts of the sandbox's processes, each one self-contained file (`<name>.bundle.js`, no chunk
+ * beside it): a sandbox process may read its own script and nothing else of the service's.
+ */
+const PROCESS_SCRIPTS = ['shared/sandbox/pyodide-process.ts'];
+
+async function buildProcessScripts(outdir: string): Promise<void> {
+  await build({ ...COMMON, entryPoints: PROCESS_SCRIPTS, outdir, entryNames: '[name].bundle', format: 'esm', sourcemap: false });
+}
 
 /**
  * Packages left to node_modules and installed beside a bundle: Pyodide, which loads its WebAssembly and
@@ -148,6 +158,7 @@ export type BundleTarget = 'start' | 'azure';
 
 export async function bundle(target: BundleTarget = 'start', outdir: string = target === 'start' ? BUNDLE_DIR : AZURE_BUNDLE_DIR): Promise<void> {
   rmSync(outdir, { recursive: true, force: true });
+  await buildProcessScripts(outdir);
   // Azurite runs as its own process, from its own package.
   if (target === 'start') return buildModules({ in: 'scripts/start.ts', out: 'start' }, outdir, ['azurite']);
   // The Functions worker gives the app `@azure/functions-core` at run time; it is no package.
@@ -157,7 +168,8 @@ export async function bundle(target: BundleTarget = 'start', outdir: string = ta
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
-  Promise.all([bundle('start'), bundle('azure')]).catch((e: unknown) => {
+  // The per-file output (benchmarks, tools) starts the same self-contained scripts, beside its modules.
+  Promise.all([bundle('start'), bundle('azure'), buildProcessScripts(path.join(root, 'dist', 'shared', 'sandbox'))]).catch((e: unknown) => {
     process.stderr.write(`${e instanceof Error ? e.message : String(e)}\n`);
     process.exit(1);
   });

@@ -14,6 +14,7 @@ import fs from 'node:fs';
 import { pathToFileURL } from 'node:url';
 import { readFrameSync, writeFrameSync, type SyncIo } from './frames.js';
 import { PYTHON_RUNNER } from './python-runner.js';
+import { MAX_OUTPUT_CHARS as KEPT_OUTPUT } from './sandbox.js';
 
 /** The limits and the interpreter a process starts with. */
 export interface ProcessStart {
@@ -37,8 +38,6 @@ export interface ProcessJob {
   svc: boolean;
 }
 
-/** Standard output kept for the caller; the rest is counted only. */
-const KEPT_OUTPUT = 64 * 1024;
 const IN = 0;
 const OUT = 1;
 
@@ -104,6 +103,7 @@ interface EmscriptenFs {
 }
 interface Emscripten {
   FS: EmscriptenFs;
+  NODEFS?: Record<string, unknown>;
   SOCKFS?: Record<string, unknown> & { websocket_sock_ops?: Record<string, unknown> };
 }
 type Pyodide = Awaited<ReturnType<typeof import('pyodide').loadPyodide>>;
@@ -170,6 +170,10 @@ function lockDown(py: Pyodide): void {
   py.runPython(PURGE);
   for (const name of ['mountNodeFS', 'mountNativeFS', 'useNodeSockFS', 'loadPackage', 'loadPackagesFromImports']) seal(py, name, () => Promise.reject(new Error('not in the sandbox')));
   module.FS.filesystems.NODEFS = undefined;
+  // The host file system driver stays reachable through the module object: its mount refuses.
+  seal(module.NODEFS, 'mount', refuse);
+  // Standard input's default reader holds Node's stdin stream (a net.Socket): the call has no input instead.
+  py.setStdin({ error: true });
   // Emscripten reports a refused write on the console; the caller gets the reason instead.
   for (const name of ['log', 'warn', 'error', 'info', 'debug'] as const) console[name] = () => undefined;
   const g = globalThis as Record<string, unknown>;
@@ -233,9 +237,12 @@ function run(py: Pyodide, start: ProcessStart, job: ProcessJob, body: Uint8Array
   const total = written.reduce((sum, name) => sum + (found.get(name)?.size ?? 0), 0);
   if (total > start.filesBytes) return { header: { type: 'broken', reason: `the plugin wrote ${Math.ceil(total / 1048576)} MiB of files; at most ${Math.round(start.filesBytes / 1048576)} MiB are kept` } };
   const files = written.map((name) => fsApi.readFile(`${job.workDir}/${name}`));
+  const answerBytes = Buffer.from(answer, 'utf8');
+  const stdout = Buffer.concat(kept);
+  // The answer, the output and the files travel as the body: the header stays small, whatever they hold.
   return {
-    header: { type: 'done', answer, stdout: Buffer.concat(kept).toString('utf8'), files: written.map((name, i) => ({ name, size: files[i]?.length ?? 0 })) },
-    body: Buffer.concat(files),
+    header: { type: 'done', answer: answerBytes.length, stdout: stdout.length, files: written.map((name, i) => ({ name, size: files[i]?.length ?? 0 })) },
+    body: Buffer.concat([answerBytes, stdout, ...files]),
   };
 }
 

@@ -10,7 +10,7 @@ import { processScript } from '../workers/process-script.js';
 import type { Frame } from './frames.js';
 import { confinedNode, findIsolation, IsolationUnavailable, type Isolation } from './isolation.js';
 import type { ProcessJob, ProcessStart } from './pyodide-process.js';
-import { MAX_FILES, MAX_RESULT_BYTES, PluginFailed, resultOf, safeName, type Sandbox, type SandboxFile, type SandboxJob, type SandboxLimits, type SandboxResult, type SvcHost } from './sandbox.js';
+import { MAX_FILES, MAX_OUTPUT_CHARS, MAX_RESULT_BYTES, PluginFailed, resultOf, returnedTooMuch, safeName, type Sandbox, type SandboxFile, type SandboxJob, type SandboxLimits, type SandboxResult, type SvcHost } from './sandbox.js';
 import { ProcessGone, SandboxProcess } from './sandbox-process.js';
 
 const PACKAGE_DIR = '/sandbox/package';
@@ -40,8 +40,12 @@ const HEAP_MB = 128;
 const PROCESS_BYTES = 384 * 1024 * 1024;
 /** How often a running call's memory is read. */
 const WATCH_MS = 25;
-/** A frame's header: the answer (at most MAX_RESULT_BYTES of JSON) and the output, escaped. */
-const MAX_HEADER = 8 * MAX_RESULT_BYTES;
+/** A frame's header: its type and, for an answer, the sizes and names of what its body holds (100 names at most). */
+const MAX_HEADER = 128 * 1024;
+/** `svc` questions one call may ask (each a model call or a search, each answered before the next is read). */
+const MAX_SVC_QUESTIONS = 64;
+/** Answers sent that a process has not read: past this it is not reading them, and the call fails. */
+const MAX_UNREAD = 4 * 1024 * 1024;
 /** The snapshot's size bound, for the frame that brings it (about 31 MB measured). */
 const MAX_SNAPSHOT = 256 * 1024 * 1024;
 
@@ -93,8 +97,7 @@ export class PyodideSandbox implements Sandbox {
     this.setup ??= (async () => {
       const pyodide = createRequire(import.meta.url).resolve('pyodide/pyodide.mjs');
       const script = await processScript(import.meta.url, 'pyodide-process');
-      const readable = [`${path.dirname(pyodide)}${path.sep}`, `${path.dirname(script)}${path.sep}`];
-      const isolation = await findIsolation(readable, this.options.allowNetwork ?? false);
+      const isolation = await findIsolation(readableBy(pyodide, script), this.options.allowNetwork ?? false);
       this.options.log?.info('The Python sandbox runs each call in a process of its own', { layers: isolation.layers });
       if (!isolation.wrapped) this.options.log?.warn('The Python sandbox cannot isolate code from the network on this machine: PLUGIN_SANDBOX_ALLOW_NETWORK=true lets it run anyway');
       return { isolation, script, pyodide };
@@ -105,8 +108,8 @@ export class PyodideSandbox implements Sandbox {
   private spawn(start: ProcessStart, snapshot?: Uint8Array): Promise<SandboxProcess> {
     return this.prepared().then(({ isolation, script }) => {
       const { memoryBytes } = this.options.limits;
-      const node = [...confinedNode([`${path.dirname(start.pyodide)}${path.sep}`, `${path.dirname(script)}${path.sep}`]), `--max-old-space-size=${HEAP_MB}`, '--max-semi-space-size=16', script];
-      const limits = start.make ? { maxHeader: 1024, maxBody: MAX_SNAPSHOT } : { maxHeader: MAX_HEADER, maxBody: this.options.limits.filesBytes };
+      const node = [...confinedNode(readableBy(start.pyodide, script)), `--max-old-space-size=${HEAP_MB}`, '--max-semi-space-size=16', script];
+      const limits = start.make ? { maxHeader: 1024, maxBody: MAX_SNAPSHOT } : { maxHeader: MAX_HEADER, maxBody: this.options.limits.filesBytes + MAX_RESULT_BYTES + MAX_OUTPUT_CHARS };
       return new SandboxProcess(isolation.launch(node, memoryBytes + PROCESS_BYTES), isolation.wrapped, limits, { header: { ...start }, body: snapshot ?? new Uint8Array(0) });
     });
   }
@@ -238,17 +241,22 @@ export class PyodideSandbox implements Sandbox {
     const timer = setTimeout(() => child.kill(`the call took longer than ${Math.round(timeoutMs / 1000)} s`), timeoutMs);
     const onAbort = () => child.kill();
     job.signal?.addEventListener('abort', onAbort, { once: true });
+    const svc = 'entryPoint' in task ? task.svc : undefined;
     try {
       child.send(header as unknown as Record<string, unknown>, Buffer.concat(files.map((f) => f.bytes)));
-      for (;;) {
+      for (let questions = 0; ; questions++) {
         const frame = await child.next();
         if (frame.header.type === 'svc') {
-          child.send({ answer: await svcAnswer('entryPoint' in task ? task.svc : undefined, frame) });
+          // Only a workflow plugin asks, one question at a time, a bounded number of them.
+          if (!svc) throw new PluginFailed('the sandbox asked the service something in a call that may not ask');
+          if (questions >= MAX_SVC_QUESTIONS) throw new PluginFailed(`the plugin asked svc more than ${MAX_SVC_QUESTIONS} times`);
+          child.send({ answer: await svcAnswer(svc, frame) });
+          if (child.unread > MAX_UNREAD) throw new PluginFailed('the plugin does not read the answers to its svc questions');
           continue;
         }
-        if (frame.header.type === 'broken') throw new PluginFailed(textOf(frame.header.reason, 'the interpreter stopped'));
+        if (frame.header.type === 'broken') throw new PluginFailed(textOf(frame.header.reason, 'the interpreter stopped').slice(0, 2000));
         if (frame.header.type !== 'done') throw new PluginFailed('the sandbox answered something it should not');
-        return resultOf(textOf(frame.header.answer, ''), textOf(frame.header.stdout, ''), filesOf(frame));
+        return answerOf(frame);
       }
     } catch (e) {
       if (job.signal?.aborted) throw job.signal.reason instanceof Error ? job.signal.reason : new Error('aborted');
@@ -265,8 +273,7 @@ export class PyodideSandbox implements Sandbox {
 }
 
 /** What a workflow plugin's `svc` call is answered with, as the JSON text the runner reads. */
-async function svcAnswer(host: SvcHost | undefined, frame: Frame): Promise<string> {
-  if (!host) return JSON.stringify({ error: 'this call has no svc' });
+async function svcAnswer(host: SvcHost, frame: Frame): Promise<string> {
   const { method, args } = frame.header;
   try {
     if (typeof method !== 'string' || typeof args !== 'string') throw new Error('the call is not a method and its arguments');
@@ -278,26 +285,38 @@ async function svcAnswer(host: SvcHost | undefined, frame: Frame): Promise<strin
   }
 }
 
+/** What a sandbox process may read: Pyodide's directory and its own script, nothing else. */
+const readableBy = (pyodide: string, script: string) => [`${path.dirname(pyodide)}${path.sep}`, script];
+
 const memoryReason = (memoryBytes: number, signal?: string) =>
   `the call needed more than ${Math.round((memoryBytes + PROCESS_BYTES) / 1048576)} MiB of memory${signal ? ` (its interpreter ended with ${signal})` : ''}`;
 
 const textOf = (value: unknown, otherwise: string) => (typeof value === 'string' ? value : otherwise);
 
-/** The files a process says the call wrote, checked: relative names under the working directory, sizes that add up to the body. */
-function filesOf(frame: Frame): SandboxFile[] {
+const isSize = (n: unknown): n is number => typeof n === 'number' && Number.isSafeInteger(n) && n >= 0;
+
+/**
+ * The call's result from a process's `done` frame, checked as untrusted input: the body holds the answer, the
+ * output and each file in turn, with sizes the header gives; names must be relative names under the working
+ * directory, and every part within its bound.
+ */
+function answerOf(frame: Frame): SandboxResult {
+  const { answer, stdout } = frame.header;
   const listed = Array.isArray(frame.header.files) ? (frame.header.files as unknown[]) : [];
+  if (!isSize(answer) || !isSize(stdout) || stdout > MAX_OUTPUT_CHARS) throw new PluginFailed('the sandbox answered something it should not');
+  if (answer > MAX_RESULT_BYTES) throw returnedTooMuch();
   if (listed.length > MAX_FILES) throw new PluginFailed(`the plugin wrote more than ${MAX_FILES} files`);
+  const text = (from: number, size: number) => Buffer.from(frame.body.buffer, frame.body.byteOffset + from, size).toString('utf8');
+  if (answer + stdout > frame.body.length) throw new PluginFailed('the sandbox answered something it should not');
   const files: SandboxFile[] = [];
-  let at = 0;
+  let at = answer + stdout;
   for (const item of listed) {
     const { name, size } = (item ?? {}) as { name?: unknown; size?: unknown };
-    if (typeof name !== 'string' || !safeName(name) || typeof size !== 'number' || !Number.isSafeInteger(size) || size < 0 || at + size > frame.body.length) {
-      throw new PluginFailed('the sandbox named a written file it may not');
-    }
+    if (typeof name !== 'string' || !safeName(name) || !isSize(size) || at + size > frame.body.length) throw new PluginFailed('the sandbox named a written file it may not');
     files.push({ name, bytes: frame.body.subarray(at, at + size) });
     at += size;
   }
-  return files;
+  return resultOf(text(0, answer), text(answer, stdout), files);
 }
 
 const lastLine = (text: string) => text.trim().split('\n').filter(Boolean).pop()?.slice(0, 300) ?? '';

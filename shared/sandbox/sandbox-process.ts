@@ -42,6 +42,8 @@ export class SandboxProcess {
       } catch (e) {
         this.end(e instanceof Error ? e.message : String(e));
       }
+      // Nothing more is read while a frame waits to be taken: a process that writes without end fills its own pipe, not the service's memory.
+      if (this.frames.length > 0) this.child.stdout?.pause();
     });
     this.child.stderr?.setEncoding('utf8');
     this.child.stderr?.on('data', (text: string) => {
@@ -57,6 +59,7 @@ export class SandboxProcess {
   /** The next frame the process writes; rejects with ProcessGone once it cannot write one. */
   next(): Promise<Frame> {
     const frame = this.frames.shift();
+    if (this.frames.length === 0) this.child.stdout?.resume();
     if (frame) return Promise.resolve(frame);
     if (this.gone) return Promise.reject(this.gone);
     return new Promise((resolve, reject) => (this.waiter = { resolve, reject }));
@@ -65,6 +68,11 @@ export class SandboxProcess {
   send(header: Record<string, unknown>, body?: Uint8Array): void {
     if (this.gone) return;
     for (const bytes of encodeFrame(header, body)) if (bytes.length > 0) this.child.stdin?.write(bytes);
+  }
+
+  /** Bytes sent that the process has not read yet. */
+  get unread(): number {
+    return this.child.stdin?.writableLength ?? 0;
   }
 
   /** Kills the process and everything in its group (a process it could start, were it able to), saying why. */

@@ -59,16 +59,25 @@ export class PluginFailed extends Error {
   }
 }
 
-/** The runner's answer as a result, or the reason it gives as PluginFailed. */
+/** The runner's answer as a result, or the reason it gives as PluginFailed. The answer is untrusted: checked, bounded. */
 export function resultOf(answer: string, stdout: string, files: SandboxFile[]): SandboxResult {
-  if (answer.length > MAX_RESULT_BYTES) throw new PluginFailed(`the plugin returned more than ${MAX_RESULT_BYTES / 1048576} MiB`);
-  const parsed = JSON.parse(answer) as { ok: true; value: unknown } | { ok: false; error: string };
-  if (!parsed.ok) throw new PluginFailed(parsed.error);
-  return { value: parsed.value, stdout, files };
+  if (answer.length > MAX_RESULT_BYTES) throw returnedTooMuch();
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(answer);
+  } catch {
+    throw new PluginFailed('the sandbox answered something that is not JSON');
+  }
+  const { ok, value, error } = (parsed ?? {}) as { ok?: unknown; value?: unknown; error?: unknown };
+  if (ok !== true) throw new PluginFailed(typeof error === 'string' ? error.slice(0, 2000) : 'the interpreter stopped');
+  return { value, stdout: stdout.slice(0, MAX_OUTPUT_CHARS), files };
 }
 
-/** Largest value a plugin may return, as JSON. */
-export const MAX_RESULT_BYTES = 1024 * 1024;
+/** Largest value a plugin may return, as JSON (parsing it on the request thread stays within about 15 ms). */
+export const MAX_RESULT_BYTES = 256 * 1024;
+export const returnedTooMuch = () => new PluginFailed(`the plugin returned more than ${MAX_RESULT_BYTES / 1024} KiB`);
+/** Standard output kept for the caller; the rest is counted only. */
+export const MAX_OUTPUT_CHARS = 64 * 1024;
 
 /** Files one call may give back. */
 export const MAX_FILES = 100;

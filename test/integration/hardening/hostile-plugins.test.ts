@@ -36,6 +36,35 @@ def attempt(name, f):
         return name + ': refused (' + type(e).__name__ + ')'
 `;
 
+/**
+ * Writes raw bytes to the process's standard output, the channel its answers go back on: the Emscripten module
+ * (reached with a getter and an Emscripten function that reads it), then its host file system driver's write.
+ */
+const RAW = `
+from pyodide.ffi import to_js, create_proxy
+import ctypes, json, struct, time
+_O = to_js({}).constructor
+_got = []
+def _trap(this):
+    if not _got and _O.prototype.hasOwnProperty.call(this, 'HEAP8'):
+        _got.append(this)
+_O.defineProperty(_O.prototype, 'Py_EmscriptenSignalBuffer', to_js({'get': create_proxy(_trap, capture_this=True), 'configurable': True}, dict_converter=_O.fromEntries))
+ctypes.pythonapi._Py_CheckEmscriptenSignals_Helper()
+_O.defineProperty(_O.prototype, 'Py_EmscriptenSignalBuffer', to_js({'value': None, 'configurable': True, 'writable': True}, dict_converter=_O.fromEntries))
+_out = to_js({'nfd': 1}, dict_converter=_O.fromEntries)
+def send_raw(data):
+    b = to_js(memoryview(data))
+    at = 0
+    while at < len(data):
+        try:
+            at += _got[0].NODEFS.stream_ops.write(_out, b, at, len(data) - at, None)
+        except Exception:
+            time.sleep(0.001)
+def frame(header, body=b''):
+    h = json.dumps(header).encode()
+    return struct.pack('<II', len(h), len(body)) + h + body
+`;
+
 /** Emscripten functions that would reach the host, each given a payload that writes the marker if it ran. */
 const EMSCRIPTEN = ['emscripten_run_script', 'emscripten_run_script_int', 'emscripten_run_script_string', 'emscripten_async_run_script', 'emscripten_async_load_script', 'emscripten_websocket_new', 'emscripten_async_wget', 'emscripten_async_wget_data', 'emscripten_create_worker', '_emscripten_system'];
 
@@ -68,6 +97,13 @@ result = ' | '.join([
   socket_js: {
     code: `${GLOBAL}\nresult = attempt('connect', lambda: g.process.getBuiltinModule('net').connect(PORT, '127.0.0.1')) + ' | ' + attempt('socket', lambda: g.WebSocket('ws://127.0.0.1:' + str(PORT)))`,
     expect: /^connect: refused \(\w+\) \| socket: refused \(\w+\)$/,
+  },
+  // Questions to the service, written as fast as the pipe takes them, answers never read.
+  flood: { code: `${RAW}\nburst = frame({'type': 'svc', 'method': 'complete', 'args': '{}'}) * 2048\nwhile True:\n    send_raw(burst)`, expect: /^Error: the sandbox asked the service something in a call that may not ask$/ },
+  // An answer of its own making: more output than is kept, and a file outside its working directory.
+  forge: {
+    code: `${RAW}\nout = b'A' * (4 * 2**20)\nsend_raw(frame({'type': 'done', 'answer': 2, 'stdout': len(out), 'files': [{'name': '../escape', 'size': 1}]}, b'{}' + out + b'x'))\ntime.sleep(10)`,
+    expect: /^Error: the sandbox answered something it should not$/,
   },
   tamper: {
     code: 'import json, builtins, sys\njson.dumps = lambda *a, **k: "tampered"\nbuiltins.len = lambda x: -1\nopen(json.__file__, "w").write("raise SystemExit")\nsys.modules["os"] = None\nresult = "tampered"',
@@ -126,11 +162,14 @@ function descendants(root: number): { pid: number; ppid: number; comm: string }[
   return found;
 }
 
+/** What the launcher runs while it builds a process's boundary (isolation.ts), before it becomes the interpreter. */
+const LAUNCHER = ['unshare', 'sh', 'mount', 'mkdir', 'touch', 'ln', 'pivot_root', 'umount', 'rmdir', 'setpriv'];
+
 /** Processes the service's tree may hold: the sandbox's launchers and interpreters, none with a child of its own. */
 function strayProcesses(service: number): string[] {
   const tree = descendants(service);
   const sandboxNode = new Set(tree.filter((p) => p.comm === 'node').map((p) => p.pid));
-  return tree.filter((p) => !['unshare', 'sh', 'mount', 'setpriv', 'node'].includes(p.comm) || sandboxNode.has(p.ppid)).map((p) => `${p.comm} (${p.pid})`);
+  return tree.filter((p) => ![...LAUNCHER, 'node'].includes(p.comm) || sandboxNode.has(p.ppid)).map((p) => `${p.comm} (${p.pid})`);
 }
 
 const residentMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;

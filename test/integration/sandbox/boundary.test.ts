@@ -16,7 +16,8 @@ const ROOT = path.resolve(import.meta.dirname, '../../..');
 const DIR = path.join(ROOT, 'node_modules', '.cache', 'agent-platform', 'boundary-test');
 const MARKER = path.join(DIR, 'marker.txt');
 const run = promisify(execFile);
-const SOCKET = `/dev/shm/agent-platform-boundary-${process.pid}.sock`;
+/** A local service's socket where no directory of the boundary's own is: beside the test's files. */
+const SOCKET = path.join(ROOT, 'node_modules', '.cache', 'agent-platform', `boundary-${process.pid}.sock`);
 
 /** What the attacker tries, each answering what happened: 'refused: <why>' or what it got. */
 const ATTACK = String.raw`
@@ -43,6 +44,11 @@ const connect = (options) => new Promise((resolve, reject) => {
 });
 await attempt('loopback', () => connect({ host: '127.0.0.1', port: Number(port) }));
 await attempt('socket', () => connect({ path: socketPath }));
+await attempt('bind', () => new Promise((resolve, reject) => {
+  const server = process.getBuiltinModule('node:net').createServer();
+  server.once('error', reject);
+  server.listen(marker + '.sock', () => { server.close(); resolve('a socket file made'); });
+}));
 process.stdout.write(JSON.stringify(results));
 `;
 
@@ -79,7 +85,7 @@ describe('the sandbox boundary', () => {
 
   /** Runs the attack (the event loop free meanwhile, so the listeners note every connection). */
   const attack = async (launch: { command: string; args: string[] }) => {
-    rmSync(MARKER, { force: true });
+    for (const f of [MARKER, `${MARKER}.written`, `${MARKER}.sock`]) rmSync(f, { force: true });
     const args = [String((tcp.address() as net.AddressInfo).port), SOCKET, String(process.pid), MARKER];
     const { stdout } = await run(launch.command, [...launch.args, ...args], { env: {}, timeout: 30_000 });
     return JSON.parse(stdout) as Record<string, string>;
@@ -91,6 +97,7 @@ describe('the sandbox boundary', () => {
     expect(results.loopback).toBe('refused: ENETUNREACH');
     expect(results.socket).toBe('refused: ENOENT');
     expect(results.signal).toBe('refused: ESRCH');
+    expect(results.bind).toMatch(/^refused: (EROFS|EACCES|ENOENT)$/);
     expect(existsSync(MARKER)).toBe(false);
     expect(reached).toEqual([]);
   });
@@ -102,6 +109,7 @@ describe('the sandbox boundary', () => {
     expect(results.loopback).toBe('connected');
     expect(results.socket).toBe('connected');
     expect(results.signal).toBe('signalled');
+    expect(results.bind).toBe('a socket file made');
     expect(reached.sort()).toEqual(['tcp', 'unix']);
     reached.length = 0;
   });
