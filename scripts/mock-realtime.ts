@@ -13,6 +13,8 @@ export interface RealtimeCall {
   headers: http.IncomingHttpHeaders;
   /** Every event the call received, in order. */
   received: { type: string; [k: string]: unknown }[];
+  /** Whether the caller has closed the call's socket. */
+  closed: boolean;
 }
 
 export interface MockRealtime {
@@ -51,10 +53,13 @@ export function attachMockRealtime(server: http.Server): MockRealtime {
       return;
     }
     wss.handleUpgrade(req, socket, head, (ws) => {
-      const call: RealtimeCall = { url: req.url ?? '', headers: req.headers, received: [] };
+      const call: RealtimeCall = { url: req.url ?? '', headers: req.headers, received: [], closed: false };
       calls.push(call);
       open.add(ws);
-      ws.on('close', () => open.delete(ws));
+      ws.on('close', () => {
+        open.delete(ws);
+        call.closed = true;
+      });
       const send = (event: Record<string, unknown>) => ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify({ event_id: `evt_${randomUUID()}`, ...event }));
       let session: Record<string, unknown> = { id: `sess_${randomUUID()}`, model: new URL(req.url ?? '/', 'http://x').searchParams.get('model') ?? 'realtime', voice: 'alloy', instructions: '' };
       let audioBytes = 0;

@@ -186,6 +186,8 @@ const SETTINGS = {
   PIPELINE_EVENTS_QUEUE: setting(QueueName, 'pipeline-events'),
   EVALUATIONS_QUEUE: setting(QueueName, 'evaluation-runs'),
   REALTIME_RELAY_URL: setting(url(['ws', 'wss'], 'must be a ws:// or wss:// URL')),
+  /** The longest a realtime call may last: the default of agents that set none, and the ceiling of those that do. */
+  REALTIME_MAX_CALL_SECONDS: setting(int(10, 86_400), 1800),
   /** How long a semantic cache entry may answer. */
   SEMANTIC_CACHE_TTL_SECONDS: setting(PositiveInt, 3600),
   /** Rounds of tool calls one completion may make before the model must answer. */
@@ -322,6 +324,7 @@ export interface Config {
   evaluationsQueue: string;
   /** Where clients reach the realtime relay, when it is not the Core API's own host (docs/realtime-speech.md). */
   realtimeRelayUrl: string | undefined;
+  realtimeMaxCallSeconds: number;
   knowledge: { queue: string; eventsQueue: string; cacheTtlSeconds: number; file: string; rescoringDepth: number; extractionTimeoutMs: number; documentTimeoutMs: number; runTimeoutMs: number };
   tools: { maxRounds: number; timeBudgetMs: number; resultMaxChars: number };
   plugins: { timeoutMs: number; memoryBytes: number; sessionsEndpoint: string | undefined; warm: number; concurrency: number; allowNetwork: boolean };
@@ -409,6 +412,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     // The embedded vector index's file, beside the embedded store's (unused with STORE=cosmos).
     evaluationsQueue: e.EVALUATIONS_QUEUE,
     realtimeRelayUrl: e.REALTIME_RELAY_URL,
+    realtimeMaxCallSeconds: e.REALTIME_MAX_CALL_SECONDS,
     knowledge: {
       queue: e.PIPELINES_QUEUE,
       eventsQueue: e.PIPELINE_EVENTS_QUEUE,

@@ -440,6 +440,7 @@ func settings(clientId string, serviceApis string, queueWorkers bool, relayUrl s
   { name: 'PLUGIN_SESSIONS_ENDPOINT', value: sessionsEndpoint }
   // Where clients reach the realtime relay: the relay's container app (a Function App holds no WebSocket).
   { name: 'REALTIME_RELAY_URL', value: relayUrl }
+  { name: 'REALTIME_MAX_CALL_SECONDS', value: '1800' }
   { name: 'PLUGIN_TIMEOUT_SECONDS', value: '30' }
   { name: 'PLUGIN_MEMORY_MB', value: '256' }
   { name: 'PLUGIN_WARM_INTERPRETERS', value: '2' }

@@ -65,6 +65,7 @@ locals {
     PLUGIN_SESSIONS_ENDPOINT              = azapi_resource.session_pool.output.properties.poolManagementEndpoint
     # Where clients reach the realtime relay: its Container App (a Function App holds no WebSocket).
     REALTIME_RELAY_URL                = local.relay_url
+    REALTIME_MAX_CALL_SECONDS         = "1800"
     QUEUE_WORKERS                     = "true"
     PLUGIN_TIMEOUT_SECONDS            = "30"
     PLUGIN_MEMORY_MB                  = "256"

@@ -190,25 +190,34 @@ export class Budgets {
 
   /**
    * The budgets a call of this principal to this agent counts against, with their counters' partitions.
-   * A cost in a named currency counts against budgets in that currency; a cost without one (a model priced
-   * per 1,000 tokens) against every budget.
+   * `user` budgets count each user, and each agent access token as a subject of its own. A cost counts in
+   * its model's currency: a budget kept in another one cannot count it, so the call is refused (403
+   * BudgetCurrencyMismatch) unless `skipOtherCurrencies` (a cost already spent, recorded where it can be).
+   * A cost without a currency (a model of an earlier release priced per 1,000 tokens) counts in every budget.
    */
-  async applying(principal: Principal, agent: Pick<AgentDoc, 'name' | 'cost_center'>, currency: string | null): Promise<Applying[]> {
+  async applying(principal: Principal, agent: Pick<AgentDoc, 'name' | 'cost_center'>, currency: string | null, skipOtherCurrencies = false): Promise<Applying[]> {
     const out: Applying[] = [];
     for (const budget of await this.definitions()) {
-      if (currency !== null && budget.currency !== currency) continue;
       if (budget.agent_name !== undefined && resourceId(budget.agent_name) !== resourceId(agent.name)) continue;
       let who = '*';
       let subject: string | undefined;
       if (budget.scope === 'cost_center' && budget.cost_center !== agent.cost_center) continue;
       if (budget.scope === 'user') {
-        if (principal.kind !== 'user') continue;
+        if (principal.kind !== 'user' && principal.kind !== 'agent-token') continue;
         who = principal.id;
         subject = ownerKey(principal.upn);
       }
       if (budget.scope === 'access_token') {
         if (principal.kind !== 'agent-token') continue;
         who = subject = principal.id;
+      }
+      if (currency !== null && budget.currency !== currency) {
+        if (skipOtherCurrencies) continue;
+        throw new DomainError(
+          'forbidden',
+          'BudgetCurrencyMismatch',
+          `Budget ${budget.name} is kept in ${budget.currency}, and this call's model is priced in ${currency}: its cost cannot be counted against the budget, so the call is refused. Price the model in ${budget.currency}, or keep the budget in ${currency}.`,
+        );
       }
       out.push({ budget, pk: counterKey(budget, who), subject });
     }
@@ -346,7 +355,7 @@ export class Budgets {
     const micros = toMicros(cost);
     if (micros <= 0) return;
     const now = Date.now();
-    await Promise.all((await this.applying(principal, agent, currency)).map((a) => this.increment(a, periodOf(a.budget.period, now), 'spent', micros)));
+    await Promise.all((await this.applying(principal, agent, currency, true)).map((a) => this.increment(a, periodOf(a.budget.period, now), 'spent', micros)));
   }
 
   /** Atomically adds to a counter's `reserved` or `spent`, creating the counter (kept a day past its period) on first use. */

@@ -20,7 +20,7 @@ import { endpointView, MODEL_PROVIDERS, type EndpointView } from '../models/endp
 import { CallCancelledError } from '../models/upstream-errors.js';
 import type { ChatMessage, ContentPart, ModelAnswer, ModelParameters } from '../models/wire.js';
 import { wireParameters } from '../models/parameters.js';
-import { largestCost, outputLimit } from './budgets.js';
+import { metered } from './metered.js';
 import { costOf, money, pricesOf, recordUsage, usageRecord, type Protocol, type UsageDoc } from './usage.js';
 import { cacheSlot, type CacheSlot } from '../knowledge/cache.js';
 import { effectiveShielding } from '../providers/types/agent-settings.js';
@@ -430,11 +430,11 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
   const preBlock = shields.pre.length > 0 ? await screen(s, shields.pre, 'pre', request.user_prompt, options.signal) : undefined;
   if (preBlock) return refused(preBlock, { promptTokens: 0, completionTokens: 0, cost: 0 });
 
-  const rewritten = await rewritePrompt(s, agent, session, request.user_prompt, options.signal);
+  const rewritten = await rewritePrompt(s, { principal, agent, session, prompt: request.user_prompt, signal: options.signal });
   const prompt = rewritten?.prompt ?? request.user_prompt;
   const spent = { promptTokens: rewritten?.promptTokens ?? 0, completionTokens: rewritten?.completionTokens ?? 0, cost: rewritten?.cost ?? 0 };
   if (chain.kind === 'plugin') {
-    const input = { agent, prompt, session, attachments: admitted.attachments, scope: admitted.scope };
+    const input = { principal, agent, prompt, session, attachments: admitted.attachments, scope: admitted.scope };
     const w = await workflowAnswer(s, chain.plugin, input, options.signal);
     const answer: Answer = { content: w.content, citations: w.citations, analysis: [], promptTokens: spent.promptTokens + w.promptTokens, completionTokens: spent.completionTokens + w.completionTokens, cost: spent.cost + w.cost, deployment: w.deployment };
     const postBlock = shields.post.length > 0 ? await screen(s, shields.post, 'post', answer.content, options.signal) : undefined;
@@ -461,14 +461,18 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
   } else {
     const citations = await retrieve(s, agent, embeddings, admitted.scope, topN);
     const { messages, kept } = await buildMessages(s, prompt, chain, session, admitted, citations, options.signal);
-    // The call's largest cost is held in its budgets until it ends: refused here when one would be exceeded.
-    const held = await s.budgets.reserve(principal, agent, () => largestCost(messages, outputLimit(parameters), prices), prices.currency);
-    Object.assign(admitted.headers, held.headers);
     let callCost = 0;
     let executions: ToolExecution[] = [];
     let reply: ModelAnswer;
     // The agent is the caller whose fair share of the endpoint's connections its calls take.
     const call = { signal: options.signal, caller: agent.name };
+    // Every model call of the turn (each tool round too) is held in its budgets until it ends: refused when one would be exceeded.
+    const counted = async (request: { messages: readonly ChatMessage[]; parameters: ModelParameters }, run: () => Promise<ModelAnswer>) => {
+      const done = await metered(s.budgets, { principal, agent }, chain.model, request, run);
+      Object.assign(admitted.headers, done.headers);
+      callCost += done.cost;
+      return done.answer;
+    };
     let usesTools = false;
     let toolbox: Awaited<ReturnType<typeof toolboxFor>> | undefined;
     try {
@@ -477,13 +481,12 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
       // With tools the rounds are whole calls: the final answer is sent as one delta once it is known.
       streamedAsItCame = !screenAnswer && !usesTools;
       const onDelta = streamedAsItCame ? options.onDelta : undefined;
-      if (usesTools) ({ answer: reply, executions } = await answerWithTools(s, chain.endpoint, deployment, messages, parameters, toolbox, options, call));
-      else if (onDelta) reply = await s.models.stream(chain.endpoint, deployment, messages, parameters, (text) => (progress.streamed++, onDelta(text)), call);
-      else reply = await s.models.complete(chain.endpoint, deployment, messages, parameters, call);
-      callCost = costOf(chain.model, reply.promptTokens, reply.completionTokens);
+      if (usesTools) {
+        const complete = (conversation: readonly ChatMessage[], round: ModelParameters) => counted({ messages: conversation, parameters: round }, () => s.models.complete(chain.endpoint, deployment, conversation, round, call));
+        ({ answer: reply, executions } = await answerWithTools(s, { messages, parameters, toolbox, events: options, complete, signal: options.signal }));
+      } else if (onDelta) reply = await counted({ messages, parameters }, () => s.models.stream(chain.endpoint, deployment, messages, parameters, (text) => (progress.streamed++, onDelta(text)), call));
+      else reply = await counted({ messages, parameters }, () => s.models.complete(chain.endpoint, deployment, messages, parameters, call));
     } finally {
-      // The reservation becomes what the call cost, whatever its outcome (written with the instance's other spend within a second).
-      s.budgets.settle(held.reservation, callCost);
       await toolbox?.close();
     }
     answer = {

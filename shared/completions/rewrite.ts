@@ -11,7 +11,8 @@ import { aiModels, apiEndpointConfigurations, prompts } from '../providers/types
 import type { Services } from '../services.js';
 import type { SessionDoc } from '../conversations/conversations.js';
 import type { Stored } from '../store/types.js';
-import { costOf } from './usage.js';
+import type { Principal } from '../auth/principal.js';
+import { metered } from './metered.js';
 
 export interface Rewritten {
   prompt: string;
@@ -22,8 +23,17 @@ export interface Rewritten {
 
 const notReady = (agent: string, what: string) => validationError([{ field: 'agent_name', message: `Agent ${agent} cannot rewrite prompts: ${what}` }]);
 
+export interface RewriteInput {
+  /** Whose budgets the rewrite model's call counts against. */
+  principal: Principal;
+  agent: AgentDoc;
+  session: Stored<SessionDoc> | undefined;
+  prompt: string;
+  signal?: AbortSignal | undefined;
+}
+
 /** The rewritten prompt, or undefined when the agent does not rewrite. */
-export async function rewritePrompt(s: Services, agent: AgentDoc, session: Stored<SessionDoc> | undefined, prompt: string, signal?: AbortSignal): Promise<Rewritten | undefined> {
+export async function rewritePrompt(s: Services, { principal, agent, session, prompt, signal }: RewriteInput): Promise<Rewritten | undefined> {
   const settings = agent.text_rewrite_settings?.user_prompt_rewrite_enabled ? agent.text_rewrite_settings.user_prompt_rewrite_settings : undefined;
   if (!settings) return undefined;
   const [model, rewritePrompt] = await Promise.all([s.resourceCache.get(settings.user_prompt_rewrite_ai_model_object_id, aiModels), s.resourceCache.get(settings.user_prompt_rewrite_prompt_object_id, prompts)]);
@@ -42,14 +52,14 @@ export async function rewritePrompt(s: Services, agent: AgentDoc, session: Store
     { role: 'user', content: prompt },
   ];
   try {
-    const answer = await s.models.complete(endpoint, model.deployment_name, messages, {}, { signal, caller: agent.name });
+    const { answer, cost } = await metered(s.budgets, { principal, agent }, model, { messages, parameters: {} }, () => s.models.complete(endpoint, model.deployment_name, messages, {}, { signal, caller: agent.name }));
     const rewritten = answer.content.trim();
     return {
       // An empty rewrite would lose the question: the typed prompt stands.
       prompt: rewritten.length > 0 ? rewritten : prompt,
       promptTokens: answer.promptTokens,
       completionTokens: answer.completionTokens,
-      cost: costOf(model, answer.promptTokens, answer.completionTokens),
+      cost,
     };
   } catch (e) {
     if (e instanceof UpstreamError) throw new UpstreamError(e.kind, e.code, `The prompt rewrite model failed: ${e.message}`, e.retryable, e.retryAfterMs, e.permanent);

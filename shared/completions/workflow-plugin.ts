@@ -4,7 +4,7 @@
 // whose searches read the agent's knowledge indexes with the caller's filter and groups. A failed call is 502 PluginFailed.
 import { DomainError } from '../errors.js';
 import { attachmentTexts } from '../files/attachment-content.js';
-import { citationOf, PromptEmbeddings, searchIndex, type Citation, type KnowledgeScope } from '../knowledge/retrieval.js';
+import { agentTools, citationOf, knowledgeTool, PromptEmbeddings, searchIndex, type Citation, type KnowledgeScope } from '../knowledge/retrieval.js';
 import { completionModel } from '../models/model-endpoint.js';
 import type { ChatMessage } from '../models/wire.js';
 import type { RunnablePlugin } from '../plugins/runtime.js';
@@ -14,13 +14,18 @@ import type { Services } from '../services.js';
 import type { SessionDoc } from '../conversations/conversations.js';
 import type { FileDoc } from '../files/files.js';
 import type { Stored } from '../store/types.js';
-import { costOf } from './usage.js';
+import type { Principal } from '../auth/principal.js';
+import { metered } from './metered.js';
 
 /** Messages of the session's history a workflow plugin is given when the agent sets no history length. */
 const DEFAULT_HISTORY = 20;
+/** Model answers a workflow plugin may ask for in one turn (`svc.complete` calls), each counted against the caller's budgets. */
+export const MAX_MODEL_CALLS = 16;
 const ROLES = new Set(['system', 'user', 'assistant']);
 
 export interface WorkflowInput {
+  /** The caller: the plugin's model calls count against their budgets. */
+  principal: Principal;
   agent: AgentDoc;
   prompt: string;
   session: Stored<SessionDoc> | undefined;
@@ -50,22 +55,32 @@ export async function workflowAnswer(s: Services, plugin: RunnablePlugin, input:
   };
   const spent = { promptTokens: 0, completionTokens: 0, cost: 0, deployment: '' };
   const found: Citation[] = [];
+  // What the plugin may use is what the agent names: the models of its parameters, its knowledge tools' indexes.
+  const models = new Set(Object.values(agent.workflow_parameters ?? {}).filter((v): v is string => typeof v === 'string').map((v) => v.toLowerCase()));
+  const indexes = new Set((await agentTools(s, agent)).map(knowledgeTool).flatMap((t) => (t ? [t.index] : [])));
+  let calls = 0;
   const svc = async (method: string, args: Record<string, unknown>): Promise<unknown> => {
     if (method === 'complete') {
-      const resolved = await completionModel(s, String(args.ai_model_object_id));
+      if (++calls > MAX_MODEL_CALLS) throw new Error(`a workflow plugin may ask for at most ${MAX_MODEL_CALLS} model answers in a turn`);
+      const modelId = String(args.ai_model_object_id);
+      if (!models.has(modelId.toLowerCase())) throw new Error(`${modelId} is not a model the agent's workflow_parameters name`);
+      const resolved = await completionModel(s, modelId);
       if (typeof resolved === 'string') throw new Error(resolved);
       const { model, endpoint } = resolved;
-      const answer = await s.models.complete(endpoint, model.deployment_name, chatMessages(args.messages), {}, { signal, caller: agent.name });
+      const messages = chatMessages(args.messages);
+      const { answer, cost } = await metered(s.budgets, { principal: input.principal, agent }, model, { messages, parameters: {} }, () => s.models.complete(endpoint, model.deployment_name, messages, {}, { signal, caller: agent.name }));
       spent.promptTokens += answer.promptTokens;
       spent.completionTokens += answer.completionTokens;
-      spent.cost += costOf(model, answer.promptTokens, answer.completionTokens);
+      spent.cost += cost;
       spent.deployment = model.deployment_name;
       return answer.content;
     }
     if (method === 'search') {
       const topN = typeof args.top_n === 'number' && Number.isInteger(args.top_n) ? Math.min(50, Math.max(1, args.top_n)) : 5;
       if (typeof args.query !== 'string' || args.query.trim() === '') throw new Error('query must be a non-empty string');
-      const hits = await searchIndex(s, agent, String(args.index_name), new PromptEmbeddings(args.query, signal), input.scope, topN);
+      const index = String(args.index_name);
+      if (!indexes.has(index)) throw new Error(`${index} is not an index of the agent's knowledge tools`);
+      const hits = await searchIndex(s, agent, index, new PromptEmbeddings(args.query, signal), input.scope, topN);
       const citations = hits.map(citationOf);
       found.push(...citations);
       return citations;

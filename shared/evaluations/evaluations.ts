@@ -6,11 +6,13 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
-import { admit, runCompletion } from '../completions/completion.js';
+import { reserve, releasing } from '../completions/admission.js';
+import { runCompletion } from '../completions/completion.js';
 import { DomainError, notFound, validationError } from '../errors.js';
 import { completionModel } from '../models/model-endpoint.js';
 import { UpstreamError } from '../models/upstream-errors.js';
-import { definition, objectIdOf, resourceId } from '../providers/resource-type.js';
+import { definition, objectIdOf, partitionOf, resourceId } from '../providers/resource-type.js';
+import { aiModels } from '../providers/types/catalog.js';
 import { versionOf } from '../providers/versions.js';
 import { agents, type AgentDoc } from '../providers/types/agent.js';
 import type { QueueDelivery } from '../queues/handler.js';
@@ -146,10 +148,10 @@ export class Evaluations {
         throw validationError([{ field: `cases[${i}].expect`, message: e instanceof Error ? e.message : String(e) }]);
       }
     }
-    const judges = new Set([body.judge_ai_model_object_id, ...body.cases.map((c) => c.expect.judge_ai_model_object_id)].filter((m) => m !== undefined));
-    for (const judgeModel of judges) {
+    for (const judgeModel of judgesOf(body)) {
       const model = await completionModel(s, judgeModel);
       if (typeof model === 'string') throw validationError([{ field: 'judge_ai_model_object_id', message: model }]);
+      await requireJudge(s, principal, judgeModel);
     }
     const objectId = this.objectId(s, agent.name, body.name);
     const { type: _t, object_id: _o, created_on: _c, created_by: _cb, updated_on: _u, updated_by: _ub, deleted: _d, version: _v, ...definition } = body;
@@ -193,6 +195,8 @@ export class Evaluations {
   /** Records a Pending run and queues it; answers the run's object id. */
   async start(s: Services, principal: Principal, agentName: string, name: string): Promise<{ object_id: string }> {
     const evaluation = await this.get(agentName, name);
+    // The judge runs for the starter: they must be able to read its model, whoever saved the evaluation.
+    for (const judgeModel of judgesOf(evaluation)) await requireJudge(s, principal, judgeModel);
     const runId = randomUUID();
     const now = new Date().toISOString();
     const run: EvaluationRunDoc = {
@@ -293,8 +297,9 @@ export class Evaluations {
     });
     let answer;
     try {
-      const admitted = await admit(s, run.principal, { agent_name: agentName, user_prompt: c.user_prompt });
-      answer = await runCompletion(s, run.principal, admitted, { operationId: `eval-${run.name}-${i}`, mayRepeat: false, ...(signal ? { signal } : {}) });
+      // Each case is a completion of the starter's: admitted against their budgets and quotas like any other.
+      const { request, reservation } = await reserve(s, run.principal, { agent_name: agentName, user_prompt: c.user_prompt });
+      answer = await releasing(s, reservation, runCompletion(s, run.principal, request, { operationId: `eval-${run.name}-${i}`, mayRepeat: false, ...(signal ? { signal } : {}) }));
     } catch (e) {
       if (e instanceof DomainError || e instanceof UpstreamError) return result(false, `The completion failed: ${e.message}`);
       throw e;
@@ -305,7 +310,7 @@ export class Evaluations {
     const judgeModel = c.expect.judge_ai_model_object_id ?? evaluation.judge_ai_model_object_id;
     if (c.expect.judge === undefined || judgeModel === undefined) return result(true, 'Every check passed', text, answer.total_tokens, answer.total_cost);
     try {
-      const verdict = await judge(s, judgeModel, c.expect.judge, c.user_prompt, text, signal);
+      const verdict = await judge(s, { payer: { principal: run.principal, agent: { name: agentName } }, modelId: judgeModel, rubric: c.expect.judge, prompt: c.user_prompt, answer: text, signal });
       return result(verdict.passed, verdict.reason, text, answer.total_tokens + verdict.tokens, answer.total_cost + verdict.cost);
     } catch (e) {
       if (e instanceof UpstreamError) return result(false, `The judge failed: ${e.message}`, text, answer.total_tokens, answer.total_cost);
@@ -346,3 +351,9 @@ export class Evaluations {
 
 /** A candidate as the owner sees it: its own id, the prompt, the rater's comments and when. */
 export const presentCandidate = (c: CandidateDoc) => ({ id: c.id.split('~')[1] ?? c.id, agent_name: c.agent_name, user_prompt: c.user_prompt, comments: c.comments, rated_on: c.rated_on });
+
+/** The judge models an evaluation names. */
+const judgesOf = (e: Pick<EvaluationBody, 'judge_ai_model_object_id' | 'cases'>) => new Set([e.judge_ai_model_object_id, ...e.cases.map((c) => c.expect.judge_ai_model_object_id)].filter((m) => m !== undefined));
+
+/** A judge model is used for a principal only when they may read it (403 otherwise). */
+const requireJudge = (s: Services, principal: Principal, modelId: string) => s.authorizer.require(principal, `${partitionOf(aiModels)}/read`, modelId);

@@ -1,7 +1,7 @@
 // The LLM judge of an evaluation case: the judge model grades an answer by the case's rubric and answers a
 // verdict with its reason. Whatever the model says is untrusted text: only a JSON object with a boolean
 // `pass` counts as a verdict; anything else fails the case, saying so.
-import { costOf } from '../completions/usage.js';
+import { metered, type Payer } from '../completions/metered.js';
 import { completionModel } from '../models/model-endpoint.js';
 import type { Services } from '../services.js';
 
@@ -34,22 +34,27 @@ function verdictOf(reply: string): { pass: boolean; reason: string } | undefined
   return undefined;
 }
 
-export async function judge(s: Services, modelId: string, rubric: string, prompt: string, answer: string, signal?: AbortSignal): Promise<Verdict> {
+export interface JudgeCall {
+  /** The run's starter and the evaluated agent: the judge's call counts against their budgets. */
+  payer: Payer;
+  modelId: string;
+  rubric: string;
+  prompt: string;
+  answer: string;
+  signal?: AbortSignal | undefined;
+}
+
+export async function judge(s: Services, { payer, modelId, rubric, prompt, answer, signal }: JudgeCall): Promise<Verdict> {
   const resolved = await completionModel(s, modelId);
   if (typeof resolved === 'string') return { passed: false, reason: `The judge cannot run: ${resolved}`, tokens: 0, cost: 0 };
   const { model, endpoint } = resolved;
-  const reply = await s.models.complete(
-    endpoint,
-    model.deployment_name,
-    [
-      { role: 'system', content: INSTRUCTIONS },
-      { role: 'user', content: `Rubric:\n${rubric}\n\nPrompt:\n${prompt}\n\nAnswer:\n${answer}` },
-    ],
-    { temperature: 0 },
-    { signal },
-  );
+  const messages = [
+    { role: 'system' as const, content: INSTRUCTIONS },
+    { role: 'user' as const, content: `Rubric:\n${rubric}\n\nPrompt:\n${prompt}\n\nAnswer:\n${answer}` },
+  ];
+  const parameters = { temperature: 0 };
+  const { answer: reply, cost } = await metered(s.budgets, payer, model, { messages, parameters }, () => s.models.complete(endpoint, model.deployment_name, messages, parameters, { signal }));
   const tokens = reply.promptTokens + reply.completionTokens;
-  const cost = costOf(model, reply.promptTokens, reply.completionTokens);
   const verdict = verdictOf(reply.content);
   if (!verdict) return { passed: false, reason: `The judge did not answer a verdict: ${reply.content.slice(0, 200)}`, tokens, cost };
   return { passed: verdict.pass, reason: `Judge: ${verdict.reason || (verdict.pass ? 'meets the rubric' : 'does not meet the rubric')}`, tokens, cost };

@@ -6,7 +6,7 @@ import { ROLE_IDS } from '../auth/roles.js';
 import { DomainError, badRequest, forbidden, notFound } from '../errors.js';
 import type { Services } from '../services.js';
 import { partitionOf, resourceId } from './resource-type.js';
-import { checkAgentLinks } from './rules/agent-links.js';
+import { authorizeAgentLinks, checkAgentLinks } from './rules/agent-links.js';
 import { grant } from './rules/agent.js';
 import { writeVersioned } from './versions.js';
 import { WRITABLE_SCALARS, WRITABLE_SETTINGS } from './types/agent-settings.js';
@@ -107,6 +107,7 @@ export async function setProperties(s: Services, principal: Principal, agentName
 
   const agent = await loadAgent(s, agentName);
   await checkAgentLinks(s, values);
+  await authorizeAgentLinks(s, principal, values, agent);
   const newOwner = values.owner_user_id !== undefined && values.owner_user_id !== agent.owner_user_id ? values.owner_user_id : undefined;
   if (newOwner !== undefined && !(await s.authorizer.hasRole(principal, ROLE_IDS.owner, agent.object_id))) {
     throw forbidden('Changing owner_user_id needs the Owner role on the agent');

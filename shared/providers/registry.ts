@@ -5,7 +5,7 @@ import type { ResourceRules, ResourceType } from './resource-rules.js';
 import type { ResourceKind } from './resource-type.js';
 import { agentRules } from './rules/agent.js';
 import { roleAssignmentRules } from './rules/authorization.js';
-import { apiEndpointRules, appConfigurationRules, dataPipelineRules, dataSourceRules, toolRules, workflowRules } from './rules/catalog.js';
+import { aiModelRules, apiEndpointRules, appConfigurationRules, dataPipelineRules, dataSourceRules, toolRules, workflowRules } from './rules/catalog.js';
 import { agents } from './types/agent.js';
 import { builtinTemplates } from './types/builtin-templates.js';
 import { agentTemplates } from './types/template.js';
@@ -22,7 +22,7 @@ export const RESOURCE_TYPES: readonly ResourceType[] = [
   served(dataSources, dataSourceRules),
   served(dataPipelines, dataPipelineRules),
   served(dataPipelineRuns),
-  served(aiModels),
+  served(aiModels, aiModelRules),
   served(appConfigurations, appConfigurationRules),
   served(apiEndpointConfigurations, apiEndpointRules),
   served(roleAssignments, roleAssignmentRules),

@@ -17,13 +17,20 @@ import { guardedLookup, type Resolve } from '../net/outbound.js';
 import { agentTools } from '../knowledge/retrieval.js';
 import { PLATFORM_MEMORY, prompts, workflows } from '../providers/types/catalog.js';
 import type { Services } from '../services.js';
-import { claimCall, DEFAULT_REALTIME_VOICE, type Call } from './sessions.js';
+import { callLimitSeconds, claimCall, DEFAULT_REALTIME_VOICE, type Call } from './sessions.js';
 
 const PATH = /^\/instances\/([^/]+)\/realtime-sessions\/([0-9a-fA-F-]{36})\/ws$/;
 /** The largest event either side may send (audio frames are a few KiB). */
 const MAX_EVENT_BYTES = 1024 * 1024;
-/** Session fields a client may not set: the service's instructions, model and tools stand. */
-const LOCKED = ['instructions', 'model', 'tools', 'tool_choice'];
+/** Session and response fields a client may not set: the service's instructions, prompt, model and tools stand. */
+const LOCKED = ['instructions', 'prompt', 'model', 'tools', 'tool_choice'];
+/** Roles of items that instruct the model: only the service's instructions do. */
+const INSTRUCTING = new Set(['system', 'developer']);
+/**
+ * Bytes the relay holds for a call, each way: events for a client that is not reading (and for a model that
+ * is not), and a client's events while the model's socket opens. A call past it ends.
+ */
+export const MAX_BUFFERED_BYTES = 2 * 1024 * 1024;
 
 /** A WebSocket message's bytes (ws hands out a Buffer, fragments or an ArrayBuffer). */
 const bytesOf = (data: RawData): Buffer => (Buffer.isBuffer(data) ? data : Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data));
@@ -31,7 +38,7 @@ const bytesOf = (data: RawData): Buffer => (Buffer.isBuffer(data) ? data : Array
 export const textOf = (data: RawData): string => bytesOf(data).toString('utf8');
 
 /** Why a call ended, as the client's `relay.call_ended` event and the close reason say. */
-export type EndReason = 'stop_word' | 'max_duration' | 'model_closed' | 'client_closed';
+export type EndReason = 'stop_word' | 'max_duration' | 'model_closed' | 'client_closed' | 'budget_exceeded' | 'client_too_slow';
 
 /** The socket URL of a realtime model on its endpoint (docs/realtime-speech.md). */
 export function modelSocketUrl(call: Pick<Call, 'endpoint' | 'model'>): string {
@@ -108,15 +115,24 @@ async function instructionsOf(s: Services, principal: Principal, call: Call): Pr
   return parts.join('\n\n');
 }
 
-/** What a client event would change that it may not, or undefined when it may be passed on. */
-function refused(event: { type?: unknown; session?: unknown; item?: unknown }): string | undefined {
-  if (event.type === 'session.update' && event.session && typeof event.session === 'object') {
-    const locked = LOCKED.filter((k) => k in (event.session as object));
+/**
+ * What a client event would change that it may not, or undefined when it may be passed on: the session's
+ * or one response's instructions, prompt, model and tools, and items that speak as the system.
+ */
+export function refused(event: { type?: unknown; session?: unknown; response?: unknown; item?: unknown }): string | undefined {
+  const settings = event.type === 'session.update' ? event.session : event.type === 'response.create' ? event.response : undefined;
+  if (settings && typeof settings === 'object') {
+    const locked = LOCKED.filter((k) => k in settings);
     if (locked.length > 0) return `the agent's ${locked.join(', ')} cannot be changed in a call`;
+    const input = (settings as { input?: unknown }).input;
+    if (Array.isArray(input) && input.some(instructs)) return "the agent's instructions cannot be changed in a call";
   }
-  if (event.type === 'conversation.item.create' && (event.item as { role?: unknown } | undefined)?.role === 'system') return "the agent's instructions cannot be changed in a call";
+  if (event.type === 'conversation.item.create' && instructs(event.item)) return "the agent's instructions cannot be changed in a call";
   return undefined;
 }
+
+/** An item that would speak to the model as its instructions (role system or developer). */
+const instructs = (item: unknown) => typeof item === 'object' && item !== null && INSTRUCTING.has(String((item as { role?: unknown }).role));
 
 /** A model event the relay keeps something of (a quoted name: base64 audio holds no quotes). */
 const KEPT_EVENT = /"(?:conversation\.item\.input_audio_transcription\.completed|response\.(?:output_)?audio_transcript\.done|response\.done)"/;
@@ -181,20 +197,25 @@ async function relay(s: Services, principal: Principal, call: Call, client: WebS
   let stamped = 0;
   const stamp = () => new Date((stamped = Math.max(Date.now(), stamped + 1))).toISOString();
   const send = (event: unknown) => client.readyState === WebSocket.OPEN && client.send(JSON.stringify(event));
+  // What the relay holds for either side is bounded: a client that does not read (or a model that does not) ends the call.
+  const overflowing = () => client.bufferedAmount > MAX_BUFFERED_BYTES || (model?.bufferedAmount ?? 0) > MAX_BUFFERED_BYTES || pendingBytes > MAX_BUFFERED_BYTES;
   let ended = false;
   let model: WebSocket | undefined;
   const end = (reason: EndReason, detail: string, code = 1000) => {
     if (ended) return;
     ended = true;
     clearTimeout(timer);
+    // A client that does not read gets no goodbye: what it has not taken is dropped with its connection.
+    if (reason === 'client_too_slow') client.terminate();
     send({ type: 'relay.call_ended', reason, message: detail });
     if (client.readyState === WebSocket.OPEN || client.readyState === WebSocket.CONNECTING) client.close(code, detail.slice(0, 120));
     if (model && (model.readyState === WebSocket.OPEN || model.readyState === WebSocket.CONNECTING)) model.close(1000);
   };
-  const limit = call.settings.max_session_duration_seconds;
-  const timer = limit > 0 ? setTimeout(() => end('max_duration', `The call reached its longest duration (${limit} s)`), limit * 1000) : undefined;
+  const limit = callLimitSeconds(s, call);
+  const timer = setTimeout(() => end('max_duration', `The call reached its longest duration (${limit} s)`), limit * 1000);
   // The client's events wait while the model's socket opens.
   const pending: string[] = [];
+  let pendingBytes = 0;
   client.on('message', (data: RawData, binary: boolean) => {
     if (binary) return send({ type: 'error', error: { type: 'invalid_request_error', code: 'binary_not_accepted', message: 'Events are JSON text' } });
     const text = textOf(data);
@@ -207,7 +228,11 @@ async function relay(s: Services, principal: Principal, call: Call, client: WebS
     const why = refused(event);
     if (why) return send({ type: 'error', error: { type: 'invalid_request_error', code: 'locked_by_service', message: `Refused: ${why}`, event_id: event.event_id ?? null } });
     if (model?.readyState === WebSocket.OPEN) model.send(text);
-    else pending.push(text);
+    else {
+      pending.push(text);
+      pendingBytes += text.length;
+    }
+    if (overflowing()) end('client_too_slow', `The call held more than ${MAX_BUFFERED_BYTES / 1048576} MiB of events`, 1008);
   });
   client.on('close', () => end('client_closed', 'The client ended the call'));
   client.on('error', () => end('client_closed', 'The client connection failed'));
@@ -223,6 +248,7 @@ async function relay(s: Services, principal: Principal, call: Call, client: WebS
       (instructions) => {
         socket.send(JSON.stringify({ type: 'session.update', session: { instructions, voice: call.settings.voice ?? DEFAULT_REALTIME_VOICE, input_audio_transcription: { model: 'whisper-1' } } }));
         for (const text of pending.splice(0)) socket.send(text);
+        pendingBytes = 0;
       },
       (e: unknown) => end('model_closed', `The call could not be prepared: ${e instanceof Error ? e.message : String(e)}`, 1011),
     );
@@ -231,6 +257,7 @@ async function relay(s: Services, principal: Principal, call: Call, client: WebS
     // Passed on as the bytes that came (as text frames), not decoded and encoded again.
     const raw = bytesOf(data);
     if (client.readyState === WebSocket.OPEN) client.send(raw, { binary: false });
+    if (overflowing()) return end('client_too_slow', `The client did not read: the call held more than ${MAX_BUFFERED_BYTES / 1048576} MiB of events for it`, 1008);
     const text = raw.toString('utf8');
     // Most events are audio deltas: only those that can carry a transcript or usage are read.
     if (!KEPT_EVENT.test(text)) return;
@@ -303,6 +330,11 @@ async function observe(
         s.quotas.recordTokens(principal, call.agent.name, input + output),
         s.budgets.charge(principal, call.agent, currency, cost),
       ]);
+      // Charged as it went: once a budget of the call is spent, the call ends.
+      await s.budgets.check(principal, call.agent, () => Promise.resolve(currency)).catch((e: unknown) => {
+        if (e instanceof DomainError) end('budget_exceeded', e.message);
+        else throw e;
+      });
       return;
     }
     default:

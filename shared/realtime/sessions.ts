@@ -60,6 +60,12 @@ async function speechOf(s: Services, agent: AgentDoc): Promise<Omit<Call, 'realt
   return { settings, ...resolved };
 }
 
+/** A call's longest duration: the agent's setting, within the service's ceiling (its default too). */
+export const callLimitSeconds = (s: Pick<Services, 'config'>, call: Pick<Call, 'settings'>) => {
+  const asked = call.settings.max_session_duration_seconds;
+  return asked > 0 ? Math.min(asked, s.config.realtimeMaxCallSeconds) : s.config.realtimeMaxCallSeconds;
+};
+
 /** Opens a realtime session (and a conversation session when none is named); the relay's address in the answer. */
 export async function createRealtimeSession(s: Services, principal: Principal, body: z.output<typeof RealtimeSessionRequest>, relayBase: string) {
   const agent = await agentForUse(s, principal, body.agent_name);
@@ -92,7 +98,7 @@ export async function createRealtimeSession(s: Services, principal: Principal, b
     expires_at: doc.expires_at,
     voice: settings.voice ?? DEFAULT_VOICE,
     stop_words: settings.stop_words,
-    max_session_duration_seconds: settings.max_session_duration_seconds,
+    max_session_duration_seconds: callLimitSeconds(s, { settings }),
     show_transcriptions: settings.show_transcriptions,
   };
   return { answer, headers };

@@ -4,8 +4,6 @@
 // for the turn's record (name, a digest of the arguments, duration, outcome), never with its arguments.
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
-import type { EndpointView } from '../models/endpoint.js';
-import type { ModelCall } from '../models/gateway.js';
 import type { ChatMessage, ModelAnswer, ModelParameters, ToolCall } from '../models/wire.js';
 import type { Services } from '../services.js';
 import type { AgentFunction, Toolbox } from './toolbox.js';
@@ -57,17 +55,21 @@ async function execute(s: Services, fn: AgentFunction | undefined, call: ToolCal
   }
 }
 
+/** One round's model call, counted against the caller's budgets by whoever gives it (completions/metered.ts). */
+export type RoundCall = (conversation: readonly ChatMessage[], parameters: ModelParameters) => Promise<ModelAnswer>;
+
+export interface ToolRounds {
+  messages: readonly ChatMessage[];
+  parameters: ModelParameters;
+  toolbox: Toolbox;
+  events: ToolEvents;
+  /** The model call of each round. */
+  complete: RoundCall;
+  signal: AbortSignal | undefined;
+}
+
 /** The model's final answer after its tool rounds, with every round's tokens and the executions. */
-export async function answerWithTools(
-  s: Services,
-  endpoint: EndpointView,
-  deployment: string,
-  messages: readonly ChatMessage[],
-  parameters: ModelParameters,
-  toolbox: Toolbox,
-  events: ToolEvents,
-  { signal, caller }: ModelCall,
-): Promise<{ answer: ModelAnswer; executions: ToolExecution[] }> {
+export async function answerWithTools(s: Services, { messages, parameters, toolbox, events, complete, signal }: ToolRounds): Promise<{ answer: ModelAnswer; executions: ToolExecution[] }> {
   const byName = new Map(toolbox.functions.map((f) => [f.definition.function.name, f]));
   const tools = toolbox.functions.map((f) => f.definition);
   const conversation = [...messages];
@@ -78,7 +80,7 @@ export async function answerWithTools(
   for (let round = 0; ; round++) {
     // The last round offers no tools: the model answers with what it has.
     const offer = round < s.config.tools.maxRounds && Date.now() < deadline;
-    const answer = await s.models.complete(endpoint, deployment, conversation, { ...parameters, ...(offer ? { tools, tool_choice: 'auto' } : {}) }, { signal, caller });
+    const answer = await complete(conversation, { ...parameters, ...(offer ? { tools, tool_choice: 'auto' } : {}) });
     promptTokens += answer.promptTokens;
     completionTokens += answer.completionTokens;
     if (!answer.toolCalls || !offer) return { answer: { content: answer.content, promptTokens, completionTokens }, executions };

@@ -46,7 +46,8 @@ export async function seedAgent(app: ApiClient, name: string, o: AgentOptions): 
     deployment_name: `${name}-deployment`,
     api_endpoint_object_id: path('Svc.Configuration', 'apiEndpointConfigurations', endpoint),
     ...(o.modelParameters ? { model_parameters: o.modelParameters } : {}),
-    ...(o.prices ? { cost_per_1k_prompt_tokens: o.prices.prompt, cost_per_1k_completion_tokens: o.prices.completion } : {}),
+    // Prices per 1,000 tokens, given as the model's pricing (per million, in USD).
+    ...(o.prices ? { pricing: { input_per_million: o.prices.prompt * 1000, output_per_million: o.prices.completion * 1000, currency: 'USD' } } : {}),
     ...(o.pricing ? { pricing: o.pricing } : {}),
   });
   await post('Svc.Prompt', 'prompts', `${name}-prompt`, { prefix: o.prefix ?? 'You are a test agent.', ...(o.suffix ? { suffix: o.suffix } : {}) });

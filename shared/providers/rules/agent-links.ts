@@ -3,7 +3,8 @@
 //. A link to a resource that does not exist yet is accepted, so resources can be created in
 // any order (imports, infrastructure as code); using it answers a 400 naming what is missing. A 400
 // ValidationError names the first field that does not hold.
-import { validationError } from '../../errors.js';
+import type { Principal } from '../../auth/principal.js';
+import { forbidden, validationError } from '../../errors.js';
 import type { Services } from '../../services.js';
 import { checkRunnable } from '../../shielding/plugins.js';
 import { checkReference } from '../../plugins/references.js';
@@ -34,7 +35,7 @@ export async function checkLink(s: Services, field: string, objectId: string | u
   if (problem) throw validationError([{ field, message: `${objectId} ${problem}` }]);
 }
 
-type AgentLinks = Partial<Pick<AgentDoc, 'workflow_object_id' | 'workflow_parameters' | 'tool_object_ids' | 'text_rewrite_settings' | 'cache_settings' | 'shielding_settings' | 'realtime_speech_settings'>>;
+export type AgentLinks = Partial<Pick<AgentDoc, 'workflow_object_id' | 'workflow_parameters' | 'tool_object_ids' | 'text_rewrite_settings' | 'cache_settings' | 'shielding_settings' | 'realtime_speech_settings'>>;
 
 /** Checks the links a (possibly partial) agent definition carries. */
 export async function checkAgentLinks(s: Services, d: AgentLinks): Promise<void> {
@@ -54,6 +55,42 @@ export async function checkAgentLinks(s: Services, d: AgentLinks): Promise<void>
   if (shielding) {
     await checkRunnable(s, 'shielding_settings.pre_completion_plugins', shielding.pre_completion_plugins.map((p) => p.plugin_name));
     await checkRunnable(s, 'shielding_settings.post_completion_plugins', shielding.post_completion_plugins.map((p) => p.plugin_name));
+  }
+}
+
+/** An object id of a resource: its provider path, whose `read` action a principal needs to name it. */
+const RESOURCE_ID = /^\/instances\/([^/]+)\/providers\/(Svc\.[A-Za-z]+\/[A-Za-z]+)\/[^/]+$/;
+
+/** Every resource an agent definition names, by the field that names it. */
+function namedResources(d: AgentLinks): [string, string][] {
+  const rewrite = d.text_rewrite_settings?.user_prompt_rewrite_settings;
+  const named: [string, string | undefined][] = [
+    ['workflow_object_id', d.workflow_object_id],
+    ...(d.tool_object_ids ?? []).map((id, i): [string, string] => [`tool_object_ids[${i}]`, id]),
+    ['text_rewrite_settings.user_prompt_rewrite_settings.user_prompt_rewrite_ai_model_object_id', rewrite?.user_prompt_rewrite_ai_model_object_id],
+    ['text_rewrite_settings.user_prompt_rewrite_settings.user_prompt_rewrite_prompt_object_id', rewrite?.user_prompt_rewrite_prompt_object_id],
+    ['cache_settings.semantic_cache_settings.embedding_ai_model_object_id', d.cache_settings?.semantic_cache_settings?.embedding_ai_model_object_id],
+    ['realtime_speech_settings.realtime_speech_ai_model_object_id', d.realtime_speech_settings?.realtime_speech_ai_model_object_id],
+    // A workflow plugin's parameters may name resources it then uses (a model for svc.complete).
+    ...Object.entries(d.workflow_parameters ?? {}).map(([k, v]): [string, string | undefined] => [`workflow_parameters.${k}`, typeof v === 'string' && RESOURCE_ID.test(v) ? v : undefined]),
+  ];
+  return named.filter((n): n is [string, string] => n[1] !== undefined);
+}
+
+/**
+ * An agent names only what its writer may read: each resource the definition names that the stored agent
+ * did not (a tool, a model, a workflow) needs the writer's `read` on it, or the save is refused (403). So
+ * a Contributor of one agent cannot borrow another's knowledge tool or model for it, and what the agent
+ * then reads for its callers stays within what someone who may read it gave it.
+ */
+export async function authorizeAgentLinks(s: Services, principal: Principal, d: AgentLinks, existing: AgentLinks | undefined): Promise<void> {
+  const before = new Set(existing ? namedResources(existing).map(([, id]) => id.toLowerCase()) : []);
+  for (const [field, objectId] of namedResources(d)) {
+    if (before.has(objectId.toLowerCase())) continue;
+    const [, instance, path] = RESOURCE_ID.exec(objectId) ?? [];
+    // Another instance's resource is nothing this one reads (the link answers 400 when used).
+    if (path === undefined || instance?.toLowerCase() !== s.config.instanceId) continue;
+    if (!(await s.authorizer.can(principal, `${path}/read`, objectId))) throw forbidden(`${field}: you may not read ${objectId}, so an agent you write cannot name it`);
   }
 }
 

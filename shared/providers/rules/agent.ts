@@ -5,7 +5,7 @@ import { ROLE_IDS } from '../../auth/roles.js';
 import type { HookContext, ResourceRules } from '../resource-rules.js';
 import type { agents } from '../types/agent.js';
 import { ROLE_ASSIGNMENTS_PK, serviceAssignment, type RoleAssignmentDoc } from '../types/authorization.js';
-import { checkAgentLinks } from './agent-links.js';
+import { authorizeAgentLinks, checkAgentLinks } from './agent-links.js';
 
 /** A deterministic assignment name, so setting up the same grant twice writes one assignment. */
 export const assignmentName = (scope: string, principalId: string, roleId: string) => {
@@ -23,6 +23,7 @@ export async function grant(ctx: HookContext, grantee: { id: string; type: RoleA
 
 export const agentRules: ResourceRules<typeof agents> = {
   validate: (definition, { services }) => checkAgentLinks(services, definition),
+  authorizeWrite: (definition, existing, { services, principal }) => authorizeAgentLinks(services, principal, definition, existing),
   computed: (_definition, existing, ctx) => ({
     // Stable for the agent's life: every access token of the agent shares it.
     virtual_security_group_id: existing?.virtual_security_group_id ?? randomUUID(),

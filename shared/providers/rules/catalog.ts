@@ -4,7 +4,7 @@
 import { thresholdProblem } from '../../analytics/abuse.js';
 import { BUDGET_SETTING, parseBudgets } from '../../completions/budgets.js';
 import { parseQuotaDefinitions, QUOTA_SETTING } from '../../completions/quotas.js';
-import { validationError } from '../../errors.js';
+import { forbidden, validationError } from '../../errors.js';
 import { dropPipelineDocuments } from '../../knowledge/runs.js';
 import { checkPlan, checkStages, planOf } from '../../knowledge/stages.js';
 import { cronProblem } from '../../knowledge/cron.js';
@@ -15,7 +15,8 @@ import { BLOCKLIST_SETTING, compileBlocklist } from '../../shielding/blocklist.j
 import { brandingProblem } from '../branding.js';
 import type { ResourceRules } from '../resource-rules.js';
 import { APP_CONFIG_PK, maskSecret, rotated } from '../settings.js';
-import { dataSources, PLATFORM_MEMORY, type apiEndpointConfigurations, type appConfigurations, type dataPipelines, type tools, type workflows } from '../types/catalog.js';
+import { dataPipelines, dataSources, PLATFORM_MEMORY, type aiModels, type apiEndpointConfigurations, type appConfigurations, type tools, type workflows } from '../types/catalog.js';
+import { partitionOf } from '../resource-type.js';
 import { checkWorkflowLinks } from './agent-links.js';
 
 export const workflowRules: ResourceRules<typeof workflows> = {
@@ -25,8 +26,25 @@ export const workflowRules: ResourceRules<typeof workflows> = {
   },
 };
 
+/** A price counts in budgets only with its currency: prices per 1,000 tokens (no currency) are refused on save. */
+export const aiModelRules: ResourceRules<typeof aiModels> = {
+  validate: (d) => {
+    const legacy = (['cost_per_1k_prompt_tokens', 'cost_per_1k_completion_tokens'] as const).find((f) => d[f] !== undefined);
+    if (legacy) return Promise.reject(validationError([{ field: legacy, message: `${legacy} has no currency, so no budget could count it: give prices as pricing {input_per_million, output_per_million, currency}` }]));
+    return Promise.resolve();
+  },
+};
+
 export const toolRules: ResourceRules<typeof tools> = {
   computed: (d) => (d.tool_type === 'knowledge' ? { top_n: d.top_n ?? 5, retrieval: d.retrieval ?? 'always' } : {}),
+  // A knowledge tool reads its index for every caller of its agents: naming one needs read on the pipeline that writes it.
+  authorizeWrite: async (d, existing, { services, principal }) => {
+    if (d.tool_type !== 'knowledge' || d.index_name === undefined || d.index_name === existing?.index_name) return;
+    const pipeline = await services.resourceCache.findBy(dataPipelines, 'index_name', d.index_name);
+    if (pipeline && !(await services.authorizer.can(principal, `${partitionOf(dataPipelines)}/read`, pipeline.object_id))) {
+      throw forbidden(`index_name: you may not read the data pipeline that writes ${d.index_name}, so a tool you write cannot search it`);
+    }
+  },
   // The server URL follows the rules of user URLs; managed-identity tokens only for allowed scopes.
   validate: async (d, { services }) => {
     // A plugin tool's plugin, when installed, is a Python agent tool plugin that can run here.

@@ -38,6 +38,7 @@ describe('budgets', () => {
     await seedAgent(app, 'other', { llmUrl: llm.url, pricing: PRICING });
     await seedAgent(app, 'dollar', { llmUrl: llm.url, pricing: { ...PRICING, currency: 'USD' } });
     await grantReader(app, 'second@example.com', 'priced');
+    await grantReader(app, 'third@example.com', 'other');
   });
   afterAll(async () => {
     await app.close();
@@ -109,19 +110,8 @@ describe('budgets', () => {
       { budgets: [budget('sales', 25, { scope: 'cost_center', cost_center: 'sales' })], spend: () => complete('priced', 'a'), refused: async () => (await complete('priced', 'b')).status, free: async () => (await complete('other', 'c')).status },
       // Each access token: a user of the same agent is free.
       { budgets: [budget('token', 25, { scope: 'access_token', agent_name: 'other' })], spend: () => withToken('a'), refused: async () => (await withToken('b')).status, free: async () => (await complete('other', 'c')).status },
-      // Another currency does not count: a USD budget spent past its (lowered) limit refuses the agent priced
-      // in USD at admission, and not the one priced in EUR.
-      {
-        budgets: [budget('dollars', 25, { currency: 'USD' })],
-        spend: () => complete('dollar', 'a'),
-        refused: async () => {
-          await setBudgets(app, [budget('dollars', 1, { currency: 'USD' })]);
-          const r = await complete('dollar', 'b');
-          expect(r.body).toMatchObject({ error: { code: 'BudgetExceeded' } });
-          return r.status;
-        },
-        free: async () => (await complete('priced', 'c')).status,
-      },
+      // Each user counts an access token as a subject of its own: the token's spend leaves the users' budgets whole.
+      { budgets: [budget('user', 25, { scope: 'user', agent_name: 'other' })], spend: () => withToken('a'), refused: async () => (await withToken('b')).status, free: async () => (await complete('other', 'c', 'third@example.com')).status },
     ];
     for (const c of cases) {
       expect((await setBudgets(app, c.budgets)).status).toBe(200);
@@ -129,6 +119,12 @@ describe('budgets', () => {
       expect(await c.refused()).toBe(429);
       expect(await c.free()).toBe(200);
     }
+    // A budget kept in another currency cannot count a call's cost: the call is refused, naming both currencies.
+    expect((await setBudgets(app, [budget('dollars', 25, { currency: 'USD' })])).status).toBe(200);
+    expect((await complete('dollar', 'a')).status).toBe(200);
+    const euros = await complete('priced', 'b');
+    expect(euros.status).toBe(403);
+    expect(euros.body).toMatchObject({ error: { code: 'BudgetCurrencyMismatch', message: expect.stringMatching(/USD.*EUR/) as string } });
     await setBudgets(app, []);
   });
 

@@ -37,8 +37,7 @@ describe('agent pipeline settings', () => {
       model_type: 'completion',
       deployment_name: 'rewriter',
       api_endpoint_object_id: objectId('Svc.Configuration', 'apiEndpointConfigurations', 'plain-endpoint'),
-      cost_per_1k_prompt_tokens: 1000,
-      cost_per_1k_completion_tokens: 1000,
+      pricing: { input_per_million: 1_000_000, output_per_million: 1_000_000, currency: 'USD' },
     });
     modelCalls();
   });

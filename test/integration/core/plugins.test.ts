@@ -224,7 +224,7 @@ describe('plugins', () => {
       await updateAgent(app, 'clerk', { workflow_object_id: objectId('Svc.Agent', 'workflows', 'failing'), workflow_parameters: {} });
       const r = await complete(app, 'clerk', 'go');
       expect(r.status).toBe(502);
-      expect(r.body).toMatchObject({ error: { code: 'PluginFailed', message: expect.stringContaining('svc.complete: /instances/x/providers/Svc.AIModel/aiModels/none is not a completion model') as string } });
+      expect(r.body).toMatchObject({ error: { code: 'PluginFailed', message: expect.stringContaining("svc.complete: /instances/x/providers/Svc.AIModel/aiModels/none is not a model the agent's workflow_parameters name") as string } });
     }, 60_000);
 
     it("checks the agent's workflow_parameters against the parameters its plugin declares", async () => {

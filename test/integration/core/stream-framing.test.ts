@@ -81,7 +81,7 @@ describe('streamed answers on the Node host', () => {
   });
 
   it('frames a stream that waited behind another request on the same connection', async () => {
-    const raw = await exchange(port, 'GET /slow HTTP/1.1\r\nHost: a\r\n\r\nGET /events HTTP/1.1\r\nHost: a\r\n\r\n', (t) => t.split('HTTP/1.1 200').length === 3 && t.endsWith('\r\n0\r\n\r\n'));
+    const raw = await exchange(port, 'GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', (t) => t.split('HTTP/1.1 200').length === 3 && t.endsWith('\r\n0\r\n\r\n'));
     const [first, second = ''] = raw.split(/(?=HTTP\/1\.1 200)/);
     expect(first).toContain('{"first":true}');
     const [head, body] = [second.slice(0, second.indexOf('\r\n\r\n')), second.slice(second.indexOf('\r\n\r\n') + 4)];
@@ -90,7 +90,7 @@ describe('streamed answers on the Node host', () => {
   });
 
   it('sends an HTTP/1.0 client the events unframed, and closes the connection at the end', async () => {
-    const raw = await exchange(port, 'GET /events HTTP/1.0\r\nHost: a\r\n\r\n', () => false);
+    const raw = await exchange(port, 'GET /events HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n', () => false);
     const head = raw.slice(0, raw.indexOf('\r\n\r\n'));
     expect(head.toLowerCase()).not.toContain('transfer-encoding');
     expect(raw.slice(raw.indexOf('\r\n\r\n') + 4)).toBe(EXPECTED);

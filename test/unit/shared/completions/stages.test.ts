@@ -22,7 +22,7 @@ describe('the stages of a completion', () => {
     llm = await startMockLlm();
     s = await testServices({ env: { ALLOW_PRIVATE_NETWORK: 'true' } });
     await put(s, apiEndpointConfigurations, 'mock', { provider: 'openai', url: `${llm.url}/v1`, authentication_type: 'None' });
-    await put(s, aiModels, 'chat', { model_type: 'completion', deployment_name: 'chat', api_endpoint_object_id: id(apiEndpointConfigurations, 'mock'), model_parameters: { temperature: 0.2, seed: 7 }, cost_per_1k_prompt_tokens: 1 });
+    await put(s, aiModels, 'chat', { model_type: 'completion', deployment_name: 'chat', api_endpoint_object_id: id(apiEndpointConfigurations, 'mock'), model_parameters: { temperature: 0.2, seed: 7 }, pricing: { input_per_million: 1000, output_per_million: 0, currency: 'USD' } });
     await put(s, prompts, 'terse', { prefix: 'Be terse.', suffix: 'Answer in one line.' });
     await put(s, workflows, 'chat', { workflow_type: 'chat', workflow_host: 'builtin', main_ai_model_object_id: id(aiModels, 'chat'), main_prompt_object_id: id(prompts, 'terse') });
     // Saving checks what a link names only when it exists: the model is made an embedding model afterwards.
@@ -102,7 +102,7 @@ describe('the stages of a completion', () => {
       const session = await s.conversations.create(OWNER.upn, 'rewrite');
       await answer('Tell me about penguins.', { session_id: session.id });
       const before = llm.requests.length;
-      const rewritten = await rewritePrompt(s, rewriting, await s.conversations.get(OWNER.upn, session.id), 'Where do they sleep?');
+      const rewritten = await rewritePrompt(s, { principal: OWNER, agent: rewriting, session: await s.conversations.get(OWNER.upn, session.id), prompt: 'Where do they sleep?' });
       expect(llm.requests[before]?.body.messages).toEqual([
         { role: 'system', content: 'Rewrite the question to stand alone.' },
         { role: 'user', content: 'Tell me about penguins.' },
@@ -115,7 +115,7 @@ describe('the stages of a completion', () => {
     it('does nothing for an agent without a rewrite', async () => {
       const helper = await s.resourceCache.get(id(agents, 'helper'), agents);
       if (!helper) throw new Error('no helper');
-      expect(await rewritePrompt(s, helper, undefined, 'hello')).toBeUndefined();
+      expect(await rewritePrompt(s, { principal: OWNER, agent: helper, session: undefined, prompt: 'hello' })).toBeUndefined();
     });
   });
 
