@@ -102,9 +102,9 @@ export const routes = [
         ],
       },
     },
-    handler: async ({ services, params, query }) => {
+    handler: async ({ services, principal, params, query }) => {
       if (query.loadContent !== 'true') return json(200, { resource: present(await services.artifacts.get(params.name)) });
-      const { bytes, version } = await services.artifacts.download(params.name, query.version);
+      const { bytes, version } = await services.artifacts.downloadFor(services, principal, params.name, query.version);
       const file = `${params.name}-${version.package_version}.zip`;
       return { status: 200, headers: { 'content-type': 'application/zip', 'content-disposition': `attachment; filename="${file}"`, 'x-package-version': version.package_version }, raw: bytes };
     },

@@ -12,7 +12,7 @@ import { readArchive } from '../plugins/archive.js';
 import { NamePart, SemanticVersion } from '../plugins/manifest.js';
 import { purgePackage, readFromStore, softDeletePackage } from '../plugins/package-lifecycle.js';
 import type { PackageStores } from '../plugins/packages.js';
-import { partitionOf, resourceId, type AnyResource } from '../providers/resource-type.js';
+import { objectIdOf, partitionOf, resourceId, type AnyResource } from '../providers/resource-type.js';
 import { readResource } from '../providers/resources.js';
 import { SECRET_SETTINGS } from '../providers/settings.js';
 import { appConfigurations } from '../providers/types/catalog.js';
@@ -267,6 +267,19 @@ export class ArtifactPackages {
     const bytes = await (await this.stores.private.blob(v.blob_name)).downloadToBuffer();
     if (createHash('sha256').update(bytes).digest('hex') !== v.sha256) throw conflict(`Version ${v.package_version} of ${name} was changed in the store since it was added`);
     return { bytes, version: v };
+  }
+
+  /**
+   * A version's ZIP for a principal: it holds the definitions of every resource in it, so reading it needs
+   * what changing them would, `write` on each as it would land on this instance (403 otherwise).
+   */
+  async downloadFor(s: Services, principal: Principal, name: string, version?: string): Promise<{ bytes: Buffer; version: ArtifactVersion }> {
+    const found = await this.download(name, version);
+    for (const { definition } of (await readContents(found.bytes)).resources) {
+      const type = typeOf(String(definition.type));
+      if (type) await s.authorizer.require(principal, `${partitionOf(type)}/write`, objectIdOf(this.instanceId, type, String(definition.name)));
+    }
+    return found;
   }
 
   /** What applying a version would change; nothing is written. */

@@ -427,7 +427,9 @@ async function produceAnswer(s: Services, principal: Principal, admitted: Admitt
     return { ...rest, content, citations: [], analysis: [block], block };
   };
 
-  const preBlock = shields.pre.length > 0 ? await screen(s, shields.pre, 'pre', request.user_prompt, options.signal) : undefined;
+  // Everything the caller sent is screened: the prompt, and a facade's earlier messages and instructions.
+  const callerText = [...(admitted.facade?.history ?? []).map((m) => (typeof m.content === 'string' ? m.content : '')), request.user_prompt].join('\n\n');
+  const preBlock = shields.pre.length > 0 ? await screen(s, shields.pre, 'pre', callerText, options.signal) : undefined;
   if (preBlock) return refused(preBlock, { promptTokens: 0, completionTokens: 0, cost: 0 });
 
   const rewritten = await rewritePrompt(s, { principal, agent, session, prompt: request.user_prompt, signal: options.signal });

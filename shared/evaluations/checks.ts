@@ -4,6 +4,7 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import { RE2JS } from 're2js';
 import { z } from 'zod';
+import { MAX_PROGRAM_SIZE } from '../shielding/blocklist.js';
 
 const Texts = z.union([z.string().min(1).max(1000), z.array(z.string().min(1).max(1000)).min(1).max(20)]);
 
@@ -64,6 +65,7 @@ export function compileChecks(expect: Expect): CompiledChecks {
     } catch (e) {
       throw new Error(`regex is not an expression the linear-time engine (RE2 syntax: no backreferences or lookaround) can run: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
     }
+    if (regex.programSize() > MAX_PROGRAM_SIZE) throw new Error(`regex compiles to ${regex.programSize()} instructions; at most ${MAX_PROGRAM_SIZE} are allowed`);
   }
   if (expect.json_schema !== undefined) {
     try {

@@ -21,6 +21,7 @@ import type { Container, Doc, DocumentStore } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import { compileChecks, Expect, type CompiledChecks } from './checks.js';
 import { judge } from './judge.js';
+import { MatchTimeout, offThread } from '../shielding/matcher.js';
 
 const EVALUATIONS_PK = 'Svc.Agent/evaluations';
 const RUNS_PK = 'Svc.Agent/evaluationRuns';
@@ -305,7 +306,8 @@ export class Evaluations {
       throw e;
     }
     const text = answer.completion;
-    const broken = checks.failure(text);
+    // A long answer is checked off the request thread, within a time bound (a case that reaches it fails).
+    const broken = text.length <= INLINE_ANSWER_CHARS ? checks.failure(text) : await offThread.run({ kind: 'checks', expect: c.expect, text }).catch((e: unknown) => (e instanceof MatchTimeout ? `the checks could not run: ${e.message}` : Promise.reject(e)));
     if (broken) return result(false, broken, text, answer.total_tokens, answer.total_cost);
     const judgeModel = c.expect.judge_ai_model_object_id ?? evaluation.judge_ai_model_object_id;
     if (c.expect.judge === undefined || judgeModel === undefined) return result(true, 'Every check passed', text, answer.total_tokens, answer.total_cost);
@@ -351,6 +353,9 @@ export class Evaluations {
 
 /** A candidate as the owner sees it: its own id, the prompt, the rater's comments and when. */
 export const presentCandidate = (c: CandidateDoc) => ({ id: c.id.split('~')[1] ?? c.id, agent_name: c.agent_name, user_prompt: c.user_prompt, comments: c.comments, rated_on: c.rated_on });
+
+/** Answers longer than this are checked in the matcher's worker. */
+const INLINE_ANSWER_CHARS = 8_000;
 
 /** The judge models an evaluation names. */
 const judgesOf = (e: Pick<EvaluationBody, 'judge_ai_model_object_id' | 'cases'>) => new Set([e.judge_ai_model_object_id, ...e.cases.map((c) => c.expect.judge_ai_model_object_id)].filter((m) => m !== undefined));

@@ -5,6 +5,7 @@
 // files under the source's paths in a file system, read through the Blob endpoint of the same account.
 // Web: each source path is a document URL under one of the data source's allowed prefixes, fetched through
 // the user-URL rules of 10.1 (no redirects, every address checked at connect); no crawling.
+import type { Config } from '../config.js';
 import type { BlobServiceClient, ContainerClient } from '@azure/storage-blob';
 import { request, type Dispatcher } from '../net/undici.js';
 import type { IncomingHttpHeaders } from 'node:http';
@@ -66,6 +67,8 @@ export const directoryPrefix = (path: string) => {
 export async function listDocuments(s: Services, source: SourceSettings, paths: readonly string[]): Promise<SourceDocument[]> {
   if (source.data_source_type === 'Web') return webDocuments(s, source.urls ?? [], paths);
   if (source.data_source_type === 'AzureBlob' || source.data_source_type === 'AzureDataLake') {
+    const own = serviceContainerProblem(s.config, source);
+    if (own) throw new DocumentError(own);
     const service = await blobServiceOf(s, source);
     const prefixes = paths.length > 0 ? paths : (source.paths ?? []).map(directoryPrefix);
     // With several containers a document's source names its container too.
@@ -225,6 +228,21 @@ export const sourceSettings = (doc: DataSourceDoc): SourceSettings => {
     ...(doc.document_libraries !== undefined ? { document_libraries: doc.document_libraries } : {}),
   };
 };
+
+/** Containers of the service's own storage that hold its own data, its host's and its deployment's: no source reads them. */
+const SERVICE_PREFIXES = ['azure-webjobs-', 'app-package-', '$'];
+
+/**
+ * Why a source over the service's own storage may not read one of its containers (users' files, plugin
+ * packages, the Functions host's secrets), or undefined. A source with an account or a connection string of
+ * its own reads another account.
+ */
+export function serviceContainerProblem(config: Pick<Config, 'filesContainer' | 'packages'>, source: Pick<SourceSettings, 'data_source_type' | 'containers' | 'account_url' | 'connection_string_secret_name'>): string | undefined {
+  if (source.data_source_type !== 'AzureBlob' || source.account_url !== undefined || source.connection_string_secret_name !== undefined) return undefined;
+  const own = new Set([config.filesContainer, config.packages.container, config.packages.privateStore]);
+  const taken = source.containers.find((c) => own.has(c) || SERVICE_PREFIXES.some((p) => c.startsWith(p)));
+  return taken === undefined ? undefined : `container ${taken} holds the service's own data: a data source over the service's storage reads other containers`;
+}
 
 /** Why the source cannot be processed as defined, or undefined. */
 export function sourceProblem(source: SourceSettings): string | undefined {

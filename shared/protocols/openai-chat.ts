@@ -78,7 +78,8 @@ export function splitConversation(messages: readonly { role: string; content: st
   if (last?.role !== 'user' || last.content.trim() === '') throw badRequest(`${field}: the last message must be the user's, with text`, [{ field, message: "the last message must be the user's, with text" }]);
   const history = messages.slice(0, -1).map((m, i): ChatMessage => {
     if (m.role === 'tool' || m.role === 'function') throw badRequest(`${field}[${i}]: tool results are not taken; an agent runs its own tools`, [{ field: `${field}[${i}]`, message: 'tool results are not taken' }]);
-    return { role: m.role === 'user' ? 'user' : m.role === 'assistant' ? 'assistant' : 'system', content: m.content };
+    // A caller's system or developer message is the caller's text, not the agent's instructions: it reaches the model as theirs.
+    return { role: m.role === 'assistant' ? 'assistant' : 'user', content: m.content };
   });
   return { prompt: last.content, history };
 }

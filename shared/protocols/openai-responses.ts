@@ -69,7 +69,8 @@ export async function readResponse(s: Services, principal: Principal, id: string
 export async function responseRequest(s: Services, principal: Principal, body: ResponseCreateRequest): Promise<{ request: CompletionRequest; facade: Facade; format: Record<string, unknown> }> {
   const messages = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : body.input.map((m, i) => ({ role: m.role, content: textOf(m.content, `input[${i}].content`) }));
   const { prompt, history } = splitConversation(messages, 'input');
-  if (body.instructions) history.unshift({ role: 'system', content: body.instructions });
+  // The caller's instructions are the caller's text (the agent's prompt is the system message).
+  if (body.instructions) history.unshift({ role: 'user', content: body.instructions });
   const format = body.text?.format ?? { type: 'text' };
   const parameters = modelFields({
     temperature: body.temperature,

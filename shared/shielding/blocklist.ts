@@ -2,15 +2,18 @@
 // JSON array of strings. A string is a term, matched case-insensitively anywhere in the text (after Unicode
 // NFKC normalisation, so look-alike forms match); `/pattern/flags` is a regular expression, run by RE2's
 // linear-time engine (re2js), so no expression can make matching take more than time proportional to the
-// text: expressions RE2 cannot run (backreferences, lookaround) are refused on save. Matching all entries
-// has a time bound too, and a text that reaches it is blocked (fails closed). Compiled once per value.
+// text times its program: expressions RE2 cannot run (backreferences, lookaround) and programs past a size
+// are refused on save. A text whose matching would take more than a little work is matched off the request
+// thread (matcher.ts) with a time bound, and a text that reaches it is blocked (fails closed). Compiled once per value.
 import { RE2JS } from 're2js';
 
 export const BLOCKLIST_SETTING = 'Svc:Shielding:Blocklist';
 
 export interface Blocklist {
   /** Why the text is blocked (the entry it matches, as written in the list, or the time bound), or undefined. */
-  match(text: string): string | undefined;
+  match(text: string, budgetMs?: number): string | undefined;
+  /** The work of matching a text, in steps: its length times the terms and the expressions' programs. */
+  work(text: string): number;
 }
 
 /** Time allowed for matching one text against every entry; past it the text is blocked. */
@@ -18,6 +21,8 @@ export const MATCH_BUDGET_MS = 250;
 
 const REGEX_ENTRY = /^\/(.+)\/([imsu]*)$/s;
 const MAX_ENTRIES = 10_000;
+/** The largest program one expression may compile to (RE2 instructions; `[a-z]{1,1000}` is about 2,000). */
+export const MAX_PROGRAM_SIZE = 2_000;
 
 const normalize = (text: string) => text.normalize('NFKC').toLowerCase();
 
@@ -27,7 +32,7 @@ const flagsOf = (flags: string) =>
 
 /** The compiled list, or why the value is not a valid list (for a 400 on save, and a fail-closed shield). */
 export function compileBlocklist(value: string | undefined): Blocklist | string {
-  if (value === undefined || value.trim() === '') return { match: () => undefined };
+  if (value === undefined || value.trim() === '') return { match: () => undefined, work: () => 0 };
   let entries: unknown;
   try {
     entries = JSON.parse(value);
@@ -50,19 +55,22 @@ export function compileBlocklist(value: string | undefined): Blocklist | string 
     } catch (e) {
       return `entry ${entry} is not a regular expression the linear-time engine (RE2 syntax: no backreferences or lookaround) can run: ${e instanceof Error ? e.message : String(e)}`;
     }
+    if (regex.programSize() > MAX_PROGRAM_SIZE) return `entry ${entry} compiles to ${regex.programSize()} instructions; at most ${MAX_PROGRAM_SIZE} are allowed (a smaller repetition count, or several entries)`;
     expressions.push({ entry, regex });
   }
+  const steps = terms.length + expressions.reduce((n, e) => n + e.regex.programSize(), 0);
   return {
-    match(text: string) {
+    match(text: string, budgetMs = MATCH_BUDGET_MS) {
       const started = performance.now();
       const folded = normalize(text);
       for (const t of terms) if (folded.includes(t.term)) return `matches the blocklist entry ${t.entry}`;
       for (const e of expressions) {
-        if (performance.now() - started > MATCH_BUDGET_MS) return `the blocklist could not be checked within ${MATCH_BUDGET_MS} ms`;
+        if (performance.now() - started > budgetMs) return `the blocklist could not be checked within ${budgetMs} ms`;
         if (e.regex.matcher(text).find()) return `matches the blocklist entry ${e.entry}`;
       }
       return undefined;
     },
+    work: (text) => text.length * steps,
   };
 }
 

@@ -6,6 +6,7 @@ import { DomainError, validationError } from '../errors.js';
 import { UpstreamError } from '../models/upstream-errors.js';
 import type { Services } from '../services.js';
 import { BLOCKLIST_SETTING, cachedBlocklist } from './blocklist.js';
+import { INLINE_WORK, MatchTimeout, offThread } from './matcher.js';
 import { BUILTIN_PACKAGE } from '../plugins/builtin-package.js';
 import { contentSafetyEndpoint, promptShield } from './prompt-shield.js';
 
@@ -25,6 +26,11 @@ interface ShieldPlugin {
 }
 
 const blocklistOf = cachedBlocklist();
+/** A text that could not be matched in time is blocked: the shield fails closed. */
+const timedOut = (e: unknown) => {
+  if (e instanceof MatchTimeout) return `the blocklist could not be checked: ${e.message}`;
+  throw e;
+};
 
 const PLUGINS: readonly ShieldPlugin[] = [
   {
@@ -33,9 +39,11 @@ const PLUGINS: readonly ShieldPlugin[] = [
     description: `Blocks texts containing a term or matching a /regular expression/ of the app configuration ${BLOCKLIST_SETTING} (a JSON array of strings)`,
     unavailable: () => Promise.resolve(undefined),
     async screen(s, _stage, text) {
-      const list = blocklistOf(await s.settings.get(BLOCKLIST_SETTING));
+      const value = await s.settings.get(BLOCKLIST_SETTING);
+      const list = blocklistOf(value);
       if (typeof list === 'string') throw new Error(`${BLOCKLIST_SETTING} ${list}`);
-      const reason = list.match(text);
+      // A long text against a long list is matched off the request thread, within the time bound.
+      const reason = list.work(text) <= INLINE_WORK ? list.match(text) : await offThread.run({ kind: 'blocklist', list: value, text }).catch(timedOut);
       return reason === undefined ? { verdict: 'allowed' } : { verdict: 'blocked', reason };
     },
   },

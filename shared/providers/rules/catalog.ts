@@ -8,7 +8,7 @@ import { forbidden, validationError } from '../../errors.js';
 import { dropPipelineDocuments } from '../../knowledge/runs.js';
 import { checkPlan, checkStages, planOf } from '../../knowledge/stages.js';
 import { cronProblem } from '../../knowledge/cron.js';
-import { blobUrlOf } from '../../knowledge/sources.js';
+import { blobUrlOf, serviceContainerProblem, sourceSettings } from '../../knowledge/sources.js';
 import { allowedScopes, identityProblem } from '../../models/credentials.js';
 import { resolvesOutside, savedUrlProblem, urlProblem } from '../../net/outbound.js';
 import { BLOCKLIST_SETTING, compileBlocklist } from '../../shielding/blocklist.js';
@@ -16,7 +16,7 @@ import { brandingProblem } from '../branding.js';
 import type { ResourceRules } from '../resource-rules.js';
 import { APP_CONFIG_PK, maskSecret, rotated } from '../settings.js';
 import { dataPipelines, dataSources, PLATFORM_MEMORY, type aiModels, type apiEndpointConfigurations, type appConfigurations, type tools, type workflows } from '../types/catalog.js';
-import { partitionOf } from '../resource-type.js';
+import { partitionOf, type ResourceOf } from '../resource-type.js';
 import { checkWorkflowLinks } from './agent-links.js';
 
 export const workflowRules: ResourceRules<typeof workflows> = {
@@ -74,6 +74,8 @@ export const dataSourceRules: ResourceRules<typeof dataSources> = {
     // The account receives the managed identity's Storage token: only an https Azure Storage host may.
     const accountProblem = d.account_url !== undefined ? services.gate.urlProblem('storage', blobUrlOf(d.account_url)) : undefined;
     if (accountProblem) throw validationError([{ field: 'account_url', message: `account_url ${accountProblem}` }]);
+    const own = serviceContainerProblem(services.config, sourceSettings(d as ResourceOf<typeof dataSources>));
+    if (own) throw validationError([{ field: 'container', message: own }]);
   },
 };
 

@@ -72,7 +72,7 @@ describe('the OpenAI-compatible API', () => {
     expect((await failure(reader.models.retrieve('other'))).status).toBe(404);
   });
 
-  it('answers a chat completion: the earlier messages are the history, after the agent\'s own prompt', async () => {
+  it("answers a chat completion: the earlier messages are the history, after the agent's own prompt", async () => {
     const answer = await owner.chat.completions.create({
       model: 'helper',
       messages: [
@@ -91,9 +91,10 @@ describe('the OpenAI-compatible API', () => {
     expect(answer.choices[0]?.finish_reason).toBe('stop');
     expect(answer.usage?.total_tokens).toBe((answer.usage?.prompt_tokens ?? 0) + (answer.usage?.completion_tokens ?? 0));
     expect(answer.usage?.completion_tokens).toBeGreaterThan(0);
+    // The caller's system message is the caller's text: only the agent's prompt instructs as the system.
     expect(lastMessages()).toEqual([
       ['system', 'You are the helper.'],
-      ['system', 'Answer briefly.'],
+      ['user', 'Answer briefly.'],
       ['user', 'first question'],
       ['assistant', 'first answer'],
       ['user', 'second question'],
