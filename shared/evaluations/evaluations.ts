@@ -307,7 +307,7 @@ export class Evaluations {
     }
     const text = answer.completion;
     // A long answer is checked off the request thread, within a time bound (a case that reaches it fails).
-    const broken = text.length <= INLINE_ANSWER_CHARS ? checks.failure(text) : await offThread.run({ kind: 'checks', expect: c.expect, text }).catch((e: unknown) => (e instanceof MatchTimeout ? `the checks could not run: ${e.message}` : Promise.reject(e)));
+    const broken = text.length <= INLINE_ANSWER_CHARS ? checks.failure(text) : await offThread.run({ kind: 'checks', expect: c.expect, text }).catch(checksTimedOut);
     if (broken) return result(false, broken, text, answer.total_tokens, answer.total_cost);
     const judgeModel = c.expect.judge_ai_model_object_id ?? evaluation.judge_ai_model_object_id;
     if (c.expect.judge === undefined || judgeModel === undefined) return result(true, 'Every check passed', text, answer.total_tokens, answer.total_cost);
@@ -353,6 +353,12 @@ export class Evaluations {
 
 /** A candidate as the owner sees it: its own id, the prompt, the rater's comments and when. */
 export const presentCandidate = (c: CandidateDoc) => ({ id: c.id.split('~')[1] ?? c.id, agent_name: c.agent_name, user_prompt: c.user_prompt, comments: c.comments, rated_on: c.rated_on });
+
+/** A case whose checks could not run in time fails, saying so. */
+const checksTimedOut = (e: unknown) => {
+  if (e instanceof MatchTimeout) return `the checks could not run: ${e.message}`;
+  throw e;
+};
 
 /** Answers longer than this are checked in the matcher's worker. */
 const INLINE_ANSWER_CHARS = 8_000;

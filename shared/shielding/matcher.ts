@@ -75,7 +75,7 @@ export class Matcher {
     }, this.deadlineMs);
     worker.on('message', onMessage);
     worker.on('error', onError);
-    worker.postMessage({ id, ...item.task } as MatchTask);
+    worker.postMessage({ id, ...item.task });
   }
 }
 
