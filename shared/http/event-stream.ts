@@ -10,8 +10,12 @@ export const SSE_HEADERS: Readonly<Record<string, string>> = { 'content-type': '
 /** Whether a request asks for an event stream (`Accept: text/event-stream`). */
 export const wantsEventStream = (accept: string | undefined) => accept !== undefined && /(^|,)\s*text\/event-stream\s*(;|,|$)/i.test(accept);
 
-/** Bytes of events a stream may hold for a client that does not read them; past it the stream is cut. */
-export const MAX_UNSENT_BYTES = 8 * 1024 * 1024;
+/**
+ * Bytes of events a stream may hold for a client that does not read them; past it the stream is cut. An
+ * answer's pieces are small and a reading client takes them as they come: what a stream holds beyond this
+ * is a client that stopped, costing the service memory for nothing.
+ */
+export const MAX_UNSENT_BYTES = 512 * 1024;
 
 /** A client read too slowly: the events it had not taken passed MAX_UNSENT_BYTES. */
 export class SlowReaderError extends Error {

@@ -11,6 +11,7 @@ import { UpstreamError } from '../models/upstream-errors.js';
 import { objectIdOf, partitionOf, resourceId } from '../providers/resource-type.js';
 import { dataPipelineRuns, dataPipelines, dataSources, type DataPipelineDoc, type DataPipelineRunDoc, type DataSourceDoc } from '../providers/types/catalog.js';
 import { MAX_DEQUEUE_COUNT, type QueueDelivery } from '../queues/handler.js';
+import { Shares } from '../queues/shares.js';
 import type { RunMessage } from '../queues/messages.js';
 import type { Services } from '../services.js';
 import { updateDocument } from '../store/update.js';
@@ -115,7 +116,28 @@ async function update(s: Services, id: string, change: (run: RunDoc) => Partial<
 const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e)).split('\n')[0]?.slice(0, 500) ?? 'unknown error';
 
 /** The queue worker of runs. Throws to have the message delivered again (transient failures, shutdown). */
-export async function runPipeline({ run: id }: RunMessage, delivery: QueueDelivery, s: Services): Promise<void> {
+export async function runPipeline(message: RunMessage, delivery: QueueDelivery, s: Services): Promise<void> {
+  const id = message.run;
+  // Runs of one data source hold only their share of the workers; past it the run waits in the queue, Pending.
+  const pending = await runs(s).read(RUNS_PK, id);
+  if (!pending || ended(pending)) return;
+  const source = (await s.resourceCache.get(pending.data_pipeline_object_id, dataPipelines))?.data_source_object_id ?? pending.data_pipeline_object_id;
+  const leave = sourceShares.enter(source.toLowerCase());
+  if (!leave) {
+    await s.producer.send(s.config.knowledge.queue, message, { visibilityTimeoutSeconds: 2 });
+    return;
+  }
+  try {
+    await runWithinShare(id, delivery, s);
+  } finally {
+    leave();
+  }
+}
+
+/** Runs of one data source at once on this instance: a source of slow documents cannot take every worker. */
+const sourceShares = new Shares(2);
+
+async function runWithinShare(id: string, delivery: QueueDelivery, s: Services): Promise<void> {
   const run = await update(s, id, (r) => (ended(r) ? undefined : { status: 'InProgress', started_on: r.started_on ?? new Date().toISOString() }));
   if (!run || ended(run)) return;
   try {

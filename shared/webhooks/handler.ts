@@ -1,7 +1,8 @@
 // The queue handler that delivers webhooks: one attempt per message; a failed attempt queues the next one
 // with its delay (the queue's visibility delay), until one is accepted or the schedule is over. Every attempt
-// is recorded on the operation. Each destination has a lane of a few deliveries at once, so receivers that
-// hang (up to the attempt deadline) delay only their own deliveries.
+// is recorded on the operation. Each user whose operations are reported has a share of a few deliveries at
+// once (shares.ts), so receivers that hang (up to the attempt deadline) delay only their own user's
+// deliveries, wherever they are.
 import { randomUUID } from 'node:crypto';
 import { operations, presentOperation } from '../completions/operations.js';
 import { readSecret, SECRET_NAME } from '../config.js';
@@ -9,6 +10,8 @@ import { APP_CONFIG_PK } from '../providers/settings.js';
 import { appConfigurations, type AppConfigurationDoc } from '../providers/types/catalog.js';
 import { resourceId } from '../providers/resource-type.js';
 import type { QueueDelivery } from '../queues/handler.js';
+import { Shares } from '../queues/shares.js';
+import { ownerKey } from '../auth/principal.js';
 import type { WebhookMessage } from '../queues/messages.js';
 import type { z } from 'zod';
 import type { Services } from '../services.js';
@@ -58,27 +61,8 @@ async function signingSecrets(s: Services): Promise<string[]> {
   return [doc.value, ...previous].map(resolve).filter((v): v is string => typeof v === 'string' && v.length > 0);
 }
 
-/** Deliveries in flight per destination origin on this instance: a hanging receiver holds only its own lane. */
-const LANE_WIDTH = 2;
-const lanes = new Map<string, number>();
-
-/** Takes a place in the destination's lane, or answers undefined when its lane is full. */
-function enterLane(url: string): (() => void) | undefined {
-  let origin: string;
-  try {
-    origin = new URL(url).origin;
-  } catch {
-    origin = url;
-  }
-  const busy = lanes.get(origin) ?? 0;
-  if (busy >= LANE_WIDTH) return undefined;
-  lanes.set(origin, busy + 1);
-  return () => {
-    const left = (lanes.get(origin) ?? 1) - 1;
-    if (left <= 0) lanes.delete(origin);
-    else lanes.set(origin, left);
-  };
-}
+/** Deliveries in flight per user on this instance: one user's hanging receivers hold only their own share. */
+const shares = new Shares(2);
 
 export async function deliverWebhook({ key, attempt, waits }: z.output<typeof WebhookMessage>, _delivery: QueueDelivery, s: Services): Promise<void> {
   const op = await operations(s).read(key, key);
@@ -90,9 +74,9 @@ export async function deliverWebhook({ key, attempt, waits }: z.output<typeof We
     return;
   }
   if (op.deliveries?.some((d) => d.outcome === 'delivered')) return;
-  const leave = enterLane(op.callback_url);
+  const leave = shares.enter(ownerKey(op.principal.upn));
   if (!leave) {
-    // Its destination already has LANE_WIDTH deliveries in flight: the same attempt, a little later.
+    // Its user's share is taken by deliveries in flight: the same attempt, a little later.
     await s.producer.send(s.config.webhooks.queue, { key, attempt, id: randomUUID() } satisfies WebhookMessage, { visibilityTimeoutSeconds: 2 });
     return;
   }

@@ -313,6 +313,89 @@ describe('hardening, third round, against the bundle', () => {
     });
   });
 
+  describe("11: fair shares: one user's or one source's slow work does not hold the capacity others need", () => {
+    let receivers: http.Server;
+    let base = '';
+    const arrived = new Map<string, number>();
+    const held = new Set<http.ServerResponse>();
+    beforeAll(async () => {
+      // /hang/* never answers (the delivery's deadline ends each attempt); /ok/* notes when it arrived.
+      receivers = http.createServer((req, res) => {
+        if (req.url?.startsWith('/hang/')) return void held.add(res);
+        arrived.set(req.url ?? '', Date.now());
+        res.writeHead(200).end();
+      });
+      await new Promise<void>((resolve) => receivers.listen(0, '127.0.0.1', resolve));
+      base = `http://127.0.0.1:${(receivers.address() as { port: number }).port}`;
+      await seedAgent(app, 'async-helper', { llmUrl: llm.url });
+      for (const upn of ['mallory@example.com', 'victim@example.com']) await grantReader(app, upn, 'async-helper');
+    });
+    afterAll(async () => {
+      for (const res of held) res.destroy();
+      receivers.closeAllConnections();
+      await new Promise<void>((resolve) => receivers.close(() => resolve()));
+    });
+    const status = async (operationId: string, as: string) => ((await app.call('GET', `${app.core}/instances/${INSTANCE}/async-completions/${operationId}/status`, { as })).body as { status: string; last_updated: string }) ;
+
+    it("delivers another user's webhook within 10 s of its operation's end while 24 of one user's receivers hang", async () => {
+      const start = async (as: string, callback: string) => {
+        const r = await app.call('POST', `${app.core}/instances/${INSTANCE}/async-completions`, { body: { agent_name: 'async-helper', user_prompt: 'hi', callback_url: callback }, as });
+        expect(r.status, JSON.stringify(r.body)).toBe(202);
+        return (r.body as { operation_id: string }).operation_id;
+      };
+      // The same receiver host for both users: the worst case for a share by destination.
+      for (let i = 0; i < 24; i++) await start('mallory@example.com', `${base}/hang/${i}`);
+      await new Promise((resolve) => setTimeout(resolve, 3000));
+      const victim = await start('victim@example.com', `${base}/ok/victim`);
+      let ended = 0;
+      await expect.poll(async () => (await status(victim, 'victim@example.com')).status, { timeout: 30_000 }).toBe('Completed');
+      ended = Date.parse((await status(victim, 'victim@example.com')).last_updated);
+      await expect.poll(() => arrived.get('/ok/victim'), { timeout: 60_000, interval: 200 }).toBeDefined();
+      const waited = (arrived.get('/ok/victim') ?? 0) - ended;
+      process.stdout.write(`the victim's webhook arrived ${waited} ms after its operation ended, 24 receivers hanging\n`);
+      expect(waited).toBeLessThan(10_000);
+    }, 90_000);
+
+    it('starts an unrelated pipeline run within 10 s while eight drip-fed runs of one source are in progress', async () => {
+      await upsert(app, 'Svc.AIModel', 'aiModels', 'fair-embedding', { model_type: 'embedding', deployment_name: 'text-embedding-3-small', api_endpoint_object_id: objectId('Svc.Configuration', 'apiEndpointConfigurations', 'metered-endpoint') });
+      const drip = http.createServer((req, res) => {
+        res.writeHead(200, { 'content-type': 'text/html' });
+        if (req.url?.startsWith('/drip')) {
+          const timer = setInterval(() => res.write('<'), 20_000);
+          res.write('<');
+          res.on('close', () => clearInterval(timer));
+          return;
+        }
+        res.end('<html><body><p>The unrelated document.</p></body></html>');
+      });
+      await new Promise<void>((resolve) => drip.listen(0, '127.0.0.1', resolve));
+      const site = `http://127.0.0.1:${(drip.address() as { port: number }).port}`;
+      try {
+        const pipeline = async (name: string, source: string, path: string) => {
+          await upsert(app, 'Svc.DataPipeline', 'dataPipelines', name, {
+            data_source_object_id: objectId('Svc.DataSource', 'dataSources', source),
+            source_paths: [`${site}${path}`],
+            index_name: name,
+            embedding_ai_model_object_id: objectId('Svc.AIModel', 'aiModels', 'fair-embedding'),
+          });
+          const r = await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.DataPipeline/dataPipelines/${name}/process`);
+          expect(r.status).toBe(202);
+          return (r.body as { object_id: string }).object_id;
+        };
+        for (const source of ['dripping', 'unrelated']) await upsert(app, 'Svc.DataSource', 'dataSources', source, { data_source_type: 'Web', urls: [`${site}/`] });
+        for (let i = 0; i < 8; i++) await pipeline(`drip-${i}`, 'dripping', `/drip/${i}.html`);
+        await new Promise((resolve) => setTimeout(resolve, 3000));
+        const asked = Date.now();
+        const run = await pipeline('unrelated', 'unrelated', '/doc.html');
+        await expect.poll(async () => ((await app.call('GET', `${app.management}${run}`)).body as { resource: { status: string } }).resource.status, { timeout: 10_000, interval: 200 }).not.toBe('Pending');
+        process.stdout.write(`the unrelated run started ${Date.now() - asked} ms after it was asked for, eight drip-fed runs in progress\n`);
+      } finally {
+        drip.closeAllConnections();
+        drip.close();
+      }
+    }, 60_000);
+  });
+
   describe('4: a page whose name rebinds to 127.0.0.1', () => {
     const port = (url: string) => new URL(url).port;
     const rebound = (url: string) => `rebind.attacker.example:${port(url)}`;

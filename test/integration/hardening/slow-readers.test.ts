@@ -12,6 +12,9 @@ import { startMockLlm } from '../../../scripts/mock-llm.js';
 import { seedAgent } from '../../support/agents.js';
 import { startBundledApp } from '../../support/bundled-app.js';
 
+/** Clients that ask for a stream and stop reading, at once. */
+const CLIENTS = 50;
+
 describe('streamed answers to clients that stop reading', () => {
   let services: TestServices;
   let port: number;
@@ -72,7 +75,7 @@ describe('streamed answers to clients that stop reading', () => {
     const before = process.memoryUsage().rss;
     const stoppedBefore = producers.stopped;
     const started = Date.now();
-    const sockets = Array.from({ length: 10 }, () => {
+    const sockets = Array.from({ length: CLIENTS }, () => {
       const socket = net.connect(port, '127.0.0.1', () => {
         socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
         socket.pause();
@@ -83,14 +86,16 @@ describe('streamed answers to clients that stop reading', () => {
     // A paused client socket reports no close until it reads: the service's side is watched instead.
     const connections = () => new Promise<number>((resolve) => server.server.getConnections((_e, n) => resolve(n)));
     let peak = 0;
-    while (producers.stopped - stoppedBefore < 10 || (await connections()) > 0) {
+    while (producers.stopped - stoppedBefore < CLIENTS || (await connections()) > 0) {
       peak = Math.max(peak, process.memoryUsage().rss);
       await new Promise((r) => setTimeout(r, 100));
     }
     for (const s of sockets) s.destroy();
     const grown = (peak - before) / 1024 / 1024;
-    console.log(`slow readers (${path}): 10 of 10 streams cut by the service after ${Math.round((Date.now() - started) / 1000)} s, producers stopped ${producers.stopped} of ${producers.running}; RSS grew ${grown.toFixed(0)} MiB at most`);
+    console.log(`slow readers (${path}): ${CLIENTS} of ${CLIENTS} streams cut by the service after ${Math.round((Date.now() - started) / 1000)} s, producers stopped ${producers.stopped} of ${producers.running}; RSS grew ${grown.toFixed(0)} MiB at most (${(grown / CLIENTS).toFixed(2)} MiB a client)`);
     expect(producers.stopped).toBe(producers.running);
+    // What a client that stopped reading costs the service: its bounded backlog, at most a MiB.
+    expect(grown / CLIENTS).toBeLessThanOrEqual(1);
   }, 60_000);
 });
 
