@@ -17,9 +17,9 @@ export function servesHost(config: Pick<Config, 'allowedHosts'>, header: string 
   return header === undefined || config.allowedHosts.includes(hostOf(header));
 }
 
-/** The refusal of a request for a name this service does not answer to. */
-export const misdirected = (header: string) =>
-  new DomainError('misdirected', 'MisdirectedRequest', `This service does not answer to the host name ${hostOf(header).slice(0, 100)}: add it to ALLOWED_HOSTS, or set CORE_API_URL or MANAGEMENT_API_URL`);
+/** The refusal of a request for a name this service does not answer to (the name is not echoed back). */
+export const misdirected = () =>
+  new DomainError('misdirected', 'MisdirectedRequest', 'This service does not answer to the host name in the request: add it to ALLOWED_HOSTS, or set CORE_API_URL or MANAGEMENT_API_URL');
 
 /** Whether a browser's `Origin` is this API's own (scheme, an allowed host and the port the request came to). */
 export function sameOrigin(config: Pick<Config, 'allowedHosts'>, origin: string | undefined, host: string | undefined): boolean {

@@ -71,7 +71,7 @@ export function createApiServer(api: Api, routes: readonly Route[], services: Se
   const browsers = corsFor(services.config);
   const server = http.createServer({ requestTimeout: 120_000, headersTimeout: 30_000 }, (req, res) => {
     // A request for a name that is not the service's (a rebound name) is answered before anything else.
-    if (!servesHost(services.config, req.headers.host)) return answer(req, res, misdirected(req.headers.host ?? ''));
+    if (!servesHost(services.config, req.headers.host)) return answer(req, res, misdirected());
     // Only browsers send Origin; other clients skip CORS altogether.
     if (req.headers.origin !== undefined) browsers(req, res, () => serve(req, res));
     else serve(req, res);

@@ -155,7 +155,7 @@ export function attachRelay(server: http.Server, s: Services): { close(): void }
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     socket.on('error', () => socket.destroy());
     if (!servesHost(s.config, req.headers.host)) {
-      const error = misdirected(req.headers.host ?? '');
+      const error = misdirected();
       return refuse(socket, statusOf(error), error.code, error.message);
     }
     const match = PATH.exec((req.url ?? '').split('?')[0] ?? '');
