@@ -15,16 +15,59 @@ import { ResourceName } from '../shared/providers/resource-type.js';
 import type { AgentDoc } from '../shared/providers/types/agent.js';
 import { agentCard, messageRequest, MessageSendParams, paramsOf, presentTask, readTask, RPC, rpcAnswer, rpcFailure, RpcError, RpcRequest, taskEvents, TaskParams } from '../shared/protocols/a2a.js';
 import { runAsOperation } from '../shared/protocols/operation-run.js';
-import type { Services } from '../shared/services.js';
 import { withCorrelation } from '../shared/telemetry/correlation.js';
+import type { Authorizer } from '../shared/auth/authorizer.js';
+import type { PrincipalDirectory } from '../shared/auth/directory.js';
+import type { Budgets } from '../shared/completions/budgets.js';
+import type { Quotas } from '../shared/completions/quotas.js';
+import type { Config } from '../shared/config.js';
+import type { Conversations } from '../shared/conversations/conversations.js';
+import type { SessionTurns } from '../shared/conversations/turns.js';
+import type { Files } from '../shared/files/files.js';
+import type { ExtractionPool } from '../shared/knowledge/extract-pool.js';
+import type { VectorIndex } from '../shared/knowledge/vector-index.js';
+import type { Log } from '../shared/log.js';
+import type { Memories } from '../shared/memory/memory.js';
+import type { ModelCredentials } from '../shared/models/credentials.js';
+import type { ModelGateway } from '../shared/models/gateway.js';
+import type { Dispatcher } from '../shared/net/undici.js';
+import type { PluginRuntime } from '../shared/plugins/runtime.js';
+import type { ResourceCache } from '../shared/providers/resource-cache.js';
+import type { AppSettings } from '../shared/providers/settings.js';
+import type { Producer } from '../shared/queues/producer.js';
+import type { DocumentStore } from '../shared/store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface A2aRoutesDeps {
+  readonly authorizer: Authorizer;
+  readonly budgets: Budgets;
+  readonly config: Config;
+  readonly conversations: Conversations;
+  readonly credentials: ModelCredentials;
+  readonly directory: PrincipalDirectory;
+  readonly extraction: ExtractionPool;
+  readonly files: Files;
+  readonly log: Log;
+  readonly memories: Memories;
+  readonly models: ModelGateway;
+  readonly plugins: PluginRuntime;
+  readonly producer: Producer;
+  readonly quotas: Quotas;
+  readonly resourceCache: ResourceCache;
+  readonly settings: AppSettings;
+  readonly store: DocumentStore;
+  readonly turns: SessionTurns;
+  readonly userDispatcher: Dispatcher;
+  readonly vectors: VectorIndex;
+}
 
 const common = { api: 'core', tag: 'A2A', auth: 'protocol', errors: 'core' } as const;
 const AgentParams = z.object({ instanceId: z.string(), agentName: ResourceName });
 /** The agent's A2A endpoint under the Core API's public URL (configuration, never the request's headers). */
-const endpoint = (s: Services, instanceId: string, agent: string) => `${s.config.publicUrls.core}/instances/${instanceId}/a2a/${encodeURIComponent(agent)}`;
+const endpoint = (s: A2aRoutesDeps, instanceId: string, agent: string) => `${s.config.publicUrls.core}/instances/${instanceId}/a2a/${encodeURIComponent(agent)}`;
 
 /** message/send and message/stream: a completion run as a task, in the message's context (session). */
-function send(s: Services, principal: Principal, agent: AgentDoc, rpc: RpcRequest, stream: boolean, signal: AbortSignal): Promise<Reply> {
+function send(s: A2aRoutesDeps, principal: Principal, agent: AgentDoc, rpc: RpcRequest, stream: boolean, signal: AbortSignal): Promise<Reply> {
   const params = paramsOf(MessageSendParams, rpc.params);
   const core = messageRequest(agent, params);
   const operationId = newOperationId();
@@ -44,7 +87,7 @@ function send(s: Services, principal: Principal, agent: AgentDoc, rpc: RpcReques
 }
 
 /** tasks/cancel: a queued or running task ends canceled (its model call aborted where it runs); an ended one is not cancelable. */
-async function cancel(s: Services, principal: Principal, agent: AgentDoc, rpc: RpcRequest): Promise<unknown> {
+async function cancel(s: A2aRoutesDeps, principal: Principal, agent: AgentDoc, rpc: RpcRequest): Promise<unknown> {
   const { id } = paramsOf(TaskParams, rpc.params);
   const task = await readTask(s, principal, agent, id);
   if (task.status !== 'InProgress') throw new RpcError(RPC.taskNotCancelable, `Task ${id} has ended (${presentTask(task).status.state})`);

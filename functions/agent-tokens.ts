@@ -9,7 +9,16 @@ import { pagedJson, pagedResponse, PageQuery } from '../shared/http/paging.js';
 import { json } from '../shared/http/types.js';
 import { objectIdOf, partitionOf, resourceId, ResourceName } from '../shared/providers/resource-type.js';
 import { agents, type AgentDoc } from '../shared/providers/types/agent.js';
-import type { Services } from '../shared/services.js';
+import type { AgentTokens } from '../shared/auth/agent-tokens.js';
+import type { Pager } from '../shared/http/paging.js';
+import type { DocumentStore } from '../shared/store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface AgentTokensRoutesDeps {
+  readonly agentTokens: AgentTokens;
+  readonly pager: Pager;
+  readonly store: DocumentStore;
+}
 
 const Params = z.object({ instanceId: z.string(), agentName: ResourceName });
 const base = '/instances/{instanceId}/providers/Svc.Agent/agents/{agentName}/agent-access-tokens';
@@ -41,7 +50,7 @@ const TokenView = z
   })
   .meta({ id: 'AgentAccessToken' });
 
-async function liveAgent(services: Services, name: string): Promise<AgentDoc> {
+async function liveAgent(services: AgentTokensRoutesDeps, name: string): Promise<AgentDoc> {
   const agent = await services.store.container<AgentDoc>('resources').read(partitionOf(agents), resourceId(name));
   if (!agent || agent.deleted) throw notFound(`Agent ${name} not found`);
   return agent;

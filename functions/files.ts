@@ -10,7 +10,16 @@ import { pagedJson, pagedResponse, PageQuery } from '../shared/http/paging.js';
 import { GUID, Guid, InstanceParams } from '../shared/http/schemas.js';
 import { json } from '../shared/http/types.js';
 import { agentForUse } from '../shared/providers/agent-access.js';
-import type { Services } from '../shared/services.js';
+import type { Conversations } from '../shared/conversations/conversations.js';
+import type { Files } from '../shared/files/files.js';
+import type { Pager } from '../shared/http/paging.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface FilesRoutesDeps {
+  readonly conversations: Conversations;
+  readonly files: Files;
+  readonly pager: Pager;
+}
 
 const UploadResult = z.object({ object_id: z.string(), display_name: z.string(), content_type: z.string() }).meta({ id: 'UploadResult' });
 const FileMetadata = z
@@ -30,7 +39,7 @@ const common = { api: 'core', tag: 'Files', auth: 'any', errors: 'core' } as con
 const contentDisposition = (name: string) => `attachment; filename="${name.replace(/[^\x20-\x7e]|["\\]/g, '_')}"; filename*=UTF-8''${encodeURIComponent(name)}`;
 
 /** The one `file` part streams straight into Blob storage while it arrives. */
-const storeFile = (services: Services, upn: string): FileHandler<{ name: string; declaredType: string | undefined; stored: StoredBlob }> => ({
+const storeFile = (services: FilesRoutesDeps, upn: string): FileHandler<{ name: string; declaredType: string | undefined; stored: StoredBlob }> => ({
   accept: (part) => (part.field === 'file' ? services.files.store(part.stream, part.fileName, upn).then((stored) => ({ name: part.fileName, declaredType: part.declaredType, stored })) : undefined),
   discard: (kept) => services.files.discard(kept.stored.blobName),
 });

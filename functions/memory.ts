@@ -9,7 +9,22 @@ import { json } from '../shared/http/types.js';
 import type { AgentRef, StoredScope } from '../shared/memory/memory.js';
 import { actingPrincipal } from '../shared/memory/on-behalf.js';
 import { agentForUse } from '../shared/providers/agent-access.js';
-import type { Services } from '../shared/services.js';
+import type { Authorizer } from '../shared/auth/authorizer.js';
+import type { UpnBindings } from '../shared/auth/upn-bindings.js';
+import type { Config } from '../shared/config.js';
+import type { Memories } from '../shared/memory/memory.js';
+import type { ResourceCache } from '../shared/providers/resource-cache.js';
+import type { DocumentStore } from '../shared/store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface MemoryRoutesDeps {
+  readonly authorizer: Authorizer;
+  readonly config: Config;
+  readonly memories: Memories;
+  readonly resourceCache: ResourceCache;
+  readonly store: DocumentStore;
+  readonly upnBindings: UpnBindings;
+}
 
 const scopeError = 'scope must be user, agent or combined';
 const Scope = z.enum(['user', 'agent', 'combined'], { error: scopeError });
@@ -61,7 +76,7 @@ const ImportBody = z
  * The agent of an agent-scoped call: its object id must name an agent of this instance that the acting
  * user may use (the agent provider's 403 or 404 otherwise). Combined reads include it only when given.
  */
-async function agentOf(s: Services, p: Principal, scope: 'user' | 'agent' | 'combined', objectId: string | undefined): Promise<AgentRef | undefined> {
+async function agentOf(s: MemoryRoutesDeps, p: Principal, scope: 'user' | 'agent' | 'combined', objectId: string | undefined): Promise<AgentRef | undefined> {
   if (scope === 'user') return undefined;
   if (objectId === undefined) {
     if (scope === 'agent') throw validationError([{ field: 'agent_object_id', message: 'agent_object_id is required when scope is agent' }]);

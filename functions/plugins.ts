@@ -9,7 +9,16 @@ import { defineRoute } from '../shared/http/route.js';
 import { API_VERSION, ApiVersionQuery, InstanceParams } from '../shared/http/schemas.js';
 import { json, type PlatformRequest } from '../shared/http/types.js';
 import { PackageResource, type PackageDoc } from '../shared/plugins/packages.js';
-import type { Services } from '../shared/services.js';
+import type { Authorizer } from '../shared/auth/authorizer.js';
+import type { Config } from '../shared/config.js';
+import type { PluginPackages } from '../shared/plugins/packages.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface PluginsRoutesDeps {
+  readonly authorizer: Authorizer;
+  readonly config: Config;
+  readonly packages: PluginPackages;
+}
 
 const base = '/instances/{instanceId}/providers/Svc.Platform';
 const PackageParams = InstanceParams.extend({ packageName: z.string().regex(/^(Python|Dotnet)-[A-Za-z0-9_-]{1,100}$/, 'must be {runtime}-{name} with runtime Python or Dotnet') });
@@ -37,7 +46,7 @@ function present(p: PackageDoc, full: boolean) {
   };
 }
 
-async function createOrDeploy(services: Services, principal: Principal, request: PlatformRequest, name: string) {
+async function createOrDeploy(services: PluginsRoutesDeps, principal: Principal, request: PlatformRequest, name: string) {
   const type = request.header('content-type') ?? '';
   if (type.toLowerCase().startsWith('multipart/form-data')) {
     const { fields, files } = await readMultipart(request, { fileSize: services.packages.maxBytes, fields: 5 }, bufferedFile('file'));

@@ -3,12 +3,17 @@ import { z } from 'zod';
 import { json } from '../shared/http/types.js';
 import { defineRoute } from '../shared/http/route.js';
 import { InstanceParams } from '../shared/http/schemas.js';
-import type { Services } from '../shared/services.js';
 import { readiness } from '../shared/health.js';
+import type { Config } from '../shared/config.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface StatusRoutesDeps {
+  readonly config: Config;
+}
 
 const CoreStatus = z.object({ status: z.string(), name: z.string(), version: z.string(), instance_id: z.string() });
 
-const status = (services: Services, name: string) =>
+const status = (services: StatusRoutesDeps, name: string) =>
   json(200, { status: 'ready', name, version: services.config.version, instance_id: services.config.instanceId });
 
 const CheckSchema = z.object({ ok: z.boolean(), duration_ms: z.number(), error: z.string().optional() });

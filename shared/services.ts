@@ -32,7 +32,7 @@ import { ResourceCache } from './providers/resource-cache.js';
 import { objectIdOf, type AnyResource } from './providers/resource-type.js';
 import { agents } from './providers/types/agent.js';
 import { AppSettings, type SettingDoc } from './providers/settings.js';
-import { QueueProducer, readQueue, type Producer } from './queues/handler.js';
+import { QueueProducer, readQueue, type Producer } from './queues/producer.js';
 import { observeQueues } from './telemetry/metrics.js';
 import { migrate } from './migrations.js';
 import { openStore } from './store/open.js';

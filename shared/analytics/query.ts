@@ -1,7 +1,6 @@
 // Answers an AnalyticsRequest: resolves filters, checks each domain provider's own action for the
 // caller, and builds the AnalyticsResponse of the request type.
 import type { Principal } from '../auth/principal.js';
-import type { Services } from '../services.js';
 import type { Doc } from '../store/types.js';
 import { thresholds } from './abuse.js';
 import { agentFiles, agentSummaries, dailyActiveUsers, dailyMessages, dailyUsers, models, overview, tokenDashboard, toolCombinations, toolSummaries } from './agent-reports.js';
@@ -9,6 +8,20 @@ import { budgetStatus, costBy } from './cost-reports.js';
 import { sources } from './data.js';
 import { resolve, type AnalyticsRequest, type RequestType } from './request.js';
 import { abuseIndicators, abuseRiskScore, activityTimeline, allUsers, topUsers, userAnomalies, userSummary } from './user-reports.js';
+import type { Authorizer } from '../auth/authorizer.js';
+import type { Budgets } from '../completions/budgets.js';
+import type { Config } from '../config.js';
+import type { AppSettings } from '../providers/settings.js';
+import type { DocumentStore } from '../store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface QueryDeps {
+  readonly authorizer: Authorizer;
+  readonly budgets: Budgets;
+  readonly config: Config;
+  readonly settings: AppSettings;
+  readonly store: DocumentStore;
+}
 
 /** The domain providers a request type reads: conversations (sessions, messages, usage) and context (files). */
 function domains(type: RequestType): ('conversation' | 'context')[] {
@@ -19,7 +32,7 @@ function domains(type: RequestType): ('conversation' | 'context')[] {
 
 const ACTIONS = { conversation: 'Svc.Conversation/conversationAnalytics/read', context: 'Svc.Context/contextAnalytics/read' } as const;
 
-export async function runAnalytics(s: Services, principal: Principal, body: AnalyticsRequest) {
+export async function runAnalytics(s: QueryDeps, principal: Principal, body: AnalyticsRequest) {
   const r = resolve(body);
   const instance = `/instances/${s.config.instanceId}`;
   // Each domain provider checks its own action with the caller's identity.

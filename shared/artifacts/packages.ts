@@ -16,10 +16,49 @@ import { objectIdOf, partitionOf, resourceId, type AnyResource } from '../provid
 import { readResource } from '../providers/resources.js';
 import { SECRET_SETTINGS } from '../providers/settings.js';
 import { appConfigurations } from '../providers/types/catalog.js';
-import type { Services } from '../services.js';
 import type { Container, Doc } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import { applyPlan, changesOf, mapStrings, parseObjectId, planChanges, portable, typeOf, type Change, type Incoming } from './resource-set.js';
+import type { AgentTokens } from '../auth/agent-tokens.js';
+import type { Authorizer } from '../auth/authorizer.js';
+import type { GraphOptions } from '../auth/graph.js';
+import type { Config } from '../config.js';
+import type { Pager } from '../http/paging.js';
+import type { ExtractionPool } from '../knowledge/extract-pool.js';
+import type { VectorIndex } from '../knowledge/vector-index.js';
+import type { Log } from '../log.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { CredentialGate } from '../net/credential-gate.js';
+import type { Dispatcher } from '../net/undici.js';
+import type { PluginPackages } from '../plugins/packages.js';
+import type { PluginRuntime } from '../plugins/runtime.js';
+import type { ResourceCache } from '../providers/resource-cache.js';
+import type { AppSettings } from '../providers/settings.js';
+import type { Producer } from '../queues/producer.js';
+import type { BlobService } from '../store/storage.js';
+import type { DocumentStore } from '../store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface ArtifactsPackagesDeps {
+  readonly agentTokens: AgentTokens;
+  readonly authorizer: Authorizer;
+  readonly blobs: BlobService;
+  readonly config: Config;
+  readonly extraction: ExtractionPool;
+  readonly gate: CredentialGate;
+  readonly graph: GraphOptions | undefined;
+  readonly log: Log;
+  readonly models: ModelGateway;
+  readonly packages: PluginPackages;
+  readonly pager: Pager;
+  readonly plugins: PluginRuntime;
+  readonly producer: Producer;
+  readonly resourceCache: ResourceCache;
+  readonly settings: AppSettings;
+  readonly store: DocumentStore;
+  readonly userDispatcher: Dispatcher;
+  readonly vectors: VectorIndex;
+}
 
 export const ARTIFACTS_PK = 'Svc.Platform/artifactPackages';
 const MAX_RESOURCES = 500;
@@ -156,7 +195,7 @@ export class ArtifactPackages {
   }
 
   /** Writes the resources named, as they are now, as a new version of the package. */
-  async export(s: Services, principal: Principal, name: string, body: z.output<typeof ExportBody>): Promise<ArtifactPackageDoc> {
+  async export(s: ArtifactsPackagesDeps, principal: Principal, name: string, body: z.output<typeof ExportBody>): Promise<ArtifactPackageDoc> {
     const entries: { name: string; data: string }[] = [];
     const listed: Manifest['resources'] = [];
     for (const [i, objectId] of body.resource_object_ids.entries()) {
@@ -273,7 +312,7 @@ export class ArtifactPackages {
    * A version's ZIP for a principal: it holds the definitions of every resource in it, so reading it needs
    * what changing them would, `write` on each as it would land on this instance (403 otherwise).
    */
-  async downloadFor(s: Services, principal: Principal, name: string, version?: string): Promise<{ bytes: Buffer; version: ArtifactVersion }> {
+  async downloadFor(s: ArtifactsPackagesDeps, principal: Principal, name: string, version?: string): Promise<{ bytes: Buffer; version: ArtifactVersion }> {
     const found = await this.download(name, version);
     for (const { definition } of (await readContents(found.bytes)).resources) {
       const type = typeOf(String(definition.type));
@@ -283,12 +322,12 @@ export class ArtifactPackages {
   }
 
   /** What applying a version would change; nothing is written. */
-  async plan(s: Services, principal: Principal, name: string, version: string): Promise<Change[]> {
+  async plan(s: ArtifactsPackagesDeps, principal: Principal, name: string, version: string): Promise<Change[]> {
     return changesOf(await planChanges(s, principal, await this.incoming(name, version)));
   }
 
   /** Makes this instance match a version: checked whole first, then written in dependency order. */
-  async apply(s: Services, principal: Principal, name: string, version: string): Promise<Change[]> {
+  async apply(s: ArtifactsPackagesDeps, principal: Principal, name: string, version: string): Promise<Change[]> {
     return applyPlan(s, principal, await planChanges(s, principal, await this.incoming(name, version)));
   }
 

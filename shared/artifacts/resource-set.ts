@@ -8,7 +8,46 @@ import { RESOURCE_TYPES } from '../providers/registry.js';
 import type { ResourceType } from '../providers/resource-rules.js';
 import { objectIdOf, partitionOf, SERVICE_FIELDS, type AnyResource } from '../providers/resource-type.js';
 import { readResource, upsertResource } from '../providers/resources.js';
-import type { Services } from '../services.js';
+import type { AgentTokens } from '../auth/agent-tokens.js';
+import type { Authorizer } from '../auth/authorizer.js';
+import type { GraphOptions } from '../auth/graph.js';
+import type { Config } from '../config.js';
+import type { Pager } from '../http/paging.js';
+import type { ExtractionPool } from '../knowledge/extract-pool.js';
+import type { VectorIndex } from '../knowledge/vector-index.js';
+import type { Log } from '../log.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { CredentialGate } from '../net/credential-gate.js';
+import type { Dispatcher } from '../net/undici.js';
+import type { PluginPackages } from '../plugins/packages.js';
+import type { PluginRuntime } from '../plugins/runtime.js';
+import type { ResourceCache } from '../providers/resource-cache.js';
+import type { AppSettings } from '../providers/settings.js';
+import type { Producer } from '../queues/producer.js';
+import type { BlobService } from '../store/storage.js';
+import type { DocumentStore } from '../store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface ResourceSetDeps {
+  readonly agentTokens: AgentTokens;
+  readonly authorizer: Authorizer;
+  readonly blobs: BlobService;
+  readonly config: Config;
+  readonly extraction: ExtractionPool;
+  readonly gate: CredentialGate;
+  readonly graph: GraphOptions | undefined;
+  readonly log: Log;
+  readonly models: ModelGateway;
+  readonly packages: PluginPackages;
+  readonly pager: Pager;
+  readonly plugins: PluginRuntime;
+  readonly producer: Producer;
+  readonly resourceCache: ResourceCache;
+  readonly settings: AppSettings;
+  readonly store: DocumentStore;
+  readonly userDispatcher: Dispatcher;
+  readonly vectors: VectorIndex;
+}
 
 export interface Change {
   object_id: string;
@@ -108,7 +147,7 @@ function dependencyOrder(planned: Planned[], refs: Map<Planned, Planned[]>): Pla
  * object id found neither in the set nor on the instance, 403 for a write the caller may not make, 409 for a
  * resource that is soft-deleted here (or, with `createOnly`, that exists at all). Nothing is written.
  */
-export async function planChanges(s: Services, principal: Principal, incoming: readonly Incoming[], options: { createOnly?: boolean } = {}): Promise<Planned[]> {
+export async function planChanges(s: ResourceSetDeps, principal: Principal, incoming: readonly Incoming[], options: { createOnly?: boolean } = {}): Promise<Planned[]> {
   const planned: Planned[] = [];
   for (const [i, { type, definition }] of incoming.entries()) {
     const parsed = type.schema.safeParse(portable(type, definition));
@@ -156,7 +195,7 @@ function comparable(t: ResourceType, doc: AnyResource): Record<string, unknown> 
 }
 
 /** Whether an object id outside the set names a live resource (or an installed plugin) here. */
-async function exists(s: Services, objectId: string, plugins: ReadonlySet<string>): Promise<boolean> {
+async function exists(s: ResourceSetDeps, objectId: string, plugins: ReadonlySet<string>): Promise<boolean> {
   if (plugins.has(objectId.toLowerCase())) return true;
   const named = parseObjectId(objectId, s.config.instanceId);
   if (!named) return false;
@@ -165,7 +204,7 @@ async function exists(s: Services, objectId: string, plugins: ReadonlySet<string
 }
 
 /** Writes what the plan creates or updates, in its order; answers every change, the unchanged included. */
-export async function applyPlan(s: Services, principal: Principal, planned: readonly Planned[]): Promise<Change[]> {
+export async function applyPlan(s: ResourceSetDeps, principal: Principal, planned: readonly Planned[]): Promise<Change[]> {
   for (const p of planned) if (p.action !== 'unchanged') await upsertResource(s, p.type, principal, p.name, p.definition);
   return changesOf(planned);
 }

@@ -9,8 +9,47 @@ import { servedType } from '../providers/registry.js';
 import { ResourceName } from '../providers/resource-type.js';
 import { readResource } from '../providers/resources.js';
 import { agentTemplates, type AgentTemplateDoc } from '../providers/types/template.js';
-import type { Services } from '../services.js';
 import { applyPlan, mapStrings, planChanges, typeOf, type Incoming } from './resource-set.js';
+import type { AgentTokens } from '../auth/agent-tokens.js';
+import type { Authorizer } from '../auth/authorizer.js';
+import type { GraphOptions } from '../auth/graph.js';
+import type { Config } from '../config.js';
+import type { Pager } from '../http/paging.js';
+import type { ExtractionPool } from '../knowledge/extract-pool.js';
+import type { VectorIndex } from '../knowledge/vector-index.js';
+import type { Log } from '../log.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { CredentialGate } from '../net/credential-gate.js';
+import type { Dispatcher } from '../net/undici.js';
+import type { PluginPackages } from '../plugins/packages.js';
+import type { PluginRuntime } from '../plugins/runtime.js';
+import type { ResourceCache } from '../providers/resource-cache.js';
+import type { AppSettings } from '../providers/settings.js';
+import type { Producer } from '../queues/producer.js';
+import type { BlobService } from '../store/storage.js';
+import type { DocumentStore } from '../store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface TemplatesDeps {
+  readonly agentTokens: AgentTokens;
+  readonly authorizer: Authorizer;
+  readonly blobs: BlobService;
+  readonly config: Config;
+  readonly extraction: ExtractionPool;
+  readonly gate: CredentialGate;
+  readonly graph: GraphOptions | undefined;
+  readonly log: Log;
+  readonly models: ModelGateway;
+  readonly packages: PluginPackages;
+  readonly pager: Pager;
+  readonly plugins: PluginRuntime;
+  readonly producer: Producer;
+  readonly resourceCache: ResourceCache;
+  readonly settings: AppSettings;
+  readonly store: DocumentStore;
+  readonly userDispatcher: Dispatcher;
+  readonly vectors: VectorIndex;
+}
 
 /** The parameter every template has: the new agent's name. */
 const AGENT_NAME: AgentTemplateDoc['parameters'][number] = { name: 'agent_name', type: 'string', description: 'The name of the new agent' };
@@ -47,7 +86,7 @@ function substitute(text: string, values: ReadonlyMap<string, unknown>): unknown
 }
 
 /** Creates every resource of the template; answers their object ids, in the order they were created. */
-export async function createAgent(s: Services, principal: Principal, templateName: string, given: Record<string, unknown>): Promise<{ object_ids: string[] }> {
+export async function createAgent(s: TemplatesDeps, principal: Principal, templateName: string, given: Record<string, unknown>): Promise<{ object_ids: string[] }> {
   const doc = await readResource(s, servedType(agentTemplates), templateName);
   if (!doc || doc.deleted) throw notFound(`agent-template ${templateName} not found`);
   const { parameters, resources } = doc as unknown as Record<string, unknown>;

@@ -9,7 +9,6 @@ import { agentForUse, usableAgents } from '../providers/agent-access.js';
 import type { ResourceKind, ResourceOf } from '../providers/resource-type.js';
 import type { AgentDoc } from '../providers/types/agent.js';
 import { aiModels, apiEndpointConfigurations, prompts, workflows, type AiModelDoc, type PromptDoc } from '../providers/types/catalog.js';
-import type { Services } from '../services.js';
 import type { SessionDoc } from '../conversations/conversations.js';
 import type { FileDoc } from '../files/files.js';
 import { attachmentContent } from '../files/attachment-content.js';
@@ -35,6 +34,48 @@ import { parseFilter } from '../knowledge/filter.js';
 import { EmbeddingSpend } from '../knowledge/embedder.js';
 import { agentTools, Citation, knowledgeContext, PromptEmbeddings, retrieve, type KnowledgeScope } from '../knowledge/retrieval.js';
 import { readerGroups } from '../knowledge/vector-index.js';
+import type { Authorizer } from '../auth/authorizer.js';
+import type { PrincipalDirectory } from '../auth/directory.js';
+import type { Budgets } from './budgets.js';
+import type { Quotas } from './quotas.js';
+import type { Config } from '../config.js';
+import type { Conversations } from '../conversations/conversations.js';
+import type { SessionTurns } from '../conversations/turns.js';
+import type { Files } from '../files/files.js';
+import type { ExtractionPool } from '../knowledge/extract-pool.js';
+import type { VectorIndex } from '../knowledge/vector-index.js';
+import type { Log } from '../log.js';
+import type { Memories } from '../memory/memory.js';
+import type { ModelCredentials } from '../models/credentials.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { Dispatcher } from '../net/undici.js';
+import type { PluginRuntime } from '../plugins/runtime.js';
+import type { ResourceCache } from '../providers/resource-cache.js';
+import type { AppSettings } from '../providers/settings.js';
+import type { DocumentStore } from '../store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface CompletionDeps {
+  readonly authorizer: Authorizer;
+  readonly budgets: Budgets;
+  readonly config: Config;
+  readonly conversations: Conversations;
+  readonly credentials: ModelCredentials;
+  readonly directory: PrincipalDirectory;
+  readonly extraction: ExtractionPool;
+  readonly files: Files;
+  readonly log: Log;
+  readonly memories: Memories;
+  readonly models: ModelGateway;
+  readonly plugins: PluginRuntime;
+  readonly quotas: Quotas;
+  readonly resourceCache: ResourceCache;
+  readonly settings: AppSettings;
+  readonly store: DocumentStore;
+  readonly turns: SessionTurns;
+  readonly userDispatcher: Dispatcher;
+  readonly vectors: VectorIndex;
+}
 
 /** The completion request, with its validation messages (the OpenAPI document's CompletionRequest). */
 export const CompletionRequest = z
@@ -92,7 +133,7 @@ export const isAgentRefusal = (e: unknown) => e instanceof DomainError && e.mess
 const notConfigured = (agent: string, what: string) => validationError([{ field: 'agent_name', message: `Agent ${agent} cannot answer: ${what}` }]);
 
 /** The agent a request is for: named, the token's own, or the caller's only usable agent. */
-export async function resolveAgent(s: Services, principal: Principal, agentName: string | undefined): Promise<AgentDoc> {
+export async function resolveAgent(s: CompletionDeps, principal: Principal, agentName: string | undefined): Promise<AgentDoc> {
   const name = agentName ?? principal.agentName;
   if (name === undefined) {
     const usable = await usableAgents(s, principal);
@@ -127,7 +168,7 @@ interface PluginChain {
 type AgentChain = ChatChain | PluginChain;
 
 /** agent -> workflow -> (AI model -> API endpoint, prompt) or its plugin, from the resource cache. */
-async function chainOf(s: Services, agent: AgentDoc): Promise<AgentChain> {
+async function chainOf(s: CompletionDeps, agent: AgentDoc): Promise<AgentChain> {
   const get = async <K extends ResourceKind>(objectId: string | undefined, kind: K, what: string): Promise<ResourceOf<K>> => {
     const doc = objectId !== undefined ? await s.resourceCache.get(objectId, kind) : undefined;
     if (!doc) throw notConfigured(agent.name, `its ${what} is missing`);
@@ -148,7 +189,7 @@ async function chainOf(s: Services, agent: AgentDoc): Promise<AgentChain> {
 }
 
 /** The currency the agent's model is priced in (null: none named, or no model of its own); its budgets are those in it. */
-export const agentCurrency = (s: Services, agent: AgentDoc): Promise<string | null> =>
+export const agentCurrency = (s: CompletionDeps, agent: AgentDoc): Promise<string | null> =>
   chainOf(s, agent).then(
     (chain) => (chain.kind === 'chat' ? pricesOf(chain.model).currency : null),
     // A chain that cannot answer is reported by the run itself.
@@ -184,7 +225,7 @@ export interface Admitted {
 }
 
 /** The caller's own attached files; 400 ValidationError for one that does not exist or is someone else's. */
-async function attachedFiles(s: Services, principal: Principal, objectIds: readonly string[] | undefined): Promise<FileDoc[]> {
+async function attachedFiles(s: CompletionDeps, principal: Principal, objectIds: readonly string[] | undefined): Promise<FileDoc[]> {
   const files = await Promise.all((objectIds ?? []).map((id) => s.files.find(principal.upn, id)));
   const found = files.filter((f) => f !== undefined);
   const missing = files.findIndex((f) => f === undefined);
@@ -196,7 +237,7 @@ async function attachedFiles(s: Services, principal: Principal, objectIds: reado
  * Resolves the agent and checks the caller's access, session and attachments (side by side); throws the
  * 4xx of the first that fails, in that order.
  */
-export async function admit(s: Services, principal: Principal, request: CompletionRequest, facade?: Facade): Promise<Admitted> {
+export async function admit(s: CompletionDeps, principal: Principal, request: CompletionRequest, facade?: Facade): Promise<Admitted> {
   const filter = parseFilter(request.settings?.agent_parameters?.index_filter_expression);
   const sessionId = request.session_id?.toLowerCase();
   const [agent, session, attachments, readers] = await Promise.allSettled([
@@ -229,7 +270,7 @@ export interface RunOptions {
  * Runs one admitted completion to the end. Idempotent on the operation id: when it may repeat, an answer
  * already recorded for the operation is reused instead of asking the model again.
  */
-export async function runCompletion(s: Services, principal: Principal, admitted: Admitted, options: RunOptions): Promise<CompletionResponse> {
+export async function runCompletion(s: CompletionDeps, principal: Principal, admitted: Admitted, options: RunOptions): Promise<CompletionResponse> {
   const chain = await chainOf(s, admitted.agent);
   if (!admitted.session) return runTurn(s, principal, admitted, chain, options, undefined);
   // A turn with a session is listed on it while it runs (multitask_strategy); an enqueued one reads the history after the wait.
@@ -246,7 +287,7 @@ export async function runCompletion(s: Services, principal: Principal, admitted:
   }
 }
 
-async function runTurn(s: Services, principal: Principal, admitted: Admitted, chain: AgentChain, options: RunOptions, turn: Turn | undefined): Promise<CompletionResponse> {
+async function runTurn(s: CompletionDeps, principal: Principal, admitted: Admitted, chain: AgentChain, options: RunOptions, turn: Turn | undefined): Promise<CompletionResponse> {
   const started = Date.now();
   const { request, agent, sessionId, session } = admitted;
   const operationId = options.operationId;
@@ -410,14 +451,14 @@ interface Answer {
   prompt?: ChatMessage[];
 }
 
-const warned = (s: Services, what: string) => (e: unknown) => s.log.warn(what, { error: e instanceof Error ? e.message : String(e) });
+const warned = (s: CompletionDeps, what: string) => (e: unknown) => s.log.warn(what, { error: e instanceof Error ? e.message : String(e) });
 
 /**
  * The stages of a turn: pre-completion shields on the typed prompt; the prompt rewrite;
  * the semantic cache; retrieval; the model; post-completion shields on the answer. A streamed answer is
  * streamed as the model produces it only when no post-completion shield has to pass it first.
  */
-async function produceAnswer(s: Services, principal: Principal, admitted: Admitted, chain: AgentChain, options: RunOptions, progress: { streamed: number }): Promise<Answer> {
+async function produceAnswer(s: CompletionDeps, principal: Principal, admitted: Admitted, chain: AgentChain, options: RunOptions, progress: { streamed: number }): Promise<Answer> {
   const { request, agent, session } = admitted;
   const shields = effectiveShielding(agent);
   const refused = async (block: Block, spent: Omit<Answer, 'content' | 'analysis' | 'citations'>): Promise<Answer> => {
@@ -523,7 +564,7 @@ function modelParameters(model: AiModelDoc, { request, facade }: Admitted): Mode
 }
 
 /** Whether the answer may depend on something of the caller's own: history (a session's or the client's) or attachments. */
-async function personal(s: Services, admitted: Admitted): Promise<boolean> {
+async function personal(s: CompletionDeps, admitted: Admitted): Promise<boolean> {
   if (admitted.attachments.length > 0 || (admitted.facade?.history?.length ?? 0) > 0) return true;
   return admitted.session ? (await s.conversations.recentHistory(admitted.session, 1)).length > 0 : false;
 }
@@ -534,7 +575,7 @@ async function personal(s: Services, admitted: Admitted): Promise<boolean> {
  * and their images as image parts. `kept` is the same with each image named by its attachment's object id.
  */
 async function buildMessages(
-  s: Services,
+  s: CompletionDeps,
   prompt: string,
   chain: ChatChain,
   session: Stored<SessionDoc> | undefined,

@@ -5,12 +5,23 @@ import { createHash } from 'node:crypto';
 import { ownerKey, type Principal } from '../auth/principal.js';
 import { conflict, DomainError, notFound } from '../errors.js';
 import { CallCancelledError, UpstreamError } from '../models/upstream-errors.js';
-import type { Services } from '../services.js';
 import { ConflictError, type Doc, type Stored } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import { enqueueDelivery, type DeliveryAttempt } from '../webhooks/deliveries.js';
 import type { CompletionRequest, CompletionResponse, Facade } from './completion.js';
 import type { QuotaReservation } from './quotas.js';
+import type { Quotas } from './quotas.js';
+import type { Config } from '../config.js';
+import type { Producer } from '../queues/producer.js';
+import type { DocumentStore } from '../store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface OperationsDeps {
+  readonly config: Config;
+  readonly producer: Producer;
+  readonly quotas: Quotas;
+  readonly store: DocumentStore;
+}
 
 export type OperationStatus = 'InProgress' | 'Completed' | 'Failed' | 'Cancelled';
 
@@ -71,7 +82,7 @@ export const presentOperation = (op: OperationDoc) => ({
   ...(op.callback_url !== undefined ? { deliveries: op.deliveries ?? [] } : {}),
 });
 
-export const operations = (s: Services) => s.store.container<OperationDoc>('operations');
+export const operations = (s: OperationsDeps) => s.store.container<OperationDoc>('operations');
 const mine = (op: OperationDoc, p: Principal) => ownerKey(op.principal.upn) === ownerKey(p.upn);
 
 /**
@@ -83,7 +94,7 @@ export const operationKey = (upn: string, operationId: string) =>
 
 /** The queue message's operation key. */
 export async function startOperation(
-  s: Services,
+  s: OperationsDeps,
   principal: Principal,
   request: CompletionRequest,
   operationId: string,
@@ -129,7 +140,7 @@ const ends = (op: OperationDoc, patch: Partial<OperationDoc>) => op.status === '
  * in progress (which ends later and queues again), never a final state whose webhook was lost.
  */
 export async function transition(
-  s: Services,
+  s: OperationsDeps,
   key: string,
   change: (op: Stored<OperationDoc>) => Partial<OperationDoc>,
   when: (op: Stored<OperationDoc>) => boolean = () => true,
@@ -151,13 +162,13 @@ export async function transition(
   return saved;
 }
 
-export const fail = (s: Services, key: string, reason: string) => transition(s, key, () => ({ status: 'Failed', status_message: reason }));
+export const fail = (s: OperationsDeps, key: string, reason: string) => transition(s, key, () => ({ status: 'Failed', status_message: reason }));
 
 /**
  * Marks the operation as recording its answer, from when it can no longer be cancelled; throws
  * CallCancelledError when it was cancelled (on any instance) before: its turn is then not recorded.
  */
-export async function markRecording(s: Services, key: string): Promise<void> {
+export async function markRecording(s: OperationsDeps, key: string): Promise<void> {
   if (!(await transition(s, key, () => ({ recording: true })))) throw new CallCancelledError('The operation was cancelled');
 }
 
@@ -170,7 +181,7 @@ export function userFacingReason(e: unknown): string {
  * Ends an operation that ran where it started (a facade's response or task, not the queue's): Completed with
  * its answer, Cancelled, or Failed with the reason its starter may read. The operation as it ended.
  */
-export async function endOperation(s: Services, op: OperationDoc, outcome: { result: CompletionResponse } | { error: unknown }): Promise<OperationDoc> {
+export async function endOperation(s: OperationsDeps, op: OperationDoc, outcome: { result: CompletionResponse } | { error: unknown }): Promise<OperationDoc> {
   const change: Partial<OperationDoc> =
     'result' in outcome
       ? { status: 'Completed', status_message: 'Completed', result: outcome.result }
@@ -181,7 +192,7 @@ export async function endOperation(s: Services, op: OperationDoc, outcome: { res
 }
 
 /** The caller's own operation; anyone else's, and an unknown id, is 404. A stale InProgress one is failed. */
-export async function readOperation(s: Services, principal: Principal, operationId: string): Promise<OperationDoc> {
+export async function readOperation(s: OperationsDeps, principal: Principal, operationId: string): Promise<OperationDoc> {
   const key = operationKey(principal.upn, operationId);
   const op = await operations(s).read(key, key);
   if (!op || !mine(op, principal)) throw notFound(`Operation ${operationId} not found`);
@@ -197,7 +208,7 @@ export async function readOperation(s: Services, principal: Principal, operation
  * the worker stops at its next step, and a model call in flight is aborted (at once on this instance, within
  * a second elsewhere). A cancelled operation never records a turn.
  */
-export async function cancelOperation(s: Services, principal: Principal, operationId: string, abortLocal: (key: string) => void): Promise<OperationDoc> {
+export async function cancelOperation(s: OperationsDeps, principal: Principal, operationId: string, abortLocal: (key: string) => void): Promise<OperationDoc> {
   const op = await readOperation(s, principal, operationId);
   const cancelled = await transition(s, op.id, () => ({ status: 'Cancelled', status_message: 'Cancelled by its starter' }), (o) => o.recording !== true);
   if (cancelled) abortLocal(op.id);

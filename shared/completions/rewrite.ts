@@ -8,11 +8,22 @@ import { UpstreamError } from '../models/upstream-errors.js';
 import type { ChatMessage } from '../models/wire.js';
 import type { AgentDoc } from '../providers/types/agent.js';
 import { aiModels, apiEndpointConfigurations, prompts } from '../providers/types/catalog.js';
-import type { Services } from '../services.js';
 import type { SessionDoc } from '../conversations/conversations.js';
 import type { Stored } from '../store/types.js';
 import type { Principal } from '../auth/principal.js';
 import { metered } from './metered.js';
+import type { Budgets } from './budgets.js';
+import type { Conversations } from '../conversations/conversations.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { ResourceCache } from '../providers/resource-cache.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface RewriteDeps {
+  readonly budgets: Budgets;
+  readonly conversations: Conversations;
+  readonly models: ModelGateway;
+  readonly resourceCache: ResourceCache;
+}
 
 export interface Rewritten {
   prompt: string;
@@ -33,7 +44,7 @@ export interface RewriteInput {
 }
 
 /** The rewritten prompt, or undefined when the agent does not rewrite. */
-export async function rewritePrompt(s: Services, { principal, agent, session, prompt, signal }: RewriteInput): Promise<Rewritten | undefined> {
+export async function rewritePrompt(s: RewriteDeps, { principal, agent, session, prompt, signal }: RewriteInput): Promise<Rewritten | undefined> {
   const settings = agent.text_rewrite_settings?.user_prompt_rewrite_enabled ? agent.text_rewrite_settings.user_prompt_rewrite_settings : undefined;
   if (!settings) return undefined;
   const [model, rewritePrompt] = await Promise.all([s.resourceCache.get(settings.user_prompt_rewrite_ai_model_object_id, aiModels), s.resourceCache.get(settings.user_prompt_rewrite_prompt_object_id, prompts)]);

@@ -4,10 +4,17 @@
 // stream's end), never one write per token; the container expires them an hour after the last write.
 import { ownerKey, type Principal } from '../auth/principal.js';
 import { conflict, notFound } from '../errors.js';
-import type { Services } from '../services.js';
 import { ConflictError, type Container, type Doc, type Stored } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import { operationKey } from './operations.js';
+import type { Log } from '../log.js';
+import type { DocumentStore } from '../store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface StreamLogDeps {
+  readonly log: Log;
+  readonly store: DocumentStore;
+}
 
 export const FLUSH_MS = 500;
 export const FLUSH_EVENTS = 64;
@@ -39,7 +46,7 @@ interface ChunkDoc extends Doc {
 
 type StreamDoc = HeadDoc | ChunkDoc;
 
-const container = (s: Services) => s.store.container<StreamDoc>('streams');
+const container = (s: StreamLogDeps) => s.store.container<StreamDoc>('streams');
 const HEAD = 'head';
 const chunkId = (first: number) => `e${String(first).padStart(10, '0')}`;
 const isTerminal = (event: string) => /^event: (completed|error)$/m.test(event);
@@ -57,7 +64,7 @@ export class StreamLog {
     private readonly events: Container<StreamDoc>,
     private readonly key: string,
     onCancel: () => void,
-    private readonly log: Services['log'],
+    private readonly log: StreamLogDeps['log'],
   ) {
     this.watch = setInterval(() => {
       void (async () => {
@@ -73,7 +80,7 @@ export class StreamLog {
   }
 
   /** Starts the log of the caller's operation; 409 when the operation id was streamed before. */
-  static async open(s: Services, principal: Principal, operationId: string, sessionId: string | undefined, onCancel: () => void): Promise<StreamLog> {
+  static async open(s: StreamLogDeps, principal: Principal, operationId: string, sessionId: string | undefined, onCancel: () => void): Promise<StreamLog> {
     const key = operationKey(principal.upn, operationId);
     const head: HeadDoc = { id: HEAD, pk: key, kind: 'head', owner: ownerKey(principal.upn), operation_id: operationId, session_id: sessionId ?? null, status: 'running', beat: Date.now() };
     try {
@@ -118,7 +125,7 @@ export class StreamLog {
 }
 
 /** The caller's stream head; anyone else's, or an unknown one, is 404. */
-async function headOf(s: Services, principal: Principal, operationId: string): Promise<HeadDoc> {
+async function headOf(s: StreamLogDeps, principal: Principal, operationId: string): Promise<HeadDoc> {
   const key = operationKey(principal.upn, operationId);
   const head = await container(s).read(key, HEAD);
   if (head?.kind !== 'head' || head.owner !== ownerKey(principal.upn)) throw notFound(`Stream ${operationId} not found`);
@@ -129,7 +136,7 @@ async function headOf(s: Services, principal: Principal, operationId: string): P
  * The events after `after` (a Last-Event-ID; all when undefined), then live ones until the final event.
  * A stream whose writer stopped (its instance died) ends with an `error` event, code StreamInterrupted.
  */
-export async function replay(s: Services, principal: Principal, operationId: string, after: number): Promise<AsyncGenerator<string>> {
+export async function replay(s: StreamLogDeps, principal: Principal, operationId: string, after: number): Promise<AsyncGenerator<string>> {
   const key = (await headOf(s, principal, operationId)).pk;
   const events = container(s);
   async function* follow(): AsyncGenerator<string> {
@@ -173,7 +180,7 @@ export async function replay(s: Services, principal: Principal, operationId: str
 }
 
 /** Asks the caller's background stream to stop, on whatever instance runs it; how it stands after. */
-export async function requestCancel(s: Services, principal: Principal, operationId: string): Promise<{ status: 'Cancelled' | 'Completed' | 'Failed'; sessionId: string | null }> {
+export async function requestCancel(s: StreamLogDeps, principal: Principal, operationId: string): Promise<{ status: 'Cancelled' | 'Completed' | 'Failed'; sessionId: string | null }> {
   const head = await headOf(s, principal, operationId);
   if (head.status !== 'running') return { status: head.status === 'completed' ? 'Completed' : 'Failed', sessionId: head.session_id };
   await updateDocument(container(s), head.pk, HEAD, (h) => (h?.kind === 'head' && h.status === 'running' && !h.cancel ? { ...h, cancel: true } : undefined));

@@ -10,14 +10,55 @@ import { DomainError, notFound } from '../errors.js';
 import { EventChannel, SSE_HEADERS, sseEvent } from '../http/event-stream.js';
 import type { Reply } from '../http/types.js';
 import { CallCancelledError } from '../models/upstream-errors.js';
-import type { Services } from '../services.js';
 import { runCompletion, type Admitted, type CompletionResponse, type RunOptions } from './completion.js';
 import { operationKey } from './operations.js';
 import { requestCancel, StreamLog } from './stream-log.js';
+import type { Authorizer } from '../auth/authorizer.js';
+import type { PrincipalDirectory } from '../auth/directory.js';
+import type { Budgets } from './budgets.js';
+import type { Quotas } from './quotas.js';
+import type { Config } from '../config.js';
+import type { Conversations } from '../conversations/conversations.js';
+import type { SessionTurns } from '../conversations/turns.js';
+import type { Files } from '../files/files.js';
+import type { ExtractionPool } from '../knowledge/extract-pool.js';
+import type { VectorIndex } from '../knowledge/vector-index.js';
+import type { Log } from '../log.js';
+import type { Memories } from '../memory/memory.js';
+import type { ModelCredentials } from '../models/credentials.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { Dispatcher } from '../net/undici.js';
+import type { PluginRuntime } from '../plugins/runtime.js';
+import type { ResourceCache } from '../providers/resource-cache.js';
+import type { AppSettings } from '../providers/settings.js';
+import type { DocumentStore } from '../store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface CompletionsStreamDeps {
+  readonly authorizer: Authorizer;
+  readonly budgets: Budgets;
+  readonly config: Config;
+  readonly conversations: Conversations;
+  readonly credentials: ModelCredentials;
+  readonly directory: PrincipalDirectory;
+  readonly extraction: ExtractionPool;
+  readonly files: Files;
+  readonly log: Log;
+  readonly memories: Memories;
+  readonly models: ModelGateway;
+  readonly plugins: PluginRuntime;
+  readonly quotas: Quotas;
+  readonly resourceCache: ResourceCache;
+  readonly settings: AppSettings;
+  readonly store: DocumentStore;
+  readonly turns: SessionTurns;
+  readonly userDispatcher: Dispatcher;
+  readonly vectors: VectorIndex;
+}
 
 /** Streams running on each instance (its services), by operation key: a cancel there stops them at once. */
-const streams = new WeakMap<Services, Map<string, { owner: string; stop: () => void }>>();
-const runningOn = (s: Services) => {
+const streams = new WeakMap<CompletionsStreamDeps, Map<string, { owner: string; stop: () => void }>>();
+const runningOn = (s: CompletionsStreamDeps) => {
   const map = streams.get(s) ?? new Map<string, { owner: string; stop: () => void }>();
   streams.set(s, map);
   return map;
@@ -48,7 +89,7 @@ export const CORE_EVENTS: StreamFormat = {
  * Background streams are the Core API's only: their events are kept in its format.
  */
 export async function streamCompletion(
-  s: Services,
+  s: CompletionsStreamDeps,
   principal: Principal,
   admitted: Admitted,
   options: RunOptions,
@@ -131,7 +172,7 @@ export async function streamCompletion(
  * Cancels the caller's streamed completion: at once when it runs in this process, else through its kept
  * events (background streams), which its instance reads within a second. Anyone else's is 404.
  */
-export async function cancelStream(s: Services, principal: Principal, operationId: string): Promise<{ operation_id: string; status: 'Cancelled' | 'Completed' | 'Failed' }> {
+export async function cancelStream(s: CompletionsStreamDeps, principal: Principal, operationId: string): Promise<{ operation_id: string; status: 'Cancelled' | 'Completed' | 'Failed' }> {
   const here = runningOn(s).get(operationKey(principal.upn, operationId));
   if (here && here.owner === ownerKey(principal.upn)) {
     here.stop();

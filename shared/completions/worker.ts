@@ -4,12 +4,55 @@
 import { context, SpanKind, trace } from '@opentelemetry/api';
 import { DomainError, toError } from '../errors.js';
 import { CallCancelledError, UpstreamError } from '../models/upstream-errors.js';
-import { MAX_DEQUEUE_COUNT, type QueueDelivery } from '../queues/handler.js';
-import type { Services } from '../services.js';
+import { MAX_DEQUEUE_COUNT, type QueueDelivery } from '../queues/producer.js';
 import { linkTo, withCorrelation } from '../telemetry/correlation.js';
 import { admit, runCompletion } from './completion.js';
 import type { OperationMessage } from '../queues/messages.js';
 import { fail, markRecording, operations, transition, userFacingReason, type OperationDoc } from './operations.js';
+import type { Authorizer } from '../auth/authorizer.js';
+import type { PrincipalDirectory } from '../auth/directory.js';
+import type { Budgets } from './budgets.js';
+import type { Quotas } from './quotas.js';
+import type { Config } from '../config.js';
+import type { Conversations } from '../conversations/conversations.js';
+import type { SessionTurns } from '../conversations/turns.js';
+import type { Files } from '../files/files.js';
+import type { ExtractionPool } from '../knowledge/extract-pool.js';
+import type { VectorIndex } from '../knowledge/vector-index.js';
+import type { Log } from '../log.js';
+import type { Memories } from '../memory/memory.js';
+import type { ModelCredentials } from '../models/credentials.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { Dispatcher } from '../net/undici.js';
+import type { PluginRuntime } from '../plugins/runtime.js';
+import type { ResourceCache } from '../providers/resource-cache.js';
+import type { AppSettings } from '../providers/settings.js';
+import type { Producer } from '../queues/producer.js';
+import type { DocumentStore } from '../store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface WorkerDeps {
+  readonly authorizer: Authorizer;
+  readonly budgets: Budgets;
+  readonly config: Config;
+  readonly conversations: Conversations;
+  readonly credentials: ModelCredentials;
+  readonly directory: PrincipalDirectory;
+  readonly extraction: ExtractionPool;
+  readonly files: Files;
+  readonly log: Log;
+  readonly memories: Memories;
+  readonly models: ModelGateway;
+  readonly plugins: PluginRuntime;
+  readonly producer: Producer;
+  readonly quotas: Quotas;
+  readonly resourceCache: ResourceCache;
+  readonly settings: AppSettings;
+  readonly store: DocumentStore;
+  readonly turns: SessionTurns;
+  readonly userDispatcher: Dispatcher;
+  readonly vectors: VectorIndex;
+}
 
 const tracer = trace.getTracer('agent-platform');
 
@@ -19,10 +62,10 @@ export const RETRY_WINDOW_MS = 90_000;
 const CANCEL_CHECK_MS = 1000;
 
 /** Attempts running in this process, by services and operation key: a cancel here aborts them at once. */
-const running = new WeakMap<Services, Map<string, AbortController>>();
+const running = new WeakMap<WorkerDeps, Map<string, AbortController>>();
 
 /** Aborts an attempt of the operation running in this process, if any. */
-export function abortRunning(s: Services, key: string): void {
+export function abortRunning(s: WorkerDeps, key: string): void {
   running.get(s)?.get(key)?.abort();
 }
 
@@ -30,7 +73,7 @@ export function abortRunning(s: Services, key: string): void {
 const permanent = (e: unknown) => (e instanceof UpstreamError ? e.permanent : e instanceof DomainError && e.callerFault);
 
 /** The signal of one attempt: shutdown, a cancel (here or elsewhere), and for retries the end of the window. */
-function attemptSignal(s: Services, op: OperationDoc, delivery: QueueDelivery): { signal: AbortSignal; done(): void } {
+function attemptSignal(s: WorkerDeps, op: OperationDoc, delivery: QueueDelivery): { signal: AbortSignal; done(): void } {
   const controller = new AbortController();
   const abort = () => controller.abort();
   delivery.signal?.addEventListener('abort', abort, { once: true });
@@ -55,7 +98,7 @@ function attemptSignal(s: Services, op: OperationDoc, delivery: QueueDelivery): 
   };
 }
 
-export async function processOperation({ key }: OperationMessage, delivery: QueueDelivery, s: Services): Promise<void> {
+export async function processOperation({ key }: OperationMessage, delivery: QueueDelivery, s: WorkerDeps): Promise<void> {
   const op = await operations(s).read(key, key);
   if (!op || op.status !== 'InProgress') return;
   const operationId = op.operation_id;
@@ -103,6 +146,6 @@ export async function processOperation({ key }: OperationMessage, delivery: Queu
 }
 
 /** Messages that exhausted their deliveries (e.g. the worker died on its last try) fail their operation. */
-export async function failPoisoned({ key }: OperationMessage, _delivery: QueueDelivery, s: Services): Promise<void> {
+export async function failPoisoned({ key }: OperationMessage, _delivery: QueueDelivery, s: WorkerDeps): Promise<void> {
   await fail(s, key, `Failed: the worker gave up after ${MAX_DEQUEUE_COUNT} deliveries`);
 }

@@ -10,12 +10,35 @@ import type { ChatMessage } from '../models/wire.js';
 import type { RunnablePlugin } from '../plugins/runtime.js';
 import type { AgentDoc } from '../providers/types/agent.js';
 import { PluginFailed } from '../sandbox/sandbox.js';
-import type { Services } from '../services.js';
 import type { SessionDoc } from '../conversations/conversations.js';
 import type { FileDoc } from '../files/files.js';
 import type { Stored } from '../store/types.js';
 import type { Principal } from '../auth/principal.js';
 import { metered } from './metered.js';
+import type { Budgets } from './budgets.js';
+import type { Config } from '../config.js';
+import type { Conversations } from '../conversations/conversations.js';
+import type { Files } from '../files/files.js';
+import type { ExtractionPool } from '../knowledge/extract-pool.js';
+import type { VectorIndex } from '../knowledge/vector-index.js';
+import type { Log } from '../log.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { PluginRuntime } from '../plugins/runtime.js';
+import type { ResourceCache } from '../providers/resource-cache.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface WorkflowPluginDeps {
+  readonly budgets: Budgets;
+  readonly config: Config;
+  readonly conversations: Conversations;
+  readonly extraction: ExtractionPool;
+  readonly files: Files;
+  readonly log: Log;
+  readonly models: ModelGateway;
+  readonly plugins: PluginRuntime;
+  readonly resourceCache: ResourceCache;
+  readonly vectors: VectorIndex;
+}
 
 /** Messages of the session's history a workflow plugin is given when the agent sets no history length. */
 const DEFAULT_HISTORY = 20;
@@ -43,7 +66,7 @@ export interface WorkflowAnswer {
   deployment: string;
 }
 
-export async function workflowAnswer(s: Services, plugin: RunnablePlugin, input: WorkflowInput, signal: AbortSignal | undefined): Promise<WorkflowAnswer> {
+export async function workflowAnswer(s: WorkflowPluginDeps, plugin: RunnablePlugin, input: WorkflowInput, signal: AbortSignal | undefined): Promise<WorkflowAnswer> {
   const { agent, session } = input;
   const settings = agent.conversation_history_settings;
   const earlier = session ? await s.conversations.recentHistory(session, settings?.enabled ? settings.max_history * 2 : DEFAULT_HISTORY) : [];

@@ -15,13 +15,55 @@ import { definition, objectIdOf, partitionOf, resourceId } from '../providers/re
 import { aiModels } from '../providers/types/catalog.js';
 import { versionOf } from '../providers/versions.js';
 import { agents, type AgentDoc } from '../providers/types/agent.js';
-import type { QueueDelivery } from '../queues/handler.js';
-import type { Services } from '../services.js';
+import type { QueueDelivery } from '../queues/producer.js';
 import type { Container, Doc, DocumentStore } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import { compileChecks, Expect, type CompiledChecks } from './checks.js';
 import { judge } from './judge.js';
 import { MatchTimeout, offThread } from '../shielding/matcher.js';
+import type { Authorizer } from '../auth/authorizer.js';
+import type { PrincipalDirectory } from '../auth/directory.js';
+import type { Budgets } from '../completions/budgets.js';
+import type { Quotas } from '../completions/quotas.js';
+import type { Config } from '../config.js';
+import type { Conversations } from '../conversations/conversations.js';
+import type { SessionTurns } from '../conversations/turns.js';
+import type { Files } from '../files/files.js';
+import type { ExtractionPool } from '../knowledge/extract-pool.js';
+import type { VectorIndex } from '../knowledge/vector-index.js';
+import type { Log } from '../log.js';
+import type { Memories } from '../memory/memory.js';
+import type { ModelCredentials } from '../models/credentials.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { Dispatcher } from '../net/undici.js';
+import type { PluginRuntime } from '../plugins/runtime.js';
+import type { ResourceCache } from '../providers/resource-cache.js';
+import type { AppSettings } from '../providers/settings.js';
+import type { Producer } from '../queues/producer.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface EvaluationsDeps {
+  readonly authorizer: Authorizer;
+  readonly budgets: Budgets;
+  readonly config: Config;
+  readonly conversations: Conversations;
+  readonly credentials: ModelCredentials;
+  readonly directory: PrincipalDirectory;
+  readonly extraction: ExtractionPool;
+  readonly files: Files;
+  readonly log: Log;
+  readonly memories: Memories;
+  readonly models: ModelGateway;
+  readonly plugins: PluginRuntime;
+  readonly producer: Producer;
+  readonly quotas: Quotas;
+  readonly resourceCache: ResourceCache;
+  readonly settings: AppSettings;
+  readonly store: DocumentStore;
+  readonly turns: SessionTurns;
+  readonly userDispatcher: Dispatcher;
+  readonly vectors: VectorIndex;
+}
 
 const EVALUATIONS_PK = 'Svc.Agent/evaluations';
 const RUNS_PK = 'Svc.Agent/evaluationRuns';
@@ -129,18 +171,18 @@ export class Evaluations {
     this.candidates = store.container('resources');
   }
 
-  private async agent(s: Services, agentName: string): Promise<AgentDoc> {
+  private async agent(s: EvaluationsDeps, agentName: string): Promise<AgentDoc> {
     const agent = await s.resourceCache.get(objectIdOf(s.config.instanceId, agents, agentName), agents);
     if (!agent) throw notFound(`Agent ${agentName} not found`);
     return agent;
   }
 
-  objectId(s: Services, agentName: string, name: string): string {
+  objectId(s: EvaluationsDeps, agentName: string, name: string): string {
     return `${objectIdOf(s.config.instanceId, agents, agentName)}/evaluations/${name}`;
   }
 
   /** Creates or replaces an evaluation; every expression, schema and the judge model checked first. */
-  async save(s: Services, principal: Principal, agentName: string, body: EvaluationBody): Promise<{ object_id: string }> {
+  async save(s: EvaluationsDeps, principal: Principal, agentName: string, body: EvaluationBody): Promise<{ object_id: string }> {
     const agent = await this.agent(s, agentName);
     for (const [i, c] of body.cases.entries()) {
       try {
@@ -194,7 +236,7 @@ export class Evaluations {
   }
 
   /** Records a Pending run and queues it; answers the run's object id. */
-  async start(s: Services, principal: Principal, agentName: string, name: string): Promise<{ object_id: string }> {
+  async start(s: EvaluationsDeps, principal: Principal, agentName: string, name: string): Promise<{ object_id: string }> {
     const evaluation = await this.get(agentName, name);
     // The judge runs for the starter: they must be able to read its model, whoever saved the evaluation.
     for (const judgeModel of judgesOf(evaluation)) await requireJudge(s, principal, judgeModel);
@@ -248,7 +290,7 @@ export class Evaluations {
   }
 
   /** The queue worker: runs every case, then records the verdicts. Throws to have the message delivered again. */
-  async execute(s: Services, id: string, delivery: QueueDelivery): Promise<void> {
+  async execute(s: EvaluationsDeps, id: string, delivery: QueueDelivery): Promise<void> {
     const run = await this.update(id, (r) => (ended(r) ? undefined : { status: 'InProgress', started_on: r.started_on ?? new Date().toISOString() }));
     if (!run || ended(run)) return;
     const evaluation = await this.evaluations.read(EVALUATIONS_PK, run.evaluation_id);
@@ -285,7 +327,7 @@ export class Evaluations {
   }
 
   /** One case: the agent's answer, its rule checks, then the judge. A failing completion fails the case. */
-  private async runCase(s: Services, run: EvaluationRunDoc, evaluation: EvaluationDoc, agentName: string, c: z.output<typeof Case>, checks: CompiledChecks, i: number, signal?: AbortSignal): Promise<CaseResult> {
+  private async runCase(s: EvaluationsDeps, run: EvaluationRunDoc, evaluation: EvaluationDoc, agentName: string, c: z.output<typeof Case>, checks: CompiledChecks, i: number, signal?: AbortSignal): Promise<CaseResult> {
     const started = performance.now();
     const result = (passed: boolean, reason: string, answer = '', tokens = 0, cost = 0): CaseResult => ({
       user_prompt: c.user_prompt,
@@ -367,4 +409,4 @@ const INLINE_ANSWER_CHARS = 8_000;
 const judgesOf = (e: Pick<EvaluationBody, 'judge_ai_model_object_id' | 'cases'>) => new Set([e.judge_ai_model_object_id, ...e.cases.map((c) => c.expect.judge_ai_model_object_id)].filter((m) => m !== undefined));
 
 /** A judge model is used for a principal only when they may read it (403 otherwise). */
-const requireJudge = (s: Services, principal: Principal, modelId: string) => s.authorizer.require(principal, `${partitionOf(aiModels)}/read`, modelId);
+const requireJudge = (s: EvaluationsDeps, principal: Principal, modelId: string) => s.authorizer.require(principal, `${partitionOf(aiModels)}/read`, modelId);

@@ -3,7 +3,16 @@
 // `pass` counts as a verdict; anything else fails the case, saying so.
 import { metered, type Payer } from '../completions/metered.js';
 import { completionModel } from '../models/model-endpoint.js';
-import type { Services } from '../services.js';
+import type { Budgets } from '../completions/budgets.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { ResourceCache } from '../providers/resource-cache.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface JudgeDeps {
+  readonly budgets: Budgets;
+  readonly models: ModelGateway;
+  readonly resourceCache: ResourceCache;
+}
 
 export interface Verdict {
   passed: boolean;
@@ -44,7 +53,7 @@ export interface JudgeCall {
   signal?: AbortSignal | undefined;
 }
 
-export async function judge(s: Services, { payer, modelId, rubric, prompt, answer, signal }: JudgeCall): Promise<Verdict> {
+export async function judge(s: JudgeDeps, { payer, modelId, rubric, prompt, answer, signal }: JudgeCall): Promise<Verdict> {
   const resolved = await completionModel(s, modelId);
   if (typeof resolved === 'string') return { passed: false, reason: `The judge cannot run: ${resolved}`, tokens: 0, cost: 0 };
   const { model, endpoint } = resolved;

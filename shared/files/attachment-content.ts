@@ -4,8 +4,19 @@
 import { validationError } from '../errors.js';
 import { ExtractionError, FORMAT_BY_TYPE } from '../knowledge/extract.js';
 import { charsWithin } from '../knowledge/token-marks.js';
-import type { Services } from '../services.js';
 import { isTextType, type FileDoc, type KeptText } from './files.js';
+import type { Config } from '../config.js';
+import type { Files } from './files.js';
+import type { ExtractionPool } from '../knowledge/extract-pool.js';
+import type { Log } from '../log.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface AttachmentContentDeps {
+  readonly config: Config;
+  readonly extraction: ExtractionPool;
+  readonly files: Files;
+  readonly log: Log;
+}
 
 /** Image types sent to models whose capabilities include `vision`. */
 export const IMAGE_TYPES: readonly string[] = ['image/png', 'image/jpeg', 'image/webp', 'image/gif'];
@@ -57,7 +68,7 @@ function budgetCut(tokens: number): (kept: KeptText) => number {
 }
 
 /** The file's text: kept from an earlier completion, else extracted now (once) and kept. */
-async function textOf(s: Services, file: FileDoc, signal: AbortSignal | undefined): Promise<KeptText> {
+async function textOf(s: AttachmentContentDeps, file: FileDoc, signal: AbortSignal | undefined): Promise<KeptText> {
   if (file.unreadable !== undefined) throw unreadable(file, file.unreadable);
   const kept = await s.files.keptText(file);
   if (kept) return kept;
@@ -83,7 +94,7 @@ async function textOf(s: Services, file: FileDoc, signal: AbortSignal | undefine
  * The attachments' content for one completion, in the order attached. An image for a model without
  * `vision`, or a file whose text cannot be extracted, is a 400 ValidationError naming the file.
  */
-export async function attachmentContent(s: Services, files: readonly FileDoc[], vision: boolean, signal?: AbortSignal): Promise<AttachmentContent> {
+export async function attachmentContent(s: AttachmentContentDeps, files: readonly FileDoc[], vision: boolean, signal?: AbortSignal): Promise<AttachmentContent> {
   for (const file of files) {
     if (IMAGE_TYPES.includes(file.content_type) && !vision) {
       throw validationError([{ field: 'attachments', message: `Attachment ${file.display_name} is an image, and the agent's AI model does not read images (its capabilities do not include vision)` }]);
@@ -113,7 +124,7 @@ export async function attachmentContent(s: Services, files: readonly FileDoc[], 
 }
 
 /** Each attachment's text, cut to the same token budget over all of them (workflow plugins); an image has none. */
-export async function attachmentTexts(s: Services, files: readonly FileDoc[], signal?: AbortSignal): Promise<{ file_name: string; content_type: string; text: string }[]> {
+export async function attachmentTexts(s: AttachmentContentDeps, files: readonly FileDoc[], signal?: AbortSignal): Promise<{ file_name: string; content_type: string; text: string }[]> {
   const texts = await Promise.all(files.map(async (f) => (IMAGE_TYPES.includes(f.content_type) ? undefined : textOf(s, f, signal))));
   const cut = budgetCut(s.config.attachmentMaxTokens);
   return files.map((file, i) => {

@@ -1,6 +1,7 @@
 // Builds the OpenAPI 3.1 document of one API from the route table and its zod schemas.
 import { z } from 'zod';
-import type { ContentDoc, ResponseDoc, Route } from './route.js';
+import type { Route } from './route.js';
+import type { ContentDoc, ResponseDoc } from './types.js';
 import { templateParams } from './route.js';
 import { CoreErrorBody, ManagementErrorBody, ProblemDetailsBody } from './schemas.js';
 import type { Api } from './types.js';

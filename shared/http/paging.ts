@@ -9,7 +9,7 @@ import { z } from 'zod';
 import { ownerKey, type Principal } from '../auth/principal.js';
 import type { Page } from '../store/types.js';
 import { validationError } from '../errors.js';
-import type { ResponseDoc } from './route.js';
+import type { ResponseDoc } from './types.js';
 import { json, type Reply } from './types.js';
 
 export const DEFAULT_TOP = 100;

@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import type { AuthMode, Principal } from '../auth/principal.js';
 import type { Services } from '../services.js';
 import type { ErrorStyle } from './envelopes.js';
-import type { Api, Method, PlatformRequest, Reply } from './types.js';
+import type { Api, ContentDoc, Method, PlatformRequest, Reply, ResponseDoc } from './types.js';
 
 
 /** A role-based permission: an action (`Svc.Agent/agents/read`) on a resource scope (a resource path). */
@@ -22,24 +22,6 @@ export interface HandlerInput<P, Q, B> {
   requestId: string;
 }
 
-/** One media type of a body, for the OpenAPI document. */
-export interface ContentDoc {
-  contentType: string;
-  schema: z.ZodType;
-}
-
-/**
- * Documentation of one response, for the OpenAPI document: one body (`schema`, JSON unless `contentType`
- * says otherwise) or several (`content`). An error status without either gets the route's error envelope.
- */
-export interface ResponseDoc {
-  description: string;
-  schema?: z.ZodType;
-  contentType?: string;
-  content?: readonly ContentDoc[];
-  /** Response headers a client may rely on, by name. */
-  headers?: Record<string, { description: string; type: 'string' | 'integer' }>;
-}
 
 type Infer<S> = S extends z.ZodType ? z.output<S> : Record<string, never>;
 

@@ -1,5 +1,6 @@
 // The framework-free request and reply shapes that every route handler sees, whichever host serves it.
 import type { Readable } from 'node:stream';
+import type { z } from 'zod';
 
 export type Api = 'core' | 'management';
 export type Method = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
@@ -36,3 +37,22 @@ export const json = (status: number, body: unknown, headers?: Record<string, str
   json: body,
   ...(headers ? { headers } : {}),
 });
+
+/** One media type of a body, for the OpenAPI document. */
+export interface ContentDoc {
+  contentType: string;
+  schema: z.ZodType;
+}
+
+/**
+ * Documentation of one response, for the OpenAPI document: one body (`schema`, JSON unless `contentType`
+ * says otherwise) or several (`content`). An error status without either gets the route's error envelope.
+ */
+export interface ResponseDoc {
+  description: string;
+  schema?: z.ZodType;
+  contentType?: string;
+  content?: readonly ContentDoc[];
+  /** Response headers a client may rely on, by name. */
+  headers?: Record<string, { description: string; type: 'string' | 'integer' }>;
+}

@@ -5,13 +5,28 @@
 // (`:` is not allowed there), and expire after SEMANTIC_CACHE_TTL_SECONDS, or as soon as a run changes an index
 // the agent searches (an answer may quote a document that changed, went away or was closed to some readers).
 import { createHash, randomUUID } from 'node:crypto';
-import type { Services } from '../services.js';
 import { embedderFor } from './embedder.js';
 import { agentTools, type Citation, type PromptEmbeddings } from './retrieval.js';
 import { CACHE_INDEX_PREFIX } from './vector-index.js';
 import { partitionOf } from '../providers/resource-type.js';
 import { agents, type AgentDoc } from '../providers/types/agent.js';
 import { tools, type ToolDoc } from '../providers/types/catalog.js';
+import type { Config } from '../config.js';
+import type { VectorIndex } from './vector-index.js';
+import type { Log } from '../log.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { ResourceCache } from '../providers/resource-cache.js';
+import type { DocumentStore } from '../store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface CacheDeps {
+  readonly config: Config;
+  readonly log: Log;
+  readonly models: ModelGateway;
+  readonly resourceCache: ResourceCache;
+  readonly store: DocumentStore;
+  readonly vectors: VectorIndex;
+}
 
 export interface CachedAnswer {
   completion: string;
@@ -32,7 +47,7 @@ export interface CacheSlot {
  * The cache slot of a request, or undefined when the agent has no cache or the request may not use it.
  * `key` is everything besides the prompt that shapes the answer (filter, top N, model parameters).
  */
-export async function cacheSlot(s: Services, agent: AgentDoc, personal: boolean, embeddings: PromptEmbeddings, key: unknown): Promise<CacheSlot | undefined> {
+export async function cacheSlot(s: CacheDeps, agent: AgentDoc, personal: boolean, embeddings: PromptEmbeddings, key: unknown): Promise<CacheSlot | undefined> {
   const settings = agent.cache_settings;
   const cache = settings?.semantic_cache_enabled ? settings.semantic_cache_settings : undefined;
   if (!cache || personal) return undefined;
@@ -65,7 +80,7 @@ export async function cacheSlot(s: Services, agent: AgentDoc, personal: boolean,
 }
 
 /** Forgets the cached answers of every agent with a knowledge tool on `index`; answers how many went. */
-export async function forgetAnswersFrom(s: Services, index: string): Promise<number> {
+export async function forgetAnswersFrom(s: CacheDeps, index: string): Promise<number> {
   const resources = s.store.container<ToolDoc | AgentDoc>('resources');
   const live = { field: 'deleted', op: 'ne', value: true } as const;
   const { items: searching } = await resources.query({ partition: partitionOf(tools), where: [live, { field: 'index_name', op: 'eq', value: index }] });

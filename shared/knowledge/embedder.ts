@@ -3,7 +3,14 @@
 import { costOf, money, pricesOf } from '../completions/usage.js';
 import { endpointView, MODEL_PROVIDERS } from '../models/endpoint.js';
 import { aiModels, apiEndpointConfigurations } from '../providers/types/catalog.js';
-import type { Services } from '../services.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { ResourceCache } from '../providers/resource-cache.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface EmbedderDeps {
+  readonly models: ModelGateway;
+  readonly resourceCache: ResourceCache;
+}
 
 /** Inputs per embeddings request: well under every provider's limit (2,048 for OpenAI). */
 export const EMBEDDING_BATCH = 64;
@@ -37,7 +44,7 @@ export class EmbeddingSpend {
 }
 
 /** The embedder of a model object id, or why there is none (a sentence for a 400 or a run error). */
-export async function embedderFor(s: Services, modelObjectId: string, dimensions?: number): Promise<Embedder | string> {
+export async function embedderFor(s: EmbedderDeps, modelObjectId: string, dimensions?: number): Promise<Embedder | string> {
   const model = await s.resourceCache.get(modelObjectId, aiModels);
   if (!model) return `embedding AI model ${modelObjectId} does not exist`;
   if (model.model_type !== 'embedding') return `AI model ${model.name} is not an embedding model`;

@@ -9,12 +9,41 @@
 import { z } from 'zod';
 import { partitionOf } from '../providers/resource-type.js';
 import { dataPipelines, dataSources, type DataPipelineDoc } from '../providers/types/catalog.js';
-import type { QueueDelivery } from '../queues/handler.js';
-import type { Services } from '../services.js';
+import type { QueueDelivery } from '../queues/producer.js';
 import { ConflictError } from '../store/types.js';
 import { derivedRunName } from './schedule.js';
 import { queueRun } from './runs.js';
 import { blobServiceOf, directoryPrefix, sourceSettings, type SourceSettings } from './sources.js';
+import type { GraphOptions } from '../auth/graph.js';
+import type { Config } from '../config.js';
+import type { ExtractionPool } from './extract-pool.js';
+import type { VectorIndex } from './vector-index.js';
+import type { Log } from '../log.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { CredentialGate } from '../net/credential-gate.js';
+import type { Dispatcher } from '../net/undici.js';
+import type { ResourceCache } from '../providers/resource-cache.js';
+import type { AppSettings } from '../providers/settings.js';
+import type { Producer } from '../queues/producer.js';
+import type { BlobService } from '../store/storage.js';
+import type { DocumentStore } from '../store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface KnowledgeEventsDeps {
+  readonly blobs: BlobService;
+  readonly config: Config;
+  readonly extraction: ExtractionPool;
+  readonly gate: CredentialGate;
+  readonly graph: GraphOptions | undefined;
+  readonly log: Log;
+  readonly models: ModelGateway;
+  readonly producer: Producer;
+  readonly resourceCache: ResourceCache;
+  readonly settings: AppSettings;
+  readonly store: DocumentStore;
+  readonly userDispatcher: Dispatcher;
+  readonly vectors: VectorIndex;
+}
 
 export const BLOB_CREATED = 'Microsoft.Storage.BlobCreated';
 export const BLOB_DELETED = 'Microsoft.Storage.BlobDeleted';
@@ -38,7 +67,7 @@ interface Watched {
   prefixes: string[];
 }
 
-async function watchedPipelines(s: Services): Promise<Watched[]> {
+async function watchedPipelines(s: KnowledgeEventsDeps): Promise<Watched[]> {
   const { items } = await s.store.container<DataPipelineDoc>('resources').query({
     partition: partitionOf(dataPipelines),
     where: [
@@ -84,7 +113,7 @@ function documentOf(w: Watched, blobUrl: string): string | undefined {
 }
 
 /** The pipeline-events queue's handler: a run, for the document the event names, of each Event pipeline it belongs to. */
-export async function handleBlobEvent(event: BlobEvent, _delivery: QueueDelivery, s: Services): Promise<void> {
+export async function handleBlobEvent(event: BlobEvent, _delivery: QueueDelivery, s: KnowledgeEventsDeps): Promise<void> {
   if (event.eventType !== BLOB_CREATED && event.eventType !== BLOB_DELETED) return;
   for (const w of await watchedPipelines(s)) {
     const document = documentOf(w, event.data.url);
@@ -99,14 +128,14 @@ export async function handleBlobEvent(event: BlobEvent, _delivery: QueueDelivery
 }
 
 /** What the stand-in saw of each watched container at its last look (blob name to ETag), per service. */
-const looks = new WeakMap<Services, Map<string, Map<string, string>>>();
+const looks = new WeakMap<KnowledgeEventsDeps, Map<string, Map<string, string>>>();
 
 /**
  * The standalone server's stand-in for Event Grid: lists the containers of Event pipelines and writes a Blob
  * event to the pipeline-events queue for each blob that appeared or changed since the last look, and for each
  * that went. At its first look it compares with what the pipeline has indexed. Answers how many events it wrote.
  */
-export async function pollBlobEvents(s: Services): Promise<number> {
+export async function pollBlobEvents(s: KnowledgeEventsDeps): Promise<number> {
   let written = 0;
   const seen = looks.get(s) ?? new Map<string, Map<string, string>>();
   looks.set(s, seen);

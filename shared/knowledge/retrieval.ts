@@ -7,9 +7,18 @@ import { z } from 'zod';
 import { validationError } from '../errors.js';
 import type { AgentDoc } from '../providers/types/agent.js';
 import { dataPipelines, tools as toolKind, type ToolDoc } from '../providers/types/catalog.js';
-import type { Services } from '../services.js';
 import { embedderFor, type Embedder, type EmbeddingSpend } from './embedder.js';
 import type { Clause, SearchHit } from './vector-index.js';
+import type { VectorIndex } from './vector-index.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { ResourceCache } from '../providers/resource-cache.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface RetrievalDeps {
+  readonly models: ModelGateway;
+  readonly resourceCache: ResourceCache;
+  readonly vectors: VectorIndex;
+}
 
 /** What a caller's search is limited to: the request's filter, and the groups the caller reads as. */
 export interface KnowledgeScope {
@@ -64,7 +73,7 @@ export interface KnowledgeTool {
 }
 
 /** The tools of an agent, read through the resource cache (tools that no longer exist are skipped). */
-export async function agentTools(s: Services, agent: AgentDoc): Promise<ToolDoc[]> {
+export async function agentTools(s: RetrievalDeps, agent: AgentDoc): Promise<ToolDoc[]> {
   const tools = await Promise.all((agent.tool_object_ids ?? []).map((id) => s.resourceCache.get(id, toolKind)));
   return tools.filter((t) => t !== undefined);
 }
@@ -80,7 +89,7 @@ export function aboveMinimum(tool: Pick<KnowledgeTool, 'minimumScore'>, hits: Se
 }
 
 /** The most similar partitions of one index the caller may read, embedded with the model its data pipeline writes with. */
-export async function searchIndex(s: Services, agent: AgentDoc, index: string, embeddings: PromptEmbeddings, scope: KnowledgeScope, top: number, mode: KnowledgeTool['searchMode'] = 'vector'): Promise<SearchHit[]> {
+export async function searchIndex(s: RetrievalDeps, agent: AgentDoc, index: string, embeddings: PromptEmbeddings, scope: KnowledgeScope, top: number, mode: KnowledgeTool['searchMode'] = 'vector'): Promise<SearchHit[]> {
   const pipeline = await s.resourceCache.findBy(dataPipelines, 'index_name', index);
   // An index nothing writes yet has nothing to find.
   if (!pipeline) return [];
@@ -95,7 +104,7 @@ export const citationOf = (h: SearchHit): Citation => ({ id: h.id, source: h.sou
  * The partitions most similar to the prompt across the agent's knowledge indexes that always retrieve, best
  * first: `topN` (the request's index_top_n, else each tool's top_n) in all.
  */
-export async function retrieve(s: Services, agent: AgentDoc, embeddings: PromptEmbeddings, scope: KnowledgeScope, requestTopN: number | undefined): Promise<Citation[]> {
+export async function retrieve(s: RetrievalDeps, agent: AgentDoc, embeddings: PromptEmbeddings, scope: KnowledgeScope, requestTopN: number | undefined): Promise<Citation[]> {
   const tools = (await agentTools(s, agent)).map(knowledgeTool).filter((t): t is KnowledgeTool => t?.retrieval === 'always');
   if (tools.length === 0) return [];
   const found = await Promise.all(tools.map(async (tool) => aboveMinimum(tool, await searchIndex(s, agent, tool.index, embeddings, scope, requestTopN ?? tool.topN, tool.searchMode))));

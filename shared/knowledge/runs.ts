@@ -10,10 +10,9 @@ import { badRequest, notFound } from '../errors.js';
 import { UpstreamError } from '../models/upstream-errors.js';
 import { objectIdOf, partitionOf, resourceId } from '../providers/resource-type.js';
 import { dataPipelineRuns, dataPipelines, dataSources, type DataPipelineDoc, type DataPipelineRunDoc, type DataSourceDoc } from '../providers/types/catalog.js';
-import { MAX_DEQUEUE_COUNT, type QueueDelivery } from '../queues/handler.js';
+import { MAX_DEQUEUE_COUNT, type QueueDelivery } from '../queues/producer.js';
 import { Shares } from '../queues/shares.js';
 import type { RunMessage } from '../queues/messages.js';
-import type { Services } from '../services.js';
 import { updateDocument } from '../store/update.js';
 import { forgetAnswersFrom } from './cache.js';
 import { embedderFor, type Embedder } from './embedder.js';
@@ -23,6 +22,36 @@ import { ExtractionError, extractText, formatOf } from './extract.js';
 import { DocumentError, listDocuments, READABLE_SOURCE_TYPES, sourceProblem, sourceSettings, type SourceDocument } from './sources.js';
 import { deletedSources, sharePointDocuments } from './sharepoint.js';
 import { groupsOf, type IndexedEntry } from './vector-index.js';
+import type { GraphOptions } from '../auth/graph.js';
+import type { Config } from '../config.js';
+import type { ExtractionPool } from './extract-pool.js';
+import type { VectorIndex } from './vector-index.js';
+import type { Log } from '../log.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { CredentialGate } from '../net/credential-gate.js';
+import type { Dispatcher } from '../net/undici.js';
+import type { ResourceCache } from '../providers/resource-cache.js';
+import type { AppSettings } from '../providers/settings.js';
+import type { Producer } from '../queues/producer.js';
+import type { BlobService } from '../store/storage.js';
+import type { DocumentStore } from '../store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface RunsDeps {
+  readonly blobs: BlobService;
+  readonly config: Config;
+  readonly extraction: ExtractionPool;
+  readonly gate: CredentialGate;
+  readonly graph: GraphOptions | undefined;
+  readonly log: Log;
+  readonly models: ModelGateway;
+  readonly producer: Producer;
+  readonly resourceCache: ResourceCache;
+  readonly settings: AppSettings;
+  readonly store: DocumentStore;
+  readonly userDispatcher: Dispatcher;
+  readonly vectors: VectorIndex;
+}
 
 export type RunDoc = DataPipelineRunDoc;
 export type RunStatus = RunDoc['status'];
@@ -36,14 +65,14 @@ const DOCUMENT_CONCURRENCY = 4;
 const MAX_ERRORS = 500;
 
 const RUNS_PK = partitionOf(dataPipelineRuns);
-const runs = (s: Services) => s.store.container<RunDoc>('resources');
+const runs = (s: RunsDeps) => s.store.container<RunDoc>('resources');
 const emptyCounts = (): RunCounts => ({ documents: 0, partitions: 0, failed_documents: 0, added: 0, updated: 0, unchanged: 0, removed: 0 });
 
 /** A failure of the whole run that another delivery cannot mend. */
 class RunFailure extends Error {}
 
 /** Checks what a run needs before it is queued: the pipeline, a source the service can read, the embedding model. */
-async function prerequisites(s: Services, pipeline: DataPipelineDoc): Promise<{ source: DataSourceDoc; embedder: Embedder }> {
+async function prerequisites(s: RunsDeps, pipeline: DataPipelineDoc): Promise<{ source: DataSourceDoc; embedder: Embedder }> {
   const source = await s.resourceCache.get(pipeline.data_source_object_id, dataSources);
   if (!source) throw new RunFailure(`data source ${pipeline.data_source_object_id} does not exist`);
   if (!READABLE_SOURCE_TYPES.some((t) => t === source.data_source_type)) {
@@ -58,7 +87,7 @@ async function prerequisites(s: Services, pipeline: DataPipelineDoc): Promise<{ 
 }
 
 /** `POST .../dataPipelines/{name}/process` (the caller may write the pipeline): records a Pending run and queues it. */
-export async function startRun(s: Services, principal: Principal, pipelineName: string): Promise<{ object_id: string }> {
+export async function startRun(s: RunsDeps, principal: Principal, pipelineName: string): Promise<{ object_id: string }> {
   const pipelineId = objectIdOf(s.config.instanceId, dataPipelines, pipelineName);
   const pipeline = await s.resourceCache.get(pipelineId, dataPipelines);
   if (!pipeline) throw notFound(`data-pipeline ${pipelineName} not found`);
@@ -70,7 +99,7 @@ export async function startRun(s: Services, principal: Principal, pipelineName: 
  * unusable) is a 400 when `refuse` (someone asked for it), else recorded Failed with the reason (a scheduled
  * due time). Throws ConflictError when a run of that name exists (a due time another instance started).
  */
-export async function queueRun(s: Services, pipeline: DataPipelineDoc, name: string, by: string, options: { refuse?: boolean; documents?: string[] } = {}): Promise<{ object_id: string }> {
+export async function queueRun(s: RunsDeps, pipeline: DataPipelineDoc, name: string, by: string, options: { refuse?: boolean; documents?: string[] } = {}): Promise<{ object_id: string }> {
   const problem = await prerequisites(s, pipeline).then(
     () => undefined,
     (e: unknown) => {
@@ -106,7 +135,7 @@ export async function queueRun(s: Services, pipeline: DataPipelineDoc, name: str
 
 const ended = (run: RunDoc) => run.status === 'Completed' || run.status === 'Failed';
 
-async function update(s: Services, id: string, change: (run: RunDoc) => Partial<RunDoc> | undefined): Promise<RunDoc | undefined> {
+async function update(s: RunsDeps, id: string, change: (run: RunDoc) => Partial<RunDoc> | undefined): Promise<RunDoc | undefined> {
   return updateDocument(runs(s), RUNS_PK, id, (current) => {
     const patch = current && change(current);
     return current && patch ? { ...current, ...patch, updated_on: new Date().toISOString() } : undefined;
@@ -116,7 +145,7 @@ async function update(s: Services, id: string, change: (run: RunDoc) => Partial<
 const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e)).split('\n')[0]?.slice(0, 500) ?? 'unknown error';
 
 /** The queue worker of runs. Throws to have the message delivered again (transient failures, shutdown). */
-export async function runPipeline(message: RunMessage, delivery: QueueDelivery, s: Services): Promise<void> {
+export async function runPipeline(message: RunMessage, delivery: QueueDelivery, s: RunsDeps): Promise<void> {
   const id = message.run;
   // Runs of one data source hold only their share of the workers; past it the run waits in the queue, Pending.
   const pending = await runs(s).read(RUNS_PK, id);
@@ -137,7 +166,7 @@ export async function runPipeline(message: RunMessage, delivery: QueueDelivery, 
 /** Runs of one data source at once on this instance: a source of slow documents cannot take every worker. */
 const sourceShares = new Shares(2);
 
-async function runWithinShare(id: string, delivery: QueueDelivery, s: Services): Promise<void> {
+async function runWithinShare(id: string, delivery: QueueDelivery, s: RunsDeps): Promise<void> {
   const run = await update(s, id, (r) => (ended(r) ? undefined : { status: 'InProgress', started_on: r.started_on ?? new Date().toISOString() }));
   if (!run || ended(run)) return;
   try {
@@ -159,12 +188,12 @@ async function runWithinShare(id: string, delivery: QueueDelivery, s: Services):
 }
 
 /** Marks a run Failed (a message that reached the poison queue, or a failure no retry mends). */
-export async function failRun(s: Services, id: string, reason: string): Promise<void> {
+export async function failRun(s: RunsDeps, id: string, reason: string): Promise<void> {
   await update(s, id, (r) => (ended(r) ? undefined : { status: 'Failed', completed_on: new Date().toISOString(), errors: [...r.errors, { source: '', message: reason }], reading: undefined }));
 }
 
 /** The poison queue's handler: a run whose message was given up ends Failed instead of staying InProgress. */
-export async function failPoisonedRun({ run: id }: RunMessage, _delivery: QueueDelivery, s: Services): Promise<void> {
+export async function failPoisonedRun({ run: id }: RunMessage, _delivery: QueueDelivery, s: RunsDeps): Promise<void> {
   await failRun(s, id, 'the run could not be completed after several attempts');
 }
 
@@ -175,7 +204,7 @@ const documentFailure = (e: unknown) => e instanceof Deadline || e instanceof Do
 class Deadline extends Error {}
 
 /** Where the pipeline's last completed run left a SharePoint source's changes. */
-async function lastDelta(s: Services, pipelineId: string): Promise<RunDoc['delta']> {
+async function lastDelta(s: RunsDeps, pipelineId: string): Promise<RunDoc['delta']> {
   const { items } = await runs(s).query({
     partition: RUNS_PK,
     where: [
@@ -188,7 +217,7 @@ async function lastDelta(s: Services, pipelineId: string): Promise<RunDoc['delta
   return items[0]?.delta;
 }
 
-async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined): Promise<{ counts: RunCounts; usage: RunUsage; errors: RunError[]; cut: boolean; index: string; delta?: RunDoc['delta'] }> {
+async function execute(s: RunsDeps, run: RunDoc, signal: AbortSignal | undefined): Promise<{ counts: RunCounts; usage: RunUsage; errors: RunError[]; cut: boolean; index: string; delta?: RunDoc['delta'] }> {
   const { documentTimeoutMs, runTimeoutMs } = s.config.knowledge;
   // The run's deadline counts from its first delivery: a redelivery does not extend it.
   const runLeftMs = Date.parse(run.started_on ?? new Date().toISOString()) + runTimeoutMs - Date.now();
@@ -321,7 +350,7 @@ async function execute(s: Services, run: RunDoc, signal: AbortSignal | undefined
 }
 
 /** The partitions the shielding plugins allow (ShieldStage); each blocked one is named in the run's errors. */
-async function shielded(s: Services, plugins: readonly string[], parts: readonly string[], source: string, errors: RunError[], signal: AbortSignal): Promise<string[]> {
+async function shielded(s: RunsDeps, plugins: readonly string[], parts: readonly string[], source: string, errors: RunError[], signal: AbortSignal): Promise<string[]> {
   const kept: string[] = [];
   for (const [i, text] of parts.entries()) {
     const block = await screen(s, plugins, 'pre', text, signal);
@@ -332,7 +361,7 @@ async function shielded(s: Services, plugins: readonly string[], parts: readonly
 }
 
 /** Removes what a pipeline indexed (its purge). */
-export async function dropPipelineDocuments(s: Services, pipeline: DataPipelineDoc): Promise<void> {
+export async function dropPipelineDocuments(s: RunsDeps, pipeline: DataPipelineDoc): Promise<void> {
   const index = planOf(pipeline).index;
   for (const d of await s.vectors.documents(index)) if (d.origin === pipeline.object_id) await s.vectors.removeDocument(index, d.source);
   await forgetAnswersFrom(s, index);

@@ -7,9 +7,38 @@ import { createHash } from 'node:crypto';
 import { ConflictError } from '../store/types.js';
 import { partitionOf } from '../providers/resource-type.js';
 import { dataPipelines, type DataPipelineDoc } from '../providers/types/catalog.js';
-import type { Services } from '../services.js';
 import { cronProblem, lastDue } from './cron.js';
 import { queueRun } from './runs.js';
+import type { GraphOptions } from '../auth/graph.js';
+import type { Config } from '../config.js';
+import type { ExtractionPool } from './extract-pool.js';
+import type { VectorIndex } from './vector-index.js';
+import type { Log } from '../log.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { CredentialGate } from '../net/credential-gate.js';
+import type { Dispatcher } from '../net/undici.js';
+import type { ResourceCache } from '../providers/resource-cache.js';
+import type { AppSettings } from '../providers/settings.js';
+import type { Producer } from '../queues/producer.js';
+import type { BlobService } from '../store/storage.js';
+import type { DocumentStore } from '../store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface ScheduleDeps {
+  readonly blobs: BlobService;
+  readonly config: Config;
+  readonly extraction: ExtractionPool;
+  readonly gate: CredentialGate;
+  readonly graph: GraphOptions | undefined;
+  readonly log: Log;
+  readonly models: ModelGateway;
+  readonly producer: Producer;
+  readonly resourceCache: ResourceCache;
+  readonly settings: AppSettings;
+  readonly store: DocumentStore;
+  readonly userDispatcher: Dispatcher;
+  readonly vectors: VectorIndex;
+}
 
 /** A due time missed for longer than this (every instance stopped) is skipped, not caught up. */
 const CATCH_UP_MS = 10 * 60_000;
@@ -27,7 +56,7 @@ export function derivedRunName(pipelineObjectId: string, cause: string): string 
 /** A run name for a pipeline's due time. */
 export const scheduledRunName = (pipelineObjectId: string, due: Date) => derivedRunName(pipelineObjectId, due.toISOString());
 
-export async function startDueRuns(s: Services, now = new Date()): Promise<number> {
+export async function startDueRuns(s: ScheduleDeps, now = new Date()): Promise<number> {
   const { items } = await s.store.container<DataPipelineDoc>('resources').query({
     partition: partitionOf(dataPipelines),
     where: [

@@ -10,8 +10,13 @@
 // only ones followed: a link elsewhere would carry the token away.
 import { request } from '../net/undici.js';
 import type { GraphOptions } from '../auth/graph.js';
-import type { Services } from '../services.js';
 import { DocumentError, MAX_DOCUMENT_BYTES, readCapped, type SourceDocument } from './sources.js';
+import type { Dispatcher } from '../net/undici.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface SharepointDeps {
+  readonly userDispatcher: Dispatcher;
+}
 
 export interface SharePointSettings {
   site_url: string;
@@ -82,7 +87,7 @@ class Graph {
 }
 
 /** The files of the libraries (all, or changed since the cursors), with the groups that may read each. */
-export async function sharePointDocuments(s: Services, graphOptions: GraphOptions | undefined, settings: SharePointSettings, paths: readonly string[], cursors: DeltaCursors | undefined, signal?: AbortSignal): Promise<SharePointListing> {
+export async function sharePointDocuments(s: SharepointDeps, graphOptions: GraphOptions | undefined, settings: SharePointSettings, paths: readonly string[], cursors: DeltaCursors | undefined, signal?: AbortSignal): Promise<SharePointListing> {
   if (!graphOptions) throw new DocumentError('SharePoint Online sources are read through Microsoft Graph: set GRAPH_ENABLED=true and grant the identity Sites.Read.All');
   const graph = new Graph(graphOptions, signal);
   const base = `${graphOptions.baseUrl}/v1.0`;
@@ -144,7 +149,7 @@ export async function sharePointDocuments(s: Services, graphOptions: GraphOption
 }
 
 /** A file as a document: its groups read now, its bytes when the run reads it. */
-async function fileDocument(s: Services, graph: Graph, base: string, driveId: string, item: DriveItem): Promise<SourceDocument> {
+async function fileDocument(s: SharepointDeps, graph: Graph, base: string, driveId: string, item: DriveItem): Promise<SourceDocument> {
   const { value: permissions } = await graph.must<{ value: Permission[] }>(`${base}/drives/${encodeURIComponent(driveId)}/items/${encodeURIComponent(item.id)}/permissions`, `the permissions of ${item.name ?? item.id}`);
   const groups = readersOf(permissions);
   const source = `${item.webUrl ?? ''}${itemFragment(item.id)}`;

@@ -12,8 +12,17 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { readSecret, SECRET_NAME, SECRET_NAME_RULE } from '../config.js';
 import { guardedHttpAgent, guardedHttpsAgent } from '../net/outbound.js';
 import type { DataSourceDoc } from '../providers/types/catalog.js';
-import type { Services } from '../services.js';
 import { blobSdk, userBlobService } from '../store/storage.js';
+import type { CredentialGate } from '../net/credential-gate.js';
+import type { BlobService } from '../store/storage.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface SourcesDeps {
+  readonly blobs: BlobService;
+  readonly config: Config;
+  readonly gate: CredentialGate;
+  readonly userDispatcher: Dispatcher;
+}
 
 /** Largest document read (bytes): a larger one is reported in the run's errors, not read into memory. */
 export const MAX_DOCUMENT_BYTES = 32 * 1024 * 1024;
@@ -64,7 +73,7 @@ export const directoryPrefix = (path: string) => {
 };
 
 /** The documents of the pipeline's source paths in the data source. */
-export async function listDocuments(s: Services, source: SourceSettings, paths: readonly string[]): Promise<SourceDocument[]> {
+export async function listDocuments(s: SourcesDeps, source: SourceSettings, paths: readonly string[]): Promise<SourceDocument[]> {
   if (source.data_source_type === 'Web') return webDocuments(s, source.urls ?? [], paths);
   if (source.data_source_type === 'AzureBlob' || source.data_source_type === 'AzureDataLake') {
     const own = serviceContainerProblem(s.config, source);
@@ -98,7 +107,7 @@ export function underPrefix(url: string, prefixes: readonly string[]): boolean {
   });
 }
 
-function webDocuments(s: Services, prefixes: readonly string[], urls: readonly string[]): SourceDocument[] {
+function webDocuments(s: SourcesDeps, prefixes: readonly string[], urls: readonly string[]): SourceDocument[] {
   return [...new Set(urls)].map((url) => ({
     source: url,
     file_name: fileNameOf(url),
@@ -153,7 +162,7 @@ export async function readCapped(body: Dispatcher.ResponseData['body'], headers:
 }
 
 /** The Blob service the source reads: by its connection string, by account URL with the managed identity, or the service's own. */
-export async function blobServiceOf(s: Services, source: SourceSettings): Promise<BlobServiceClient> {
+export async function blobServiceOf(s: SourcesDeps, source: SourceSettings): Promise<BlobServiceClient> {
   const agent = () => guardedHttpsAgent({ policy: 'user', allowPrivateNetwork: s.config.allowPrivateNetwork });
   if (source.connection_string_secret_name) {
     const name = source.connection_string_secret_name;

@@ -8,9 +8,14 @@ import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { DomainError } from '../errors.js';
 import type { AgentDoc } from '../providers/types/agent.js';
-import type { Services } from '../services.js';
 import { VERSION } from '../version.js';
 import { answerMcp } from '../protocols/mcp-http.js';
+import type { Memories } from './memory.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface McpServerDeps {
+  readonly memories: Memories;
+}
 
 const text = (value: unknown) => ({ content: [{ type: 'text' as const, text: JSON.stringify(value) }] });
 const failure = (message: string) => ({ content: [{ type: 'text' as const, text: message }], isError: true });
@@ -25,7 +30,7 @@ async function tool(run: () => Promise<unknown>) {
   }
 }
 
-export function memoryServer(s: Services, user: Principal, agent: AgentDoc): McpServer {
+export function memoryServer(s: McpServerDeps, user: Principal, agent: AgentDoc): McpServer {
   const server = new McpServer({ name: 'agent-platform-memory', version: VERSION });
   const ref = { objectId: agent.object_id, name: agent.name };
   server.registerTool(
@@ -50,4 +55,4 @@ export function memoryServer(s: Services, user: Principal, agent: AgentDoc): Mcp
 }
 
 /** Answers one JSON-RPC message of the streamable HTTP transport (stateless, JSON responses). */
-export const handleMemoryMcp = (s: Services, user: Principal, agent: AgentDoc, url: string, body: unknown) => answerMcp(memoryServer(s, user, agent), url, body);
+export const handleMemoryMcp = (s: McpServerDeps, user: Principal, agent: AgentDoc, url: string, body: unknown) => answerMcp(memoryServer(s, user, agent), url, body);

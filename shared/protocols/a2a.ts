@@ -10,13 +10,24 @@
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { DomainError } from '../errors.js';
-import type { Services } from '../services.js';
 import type { AgentDoc } from '../providers/types/agent.js';
 import { VERSION } from '../version.js';
 import { GUID } from '../http/schemas.js';
 import type { CompletionRequest, CompletionResponse } from '../completions/completion.js';
 import { endOperation, readOperation, type OperationDoc } from '../completions/operations.js';
 import type { StreamFormat } from '../completions/stream.js';
+import type { Quotas } from '../completions/quotas.js';
+import type { Config } from '../config.js';
+import type { Producer } from '../queues/producer.js';
+import type { DocumentStore } from '../store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface A2aDeps {
+  readonly config: Config;
+  readonly producer: Producer;
+  readonly quotas: Quotas;
+  readonly store: DocumentStore;
+}
 
 export const A2A_PROTOCOL_VERSION = '0.3.0';
 
@@ -122,7 +133,7 @@ export function presentTask(op: OperationDoc, historyLength?: number) {
 }
 
 /** The caller's own A2A task of this agent; anything else (another user's, another agent's, a Core operation) is TaskNotFound. */
-export async function readTask(s: Services, principal: Principal, agent: AgentDoc, id: string): Promise<OperationDoc> {
+export async function readTask(s: A2aDeps, principal: Principal, agent: AgentDoc, id: string): Promise<OperationDoc> {
   const op = await readOperation(s, principal, id).catch((e: unknown) => {
     if (e instanceof DomainError && e.kind === 'not-found') return undefined;
     throw e;
@@ -137,7 +148,7 @@ const rpcResult = (id: RpcRequest['id'], result: unknown) => `data: ${JSON.strin
  * `message/stream`'s events, each a JSON-RPC response: the task (working), the answer's artifact in
  * appended chunks, then the final status (completed, failed or canceled), stored before it is sent.
  */
-export function taskEvents(s: Services, op: OperationDoc, rpcId: RpcRequest['id']): StreamFormat {
+export function taskEvents(s: A2aDeps, op: OperationDoc, rpcId: RpcRequest['id']): StreamFormat {
   let opened = false;
   const artifactId = `answer-${op.operation_id}`;
   const ids = { taskId: op.operation_id, contextId: op.request.session_id ?? '' };

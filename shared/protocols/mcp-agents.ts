@@ -10,13 +10,54 @@ import { DomainError } from '../errors.js';
 import { UpstreamError } from '../models/upstream-errors.js';
 import { usableAgents } from '../providers/agent-access.js';
 import type { AgentDoc } from '../providers/types/agent.js';
-import type { Services } from '../services.js';
 import { withCorrelation } from '../telemetry/correlation.js';
 import { VERSION } from '../version.js';
 import { releasing, reserve } from '../completions/admission.js';
 import { newOperationId, runCompletion } from '../completions/completion.js';
 import { isWebPage } from '../knowledge/retrieval.js';
 import { answerMcp } from './mcp-http.js';
+import type { Authorizer } from '../auth/authorizer.js';
+import type { PrincipalDirectory } from '../auth/directory.js';
+import type { Budgets } from '../completions/budgets.js';
+import type { Quotas } from '../completions/quotas.js';
+import type { Config } from '../config.js';
+import type { Conversations } from '../conversations/conversations.js';
+import type { SessionTurns } from '../conversations/turns.js';
+import type { Files } from '../files/files.js';
+import type { ExtractionPool } from '../knowledge/extract-pool.js';
+import type { VectorIndex } from '../knowledge/vector-index.js';
+import type { Log } from '../log.js';
+import type { Memories } from '../memory/memory.js';
+import type { ModelCredentials } from '../models/credentials.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { Dispatcher } from '../net/undici.js';
+import type { PluginRuntime } from '../plugins/runtime.js';
+import type { ResourceCache } from '../providers/resource-cache.js';
+import type { AppSettings } from '../providers/settings.js';
+import type { DocumentStore } from '../store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface McpAgentsDeps {
+  readonly authorizer: Authorizer;
+  readonly budgets: Budgets;
+  readonly config: Config;
+  readonly conversations: Conversations;
+  readonly credentials: ModelCredentials;
+  readonly directory: PrincipalDirectory;
+  readonly extraction: ExtractionPool;
+  readonly files: Files;
+  readonly log: Log;
+  readonly memories: Memories;
+  readonly models: ModelGateway;
+  readonly plugins: PluginRuntime;
+  readonly quotas: Quotas;
+  readonly resourceCache: ResourceCache;
+  readonly settings: AppSettings;
+  readonly store: DocumentStore;
+  readonly turns: SessionTurns;
+  readonly userDispatcher: Dispatcher;
+  readonly vectors: VectorIndex;
+}
 
 /** MCP's tool names: letters, digits, `_`, `-` and `.`, at most 128 (an agent whose name is not one has no tool). */
 const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
@@ -24,7 +65,7 @@ const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 const failure = (message: string): CallToolResult => ({ content: [{ type: 'text', text: message }], isError: true });
 
 /** One agent's answer as a tool result: the text, then each cited web page as a resource link. */
-async function ask(s: Services, user: Principal, agent: AgentDoc, prompt: string, sessionId: string | undefined, signal: AbortSignal): Promise<CallToolResult> {
+async function ask(s: McpAgentsDeps, user: Principal, agent: AgentDoc, prompt: string, sessionId: string | undefined, signal: AbortSignal): Promise<CallToolResult> {
   const operationId = newOperationId();
   return withCorrelation({ operationId, instanceId: s.config.instanceId, conversationId: sessionId, protocol: 'mcp' }, user.upn, async () => {
     try {
@@ -43,7 +84,7 @@ async function ask(s: Services, user: Principal, agent: AgentDoc, prompt: string
   });
 }
 
-export async function agentsServer(s: Services, user: Principal): Promise<McpServer> {
+export async function agentsServer(s: McpAgentsDeps, user: Principal): Promise<McpServer> {
   const server = new McpServer({ name: 'agent-platform-agents', version: VERSION });
   for (const { agent } of await usableAgents(s, user)) {
     if (!TOOL_NAME.test(agent.name)) continue;
@@ -64,4 +105,4 @@ export async function agentsServer(s: Services, user: Principal): Promise<McpSer
 }
 
 /** Answers one JSON-RPC message for the caller. */
-export const handleAgentsMcp = async (s: Services, user: Principal, url: string, body: unknown) => answerMcp(await agentsServer(s, user), url, body);
+export const handleAgentsMcp = async (s: McpAgentsDeps, user: Principal, url: string, body: unknown) => answerMcp(await agentsServer(s, user), url, body);

@@ -7,12 +7,23 @@ import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { badRequest, notFound } from '../errors.js';
 import { sseEvent } from '../http/event-stream.js';
-import type { Services } from '../services.js';
 import type { CompletionRequest, CompletionResponse, Facade } from '../completions/completion.js';
 import { endOperation, readOperation, type OperationDoc, type OperationStatus } from '../completions/operations.js';
 import type { StreamFormat } from '../completions/stream.js';
 import { isWebPage, type Citation } from '../knowledge/retrieval.js';
 import { modelFields, openaiErrorBody, Sampling, splitConversation, textOf } from './openai-chat.js';
+import type { Quotas } from '../completions/quotas.js';
+import type { Config } from '../config.js';
+import type { Producer } from '../queues/producer.js';
+import type { DocumentStore } from '../store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface OpenaiResponsesDeps {
+  readonly config: Config;
+  readonly producer: Producer;
+  readonly quotas: Quotas;
+  readonly store: DocumentStore;
+}
 
 const Part = z.object({ type: z.string(), text: z.string().optional() }).loose();
 const InputMessage = z
@@ -59,14 +70,14 @@ export function operationOf(id: string): string {
 }
 
 /** The caller's own stored response (an operation started as one); anyone else's, and a Core operation, is 404. */
-export async function readResponse(s: Services, principal: Principal, id: string): Promise<OperationDoc> {
+export async function readResponse(s: OpenaiResponsesDeps, principal: Principal, id: string): Promise<OperationDoc> {
   const op = await readOperation(s, principal, operationOf(id)).catch(() => undefined);
   if (!op?.response) throw notFound(`Response with id '${id}' not found.`);
   return op;
 }
 
 /** The Core request, the facade's additions and what the response keeps, of a Responses request. */
-export async function responseRequest(s: Services, principal: Principal, body: ResponseCreateRequest): Promise<{ request: CompletionRequest; facade: Facade; format: Record<string, unknown> }> {
+export async function responseRequest(s: OpenaiResponsesDeps, principal: Principal, body: ResponseCreateRequest): Promise<{ request: CompletionRequest; facade: Facade; format: Record<string, unknown> }> {
   const messages = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : body.input.map((m, i) => ({ role: m.role, content: textOf(m.content, `input[${i}].content`) }));
   const { prompt, history } = splitConversation(messages, 'input');
   // The caller's instructions are the caller's text (the agent's prompt is the system message).
@@ -135,7 +146,7 @@ export function presentResponse(op: OperationDoc) {
  * `response.failed`), each numbered by `sequence_number`. The response is stored as ended before its last
  * event is sent, so a retrieval right after finds it so.
  */
-export function responseEvents(s: Services, op: OperationDoc): StreamFormat {
+export function responseEvents(s: OpenaiResponsesDeps, op: OperationDoc): StreamFormat {
   let sequence = 0;
   let opened = false;
   const event = (type: string, fields: Record<string, unknown>) => sseEvent(type, { type, sequence_number: sequence++, ...fields });

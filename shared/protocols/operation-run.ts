@@ -9,8 +9,51 @@ import { endOperation, markRecording, startOperation, type OperationDoc, type Re
 import { streamCompletion, type StreamFormat } from '../completions/stream.js';
 import { json, type Reply } from '../http/types.js';
 import type { OperationMessage } from '../queues/messages.js';
-import type { Services } from '../services.js';
 import { saveTraceContext } from '../telemetry/correlation.js';
+import type { Authorizer } from '../auth/authorizer.js';
+import type { PrincipalDirectory } from '../auth/directory.js';
+import type { Budgets } from '../completions/budgets.js';
+import type { Quotas } from '../completions/quotas.js';
+import type { Config } from '../config.js';
+import type { Conversations } from '../conversations/conversations.js';
+import type { SessionTurns } from '../conversations/turns.js';
+import type { Files } from '../files/files.js';
+import type { ExtractionPool } from '../knowledge/extract-pool.js';
+import type { VectorIndex } from '../knowledge/vector-index.js';
+import type { Log } from '../log.js';
+import type { Memories } from '../memory/memory.js';
+import type { ModelCredentials } from '../models/credentials.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { Dispatcher } from '../net/undici.js';
+import type { PluginRuntime } from '../plugins/runtime.js';
+import type { ResourceCache } from '../providers/resource-cache.js';
+import type { AppSettings } from '../providers/settings.js';
+import type { Producer } from '../queues/producer.js';
+import type { DocumentStore } from '../store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface OperationRunDeps {
+  readonly authorizer: Authorizer;
+  readonly budgets: Budgets;
+  readonly config: Config;
+  readonly conversations: Conversations;
+  readonly credentials: ModelCredentials;
+  readonly directory: PrincipalDirectory;
+  readonly extraction: ExtractionPool;
+  readonly files: Files;
+  readonly log: Log;
+  readonly memories: Memories;
+  readonly models: ModelGateway;
+  readonly plugins: PluginRuntime;
+  readonly producer: Producer;
+  readonly quotas: Quotas;
+  readonly resourceCache: ResourceCache;
+  readonly settings: AppSettings;
+  readonly store: DocumentStore;
+  readonly turns: SessionTurns;
+  readonly userDispatcher: Dispatcher;
+  readonly vectors: VectorIndex;
+}
 
 export interface OperationRun {
   operationId: string;
@@ -28,13 +71,13 @@ export interface OperationRun {
 }
 
 /** A first turn opens a session of its own, named by the prompt's first line (after admission, so a refused request leaves none behind). */
-async function inNewSession(s: Services, principal: Principal, turn: Admitted): Promise<Admitted> {
+async function inNewSession(s: OperationRunDeps, principal: Principal, turn: Admitted): Promise<Admitted> {
   const firstLine = turn.request.user_prompt.trim().split('\n')[0] ?? '';
   const session = await s.conversations.create(principal.upn, firstLine.length > 80 ? `${firstLine.slice(0, 79)}…` : firstLine);
   return { ...turn, session, sessionId: session.id, request: { ...turn.request, session_id: session.id } };
 }
 
-export function runAsOperation(s: Services, principal: Principal, body: CompletionRequest, run: OperationRun): Promise<Reply> {
+export function runAsOperation(s: OperationRunDeps, principal: Principal, body: CompletionRequest, run: OperationRun): Promise<Reply> {
   const { operationId, facade, mode } = run;
   return admitted(
     s,

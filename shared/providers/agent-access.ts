@@ -3,9 +3,20 @@
 import type { Access } from '../auth/authorizer.js';
 import type { Principal } from '../auth/principal.js';
 import { DomainError, forbidden, notFound } from '../errors.js';
-import type { Services } from '../services.js';
 import { objectIdOf, partitionOf, resourceId } from './resource-type.js';
 import { agents, type AgentDoc } from './types/agent.js';
+import type { Authorizer } from '../auth/authorizer.js';
+import type { Config } from '../config.js';
+import type { ResourceCache } from './resource-cache.js';
+import type { DocumentStore } from '../store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface AgentAccessDeps {
+  readonly authorizer: Authorizer;
+  readonly config: Config;
+  readonly resourceCache: ResourceCache;
+  readonly store: DocumentStore;
+}
 
 export const USE_AGENT = 'Svc.Agent/agents/read';
 const AGENT_ACTIONS = ['read', 'write', 'delete'].map((v) => `Svc.Agent/agents/${v}`);
@@ -13,7 +24,7 @@ const AGENT_ACTIONS = ['read', 'write', 'delete'].map((v) => `Svc.Agent/agents/$
 const expired = (agent: AgentDoc) => agent.expiration_date !== undefined && Date.parse(agent.expiration_date) <= Date.now();
 
 /** The agent, when the principal may use it; otherwise the agent provider's 403 or 404. */
-export async function agentForUse(s: Services, principal: Principal, agentName: string): Promise<AgentDoc> {
+export async function agentForUse(s: AgentAccessDeps, principal: Principal, agentName: string): Promise<AgentDoc> {
   if (principal.kind === 'agent-token' && resourceId(principal.agentName ?? '') !== resourceId(agentName)) {
     throw forbidden(`This agent access token is bound to another agent`);
   }
@@ -28,14 +39,14 @@ export async function agentForUse(s: Services, principal: Principal, agentName: 
  * The agent, when the principal may use it; otherwise `refusal` (by default a 404), alike for an agent that
  * does not exist and one that is not theirs: the protocols' discovery never tells the two apart.
  */
-export function agentOrNotFound(s: Services, principal: Principal, agentName: string, refusal: () => DomainError = () => notFound(`Agent ${agentName} not found`)): Promise<AgentDoc> {
+export function agentOrNotFound(s: AgentAccessDeps, principal: Principal, agentName: string, refusal: () => DomainError = () => notFound(`Agent ${agentName} not found`)): Promise<AgentDoc> {
   return agentForUse(s, principal, agentName).catch((e: unknown) => {
     throw e instanceof DomainError && (e.kind === 'not-found' || e.kind === 'forbidden') ? refusal() : e;
   });
 }
 
 /** Every agent the principal may use, with its roles and actions there. */
-export async function usableAgents(s: Services, principal: Principal): Promise<{ agent: AgentDoc; access: Access }[]> {
+export async function usableAgents(s: AgentAccessDeps, principal: Principal): Promise<{ agent: AgentDoc; access: Access }[]> {
   const { items } = await s.store.container<AgentDoc>('resources').query({
     partition: partitionOf(agents),
     where: [

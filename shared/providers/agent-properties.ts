@@ -4,13 +4,50 @@ import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { ROLE_IDS } from '../auth/roles.js';
 import { DomainError, badRequest, forbidden, notFound } from '../errors.js';
-import type { Services } from '../services.js';
 import { partitionOf, resourceId } from './resource-type.js';
 import { authorizeAgentLinks, checkAgentLinks } from './rules/agent-links.js';
 import { grant } from './rules/agent.js';
 import { writeVersioned } from './versions.js';
 import { WRITABLE_SCALARS, WRITABLE_SETTINGS } from './types/agent-settings.js';
 import { agents, type AgentDoc } from './types/agent.js';
+import type { AgentTokens } from '../auth/agent-tokens.js';
+import type { Authorizer } from '../auth/authorizer.js';
+import type { GraphOptions } from '../auth/graph.js';
+import type { Config } from '../config.js';
+import type { ExtractionPool } from '../knowledge/extract-pool.js';
+import type { VectorIndex } from '../knowledge/vector-index.js';
+import type { Log } from '../log.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { CredentialGate } from '../net/credential-gate.js';
+import type { Dispatcher } from '../net/undici.js';
+import type { PluginPackages } from '../plugins/packages.js';
+import type { PluginRuntime } from '../plugins/runtime.js';
+import type { ResourceCache } from './resource-cache.js';
+import type { AppSettings } from './settings.js';
+import type { Producer } from '../queues/producer.js';
+import type { BlobService } from '../store/storage.js';
+import type { DocumentStore } from '../store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface AgentPropertiesDeps {
+  readonly agentTokens: AgentTokens;
+  readonly authorizer: Authorizer;
+  readonly blobs: BlobService;
+  readonly config: Config;
+  readonly extraction: ExtractionPool;
+  readonly gate: CredentialGate;
+  readonly graph: GraphOptions | undefined;
+  readonly log: Log;
+  readonly models: ModelGateway;
+  readonly packages: PluginPackages;
+  readonly plugins: PluginRuntime;
+  readonly producer: Producer;
+  readonly resourceCache: ResourceCache;
+  readonly settings: AppSettings;
+  readonly store: DocumentStore;
+  readonly userDispatcher: Dispatcher;
+  readonly vectors: VectorIndex;
+}
 
 export const READ_ONLY_PROPERTIES = ['object_id', 'type', 'name', 'created_on', 'created_by', 'deleted', 'workflow', 'tools', 'virtual_security_group_id'] as const;
 
@@ -37,7 +74,7 @@ export const SetPropertiesBody = z
   .strict();
 
 /** The agent (its route has authorized the caller to read or write it). */
-async function loadAgent(s: Services, name: string): Promise<AgentDoc> {
+async function loadAgent(s: AgentPropertiesDeps, name: string): Promise<AgentDoc> {
   const doc = await s.store.container<AgentDoc>('resources').read(partitionOf(agents), resourceId(name));
   if (!doc || doc.deleted) throw notFound(`Agent ${name} not found`);
   return doc;
@@ -60,7 +97,7 @@ function propertyValue(agent: AgentDoc, name: string): unknown {
   }
 }
 
-export async function getProperties(s: Services, agentName: string, body: z.output<typeof GetPropertiesBody>) {
+export async function getProperties(s: AgentPropertiesDeps, agentName: string, body: z.output<typeof GetPropertiesBody>) {
   const names = body.property_names ?? [];
   const metadataNames = body.metadata_property_names ?? [];
   if (names.length + metadataNames.length === 0) throw badRequest('Name at least one property in property_names or metadata_property_names');
@@ -82,7 +119,7 @@ export async function getProperties(s: Services, agentName: string, body: z.outp
   return { object_id: agent.object_id, is_success: true, resource: { properties, metadata_properties } };
 }
 
-export async function setProperties(s: Services, principal: Principal, agentName: string, body: z.output<typeof SetPropertiesBody>) {
+export async function setProperties(s: AgentPropertiesDeps, principal: Principal, agentName: string, body: z.output<typeof SetPropertiesBody>) {
   const properties = body.properties ?? {};
   const metadata = body.metadata_properties ?? {};
   if (Object.keys(properties).length + Object.keys(metadata).length === 0) {

@@ -2,11 +2,48 @@
 // service, authorization beyond the resource path, and hooks after a write. Rules are attached to the kinds
 // where the registry is assembled (registry.ts); the generic provider (resources.ts) runs them.
 import type { Principal } from '../auth/principal.js';
-import type { Services } from '../services.js';
 import type { DefinitionOf, ResourceKind, ResourceOf } from './resource-type.js';
+import type { AgentTokens } from '../auth/agent-tokens.js';
+import type { Authorizer } from '../auth/authorizer.js';
+import type { GraphOptions } from '../auth/graph.js';
+import type { Config } from '../config.js';
+import type { ExtractionPool } from '../knowledge/extract-pool.js';
+import type { VectorIndex } from '../knowledge/vector-index.js';
+import type { Log } from '../log.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { CredentialGate } from '../net/credential-gate.js';
+import type { Dispatcher } from '../net/undici.js';
+import type { PluginPackages } from '../plugins/packages.js';
+import type { PluginRuntime } from '../plugins/runtime.js';
+import type { ResourceCache } from './resource-cache.js';
+import type { AppSettings } from './settings.js';
+import type { Producer } from '../queues/producer.js';
+import type { BlobService } from '../store/storage.js';
+import type { DocumentStore } from '../store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface ResourceRulesDeps {
+  readonly agentTokens: AgentTokens;
+  readonly authorizer: Authorizer;
+  readonly blobs: BlobService;
+  readonly config: Config;
+  readonly extraction: ExtractionPool;
+  readonly gate: CredentialGate;
+  readonly graph: GraphOptions | undefined;
+  readonly log: Log;
+  readonly models: ModelGateway;
+  readonly packages: PluginPackages;
+  readonly plugins: PluginRuntime;
+  readonly producer: Producer;
+  readonly resourceCache: ResourceCache;
+  readonly settings: AppSettings;
+  readonly store: DocumentStore;
+  readonly userDispatcher: Dispatcher;
+  readonly vectors: VectorIndex;
+}
 
 export interface HookContext {
-  services: Services;
+  services: ResourceRulesDeps;
   principal: Principal;
   objectId: string;
 }

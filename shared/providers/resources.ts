@@ -4,12 +4,51 @@
 import type { Principal } from '../auth/principal.js';
 import { conflict, notFound, badRequest } from '../errors.js';
 import type { PageQuery, PageResult } from '../http/paging.js';
-import type { Services } from '../services.js';
 import type { Page } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import type { HookContext, ResourceType } from './resource-rules.js';
 import { objectIdOf, partitionOf, resourceId, SERVICE_FIELDS, type AnyResource, type DefinitionOf, type ResourceKind } from './resource-type.js';
 import { deletedConflict, dropVersions, listVersions, readVersion, RESOURCES_ONLY, writeVersioned, type VersionSummary } from './versions.js';
+import type { AgentTokens } from '../auth/agent-tokens.js';
+import type { Authorizer } from '../auth/authorizer.js';
+import type { GraphOptions } from '../auth/graph.js';
+import type { Config } from '../config.js';
+import type { Pager } from '../http/paging.js';
+import type { ExtractionPool } from '../knowledge/extract-pool.js';
+import type { VectorIndex } from '../knowledge/vector-index.js';
+import type { Log } from '../log.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { CredentialGate } from '../net/credential-gate.js';
+import type { Dispatcher } from '../net/undici.js';
+import type { PluginPackages } from '../plugins/packages.js';
+import type { PluginRuntime } from '../plugins/runtime.js';
+import type { ResourceCache } from './resource-cache.js';
+import type { AppSettings } from './settings.js';
+import type { Producer } from '../queues/producer.js';
+import type { BlobService } from '../store/storage.js';
+import type { DocumentStore } from '../store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface ResourcesDeps {
+  readonly agentTokens: AgentTokens;
+  readonly authorizer: Authorizer;
+  readonly blobs: BlobService;
+  readonly config: Config;
+  readonly extraction: ExtractionPool;
+  readonly gate: CredentialGate;
+  readonly graph: GraphOptions | undefined;
+  readonly log: Log;
+  readonly models: ModelGateway;
+  readonly packages: PluginPackages;
+  readonly pager: Pager;
+  readonly plugins: PluginRuntime;
+  readonly producer: Producer;
+  readonly resourceCache: ResourceCache;
+  readonly settings: AppSettings;
+  readonly store: DocumentStore;
+  readonly userDispatcher: Dispatcher;
+  readonly vectors: VectorIndex;
+}
 
 export interface Envelope {
   resource: Record<string, unknown>;
@@ -18,7 +57,7 @@ export interface Envelope {
 }
 
 const verbs = (t: ResourceType) => ['read', 'write', 'delete'].map((v) => `${partitionOf(t)}/${v}`);
-const container = (s: Services) => s.store.container<AnyResource>('resources');
+const container = (s: ResourcesDeps) => s.store.container<AnyResource>('resources');
 
 /** The stored document as the API shows it: without store bookkeeping. */
 export function present(doc: AnyResource): Record<string, unknown> {
@@ -27,21 +66,21 @@ export function present(doc: AnyResource): Record<string, unknown> {
 }
 
 /** Reads one resource (deleted ones included); built-in types come from code. */
-export async function readResource(s: Services, t: ResourceType, name: string): Promise<AnyResource | undefined> {
+export async function readResource(s: ResourcesDeps, t: ResourceType, name: string): Promise<AnyResource | undefined> {
   if (t.builtIn) return t.builtIn(s.config.instanceId).find((d) => d.name.toLowerCase() === name.toLowerCase());
   return seedOf(s, t, name) ?? container(s).read(partitionOf(t), resourceId(name));
 }
 
 /** The built-in resource of the name, when the type has built-ins beside stored ones. */
-const seedOf = (s: Services, t: ResourceType, name: string) => t.seeds?.(s.config.instanceId).find((d) => d.id === resourceId(name));
+const seedOf = (s: ResourcesDeps, t: ResourceType, name: string) => t.seeds?.(s.config.instanceId).find((d) => d.id === resourceId(name));
 
 /** Built-in resources are read-only: a write or delete of one is a 409. */
-function refuseSeed(s: Services, t: ResourceType, name: string): void {
+function refuseSeed(s: ResourcesDeps, t: ResourceType, name: string): void {
   if (seedOf(s, t, name)) throw conflict(`${t.type} ${name} is built in and read-only; copy it under another name to change it`);
 }
 
 /** A page of the resources of a type that the caller may read, by name. */
-export async function listResources(s: Services, t: ResourceType, principal: Principal, includeDeleted: boolean, query: PageQuery): Promise<PageResult<Envelope>> {
+export async function listResources(s: ResourcesDeps, t: ResourceType, principal: Principal, includeDeleted: boolean, query: PageQuery): Promise<PageResult<Envelope>> {
   const read = `${partitionOf(t)}/read`;
   const fetch = async (continuation: string | undefined, limit: number): Promise<Page<AnyResource>> => {
     if (t.builtIn) return { items: t.builtIn(s.config.instanceId) };
@@ -73,7 +112,7 @@ export async function listResources(s: Services, t: ResourceType, principal: Pri
   return s.pager.page(principal, `resources\n${partitionOf(t)}\n${includeDeleted}`, query, fetch, envelope);
 }
 
-export async function getResource(s: Services, t: ResourceType, principal: Principal, name: string): Promise<Envelope> {
+export async function getResource(s: ResourcesDeps, t: ResourceType, principal: Principal, name: string): Promise<Envelope> {
   const doc = await readResource(s, t, name);
   if (!doc) throw notFound(`${t.type} ${name} not found`);
   const shown = present(doc);
@@ -81,7 +120,7 @@ export async function getResource(s: Services, t: ResourceType, principal: Princ
 }
 
 export async function upsertResource(
-  s: Services,
+  s: ResourcesDeps,
   t: ResourceType,
   principal: Principal,
   name: string,
@@ -128,7 +167,7 @@ export async function upsertResource(
   return { object_id: objectId, version: saved?.version ?? 1 };
 }
 
-export async function deleteResource(s: Services, t: ResourceType, principal: Principal, name: string): Promise<{ object_id: string; deleted: boolean }> {
+export async function deleteResource(s: ResourcesDeps, t: ResourceType, principal: Principal, name: string): Promise<{ object_id: string; deleted: boolean }> {
   refuseSeed(s, t, name);
   const objectId = objectIdOf(s.config.instanceId, t, name);
   const authorized = t.authorizeDelete ? await container(s).read(partitionOf(t), resourceId(name)) : undefined;
@@ -144,7 +183,7 @@ export async function deleteResource(s: Services, t: ResourceType, principal: Pr
   return { object_id: objectId, deleted: true };
 }
 
-export async function purgeResource(s: Services, t: ResourceType, principal: Principal, name: string): Promise<{ object_id: string; is_success: boolean }> {
+export async function purgeResource(s: ResourcesDeps, t: ResourceType, principal: Principal, name: string): Promise<{ object_id: string; is_success: boolean }> {
   refuseSeed(s, t, name);
   const objectId = objectIdOf(s.config.instanceId, t, name);
   const doc = await container(s).read(partitionOf(t), resourceId(name));
@@ -161,14 +200,14 @@ export async function purgeResource(s: Services, t: ResourceType, principal: Pri
 }
 
 /** The versions of a resource, newest first (the current one included). */
-export async function listResourceVersions(s: Services, t: ResourceType, name: string): Promise<VersionSummary[]> {
+export async function listResourceVersions(s: ResourcesDeps, t: ResourceType, name: string): Promise<VersionSummary[]> {
   const doc = await readResource(s, t, name);
   if (!doc) throw notFound(`${t.type} ${name} not found`);
   return listVersions(container(s), doc);
 }
 
 /** One version of a resource, in the shape of the resource's own GET. */
-export async function getResourceVersion(s: Services, t: ResourceType, principal: Principal, name: string, version: number): Promise<Envelope> {
+export async function getResourceVersion(s: ResourcesDeps, t: ResourceType, principal: Principal, name: string, version: number): Promise<Envelope> {
   const doc = await readResource(s, t, name);
   if (!doc) throw notFound(`${t.type} ${name} not found`);
   const { definition } = await readVersion(container(s), doc, version);
@@ -180,7 +219,7 @@ export async function getResourceVersion(s: Services, t: ResourceType, principal
  * rule of a write, as if sent again (a link it names must still exist). A secret value is never kept in a
  * version (reads mask it), so restoring a secret setting's version is refused.
  */
-export async function restoreResourceVersion(s: Services, t: ResourceType, principal: Principal, name: string, version: number): Promise<{ object_id: string; version: number }> {
+export async function restoreResourceVersion(s: ResourcesDeps, t: ResourceType, principal: Principal, name: string, version: number): Promise<{ object_id: string; version: number }> {
   const doc = await readResource(s, t, name);
   if (!doc) throw notFound(`${t.type} ${name} not found`);
   if (doc.deleted) throw deletedConflict(doc);

@@ -5,7 +5,8 @@
 import type { QueueServiceClient } from '@azure/storage-queue';
 import { toError } from '../errors.js';
 import type { Services } from '../services.js';
-import { decodeMessage, MAX_DEQUEUE_COUNT, queueName, type QueueHandler } from './handler.js';
+import { queueName, type QueueHandler } from './handler.js';
+import { decodeMessage, MAX_DEQUEUE_COUNT } from './producer.js';
 
 export interface ConsumerOptions {
   /** Lease on a taken message, seconds; renewed at a third of it while the handler runs. */

@@ -16,8 +16,37 @@ import { misdirected, servesHost } from '../http/hosts.js';
 import { guardedLookup, type Resolve } from '../net/outbound.js';
 import { agentTools } from '../knowledge/retrieval.js';
 import { PLATFORM_MEMORY, prompts, workflows } from '../providers/types/catalog.js';
-import type { Services } from '../services.js';
 import { callLimitSeconds, claimCall, DEFAULT_REALTIME_VOICE, type Call } from './sessions.js';
+import type { Authenticator } from '../auth/authenticate.js';
+import type { Authorizer } from '../auth/authorizer.js';
+import type { Budgets } from '../completions/budgets.js';
+import type { Quotas } from '../completions/quotas.js';
+import type { Config } from '../config.js';
+import type { Conversations } from '../conversations/conversations.js';
+import type { VectorIndex } from '../knowledge/vector-index.js';
+import type { Log } from '../log.js';
+import type { Memories } from '../memory/memory.js';
+import type { ModelCredentials } from '../models/credentials.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { ResourceCache } from '../providers/resource-cache.js';
+import type { DocumentStore } from '../store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface RelayDeps {
+  readonly auth: Authenticator;
+  readonly authorizer: Authorizer;
+  readonly budgets: Budgets;
+  readonly config: Config;
+  readonly conversations: Conversations;
+  readonly credentials: ModelCredentials;
+  readonly log: Log;
+  readonly memories: Memories;
+  readonly models: ModelGateway;
+  readonly quotas: Quotas;
+  readonly resourceCache: ResourceCache;
+  readonly store: DocumentStore;
+  readonly vectors: VectorIndex;
+}
 
 const PATH = /^\/instances\/([^/]+)\/realtime-sessions\/([0-9a-fA-F-]{36})\/ws$/;
 /** The largest event either side may send (audio frames are a few KiB). */
@@ -60,7 +89,7 @@ export interface SocketReach {
  * the credential gate mints only for that endpoint's audience and host), through the outbound guard, with
  * no redirects followed.
  */
-export async function openModelSocket(s: Pick<Services, 'credentials' | 'config'>, call: Pick<Call, 'endpoint' | 'model'>, reach: SocketReach = {}): Promise<WebSocket> {
+export async function openModelSocket(s: Pick<RelayDeps, 'credentials' | 'config'>, call: Pick<Call, 'endpoint' | 'model'>, reach: SocketReach = {}): Promise<WebSocket> {
   const headers = { ...(await s.credentials.headers(call.endpoint)), ...(call.endpoint.provider === 'openai' ? { 'openai-beta': 'realtime=v1' } : {}) };
   const rules = { policy: call.endpoint.privateNetwork ? ('model' as const) : ('user' as const), allowPrivateNetwork: s.config.allowPrivateNetwork };
   return new WebSocket(modelSocketUrl(call), {
@@ -91,7 +120,7 @@ function refuse(socket: Duplex, status: number, code: string, message: string): 
 }
 
 /** Whether the agent has the memory tool server among its tools (so its completions can read the user's memory). */
-async function usesMemory(s: Services, call: Call): Promise<boolean> {
+async function usesMemory(s: RelayDeps, call: Call): Promise<boolean> {
   return (await agentTools(s, call.agent)).some((t) => t.tool_type === 'mcp' && t.url === PLATFORM_MEMORY);
 }
 
@@ -100,7 +129,7 @@ async function usesMemory(s: Services, call: Call): Promise<boolean> {
  * memory when the agent uses memory. A realtime model calls no tools through the relay, so the memory is
  * read once here and handed over as text.
  */
-async function instructionsOf(s: Services, principal: Principal, call: Call): Promise<string> {
+async function instructionsOf(s: RelayDeps, principal: Principal, call: Call): Promise<string> {
   const workflow = call.agent.workflow_object_id ? await s.resourceCache.get(call.agent.workflow_object_id, workflows) : undefined;
   const prompt = workflow?.main_prompt_object_id ? await s.resourceCache.get(workflow.main_prompt_object_id, prompts) : undefined;
   const parts = [prompt?.prefix ?? '', prompt?.suffix ?? ''].filter((p) => p.length > 0);
@@ -144,7 +173,7 @@ const KEPT_EVENT = /"(?:conversation\.item\.input_audio_transcription\.completed
 const spoken = (text: string) => text.trim().replace(/[.!?\u3002,;:\u2026]+$/u, '').trim().toLowerCase();
 
 /** Serves the relay's upgrades on a server; other upgrades are refused. */
-export function attachRelay(server: http.Server, s: Services): { close(): void } {
+export function attachRelay(server: http.Server, s: RelayDeps): { close(): void } {
   const wss = new WebSocketServer({
     noServer: true,
     maxPayload: MAX_EVENT_BYTES,
@@ -189,7 +218,7 @@ export function attachRelay(server: http.Server, s: Services): { close(): void }
 }
 
 /** One call: the model's socket opened for it, events passed both ways until either side ends it. */
-async function relay(s: Services, principal: Principal, call: Call, client: WebSocket): Promise<void> {
+async function relay(s: RelayDeps, principal: Principal, call: Call, client: WebSocket): Promise<void> {
   const started = Date.now();
   // The model's events are kept in the order they came: one after another, each stamped later than the last
   // (a user transcript and its answer can come within one millisecond, and the session lists by time).
@@ -275,7 +304,7 @@ async function relay(s: Services, principal: Principal, call: Call, client: WebS
 
 /** What the relay keeps of the model's events: transcripts as messages, usage per response, stop words. */
 async function observe(
-  s: Services,
+  s: RelayDeps,
   principal: Principal,
   call: Call,
   event: { type?: string; transcript?: unknown; response?: { id?: unknown; usage?: { input_tokens?: unknown; output_tokens?: unknown; total_tokens?: unknown } } },

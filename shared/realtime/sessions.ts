@@ -11,9 +11,26 @@ import type { EndpointView } from '../models/endpoint.js';
 import { agentForUse } from '../providers/agent-access.js';
 import type { AgentDoc } from '../providers/types/agent.js';
 import type { AiModelDoc } from '../providers/types/catalog.js';
-import type { Services } from '../services.js';
 import type { Container, Doc } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
+import type { Authorizer } from '../auth/authorizer.js';
+import type { Budgets } from '../completions/budgets.js';
+import type { Quotas } from '../completions/quotas.js';
+import type { Config } from '../config.js';
+import type { Conversations } from '../conversations/conversations.js';
+import type { ResourceCache } from '../providers/resource-cache.js';
+import type { DocumentStore } from '../store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface RealtimeSessionsDeps {
+  readonly authorizer: Authorizer;
+  readonly budgets: Budgets;
+  readonly config: Config;
+  readonly conversations: Conversations;
+  readonly quotas: Quotas;
+  readonly resourceCache: ResourceCache;
+  readonly store: DocumentStore;
+}
 
 /** How long a realtime session may wait for its call to connect. */
 const CONNECT_WITHIN_MS = 5 * 60_000;
@@ -46,10 +63,10 @@ export interface Call {
   settings: NonNullable<AgentDoc['realtime_speech_settings']>;
 }
 
-const container = (s: Services): Container<RealtimeSessionDoc> => s.store.container('sessions');
+const container = (s: RealtimeSessionsDeps): Container<RealtimeSessionDoc> => s.store.container('sessions');
 
 /** The agent's speech settings, model and endpoint; 400 naming what is missing. */
-async function speechOf(s: Services, agent: AgentDoc): Promise<Omit<Call, 'realtime' | 'agent'>> {
+async function speechOf(s: RealtimeSessionsDeps, agent: AgentDoc): Promise<Omit<Call, 'realtime' | 'agent'>> {
   const settings = agent.realtime_speech_settings;
   if (!settings?.enabled) throw validationError([{ field: 'agent_name', message: `Agent ${agent.name} does not have realtime speech enabled` }]);
   const resolved = await modelWithEndpoint(s, settings.realtime_speech_ai_model_object_id, 'realtime');
@@ -61,13 +78,13 @@ async function speechOf(s: Services, agent: AgentDoc): Promise<Omit<Call, 'realt
 }
 
 /** A call's longest duration: the agent's setting, within the service's ceiling (its default too). */
-export const callLimitSeconds = (s: Pick<Services, 'config'>, call: Pick<Call, 'settings'>) => {
+export const callLimitSeconds = (s: Pick<RealtimeSessionsDeps, 'config'>, call: Pick<Call, 'settings'>) => {
   const asked = call.settings.max_session_duration_seconds;
   return asked > 0 ? Math.min(asked, s.config.realtimeMaxCallSeconds) : s.config.realtimeMaxCallSeconds;
 };
 
 /** Opens a realtime session (and a conversation session when none is named); the relay's address in the answer. */
-export async function createRealtimeSession(s: Services, principal: Principal, body: z.output<typeof RealtimeSessionRequest>, relayBase: string) {
+export async function createRealtimeSession(s: RealtimeSessionsDeps, principal: Principal, body: z.output<typeof RealtimeSessionRequest>, relayBase: string) {
   const agent = await agentForUse(s, principal, body.agent_name);
   const { settings, model } = await speechOf(s, agent);
   // A call is admitted like a completion: refused when a budget in its model's currency is spent, and counted
@@ -108,7 +125,7 @@ export async function createRealtimeSession(s: Services, principal: Principal, b
  * Takes the call of a realtime session for its creator: 404 for anyone else's or an unknown one, 409 when
  * its call was taken or it expired. The agent is checked again: access and settings may have changed.
  */
-export async function claimCall(s: Services, principal: Principal, realtimeSessionId: string): Promise<Call> {
+export async function claimCall(s: RealtimeSessionsDeps, principal: Principal, realtimeSessionId: string): Promise<Call> {
   const id = realtimeSessionId.toLowerCase();
   const found = await container(s).read(ownerKey(principal.upn), id);
   if (found?.type !== 'RealtimeSession') throw notFound(`Realtime session ${realtimeSessionId} not found`);

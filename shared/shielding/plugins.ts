@@ -4,11 +4,20 @@
 // with 503 ShieldingUnavailable and nothing unscreened goes on.
 import { DomainError, validationError } from '../errors.js';
 import { UpstreamError } from '../models/upstream-errors.js';
-import type { Services } from '../services.js';
 import { BLOCKLIST_SETTING, cachedBlocklist } from './blocklist.js';
 import { INLINE_WORK, MatchTimeout, offThread } from './matcher.js';
 import { BUILTIN_PACKAGE } from '../plugins/builtin-package.js';
 import { contentSafetyEndpoint, promptShield } from './prompt-shield.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { ResourceCache } from '../providers/resource-cache.js';
+import type { AppSettings } from '../providers/settings.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface ShieldingPluginsDeps {
+  readonly models: ModelGateway;
+  readonly resourceCache: ResourceCache;
+  readonly settings: AppSettings;
+}
 
 export type Stage = 'pre' | 'post';
 export type Verdict = { verdict: 'allowed' } | { verdict: 'blocked'; reason: string };
@@ -21,8 +30,8 @@ interface ShieldPlugin {
   display_name: string;
   description: string;
   /** Why the plugin cannot run here, or undefined (checked when an agent naming it is saved). */
-  unavailable(s: Services): Promise<string | undefined>;
-  screen(s: Services, stage: Stage, text: string, signal?: AbortSignal): Promise<Verdict>;
+  unavailable(s: ShieldingPluginsDeps): Promise<string | undefined>;
+  screen(s: ShieldingPluginsDeps, stage: Stage, text: string, signal?: AbortSignal): Promise<Verdict>;
 }
 
 const blocklistOf = cachedBlocklist();
@@ -66,7 +75,7 @@ export function shieldingPlugins(): readonly Pick<ShieldPlugin, 'name' | 'displa
 }
 
 /** 400 naming the first plugin of the lists that cannot run here. */
-export async function checkRunnable(s: Services, field: string, names: readonly string[]): Promise<void> {
+export async function checkRunnable(s: ShieldingPluginsDeps, field: string, names: readonly string[]): Promise<void> {
   for (const [i, name] of names.entries()) {
     const plugin = byName.get(name.toLowerCase());
     const problem = plugin ? await plugin.unavailable(s) : `${name} is not a shielding plugin this service can run (built in: ${PLUGINS.map((p) => p.name).join(', ')})`;
@@ -85,7 +94,7 @@ export interface Block {
 const unavailable = (plugin: string, why: string) => new DomainError('unavailable', 'ShieldingUnavailable', `Shielding could not screen the text: ${plugin} ${why}; nothing unscreened was passed on`);
 
 /** Runs the plugins in order on the text; the first block, or undefined when every plugin allows it. */
-export async function screen(s: Services, names: readonly string[], stage: Stage, text: string, signal?: AbortSignal): Promise<Block | undefined> {
+export async function screen(s: ShieldingPluginsDeps, names: readonly string[], stage: Stage, text: string, signal?: AbortSignal): Promise<Block | undefined> {
   for (const name of names) {
     const plugin = byName.get(name.toLowerCase());
     // Saved agents name runnable plugins; one removed since (or an obsolete gatekeeper option) is not run.
@@ -104,6 +113,6 @@ export async function screen(s: Services, names: readonly string[], stage: Stage
 }
 
 /** What a blocked completion answers (the app configuration, or the default). */
-export async function refusalMessage(s: Services): Promise<string> {
+export async function refusalMessage(s: ShieldingPluginsDeps): Promise<string> {
   return (await s.settings.get(REFUSAL_SETTING)) ?? DEFAULT_REFUSAL;
 }

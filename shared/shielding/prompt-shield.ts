@@ -6,8 +6,17 @@
 import { endpointView, type EndpointView } from '../models/endpoint.js';
 import { invalid } from '../models/upstream-errors.js';
 import { apiEndpointConfigurations } from '../providers/types/catalog.js';
-import type { Services } from '../services.js';
 import type { Stage, Verdict } from './plugins.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { ResourceCache } from '../providers/resource-cache.js';
+import type { AppSettings } from '../providers/settings.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface PromptShieldDeps {
+  readonly models: ModelGateway;
+  readonly resourceCache: ResourceCache;
+  readonly settings: AppSettings;
+}
 
 const API_VERSION = '2024-09-01';
 /** Longest text one call takes (characters); longer texts are screened in pieces. */
@@ -15,7 +24,7 @@ const MAX_TEXT = 10_000;
 export const SEVERITY_SETTING = 'Svc:Shielding:PromptShield:SeverityThreshold';
 
 /** The Content Safety endpoint, or undefined when none is configured. */
-export async function contentSafetyEndpoint(s: Services): Promise<EndpointView | undefined> {
+export async function contentSafetyEndpoint(s: PromptShieldDeps): Promise<EndpointView | undefined> {
   const doc = await s.resourceCache.findBy(apiEndpointConfigurations, 'provider', 'azure-content-safety');
   return doc ? endpointView(doc) : undefined;
 }
@@ -23,7 +32,7 @@ export async function contentSafetyEndpoint(s: Services): Promise<EndpointView |
 const pieces = (text: string) => Array.from({ length: Math.max(1, Math.ceil(text.length / MAX_TEXT)) }, (_, i) => text.slice(i * MAX_TEXT, (i + 1) * MAX_TEXT));
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-export async function promptShield(s: Services, stage: Stage, text: string, signal?: AbortSignal): Promise<Verdict> {
+export async function promptShield(s: PromptShieldDeps, stage: Stage, text: string, signal?: AbortSignal): Promise<Verdict> {
   const endpoint = await contentSafetyEndpoint(s);
   if (!endpoint) throw new Error('no API endpoint configuration with provider azure-content-safety exists');
   const url = (operation: string) => `${endpoint.url}/contentsafety/text:${operation}?api-version=${encodeURIComponent(endpoint.apiVersion ?? API_VERSION)}`;

@@ -5,8 +5,13 @@
 import { createHash } from 'node:crypto';
 import { performance } from 'node:perf_hooks';
 import type { ChatMessage, ModelAnswer, ModelParameters, ToolCall } from '../models/wire.js';
-import type { Services } from '../services.js';
 import type { AgentFunction, Toolbox } from './toolbox.js';
+import type { Config } from '../config.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface LoopDeps {
+  readonly config: Config;
+}
 
 export interface ToolExecution {
   type: 'ToolExecution';
@@ -25,7 +30,7 @@ export interface ToolEvents {
 const truncate = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max)}\n[cut: the result was ${text.length} characters, ${max} are shown]`);
 
 /** Runs one call within the time left; whatever happens becomes a result the model reads. */
-async function execute(s: Services, fn: AgentFunction | undefined, call: ToolCall, deadline: number, signal: AbortSignal | undefined): Promise<{ content: string; execution: ToolExecution }> {
+async function execute(s: LoopDeps, fn: AgentFunction | undefined, call: ToolCall, deadline: number, signal: AbortSignal | undefined): Promise<{ content: string; execution: ToolExecution }> {
   const started = performance.now();
   const base = { type: 'ToolExecution' as const, tool_name: fn?.tool ?? '', function_name: call.name, arguments_sha256: createHash('sha256').update(call.arguments).digest('hex') };
   const done = (content: string, outcome: ToolExecution['outcome']) => ({ content: truncate(content, s.config.tools.resultMaxChars), execution: { ...base, duration_ms: Math.round(performance.now() - started), outcome } });
@@ -69,7 +74,7 @@ export interface ToolRounds {
 }
 
 /** The model's final answer after its tool rounds, with every round's tokens and the executions. */
-export async function answerWithTools(s: Services, { messages, parameters, toolbox, events, complete, signal }: ToolRounds): Promise<{ answer: ModelAnswer; executions: ToolExecution[] }> {
+export async function answerWithTools(s: LoopDeps, { messages, parameters, toolbox, events, complete, signal }: ToolRounds): Promise<{ answer: ModelAnswer; executions: ToolExecution[] }> {
   const byName = new Map(toolbox.functions.map((f) => [f.definition.function.name, f]));
   const tools = toolbox.functions.map((f) => f.definition);
   const conversation = [...messages];

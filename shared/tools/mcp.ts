@@ -10,8 +10,17 @@ import type { Principal } from '../auth/principal.js';
 import { readSecret } from '../config.js';
 import type { AgentDoc } from '../providers/types/agent.js';
 import { PLATFORM_MEMORY, type ToolDoc } from '../providers/types/catalog.js';
-import type { Services } from '../services.js';
 import { VERSION } from '../version.js';
+import type { Memories } from '../memory/memory.js';
+import type { ModelCredentials } from '../models/credentials.js';
+import type { Dispatcher } from '../net/undici.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface McpDeps {
+  readonly credentials: ModelCredentials;
+  readonly memories: Memories;
+  readonly userDispatcher: Dispatcher;
+}
 
 export interface McpTool {
   name: string;
@@ -25,12 +34,12 @@ const listed = new Map<string, { tools: McpTool[]; expires: number; failed?: str
 /** The signed-in user as a tool server reads it from X-USER-IDENTITY: base64 of JSON. */
 const identityOf = (user: Principal) => Buffer.from(JSON.stringify({ upn: user.upn, oid: user.id, name: user.name ?? null, group_ids: user.groups })).toString('base64');
 
-async function headersOf(s: Services, tool: ToolDoc, url: string, user: Principal): Promise<Record<string, string>> {
+async function headersOf(s: McpDeps, tool: ToolDoc, url: string, user: Principal): Promise<Record<string, string>> {
   const context = Object.fromEntries(Object.keys(tool.headers ?? {}).map((name) => [name.toLowerCase(), identityOf(user)]));
   return { ...context, ...(await authorization(s, tool, url)) };
 }
 
-async function authorization(s: Services, tool: ToolDoc, url: string): Promise<Record<string, string>> {
+async function authorization(s: McpDeps, tool: ToolDoc, url: string): Promise<Record<string, string>> {
   const auth = tool.authentication_parameters;
   if (tool.authentication_type === 'APIKey') {
     const key = auth?.api_key_secret_name ? readSecret(auth.api_key_secret_name) : undefined;
@@ -43,7 +52,7 @@ async function authorization(s: Services, tool: ToolDoc, url: string): Promise<R
 }
 
 /** A connected client for one completion's calls; close it when the turn ends. */
-export async function connectMcp(s: Services, tool: ToolDoc, user: Principal, agent: AgentDoc, signal?: AbortSignal): Promise<Client> {
+export async function connectMcp(s: McpDeps, tool: ToolDoc, user: Principal, agent: AgentDoc, signal?: AbortSignal): Promise<Client> {
   const url = tool.url;
   if (url === undefined) throw new Error(`tool ${tool.name} names no server URL`);
   // The MCP SDK is loaded by the first agent that uses a tool server, not at start-up.

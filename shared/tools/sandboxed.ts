@@ -8,7 +8,14 @@ import { detectContentType, type FileDoc } from '../files/files.js';
 import type { ToolDefinition } from '../models/wire.js';
 import type { PluginManifest, RunnablePlugin } from '../plugins/runtime.js';
 import { PluginFailed, type SandboxFile } from '../sandbox/sandbox.js';
-import type { Services } from '../services.js';
+import type { Files } from '../files/files.js';
+import type { PluginRuntime } from '../plugins/runtime.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface SandboxedDeps {
+  readonly files: Files;
+  readonly plugins: PluginRuntime;
+}
 
 /** Characters of the code interpreter's standard output the model is given. */
 export const CODE_OUTPUT_CHARS = 20_000;
@@ -61,7 +68,7 @@ async function failing(run: () => Promise<string>): Promise<{ text: string; isEr
   }
 }
 
-export function pluginFunction(s: Services, plugin: RunnablePlugin, name: string, description: string): SandboxedFunction {
+export function pluginFunction(s: SandboxedDeps, plugin: RunnablePlugin, name: string, description: string): SandboxedFunction {
   const declared = plugin.manifest.parameters;
   return {
     definition: { type: 'function', function: { name, description: plugin.manifest.description || description || plugin.name, parameters: parametersSchema(declared) } },
@@ -84,7 +91,7 @@ export interface CodeRun {
   artifacts: FileArtifact[];
 }
 
-export function codeInterpreterFunction(s: Services, run: CodeRun): SandboxedFunction {
+export function codeInterpreterFunction(s: SandboxedDeps, run: CodeRun): SandboxedFunction {
   let inputs: Promise<SandboxFile[]> | undefined;
   return {
     definition: {
@@ -111,7 +118,7 @@ export function codeInterpreterFunction(s: Services, run: CodeRun): SandboxedFun
 }
 
 /** The completion's attachments by their file names (a repeated name gets a numbered prefix). */
-async function attachmentFiles(s: Services, run: CodeRun): Promise<SandboxFile[]> {
+async function attachmentFiles(s: SandboxedDeps, run: CodeRun): Promise<SandboxFile[]> {
   const taken = new Set<string>();
   return Promise.all(
     run.attachments.map(async (file, i) => {
@@ -123,7 +130,7 @@ async function attachmentFiles(s: Services, run: CodeRun): Promise<SandboxFile[]
   );
 }
 
-async function saveOutput(s: Services, run: CodeRun, file: SandboxFile): Promise<FileArtifact> {
+async function saveOutput(s: SandboxedDeps, run: CodeRun, file: SandboxFile): Promise<FileArtifact> {
   const fileName = file.name.split('/').pop() || 'output';
   const stored = await s.files.store(Readable.from([Buffer.from(file.bytes)]), fileName, run.user.upn);
   const contentType = await detectContentType(stored.head, fileName, undefined);

@@ -9,10 +9,31 @@ import { aboveMinimum, citationOf, knowledgeTool, PromptEmbeddings, searchIndex,
 import type { ToolDefinition } from '../models/wire.js';
 import type { AgentDoc } from '../providers/types/agent.js';
 import type { ToolDoc } from '../providers/types/catalog.js';
-import type { Services } from '../services.js';
 import { connectMcp, mcpTools, resultText, type McpTool } from './mcp.js';
 import { codeInterpreterFunction, pluginFunction, type FileArtifact } from './sandboxed.js';
 import type { FileDoc } from '../files/files.js';
+import type { Files } from '../files/files.js';
+import type { VectorIndex } from '../knowledge/vector-index.js';
+import type { Log } from '../log.js';
+import type { Memories } from '../memory/memory.js';
+import type { ModelCredentials } from '../models/credentials.js';
+import type { ModelGateway } from '../models/gateway.js';
+import type { Dispatcher } from '../net/undici.js';
+import type { PluginRuntime } from '../plugins/runtime.js';
+import type { ResourceCache } from '../providers/resource-cache.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface ToolboxDeps {
+  readonly credentials: ModelCredentials;
+  readonly files: Files;
+  readonly log: Log;
+  readonly memories: Memories;
+  readonly models: ModelGateway;
+  readonly plugins: PluginRuntime;
+  readonly resourceCache: ResourceCache;
+  readonly userDispatcher: Dispatcher;
+  readonly vectors: VectorIndex;
+}
 
 export interface AgentFunction {
   definition: ToolDefinition;
@@ -47,7 +68,7 @@ export interface ToolContext {
   spend?: EmbeddingSpend;
 }
 
-export async function toolboxFor(s: Services, context: ToolContext, agent: AgentDoc, tools: readonly ToolDoc[]): Promise<Toolbox> {
+export async function toolboxFor(s: ToolboxDeps, context: ToolContext, agent: AgentDoc, tools: readonly ToolDoc[]): Promise<Toolbox> {
   const { user, scope } = context;
   const clients: Client[] = [];
   // The servers' connections live as long as the turn: closing the toolbox closes the connected ones and

@@ -7,7 +7,14 @@ import { createHmac, randomBytes } from 'node:crypto';
 import { request, type Dispatcher } from '../net/undici.js';
 import { urlProblem, type OutboundRules } from '../net/outbound.js';
 import type { WebhookMessage } from '../queues/messages.js';
-import type { Services } from '../services.js';
+import type { Config } from '../config.js';
+import type { Producer } from '../queues/producer.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface DeliveriesDeps {
+  readonly config: Config;
+  readonly producer: Producer;
+}
 
 /** One delivery attempt, as the operation records it. */
 export interface DeliveryAttempt {
@@ -41,7 +48,7 @@ export const signature = (secrets: readonly string[], body: string, t: number) =
 export const newSigningSecret = () => randomBytes(32).toString('base64url');
 
 /** Queues the first delivery of an operation that ends (now, or after `delaySeconds` for one about to end). */
-export function enqueueDelivery(s: Services, key: string, delaySeconds?: number): Promise<void> {
+export function enqueueDelivery(s: DeliveriesDeps, key: string, delaySeconds?: number): Promise<void> {
   return s.producer.send(s.config.webhooks.queue, { key, attempt: 1 } satisfies WebhookMessage, delaySeconds ? { visibilityTimeoutSeconds: delaySeconds } : {});
 }
 

@@ -9,15 +9,30 @@ import { readSecret, SECRET_NAME } from '../config.js';
 import { APP_CONFIG_PK } from '../providers/settings.js';
 import { appConfigurations, type AppConfigurationDoc } from '../providers/types/catalog.js';
 import { resourceId } from '../providers/resource-type.js';
-import type { QueueDelivery } from '../queues/handler.js';
+import type { QueueDelivery } from '../queues/producer.js';
 import { Shares } from '../queues/shares.js';
 import { ownerKey } from '../auth/principal.js';
 import type { WebhookMessage } from '../queues/messages.js';
 import type { z } from 'zod';
-import type { Services } from '../services.js';
 import { ConflictError } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import { newSigningSecret, post, retryDelaySeconds, SIGNING_SECRET_SETTING } from './deliveries.js';
+import type { Quotas } from '../completions/quotas.js';
+import type { Config } from '../config.js';
+import type { Log } from '../log.js';
+import type { Dispatcher } from '../net/undici.js';
+import type { Producer } from '../queues/producer.js';
+import type { DocumentStore } from '../store/types.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface WebhooksHandlerDeps {
+  readonly config: Config;
+  readonly log: Log;
+  readonly producer: Producer;
+  readonly quotas: Quotas;
+  readonly store: DocumentStore;
+  readonly userDispatcher: Dispatcher;
+}
 
 const resolve = (value: string) => (SECRET_NAME.test(value) ? readSecret(value) : value);
 
@@ -27,7 +42,7 @@ const resolve = (value: string) => (SECRET_NAME.test(value) ? readSecret(value) 
  * stored when none is configured (a warning says so), so webhooks work out of the box; receivers that verify
  * signatures need one set by the operator, since the setting is never shown.
  */
-async function signingSecrets(s: Services): Promise<string[]> {
+async function signingSecrets(s: WebhooksHandlerDeps): Promise<string[]> {
   const settings = s.store.container<AppConfigurationDoc>('resources');
   const id = resourceId(SIGNING_SECRET_SETTING);
   let doc = await settings.read(APP_CONFIG_PK, id);
@@ -64,7 +79,7 @@ async function signingSecrets(s: Services): Promise<string[]> {
 /** Deliveries in flight per user on this instance: one user's hanging receivers hold only their own share. */
 const shares = new Shares(2);
 
-export async function deliverWebhook({ key, attempt, waits }: z.output<typeof WebhookMessage>, _delivery: QueueDelivery, s: Services): Promise<void> {
+export async function deliverWebhook({ key, attempt, waits }: z.output<typeof WebhookMessage>, _delivery: QueueDelivery, s: WebhooksHandlerDeps): Promise<void> {
   const op = await operations(s).read(key, key);
   if (!op?.callback_url) return;
   if (op.status === 'InProgress') {

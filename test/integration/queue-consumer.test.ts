@@ -4,7 +4,8 @@ import { randomUUID } from 'node:crypto';
 import { QueueServiceClient } from '@azure/storage-queue';
 import { afterEach, describe, expect, inject, it } from 'vitest';
 import { z } from 'zod';
-import { decodeMessage, MAX_DEQUEUE_COUNT, QueueProducer, queueHandler } from '../../shared/queues/handler.js';
+import { queueHandler } from '../../shared/queues/handler.js';
+import { decodeMessage, MAX_DEQUEUE_COUNT, QueueProducer } from '../../shared/queues/producer.js';
 import { startQueueConsumer, type Consumer } from '../../shared/queues/local-consumer.js';
 import { testServices } from '../support/services.js';
 

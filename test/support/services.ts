@@ -1,5 +1,5 @@
 // Services for tests: real modules, an in-memory SQLite store, a temp data folder for the local IdP key.
-import type { Producer } from '../../shared/queues/handler.js';
+import type { Producer } from '../../shared/queues/producer.js';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';

@@ -5,12 +5,29 @@
 // ValidationError names the first field that does not hold.
 import type { Principal } from '../../auth/principal.js';
 import { forbidden, validationError } from '../../errors.js';
-import type { Services } from '../../services.js';
 import { checkRunnable } from '../../shielding/plugins.js';
 import { checkReference } from '../../plugins/references.js';
 import { isOf, type AnyResource, type ResourceKind } from '../resource-type.js';
 import type { AgentDoc } from '../types/agent.js';
 import { aiModels, prompts, tools, workflows, type WorkflowDoc } from '../types/catalog.js';
+import type { Authorizer } from '../../auth/authorizer.js';
+import type { Config } from '../../config.js';
+import type { ModelGateway } from '../../models/gateway.js';
+import type { PluginPackages } from '../../plugins/packages.js';
+import type { PluginRuntime } from '../../plugins/runtime.js';
+import type { ResourceCache } from '../resource-cache.js';
+import type { AppSettings } from '../settings.js';
+
+/** What this module uses of the service (the hosts pass the whole of it). */
+export interface AgentLinksDeps {
+  readonly authorizer: Authorizer;
+  readonly config: Config;
+  readonly models: ModelGateway;
+  readonly packages: PluginPackages;
+  readonly plugins: PluginRuntime;
+  readonly resourceCache: ResourceCache;
+  readonly settings: AppSettings;
+}
 
 /** What a link must name: a kind, and what a resource of that kind must be besides. */
 type Link = (doc: AnyResource) => string | undefined;
@@ -28,7 +45,7 @@ const LINKS = {
 } satisfies Record<string, Link>;
 
 /** 400 when the object id names a live resource of another kind. */
-export async function checkLink(s: Services, field: string, objectId: string | undefined, link: Link): Promise<void> {
+export async function checkLink(s: AgentLinksDeps, field: string, objectId: string | undefined, link: Link): Promise<void> {
   if (objectId === undefined) return;
   const doc = await s.resourceCache.get(objectId);
   const problem = doc && link(doc);
@@ -38,7 +55,7 @@ export async function checkLink(s: Services, field: string, objectId: string | u
 export type AgentLinks = Partial<Pick<AgentDoc, 'workflow_object_id' | 'workflow_parameters' | 'tool_object_ids' | 'text_rewrite_settings' | 'cache_settings' | 'shielding_settings' | 'realtime_speech_settings'>>;
 
 /** Checks the links a (possibly partial) agent definition carries. */
-export async function checkAgentLinks(s: Services, d: AgentLinks): Promise<void> {
+export async function checkAgentLinks(s: AgentLinksDeps, d: AgentLinks): Promise<void> {
   await checkLink(s, 'workflow_object_id', d.workflow_object_id, LINKS.workflow);
   await checkWorkflowParameters(s, d);
   for (const [i, id] of (d.tool_object_ids ?? []).entries()) {
@@ -83,7 +100,7 @@ function namedResources(d: AgentLinks): [string, string][] {
  * a Contributor of one agent cannot borrow another's knowledge tool or model for it, and what the agent
  * then reads for its callers stays within what someone who may read it gave it.
  */
-export async function authorizeAgentLinks(s: Services, principal: Principal, d: AgentLinks, existing: AgentLinks | undefined): Promise<void> {
+export async function authorizeAgentLinks(s: AgentLinksDeps, principal: Principal, d: AgentLinks, existing: AgentLinks | undefined): Promise<void> {
   const before = new Set(existing ? namedResources(existing).map(([, id]) => id.toLowerCase()) : []);
   for (const [field, objectId] of namedResources(d)) {
     if (before.has(objectId.toLowerCase())) continue;
@@ -95,13 +112,13 @@ export async function authorizeAgentLinks(s: Services, principal: Principal, d: 
 }
 
 /** A workflow's model must be a completion model and its prompt a prompt. */
-export async function checkWorkflowLinks(s: Services, d: Pick<WorkflowDoc, 'main_ai_model_object_id' | 'main_prompt_object_id'>): Promise<void> {
+export async function checkWorkflowLinks(s: AgentLinksDeps, d: Pick<WorkflowDoc, 'main_ai_model_object_id' | 'main_prompt_object_id'>): Promise<void> {
   await checkLink(s, 'main_ai_model_object_id', d.main_ai_model_object_id, LINKS.completionModel);
   await checkLink(s, 'main_prompt_object_id', d.main_prompt_object_id, LINKS.prompt);
 }
 
 /** An external workflow's plugin gets the agent's workflow_parameters: they must be the ones it declares. */
-async function checkWorkflowParameters(s: Services, d: AgentLinks): Promise<void> {
+async function checkWorkflowParameters(s: AgentLinksDeps, d: AgentLinks): Promise<void> {
   const workflow = d.workflow_object_id !== undefined ? await s.resourceCache.get(d.workflow_object_id, workflows) : undefined;
   if (workflow?.workflow_type !== 'external') {
     if (d.workflow_parameters !== undefined && workflow) throw validationError([{ field: 'workflow_parameters', message: 'valid only with an external workflow (a workflow plugin)' }]);
@@ -115,7 +132,7 @@ async function checkWorkflowParameters(s: Services, d: AgentLinks): Promise<void
 }
 
 /** A plugin tool's plugin, when installed, can run here (a Dotnet plugin cannot: no .NET runtime). */
-async function checkToolPlugin(s: Services, field: string, objectId: string): Promise<void> {
+async function checkToolPlugin(s: AgentLinksDeps, field: string, objectId: string): Promise<void> {
   const tool = await s.resourceCache.get(objectId, tools);
   if (tool?.tool_type !== 'plugin' || tool.plugin_object_id === undefined) return;
   await s.plugins.lookup(tool.plugin_object_id, 'agent tool', field);
