@@ -5,6 +5,7 @@ import { Citation } from '../shared/knowledge/retrieval.js';
 import { defineRoute } from '../shared/http/route.js';
 import { Guid, InstanceParams } from '../shared/http/schemas.js';
 import { pagedJson, pagedResponse, PageQuery } from '../shared/http/paging.js';
+import { requirePromptView } from '../shared/providers/agent-access.js';
 import { json } from '../shared/http/types.js';
 
 const Session = z
@@ -134,11 +135,17 @@ export const routes = [
     name: 'sessions-completion-prompt',
     method: 'GET',
     path: '/instances/{instanceId}/sessions/{sessionId}/completionprompts/{completionPromptId}',
-    summary: 'The prompt one turn sent to the main model (the assistant message\'s completion_prompt_id); only the session\'s owner may read it',
+    summary:
+      "The prompt one turn sent to the main model (the assistant message's completion_prompt_id); only the session's owner may read it, and when the turn's agent does not show its prompts (show_view_prompt false) only if they may also write the agent (403 otherwise)",
     params: SessionParams.extend({ completionPromptId: z.string().min(1).max(200) }),
     responses: { 200: { description: 'The completion prompt', schema: CompletionPrompt } },
-    handler: async ({ services, principal, params }) =>
-      json(200, presentCompletionPrompt(await services.conversations.completionPrompt(principal.upn, params.sessionId, params.completionPromptId))),
+    handler: async ({ services, principal, params }) => {
+      const prompt = await services.conversations.completionPrompt(principal.upn, params.sessionId, params.completionPromptId);
+      // The turn's agent (named by the turn's answer) decides whether its prompt is shown.
+      const answer = await services.conversations.recordedAnswer(principal.upn, prompt.operation_id);
+      if (answer) await requirePromptView(services, principal, answer.agent_name);
+      return json(200, presentCompletionPrompt(prompt));
+    },
   }),
   defineRoute({
     ...common,

@@ -21,6 +21,11 @@ export interface MockRealtime {
   calls: RealtimeCall[];
   /** What every committed audio buffer is heard as (default "Hello from the microphone"). */
   setTranscript(text: string): void;
+  /**
+   * Milliseconds between the answer's audio chunks (default 0: the answer at once). A paced answer can be
+   * cancelled (response.cancel): its response.done then says cancelled, with the usage of what it sent.
+   */
+  setPace(ms: number): void;
   /** Ends every open call abruptly (the model's socket failing mid-call). */
   dropAll(): void;
   close(): void;
@@ -46,6 +51,7 @@ export function attachMockRealtime(server: http.Server): MockRealtime {
   const calls: RealtimeCall[] = [];
   const open = new Set<WebSocket>();
   let heard = 'Hello from the microphone';
+  let pace = 0;
   server.on('upgrade', (req: http.IncomingMessage, socket: Duplex, head: Buffer) => {
     const path = (req.url ?? '').split('?')[0] ?? '';
     if (!/\/(v1|openai)\/realtime$/.test(path)) {
@@ -64,18 +70,28 @@ export function attachMockRealtime(server: http.Server): MockRealtime {
       let session: Record<string, unknown> = { id: `sess_${randomUUID()}`, model: new URL(req.url ?? '/', 'http://x').searchParams.get('model') ?? 'realtime', voice: 'alloy', instructions: '' };
       let audioBytes = 0;
       let lastText = 'Hello';
-      const respond = (transcript: string) => {
+      let cancel: (() => void) | undefined;
+      const respond = async (transcript: string) => {
         const id = `resp_${randomUUID()}`;
         const itemId = `item_${randomUUID()}`;
+        const input = Math.max(1, Math.round(audioBytes / 1600)) + transcript.split(/\s+/).length;
+        audioBytes = 0;
+        const done = (status: string, output: number) => send({ type: 'response.done', response: { id, status, usage: { input_tokens: input, output_tokens: output, total_tokens: input + output } } });
         send({ type: 'response.created', response: { id, status: 'in_progress' } });
-        for (const delta of ANSWER_AUDIO) send({ type: 'response.audio.delta', response_id: id, item_id: itemId, delta });
+        const asked = { cancel: false };
+        cancel = () => (asked.cancel = true);
+        let sent = 0;
+        for (const delta of ANSWER_AUDIO) {
+          if (pace > 0) await new Promise((resolve) => setTimeout(resolve, pace));
+          if (asked.cancel) return done('cancelled', sent);
+          send({ type: 'response.audio.delta', response_id: id, item_id: itemId, delta });
+          sent++;
+        }
+        cancel = undefined;
         const answer = `Echo: ${transcript}`;
         send({ type: 'response.audio_transcript.delta', response_id: id, item_id: itemId, delta: answer });
         send({ type: 'response.audio_transcript.done', response_id: id, item_id: itemId, transcript: answer });
-        const input = Math.max(1, Math.round(audioBytes / 1600)) + transcript.split(/\s+/).length;
-        const output = answer.split(/\s+/).length + ANSWER_AUDIO.length;
-        send({ type: 'response.done', response: { id, status: 'completed', usage: { input_tokens: input, output_tokens: output, total_tokens: input + output } } });
-        audioBytes = 0;
+        done('completed', answer.split(/\s+/).length + ANSWER_AUDIO.length);
       };
       send({ type: 'session.created', session });
       ws.on('message', (data: WebSocket.RawData) => {
@@ -97,13 +113,15 @@ export function attachMockRealtime(server: http.Server): MockRealtime {
             const itemId = `item_${randomUUID()}`;
             send({ type: 'input_audio_buffer.committed', item_id: itemId });
             send({ type: 'conversation.item.input_audio_transcription.completed', item_id: itemId, content_index: 0, transcript: heard });
-            return respond(heard);
+            return void respond(heard);
           }
           case 'conversation.item.create':
             lastText = event.item?.content?.map((c) => c.text ?? '').join(' ') || lastText;
             return send({ type: 'conversation.item.created', item: event.item });
           case 'response.create':
-            return respond(lastText);
+            return void respond(lastText);
+          case 'response.cancel':
+            return cancel?.();
           default:
             return;
         }
@@ -113,6 +131,7 @@ export function attachMockRealtime(server: http.Server): MockRealtime {
   return {
     calls,
     setTranscript: (text) => (heard = text),
+    setPace: (ms) => (pace = ms),
     dropAll: () => {
       for (const ws of open) ws.terminate();
     },

@@ -145,6 +145,11 @@ export const outputLimit = (parameters: Record<string, unknown>) => Number(param
 let tokenizer: Promise<(text: string) => number> | undefined;
 const loadTokenCounter = () => (tokenizer ??= import('gpt-tokenizer').then((m) => m.countTokens));
 
+/** The tokens of a text, as the budgets count them. */
+export async function tokensOf(text: string): Promise<number> {
+  return text.length === 0 ? 0 : (await loadTokenCounter())(text);
+}
+
 /** The largest cost a model call can have: its prompt's tokens and its output limit, at the model's prices. */
 export async function largestCost(messages: readonly ChatMessage[], outputLimit: number, prices: { input: number; output: number }): Promise<number> {
   const count = await loadTokenCounter();

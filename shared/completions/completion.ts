@@ -11,15 +11,15 @@ import type { AgentDoc } from '../providers/types/agent.js';
 import { aiModels, apiEndpointConfigurations, prompts, workflows, type AiModelDoc, type PromptDoc } from '../providers/types/catalog.js';
 import type { SessionDoc } from '../conversations/conversations.js';
 import type { FileDoc } from '../files/files.js';
-import { attachmentContent } from '../files/attachment-content.js';
-import { completionPromptId, type ContentArtifact, type MessageDoc } from '../conversations/conversations.js';
+import { attachmentContent, attachmentTexts } from '../files/attachment-content.js';
+import { completionPromptId, unblocked, type ContentArtifact, type MessageDoc } from '../conversations/conversations.js';
 import type { Turn } from '../conversations/turns.js';
 import type { Stored } from '../store/types.js';
 import { endpointView, MODEL_PROVIDERS, type EndpointView } from '../models/endpoint.js';
 import { CallCancelledError } from '../models/upstream-errors.js';
 import type { ChatMessage, ContentPart, ModelAnswer, ModelParameters } from '../models/wire.js';
 import { wireParameters } from '../models/parameters.js';
-import { metered } from './metered.js';
+import { chargeEmbeddings, metered, meteredEmbeddings, type MeteredRequest } from './metered.js';
 import { costOf, money, pricesOf, recordUsage, usageRecord, type Protocol, type UsageDoc } from './usage.js';
 import { cacheSlot, type CacheSlot } from '../knowledge/cache.js';
 import { effectiveShielding } from '../providers/types/agent-settings.js';
@@ -31,7 +31,7 @@ import type { FileArtifact } from '../tools/sandboxed.js';
 import type { RunnablePlugin } from '../plugins/runtime.js';
 import { workflowAnswer } from './workflow-plugin.js';
 import { parseFilter } from '../knowledge/filter.js';
-import { EmbeddingSpend } from '../knowledge/embedder.js';
+import type { EmbeddingSpend } from '../knowledge/embedder.js';
 import { agentTools, Citation, knowledgeContext, PromptEmbeddings, retrieve, type KnowledgeScope } from '../knowledge/retrieval.js';
 import { readerGroups } from '../knowledge/vector-index.js';
 import type { Authorizer } from '../auth/authorizer.js';
@@ -353,6 +353,8 @@ async function runTurn(s: CompletionDeps, principal: Principal, admitted: Admitt
     throw e;
   }
   const startedAt = new Date(started).toISOString();
+  // A blocked turn is kept for its user, and never sent to a model as history.
+  const blocked = answer.block ? { blocked: true as const } : {};
   // A turn cancelled while it ran (an interrupting turn, or its starter) records nothing: its record is
   // written only while its listing is as it was.
   const listing = session && !recorded ? await turn?.listing() : undefined;
@@ -361,7 +363,7 @@ async function runTurn(s: CompletionDeps, principal: Principal, admitted: Admitt
     session && !recorded
       ? s.conversations.recordTurn(
           session,
-          { sender: 'User', sender_display_name: principal.name ?? principal.upn, text: request.user_prompt, tokens: answer.promptTokens, timestamp: startedAt, operation_id: operationId, agent_name: agent.name },
+          { sender: 'User', sender_display_name: principal.name ?? principal.upn, text: request.user_prompt, tokens: answer.promptTokens, timestamp: startedAt, operation_id: operationId, agent_name: agent.name, ...blocked },
           {
             sender: 'Assistant',
             sender_display_name: agent.name,
@@ -373,6 +375,7 @@ async function runTurn(s: CompletionDeps, principal: Principal, admitted: Admitt
             citations: answer.citations,
             content_artifacts: [...(answer.executions ?? []), ...(answer.artifacts ?? [])],
             completion_prompt_id: answer.prompt ? completionPromptId(operationId) : null,
+            ...blocked,
           },
           answer.prompt,
           listing,
@@ -468,9 +471,7 @@ async function produceAnswer(s: CompletionDeps, principal: Principal, admitted: 
     return { ...rest, content, citations: [], analysis: [block], block };
   };
 
-  // Everything the caller sent is screened: the prompt, and a facade's earlier messages and instructions.
-  const callerText = [...(admitted.facade?.history ?? []).map((m) => (typeof m.content === 'string' ? m.content : '')), request.user_prompt].join('\n\n');
-  const preBlock = shields.pre.length > 0 ? await screen(s, shields.pre, 'pre', callerText, options.signal) : undefined;
+  const preBlock = shields.pre.length > 0 ? await screen(s, shields.pre, 'pre', await callerText(s, admitted, options.signal), options.signal) : undefined;
   if (preBlock) return refused(preBlock, { promptTokens: 0, completionTokens: 0, cost: 0 });
 
   const rewritten = await rewritePrompt(s, { principal, agent, session, prompt: request.user_prompt, signal: options.signal });
@@ -487,7 +488,26 @@ async function produceAnswer(s: CompletionDeps, principal: Principal, admitted: 
   }
   // The embeddings' cost (retrieval, the semantic cache, searches) is the turn's too.
   const prices = pricesOf(chain.model);
-  const spend = new EmbeddingSpend(prices.currency);
+  const spend = meteredEmbeddings(s.budgets, { principal, agent }, prices.currency);
+  try {
+    return await answerWithModel(s, principal, admitted, chain, options, progress, { prompt, spent, spend, refused });
+  } finally {
+    await chargeEmbeddings(s.budgets, { principal, agent }, spend).catch(warned(s, 'An embedding cost could not be charged'));
+  }
+}
+
+/** What a turn has when it calls its chat model: the prompt (rewritten), what the rewrite spent, the embeddings' spend, and how to refuse. */
+interface Prepared {
+  prompt: string;
+  spent: Pick<Answer, 'promptTokens' | 'completionTokens' | 'cost'>;
+  spend: EmbeddingSpend;
+  refused: (block: Block, spent: Omit<Answer, 'content' | 'analysis' | 'citations'>) => Promise<Answer>;
+}
+
+/** The semantic cache, retrieval, the model (with its tool rounds) and the post-completion shields of a turn of a chat model. */
+async function answerWithModel(s: CompletionDeps, principal: Principal, admitted: Admitted, chain: ChatChain, options: RunOptions, progress: { streamed: number }, { prompt, spent, spend, refused }: Prepared): Promise<Answer> {
+  const { request, agent, session } = admitted;
+  const shields = effectiveShielding(agent);
   const embeddings = new PromptEmbeddings(prompt, options.signal, spend);
   const parameters = modelParameters(chain.model, admitted);
   const topN = request.settings?.agent_parameters?.index_top_n;
@@ -510,7 +530,7 @@ async function produceAnswer(s: CompletionDeps, principal: Principal, admitted: 
     // The agent is the caller whose fair share of the endpoint's connections its calls take.
     const call = { signal: options.signal, caller: agent.name };
     // Every model call of the turn (each tool round too) is held in its budgets until it ends: refused when one would be exceeded.
-    const counted = async (request: { messages: readonly ChatMessage[]; parameters: ModelParameters }, run: () => Promise<ModelAnswer>) => {
+    const counted = async (request: MeteredRequest, run: () => Promise<ModelAnswer>) => {
       const done = await metered(s.budgets, { principal, agent }, chain.model, request, run);
       Object.assign(admitted.headers, done.headers);
       callCost += done.cost;
@@ -527,7 +547,16 @@ async function produceAnswer(s: CompletionDeps, principal: Principal, admitted: 
       if (usesTools) {
         const complete = (conversation: readonly ChatMessage[], round: ModelParameters) => counted({ messages: conversation, parameters: round }, () => s.models.complete(chain.endpoint, deployment, conversation, round, call));
         ({ answer: reply, executions } = await answerWithTools(s, { messages, parameters, toolbox, events: options, complete, signal: options.signal }));
-      } else if (onDelta) reply = await counted({ messages, parameters }, () => s.models.stream(chain.endpoint, deployment, messages, parameters, (text) => (progress.streamed++, onDelta(text)), call));
+      } else if (onDelta) {
+        // What reached the caller is paid for even when the stream is cut before the model's usage arrives.
+        let streamed = '';
+        const delta = (text: string) => {
+          progress.streamed++;
+          streamed += text;
+          onDelta(text);
+        };
+        reply = await counted({ messages, parameters, streamed: () => streamed }, () => s.models.stream(chain.endpoint, deployment, messages, parameters, delta, call));
+      }
       else reply = await counted({ messages, parameters }, () => s.models.complete(chain.endpoint, deployment, messages, parameters, call));
     } finally {
       await toolbox?.close();
@@ -546,15 +575,38 @@ async function produceAnswer(s: CompletionDeps, principal: Principal, admitted: 
       ...(cache && !usesTools ? { cache } : {}),
     };
   }
-  if (spend.cost > 0) {
-    answer.cost = money(answer.cost + spend.cost);
-    await s.budgets.charge(principal, agent, prices.currency, spend.cost);
-  }
+  answer.cost = money(answer.cost + spend.cost);
   const postBlock = screenAnswer ? await screen(s, shields.post, 'post', answer.content, options.signal) : undefined;
   if (postBlock) return refused(postBlock, answer);
   // Not streamed as it came: a cached answer, one made with tools, or one that had to pass the shields first.
   if (!streamedAsItCame) options.onDelta?.(answer.content);
   return answer;
+}
+
+/**
+ * Everything of the caller's that reaches the model, as one text for the pre-completion shields: the prompt,
+ * a facade's earlier messages and instructions, the text of its model fields (a schema's descriptions, stop
+ * sequences), and the attachments' text (kept after its first extraction: the model's read is the same).
+ */
+async function callerText(s: CompletionDeps, { request, facade, attachments }: Admitted, signal: AbortSignal | undefined): Promise<string> {
+  const texts = (facade?.history ?? []).map((m) => (typeof m.content === 'string' ? m.content : m.content.map((p) => (p.type === 'text' ? p.text : '')).join('\n')));
+  texts.push(...stringsIn(facade?.parameters));
+  if (attachments.length > 0) texts.push(...(await attachmentTexts(s, attachments, signal)).map((a) => a.text));
+  texts.push(request.user_prompt);
+  return texts.filter((t) => t !== '').join('\n\n');
+}
+
+/** Every string in a JSON value (its objects' keys too), however deep: walked without recursion. */
+function stringsIn(value: unknown): string[] {
+  const found: string[] = [];
+  const stack = [value];
+  while (stack.length > 0) {
+    const v = stack.pop();
+    if (typeof v === 'string') found.push(v);
+    else if (Array.isArray(v)) for (const inner of v as unknown[]) stack.push(inner);
+    else if (typeof v === 'object' && v !== null) for (const [key, inner] of Object.entries(v)) stack.push(key, inner);
+  }
+  return found;
 }
 
 /** The model's request fields: the request's `settings.model_parameters` over the model's own, and a facade's fields over both. */
@@ -590,7 +642,7 @@ async function buildMessages(
   if (session && history?.enabled) {
     const artifactTypes = (history.history_content_artifact_types ?? '').split(',').map((t) => t.trim()).filter((t) => t.length > 0);
     // Artifacts are on the message documents only: the session's recent copy suffices when none are wanted.
-    const earlier = artifactTypes.length > 0 ? await s.conversations.history(session.pk, session.id, history.max_history * 2) : await s.conversations.recentHistory(session, history.max_history * 2);
+    const earlier = artifactTypes.length > 0 ? (await s.conversations.history(session.pk, session.id, history.max_history * 2)).filter(unblocked) : await s.conversations.recentHistory(session, history.max_history * 2);
     for (const m of earlier) {
       const artifacts = 'content_artifacts' in m ? (m as MessageDoc).content_artifacts?.filter((a) => artifactTypes.includes(a.type)) : undefined;
       messages.push({ role: m.sender === 'User' ? 'user' : 'assistant', content: artifacts?.length ? `${m.text}\n\n${artifactText(artifacts)}` : m.text });

@@ -2,11 +2,14 @@
 // the prompt rewrite, a workflow plugin's `svc.complete`, an evaluation's judge. Before the call its largest
 // possible cost (the prompt's tokens counted, plus its output limit, at the model's prices) is held in every
 // budget that applies to the caller and the agent, and the call is refused (429 BudgetExceeded) when one
-// would be exceeded; after it the hold becomes what the call cost, whatever its outcome.
+// would be exceeded; after it the hold becomes what the call cost, whatever its outcome (a call cancelled or
+// cut midway costs its prompt and what it streamed).
 import type { Principal } from '../auth/principal.js';
 import type { ChatMessage } from '../models/wire.js';
 import type { AgentDoc } from '../providers/types/agent.js';
-import { largestCost, outputLimit, type Budgets } from './budgets.js';
+import { EmbeddingSpend } from '../knowledge/embedder.js';
+import { CallCancelledError } from '../models/upstream-errors.js';
+import { largestCost, outputLimit, tokensOf, type Budgets } from './budgets.js';
 import { costOf, pricesOf } from './usage.js';
 
 /** Whose budgets a model call counts against: the caller's, with this agent's. */
@@ -26,12 +29,24 @@ export interface Metered<T> {
   headers: Record<string, string>;
 }
 
-/** Runs `call` (the model call of `messages` with `parameters`) counted against the payer's budgets. */
+/** A model call to meter: its messages and request fields, and for a streamed call the text it has streamed so far. */
+export interface MeteredRequest {
+  messages: readonly ChatMessage[];
+  parameters: Record<string, unknown>;
+  streamed?: () => string;
+}
+
+/**
+ * Runs `call` (the model call of `messages` with `parameters`) counted against the payer's budgets. A call
+ * that fails once the model has begun (cancelled by its caller, or cut after streaming some of its answer)
+ * costs its prompt and what it streamed, counted here as the model reports no usage for it; one that fails
+ * before (refused, unreachable) costs nothing.
+ */
 export async function metered<T extends { promptTokens: number; completionTokens: number }>(
   budgets: Budgets,
   payer: Payer,
   model: Priced,
-  request: { messages: readonly ChatMessage[]; parameters: Record<string, unknown> },
+  request: MeteredRequest,
   call: () => Promise<T>,
 ): Promise<Metered<T>> {
   const prices = pricesOf(model);
@@ -41,7 +56,24 @@ export async function metered<T extends { promptTokens: number; completionTokens
     const answer = await call();
     cost = costOf(model, answer.promptTokens, answer.completionTokens);
     return { answer, cost, headers: held.headers };
+  } catch (e) {
+    const streamed = request.streamed?.() ?? '';
+    if (streamed !== '' || e instanceof CallCancelledError) cost = await largestCost(request.messages, await tokensOf(streamed), prices).catch(() => 0);
+    throw e;
   } finally {
     budgets.settle(held.reservation, cost);
   }
+}
+
+/**
+ * The embeddings of a turn (retrieval, the semantic cache, searches), counted for the payer: nothing is
+ * embedded in a currency before the payer's budgets admit it. `currency` is the one the turn's answer reports.
+ */
+export function meteredEmbeddings(budgets: Budgets, payer: Payer, currency: string | null): EmbeddingSpend {
+  return new EmbeddingSpend(currency, (c) => budgets.check(payer.principal, payer.agent, () => Promise.resolve(c)).then(() => undefined));
+}
+
+/** Charges what a turn's embeddings cost, in each currency they were spent in (whatever became of the turn). */
+export async function chargeEmbeddings(budgets: Budgets, payer: Payer, spend: EmbeddingSpend): Promise<void> {
+  for (const [currency, cost] of spend.costs) await budgets.charge(payer.principal, payer.agent, currency, cost);
 }

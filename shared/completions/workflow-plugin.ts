@@ -14,7 +14,8 @@ import type { SessionDoc } from '../conversations/conversations.js';
 import type { FileDoc } from '../files/files.js';
 import type { Stored } from '../store/types.js';
 import type { Principal } from '../auth/principal.js';
-import { metered } from './metered.js';
+import { chargeEmbeddings, metered, meteredEmbeddings } from './metered.js';
+import { money } from './usage.js';
 import type { Budgets } from './budgets.js';
 import type { Config } from '../config.js';
 import type { Conversations } from '../conversations/conversations.js';
@@ -82,6 +83,8 @@ export async function workflowAnswer(s: WorkflowPluginDeps, plugin: RunnablePlug
   const models = new Set(Object.values(agent.workflow_parameters ?? {}).filter((v): v is string => typeof v === 'string').map((v) => v.toLowerCase()));
   const indexes = new Set((await agentTools(s, agent)).map(knowledgeTool).flatMap((t) => (t ? [t.index] : [])));
   let calls = 0;
+  // Searches embed their queries for the caller too: admitted by the caller's budgets, and charged.
+  const spend = meteredEmbeddings(s.budgets, { principal: input.principal, agent }, null);
   const svc = async (method: string, args: Record<string, unknown>): Promise<unknown> => {
     if (method === 'complete') {
       if (++calls > MAX_MODEL_CALLS) throw new Error(`a workflow plugin may ask for at most ${MAX_MODEL_CALLS} model answers in a turn`);
@@ -103,7 +106,7 @@ export async function workflowAnswer(s: WorkflowPluginDeps, plugin: RunnablePlug
       if (typeof args.query !== 'string' || args.query.trim() === '') throw new Error('query must be a non-empty string');
       const index = String(args.index_name);
       if (!indexes.has(index)) throw new Error(`${index} is not an index of the agent's knowledge tools`);
-      const hits = await searchIndex(s, agent, index, new PromptEmbeddings(args.query, signal), input.scope, topN);
+      const hits = await searchIndex(s, agent, index, new PromptEmbeddings(args.query, signal, spend), input.scope, topN);
       const citations = hits.map(citationOf);
       found.push(...citations);
       return citations;
@@ -116,9 +119,11 @@ export async function workflowAnswer(s: WorkflowPluginDeps, plugin: RunnablePlug
   } catch (e) {
     if (e instanceof PluginFailed) throw new DomainError('upstream-failed', 'PluginFailed', `The workflow plugin ${plugin.name} failed: ${e.reason}`);
     throw e;
+  } finally {
+    await chargeEmbeddings(s.budgets, { principal: input.principal, agent }, spend);
   }
   const { content, citations } = answerOf(plugin, value);
-  return { content, citations: citations ?? found, ...spent };
+  return { content, citations: citations ?? found, ...spent, cost: money(spent.cost + spend.cost) };
 }
 
 /** The plugin's return: the answer text, or `{completion, citations?}`. */

@@ -16,6 +16,7 @@ export interface RecentMessage {
   text: string;
   timestamp: string;
   operation_id: string;
+  blocked?: true;
 }
 
 export interface SessionDoc extends Doc {
@@ -33,6 +34,9 @@ export interface SessionDoc extends Doc {
   /** `recent` holds every message of the session. */
   recent_complete?: boolean;
 }
+
+/** Whether a message may go to a model as history: not one of a turn the shields blocked. */
+export const unblocked = (m: { blocked?: true }) => m.blocked !== true;
 
 /** Bounds of a session document's recent messages: it stays small however long the conversation. */
 export const RECENT_LIMITS = { messages: 40, chars: 32_000 };
@@ -70,6 +74,8 @@ export interface MessageDoc extends Doc {
   citations?: Citation[];
   /** The completion prompt of the turn (assistant messages; null when no model was asked, e.g. a cache hit). */
   completion_prompt_id?: string | null;
+  /** Of a turn the shields blocked: kept for its user and the record, never sent to a model again. */
+  blocked?: true;
 }
 
 /** Something a turn produced besides its text: at least a `type` (`ToolExecution`, `File`). */
@@ -220,8 +226,8 @@ export class Conversations {
   /** The last `limit` messages for a turn's history: from the session document when it holds them, else a query. */
   async recentHistory(session: Stored<SessionDoc>, limit: number): Promise<readonly Pick<MessageDoc, 'sender' | 'text'>[]> {
     if (limit <= 0) return [];
-    if (session.recent && (session.recent_complete === true || session.recent.length >= limit)) return session.recent.slice(-limit);
-    return this.history(session.pk, session.id, limit);
+    const recent = session.recent && (session.recent_complete === true || session.recent.length >= limit) ? session.recent.slice(-limit) : await this.history(session.pk, session.id, limit);
+    return recent.filter(unblocked);
   }
 
   async delete(owner: string, sessionId: string): Promise<void> {
@@ -261,7 +267,7 @@ export class Conversations {
     if (prompt) {
       messages.push({ ...base, type: 'CompletionPrompt', id: completionPromptId(user.operation_id), operation_id: user.operation_id, created_on: user.timestamp, timestamp: user.timestamp, messages: prompt });
     }
-    const turn = [user, assistant].map(({ sender, text, timestamp, operation_id }) => ({ sender, text, timestamp, operation_id }));
+    const turn = [user, assistant].map(({ sender, text, timestamp, operation_id, blocked }) => ({ sender, text, timestamp, operation_id, ...(blocked ? { blocked } : {}) }));
     const withTurn = (current: Stored<SessionDoc>): SessionDoc | undefined => {
       if (current.recent?.some((m) => m.operation_id === user.operation_id)) return undefined;
       const { recent, trimmed } = keepRecent([...(current.recent ?? []), ...turn]);

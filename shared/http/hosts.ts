@@ -12,9 +12,15 @@ export function hostOf(header: string): string {
   return bareHost(bracketed ? `[${bracketed[1] ?? ''}]` : (header.split(':')[0] ?? ''));
 }
 
-/** Whether a request with this `Host` is for this service (a request without one names no other site). */
+/** A `Host` header as a browser or client sends it: a name or an address (an IPv6 one bracketed), and a port. */
+const HOST_HEADER = /^(?:\[[0-9a-f:.]+\]|[a-z0-9.-]+)(?::\d{1,5})?$/i;
+
+/**
+ * Whether a request with this `Host` is for this service (a request without one names no other site).
+ * Anything but a plain name and port (user info, a second name, spaces) is no name of this service.
+ */
 export function servesHost(config: Pick<Config, 'allowedHosts'>, header: string | undefined): boolean {
-  return header === undefined || config.allowedHosts.includes(hostOf(header));
+  return header === undefined || (HOST_HEADER.test(header) && config.allowedHosts.includes(hostOf(header)));
 }
 
 /** The refusal of a request for a name this service does not answer to (the name is not echoed back). */

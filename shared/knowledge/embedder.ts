@@ -18,6 +18,8 @@ export const EMBEDDING_BATCH = 64;
 export interface Embedder {
   /** The model's object id and updated_on: embeddings of different models (or versions) are not comparable. */
   readonly version: string;
+  /** The currency of its prices (null: none named), known before it embeds anything. */
+  readonly currency: string | null;
   embed(inputs: readonly string[], signal?: AbortSignal): Promise<Embedded>;
 }
 
@@ -35,11 +37,36 @@ export interface Embedded {
  * they are left out (an agent's models are priced in one currency).
  */
 export class EmbeddingSpend {
-  cost = 0;
-  constructor(private readonly currency: string | null) {}
+  /** What embeddings cost, by currency (null: models that name none). */
+  readonly costs = new Map<string | null, number>();
+  private readonly admitted = new Map<string | null, Promise<void>>();
+
+  /**
+   * `currency`: the turn's (its chat model's), whose cost the answer reports. `admit` checks, once per
+   * currency and before anything is embedded in it, that the caller's budgets can count it (a spent budget
+   * or one kept in another currency refuses).
+   */
+  constructor(
+    private readonly currency: string | null,
+    private readonly admit: (currency: string | null) => Promise<void> = () => Promise.resolve(),
+  ) {}
+
+  /** Waits for the budgets to admit spending in `currency`. */
+  before(currency: string | null): Promise<void> {
+    let admitted = this.admitted.get(currency);
+    if (!admitted) this.admitted.set(currency, (admitted = this.admit(currency)));
+    return admitted;
+  }
 
   add(e: Pick<Embedded, 'cost' | 'currency'>): void {
-    if (e.currency === null || this.currency === null || e.currency === this.currency) this.cost = money(this.cost + e.cost);
+    this.costs.set(e.currency, money((this.costs.get(e.currency) ?? 0) + e.cost));
+  }
+
+  /** The cost in the turn's currency (and in none), what the answer's total_cost adds. */
+  get cost(): number {
+    let sum = 0;
+    for (const [currency, cost] of this.costs) if (currency === null || this.currency === null || currency === this.currency) sum += cost;
+    return money(sum);
   }
 }
 
@@ -54,6 +81,7 @@ export async function embedderFor(s: EmbedderDeps, modelObjectId: string, dimens
   const deployment = model.deployment_name;
   return {
     version: `${model.object_id}@${model.updated_on}/${dimensions ?? 'default'}`,
+    currency: pricesOf(model).currency,
     async embed(inputs, signal) {
       const vectors: number[][] = [];
       let promptTokens = 0;

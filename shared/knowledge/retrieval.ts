@@ -49,10 +49,13 @@ export class PromptEmbeddings {
   of(embedder: Embedder): Promise<number[]> {
     let vector = this.vectors.get(embedder.version);
     if (!vector) {
-      vector = embedder.embed([this.prompt], this.signal).then((r) => {
-        this.spend?.add(r);
-        return r.vectors[0] ?? [];
-      });
+      // Nothing is embedded before the caller's budgets admit its currency.
+      vector = (this.spend?.before(embedder.currency) ?? Promise.resolve())
+        .then(() => embedder.embed([this.prompt], this.signal))
+        .then((r) => {
+          this.spend?.add(r);
+          return r.vectors[0] ?? [];
+        });
       this.vectors.set(embedder.version, vector);
     }
     return vector;

@@ -63,3 +63,15 @@ export async function usableAgents(s: AgentAccessDeps, principal: Principal): Pr
   }
   return usable;
 }
+
+/**
+ * What a turn sent to its model may be shown to its caller only when the agent shows its prompt
+ * (`show_view_prompt`, default true), or to one who may write the agent: the agent's instructions are not
+ * every user's to read.
+ */
+export async function requirePromptView(s: AgentAccessDeps, principal: Principal, agentName: string): Promise<void> {
+  const agent = await s.resourceCache.get(objectIdOf(s.config.instanceId, agents, agentName), agents);
+  if (!agent || agent.show_view_prompt !== false) return;
+  if (await s.authorizer.can(principal, 'Svc.Agent/agents/write', agent.object_id)) return;
+  throw forbidden(`Agent ${agent.name} does not show the prompts it sends`);
+}

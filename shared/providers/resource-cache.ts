@@ -31,7 +31,9 @@ export class ResourceCache {
   }
 
   private async live(objectId: string): Promise<AnyResource | undefined> {
-    const key = objectId.toLowerCase();
+    // Keyed as written: an id spelled otherwise (a provider path in other case) is looked up on its own, so a
+    // miss under one spelling never hides the resource from another, and a hit never answers for one.
+    const key = objectId;
     const hit = this.entries.get(key);
     if (hit && hit.expires > Date.now()) return hit.doc;
     const where = locate(objectId, this.instanceId);
@@ -44,7 +46,8 @@ export class ResourceCache {
 
   /** Forgets a resource, and every lookup by field (the resource may now answer one, or no longer). */
   invalidate(objectId: string): void {
-    this.entries.delete(objectId.toLowerCase());
+    const lower = objectId.toLowerCase();
+    for (const key of this.entries.keys()) if (key.toLowerCase() === lower) this.entries.delete(key);
     this.queries.clear();
   }
 

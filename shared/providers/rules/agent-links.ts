@@ -76,7 +76,7 @@ export async function checkAgentLinks(s: AgentLinksDeps, d: AgentLinks): Promise
 }
 
 /** An object id of a resource: its provider path, whose `read` action a principal needs to name it. */
-const RESOURCE_ID = /^\/instances\/([^/]+)\/providers\/(Svc\.[A-Za-z]+\/[A-Za-z]+)\/[^/]+$/;
+const RESOURCE_ID = /^\/instances\/([^/]+)\/providers\/(svc\.[a-z]+\/[a-z]+)\/[^/]+$/i;
 
 /** Every resource an agent definition names, by the field that names it. */
 function namedResources(d: AgentLinks): [string, string][] {

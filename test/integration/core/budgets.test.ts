@@ -97,6 +97,32 @@ describe('budgets', () => {
     }
   });
 
+  it('charges a stream its client cut: its prompt and what it was sent', async () => {
+    expect((await setBudgets(app, [budget('cut', 10_000)])).status).toBe(200);
+    llm.setStreaming(0, 3000);
+    try {
+      const words = Array.from({ length: 40 }, (_, i) => `word${i}`).join(' ');
+      const controller = new AbortController();
+      const streamed = await fetch(`${app.core}/instances/${INSTANCE}/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${await app.token()}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+        body: JSON.stringify({ user_prompt: words, agent_name: 'other' }),
+        signal: controller.signal,
+      });
+      expect(streamed.status).toBe(200);
+      const reader = streamed.body!.getReader();
+      let seen = '';
+      while (!seen.includes('word1')) seen += new TextDecoder().decode((await reader.read()).value);
+      controller.abort();
+      const [definition] = await app.services.budgets.definitions();
+      // The prompt alone is some 50 tokens at a unit each, and at least one word was streamed.
+      await expect.poll(async () => (await app.services.budgets.standing(definition!)).subjects[0]?.spent ?? 0, { timeout: 10_000 }).toBeGreaterThan(50);
+    } finally {
+      llm.setStreaming(0, 0);
+      await setBudgets(app, []);
+    }
+  });
+
   it('scopes budgets to an agent, each user, a cost center and each access token', async () => {
     const token = ((await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Agent/agents/other/agent-access-tokens`, { body: { type: 'agent-access-token', name: 'k' } })).body as { resource: string }).resource;
     const withToken = (prompt: string) =>

@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startMcpServer, type TestMcpServer } from '../../../scripts/mock-mcp.js';
 import { startMockLlm, textOf, type ChatRequest, type MockLlm } from '../../../scripts/mock-llm.js';
 import type { FileDoc } from '../../../shared/files/files.js';
+import { grantReader } from '../../support/agents.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { docxOf, htmlOf, pdfOf, pptxOf, xlsxOf } from '../../support/documents.js';
 import { brokenXrefPdf } from '../../support/hostile-documents.js';
@@ -180,6 +181,29 @@ describe.each(STORES)('conversation records on the $name store', (store) => {
     const again = await complete({ user_prompt: 'Emperor penguins huddle against the Antarctic winter wind.', session_id: session, operation_id: `cited-${store.name}` });
     expect((again.body as { citations: unknown }).citations).toEqual(answer.citations);
     await updateAgent(app, 'reader', { tool_object_ids: [] });
+  });
+
+  it("shows a turn's prompt, when its agent hides its prompts (show_view_prompt false), only to one who may write the agent", async () => {
+    const viewer = `viewer-${store.name}@example.com`;
+    await grantReader(app, viewer, 'reader');
+    const promptOf = async (as?: string) => {
+      const session = await newSession(as);
+      expect((await complete({ user_prompt: 'What is in the prompt?', session_id: session }, as)).status).toBe(200);
+      const [, assistant] = (await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${session}/messages`, as ? { as } : {})).body as Message[];
+      return `${app.core}/instances/${INSTANCE}/sessions/${session}/completionprompts/${assistant?.completion_prompt_id}`;
+    };
+    const [viewers, owners] = [await promptOf(viewer), await promptOf()];
+    expect((await app.call('GET', viewers, { as: viewer })).status).toBe(200);
+    const hide = (hidden: boolean) => app.call('POST', `${app.management}${objectId('Svc.Agent', 'agents', 'reader')}/set-properties`, { body: { properties: { show_view_prompt: !hidden } } });
+    expect((await hide(true)).status).toBe(200);
+    try {
+      const refused = await app.call('GET', viewers, { as: viewer });
+      expect(refused.status).toBe(403);
+      expect(JSON.stringify(refused.body)).not.toContain('You are');
+      expect((await app.call('GET', owners)).status).toBe(200);
+    } finally {
+      await hide(false);
+    }
   });
 
   it('gives earlier turns their content artifacts of the types history_content_artifact_types names', async () => {

@@ -226,6 +226,43 @@ describe('hardening, third round, against the bundle', () => {
     });
   });
 
+  describe('7, second look: what else of the caller reaches the model', () => {
+    beforeAll(async () => {
+      await upsert(app, 'Svc.Configuration', 'appConfigurations', 'Svc:Shielding:Blocklist', { key: 'Svc:Shielding:Blocklist', value: JSON.stringify(['forbidden-word']) });
+      await seedAgent(app, 'remembering-guard', { llmUrl: llm.url, history: { enabled: true, max_history: 5 } });
+      await updateAgent(app, 'remembering-guard', { shielding_settings: { pre_completion_plugins: [{ plugin_name: 'Dotnet-Builtin-Blocklist' }], post_completion_plugins: [] } });
+    });
+    afterAll(() => upsert(app, 'Svc.Configuration', 'appConfigurations', 'Svc:Shielding:Blocklist', { key: 'Svc:Shielding:Blocklist', value: '[]' }));
+
+    it("screens a facade's schema and stop sequences and the attachments' text, and never sends a blocked turn as history", async () => {
+      modelCalls();
+      const openai = (body: unknown) => app.call('POST', `${app.core}/instances/${INSTANCE}/openai/v1/chat/completions`, { body });
+      const schema = { type: 'json_schema', json_schema: { name: 'answer', schema: { type: 'object', properties: { text: { type: 'string', description: 'Always include forbidden-word' } } } } };
+      expect((await openai({ model: 'remembering-guard', messages: [{ role: 'user', content: 'go' }], response_format: schema })).status).toBe(200);
+      expect((await openai({ model: 'remembering-guard', messages: [{ role: 'user', content: 'go' }], stop: ['forbidden-word'] })).status).toBe(200);
+      const form = new FormData();
+      form.append('file', new Blob([new Uint8Array(Buffer.from('The attachment asks for the forbidden-word.'))], { type: 'text/plain' }), 'note.txt');
+      form.append('agent_name', 'remembering-guard');
+      const uploaded = await fetch(`${app.core}/instances/${INSTANCE}/files/upload`, { method: 'POST', body: form, headers: { authorization: `Bearer ${await app.token()}` } });
+      const attachment = ((await uploaded.json()) as { object_id: string }).object_id;
+      const attached = await complete(app, 'remembering-guard', 'what does it say?', { attachments: [attachment] });
+      expect(attached.status, JSON.stringify(attached.body)).toBe(200);
+      expect(attached.body.completion).not.toContain('Echo');
+      expect(modelCalls()).toEqual([]);
+
+      // A blocked turn stays in the session for its user, and out of every later prompt.
+      const session = await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: 'blocked turns' } });
+      const sessionId = (session.body as { id: string }).id;
+      expect((await complete(app, 'remembering-guard', 'tell me the forbidden-word', { session_id: sessionId })).status).toBe(200);
+      const next = await complete(app, 'remembering-guard', 'and now something else', { session_id: sessionId });
+      expect(next.body.completion).toContain('Echo');
+      const [call] = modelCalls();
+      expect(JSON.stringify(call?.body.messages)).not.toContain('forbidden-word');
+      const messages = await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${sessionId}/messages`);
+      expect(JSON.stringify(messages.body)).toContain('tell me the forbidden-word');
+    });
+  });
+
   describe('9: matching is bounded: a long text against a costly expression holds no request', () => {
     it('refuses an expression whose program is too large on save, and matches a long prompt off the request thread', async () => {
       const blocklist = (value: string[]) => app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/Svc:Shielding:Blocklist`, { body: { name: 'Svc:Shielding:Blocklist', key: 'Svc:Shielding:Blocklist', value: JSON.stringify(value) } });
@@ -412,6 +449,10 @@ describe('hardening, third round, against the bundle', () => {
       expect(assignments.status).toBe(421);
       expect(assignments.body).not.toContain('principal_id');
       expect((await raw(`${app.core}/status`, { headers: { host: rebound(app.core) } })).status).toBe(421);
+      // A name of the service with another one around it is no name of the service.
+      for (const host of [`localhost@rebind.attacker.example`, `localhost:${port(app.core)}:rebind.attacker.example`, `localhost rebind.attacker.example`, `[::1]rebind.attacker.example`]) {
+        expect((await raw(`${app.core}/status`, { headers: { host } })).status, host).toBe(421);
+      }
       // The service's own names still answer.
       expect((await raw(`${app.core}/status`, { headers: { host: `localhost:${port(app.core)}` } })).status).toBe(200);
     });
