@@ -1,20 +1,26 @@
 // The dependency rules of the code, checked by `npm run deps` (part of `npm run check`). The layers, from the
-// bottom: foundations (errors, config, logging, store, network, workers, telemetry), resource type
-// definitions (data), the HTTP layer, the features, and the hosts that assemble and serve them. Each layer
-// imports only the ones below it; see docs/architecture.md.
+// bottom: foundations (errors, config, logging, schemas, store, network, workers, telemetry), resource type
+// definitions (data), the HTTP layer, the features, the resource registry (the types with the rules the
+// features attach to them), and the hosts that assemble and serve them. Each layer imports only the ones
+// below it; see docs/architecture.md. `scripts/structure-report.ts --check` adds the rule these cannot say:
+// no run-time cycle between folders.
 
 /** Foundations: no feature, no resource type, no HTTP. */
-const FOUNDATIONS = '^shared/(errors|config|log|version|once)\\.ts$|^shared/(store|net|workers|telemetry)/';
-/** Resource types as data: their kinds and schemas. */
-const RESOURCE_TYPES = '^shared/providers/(types/|resource-type\\.ts$)';
+const FOUNDATIONS = '^shared/(errors|config|log|version|once|schemas)\\.ts$|^shared/(store|net|workers|telemetry)/';
+/** Resource types as data: their kinds, schemas and the built-in role catalogue. */
+const RESOURCE_TYPES = '^shared/providers/types/';
 /** The HTTP layer other than its hosts. */
 const HTTP = '^shared/http/(?!(node-host|azure-host|standalone)\\.ts$)';
 /** The hosts: the two adapters, the composition root, the functions, scripts and benchmarks. */
 const HOSTS = '^(functions/|scripts/|bench/)|^shared/(services|health|infra-containers)\\.ts$|^shared/http/(node-host|azure-host|standalone)\\.ts$';
+/** Where handlers meet the services: the route and queue handler types, which hand the composition root to them. */
+const WIRING = '^shared/http/(route|pipeline)\\.ts$|^shared/queues/(handler|timer|local-consumer)\\.ts$';
+/** The composition root. */
+const COMPOSITION_ROOT = '^shared/services\\.ts$';
 /** The vocabulary of identity shared by HTTP and the features (the principal and the credentials a route takes). */
 const IDENTITY = '^shared/auth/principal\\.ts$';
-/** The built-in role catalogue: data that the role definition resource type serves. */
-const ROLE_CATALOGUE = '^shared/auth/roles\\.ts$';
+/** The resource registry: the resource types with the rules the features attach to them. */
+const REGISTRY = '^shared/registry/';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -36,9 +42,9 @@ module.exports = {
     {
       name: 'resource-types-are-data',
       severity: 'error',
-      comment: 'Resource type definitions import only foundations, other type definitions and the role catalogue; rules that need features are attached in providers/registry.ts.',
+      comment: 'Resource type definitions import only foundations and other type definitions; rules that need features are attached in registry/registry.ts.',
       from: { path: RESOURCE_TYPES },
-      to: { path: '^(shared|functions|scripts)/', pathNot: `${FOUNDATIONS}|${RESOURCE_TYPES}|${ROLE_CATALOGUE}` },
+      to: { path: '^(shared|functions|scripts)/', pathNot: `${FOUNDATIONS}|${RESOURCE_TYPES}` },
     },
     {
       name: 'http-imports-no-feature',
@@ -46,6 +52,20 @@ module.exports = {
       comment: 'The HTTP layer knows requests, replies and routes, not what the service does; it sees the services only as a type handed to handlers.',
       from: { path: HTTP },
       to: { path: '^(shared|functions|scripts)/', pathNot: `${FOUNDATIONS}|${HTTP}|${IDENTITY}`, dependencyTypesNot: ['type-only'] },
+    },
+    {
+      name: 'no-feature-imports-the-composition-root',
+      severity: 'error',
+      comment: 'A feature declares the few collaborators it uses (an interface of its own), so its signature tells what it touches; only the hosts and the handler wiring name the composition root, types included.',
+      from: { path: '^shared/', pathNot: `${HOSTS}|${WIRING}` },
+      to: { path: COMPOSITION_ROOT },
+    },
+    {
+      name: 'only-hosts-import-the-registry',
+      severity: 'error',
+      comment: 'The registry sits above the features (it attaches their rules to the resource types): no feature below it imports it at run time.',
+      from: { path: '^shared/', pathNot: `${HOSTS}|${REGISTRY}|^shared/artifacts/` },
+      to: { path: REGISTRY, dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'features-do-not-import-hosts',

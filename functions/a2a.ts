@@ -11,7 +11,7 @@ import { DomainError } from '../shared/errors.js';
 import { defineRoute } from '../shared/http/route.js';
 import { json, type Reply } from '../shared/http/types.js';
 import { agentOrNotFound } from '../shared/providers/agent-access.js';
-import { ResourceName } from '../shared/providers/resource-type.js';
+import { ResourceName } from '../shared/providers/types/resource-type.js';
 import type { AgentDoc } from '../shared/providers/types/agent.js';
 import { agentCard, messageRequest, MessageSendParams, paramsOf, presentTask, readTask, RPC, rpcAnswer, rpcFailure, RpcError, RpcRequest, taskEvents, TaskParams } from '../shared/protocols/a2a.js';
 import { runAsOperation } from '../shared/protocols/operation-run.js';

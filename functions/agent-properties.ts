@@ -1,8 +1,8 @@
 // Agent property actions: get-properties and set-properties, answering problem details on error. The route
 // authorizes read (get) or write (set) on the agent.
 import { z } from 'zod';
-import { GetPropertiesBody, getProperties, SetPropertiesBody, setProperties } from '../shared/providers/agent-properties.js';
-import { objectIdOf, ResourceName } from '../shared/providers/resource-type.js';
+import { GetPropertiesBody, getProperties, SetPropertiesBody, setProperties } from '../shared/registry/agent-properties.js';
+import { objectIdOf, ResourceName } from '../shared/providers/types/resource-type.js';
 import { agents } from '../shared/providers/types/agent.js';
 import { defineRoute } from '../shared/http/route.js';
 import { json } from '../shared/http/types.js';

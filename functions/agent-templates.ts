@@ -3,9 +3,9 @@
 import { z } from 'zod';
 import { createAgent } from '../shared/artifacts/templates.js';
 import { defineRoute } from '../shared/http/route.js';
-import { InstanceParams } from '../shared/http/schemas.js';
+import { InstanceParams } from '../shared/schemas.js';
 import { json } from '../shared/http/types.js';
-import { ResourceName } from '../shared/providers/resource-type.js';
+import { ResourceName } from '../shared/providers/types/resource-type.js';
 
 export const routes = [
   defineRoute({

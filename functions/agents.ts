@@ -1,7 +1,7 @@
 // The agents the caller may use: by role assignment, or the one agent of a token.
 import { z } from 'zod';
 import { defineRoute } from '../shared/http/route.js';
-import { InstanceParams } from '../shared/http/schemas.js';
+import { InstanceParams } from '../shared/schemas.js';
 import { json } from '../shared/http/types.js';
 import { usableAgents } from '../shared/providers/agent-access.js';
 

@@ -4,7 +4,7 @@ import { runAnalytics } from '../shared/analytics/query.js';
 import { AnalyticsRequest } from '../shared/analytics/request.js';
 import { AnalyticsResponse } from '../shared/analytics/schemas.js';
 import { defineRoute } from '../shared/http/route.js';
-import { ApiVersionQuery, InstanceParams } from '../shared/http/schemas.js';
+import { ApiVersionQuery, InstanceParams } from '../shared/schemas.js';
 import { json } from '../shared/http/types.js';
 
 export const routes = [

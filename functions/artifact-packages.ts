@@ -6,7 +6,7 @@ import { validationError } from '../shared/errors.js';
 import { parseJsonText, readJsonBody } from '../shared/http/json-body.js';
 import { bufferedFile, readMultipart } from '../shared/http/multipart.js';
 import { defineRoute } from '../shared/http/route.js';
-import { API_VERSION, InstanceParams } from '../shared/http/schemas.js';
+import { API_VERSION, InstanceParams } from '../shared/schemas.js';
 import { json } from '../shared/http/types.js';
 import { NamePart } from '../shared/plugins/manifest.js';
 

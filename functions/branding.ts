@@ -1,7 +1,7 @@
 // Portal branding values: defaults overridden by valid Svc:Branding:* app configurations.
 import { z } from 'zod';
 import { defineRoute } from '../shared/http/route.js';
-import { InstanceParams } from '../shared/http/schemas.js';
+import { InstanceParams } from '../shared/schemas.js';
 import { json } from '../shared/http/types.js';
 import { BRANDING } from '../shared/providers/branding.js';
 

@@ -12,7 +12,7 @@ import { replay } from '../shared/completions/stream-log.js';
 import { abortRunning, failPoisoned, processOperation } from '../shared/completions/worker.js';
 import { SSE_HEADERS, wantsEventStream } from '../shared/http/event-stream.js';
 import { defineRoute } from '../shared/http/route.js';
-import { InstanceParams } from '../shared/http/schemas.js';
+import { InstanceParams } from '../shared/schemas.js';
 import { json } from '../shared/http/types.js';
 import { validationError } from '../shared/errors.js';
 import { queueHandler, type QueueHandler } from '../shared/queues/handler.js';

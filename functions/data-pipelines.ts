@@ -4,7 +4,7 @@ import { z } from 'zod';
 import { defineRoute, type Route } from '../shared/http/route.js';
 import { json } from '../shared/http/types.js';
 import { failPoisonedRun, runPipeline, startRun } from '../shared/knowledge/runs.js';
-import { objectIdOf, partitionOf, ResourceName } from '../shared/providers/resource-type.js';
+import { objectIdOf, partitionOf, ResourceName } from '../shared/providers/types/resource-type.js';
 import { dataPipelines } from '../shared/providers/types/catalog.js';
 import { queueHandler, type QueueHandler } from '../shared/queues/handler.js';
 import type { Timer } from '../shared/queues/timer.js';

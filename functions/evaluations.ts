@@ -4,9 +4,9 @@ import { z } from 'zod';
 import { EvaluationBody, present, presentCandidate, RunMessage } from '../shared/evaluations/evaluations.js';
 import { validationError } from '../shared/errors.js';
 import { defineRoute } from '../shared/http/route.js';
-import { InstanceParams } from '../shared/http/schemas.js';
+import { InstanceParams } from '../shared/schemas.js';
 import { json } from '../shared/http/types.js';
-import { objectIdOf, ResourceName } from '../shared/providers/resource-type.js';
+import { objectIdOf, ResourceName } from '../shared/providers/types/resource-type.js';
 import { agents } from '../shared/providers/types/agent.js';
 import { queueHandler, type QueueHandler } from '../shared/queues/handler.js';
 

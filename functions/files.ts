@@ -7,7 +7,7 @@ import { payloadTooLarge, validationError } from '../shared/errors.js';
 import { readMultipart, type FileHandler } from '../shared/http/multipart.js';
 import { defineRoute } from '../shared/http/route.js';
 import { pagedJson, pagedResponse, PageQuery } from '../shared/http/paging.js';
-import { GUID, Guid, InstanceParams } from '../shared/http/schemas.js';
+import { GUID, Guid, InstanceParams } from '../shared/schemas.js';
 import { json } from '../shared/http/types.js';
 import { agentForUse } from '../shared/providers/agent-access.js';
 import type { Conversations } from '../shared/conversations/conversations.js';

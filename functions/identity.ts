@@ -1,9 +1,9 @@
 // Identity: the calling principal with its role assignments, and principal search.
 import { z } from 'zod';
 import { ROLE_ASSIGNMENTS_PK, type RoleAssignmentDoc } from '../shared/providers/types/authorization.js';
-import { ROLES_BY_ID } from '../shared/auth/roles.js';
+import { ROLES_BY_ID } from '../shared/providers/types/roles.js';
 import { defineRoute } from '../shared/http/route.js';
-import { InstanceParams } from '../shared/http/schemas.js';
+import { InstanceParams } from '../shared/schemas.js';
 import { json } from '../shared/http/types.js';
 
 const Assignment = z.object({

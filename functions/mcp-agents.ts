@@ -2,7 +2,7 @@
 // the caller may use (docs/protocols.md). Bearer identity-provider tokens or an agent access token.
 import { z } from 'zod';
 import { defineRoute } from '../shared/http/route.js';
-import { InstanceParams } from '../shared/http/schemas.js';
+import { InstanceParams } from '../shared/schemas.js';
 import type { Reply } from '../shared/http/types.js';
 
 export const routes = [

@@ -7,7 +7,7 @@ import { defineRoute } from '../shared/http/route.js';
 import type { Reply } from '../shared/http/types.js';
 import { actingPrincipal, USER_IDENTITY_HEADER } from '../shared/memory/on-behalf.js';
 import { agentForUse } from '../shared/providers/agent-access.js';
-import { ResourceName } from '../shared/providers/resource-type.js';
+import { ResourceName } from '../shared/providers/types/resource-type.js';
 
 export const routes = [
   defineRoute({

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Principal } from '../shared/auth/principal.js';
 import { validationError } from '../shared/errors.js';
 import { defineRoute } from '../shared/http/route.js';
-import { InstanceParams } from '../shared/http/schemas.js';
+import { InstanceParams } from '../shared/schemas.js';
 import { json } from '../shared/http/types.js';
 import type { AgentRef, StoredScope } from '../shared/memory/memory.js';
 import { actingPrincipal } from '../shared/memory/on-behalf.js';

@@ -10,7 +10,7 @@ import { streamCompletion } from '../shared/completions/stream.js';
 import { abortRunning } from '../shared/completions/worker.js';
 import { badRequest } from '../shared/errors.js';
 import { defineRoute } from '../shared/http/route.js';
-import { InstanceParams } from '../shared/http/schemas.js';
+import { InstanceParams } from '../shared/schemas.js';
 import { json } from '../shared/http/types.js';
 import { agentOrNotFound, usableAgents } from '../shared/providers/agent-access.js';
 import type { AgentDoc } from '../shared/providers/types/agent.js';

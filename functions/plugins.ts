@@ -6,7 +6,7 @@ import { validationError } from '../shared/errors.js';
 import { parseJsonText, readJsonBody } from '../shared/http/json-body.js';
 import { bufferedFile, readMultipart } from '../shared/http/multipart.js';
 import { defineRoute } from '../shared/http/route.js';
-import { API_VERSION, ApiVersionQuery, InstanceParams } from '../shared/http/schemas.js';
+import { API_VERSION, ApiVersionQuery, InstanceParams } from '../shared/schemas.js';
 import { json, type PlatformRequest } from '../shared/http/types.js';
 import { PackageResource, type PackageDoc } from '../shared/plugins/packages.js';
 import type { Authorizer } from '../shared/auth/authorizer.js';

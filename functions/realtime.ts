@@ -2,7 +2,7 @@
 // WebSocket (shared/realtime/relay.ts), served by the standalone server: docs/realtime-speech.md.
 import { z } from 'zod';
 import { defineRoute } from '../shared/http/route.js';
-import { InstanceParams } from '../shared/http/schemas.js';
+import { InstanceParams } from '../shared/schemas.js';
 import { json } from '../shared/http/types.js';
 import { attachRelay } from '../shared/realtime/relay.js';
 import { createRealtimeSession, RealtimeSessionRequest } from '../shared/realtime/sessions.js';

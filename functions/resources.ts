@@ -2,9 +2,9 @@
 // resource type, generated from the type registry so each type is documented with its own schema.
 import { z } from 'zod';
 import { deleteResource, getResource, getResourceVersion, listResources, listResourceVersions, purgeResource, restoreResourceVersion, upsertResource } from '../shared/providers/resources.js';
-import { RESOURCE_TYPES } from '../shared/providers/registry.js';
+import { RESOURCE_TYPES } from '../shared/registry/registry.js';
 import type { ResourceType } from '../shared/providers/resource-rules.js';
-import { objectIdOf, partitionOf, ResourceName } from '../shared/providers/resource-type.js';
+import { objectIdOf, partitionOf, ResourceName } from '../shared/providers/types/resource-type.js';
 import { defineRoute, type Route } from '../shared/http/route.js';
 import { pagedJson, pagedResponse, PageQuery } from '../shared/http/paging.js';
 import { json } from '../shared/http/types.js';

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { presentCompletionPrompt, presentMessage, presentSession } from '../shared/conversations/conversations.js';
 import { Citation } from '../shared/knowledge/retrieval.js';
 import { defineRoute } from '../shared/http/route.js';
-import { Guid, InstanceParams } from '../shared/http/schemas.js';
+import { Guid, InstanceParams } from '../shared/schemas.js';
 import { pagedJson, pagedResponse, PageQuery } from '../shared/http/paging.js';
 import { requirePromptView } from '../shared/providers/agent-access.js';
 import { json } from '../shared/http/types.js';

@@ -2,7 +2,7 @@
 import { z } from 'zod';
 import { json } from '../shared/http/types.js';
 import { defineRoute } from '../shared/http/route.js';
-import { InstanceParams } from '../shared/http/schemas.js';
+import { InstanceParams } from '../shared/schemas.js';
 import { readiness } from '../shared/health.js';
 import type { Config } from '../shared/config.js';
 

@@ -21,7 +21,7 @@ export const AZURE_BUNDLE_DIR = path.join(root, 'dist', 'azure');
 export const APP_BUNDLE = 'app.cjs';
 
 /** The worker threads (the embedded store's, the extraction pool's), started by URL relative to the module that starts them. */
-const WORKERS = ['shared/store/sqlite-reader-worker.ts', 'shared/store/sqlite-checkpoint-worker.ts', 'shared/knowledge/extract-worker.ts', 'shared/shielding/match-worker.ts'];
+const WORKERS = ['shared/store/sqlite-reader-worker.ts', 'shared/store/sqlite-checkpoint-worker.ts', 'shared/knowledge/extract-worker.ts', 'shared/matching/match-worker.ts'];
 
 /**
  * The scripts of the sandbox's processes, each one self-contained file (`<name>.bundle.js`, no chunk

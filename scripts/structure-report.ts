@@ -116,7 +116,16 @@ export function structure() {
   };
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
+/** `--check` (part of `npm run check`): fails on a run-time cycle between folders, which no file-level rule sees. */
+function check(): void {
+  const { folderCycles } = structure();
+  for (const c of folderCycles) console.error(`A run-time import cycle between folders: ${c}`);
+  if (folderCycles.length > 0) process.exit(1);
+  console.log('no run-time cycle between folders');
+}
+
+if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url) && process.argv.includes('--check')) check();
+else if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const figures = structure();
   console.table([
     { measure: 'largest import cycle, type imports counted (files)', value: figures.largestCycleWithTypes },

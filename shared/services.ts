@@ -29,7 +29,7 @@ import { packageStores, PluginPackages, type PackageDoc } from './plugins/packag
 import { PluginRuntime } from './plugins/runtime.js';
 import { createSandbox } from './sandbox/create.js';
 import { ResourceCache } from './providers/resource-cache.js';
-import { objectIdOf, type AnyResource } from './providers/resource-type.js';
+import { objectIdOf, type AnyResource } from './providers/types/resource-type.js';
 import { agents } from './providers/types/agent.js';
 import { AppSettings, type SettingDoc } from './providers/settings.js';
 import { QueueProducer, readQueue, type Producer } from './queues/producer.js';

@@ -2,8 +2,8 @@
 // model, each in its currency with a daily series; and where each budget stands. From the usage records,
 // which carry each completion's cost, currency and agent's cost center (docs/analytics.md).
 import type { BudgetDefinition, Budgets } from '../completions/budgets.js';
-import { money } from '../completions/usage.js';
-import { resourceId } from '../providers/resource-type.js';
+import { money } from '../models/pricing.js';
+import { resourceId } from '../providers/types/resource-type.js';
 import type { Filter } from '../store/types.js';
 import { eq, num, str, type Sources } from './data.js';
 import type { Period } from './request.js';

@@ -12,7 +12,7 @@ import { readArchive } from '../plugins/archive.js';
 import { NamePart, SemanticVersion } from '../plugins/manifest.js';
 import { purgePackage, readFromStore, softDeletePackage } from '../plugins/package-lifecycle.js';
 import type { PackageStores } from '../plugins/packages.js';
-import { objectIdOf, partitionOf, resourceId, type AnyResource } from '../providers/resource-type.js';
+import { objectIdOf, partitionOf, resourceId, type AnyResource } from '../providers/types/resource-type.js';
 import { readResource } from '../providers/resources.js';
 import { SECRET_SETTINGS } from '../providers/settings.js';
 import { appConfigurations } from '../providers/types/catalog.js';

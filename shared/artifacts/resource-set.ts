@@ -4,9 +4,9 @@
 // dependency order through the resource provider (its rules, versions and hooks), skipping what is unchanged.
 import type { Principal } from '../auth/principal.js';
 import { conflict, validationError } from '../errors.js';
-import { RESOURCE_TYPES } from '../providers/registry.js';
+import { RESOURCE_TYPES } from '../registry/registry.js';
 import type { ResourceType } from '../providers/resource-rules.js';
-import { objectIdOf, partitionOf, SERVICE_FIELDS, type AnyResource } from '../providers/resource-type.js';
+import { objectIdOf, partitionOf, SERVICE_FIELDS, type AnyResource } from '../providers/types/resource-type.js';
 import { readResource, upsertResource } from '../providers/resources.js';
 import type { AgentTokens } from '../auth/agent-tokens.js';
 import type { Authorizer } from '../auth/authorizer.js';

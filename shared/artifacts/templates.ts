@@ -5,8 +5,8 @@
 import type { Principal } from '../auth/principal.js';
 import { notFound, validationError } from '../errors.js';
 import { TYPE_CHECKS } from '../providers/types/parameter-types.js';
-import { servedType } from '../providers/registry.js';
-import { ResourceName } from '../providers/resource-type.js';
+import { servedType } from '../registry/registry.js';
+import { ResourceName } from '../providers/types/resource-type.js';
 import { readResource } from '../providers/resources.js';
 import { agentTemplates, type AgentTemplateDoc } from '../providers/types/template.js';
 import { applyPlan, mapStrings, planChanges, typeOf, type Incoming } from './resource-set.js';

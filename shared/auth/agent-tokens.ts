@@ -2,7 +2,7 @@
 // stored; a verified token costs one point read when cold and none while cached.
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import { badRequest, notFound, unauthorized } from '../errors.js';
-import { resourceId } from '../providers/resource-type.js';
+import { resourceId } from '../providers/types/resource-type.js';
 import type { AgentDoc } from '../providers/types/agent.js';
 import type { Container, Doc, Page } from '../store/types.js';
 import { updateDocument } from '../store/update.js';

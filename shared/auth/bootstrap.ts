@@ -3,7 +3,7 @@ import type { Config } from '../config.js';
 import type { DocumentStore } from '../store/types.js';
 import { LOCAL_DEFAULT_USER } from './local-idp.js';
 import { ROLE_ASSIGNMENTS_PK, serviceAssignment, type RoleAssignmentDoc } from '../providers/types/authorization.js';
-import { ROLE_IDS } from './roles.js';
+import { ROLE_IDS } from '../providers/types/roles.js';
 
 /** The principals made Owner at startup: the setting, else the local IdP's default user when it is in use. */
 export function bootstrapOwnerIds(config: Config): readonly string[] {

@@ -5,7 +5,7 @@ import { ROLE_ASSIGNMENTS_PK, type RoleAssignmentDoc } from '../providers/types/
 import type { Container } from '../store/types.js';
 import type { Access, Authorizer } from './authorizer.js';
 import type { Principal } from './principal.js';
-import { roleGrants, ROLES_BY_ID, type RoleDefinition } from './roles.js';
+import { roleGrants, ROLES_BY_ID, type RoleDefinition } from '../providers/types/roles.js';
 
 interface Assignment {
   principal: string;

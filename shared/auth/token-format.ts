@@ -2,7 +2,7 @@
 // keya.{b58(InstanceId)}.{b58(ContextId)}.{b58(TokenId)}.<client_secret>.ayek
 import { createHash, randomBytes } from 'node:crypto';
 import bs58 from 'bs58';
-import { GUID } from '../http/schemas.js';
+import { GUID } from '../schemas.js';
 
 export interface TokenParts {
   instanceId: string;

@@ -10,7 +10,7 @@ import { ownerKey, type Principal } from '../auth/principal.js';
 import { DomainError } from '../errors.js';
 import type { Log } from '../log.js';
 import type { ChatMessage } from '../models/wire.js';
-import { resourceId } from '../providers/resource-type.js';
+import { resourceId } from '../providers/types/resource-type.js';
 import type { AppSettings } from '../providers/settings.js';
 import type { AgentDoc } from '../providers/types/agent.js';
 import { SettingList, parseNamedList } from '../providers/setting-list.js';

@@ -10,7 +10,7 @@ import type { AgentDoc } from '../providers/types/agent.js';
 import { EmbeddingSpend } from '../knowledge/embedder.js';
 import { CallCancelledError } from '../models/upstream-errors.js';
 import { largestCost, outputLimit, tokensOf, type Budgets } from './budgets.js';
-import { costOf, pricesOf } from './usage.js';
+import { costOf, pricesOf, type Priced } from '../models/pricing.js';
 
 /** Whose budgets a model call counts against: the caller's, with this agent's. */
 export interface Payer {
@@ -18,8 +18,6 @@ export interface Payer {
   agent: Pick<AgentDoc, 'name' | 'cost_center'>;
 }
 
-/** A model's prices, as its document carries them. */
-export type Priced = Parameters<typeof pricesOf>[0];
 
 export interface Metered<T> {
   answer: T;

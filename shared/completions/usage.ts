@@ -1,7 +1,6 @@
 // Token usage records: one per completion, written once (idempotent on the operation id), for analytics.
 import { ownerKey, type Principal } from '../auth/principal.js';
 import { dayOf } from '../conversations/conversations.js';
-import type { AiModelDoc } from '../providers/types/catalog.js';
 import { ConflictError, PreconditionFailedError, type Container, type Doc } from '../store/types.js';
 
 /** How a call came in: the Core API, a facade over the completion pipeline (OpenAI, MCP, A2A), or a realtime call. */
@@ -53,21 +52,6 @@ export async function recordUsage(container: Container<UsageDoc>, doc: UsageDoc)
       });
     }
   }
-}
-
-/** The model's prices per token: `pricing` (per million), else the per-1,000 prices, else none. */
-export function pricesOf(model: Pick<AiModelDoc, 'cost_per_1k_prompt_tokens' | 'cost_per_1k_completion_tokens' | 'pricing'>): { input: number; output: number; currency: string | null } {
-  if (model.pricing) return { input: model.pricing.input_per_million / 1e6, output: model.pricing.output_per_million / 1e6, currency: model.pricing.currency };
-  return { input: (model.cost_per_1k_prompt_tokens ?? 0) / 1000, output: (model.cost_per_1k_completion_tokens ?? 0) / 1000, currency: null };
-}
-
-/** An amount of money to the millionth, as costs are priced and recorded (sums of floats rounded back). */
-export const money = (amount: number) => Math.round(amount * 1e6) / 1e6;
-
-/** Cost of a call from the AI model's prices (rounded to a millionth); 0 when none is configured. */
-export function costOf(model: Pick<AiModelDoc, 'cost_per_1k_prompt_tokens' | 'cost_per_1k_completion_tokens' | 'pricing'>, prompt: number, completion: number): number {
-  const prices = pricesOf(model);
-  return money(prompt * prices.input + completion * prices.output);
 }
 
 /** A usage record of an operation without its counts yet (zero tokens and cost), ended now. */

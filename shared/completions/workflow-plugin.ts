@@ -15,7 +15,7 @@ import type { FileDoc } from '../files/files.js';
 import type { Stored } from '../store/types.js';
 import type { Principal } from '../auth/principal.js';
 import { chargeEmbeddings, metered, meteredEmbeddings } from './metered.js';
-import { money } from './usage.js';
+import { money } from '../models/pricing.js';
 import type { Budgets } from './budgets.js';
 import type { Config } from '../config.js';
 import type { Conversations } from '../conversations/conversations.js';

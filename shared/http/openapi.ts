@@ -3,7 +3,7 @@ import { z } from 'zod';
 import type { Route } from './route.js';
 import type { ContentDoc, ResponseDoc } from './types.js';
 import { templateParams } from './route.js';
-import { CoreErrorBody, ManagementErrorBody, ProblemDetailsBody } from './schemas.js';
+import { CoreErrorBody, ManagementErrorBody, ProblemDetailsBody } from '../schemas.js';
 import type { Api } from './types.js';
 
 type Json = Record<string, unknown>;

@@ -8,7 +8,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { embedderFor } from './embedder.js';
 import { agentTools, type Citation, type PromptEmbeddings } from './retrieval.js';
 import { CACHE_INDEX_PREFIX } from './vector-index.js';
-import { partitionOf } from '../providers/resource-type.js';
+import { partitionOf } from '../providers/types/resource-type.js';
 import { agents, type AgentDoc } from '../providers/types/agent.js';
 import { tools, type ToolDoc } from '../providers/types/catalog.js';
 import type { Config } from '../config.js';

@@ -1,6 +1,6 @@
 // An embedding AI model as pipelines, retrieval and the semantic cache call it: the model resource, its API
 // endpoint and the vector length asked for, read through the resource cache.
-import { costOf, money, pricesOf } from '../completions/usage.js';
+import { costOf, money, pricesOf } from '../models/pricing.js';
 import { endpointView, MODEL_PROVIDERS } from '../models/endpoint.js';
 import { aiModels, apiEndpointConfigurations } from '../providers/types/catalog.js';
 import type { ModelGateway } from '../models/gateway.js';

@@ -7,7 +7,7 @@
 // went, so the same handler starts the same runs. A run's name derives from the event and the pipeline: an
 // event delivered twice starts one run.
 import { z } from 'zod';
-import { partitionOf } from '../providers/resource-type.js';
+import { partitionOf } from '../providers/types/resource-type.js';
 import { dataPipelines, dataSources, type DataPipelineDoc } from '../providers/types/catalog.js';
 import type { QueueDelivery } from '../queues/producer.js';
 import { ConflictError } from '../store/types.js';

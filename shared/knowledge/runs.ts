@@ -4,11 +4,11 @@
 // documents already indexed with the same content hash are skipped, and replacing a document's partitions is
 // atomic per document, so a run cut short and delivered again finishes with no duplicates.
 import { createHash, randomUUID } from 'node:crypto';
-import { money } from '../completions/usage.js';
+import { money } from '../models/pricing.js';
 import type { Principal } from '../auth/principal.js';
 import { badRequest, notFound } from '../errors.js';
 import { UpstreamError } from '../models/upstream-errors.js';
-import { objectIdOf, partitionOf, resourceId } from '../providers/resource-type.js';
+import { objectIdOf, partitionOf, resourceId } from '../providers/types/resource-type.js';
 import { dataPipelineRuns, dataPipelines, dataSources, type DataPipelineDoc, type DataPipelineRunDoc, type DataSourceDoc } from '../providers/types/catalog.js';
 import { MAX_DEQUEUE_COUNT, type QueueDelivery } from '../queues/producer.js';
 import { Shares } from '../queues/shares.js';

@@ -5,7 +5,7 @@
 // that instance queues it.
 import { createHash } from 'node:crypto';
 import { ConflictError } from '../store/types.js';
-import { partitionOf } from '../providers/resource-type.js';
+import { partitionOf } from '../providers/types/resource-type.js';
 import { dataPipelines, type DataPipelineDoc } from '../providers/types/catalog.js';
 import { cronProblem, lastDue } from './cron.js';
 import { queueRun } from './runs.js';

@@ -9,7 +9,7 @@ import type { Principal } from '../auth/principal.js';
 import { DomainError } from '../errors.js';
 import type { AgentDoc } from '../providers/types/agent.js';
 import { VERSION } from '../version.js';
-import { answerMcp } from '../protocols/mcp-http.js';
+import { answerMcp } from '../http/mcp-http.js';
 import type { Memories } from './memory.js';
 
 /** What this module uses of the service (the hosts pass the whole of it). */

@@ -2,7 +2,7 @@
 // parsed once per stored version (the fields are defined in providers/types/model-fields.ts).
 import { z } from 'zod';
 import { ApiEndpointFields, MODEL_PROVIDERS, PROVIDERS } from '../providers/types/model-fields.js';
-import type { AnyResource } from '../providers/resource-type.js';
+import type { AnyResource } from '../providers/types/resource-type.js';
 import { DEFAULT_MAX_CONNECTIONS } from './connection-gate.js';
 
 export { MODEL_PROVIDERS, PROVIDERS };

@@ -3,7 +3,7 @@
 // names, and the shielding plugins (shielding/plugins.ts). The service itself runs them; each declares its
 // parameters and dependencies as an uploaded plugin does, and references to them are checked against that.
 import { shieldingPlugins } from '../shielding/plugins.js';
-import { BUILTIN_PACKAGE } from './builtin-package.js';
+import { BUILTIN_PACKAGE } from '../providers/types/builtin-package.js';
 import type { Manifest } from './manifest.js';
 
 type Declared = Pick<Manifest['plugins'][number], 'parameters' | 'dependencies' | 'parameter_selection_hints'>;

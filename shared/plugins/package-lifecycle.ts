@@ -3,7 +3,7 @@
 // all its versions).
 import type { Principal } from '../auth/principal.js';
 import { badRequest, conflict, notFound } from '../errors.js';
-import { resourceId } from '../providers/resource-type.js';
+import { resourceId } from '../providers/types/resource-type.js';
 import type { BlobContainer } from '../store/storage.js';
 import type { Container, Doc } from '../store/types.js';
 import { updateDocument } from '../store/update.js';

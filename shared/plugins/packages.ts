@@ -6,7 +6,7 @@ import type { Principal } from '../auth/principal.js';
 import { DomainError, badRequest, internalError, conflict, notFound } from '../errors.js';
 import { parseJsonText } from '../http/json-body.js';
 import type { Container, Doc } from '../store/types.js';
-import { resourceId } from '../providers/resource-type.js';
+import { resourceId } from '../providers/types/resource-type.js';
 import { containerAt, type BlobContainer, type BlobService } from '../store/storage.js';
 import { updateDocument } from '../store/update.js';
 import { readArchive } from './archive.js';

@@ -12,7 +12,7 @@ import type { Principal } from '../auth/principal.js';
 import { DomainError } from '../errors.js';
 import type { AgentDoc } from '../providers/types/agent.js';
 import { VERSION } from '../version.js';
-import { GUID } from '../http/schemas.js';
+import { GUID } from '../schemas.js';
 import type { CompletionRequest, CompletionResponse } from '../completions/completion.js';
 import { endOperation, readOperation, type OperationDoc } from '../completions/operations.js';
 import type { StreamFormat } from '../completions/stream.js';

@@ -15,7 +15,7 @@ import { VERSION } from '../version.js';
 import { releasing, reserve } from '../completions/admission.js';
 import { newOperationId, runCompletion } from '../completions/completion.js';
 import { isWebPage } from '../knowledge/retrieval.js';
-import { answerMcp } from './mcp-http.js';
+import { answerMcp } from '../http/mcp-http.js';
 import type { Authorizer } from '../auth/authorizer.js';
 import type { PrincipalDirectory } from '../auth/directory.js';
 import type { Budgets } from '../completions/budgets.js';

@@ -3,7 +3,7 @@
 import type { Access } from '../auth/authorizer.js';
 import type { Principal } from '../auth/principal.js';
 import { DomainError, forbidden, notFound } from '../errors.js';
-import { objectIdOf, partitionOf, resourceId } from './resource-type.js';
+import { objectIdOf, partitionOf, resourceId } from './types/resource-type.js';
 import { agents, type AgentDoc } from './types/agent.js';
 import type { Authorizer } from '../auth/authorizer.js';
 import type { Config } from '../config.js';

@@ -1,7 +1,7 @@
 // Resources read on the completion path (agents, workflows, prompts, models, endpoints), cached by object
 // id. Writes through this instance invalidate at once; other instances see changes within the TTL.
 import type { Container } from '../store/types.js';
-import { isOf, partitionOf, resourceId, type AnyResource, type ResourceKind, type ResourceOf } from './resource-type.js';
+import { isOf, partitionOf, resourceId, type AnyResource, type ResourceKind, type ResourceOf } from './types/resource-type.js';
 
 const OBJECT_ID = /^\/instances\/([^/]+)\/providers\/([^/]+)\/([^/]+)\/([^/]+)$/;
 

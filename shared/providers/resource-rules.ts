@@ -2,7 +2,7 @@
 // service, authorization beyond the resource path, and hooks after a write. Rules are attached to the kinds
 // where the registry is assembled (registry.ts); the generic provider (resources.ts) runs them.
 import type { Principal } from '../auth/principal.js';
-import type { DefinitionOf, ResourceKind, ResourceOf } from './resource-type.js';
+import type { DefinitionOf, ResourceKind, ResourceOf } from './types/resource-type.js';
 import type { AgentTokens } from '../auth/agent-tokens.js';
 import type { Authorizer } from '../auth/authorizer.js';
 import type { GraphOptions } from '../auth/graph.js';

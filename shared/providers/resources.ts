@@ -7,7 +7,7 @@ import type { PageQuery, PageResult } from '../http/paging.js';
 import type { Page } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import type { HookContext, ResourceType } from './resource-rules.js';
-import { objectIdOf, partitionOf, resourceId, SERVICE_FIELDS, type AnyResource, type DefinitionOf, type ResourceKind } from './resource-type.js';
+import { objectIdOf, partitionOf, resourceId, SERVICE_FIELDS, type AnyResource, type DefinitionOf, type ResourceKind } from './types/resource-type.js';
 import { deletedConflict, dropVersions, listVersions, readVersion, RESOURCES_ONLY, writeVersioned, type VersionSummary } from './versions.js';
 import type { AgentTokens } from '../auth/agent-tokens.js';
 import type { Authorizer } from '../auth/authorizer.js';

@@ -3,7 +3,7 @@
 // DB), so a change and the version it replaced are stored together or not at all.
 import { conflict, notFound } from '../errors.js';
 import { ConflictError, PreconditionFailedError, type Container, type Filter, type Stored } from '../store/types.js';
-import type { AnyResource } from './resource-type.js';
+import type { AnyResource } from './types/resource-type.js';
 
 /** A definition a change replaced: the resource as it was, under `definition`. */
 export interface VersionDoc {

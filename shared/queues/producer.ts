@@ -1,7 +1,9 @@
 // Queue messages as the features see them: a delivery being handled, sending messages (the storage queues,
 // or a list in memory in tests), their encoding, and a queue's depth. Below the handlers' registration
 // (handler.ts), so a feature that sends or handles messages needs nothing of the hosts.
+import type { Config } from '../config.js';
 import type { QueueService } from '../store/storage.js';
+import type { WebhookMessage } from './messages.js';
 import type { QueueReading } from '../telemetry/metrics.js';
 
 export interface QueueDelivery {
@@ -59,4 +61,9 @@ export class QueueProducer implements Producer {
     this.listeners.add(listener);
     return () => this.listeners.delete(listener);
   }
+}
+
+/** Queues the first webhook delivery of an operation that ends (now, or after `delaySeconds` for one about to end). */
+export function enqueueDelivery(s: { readonly config: Config; readonly producer: Producer }, key: string, delaySeconds?: number): Promise<void> {
+  return s.producer.send(s.config.webhooks.queue, { key, attempt: 1 } satisfies WebhookMessage, delaySeconds ? { visibilityTimeoutSeconds: delaySeconds } : {});
 }

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import { ownerKey, type Principal } from '../auth/principal.js';
 import { conflict, notFound, validationError } from '../errors.js';
-import { pricesOf } from '../completions/usage.js';
+import { pricesOf } from '../models/pricing.js';
 import { modelWithEndpoint } from '../models/model-endpoint.js';
 import type { EndpointView } from '../models/endpoint.js';
 import { agentForUse } from '../providers/agent-access.js';

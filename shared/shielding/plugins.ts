@@ -4,9 +4,9 @@
 // with 503 ShieldingUnavailable and nothing unscreened goes on.
 import { DomainError, validationError } from '../errors.js';
 import { UpstreamError } from '../models/upstream-errors.js';
-import { BLOCKLIST_SETTING, cachedBlocklist } from './blocklist.js';
-import { INLINE_WORK, MatchTimeout, offThread } from './matcher.js';
-import { BUILTIN_PACKAGE } from '../plugins/builtin-package.js';
+import { BLOCKLIST_SETTING, cachedBlocklist } from '../matching/blocklist.js';
+import { INLINE_WORK, MatchTimeout, offThread } from '../matching/matcher.js';
+import { BUILTIN_PACKAGE } from '../providers/types/builtin-package.js';
 import { contentSafetyEndpoint, promptShield } from './prompt-shield.js';
 import type { ModelGateway } from '../models/gateway.js';
 import type { ResourceCache } from '../providers/resource-cache.js';

@@ -6,15 +6,6 @@
 import { createHmac, randomBytes } from 'node:crypto';
 import { request, type Dispatcher } from '../net/undici.js';
 import { urlProblem, type OutboundRules } from '../net/outbound.js';
-import type { WebhookMessage } from '../queues/messages.js';
-import type { Config } from '../config.js';
-import type { Producer } from '../queues/producer.js';
-
-/** What this module uses of the service (the hosts pass the whole of it). */
-export interface DeliveriesDeps {
-  readonly config: Config;
-  readonly producer: Producer;
-}
 
 /** One delivery attempt, as the operation records it. */
 export interface DeliveryAttempt {
@@ -46,11 +37,6 @@ export const signature = (secrets: readonly string[], body: string, t: number) =
 
 /** A new signing secret, for when none is configured (operators read it from the app configuration). */
 export const newSigningSecret = () => randomBytes(32).toString('base64url');
-
-/** Queues the first delivery of an operation that ends (now, or after `delaySeconds` for one about to end). */
-export function enqueueDelivery(s: DeliveriesDeps, key: string, delaySeconds?: number): Promise<void> {
-  return s.producer.send(s.config.webhooks.queue, { key, attempt: 1 } satisfies WebhookMessage, delaySeconds ? { visibilityTimeoutSeconds: delaySeconds } : {});
-}
 
 /** POSTs a signed body; resolves with what happened, never throws. */
 export async function post(url: string, body: string, secrets: readonly string[], dispatcher: Dispatcher, rules: OutboundRules): Promise<Omit<DeliveryAttempt, 'attempt' | 'at'>> {

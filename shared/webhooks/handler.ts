@@ -8,7 +8,7 @@ import { operations, presentOperation } from '../completions/operations.js';
 import { readSecret, SECRET_NAME } from '../config.js';
 import { APP_CONFIG_PK } from '../providers/settings.js';
 import { appConfigurations, type AppConfigurationDoc } from '../providers/types/catalog.js';
-import { resourceId } from '../providers/resource-type.js';
+import { resourceId } from '../providers/types/resource-type.js';
 import type { QueueDelivery } from '../queues/producer.js';
 import { Shares } from '../queues/shares.js';
 import { ownerKey } from '../auth/principal.js';

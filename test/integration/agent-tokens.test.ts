@@ -5,7 +5,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { allAgentsGroupId, type AgentTokenDoc } from '../../shared/auth/agent-tokens.js';
 import { oidForUpn } from '../../shared/auth/local-idp.js';
-import { ROLE_IDS, roleDefinitionPath } from '../../shared/auth/roles.js';
+import { ROLE_IDS, roleDefinitionPath } from '../../shared/providers/types/roles.js';
 import { formatToken, newSecret, parseToken } from '../../shared/auth/token-format.js';
 import { openSqliteStore } from '../../shared/store/sqlite-store.js';
 import { startTestApp, type TestApp } from '../support/app.js';

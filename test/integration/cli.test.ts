@@ -7,7 +7,7 @@ import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockLlm, type MockLlm } from '../../scripts/mock-llm.js';
 import { LOCAL_DEFAULT_USER } from '../../shared/auth/local-idp.js';
-import { ROLE_IDS, roleDefinitionPath } from '../../shared/auth/roles.js';
+import { ROLE_IDS, roleDefinitionPath } from '../../shared/providers/types/roles.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { runScript } from '../support/processes.js';
 import { INSTANCE } from '../support/services.js';

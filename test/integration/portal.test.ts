@@ -24,7 +24,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/azurite.js';
 import { startMockLlm, type MockLlm } from '../../scripts/mock-llm.js';
 import { LOCAL_DEFAULT_USER } from '../../shared/auth/local-idp.js';
-import { ROLE_IDS, roleDefinitionPath } from '../../shared/auth/roles.js';
+import { ROLE_IDS, roleDefinitionPath } from '../../shared/providers/types/roles.js';
 import { providers, startTestApp, type TestApp } from '../support/app.js';
 import { INSTANCE } from '../support/services.js';
 import { python } from '../support/packages.js';

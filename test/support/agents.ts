@@ -2,7 +2,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'vitest';
 import { oidForUpn } from '../../shared/auth/local-idp.js';
-import { ROLE_IDS, roleDefinitionPath } from '../../shared/auth/roles.js';
+import { ROLE_IDS, roleDefinitionPath } from '../../shared/providers/types/roles.js';
 import type { ApiClient } from './app.js';
 import { INSTANCE } from './services.js';
 

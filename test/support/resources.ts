@@ -2,8 +2,8 @@
 // tests that run the service's code in process, without HTTP.
 import type { Principal } from '../../shared/auth/principal.js';
 import { LOCAL_DEFAULT_USER } from '../../shared/auth/local-idp.js';
-import { servedType } from '../../shared/providers/registry.js';
-import type { ResourceKind } from '../../shared/providers/resource-type.js';
+import { servedType } from '../../shared/registry/registry.js';
+import type { ResourceKind } from '../../shared/providers/types/resource-type.js';
 import { upsertResource } from '../../shared/providers/resources.js';
 import type { Services } from '../../shared/services.js';
 

@@ -1,6 +1,6 @@
 // The agent resource type: its definition, with the writable properties and settings of agent-settings.ts.
 import { z } from 'zod';
-import { definition, type ResourceKind, type ResourceOf } from '../resource-type.js';
+import { definition, type ResourceKind, type ResourceOf } from './resource-type.js';
 import { GatekeeperSettings, WRITABLE_SCALARS, WRITABLE_SETTINGS } from './agent-settings.js';
 
 const { display_name: _d, description: _s, ...scalars } = WRITABLE_SCALARS;

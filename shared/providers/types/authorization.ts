@@ -1,8 +1,8 @@
 // Svc.Authorization: role assignments (written by callers with the right role) and the built-in role
 // definitions (read-only).
 import { z } from 'zod';
-import { ROLE_DEFINITIONS, ROLES_BY_ID, roleDefinitionPath } from '../../auth/roles.js';
-import { definition, type AnyResource, type ResourceKind, type ResourceOf } from '../resource-type.js';
+import { ROLE_DEFINITIONS, ROLES_BY_ID, roleDefinitionPath } from './roles.js';
+import { definition, type AnyResource, type ResourceKind, type ResourceOf } from './resource-type.js';
 
 export const roleAssignments = {
   provider: 'Svc.Authorization',

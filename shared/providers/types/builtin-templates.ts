@@ -1,7 +1,7 @@
 // The agent templates every instance has: served beside the stored ones, read-only (copy one under another
 // name to change it). Both create a prompt, a chat workflow and the agent, over a completion model the caller
 // names; one adds a Web source indexed for a knowledge tool, the other an MCP server's tools.
-import type { AnyResource } from '../resource-type.js';
+import type { AnyResource } from './resource-type.js';
 import { agentTemplates, type AgentTemplateDoc } from './template.js';
 
 const id = (provider: string, segment: string, name: string) => `/instances/{{instance_id}}/providers/${provider}/${segment}/${name}`;

@@ -1,9 +1,9 @@
 // The configuration resource types as data: workflows, tools, prompts, data sources, data pipelines and
 // their runs, AI models, app configurations and API endpoint configurations. What the service checks and
-// does around their writes is in providers/rules/catalog.ts.
+// does around their writes is in registry/rules/catalog.ts.
 import { z } from 'zod';
 import { SECRET_NAME, SECRET_NAME_RULE } from '../../config.js';
-import { definition, type ResourceKind, type ResourceOf } from '../resource-type.js';
+import { definition, type ResourceKind, type ResourceOf } from './resource-type.js';
 import { ApiEndpointFields, checkEndpoint, ModelParametersFields } from './model-fields.js';
 
 /** The object id of one resource of this instance's provider tree. */
@@ -172,7 +172,7 @@ export const dataPipelines = {
     .refine((d) => d.partition_overlap_tokens < d.partition_size_tokens, { path: ['partition_overlap_tokens'], message: 'must be less than partition_size_tokens' })
     .superRefine((d, ctx) => {
       if (d.trigger_type === 'Schedule') {
-        // The expression itself is checked by the pipeline's rules (providers/rules/catalog.ts).
+        // The expression itself is checked by the pipeline's rules (registry/rules/catalog.ts).
         if (d.trigger_cron === undefined) ctx.addIssue({ code: 'custom', path: ['trigger_cron'], message: 'trigger_cron is required when trigger_type is Schedule' });
       } else if (d.trigger_cron !== undefined) ctx.addIssue({ code: 'custom', path: ['trigger_cron'], message: 'valid only when trigger_type is Schedule' });
     }),

@@ -4,7 +4,7 @@
 // instance's id. `agent_name` is always a parameter (a string), declared or not.
 import { z } from 'zod';
 import { PARAMETER_TYPES } from './parameter-types.js';
-import { definition, type ResourceKind, type ResourceOf } from '../resource-type.js';
+import { definition, type ResourceKind, type ResourceOf } from './resource-type.js';
 
 export const TemplateParameter = z
   .object({

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from 'vitest';
 import { freePort } from '../../../scripts/azurite.js';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
 import { LOCAL_DEFAULT_USER, loadLocalKey, mintLocalToken, oidForUpn } from '../../../shared/auth/local-idp.js';
-import { ROLE_IDS, roleDefinitionPath } from '../../../shared/auth/roles.js';
+import { ROLE_IDS, roleDefinitionPath } from '../../../shared/providers/types/roles.js';
 import type { UsageDoc } from '../../../shared/completions/usage.js';
 import { openCosmosStore } from '../../../shared/store/cosmos-store.js';
 import { grantReader, seedAgent } from '../../support/agents.js';

@@ -4,7 +4,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { oidForUpn } from '../../../shared/auth/local-idp.js';
-import { ROLE_IDS, roleDefinitionPath } from '../../../shared/auth/roles.js';
+import { ROLE_IDS, roleDefinitionPath } from '../../../shared/providers/types/roles.js';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { grantReader, seedAgent } from '../../support/agents.js';

@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { oidForUpn } from '../../../shared/auth/local-idp.js';
-import { ROLE_IDS, roleDefinitionPath } from '../../../shared/auth/roles.js';
+import { ROLE_IDS, roleDefinitionPath } from '../../../shared/providers/types/roles.js';
 import { operationKey, type OperationDoc } from '../../../shared/completions/operations.js';
 import { processOperation } from '../../../shared/completions/worker.js';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';

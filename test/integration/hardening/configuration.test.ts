@@ -7,7 +7,7 @@ import { ModelCredentials } from '../../../shared/models/credentials.js';
 import { endpointView } from '../../../shared/models/endpoint.js';
 import { ModelGateway } from '../../../shared/models/gateway.js';
 import { guardedAgent } from '../../../shared/net/outbound.js';
-import type { AnyResource } from '../../../shared/providers/resource-type.js';
+import type { AnyResource } from '../../../shared/providers/types/resource-type.js';
 import { apiEndpointConfigurations, type ApiEndpointDoc } from '../../../shared/providers/types/catalog.js';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
 import { seedAgent } from '../../support/agents.js';

@@ -9,7 +9,7 @@ import { TIMERS } from '../../../functions/groups.js';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
 import { BLOB_CREATED, EVENTS } from '../../../shared/knowledge/events.js';
 import { derivedRunName } from '../../../shared/knowledge/schedule.js';
-import { partitionOf } from '../../../shared/providers/resource-type.js';
+import { partitionOf } from '../../../shared/providers/types/resource-type.js';
 import { dataPipelineRuns } from '../../../shared/providers/types/catalog.js';
 import { providers, startTestApp, type TestApp } from '../../support/app.js';
 import { TEXTS } from '../../support/documents.js';

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
 import { startMcpServer, type TestMcpServer } from '../../../scripts/mock-mcp.js';
 import { oidForUpn } from '../../../shared/auth/local-idp.js';
-import { ROLE_IDS, roleDefinitionPath } from '../../../shared/auth/roles.js';
+import { ROLE_IDS, roleDefinitionPath } from '../../../shared/providers/types/roles.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { processPipeline, serveDocuments } from '../knowledge/support.js';
 import { INSTANCE } from '../../support/services.js';

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REQUEST_TYPE_NUMBERS } from '../../../shared/analytics/request.js';
 import { ANALYTICS_DATA } from '../../../shared/analytics/schemas.js';
 import { oidForUpn } from '../../../shared/auth/local-idp.js';
-import { ROLE_IDS, roleDefinitionPath } from '../../../shared/auth/roles.js';
+import { ROLE_IDS, roleDefinitionPath } from '../../../shared/providers/types/roles.js';
 import type { UsageDoc } from '../../../shared/completions/usage.js';
 import type { MessageDoc, SessionDoc } from '../../../shared/conversations/conversations.js';
 import type { FileDoc } from '../../../shared/files/files.js';

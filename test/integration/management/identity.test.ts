@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PrincipalDirectory } from '../../../shared/auth/directory.js';
 import { LOCAL_DEFAULT_USER, oidForUpn } from '../../../shared/auth/local-idp.js';
-import { ROLE_IDS, roleDefinitionPath } from '../../../shared/auth/roles.js';
+import { ROLE_IDS, roleDefinitionPath } from '../../../shared/providers/types/roles.js';
 import { openSqliteStore } from '../../../shared/store/sqlite-store.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { INSTANCE } from '../../support/services.js';

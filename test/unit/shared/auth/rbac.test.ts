@@ -1,7 +1,7 @@
 // Role-based authorization on its own: which assignment grants which action where, over a real store.
 import { beforeEach, describe, expect, it } from 'vitest';
 import { normalizeScope, RoleBasedAuthorizer } from '../../../../shared/auth/rbac.js';
-import { ROLE_IDS } from '../../../../shared/auth/roles.js';
+import { ROLE_IDS } from '../../../../shared/providers/types/roles.js';
 import { serviceAssignment, type RoleAssignmentDoc } from '../../../../shared/providers/types/authorization.js';
 import { openSqliteStore } from '../../../../shared/store/sqlite-store.js';
 import type { Container } from '../../../../shared/store/types.js';

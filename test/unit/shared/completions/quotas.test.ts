@@ -4,7 +4,7 @@ import type { Principal } from '../../../../shared/auth/principal.js';
 import { QUOTA_SETTING, Quotas } from '../../../../shared/completions/quotas.js';
 import { DomainError } from '../../../../shared/errors.js';
 import { APP_CONFIG_PK, AppSettings, type SettingDoc } from '../../../../shared/providers/settings.js';
-import { resourceId } from '../../../../shared/providers/resource-type.js';
+import { resourceId } from '../../../../shared/providers/types/resource-type.js';
 import { openSqliteStore } from '../../../../shared/store/sqlite-store.js';
 import { memoryLog } from '../../../support/services.js';
 

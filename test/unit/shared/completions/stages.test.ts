@@ -7,7 +7,7 @@ import { admit, runCompletion, type CompletionRequest } from '../../../../shared
 import { rewritePrompt } from '../../../../shared/completions/rewrite.js';
 import { agents, type AgentDoc } from '../../../../shared/providers/types/agent.js';
 import { aiModels, apiEndpointConfigurations, prompts, workflows } from '../../../../shared/providers/types/catalog.js';
-import { objectIdOf, type ResourceKind } from '../../../../shared/providers/resource-type.js';
+import { objectIdOf, type ResourceKind } from '../../../../shared/providers/types/resource-type.js';
 import { OWNER, put, user } from '../../../support/resources.js';
 import { testServices, type TestServices } from '../../../support/services.js';
 

@@ -7,7 +7,7 @@ import { startMockLlm, type MockLlm } from '../../../../scripts/mock-llm.js';
 import { failPoisonedRun, runPipeline, startRun } from '../../../../shared/knowledge/runs.js';
 import { aiModels, apiEndpointConfigurations, dataPipelineRuns, dataPipelines, dataSources, type DataPipelineRunDoc } from '../../../../shared/providers/types/catalog.js';
 import { RunMessage } from '../../../../shared/queues/messages.js';
-import { objectIdOf, type ResourceKind } from '../../../../shared/providers/resource-type.js';
+import { objectIdOf, type ResourceKind } from '../../../../shared/providers/types/resource-type.js';
 import { OWNER, put } from '../../../support/resources.js';
 import { memoryProducer, testServices, type TestServices } from '../../../support/services.js';
 

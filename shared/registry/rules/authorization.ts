@@ -2,8 +2,8 @@
 // changed or removed only by a principal who could have made it.
 import { normalizeScope } from '../../auth/rbac.js';
 import { badRequest } from '../../errors.js';
-import type { ResourceRules } from '../resource-rules.js';
-import type { roleAssignments } from '../types/authorization.js';
+import type { ResourceRules } from '../../providers/resource-rules.js';
+import type { roleAssignments } from '../../providers/types/authorization.js';
 
 /** The absolute scope of an assignment; 400 unless it is `/` or lies within this instance. */
 function assignableScope(given: string, instanceId: string): string {

@@ -1,16 +1,16 @@
 // Every resource type the Management API serves, in one list: each kind (data, providers/types/) with the
-// rules the service runs around its writes (providers/rules/). Assembled here so that type definitions
+// rules the service runs around its writes (rules/ here). Assembled here so that type definitions
 // import no feature, and features may import the type definitions.
-import type { ResourceRules, ResourceType } from './resource-rules.js';
-import type { ResourceKind } from './resource-type.js';
+import type { ResourceRules, ResourceType } from '../providers/resource-rules.js';
+import type { ResourceKind } from '../providers/types/resource-type.js';
 import { agentRules } from './rules/agent.js';
 import { roleAssignmentRules } from './rules/authorization.js';
 import { aiModelRules, apiEndpointRules, appConfigurationRules, dataPipelineRules, dataSourceRules, toolRules, workflowRules } from './rules/catalog.js';
-import { agents } from './types/agent.js';
-import { builtinTemplates } from './types/builtin-templates.js';
-import { agentTemplates } from './types/template.js';
-import { roleAssignments, roleDefinitions } from './types/authorization.js';
-import { aiModels, apiEndpointConfigurations, appConfigurations, dataPipelineRuns, dataPipelines, dataSources, prompts, tools, workflows } from './types/catalog.js';
+import { agents } from '../providers/types/agent.js';
+import { builtinTemplates } from '../providers/types/builtin-templates.js';
+import { agentTemplates } from '../providers/types/template.js';
+import { roleAssignments, roleDefinitions } from '../providers/types/authorization.js';
+import { aiModels, apiEndpointConfigurations, appConfigurations, dataPipelineRuns, dataPipelines, dataSources, prompts, tools, workflows } from '../providers/types/catalog.js';
 
 const served = <K extends ResourceKind>(kind: K, rules: ResourceRules<K> = {}): ResourceType => ({ ...kind, ...rules });
 

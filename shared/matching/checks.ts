@@ -4,7 +4,7 @@
 import { Ajv, type ValidateFunction } from 'ajv';
 import { RE2JS } from 're2js';
 import { z } from 'zod';
-import { MAX_PROGRAM_SIZE } from '../shielding/blocklist.js';
+import { MAX_PROGRAM_SIZE } from './blocklist.js';
 
 const Texts = z.union([z.string().min(1).max(1000), z.array(z.string().min(1).max(1000)).min(1).max(20)]);
 

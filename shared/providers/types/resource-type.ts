@@ -1,7 +1,7 @@
 // What a resource type is: its place in the provider tree and its definition schema, from which the type of
-// its stored documents follows. One generic mechanism (resources.ts) serves every type through this.
+// its stored documents follows. One generic mechanism (providers/resources.ts) serves every type through this.
 import { z } from 'zod';
-import type { Doc } from '../store/types.js';
+import type { Doc } from '../../store/types.js';
 
 /** Fields the service sets on every resource; in a request body they are ignored. */
 export const SERVICE_FIELDS = ['object_id', 'created_on', 'created_by', 'updated_on', 'updated_by', 'deleted', 'version'] as const;

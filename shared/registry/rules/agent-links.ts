@@ -7,16 +7,16 @@ import type { Principal } from '../../auth/principal.js';
 import { forbidden, validationError } from '../../errors.js';
 import { checkRunnable } from '../../shielding/plugins.js';
 import { checkReference } from '../../plugins/references.js';
-import { isOf, type AnyResource, type ResourceKind } from '../resource-type.js';
-import type { AgentDoc } from '../types/agent.js';
-import { aiModels, prompts, tools, workflows, type WorkflowDoc } from '../types/catalog.js';
+import { isOf, type AnyResource, type ResourceKind } from '../../providers/types/resource-type.js';
+import type { AgentDoc } from '../../providers/types/agent.js';
+import { aiModels, prompts, tools, workflows, type WorkflowDoc } from '../../providers/types/catalog.js';
 import type { Authorizer } from '../../auth/authorizer.js';
 import type { Config } from '../../config.js';
 import type { ModelGateway } from '../../models/gateway.js';
 import type { PluginPackages } from '../../plugins/packages.js';
 import type { PluginRuntime } from '../../plugins/runtime.js';
-import type { ResourceCache } from '../resource-cache.js';
-import type { AppSettings } from '../settings.js';
+import type { ResourceCache } from '../../providers/resource-cache.js';
+import type { AppSettings } from '../../providers/settings.js';
 
 /** What this module uses of the service (the hosts pass the whole of it). */
 export interface AgentLinksDeps {

@@ -4,7 +4,7 @@
 // task's deadline, so no expression and no text can hold it longer.
 import { parentPort } from 'node:worker_threads';
 import { cachedBlocklist } from './blocklist.js';
-import { compileChecks, type Expect } from '../evaluations/checks.js';
+import { compileChecks, type Expect } from './checks.js';
 
 /** What the matcher asks: a blocklist (its setting's value) against a text, or a case's checks against an answer. */
 export type MatchTask = { id: number } & ({ kind: 'blocklist'; list: string | undefined; text: string } | { kind: 'checks'; expect: Expect; text: string });

@@ -1,10 +1,10 @@
 // Rules of agents: what a definition links must be of the right kind, and creating an agent grants its
 // creator Owner and its access tokens Reader; purging one takes its grants and tokens with it.
 import { createHash, randomUUID } from 'node:crypto';
-import { ROLE_IDS } from '../../auth/roles.js';
-import type { HookContext, ResourceRules } from '../resource-rules.js';
-import type { agents } from '../types/agent.js';
-import { ROLE_ASSIGNMENTS_PK, serviceAssignment, type RoleAssignmentDoc } from '../types/authorization.js';
+import { ROLE_IDS } from '../../providers/types/roles.js';
+import type { HookContext, ResourceRules } from '../../providers/resource-rules.js';
+import type { agents } from '../../providers/types/agent.js';
+import { ROLE_ASSIGNMENTS_PK, serviceAssignment, type RoleAssignmentDoc } from '../../providers/types/authorization.js';
 import { authorizeAgentLinks, checkAgentLinks } from './agent-links.js';
 
 /** A deterministic assignment name, so setting up the same grant twice writes one assignment. */

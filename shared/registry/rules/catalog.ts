@@ -11,12 +11,12 @@ import { cronProblem } from '../../knowledge/cron.js';
 import { blobUrlOf, serviceContainerProblem, sourceSettings } from '../../knowledge/sources.js';
 import { allowedScopes, identityProblem } from '../../models/credentials.js';
 import { resolvesOutside, savedUrlProblem, urlProblem } from '../../net/outbound.js';
-import { BLOCKLIST_SETTING, compileBlocklist } from '../../shielding/blocklist.js';
-import { brandingProblem } from '../branding.js';
-import type { ResourceRules } from '../resource-rules.js';
-import { APP_CONFIG_PK, maskSecret, rotated } from '../settings.js';
-import { dataPipelines, dataSources, PLATFORM_MEMORY, type aiModels, type apiEndpointConfigurations, type appConfigurations, type tools, type workflows } from '../types/catalog.js';
-import { partitionOf, type ResourceOf } from '../resource-type.js';
+import { BLOCKLIST_SETTING, compileBlocklist } from '../../matching/blocklist.js';
+import { brandingProblem } from '../../providers/branding.js';
+import type { ResourceRules } from '../../providers/resource-rules.js';
+import { APP_CONFIG_PK, maskSecret, rotated } from '../../providers/settings.js';
+import { dataPipelines, dataSources, PLATFORM_MEMORY, type aiModels, type apiEndpointConfigurations, type appConfigurations, type tools, type workflows } from '../../providers/types/catalog.js';
+import { partitionOf, type ResourceOf } from '../../providers/types/resource-type.js';
 import { checkWorkflowLinks } from './agent-links.js';
 
 export const workflowRules: ResourceRules<typeof workflows> = {
