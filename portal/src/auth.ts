@@ -1,7 +1,7 @@
 // Signing in. Locally the user pastes a token of the local identity provider (what `npm run token` prints;
 // the service offers no endpoint that mints one). With Entra ID configured (PORTAL_ENTRA_*), MSAL signs in
 // by redirect and keeps the token fresh; it is loaded only then, so the chat page does not carry it.
-import type { PortalConfig } from './api';
+import type { PortalConfig } from './portal-routes';
 
 const KEY = 'agent-platform.token';
 
@@ -30,7 +30,11 @@ function claimsOf(token: string): Claims | undefined {
   }
 }
 
-const userOf = (c: Claims) => ({ name: c.name ?? c.upn ?? c.preferred_username ?? '', upn: c.upn ?? c.preferred_username ?? c.email ?? '', oid: c.oid ?? c.sub ?? '' });
+const userOf = (c: Claims) => ({
+  name: c.name ?? c.upn ?? c.preferred_username ?? '',
+  upn: c.upn ?? c.preferred_username ?? c.email ?? '',
+  oid: c.oid ?? c.sub ?? '',
+});
 
 /** A pasted token: kept for this tab only, dropped when it expires. */
 function localSession(token: string): Session | undefined {
@@ -66,7 +70,10 @@ export async function signInWithEntra(config: PortalConfig): Promise<void> {
   if (config.sign_in.kind === 'entra') await entraSession(config.sign_in, true);
 }
 
-async function entraSession(settings: { client_id: string; authority: string; scope: string }, interactive: boolean): Promise<Session | undefined> {
+async function entraSession(
+  settings: { client_id: string; authority: string; scope: string },
+  interactive: boolean,
+): Promise<Session | undefined> {
   const { createStandardPublicClientApplication } = await import('@azure/msal-browser');
   const msal = await createStandardPublicClientApplication({
     auth: { clientId: settings.client_id, authority: settings.authority, redirectUri: `${location.origin}/portal/` },

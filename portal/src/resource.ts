@@ -1,15 +1,17 @@
-// Management API resources as the portal reads them.
+// Management API resources as the portal reads them. The document gives the resource of an envelope as an open
+// object (any fields, by type), so the portal reads it as its name and whatever other fields a view shows.
 
 export interface Resource {
   name: string;
-  object_id?: string;
-  deleted?: boolean;
   [key: string]: unknown;
 }
 
 /** A field of a resource as table text (objects are not shown). */
-export const text = (v: unknown): string => (typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? String(v) : '');
+export const text = (v: unknown): string =>
+  typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? String(v) : '';
 
-/** List items come as the resource itself or wrapped as `{ resource }`, by provider. */
-export const unwrap = (item: Resource | { resource: Resource }): Resource =>
-  'resource' in item && item.resource !== null && typeof item.resource === 'object' ? (item.resource as Resource) : (item as Resource);
+/** The resource of an envelope (`{ resource, roles, actions }`), with its name as text. */
+export const unwrap = ({ resource }: { resource: Record<string, unknown> }): Resource => ({
+  ...resource,
+  name: text(resource.name),
+});

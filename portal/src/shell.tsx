@@ -2,8 +2,11 @@
 import type { ComponentChildren } from 'preact';
 import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError, createApi, loadPortalConfig, type Api, type Branding, type PortalConfig } from './api';
+import { answer, createApi, type Api } from './api';
+import { ApiError } from './api-error';
 import { currentSession, signInWithEntra, signInWithToken, type Session } from './auth';
+import { loadPortalConfig, localSignIn, type PortalConfig } from './portal-routes';
+import type { Branding } from './schemas';
 import './style.css';
 
 export interface Context {
@@ -22,7 +25,10 @@ function applyBranding(b: Branding, page: string) {
 }
 
 export function message(e: unknown): string {
-  if (e instanceof ApiError) return e.details.length > 0 ? `${e.message}: ${e.details.map((d) => `${d.field} ${d.message}`).join('; ')}` : e.message;
+  if (e instanceof ApiError)
+    return e.details.length > 0
+      ? `${e.message}: ${e.details.map((d) => `${d.field} ${d.message}`).join('; ')}`
+      : e.message;
   return e instanceof Error ? e.message : String(e);
 }
 
@@ -59,17 +65,27 @@ export const submitTo = (save: () => Promise<unknown>, onError: (e: unknown) => 
   save().catch(onError);
 };
 
-/** A button that picks one file (the input itself hidden, reachable through its label). */
-/** Saves an answer's body as a file the browser downloads. */
-export async function saveAs(r: Response, fileName: string): Promise<void> {
+/** Saves a file an answer carried as one the browser downloads. */
+export function saveAs(file: Blob, fileName: string): void {
   const link = document.createElement('a');
-  link.href = URL.createObjectURL(await r.blob());
+  link.href = URL.createObjectURL(file);
   link.download = fileName;
   link.click();
   URL.revokeObjectURL(link.href);
 }
 
-export function FilePicker({ id, label, accept, onFile }: { id: string; label: string; accept?: string; onFile: (file: File) => void }) {
+/** A button that picks one file (the input itself hidden, reachable through its label). */
+export function FilePicker({
+  id,
+  label,
+  accept,
+  onFile,
+}: {
+  id: string;
+  label: string;
+  accept?: string;
+  onFile: (file: File) => void;
+}) {
   return (
     <>
       <label for={id} class="button">
@@ -104,7 +120,10 @@ function SignIn({ config, onSession }: { config: PortalConfig; onSession: (s: Se
     return (
       <main class="sign-in">
         <h1>Sign in</h1>
-        <p>This service validates an identity provider's tokens, but no portal sign-in is configured (PORTAL_ENTRA_CLIENT_ID).</p>
+        <p>
+          This service validates an identity provider's tokens, but no portal sign-in is configured
+          (PORTAL_ENTRA_CLIENT_ID).
+        </p>
       </main>
     );
   const withToken = (
@@ -117,7 +136,8 @@ function SignIn({ config, onSession }: { config: PortalConfig; onSession: (s: Se
       }}
     >
       <label for="token">
-        Token of the local identity provider (run <code>npm run -s token</code>, or the command the service printed when it started)
+        Token of the local identity provider (run <code>npm run -s token</code>, or the command the service printed when
+        it started)
       </label>
       <textarea id="token" rows={4} value={token} onInput={(e) => setToken(e.currentTarget.value)} required />
       <button type="submit">Sign in</button>
@@ -159,16 +179,17 @@ function DevelopmentSignIn({ onSession, onError }: { onSession: (s: Session) => 
       onSubmit={(e) => {
         e.preventDefault();
         void (async () => {
-          const r = await fetch('/portal/local-sign-in', { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ upn, ...(name.trim() ? { name } : {}) }) });
-          const body = (await r.json()) as { access_token?: string; error?: { message: string; details?: { message: string }[] } };
-          if (!body.access_token) return onError(body.error?.details?.[0]?.message ?? body.error?.message ?? `${r.status}`);
-          const result = signInWithToken(body.access_token);
+          const signedIn = await localSignIn({ upn, ...(name.trim() ? { name } : {}) });
+          if ('refused' in signedIn) return onError(signedIn.refused);
+          const result = signInWithToken(signedIn.token);
           if (typeof result === 'string') onError(result);
           else onSession(result);
         })().catch((e: unknown) => onError(String(e)));
       }}
     >
-      <p class="muted">Development mode: the service uses its local identity provider, so you sign in as whoever you name.</p>
+      <p class="muted">
+        Development mode: the service uses its local identity provider, so you sign in as whoever you name.
+      </p>
       <label for="dev-upn">User name (UPN)</label>
       <input id="dev-upn" type="email" value={upn} onInput={(e) => setUpn(e.currentTarget.value)} required />
       <label for="dev-name">Display name (optional)</label>
@@ -195,9 +216,12 @@ export function mount(title: string, page: (ctx: Context) => ComponentChildren) 
     }, []);
     useEffect(() => {
       if (!config || !session) return;
-      const api = createApi(config, () => session.token(), () => session.signOut());
-      api
-        .json<Branding>('core', '/branding')
+      const api = createApi(
+        config,
+        () => session.token(),
+        () => session.signOut(),
+      );
+      answer(api.core.GET('/branding'))
         .then((branding) => {
           applyBranding(branding, title);
           setCtx({ api, config, session, branding });

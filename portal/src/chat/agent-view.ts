@@ -1,4 +1,5 @@
 // What an agent's properties say the chat portal shows, read once per agent.
+import { answer } from '../api';
 import type { Context } from '../shell';
 /** What the agent's properties say the portal shows (each true unless set false). */
 export interface AgentView {
@@ -12,17 +13,29 @@ export interface AgentView {
   speech: boolean;
 }
 
-export const FLAGS = ['show_message_tokens', 'show_message_rating', 'show_view_prompt', 'show_file_upload', 'show_content_artifacts'] as const;
+export const FLAGS = [
+  'show_message_tokens',
+  'show_message_rating',
+  'show_view_prompt',
+  'show_file_upload',
+  'show_content_artifacts',
+] as const;
 
 export async function agentView({ api }: Context, agent: string): Promise<AgentView> {
-  const r = await api
-    .json<{ resource: { properties: Record<string, unknown>; metadata_properties: Record<string, unknown> } }>('management', `/providers/Svc.Agent/agents/${encodeURIComponent(agent)}/get-properties`, {
-      method: 'POST',
-      json: { property_names: [...FLAGS, 'realtime_speech_settings'], metadata_property_names: ['welcome_message'] },
-    })
-    .catch(() => undefined); // no read access to the agent's properties: the defaults
+  const r = await answer(
+    api.management.POST('/providers/Svc.Agent/agents/{agentName}/get-properties', {
+      params: { path: { agentName: agent } },
+      body: { property_names: [...FLAGS, 'realtime_speech_settings'], metadata_property_names: ['welcome_message'] },
+    }),
+  ).catch(() => undefined); // no read access to the agent's properties: the defaults
   const p = r?.resource.properties ?? {};
   const welcome = r?.resource.metadata_properties.welcome_message;
-  const speech = (p.realtime_speech_settings as { enabled?: unknown } | null | undefined)?.enabled === true;
-  return { ...(Object.fromEntries(FLAGS.map((f) => [f, p[f] !== false])) as Record<(typeof FLAGS)[number], boolean>), welcome_message: typeof welcome === 'string' ? welcome : null, speech };
+  const settings = p.realtime_speech_settings;
+  const speech =
+    typeof settings === 'object' && settings !== null && 'enabled' in settings && settings.enabled === true;
+  return {
+    ...(Object.fromEntries(FLAGS.map((f) => [f, p[f] !== false])) as Record<(typeof FLAGS)[number], boolean>),
+    welcome_message: typeof welcome === 'string' ? welcome : null,
+    speech,
+  };
 }

@@ -3,22 +3,18 @@
 // the agent shows transcriptions), and the call's end said. The service keeps the transcripts in the
 // session, so a reload shows them too.
 import { useEffect, useRef, useState } from 'preact/hooks';
-import type { Session } from '../api';
+import { answer } from '../api';
+import type { Session } from '../schemas';
 import type { Context } from '../shell';
 
 const RATE = 24_000;
-
-interface Opened {
-  websocket_url: string;
-  session_id: string;
-  show_transcriptions: boolean;
-}
 
 /** Float samples as base64 PCM16 little-endian. */
 function pcm16(samples: Float32Array): string {
   const bytes = new Uint8Array(samples.length * 2);
   const view = new DataView(bytes.buffer);
-  for (let i = 0; i < samples.length; i++) view.setInt16(i * 2, Math.max(-1, Math.min(1, samples[i] ?? 0)) * 0x7fff, true);
+  for (let i = 0; i < samples.length; i++)
+    view.setInt16(i * 2, Math.max(-1, Math.min(1, samples[i] ?? 0)) * 0x7fff, true);
   let text = '';
   for (const b of bytes) text += String.fromCharCode(b);
   return btoa(text);
@@ -35,7 +31,17 @@ function samplesOf(base64: string): Float32Array<ArrayBuffer> {
   return out;
 }
 
-export function Call({ ctx, agent, ensureSession, onEnded }: { ctx: Context; agent: string; ensureSession: () => Promise<Session>; onEnded: (sessionId: string) => void }) {
+export function Call({
+  ctx,
+  agent,
+  ensureSession,
+  onEnded,
+}: {
+  ctx: Context;
+  agent: string;
+  ensureSession: () => Promise<Session>;
+  onEnded: (sessionId: string) => void;
+}) {
   const [live, setLive] = useState<{ sender: 'You' | 'Agent'; text: string }[]>([]);
   const [state, setState] = useState<'idle' | 'connecting' | 'open'>('idle');
   const [status, setStatus] = useState<string>();
@@ -55,7 +61,9 @@ export function Call({ ctx, agent, ensureSession, onEnded }: { ctx: Context; age
     setState('connecting');
     try {
       const session = await ensureSession();
-      const opened = await ctx.api.json<Opened>('core', '/realtime-sessions', { method: 'POST', json: { agent_name: agent, session_id: session.id } });
+      const opened = await answer(
+        ctx.api.core.POST('/realtime-sessions', { body: { agent_name: agent, session_id: session.id } }),
+      );
       const stream = await navigator.mediaDevices.getUserMedia({ audio: { channelCount: 1, echoCancellation: true } });
       const audio = new AudioContext({ sampleRate: RATE });
       // A browser cannot set headers on a WebSocket: the token goes as a subprotocol beside "realtime".
@@ -69,7 +77,10 @@ export function Call({ ctx, agent, ensureSession, onEnded }: { ctx: Context; age
         /* eslint-disable @typescript-eslint/no-deprecated */
         const capture = audio.createScriptProcessor(4096, 1, 1);
         capture.onaudioprocess = (e) => {
-          if (ws.readyState === WebSocket.OPEN) ws.send(JSON.stringify({ type: 'input_audio_buffer.append', audio: pcm16(e.inputBuffer.getChannelData(0)) }));
+          if (ws.readyState === WebSocket.OPEN)
+            ws.send(
+              JSON.stringify({ type: 'input_audio_buffer.append', audio: pcm16(e.inputBuffer.getChannelData(0)) }),
+            );
         };
         /* eslint-enable @typescript-eslint/no-deprecated */
         source.connect(capture);
@@ -89,8 +100,13 @@ export function Call({ ctx, agent, ensureSession, onEnded }: { ctx: Context; age
           player.start(c.playAt);
           c.playAt += buffer.duration;
         }
-        if (c?.show && event.type === 'conversation.item.input_audio_transcription.completed') setLive((l) => [...l, { sender: 'You', text: event.transcript ?? '' }]);
-        if (c?.show && (event.type === 'response.audio_transcript.done' || event.type === 'response.output_audio_transcript.done')) setLive((l) => [...l, { sender: 'Agent', text: event.transcript ?? '' }]);
+        if (c?.show && event.type === 'conversation.item.input_audio_transcription.completed')
+          setLive((l) => [...l, { sender: 'You', text: event.transcript ?? '' }]);
+        if (
+          c?.show &&
+          (event.type === 'response.audio_transcript.done' || event.type === 'response.output_audio_transcript.done')
+        )
+          setLive((l) => [...l, { sender: 'Agent', text: event.transcript ?? '' }]);
         if (event.type === 'relay.call_ended') setStatus(`Call ended: ${event.message ?? ''}`);
       };
       ws.onclose = () => {

@@ -2,16 +2,19 @@
 // in the background on the service, so a dropped connection resumes where it was, and Stop cancels it.
 import { useEffect, useRef, useState } from 'preact/hooks';
 import { Call } from './call';
-import { ApiError, type Message, type Session } from '../api';
+import { answer } from '../api';
+import { ApiError } from '../api-error';
+import { streamCompletion } from '../completion-stream';
 import { Stop } from '../icons';
+import { formData } from '../multipart';
+import { all } from '../paging';
+import type { Message, Session, UploadResult } from '../schemas';
 import { type Context, ErrorText, FilePicker } from '../shell';
 import type { AgentView } from './agent-view';
 import { Markdown } from './markdown';
 import { AssistantMessage } from './messages';
 
-interface Attached {
-  object_id: string;
-  display_name: string;
+interface Attached extends Pick<UploadResult, 'object_id' | 'display_name'> {
   /** A local preview of an image (an object URL of the file picked). */
   preview?: string;
 }
@@ -31,23 +34,48 @@ function Previews({ files }: { files: readonly Attached[] }) {
   );
 }
 
-export function Conversation({ ctx, agent, agentLabel, view, session, onSession }: { ctx: Context; agent: string; agentLabel: string; view: AgentView; session: Session | undefined; onSession: (s: Session) => void }) {
+export function Conversation({
+  ctx,
+  agent,
+  agentLabel,
+  view,
+  session,
+  onSession,
+}: {
+  ctx: Context;
+  agent: string;
+  agentLabel: string;
+  view: AgentView;
+  session: Session | undefined;
+  onSession: (s: Session) => void;
+}) {
   const [messages, setMessages] = useState<Message[]>([]);
-  const [streaming, setStreaming] = useState<{ prompt: string; text: string; files: Attached[]; operationId?: string }>();
+  const [streaming, setStreaming] = useState<{
+    prompt: string;
+    text: string;
+    files: Attached[];
+    operationId?: string;
+  }>();
   const [notice, setNotice] = useState<string>();
   const [prompt, setPrompt] = useState('');
   const [attachments, setAttachments] = useState<Attached[]>([]);
   const [error, setError] = useState<unknown>();
   const end = useRef<HTMLLIElement>(null);
 
-  const reload = async (id: string) => setMessages(await ctx.api.all<Message>('core', `/sessions/${id}/messages`));
+  const reload = async (id: string) =>
+    setMessages(
+      await all((query) =>
+        ctx.api.core.GET('/sessions/{sessionId}/messages', { params: { path: { sessionId: id }, query } }),
+      ),
+    );
   useEffect(() => {
     setMessages([]);
     if (session) reload(session.id).catch(setError);
   }, [session?.id]);
   useEffect(() => end.current?.scrollIntoView({ block: 'end' }), [messages.length, streaming?.text]);
 
-  const ensureSession = async (name = prompt.slice(0, 60) || 'New Chat') => session ?? (await ctx.api.json<Session>('core', '/sessions', { method: 'POST', json: { name } }));
+  const ensureSession = async (name = prompt.slice(0, 60) || 'New Chat') =>
+    session ?? (await answer(ctx.api.core.POST('/sessions', { body: { name } })));
 
   const send = async () => {
     const text = prompt.trim();
@@ -60,13 +88,18 @@ export function Conversation({ ctx, agent, agentLabel, view, session, onSession 
     const files = attachments;
     setStreaming({ prompt: text, text: '', files });
     try {
-      await ctx.api.stream(
-        { user_prompt: text, agent_name: agent, session_id: s.id, ...(files.length ? { attachments: files.map((a) => a.object_id) } : {}) },
-        {
+      await streamCompletion(ctx.api.core, {
+        request: {
+          user_prompt: text,
+          agent_name: agent,
+          session_id: s.id,
+          ...(files.length ? { attachments: files.map((a) => a.object_id) } : {}),
+        },
+        on: {
           start: (operationId) => setStreaming((st) => st && { ...st, operationId }),
           delta: (piece) => setStreaming((st) => st && { ...st, text: st.text + piece }),
         },
-      );
+      });
       setAttachments([]);
       await reload(s.id);
     } catch (e) {
@@ -83,27 +116,44 @@ export function Conversation({ ctx, agent, agentLabel, view, session, onSession 
   };
 
   const stop = () => {
-    if (streaming?.operationId) ctx.api.call('core', `/completions/${encodeURIComponent(streaming.operationId)}/cancel`, { method: 'POST' }).catch(setError);
+    const operationId = streaming?.operationId;
+    if (operationId) {
+      ctx.api.core.POST('/completions/{operationId}/cancel', { params: { path: { operationId } } }).catch(setError);
+    }
   };
 
   const upload = async (file: File) => {
     const s = await ensureSession();
     if (s.id !== session?.id) onSession(s);
-    const form = new FormData();
-    form.set('file', file);
-    form.set('agent_name', agent);
-    form.set('session_id', s.id);
-    const uploaded = await ctx.api.json<{ object_id: string; display_name: string }>('core', '/files/upload', { method: 'POST', body: form });
-    setAttachments((a) => [...a, { ...uploaded, ...(IMAGE_TYPES.includes(file.type) ? { preview: URL.createObjectURL(file) } : {}) }]);
+    const uploaded = await answer(
+      ctx.api.core.POST('/files/upload', {
+        body: { file, agent_name: agent, session_id: s.id },
+        bodySerializer: formData,
+      }),
+    );
+    setAttachments((a) => [
+      ...a,
+      { ...uploaded, ...(IMAGE_TYPES.includes(file.type) ? { preview: URL.createObjectURL(file) } : {}) },
+    ]);
   };
 
   return (
     <section class="conversation" aria-label="Conversation">
       <ol class="messages" aria-live="polite">
-        {messages.length === 0 && !streaming && view.welcome_message && <li class="message welcome">{view.welcome_message}</li>}
+        {messages.length === 0 && !streaming && view.welcome_message && (
+          <li class="message welcome">{view.welcome_message}</li>
+        )}
         {messages.map((m) =>
           m.sender === 'Assistant' && session ? (
-            <AssistantMessage key={m.id} ctx={ctx} view={view} session={session} m={m} sender={agentLabel} onRated={(r) => setMessages((all) => all.map((x) => (x.id === r.id ? r : x)))} />
+            <AssistantMessage
+              key={m.id}
+              ctx={ctx}
+              view={view}
+              session={session}
+              m={m}
+              sender={agentLabel}
+              onRated={(r) => setMessages((all) => all.map((x) => (x.id === r.id ? r : x)))}
+            />
           ) : (
             <li key={m.id} class="message user">
               <span class="sender">{m.sender_display_name || 'You'}</span>
@@ -156,7 +206,9 @@ export function Conversation({ ctx, agent, agentLabel, view, session, onSession 
             }
           }}
         />
-        {view.show_file_upload && <FilePicker id="upload" label="Attach a file" onFile={(file) => void upload(file).catch(setError)} />}
+        {view.show_file_upload && (
+          <FilePicker id="upload" label="Attach a file" onFile={(file) => void upload(file).catch(setError)} />
+        )}
         {view.speech && !streaming && (
           <Call
             ctx={ctx}

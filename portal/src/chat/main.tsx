@@ -2,7 +2,8 @@
 // (citations, token counts, ratings, file upload and the welcome message as the agent's flags say), and the
 // user's memory.
 import { useEffect, useState } from 'preact/hooks';
-import type { AgentItem, Session } from '../api';
+import { answer } from '../api';
+import type { AgentItem, Session } from '../schemas';
 import { type Context, ErrorText, mount } from '../shell';
 import { agentView, type AgentView } from './agent-view';
 import { Conversation } from './conversation';
@@ -16,7 +17,7 @@ function Chat({ ctx }: { ctx: Context }) {
   const [tab, setTab] = useState<'chat' | 'memory'>('chat');
   const [error, setError] = useState<unknown>();
   useEffect(() => {
-    ctx.api.json<AgentItem[]>('core', '/completions/agents').then((list) => {
+    answer(ctx.api.core.GET('/completions/agents')).then((list) => {
       setAgents(list);
       setAgent(list[0]?.resource.name);
     }, setError);
@@ -48,7 +49,22 @@ function Chat({ ctx }: { ctx: Context }) {
         </div>
         <Sessions ctx={ctx} current={session} onSelect={(s) => (setSession(s), setTab('chat'))} />
       </aside>
-      <main>{tab === 'memory' ? <Memory ctx={ctx} /> : agent && view ? <Conversation ctx={ctx} agent={agent} agentLabel={agents.find((a) => a.resource.name === agent)?.resource.display_name || agent} view={view} session={session} onSession={setSession} /> : <p aria-busy="true">Loading…</p>}</main>
+      <main>
+        {tab === 'memory' ? (
+          <Memory ctx={ctx} />
+        ) : agent && view ? (
+          <Conversation
+            ctx={ctx}
+            agent={agent}
+            agentLabel={agents.find((a) => a.resource.name === agent)?.resource.display_name || agent}
+            view={view}
+            session={session}
+            onSession={setSession}
+          />
+        ) : (
+          <p aria-busy="true">Loading…</p>
+        )}
+      </main>
     </div>
   );
 }

@@ -2,8 +2,9 @@
 // artifacts, the prompt the model was sent, and its rating. Everything comes from the stored message, so a
 // reloaded conversation shows the same as a live one.
 import { useEffect, useState } from 'preact/hooks';
-import type { Citation, CompletionPrompt, FileArtifact, Message, Session, ToolExecutionArtifact } from '../api';
+import { answer, download } from '../api';
 import { ThumbDown, ThumbUp } from '../icons';
+import type { Citation, CompletionPrompt, FileArtifact, Message, Session, ToolExecutionArtifact } from '../schemas';
 import { type Context, ErrorText } from '../shell';
 import type { AgentView } from './agent-view';
 import { Markdown } from './markdown';
@@ -15,7 +16,8 @@ export function Citations({ citations }: { citations: readonly Citation[] }) {
       <ol>
         {citations.map((c) => (
           <li key={c.id}>
-            <cite>{c.title || c.source}</cite> <span class="muted">{c.source}</span> <span class="score">score {c.score.toFixed(2)}</span>
+            <cite>{c.title || c.source}</cite> <span class="muted">{c.source}</span>{' '}
+            <span class="score">score {c.score.toFixed(2)}</span>
             <blockquote>{c.text.length > 300 ? `${c.text.slice(0, 300)}…` : c.text}</blockquote>
           </li>
         ))}
@@ -26,7 +28,8 @@ export function Citations({ citations }: { citations: readonly Citation[] }) {
 
 type Artifact = NonNullable<Message['content_artifacts']>[number];
 const isToolExecution = (a: Artifact): a is ToolExecutionArtifact => a.type === 'ToolExecution';
-const isFile = (a: Artifact): a is FileArtifact => a.type === 'File' && typeof (a as FileArtifact).file_object_id === 'string';
+const isFile = (a: Artifact): a is FileArtifact =>
+  a.type === 'File' && typeof (a as FileArtifact).file_object_id === 'string';
 
 /** A file the answer produced (the code interpreter's): an image inline, anything else as a download. */
 function FileOutput({ ctx, file }: { ctx: Context; file: FileArtifact }) {
@@ -35,10 +38,10 @@ function FileOutput({ ctx, file }: { ctx: Context; file: FileArtifact }) {
   const id = file.file_object_id.split('/').pop() ?? '';
   useEffect(() => {
     let made: string | undefined;
-    ctx.api
-      .call('core', `/files/${encodeURIComponent(id)}/content`)
-      .then((r) => r.blob())
-      .then((b) => setUrl((made = URL.createObjectURL(b))), setError);
+    download(ctx.api.core.GET('/files/{fileId}/content', { params: { path: { fileId: id } }, parseAs: 'blob' })).then(
+      (b) => setUrl((made = URL.createObjectURL(b))),
+      setError,
+    );
     return () => made && URL.revokeObjectURL(made);
   }, [id]);
   return (
@@ -59,7 +62,10 @@ function FileOutput({ ctx, file }: { ctx: Context; file: FileArtifact }) {
   );
 }
 
-/** A content artifact in words: a tool execution by its tool, function, outcome and time; others by their type and name. */
+/**
+ * A content artifact in words: a tool execution by its tool, function, outcome and time; others by their type
+ * and name.
+ */
 function artifactText(a: Artifact): string {
   if (isToolExecution(a)) return `${a.tool_name}: ${a.function_name} (${a.outcome.toLowerCase()}, ${a.duration_ms} ms)`;
   return 'name' in a && typeof a.name === 'string' ? `${a.type}: ${a.name}` : a.type;
@@ -70,7 +76,12 @@ function ViewPrompt({ ctx, session, id }: { ctx: Context; session: Session; id: 
   const [prompt, setPrompt] = useState<CompletionPrompt>();
   const [error, setError] = useState<unknown>();
   const load = () => {
-    if (!prompt) ctx.api.json<CompletionPrompt>('core', `/sessions/${session.id}/completionprompts/${encodeURIComponent(id)}`).then(setPrompt, setError);
+    if (prompt) return;
+    const path = { sessionId: session.id, completionPromptId: id };
+    answer(ctx.api.core.GET('/sessions/{sessionId}/completionprompts/{completionPromptId}', { params: { path } })).then(
+      setPrompt,
+      setError,
+    );
   };
   return (
     <details class="prompt" onToggle={(e) => e.currentTarget.open && load()}>
@@ -90,12 +101,29 @@ function ViewPrompt({ ctx, session, id }: { ctx: Context; session: Session; id: 
   );
 }
 
-export function AssistantMessage({ ctx, view, session, m, sender, onRated }: { ctx: Context; view: AgentView; session: Session; m: Message; sender: string; onRated: (m: Message) => void }) {
+export function AssistantMessage({
+  ctx,
+  view,
+  session,
+  m,
+  sender,
+  onRated,
+}: {
+  ctx: Context;
+  view: AgentView;
+  session: Session;
+  m: Message;
+  sender: string;
+  onRated: (m: Message) => void;
+}) {
   const [error, setError] = useState<unknown>();
   const [shared, setShared] = useState(false);
   const rate = (rating: boolean, share = false) =>
-    ctx.api
-      .json<Message>('core', `/sessions/${session.id}/message/${m.id}/rate`, { method: 'POST', json: { rating, ...(share ? { share_prompt_with_owner: true } : {}) } })
+    ctx.api.core
+      .POST('/sessions/{sessionId}/message/{messageId}/rate', {
+        params: { path: { sessionId: session.id, messageId: m.id } },
+        body: { rating, ...(share ? { share_prompt_with_owner: true } : {}) },
+      })
       .then(() => {
         setShared(share);
         onRated({ ...m, rating });
@@ -123,13 +151,25 @@ export function AssistantMessage({ ctx, view, session, m, sender, onRated }: { c
       )}
       <div class="meta">
         {view.show_message_tokens && <span class="tokens">{m.tokens} completion tokens</span>}
-        {view.show_view_prompt && m.completion_prompt_id && <ViewPrompt ctx={ctx} session={session} id={m.completion_prompt_id} />}
+        {view.show_view_prompt && m.completion_prompt_id && (
+          <ViewPrompt ctx={ctx} session={session} id={m.completion_prompt_id} />
+        )}
         {view.show_message_rating && (
           <span class="rating" role="group" aria-label="Rate this answer">
-            <button class="icon" aria-label="Good answer" aria-pressed={m.rating === true} onClick={() => void rate(true)}>
+            <button
+              class="icon"
+              aria-label="Good answer"
+              aria-pressed={m.rating === true}
+              onClick={() => void rate(true)}
+            >
               <ThumbUp />
             </button>
-            <button class="icon" aria-label="Bad answer" aria-pressed={m.rating === false} onClick={() => void rate(false)}>
+            <button
+              class="icon"
+              aria-label="Bad answer"
+              aria-pressed={m.rating === false}
+              onClick={() => void rate(false)}
+            >
               <ThumbDown />
             </button>
           </span>

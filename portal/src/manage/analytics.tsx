@@ -1,26 +1,43 @@
 // Analytics: the dashboards, the cost per cost center and agent with their budgets, and the abuse report,
 // for Analytics Readers (docs/analytics.md defines each figure).
 import { useEffect, useState } from 'preact/hooks';
+import { answer, API_VERSION } from '../api';
+import type { components, operations } from '../api-types/management';
 import { type Context, ErrorText } from '../shell';
 import { BarChart, DailyChart } from './chart';
-export interface Dashboard {
-  agents: { agent_name: string; total_tokens: number }[];
-  models: { model_deployment_name: string; total_tokens: number }[];
-  users: { username: string; total_tokens: number }[];
+
+type Schemas = components['schemas'];
+type Query = operations['analytics-query']['requestBody']['content']['application/json'];
+
+/**
+ * What each report the portal asks for answers. The document gives a report's `data` as any report's
+ * (AnalyticsResponse), not by its request type: this is which schema each request type answers.
+ */
+interface Reports {
+  Overview: Schemas['AnalyticsOverview'];
+  AllAgents: Schemas['AnalyticsAgentSummary'][];
+  TokenUsageDashboard: Schemas['AnalyticsTokenUsageDashboard'];
+  TopUsers: Schemas['AnalyticsTopUserSummary'][];
+  CostByCostCenter: Schemas['AnalyticsCostReport'];
+  CostByAgent: Schemas['AnalyticsCostReport'];
+  BudgetStatus: Schemas['AnalyticsBudgetStatus'][];
 }
 
 export function Analytics({ ctx }: { ctx: Context }) {
-  const [overview, setOverview] = useState<Record<string, number>>();
-  const [agents, setAgents] = useState<{ agent_name: string; total_conversations: number; total_tokens: number }[]>([]);
-  const [tokens, setTokens] = useState<Dashboard>();
-  const [abuse, setAbuse] = useState<{ username: string; total_requests: number; abuse_risk_score?: number }[]>([]);
+  const [overview, setOverview] = useState<Reports['Overview']>();
+  const [agents, setAgents] = useState<Reports['AllAgents']>([]);
+  const [tokens, setTokens] = useState<Reports['TokenUsageDashboard']>();
+  const [abuse, setAbuse] = useState<Reports['TopUsers']>([]);
   const [error, setError] = useState<unknown>();
   useEffect(() => {
     Promise.all([
-      query<Record<string, number>>(ctx, 'Overview').then(setOverview),
-      query<typeof agents>(ctx, 'AllAgents').then(setAgents),
-      query<Dashboard>(ctx, 'TokenUsageDashboard').then(setTokens),
-      query<typeof abuse>(ctx, 'TopUsers', { filters: { top_count: 10, sort_by: 'Tokens' }, options: { include_abuse_detection: true } }).then(setAbuse),
+      query(ctx, 'Overview').then(setOverview),
+      query(ctx, 'AllAgents').then(setAgents),
+      query(ctx, 'TokenUsageDashboard').then(setTokens),
+      query(ctx, 'TopUsers', {
+        filters: { top_count: 10, sort_by: 'Tokens' },
+        options: { include_abuse_detection: true },
+      }).then(setAbuse),
     ]).catch(setError);
   }, []);
   if (error) return <ErrorText error={error} />;
@@ -37,9 +54,18 @@ export function Analytics({ ctx }: { ctx: Context }) {
           ))}
         </dl>
       )}
-      <BarChart title="Conversations per agent" bars={agents.map((a) => ({ label: a.agent_name, value: a.total_conversations }))} />
-      <BarChart title="Tokens per agent" bars={(tokens?.agents ?? []).map((a) => ({ label: a.agent_name, value: a.total_tokens }))} />
-      <BarChart title="Tokens per model deployment" bars={(tokens?.models ?? []).map((m) => ({ label: m.model_deployment_name, value: m.total_tokens }))} />
+      <BarChart
+        title="Conversations per agent"
+        bars={agents.map((a) => ({ label: a.agent_name, value: a.total_conversations }))}
+      />
+      <BarChart
+        title="Tokens per agent"
+        bars={(tokens?.agents ?? []).map((a) => ({ label: a.agent_name, value: a.total_tokens }))}
+      />
+      <BarChart
+        title="Tokens per model deployment"
+        bars={(tokens?.models ?? []).map((m) => ({ label: m.model_deployment_name, value: m.total_tokens }))}
+      />
       <Costs ctx={ctx} />
       <h3>Abuse report (top users)</h3>
       <table>
@@ -64,42 +90,60 @@ export function Analytics({ ctx }: { ctx: Context }) {
   );
 }
 
-export const query = <T,>(ctx: Context, request_type: string, options: Record<string, unknown> = {}) =>
-  ctx.api.json<{ resource: { data: T } }>('management', '/providers/Svc.Analytics/analytics/query?api-version=2024-02-16', { method: 'POST', json: { request_type, ...options } }).then((r) => r.resource.data);
-
-/** A charge-back report (request types 100 to 103): per group and currency, with a daily series. */
-interface CostReport {
-  totals: { currency: string | null; total_cost: number; requests: number }[];
-  items: { name: string | null; currency: string | null; total_cost: number; requests: number; daily: { date: string; cost: number }[] }[];
+/** One report, as the schema its request type answers. */
+async function query<Type extends keyof Reports>(
+  ctx: Context,
+  request_type: Type,
+  options: Omit<Query, 'request_type'> = {},
+): Promise<Reports[Type]> {
+  const r = await answer(
+    ctx.api.management.POST('/providers/Svc.Analytics/analytics/query', {
+      params: { query: { 'api-version': API_VERSION } },
+      body: { request_type, ...options },
+    }),
+  );
+  // `data` is one of the reports' schemas (above): the one this request type answers.
+  return r.resource.data as Reports[Type];
 }
 
-interface BudgetStanding {
-  name: string;
-  scope: string;
-  limit: number;
-  currency: string;
-  period: string;
-  subjects: { subject: string | null; spent: number; remaining: number }[];
-}
+const money = (amount: number, currency: string | null) =>
+  `${amount.toLocaleString(undefined, { maximumFractionDigits: 6 })}${currency ? ` ${currency}` : ''}`;
 
-const money = (amount: number, currency: string | null) => `${amount.toLocaleString(undefined, { maximumFractionDigits: 6 })}${currency ? ` ${currency}` : ''}`;
-
-/** Cost per cost center and per agent over the last 30 days, each with its daily chart, and where each budget stands. */
+/**
+ * Cost per cost center and per agent over the last 30 days, each with its daily chart, and where each budget
+ * stands.
+ */
 function Costs({ ctx }: { ctx: Context }) {
-  const [centers, setCenters] = useState<CostReport>();
-  const [agents, setAgents] = useState<CostReport>();
-  const [budgets, setBudgets] = useState<BudgetStanding[]>([]);
+  const [centers, setCenters] = useState<Reports['CostByCostCenter']>();
+  const [agents, setAgents] = useState<Reports['CostByAgent']>();
+  const [budgets, setBudgets] = useState<Reports['BudgetStatus']>([]);
   const [error, setError] = useState<unknown>();
   useEffect(() => {
-    Promise.all([query<CostReport>(ctx, 'CostByCostCenter').then(setCenters), query<CostReport>(ctx, 'CostByAgent').then(setAgents), query<BudgetStanding[]>(ctx, 'BudgetStatus').then(setBudgets)]).catch(setError);
+    Promise.all([
+      query(ctx, 'CostByCostCenter').then(setCenters),
+      query(ctx, 'CostByAgent').then(setAgents),
+      query(ctx, 'BudgetStatus').then(setBudgets),
+    ]).catch(setError);
   }, []);
   if (error) return <ErrorText error={error} />;
-  const charts = (title: string, report: CostReport | undefined, none: string) =>
-    (report?.items ?? []).map((i) => <DailyChart key={`${title}-${i.name}-${i.currency}`} title={`${title} ${i.name ?? none}`} unit={i.currency ?? ''} days={i.daily.map((d) => ({ date: d.date, value: d.cost }))} />);
+  /** A charge-back report (per group and currency) as a daily chart per group. */
+  const charts = (title: string, report: Schemas['AnalyticsCostReport'] | undefined, none: string) =>
+    (report?.items ?? []).map((i) => (
+      <DailyChart
+        key={`${title}-${i.name}-${i.currency}`}
+        title={`${title} ${i.name ?? none}`}
+        unit={i.currency ?? ''}
+        days={i.daily.map((d) => ({ date: d.date, value: d.cost }))}
+      />
+    ));
   return (
     <section aria-label="Cost">
       <h3>Cost, last 30 days</h3>
-      <p>{centers?.totals.length ? centers.totals.map((t) => `${money(t.total_cost, t.currency)} over ${t.requests} requests`).join('; ') : 'No priced calls in this period.'}</p>
+      <p>
+        {centers?.totals.length
+          ? centers.totals.map((t) => `${money(t.total_cost, t.currency)} over ${t.requests} requests`).join('; ')
+          : 'No priced calls in this period.'}
+      </p>
       {charts('Cost center', centers, '(none)')}
       {charts('Agent', agents, '')}
       <h3>Budgets</h3>

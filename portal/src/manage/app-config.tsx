@@ -3,14 +3,17 @@
 // docs/api-decisions.md, Prices and budgets). Each writes app configuration resources through the
 // Management API, which checks them; its message is shown when it refuses one.
 import { useEffect, useState } from 'preact/hooks';
-import { ApiError } from '../api';
+import { answer } from '../api';
+import { ApiError } from '../api-error';
 import { text, unwrap, type Resource } from '../resource';
 import { ErrorText, submitTo, type Context } from '../shell';
+import { listResources } from './read-resources';
 
-const setting = (key: string) => `/providers/Svc.Configuration/appConfigurations/${encodeURIComponent(key)}`;
+const SETTING = '/providers/Svc.Configuration/appConfigurations/{name}';
 
 /** Writes one app configuration value. */
-const write = (ctx: Context, key: string, value: string) => ctx.api.call('management', setting(key), { method: 'POST', json: { name: key, key, value } });
+const write = (ctx: Context, key: string, value: string) =>
+  ctx.api.management.POST(SETTING, { params: { path: { name: key } }, body: { name: key, key, value } });
 
 /** The branding settings: the field of GET /branding and the app configuration key behind it. */
 const BRANDING = [
@@ -28,8 +31,8 @@ export function BrandingForm({ ctx, onSaved }: { ctx: Context; onSaved: () => vo
   const [error, setError] = useState<unknown>();
   const [saved, setSaved] = useState(false);
   const read = () =>
-    ctx.api.json<Record<string, unknown>>('core', '/branding').then((b) => {
-      const v = Object.fromEntries(BRANDING.map(([field]) => [field, text(b[field])]));
+    answer(ctx.api.core.GET('/branding')).then((b) => {
+      const v = Object.fromEntries(BRANDING.map(([field]) => [field, b[field]]));
       setLoaded(v);
       setValues(v);
     }, setError);
@@ -53,7 +56,11 @@ export function BrandingForm({ ctx, onSaved }: { ctx: Context; onSaved: () => vo
       {BRANDING.map(([field, , label]) => (
         <div key={field}>
           <label for={`b-${field}`}>{label}</label>
-          <input id={`b-${field}`} value={values[field] ?? ''} onInput={(e) => setValues({ ...values, [field]: e.currentTarget.value })} />
+          <input
+            id={`b-${field}`}
+            value={values[field] ?? ''}
+            onInput={(e) => setValues({ ...values, [field]: e.currentTarget.value })}
+          />
         </div>
       ))}
       <ErrorText error={error} />
@@ -84,13 +91,21 @@ const PARTITIONS = [
   ['None', 'everyone together'],
 ] as const;
 
-const fresh = (): Quota => ({ name: '', context: ALL_AGENTS, metric: 'requests', metric_partition: 'UserPrincipalName', metric_limit: 60, metric_window_seconds: 60, lockout_duration_seconds: 0 });
+const fresh = (): Quota => ({
+  name: '',
+  context: ALL_AGENTS,
+  metric: 'requests',
+  metric_partition: 'UserPrincipalName',
+  metric_limit: 60,
+  metric_window_seconds: 60,
+  lockout_duration_seconds: 0,
+});
 
 /** A list setting's stored definitions (a JSON array): none when the key is absent or deleted. */
 async function readList<T>(ctx: Context, key: string, what: string): Promise<T[]> {
   let stored: Resource;
   try {
-    stored = unwrap(await ctx.api.json<Resource | { resource: Resource }>('management', setting(key)));
+    stored = unwrap(await answer(ctx.api.management.GET(SETTING, { params: { path: { name: key } } })));
   } catch (e) {
     if (e instanceof ApiError && e.status === 404) return [];
     throw e;
@@ -121,7 +136,10 @@ function useListSetting<T>(ctx: Context, key: string, what: string, onSaved: () 
     });
   useEffect(() => {
     void read();
-    void ctx.api.all<Resource | { resource: Resource }>('management', '/providers/Svc.Agent/agents').then((l) => setAgents(l.map(unwrap).filter((a) => !a.deleted).map((a) => a.name)), setError);
+    void listResources(ctx.api, 'Svc.Agent/agents').then(
+      (l) => setAgents(l.filter((a) => !a.deleted).map((a) => a.name)),
+      setError,
+    );
   }, []);
   const save = async () => {
     setSaved(false);
@@ -140,7 +158,16 @@ function useListSetting<T>(ctx: Context, key: string, what: string, onSaved: () 
  * Svc:Quota:Definitions holds. An agent's quota names it from the agents the caller can list.
  */
 export function QuotasForm({ ctx, onSaved }: { ctx: Context; onSaved: () => void }) {
-  const { list: quotas, setList: setQuotas, agents, error, setError, saved, save, change } = useListSetting<Quota>(ctx, QUOTA_KEY, 'quota definitions', onSaved);
+  const {
+    list: quotas,
+    setList: setQuotas,
+    agents,
+    error,
+    setError,
+    saved,
+    save,
+    change,
+  } = useListSetting<Quota>(ctx, QUOTA_KEY, 'quota definitions', onSaved);
   if (!quotas) return <ErrorText error={error} />;
   const agentOf = (q: Quota) => (q.context.startsWith(`${ALL_AGENTS}:`) ? q.context.slice(ALL_AGENTS.length + 1) : '');
   return (
@@ -149,10 +176,22 @@ export function QuotasForm({ ctx, onSaved }: { ctx: Context; onSaved: () => void
       {quotas.length === 0 && <p class="muted">No quotas: completions are not limited.</p>}
       {quotas.map((q, i) => {
         const id = (field: string) => `q${i}-${field}`;
-        const number = (field: 'metric_limit' | 'metric_window_seconds' | 'lockout_duration_seconds', label: string, min: number) => (
+        const number = (
+          field: 'metric_limit' | 'metric_window_seconds' | 'lockout_duration_seconds',
+          label: string,
+          min: number,
+        ) => (
           <div>
             <label for={id(field)}>{label}</label>
-            <input id={id(field)} type="number" min={min} step={1} required value={q[field]} onInput={(e) => change(i, { [field]: e.currentTarget.valueAsNumber })} />
+            <input
+              id={id(field)}
+              type="number"
+              min={min}
+              step={1}
+              required
+              value={q[field]}
+              onInput={(e) => change(i, { [field]: e.currentTarget.valueAsNumber })}
+            />
           </div>
         );
         return (
@@ -160,11 +199,22 @@ export function QuotasForm({ ctx, onSaved }: { ctx: Context; onSaved: () => void
             <legend>Quota {i + 1}</legend>
             <div>
               <label for={id('name')}>Name</label>
-              <input id={id('name')} required value={q.name} onInput={(e) => change(i, { name: e.currentTarget.value })} />
+              <input
+                id={id('name')}
+                required
+                value={q.name}
+                onInput={(e) => change(i, { name: e.currentTarget.value })}
+              />
             </div>
             <div>
               <label for={id('agent')}>Applies to</label>
-              <select id={id('agent')} value={agentOf(q)} onChange={(e) => change(i, { context: e.currentTarget.value ? `${ALL_AGENTS}:${e.currentTarget.value}` : ALL_AGENTS })}>
+              <select
+                id={id('agent')}
+                value={agentOf(q)}
+                onChange={(e) =>
+                  change(i, { context: e.currentTarget.value ? `${ALL_AGENTS}:${e.currentTarget.value}` : ALL_AGENTS })
+                }
+              >
                 <option value="">All agents</option>
                 {[...new Set([...agents, agentOf(q)].filter(Boolean))].map((a) => (
                   <option key={a} value={a}>
@@ -175,14 +225,22 @@ export function QuotasForm({ ctx, onSaved }: { ctx: Context; onSaved: () => void
             </div>
             <div>
               <label for={id('metric')}>Counts</label>
-              <select id={id('metric')} value={q.metric} onChange={(e) => change(i, { metric: e.currentTarget.value as Quota['metric'] })}>
+              <select
+                id={id('metric')}
+                value={q.metric}
+                onChange={(e) => change(i, { metric: e.currentTarget.value as Quota['metric'] })}
+              >
                 <option value="requests">requests</option>
                 <option value="tokens">tokens of completed calls</option>
               </select>
             </div>
             <div>
               <label for={id('partition')}>Per</label>
-              <select id={id('partition')} value={q.metric_partition} onChange={(e) => change(i, { metric_partition: e.currentTarget.value as Quota['metric_partition'] })}>
+              <select
+                id={id('partition')}
+                value={q.metric_partition}
+                onChange={(e) => change(i, { metric_partition: e.currentTarget.value as Quota['metric_partition'] })}
+              >
                 {PARTITIONS.map(([value, label]) => (
                   <option key={value} value={value}>
                     {label}
@@ -195,9 +253,18 @@ export function QuotasForm({ ctx, onSaved }: { ctx: Context; onSaved: () => void
             {number('lockout_duration_seconds', 'Lockout once exceeded (seconds)', 0)}
             <div>
               <label for={id('description')}>Description</label>
-              <input id={id('description')} value={q.description ?? ''} onInput={(e) => change(i, { description: e.currentTarget.value || undefined })} />
+              <input
+                id={id('description')}
+                value={q.description ?? ''}
+                onInput={(e) => change(i, { description: e.currentTarget.value || undefined })}
+              />
             </div>
-            <button type="button" class="link" aria-label={`Remove quota ${i + 1}`} onClick={() => setQuotas(quotas.filter((_, j) => j !== i))}>
+            <button
+              type="button"
+              class="link"
+              aria-label={`Remove quota ${i + 1}`}
+              onClick={() => setQuotas(quotas.filter((_, j) => j !== i))}
+            >
               Remove
             </button>
           </fieldset>
@@ -240,12 +307,26 @@ const SCOPES = [
 /** A budget changed to another scope keeps only the fields that scope takes. */
 function scoped(b: Budget, scope: Budget['scope']): Budget {
   const { agent_name: agent, cost_center: center, ...rest } = b;
-  return { ...rest, scope, ...(scope !== 'instance' && scope !== 'cost_center' && agent ? { agent_name: agent } : {}), ...(scope === 'cost_center' ? { cost_center: center ?? '' } : {}) };
+  return {
+    ...rest,
+    scope,
+    ...(scope !== 'instance' && scope !== 'cost_center' && agent ? { agent_name: agent } : {}),
+    ...(scope === 'cost_center' ? { cost_center: center ?? '' } : {}),
+  };
 }
 
 /** The budgets as a list of definitions to edit, add and remove; saved together as the JSON Svc:Budgets holds. */
 export function BudgetsForm({ ctx, onSaved }: { ctx: Context; onSaved: () => void }) {
-  const { list: budgets, setList: setBudgets, agents, error, setError, saved, save, change } = useListSetting<Budget>(ctx, BUDGET_KEY, 'budgets', onSaved);
+  const {
+    list: budgets,
+    setList: setBudgets,
+    agents,
+    error,
+    setError,
+    saved,
+    save,
+    change,
+  } = useListSetting<Budget>(ctx, BUDGET_KEY, 'budgets', onSaved);
   if (!budgets) return <ErrorText error={error} />;
   return (
     <form class="properties" aria-label="Budgets" onSubmit={submitTo(save, setError)}>
@@ -259,11 +340,22 @@ export function BudgetsForm({ ctx, onSaved }: { ctx: Context; onSaved: () => voi
             <legend>Budget {i + 1}</legend>
             <div>
               <label for={id('name')}>Name</label>
-              <input id={id('name')} required value={b.name} onInput={(e) => change(i, { name: e.currentTarget.value })} />
+              <input
+                id={id('name')}
+                required
+                value={b.name}
+                onInput={(e) => change(i, { name: e.currentTarget.value })}
+              />
             </div>
             <div>
               <label for={id('scope')}>Caps</label>
-              <select id={id('scope')} value={b.scope} onChange={(e) => setBudgets(budgets.map((x, j) => (j === i ? scoped(x, e.currentTarget.value as Budget['scope']) : x)))}>
+              <select
+                id={id('scope')}
+                value={b.scope}
+                onChange={(e) =>
+                  setBudgets(budgets.map((x, j) => (j === i ? scoped(x, e.currentTarget.value as Budget['scope']) : x)))
+                }
+              >
                 {SCOPES.map(([value, label]) => (
                   <option key={value} value={value}>
                     {label}
@@ -274,7 +366,12 @@ export function BudgetsForm({ ctx, onSaved }: { ctx: Context; onSaved: () => voi
             {agentChoice && (
               <div>
                 <label for={id('agent')}>Agent</label>
-                <select id={id('agent')} required={b.scope === 'agent'} value={b.agent_name ?? ''} onChange={(e) => change(i, { agent_name: e.currentTarget.value || undefined })}>
+                <select
+                  id={id('agent')}
+                  required={b.scope === 'agent'}
+                  value={b.agent_name ?? ''}
+                  onChange={(e) => change(i, { agent_name: e.currentTarget.value || undefined })}
+                >
                   {b.scope !== 'agent' && <option value="">All agents</option>}
                   {b.scope === 'agent' && !b.agent_name && <option value="">Choose an agent</option>}
                   {[...new Set([...agents, b.agent_name ?? ''].filter(Boolean))].map((a) => (
@@ -288,20 +385,43 @@ export function BudgetsForm({ ctx, onSaved }: { ctx: Context; onSaved: () => voi
             {b.scope === 'cost_center' && (
               <div>
                 <label for={id('center')}>Cost center</label>
-                <input id={id('center')} required value={b.cost_center ?? ''} onInput={(e) => change(i, { cost_center: e.currentTarget.value })} />
+                <input
+                  id={id('center')}
+                  required
+                  value={b.cost_center ?? ''}
+                  onInput={(e) => change(i, { cost_center: e.currentTarget.value })}
+                />
               </div>
             )}
             <div>
               <label for={id('limit')}>Limit</label>
-              <input id={id('limit')} type="number" min={0} step="any" required value={b.limit} onInput={(e) => change(i, { limit: e.currentTarget.valueAsNumber })} />
+              <input
+                id={id('limit')}
+                type="number"
+                min={0}
+                step="any"
+                required
+                value={b.limit}
+                onInput={(e) => change(i, { limit: e.currentTarget.valueAsNumber })}
+              />
             </div>
             <div>
               <label for={id('currency')}>Currency</label>
-              <input id={id('currency')} required maxLength={3} value={b.currency} onInput={(e) => change(i, { currency: e.currentTarget.value.toUpperCase() })} />
+              <input
+                id={id('currency')}
+                required
+                maxLength={3}
+                value={b.currency}
+                onInput={(e) => change(i, { currency: e.currentTarget.value.toUpperCase() })}
+              />
             </div>
             <div>
               <label for={id('period')}>Per</label>
-              <select id={id('period')} value={b.period} onChange={(e) => change(i, { period: e.currentTarget.value as Budget['period'] })}>
+              <select
+                id={id('period')}
+                value={b.period}
+                onChange={(e) => change(i, { period: e.currentTarget.value as Budget['period'] })}
+              >
                 <option value="day">day (UTC)</option>
                 <option value="week">week (from Monday, UTC)</option>
                 <option value="month">month (UTC)</option>
@@ -309,9 +429,18 @@ export function BudgetsForm({ ctx, onSaved }: { ctx: Context; onSaved: () => voi
             </div>
             <div>
               <label for={id('description')}>Description</label>
-              <input id={id('description')} value={b.description ?? ''} onInput={(e) => change(i, { description: e.currentTarget.value || undefined })} />
+              <input
+                id={id('description')}
+                value={b.description ?? ''}
+                onInput={(e) => change(i, { description: e.currentTarget.value || undefined })}
+              />
             </div>
-            <button type="button" class="link" aria-label={`Remove budget ${i + 1}`} onClick={() => setBudgets(budgets.filter((_, j) => j !== i))}>
+            <button
+              type="button"
+              class="link"
+              aria-label={`Remove budget ${i + 1}`}
+              onClick={() => setBudgets(budgets.filter((_, j) => j !== i))}
+            >
               Remove
             </button>
           </fieldset>
@@ -319,7 +448,12 @@ export function BudgetsForm({ ctx, onSaved }: { ctx: Context; onSaved: () => voi
       })}
       <ErrorText error={error} />
       <div class="row">
-        <button type="button" onClick={() => setBudgets([...budgets, { name: '', scope: 'instance', limit: 100, currency: 'USD', period: 'month' }])}>
+        <button
+          type="button"
+          onClick={() =>
+            setBudgets([...budgets, { name: '', scope: 'instance', limit: 100, currency: 'USD', period: 'month' }])
+          }
+        >
           Add budget
         </button>
         <button type="submit">Save budgets</button>

@@ -3,8 +3,9 @@
 // The JSON stays the one source: a control reads its field from it and writes the field back into it, so
 // fields without a control (nested settings) are edited in the JSON and nothing is lost between the two.
 import { useEffect, useState } from 'preact/hooks';
-import { text, unwrap, type Resource } from '../resource';
+import { text, type Resource } from '../resource';
 import type { Context } from '../shell';
+import { type ListPath, listResources, PLUGINS } from './read-resources';
 
 /** A field shown only while another field of the definition has one of these values (a tool's type). */
 type When = { when?: { field: string; values: readonly string[] } };
@@ -14,14 +15,14 @@ type Field = When &
     | { field: string; label: string; kind: 'text' | 'multiline' | 'number' | 'lines' }
     | { field: string; label: string; kind: 'choice'; options: readonly string[] }
     /** The object id of another resource (or several: `refs`), from the list at `path`, those `pick` keeps. */
-    | { field: string; label: string; kind: 'ref' | 'refs'; path: string; pick?: (r: Resource) => boolean }
+    | { field: string; label: string; kind: 'ref' | 'refs'; path: ListPath; pick?: (r: Resource) => boolean }
   );
 
 const description: Field = { field: 'description', label: 'Description', kind: 'text' };
 const MODELS = 'Svc.AIModel/aiModels';
-const PLUGINS = 'Svc.Platform/plugins';
 const only = (field: string, ...values: string[]) => ({ when: { field, values } });
-const ofCategory = (category: string) => (r: Resource) => r.category === category && !text(r.name).startsWith('Dotnet-');
+const ofCategory = (category: string) => (r: Resource) =>
+  r.category === category && !text(r.name).startsWith('Dotnet-');
 
 /** Controls per resource type (keys of the portal's sections), in the order a form shows them. */
 export const FIELDS: Record<string, readonly Field[]> = {
@@ -35,41 +36,114 @@ export const FIELDS: Record<string, readonly Field[]> = {
     description,
     { field: 'workflow_type', label: 'Workflow type', kind: 'choice', options: ['chat', 'external'] },
     { field: 'workflow_host', label: 'Workflow host', kind: 'choice', options: ['builtin'] },
-    { field: 'main_ai_model_object_id', label: 'Main AI model', kind: 'ref', path: MODELS, ...only('workflow_type', 'chat') },
-    { field: 'main_prompt_object_id', label: 'Main prompt', kind: 'ref', path: 'Svc.Prompt/prompts', ...only('workflow_type', 'chat') },
-    { field: 'plugin_object_id', label: 'Workflow plugin', kind: 'ref', path: PLUGINS, pick: ofCategory('agent workflow'), ...only('workflow_type', 'external') },
+    {
+      field: 'main_ai_model_object_id',
+      label: 'Main AI model',
+      kind: 'ref',
+      path: MODELS,
+      ...only('workflow_type', 'chat'),
+    },
+    {
+      field: 'main_prompt_object_id',
+      label: 'Main prompt',
+      kind: 'ref',
+      path: 'Svc.Prompt/prompts',
+      ...only('workflow_type', 'chat'),
+    },
+    {
+      field: 'plugin_object_id',
+      label: 'Workflow plugin',
+      kind: 'ref',
+      path: PLUGINS,
+      pick: ofCategory('agent workflow'),
+      ...only('workflow_type', 'external'),
+    },
   ],
   tools: [
     description,
-    { field: 'tool_type', label: 'Tool type', kind: 'choice', options: ['knowledge', 'mcp', 'plugin', 'code-interpreter'] },
+    {
+      field: 'tool_type',
+      label: 'Tool type',
+      kind: 'choice',
+      options: ['knowledge', 'mcp', 'plugin', 'code-interpreter'],
+    },
     { field: 'index_name', label: 'Knowledge index', kind: 'text', ...only('tool_type', 'knowledge') },
-    { field: 'retrieval', label: 'Retrieval', kind: 'choice', options: ['always', 'on_demand'], ...only('tool_type', 'knowledge') },
+    {
+      field: 'retrieval',
+      label: 'Retrieval',
+      kind: 'choice',
+      options: ['always', 'on_demand'],
+      ...only('tool_type', 'knowledge'),
+    },
     { field: 'top_n', label: 'Passages retrieved', kind: 'number', ...only('tool_type', 'knowledge') },
-    { field: 'url', label: 'Server URL (streamable HTTP, or platform://memory)', kind: 'text', ...only('tool_type', 'mcp') },
+    {
+      field: 'url',
+      label: 'Server URL (streamable HTTP, or platform://memory)',
+      kind: 'text',
+      ...only('tool_type', 'mcp'),
+    },
     { field: 'allowed_tools', label: 'Allowed tools (one per line)', kind: 'lines', ...only('tool_type', 'mcp') },
-    { field: 'authentication_type', label: 'Authentication', kind: 'choice', options: ['None', 'APIKey', 'AzureIdentity'], ...only('tool_type', 'mcp') },
-    { field: 'plugin_object_id', label: 'Tool plugin', kind: 'ref', path: PLUGINS, pick: ofCategory('agent tool'), ...only('tool_type', 'plugin') },
+    {
+      field: 'authentication_type',
+      label: 'Authentication',
+      kind: 'choice',
+      options: ['None', 'APIKey', 'AzureIdentity'],
+      ...only('tool_type', 'mcp'),
+    },
+    {
+      field: 'plugin_object_id',
+      label: 'Tool plugin',
+      kind: 'ref',
+      path: PLUGINS,
+      pick: ofCategory('agent tool'),
+      ...only('tool_type', 'plugin'),
+    },
   ],
-  prompts: [description, { field: 'category', label: 'Category', kind: 'text' }, { field: 'prefix', label: 'Prefix (the system prompt)', kind: 'multiline' }, { field: 'suffix', label: 'Suffix', kind: 'multiline' }],
+  prompts: [
+    description,
+    { field: 'category', label: 'Category', kind: 'text' },
+    { field: 'prefix', label: 'Prefix (the system prompt)', kind: 'multiline' },
+    { field: 'suffix', label: 'Suffix', kind: 'multiline' },
+  ],
   models: [
     description,
     { field: 'model_type', label: 'Model type', kind: 'choice', options: ['completion', 'embedding', 'realtime'] },
     { field: 'deployment_name', label: 'Deployment name', kind: 'text' },
-    { field: 'api_endpoint_object_id', label: 'API endpoint', kind: 'ref', path: 'Svc.Configuration/apiEndpointConfigurations' },
+    {
+      field: 'api_endpoint_object_id',
+      label: 'API endpoint',
+      kind: 'ref',
+      path: 'Svc.Configuration/apiEndpointConfigurations',
+    },
     { field: 'cost_per_1k_prompt_tokens', label: 'Cost per 1,000 prompt tokens', kind: 'number' },
     { field: 'cost_per_1k_completion_tokens', label: 'Cost per 1,000 completion tokens', kind: 'number' },
   ],
   endpoints: [
     description,
-    { field: 'provider', label: 'Provider', kind: 'choice', options: ['openai', 'azure-openai', 'azure-content-safety'] },
+    {
+      field: 'provider',
+      label: 'Provider',
+      kind: 'choice',
+      options: ['openai', 'azure-openai', 'azure-content-safety'],
+    },
     { field: 'url', label: 'URL', kind: 'text' },
     { field: 'api_version', label: 'API version', kind: 'text' },
-    { field: 'authentication_type', label: 'Authentication', kind: 'choice', options: ['None', 'APIKey', 'AzureIdentity'] },
+    {
+      field: 'authentication_type',
+      label: 'Authentication',
+      kind: 'choice',
+      options: ['None', 'APIKey', 'AzureIdentity'],
+    },
     { field: 'timeout_seconds', label: 'Timeout (seconds)', kind: 'number' },
   ],
   dataSources: [
     description,
-    { field: 'data_source_type', label: 'Data source type', kind: 'choice', options: ['AzureBlob', 'AzureDataLake', 'SharePointOnline', 'Web'] },
+    {
+      field: 'data_source_type',
+      label: 'Data source type',
+      kind: 'choice',
+      options: ['AzureBlob', 'AzureDataLake', 'SharePointOnline', 'Web'],
+    },
     { field: 'container', label: 'Blob container (AzureBlob)', kind: 'text' },
     { field: 'account_url', label: 'Storage account URL (AzureBlob; empty: the service’s own)', kind: 'text' },
     { field: 'urls', label: 'URL prefixes (Web; one per line)', kind: 'lines' },
@@ -95,17 +169,21 @@ function shown(f: Field, v: unknown): string {
 function stored(f: Field, value: string): unknown {
   if (value.trim() === '') return undefined;
   if (f.kind === 'number') return Number(value);
-  if (f.kind === 'lines' || f.kind === 'refs') return value.split('\n').map((l) => l.trim()).filter(Boolean);
+  if (f.kind === 'lines' || f.kind === 'refs')
+    return value
+      .split('\n')
+      .map((l) => l.trim())
+      .filter(Boolean);
   return value;
 }
 
 /** The resources a `ref` control offers: their names and object ids. */
-function useChoices(ctx: Context, paths: readonly string[]): Record<string, Resource[]> {
-  const [choices, setChoices] = useState<Record<string, Resource[]>>({});
+function useChoices(ctx: Context, paths: readonly ListPath[]): Partial<Record<ListPath, Resource[]>> {
+  const [choices, setChoices] = useState<Partial<Record<ListPath, Resource[]>>>({});
   useEffect(() => {
     for (const path of paths) {
-      void ctx.api.all<Resource | { resource: Resource }>('management', `/providers/${path}`).then(
-        (l) => setChoices((c) => ({ ...c, [path]: l.map(unwrap).filter((r) => !r.deleted) })),
+      void listResources(ctx.api, path).then(
+        (l) => setChoices((c) => ({ ...c, [path]: l.filter((r) => !r.deleted) })),
         () => undefined, // A list the caller may not read: the object id can still be typed in the JSON.
       );
     }
@@ -117,7 +195,17 @@ function useChoices(ctx: Context, paths: readonly string[]): Record<string, Reso
  * One control. It keeps what is typed (a trailing newline, `1.`) while that still means the definition's
  * value, and shows the definition's value again once the JSON changes it.
  */
-function Control({ f, value, options, onValue }: { f: Field; value: unknown; options: { value: string; label: string }[]; onValue: (v: unknown) => void }) {
+function Control({
+  f,
+  value,
+  options,
+  onValue,
+}: {
+  f: Field;
+  value: unknown;
+  options: { value: string; label: string }[];
+  onValue: (v: unknown) => void;
+}) {
   const current = shown(f, value);
   const [typed, setTyped] = useState(current);
   const draft = shown(f, stored(f, typed)) === current ? typed : current;
@@ -141,7 +229,12 @@ function Control({ f, value, options, onValue }: { f: Field; value: unknown; opt
         {options.length === 0 && <span class="muted">None yet</span>}
         {options.map((o) => (
           <label key={o.value} class="check">
-            <input type="checkbox" checked={chosen.includes(o.value)} onChange={(e) => toggle(o.value, e.currentTarget.checked)} /> {o.label}
+            <input
+              type="checkbox"
+              checked={chosen.includes(o.value)}
+              onChange={(e) => toggle(o.value, e.currentTarget.checked)}
+            />{' '}
+            {o.label}
           </label>
         ))}
       </fieldset>
@@ -155,7 +248,10 @@ function Control({ f, value, options, onValue }: { f: Field; value: unknown; opt
       ) : f.kind === 'choice' || f.kind === 'ref' ? (
         <select id={id} value={draft} onChange={onInput}>
           <option value="">(none)</option>
-          {(options.some((o) => o.value === draft) || !draft ? options : [...options, { value: draft, label: draft }]).map((o) => (
+          {(options.some((o) => o.value === draft) || !draft
+            ? options
+            : [...options, { value: draft, label: draft }]
+          ).map((o) => (
             <option key={o.value} value={o.value}>
               {o.label}
             </option>
@@ -172,7 +268,17 @@ function Control({ f, value, options, onValue }: { f: Field; value: unknown; opt
  * The controls of one resource type over `definition` (the parsed JSON; undefined while it does not parse,
  * when the controls are disabled). `onChange` gets the definition with the one field changed.
  */
-export function DefinitionFields({ ctx, kind, definition, onChange }: { ctx: Context; kind: string; definition: Record<string, unknown> | undefined; onChange: (d: Record<string, unknown>) => void }) {
+export function DefinitionFields({
+  ctx,
+  kind,
+  definition,
+  onChange,
+}: {
+  ctx: Context;
+  kind: string;
+  definition: Record<string, unknown> | undefined;
+  onChange: (d: Record<string, unknown>) => void;
+}) {
   const fields = FIELDS[kind] ?? [];
   const choices = useChoices(
     ctx,
@@ -183,7 +289,9 @@ export function DefinitionFields({ ctx, kind, definition, onChange }: { ctx: Con
     f.kind === 'choice'
       ? f.options.map((o) => ({ value: o, label: o }))
       : f.kind === 'ref' || f.kind === 'refs'
-        ? (choices[f.path] ?? []).filter((r) => !f.pick || f.pick(r)).map((r) => ({ value: text(r.object_id), label: r.name }))
+        ? (choices[f.path] ?? [])
+            .filter((r) => !f.pick || f.pick(r))
+            .map((r) => ({ value: text(r.object_id), label: r.name }))
         : [];
   const visible = fields.filter((f) => !f.when || f.when.values.includes(text(definition?.[f.when.field])));
   return (

@@ -1,57 +1,52 @@
 // An agent's evaluations: define one (its JSON), run it, follow its runs, and put two runs side by side, case
 // by case, with the agent version each ran on. Prompts raters shared with a thumbs-down can be made cases.
 import { useEffect, useState } from 'preact/hooks';
+import { answer } from '../api';
+import type { components } from '../api-types/management';
+import type { Definition, EvaluationCandidate, EvaluationRun } from '../schemas';
 import { type Context, ErrorText, TableHead, submitTo } from '../shell';
 import { EditorForm, objectOf } from './editor';
 
-interface Evaluation {
-  name: string;
-  cases: { user_prompt: string; expect: Record<string, unknown> }[];
-  [field: string]: unknown;
-}
-interface CaseResult {
-  user_prompt: string;
-  passed: boolean;
-  reason: string;
-  latency_ms: number;
-  cost: number;
-}
-interface Run {
-  name: string;
-  status: string;
-  agent_version: number | null;
-  pass_rate: number | null;
-  total_cost: number;
-  duration_ms: number | null;
-  created_on: string;
-  results: CaseResult[];
-}
-interface Candidate {
-  id: string;
-  user_prompt: string;
-  comments: string | null;
-}
+const EVALUATIONS = '/providers/Svc.Agent/agents/{agentName}/evaluations';
+
+/**
+ * An evaluation as the list gives it. The document gives it as an open object (Evaluation); it is the
+ * definition evaluations-upsert takes, with the agent's name the service adds (and upsert does not take).
+ */
+type Evaluation = Definition<'evaluations-upsert'> & { agent_name?: string };
+const evaluationOf = (e: components['schemas']['Evaluation']) => e as Evaluation;
+
+/** What the runs table shows of a run (a run just started is shown before the service lists it). */
+type Run = Pick<
+  EvaluationRun,
+  'name' | 'status' | 'agent_version' | 'pass_rate' | 'total_cost' | 'duration_ms' | 'created_on' | 'results'
+>;
+type CaseResult = Run['results'][number];
 
 const FINISHED = new Set(['Completed', 'Failed']);
 const EXAMPLE = { name: 'smoke', cases: [{ user_prompt: 'Hello', expect: { contains: 'hello' } }] };
 const percent = (r: Run) => (r.pass_rate === null ? '…' : `${Math.round(r.pass_rate * 100)}%`);
-const verdict = (c: CaseResult | undefined) => (c ? `${c.passed ? 'Passed' : 'Failed'}: ${c.reason} (${c.latency_ms} ms)` : '');
+const verdict = (c: CaseResult | undefined) =>
+  c ? `${c.passed ? 'Passed' : 'Failed'}: ${c.reason} (${c.latency_ms} ms)` : '';
 
 export function Evaluations({ ctx, agent }: { ctx: Context; agent: string }) {
-  const base = `/providers/Svc.Agent/agents/${encodeURIComponent(agent)}`;
   const [evaluations, setEvaluations] = useState<Evaluation[]>([]);
   const [selected, setSelected] = useState<string>();
   const [editing, setEditing] = useState<string>();
   const [runs, setRuns] = useState<Run[]>([]);
   const [compared, setCompared] = useState<string[]>([]);
-  const [candidates, setCandidates] = useState<Candidate[]>([]);
+  const [candidates, setCandidates] = useState<EvaluationCandidate[]>([]);
   const [error, setError] = useState<unknown>();
   const load = () => {
-    ctx.api.json<Evaluation[]>('management', `${base}/evaluations`).then((l) => {
-      setEvaluations(l);
-      setSelected((s) => s ?? l[0]?.name);
+    const path = { agentName: agent };
+    answer(ctx.api.management.GET(EVALUATIONS, { params: { path } })).then((l) => {
+      const list = l.map(evaluationOf);
+      setEvaluations(list);
+      setSelected((s) => s ?? list[0]?.name);
     }, setError);
-    ctx.api.json<Candidate[]>('management', `${base}/evaluation-candidates`).then(setCandidates, setError);
+    answer(
+      ctx.api.management.GET('/providers/Svc.Agent/agents/{agentName}/evaluation-candidates', { params: { path } }),
+    ).then(setCandidates, setError);
   };
   useEffect(load, [agent]);
   // The selected evaluation's runs, read again every second while one is not finished.
@@ -60,7 +55,11 @@ export function Evaluations({ ctx, agent }: { ctx: Context; agent: string }) {
     let timer: ReturnType<typeof setTimeout> | undefined;
     let live = true;
     const read = () =>
-      ctx.api.json<Run[]>('management', `${base}/evaluations/${encodeURIComponent(selected)}/runs`).then((l) => {
+      answer(
+        ctx.api.management.GET(`${EVALUATIONS}/{name}/runs`, {
+          params: { path: { agentName: agent, name: selected } },
+        }),
+      ).then((l) => {
         if (!live) return;
         setRuns(l);
         if (l.some((r) => !FINISHED.has(r.status))) timer = setTimeout(() => void read(), 1000);
@@ -72,18 +71,31 @@ export function Evaluations({ ctx, agent }: { ctx: Context; agent: string }) {
     };
   }, [selected, runs.length]);
   const start = (name: string) =>
-    ctx.api.call('management', `${base}/evaluations/${encodeURIComponent(name)}/run`, { method: 'POST' }).then(() => {
+    ctx.api.management.POST(`${EVALUATIONS}/{name}/run`, { params: { path: { agentName: agent, name } } }).then(() => {
       setSelected(name);
-      setRuns((l) => [{ name: 'pending', status: 'Pending', agent_version: null, pass_rate: null, total_cost: 0, duration_ms: null, created_on: new Date().toISOString(), results: [] }, ...l]);
+      setRuns((l) => [
+        {
+          name: 'pending',
+          status: 'Pending',
+          agent_version: null,
+          pass_rate: null,
+          total_cost: 0,
+          duration_ms: null,
+          created_on: new Date().toISOString(),
+          results: [],
+        },
+        ...l,
+      ]);
     }, setError);
-  const toggle = (name: string) => setCompared((c) => (c.includes(name) ? c.filter((n) => n !== name) : [...c.slice(-1), name]));
+  const toggle = (name: string) =>
+    setCompared((c) => (c.includes(name) ? c.filter((n) => n !== name) : [...c.slice(-1), name]));
   const pair = compared.map((n) => runs.find((r) => r.name === n)).filter((r) => r !== undefined);
   return (
     <section class="evaluations" aria-label={`Evaluations of ${agent}`}>
       <h3>Evaluations</h3>
       <ErrorText error={error} />
       {editing !== undefined ? (
-        <EvaluationEditor ctx={ctx} base={base} initial={editing} onDone={() => (setEditing(undefined), load())} />
+        <EvaluationEditor ctx={ctx} agent={agent} initial={editing} onDone={() => (setEditing(undefined), load())} />
       ) : (
         <button onClick={() => setEditing(JSON.stringify(EXAMPLE, null, 2))}>New evaluation</button>
       )}
@@ -102,7 +114,25 @@ export function Evaluations({ ctx, agent }: { ctx: Context; agent: string }) {
                 <button class="link" aria-label={`Run ${e.name}`} onClick={() => void start(e.name)}>
                   Run
                 </button>
-                <button class="link" aria-label={`Edit ${e.name}`} onClick={() => setEditing(JSON.stringify({ name: e.name, ...(e.judge_ai_model_object_id ? { judge_ai_model_object_id: e.judge_ai_model_object_id } : {}), cases: e.cases }, null, 2))}>
+                <button
+                  class="link"
+                  aria-label={`Edit ${e.name}`}
+                  onClick={() =>
+                    setEditing(
+                      JSON.stringify(
+                        {
+                          name: e.name,
+                          ...(e.judge_ai_model_object_id
+                            ? { judge_ai_model_object_id: e.judge_ai_model_object_id }
+                            : {}),
+                          cases: e.cases,
+                        },
+                        null,
+                        2,
+                      ),
+                    )
+                  }
+                >
                   Edit
                 </button>
               </td>
@@ -127,7 +157,13 @@ export function Evaluations({ ctx, agent }: { ctx: Context; agent: string }) {
             {runs.map((r) => (
               <tr key={r.name}>
                 <td>
-                  <input type="checkbox" aria-label={`Compare the run of ${new Date(r.created_on).toLocaleString()}`} disabled={!FINISHED.has(r.status)} checked={compared.includes(r.name)} onChange={() => toggle(r.name)} />
+                  <input
+                    type="checkbox"
+                    aria-label={`Compare the run of ${new Date(r.created_on).toLocaleString()}`}
+                    disabled={!FINISHED.has(r.status)}
+                    checked={compared.includes(r.name)}
+                    onChange={() => toggle(r.name)}
+                  />
                 </td>
                 <td>{new Date(r.created_on).toLocaleString()}</td>
                 <td>{r.status}</td>
@@ -141,7 +177,9 @@ export function Evaluations({ ctx, agent }: { ctx: Context; agent: string }) {
         </table>
       )}
       {pair.length === 2 && <SideBySide a={pair[0] as Run} b={pair[1] as Run} />}
-      {candidates.length > 0 && <Candidates ctx={ctx} base={base} candidates={candidates} evaluations={evaluations} onChange={load} />}
+      {candidates.length > 0 && (
+        <Candidates ctx={ctx} agent={agent} candidates={candidates} evaluations={evaluations} onChange={load} />
+      )}
     </section>
   );
 }
@@ -178,48 +216,120 @@ function SideBySide({ a, b }: { a: Run; b: Run }) {
   );
 }
 
-function EvaluationEditor({ ctx, base, initial, onDone }: { ctx: Context; base: string; initial: string; onDone: () => void }) {
+/** Saves an evaluation's definition (the upsert's path names it by its name). */
+const saveEvaluation = (ctx: Context, agent: string, definition: Evaluation) =>
+  ctx.api.management.POST(`${EVALUATIONS}/{name}`, {
+    params: { path: { agentName: agent, name: definition.name } },
+    body: definition,
+  });
+
+function EvaluationEditor({
+  ctx,
+  agent,
+  initial,
+  onDone,
+}: {
+  ctx: Context;
+  agent: string;
+  initial: string;
+  onDone: () => void;
+}) {
   const [json, setJson] = useState(initial);
   const save = async () => {
     const body = objectOf(json);
     if (!body || typeof body.name !== 'string') throw new Error('The evaluation is not a JSON object with a name');
-    await ctx.api.call('management', `${base}/evaluations/${encodeURIComponent(body.name)}`, { method: 'POST', json: body });
+    // Typed in by hand: the API checks the definition against its schema, and its message is shown.
+    await saveEvaluation(ctx, agent, body as Evaluation);
     onDone();
   };
   return (
     <EditorForm save={save} submit="Save evaluation" onCancel={onDone}>
-      <label for="evaluation-json">Evaluation (JSON: name, cases with user_prompt and expect, judge_ai_model_object_id)</label>
-      <textarea id="evaluation-json" rows={12} spellcheck={false} value={json} onInput={(e) => setJson(e.currentTarget.value)} />
+      <label for="evaluation-json">
+        Evaluation (JSON: name, cases with user_prompt and expect, judge_ai_model_object_id)
+      </label>
+      <textarea
+        id="evaluation-json"
+        rows={12}
+        spellcheck={false}
+        value={json}
+        onInput={(e) => setJson(e.currentTarget.value)}
+      />
     </EditorForm>
   );
 }
 
 /** Prompts raters shared: each made a case of an evaluation (with what a good answer contains), or dismissed. */
-function Candidates({ ctx, base, candidates, evaluations, onChange }: { ctx: Context; base: string; candidates: Candidate[]; evaluations: Evaluation[]; onChange: () => void }) {
+function Candidates({
+  ctx,
+  agent,
+  candidates,
+  evaluations,
+  onChange,
+}: {
+  ctx: Context;
+  agent: string;
+  candidates: EvaluationCandidate[];
+  evaluations: Evaluation[];
+  onChange: () => void;
+}) {
   return (
     <section aria-label="Shared prompts">
       <h4>Prompts raters shared with a thumbs-down</h4>
       <ul class="candidates">
         {candidates.map((c) => (
-          <CandidateCase key={c.id} ctx={ctx} base={base} candidate={c} evaluations={evaluations} onChange={onChange} />
+          <CandidateCase
+            key={c.id}
+            ctx={ctx}
+            agent={agent}
+            candidate={c}
+            evaluations={evaluations}
+            onChange={onChange}
+          />
         ))}
       </ul>
     </section>
   );
 }
 
-function CandidateCase({ ctx, base, candidate: c, evaluations, onChange }: { ctx: Context; base: string; candidate: Candidate; evaluations: Evaluation[]; onChange: () => void }) {
+function CandidateCase({
+  ctx,
+  agent,
+  candidate: c,
+  evaluations,
+  onChange,
+}: {
+  ctx: Context;
+  agent: string;
+  candidate: EvaluationCandidate;
+  evaluations: Evaluation[];
+  onChange: () => void;
+}) {
   // The evaluations may load after the candidates: until the owner picks one, the first listed is the target.
   const [picked, setPicked] = useState<string>();
   const target = picked ?? evaluations[0]?.name ?? '';
   const [contains, setContains] = useState('');
   const [error, setError] = useState<unknown>();
-  const dismiss = () => ctx.api.call('management', `${base}/evaluation-candidates/${c.id}`, { method: 'DELETE' });
+  const dismiss = () =>
+    ctx.api.management.DELETE('/providers/Svc.Agent/agents/{agentName}/evaluation-candidates/{candidateId}', {
+      params: { path: { agentName: agent, candidateId: c.id } },
+    });
   const add = async () => {
     const evaluation = evaluations.find((e) => e.name === target);
     if (!evaluation) throw new Error('Pick an evaluation');
-    const { object_id: _o, created_on: _c, created_by: _cb, updated_on: _u, updated_by: _ub, agent_name: _a, type: _t, ...definition } = evaluation;
-    await ctx.api.call('management', `${base}/evaluations/${encodeURIComponent(evaluation.name)}`, { method: 'POST', json: { ...definition, cases: [...evaluation.cases, { user_prompt: c.user_prompt, expect: { contains } }] } });
+    const {
+      object_id: _o,
+      created_on: _c,
+      created_by: _cb,
+      updated_on: _u,
+      updated_by: _ub,
+      agent_name: _a,
+      type: _t,
+      ...definition
+    } = evaluation;
+    await saveEvaluation(ctx, agent, {
+      ...definition,
+      cases: [...evaluation.cases, { user_prompt: c.user_prompt, expect: { contains } }],
+    });
     await dismiss();
     onChange();
   };

@@ -1,15 +1,17 @@
 // A resource's history: its versions newest first, the fields two of them differ in side by side, and
 // Restore, which makes an earlier version current again as a new version.
 import { useEffect, useState } from 'preact/hooks';
+import { answer } from '../api';
 import { type Resource, unwrap } from '../resource';
 import { type Context, ErrorText, TableHead } from '../shell';
 import { SERVICE_FIELDS } from './editor';
+import type { SectionPath } from './types';
 
-interface Version {
-  version: number;
-  updated_on: string;
-  updated_by: string;
-}
+/** A version as the versions list gives it (the same for every resource type). */
+type Version = Awaited<ReturnType<typeof versionsOf>>[number];
+
+const versionsOf = (ctx: Context, path: SectionPath, name: string) =>
+  answer(ctx.api.management.GET(`/providers/${path}/{name}/versions`, { params: { path: { name } } }));
 
 const shown = (v: unknown) => (v === undefined ? '(not set)' : JSON.stringify(v, null, 2));
 
@@ -19,14 +21,23 @@ export function changedFields(a: Resource, b: Resource): string[] {
   return [...fields].filter((f) => JSON.stringify(a[f]) !== JSON.stringify(b[f])).sort();
 }
 
-export function History({ ctx, path, name, onRestored }: { ctx: Context; path: string; name: string; onRestored: () => void }) {
-  const base = `/providers/${path}/${encodeURIComponent(name)}/versions`;
+export function History({
+  ctx,
+  path,
+  name,
+  onRestored,
+}: {
+  ctx: Context;
+  path: SectionPath;
+  name: string;
+  onRestored: () => void;
+}) {
   const [versions, setVersions] = useState<Version[]>([]);
   const [pair, setPair] = useState<[number, number]>();
   const [definitions, setDefinitions] = useState<[Resource, Resource]>();
   const [error, setError] = useState<unknown>();
   const load = () =>
-    ctx.api.json<Version[]>('management', base).then((list) => {
+    versionsOf(ctx, path, name).then((list) => {
       setVersions(list);
       const [newest, previous] = list;
       if (newest) setPair([previous?.version ?? newest.version, newest.version]);
@@ -36,12 +47,18 @@ export function History({ ctx, path, name, onRestored }: { ctx: Context; path: s
   }, [path, name]);
   useEffect(() => {
     if (!pair) return;
-    const read = (v: number) => ctx.api.json<{ resource: Resource }>('management', `${base}/${v}`).then(unwrap);
+    const read = (version: number) =>
+      answer(
+        ctx.api.management.GET(`/providers/${path}/{name}/versions/{version}`, { params: { path: { name, version } } }),
+      ).then(unwrap);
     Promise.all([read(pair[0]), read(pair[1])]).then(([a, b]) => setDefinitions([a, b]), setError);
   }, [pair?.[0], pair?.[1]]);
   const restore = (v: number) => {
     if (!confirm(`Make version ${v} of ${name} current again? It becomes a new version; nothing is lost.`)) return;
-    ctx.api.call('management', `${base}/${v}/restore`, { method: 'POST' }).then(() => {
+    const restored = ctx.api.management.POST(`/providers/${path}/{name}/versions/{version}/restore`, {
+      params: { path: { name, version: v } },
+    });
+    restored.then(() => {
       onRestored();
       return load();
     }, setError);
@@ -66,10 +83,22 @@ export function History({ ctx, path, name, onRestored }: { ctx: Context; path: s
               <td>{v.updated_by}</td>
               <td>
                 <label class="check">
-                  <input type="radio" name="history-a" checked={pair?.[0] === v.version} onChange={() => pick(0, v.version)} /> A
+                  <input
+                    type="radio"
+                    name="history-a"
+                    checked={pair?.[0] === v.version}
+                    onChange={() => pick(0, v.version)}
+                  />{' '}
+                  A
                 </label>{' '}
                 <label class="check">
-                  <input type="radio" name="history-b" checked={pair?.[1] === v.version} onChange={() => pick(1, v.version)} /> B
+                  <input
+                    type="radio"
+                    name="history-b"
+                    checked={pair?.[1] === v.version}
+                    onChange={() => pick(1, v.version)}
+                  />{' '}
+                  B
                 </label>
               </td>
               <td>

@@ -1,32 +1,41 @@
 // Plugin packages: upload by version, the version history, downloads.
 import { useEffect, useState } from 'preact/hooks';
-import { type Resource, text, unwrap } from '../resource';
+import { answer, API_VERSION, download } from '../api';
+import type { components } from '../api-types/management';
+import { formData } from '../multipart';
+import type { Definition, PluginPackage, PluginPackageVersion } from '../schemas';
 import { type Context, ErrorText, TableHead, FilePicker, saveAs } from '../shell';
-export const PACKAGES = '/providers/Svc.Platform/pluginPackages';
-/** Every call of the plugin APIs names their version. */
-export const API_VERSION = 'api-version=2024-02-16';
 
-export interface PackageVersion {
-  package_version: string;
-  file_name: string;
-  size: number;
-  sha256: string;
-  source: string;
-  uploaded_on: string;
-  uploaded_by: string;
-}
+const PACKAGE = '/providers/Svc.Platform/pluginPackages/{packageName}';
+/** Every call of the plugin APIs names their version. */
+const VERSIONED: { 'api-version': typeof API_VERSION } = { 'api-version': API_VERSION };
+
+/** A package's resource as an upload sends it (JSON text beside the file). */
+type PackageResource = Definition<'plugin-packages-upsert'>;
+const RUNTIMES: readonly PackageResource['package_runtime'][] = ['Python', 'Dotnet'];
 
 /** A package's versions, newest first, each downloadable as uploaded, and the plugins of the current one. */
 export function PackageVersions({ ctx, name }: { ctx: Context; name: string }) {
-  const path = `${PACKAGES}/${encodeURIComponent(name)}`;
-  const [pkg, setPkg] = useState<{ current_version: string; versions: PackageVersion[]; plugins: string[] }>();
+  const [pkg, setPkg] = useState<PluginPackage>();
   const [error, setError] = useState<unknown>();
-  useEffect(() => void ctx.api.json<Resource | { resource: Resource }>('management', `${path}?${API_VERSION}`).then((r) => setPkg(unwrap(r) as unknown as typeof pkg), setError), [name]);
-  const download = (v: PackageVersion) =>
-    ctx.api
-      .call('management', `${path}?${API_VERSION}&loadContent=true&version=${encodeURIComponent(v.package_version)}`)
-      .then((r) => saveAs(r, v.file_name))
+  const path = { packageName: name };
+  useEffect(
+    () =>
+      void answer(ctx.api.management.GET(PACKAGE, { params: { path, query: VERSIONED } })).then(
+        (r) => setPkg(r.resource),
+        setError,
+      ),
+    [name],
+  );
+  const save = (v: PluginPackageVersion) => {
+    const file = ctx.api.management.GET(PACKAGE, {
+      params: { path, query: { ...VERSIONED, loadContent: 'true', version: v.package_version } },
+      parseAs: 'blob',
+    });
+    return download(file)
+      .then((file) => saveAs(file, v.file_name))
       .catch(setError);
+  };
   return (
     <section aria-label={`Versions of ${name}`}>
       <h3>{name}</h3>
@@ -62,7 +71,11 @@ export function PackageVersions({ ctx, name }: { ctx: Context; name: string }) {
                     <code title={v.sha256}>{v.sha256.slice(0, 12)}</code>
                   </td>
                   <td>
-                    <button class="link" aria-label={`Download ${name} ${v.package_version}`} onClick={() => void download(v)}>
+                    <button
+                      class="link"
+                      aria-label={`Download ${name} ${v.package_version}`}
+                      onClick={() => void save(v)}
+                    >
                       Download
                     </button>
                   </td>
@@ -78,20 +91,37 @@ export function PackageVersions({ ctx, name }: { ctx: Context; name: string }) {
 }
 
 export function Packages({ ctx }: { ctx: Context }) {
-  const [items, setItems] = useState<Resource[]>([]);
+  const [items, setItems] = useState<components['schemas']['PluginPackageSummary'][]>([]);
   const [selected, setSelected] = useState<string>();
   const [shown, setShown] = useState(0);
   const [error, setError] = useState<unknown>();
-  const [form, setForm] = useState({ name: '', runtime: 'Python', version: '1.0.0' });
-  const load = () => ctx.api.all<Resource | { resource: Resource }>('management', `${PACKAGES}?${API_VERSION}`).then((l) => setItems(l.map(unwrap)), setError);
+  const [form, setForm] = useState<{ name: string; runtime: PackageResource['package_runtime']; version: string }>({
+    name: '',
+    runtime: 'Python',
+    version: '1.0.0',
+  });
+  // One list, not paged.
+  const load = () =>
+    answer(ctx.api.management.GET('/providers/Svc.Platform/pluginPackages', { params: { query: VERSIONED } })).then(
+      (l) => setItems(l.map((p) => p.resource)),
+      setError,
+    );
   useEffect(() => void load(), []);
   const upload = async (file: File) => {
     setError(undefined);
-    const body = new FormData();
-    body.set('file', file);
-    body.set('resource', JSON.stringify({ type: 'plugin-package', name: form.name, package_runtime: form.runtime, package_version: form.version, package_store_type: 'Private' }));
+    const resource: PackageResource = {
+      type: 'plugin-package',
+      name: form.name,
+      package_runtime: form.runtime,
+      package_version: form.version,
+      package_store_type: 'Private',
+    };
     const name = `${form.runtime}-${form.name}`;
-    await ctx.api.call('management', `${PACKAGES}/${encodeURIComponent(name)}?${API_VERSION}`, { method: 'POST', body });
+    await ctx.api.management.POST(PACKAGE, {
+      params: { path: { packageName: name }, query: VERSIONED },
+      body: { file, resource: JSON.stringify(resource) },
+      bodySerializer: formData,
+    });
     await load();
     setSelected(name);
     setShown((n) => n + 1);
@@ -105,9 +135,9 @@ export function Packages({ ctx }: { ctx: Context }) {
           {items.map((p) => (
             <tr key={p.name}>
               <td>{p.name}</td>
-              <td>{text(p.package_runtime)}</td>
-              <td>{text(p.current_version)}</td>
-              <td>{Array.isArray(p.versions) ? p.versions.length : ''}</td>
+              <td>{p.package_runtime}</td>
+              <td>{p.current_version}</td>
+              <td>{p.versions.length}</td>
               <td>
                 <button class="link" aria-label={`Versions of ${p.name}`} onClick={() => setSelected(p.name)}>
                   Versions
@@ -121,12 +151,23 @@ export function Packages({ ctx }: { ctx: Context }) {
         <label for="pkg-name">Name</label>
         <input id="pkg-name" value={form.name} onInput={(e) => setForm({ ...form, name: e.currentTarget.value })} />
         <label for="pkg-runtime">Runtime</label>
-        <select id="pkg-runtime" value={form.runtime} onChange={(e) => setForm({ ...form, runtime: e.currentTarget.value })}>
-          <option>Python</option>
-          <option>Dotnet</option>
+        <select
+          id="pkg-runtime"
+          value={form.runtime}
+          onChange={(e) =>
+            setForm({ ...form, runtime: RUNTIMES.find((r) => r === e.currentTarget.value) ?? form.runtime })
+          }
+        >
+          {RUNTIMES.map((r) => (
+            <option key={r}>{r}</option>
+          ))}
         </select>
         <label for="pkg-version">Version</label>
-        <input id="pkg-version" value={form.version} onInput={(e) => setForm({ ...form, version: e.currentTarget.value })} />
+        <input
+          id="pkg-version"
+          value={form.version}
+          onInput={(e) => setForm({ ...form, version: e.currentTarget.value })}
+        />
         <FilePicker id="pkg-file" label="Upload package file…" onFile={(file) => void upload(file).catch(setError)} />
       </form>
       <ErrorText error={error} />

@@ -1,7 +1,8 @@
 // The runs of data pipelines, followed until they finish.
 import { useEffect, useState } from 'preact/hooks';
-import { type Resource, text, unwrap } from '../resource';
+import { type Resource, text } from '../resource';
 import { type Context, ErrorText } from '../shell';
+import { listResources, readResource } from './read-resources';
 const RUN_FINISHED = new Set(['Completed', 'Failed']);
 
 /**
@@ -14,18 +15,18 @@ export function PipelineRuns({ ctx, refresh }: { ctx: Context; refresh: number }
   useEffect(() => {
     let timer: ReturnType<typeof setTimeout> | undefined;
     let live = true;
-    const path = '/providers/Svc.DataPipeline/dataPipelineRuns';
-    const read = (name: string) => ctx.api.json<Resource | { resource: Resource }>('management', `${path}/${encodeURIComponent(name)}`).then(unwrap);
+    const path = 'Svc.DataPipeline/dataPipelineRuns';
+    const read = (name: string) => readResource(ctx.api, path, name);
     const show = async (known: Resource[]) => {
-      const all = await Promise.all(known.map((r) => (RUN_FINISHED.has(text(r.status)) ? Promise.resolve(r) : read(r.name))));
+      const all = await Promise.all(
+        known.map((r) => (RUN_FINISHED.has(text(r.status)) ? Promise.resolve(r) : read(r.name))),
+      );
       if (!live) return;
       setRuns(all.sort((a, b) => text(b.started_on).localeCompare(text(a.started_on))));
-      if (all.some((r) => !RUN_FINISHED.has(text(r.status)))) timer = setTimeout(() => void show(all).catch(setError), 1000);
+      if (all.some((r) => !RUN_FINISHED.has(text(r.status))))
+        timer = setTimeout(() => void show(all).catch(setError), 1000);
     };
-    ctx.api
-      .all<Resource | { resource: Resource }>('management', path)
-      .then((l) => show(l.map(unwrap)))
-      .catch(setError);
+    listResources(ctx.api, path).then(show).catch(setError);
     return () => {
       live = false;
       clearTimeout(timer);
@@ -52,7 +53,13 @@ export function PipelineRuns({ ctx, refresh }: { ctx: Context; refresh: number }
               <td>{text(r.data_pipeline_object_id).split('/').pop()}</td>
               <td>{text(r.status)}</td>
               <td>{runCounts(r)}</td>
-              <td class="muted">{Array.isArray(r.errors) ? (r.errors as { source?: unknown; message?: unknown }[]).map((e) => `${text(e.source)}: ${text(e.message)}`).join('; ') : ''}</td>
+              <td class="muted">
+                {Array.isArray(r.errors)
+                  ? (r.errors as { source?: unknown; message?: unknown }[])
+                      .map((e) => `${text(e.source)}: ${text(e.message)}`)
+                      .join('; ')
+                  : ''}
+              </td>
             </tr>
           ))}
         </tbody>
@@ -64,5 +71,6 @@ export function PipelineRuns({ ctx, refresh }: { ctx: Context; refresh: number }
 /** A run's counts as table text: documents, partitions and failed documents. */
 export const runCounts = (r: Resource): string => {
   const c = (r.counts ?? {}) as Record<string, unknown>;
-  return `${text(c.documents) || 0} documents, ${text(c.partitions) || 0} partitions, ${text(c.failed_documents) || 0} failed`;
+  const count = (n: unknown) => text(n) || 0;
+  return `${count(c.documents)} documents, ${count(c.partitions)} partitions, ${count(c.failed_documents)} failed`;
 };

@@ -1,6 +1,6 @@
 // One section of resources: the list (with deleted ones on request), the editor, delete and purge.
 import { useEffect, useState } from 'preact/hooks';
-import { type Resource, unwrap } from '../resource';
+import type { Resource } from '../resource';
 import { type Context, ErrorText, TableHead } from '../shell';
 import { AgentProperties } from './agent-properties';
 import { AgentTokens } from './agent-tokens';
@@ -9,6 +9,7 @@ import { Editor } from './editor';
 import { Evaluations } from './evaluations';
 import { History } from './history';
 import { PipelineRuns } from './pipeline-runs';
+import { listResources } from './read-resources';
 import { RoleAssignmentForm } from './role-assignment-form';
 import { NewFromTemplate } from './templates';
 import { details, TYPES } from './types';
@@ -22,10 +23,13 @@ export function Resources({ ctx, kind }: { ctx: Context; kind: keyof typeof TYPE
   const [runs, setRuns] = useState(0);
   const [showDeleted, setShowDeleted] = useState(false);
   const [error, setError] = useState<unknown>();
-  const runPipeline = (r: Resource) => ctx.api.call('management', `/providers/${t.path}/${encodeURIComponent(r.name)}/process`, { method: 'POST' }).then(() => setRuns((n) => n + 1), setError);
+  const runPipeline = (r: Resource) =>
+    ctx.api.management
+      .POST('/providers/Svc.DataPipeline/dataPipelines/{name}/process', { params: { path: { name: r.name } } })
+      .then(() => setRuns((n) => n + 1), setError);
   // Deleted resources are listed only when asked for: they can then be purged (and their names used again).
   const load = (deleted = showDeleted) =>
-    ctx.api.all<Resource | { resource: Resource }>('management', `/providers/${t.path}${deleted ? '?includeDeleted=true' : ''}`).then((l) => setItems(l.map(unwrap).filter((r) => deleted || !r.deleted)), setError);
+    listResources(ctx.api, t.path, deleted).then((l) => setItems(l.filter((r) => deleted || !r.deleted)), setError);
   useEffect(() => {
     setEditing(undefined);
     setSelected(undefined);
@@ -33,11 +37,19 @@ export function Resources({ ctx, kind }: { ctx: Context; kind: keyof typeof TYPE
     setCreated([]);
     void load();
   }, [kind]);
-  const act = (r: Resource, question: string, path: string, method: string) => {
-    if (confirm(question)) ctx.api.call('management', `/providers/${t.path}/${encodeURIComponent(r.name)}${path}`, { method }).then(() => load(), setError);
+  /** Makes the call once the question is confirmed, then lists the resources again. */
+  const confirmed = (question: string, call: () => Promise<unknown>) => {
+    if (confirm(question)) call().then(() => load(), setError);
   };
-  const remove = (r: Resource) => act(r, `Delete ${r.name}? It can be purged afterwards.`, '', 'DELETE');
-  const purge = (r: Resource) => act(r, `Purge ${r.name} permanently? This cannot be undone.`, '/purge', 'POST');
+  const named = (r: Resource) => ({ params: { path: { name: r.name } } });
+  const remove = (r: Resource) =>
+    confirmed(`Delete ${r.name}? It can be purged afterwards.`, () =>
+      ctx.api.management.DELETE(`/providers/${t.path}/{name}`, named(r)),
+    );
+  const purge = (r: Resource) =>
+    confirmed(`Purge ${r.name} permanently? This cannot be undone.`, () =>
+      ctx.api.management.POST(`/providers/${t.path}/{name}/purge`, named(r)),
+    );
   return (
     <section aria-label={t.title}>
       <h2>{t.title}</h2>
