@@ -31,7 +31,7 @@ async function seed(store: ReturnType<typeof openSqliteStore>, messages: number,
   const started = Date.now();
   const now = Date.now();
   const at = (i: number, n: number) => new Date(now - 29 * 86_400_000 + Math.floor((i / n) * 29 * 86_400_000)).toISOString();
-  const sessions = store.container<MessageDoc>('sessions');
+  const sessions = store.container('sessions');
   const chunk = 20_000;
   for (let i = 0; i < messages; i += chunk) {
     const docs: MessageDoc[] = [];
@@ -42,7 +42,7 @@ async function seed(store: ReturnType<typeof openSqliteStore>, messages: number,
     }
     await sessions.createMany(docs);
   }
-  const records = store.container<UsageDoc>('usage');
+  const records = store.container('usage');
   for (let i = 0; i < usage; i += chunk) {
     const docs: UsageDoc[] = [];
     for (let j = i; j < Math.min(usage, i + chunk); j++) {

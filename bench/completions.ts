@@ -2,7 +2,7 @@
 // through POST /completions with a session (history read and written each turn), at concurrency 1 and 32.
 import http from 'node:http';
 import { performance } from 'node:perf_hooks';
-import { operationKey, type OperationDoc } from '../shared/completions/operations.js';
+import { operationKey } from '../shared/completions/operations.js';
 import { startMcpServer } from '../scripts/mock-mcp.js';
 import { startMockLlm } from '../scripts/mock-llm.js';
 import type { BenchApp } from './app.js';
@@ -143,7 +143,7 @@ export async function benchCompletions(app: BenchApp, seconds: number): Promise<
   // Status polls read the status container: measured on a completed operation.
   const now = new Date().toISOString();
   const key = operationKey(app.principal.upn, 'bench-op');
-  await app.services.store.container<OperationDoc>('operations').upsert({
+  await app.services.store.container('operations').upsert({
     id: key,
     pk: key,
     operation_id: 'bench-op',

@@ -7,7 +7,7 @@ import { defineRoute } from '../shared/http/route.js';
 import { GUID } from '../shared/schemas.js';
 import { pagedJson, pagedResponse, PageQuery } from '../shared/http/paging.js';
 import { json } from '../shared/http/types.js';
-import { objectIdOf, partitionOf, resourceId, ResourceName } from '../shared/providers/types/resource-type.js';
+import { objectIdOf, partitionOf, resourceId, ResourceName, resourcesOf } from '../shared/providers/types/resource-type.js';
 import { agents, type AgentDoc } from '../shared/providers/types/agent.js';
 import type { AgentTokens } from '../shared/auth/agent-tokens.js';
 import type { Pager } from '../shared/http/paging.js';
@@ -51,7 +51,7 @@ const TokenView = z
   .meta({ id: 'AgentAccessToken' });
 
 async function liveAgent(services: AgentTokensRoutesDeps, name: string): Promise<AgentDoc> {
-  const agent = await services.store.container<AgentDoc>('resources').read(partitionOf(agents), resourceId(name));
+  const agent = await resourcesOf(services.store, agents).read(partitionOf(agents), resourceId(name));
   if (!agent || agent.deleted) throw notFound(`Agent ${name} not found`);
   return agent;
 }

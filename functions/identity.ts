@@ -1,10 +1,11 @@
 // Identity: the calling principal with its role assignments, and principal search.
 import { z } from 'zod';
-import { ROLE_ASSIGNMENTS_PK, type RoleAssignmentDoc } from '../shared/providers/types/authorization.js';
+import { ROLE_ASSIGNMENTS_PK, roleAssignments } from '../shared/providers/types/authorization.js';
 import { ROLES_BY_ID } from '../shared/providers/types/roles.js';
 import { defineRoute } from '../shared/http/route.js';
 import { InstanceParams } from '../shared/schemas.js';
 import { json } from '../shared/http/types.js';
+import { resourcesOf } from '../shared/providers/types/resource-type.js';
 
 const Assignment = z.object({
   name: z.string(),
@@ -50,9 +51,7 @@ export const routes = [
     responses: { 200: { description: 'The caller', schema: Identity } },
     handler: async ({ services, principal }) => {
       const ids = [principal.id, ...principal.groups];
-      const { items } = await services.store
-        .container<RoleAssignmentDoc>('resources')
-        .query({ partition: ROLE_ASSIGNMENTS_PK, where: [{ field: 'principal_id', op: 'in', value: ids }, { field: 'deleted', op: 'ne', value: true }], orderBy: [{ field: 'scope' }] });
+      const { items } = await resourcesOf(services.store, roleAssignments).query({ partition: ROLE_ASSIGNMENTS_PK, where: [{ field: 'principal_id', op: 'in', value: ids }, { field: 'deleted', op: 'ne', value: true }], orderBy: [{ field: 'scope' }] });
       return json(200, {
         id: principal.id,
         upn: principal.upn,

@@ -2,17 +2,30 @@
 // records the schema version). Version 2 case-folds keys: resource ids are case-folded names, access tokens
 // are keyed by the agent's resource id, users' data by the case-folded UPN, and async operations by owner.
 import { operationKey } from './completions/operations.js';
+import { narrowed } from './store/narrowed.js';
 import { META_PK } from './store/stored-key.js';
-import { ConflictError, type Container, type Doc, type DocumentStore } from './store/types.js';
+import { ConflictError, type Container, type Doc, type DocumentStore, type Stored } from './store/types.js';
 
 const SCHEMA_VERSION = 2;
-const MARKER = { pk: META_PK, id: 'schema' };
 
-type Any = Doc & Record<string, unknown>;
+/** The document that records the store's schema version. */
+interface MarkerDoc extends Doc {
+  version: number;
+  migrated_on: string;
+}
+
+declare module './store/types.js' {
+  interface StoredDocs {
+    'resources/schema': MarkerDoc;
+  }
+}
+
+const MARKER = { pk: META_PK, id: 'schema' };
+const isMarker = (doc: Doc): doc is MarkerDoc => doc.pk === MARKER.pk && doc.id === MARKER.id;
 
 /** Every document of a container whose key `rekey` changes, read before anything is moved. */
-async function pending(container: Container<Any>, rekey: (doc: Any) => Any | undefined): Promise<[Any, Any][]> {
-  const moves: [Any, Any][] = [];
+async function pending<T extends Doc>(container: Container<T>, rekey: (doc: Stored<T>) => T | undefined): Promise<[Stored<T>, T][]> {
+  const moves: [Stored<T>, T][] = [];
   let continuation: string | undefined;
   do {
     const page = await container.query({ limit: 500, ...(continuation ? { continuation } : {}) });
@@ -26,10 +39,12 @@ async function pending(container: Container<Any>, rekey: (doc: Any) => Any | und
   return moves;
 }
 
-async function move(container: Container<Any>, rekey: (doc: Any) => Any | undefined): Promise<number> {
+async function move<T extends Doc>(container: Container<T>, rekey: (doc: Stored<T>) => T | undefined): Promise<number> {
   const moves = await pending(container, rekey);
   for (const [from, to] of moves) {
-    const { _etag: _e, ...body } = to as Any & { _etag?: string };
+    // The copy is written as a new document: the ETag read with the old one goes.
+    const body = { ...to };
+    Reflect.deleteProperty(body, '_etag');
     try {
       await container.create(body);
     } catch (e) {
@@ -41,27 +56,27 @@ async function move(container: Container<Any>, rekey: (doc: Any) => Any | undefi
   return moves.length;
 }
 
-const lower = (v: unknown) => (typeof v === 'string' ? v.toLowerCase() : v);
-
 /** Case-folds the owner fields of a user's document. */
-const byOwner = (doc: Any): Any => ({ ...doc, pk: doc.pk.toLowerCase(), ...(typeof doc.upn === 'string' ? { upn: lower(doc.upn) } : {}) });
+const byOwner = <T extends Doc>(doc: Stored<T>): T => ({ ...doc, pk: doc.pk.toLowerCase(), ...('upn' in doc && typeof doc.upn === 'string' ? { upn: doc.upn.toLowerCase() } : {}) });
 
 /** Brings the store to the current schema; cheap (one read) once it is there. */
 export async function migrate(store: DocumentStore, log: (message: string) => void = () => undefined): Promise<void> {
-  const resources = store.container<Any>('resources');
-  const marker = await resources.read(MARKER.pk, MARKER.id);
-  if (typeof marker?.version === 'number' && marker.version >= SCHEMA_VERSION) return;
+  const resources = store.container('resources');
+  const markers = narrowed(resources, isMarker);
+  const marker = await markers.read(MARKER.pk, MARKER.id);
+  if (marker && marker.version >= SCHEMA_VERSION) return;
   const moved = [
     await move(resources, (d) => ({ ...d, id: d.id.toLowerCase() })),
-    await move(store.container<Any>('tokens'), (d) => ({ ...d, pk: d.pk.toLowerCase() })),
-    ...(await Promise.all(['sessions', 'memories', 'files', 'usage'].map((name) => move(store.container<Any>(name), byOwner)))),
-    await move(store.container<Any>('operations'), (d) => {
-      const upn = (d.principal as { upn?: unknown } | undefined)?.upn;
-      if (typeof upn !== 'string' || typeof d.operation_id !== 'string') return undefined;
-      const key = operationKey(upn, d.operation_id);
+    await move(store.container('tokens'), (d) => ({ ...d, pk: d.pk.toLowerCase() })),
+    await move(store.container('sessions'), byOwner),
+    await move(store.container('memories'), byOwner),
+    await move(store.container('files'), byOwner),
+    await move(store.container('usage'), byOwner),
+    await move(store.container('operations'), (d) => {
+      const key = operationKey(d.principal.upn, d.operation_id);
       return { ...d, id: key, pk: key };
     }),
   ].reduce((a, b) => a + b, 0);
-  await resources.upsert({ ...MARKER, version: SCHEMA_VERSION, migrated_on: new Date().toISOString() });
+  await markers.upsert({ ...MARKER, version: SCHEMA_VERSION, migrated_on: new Date().toISOString() });
   if (moved > 0) log(`Store migrated to schema ${SCHEMA_VERSION}: ${moved} documents re-keyed`);
 }

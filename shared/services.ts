@@ -3,35 +3,34 @@ import type { GraphOptions } from './auth/graph.js';
 import type { CredentialGate } from './net/credential-gate.js';
 import { createAuthenticator, type Authenticator } from './auth/authenticate.js';
 import type { Authorizer } from './auth/authorizer.js';
-import { AgentTokens, type AgentTokenDoc } from './auth/agent-tokens.js';
+import { AgentTokens } from './auth/agent-tokens.js';
 import { bootstrapOwners } from './auth/bootstrap.js';
-import { PrincipalDirectory } from './auth/directory.js';
-import { UpnBindings } from './auth/upn-bindings.js';
+import { isPrincipal, PrincipalDirectory } from './auth/directory.js';
+import { isBinding, UpnBindings } from './auth/upn-bindings.js';
 import { RoleBasedAuthorizer } from './auth/rbac.js';
-import type { RoleAssignmentDoc } from './providers/types/authorization.js';
 import { createBearerVerifier, type BearerVerifier } from './auth/bearer.js';
 import type { Config } from './config.js';
 import { createLog, type Log } from './log.js';
 import { gateOf, ModelCredentials } from './models/credentials.js';
 import { ModelGateway } from './models/gateway.js';
 import { guardedAgent } from './net/outbound.js';
-import { Quotas } from './completions/quotas.js';
-import { Budgets } from './completions/budgets.js';
+import { isQuotaCounter, Quotas } from './completions/quotas.js';
+import { Budgets, isBudgetCounter } from './completions/budgets.js';
 import { Pager } from './http/paging.js';
 import { storedKey } from './store/stored-key.js';
-import { SessionTurns } from './conversations/turns.js';
+import { isTurn, SessionTurns } from './conversations/turns.js';
 import { Conversations } from './conversations/conversations.js';
-import { Files, type FileDoc } from './files/files.js';
-import { Memories, type MemoryDoc } from './memory/memory.js';
-import { ArtifactPackages, type ArtifactPackageDoc } from './artifacts/packages.js';
+import { Files } from './files/files.js';
+import { Memories } from './memory/memory.js';
+import { ArtifactPackages, isArtifactPackage } from './artifacts/packages.js';
 import { Evaluations } from './evaluations/evaluations.js';
-import { packageStores, PluginPackages, type PackageDoc } from './plugins/packages.js';
+import { isPluginPackage, packageStores, PluginPackages } from './plugins/packages.js';
 import { PluginRuntime } from './plugins/runtime.js';
 import { createSandbox } from './sandbox/create.js';
 import { ResourceCache } from './providers/resource-cache.js';
-import { objectIdOf, type AnyResource } from './providers/types/resource-type.js';
+import { objectIdOf, resourcesIn, resourcesOf } from './providers/types/resource-type.js';
 import { agents } from './providers/types/agent.js';
-import { AppSettings, type SettingDoc } from './providers/settings.js';
+import { AppSettings, settingsIn } from './providers/settings.js';
 import { QueueProducer, readQueue, type Producer } from './queues/producer.js';
 import { observeQueues } from './telemetry/metrics.js';
 import { migrate } from './migrations.js';
@@ -42,6 +41,8 @@ import type { DocumentStore } from './store/types.js';
 import { ExtractionPool } from './knowledge/extract-pool.js';
 import { lazyVectorIndex } from './knowledge/open.js';
 import type { VectorIndex } from './knowledge/vector-index.js';
+import { roleAssignments } from './providers/types/authorization.js';
+import { narrowed } from './store/narrowed.js';
 
 export interface Services {
   readonly config: Config;
@@ -104,29 +105,29 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const bearer = await createBearerVerifier(config.auth);
   const gate = gateOf(config);
   const queues = createQueueService(config.storage, gate);
-  const authorizer = new RoleBasedAuthorizer(store.container<RoleAssignmentDoc>('resources'), config.instanceId);
+  const authorizer = new RoleBasedAuthorizer(resourcesOf(store, roleAssignments), config.instanceId);
   await bootstrapOwners(store, config);
   const graph = config.graphUrl ? graphOptions(config.graphUrl, gate) : undefined;
   const directory = new PrincipalDirectory(
-    store.container('principals'),
-    store.container('resources'),
+    narrowed(store.container('principals'), isPrincipal),
+    resourcesOf(store, roleAssignments),
     graph,
     (e) => log.warn('A directory write or lookup failed', { error: e instanceof Error ? e.message : String(e) }),
   );
   const blobs = createBlobService(config.storage, gate);
   const conversations = new Conversations(store.container('sessions'));
-  const resourceCache = new ResourceCache(store.container<AnyResource>('resources'), config.instanceId);
-  const agentTokens = new AgentTokens(store.container<AgentTokenDoc>('tokens'), config.instanceId, config.internalDomain, (name) =>
+  const resourceCache = new ResourceCache(resourcesIn(store), config.instanceId);
+  const agentTokens = new AgentTokens(store.container('tokens'), config.instanceId, config.internalDomain, (name) =>
     resourceCache.get(objectIdOf(config.instanceId, agents, name), agents),
   );
-  const settings = new AppSettings(store.container<SettingDoc>('resources'));
-  const budgets = new Budgets(settings, store.container('quotas'), log);
-  const upnBindings = new UpnBindings(store.container('principals'));
+  const settings = new AppSettings(settingsIn(store));
+  const budgets = new Budgets(settings, narrowed(store.container('quotas'), isBudgetCounter), log);
+  const upnBindings = new UpnBindings(narrowed(store.container('principals'), isBinding));
   const vectors = lazyVectorIndex(config);
   const extraction = new ExtractionPool({ timeoutMs: config.knowledge.extractionTimeoutMs });
   const stores = packageStores(blobs, config.packages.privateStore, config.packages.publicStoreUrl);
-  const packages = new PluginPackages(store.container<PackageDoc>('resources'), blobs.container(config.packages.container), stores, config.instanceId, config.packages.maxBytes);
-  const artifacts = new ArtifactPackages(store.container<ArtifactPackageDoc>('resources'), stores, config.instanceId, config.packages.maxBytes);
+  const packages = new PluginPackages(narrowed(store.container('resources'), isPluginPackage), blobs.container(config.packages.container), stores, config.instanceId, config.packages.maxBytes);
+  const artifacts = new ArtifactPackages(narrowed(store.container('resources'), isArtifactPackage), stores, config.instanceId, config.packages.maxBytes);
   const plugins = new PluginRuntime(packages, createSandbox(config, gate, log), config.instanceId);
   const credentials = new ModelCredentials(config, gate);
   const userDispatcher = guardedAgent({ policy: 'user', allowPrivateNetwork: config.allowPrivateNetwork });
@@ -145,8 +146,8 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     agentTokens,
     resourceCache,
     conversations,
-    turns: new SessionTurns(store.container('sessions'), conversations),
-    files: new Files(store.container<FileDoc>('files'), blobs.container(config.filesContainer), config.instanceId, config.maxUploadBytes),
+    turns: new SessionTurns(narrowed(store.container('sessions'), isTurn), conversations),
+    files: new Files(store.container('files'), blobs.container(config.filesContainer), config.instanceId, config.maxUploadBytes),
     credentials,
     gate,
     models: new ModelGateway({
@@ -157,10 +158,10 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       dispatcher: guardedAgent({ policy: 'model', allowPrivateNetwork: config.allowPrivateNetwork }, { connections: null }),
       publicDispatcher: guardedAgent({ policy: 'user', allowPrivateNetwork: config.allowPrivateNetwork }, { connections: null }),
     }),
-    quotas: new Quotas(settings, store.container('quotas'), log),
+    quotas: new Quotas(settings, narrowed(store.container('quotas'), isQuotaCounter), log),
     budgets,
-    pager: new Pager(storedKey(store.container('resources'), 'paging-key')),
-    memories: new Memories(store.container<MemoryDoc>('memories'), config.memoryMaxBytes),
+    pager: new Pager(storedKey(store, 'paging-key')),
+    memories: new Memories(store.container('memories'), config.memoryMaxBytes),
     packages,
     artifacts,
     evaluations: new Evaluations(store),

@@ -77,7 +77,7 @@ export async function agentFiles(src: Sources, agent: string) {
     src.files.one(f, { files: { fn: 'count' }, bytes: { fn: 'sum', field: 'size' } }),
     src.files.one([...f, present('session_id')], { sessions: { fn: 'countDistinct', field: 'session_id' } }),
     src.files.group(f, ['content_type'], { n: { fn: 'count' } }),
-    src.files.values<number>(f, 'size'),
+    src.files.values(f, 'size'),
   ]);
   const sorted = sizes.sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);

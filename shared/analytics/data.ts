@@ -1,15 +1,16 @@
 // Analytics reads: every figure is an aggregate computed by the store (COUNT, SUM, GROUP BY, DISTINCT over
 // indexed timestamps), never a scan of records in the function. One class per data source.
-import { getPath } from '../store/fields.js';
-import type { Aggregate, AggregateRow, Container, Doc, Filter } from '../store/types.js';
+import type { UsageDoc } from '../completions/usage.js';
+import type { FileDoc } from '../files/files.js';
+import type { Aggregate, AggregateRow, Container, Doc, Filter, Stored } from '../store/types.js';
 import type { Period } from './request.js';
 
 type Where = Filter[];
 
 /** Runs aggregates over one container, restricted to the period on its time field. */
-export class Source {
+export class Source<T extends Doc = Doc> {
   constructor(
-    private readonly container: Container<Doc>,
+    private readonly container: Pick<Container<T>, 'aggregate' | 'query'>,
     private readonly base: Where,
     private readonly timeField: string,
     private readonly period: Period,
@@ -29,14 +30,19 @@ export class Source {
   }
 
   /** One field's values across matching documents (file sizes for a median: metadata, bounded by one agent). */
-  async values<T>(where: Where, field: string): Promise<T[]> {
+  async values<K extends keyof T & string>(where: Where, field: K): Promise<NonNullable<T[K]>[]> {
     const { items } = await this.container.query({ where: this.where(where) });
-    return items.map((d) => getPath(d, field) as T).filter((v) => v !== undefined && v !== null);
+    const values: NonNullable<T[K]>[] = [];
+    for (const d of items) {
+      const v = d[field];
+      if (v !== undefined && v !== null) values.push(v);
+    }
+    return values;
   }
 
   /** Documents of one partition in the period, oldest first (per-user timelines, bounded by one user). */
-  async list<T extends Doc>(partition: string, where: Where): Promise<T[]> {
-    const { items } = await (this.container as unknown as Container<T>).query({ partition, where: this.where(where), orderBy: [{ field: this.timeField }] });
+  async list(partition: string, where: Where): Promise<Stored<T>[]> {
+    const { items } = await this.container.query({ partition, where: this.where(where), orderBy: [{ field: this.timeField }] });
     return items;
   }
 }
@@ -52,12 +58,14 @@ export const present = (field: string): Filter => ({ field, op: 'ne', value: '' 
 export interface Sources {
   messages: Source;
   sessions: Source;
-  usage: Source;
-  files: Source;
+  usage: Source<UsageDoc>;
+  files: Source<FileDoc>;
   toolRuns: Source;
 }
 
-export function sources(containers: { sessions: Container<Doc>; usage: Container<Doc>; files: Container<Doc>; toolRuns: Container<Doc> }, period: Period): Sources {
+type Readable<T extends Doc> = Pick<Container<T>, 'aggregate' | 'query'>;
+
+export function sources(containers: { sessions: Readable<Doc>; usage: Readable<UsageDoc>; files: Readable<FileDoc>; toolRuns: Readable<Doc> }, period: Period): Sources {
   return {
     messages: new Source(containers.sessions, [eq('type', 'Message')], 'timestamp', period),
     sessions: new Source(containers.sessions, [eq('type', 'Session')], 'created_on', period),

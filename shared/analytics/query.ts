@@ -1,7 +1,6 @@
 // Answers an AnalyticsRequest: resolves filters, checks each domain provider's own action for the
 // caller, and builds the AnalyticsResponse of the request type.
 import type { Principal } from '../auth/principal.js';
-import type { Doc } from '../store/types.js';
 import { thresholds } from './abuse.js';
 import { agentFiles, agentSummaries, dailyActiveUsers, dailyMessages, dailyUsers, models, overview, tokenDashboard, toolCombinations, toolSummaries } from './agent-reports.js';
 import { budgetStatus, costBy } from './cost-reports.js';
@@ -39,7 +38,7 @@ export async function runAnalytics(s: QueryDeps, principal: Principal, body: Ana
   for (const domain of domains(r.type)) await s.authorizer.require(principal, ACTIONS[domain], instance);
 
   const src = sources(
-    { sessions: s.store.container<Doc>('sessions'), usage: s.store.container<Doc>('usage'), files: s.store.container<Doc>('files'), toolRuns: s.store.container<Doc>('toolRuns') },
+    { sessions: s.store.container('sessions'), usage: s.store.container('usage'), files: s.store.container('files'), toolRuns: s.store.container('toolRuns') },
     r.period,
   );
   const t = () => thresholds(s.settings);

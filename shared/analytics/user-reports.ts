@@ -1,5 +1,4 @@
 // User reports and abuse detection, from store aggregates and per-user records.
-import type { UsageDoc } from '../completions/usage.js';
 import { anomalies, indicatorReport, indicators, riskScore, type Thresholds } from './abuse.js';
 import { activityBy, type Activity } from './activity.js';
 import { eq, num, ratio, str, type Sources } from './data.js';
@@ -7,7 +6,7 @@ import { eq, num, ratio, str, type Sources } from './data.js';
 const WEEKDAYS = ['Sunday', 'Monday', 'Tuesday', 'Wednesday', 'Thursday', 'Friday', 'Saturday'];
 
 /** One user's usage records in the period, oldest first: the input of abuse detection and timelines. */
-const recordsOf = (src: Sources, upn: string) => src.usage.list<UsageDoc>(upn, []);
+const recordsOf = (src: Sources, upn: string) => src.usage.list(upn, []);
 
 interface UserTotals extends Activity {
   username: string;

@@ -16,7 +16,7 @@ import { objectIdOf, partitionOf, resourceId, type AnyResource } from '../provid
 import { readResource } from '../providers/resources.js';
 import { SECRET_SETTINGS } from '../providers/settings.js';
 import { appConfigurations } from '../providers/types/catalog.js';
-import type { Container, Doc } from '../store/types.js';
+import type { Container, Doc, DocsOf } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import { applyPlan, changesOf, mapStrings, parseObjectId, planChanges, portable, typeOf, type Change, type Incoming } from './resource-set.js';
 import type { AgentTokens } from '../auth/agent-tokens.js';
@@ -128,6 +128,15 @@ export interface ArtifactPackageDoc extends Doc {
   updated_by: string;
   deleted: boolean;
 }
+
+declare module '../store/types.js' {
+  interface StoredDocs {
+    'resources/artifact-package': ArtifactPackageDoc;
+  }
+}
+
+/** Whether a document of the resources container is an artifact package's record. */
+export const isArtifactPackage = (doc: DocsOf<'resources'>): doc is ArtifactPackageDoc => 'type' in doc && doc.type === 'artifact-package';
 
 /** A package version read back: its manifest and its resources, each as its file holds it. */
 interface Contents {

@@ -28,6 +28,12 @@ export interface AgentTokenDoc extends Doc {
   last_used_on?: string;
 }
 
+declare module '../store/types.js' {
+  interface StoredDocs {
+    tokens: AgentTokenDoc;
+  }
+}
+
 /** The token as list and get show it: never the secret or its hash. */
 export interface AgentTokenView {
   type: 'agent-access-token';

@@ -2,8 +2,9 @@
 import type { Config } from '../config.js';
 import type { DocumentStore } from '../store/types.js';
 import { LOCAL_DEFAULT_USER } from './local-idp.js';
-import { ROLE_ASSIGNMENTS_PK, serviceAssignment, type RoleAssignmentDoc } from '../providers/types/authorization.js';
+import { ROLE_ASSIGNMENTS_PK, roleAssignments, serviceAssignment } from '../providers/types/authorization.js';
 import { ROLE_IDS } from '../providers/types/roles.js';
+import { resourcesOf } from '../providers/types/resource-type.js';
 
 /** The principals made Owner at startup: the setting, else the local IdP's default user when it is in use. */
 export function bootstrapOwnerIds(config: Config): readonly string[] {
@@ -12,7 +13,7 @@ export function bootstrapOwnerIds(config: Config): readonly string[] {
 
 /** Idempotent: each owner's assignment has a fixed name and is written only when missing. */
 export async function bootstrapOwners(store: DocumentStore, config: Config): Promise<void> {
-  const container = store.container<RoleAssignmentDoc>('resources');
+  const container = resourcesOf(store, roleAssignments);
   const scope = `/instances/${config.instanceId}`;
   for (const principalId of bootstrapOwnerIds(config)) {
     const name = `bootstrap-owner-${principalId.toLowerCase()}`.slice(0, 200);

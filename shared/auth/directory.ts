@@ -1,6 +1,6 @@
 // Principals for identity search: those seen signing in and those named in role assignments, or
 // Microsoft Graph when it is configured.
-import type { Container, Doc } from '../store/types.js';
+import type { Container, Doc, DocsOf } from '../store/types.js';
 import { searchGraph, transitiveGroups, type GraphOptions } from './graph.js';
 import type { Principal } from './principal.js';
 import { ROLE_ASSIGNMENTS_PK, type RoleAssignmentDoc } from '../providers/types/authorization.js';
@@ -22,6 +22,15 @@ interface PrincipalDoc extends Doc {
   /** Lower-cased id, UPN and name: what search matches. */
   search_text: string;
 }
+
+declare module '../store/types.js' {
+  interface StoredDocs {
+    'principals/principal': PrincipalDoc;
+  }
+}
+
+/** Whether a document of the principals container is a principal seen signing in (its own partition). */
+export const isPrincipal = (doc: DocsOf<'principals'>): doc is PrincipalDoc => doc.pk === PK;
 
 const PK = 'principals';
 const REMEMBER_MS = 10 * 60_000;

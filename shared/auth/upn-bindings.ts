@@ -2,13 +2,22 @@
 // is given to a new hire, whose token carries the same UPN and another object id. So each UPN is bound to
 // the object id that first signed in with it; a token whose UPN is bound to another object id acts as
 // `<upn>#<oid>`, an owner of its own, and never reads the first holder's sessions, files or memory.
-import { ConflictError, type Container, type Doc } from '../store/types.js';
+import { ConflictError, type Container, type Doc, type DocsOf } from '../store/types.js';
 import { ownerKey, type Principal } from './principal.js';
 
 interface BindingDoc extends Doc {
   oid: string;
   bound_on: string;
 }
+
+declare module '../store/types.js' {
+  interface StoredDocs {
+    'principals/binding': BindingDoc;
+  }
+}
+
+/** Whether a document of the principals container is a UPN's binding (its own partition). */
+export const isBinding = (doc: DocsOf<'principals'>): doc is BindingDoc => doc.pk === PK;
 
 const PK = 'upn-bindings';
 

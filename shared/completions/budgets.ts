@@ -14,7 +14,7 @@ import { resourceId } from '../providers/types/resource-type.js';
 import type { AppSettings } from '../providers/settings.js';
 import type { AgentDoc } from '../providers/types/agent.js';
 import { SettingList, parseNamedList } from '../providers/setting-list.js';
-import { NotFoundError, type Container, type Doc } from '../store/types.js';
+import { NotFoundError, type Container, type Doc, type DocsOf } from '../store/types.js';
 import { incrementCounter } from '../store/update.js';
 
 export const BUDGET_SETTING = 'Svc:Budgets';
@@ -50,6 +50,15 @@ export interface BudgetCounterDoc extends Doc {
   /** Millionths held by calls admitted and not yet ended. */
   reserved: number;
 }
+
+declare module '../store/types.js' {
+  interface StoredDocs {
+    'quotas/budget': BudgetCounterDoc;
+  }
+}
+
+/** Whether a document of the quotas container is a budget's counter (they share it with the quotas' counters). */
+export const isBudgetCounter = (doc: DocsOf<'quotas'>): doc is BudgetCounterDoc => doc.pk.startsWith('budget|') && 'spent' in doc;
 
 const MICROS = 1_000_000;
 const toMicros = (amount: number) => Math.round(amount * MICROS);

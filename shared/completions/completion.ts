@@ -20,7 +20,7 @@ import { CallCancelledError } from '../models/upstream-errors.js';
 import type { ChatMessage, ContentPart, ModelAnswer, ModelParameters } from '../models/wire.js';
 import { wireParameters } from '../models/parameters.js';
 import { chargeEmbeddings, metered, meteredEmbeddings, type MeteredRequest } from './metered.js';
-import { recordUsage, usageRecord, type Protocol, type UsageDoc } from './usage.js';
+import { recordUsage, usageRecord, type Protocol } from './usage.js';
 import { costOf, money, pricesOf } from '../models/pricing.js';
 import { cacheSlot, type CacheSlot } from '../knowledge/cache.js';
 import { effectiveShielding } from '../providers/types/agent-settings.js';
@@ -304,7 +304,7 @@ async function runTurn(s: CompletionDeps, principal: Principal, admitted: Admitt
   const recorded = sessionId && options.mayRepeat ? await s.conversations.recordedAnswer(principal.upn, operationId) : undefined;
   let answer: Answer;
   if (recorded) {
-    const usage = await s.store.container<UsageDoc>('usage').read(ownerKey(principal.upn), operationId);
+    const usage = await s.store.container('usage').read(ownerKey(principal.upn), operationId);
     const promptTokens = usage?.prompt_tokens ?? 0;
     answer = {
       content: recorded.text,
@@ -323,7 +323,7 @@ async function runTurn(s: CompletionDeps, principal: Principal, admitted: Admitt
       // stream's completion tokens are estimated by its pieces (about a token each).
       const cancelled = e instanceof CallCancelledError;
       if (!cancelled) s.log.warn('Completion failed', { operation_id: operationId, agent_name: agent.name, code: e instanceof DomainError ? e.code : 'Error', error: e instanceof Error ? e.message : String(e) });
-      await recordUsage(s.store.container<UsageDoc>('usage'), {
+      await recordUsage(s.store.container('usage'), {
         ...usageRecord(principal, operationId, sessionId, agent.name, deployment, new Date().toISOString(), started),
         ...tags,
         ...(cancelled ? { status: 'Cancelled', completion_tokens: progress.streamed, total_tokens: progress.streamed } : { status: 'Failed', error_code: e instanceof DomainError ? e.code : 'Error' }),
@@ -341,7 +341,7 @@ async function runTurn(s: CompletionDeps, principal: Principal, admitted: Admitt
   } catch (e) {
     // Cancelled after the model answered: the tokens were spent, the turn is not recorded.
     if (e instanceof CallCancelledError) {
-      await recordUsage(s.store.container<UsageDoc>('usage'), {
+      await recordUsage(s.store.container('usage'), {
         ...usageRecord(principal, operationId, sessionId, agent.name, deployment, completedAt, started),
         ...tags,
         prompt_tokens: answer.promptTokens,
@@ -382,7 +382,7 @@ async function runTurn(s: CompletionDeps, principal: Principal, admitted: Admitt
           listing,
         ).then((removed) => removed && turn?.recorded())
       : undefined,
-    recordUsage(s.store.container<UsageDoc>('usage'), {
+    recordUsage(s.store.container('usage'), {
       ...usageRecord(principal, operationId, sessionId, agent.name, answer.deployment ?? deployment, completedAt, started),
       ...tags,
       prompt_tokens: answer.promptTokens,
@@ -394,7 +394,7 @@ async function runTurn(s: CompletionDeps, principal: Principal, admitted: Admitt
     recorded ? undefined : s.quotas.recordTokens(principal, agent.name, total),
     // One record per tool execution, for the tool analytics (ids follow the operation: a redelivery rewrites them).
     ...(answer.executions ?? []).map((e, i) =>
-      s.store.container<ToolRunDoc>('toolRuns').upsert({
+      s.store.container('toolRuns').upsert({
         ...e,
         id: `${operationId}-${i}`,
         pk: ownerKey(principal.upn),
@@ -431,6 +431,12 @@ interface ToolRunDoc extends ToolExecution {
   agent_name: string;
   upn: string;
   timestamp: string;
+}
+
+declare module '../store/types.js' {
+  interface StoredDocs {
+    toolRuns: ToolRunDoc;
+  }
 }
 
 /** What a turn answers, with what it cost and what it found. */

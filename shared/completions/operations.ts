@@ -53,6 +53,12 @@ export interface OperationDoc extends Doc {
   response?: ResponseMeta;
 }
 
+declare module '../store/types.js' {
+  interface StoredDocs {
+    operations: OperationDoc;
+  }
+}
+
 /** What an OpenAI response keeps besides its completion. */
 export interface ResponseMeta {
   previous_response_id: string | null;
@@ -83,7 +89,7 @@ export const presentOperation = (op: OperationDoc) => ({
   ...(op.callback_url !== undefined ? { deliveries: op.deliveries ?? [] } : {}),
 });
 
-export const operations = (s: OperationsDeps) => s.store.container<OperationDoc>('operations');
+export const operations = (s: OperationsDeps) => s.store.container('operations');
 const mine = (op: OperationDoc, p: Principal) => ownerKey(op.principal.upn) === ownerKey(p.upn);
 
 /**

@@ -9,7 +9,7 @@ import { DomainError } from '../errors.js';
 import type { Log } from '../log.js';
 import type { AppSettings } from '../providers/settings.js';
 import { SettingList, parseNamedList } from '../providers/setting-list.js';
-import { NotFoundError, type Container, type Doc, type PatchOp } from '../store/types.js';
+import { NotFoundError, type Container, type Doc, type DocsOf, type PatchOp } from '../store/types.js';
 import { incrementCounter } from '../store/update.js';
 import { recordQuotaRejection } from '../telemetry/metrics.js';
 
@@ -41,6 +41,15 @@ interface CounterDoc extends Doc {
   /** Lockout documents: epoch ms until which requests are refused. */
   until?: number;
 }
+
+declare module '../store/types.js' {
+  interface StoredDocs {
+    'quotas/quota': CounterDoc;
+  }
+}
+
+/** Whether a document of the quotas container is a quota's counter (not a budget's: see budgets.ts). */
+export const isQuotaCounter = (doc: DocsOf<'quotas'>): doc is CounterDoc => !doc.pk.startsWith('budget|');
 
 export const QuotaResponse = z
   .object({ quota_exceeded: z.boolean(), quota_name: z.string(), retry_after_seconds: z.number().int(), message: z.string() })

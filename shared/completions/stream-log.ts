@@ -46,7 +46,13 @@ interface ChunkDoc extends Doc {
 
 type StreamDoc = HeadDoc | ChunkDoc;
 
-const container = (s: StreamLogDeps) => s.store.container<StreamDoc>('streams');
+declare module '../store/types.js' {
+  interface StoredDocs {
+    streams: StreamDoc;
+  }
+}
+
+const container = (s: StreamLogDeps) => s.store.container('streams');
 const HEAD = 'head';
 const chunkId = (first: number) => `e${String(first).padStart(10, '0')}`;
 const isTerminal = (event: string) => /^event: (completed|error)$/m.test(event);

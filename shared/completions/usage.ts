@@ -36,6 +36,12 @@ export interface UsageDoc extends Doc {
   shielding?: { plugin_name: string; stage: 'pre' | 'post'; verdict: 'blocked' };
 }
 
+declare module '../store/types.js' {
+  interface StoredDocs {
+    usage: UsageDoc;
+  }
+}
+
 /**
  * Writes the operation's record once. A completed record replaces a failed one (a retry that succeeded),
  * never the other way round.

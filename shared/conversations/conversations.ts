@@ -4,11 +4,11 @@ import { randomUUID } from 'node:crypto';
 import { ownerKey } from '../auth/principal.js';
 import { notFound, validationError } from '../errors.js';
 import { CallCancelledError } from '../models/upstream-errors.js';
-import { ConflictError, NotFoundError, PreconditionFailedError, type Container, type Doc, type Page, type Stored } from '../store/types.js';
+import { ConflictError, NotFoundError, PreconditionFailedError, type Container, type Doc, type DocsOf, type Page, type Stored } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import type { Citation } from '../knowledge/retrieval.js';
 import type { ChatMessage } from '../models/wire.js';
-import type { TurnDoc } from './turns.js';
+import { narrowed } from '../store/narrowed.js';
 
 /** A message as its session document keeps it, for the next turn's history. */
 export interface RecentMessage {
@@ -95,6 +95,14 @@ export interface CompletionPromptDoc extends Doc {
   messages: ChatMessage[];
 }
 
+declare module '../store/types.js' {
+  interface StoredDocs {
+    'sessions/session': SessionDoc;
+    'sessions/message': MessageDoc;
+    'sessions/completion-prompt': CompletionPromptDoc;
+  }
+}
+
 /** The completion prompt id of an operation's turn. */
 export const completionPromptId = (operationId: string) => `${operationId}-prompt`;
 
@@ -143,15 +151,18 @@ export function presentCompletionPrompt(p: CompletionPromptDoc) {
   return { id: p.id, session_id: p.session_id, operation_id: p.operation_id, created_on: p.created_on, messages: p.messages };
 }
 
+/** The kinds of the sessions container's documents this module writes, told apart by `type`. */
+export const isSession = (doc: DocsOf<'sessions'>): doc is SessionDoc => doc.type === 'Session';
+export const isMessage = (doc: DocsOf<'sessions'>): doc is MessageDoc => doc.type === 'Message';
+
 /** Every method takes the owner's UPN and keys the data by `ownerKey` of it. */
 export class Conversations {
-  constructor(private readonly container: Container<SessionDoc | MessageDoc | CompletionPromptDoc | TurnDoc>) {}
+  private readonly sessions: Container<SessionDoc>;
+  private readonly messages: Container<MessageDoc>;
 
-  private get sessions() {
-    return this.container as Container<SessionDoc>;
-  }
-  private get messages() {
-    return this.container as Container<MessageDoc>;
+  constructor(private readonly container: Container<DocsOf<'sessions'>>) {
+    this.sessions = narrowed(container, isSession);
+    this.messages = narrowed(container, isMessage);
   }
 
   /** A page of the owner's sessions, most recently active first. */

@@ -9,7 +9,7 @@
 // removes its listing, guarded by the listing's ETag: a turn cancelled meanwhile is refused, not recorded.
 import { DomainError } from '../errors.js';
 import { CallCancelledError } from '../models/upstream-errors.js';
-import { ConflictError, type Container, type Doc, type Stored } from '../store/types.js';
+import { ConflictError, type Container, type Doc, type DocsOf, type Stored } from '../store/types.js';
 import type { Conversations, SessionDoc } from './conversations.js';
 
 export type MultitaskStrategy = 'parallel' | 'reject' | 'enqueue' | 'interrupt';
@@ -25,6 +25,15 @@ export interface TurnDoc extends Doc {
   /** Another turn (interrupt) or the starter (cancel) asked it to stop. */
   cancel?: boolean;
 }
+
+declare module '../store/types.js' {
+  interface StoredDocs {
+    'sessions/turn': TurnDoc;
+  }
+}
+
+/** Whether a document of the sessions container is a running turn's listing. */
+export const isTurn = (doc: DocsOf<'sessions'>): doc is TurnDoc => doc.type === 'Turn';
 
 /** A running turn's lease; its instance renews it every LEASE_MS / 3 while the turn runs. */
 export const LEASE_MS = 30_000;

@@ -40,6 +40,7 @@ import type { PluginRuntime } from '../plugins/runtime.js';
 import type { ResourceCache } from '../providers/resource-cache.js';
 import type { AppSettings } from '../providers/settings.js';
 import type { Producer } from '../queues/producer.js';
+import { narrowed } from '../store/narrowed.js';
 
 /** What this module uses of the service (the hosts pass the whole of it). */
 export interface EvaluationsDeps {
@@ -146,6 +147,14 @@ export interface CandidateDoc extends Doc {
   rated_on: string;
 }
 
+declare module '../store/types.js' {
+  interface StoredDocs {
+    'resources/evaluation': EvaluationDoc;
+    'resources/evaluation-run': EvaluationRunDoc;
+    'resources/evaluation-candidate': CandidateDoc;
+  }
+}
+
 export const RunMessage = z.object({ evaluation_run: z.string().min(1) });
 export type RunMessage = z.output<typeof RunMessage>;
 
@@ -165,10 +174,11 @@ export class Evaluations {
   private readonly candidates: Container<CandidateDoc>;
 
   /** All three kinds of document live in the resources container, each in a partition of its own. */
-  constructor(store: DocumentStore) {
-    this.evaluations = store.container('resources');
-    this.runs = store.container('resources');
-    this.candidates = store.container('resources');
+  constructor(store: Pick<DocumentStore, 'container'>) {
+    const resources = store.container('resources');
+    this.evaluations = narrowed(resources, (doc): doc is EvaluationDoc => 'type' in doc && doc.type === 'evaluation');
+    this.runs = narrowed(resources, (doc): doc is EvaluationRunDoc => 'type' in doc && doc.type === 'evaluation-run');
+    this.candidates = narrowed(resources, (doc): doc is CandidateDoc => 'type' in doc && doc.type === 'evaluation-candidate');
   }
 
   private async agent(s: EvaluationsDeps, agentName: string): Promise<AgentDoc> {

@@ -27,6 +27,12 @@ export interface FileDoc extends Doc {
   unreadable?: string;
 }
 
+declare module '../store/types.js' {
+  interface StoredDocs {
+    files: FileDoc;
+  }
+}
+
 /** The text of a file as kept beside it: the characters, and the token marks a budget cuts them by. */
 export interface KeptText {
   text: string;

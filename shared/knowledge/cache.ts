@@ -8,9 +8,9 @@ import { createHash, randomUUID } from 'node:crypto';
 import { embedderFor } from './embedder.js';
 import { agentTools, type Citation, type PromptEmbeddings } from './retrieval.js';
 import { CACHE_INDEX_PREFIX } from './vector-index.js';
-import { partitionOf } from '../providers/types/resource-type.js';
+import { partitionOf, resourcesIn } from '../providers/types/resource-type.js';
 import { agents, type AgentDoc } from '../providers/types/agent.js';
-import { tools, type ToolDoc } from '../providers/types/catalog.js';
+import { tools } from '../providers/types/catalog.js';
 import type { Config } from '../config.js';
 import type { VectorIndex } from './vector-index.js';
 import type { Log } from '../log.js';
@@ -81,7 +81,7 @@ export async function cacheSlot(s: CacheDeps, agent: AgentDoc, personal: boolean
 
 /** Forgets the cached answers of every agent with a knowledge tool on `index`; answers how many went. */
 export async function forgetAnswersFrom(s: CacheDeps, index: string): Promise<number> {
-  const resources = s.store.container<ToolDoc | AgentDoc>('resources');
+  const resources = resourcesIn(s.store);
   const live = { field: 'deleted', op: 'ne', value: true } as const;
   const { items: searching } = await resources.query({ partition: partitionOf(tools), where: [live, { field: 'index_name', op: 'eq', value: index }] });
   if (searching.length === 0) return 0;

@@ -7,8 +7,8 @@
 // went, so the same handler starts the same runs. A run's name derives from the event and the pipeline: an
 // event delivered twice starts one run.
 import { z } from 'zod';
-import { partitionOf } from '../providers/types/resource-type.js';
-import { dataPipelines, dataSources, type DataPipelineDoc } from '../providers/types/catalog.js';
+import { partitionOf, resourcesOf } from '../providers/types/resource-type.js';
+import { type DataPipelineDoc, dataPipelines, dataSources } from '../providers/types/catalog.js';
 import type { QueueDelivery } from '../queues/producer.js';
 import { ConflictError } from '../store/types.js';
 import { derivedRunName } from './schedule.js';
@@ -68,7 +68,7 @@ interface Watched {
 }
 
 async function watchedPipelines(s: KnowledgeEventsDeps): Promise<Watched[]> {
-  const { items } = await s.store.container<DataPipelineDoc>('resources').query({
+  const { items } = await resourcesOf(s.store, dataPipelines).query({
     partition: partitionOf(dataPipelines),
     where: [
       { field: 'deleted', op: 'ne', value: true },

@@ -8,8 +8,8 @@ import { money } from '../models/pricing.js';
 import type { Principal } from '../auth/principal.js';
 import { badRequest, notFound } from '../errors.js';
 import { UpstreamError } from '../models/upstream-errors.js';
-import { objectIdOf, partitionOf, resourceId } from '../providers/types/resource-type.js';
-import { dataPipelineRuns, dataPipelines, dataSources, type DataPipelineDoc, type DataPipelineRunDoc, type DataSourceDoc } from '../providers/types/catalog.js';
+import { objectIdOf, partitionOf, resourceId, resourcesOf } from '../providers/types/resource-type.js';
+import { type DataPipelineDoc, type DataPipelineRunDoc, dataPipelineRuns, dataPipelines, type DataSourceDoc, dataSources } from '../providers/types/catalog.js';
 import { MAX_DEQUEUE_COUNT, type QueueDelivery } from '../queues/producer.js';
 import { Shares } from '../queues/shares.js';
 import type { RunMessage } from '../queues/messages.js';
@@ -65,7 +65,7 @@ const DOCUMENT_CONCURRENCY = 4;
 const MAX_ERRORS = 500;
 
 const RUNS_PK = partitionOf(dataPipelineRuns);
-const runs = (s: RunsDeps) => s.store.container<RunDoc>('resources');
+const runs = (s: RunsDeps) => resourcesOf(s.store, dataPipelineRuns);
 const emptyCounts = (): RunCounts => ({ documents: 0, partitions: 0, failed_documents: 0, added: 0, updated: 0, unchanged: 0, removed: 0 });
 
 /** A failure of the whole run that another delivery cannot mend. */

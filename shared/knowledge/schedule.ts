@@ -5,8 +5,8 @@
 // that instance queues it.
 import { createHash } from 'node:crypto';
 import { ConflictError } from '../store/types.js';
-import { partitionOf } from '../providers/types/resource-type.js';
-import { dataPipelines, type DataPipelineDoc } from '../providers/types/catalog.js';
+import { partitionOf, resourcesOf } from '../providers/types/resource-type.js';
+import { dataPipelines } from '../providers/types/catalog.js';
 import { cronProblem, lastDue } from './cron.js';
 import { queueRun } from './runs.js';
 import type { GraphOptions } from '../auth/graph.js';
@@ -57,7 +57,7 @@ export function derivedRunName(pipelineObjectId: string, cause: string): string 
 export const scheduledRunName = (pipelineObjectId: string, due: Date) => derivedRunName(pipelineObjectId, due.toISOString());
 
 export async function startDueRuns(s: ScheduleDeps, now = new Date()): Promise<number> {
-  const { items } = await s.store.container<DataPipelineDoc>('resources').query({
+  const { items } = await resourcesOf(s.store, dataPipelines).query({
     partition: partitionOf(dataPipelines),
     where: [
       { field: 'deleted', op: 'ne', value: true },

@@ -23,6 +23,12 @@ export interface MemoryDoc extends Doc {
   updated_on: string;
 }
 
+declare module '../store/types.js' {
+  interface StoredDocs {
+    memories: MemoryDoc;
+  }
+}
+
 /** MemoryResponse (the OpenAPI document). */
 export interface MemoryResponse {
   scope: Scope;

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { DomainError, badRequest, internalError, conflict, notFound } from '../errors.js';
 import { parseJsonText } from '../http/json-body.js';
-import type { Container, Doc } from '../store/types.js';
+import type { Container, Doc, DocsOf } from '../store/types.js';
 import { resourceId } from '../providers/types/resource-type.js';
 import { containerAt, type BlobContainer, type BlobService } from '../store/storage.js';
 import { updateDocument } from '../store/update.js';
@@ -57,6 +57,15 @@ export interface PackageDoc extends Doc {
   updated_by?: string;
   deleted: boolean;
 }
+
+declare module '../store/types.js' {
+  interface StoredDocs {
+    'resources/plugin-package': PackageDoc;
+  }
+}
+
+/** Whether a document of the resources container is a plugin package's record. */
+export const isPluginPackage = (doc: DocsOf<'resources'>): doc is PackageDoc => 'type' in doc && doc.type === 'plugin-package';
 
 const extension = (runtime: Runtime) => (runtime === 'Python' ? 'zip' : 'nupkg');
 const contentType = (runtime: Runtime) => (runtime === 'Python' ? 'application/zip' : 'application/octet-stream');

@@ -3,7 +3,7 @@
 import type { Access } from '../auth/authorizer.js';
 import type { Principal } from '../auth/principal.js';
 import { DomainError, forbidden, notFound } from '../errors.js';
-import { objectIdOf, partitionOf, resourceId } from './types/resource-type.js';
+import { objectIdOf, partitionOf, resourceId, resourcesOf } from './types/resource-type.js';
 import { agents, type AgentDoc } from './types/agent.js';
 import type { Authorizer } from '../auth/authorizer.js';
 import type { Config } from '../config.js';
@@ -47,7 +47,7 @@ export function agentOrNotFound(s: AgentAccessDeps, principal: Principal, agentN
 
 /** Every agent the principal may use, with its roles and actions there. */
 export async function usableAgents(s: AgentAccessDeps, principal: Principal): Promise<{ agent: AgentDoc; access: Access }[]> {
-  const { items } = await s.store.container<AgentDoc>('resources').query({
+  const { items } = await resourcesOf(s.store, agents).query({
     partition: partitionOf(agents),
     where: [
       { field: 'deleted', op: 'ne', value: true },

@@ -7,7 +7,7 @@ import type { PageQuery, PageResult } from '../http/paging.js';
 import type { Page } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import type { HookContext, ResourceType } from './resource-rules.js';
-import { objectIdOf, partitionOf, resourceId, SERVICE_FIELDS, type AnyResource, type DefinitionOf, type ResourceKind } from './types/resource-type.js';
+import { type AnyResource, type DefinitionOf, objectIdOf, partitionOf, resourceId, type ResourceKind, resourcesIn, SERVICE_FIELDS } from './types/resource-type.js';
 import { deletedConflict, dropVersions, listVersions, readVersion, RESOURCES_ONLY, writeVersioned, type VersionSummary } from './versions.js';
 import type { AgentTokens } from '../auth/agent-tokens.js';
 import type { Authorizer } from '../auth/authorizer.js';
@@ -57,7 +57,7 @@ export interface Envelope {
 }
 
 const verbs = (t: ResourceType) => ['read', 'write', 'delete'].map((v) => `${partitionOf(t)}/${v}`);
-const container = (s: ResourcesDeps) => s.store.container<AnyResource>('resources');
+const container = (s: ResourcesDeps) => resourcesIn(s.store);
 
 /** The stored document as the API shows it: without store bookkeeping. */
 export function present(doc: AnyResource): Record<string, unknown> {
@@ -137,7 +137,7 @@ export async function upsertResource(
   for (const field of [...SERVICE_FIELDS, 'type']) Reflect.deleteProperty(definition, field);
 
   const outcome = { created: false };
-  const saved = await writeVersioned(container(s), partitionOf(t), resourceId(name), (existing) => {
+  const saved = await writeVersioned(s.store, container(s), { pk: partitionOf(t), id: resourceId(name), change: (existing) => {
     if (existing && existing.name !== name) throw conflict(`${t.type} ${existing.name} exists; names differ only by case`);
     // What was authorized is what gets replaced: a concurrent change means authorizing again.
     if (t.authorizeWrite && existing?._etag !== authorized?._etag) throw conflict(`${t.type} ${name} changed meanwhile; try again`);
@@ -158,7 +158,7 @@ export async function upsertResource(
       updated_by: principal.upn,
       deleted: false,
     };
-  }, (kept) => (t.present ? t.present(kept) : kept));
+  }, kept: (shown) => (t.present ? t.present(shown) : shown) });
   s.resourceCache.invalidate(objectId);
   if (saved) {
     if (outcome.created) await t.afterCreate?.(saved, ctx);
@@ -190,7 +190,7 @@ export async function purgeResource(s: ResourcesDeps, t: ResourceType, principal
   if (!doc) throw notFound(`${t.type} ${name} not found`);
   if (!doc.deleted) throw conflict(`${t.type} ${name} is not deleted; delete it before purging it`);
   await t.authorizeDelete?.(doc, { services: s, principal, objectId });
-  await dropVersions(container(s), doc);
+  await dropVersions(s.store, doc);
   await container(s).delete(partitionOf(t), doc.id, { ifMatch: doc._etag });
   s.resourceCache.invalidate(objectId);
   const ctx = { services: s, principal, objectId };
@@ -203,14 +203,14 @@ export async function purgeResource(s: ResourcesDeps, t: ResourceType, principal
 export async function listResourceVersions(s: ResourcesDeps, t: ResourceType, name: string): Promise<VersionSummary[]> {
   const doc = await readResource(s, t, name);
   if (!doc) throw notFound(`${t.type} ${name} not found`);
-  return listVersions(container(s), doc);
+  return listVersions(s.store, doc);
 }
 
 /** One version of a resource, in the shape of the resource's own GET. */
 export async function getResourceVersion(s: ResourcesDeps, t: ResourceType, principal: Principal, name: string, version: number): Promise<Envelope> {
   const doc = await readResource(s, t, name);
   if (!doc) throw notFound(`${t.type} ${name} not found`);
-  const { definition } = await readVersion(container(s), doc, version);
+  const { definition } = await readVersion(s.store, doc, version);
   return { resource: t.present ? t.present(definition) : definition, ...(await s.authorizer.access(principal, doc.object_id, verbs(t))) };
 }
 
@@ -223,7 +223,7 @@ export async function restoreResourceVersion(s: ResourcesDeps, t: ResourceType, 
   const doc = await readResource(s, t, name);
   if (!doc) throw notFound(`${t.type} ${name} not found`);
   if (doc.deleted) throw deletedConflict(doc);
-  const { definition, redacted } = await readVersion(container(s), doc, version);
+  const { definition, redacted } = await readVersion(s.store, doc, version);
   if (redacted) {
     throw badRequest(`Version ${version} of ${t.type} ${name} holds a secret, which versions do not keep: set its value again instead`);
   }

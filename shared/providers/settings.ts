@@ -1,11 +1,22 @@
 // Runtime settings: the app configuration resources of Svc.Configuration, read through a short cache.
-import type { Container } from '../store/types.js';
+import { narrowed } from '../store/narrowed.js';
+import type { Container, DocumentStore } from '../store/types.js';
 import type { AppConfigurationDoc } from './types/catalog.js';
 
 export const APP_CONFIG_PK = 'Svc.Configuration/appConfigurations';
 
 /** The fields of an app configuration resource that settings read (stores seeded by hand may hold no more). */
 export type SettingDoc = Pick<AppConfigurationDoc, 'id' | 'pk' | 'key' | 'value' | 'previous_value' | 'previous_until'> & Partial<Pick<AppConfigurationDoc, 'deleted'>>;
+
+declare module '../store/types.js' {
+  interface StoredDocs {
+    'resources/setting': SettingDoc;
+  }
+}
+
+/** The settings of the resources container: every document of the app configurations' partition with a key. */
+export const settingsIn = (store: Pick<DocumentStore, 'container'>): Pick<Container<SettingDoc>, 'read'> =>
+  narrowed(store.container('resources'), (doc): doc is SettingDoc => doc.pk === APP_CONFIG_PK && 'key' in doc && typeof doc.key === 'string');
 
 /** Signs webhook deliveries (a secret setting: written, never shown). */
 export const SIGNING_SECRET_SETTING = 'Svc:Webhooks:SigningSecret';
@@ -43,7 +54,7 @@ export class AppSettings {
   private readonly derived = new Map<string, { value: Promise<unknown>; expires: number }>();
 
   constructor(
-    private readonly container: Container<SettingDoc>,
+    private readonly container: Pick<Container<SettingDoc>, 'read'>,
     private readonly ttlMs = 15_000,
   ) {}
 

@@ -9,7 +9,7 @@ import http from 'node:http';
 import type { Duplex } from 'node:stream';
 import WebSocket, { WebSocketServer, type RawData } from 'ws';
 import type { Principal } from '../auth/principal.js';
-import { recordUsage, usageRecord, type UsageDoc } from '../completions/usage.js';
+import { recordUsage, usageRecord } from '../completions/usage.js';
 import { costOf, pricesOf } from '../models/pricing.js';
 import { DomainError } from '../errors.js';
 import { statusOf } from '../http/envelopes.js';
@@ -418,7 +418,7 @@ async function observe(
       const cost = costOf(call.model, input, output);
       const { currency } = pricesOf(call.model);
       await Promise.all([
-        recordUsage(s.store.container<UsageDoc>('usage'), {
+        recordUsage(s.store.container('usage'), {
           ...usageRecord(principal, `realtime-${call.realtime.id}-${id}`, call.realtime.session_id, call.agent.name, call.model.deployment_name, now, started),
           protocol: 'realtime',
           ...(call.agent.cost_center ? { cost_center: call.agent.cost_center } : {}),

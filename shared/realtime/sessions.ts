@@ -11,7 +11,7 @@ import type { EndpointView } from '../models/endpoint.js';
 import { agentForUse } from '../providers/agent-access.js';
 import type { AgentDoc } from '../providers/types/agent.js';
 import type { AiModelDoc } from '../providers/types/catalog.js';
-import type { Container, Doc } from '../store/types.js';
+import type { Container, Doc, DocsOf } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import type { Authorizer } from '../auth/authorizer.js';
 import type { Budgets } from '../completions/budgets.js';
@@ -20,6 +20,7 @@ import type { Config } from '../config.js';
 import type { Conversations } from '../conversations/conversations.js';
 import type { ResourceCache } from '../providers/resource-cache.js';
 import type { DocumentStore } from '../store/types.js';
+import { narrowed } from '../store/narrowed.js';
 
 /** What this module uses of the service (the hosts pass the whole of it). */
 export interface RealtimeSessionsDeps {
@@ -54,6 +55,15 @@ export interface RealtimeSessionDoc extends Doc {
   connected_on: string | null;
 }
 
+declare module '../store/types.js' {
+  interface StoredDocs {
+    'sessions/realtime': RealtimeSessionDoc;
+  }
+}
+
+/** Whether a document of the sessions container is a realtime session. */
+const isRealtime = (doc: DocsOf<'sessions'>): doc is RealtimeSessionDoc => doc.type === 'RealtimeSession';
+
 /** What the relay needs to place a call: the agent, its model and endpoint, the settings. */
 export interface Call {
   realtime: RealtimeSessionDoc;
@@ -63,7 +73,7 @@ export interface Call {
   settings: NonNullable<AgentDoc['realtime_speech_settings']>;
 }
 
-const container = (s: RealtimeSessionsDeps): Container<RealtimeSessionDoc> => s.store.container('sessions');
+const container = (s: RealtimeSessionsDeps): Container<RealtimeSessionDoc> => narrowed(s.store.container('sessions'), isRealtime);
 
 /** The agent's speech settings, model and endpoint; 400 naming what is missing. */
 async function speechOf(s: RealtimeSessionsDeps, agent: AgentDoc): Promise<Omit<Call, 'realtime' | 'agent'>> {

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { ROLE_IDS } from '../providers/types/roles.js';
 import { DomainError, badRequest, forbidden, notFound } from '../errors.js';
-import { partitionOf, resourceId } from '../providers/types/resource-type.js';
+import { partitionOf, resourceId, resourcesOf } from '../providers/types/resource-type.js';
 import { authorizeAgentLinks, checkAgentLinks } from './rules/agent-links.js';
 import { grant } from './rules/agent.js';
 import { writeVersioned } from '../providers/versions.js';
@@ -75,7 +75,7 @@ export const SetPropertiesBody = z
 
 /** The agent (its route has authorized the caller to read or write it). */
 async function loadAgent(s: AgentPropertiesDeps, name: string): Promise<AgentDoc> {
-  const doc = await s.store.container<AgentDoc>('resources').read(partitionOf(agents), resourceId(name));
+  const doc = await resourcesOf(s.store, agents).read(partitionOf(agents), resourceId(name));
   if (!doc || doc.deleted) throw notFound(`Agent ${name} not found`);
   return doc;
 }
@@ -150,7 +150,7 @@ export async function setProperties(s: AgentPropertiesDeps, principal: Principal
     throw forbidden('Changing owner_user_id needs the Owner role on the agent');
   }
 
-  await writeVersioned(s.store.container<AgentDoc>('resources'), agent.pk, agent.id, (current) => {
+  await writeVersioned(s.store, resourcesOf(s.store, agents), { pk: agent.pk, id: agent.id, change: (current) => {
     if (!current || current.deleted) throw notFound(`Agent ${agentName} not found`);
     const next: AgentDoc = { ...current, ...values, updated_on: new Date().toISOString(), updated_by: principal.upn };
     if (Object.keys(metadata).length > 0) {
@@ -162,7 +162,7 @@ export async function setProperties(s: AgentPropertiesDeps, principal: Principal
       next.metadata = meta;
     }
     return next;
-  });
+  } });
   s.resourceCache.invalidate(agent.object_id);
   // The new owner holds the Owner role on the agent, as its creator did.
   if (newOwner !== undefined) {

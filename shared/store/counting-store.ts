@@ -1,6 +1,7 @@
 // A diagnostics wrapper that counts a store's round trips per container: tests and benchmarks assert that an
 // operation's cost does not grow with the data.
-import type { Container, Doc, DocumentStore } from './types.js';
+import type { ContainerName } from './containers.js';
+import type { Container, DocsOf, DocumentStore } from './types.js';
 
 export interface Counts {
   reads: number;
@@ -21,8 +22,8 @@ export function countingStore(inner: DocumentStore): DocumentStore & { counts: M
     counts,
     reset: () => counts.clear(),
     close: () => inner.close(),
-    container<T extends Doc>(name: string): Container<T> {
-      const c = inner.container<T>(name);
+    container<N extends ContainerName>(name: N): Container<DocsOf<N>> {
+      const c = inner.container(name);
       const bump = (k: keyof Counts) => of(name)[k]++;
       return {
         name: c.name,

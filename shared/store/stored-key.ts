@@ -2,16 +2,24 @@
 // shared by every instance (so a token one instance signs, another verifies). For integrity keys whose
 // loss only invalidates what they signed (continuation tokens), not for credentials.
 import { randomBytes } from 'node:crypto';
-import { ConflictError, type Container, type Doc } from './types.js';
+import { narrowed } from './narrowed.js';
+import { ConflictError, type Doc, type DocumentStore } from './types.js';
 
 interface KeyDoc extends Doc {
   key: string;
 }
 
+declare module './types.js' {
+  interface StoredDocs {
+    'resources/key': KeyDoc;
+  }
+}
+
 /** The partition of the service's own documents in the resources container. */
 export const META_PK = '_meta';
 
-export function storedKey(container: Container<KeyDoc>, id: string): () => Promise<Buffer> {
+export function storedKey(store: Pick<DocumentStore, 'container'>, id: string): () => Promise<Buffer> {
+  const container = narrowed(store.container('resources'), (doc): doc is KeyDoc => doc.pk === META_PK && doc.id === id);
   let loaded: Promise<Buffer> | undefined;
   const load = async (): Promise<Buffer> => {
     const existing = await container.read(META_PK, id);

@@ -1,4 +1,5 @@
 // The narrow document-store interface every repository is written against; Cosmos and SQLite implement it.
+import type { ContainerName } from './containers.js';
 
 /** Every stored document has an id, unique within its partition, and its partition key value in `pk`. */
 export interface Doc {
@@ -123,9 +124,21 @@ export interface Container<T extends Doc> {
   aggregate(query: AggregateQuery): Promise<AggregateRow[]>;
 }
 
+/**
+ * What each container holds, so that its name alone decides the type of `DocumentStore.container(name)`: an
+ * entry `name` (a container's documents) or `name/kind` (one kind of several a container holds). The module
+ * that owns a kind of document declares its entry beside it (declaration merging), so the store, a foundation,
+ * names no feature.
+ */
+// eslint-disable-next-line @typescript-eslint/no-empty-object-type -- filled by declaration merging
+export interface StoredDocs {}
+
+/** The documents a container holds: every entry of StoredDocs under its name. */
+export type DocsOf<N extends string> = { [K in keyof StoredDocs]: K extends N | `${N}/${string}` ? StoredDocs[K] : never }[keyof StoredDocs];
+
 export interface DocumentStore {
   readonly kind: 'embedded' | 'cosmos';
-  container<T extends Doc>(name: string): Container<T>;
+  container<N extends ContainerName>(name: N): Container<DocsOf<N>>;
   close(): Promise<void>;
 }
 

@@ -7,8 +7,8 @@ import { randomUUID } from 'node:crypto';
 import { operations, presentOperation } from '../completions/operations.js';
 import { readSecret, SECRET_NAME } from '../config.js';
 import { APP_CONFIG_PK } from '../providers/settings.js';
-import { appConfigurations, type AppConfigurationDoc } from '../providers/types/catalog.js';
-import { resourceId } from '../providers/types/resource-type.js';
+import { appConfigurations } from '../providers/types/catalog.js';
+import { resourceId, resourcesOf } from '../providers/types/resource-type.js';
 import type { QueueDelivery } from '../queues/producer.js';
 import { Shares } from '../queues/shares.js';
 import { ownerKey } from '../auth/principal.js';
@@ -43,7 +43,7 @@ const resolve = (value: string) => (SECRET_NAME.test(value) ? readSecret(value) 
  * signatures need one set by the operator, since the setting is never shown.
  */
 async function signingSecrets(s: WebhooksHandlerDeps): Promise<string[]> {
-  const settings = s.store.container<AppConfigurationDoc>('resources');
+  const settings = resourcesOf(s.store, appConfigurations);
   const id = resourceId(SIGNING_SECRET_SETTING);
   let doc = await settings.read(APP_CONFIG_PK, id);
   if (!doc || doc.deleted) {

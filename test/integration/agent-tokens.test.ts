@@ -3,7 +3,7 @@
 import { randomUUID } from 'node:crypto';
 import path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { allAgentsGroupId, type AgentTokenDoc } from '../../shared/auth/agent-tokens.js';
+import { allAgentsGroupId } from '../../shared/auth/agent-tokens.js';
 import { oidForUpn } from '../../shared/auth/local-idp.js';
 import { ROLE_IDS, roleDefinitionPath } from '../../shared/providers/types/roles.js';
 import { formatToken, newSecret, parseToken } from '../../shared/auth/token-format.js';
@@ -15,7 +15,7 @@ describe('agent access tokens', () => {
   let app: TestApp;
   const agentUrl = (name: string) => `${app.management}/instances/${INSTANCE}/providers/Svc.Agent/agents/${name}`;
   const tokensUrl = (name: string) => `${agentUrl(name)}/agent-access-tokens`;
-  const tokens = () => app.services.store.container<AgentTokenDoc>('tokens');
+  const tokens = () => app.services.store.container('tokens');
 
   async function issue(agent: string, body: Record<string, unknown> = {}) {
     const r = await app.call('POST', tokensUrl(agent), { body: { type: 'agent-access-token', name: `t-${randomUUID().slice(0, 8)}`, ...body } });

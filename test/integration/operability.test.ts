@@ -7,7 +7,8 @@ import http from 'node:http';
 import { BlobServiceClient } from '@azure/storage-blob';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/azurite.js';
-import type { Container, Doc, DocumentStore } from '../../shared/store/types.js';
+import type { ContainerName } from '../../shared/store/containers.js';
+import type { Container, DocsOf, DocumentStore } from '../../shared/store/types.js';
 import { openSqliteStore } from '../../shared/store/sqlite-store.js';
 import { startTestApp, type TestApp } from '../support/app.js';
 import { runScript, startScript, type Running } from '../support/processes.js';
@@ -120,8 +121,8 @@ describe('health', () => {
     const real = openSqliteStore(`${tempDir()}/store.db`);
     const failing: DocumentStore = {
       ...real,
-      container<T extends Doc>(name: string): Container<T> {
-        const c = real.container<T>(name);
+      container<N extends ContainerName>(name: N): Container<DocsOf<N>> {
+        const c = real.container(name);
         return new Proxy(c, {
           get: (target, key, receiver) => (key === 'read' && down ? () => Promise.reject(new Error('the store is unreachable')) : (Reflect.get(target, key, receiver) as unknown)),
         });

@@ -6,11 +6,12 @@ import { inject } from 'vitest';
 import { freePort } from '../../scripts/azurite.js';
 import { LOCAL_DEFAULT_USER } from '../../shared/auth/local-idp.js';
 import { ROLE_IDS, roleDefinitionPath } from '../../shared/providers/types/roles.js';
-import type { SettingDoc } from '../../shared/providers/settings.js';
 import { resourceId } from '../../shared/providers/types/resource-type.js';
 import { openSqliteStore } from '../../shared/store/sqlite-store.js';
 import { runScript, startBuilt, type Running } from '../support/processes.js';
 import { INSTANCE, tempDir } from '../support/services.js';
+import { rawContainer } from '../support/raw-container.js';
+import type { SettingDoc } from '../../shared/providers/settings.js';
 
 describe('npm start', () => {
   let env: Record<string, string>;
@@ -89,7 +90,7 @@ describe('npm start', () => {
     await app.stop();
     // Written while the service is down, straight into its embedded store file.
     const store = openSqliteStore(`${env.DATA_DIR}/store.db`);
-    await store.container<SettingDoc>('resources').upsert({ id: resourceId('Svc:Branding:CompanyName'), pk: 'Svc.Configuration/appConfigurations', key: 'Svc:Branding:CompanyName', value: 'Contoso' });
+    await rawContainer<SettingDoc>(store, 'resources').upsert({ id: resourceId('Svc:Branding:CompanyName'), pk: 'Svc.Configuration/appConfigurations', key: 'Svc:Branding:CompanyName', value: 'Contoso' });
     await store.close();
     app = await startBuilt(env, /Get a token/);
     const r = await fetch(`${core}/instances/${INSTANCE}/branding`, { headers: { authorization: `Bearer ${token}` } });

@@ -1,7 +1,8 @@
 // What a resource type is: its place in the provider tree and its definition schema, from which the type of
 // its stored documents follows. One generic mechanism (providers/resources.ts) serves every type through this.
 import { z } from 'zod';
-import type { Doc } from '../../store/types.js';
+import { narrowed } from '../../store/narrowed.js';
+import type { Container, Doc, DocsOf, DocumentStore } from '../../store/types.js';
 
 /** Fields the service sets on every resource; in a request body they are ignored. */
 export const SERVICE_FIELDS = ['object_id', 'created_on', 'created_by', 'updated_on', 'updated_by', 'deleted', 'version'] as const;
@@ -24,6 +25,12 @@ export interface StoredFields extends Doc {
 
 /** A stored resource of a type not (yet) known to the reader: the generic provider, link checks. */
 export type AnyResource = StoredFields;
+
+declare module '../../store/types.js' {
+  interface StoredDocs {
+    resources: AnyResource;
+  }
+}
 
 /** The schema of a definition a caller sends; its output is the typed definition. */
 export type DefinitionSchema = z.ZodType<{ name: string }>;
@@ -63,6 +70,19 @@ export type ResourceOf<K extends ResourceKind> = Omit<DefinitionOf<K>, keyof Sto
 
 /** Whether a stored resource is of the kind (its `type`): the one narrowing from any resource to a kind. */
 export const isOf = <K extends ResourceKind>(doc: AnyResource, kind: K): doc is ResourceOf<K> => doc.type === kind.type;
+
+/** Whether a document of the resources container is a resource (not one of the service's own documents kept there). */
+export const isResource = (doc: DocsOf<'resources'>): doc is AnyResource =>
+  'type' in doc && typeof doc.type === 'string' && 'object_id' in doc && typeof doc.object_id === 'string';
+
+/** The resources container as its resources: the generic provider, the cache, link checks. */
+export const resourcesIn = (store: Pick<DocumentStore, 'container'>): Container<AnyResource> => narrowed(store.container('resources'), isResource);
+
+/** The resources of one kind, as a container of their type: read and written in their partition. */
+export function resourcesOf<K extends ResourceKind>(store: Pick<DocumentStore, 'container'>, kind: K): Container<ResourceOf<K>> {
+  const partition = partitionOf(kind);
+  return narrowed(resourcesIn(store), (doc): doc is ResourceOf<K> => doc.pk === partition && isOf(doc, kind));
+}
 
 /**
  * The stored id of a resource: its name, case-folded. Names are unique within a type regardless of case

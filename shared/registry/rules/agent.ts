@@ -4,8 +4,9 @@ import { createHash, randomUUID } from 'node:crypto';
 import { ROLE_IDS } from '../../providers/types/roles.js';
 import type { HookContext, ResourceRules } from '../../providers/resource-rules.js';
 import type { agents } from '../../providers/types/agent.js';
-import { ROLE_ASSIGNMENTS_PK, serviceAssignment, type RoleAssignmentDoc } from '../../providers/types/authorization.js';
+import { ROLE_ASSIGNMENTS_PK, type RoleAssignmentDoc, roleAssignments, serviceAssignment } from '../../providers/types/authorization.js';
 import { authorizeAgentLinks, checkAgentLinks } from './agent-links.js';
+import { resourcesOf } from '../../providers/types/resource-type.js';
 
 /** A deterministic assignment name, so setting up the same grant twice writes one assignment. */
 export const assignmentName = (scope: string, principalId: string, roleId: string) => {
@@ -17,7 +18,7 @@ export const assignmentName = (scope: string, principalId: string, roleId: strin
 export async function grant(ctx: HookContext, grantee: { id: string; type: RoleAssignmentDoc['principal_type'] }, roleId: string, scope: string, note: string): Promise<void> {
   const name = assignmentName(scope, grantee.id, roleId);
   const doc = serviceAssignment(ctx.services.config.instanceId, name, { principalId: grantee.id, principalType: grantee.type, roleId, scope, note, by: ctx.principal.upn || 'system' });
-  await ctx.services.store.container<RoleAssignmentDoc>('resources').upsert(doc);
+  await resourcesOf(ctx.services.store, roleAssignments).upsert(doc);
   ctx.services.authorizer.invalidate();
 }
 
@@ -35,7 +36,7 @@ export const agentRules: ResourceRules<typeof agents> = {
   },
   // A purged agent takes its role assignments and access tokens with it: a new agent of that name starts clean.
   afterPurge: async (doc, ctx) => {
-    const c = ctx.services.store.container<RoleAssignmentDoc>('resources');
+    const c = resourcesOf(ctx.services.store, roleAssignments);
     // The assignments and their versions (a version keeps the scope it granted under `definition`).
     const { items } = await c.query({ partition: ROLE_ASSIGNMENTS_PK });
     const scope = doc.object_id.toLowerCase();

@@ -1,9 +1,8 @@
 // Async completions: start, poll, the queue worker, at-least-once delivery, exhausted attempts, and a
 // worker process killed in the middle of an operation.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { operationKey, type OperationDoc } from '../../../shared/completions/operations.js';
+import { operationKey } from '../../../shared/completions/operations.js';
 import { failPoisoned, processOperation } from '../../../shared/completions/worker.js';
-import type { UsageDoc } from '../../../shared/completions/usage.js';
 import { startQueueConsumer } from '../../../shared/queues/local-consumer.js';
 import { freePort } from '../../../scripts/azurite.js';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
@@ -33,7 +32,7 @@ describe('async completions', () => {
   let app: TestApp;
   let llm: MockLlm;
   const start = (body: Record<string, unknown>, as?: string) => app.call('POST', `${app.core}/instances/${INSTANCE}/async-completions`, { body, ...(as ? { as } : {}) });
-  const operations = () => app.services.store.container<OperationDoc>('operations');
+  const operations = () => app.services.store.container('operations');
 
   beforeAll(async () => {
     llm = await startMockLlm();
@@ -88,7 +87,7 @@ describe('async completions', () => {
       // marking it InProgress again after a full run, then deliver the same message twice more.
       const calls = llm.requests.length;
       await processOperation(message('op-once'), { id: 'm', dequeueCount: 1 }, noWorker.services);
-      const ops = noWorker.services.store.container<OperationDoc>('operations');
+      const ops = noWorker.services.store.container('operations');
       const done = (await ops.read(keyOf('op-once'), keyOf('op-once')))!;
       await ops.replace({ ...done, status: 'InProgress', result: null });
       await processOperation(message('op-once'), { id: 'm', dequeueCount: 2 }, noWorker.services);
@@ -96,7 +95,7 @@ describe('async completions', () => {
       expect(llm.requests.length - calls).toBe(1);
       const messages = (await noWorker.call('GET', `${noWorker.core}/instances/${INSTANCE}/sessions/${s2}/messages`)).body as unknown[];
       expect(messages).toHaveLength(2);
-      const usage = await noWorker.services.store.container<UsageDoc>('usage').query({ partition: OWNER, where: [{ field: 'operation_id', op: 'eq', value: 'op-once' }] });
+      const usage = await noWorker.services.store.container('usage').query({ partition: OWNER, where: [{ field: 'operation_id', op: 'eq', value: 'op-once' }] });
       expect(usage.items).toHaveLength(1);
       expect((await ops.read(keyOf('op-once'), keyOf('op-once')))?.status).toBe('Completed');
     } finally {
@@ -111,7 +110,7 @@ describe('async completions', () => {
     try {
       await seedAgent(noWorker, 'broken', { llmUrl: broken.url });
       await noWorker.call('POST', `${noWorker.core}/instances/${INSTANCE}/async-completions`, { body: { user_prompt: 'x', agent_name: 'broken', operation_id: 'op-fail' } });
-      const ops = noWorker.services.store.container<OperationDoc>('operations');
+      const ops = noWorker.services.store.container('operations');
       for (let attempt = 1; attempt <= 4; attempt++) {
         broken.next({ status: 500 });
         await expect(processOperation(message('op-fail'), { id: 'm', dequeueCount: attempt }, noWorker.services)).rejects.toThrow();
@@ -163,7 +162,7 @@ describe('async completions', () => {
       await new Promise((r) => worker.child.once('exit', r));
       expect(() => process.kill(pid, 0)).toThrow();
       const killedAt = Date.now();
-      expect((await host.services.store.container<OperationDoc>('operations').read(keyOf('op-killed'), keyOf('op-killed')))?.status).toBe('InProgress');
+      expect((await host.services.store.container('operations').read(keyOf('op-killed'), keyOf('op-killed')))?.status).toBe('InProgress');
 
       // A new worker with the default lease picks the message up once the dead worker's lease lapses.
       const [handler] = (await import('../../../functions/groups.js')).QUEUE_HANDLERS;

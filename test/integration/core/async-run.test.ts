@@ -213,7 +213,7 @@ describe('the async run', () => {
       producer.send = async (queue, message, options) => {
         const key = (message as { key?: string }).key;
         if (queue === app.services.config.webhooks.queue && key !== undefined && (message as { waits?: number }).waits === undefined && (message as { attempt?: number }).attempt === 1) {
-          const op = await app.services.store.container<{ id: string; pk: string; status: string }>('operations').read(key, key);
+          const op = await app.services.store.container('operations').read(key, key);
           seen.push({ status: op?.status, delayed: (options?.visibilityTimeoutSeconds ?? 0) > 0 });
         }
         return send(queue, message, options);

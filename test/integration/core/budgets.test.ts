@@ -10,7 +10,6 @@ import { freePort } from '../../../scripts/azurite.js';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
 import { LOCAL_DEFAULT_USER, loadLocalKey, mintLocalToken, oidForUpn } from '../../../shared/auth/local-idp.js';
 import { ROLE_IDS, roleDefinitionPath } from '../../../shared/providers/types/roles.js';
-import type { UsageDoc } from '../../../shared/completions/usage.js';
 import { openCosmosStore } from '../../../shared/store/cosmos-store.js';
 import { grantReader, seedAgent } from '../../support/agents.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
@@ -50,7 +49,7 @@ describe('budgets', () => {
     expect(r.status).toBe(200);
     const body = r.body as { operation_id: string; total_tokens: number; total_cost: number };
     expect(body.total_cost).toBe(body.total_tokens);
-    const record = await app.services.store.container<UsageDoc>('usage').read('owner@local.test', body.operation_id);
+    const record = await app.services.store.container('usage').read('owner@local.test', body.operation_id);
     expect(record).toMatchObject({ cost: body.total_tokens, currency: 'EUR', cost_center: 'sales', protocol: 'core' });
   });
 
@@ -275,7 +274,7 @@ describe.each([
       await seedAgent(app, 'priced', { llmUrl: llm.url, pricing: PRICING });
       const limit = 150;
       expect((await setBudgets(app, [budget('shared', limit)])).status).toBe(200);
-      const usage = app.services.store.container<UsageDoc>('usage');
+      const usage = app.services.store.container('usage');
       await hundredAtOnce(cores, async () => (await usage.query({ partition: 'owner@local.test' })).items.reduce((sum, u) => sum + u.cost, 0), limit);
     } finally {
       await close();

@@ -1,7 +1,6 @@
 // Completions, sessions and messages over HTTP against an OpenAI-compatible server on loopback.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { UsageDoc } from '../../../shared/completions/usage.js';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
 import { grantReader as grantAgentReader, seedAgent } from '../../support/agents.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
@@ -84,7 +83,7 @@ describe('completions', () => {
 
   it('records a token usage record per completion', async () => {
     const r = await complete({ user_prompt: 'usage please', agent_name: 'helper', operation_id: 'op-usage-1' });
-    const usage = await app.services.store.container<UsageDoc>('usage').read('owner@local.test', 'op-usage-1');
+    const usage = await app.services.store.container('usage').read('owner@local.test', 'op-usage-1');
     expect(usage).toMatchObject({
       operation_id: 'op-usage-1',
       session_id: null,

@@ -6,7 +6,6 @@ import { encode } from 'gpt-tokenizer/encoding/cl100k_base';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { startMcpServer, type TestMcpServer } from '../../../scripts/mock-mcp.js';
 import { startMockLlm, textOf, type ChatRequest, type MockLlm } from '../../../scripts/mock-llm.js';
-import type { FileDoc } from '../../../shared/files/files.js';
 import { grantReader } from '../../support/agents.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { docxOf, htmlOf, pdfOf, pptxOf, xlsxOf } from '../../support/documents.js';
@@ -151,7 +150,7 @@ describe.each(STORES)('conversation records on the $name store', (store) => {
     }
     expect(extractions).toHaveBeenCalledTimes(1);
     extractions.mockRestore();
-    const record = (await app.services.store.container<FileDoc>('files').query({ where: [{ field: 'display_name', op: 'eq', value: 'broken.pdf' }] })).items[0];
+    const record = (await app.services.store.container('files').query({ where: [{ field: 'display_name', op: 'eq', value: 'broken.pdf' }] })).items[0];
     expect(record?.unreadable).toBeTruthy();
   });
 

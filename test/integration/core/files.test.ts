@@ -2,7 +2,6 @@
 // file record, ownership of attachments, text files handed to the model; then the caller's own files:
 // list, metadata, content and delete.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { FileDoc } from '../../../shared/files/files.js';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
 import { grantReader, seedAgent } from '../../support/agents.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
@@ -22,7 +21,7 @@ describe('file upload', () => {
     const res = await fetch(`${app.core}/instances/${INSTANCE}/files/upload`, { method: 'POST', body: form, headers: { authorization: `Bearer ${await app.token(as)}` } });
     return { status: res.status, body: (await res.json()) as Record<string, unknown> };
   };
-  const records = () => app.services.store.container<FileDoc>('files');
+  const records = () => app.services.store.container('files');
 
   beforeAll(async () => {
     llm = await startMockLlm();

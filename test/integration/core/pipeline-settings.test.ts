@@ -4,7 +4,6 @@
 // model on both providers.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
-import type { UsageDoc } from '../../../shared/completions/usage.js';
 import { ownerKey } from '../../../shared/auth/principal.js';
 import { LOCAL_DEFAULT_USER } from '../../../shared/auth/local-idp.js';
 import { startTestApp, providers, type TestApp } from '../../support/app.js';
@@ -84,7 +83,7 @@ describe('agent pipeline settings', () => {
       expect(body.prompt_tokens).toBe(rewriteTokens.prompt + words('You answer questions.') + 4);
       expect(body.completion_tokens).toBe(rewriteTokens.completion + 5);
       expect(body.total_cost).toBeCloseTo(rewriteTokens.prompt + rewriteTokens.completion, 5);
-      const usage = await app.services.store.container<UsageDoc>('usage').read(ownerKey(LOCAL_DEFAULT_USER.upn), (r.body as unknown as { operation_id: string }).operation_id);
+      const usage = await app.services.store.container('usage').read(ownerKey(LOCAL_DEFAULT_USER.upn), (r.body as unknown as { operation_id: string }).operation_id);
       expect(usage).toMatchObject({ prompt_tokens: body.prompt_tokens, completion_tokens: body.completion_tokens, cost: body.total_cost });
     });
 
@@ -157,7 +156,7 @@ describe('agent pipeline settings', () => {
         expect(r.status).toBe(200);
         expect(r.body.completion).toBe(REFUSAL);
         expect(r.body.analysis_results).toEqual([{ type: 'shielding', plugin_name: 'Dotnet-Builtin-Blocklist', stage: 'pre', verdict: 'blocked', reason: `matches the blocklist entry ${entry}` }]);
-        const usage = await app.services.store.container<UsageDoc>('usage').read(ownerKey(LOCAL_DEFAULT_USER.upn), (r.body as unknown as { operation_id: string }).operation_id);
+        const usage = await app.services.store.container('usage').read(ownerKey(LOCAL_DEFAULT_USER.upn), (r.body as unknown as { operation_id: string }).operation_id);
         expect(usage).toMatchObject({ status: 'Blocked', shielding: { plugin_name: 'Dotnet-Builtin-Blocklist', stage: 'pre', verdict: 'blocked' }, prompt_tokens: 0, completion_tokens: 0 });
       }
       expect(modelCalls()).toHaveLength(0);

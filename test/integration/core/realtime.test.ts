@@ -6,7 +6,6 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import WebSocket from 'ws';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
 import { textOf } from '../../../shared/realtime/relay.js';
-import type { UsageDoc } from '../../../shared/completions/usage.js';
 import { grantReader } from '../../support/agents.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { INSTANCE } from '../../support/services.js';
@@ -154,7 +153,7 @@ describe('realtime speech', () => {
         ['User', 'Hello from the microphone'],
         ['Assistant', 'Echo: Hello from the microphone'],
       ]);
-    const { items } = await app.services.store.container<UsageDoc>('usage').query({ where: [{ field: 'session_id', op: 'eq', value: session_id }] });
+    const { items } = await app.services.store.container('usage').query({ where: [{ field: 'session_id', op: 'eq', value: session_id }] });
     expect(items).toHaveLength(1);
     expect(items[0]?.model_deployment_name).toBe('gpt-4o-realtime');
     expect(items[0]?.total_tokens).toBeGreaterThan(0);
@@ -226,7 +225,7 @@ describe('realtime speech', () => {
       // Charged as it goes: the first answer spends the budget, and the call ends there.
       expect(await client.next('relay.call_ended')).toMatchObject({ reason: 'budget_exceeded', message: expect.stringContaining('calls') as string });
       await client.closed;
-      const usage = app.services.store.container<UsageDoc>('usage');
+      const usage = app.services.store.container('usage');
       await expect.poll(async () => (await usage.query({ where: [{ field: 'session_id', op: 'eq', value: session_id }] })).items.length).toBe(1);
       const [record] = (await usage.query({ where: [{ field: 'session_id', op: 'eq', value: session_id }] })).items;
       expect(record).toMatchObject({ protocol: 'realtime', currency: 'EUR', cost_center: 'support', cost: record!.total_tokens });
@@ -299,7 +298,7 @@ describe('realtime speech', () => {
       const model = llm.realtime.calls[calls];
       await expect.poll(() => model?.closed, { timeout: 10_000 }).toBe(true);
       expect(model?.received.map((e) => e.type)).toContain('response.cancel');
-      const usage = app.services.store.container<UsageDoc>('usage');
+      const usage = app.services.store.container('usage');
       const records = async () => (await usage.query({ where: [{ field: 'session_id', op: 'eq', value: session_id }] })).items;
       await expect.poll(async () => (await records()).length).toBe(1);
       const [record] = await records();

@@ -2,11 +2,12 @@
 import path from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
-import type { MessageDoc } from '../../../shared/conversations/conversations.js';
 import { openSqliteStore } from '../../../shared/store/sqlite-store.js';
 import { seedAgent } from '../../support/agents.js';
 import { startTestApp } from '../../support/app.js';
 import { INSTANCE } from '../../support/services.js';
+import { narrowed } from '../../../shared/store/narrowed.js';
+import { isMessage } from '../../../shared/conversations/conversations.js';
 
 describe('stopping the service', () => {
   let llm: MockLlm;
@@ -33,7 +34,7 @@ describe('stopping the service', () => {
     await app.close();
     const store = openSqliteStore(path.join(app.dataDir, 'store.db'));
     try {
-      const page = await store.container<MessageDoc>('sessions').query({
+      const page = await narrowed(store.container('sessions'), isMessage).query({
         where: [
           { field: 'type', op: 'eq', value: 'Message' },
           { field: 'session_id', op: 'eq', value: session.id },

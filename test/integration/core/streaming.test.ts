@@ -4,7 +4,6 @@
 import functions from '@azure/functions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ROUTES } from '../../../functions/groups.js';
-import type { UsageDoc } from '../../../shared/completions/usage.js';
 import { functionsHandler } from '../../../shared/http/azure-host.js';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
 import { seedAgent } from '../../support/agents.js';
@@ -95,7 +94,7 @@ describe('streamed completions', () => {
     while (llm.aborted === before && Date.now() < until) await new Promise((r) => setTimeout(r, 20));
     expect(llm.aborted).toBe(before + 1);
     await new Promise((r) => setTimeout(r, 100));
-    const usage = await app.services.store.container<UsageDoc>('usage').read('owner@local.test', 'op-gone-away');
+    const usage = await app.services.store.container('usage').read('owner@local.test', 'op-gone-away');
     expect(usage).toMatchObject({ status: 'Cancelled' });
     expect((await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${session}/messages`)).body).toEqual([]);
     llm.setStreaming(0, 0);

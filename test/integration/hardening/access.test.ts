@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { oidForUpn } from '../../../shared/auth/local-idp.js';
 import { ROLE_IDS, roleDefinitionPath } from '../../../shared/providers/types/roles.js';
-import { operationKey, type OperationDoc } from '../../../shared/completions/operations.js';
+import { operationKey } from '../../../shared/completions/operations.js';
 import { processOperation } from '../../../shared/completions/worker.js';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
 import { seedAgent } from '../../support/agents.js';
@@ -106,7 +106,7 @@ describe('access', () => {
     try {
       await seedAgent(noWorker, 'victim', { llmUrl: llm.url });
       expect((await noWorker.call('POST', `${noWorker.core}/instances/${INSTANCE}/async-completions`, { body: { user_prompt: 'x', agent_name: 'victim', operation_id: 'op-odd' } })).status).toBe(202);
-      const ops = noWorker.services.store.container<OperationDoc>('operations');
+      const ops = noWorker.services.store.container('operations');
       const key = operationKey('owner@local.test', 'op-odd');
       const op = (await ops.read(key, key))!;
       // Something the code does not expect: a session id that is not a string.

@@ -8,11 +8,12 @@ import { endpointView } from '../../../shared/models/endpoint.js';
 import { ModelGateway } from '../../../shared/models/gateway.js';
 import { guardedAgent } from '../../../shared/net/outbound.js';
 import type { AnyResource } from '../../../shared/providers/types/resource-type.js';
-import { apiEndpointConfigurations, type ApiEndpointDoc } from '../../../shared/providers/types/catalog.js';
+import { apiEndpointConfigurations } from '../../../shared/providers/types/catalog.js';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
 import { seedAgent } from '../../support/agents.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { INSTANCE } from '../../support/services.js';
+import { resourcesOf } from '../../../shared/providers/types/resource-type.js';
 
 describe('what configuration may make the service do', () => {
   let app: TestApp;
@@ -49,7 +50,7 @@ describe('what configuration may make the service do', () => {
     // An endpoint written before the rule (straight into the store) naming the storage connection string.
     const stored = await app.services.resourceCache.get(`/instances/${INSTANCE}/providers/Svc.Configuration/apiEndpointConfigurations/keyed-endpoint`, apiEndpointConfigurations);
     if (!stored) throw new Error('the endpoint was not saved');
-    await app.services.store.container<ApiEndpointDoc>('resources').upsert({ ...stored, authentication_parameters: { api_key_secret_name: 'AzureWebJobsStorage' }, updated_on: new Date().toISOString() });
+    await resourcesOf(app.services.store, apiEndpointConfigurations).upsert({ ...stored, authentication_parameters: { api_key_secret_name: 'AzureWebJobsStorage' }, updated_on: new Date().toISOString() });
     app.services.resourceCache.invalidate(stored.object_id);
     const before = llm.requests.length;
     const refused = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { user_prompt: 'key?', agent_name: 'keyed' } });

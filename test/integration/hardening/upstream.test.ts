@@ -1,7 +1,7 @@
 // A hostile model upstream: every way an answer can go wrong ends in the documented status within the
 // endpoint's timeout plus a second, while other work goes on; deterministic refusals are not retried.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { operationKey, type OperationDoc } from '../../../shared/completions/operations.js';
+import { operationKey } from '../../../shared/completions/operations.js';
 import { processOperation } from '../../../shared/completions/worker.js';
 import { startMockLlm, type Behavior, type MockLlm } from '../../../scripts/mock-llm.js';
 import { seedAgent } from '../../support/agents.js';
@@ -85,7 +85,7 @@ describe('hostile model upstream', () => {
       hostile.next({ status: 422 });
       const key = operationKey('owner@local.test', 'op-refused');
       await processOperation({ key }, { id: 'm', dequeueCount: 1 }, noWorker.services);
-      const op = await noWorker.services.store.container<OperationDoc>('operations').read(key, key);
+      const op = await noWorker.services.store.container('operations').read(key, key);
       expect(op).toMatchObject({ status: 'Failed', status_message: 'Failed: The model endpoint rejected the request (422)' });
     } finally {
       await noWorker.close();
@@ -107,7 +107,7 @@ describe('hostile model upstream', () => {
       await new Promise((r) => setTimeout(r, 50));
     }
     expect(status).toBe('Completed');
-    const stuck = await app.services.store.container<OperationDoc>('operations').read(operationKey('owner@local.test', 'op-stuck'), operationKey('owner@local.test', 'op-stuck'));
+    const stuck = await app.services.store.container('operations').read(operationKey('owner@local.test', 'op-stuck'), operationKey('owner@local.test', 'op-stuck'));
     expect(stuck?.status).toBe('InProgress');
   });
 });

@@ -9,20 +9,12 @@ import { TIMERS } from '../../../functions/groups.js';
 import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
 import { BLOB_CREATED, EVENTS } from '../../../shared/knowledge/events.js';
 import { derivedRunName } from '../../../shared/knowledge/schedule.js';
-import { partitionOf } from '../../../shared/providers/types/resource-type.js';
+import { partitionOf, resourcesOf } from '../../../shared/providers/types/resource-type.js';
 import { dataPipelineRuns } from '../../../shared/providers/types/catalog.js';
 import { providers, startTestApp, type TestApp } from '../../support/app.js';
 import { TEXTS } from '../../support/documents.js';
 import { complete, objectId, seedKnowledgeAgent, seedPipeline, updateAgent, upsert } from './support.js';
 import { containerOf } from '../../support/storage.js';
-
-interface StoredRun {
-  name: string;
-  status: string;
-  created_by: string;
-  documents?: string[];
-  counts: { added: number; removed: number };
-}
 
 describe('event-triggered data pipelines', () => {
   let llm: MockLlm;
@@ -30,7 +22,7 @@ describe('event-triggered data pipelines', () => {
   const container = `events-${randomUUID().slice(0, 8)}`;
   const blobs = () => containerOf(app.services, container);
   const eventRuns = async () =>
-    (await app.services.store.container<StoredRun & { id: string; pk: string }>('resources').query({ partition: partitionOf(dataPipelineRuns), where: [{ field: 'created_by', op: 'eq', value: EVENTS }] })).items;
+    (await resourcesOf(app.services.store, dataPipelineRuns).query({ partition: partitionOf(dataPipelineRuns), where: [{ field: 'created_by', op: 'eq', value: EVENTS }] })).items;
   const indexed = async () => (await app.services.vectors.documents('on-change')).map((d) => d.source).sort();
 
   beforeAll(async () => {

@@ -7,8 +7,6 @@ import { ANALYTICS_DATA } from '../../../shared/analytics/schemas.js';
 import { oidForUpn } from '../../../shared/auth/local-idp.js';
 import { ROLE_IDS, roleDefinitionPath } from '../../../shared/providers/types/roles.js';
 import type { UsageDoc } from '../../../shared/completions/usage.js';
-import type { MessageDoc, SessionDoc } from '../../../shared/conversations/conversations.js';
-import type { FileDoc } from '../../../shared/files/files.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { INSTANCE } from '../../support/services.js';
 
@@ -118,18 +116,18 @@ describe('analytics', () => {
     await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/${name}`, {
       body: { name, principal_id: oidForUpn(ANALYST), principal_type: 'User', role_definition_id: roleDefinitionPath(ROLE_IDS.analyticsReader), scope: `/instances/${INSTANCE}` },
     });
-    const sessions = app.services.store.container<SessionDoc | MessageDoc>('sessions');
+    const sessions = app.services.store.container('sessions');
     for (const [id, upn, at] of SESSIONS) await sessions.create({ id, pk: upn, type: 'Session', name: id, upn, created_on: at, updated_on: at, day: at.slice(0, 10) });
     for (const [session, upn, agent, userAt, assistantAt] of TURNS) {
       for (const [sender, at] of [['User', userAt], ['Assistant', assistantAt]] as const) {
         await sessions.create({ id: randomUUID(), pk: upn, type: 'Message', session_id: session, sender, sender_display_name: sender === 'User' ? upn : agent, text: 'secret words', tokens: 1, timestamp: at, day: at.slice(0, 10), hour: Number(at.slice(11, 13)), upn, operation_id: 'op', agent_name: agent });
       }
     }
-    const usage = app.services.store.container<UsageDoc>('usage');
+    const usage = app.services.store.container('usage');
     for (const u of USAGE) await usage.create(usageDoc(...u));
     for (const u of abuseRecords()) await usage.create(u);
     for (const c of COSTS) await usage.create(costDoc(c));
-    const files = app.services.store.container<FileDoc>('files');
+    const files = app.services.store.container('files');
     for (const [upn, agent, size, type, session, at] of FILES) {
       const id = randomUUID();
       await files.create({ id, pk: upn, object_id: id, display_name: 'f', content_type: type, size, agent_name: agent, session_id: session, upn, created_on: at, day: at.slice(0, 10), blob_name: id });
@@ -496,7 +494,7 @@ describe('analytics', () => {
   });
 
   it('defaults to the last 30 days', async () => {
-    const recent = app.services.store.container<UsageDoc>('usage');
+    const recent = app.services.store.container('usage');
     const now = new Date();
     await recent.create(usageDoc('recent@x.com', 'R', 'gpt-r', 5, null, new Date(now.getTime() - 5 * 86_400_000).toISOString(), 10, 'Completed'));
     await recent.create(usageDoc('recent@x.com', 'R', 'gpt-r', 7, null, new Date(now.getTime() - 40 * 86_400_000).toISOString(), 10, 'Completed'));

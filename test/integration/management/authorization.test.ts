@@ -4,7 +4,6 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { oidForUpn } from '../../../shared/auth/local-idp.js';
 import { ROLE_IDS, roleDefinitionPath } from '../../../shared/providers/types/roles.js';
-import type { AgentDoc } from '../../../shared/providers/types/agent.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { INSTANCE } from '../../support/services.js';
 
@@ -114,7 +113,7 @@ describe('role-based authorization', () => {
   });
 
   it('lists 10 of 1,000 agents for a Reader of those 10, with a bounded number of store reads', async () => {
-    const container = app.services.store.container<AgentDoc>('resources');
+    const container = app.services.store.container('resources');
     const now = new Date().toISOString();
     for (let i = 0; i < 1000; i++) {
       const name = `bulk-${String(i).padStart(4, '0')}`;

@@ -3,12 +3,15 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PrincipalDirectory } from '../../../shared/auth/directory.js';
+import { isPrincipal, PrincipalDirectory } from '../../../shared/auth/directory.js';
 import { LOCAL_DEFAULT_USER, oidForUpn } from '../../../shared/auth/local-idp.js';
 import { ROLE_IDS, roleDefinitionPath } from '../../../shared/providers/types/roles.js';
 import { openSqliteStore } from '../../../shared/store/sqlite-store.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { INSTANCE } from '../../support/services.js';
+import { narrowed } from '../../../shared/store/narrowed.js';
+import { resourcesOf } from '../../../shared/providers/types/resource-type.js';
+import { roleAssignments } from '../../../shared/providers/types/authorization.js';
 
 describe('identity', () => {
   let app: TestApp;
@@ -60,7 +63,7 @@ describe('principal search through Microsoft Graph', () => {
     });
     await new Promise<void>((r) => graph.listen(0, '127.0.0.1', r));
     const store = openSqliteStore(':memory:');
-    const directory = new PrincipalDirectory(store.container('principals'), store.container('resources'), {
+    const directory = new PrincipalDirectory(narrowed(store.container('principals'), isPrincipal), resourcesOf(store, roleAssignments), {
       baseUrl: `http://127.0.0.1:${(graph.address() as AddressInfo).port}`,
       getToken: () => Promise.resolve('graph-token'),
     });

@@ -6,7 +6,6 @@ import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from
 import { Client as McpClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { UsageDoc } from '../../../shared/completions/usage.js';
 import { startMockLlm, textOf, type MockLlm } from '../../../scripts/mock-llm.js';
 import { grantReader, seedAgent } from '../../support/agents.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
@@ -17,7 +16,7 @@ const QUOTAS = 'Svc:Quota:Definitions';
 describe('agents over MCP and A2A', () => {
   let app: TestApp;
   let llm: MockLlm;
-  const usage = () => app.services.store.container<UsageDoc>('usage');
+  const usage = () => app.services.store.container('usage');
   const usageOf = async (operationId: string, upn = 'owner@local.test') => usage().read(upn, operationId);
 
   beforeAll(async () => {

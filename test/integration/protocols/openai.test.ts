@@ -5,7 +5,6 @@
 import { InMemorySpanExporter } from '@opentelemetry/sdk-trace-base';
 import OpenAI, { APIError } from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { UsageDoc } from '../../../shared/completions/usage.js';
 import { startLocalTracing } from '../../../shared/telemetry/local-tracing.js';
 import { startMockLlm, textOf, type MockLlm } from '../../../scripts/mock-llm.js';
 import { grantReader, seedAgent } from '../../support/agents.js';
@@ -252,7 +251,7 @@ describe('the OpenAI-compatible API', () => {
       expect(spent.headers?.get('retry-after')).toMatch(/^\d+$/);
       expect((await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { user_prompt: 'core again', agent_name: 'limited' } })).status).toBe(429);
 
-      const usage = app.services.store.container<UsageDoc>('usage');
+      const usage = app.services.store.container('usage');
       const byOperation = (id: string) => usage.read('owner@local.test', id);
       expect((await byOperation((core.body as { operation_id: string }).operation_id))?.protocol).toBe('core');
       expect((await byOperation(chat.id.replace(/^chatcmpl-/, '')))?.protocol).toBe('openai');

@@ -12,6 +12,7 @@ import {
   type DocumentStore,
 } from '../../../shared/store/types.js';
 import { STORES } from '../../support/stores.js';
+import { rawContainer } from '../../support/raw-container.js';
 
 interface Item extends Doc {
   name: string;
@@ -40,8 +41,8 @@ describe.each(STORES)('document store contract: $name', (adapter) => {
 
   beforeAll(async () => {
     store = await adapter.open();
-    c = store.container<Item>('resources');
-    q = store.container<Item>('sessions');
+    c = rawContainer(store, 'resources');
+    q = rawContainer(store, 'sessions');
     // A fixed data set for the query cases: pk a holds 0..5, pk b holds 6..9.
     for (let n = 0; n < 10; n++) await q.create(item(n < 6 ? 'a' : 'b', `q${n}`, n, { day: `2026-01-0${(n % 3) + 1}` }));
   });
@@ -338,7 +339,7 @@ describe.each(STORES)('document store contract: $name', (adapter) => {
   });
 
   it.skipIf(adapter.gaps.has('ttl'))('expires documents after their ttl (TTL: the local Cosmos server never expires items)', async () => {
-    const quotas = store.container<Doc & { n: number }>('quotas');
+    const quotas = rawContainer<Doc & { n: number }>(store, 'quotas');
     await quotas.create({ id: 'short', pk: 'ttl', n: 1, ttl: 1 });
     await quotas.create({ id: 'long', pk: 'ttl', n: 1, ttl: 3600 });
     expect(await quotas.read('ttl', 'short')).toBeDefined();

@@ -11,6 +11,7 @@ import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
 import { seedAgent } from '../../support/agents.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { INSTANCE } from '../../support/services.js';
+import { rawContainer } from '../../support/raw-container.js';
 
 describe('Cosmos DB requests of a completion', () => {
   let server: ReturnType<typeof createHttpServer>;
@@ -49,7 +50,7 @@ describe('Cosmos DB requests of a completion', () => {
   });
 
   it('writes the updates of a document that wait for a batch as one batch, from the version that batch wrote', async () => {
-    const sessions = store.container<{ id: string; pk: string; n: number }>('sessions');
+    const sessions = rawContainer<{ id: string; pk: string; n: number }>(store, 'sessions');
     const known = await sessions.create({ id: 'queued', pk: 'queued', n: 0 });
     requests.length = 0;
     // Ten updates of one document at once, each with the copy read before: the first is written alone, the

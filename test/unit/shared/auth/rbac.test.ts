@@ -2,10 +2,11 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { normalizeScope, RoleBasedAuthorizer } from '../../../../shared/auth/rbac.js';
 import { ROLE_IDS } from '../../../../shared/providers/types/roles.js';
-import { serviceAssignment, type RoleAssignmentDoc } from '../../../../shared/providers/types/authorization.js';
+import { type RoleAssignmentDoc, roleAssignments, serviceAssignment } from '../../../../shared/providers/types/authorization.js';
 import { openSqliteStore } from '../../../../shared/store/sqlite-store.js';
 import type { Container } from '../../../../shared/store/types.js';
 import { user } from '../../../support/resources.js';
+import { resourcesOf } from '../../../../shared/providers/types/resource-type.js';
 
 const INSTANCE = 'instance-1';
 const at = (path = '') => `/instances/${INSTANCE}${path}`;
@@ -19,7 +20,7 @@ describe('role-based authorization', () => {
     assignments.upsert(serviceAssignment(INSTANCE, `a-${++n}`, { principalId, principalType, roleId, scope, note: 'test', by: 'test' })).then(() => authorizer.invalidate());
 
   beforeEach(() => {
-    assignments = openSqliteStore(':memory:').container<RoleAssignmentDoc>('resources');
+    assignments = resourcesOf(openSqliteStore(':memory:'), roleAssignments);
     authorizer = new RoleBasedAuthorizer(assignments, INSTANCE);
   });
 

@@ -2,12 +2,13 @@
 // cost of a call, and the shares two instances take of one budget.
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../../../shared/auth/principal.js';
-import { Budgets, largestCost, outputLimit, parseBudgets, periodOf, type BudgetCounterDoc } from '../../../../shared/completions/budgets.js';
+import { Budgets, isBudgetCounter, largestCost, outputLimit, parseBudgets, periodOf } from '../../../../shared/completions/budgets.js';
 import { createLog } from '../../../../shared/log.js';
 import type { AppSettings } from '../../../../shared/providers/settings.js';
 import { countingStore as counting } from '../../../../shared/store/counting-store.js';
 import { openSqliteStore } from '../../../../shared/store/sqlite-store.js';
 import type { DocumentStore } from '../../../../shared/store/types.js';
+import { narrowed } from '../../../../shared/store/narrowed.js';
 
 describe('budgets', () => {
   it('puts a time in its UTC day, week (from Monday) and month', () => {
@@ -40,7 +41,7 @@ describe('budgets', () => {
 describe('budget shares of two instances on one store', () => {
   const budgetsOn = (store: DocumentStore, limit: number) => {
     const settings = { get: () => Promise.resolve(JSON.stringify([{ name: 'b', scope: 'instance', limit, currency: 'EUR', period: 'day' }])) } as unknown as AppSettings;
-    return new Budgets(settings, store.container<BudgetCounterDoc>('quotas'), createLog({ quiet: true }));
+    return new Budgets(settings, narrowed(store.container('quotas'), isBudgetCounter), createLog({ quiet: true }));
   };
   const user = { kind: 'user', id: 'u', upn: 'u@example.com', name: null } as unknown as Principal;
   const agent = { name: 'a' };
@@ -59,7 +60,7 @@ describe('budget shares of two instances on one store', () => {
       // Each call spends 5 of its 7.
       for (const h of held) h.budgets.settle(h.reservation, 5);
       await Promise.all([one.close(), two.close()]);
-      const counter = (await store.container<BudgetCounterDoc>('quotas').query({})).items[0];
+      const counter = (await store.container('quotas').query({})).items[0];
       expect(counter).toMatchObject({ spent: held.length * 5 * 1_000_000, reserved: 0 });
     } finally {
       await store.close();
@@ -76,7 +77,7 @@ describe('budget shares of two instances on one store', () => {
       // A hundredth of the limit (100) is held: 50 calls of 1 need no store call.
       expect(store.counts.get('quotas')).toBeUndefined();
       await budgets.close();
-      const counter = (await store.container<BudgetCounterDoc>('quotas').query({})).items[0];
+      const counter = (await store.container('quotas').query({})).items[0];
       expect(counter).toMatchObject({ spent: 51_000_000, reserved: 0 });
     } finally {
       await store.close();

@@ -1,20 +1,23 @@
 // Quotas hold across instances: two Quotas objects (two Functions instances) share one store.
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../../../shared/auth/principal.js';
-import { QUOTA_SETTING, Quotas } from '../../../../shared/completions/quotas.js';
+import { isQuotaCounter, QUOTA_SETTING, Quotas } from '../../../../shared/completions/quotas.js';
 import { DomainError } from '../../../../shared/errors.js';
-import { APP_CONFIG_PK, AppSettings, type SettingDoc } from '../../../../shared/providers/settings.js';
+import { APP_CONFIG_PK, AppSettings } from '../../../../shared/providers/settings.js';
 import { resourceId } from '../../../../shared/providers/types/resource-type.js';
 import { openSqliteStore } from '../../../../shared/store/sqlite-store.js';
 import { memoryLog } from '../../../support/services.js';
+import { rawContainer } from '../../../support/raw-container.js';
+import { narrowed } from '../../../../shared/store/narrowed.js';
+import type { SettingDoc } from '../../../../shared/providers/settings.js';
 
 const alice: Principal = { kind: 'user', id: 'a-1', upn: 'alice@example.com', name: 'Alice', userName: null, groups: [], scopes: [], appRoles: [] };
 const bob: Principal = { ...alice, id: 'b-1', upn: 'bob@example.com' };
 
 async function quotasWith(definitions: unknown[]) {
   const store = openSqliteStore(':memory:');
-  await store.container<SettingDoc>('resources').create({ id: resourceId(QUOTA_SETTING), pk: APP_CONFIG_PK, key: QUOTA_SETTING, value: JSON.stringify(definitions) });
-  return new Quotas(new AppSettings(store.container('resources')), store.container('quotas'), memoryLog());
+  await rawContainer<SettingDoc>(store, 'resources').create({ id: resourceId(QUOTA_SETTING), pk: APP_CONFIG_PK, key: QUOTA_SETTING, value: JSON.stringify(definitions) });
+  return new Quotas(new AppSettings(rawContainer<SettingDoc>(store, 'resources')), narrowed(store.container('quotas'), isQuotaCounter), memoryLog());
 }
 const quota = (name: string, limit: number, extra: Record<string, unknown> = {}) => ({ name, context: 'CoreAPI:Completions', metric_partition: 'UserPrincipalName', metric_limit: limit, metric_window_seconds: 60, ...extra });
 /** One call admitted and ended at once: its reservation given back, its headers answered. */
@@ -65,13 +68,13 @@ describe('quotas', () => {
 
   it('counts in the shared store, so the limit holds across instances', async () => {
     const store = openSqliteStore(':memory:');
-    await store.container<SettingDoc>('resources').create({
+    await rawContainer<SettingDoc>(store, 'resources').create({
       id: resourceId(QUOTA_SETTING),
       pk: APP_CONFIG_PK,
       key: QUOTA_SETTING,
       value: JSON.stringify([{ name: 'PerUser', context: 'CoreAPI:Completions', metric_partition: 'UserIdentifier', metric_limit: 3, metric_window_seconds: 60, lockout_duration_seconds: 0 }]),
     });
-    const instance = () => new Quotas(new AppSettings(store.container('resources')), store.container('quotas'), memoryLog());
+    const instance = () => new Quotas(new AppSettings(rawContainer<SettingDoc>(store, 'resources')), narrowed(store.container('quotas'), isQuotaCounter), memoryLog());
     const [one, two] = [instance(), instance()];
     await one.enforce(alice, 'any');
     await two.enforce(alice, 'any');
@@ -86,9 +89,9 @@ describe('quotas', () => {
 
   it('ignores an invalid definitions setting instead of failing every request, and says so', async () => {
     const store = openSqliteStore(':memory:');
-    await store.container<SettingDoc>('resources').create({ id: resourceId(QUOTA_SETTING), pk: APP_CONFIG_PK, key: QUOTA_SETTING, value: '{not json' });
+    await rawContainer<SettingDoc>(store, 'resources').create({ id: resourceId(QUOTA_SETTING), pk: APP_CONFIG_PK, key: QUOTA_SETTING, value: '{not json' });
     const log = memoryLog();
-    const quotas = new Quotas(new AppSettings(store.container('resources')), store.container('quotas'), log);
+    const quotas = new Quotas(new AppSettings(rawContainer<SettingDoc>(store, 'resources')), narrowed(store.container('quotas'), isQuotaCounter), log);
     await expect(quotas.enforce(alice, 'any')).resolves.toEqual({ headers: {}, reservation: { entries: [] } });
     expect(log.records.some((r) => r.message.includes('Ignoring invalid'))).toBe(true);
   });

@@ -8,6 +8,7 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSqliteStore } from '../../../../shared/store/sqlite-store.js';
 import type { DocumentStore } from '../../../../shared/store/types.js';
+import { rawContainer } from '../../../support/raw-container.js';
 
 describe('embedded store checkpoints', () => {
   let store: DocumentStore | undefined;
@@ -19,7 +20,7 @@ describe('embedded store checkpoints', () => {
     const dir = mkdtempSync(path.join(tmpdir(), 'checkpoints-'));
     const file = path.join(dir, 'store.db');
     store = openSqliteStore(file);
-    const sessions = store.container('sessions');
+    const sessions = rawContainer(store, 'sessions');
     for (let i = 0; i < 50; i++) await sessions.create({ id: `s${i}`, pk: 'alice' });
 
     /** Documents in the database file alone (a copy without its -wal, as after a crash that lost the log). */
@@ -42,7 +43,7 @@ describe('embedded store checkpoints', () => {
     // A short interval, so the log holds a small part of what was written however slowly a loaded machine
     // writes (with the 2 s default, the last interval's writes alone came near a quarter of the total).
     store = openSqliteStore(file, undefined, { checkpointMs: 250 });
-    const messages = store.container('sessions');
+    const messages = rawContainer(store, 'sessions');
     const text = 'x'.repeat(2000);
     // About 100 MB of log in batches 20 ms apart, for many checkpoint intervals.
     const started = Date.now();

@@ -7,6 +7,7 @@ import Database from 'better-sqlite3';
 import { afterEach, describe, expect, it } from 'vitest';
 import { openSqliteStore } from '../../../../shared/store/sqlite-store.js';
 import type { Doc, DocumentStore } from '../../../../shared/store/types.js';
+import { rawContainer } from '../../../support/raw-container.js';
 
 interface Message extends Doc {
   type: 'Message';
@@ -32,7 +33,7 @@ const message = (n: number, agent: string, upn: string): Message => ({
 
 /** Responses, users and conversations per agent: the AllAgents shape. */
 async function perAgent(store: DocumentStore) {
-  const rows = await store.container('sessions').aggregate({
+  const rows = await rawContainer<Message>(store, 'sessions').aggregate({
     where: [
       { field: 'type', op: 'eq', value: 'Message' },
       { field: 'sender', op: 'eq', value: 'Assistant' },
@@ -50,7 +51,7 @@ describe('embedded store facts table', () => {
 
   it('follows creates, patches, replaces, upserts and deletes', async () => {
     store = openSqliteStore(':memory:');
-    const c = store.container<Message>('sessions');
+    const c = rawContainer<Message>(store, 'sessions');
     // Assistant messages: m1 (a, u1, s-u1-1), m3 (a, u1, s-u1-0), m5 (b, u2, s-u2-2), m7 (b, u2, s-u2-1).
     await c.createMany([message(0, 'a', 'u1'), message(1, 'a', 'u1'), message(2, 'a', 'u1'), message(3, 'a', 'u1'), message(5, 'b', 'u2'), message(7, 'b', 'u2')]);
     expect(await perAgent(store)).toEqual([
@@ -80,7 +81,7 @@ describe('embedded store facts table', () => {
 
   it('answers filters the facts cannot (a field outside them) from the documents, alike', async () => {
     store = openSqliteStore(':memory:');
-    const c = store.container<Message>('sessions');
+    const c = rawContainer<Message>(store, 'sessions');
     await c.createMany([message(1, 'a', 'u1'), message(3, 'a', 'u2'), message(5, 'b', 'u2')]);
     const [row] = await c.aggregate({ where: [{ field: 'text', op: 'startsWith', value: 'text ' }, { field: 'agent_name', op: 'eq', value: 'a' }], aggregates: { users: { fn: 'countDistinct', field: 'upn' } } });
     expect(row).toEqual({ users: 2 });
@@ -90,7 +91,7 @@ describe('embedded store facts table', () => {
   async function reopened(earlier: (db: Database.Database) => void): Promise<DocumentStore> {
     const file = path.join(mkdtempSync(path.join(tmpdir(), 'facts-')), 'store.db');
     store = openSqliteStore(file, undefined, { readers: 0 });
-    await store.container<Message>('sessions').createMany([message(1, 'a', 'u1'), message(3, 'b', 'u1'), message(5, 'b', 'u2')]);
+    await rawContainer<Message>(store, 'sessions').createMany([message(1, 'a', 'u1'), message(3, 'b', 'u1'), message(5, 'b', 'u2')]);
     await store.close();
     const db = new Database(file);
     earlier(db);
@@ -113,7 +114,7 @@ describe('embedded store facts table', () => {
       db.exec('CREATE TABLE facts_sessions (pk TEXT NOT NULL, id TEXT NOT NULL, expires_at INTEGER, c0, c1, PRIMARY KEY (pk, id)) WITHOUT ROWID');
     });
     expect(await perAgent(s)).toEqual(THREE);
-    await s.container<Message>('sessions').createMany([message(7, 'a', 'u3')]);
+    await rawContainer<Message>(s, 'sessions').createMany([message(7, 'a', 'u3')]);
     expect((await perAgent(s))[0]).toEqual({ agent_name: 'a', responses: 2, users: 2, conversations: 2 });
   });
 });

@@ -9,6 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { CONTAINERS } from '../../../../shared/store/containers.js';
 import { openSqliteStore } from '../../../../shared/store/sqlite-store.js';
 import type { Doc, DocumentStore } from '../../../../shared/store/types.js';
+import { rawContainer } from '../../../support/raw-container.js';
 
 interface Item extends Doc {
   type: string;
@@ -49,12 +50,12 @@ const items = (): Item[] =>
   ]);
 
 async function fill(store: DocumentStore) {
-  const c = store.container<Item>('sessions');
+  const c = rawContainer<Item>(store, 'sessions');
   for (const item of items()) await c.create(item);
 }
 
 async function sessionsByActivity(store: DocumentStore): Promise<string[]> {
-  const page = await store.container<Item>('sessions').query({ partition: 'u1', where: [{ field: 'type', op: 'eq', value: 'Session' }], orderBy: [{ field: 'updated_on', direction: 'desc' }] });
+  const page = await rawContainer(store, 'sessions').query({ partition: 'u1', where: [{ field: 'type', op: 'eq', value: 'Session' }], orderBy: [{ field: 'updated_on', direction: 'desc' }] });
   return page.items.map((d) => d.id);
 }
 
@@ -68,7 +69,7 @@ describe('embedded store indexes', () => {
     store = openSqliteStore(f);
     await fill(store);
     expect(await sessionsByActivity(store)).toEqual(['s0', 's1', 's2']);
-    const since = await store.container<Item>('sessions').query({ where: [{ field: 'type', op: 'eq', value: 'Session' }, { field: 'created_on', op: 'ge', value: '2026-11-02' }] });
+    const since = await rawContainer(store, 'sessions').query({ where: [{ field: 'type', op: 'eq', value: 'Session' }, { field: 'created_on', op: 'ge', value: '2026-11-02' }] });
     expect(since.items.map((d) => d.id).sort()).toEqual(['s1', 's2']);
     await store.close();
     store = undefined;
@@ -95,7 +96,7 @@ describe('embedded store indexes', () => {
     for (const t of tables) expect(t.sql).not.toMatch(/WITHOUT ROWID/i);
 
     expect(await sessionsByActivity(store)).toEqual(['s0', 's1', 's2']);
-    const c = store.container<Item>('sessions');
+    const c = rawContainer(store, 'sessions');
     expect(await c.read('u1', 'm1')).toMatchObject({ session_id: 's1', _etag: '"e-m1"' });
     const perSession = await c.aggregate({ where: [{ field: 'type', op: 'eq', value: 'Message' }], groupBy: ['session_id'], aggregates: { n: { fn: 'count' } } });
     expect(perSession.sort((a, b) => String(a.session_id).localeCompare(String(b.session_id)))).toEqual([
@@ -110,7 +111,7 @@ describe('embedded store indexes', () => {
   it('binds a type that is not a plain name instead of writing it into the query', async () => {
     store = openSqliteStore(':memory:');
     await fill(store);
-    const odd = await store.container<Item>('sessions').query({ partition: 'u1', where: [{ field: 'type', op: 'eq', value: "Session' OR '1'='1" }] });
+    const odd = await rawContainer(store, 'sessions').query({ partition: 'u1', where: [{ field: 'type', op: 'eq', value: "Session' OR '1'='1" }] });
     expect(odd.items).toEqual([]);
   });
 });
