@@ -12,7 +12,7 @@ import { defineRoute, type Route } from '../shared/http/route.js';
 import type { PlatformRequest, Reply } from '../shared/http/types.js';
 import type { Config } from '../shared/config.js';
 import { PACKAGE_ROOT } from '../shared/version.js';
-import { loadLocalKey, mintLocalToken } from '../shared/auth/local-idp.js';
+import { isLocalSignInCode, loadLocalKey, mintLocalToken } from '../shared/auth/local-idp.js';
 import { json } from '../shared/http/types.js';
 
 export const PORTAL_DIR = path.join(PACKAGE_ROOT, 'dist', 'portal');
@@ -102,8 +102,13 @@ const common = { api: 'core', method: 'GET', tag: 'Portal', auth: 'none', errors
 /**
  * The portal's development sign-in (a user name instead of a pasted token): only with the local identity
  * provider, and only while the service listens on this machine alone, never with a real identity provider.
+ * It also asks for the sign-in code `npm start` prints in the portal link's fragment (derived from the
+ * signing key), so another user or container on this machine, which may send any Origin, gets no token.
  */
 export const localSignIn = (config: Config) => config.auth.kind === 'local' && !config.portal.entra && ['127.0.0.1', 'localhost', '::1'].includes(config.host);
+/** Where the development sign-in code is, for those who come without it. */
+const SIGN_IN_CODE_HINT =
+  'open the portal link npm start printed (it ends in #sign-in=...), or paste a token (npm run -s token)';
 /** Hours a development sign-in lasts. */
 const LOCAL_SIGN_IN_HOURS = 8;
 const FileParams = z.object({ file: z.string().regex(/^[\w.-]+$/, 'not a portal file name').max(200) });
@@ -145,14 +150,28 @@ export const routes: readonly Route[] = [
     method: 'POST',
     name: 'portal-local-sign-in',
     path: '/portal/local-sign-in',
-    summary: 'Development sign-in: a token of the local identity provider for the user named (404 unless the service uses the local identity provider and listens on loopback only)',
-    body: z.object({ upn: z.string().trim().regex(/^[^\s@]{1,100}@[^\s@]{1,100}$/, 'upn must look like user@domain'), name: z.string().trim().min(1).max(200).optional() }).strict(),
+    summary:
+      'Development sign-in: a token of the local identity provider for the user named, given the sign-in code ' +
+      'npm start prints (404 unless the service uses the local identity provider and listens on loopback only)',
+    body: z
+      .object({
+        upn: z.string().trim().regex(/^[^\s@]{1,100}@[^\s@]{1,100}$/, 'upn must look like user@domain'),
+        name: z.string().trim().min(1).max(200).optional(),
+        // Optional here so that a missing code is the 403 that says what to do, not a validation error.
+        code: z.string().max(200).optional().describe('The sign-in code: the #sign-in= of the link npm start prints'),
+      })
+      .strict(),
     responses: { 200: { description: 'A token of the local identity provider', schema: z.object({ access_token: z.string(), expires_in: z.number().int() }) } },
     handler: async ({ services, body, request }) => {
       const { config } = services;
       if (!localSignIn(config) || config.auth.kind !== 'local') throw notFound('Development sign-in is not available');
       // Only the portal's own page may sign in: a browser names the page's origin, which another site cannot forge.
       if (!sameOrigin(config, request.header('origin'), request.header('host'))) throw forbidden("Development sign-in answers only the portal's own page (its Origin)");
+      // The Origin restrains browsers only; a local process may send any, but cannot read the signing key.
+      if (!(await isLocalSignInCode(config.auth.keyFile, body.code))) {
+        const problem = body.code ? 'That sign-in code is wrong' : 'Development sign-in needs its sign-in code';
+        throw forbidden(`${problem}: ${SIGN_IN_CODE_HINT}`);
+      }
       const expiresIn = LOCAL_SIGN_IN_HOURS * 3600;
       const token = await mintLocalToken(await loadLocalKey(config.auth.keyFile), config.auth.issuer, config.auth.audience, { upn: body.upn, ...(body.name ? { name: body.name } : {}), expiresInSeconds: expiresIn });
       return json(200, { access_token: token, expires_in: expiresIn });

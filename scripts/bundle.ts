@@ -20,7 +20,7 @@ export const AZURE_BUNDLE_DIR = path.join(root, 'dist', 'azure');
 /** The Functions app itself, beside its entry (index.js) in AZURE_BUNDLE_DIR. */
 export const APP_BUNDLE = 'app.cjs';
 
-/** The worker threads (the embedded store's, the extraction pool's), started by URL relative to the module that starts them. */
+/** The worker threads (the embedded store's, the matcher's) and the extraction processes, started by URL relative to the module that starts them. */
 const WORKERS = ['shared/store/sqlite-reader-worker.ts', 'shared/store/sqlite-checkpoint-worker.ts', 'shared/knowledge/extract-worker.ts', 'shared/matching/match-worker.ts'];
 
 /**

@@ -50,7 +50,13 @@ async function main() {
   if (ports) config = { ...config, storage: { kind: 'connection-string', connectionString: connectionStringFor(ports.blobPort, ports.queuePort) } };
   // Handled: its failure is met where it is awaited, not as an unhandled rejection while modules load.
   azuriteStarting?.catch(() => undefined);
-  const loading = Promise.all([import('../functions/groups.js'), import('../shared/http/standalone.js'), import('../shared/services.js')]);
+  const loading = Promise.all([
+    import('../functions/groups.js'),
+    import('../shared/http/standalone.js'),
+    import('../shared/services.js'),
+    import('../functions/portal.js'),
+    import('../shared/auth/local-idp.js'),
+  ]);
 
   // What is running, for stopping: a signal can come at any moment of the start, and nothing started
   // (not even an Azurite still starting) may outlive the process.
@@ -78,9 +84,16 @@ async function main() {
   process.on('SIGTERM', () => void stop());
 
   let azurite: Azurite | undefined;
+  let signInLink = '';
   try {
     await startTelemetry(config);
-    const [{ QUEUE_HANDLERS, ROUTES, TIMERS, UPGRADES }, { startStandalone }, { createServices }] = await loading;
+    const [groups, { startStandalone }, { createServices }, portal, idp] = await loading;
+    const { QUEUE_HANDLERS, ROUTES, TIMERS, UPGRADES } = groups;
+    // The portal's development sign-in asks for this code: the links carry it in their fragment (never sent
+    // to a server), so whoever started the service signs in by opening one, and nobody else on the machine.
+    if (config.auth.kind === 'local' && portal.localSignIn(config)) {
+      signInLink = `#sign-in=${await idp.localSignInCode(config.auth.keyFile)}`;
+    }
     services = await createServices(config);
     // The APIs answer as soon as they listen; the queue workers start, and the banner is printed, once
     // Azurite is up (until then /health/ready says the blobs and queues are not).
@@ -105,7 +118,8 @@ async function main() {
       `  Store:           ${store}`,
       `  Blobs/queues:    ${azurite ? `Azurite of this DATA_DIR on 127.0.0.1:${azurite.blobPort}/${azurite.queuePort}` : 'configured storage account'}`,
       `  Get a token:     ${token}`,
-      `  Portals:         ${app.coreUrl}/portal/ (chat), ${app.coreUrl}/portal/manage.html (management)`,
+      `  Portals:         ${app.coreUrl}/portal/${signInLink} (chat), ` +
+        `${app.coreUrl}/portal/manage.html${signInLink} (management)`,
       `  Try:             curl ${app.coreUrl}/status`,
       '',
     ].join('\n'),

@@ -1,4 +1,5 @@
-// The one reader of process.env: every setting is parsed and checked here, once, at startup.
+// The service's settings: every one read from the environment is parsed and checked here, once, at startup
+// (the one other read is the Azure host's own WEBSITE_SITE_NAME, telemetry's name for the service).
 import path from 'node:path';
 import { z } from 'zod';
 import { LOG_LEVELS, type LogLevel } from './log.js';
@@ -137,6 +138,7 @@ const SETTINGS = {
   GRAPH_URL: setting(url(), 'https://graph.microsoft.com'),
   MAX_JSON_BODY_BYTES: setting(PositiveInt, 1024 * 1024),
   MAX_UPLOAD_BYTES: setting(PositiveInt, 20 * 1024 * 1024),
+  USER_STORAGE_MAX_BYTES: setting(PositiveInt, 1024 * 1024 * 1024),
   /** Tokens of attachment text one completion gives the model, over all its attachments; the rest is cut with a marker. */
   ATTACHMENT_MAX_TOKENS: setting(int(256, 200_000), 20_000),
   MEMORY_MAX_BYTES: setting(PositiveInt, 256 * 1024),
@@ -307,6 +309,8 @@ export interface Config {
   graphUrl: string | undefined;
   maxJsonBodyBytes: number;
   maxUploadBytes: number;
+  /** What one user's files (uploads and code-interpreter output) may hold in all. */
+  userStorageMaxBytes: number;
   attachmentMaxTokens: number;
   memoryMaxBytes: number;
   packages: { container: string; privateStore: string; publicStoreUrl: string | undefined; maxBytes: number };
@@ -397,6 +401,7 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     graphUrl: e.GRAPH_ENABLED ? e.GRAPH_URL : undefined,
     maxJsonBodyBytes: e.MAX_JSON_BODY_BYTES,
     maxUploadBytes: e.MAX_UPLOAD_BYTES,
+    userStorageMaxBytes: e.USER_STORAGE_MAX_BYTES,
     attachmentMaxTokens: e.ATTACHMENT_MAX_TOKENS,
     memoryMaxBytes: e.MEMORY_MAX_BYTES,
     packages: { container: e.PACKAGES_CONTAINER, privateStore: e.PACKAGE_STORE_PRIVATE_CONTAINER, publicStoreUrl: e.PACKAGE_STORE_PUBLIC_URL, maxBytes: e.MAX_PACKAGE_BYTES },

@@ -147,7 +147,7 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     resourceCache,
     conversations,
     turns: new SessionTurns(narrowed(store.container('sessions'), isTurn), conversations),
-    files: new Files(store.container('files'), blobs.container(config.filesContainer), config.instanceId, config.maxUploadBytes),
+    files: new Files({ records: store.container('files'), blobs: blobs.container(config.filesContainer), instanceId: config.instanceId, maxBytes: config.maxUploadBytes, userMaxBytes: config.userStorageMaxBytes }),
     credentials,
     gate,
     models: new ModelGateway({

@@ -415,6 +415,7 @@ func settings(clientId string, serviceApis string, queueWorkers bool, relayUrl s
   { name: 'GRAPH_URL', value: 'https://graph.microsoft.com' }
   { name: 'MAX_JSON_BODY_BYTES', value: '1048576' }
   { name: 'MAX_UPLOAD_BYTES', value: '20971520' }
+  { name: 'USER_STORAGE_MAX_BYTES', value: '1073741824' }
   { name: 'ATTACHMENT_MAX_TOKENS', value: '20000' }
   { name: 'MEMORY_MAX_BYTES', value: '262144' }
   { name: 'FILES_CONTAINER', value: 'files' }

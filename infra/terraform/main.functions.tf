@@ -40,6 +40,7 @@ locals {
     GRAPH_URL                             = "https://graph.microsoft.com"
     MAX_JSON_BODY_BYTES                   = "1048576"
     MAX_UPLOAD_BYTES                      = "20971520"
+    USER_STORAGE_MAX_BYTES                = "1073741824"
     ATTACHMENT_MAX_TOKENS                 = "20000"
     MEMORY_MAX_BYTES                      = "262144"
     FILES_CONTAINER                       = "files"

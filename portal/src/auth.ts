@@ -1,9 +1,27 @@
-// Signing in. Locally the user pastes a token of the local identity provider (what `npm run token` prints;
-// the service offers no endpoint that mints one). With Entra ID configured (PORTAL_ENTRA_*), MSAL signs in
-// by redirect and keeps the token fresh; it is loaded only then, so the chat page does not carry it.
+// Signing in. Locally the user pastes a token of the local identity provider (what `npm run token` prints),
+// or, in development, names a user and the service mints the token, given the sign-in code of the link
+// `npm start` prints. With Entra ID configured (PORTAL_ENTRA_*), MSAL signs in by redirect and keeps the
+// token fresh; it is loaded only then, so the chat page does not carry it.
 import type { PortalConfig } from './portal-routes';
 
 const KEY = 'agent-platform.token';
+const CODE_KEY = 'agent-platform.sign-in-code';
+
+/**
+ * Takes the development sign-in code from the link `npm start` prints (`#sign-in=<code>`; a fragment is never
+ * sent to a server or in a Referer): kept for this tab, and taken out of the address bar so that it is not
+ * bookmarked, shared or left in the history. Runs before anything reads the fragment (the management
+ * portal's sections).
+ */
+export function takeSignInCode(): void {
+  if (!location.hash.startsWith('#sign-in=')) return;
+  const code = new URLSearchParams(location.hash.slice(1)).get('sign-in');
+  if (code) sessionStorage.setItem(CODE_KEY, code);
+  history.replaceState(history.state, '', `${location.pathname}${location.search}`);
+}
+
+/** The development sign-in code this tab was opened with, if any. */
+export const signInCode = (): string | undefined => sessionStorage.getItem(CODE_KEY) ?? undefined;
 
 export interface Session {
   token(): Promise<string>;

@@ -4,7 +4,7 @@ import { render } from 'preact';
 import { useEffect, useState } from 'preact/hooks';
 import { answer, createApi, type Api } from './api';
 import { ApiError } from './api-error';
-import { currentSession, signInWithEntra, signInWithToken, type Session } from './auth';
+import { currentSession, signInCode, signInWithEntra, signInWithToken, takeSignInCode, type Session } from './auth';
 import { loadPortalConfig, localSignIn, type PortalConfig } from './portal-routes';
 import type { Branding } from './schemas';
 import './style.css';
@@ -143,16 +143,26 @@ function SignIn({ config, onSession }: { config: PortalConfig; onSession: (s: Se
       <button type="submit">Sign in</button>
     </form>
   );
+  const code = signInCode();
   return (
     <main class="sign-in">
       <h1>Sign in</h1>
-      {config.sign_in.development_sign_in ? (
+      {config.sign_in.development_sign_in && code ? (
         <>
-          <DevelopmentSignIn onSession={onSession} onError={setError} />
+          <DevelopmentSignIn code={code} onSession={onSession} onError={setError} />
           <details>
             <summary>Use a token instead</summary>
             {withToken}
           </details>
+        </>
+      ) : config.sign_in.development_sign_in ? (
+        <>
+          {/* Without the code the service mints nothing: say where it is rather than offer a form that fails. */}
+          <p>
+            To sign in by user name, open the link <code>npm start</code> printed (it ends in{' '}
+            <code>#sign-in=…</code>, the sign-in code of this service), or paste a token.
+          </p>
+          {withToken}
         </>
       ) : (
         withToken
@@ -168,9 +178,18 @@ function SignIn({ config, onSession }: { config: PortalConfig; onSession: (s: Se
 
 /**
  * Development mode (the local identity provider on a service that listens on this machine only): sign in
- * as any user by name, the service minting the token. Never offered with a real identity provider.
+ * as any user by name, the service minting the token given the sign-in code. Never offered with a real
+ * identity provider.
  */
-function DevelopmentSignIn({ onSession, onError }: { onSession: (s: Session) => void; onError: (e: string) => void }) {
+function DevelopmentSignIn({
+  code,
+  onSession,
+  onError,
+}: {
+  code: string;
+  onSession: (s: Session) => void;
+  onError: (e: string) => void;
+}) {
   const [upn, setUpn] = useState('owner@local.test');
   const [name, setName] = useState('');
   return (
@@ -179,7 +198,7 @@ function DevelopmentSignIn({ onSession, onError }: { onSession: (s: Session) => 
       onSubmit={(e) => {
         e.preventDefault();
         void (async () => {
-          const signedIn = await localSignIn({ upn, ...(name.trim() ? { name } : {}) });
+          const signedIn = await localSignIn({ upn, code, ...(name.trim() ? { name } : {}) });
           if ('refused' in signedIn) return onError(signedIn.refused);
           const result = signInWithToken(signedIn.token);
           if (typeof result === 'string') onError(result);
@@ -201,6 +220,7 @@ function DevelopmentSignIn({ onSession, onError }: { onSession: (s: Session) => 
 
 /** Mounts a portal page: signs in, loads the branding, then renders `page` with what it needs. */
 export function mount(title: string, page: (ctx: Context) => ComponentChildren) {
+  takeSignInCode();
   function Root() {
     const [config, setConfig] = useState<PortalConfig>();
     const [session, setSession] = useState<Session | null>();

@@ -1,6 +1,7 @@
-// The local identity provider: a signing key kept in the data folder, its JWKS, and token minting for
-// `npm run token`. Used only when no AUTH_* setting is given.
-import { createHash, randomUUID } from 'node:crypto';
+// The local identity provider: a signing key kept in the data folder, its JWKS, token minting for
+// `npm run token`, and the code the portal's development sign-in asks for. Used only when no AUTH_* setting
+// is given.
+import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
 import { link, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK, type CryptoKey } from 'jose';
@@ -64,6 +65,27 @@ async function createKey(keyFile: string): Promise<JWK> {
   } finally {
     await rm(temp, { force: true });
   }
+}
+
+/** What the development sign-in code is an HMAC of: a label of its own, so the code reveals nothing of the key. */
+const SIGN_IN_CODE_LABEL = 'agent-platform local-idp: portal development sign-in v1';
+
+/**
+ * The code the portal's development sign-in asks for, derived from the signing key (created on first use):
+ * whoever may read the key file (mode 0600) may sign in, as whoever may run `npm run token`, and nobody
+ * else on the machine. It changes only with the key.
+ */
+export async function localSignInCode(keyFile: string): Promise<string> {
+  const { d } = await readOrCreateKey(keyFile);
+  if (!d) throw new Error(`The local identity provider's key ${keyFile} has no private part`);
+  return createHmac('sha256', Buffer.from(d, 'base64url')).update(SIGN_IN_CODE_LABEL).digest('base64url').slice(0, 32);
+}
+
+/** Whether `given` is the sign-in code, compared in constant time (hashed first: no length to time either). */
+export async function isLocalSignInCode(keyFile: string, given: string | undefined): Promise<boolean> {
+  if (given === undefined || given === '') return false;
+  const digest = (v: string) => createHash('sha256').update(v).digest();
+  return timingSafeEqual(digest(await localSignInCode(keyFile)), digest(given));
 }
 
 /** A stable principal id for a UPN, so repeated `npm run token --upn x` calls name the same user. */

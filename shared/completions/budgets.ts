@@ -16,6 +16,7 @@ import type { AgentDoc } from '../providers/types/agent.js';
 import { SettingList, parseNamedList } from '../providers/setting-list.js';
 import { NotFoundError, type Container, type Doc, type DocsOf } from '../store/types.js';
 import { incrementCounter } from '../store/update.js';
+import { loadTokenCounter } from '../models/tokens.js';
 
 export const BUDGET_SETTING = 'Svc:Budgets';
 export const BUDGET_HEADER = 'svc-budget';
@@ -150,17 +151,8 @@ export const DEFAULT_OUTPUT_LIMIT = 4096;
 /** The output limit of a call's request fields. */
 export const outputLimit = (parameters: Record<string, unknown>) => Number(parameters.max_tokens ?? parameters.max_completion_tokens) || DEFAULT_OUTPUT_LIMIT;
 
-/** gpt-tokenizer's counter, loaded on first use: its tables are most of the code a cold start would compile. */
-let tokenizer: Promise<(text: string) => number> | undefined;
-const loadTokenCounter = () => (tokenizer ??= import('gpt-tokenizer').then((m) => m.countTokens));
-
-/** The tokens of a text, as the budgets count them. */
-export async function tokensOf(text: string): Promise<number> {
-  return text.length === 0 ? 0 : (await loadTokenCounter())(text);
-}
-
-/** The largest cost a model call can have: its prompt's tokens and its output limit, at the model's prices. */
-export async function largestCost(messages: readonly ChatMessage[], outputLimit: number, prices: { input: number; output: number }): Promise<number> {
+/** The tokens of a call's messages as the budgets count them (a model that reports no usage is counted so too). */
+export async function promptTokensOf(messages: readonly ChatMessage[]): Promise<number> {
   const count = await loadTokenCounter();
   let tokens = 0;
   for (const m of messages) {
@@ -168,7 +160,12 @@ export async function largestCost(messages: readonly ChatMessage[], outputLimit:
     // A few tokens of framing per message, as the chat format adds them.
     tokens += (m.role === 'system' ? systemTokens(text, count) : count(text)) + 4;
   }
-  return tokens * prices.input + outputLimit * prices.output;
+  return tokens;
+}
+
+/** The largest cost a model call can have: its prompt's tokens and its output limit, at the model's prices. */
+export async function largestCost(messages: readonly ChatMessage[], outputLimit: number, prices: { input: number; output: number }): Promise<number> {
+  return (await promptTokensOf(messages)) * prices.input + outputLimit * prices.output;
 }
 
 /** Token counts of system messages (an agent's prompt comes with every call), the last 500 kept. */

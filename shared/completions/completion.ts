@@ -30,7 +30,7 @@ import { answerWithTools, type ToolEvents, type ToolExecution } from '../tools/l
 import { toolboxFor } from '../tools/toolbox.js';
 import type { FileArtifact } from '../tools/sandboxed.js';
 import type { RunnablePlugin } from '../plugins/runtime.js';
-import { workflowAnswer } from './workflow-plugin.js';
+import { workflowAnswer, workflowHistory } from './workflow-plugin.js';
 import { parseFilter } from '../knowledge/filter.js';
 import type { EmbeddingSpend } from '../knowledge/embedder.js';
 import { agentTools, Citation, knowledgeContext, PromptEmbeddings, retrieve, type KnowledgeScope } from '../knowledge/retrieval.js';
@@ -478,7 +478,7 @@ async function produceAnswer(s: CompletionDeps, principal: Principal, admitted: 
     return { ...rest, content, citations: [], analysis: [block], block };
   };
 
-  const preBlock = shields.pre.length > 0 ? await screen(s, shields.pre, 'pre', await callerText(s, admitted, options.signal), options.signal) : undefined;
+  const preBlock = shields.pre.length > 0 ? await screen(s, shields.pre, 'pre', await callerText(s, admitted, chain, options.signal), options.signal) : undefined;
   if (preBlock) return refused(preBlock, { promptTokens: 0, completionTokens: 0, cost: 0 });
 
   const rewritten = await rewritePrompt(s, { principal, agent, session, prompt: request.user_prompt, signal: options.signal });
@@ -592,13 +592,18 @@ async function answerWithModel(s: CompletionDeps, principal: Principal, admitted
 
 /**
  * Everything of the caller's that reaches the model, as one text for the pre-completion shields: the prompt,
- * a facade's earlier messages and instructions, the text of its model fields (a schema's descriptions, stop
- * sequences), and the attachments' text (kept after its first extraction: the model's read is the same).
+ * the session's earlier turns the model is given (some may have been answered by an agent without shields), a
+ * facade's earlier messages and instructions, the text of its model fields (a schema's descriptions, stop
+ * sequences), and the attachments' names and text (kept after its first extraction: the model's read is the same).
  */
-async function callerText(s: CompletionDeps, { request, facade, attachments }: Admitted, signal: AbortSignal | undefined): Promise<string> {
-  const texts = (facade?.history ?? []).map((m) => (typeof m.content === 'string' ? m.content : m.content.map((p) => (p.type === 'text' ? p.text : '')).join('\n')));
+async function callerText(s: CompletionDeps, { request, facade, attachments, agent, session }: Admitted, chain: AgentChain, signal: AbortSignal | undefined): Promise<string> {
+  const history = agent.conversation_history_settings;
+  const window = chain.kind === 'plugin' ? workflowHistory(agent) : history?.enabled ? history.max_history * 2 : 0;
+  const earlier = session && window > 0 ? await s.conversations.recentHistory(session, window) : [];
+  const texts = earlier.map((m) => m.text);
+  texts.push(...(facade?.history ?? []).map((m) => (typeof m.content === 'string' ? m.content : m.content.map((p) => (p.type === 'text' ? p.text : '')).join('\n'))));
   texts.push(...stringsIn(facade?.parameters));
-  if (attachments.length > 0) texts.push(...(await attachmentTexts(s, attachments, signal)).map((a) => a.text));
+  if (attachments.length > 0) texts.push(...(await attachmentTexts(s, attachments, signal)).flatMap((a) => [a.file_name, a.text]));
   texts.push(request.user_prompt);
   return texts.filter((t) => t !== '').join('\n\n');
 }

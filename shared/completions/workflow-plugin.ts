@@ -67,10 +67,15 @@ export interface WorkflowAnswer {
   deployment: string;
 }
 
+/** The messages of earlier turns a workflow plugin is given: the agent's history window, or the last 20. */
+export function workflowHistory(agent: Pick<AgentDoc, 'conversation_history_settings'>): number {
+  const settings = agent.conversation_history_settings;
+  return settings?.enabled ? settings.max_history * 2 : DEFAULT_HISTORY;
+}
+
 export async function workflowAnswer(s: WorkflowPluginDeps, plugin: RunnablePlugin, input: WorkflowInput, signal: AbortSignal | undefined): Promise<WorkflowAnswer> {
   const { agent, session } = input;
-  const settings = agent.conversation_history_settings;
-  const earlier = session ? await s.conversations.recentHistory(session, settings?.enabled ? settings.max_history * 2 : DEFAULT_HISTORY) : [];
+  const earlier = session ? await s.conversations.recentHistory(session, workflowHistory(agent)) : [];
   const argument = {
     user_prompt: input.prompt,
     history: earlier.map((m) => ({ role: m.sender === 'User' ? 'user' : 'assistant', content: m.text })),

@@ -4,7 +4,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import { fileTypeFromBuffer } from 'file-type';
 import { ownerKey } from '../auth/principal.js';
-import { badRequest, notFound, payloadTooLarge, validationError } from '../errors.js';
+import { badRequest, DomainError, notFound, payloadTooLarge, validationError } from '../errors.js';
 import type { Container, Doc, Page } from '../store/types.js';
 import { dayOf } from '../conversations/conversations.js';
 import type { BlobContainer } from '../store/storage.js';
@@ -103,19 +103,29 @@ export class Files {
   private readonly kept = new Map<string, KeptText>();
   private keptChars = 0;
 
-  constructor(
-    private readonly records: Container<FileDoc>,
-    private readonly blobs: BlobContainer,
-    private readonly instanceId: string,
-    readonly maxBytes: number,
-  ) {}
+  private readonly records: Container<FileDoc>;
+  private readonly blobs: BlobContainer;
+  private readonly instanceId: string;
+  /** The largest file. */
+  readonly maxBytes: number;
+  /** What one user's files may hold in all. */
+  private readonly userMaxBytes: number;
+
+  constructor(o: { records: Container<FileDoc>; blobs: BlobContainer; instanceId: string; maxBytes: number; userMaxBytes: number }) {
+    ({ records: this.records, blobs: this.blobs, instanceId: this.instanceId, maxBytes: this.maxBytes, userMaxBytes: this.userMaxBytes } = o);
+  }
 
   /**
-   * Streams one file to Blob storage, stopping at `maxBytes` (413). Returns what it stored; the caller
-   * commits it with `save` once the rest of the request checks out, or removes it with `discard`.
+   * Streams one file to Blob storage, stopping at `maxBytes` (413), or where the user's files would hold more
+   * than `userMaxBytes` in all (413 StorageQuotaExceeded: one user cannot take the storage others need).
+   * Returns what it stored; the caller commits it with `save` once the rest of the request checks out, or
+   * removes it with `discard`.
    */
   async store(stream: Readable, fileName: string, upn: string): Promise<StoredBlob> {
     if (!fileName) throw badRequest('file: a file name is required');
+    const room = this.userMaxBytes - (await this.usedBy(upn));
+    const quota = () => new DomainError('too-large', 'StorageQuotaExceeded', `Your files would hold more than ${this.userMaxBytes} bytes: delete files to make room`);
+    if (room <= 0) throw quota();
     const container = await this.blobs.created();
     const owner = createHash('sha256').update(ownerKey(upn)).digest('hex').slice(0, 16);
     const blobName = `${owner}/${randomUUID()}`;
@@ -127,6 +137,7 @@ export class Files {
         size += chunk.length;
         if (head.length < SNIFF_BYTES) head = Buffer.concat([head, chunk.subarray(0, SNIFF_BYTES - head.length)]);
         if (size > limit) done(payloadTooLarge(`File exceeds the upload limit of ${limit} bytes`));
+        else if (size > room) done(quota());
         else done(null, chunk);
       },
     });
@@ -139,6 +150,12 @@ export class Files {
       throw e;
     }
     return { blobName, size, head };
+  }
+
+  /** Bytes the user's files hold now. */
+  private async usedBy(upn: string): Promise<number> {
+    const [row] = await this.records.aggregate({ partition: ownerKey(upn), aggregates: { bytes: { fn: 'sum', field: 'size' } } });
+    return typeof row?.bytes === 'number' ? row.bytes : 0;
   }
 
   async discard(blobName: string): Promise<unknown> {

@@ -5,6 +5,7 @@ import { endpointView, MODEL_PROVIDERS } from '../models/endpoint.js';
 import { aiModels, apiEndpointConfigurations } from '../providers/types/catalog.js';
 import type { ModelGateway } from '../models/gateway.js';
 import type { ResourceCache } from '../providers/resource-cache.js';
+import { tokensOf } from '../models/tokens.js';
 
 /** What this module uses of the service (the hosts pass the whole of it). */
 export interface EmbedderDeps {
@@ -86,9 +87,11 @@ export async function embedderFor(s: EmbedderDeps, modelObjectId: string, dimens
       const vectors: number[][] = [];
       let promptTokens = 0;
       for (let i = 0; i < inputs.length; i += EMBEDDING_BATCH) {
-        const answer = await s.models.embed(endpoint, deployment, inputs.slice(i, i + EMBEDDING_BATCH), dimensions, { signal });
+        const batch = inputs.slice(i, i + EMBEDDING_BATCH);
+        const answer = await s.models.embed(endpoint, deployment, batch, dimensions, { signal });
         vectors.push(...answer.vectors);
-        promptTokens += answer.promptTokens;
+        // A model that reports no usage is counted by the service: its inputs' tokens.
+        promptTokens += answer.usageUnreported ? await tokensOf(batch.join('')) : answer.promptTokens;
       }
       return { vectors, promptTokens, cost: costOf(model, promptTokens, 0), currency: pricesOf(model).currency };
     },

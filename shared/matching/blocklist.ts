@@ -1,6 +1,7 @@
 // The built-in Dotnet-Builtin-Blocklist plugin's list: the app configuration `Svc:Shielding:Blocklist`, a
 // JSON array of strings. A string is a term, matched case-insensitively anywhere in the text (after Unicode
-// NFKC normalisation, so look-alike forms match); `/pattern/flags` is a regular expression, run by RE2's
+// NFKC normalisation, so look-alike forms match, and with invisible format characters removed, so a zero-width
+// space does not split a word); `/pattern/flags` is a regular expression, run on the same text by RE2's
 // linear-time engine (re2js), so no expression can make matching take more than time proportional to the
 // text times its program: expressions RE2 cannot run (backreferences, lookaround) and programs past a size
 // are refused on save. A text whose matching would take more than a little work is matched off the request
@@ -24,7 +25,13 @@ const MAX_ENTRIES = 10_000;
 /** The largest program one expression may compile to (RE2 instructions; `[a-z]{1,1000}` is about 2,000). */
 export const MAX_PROGRAM_SIZE = 2_000;
 
-const normalize = (text: string) => text.normalize('NFKC').toLowerCase();
+/**
+ * A text as the list sees it: look-alike forms as their plain ones (NFKC: full-width letters, ligatures) and
+ * without the invisible format characters (zero-width spaces and joiners, soft hyphens) that split a word.
+ */
+const visible = (text: string) => text.normalize('NFKC').replace(/\p{Cf}+/gu, '');
+/** Terms match without regard to case too. */
+const normalize = (text: string) => visible(text).toLowerCase();
 
 /** JavaScript's flags as RE2's: `u` is RE2's default; `g` and `y` mean nothing to a yes/no match. */
 const flagsOf = (flags: string) =>
@@ -62,11 +69,12 @@ export function compileBlocklist(value: string | undefined): Blocklist | string 
   return {
     match(text: string, budgetMs = MATCH_BUDGET_MS) {
       const started = performance.now();
-      const folded = normalize(text);
+      const shown = visible(text);
+      const folded = shown.toLowerCase();
       for (const t of terms) if (folded.includes(t.term)) return `matches the blocklist entry ${t.entry}`;
       for (const e of expressions) {
         if (performance.now() - started > budgetMs) return `the blocklist could not be checked within ${budgetMs} ms`;
-        if (e.regex.matcher(text).find()) return `matches the blocklist entry ${e.entry}`;
+        if (e.regex.matcher(shown).find()) return `matches the blocklist entry ${e.entry}`;
       }
       return undefined;
     },

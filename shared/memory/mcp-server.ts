@@ -10,10 +10,12 @@ import { DomainError } from '../errors.js';
 import type { AgentDoc } from '../providers/types/agent.js';
 import { VERSION } from '../version.js';
 import { answerMcp } from '../http/mcp-http.js';
+import { effectiveShielding } from '../providers/types/agent-settings.js';
+import { screen, type ShieldingPluginsDeps } from '../shielding/plugins.js';
 import type { Memories } from './memory.js';
 
-/** What this module uses of the service (the hosts pass the whole of it). */
-export interface McpServerDeps {
+/** What this module uses of the service (the hosts pass the whole of it): memories, and the shields that read them. */
+export interface McpServerDeps extends ShieldingPluginsDeps {
   readonly memories: Memories;
 }
 
@@ -30,13 +32,25 @@ async function tool(run: () => Promise<unknown>) {
   }
 }
 
+/**
+ * A memory as the agent's model may read it: what the user wrote there earlier is the user's text, so the
+ * agent's pre-completion shields screen it like a prompt; a memory they block is withheld whole.
+ */
+async function screened<T extends { content_markdown: string }>(s: ShieldingPluginsDeps, agent: AgentDoc, memory: T): Promise<T> {
+  const shields = effectiveShielding(agent).pre;
+  const block = shields.length > 0 && memory.content_markdown.trim() !== '' ? await screen(s, shields, 'pre', memory.content_markdown) : undefined;
+  // The shield's reason stays out: it may quote what it matched, which the model is not to read.
+  if (block) throw new DomainError('forbidden', 'MemoryWithheld', `The memory is withheld: ${block.plugin_name} blocked it`);
+  return memory;
+}
+
 export function memoryServer(s: McpServerDeps, user: Principal, agent: AgentDoc): McpServer {
   const server = new McpServer({ name: 'agent-platform-memory', version: VERSION });
   const ref = { objectId: agent.object_id, name: agent.name };
   server.registerTool(
     'get_memory',
     { description: "Reads what is remembered about the user (scope user), for this agent (agent), or both (combined, the default).", inputSchema: { scope: z.enum(['user', 'agent', 'combined']).optional() } },
-    ({ scope }) => tool(() => s.memories.get(user, scope ?? 'combined', scope === 'user' ? undefined : ref)),
+    ({ scope }) => tool(async () => screened(s, agent, await s.memories.get(user, scope ?? 'combined', scope === 'user' ? undefined : ref))),
   );
   server.registerTool(
     'append_memory',

@@ -5,10 +5,9 @@ import type { Readable } from 'node:stream';
 import { context } from '@opentelemetry/api';
 import { createParser } from 'eventsource-parser';
 import { invalid, tooLarge } from './upstream-errors.js';
-import type { ModelAnswer } from './wire.js';
+import { usageOf, type ModelAnswer } from './wire.js';
 
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
-const count = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : 0);
 
 /**
  * Reads the stream by its events rather than `for await`: the async iterator costs several promises per
@@ -16,7 +15,7 @@ const count = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v
  */
 export function readSse(body: Readable, limit: number, onDelta: (text: string) => void): Promise<ModelAnswer> {
   let content = '';
-  let usage: { promptTokens: number; completionTokens: number } | undefined;
+  let usage: unknown;
   // Set by the parser's callback while a chunk is fed to it.
   const state: { done: boolean; failure: Error | undefined } = { done: false, failure: undefined };
   const parser = createParser({
@@ -36,7 +35,7 @@ export function readSse(body: Readable, limit: number, onDelta: (text: string) =
         state.failure ??= invalid('a streamed chunk is not an object');
         return;
       }
-      if (isObject(chunk.usage)) usage = { promptTokens: count(chunk.usage.prompt_tokens), completionTokens: count(chunk.usage.completion_tokens) };
+      if (isObject(chunk.usage)) usage = chunk.usage;
       const choice: unknown = Array.isArray(chunk.choices) ? chunk.choices[0] : undefined;
       // Chunks without choices (usage, Azure's content-filter notes) carry no text.
       const text = isObject(choice) && isObject(choice.delta) ? choice.delta.content : undefined;
@@ -60,7 +59,7 @@ export function readSse(body: Readable, limit: number, onDelta: (text: string) =
         if (!body.destroyed) body.destroy();
         return;
       }
-      resolve({ content, promptTokens: usage?.promptTokens ?? 0, completionTokens: usage?.completionTokens ?? 0 });
+      resolve({ content, ...usageOf(usage) });
       // Past [DONE] the rest (as a rule only the body's end) is read and dropped within the same bound, so the
       // connection goes back to the pool for the next call instead of being closed and opened again.
       body.on('data', (bytes: Buffer) => {

@@ -43,6 +43,8 @@ export interface ModelAnswer {
   content: string;
   promptTokens: number;
   completionTokens: number;
+  /** The model said nothing of its usage (its counts are 0 here): the service counts the tokens itself. */
+  usageUnreported?: true;
   /** The functions the model asked to call instead of answering (absent when it answered). */
   toolCalls?: ToolCall[];
 }
@@ -63,8 +65,7 @@ export function readChatCompletion(body: unknown): ModelAnswer | string {
   if (!isObject(body) || !Array.isArray(body.choices)) return 'the answer has no choices';
   const first: unknown = body.choices[0];
   if (!isObject(first) || !isObject(first.message)) return 'the answer has no message';
-  const usage = isObject(body.usage) ? body.usage : {};
-  const tokens = { promptTokens: count(usage.prompt_tokens), completionTokens: count(usage.completion_tokens) };
+  const tokens = usageOf(body.usage);
   const calls = first.message.tool_calls;
   if (Array.isArray(calls) && calls.length > 0) {
     const toolCalls = readToolCalls(calls);
@@ -74,6 +75,12 @@ export function readChatCompletion(body: unknown): ModelAnswer | string {
   const content = first.message.content;
   if (typeof content !== 'string') return 'the answer has no text content';
   return { content, ...tokens };
+}
+
+/** An answer's token counts, or zeros marked unreported when it has no usage. */
+export function usageOf(usage: unknown): Pick<ModelAnswer, 'promptTokens' | 'completionTokens' | 'usageUnreported'> {
+  if (!isObject(usage)) return { promptTokens: 0, completionTokens: 0, usageUnreported: true };
+  return { promptTokens: count(usage.prompt_tokens), completionTokens: count(usage.completion_tokens) };
 }
 
 /** Tool calls as the model wrote them, checked: ids, function names and argument text. */
@@ -100,6 +107,8 @@ export function embeddingsUrl(e: EndpointView, deployment: string): string {
 export interface Embeddings {
   vectors: number[][];
   promptTokens: number;
+  /** The model said nothing of its usage: the service counts the inputs' tokens itself. */
+  usageUnreported?: true;
 }
 
 /**
@@ -120,6 +129,6 @@ export function readEmbeddings(body: unknown, inputs: number): Embeddings | stri
   }
   const dims = vectors[0]?.length;
   if (vectors.some((v) => v.length !== dims)) return 'the embeddings differ in length';
-  const usage = isObject(body.usage) ? body.usage : {};
-  return { vectors, promptTokens: count(usage.prompt_tokens) };
+  const { promptTokens, usageUnreported } = usageOf(body.usage);
+  return { vectors, promptTokens, ...(usageUnreported ? { usageUnreported } : {}) };
 }

@@ -11,14 +11,13 @@ import { readSecret } from '../config.js';
 import type { AgentDoc } from '../providers/types/agent.js';
 import { PLATFORM_MEMORY, type ToolDoc } from '../providers/types/catalog.js';
 import { VERSION } from '../version.js';
-import type { Memories } from '../memory/memory.js';
 import type { ModelCredentials } from '../models/credentials.js';
 import type { Dispatcher } from '../net/undici.js';
+import type { McpServerDeps } from '../memory/mcp-server.js';
 
 /** What this module uses of the service (the hosts pass the whole of it). */
-export interface McpDeps {
+export interface McpDeps extends McpServerDeps {
   readonly credentials: ModelCredentials;
-  readonly memories: Memories;
   readonly userDispatcher: Dispatcher;
 }
 

@@ -21,6 +21,7 @@ import type { ModelGateway } from '../models/gateway.js';
 import type { Dispatcher } from '../net/undici.js';
 import type { PluginRuntime } from '../plugins/runtime.js';
 import type { ResourceCache } from '../providers/resource-cache.js';
+import type { AppSettings } from '../providers/settings.js';
 
 /** What this module uses of the service (the hosts pass the whole of it). */
 export interface ToolboxDeps {
@@ -31,6 +32,7 @@ export interface ToolboxDeps {
   readonly models: ModelGateway;
   readonly plugins: PluginRuntime;
   readonly resourceCache: ResourceCache;
+  readonly settings: AppSettings;
   readonly userDispatcher: Dispatcher;
   readonly vectors: VectorIndex;
 }

@@ -23,7 +23,7 @@ import { build } from 'vite';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { freePort } from '../../scripts/azurite.js';
 import { startMockLlm, type MockLlm } from '../../scripts/mock-llm.js';
-import { LOCAL_DEFAULT_USER } from '../../shared/auth/local-idp.js';
+import { LOCAL_DEFAULT_USER, localSignInCode } from '../../shared/auth/local-idp.js';
 import { ROLE_IDS, roleDefinitionPath } from '../../shared/providers/types/roles.js';
 import { providers, startTestApp, type TestApp } from '../support/app.js';
 import { INSTANCE } from '../support/services.js';
@@ -35,6 +35,13 @@ if (!BROWSER) process.stderr.write('\n*** portal browser tests SKIPPED: no Chrom
 
 /** Where screenshots go: PORTAL_SCREENSHOTS (the README's are made with docs/screenshots), else a temp folder. */
 const SHOTS = process.env.PORTAL_SCREENSHOTS ?? path.join(tmpdir(), 'portal-screenshots');
+
+/**
+ * The chat portal's link as `npm start` prints it: the sign-in code in its fragment, computed as the
+ * service does from the signing key in the app's data folder.
+ */
+const signInLink = async (app: TestApp) =>
+  `${app.core}/portal/#sign-in=${await localSignInCode(path.join(app.dataDir, 'local-idp', 'signing-key.json'))}`;
 
 const PENGUINS = 'Emperor penguins huddle through the Antarctic winter, taking turns at the windy edge of the group.';
 
@@ -75,8 +82,24 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     expect(await page.locator('option').allTextContents()).toEqual(expect.arrayContaining(['Core API', 'Management API']));
   });
 
-  it('signs in on the development sign-in page by user name, no token pasted', async () => {
-    await page.goto(`${app.core}/portal/`);
+  it('without the sign-in code, says where it is and offers no sign-in by name', async () => {
+    // A tab of its own (its own storage): the main page's first load stays the one measured below.
+    const bare = await browser.newPage();
+    try {
+      await bare.goto(`${app.core}/portal/`);
+      await bare.getByText('open the link npm start printed').waitFor();
+      expect(await bare.getByLabel('User name (UPN)').count()).toBe(0);
+      expect(await bare.getByLabel(/Token of the local identity provider/).count()).toBe(1);
+    } finally {
+      await bare.close();
+    }
+  });
+
+  it('signs in on the development sign-in page by user name through the link npm start prints', async () => {
+    await page.goto(await signInLink(app));
+    await page.getByLabel('User name (UPN)').waitFor();
+    // The code is kept for the tab and taken out of the address bar (and so out of bookmarks and history).
+    expect(new URL(page.url()).hash).toBe('');
     await page.getByLabel('User name (UPN)').fill(LOCAL_DEFAULT_USER.upn);
     await page.getByRole('button', { name: 'Continue as this user' }).click();
     await expect.poll(() => page.getByLabel('Agent').inputValue()).toBe('guide');
@@ -660,7 +683,7 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     });
     try {
       const tab = await speaking.newPage();
-      await tab.goto(`${app.core}/portal/`);
+      await tab.goto(await signInLink(app));
       await tab.getByLabel('User name (UPN)').fill(LOCAL_DEFAULT_USER.upn);
       await tab.getByRole('button', { name: 'Continue as this user' }).click();
       await expect.poll(() => tab.getByLabel('Agent').inputValue(), { timeout: 10_000 }).not.toBe('');

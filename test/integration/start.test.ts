@@ -39,6 +39,23 @@ describe('npm start', () => {
     expect(app.output()).toContain(`Instance id:     ${INSTANCE}`);
   });
 
+  it('prints the portal link with the sign-in code in its fragment, which the development sign-in takes', async () => {
+    const link = /Portals: +(http:\S+\/portal\/#sign-in=(\S+)) \(chat\)/.exec(app.output());
+    expect(link?.[1]).toBe(`${core}/portal/#sign-in=${link?.[2]}`);
+    expect(app.output()).toContain(`${core}/portal/manage.html#sign-in=${link?.[2]} (management)`);
+    const signIn = (body: Record<string, string>) =>
+      fetch(`${core}/portal/local-sign-in`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', origin: core },
+        body: JSON.stringify({ upn: LOCAL_DEFAULT_USER.upn, ...body }),
+      });
+    expect((await signIn({ code: link?.[2] ?? '' })).status).toBe(200);
+    // The Origin alone, which any process on the machine may send, is not enough.
+    const refused = await signIn({});
+    expect(refused.status).toBe(403);
+    expect(await refused.text()).not.toContain('access_token');
+  });
+
   it('answers both status endpoints with their documented fields', async () => {
     for (const [url, name] of [
       [`${core}/status`, 'CoreAPI'],

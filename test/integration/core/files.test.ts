@@ -25,7 +25,7 @@ describe('file upload', () => {
 
   beforeAll(async () => {
     llm = await startMockLlm();
-    app = await startTestApp({ MAX_UPLOAD_BYTES: String(64 * 1024) });
+    app = await startTestApp({ MAX_UPLOAD_BYTES: String(64 * 1024), USER_STORAGE_MAX_BYTES: String(160 * 1024) });
     await seedAgent(app, 'reader', { llmUrl: llm.url });
   });
   afterAll(async () => {
@@ -62,6 +62,23 @@ describe('file upload', () => {
     const r = await upload({ file: { bytes: Buffer.alloc(65 * 1024, 'a'), name: 'big.txt' }, agent_name: 'reader' });
     expect(r.status).toBe(413);
     expect((await records().query({ partition: 'owner@local.test' })).items.length).toBe(before);
+  });
+
+  it("holds each user's files to USER_STORAGE_MAX_BYTES in all, refused with 413 and nothing kept; others upload on", async () => {
+    const as = 'hoarder@example.com';
+    await grantReader(app, as, 'reader');
+    const part = { bytes: Buffer.alloc(60 * 1024, 'h'), name: 'part.txt' };
+    const kept = [await upload({ file: part, agent_name: 'reader' }, as), await upload({ file: part, agent_name: 'reader' }, as)];
+    expect(kept.map((r) => r.status)).toEqual([200, 200]);
+    const refused = await upload({ file: part, agent_name: 'reader' }, as);
+    expect(refused.status).toBe(413);
+    expect(refused.body).toMatchObject({ error: { code: 'StorageQuotaExceeded' } });
+    expect((await records().query({ partition: as })).items).toHaveLength(2);
+    // The bound is one user's: another still has room, and the hoarder has again once a file is deleted.
+    expect((await upload({ file: part, agent_name: 'reader' })).status).toBe(200);
+    const first = String(kept[0]?.body.object_id).split('/').pop();
+    expect((await app.call('DELETE', `${app.core}/instances/${INSTANCE}/files/${first}`, { as })).status).toBe(204);
+    expect((await upload({ file: part, agent_name: 'reader' }, as)).status).toBe(200);
   });
 
   it('requires a file and an agent the caller may use, and a session of its own', async () => {

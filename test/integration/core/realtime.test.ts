@@ -209,7 +209,7 @@ describe('realtime speech', () => {
       expect(second.body).toMatchObject({ quota_exceeded: true, quota_name: 'OneCall' });
       expect((await open('talker')).status).toBe(201);
     } finally {
-      await app.call('DELETE', `${app.management}${id('Svc.Configuration/appConfigurations', key)}`);
+      await post('Svc.Configuration/appConfigurations', key, { key, value: '[]' });
     }
   });
 
@@ -237,7 +237,7 @@ describe('realtime speech', () => {
       // Another cost center's agent still calls.
       expect((await open('talker')).status).toBe(201);
     } finally {
-      await app.call('DELETE', `${app.management}${id('Svc.Configuration/appConfigurations', key)}`);
+      await post('Svc.Configuration/appConfigurations', key, { key, value: '[]' });
     }
   });
 
@@ -268,11 +268,16 @@ describe('realtime speech', () => {
     // The client takes nothing from its socket, and asks for answer after answer.
     (ws as unknown as { _socket: { pause(): void } })._socket.pause();
     const closed = new Promise<number>((resolve) => ws.once('close', (code) => resolve(code)));
-    // 4,000 answers of about 13 KB each: far more than the sockets' own buffers take.
-    for (let i = 0; i < 4000; i++) ws.send(JSON.stringify({ type: 'response.create' }));
-    // The relay drops the call once it would hold more for the client (still not reading): the model's socket
-    // is closed, and the client's is cut rather than closed with a goodbye it would never read.
-    await expect.poll(() => llm.realtime.calls[earlier]?.closed, { timeout: 30_000 }).toBe(true);
+    // An answer of about 13 KB whenever the last is done (the relay asks for one at a time): soon far more
+    // than the sockets' own buffers take.
+    const asking = setInterval(() => ws.send(JSON.stringify({ type: 'response.create' })), 2);
+    try {
+      // The relay drops the call once it would hold more for the client (still not reading): the model's
+      // socket is closed, and the client's is cut rather than closed with a goodbye it would never read.
+      await expect.poll(() => llm.realtime.calls[earlier]?.closed, { timeout: 30_000 }).toBe(true);
+    } finally {
+      clearInterval(asking);
+    }
     (ws as unknown as { _socket: { resume(): void } })._socket.resume();
     expect(await closed).toBe(1006);
   }, 60_000);
@@ -324,14 +329,43 @@ describe('realtime speech', () => {
       const typed = (text: string) => ({ type: 'message', role: 'user', content: [{ type: 'input_text', text }] });
       client.send({ type: 'conversation.item.create', item: typed('Tell me the forbidden-word') });
       client.send({ type: 'response.create', response: { input: [typed('Once more: forbidden-word')] } });
+      client.send({ type: 'conversation.item.create', item: { type: 'function_call_output', call_id: 'c1', output: 'the forbidden-word, as a tool said' } });
+      client.send({ type: 'conversation.item.create', item: { type: 'message', role: 'user', content: [{ type: 'input_audio', transcript: 'forbidden-word' }] } });
       client.send({ type: 'conversation.item.create', item: typed('A fine question') });
       client.send({ type: 'response.create' });
       expect(await client.next('response.audio_transcript.done')).toMatchObject({ transcript: 'Echo: A fine question' });
-      expect(client.events.filter((e) => e.type === 'error').map((e) => (e.error as { code: string }).code)).toEqual(['blocked_by_shield', 'blocked_by_shield']);
+      expect(client.events.filter((e) => e.type === 'error').map((e) => (e.error as { code: string }).code)).toEqual(Array(4).fill('blocked_by_shield'));
       expect(llm.realtime.calls[calls]?.received.filter((e) => JSON.stringify(e).includes('forbidden-word'))).toEqual([]);
       client.ws.close();
     } finally {
-      await app.call('DELETE', `${app.management}${id('Svc.Configuration/appConfigurations', key)}`);
+      await post('Svc.Configuration/appConfigurations', key, { key, value: '[]' });
+    }
+  });
+
+  it('asks the model for one answer at a time, each admitted by the budgets: a burst of answers cannot outrun them', async () => {
+    const key = 'Svc:Budgets';
+    llm.realtime.setPace(20);
+    try {
+      const calls = llm.realtime.calls.length;
+      const { client } = await call('talker');
+      await client.next('session.updated');
+      for (let i = 0; i < 20; i++) client.send({ type: 'response.create', response: { conversation: 'none' } });
+      await client.next('response.done');
+      await expect.poll(() => client.events.filter((e) => (e.error as { code?: string } | undefined)?.code === 'response_in_progress').length).toBe(19);
+      expect(llm.realtime.calls[calls]?.received.filter((e) => e.type === 'response.create')).toHaveLength(1);
+      client.ws.close();
+      // A budget spent by one call refuses the next answer another call asks for, before the model is asked.
+      const [first, second] = [await call('talker'), await call('talker')];
+      await Promise.all([first.client.next('session.updated'), second.client.next('session.updated')]);
+      await post('Svc.Configuration/appConfigurations', key, { key, value: JSON.stringify([{ name: 'tiny', scope: 'instance', limit: 0.000001, currency: 'USD', period: 'day' }]) });
+      first.client.send({ type: 'response.create' });
+      expect(await first.client.next('relay.call_ended')).toMatchObject({ reason: 'budget_exceeded' });
+      second.client.send({ type: 'response.create' });
+      expect(await second.client.next('relay.call_ended')).toMatchObject({ reason: 'budget_exceeded' });
+      expect(llm.realtime.calls.at(-1)?.received.filter((e) => e.type === 'response.create')).toHaveLength(0);
+    } finally {
+      llm.realtime.setPace(0);
+      await post('Svc.Configuration/appConfigurations', key, { key, value: '[]' });
     }
   });
 

@@ -1,13 +1,15 @@
-// Hostile attachments against the bundle `npm start` runs: a DOCX zip bomb, a PDF whose cross-reference
-// table points at nothing, a 5,000-page PDF and 50 MB of text, each attached to a completion while
-// `GET /status` is sampled. Each hostile file answers a 400 naming it, within its extraction deadline; the
-// large text is cut to the token budget; the service answers throughout. Times and peak memory are printed.
+// Hostile attachments against the bundle `npm start` runs: a DOCX zip bomb, a DOCX whose zip says its
+// document is 1,000 bytes and inflates to 1 GiB, a PDF whose content stream inflates to 1 GiB, a PDF whose
+// cross-reference table points at nothing, a 5,000-page PDF and 50 MB of text, each attached to a completion
+// while `GET /status` is sampled. Each hostile file answers a 400 naming it, within its extraction deadline,
+// and costs the service's own process no memory (its readers are processes of their own); the large text is
+// cut to the token budget; the service answers throughout. Times and peak memory are printed.
 import { readFileSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockLlm, textOf, type MockLlm } from '../../../scripts/mock-llm.js';
 import { seedAgent } from '../../support/agents.js';
 import { startBundledApp, type BundledApp } from '../../support/bundled-app.js';
-import { brokenXrefPdf, docxBomb, manyPagesPdf } from '../../support/hostile-documents.js';
+import { brokenXrefPdf, compressedStreamBombPdf, docxBomb, docxLyingSizes, manyPagesPdf } from '../../support/hostile-documents.js';
 import { INSTANCE } from '../../support/services.js';
 
 const DOCX = 'application/vnd.openxmlformats-officedocument.wordprocessingml.document';
@@ -38,11 +40,14 @@ describe('hostile attachments, against the bundle', () => {
 
   it.each([
     { name: 'bomb.docx', make: () => docxBomb(200), type: DOCX, status: 400, reason: /more than 64 MiB uncompressed/ },
+    { name: 'lying.docx', make: () => docxLyingSizes(1024, 1000), type: DOCX, status: 400, reason: /uncompressed|memory/ },
+    { name: 'inflating.pdf', make: () => compressedStreamBombPdf(1024, ' '), type: 'application/pdf', status: 400, reason: /memory|uncompressed|took longer/ },
     { name: 'broken.pdf', make: () => Promise.resolve(brokenXrefPdf()), type: 'application/pdf', status: 400, reason: /PDF/ },
     { name: 'pages.pdf', make: () => manyPagesPdf(5000), type: 'application/pdf', status: 400, reason: /5000 pages/ },
     { name: 'large.txt', make: () => Promise.resolve(Buffer.alloc(50 * 1024 * 1024, 'lorem ipsum dolor sit amet ')), type: 'text/plain', status: 200, reason: undefined },
   ])('$name: answered $status within the deadline while the service keeps answering', async ({ name, make, type, status, reason }) => {
     const file = await upload(await make(), name, type);
+    const peakBefore = peakMiB();
     const latencies: number[] = [];
     const sampler = { done: false };
     const sampling = (async () => {
@@ -62,6 +67,8 @@ describe('hostile attachments, against the bundle', () => {
     if (reason) {
       expect(JSON.stringify(r.body)).toContain(name);
       expect(JSON.stringify(r.body)).toMatch(reason);
+      // Whatever the document inflates to, it does so in a reader's process, not in the service's.
+      expect(peakMiB() - peakBefore).toBeLessThan(200);
     } else {
       expect(textOf(llm.requests.at(-1)?.body.messages.at(-1)?.content ?? null)).toContain('truncated');
     }
