@@ -12,7 +12,8 @@ const RESOURCE_TYPES = '^shared/providers/types/';
 /** The HTTP layer other than its hosts. */
 const HTTP = '^shared/http/(?!(node-host|azure-host|standalone)\\.ts$)';
 /** The hosts: the two adapters, the composition root, the functions, scripts and benchmarks. */
-const HOSTS = '^(functions/|scripts/|bench/)|^shared/(services|health|infra-containers)\\.ts$|^shared/http/(node-host|azure-host|standalone)\\.ts$';
+const HOSTS =
+  '^(functions/|scripts/|bench/)|^shared/(services|health|infra-containers)\\.ts$|^shared/http/(node-host|azure-host|standalone)\\.ts$';
 /** Where handlers meet the services: the route and queue handler types, which hand the composition root to them. */
 const WIRING = '^shared/http/(route|pipeline)\\.ts$|^shared/queues/(handler|timer|local-consumer)\\.ts$';
 /** The composition root. */
@@ -42,35 +43,44 @@ module.exports = {
     {
       name: 'resource-types-are-data',
       severity: 'error',
-      comment: 'Resource type definitions import only foundations and other type definitions; rules that need features are attached in registry/registry.ts.',
+      comment:
+        'Resource type definitions import only foundations and other type definitions; rules that need features are attached in registry/registry.ts.',
       from: { path: RESOURCE_TYPES },
       to: { path: '^(shared|functions|scripts)/', pathNot: `${FOUNDATIONS}|${RESOURCE_TYPES}` },
     },
     {
       name: 'http-imports-no-feature',
       severity: 'error',
-      comment: 'The HTTP layer knows requests, replies and routes, not what the service does; it sees the services only as a type handed to handlers.',
+      comment:
+        'The HTTP layer knows requests, replies and routes, not what the service does; it sees the services only as a type handed to handlers.',
       from: { path: HTTP },
-      to: { path: '^(shared|functions|scripts)/', pathNot: `${FOUNDATIONS}|${HTTP}|${IDENTITY}`, dependencyTypesNot: ['type-only'] },
+      to: {
+        path: '^(shared|functions|scripts)/',
+        pathNot: `${FOUNDATIONS}|${HTTP}|${IDENTITY}`,
+        dependencyTypesNot: ['type-only'],
+      },
     },
     {
       name: 'no-feature-imports-the-composition-root',
       severity: 'error',
-      comment: 'A feature declares the few collaborators it uses (an interface of its own), so its signature tells what it touches; only the hosts and the handler wiring name the composition root, types included.',
+      comment:
+        'A feature declares the few collaborators it uses (an interface of its own), so its signature tells what it touches; only the hosts and the handler wiring name the composition root, types included.',
       from: { path: '^shared/', pathNot: `${HOSTS}|${WIRING}` },
       to: { path: COMPOSITION_ROOT },
     },
     {
       name: 'only-hosts-import-the-registry',
       severity: 'error',
-      comment: 'The registry sits above the features (it attaches their rules to the resource types): no feature below it imports it at run time.',
+      comment:
+        'The registry sits above the features (it attaches their rules to the resource types): no feature below it imports it at run time.',
       from: { path: '^shared/', pathNot: `${HOSTS}|${REGISTRY}|^shared/artifacts/` },
       to: { path: REGISTRY, dependencyTypesNot: ['type-only'] },
     },
     {
       name: 'features-do-not-import-hosts',
       severity: 'error',
-      comment: 'Features are served by the hosts, never the other way round (the services container is passed in; its type may be named).',
+      comment:
+        'Features are served by the hosts, never the other way round (the services container is passed in; its type may be named).',
       from: { path: '^shared/', pathNot: HOSTS },
       to: { path: HOSTS, dependencyTypesNot: ['type-only'] },
     },

@@ -3,7 +3,18 @@ import js from '@eslint/js';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.data/**', '.azure-package/**', 'coverage/**', 'eslint.config.js', '.dependency-cruiser.cjs', 'portal/src/api-types/**'] },
+  {
+    ignores: [
+      'dist/**',
+      'node_modules/**',
+      '.data/**',
+      '.azure-package/**',
+      'coverage/**',
+      'eslint.config.js',
+      '.dependency-cruiser.cjs',
+      'portal/src/api-types/**',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.strictTypeChecked,
   {

@@ -30,7 +30,8 @@ export interface AnalyticsBenchRow {
 async function seed(store: ReturnType<typeof openSqliteStore>, messages: number, usage: number): Promise<number> {
   const started = Date.now();
   const now = Date.now();
-  const at = (i: number, n: number) => new Date(now - 29 * 86_400_000 + Math.floor((i / n) * 29 * 86_400_000)).toISOString();
+  const at = (i: number, n: number) =>
+    new Date(now - 29 * 86_400_000 + Math.floor((i / n) * 29 * 86_400_000)).toISOString();
   const sessions = store.container('sessions');
   const chunk = 20_000;
   for (let i = 0; i < messages; i += chunk) {
@@ -38,7 +39,22 @@ async function seed(store: ReturnType<typeof openSqliteStore>, messages: number,
     for (let j = i; j < Math.min(messages, i + chunk); j++) {
       const user = `user${j % 500}@example.com`;
       const ts = at(j, messages);
-      docs.push({ id: randomUUID(), pk: user, type: 'Message', session_id: `s-${Math.floor(j / 10) % 20_000}`, sender: j % 2 ? 'Assistant' : 'User', sender_display_name: 'x', text: 'hello there', tokens: 10, timestamp: ts, day: ts.slice(0, 10), hour: Number(ts.slice(11, 13)), upn: user, operation_id: `op-${Math.floor(j / 2)}`, agent_name: `agent-${j % 20}` });
+      docs.push({
+        id: randomUUID(),
+        pk: user,
+        type: 'Message',
+        session_id: `s-${Math.floor(j / 10) % 20_000}`,
+        sender: j % 2 ? 'Assistant' : 'User',
+        sender_display_name: 'x',
+        text: 'hello there',
+        tokens: 10,
+        timestamp: ts,
+        day: ts.slice(0, 10),
+        hour: Number(ts.slice(11, 13)),
+        upn: user,
+        operation_id: `op-${Math.floor(j / 2)}`,
+        agent_name: `agent-${j % 20}`,
+      });
     }
     await sessions.createMany(docs);
   }
@@ -48,14 +64,34 @@ async function seed(store: ReturnType<typeof openSqliteStore>, messages: number,
     for (let j = i; j < Math.min(usage, i + chunk); j++) {
       const user = `user${j % 500}@example.com`;
       const ts = at(j, usage);
-      docs.push({ id: `op-${j}`, pk: user, operation_id: `op-${j}`, session_id: `s-${j % 20_000}`, upn: user, user_id: user, agent_name: `agent-${j % 20}`, model_deployment_name: `model-${j % 3}`, prompt_tokens: 100, completion_tokens: 50, total_tokens: 150, cost: 0.001, timestamp: ts, day: ts.slice(0, 10), duration_ms: 800, status: 'Completed' });
+      docs.push({
+        id: `op-${j}`,
+        pk: user,
+        operation_id: `op-${j}`,
+        session_id: `s-${j % 20_000}`,
+        upn: user,
+        user_id: user,
+        agent_name: `agent-${j % 20}`,
+        model_deployment_name: `model-${j % 3}`,
+        prompt_tokens: 100,
+        completion_tokens: 50,
+        total_tokens: 150,
+        cost: 0.001,
+        timestamp: ts,
+        day: ts.slice(0, 10),
+        duration_ms: 800,
+        status: 'Completed',
+      });
     }
     await records.createMany(docs);
   }
   return Date.now() - started;
 }
 
-export async function benchAnalytics(messages: number, usage: number): Promise<{ seedMs: number; rows: AnalyticsBenchRow[] }> {
+export async function benchAnalytics(
+  messages: number,
+  usage: number,
+): Promise<{ seedMs: number; rows: AnalyticsBenchRow[] }> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-analytics-'));
   const sqlite = openSqliteStore(path.join(dataDir, 'store.db'));
   const seedMs = await seed(sqlite, messages, usage);
@@ -63,10 +99,24 @@ export async function benchAnalytics(messages: number, usage: number): Promise<{
   const config = loadConfig({ DATA_DIR: dataDir, CORE_PORT: '0', MANAGEMENT_PORT: '0' });
   const services = await createServices(config, { store, log: createLog({ quiet: true }) });
   if (config.auth.kind !== 'local') throw new Error('local identity provider expected');
-  const principal = await services.bearer.verify(await mintLocalToken(await loadLocalKey(config.auth.keyFile), config.auth.issuer, config.auth.audience, { upn: 'analyst@example.com' }));
-  await grant({ services, principal, objectId: '' }, { id: principal.id, type: 'User' }, ROLE_IDS.analyticsReader, `/instances/${config.instanceId}`, 'bench');
+  const principal = await services.bearer.verify(
+    await mintLocalToken(await loadLocalKey(config.auth.keyFile), config.auth.issuer, config.auth.audience, {
+      upn: 'analyst@example.com',
+    }),
+  );
+  await grant(
+    { services, principal, objectId: '' },
+    { id: principal.id, type: 'User' },
+    ROLE_IDS.analyticsReader,
+    `/instances/${config.instanceId}`,
+    'bench',
+  );
 
-  const reports = [['Overview', 0], ['AllAgents', 1], ['TokenUsageDashboard', 17]] as const;
+  const reports = [
+    ['Overview', 0],
+    ['AllAgents', 1],
+    ['TokenUsageDashboard', 17],
+  ] as const;
   const first = new Map<string, number>();
   for (const [name, type] of reports) {
     const started = performance.now();
@@ -82,7 +132,14 @@ export async function benchAnalytics(messages: number, usage: number): Promise<{
     await runAnalytics(services, principal, AnalyticsRequest.parse({ request_type: type }));
     const ms = performance.now() - started;
     const counts = [...store.counts.values()].reduce((n, c) => n + c.reads + c.queries + c.writes, 0);
-    rows.push({ request: name, 'first ms': first.get(name) ?? 0, ms: Math.round(ms), 'heap delta MB': Math.round(((process.memoryUsage().heapUsed - heap) / 1048576) * 10) / 10, 'rss MB': Math.round(process.memoryUsage().rss / 1048576), 'store round trips': counts });
+    rows.push({
+      request: name,
+      'first ms': first.get(name) ?? 0,
+      ms: Math.round(ms),
+      'heap delta MB': Math.round(((process.memoryUsage().heapUsed - heap) / 1048576) * 10) / 10,
+      'rss MB': Math.round(process.memoryUsage().rss / 1048576),
+      'store round trips': counts,
+    });
   }
   await services.close();
   return { seedMs, rows };

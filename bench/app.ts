@@ -25,7 +25,9 @@ export interface BenchApp {
 
 /** A Cosmos-compatible server in a child process, as a remote account would be. */
 async function startCosmosServer(): Promise<{ url: string; stop(): void }> {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/cosmos-server.ts'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, ['--import', 'tsx', 'bench/cosmos-server.ts'], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   const url = await new Promise<string>((resolve, reject) => {
     child.stdout.once('data', (d: Buffer) => resolve(d.toString().trim()));
     child.once('exit', (code) => reject(new Error(`cosmos server exited with ${code}`)));
@@ -34,7 +36,10 @@ async function startCosmosServer(): Promise<{ url: string; stop(): void }> {
 }
 
 /** The service in-process on the embedded store, or on the Cosmos adapter against a local Cosmos-compatible server. */
-export async function startBenchApp(store: 'embedded' | 'cosmos' = 'embedded', env: Record<string, string> = {}): Promise<BenchApp> {
+export async function startBenchApp(
+  store: 'embedded' | 'cosmos' = 'embedded',
+  env: Record<string, string> = {},
+): Promise<BenchApp> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-'));
   const cosmos = store === 'cosmos' ? await startCosmosServer() : undefined;
   const config = loadConfig({
@@ -47,7 +52,12 @@ export async function startBenchApp(store: 'embedded' | 'cosmos' = 'embedded', e
   const services = await createServices(config, { log: createLog({ quiet: true }) });
   const app = await startStandalone(ROUTES, QUEUE_HANDLERS, services, { consumers: false, upgrades: UPGRADES });
   if (config.auth.kind !== 'local') throw new Error('bench uses the local identity provider');
-  const token = await mintLocalToken(await loadLocalKey(config.auth.keyFile), config.auth.issuer, config.auth.audience, { upn: LOCAL_DEFAULT_USER.upn, oid: LOCAL_DEFAULT_USER.oid });
+  const token = await mintLocalToken(
+    await loadLocalKey(config.auth.keyFile),
+    config.auth.issuer,
+    config.auth.audience,
+    { upn: LOCAL_DEFAULT_USER.upn, oid: LOCAL_DEFAULT_USER.oid },
+  );
   return {
     store,
     core: app.coreUrl,

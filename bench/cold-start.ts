@@ -22,7 +22,11 @@ export interface ColdStartRow {
   wallMs: number[];
 }
 
-async function once(entry: string, modules: string, dataDir: string): Promise<{ ms: number; wallMs: number; functions: number }> {
+async function once(
+  entry: string,
+  modules: string,
+  dataDir: string,
+): Promise<{ ms: number; wallMs: number; functions: number }> {
   const t0 = performance.now();
   const out = await new Promise<string>((resolve, reject) => {
     const script = firstAnswerScript(entry, 'process.stdout.write(JSON.stringify({ ms, functions: handlers.size }));');
@@ -35,7 +39,9 @@ async function once(entry: string, modules: string, dataDir: string): Promise<{ 
     let stderr = '';
     p.stdout.on('data', (c: Buffer) => (stdout += c.toString()));
     p.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
-    p.on('exit', (code) => (code === 0 ? resolve(stdout) : reject(new Error(`${entry} exited ${code}: ${stderr.slice(-500)}`))));
+    p.on('exit', (code) =>
+      code === 0 ? resolve(stdout) : reject(new Error(`${entry} exited ${code}: ${stderr.slice(-500)}`)),
+    );
   });
   const wallMs = performance.now() - t0;
   const { ms, functions } = JSON.parse(out) as { ms: number; functions: number };
@@ -45,7 +51,9 @@ async function once(entry: string, modules: string, dataDir: string): Promise<{ 
 /** The system measured against an earlier release, when BENCH_COLD_START_BASELINE names its built checkout. */
 export const BASELINE_SYSTEM = "an earlier release's per-file output (BENCH_COLD_START_BASELINE)";
 
-export async function benchColdStart(runs = Number(process.env.BENCH_COLD_START_RUNS ?? 10)): Promise<{ rows: ColdStartRow[]; functions: number }> {
+export async function benchColdStart(
+  runs = Number(process.env.BENCH_COLD_START_RUNS ?? 10),
+): Promise<{ rows: ColdStartRow[]; functions: number }> {
   const modules = functionsCoreStandIn();
   const entries = [
     { system: 'bundle (dist/azure, what is deployed)', entry: path.join(AZURE_BUNDLE_DIR, 'index.js') },
@@ -54,7 +62,8 @@ export async function benchColdStart(runs = Number(process.env.BENCH_COLD_START_
   // Shared code made faster makes the per-file output faster too: an earlier release's per-file output
   // (a checkout with `npm ci` and `npx tsc -p tsconfig.build.json` run in it) is the fixed point to compare with.
   const baseline = process.env.BENCH_COLD_START_BASELINE;
-  if (baseline) entries.push({ system: BASELINE_SYSTEM, entry: path.resolve(baseline, 'dist', 'functions', 'index.js') });
+  if (baseline)
+    entries.push({ system: BASELINE_SYSTEM, entry: path.resolve(baseline, 'dist', 'functions', 'index.js') });
   const systems = entries.map((e) => ({ ...e, dataDir: mkdtempSync(path.join(tmpdir(), 'bench-cold-')) }));
   const rows: ColdStartRow[] = systems.map((s) => ({ system: s.system, ms: [], wallMs: [] }));
   let functions = 0;

@@ -11,17 +11,47 @@ import { load, paired, type LoadResult, type PairedResult } from './load.js';
 const UPSTREAM_LATENCY_MS = 20;
 
 /** The benchmark agent (history on) and what it needs, through the Management API. */
-export async function seed(app: Pick<BenchApp, 'management' | 'instanceId' | 'auth'>, llmUrl: string, endpoint: Record<string, unknown> = {}): Promise<void> {
-  const p = (provider: string, type: string, name: string) => `/instances/${app.instanceId}/providers/${provider}/${type}/${name}`;
+export async function seed(
+  app: Pick<BenchApp, 'management' | 'instanceId' | 'auth'>,
+  llmUrl: string,
+  endpoint: Record<string, unknown> = {},
+): Promise<void> {
+  const p = (provider: string, type: string, name: string) =>
+    `/instances/${app.instanceId}/providers/${provider}/${type}/${name}`;
   const post = async (path: string, body: Record<string, unknown>) => {
-    const r = await fetch(`${app.management}${path}`, { method: 'POST', headers: { ...app.auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const r = await fetch(`${app.management}${path}`, {
+      method: 'POST',
+      headers: { ...app.auth, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     if (r.status !== 200) throw new Error(`${path}: ${r.status} ${await r.text()}`);
   };
-  await post(p('Svc.Configuration', 'apiEndpointConfigurations', 'e'), { name: 'e', provider: 'openai', url: `${llmUrl}/v1`, authentication_type: 'None', ...endpoint });
-  await post(p('Svc.AIModel', 'aiModels', 'm'), { name: 'm', model_type: 'completion', deployment_name: 'bench', api_endpoint_object_id: p('Svc.Configuration', 'apiEndpointConfigurations', 'e') });
+  await post(p('Svc.Configuration', 'apiEndpointConfigurations', 'e'), {
+    name: 'e',
+    provider: 'openai',
+    url: `${llmUrl}/v1`,
+    authentication_type: 'None',
+    ...endpoint,
+  });
+  await post(p('Svc.AIModel', 'aiModels', 'm'), {
+    name: 'm',
+    model_type: 'completion',
+    deployment_name: 'bench',
+    api_endpoint_object_id: p('Svc.Configuration', 'apiEndpointConfigurations', 'e'),
+  });
   await post(p('Svc.Prompt', 'prompts', 'p'), { name: 'p', prefix: 'You are a benchmark.' });
-  await post(p('Svc.Agent', 'workflows', 'w'), { name: 'w', workflow_type: 'chat', workflow_host: 'builtin', main_ai_model_object_id: p('Svc.AIModel', 'aiModels', 'm'), main_prompt_object_id: p('Svc.Prompt', 'prompts', 'p') });
-  await post(p('Svc.Agent', 'agents', 'bench'), { name: 'bench', workflow_object_id: p('Svc.Agent', 'workflows', 'w'), conversation_history_settings: { enabled: true, max_history: 5 } });
+  await post(p('Svc.Agent', 'workflows', 'w'), {
+    name: 'w',
+    workflow_type: 'chat',
+    workflow_host: 'builtin',
+    main_ai_model_object_id: p('Svc.AIModel', 'aiModels', 'm'),
+    main_prompt_object_id: p('Svc.Prompt', 'prompts', 'p'),
+  });
+  await post(p('Svc.Agent', 'agents', 'bench'), {
+    name: 'bench',
+    workflow_object_id: p('Svc.Agent', 'workflows', 'w'),
+    conversation_history_settings: { enabled: true, max_history: 5 },
+  });
 }
 
 /**
@@ -33,16 +63,33 @@ export async function seed(app: Pick<BenchApp, 'management' | 'instanceId' | 'au
 export async function benchBudget(app: BenchApp, count = 2000): Promise<PairedResult> {
   const llm = await startMockLlm();
   await seed(app, llm.url);
-  const p = (provider: string, type: string, name: string) => `/instances/${app.instanceId}/providers/${provider}/${type}/${name}`;
+  const p = (provider: string, type: string, name: string) =>
+    `/instances/${app.instanceId}/providers/${provider}/${type}/${name}`;
   const post = async (path: string, body: Record<string, unknown>) => {
-    const r = await fetch(`${app.management}${path}`, { method: 'POST', headers: { ...app.auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const r = await fetch(`${app.management}${path}`, {
+      method: 'POST',
+      headers: { ...app.auth, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     if (r.status !== 200) throw new Error(`${path}: ${r.status} ${await r.text()}`);
   };
-  const budgets = [{ name: 'bench', scope: 'agent', agent_name: 'budgeted', limit: 1e9, currency: 'USD', period: 'month' }];
-  await post(p('Svc.Configuration', 'appConfigurations', 'Svc:Budgets'), { name: 'Svc:Budgets', key: 'Svc:Budgets', value: JSON.stringify(budgets) });
-  for (const name of ['unbudgeted', 'budgeted']) await post(p('Svc.Agent', 'agents', name), { name, workflow_object_id: p('Svc.Agent', 'workflows', 'w') });
+  const budgets = [
+    { name: 'bench', scope: 'agent', agent_name: 'budgeted', limit: 1e9, currency: 'USD', period: 'month' },
+  ];
+  await post(p('Svc.Configuration', 'appConfigurations', 'Svc:Budgets'), {
+    name: 'Svc:Budgets',
+    key: 'Svc:Budgets',
+    value: JSON.stringify(budgets),
+  });
+  for (const name of ['unbudgeted', 'budgeted'])
+    await post(p('Svc.Agent', 'agents', name), { name, workflow_object_id: p('Svc.Agent', 'workflows', 'w') });
   const url = `${app.core}/instances/${app.instanceId}/completions`;
-  const request = (agent: string) => ({ url, method: 'POST' as const, headers: { ...app.auth, 'content-type': 'application/json' }, body: JSON.stringify({ user_prompt: 'How much does a budget add, with a few more words?', agent_name: agent }) });
+  const request = (agent: string) => ({
+    url,
+    method: 'POST' as const,
+    headers: { ...app.auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ user_prompt: 'How much does a budget add, with a few more words?', agent_name: agent }),
+  });
   await paired(request('unbudgeted'), request('budgeted'), 200);
   const result = await paired(request('unbudgeted'), request('budgeted'), count);
   await llm.close();
@@ -64,32 +111,65 @@ export interface StageBench {
 export async function benchStages(app: BenchApp): Promise<StageBench[]> {
   const llm = await startMockLlm({ latencyMs: UPSTREAM_LATENCY_MS });
   await seed(app, llm.url);
-  const p = (provider: string, type: string, name: string) => `/instances/${app.instanceId}/providers/${provider}/${type}/${name}`;
+  const p = (provider: string, type: string, name: string) =>
+    `/instances/${app.instanceId}/providers/${provider}/${type}/${name}`;
   const post = async (path: string, body: Record<string, unknown>) => {
-    const r = await fetch(`${app.management}${path}`, { method: 'POST', headers: { ...app.auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const r = await fetch(`${app.management}${path}`, {
+      method: 'POST',
+      headers: { ...app.auth, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     if (r.status !== 200) throw new Error(`${path}: ${r.status} ${await r.text()}`);
   };
-  const blocklist = [...Array.from({ length: 100 }, (_, i) => `blocked phrase ${i}`), '/\\bpassw(or)?d\\b/i', '/\\b\\d{3}-\\d{2}-\\d{4}\\b/', '/api[_-]?key/i', '/secret\\s+project/i', '/drop\\s+table/i'];
-  await post(p('Svc.Configuration', 'appConfigurations', 'Svc:Shielding:Blocklist'), { name: 'Svc:Shielding:Blocklist', key: 'Svc:Shielding:Blocklist', value: JSON.stringify(blocklist) });
+  const blocklist = [
+    ...Array.from({ length: 100 }, (_, i) => `blocked phrase ${i}`),
+    '/\\bpassw(or)?d\\b/i',
+    '/\\b\\d{3}-\\d{2}-\\d{4}\\b/',
+    '/api[_-]?key/i',
+    '/secret\\s+project/i',
+    '/drop\\s+table/i',
+  ];
+  await post(p('Svc.Configuration', 'appConfigurations', 'Svc:Shielding:Blocklist'), {
+    name: 'Svc:Shielding:Blocklist',
+    key: 'Svc:Shielding:Blocklist',
+    value: JSON.stringify(blocklist),
+  });
   const workflow = p('Svc.Agent', 'workflows', 'w');
   await post(p('Svc.Agent', 'agents', 'plain'), { name: 'plain', workflow_object_id: workflow });
   const plugins = [{ plugin_name: 'Dotnet-Builtin-Blocklist' }];
-  await post(p('Svc.Agent', 'agents', 'blocklist'), { name: 'blocklist', workflow_object_id: workflow, shielding_settings: { pre_completion_plugins: plugins, post_completion_plugins: plugins } });
+  await post(p('Svc.Agent', 'agents', 'blocklist'), {
+    name: 'blocklist',
+    workflow_object_id: workflow,
+    shielding_settings: { pre_completion_plugins: plugins, post_completion_plugins: plugins },
+  });
   await post(p('Svc.Agent', 'agents', 'rewrite'), {
     name: 'rewrite',
     workflow_object_id: workflow,
     text_rewrite_settings: {
       user_prompt_rewrite_enabled: true,
-      user_prompt_rewrite_settings: { user_prompt_rewrite_ai_model_object_id: p('Svc.AIModel', 'aiModels', 'm'), user_prompt_rewrite_prompt_object_id: p('Svc.Prompt', 'prompts', 'p'), user_prompts_window_size: 0 },
+      user_prompt_rewrite_settings: {
+        user_prompt_rewrite_ai_model_object_id: p('Svc.AIModel', 'aiModels', 'm'),
+        user_prompt_rewrite_prompt_object_id: p('Svc.Prompt', 'prompts', 'p'),
+        user_prompts_window_size: 0,
+      },
     },
   });
   // One tool round: the mock model asks the MCP server's `add` whenever it is offered, then answers.
   const mcp = await startMcpServer();
   llm.setToolReflex({ name: 'calc__add', arguments: { a: 1, b: 2 } });
   await post(p('Svc.Agent', 'tools', 'calc'), { name: 'calc', tool_type: 'mcp', url: mcp.url, allowed_tools: ['add'] });
-  await post(p('Svc.Agent', 'agents', 'tooled'), { name: 'tooled', workflow_object_id: workflow, tool_object_ids: [p('Svc.Agent', 'tools', 'calc')] });
+  await post(p('Svc.Agent', 'agents', 'tooled'), {
+    name: 'tooled',
+    workflow_object_id: workflow,
+    tool_object_ids: [p('Svc.Agent', 'tools', 'calc')],
+  });
   const url = `${app.core}/instances/${app.instanceId}/completions`;
-  const request = (agent: string) => ({ url, method: 'POST' as const, headers: { ...app.auth, 'content-type': 'application/json' }, body: JSON.stringify({ user_prompt: 'How fast is this, with a few more words to screen?', agent_name: agent }) });
+  const request = (agent: string) => ({
+    url,
+    method: 'POST' as const,
+    headers: { ...app.auth, 'content-type': 'application/json' },
+    body: JSON.stringify({ user_prompt: 'How fast is this, with a few more words to screen?', agent_name: agent }),
+  });
   const stages: StageBench[] = [];
   for (const [stage, agent] of [
     ['shielding: blocklist before and after the model', 'blocklist'],
@@ -113,21 +193,48 @@ export interface CompletionBench {
 export async function benchCompletions(app: BenchApp, seconds: number): Promise<CompletionBench> {
   const llm = await startMockLlm({ latencyMs: UPSTREAM_LATENCY_MS });
   await seed(app, llm.url);
-  const session = (await (await fetch(`${app.core}/instances/${app.instanceId}/sessions`, { method: 'POST', headers: { ...app.auth, 'content-type': 'application/json' }, body: '{"name":"bench"}' })).json()) as { id: string };
-  const direct = JSON.stringify({ model: 'bench', messages: [{ role: 'system', content: 'You are a benchmark.' }, { role: 'user', content: 'How fast is this?' }] });
+  const session = (await (
+    await fetch(`${app.core}/instances/${app.instanceId}/sessions`, {
+      method: 'POST',
+      headers: { ...app.auth, 'content-type': 'application/json' },
+      body: '{"name":"bench"}',
+    })
+  ).json()) as { id: string };
+  const direct = JSON.stringify({
+    model: 'bench',
+    messages: [
+      { role: 'system', content: 'You are a benchmark.' },
+      { role: 'user', content: 'How fast is this?' },
+    ],
+  });
   const through = JSON.stringify({ user_prompt: 'How fast is this?', agent_name: 'bench', session_id: session.id });
   const json = { 'content-type': 'application/json' };
 
   // Warm both paths (JIT, caches, connection pools) before measuring.
-  await load('warm-up', `${app.core}/instances/${app.instanceId}/completions`, { seconds: 3, connections: 8, method: 'POST', headers: { ...app.auth, ...json }, body: through });
+  await load('warm-up', `${app.core}/instances/${app.instanceId}/completions`, {
+    seconds: 3,
+    connections: 8,
+    method: 'POST',
+    headers: { ...app.auth, ...json },
+    body: through,
+  });
 
   const rows: LoadResult[] = [];
   const added: CompletionBench['added'] = [];
   const directRequest = { url: `${llm.url}/v1/chat/completions`, method: 'POST' as const, headers: json, body: direct };
-  const throughRequest = { url: `${app.core}/instances/${app.instanceId}/completions`, method: 'POST' as const, headers: { ...app.auth, ...json }, body: through };
+  const throughRequest = {
+    url: `${app.core}/instances/${app.instanceId}/completions`,
+    method: 'POST' as const,
+    headers: { ...app.auth, ...json },
+    body: through,
+  };
 
   // Concurrency 1: alternating requests, timed to the microsecond.
-  const one = await paired(directRequest, throughRequest, Math.max(400, Math.round((seconds * 1000) / (2 * UPSTREAM_LATENCY_MS))));
+  const one = await paired(
+    directRequest,
+    throughRequest,
+    Math.max(400, Math.round((seconds * 1000) / (2 * UPSTREAM_LATENCY_MS))),
+  );
   added.push({ connections: 1, p50: one.added.p50, p99: one.added.p99, ratio: one.a.mean / one.b.mean });
   rows.push(
     { label: 'upstream directly, c=1', rps: 1000 / one.a.mean, p50: one.a.p50, p99: one.a.p99, errors: 0 },
@@ -135,8 +242,20 @@ export async function benchCompletions(app: BenchApp, seconds: number): Promise<
   );
 
   // Concurrency 32: throughput under load.
-  const d = await load('upstream directly, c=32', directRequest.url, { seconds, connections: 32, method: 'POST', headers: json, body: direct });
-  const t = await load('POST /completions + session, c=32', throughRequest.url, { seconds, connections: 32, method: 'POST', headers: throughRequest.headers, body: through });
+  const d = await load('upstream directly, c=32', directRequest.url, {
+    seconds,
+    connections: 32,
+    method: 'POST',
+    headers: json,
+    body: direct,
+  });
+  const t = await load('POST /completions + session, c=32', throughRequest.url, {
+    seconds,
+    connections: 32,
+    method: 'POST',
+    headers: throughRequest.headers,
+    body: through,
+  });
   rows.push(d, t);
   added.push({ connections: 32, p50: t.p50 - d.p50, p99: t.p99 - d.p99, ratio: t.rps / d.rps });
 
@@ -157,7 +276,13 @@ export async function benchCompletions(app: BenchApp, seconds: number): Promise<
     trace: {},
     attempts: 1,
   });
-  rows.push(await load('GET async status (completed), c=1', `${app.core}/instances/${app.instanceId}/async-completions/bench-op/status`, { seconds, connections: 1, headers: app.auth }));
+  rows.push(
+    await load(
+      'GET async status (completed), c=1',
+      `${app.core}/instances/${app.instanceId}/async-completions/bench-op/status`,
+      { seconds, connections: 1, headers: app.auth },
+    ),
+  );
   await llm.close();
   return { rows, added };
 }
@@ -166,7 +291,10 @@ export async function benchCompletions(app: BenchApp, seconds: number): Promise<
  * Time to first byte of a streamed completion: the model sends its first token after 50 ms and the rest
  * over 500 ms; what counts is how long after the model's first token the client has the first `delta`.
  */
-export async function benchStreaming(app: BenchApp, requests = 40): Promise<{ p50: number; p99: number; total: number }> {
+export async function benchStreaming(
+  app: BenchApp,
+  requests = 40,
+): Promise<{ p50: number; p99: number; total: number }> {
   const llm = await startMockLlm();
   llm.setStreaming(50, 500);
   await seed(app, llm.url);
@@ -177,17 +305,21 @@ export async function benchStreaming(app: BenchApp, requests = 40): Promise<{ p5
   for (let i = 0; i < requests + 5; i++) {
     const sent = performance.now();
     const first = await new Promise<number>((resolve, reject) => {
-      const req = http.request(`${app.core}/instances/${app.instanceId}/completions`, { method: 'POST', headers, agent: keepAlive }, (res) => {
-        let seen = false;
-        res.on('data', (chunk: Buffer) => {
-          if (!seen && chunk.toString().includes('event: delta')) {
-            seen = true;
-            resolve(performance.now());
-          }
-        });
-        res.on('end', () => (total += performance.now() - sent));
-        res.on('error', reject);
-      });
+      const req = http.request(
+        `${app.core}/instances/${app.instanceId}/completions`,
+        { method: 'POST', headers, agent: keepAlive },
+        (res) => {
+          let seen = false;
+          res.on('data', (chunk: Buffer) => {
+            if (!seen && chunk.toString().includes('event: delta')) {
+              seen = true;
+              resolve(performance.now());
+            }
+          });
+          res.on('end', () => (total += performance.now() - sent));
+          res.on('error', reject);
+        },
+      );
       req.on('error', reject);
       req.end(body);
     });
@@ -197,7 +329,8 @@ export async function benchStreaming(app: BenchApp, requests = 40): Promise<{ p5
   }
   await llm.close();
   delays.sort((a, b) => a - b);
-  const at = (q: number) => Math.round((delays[Math.min(delays.length - 1, Math.floor(q * delays.length))] ?? 0) * 100) / 100;
+  const at = (q: number) =>
+    Math.round((delays[Math.min(delays.length - 1, Math.floor(q * delays.length))] ?? 0) * 100) / 100;
   return { p50: at(0.5), p99: at(0.99), total: Math.round(total / requests) };
 }
 

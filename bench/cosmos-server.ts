@@ -4,5 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { createHttpServer } from '@vercel/cosmosdb-server';
 
 const server = createHttpServer({ keepAlive: true });
-server.listen(0, '127.0.0.1', () => process.stdout.write(`http://127.0.0.1:${(server.address() as AddressInfo).port}\n`));
+server.listen(0, '127.0.0.1', () =>
+  process.stdout.write(`http://127.0.0.1:${(server.address() as AddressInfo).port}\n`),
+);
 process.on('SIGTERM', () => process.exit(0));

@@ -31,13 +31,26 @@ async function baselineServer(): Promise<{ url: string; close(): void }> {
   return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => server.close() };
 }
 
-const SECTIONS = ['http', 'completions', 'analytics', 'knowledge', 'peers', 'startup', 'cold-start', 'plugins', 'realtime', 'protocols', 'streams'] as const;
+const SECTIONS = [
+  'http',
+  'completions',
+  'analytics',
+  'knowledge',
+  'peers',
+  'startup',
+  'cold-start',
+  'plugins',
+  'realtime',
+  'protocols',
+  'streams',
+] as const;
 
 async function main() {
   const seconds = Number(process.env.BENCH_SECONDS ?? 3);
   const named = process.argv.slice(2);
   const unknown = named.filter((n) => !(SECTIONS as readonly string[]).includes(n));
-  if (unknown.length > 0) throw new Error(`Unknown bench section ${unknown.join(', ')}; choose from ${SECTIONS.join(', ')}`);
+  if (unknown.length > 0)
+    throw new Error(`Unknown bench section ${unknown.join(', ')}; choose from ${SECTIONS.join(', ')}`);
   const run = (section: (typeof SECTIONS)[number]) => named.length === 0 || named.includes(section);
 
   if (run('http')) {
@@ -56,10 +69,15 @@ async function main() {
       const result = await benchCompletions(app, seconds);
       reportCompletions(store, result);
       added.set(store, result.added[0]?.p50 ?? NaN);
-      throughput.set(store, result.rows.find((r) => r.label.startsWith('POST /completions') && r.label.endsWith('c=32'))?.rps ?? NaN);
+      throughput.set(
+        store,
+        result.rows.find((r) => r.label.startsWith('POST /completions') && r.label.endsWith('c=32'))?.rps ?? NaN,
+      );
       if (store === 'embedded') {
         const streaming = await benchStreaming(app);
-        console.log(`\nStreamed completion (model: first token after 50 ms, the rest over 500 ms), c=1: first delta event reaches the client ${streaming.p50} ms (p50) / ${streaming.p99} ms (p99) after the model's first token (target <= 5 ms: ${streaming.p50 <= 5 ? 'met' : 'MISSED'}); whole answer ${streaming.total} ms`);
+        console.log(
+          `\nStreamed completion (model: first token after 50 ms, the rest over 500 ms), c=1: first delta event reaches the client ${streaming.p50} ms (p50) / ${streaming.p99} ms (p99) after the model's first token (target <= 5 ms: ${streaming.p50 <= 5 ? 'met' : 'MISSED'}); whole answer ${streaming.total} ms`,
+        );
         console.log('\nStages of the pipeline, c=1, each against the same agent without it (no session):');
         console.table(
           (await benchStages(app)).map((st) => ({
@@ -68,7 +86,9 @@ async function main() {
             'p99 ms': st.p99,
             'added p50 ms': st.added.p50,
             'added p99 ms': st.added.p99,
-            target: st.stage.startsWith('shielding') ? `added p50 <= 0.2 ms: ${st.added.p50 <= 0.2 ? 'met' : 'MISSED'}` : `over the extra 20 ms model call: ${(st.added.p50 - 20).toFixed(2)} ms`,
+            target: st.stage.startsWith('shielding')
+              ? `added p50 <= 0.2 ms: ${st.added.p50 <= 0.2 ? 'met' : 'MISSED'}`
+              : `over the extra 20 ms model call: ${(st.added.p50 - 20).toFixed(2)} ms`,
           })),
         );
         const budget = await benchBudget(app);
@@ -90,8 +110,12 @@ async function main() {
     if (embedded !== undefined && cosmos !== undefined) {
       const ratio = cosmos / embedded;
       const [e32, c32] = [throughput.get('embedded') ?? NaN, throughput.get('cosmos') ?? NaN];
-      console.log(`\nAdded p50 at c=1, with a session: embedded ${embedded.toFixed(2)} ms, Cosmos adapter ${cosmos.toFixed(2)} ms (${ratio.toFixed(2)}x; target <= 1.5x: ${ratio <= 1.5 ? 'met' : 'MISSED'})`);
-      console.log(`Throughput at c=32, with a session: embedded ${Math.round(e32)} req/s, Cosmos adapter ${Math.round(c32)} req/s (${(c32 / e32).toFixed(2)}x; target >= 0.7x: ${c32 / e32 >= 0.7 ? 'met' : 'MISSED'})`);
+      console.log(
+        `\nAdded p50 at c=1, with a session: embedded ${embedded.toFixed(2)} ms, Cosmos adapter ${cosmos.toFixed(2)} ms (${ratio.toFixed(2)}x; target <= 1.5x: ${ratio <= 1.5 ? 'met' : 'MISSED'})`,
+      );
+      console.log(
+        `Throughput at c=32, with a session: embedded ${Math.round(e32)} req/s, Cosmos adapter ${Math.round(c32)} req/s (${(c32 / e32).toFixed(2)}x; target >= 0.7x: ${c32 / e32 >= 0.7 ? 'met' : 'MISSED'})`,
+      );
     }
   }
   if (run('analytics')) await reportAnalytics();
@@ -107,7 +131,9 @@ async function main() {
 
 async function reportStreams() {
   const { rows, seconds, idleRssMiB } = await benchStreams();
-  console.log(`\n## Open streams: N streamed completions at once, each 100 pieces over ${seconds} s from the mock model (no session); delay = the piece's arrival at the client after the mock sent it`);
+  console.log(
+    `\n## Open streams: N streamed completions at once, each 100 pieces over ${seconds} s from the mock model (no session); delay = the piece's arrival at the client after the mock sent it`,
+  );
   console.table(
     rows.map((r) => ({
       system: r.system,
@@ -129,24 +155,34 @@ async function reportStreams() {
     if (!direct || !service) continue;
     const added = Math.round((service.delay.p99 - direct.delay.p99) * 100) / 100;
     const steady = Math.round((service.steady.p99 - direct.steady.p99) * 100) / 100;
-    const perStream = idleRssMiB !== undefined && service.peakRssMiB !== undefined ? Math.round(((service.peakRssMiB - idleRssMiB) * 1024) / streams) : undefined;
-    const atMost = (mine: number | undefined, theirs: number | undefined) => mine !== undefined && theirs !== undefined && mine <= theirs;
-    const vs = portkey?.completed === 0
-      ? `; no comparison with Portkey: it failed every streamed request (${portkey.errors})`
-      : portkey
-      ? `; CPU per stream ${service.cpuMsPerStream} vs Portkey ${portkey.cpuMsPerStream} ms (${ratio(service.cpuMsPerStream, portkey.cpuMsPerStream)}), peak RSS ${service.peakRssMiB} vs ${portkey.peakRssMiB} MiB (${ratio(service.peakRssMiB, portkey.peakRssMiB)}) (target: both at most Portkey's: ${atMost(service.cpuMsPerStream, portkey.cpuMsPerStream) && atMost(service.peakRssMiB, portkey.peakRssMiB) ? 'met' : 'MISSED'}), Portkey errors ${portkey.errors}`
-      : '';
-    console.log(`${streams} streams: this service adds ${added} ms at p99 per piece over the mock directly (target <= 10 ms: ${added <= 10 ? 'met' : 'MISSED'}), ${steady} ms while all are open and sending, errors ${service.errors}, ${perStream ?? '?'} KiB RSS per open stream${vs}`);
+    const perStream =
+      idleRssMiB !== undefined && service.peakRssMiB !== undefined
+        ? Math.round(((service.peakRssMiB - idleRssMiB) * 1024) / streams)
+        : undefined;
+    const atMost = (mine: number | undefined, theirs: number | undefined) =>
+      mine !== undefined && theirs !== undefined && mine <= theirs;
+    const vs =
+      portkey?.completed === 0
+        ? `; no comparison with Portkey: it failed every streamed request (${portkey.errors})`
+        : portkey
+          ? `; CPU per stream ${service.cpuMsPerStream} vs Portkey ${portkey.cpuMsPerStream} ms (${ratio(service.cpuMsPerStream, portkey.cpuMsPerStream)}), peak RSS ${service.peakRssMiB} vs ${portkey.peakRssMiB} MiB (${ratio(service.peakRssMiB, portkey.peakRssMiB)}) (target: both at most Portkey's: ${atMost(service.cpuMsPerStream, portkey.cpuMsPerStream) && atMost(service.peakRssMiB, portkey.peakRssMiB) ? 'met' : 'MISSED'}), Portkey errors ${portkey.errors}`
+          : '';
+    console.log(
+      `${streams} streams: this service adds ${added} ms at p99 per piece over the mock directly (target <= 10 ms: ${added <= 10 ? 'met' : 'MISSED'}), ${steady} ms while all are open and sending, errors ${service.errors}, ${perStream ?? '?'} KiB RSS per open stream${vs}`,
+    );
   }
 }
 
-const ratio = (a: number | undefined, b: number | undefined) => (a === undefined || b === undefined || b === 0 ? '?' : `${(a / b).toFixed(2)}x`);
+const ratio = (a: number | undefined, b: number | undefined) =>
+  a === undefined || b === undefined || b === 0 ? '?' : `${(a / b).toFixed(2)}x`;
 
 async function reportProtocols() {
   const app = await startBenchApp();
   const results = await benchProtocols(app);
   await app.close();
-  console.log('\n## Protocol facades: the same prompt to the same agent (no session, a mock model answering at once), c=1, alternating with POST /completions');
+  console.log(
+    '\n## Protocol facades: the same prompt to the same agent (no session, a mock model answering at once), c=1, alternating with POST /completions',
+  );
   console.table(
     results.map(({ facade, result: r }) => ({
       facade,
@@ -162,10 +198,22 @@ async function reportRealtime(seconds: number) {
   const app = await startBenchApp('embedded', { ALLOW_PRIVATE_NETWORK: 'true' });
   const r = await benchRealtime(app, 20, seconds);
   await app.close();
-  console.log(`\n## Realtime relay: ${r.calls} concurrent calls, each a 20 ms audio frame every 20 ms for ${seconds} s, to a model socket that answers each frame at once`);
+  console.log(
+    `\n## Realtime relay: ${r.calls} concurrent calls, each a 20 ms audio frame every 20 ms for ${seconds} s, to a model socket that answers each frame at once`,
+  );
   console.table([
-    { path: 'straight to the model (baseline)', frames: r.frames.direct, 'round trip p50 / p99 ms': `${r.direct.p50} / ${r.direct.p99}`, 'KiB per open call': r.memoryKiB.direct },
-    { path: 'through the relay', frames: r.frames.relay, 'round trip p50 / p99 ms': `${r.relay.p50} / ${r.relay.p99}`, 'KiB per open call': r.memoryKiB.relay },
+    {
+      path: 'straight to the model (baseline)',
+      frames: r.frames.direct,
+      'round trip p50 / p99 ms': `${r.direct.p50} / ${r.direct.p99}`,
+      'KiB per open call': r.memoryKiB.direct,
+    },
+    {
+      path: 'through the relay',
+      frames: r.frames.relay,
+      'round trip p50 / p99 ms': `${r.relay.p50} / ${r.relay.p99}`,
+      'KiB per open call': r.memoryKiB.relay,
+    },
   ]);
   console.log(
     `the relay adds ${r.added.p50} ms (p50) / ${r.added.p99} ms (p99) per round trip, a frame forwarded each way (${(r.relay.p50 / r.direct.p50).toFixed(2)}x the baseline's p50), and holds ${r.memoryKiB.added} KiB per open call (heap and buffers, after a collection; client sockets counted in both rows)`,
@@ -181,17 +229,37 @@ async function reportPlugins() {
       case: 'warm call of a plugin that returns at once (an interpreter ready)',
       result: `p50 ${p.warm.p50} ms, p99 ${p.warm.p99} ms (target p50 <= 20 ms: ${p.warm.p50 <= 20 ? 'met' : 'MISSED'}); a worker thread round trip: p50 ${p.warm.baselineP50} ms (${(p.warm.p50 / p.warm.baselineP50).toFixed(0)}x)`,
     },
-    { case: `code interpreter writing a ${(p.csv.bytes / 1e6).toFixed(2)} MB CSV`, result: `p50 ${p.csv.p50} ms; the same run writing nothing: p50 ${p.csv.nothingP50} ms (${(p.csv.p50 / p.csv.nothingP50).toFixed(1)}x)` },
-    { case: 'RSS of the process', result: `${p.rss.before} MiB before the sandbox; ${p.rss.warm} MiB with a warm pool of 2 interpreters (+${p.rss.warm - p.rss.before} MiB)` },
+    {
+      case: `code interpreter writing a ${(p.csv.bytes / 1e6).toFixed(2)} MB CSV`,
+      result: `p50 ${p.csv.p50} ms; the same run writing nothing: p50 ${p.csv.nothingP50} ms (${(p.csv.p50 / p.csv.nothingP50).toFixed(1)}x)`,
+    },
+    {
+      case: 'RSS of the process',
+      result: `${p.rss.before} MiB before the sandbox; ${p.rss.warm} MiB with a warm pool of 2 interpreters (+${p.rss.warm - p.rss.before} MiB)`,
+    },
   ]);
   const c = await benchCodeInterpreter();
-  console.log('\n## The code interpreter as a user waits for it: POST /completions whose model runs Python, request to answer (npm start, mock model)');
+  console.log(
+    '\n## The code interpreter as a user waits for it: POST /completions whose model runs Python, request to answer (npm start, mock model)',
+  );
   console.table([
     { case: 'first call of a fresh service (snapshot made, interpreter started)', result: `${c.firstMs} ms` },
-    { case: 'later calls, 800 ms apart (a warm interpreter waiting)', result: `p50 ${c.spaced.p50} ms, p99 ${c.spaced.p99} ms` },
-    { case: 'later calls, back to back (the pool refilling)', result: `p50 ${c.backToBack.p50} ms, p99 ${c.backToBack.p99} ms` },
-    { case: 'the same completion without the tool call', result: `p50 ${c.withoutToolP50} ms (the interpreter adds ${(c.spaced.p50 - c.withoutToolP50).toFixed(1)} ms at p50)` },
-    { case: 'RSS of the service process', result: `${c.serviceRss.before} MiB before the first call, ${c.serviceRss.after} MiB after` },
+    {
+      case: 'later calls, 800 ms apart (a warm interpreter waiting)',
+      result: `p50 ${c.spaced.p50} ms, p99 ${c.spaced.p99} ms`,
+    },
+    {
+      case: 'later calls, back to back (the pool refilling)',
+      result: `p50 ${c.backToBack.p50} ms, p99 ${c.backToBack.p99} ms`,
+    },
+    {
+      case: 'the same completion without the tool call',
+      result: `p50 ${c.withoutToolP50} ms (the interpreter adds ${(c.spaced.p50 - c.withoutToolP50).toFixed(1)} ms at p50)`,
+    },
+    {
+      case: 'RSS of the service process',
+      result: `${c.serviceRss.before} MiB before the first call, ${c.serviceRss.after} MiB after`,
+    },
   ]);
 }
 
@@ -201,8 +269,17 @@ const median = (ms: number[]) => [...ms].sort((a, b) => a - b)[Math.floor(ms.len
 async function reportStartup() {
   const rows = await benchStartup();
   const bare = median(rows.at(-1)?.ms ?? []);
-  console.log('\n## Start-up: process start to the first 200 from GET /status (fresh DATA_DIR, warm dist/), runs interleaved');
-  console.table(rows.map((r) => ({ system: r.system, 'median ms': median(r.ms), 'min / max ms': `${Math.min(...r.ms)} / ${Math.max(...r.ms)}`, 'vs bare node:http': `${(median(r.ms) / bare).toFixed(1)}x` })));
+  console.log(
+    '\n## Start-up: process start to the first 200 from GET /status (fresh DATA_DIR, warm dist/), runs interleaved',
+  );
+  console.table(
+    rows.map((r) => ({
+      system: r.system,
+      'median ms': median(r.ms),
+      'min / max ms': `${Math.min(...r.ms)} / ${Math.max(...r.ms)}`,
+      'vs bare node:http': `${(median(r.ms) / bare).toFixed(1)}x`,
+    })),
+  );
   const start = median(rows[0]?.ms ?? []);
   console.log(`npm start: target <= 1000 ms: ${start <= 1000 ? 'met' : 'MISSED'}`);
 }
@@ -210,7 +287,9 @@ async function reportStartup() {
 async function reportColdStart() {
   const { rows, functions } = await benchColdStart();
   const perFile = median(rows[1]?.ms ?? []);
-  console.log(`\n## Cold start: a fresh process imports the Functions entry (${functions} functions) and answers GET /instances/{id}/status through the Functions adapter (fresh embedded store), runs interleaved`);
+  console.log(
+    `\n## Cold start: a fresh process imports the Functions entry (${functions} functions) and answers GET /instances/{id}/status through the Functions adapter (fresh embedded store), runs interleaved`,
+  );
   console.table(
     rows.map((r) => ({
       system: r.system,
@@ -224,7 +303,10 @@ async function reportColdStart() {
   const verdict = (ratio: number) => `${ratio <= 0.2 ? 'met' : 'MISSED'} (${ratio.toFixed(2)}x)`;
   console.log(`bundle: target <= 0.2x the per-file output: ${verdict(bundle / perFile)}`);
   const earlier = rows.find((r) => r.system === BASELINE_SYSTEM);
-  if (earlier) console.log(`bundle: target <= 0.2x the earlier release's per-file output: ${verdict(bundle / median(earlier.ms))}`);
+  if (earlier)
+    console.log(
+      `bundle: target <= 0.2x the earlier release's per-file output: ${verdict(bundle / median(earlier.ms))}`,
+    );
   if (existsSync(PACKAGE_DIR)) {
     const mb = sizeOf(PACKAGE_DIR) / 1024 / 1024;
     console.log(`.azure-package: ${mb.toFixed(1)} MB (target <= 40 MB: ${mb <= 40 ? 'met' : 'MISSED'})`);
@@ -233,8 +315,13 @@ async function reportColdStart() {
 
 async function reportPeers() {
   const p = await benchPeers();
-  console.log(`\n## Peers: completions through each system to one mock model (${p.modelLatencyMs} ms) on loopback; c=1 interleaved, c=32 in round-robin slices`);
-  if (!p.portkey) console.log('(@portkey-ai/gateway is not installed: npm ci installs it as a development dependency; its row is left out)');
+  console.log(
+    `\n## Peers: completions through each system to one mock model (${p.modelLatencyMs} ms) on loopback; c=1 interleaved, c=32 in round-robin slices`,
+  );
+  if (!p.portkey)
+    console.log(
+      '(@portkey-ai/gateway is not installed: npm ci installs it as a development dependency; its row is left out)',
+    );
   const portkey = p.rows.find((r) => r.system.startsWith('Portkey'));
   console.table(
     p.rows.map((r) => ({
@@ -247,7 +334,9 @@ async function reportPeers() {
     })),
   );
   console.log(`plain node:http echo server in the bench process, c=32: ${p.nodeHttpRps} req/s`);
-  console.log(`of this service's RSS: the memory-mapped store files ${p.mapped.store} MiB, the node binary's own pages ${p.mapped.node} MiB`);
+  console.log(
+    `of this service's RSS: the memory-mapped store files ${p.mapped.store} MiB, the node binary's own pages ${p.mapped.node} MiB`,
+  );
   const session = p.rows.find((r) => r.system === 'this service, with a session');
   if (session) {
     const targets = [
@@ -288,17 +377,35 @@ async function reportKnowledge() {
 
   const depths = [10, DEFAULT_RESCORING_DEPTH, 20].filter((d, i, all) => all.indexOf(d) === i).sort((a, b) => a - b);
   const r = await benchRetrieval(depths);
-  console.log(`\n## Retrieval at scale: ${r.partitions.toLocaleString('en')} partitions of 1,536 dimensions in Gaussian clusters, top 10 at c=1 (targets: recall@10 >= 0.95, p99 <= 10 ms)`);
+  console.log(
+    `\n## Retrieval at scale: ${r.partitions.toLocaleString('en')} partitions of 1,536 dimensions in Gaussian clusters, top 10 at c=1 (targets: recall@10 >= 0.95, p99 <= 10 ms)`,
+  );
   const verdict = (f: SearchFigures) => (f.recall >= 0.95 && f.p99 <= 10 ? 'met' : 'MISSED');
   console.table(
     r.depths.flatMap((d) => [
-      { case: `depth ${d.depth}${d.depth === DEFAULT_RESCORING_DEPTH ? ' (default)' : ''}: every partition`, 'recall@10': d.all.recall, 'p50 / p99 ms': `${d.all.p50} / ${d.all.p99}`, baseline: `exact scan ${r.exact.all.p50} / ${r.exact.all.p99} ms (${(r.exact.all.p50 / d.all.p50).toFixed(0)}x slower)`, targets: verdict(d.all) },
-      { case: `depth ${d.depth}: a group that reads 10%`, 'recall@10': d.filtered.recall, 'p50 / p99 ms': `${d.filtered.p50} / ${d.filtered.p99}`, baseline: `exact scan ${r.exact.filtered.p50} / ${r.exact.filtered.p99} ms`, targets: verdict(d.filtered) },
+      {
+        case: `depth ${d.depth}${d.depth === DEFAULT_RESCORING_DEPTH ? ' (default)' : ''}: every partition`,
+        'recall@10': d.all.recall,
+        'p50 / p99 ms': `${d.all.p50} / ${d.all.p99}`,
+        baseline: `exact scan ${r.exact.all.p50} / ${r.exact.all.p99} ms (${(r.exact.all.p50 / d.all.p50).toFixed(0)}x slower)`,
+        targets: verdict(d.all),
+      },
+      {
+        case: `depth ${d.depth}: a group that reads 10%`,
+        'recall@10': d.filtered.recall,
+        'p50 / p99 ms': `${d.filtered.p50} / ${d.filtered.p99}`,
+        baseline: `exact scan ${r.exact.filtered.p50} / ${r.exact.filtered.p99} ms`,
+        targets: verdict(d.filtered),
+      },
     ]),
   );
-  console.log(`ingestion through the index: ${r.ingestion.perSecond} partitions/s against ${r.ingestion.baselinePerSecond} rows/s into a plain SQLite table (${(r.ingestion.perSecond / r.ingestion.baselinePerSecond).toFixed(2)}x)`);
+  console.log(
+    `ingestion through the index: ${r.ingestion.perSecond} partitions/s against ${r.ingestion.baselinePerSecond} rows/s into a plain SQLite table (${(r.ingestion.perSecond / r.ingestion.baselinePerSecond).toFixed(2)}x)`,
+  );
   const q = await benchDocQuestions(process.cwd());
-  console.log(`\n## ${q.questions} questions labelled by the docs over ${q.passages} passages (deterministic embedder): the labelled passage in the top 5 for ${(q.vector * 100).toFixed(1)}% in vector mode, ${(q.hybrid * 100).toFixed(1)}% in hybrid mode`);
+  console.log(
+    `\n## ${q.questions} questions labelled by the docs over ${q.passages} passages (deterministic embedder): the labelled passage in the top 5 for ${(q.vector * 100).toFixed(1)}% in vector mode, ${(q.hybrid * 100).toFixed(1)}% in hybrid mode`,
+  );
 }
 
 async function benchHttp(core: string, instanceId: string, auth: Record<string, string>, seconds: number) {
@@ -307,13 +414,18 @@ async function benchHttp(core: string, instanceId: string, auth: Record<string, 
   const base = await load('baseline: plain node:http JSON', `${baseline.url}/status`, { seconds });
   report(base, [
     await load('GET /status (no auth)', `${core}/status`, { seconds }),
-    await load('GET /branding (JWT + settings)', `${core}/instances/${instanceId}/branding`, { seconds, headers: auth }),
+    await load('GET /branding (JWT + settings)', `${core}/instances/${instanceId}/branding`, {
+      seconds,
+      headers: auth,
+    }),
   ]);
   baseline.close();
 }
 
 function reportCompletions(store: string, completions: CompletionBench) {
-  console.log(`\n## Completions on the ${store} store (upstream: OpenAI-compatible mock with 20 ms latency; c=1 alternates direct and through)`);
+  console.log(
+    `\n## Completions on the ${store} store (upstream: OpenAI-compatible mock with 20 ms latency; c=1 alternates direct and through)`,
+  );
   const [direct] = completions.rows;
   if (direct) report(direct, completions.rows.slice(1));
   console.table(
@@ -322,7 +434,10 @@ function reportCompletions(store: string, completions: CompletionBench) {
       'added p50 ms': a.p50,
       'added p99 ms': a.p99,
       'throughput vs direct': `${a.ratio.toFixed(2)}x`,
-      'target (c=1)': a.connections === 1 ? `p50 <= 3 ms: ${a.p50 <= 3 ? 'met' : 'MISSED'}; p99 <= 15 ms: ${a.p99 <= 15 ? 'met' : 'MISSED'}` : '',
+      'target (c=1)':
+        a.connections === 1
+          ? `p50 <= 3 ms: ${a.p50 <= 3 ? 'met' : 'MISSED'}; p99 <= 15 ms: ${a.p99 <= 15 ? 'met' : 'MISSED'}`
+          : '',
     })),
   );
 }
@@ -330,7 +445,9 @@ function reportCompletions(store: string, completions: CompletionBench) {
 async function reportAnalytics() {
   const messages = Number(process.env.BENCH_ANALYTICS_MESSAGES ?? 1_000_000);
   const usage = Number(process.env.BENCH_ANALYTICS_USAGE ?? 100_000);
-  console.log(`\n## Analytics over ${messages.toLocaleString('en')} messages and ${usage.toLocaleString('en')} token usage records (embedded store; target < 2 s each)`);
+  console.log(
+    `\n## Analytics over ${messages.toLocaleString('en')} messages and ${usage.toLocaleString('en')} token usage records (embedded store; target < 2 s each)`,
+  );
   const analytics = await benchAnalytics(messages, usage);
   console.log(`seeded in ${(analytics.seedMs / 1000).toFixed(1)} s (bulk inserts)`);
   console.table(analytics.rows.map((r) => ({ ...r, target: r.ms < 2000 ? 'met' : 'MISSED' })));

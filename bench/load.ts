@@ -15,7 +15,13 @@ export interface LoadResult {
 export async function load(
   label: string,
   url: string,
-  options: { connections?: number; seconds?: number; method?: 'GET' | 'POST'; headers?: Record<string, string>; body?: string } = {},
+  options: {
+    connections?: number;
+    seconds?: number;
+    method?: 'GET' | 'POST';
+    headers?: Record<string, string>;
+    body?: string;
+  } = {},
 ): Promise<LoadResult> {
   const result = await autocannon({
     url,
@@ -59,7 +65,11 @@ export function timed(r: Request, agent: http.Agent): Promise<number> {
     const started = performance.now();
     const req = http.request(r.url, { method: r.method ?? 'GET', headers: r.headers ?? {}, agent }, (res) => {
       res.resume();
-      res.on('end', () => (res.statusCode === 200 ? resolve(performance.now() - started) : reject(new Error(`${r.url}: ${res.statusCode ?? 0}`))));
+      res.on('end', () =>
+        res.statusCode === 200
+          ? resolve(performance.now() - started)
+          : reject(new Error(`${r.url}: ${res.statusCode ?? 0}`)),
+      );
     });
     req.on('error', reject);
     req.end(r.body);
@@ -91,7 +101,16 @@ export async function paired(a: Request, b: Request, count: number): Promise<Pai
   }
   agent.destroy();
   const round = (ms: number) => Math.round(ms * 100) / 100;
-  const pct = (values: number[], p: number) => [...values].sort((m, n) => m - n)[Math.min(values.length - 1, Math.floor(values.length * p))] ?? 0;
-  const summary = (v: number[]) => ({ p50: round(pct(v, 0.5)), p99: round(pct(v, 0.99)), mean: round(v.reduce((m, n) => m + n, 0) / v.length) });
-  return { a: summary(ta), b: summary(tb), added: { p50: round(pct(tb, 0.5) - pct(ta, 0.5)), p99: round(pct(tb, 0.99) - pct(ta, 0.99)) } };
+  const pct = (values: number[], p: number) =>
+    [...values].sort((m, n) => m - n)[Math.min(values.length - 1, Math.floor(values.length * p))] ?? 0;
+  const summary = (v: number[]) => ({
+    p50: round(pct(v, 0.5)),
+    p99: round(pct(v, 0.99)),
+    mean: round(v.reduce((m, n) => m + n, 0) / v.length),
+  });
+  return {
+    a: summary(ta),
+    b: summary(tb),
+    added: { p50: round(pct(tb, 0.5) - pct(ta, 0.5)), p99: round(pct(tb, 0.99) - pct(ta, 0.99)) },
+  };
 }

@@ -16,21 +16,36 @@ import { rssMiB as rssOf, startService } from './peers.js';
 
 const BUILT = new URL('../dist/shared/sandbox/pyodide-sandbox.js', import.meta.url);
 
-const limits = { timeoutMs: 60_000, memoryBytes: 256 * 2 ** 20, scratchBytes: 256 * 2 ** 20, outputBytes: 2 ** 20, filesBytes: 32 * 2 ** 20 };
+const limits = {
+  timeoutMs: 60_000,
+  memoryBytes: 256 * 2 ** 20,
+  scratchBytes: 256 * 2 ** 20,
+  outputBytes: 2 ** 20,
+  filesBytes: 32 * 2 ** 20,
+};
 const file = (name: string, text: string) => ({ name, bytes: new TextEncoder().encode(text) });
 const PACKAGE = [file('bench/__init__.py', ''), file('bench/tools.py', 'def echo(args):\n    return args\n')];
-const call: SandboxJob = { packageFiles: PACKAGE, workFiles: [], task: { entryPoint: 'bench.tools:echo', argument: { text: 'hello' } } };
-const CSV = "with open('data.csv', 'w') as f:\n    for i in range(33000):\n        f.write('%08d,%s,%.6f\\n' % (i, 'row-%05d' % i, i / 7))\nprint('ok')";
+const call: SandboxJob = {
+  packageFiles: PACKAGE,
+  workFiles: [],
+  task: { entryPoint: 'bench.tools:echo', argument: { text: 'hello' } },
+};
+const CSV =
+  "with open('data.csv', 'w') as f:\n    for i in range(33000):\n        f.write('%08d,%s,%.6f\\n' % (i, 'row-%05d' % i, i / 7))\nprint('ok')";
 const NOTHING = "print('ok')";
 
-const percentile = (ms: number[], p: number) => [...ms].sort((a, b) => a - b)[Math.min(ms.length - 1, Math.floor((ms.length * p) / 100))] ?? NaN;
+const percentile = (ms: number[], p: number) =>
+  [...ms].sort((a, b) => a - b)[Math.min(ms.length - 1, Math.floor((ms.length * p) / 100))] ?? NaN;
 const round = (n: number) => Math.round(n * 100) / 100;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const rssMiB = () => Math.round(process.memoryUsage().rss / 2 ** 20);
 
 /** A worker thread's message round trip: the floor under any call that leaves the request thread. */
 async function roundTrips(n: number): Promise<number[]> {
-  const worker = new Worker("require('node:worker_threads').parentPort.on('message', (m) => require('node:worker_threads').parentPort.postMessage(m))", { eval: true });
+  const worker = new Worker(
+    "require('node:worker_threads').parentPort.on('message', (m) => require('node:worker_threads').parentPort.postMessage(m))",
+    { eval: true },
+  );
   const times: number[] = [];
   for (let i = 0; i < n; i++) {
     const started = performance.now();
@@ -87,7 +102,11 @@ export async function benchPlugins(calls = 20): Promise<PluginsBench> {
     const baseline = await roundTrips(calls);
     return {
       coldMs: Math.round(coldMs),
-      warm: { p50: round(percentile(warm, 50)), p99: round(percentile(warm, 99)), baselineP50: round(percentile(baseline, 50)) },
+      warm: {
+        p50: round(percentile(warm, 50)),
+        p99: round(percentile(warm, 99)),
+        baselineP50: round(percentile(baseline, 50)),
+      },
       csv: { p50: round(percentile(csv, 50)), nothingP50: round(percentile(nothing, 50)), bytes },
       rss: { before, warm: rss },
     };
@@ -109,23 +128,46 @@ export async function benchCodeInterpreter(calls = 20): Promise<InterpreterBench
   const llm = await startMockLlm();
   const service = await startService();
   try {
-    const app = { management: service.management, instanceId: service.instanceId, auth: { authorization: `Bearer ${service.token}` } };
+    const app = {
+      management: service.management,
+      instanceId: service.instanceId,
+      auth: { authorization: `Bearer ${service.token}` },
+    };
     await seed(app, llm.url);
     const tool = `/instances/${service.instanceId}/providers/Svc.Agent/tools/interpreter`;
     const post = async (path: string, body: Record<string, unknown>) => {
-      const r = await fetch(`${service.management}/instances/${service.instanceId}/providers/${path}`, { method: 'POST', headers: { ...app.auth, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      const r = await fetch(`${service.management}/instances/${service.instanceId}/providers/${path}`, {
+        method: 'POST',
+        headers: { ...app.auth, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       if (r.status !== 200) throw new Error(`${path}: ${r.status} ${await r.text()}`);
     };
     await post('Svc.Agent/tools/interpreter', { name: 'interpreter', tool_type: 'code-interpreter' });
-    await post('Svc.Agent/workflows/w', { name: 'w', workflow_type: 'chat', workflow_host: 'builtin', main_ai_model_object_id: `/instances/${service.instanceId}/providers/Svc.AIModel/aiModels/m`, main_prompt_object_id: `/instances/${service.instanceId}/providers/Svc.Prompt/prompts/p` });
-    await post('Svc.Agent/agents/bench', { name: 'bench', workflow_object_id: `/instances/${service.instanceId}/providers/Svc.Agent/workflows/w`, tool_object_ids: [tool] });
+    await post('Svc.Agent/workflows/w', {
+      name: 'w',
+      workflow_type: 'chat',
+      workflow_host: 'builtin',
+      main_ai_model_object_id: `/instances/${service.instanceId}/providers/Svc.AIModel/aiModels/m`,
+      main_prompt_object_id: `/instances/${service.instanceId}/providers/Svc.Prompt/prompts/p`,
+    });
+    await post('Svc.Agent/agents/bench', {
+      name: 'bench',
+      workflow_object_id: `/instances/${service.instanceId}/providers/Svc.Agent/workflows/w`,
+      tool_object_ids: [tool],
+    });
     const complete = async (withTool: boolean) => {
       if (withTool) llm.next({ toolCalls: [{ name: 'python', arguments: { code: 'print(sum(range(10)))' } }] });
       const started = performance.now();
-      const r = await fetch(`${service.core}/instances/${service.instanceId}/completions`, { method: 'POST', headers: { ...app.auth, 'content-type': 'application/json' }, body: JSON.stringify({ agent_name: 'bench', user_prompt: 'What is the sum of 0 to 9?' }) });
+      const r = await fetch(`${service.core}/instances/${service.instanceId}/completions`, {
+        method: 'POST',
+        headers: { ...app.auth, 'content-type': 'application/json' },
+        body: JSON.stringify({ agent_name: 'bench', user_prompt: 'What is the sum of 0 to 9?' }),
+      });
       const body = (await r.json()) as { completion?: string };
       const ms = performance.now() - started;
-      if (withTool && body.completion?.trim() !== 'Tools said: 45') throw new Error(`the code interpreter answered ${JSON.stringify(body)}`);
+      if (withTool && body.completion?.trim() !== 'Tools said: 45')
+        throw new Error(`the code interpreter answered ${JSON.stringify(body)}`);
       return ms;
     };
     const before = rssOf(service.process.pid as number);

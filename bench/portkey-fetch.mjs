@@ -5,5 +5,9 @@
 const upstreamFetch = globalThis.fetch;
 globalThis.fetch = async (...args) => {
   const response = await upstreamFetch(...args);
-  return new globalThis.Response(response.body, { status: response.status, statusText: response.statusText, headers: response.headers });
+  return new globalThis.Response(response.body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
 };

@@ -11,7 +11,8 @@ import type { BenchApp } from './app.js';
 const FRAME = Buffer.alloc(960).toString('base64');
 const FRAME_MS = 20;
 
-const percentile = (ms: number[], p: number) => [...ms].sort((a, b) => a - b)[Math.min(ms.length - 1, Math.floor((ms.length * p) / 100))] ?? NaN;
+const percentile = (ms: number[], p: number) =>
+  [...ms].sort((a, b) => a - b)[Math.min(ms.length - 1, Math.floor((ms.length * p) / 100))] ?? NaN;
 const round = (n: number) => Math.round(n * 100) / 100;
 
 /** A model socket that answers every appended frame at once with an event naming it. */
@@ -23,7 +24,8 @@ async function echoModel(): Promise<{ url: string; close(): void }> {
     ws.on('message', (data) => {
       const event = JSON.parse(textOf(data)) as { type: string; event_id?: string; session?: unknown };
       if (event.type === 'session.update') ws.send(JSON.stringify({ type: 'session.updated', session: event.session }));
-      else if (event.type === 'input_audio_buffer.append') ws.send(JSON.stringify({ type: 'bench.heard', event_id: event.event_id }));
+      else if (event.type === 'input_audio_buffer.append')
+        ws.send(JSON.stringify({ type: 'bench.heard', event_id: event.event_id }));
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -101,16 +103,42 @@ export interface RealtimeBench {
 export async function benchRealtime(app: BenchApp, calls = 20, seconds = 5): Promise<RealtimeBench> {
   const model = await echoModel();
   const management = (path: string, body: Record<string, unknown>) =>
-    fetch(`${app.management}/instances/${app.instanceId}/providers/${path}`, { method: 'POST', headers: { ...app.auth, 'content-type': 'application/json' }, body: JSON.stringify(body) }).then(async (r) => {
+    fetch(`${app.management}/instances/${app.instanceId}/providers/${path}`, {
+      method: 'POST',
+      headers: { ...app.auth, 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    }).then(async (r) => {
       if (!r.ok) throw new Error(`${path}: ${r.status} ${await r.text()}`);
     });
   const id = (path: string) => `/instances/${app.instanceId}/providers/${path}`;
-  await management('Svc.Configuration/apiEndpointConfigurations/bench-voice', { name: 'bench-voice', category: 'LLM', provider: 'openai', url: `${model.url}/v1`, authentication_type: 'None' });
-  await management('Svc.AIModel/aiModels/bench-realtime', { name: 'bench-realtime', model_type: 'realtime', deployment_name: 'bench-realtime', api_endpoint_object_id: id('Svc.Configuration/apiEndpointConfigurations/bench-voice') });
-  await management('Svc.Agent/agents/bench-talker', { name: 'bench-talker', realtime_speech_settings: { enabled: true, realtime_speech_ai_model_object_id: id('Svc.AIModel/aiModels/bench-realtime'), stop_words: [] } });
+  await management('Svc.Configuration/apiEndpointConfigurations/bench-voice', {
+    name: 'bench-voice',
+    category: 'LLM',
+    provider: 'openai',
+    url: `${model.url}/v1`,
+    authentication_type: 'None',
+  });
+  await management('Svc.AIModel/aiModels/bench-realtime', {
+    name: 'bench-realtime',
+    model_type: 'realtime',
+    deployment_name: 'bench-realtime',
+    api_endpoint_object_id: id('Svc.Configuration/apiEndpointConfigurations/bench-voice'),
+  });
+  await management('Svc.Agent/agents/bench-talker', {
+    name: 'bench-talker',
+    realtime_speech_settings: {
+      enabled: true,
+      realtime_speech_ai_model_object_id: id('Svc.AIModel/aiModels/bench-realtime'),
+      stop_words: [],
+    },
+  });
   const token = (app.auth.authorization ?? '').replace(/^Bearer /, '');
   const relayUrl = async () => {
-    const r = await fetch(`${app.core}/instances/${app.instanceId}/realtime-sessions`, { method: 'POST', headers: { ...app.auth, 'content-type': 'application/json' }, body: JSON.stringify({ agent_name: 'bench-talker' }) });
+    const r = await fetch(`${app.core}/instances/${app.instanceId}/realtime-sessions`, {
+      method: 'POST',
+      headers: { ...app.auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ agent_name: 'bench-talker' }),
+    });
     if (r.status !== 201) throw new Error(`realtime session: ${r.status} ${await r.text()}`);
     return ((await r.json()) as { websocket_url: string }).websocket_url;
   };
@@ -139,6 +167,10 @@ export async function benchRealtime(app: BenchApp, calls = 20, seconds = 5): Pro
     direct: d,
     relay: r,
     added: { p50: round(r.p50 - d.p50), p99: round(r.p99 - d.p99) },
-    memoryKiB: { direct: Math.round(direct.held), relay: Math.round(relay.held), added: Math.round(relay.held - direct.held) },
+    memoryKiB: {
+      direct: Math.round(direct.held),
+      relay: Math.round(relay.held),
+      added: Math.round(relay.held - direct.held),
+    },
   };
 }

@@ -29,7 +29,9 @@ function streamed(url: string, headers: Record<string, string>, body: string, ag
     const req = http.request(url, { method: 'POST', headers, agent }, (res) => {
       let text = '';
       res.on('data', (c: Buffer) => (text += c.toString()));
-      res.on('end', () => (text.includes('event: completed') ? resolve() : reject(new Error(`no completed event: ${text.slice(0, 200)}`))));
+      res.on('end', () =>
+        text.includes('event: completed') ? resolve() : reject(new Error(`no completed event: ${text.slice(0, 200)}`)),
+      );
       res.on('error', reject);
     });
     req.on('error', reject);
@@ -55,13 +57,24 @@ export async function benchRecords(answers = Number(process.env.BENCH_STREAMS ??
     const form = new FormData();
     form.append('file', new Blob([new Uint8Array(await textPdf(30))], { type: 'application/pdf' }), 'report.pdf');
     form.append('agent_name', 'bench');
-    const uploaded = (await (await fetch(`${core}/files/upload`, { method: 'POST', body: form, headers: auth })).json()) as { object_id: string };
-    const withFile = JSON.stringify({ user_prompt: 'Summarise the report', agent_name: 'bench', attachments: [uploaded.object_id] });
+    const uploaded = (await (
+      await fetch(`${core}/files/upload`, { method: 'POST', body: form, headers: auth })
+    ).json()) as { object_id: string };
+    const withFile = JSON.stringify({
+      user_prompt: 'Summarise the report',
+      agent_name: 'bench',
+      attachments: [uploaded.object_id],
+    });
     const t0 = performance.now();
     const first = await fetch(`${core}/completions`, { method: 'POST', headers: json, body: withFile });
     if (first.status !== 200) throw new Error(`attachment completion: ${first.status} ${await first.text()}`);
     const firstMs = performance.now() - t0;
-    const plain = { url: `${core}/completions`, method: 'POST' as const, headers: json, body: JSON.stringify({ user_prompt: 'Summarise the report', agent_name: 'bench' }) };
+    const plain = {
+      url: `${core}/completions`,
+      method: 'POST' as const,
+      headers: json,
+      body: JSON.stringify({ user_prompt: 'Summarise the report', agent_name: 'bench' }),
+    };
     await paired(plain, { ...plain, body: withFile }, 50);
     const attached = await paired(plain, { ...plain, body: withFile }, 300);
 
@@ -71,9 +84,16 @@ export async function benchRecords(answers = Number(process.env.BENCH_STREAMS ??
     const prompt = Array.from({ length: 98 }, (_, i) => `piece${i}`).join(' ');
     const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
     const run = async (background: boolean, count: number) => {
-      const body = JSON.stringify({ user_prompt: prompt, agent_name: 'bench', ...(background ? { background: true } : {}) });
+      const body = JSON.stringify({
+        user_prompt: prompt,
+        agent_name: 'bench',
+        ...(background ? { background: true } : {}),
+      });
       const before = cpuMs(service.process.pid!);
-      for (let i = 0; i < count; i += 8) await Promise.all(Array.from({ length: Math.min(8, count - i) }, () => streamed(`${core}/completions`, headers, body, agent)));
+      for (let i = 0; i < count; i += 8)
+        await Promise.all(
+          Array.from({ length: Math.min(8, count - i) }, () => streamed(`${core}/completions`, headers, body, agent)),
+        );
       return cpuMs(service.process.pid!) - before;
     };
     await run(false, 24);
@@ -88,7 +108,12 @@ export async function benchRecords(answers = Number(process.env.BENCH_STREAMS ??
     const total = Math.ceil(answers / block) * block;
     return {
       attachment: { firstMs: Math.round(firstMs), p50: attached.b.p50, p99: attached.b.p99, added: attached.added },
-      background: { plainCpuMs: spent.plain / total, backgroundCpuMs: spent.background / total, ratio: spent.background / spent.plain, answers: total },
+      background: {
+        plainCpuMs: spent.plain / total,
+        backgroundCpuMs: spent.background / total,
+        ratio: spent.background / spent.plain,
+        answers: total,
+      },
     };
   } finally {
     service.process.kill('SIGTERM');

@@ -54,7 +54,11 @@ const normalize = (v: Float32Array) => {
 };
 
 /** Unit vectors in clusters: each a centre plus Gaussian noise, the centres themselves random. */
-function clusteredVectors(count: number, seed: number, centres: Float32Array[]): { vectors: Float32Array; cluster: Uint32Array } {
+function clusteredVectors(
+  count: number,
+  seed: number,
+  centres: Float32Array[],
+): { vectors: Float32Array; cluster: Uint32Array } {
   const { uniform, gaussian } = generator(seed);
   const vectors = new Float32Array(count * DIMENSIONS);
   const cluster = new Uint32Array(count);
@@ -87,11 +91,13 @@ function exactTop(vectors: Float32Array, q: Float32Array, top: number, admit: (i
   return best.map((b) => b.i);
 }
 
-const pct = (values: number[], p: number) => [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))] ?? 0;
+const pct = (values: number[], p: number) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * p))] ?? 0;
 const round = (x: number, digits = 2) => Math.round(x * 10 ** digits) / 10 ** digits;
 const sourceOf = (document: number) => `doc-${document}`;
 /** The partition number of a hit: documents hold PARTS_PER_DOCUMENT consecutive partitions. */
-const partitionOf = (hit: { source: string; id: string }) => Number(hit.source.slice(4)) * PARTS_PER_DOCUMENT + Number(hit.id.split('-').pop());
+const partitionOf = (hit: { source: string; id: string }) =>
+  Number(hit.source.slice(4)) * PARTS_PER_DOCUMENT + Number(hit.id.split('-').pop());
 
 export interface SearchFigures {
   recall: number;
@@ -111,7 +117,9 @@ export async function benchRetrieval(depths: readonly number[]): Promise<Retriev
   const partitions = Number(process.env.BENCH_RETRIEVAL_PARTITIONS ?? 100_000);
   const documents = Math.ceil(partitions / PARTS_PER_DOCUMENT);
   const { gaussian } = generator(7);
-  const centres = Array.from({ length: Math.max(1, Math.round(partitions / CLUSTER_SIZE)) }, () => normalize(Float32Array.from({ length: DIMENSIONS }, gaussian)));
+  const centres = Array.from({ length: Math.max(1, Math.round(partitions / CLUSTER_SIZE)) }, () =>
+    normalize(Float32Array.from({ length: DIMENSIONS }, gaussian)),
+  );
   const { vectors } = clusteredVectors(documents * PARTS_PER_DOCUMENT, 11, centres);
   const { vectors: queries } = clusteredVectors(QUERIES, 13, centres);
   const query = (i: number) => queries.subarray(i * DIMENSIONS, (i + 1) * DIMENSIONS);
@@ -124,8 +132,24 @@ export async function benchRetrieval(depths: readonly number[]): Promise<Retriev
     const index = openSqliteVectorIndex(path.join(dir, 'knowledge.db'));
     const started = performance.now();
     for (let d = 0; d < documents; d++) {
-      const parts = Array.from({ length: PARTS_PER_DOCUMENT }, (_, p) => ({ text: `partition ${p} of document ${d}`, vector: Array.from(vectors.subarray((d * PARTS_PER_DOCUMENT + p) * DIMENSIONS, (d * PARTS_PER_DOCUMENT + p + 1) * DIMENSIONS)) }));
-      await index.replaceDocument(INDEX, { source: sourceOf(d), file_name: `doc-${d}.txt`, title: `Document ${d}`, origin: 'bench', hash: String(d), allowed_groups: [inGroup(d) ? TEN_PERCENT : 'group-rest'] }, parts);
+      const parts = Array.from({ length: PARTS_PER_DOCUMENT }, (_, p) => ({
+        text: `partition ${p} of document ${d}`,
+        vector: Array.from(
+          vectors.subarray((d * PARTS_PER_DOCUMENT + p) * DIMENSIONS, (d * PARTS_PER_DOCUMENT + p + 1) * DIMENSIONS),
+        ),
+      }));
+      await index.replaceDocument(
+        INDEX,
+        {
+          source: sourceOf(d),
+          file_name: `doc-${d}.txt`,
+          title: `Document ${d}`,
+          origin: 'bench',
+          hash: String(d),
+          allowed_groups: [inGroup(d) ? TEN_PERCENT : 'group-rest'],
+        },
+        parts,
+      );
     }
     const perSecond = Math.round((documents * PARTS_PER_DOCUMENT) / ((performance.now() - started) / 1000));
     await index.close();
@@ -133,7 +157,9 @@ export async function benchRetrieval(depths: readonly number[]): Promise<Retriev
 
     // Ground truth: the exact top 10 of the recall queries, over everything and over the group's 10%.
     const truthAll = Array.from({ length: RECALL_QUERIES }, (_, i) => exactTop(vectors, query(i), TOP, () => true));
-    const truthGroup = Array.from({ length: RECALL_QUERIES }, (_, i) => exactTop(vectors, query(i), TOP, (p) => inGroup(Math.floor(p / PARTS_PER_DOCUMENT))));
+    const truthGroup = Array.from({ length: RECALL_QUERIES }, (_, i) =>
+      exactTop(vectors, query(i), TOP, (p) => inGroup(Math.floor(p / PARTS_PER_DOCUMENT))),
+    );
 
     const measure = async (search: VectorIndex, readers: Readers, truth: number[][]): Promise<SearchFigures> => {
       for (let i = 0; i < 20; i++) await search.search(INDEX, Array.from(query(i)), TOP, { readers });
@@ -150,19 +176,31 @@ export async function benchRetrieval(depths: readonly number[]): Promise<Retriev
           found += expected.filter((p) => got.has(p)).length;
         }
       }
-      return { recall: round(found / (RECALL_QUERIES * TOP), 3), p50: round(pct(times, 0.5)), p99: round(pct(times, 0.99)) };
+      return {
+        recall: round(found / (RECALL_QUERIES * TOP), 3),
+        p50: round(pct(times, 0.5)),
+        p99: round(pct(times, 0.99)),
+      };
     };
     const figures = async (depth: number) => {
       const search = openSqliteVectorIndex(path.join(dir, 'knowledge.db'), { rescoringDepth: depth });
       try {
-        return { all: await measure(search, 'everything', truthAll), filtered: await measure(search, [TEN_PERCENT], truthGroup) };
+        return {
+          all: await measure(search, 'everything', truthAll),
+          filtered: await measure(search, [TEN_PERCENT], truthGroup),
+        };
       } finally {
         await search.close();
       }
     };
     const measured = [];
     for (const depth of depths) measured.push({ depth, ...(await figures(depth)) });
-    return { partitions: documents * PARTS_PER_DOCUMENT, ingestion: { perSecond, baselinePerSecond }, depths: measured, exact: exactScan(path.join(dir, 'knowledge.db'), query) };
+    return {
+      partitions: documents * PARTS_PER_DOCUMENT,
+      ingestion: { perSecond, baselinePerSecond },
+      depths: measured,
+      exact: exactScan(path.join(dir, 'knowledge.db'), query),
+    };
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }
@@ -173,7 +211,9 @@ function exactScan(file: string, query: (i: number) => Float32Array): RetrievalB
   const db = new Database(file, { readonly: true });
   sqliteVec.load(db);
   const scan = (filter: string) => {
-    const statement = db.prepare(`SELECT rowid FROM vectors_${DIMENSIONS} WHERE index_name = ?${filter} ORDER BY vec_distance_cosine(embedding, ?) LIMIT ${TOP}`);
+    const statement = db.prepare(
+      `SELECT rowid FROM vectors_${DIMENSIONS} WHERE index_name = ?${filter} ORDER BY vec_distance_cosine(embedding, ?) LIMIT ${TOP}`,
+    );
     const times: number[] = [];
     for (let i = 0; i < 30; i++) {
       const q = query(i);
@@ -183,7 +223,9 @@ function exactScan(file: string, query: (i: number) => Float32Array): RetrievalB
     }
     return { p50: round(pct(times, 0.5)), p99: round(pct(times, 0.99)) };
   };
-  const group = db.prepare(`SELECT access_key FROM access_sets WHERE index_name = ? AND group_id = ?`).get(INDEX, TEN_PERCENT) as { access_key: string };
+  const group = db
+    .prepare(`SELECT access_key FROM access_sets WHERE index_name = ? AND group_id = ?`)
+    .get(INDEX, TEN_PERCENT) as { access_key: string };
   const figures = { all: scan(''), filtered: scan(` AND access = '${group.access_key}'`) };
   db.close();
   return figures;
@@ -197,7 +239,10 @@ function plainInserts(file: string, vectors: Float32Array, documents: number): n
   const insert = db.prepare('INSERT INTO plain (text, embedding) VALUES (?, ?)');
   const write = db.transaction((d: number) => {
     for (let p = 0; p < PARTS_PER_DOCUMENT; p++) {
-      const v = vectors.subarray((d * PARTS_PER_DOCUMENT + p) * DIMENSIONS, (d * PARTS_PER_DOCUMENT + p + 1) * DIMENSIONS);
+      const v = vectors.subarray(
+        (d * PARTS_PER_DOCUMENT + p) * DIMENSIONS,
+        (d * PARTS_PER_DOCUMENT + p + 1) * DIMENSIONS,
+      );
       insert.run(`partition ${p} of document ${d}`, Buffer.from(v.buffer, v.byteOffset, v.byteLength));
     }
   });
@@ -221,7 +266,13 @@ interface Passage {
  * for the item, a table row's first cell ("What is `X`?") for the row.
  */
 function docPassages(root: string): Passage[] {
-  const files = ['README.md', ...fs.readdirSync(path.join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  const files = [
+    'README.md',
+    ...fs
+      .readdirSync(path.join(root, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`),
+  ];
   const passages: Passage[] = [];
   for (const file of files) {
     let heading: string | undefined;
@@ -236,7 +287,13 @@ function docPassages(root: string): Passage[] {
       }
       const bold = /^[*-] \*\*([^*]+?)\.?\*\*/.exec(text)?.[1];
       const cell = /^\| `([^`]+)`/.exec(text)?.[1];
-      const question = heading ? `${heading}?` : bold ? `What about ${bold.toLowerCase()}?` : cell ? `What is ${cell}?` : undefined;
+      const question = heading
+        ? `${heading}?`
+        : bold
+          ? `What about ${bold.toLowerCase()}?`
+          : cell
+            ? `What is ${cell}?`
+            : undefined;
       heading = undefined;
       passages.push({ file, text, ...(question ? { question } : {}) });
     }
@@ -260,18 +317,31 @@ export async function benchDocQuestions(root: string): Promise<QuestionsBench> {
   const index = openSqliteVectorIndex(path.join(dir, 'knowledge.db'));
   try {
     for (const [i, p] of passages.entries()) {
-      await index.replaceDocument('docs', { source: `passage-${i}`, file_name: p.file, title: p.file, origin: 'bench', hash: String(i) }, [{ text: p.text, vector: mockEmbedding(p.text, QUESTION_DIMENSIONS) }]);
+      await index.replaceDocument(
+        'docs',
+        { source: `passage-${i}`, file_name: p.file, title: p.file, origin: 'bench', hash: String(i) },
+        [{ text: p.text, vector: mockEmbedding(p.text, QUESTION_DIMENSIONS) }],
+      );
     }
     const share = async (mode: 'vector' | 'hybrid') => {
       let found = 0;
       for (const p of labelled) {
         const question = p.question as string;
-        const hits = await index.search('docs', mockEmbedding(question, QUESTION_DIMENSIONS), 5, { readers: 'everything', mode, text: question });
+        const hits = await index.search('docs', mockEmbedding(question, QUESTION_DIMENSIONS), 5, {
+          readers: 'everything',
+          mode,
+          text: question,
+        });
         if (hits.some((h) => h.source === `passage-${p.id}`)) found++;
       }
       return round(found / labelled.length, 3);
     };
-    return { questions: labelled.length, passages: passages.length, vector: await share('vector'), hybrid: await share('hybrid') };
+    return {
+      questions: labelled.length,
+      passages: passages.length,
+      vector: await share('vector'),
+      hybrid: await share('hybrid'),
+    };
   } finally {
     await index.close();
     fs.rmSync(dir, { recursive: true, force: true });

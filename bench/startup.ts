@@ -26,7 +26,10 @@ function stop(child: ChildProcess): Promise<void> {
 
 async function firstOk(url: string, deadline: number): Promise<void> {
   while (performance.now() < deadline) {
-    const ok = await fetch(url).then((r) => r.status === 200, () => false);
+    const ok = await fetch(url).then(
+      (r) => r.status === 200,
+      () => false,
+    );
     if (ok) return;
     await new Promise((r) => setTimeout(r, 5));
   }
@@ -37,7 +40,16 @@ async function once(args: string[]): Promise<number> {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'bench-startup-'));
   const [core, management] = [await freePort(), await freePort()];
   const t0 = performance.now();
-  const child = spawn(process.execPath, args, { env: { ...process.env, DATA_DIR: dataDir, CORE_PORT: String(core), MANAGEMENT_PORT: String(management), LOG_LEVEL: 'warn' }, stdio: 'ignore' });
+  const child = spawn(process.execPath, args, {
+    env: {
+      ...process.env,
+      DATA_DIR: dataDir,
+      CORE_PORT: String(core),
+      MANAGEMENT_PORT: String(management),
+      LOG_LEVEL: 'warn',
+    },
+    stdio: 'ignore',
+  });
   try {
     await firstOk(`http://127.0.0.1:${core}/status`, t0 + 30_000);
     return Math.round(performance.now() - t0);
@@ -48,7 +60,8 @@ async function once(args: string[]): Promise<number> {
 }
 
 export async function benchStartup(runs = Number(process.env.BENCH_STARTUP_RUNS ?? 5)): Promise<StartupRow[]> {
-  if (!existsSync('dist/bundle/start.js')) throw new Error('Run `npm run build` first: the start-up section starts the built service');
+  if (!existsSync('dist/bundle/start.js'))
+    throw new Error('Run `npm run build` first: the start-up section starts the built service');
   const systems: [string, string[]][] = [
     ['npm start (dist/bundle/start.js)', ['dist/bundle/start.js']],
     ['the same, per-file (dist/scripts/start.js)', ['dist/scripts/start.js']],

@@ -52,10 +52,29 @@ async function streamingMock(seconds: number): Promise<{ url: string; close(): P
       let timer: NodeJS.Timeout | undefined;
       const send = () => {
         if (res.destroyed) return clearInterval(timer);
-        chunk({ id: 'bench', object: 'chat.completion.chunk', created: 0, model: 'bench', choices: [{ index: 0, delta: { ...(sent === 0 ? { role: 'assistant' } : {}), content: `@${now().toFixed(3)}@ ` }, finish_reason: null }] });
+        chunk({
+          id: 'bench',
+          object: 'chat.completion.chunk',
+          created: 0,
+          model: 'bench',
+          choices: [
+            {
+              index: 0,
+              delta: { ...(sent === 0 ? { role: 'assistant' } : {}), content: `@${now().toFixed(3)}@ ` },
+              finish_reason: null,
+            },
+          ],
+        });
         if (++sent < PIECES) return;
         clearInterval(timer);
-        chunk({ id: 'bench', object: 'chat.completion.chunk', created: 0, model: 'bench', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: { prompt_tokens: 10, completion_tokens: PIECES, total_tokens: 10 + PIECES } });
+        chunk({
+          id: 'bench',
+          object: 'chat.completion.chunk',
+          created: 0,
+          model: 'bench',
+          choices: [{ index: 0, delta: {}, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 10, completion_tokens: PIECES, total_tokens: 10 + PIECES },
+        });
         res.end('data: [DONE]\n\n');
       };
       send();
@@ -74,7 +93,10 @@ async function streamingMock(seconds: number): Promise<{ url: string; close(): P
   server.keepAliveTimeout = 60_000;
   server.maxConnections = 100_000;
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', 4096, r));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise<void>((r) => (server.closeAllConnections(), server.close(() => r()))),
+  };
 }
 
 interface Target {
@@ -111,37 +133,41 @@ interface Steady {
 /** One stream: every piece's delay, and whether all PIECES came and the stream ended well. */
 function openStream(t: Target, delays: number[], firsts: number[], steady: Steady): Promise<boolean> {
   return new Promise((resolve) => {
-    const req = http.request(t.url, { method: 'POST', headers: { ...t.headers, 'content-length': Buffer.byteLength(t.body) }, agent: false }, (res) => {
-      if (res.statusCode !== 200) {
-        res.resume();
-        return resolve(false);
-      }
-      let seen = 0;
-      let buffer = '';
-      res.setEncoding('utf8');
-      res.on('data', (text: string) => {
-        const at = now();
-        buffer += text;
-        const marker = /@(\d+\.\d+)@/g;
-        let end = 0;
-        // The pieces as they come; a closing event repeating the whole text (the Core API's `completed`) is not counted again.
-        for (let m = marker.exec(buffer); m && seen < PIECES; m = marker.exec(buffer)) {
-          const delay = at - Number(m[1]);
-          if (seen === 0 && firsts.push(delay) === steady.streams) steady.from = at + 1000;
-          delays.push(delay);
-          if (at >= steady.from && at < steady.until) steady.delays.push(delay);
-          seen++;
-          end = marker.lastIndex;
+    const req = http.request(
+      t.url,
+      { method: 'POST', headers: { ...t.headers, 'content-length': Buffer.byteLength(t.body) }, agent: false },
+      (res) => {
+        if (res.statusCode !== 200) {
+          res.resume();
+          return resolve(false);
         }
-        // A marker cut between two reads is completed by the next.
-        buffer = seen >= PIECES ? '' : buffer.slice(end).slice(-256);
-      });
-      res.on('end', () => {
-        steady.until = Math.min(steady.until, now());
-        resolve(seen >= PIECES);
-      });
-      res.on('error', () => resolve(false));
-    });
+        let seen = 0;
+        let buffer = '';
+        res.setEncoding('utf8');
+        res.on('data', (text: string) => {
+          const at = now();
+          buffer += text;
+          const marker = /@(\d+\.\d+)@/g;
+          let end = 0;
+          // The pieces as they come; a closing event repeating the whole text (the Core API's `completed`) is not counted again.
+          for (let m = marker.exec(buffer); m && seen < PIECES; m = marker.exec(buffer)) {
+            const delay = at - Number(m[1]);
+            if (seen === 0 && firsts.push(delay) === steady.streams) steady.from = at + 1000;
+            delays.push(delay);
+            if (at >= steady.from && at < steady.until) steady.delays.push(delay);
+            seen++;
+            end = marker.lastIndex;
+          }
+          // A marker cut between two reads is completed by the next.
+          buffer = seen >= PIECES ? '' : buffer.slice(end).slice(-256);
+        });
+        res.on('end', () => {
+          steady.until = Math.min(steady.until, now());
+          resolve(seen >= PIECES);
+        });
+        res.on('error', () => resolve(false));
+      },
+    );
     req.on('error', () => resolve(false));
     req.end(t.body);
   });
@@ -181,17 +207,42 @@ export async function benchStreams(): Promise<{ rows: StreamRow[]; seconds: numb
   const mock = await streamingMock(seconds);
   const children: ChildProcess[] = [];
   try {
-    const chat = JSON.stringify({ model: 'bench', stream: true, messages: [{ role: 'system', content: 'You are a benchmark.' }, { role: 'user', content: 'Tell me a long story.' }] });
+    const chat = JSON.stringify({
+      model: 'bench',
+      stream: true,
+      messages: [
+        { role: 'system', content: 'You are a benchmark.' },
+        { role: 'user', content: 'Tell me a long story.' },
+      ],
+    });
     const json = { 'content-type': 'application/json' };
-    const targets: Target[] = [{ name: 'model directly', url: `${mock.url}/v1/chat/completions`, headers: json, body: chat }];
+    const targets: Target[] = [
+      { name: 'model directly', url: `${mock.url}/v1/chat/completions`, headers: json, body: chat },
+    ];
     if (existsSync(PORTKEY)) {
       const port = await freePort();
-      const started = await child(process.execPath, ['--import', fileURLToPath(new URL('./portkey-fetch.mjs', import.meta.url)), PORTKEY, `--port=${port}`, '--headless'], { NODE_ENV: 'production' }, /Ready for connections/);
+      const started = await child(
+        process.execPath,
+        [
+          '--import',
+          fileURLToPath(new URL('./portkey-fetch.mjs', import.meta.url)),
+          PORTKEY,
+          `--port=${port}`,
+          '--headless',
+        ],
+        { NODE_ENV: 'production' },
+        /Ready for connections/,
+      );
       children.push(started.process);
       targets.push({
         name: 'Portkey gateway 1.15.2',
         url: `http://127.0.0.1:${port}/v1/chat/completions`,
-        headers: { ...json, authorization: 'Bearer sk-bench', 'x-portkey-provider': 'openai', 'x-portkey-custom-host': `${mock.url}/v1` },
+        headers: {
+          ...json,
+          authorization: 'Bearer sk-bench',
+          'x-portkey-provider': 'openai',
+          'x-portkey-custom-host': `${mock.url}/v1`,
+        },
         body: chat,
         pid: started.process.pid!,
         // Stopped after its runs: a system left running goes on using CPU during the next one's.
@@ -202,7 +253,9 @@ export async function benchStreams(): Promise<{ rows: StreamRow[]; seconds: numb
     children.push(service.process);
     const auth = { authorization: `Bearer ${service.token}` };
     // Room for the largest count on the endpoint (its max_connections; the default is 1,024).
-    await seed({ management: service.management, instanceId: service.instanceId, auth }, mock.url, { max_connections: Math.max(...counts) + 100 });
+    await seed({ management: service.management, instanceId: service.instanceId, auth }, mock.url, {
+      max_connections: Math.max(...counts) + 100,
+    });
     const idleRssMiB = Math.round(rssMiB(service.process.pid!));
     targets.push({
       name: 'this service, no session',

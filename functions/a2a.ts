@@ -13,7 +13,21 @@ import { json, type Reply } from '../shared/http/types.js';
 import { agentOrNotFound } from '../shared/providers/agent-access.js';
 import { ResourceName } from '../shared/providers/types/resource-type.js';
 import type { AgentDoc } from '../shared/providers/types/agent.js';
-import { agentCard, messageRequest, MessageSendParams, paramsOf, presentTask, readTask, RPC, rpcAnswer, rpcFailure, RpcError, RpcRequest, taskEvents, TaskParams } from '../shared/protocols/a2a.js';
+import {
+  agentCard,
+  messageRequest,
+  MessageSendParams,
+  paramsOf,
+  presentTask,
+  readTask,
+  RPC,
+  rpcAnswer,
+  rpcFailure,
+  RpcError,
+  RpcRequest,
+  taskEvents,
+  TaskParams,
+} from '../shared/protocols/a2a.js';
 import { runAsOperation } from '../shared/protocols/operation-run.js';
 import { withCorrelation } from '../shared/telemetry/correlation.js';
 import type { Authorizer } from '../shared/auth/authorizer.js';
@@ -64,25 +78,36 @@ export interface A2aRoutesDeps {
 const common = { api: 'core', tag: 'A2A', auth: 'protocol', errors: 'core' } as const;
 const AgentParams = z.object({ instanceId: z.string(), agentName: ResourceName });
 /** The agent's A2A endpoint under the Core API's public URL (configuration, never the request's headers). */
-const endpoint = (s: A2aRoutesDeps, instanceId: string, agent: string) => `${s.config.publicUrls.core}/instances/${instanceId}/a2a/${encodeURIComponent(agent)}`;
+const endpoint = (s: A2aRoutesDeps, instanceId: string, agent: string) =>
+  `${s.config.publicUrls.core}/instances/${instanceId}/a2a/${encodeURIComponent(agent)}`;
 
 /** message/send and message/stream: a completion run as a task, in the message's context (session). */
-function send(s: A2aRoutesDeps, principal: Principal, agent: AgentDoc, rpc: RpcRequest, stream: boolean, signal: AbortSignal): Promise<Reply> {
+function send(
+  s: A2aRoutesDeps,
+  principal: Principal,
+  agent: AgentDoc,
+  rpc: RpcRequest,
+  stream: boolean,
+  signal: AbortSignal,
+): Promise<Reply> {
   const params = paramsOf(MessageSendParams, rpc.params);
   const core = messageRequest(agent, params);
   const operationId = newOperationId();
   const mode = stream ? 'stream' : params.configuration?.blocking === false ? 'queue' : 'wait';
-  return withCorrelation({ operationId, instanceId: s.config.instanceId, conversationId: core.session_id, protocol: 'a2a' }, principal.upn, () =>
-    runAsOperation(s, principal, core, {
-      operationId,
-      facade: { protocol: 'a2a' },
-      mode,
-      present: (op) => rpcAnswer(rpc.id, presentTask(op, params.configuration?.historyLength)),
-      format: (op) => taskEvents(s, op, rpc.id),
-      // A spent budget or quota is refused as at admission (429), not as a task that failed.
-      throwOnFailure: (e) => e instanceof DomainError && e.kind === 'rate-limited',
-      signal,
-    }),
+  return withCorrelation(
+    { operationId, instanceId: s.config.instanceId, conversationId: core.session_id, protocol: 'a2a' },
+    principal.upn,
+    () =>
+      runAsOperation(s, principal, core, {
+        operationId,
+        facade: { protocol: 'a2a' },
+        mode,
+        present: (op) => rpcAnswer(rpc.id, presentTask(op, params.configuration?.historyLength)),
+        format: (op) => taskEvents(s, op, rpc.id),
+        // A spent budget or quota is refused as at admission (429), not as a task that failed.
+        throwOnFailure: (e) => e instanceof DomainError && e.kind === 'rate-limited',
+        signal,
+      }),
   );
 }
 
@@ -90,7 +115,8 @@ function send(s: A2aRoutesDeps, principal: Principal, agent: AgentDoc, rpc: RpcR
 async function cancel(s: A2aRoutesDeps, principal: Principal, agent: AgentDoc, rpc: RpcRequest): Promise<unknown> {
   const { id } = paramsOf(TaskParams, rpc.params);
   const task = await readTask(s, principal, agent, id);
-  if (task.status !== 'InProgress') throw new RpcError(RPC.taskNotCancelable, `Task ${id} has ended (${presentTask(task).status.state})`);
+  if (task.status !== 'InProgress')
+    throw new RpcError(RPC.taskNotCancelable, `Task ${id} has ended (${presentTask(task).status.state})`);
   // A streamed task stops at once on this instance; elsewhere it stops recording when it ends.
   await cancelStream(s, principal, id).catch(() => undefined);
   const ended = await cancelOperation(s, principal, id, (key) => abortRunning(s, key));
@@ -106,8 +132,21 @@ export const routes = [
     path: '/instances/{instanceId}/a2a/{agentName}/.well-known/agent-card.json',
     summary: "The agent's A2A card: its name, description, skills, and where to send messages",
     params: AgentParams,
-    responses: { 200: { description: 'The agent card (A2A 0.3)', schema: z.record(z.string(), z.unknown()).meta({ id: 'A2AAgentCard' }) }, 404: { description: 'No such agent the caller may use' } },
-    handler: async ({ services, principal, params }) => json(200, agentCard(await agentOrNotFound(services, principal, params.agentName), endpoint(services, params.instanceId, params.agentName))),
+    responses: {
+      200: {
+        description: 'The agent card (A2A 0.3)',
+        schema: z.record(z.string(), z.unknown()).meta({ id: 'A2AAgentCard' }),
+      },
+      404: { description: 'No such agent the caller may use' },
+    },
+    handler: async ({ services, principal, params }) =>
+      json(
+        200,
+        agentCard(
+          await agentOrNotFound(services, principal, params.agentName),
+          endpoint(services, params.instanceId, params.agentName),
+        ),
+      ),
   }),
   defineRoute({
     ...common,
@@ -120,7 +159,8 @@ export const routes = [
     body: z.record(z.string(), z.unknown()).describe('A JSON-RPC 2.0 request of A2A 0.3'),
     responses: {
       200: {
-        description: 'The JSON-RPC response (errors too, as JSON-RPC errors); message/stream answers server-sent events, each a JSON-RPC response',
+        description:
+          'The JSON-RPC response (errors too, as JSON-RPC errors); message/stream answers server-sent events, each a JSON-RPC response',
         content: [
           { contentType: 'application/json', schema: z.record(z.string(), z.unknown()) },
           { contentType: 'text/event-stream', schema: z.string() },
@@ -142,7 +182,10 @@ export const routes = [
             return await send(services, principal, agent, rpc, true, request.signal);
           case 'tasks/get': {
             const { id, historyLength } = paramsOf(TaskParams, rpc.params);
-            return json(200, rpcAnswer(rpc.id, presentTask(await readTask(services, principal, agent, id), historyLength)));
+            return json(
+              200,
+              rpcAnswer(rpc.id, presentTask(await readTask(services, principal, agent, id), historyLength)),
+            );
           }
           case 'tasks/cancel':
             return json(200, rpcAnswer(rpc.id, await cancel(services, principal, agent, rpc)));
@@ -159,7 +202,8 @@ export const routes = [
       } catch (e) {
         if (e instanceof RpcError) return json(200, rpcFailure(rpc.id, e.code, e.message));
         // Input the pipeline refused (a session that is not the caller's, a prompt too long) is invalid params.
-        if (e instanceof DomainError && (e.kind === 'invalid' || e.kind === 'not-found')) return json(200, rpcFailure(rpc.id, RPC.invalidParams, e.message));
+        if (e instanceof DomainError && (e.kind === 'invalid' || e.kind === 'not-found'))
+          return json(200, rpcFailure(rpc.id, RPC.invalidParams, e.message));
         throw e;
       }
     },

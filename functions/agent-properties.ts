@@ -1,7 +1,12 @@
 // Agent property actions: get-properties and set-properties, answering problem details on error. The route
 // authorizes read (get) or write (set) on the agent.
 import { z } from 'zod';
-import { GetPropertiesBody, getProperties, SetPropertiesBody, setProperties } from '../shared/registry/agent-properties.js';
+import {
+  GetPropertiesBody,
+  getProperties,
+  SetPropertiesBody,
+  setProperties,
+} from '../shared/registry/agent-properties.js';
 import { objectIdOf, ResourceName } from '../shared/providers/types/resource-type.js';
 import { agents } from '../shared/providers/types/agent.js';
 import { defineRoute } from '../shared/http/route.js';
@@ -9,8 +14,19 @@ import { json } from '../shared/http/types.js';
 
 const Params = z.object({ instanceId: z.string(), agentName: ResourceName });
 const base = '/instances/{instanceId}/providers/Svc.Agent/agents/{agentName}';
-const common = { api: 'management', tag: 'Svc.Agent/agents', auth: 'bearer', errors: 'problem', params: Params } as const;
-const onAgent = (verb: 'read' | 'write') => ({ params }: { params: z.output<typeof Params> }) => ({ action: `Svc.Agent/agents/${verb}`, scope: objectIdOf(params.instanceId, agents, params.agentName) });
+const common = {
+  api: 'management',
+  tag: 'Svc.Agent/agents',
+  auth: 'bearer',
+  errors: 'problem',
+  params: Params,
+} as const;
+const onAgent =
+  (verb: 'read' | 'write') =>
+  ({ params }: { params: z.output<typeof Params> }) => ({
+    action: `Svc.Agent/agents/${verb}`,
+    scope: objectIdOf(params.instanceId, agents, params.agentName),
+  });
 
 export const routes = [
   defineRoute({
@@ -27,7 +43,10 @@ export const routes = [
         schema: z.object({
           object_id: z.string(),
           is_success: z.boolean(),
-          resource: z.object({ properties: z.record(z.string(), z.unknown()), metadata_properties: z.record(z.string(), z.unknown()) }),
+          resource: z.object({
+            properties: z.record(z.string(), z.unknown()),
+            metadata_properties: z.record(z.string(), z.unknown()),
+          }),
         }),
       },
     },
@@ -41,7 +60,10 @@ export const routes = [
     summary: 'Write properties and metadata properties of an agent; updated_on and updated_by are set by the service',
     body: SetPropertiesBody,
     permission: onAgent('write'),
-    responses: { 200: { description: 'Action result', schema: z.object({ object_id: z.string(), is_success: z.boolean() }) } },
-    handler: async ({ services, principal, params, body }) => json(200, await setProperties(services, principal, params.agentName, body)),
+    responses: {
+      200: { description: 'Action result', schema: z.object({ object_id: z.string(), is_success: z.boolean() }) },
+    },
+    handler: async ({ services, principal, params, body }) =>
+      json(200, await setProperties(services, principal, params.agentName, body)),
   }),
 ];

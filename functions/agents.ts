@@ -7,7 +7,13 @@ import { usableAgents } from '../shared/providers/agent-access.js';
 
 const AgentListItem = z
   .object({
-    resource: z.object({ type: z.literal('agent'), name: z.string(), object_id: z.string(), display_name: z.string(), description: z.string() }),
+    resource: z.object({
+      type: z.literal('agent'),
+      name: z.string(),
+      object_id: z.string(),
+      display_name: z.string(),
+      description: z.string(),
+    }),
     roles: z.array(z.string()),
     actions: z.array(z.string()),
   })
@@ -29,7 +35,13 @@ export const routes = [
       json(
         200,
         (await usableAgents(services, principal)).map(({ agent, access }) => ({
-          resource: { type: 'agent', name: agent.name, object_id: agent.object_id, display_name: agent.display_name ?? agent.name, description: agent.description ?? '' },
+          resource: {
+            type: 'agent',
+            name: agent.name,
+            object_id: agent.object_id,
+            display_name: agent.display_name ?? agent.name,
+            description: agent.description ?? '',
+          },
           ...access,
         })),
       ),

@@ -13,7 +13,8 @@ export const routes = [
     api: 'management',
     method: 'POST',
     path: '/instances/{instanceId}/providers/Svc.Analytics/analytics/query',
-    summary: 'Run an analytics query (request types 0-17, and 100-104 for charge-back: cost by cost center, agent, user and model, and budget status); needs the Analytics Reader role',
+    summary:
+      'Run an analytics query (request types 0-17, and 100-104 for charge-back: cost by cost center, agent, user and model, and budget status); needs the Analytics Reader role',
     tag: 'Svc.Analytics',
     auth: 'bearer',
     errors: 'management',

@@ -40,7 +40,13 @@ export function loadWithCodeCache<T>(url: URL): CachedModule<T> {
     ...(cachedData ? { cachedData } : {}),
   });
   const module = { exports: {} as T };
-  const init = script.runInThisContext() as (exports: T, require: NodeJS.Require, module: { exports: T }, filename: string, dirname: string) => void;
+  const init = script.runInThisContext() as (
+    exports: T,
+    require: NodeJS.Require,
+    module: { exports: T },
+    filename: string,
+    dirname: string,
+  ) => void;
   init(module.exports, createRequire(filename), module, filename, path.dirname(filename));
   return {
     exports: module.exports,

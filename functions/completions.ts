@@ -4,7 +4,12 @@
 import { trace } from '@opentelemetry/api';
 import { z } from 'zod';
 import { admitted, releasing } from '../shared/completions/admission.js';
-import { CompletionRequest, CompletionResponse, newOperationId, runCompletion } from '../shared/completions/completion.js';
+import {
+  CompletionRequest,
+  CompletionResponse,
+  newOperationId,
+  runCompletion,
+} from '../shared/completions/completion.js';
 import { cancelOperation, presentOperation, readOperation, startOperation } from '../shared/completions/operations.js';
 import { QuotaResponse } from '../shared/completions/quotas.js';
 import { cancelStream, streamCompletion } from '../shared/completions/stream.js';
@@ -45,7 +50,11 @@ const Operation = z
   .meta({ id: 'LongRunningOperation' });
 
 const AsyncCompletionRequest = CompletionRequest.extend({
-  callback_url: z.string().max(2048).optional().describe('Receives the operation JSON, signed (Svc-Signature), once it ends'),
+  callback_url: z
+    .string()
+    .max(2048)
+    .optional()
+    .describe('Receives the operation JSON, signed (Svc-Signature), once it ends'),
 }).meta({ id: 'AsyncCompletionRequest' });
 
 const OperationParams = InstanceParams.extend({ operationId: z.string().max(100) });
@@ -54,13 +63,23 @@ const statusUrl = (instanceId: string, operationId: string) =>
 
 const common = { api: 'core', tag: 'Completions', auth: 'any', errors: 'core', traceBoundary: true } as const;
 const rateLimitHeaders = {
-  RateLimit: { description: 'The quota closest to its limit: "<name>";r=<remaining>;t=<seconds until reset> (absent when no quota applies)', type: 'string' },
+  RateLimit: {
+    description:
+      'The quota closest to its limit: "<name>";r=<remaining>;t=<seconds until reset> (absent when no quota applies)',
+    type: 'string',
+  },
   'RateLimit-Policy': { description: '"<name>";q=<limit>;w=<window seconds>', type: 'string' },
 } as const;
 /** What a call that reaches the model can fail with besides its input. */
 const upstreamErrors = {
-  429: { description: 'Quota exceeded (Retry-After header)', schema: QuotaResponse, headers: { 'Retry-After': { description: 'Seconds to wait', type: 'integer' }, ...rateLimitHeaders } },
-  502: { description: 'The model endpoint failed, refused the request, or answered something that is not a chat completion' },
+  429: {
+    description: 'Quota exceeded (Retry-After header)',
+    schema: QuotaResponse,
+    headers: { 'Retry-After': { description: 'Seconds to wait', type: 'integer' }, ...rateLimitHeaders },
+  },
+  502: {
+    description: 'The model endpoint failed, refused the request, or answered something that is not a chat completion',
+  },
   503: { description: 'The model is rate limited (Retry-After header)' },
   504: { description: 'The model did not answer within the endpoint timeout' },
 } as const;
@@ -85,26 +104,42 @@ export const routes = [
     body: CompletionRequest,
     responses: {
       200: {
-        description: 'The completion; with Accept: text/event-stream, the answer as server-sent events while the model writes it',
+        description:
+          'The completion; with Accept: text/event-stream, the answer as server-sent events while the model writes it',
         content: [
           { contentType: 'application/json', schema: CompletionResponse },
           { contentType: 'text/event-stream', schema: CompletionEvents },
         ],
-        headers: { ...rateLimitHeaders, 'x-operation-id': { description: 'Streamed answers: the operation id, for the replay and cancel endpoints', type: 'string' } },
+        headers: {
+          ...rateLimitHeaders,
+          'x-operation-id': {
+            description: 'Streamed answers: the operation id, for the replay and cancel endpoints',
+            type: 'string',
+          },
+        },
       },
-      409: { description: 'multitask_strategy reject: another turn of the session is running (SessionBusy); or a background stream with this operation_id exists' },
+      409: {
+        description:
+          'multitask_strategy reject: another turn of the session is running (SessionBusy); or a background stream with this operation_id exists',
+      },
       ...upstreamErrors,
     },
     handler: async ({ services, principal, body, params, request }) => {
       const operationId = body.operation_id ?? newOperationId();
-      return withCorrelation({ operationId, instanceId: params.instanceId, conversationId: body.session_id, protocol: 'core' }, principal.upn, async () => {
-        const options = { operationId, mayRepeat: body.operation_id !== undefined };
-        return admitted(services, principal, body, async (turn, reservation) =>
-          wantsEventStream(request.header('accept'))
-            ? streamCompletion(services, principal, turn, options, request.signal, () => releasing(services, reservation, Promise.resolve()))
-            : json(200, await releasing(services, reservation, runCompletion(services, principal, turn, options))),
-        );
-      });
+      return withCorrelation(
+        { operationId, instanceId: params.instanceId, conversationId: body.session_id, protocol: 'core' },
+        principal.upn,
+        async () => {
+          const options = { operationId, mayRepeat: body.operation_id !== undefined };
+          return admitted(services, principal, body, async (turn, reservation) =>
+            wantsEventStream(request.header('accept'))
+              ? streamCompletion(services, principal, turn, options, request.signal, () =>
+                  releasing(services, reservation, Promise.resolve()),
+                )
+              : json(200, await releasing(services, reservation, runCompletion(services, principal, turn, options))),
+          );
+        },
+      );
     },
   }),
   defineRoute({
@@ -112,15 +147,24 @@ export const routes = [
     name: 'completions-stream-replay',
     method: 'GET',
     path: '/instances/{instanceId}/completions/{operationId}/stream',
-    summary: 'The events of a background streamed completion after Last-Event-ID (all when absent), then live ones until it ends; on any instance, only for its starter',
+    summary:
+      'The events of a background streamed completion after Last-Event-ID (all when absent), then live ones until it ends; on any instance, only for its starter',
     params: OperationParams,
     responses: {
-      200: { description: 'The events (numbered as first sent)', content: [{ contentType: 'text/event-stream', schema: CompletionEvents }], headers: { 'x-operation-id': { description: 'The operation id', type: 'string' } } },
+      200: {
+        description: 'The events (numbered as first sent)',
+        content: [{ contentType: 'text/event-stream', schema: CompletionEvents }],
+        headers: { 'x-operation-id': { description: 'The operation id', type: 'string' } },
+      },
     },
     handler: async ({ services, principal, params, request }) => {
       const last = Number(request.header('last-event-id') ?? '0');
       const after = Number.isSafeInteger(last) && last > 0 ? last : 0;
-      return { status: 200, headers: { ...SSE_HEADERS, 'x-operation-id': params.operationId }, stream: await replay(services, principal, params.operationId, after) };
+      return {
+        status: 200,
+        headers: { ...SSE_HEADERS, 'x-operation-id': params.operationId },
+        stream: await replay(services, principal, params.operationId, after),
+      };
     },
   }),
   defineRoute({
@@ -128,15 +172,19 @@ export const routes = [
     name: 'completions-stream-cancel',
     method: 'POST',
     path: '/instances/{instanceId}/completions/{operationId}/cancel',
-    summary: 'Stop a streamed completion (only its starter may): its stream ends with an error event, code Cancelled, and no turn is recorded',
+    summary:
+      'Stop a streamed completion (only its starter may): its stream ends with an error event, code Cancelled, and no turn is recorded',
     params: OperationParams,
     responses: {
       200: {
         description: 'Cancelled, unless it had already ended',
-        schema: z.object({ operation_id: z.string(), status: z.enum(['Cancelled', 'Completed', 'Failed']) }).meta({ id: 'StreamCancelResult' }),
+        schema: z
+          .object({ operation_id: z.string(), status: z.enum(['Cancelled', 'Completed', 'Failed']) })
+          .meta({ id: 'StreamCancelResult' }),
       },
     },
-    handler: async ({ services, principal, params }) => json(200, await cancelStream(services, principal, params.operationId)),
+    handler: async ({ services, principal, params }) =>
+      json(200, await cancelStream(services, principal, params.operationId)),
   }),
   defineRoute({
     ...common,
@@ -154,7 +202,12 @@ export const routes = [
           'Retry-After': { description: 'Seconds to wait before polling the status', type: 'integer' },
           ...rateLimitHeaders,
         },
-        schema: z.object({ operation_id: z.string(), status: z.literal('InProgress'), status_message: z.string(), result: z.null() }),
+        schema: z.object({
+          operation_id: z.string(),
+          status: z.literal('InProgress'),
+          status_message: z.string(),
+          result: z.null(),
+        }),
       },
       409: { description: 'An operation with this operation_id exists' },
       ...quota429,
@@ -162,20 +215,37 @@ export const routes = [
     handler: async ({ services, principal, body, params }) => {
       const { callback_url: callbackUrl, ...completion } = body;
       const operationId = completion.operation_id ?? newOperationId();
-      return withCorrelation({ operationId, instanceId: params.instanceId, conversationId: completion.session_id, protocol: 'core' }, principal.upn, async () => {
-        if (callbackUrl !== undefined) {
-          const problem = await savedUrlProblem(callbackUrl, { policy: 'user', allowPrivateNetwork: services.config.allowPrivateNetwork });
-          if (problem) throw validationError([{ field: 'callback_url', message: `callback_url ${problem}` }]);
-        }
-        return admitted(services, principal, completion, async ({ request }, reservation) => {
-          // The start activity's trace context is saved with the operation: polls and the worker link to it.
-          // The quota reservation goes with it, given back when the operation ends.
-          const op = await startOperation(services, principal, request, operationId, saveTraceContext(), { callbackUrl, reservation });
-          await services.producer.send(services.config.asyncQueue, { key: op.id, operation_id: operationId } satisfies OperationMessage);
-          const headers = { location: statusUrl(params.instanceId, operationId), 'retry-after': '1' };
-          return json(202, { operation_id: op.operation_id, status: op.status, status_message: op.status_message, result: null }, headers);
-        });
-      });
+      return withCorrelation(
+        { operationId, instanceId: params.instanceId, conversationId: completion.session_id, protocol: 'core' },
+        principal.upn,
+        async () => {
+          if (callbackUrl !== undefined) {
+            const problem = await savedUrlProblem(callbackUrl, {
+              policy: 'user',
+              allowPrivateNetwork: services.config.allowPrivateNetwork,
+            });
+            if (problem) throw validationError([{ field: 'callback_url', message: `callback_url ${problem}` }]);
+          }
+          return admitted(services, principal, completion, async ({ request }, reservation) => {
+            // The start activity's trace context is saved with the operation: polls and the worker link to it.
+            // The quota reservation goes with it, given back when the operation ends.
+            const op = await startOperation(services, principal, request, operationId, saveTraceContext(), {
+              callbackUrl,
+              reservation,
+            });
+            await services.producer.send(services.config.asyncQueue, {
+              key: op.id,
+              operation_id: operationId,
+            } satisfies OperationMessage);
+            const headers = { location: statusUrl(params.instanceId, operationId), 'retry-after': '1' };
+            return json(
+              202,
+              { operation_id: op.operation_id, status: op.status, status_message: op.status_message, result: null },
+              headers,
+            );
+          });
+        },
+      );
     },
   }),
   defineRoute({
@@ -189,8 +259,10 @@ export const routes = [
     handler: async ({ services, principal, params }) => {
       const op = await readOperation(services, principal, params.operationId);
       trace.getActiveSpan()?.addLinks(linkTo(op.trace));
-      return withCorrelation({ operationId: op.operation_id, instanceId: params.instanceId, conversationId: op.request.session_id }, principal.upn, () =>
-        Promise.resolve(json(200, presentOperation(op))),
+      return withCorrelation(
+        { operationId: op.operation_id, instanceId: params.instanceId, conversationId: op.request.session_id },
+        principal.upn,
+        () => Promise.resolve(json(200, presentOperation(op))),
       );
     },
   }),
@@ -210,8 +282,24 @@ export const routes = [
 ];
 
 export const queueHandlers: QueueHandler[] = [
-  queueHandler({ name: 'completions-worker', queue: { of: 'completions' }, message: OperationMessage, handler: processOperation }),
-  queueHandler({ name: 'completions-poison', queue: { of: 'completions', poison: true }, message: OperationMessage, handler: failPoisoned }),
+  queueHandler({
+    name: 'completions-worker',
+    queue: { of: 'completions' },
+    message: OperationMessage,
+    handler: processOperation,
+  }),
+  queueHandler({
+    name: 'completions-poison',
+    queue: { of: 'completions', poison: true },
+    message: OperationMessage,
+    handler: failPoisoned,
+  }),
   // Deliveries mostly wait on receivers (each within its attempt deadline and its destination's lane).
-  queueHandler({ name: 'webhooks-deliver', queue: { of: 'webhooks' }, message: WebhookMessage, handler: deliverWebhook, concurrency: 32 }),
+  queueHandler({
+    name: 'webhooks-deliver',
+    queue: { of: 'webhooks' },
+    message: WebhookMessage,
+    handler: deliverWebhook,
+    concurrency: 32,
+  }),
 ];

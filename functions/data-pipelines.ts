@@ -23,10 +23,18 @@ export const routes: Route[] = [
     path: '/instances/{instanceId}/providers/Svc.DataPipeline/dataPipelines/{name}/process',
     summary: 'Start a run of the pipeline: index what changed in its source since the last run',
     params: z.object({ instanceId: z.string(), name: ResourceName }),
-    permission: ({ params }) => ({ action: `${partitionOf(dataPipelines)}/write`, scope: objectIdOf(params.instanceId, dataPipelines, params.name) }),
+    permission: ({ params }) => ({
+      action: `${partitionOf(dataPipelines)}/write`,
+      scope: objectIdOf(params.instanceId, dataPipelines, params.name),
+    }),
     responses: {
-      202: { description: "The run's object id; poll it with GET .../dataPipelineRuns/{runId}", schema: z.object({ object_id: z.string() }) },
-      400: { description: 'The pipeline cannot run: its data source cannot be processed, or its embedding model is missing' },
+      202: {
+        description: "The run's object id; poll it with GET .../dataPipelineRuns/{runId}",
+        schema: z.object({ object_id: z.string() }),
+      },
+      400: {
+        description: 'The pipeline cannot run: its data source cannot be processed, or its embedding model is missing',
+      },
       404: { description: 'No such pipeline' },
     },
     handler: async ({ services, principal, params }) => json(202, await startRun(services, principal, params.name)),
@@ -35,8 +43,18 @@ export const routes: Route[] = [
 
 export const queueHandlers: QueueHandler[] = [
   queueHandler({ name: 'data-pipelines-run', queue: { of: 'pipelines' }, message: RunMessage, handler: runPipeline }),
-  queueHandler({ name: 'data-pipelines-poison', queue: { of: 'pipelines', poison: true }, message: RunMessage, handler: failPoisonedRun }),
-  queueHandler({ name: 'data-pipelines-events', queue: { of: 'pipelineEvents' }, message: BlobEvent, handler: handleBlobEvent }),
+  queueHandler({
+    name: 'data-pipelines-poison',
+    queue: { of: 'pipelines', poison: true },
+    message: RunMessage,
+    handler: failPoisonedRun,
+  }),
+  queueHandler({
+    name: 'data-pipelines-events',
+    queue: { of: 'pipelineEvents' },
+    message: BlobEvent,
+    handler: handleBlobEvent,
+  }),
 ];
 
 /** Scheduled pipelines: a run for each due time, within 60 s of it (every 15 s standalone; each minute, at its start, in Azure). */

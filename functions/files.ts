@@ -21,7 +21,9 @@ export interface FilesRoutesDeps {
   readonly pager: Pager;
 }
 
-const UploadResult = z.object({ object_id: z.string(), display_name: z.string(), content_type: z.string() }).meta({ id: 'UploadResult' });
+const UploadResult = z
+  .object({ object_id: z.string(), display_name: z.string(), content_type: z.string() })
+  .meta({ id: 'UploadResult' });
 const FileMetadata = z
   .object({
     object_id: z.string().describe('/instances/{instanceId}/providers/Svc.Attachment/attachments/{fileId}'),
@@ -36,11 +38,20 @@ const FileParams = InstanceParams.extend({ fileId: Guid });
 const common = { api: 'core', tag: 'Files', auth: 'any', errors: 'core' } as const;
 
 /** Downloads are attachments: a stored HTML or SVG file is never rendered in the service's origin. */
-const contentDisposition = (name: string) => `attachment; filename="${name.replace(/[^\x20-\x7e]|["\\]/g, '_')}"; filename*=UTF-8''${encodeURIComponent(name)}`;
+const contentDisposition = (name: string) =>
+  `attachment; filename="${name.replace(/[^\x20-\x7e]|["\\]/g, '_')}"; filename*=UTF-8''${encodeURIComponent(name)}`;
 
 /** The one `file` part streams straight into Blob storage while it arrives. */
-const storeFile = (services: FilesRoutesDeps, upn: string): FileHandler<{ name: string; declaredType: string | undefined; stored: StoredBlob }> => ({
-  accept: (part) => (part.field === 'file' ? services.files.store(part.stream, part.fileName, upn).then((stored) => ({ name: part.fileName, declaredType: part.declaredType, stored })) : undefined),
+const storeFile = (
+  services: FilesRoutesDeps,
+  upn: string,
+): FileHandler<{ name: string; declaredType: string | undefined; stored: StoredBlob }> => ({
+  accept: (part) =>
+    part.field === 'file'
+      ? services.files
+          .store(part.stream, part.fileName, upn)
+          .then((stored) => ({ name: part.fileName, declaredType: part.declaredType, stored }))
+      : undefined,
   discard: (kept) => services.files.discard(kept.stored.blobName),
 });
 
@@ -55,13 +66,25 @@ export const routes = [
     bodyKind: 'stream',
     bodyDoc: {
       contentType: 'multipart/form-data',
-      schema: z.object({ file: z.string().meta({ format: 'binary' }).describe('The file'), agent_name: z.string(), session_id: z.string().optional() }),
+      schema: z.object({
+        file: z.string().meta({ format: 'binary' }).describe('The file'),
+        agent_name: z.string(),
+        session_id: z.string().optional(),
+      }),
     },
-    responses: { 200: { description: 'Uploaded', schema: UploadResult }, 413: { description: 'Larger than MAX_UPLOAD_BYTES' } },
+    responses: {
+      200: { description: 'Uploaded', schema: UploadResult },
+      413: { description: 'Larger than MAX_UPLOAD_BYTES' },
+    },
     handler: async ({ services, principal, request }) => {
       const declaredLength = Number(request.header('content-length'));
-      if (declaredLength > services.files.maxBytes + 64 * 1024) throw payloadTooLarge(`File exceeds the upload limit of ${services.files.maxBytes} bytes`);
-      const { fields, files } = await readMultipart(request, { fileSize: services.files.maxBytes + 1, fieldSize: 4096 }, storeFile(services, principal.upn));
+      if (declaredLength > services.files.maxBytes + 64 * 1024)
+        throw payloadTooLarge(`File exceeds the upload limit of ${services.files.maxBytes} bytes`);
+      const { fields, files } = await readMultipart(
+        request,
+        { fileSize: services.files.maxBytes + 1, fieldSize: 4096 },
+        storeFile(services, principal.upn),
+      );
       const file = files.get('file');
       const stored = file?.stored;
       try {
@@ -69,11 +92,19 @@ export const routes = [
         const agentName = fields.agent_name?.trim();
         if (!agentName) throw validationError([{ field: 'agent_name', message: 'agent_name is required' }]);
         const sessionId = fields.session_id?.trim() || undefined;
-        if (sessionId !== undefined && !GUID.test(sessionId)) throw validationError([{ field: 'session_id', message: 'Invalid session_id format' }]);
+        if (sessionId !== undefined && !GUID.test(sessionId))
+          throw validationError([{ field: 'session_id', message: 'Invalid session_id format' }]);
         await agentForUse(services, principal, agentName);
         if (sessionId) await services.conversations.get(principal.upn, sessionId);
         const contentType = await detectContentType(stored.head, file.name, file.declaredType);
-        const doc = await services.files.save(principal.upn, stored, file.name, contentType, agentName, sessionId?.toLowerCase() ?? null);
+        const doc = await services.files.save(
+          principal.upn,
+          stored,
+          file.name,
+          contentType,
+          agentName,
+          sessionId?.toLowerCase() ?? null,
+        );
         return json(200, { object_id: doc.object_id, display_name: doc.display_name, content_type: doc.content_type });
       } catch (e) {
         if (stored) await services.files.discard(stored.blobName);
@@ -91,7 +122,10 @@ export const routes = [
     query: PageQuery,
     responses: { 200: pagedResponse('Files', FileMetadata) },
     handler: async ({ services, principal, query }) =>
-      pagedJson(await services.pager.page(principal, 'files', query, (c, n) => services.files.list(principal.upn, c, n)), (f) => services.files.present(f)),
+      pagedJson(
+        await services.pager.page(principal, 'files', query, (c, n) => services.files.list(principal.upn, c, n)),
+        (f) => services.files.present(f),
+      ),
   }),
   defineRoute({
     ...common,
@@ -101,7 +135,8 @@ export const routes = [
     summary: "One of the caller's files (metadata)",
     params: FileParams,
     responses: { 200: { description: 'The file', schema: FileMetadata } },
-    handler: async ({ services, principal, params }) => json(200, services.files.present(await services.files.byId(principal.upn, params.fileId))),
+    handler: async ({ services, principal, params }) =>
+      json(200, services.files.present(await services.files.byId(principal.upn, params.fileId))),
   }),
   defineRoute({
     ...common,
@@ -110,12 +145,22 @@ export const routes = [
     path: '/instances/{instanceId}/files/{fileId}/content',
     summary: "The bytes of one of the caller's files, with their content type",
     params: FileParams,
-    responses: { 200: { description: 'The bytes (Content-Disposition: attachment)', contentType: 'application/octet-stream', schema: z.string().meta({ format: 'binary' }) } },
+    responses: {
+      200: {
+        description: 'The bytes (Content-Disposition: attachment)',
+        contentType: 'application/octet-stream',
+        schema: z.string().meta({ format: 'binary' }),
+      },
+    },
     handler: async ({ services, principal, params }) => {
       const { file, bytes } = await services.files.content(principal.upn, params.fileId);
       return {
         status: 200,
-        headers: { 'content-type': file.content_type, 'content-length': String(file.size), 'content-disposition': contentDisposition(file.display_name) },
+        headers: {
+          'content-type': file.content_type,
+          'content-length': String(file.size),
+          'content-disposition': contentDisposition(file.display_name),
+        },
         stream: bytes,
       };
     },

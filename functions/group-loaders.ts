@@ -74,20 +74,30 @@ export async function functionTable(): Promise<FunctionTable> {
     const m = await loadGroup(group);
     for (const { name, api, method, path } of m.routes) table.routes.push({ name, api, method, path, group });
     for (const { name, queue } of m.queueHandlers ?? []) table.queues.push({ name, queue, group });
-    for (const { name, schedule, standaloneOnly } of m.timers ?? []) table.timers.push({ name, schedule, ...(standaloneOnly ? { standaloneOnly } : {}), group });
+    for (const { name, schedule, standaloneOnly } of m.timers ?? [])
+      table.timers.push({ name, schedule, ...(standaloneOnly ? { standaloneOnly } : {}), group });
   }
   return table;
 }
 
 /** A row's function, from its group (imported on the first call). */
-async function find<K extends 'routes' | 'queueHandlers' | 'timers'>(row: { name: string; group: Group }, kind: K): Promise<NonNullable<GroupModule[K]>[number]> {
+async function find<K extends 'routes' | 'queueHandlers' | 'timers'>(
+  row: { name: string; group: Group },
+  kind: K,
+): Promise<NonNullable<GroupModule[K]>[number]> {
   const found = (await loadGroup(row.group))[kind]?.find((f) => f.name === row.name);
   if (!found) throw new Error(`${row.name} is not in group ${row.group}: the function table is from another build`);
   return found;
 }
 
 /** The functions of a table, each group imported at the first call of one of its functions. */
-export const tableFunctions = (table: FunctionTable): HostFunctions<FunctionTable['routes'][number], FunctionTable['queues'][number], FunctionTable['timers'][number]> => ({
+export const tableFunctions = (
+  table: FunctionTable,
+): HostFunctions<
+  FunctionTable['routes'][number],
+  FunctionTable['queues'][number],
+  FunctionTable['timers'][number]
+> => ({
   ...table,
   route: (row) => find(row, 'routes'),
   queue: (row) => find(row, 'queueHandlers'),

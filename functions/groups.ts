@@ -29,14 +29,42 @@ import * as resources from './resources.js';
 import * as sessions from './sessions.js';
 import * as status from './status.js';
 
-const groups: readonly (readonly Route[])[] = [status.routes, branding.routes, agents.routes, completions.routes, sessions.routes, files.routes, memory.routes, memoryMcp.routes, mcpAgents.routes, resources.routes, dataPipelines.routes, agentProperties.routes, agentTokens.routes, identity.routes, analytics.routes, plugins.routes, artifactPackages.routes, agentTemplates.routes, evaluations.routes, realtime.routes, openai.routes, a2a.routes, portal.routes];
+const groups: readonly (readonly Route[])[] = [
+  status.routes,
+  branding.routes,
+  agents.routes,
+  completions.routes,
+  sessions.routes,
+  files.routes,
+  memory.routes,
+  memoryMcp.routes,
+  mcpAgents.routes,
+  resources.routes,
+  dataPipelines.routes,
+  agentProperties.routes,
+  agentTokens.routes,
+  identity.routes,
+  analytics.routes,
+  plugins.routes,
+  artifactPackages.routes,
+  agentTemplates.routes,
+  evaluations.routes,
+  realtime.routes,
+  openai.routes,
+  a2a.routes,
+  portal.routes,
+];
 
 export const ROUTES: readonly Route[] = [...groups.flat(), ...metaRoutes(() => ROUTES)];
 
 /** WebSocket endpoints: served by the standalone server only (the Functions host holds no WebSocket). */
 export const UPGRADES: readonly Upgrade[] = [realtime.relay];
 
-export const QUEUE_HANDLERS: readonly QueueHandler[] = [...completions.queueHandlers, ...dataPipelines.queueHandlers, ...evaluations.queueHandlers];
+export const QUEUE_HANDLERS: readonly QueueHandler[] = [
+  ...completions.queueHandlers,
+  ...dataPipelines.queueHandlers,
+  ...evaluations.queueHandlers,
+];
 
 /** Work on a clock, run where the queue handlers run. */
 export const TIMERS: readonly Timer[] = [...dataPipelines.timers];

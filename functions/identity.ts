@@ -51,7 +51,14 @@ export const routes = [
     responses: { 200: { description: 'The caller', schema: Identity } },
     handler: async ({ services, principal }) => {
       const ids = [principal.id, ...principal.groups];
-      const { items } = await resourcesOf(services.store, roleAssignments).query({ partition: ROLE_ASSIGNMENTS_PK, where: [{ field: 'principal_id', op: 'in', value: ids }, { field: 'deleted', op: 'ne', value: true }], orderBy: [{ field: 'scope' }] });
+      const { items } = await resourcesOf(services.store, roleAssignments).query({
+        partition: ROLE_ASSIGNMENTS_PK,
+        where: [
+          { field: 'principal_id', op: 'in', value: ids },
+          { field: 'deleted', op: 'ne', value: true },
+        ],
+        orderBy: [{ field: 'scope' }],
+      });
       return json(200, {
         id: principal.id,
         upn: principal.upn,
@@ -81,8 +88,13 @@ export const routes = [
     auth: 'bearer',
     errors: 'management',
     params: InstanceParams,
-    query: z.object({ search: z.string().trim().min(1, 'search is required').max(200).describe('Part of a name, UPN or id') }),
-    permission: ({ params }) => ({ action: 'Svc.Authorization/roleAssignments/read', scope: `/instances/${params.instanceId}` }),
+    query: z.object({
+      search: z.string().trim().min(1, 'search is required').max(200).describe('Part of a name, UPN or id'),
+    }),
+    permission: ({ params }) => ({
+      action: 'Svc.Authorization/roleAssignments/read',
+      scope: `/instances/${params.instanceId}`,
+    }),
     responses: { 200: { description: 'Matching principals (at most 25)', schema: z.array(Principal) } },
     handler: async ({ services, query }) => json(200, await services.directory.search(query.search)),
   }),

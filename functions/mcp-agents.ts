@@ -15,16 +15,29 @@ export const routes = [
     name: 'mcp-agents',
     method: 'POST',
     path: '/instances/{instanceId}/mcp/agents',
-    summary: 'The agents as an MCP server (streamable HTTP, JSON answers): one tool per agent the caller may use, input {prompt, session_id?}, answering with the completion text',
+    summary:
+      'The agents as an MCP server (streamable HTTP, JSON answers): one tool per agent the caller may use, input {prompt, session_id?}, answering with the completion text',
     params: InstanceParams,
     body: z.record(z.string(), z.unknown()).describe('A JSON-RPC message of the Model Context Protocol'),
-    responses: { 200: { description: 'The JSON-RPC answer', schema: z.record(z.string(), z.unknown()) }, 202: { description: 'A notification was accepted' } },
+    responses: {
+      200: { description: 'The JSON-RPC answer', schema: z.record(z.string(), z.unknown()) },
+      202: { description: 'A notification was accepted' },
+    },
     handler: async ({ services, principal, params, body }): Promise<Reply> => {
       // The MCP SDK is loaded by the first call, not at start-up.
       const { handleAgentsMcp } = await import('../shared/protocols/mcp-agents.js');
-      const answer = await handleAgentsMcp(services, principal, `http://localhost/instances/${params.instanceId}/mcp/agents`, body);
+      const answer = await handleAgentsMcp(
+        services,
+        principal,
+        `http://localhost/instances/${params.instanceId}/mcp/agents`,
+        body,
+      );
       if (answer.body.length === 0) return { status: answer.status };
-      return { status: answer.status, headers: { 'content-type': answer.contentType ?? 'application/json' }, raw: answer.body };
+      return {
+        status: answer.status,
+        headers: { 'content-type': answer.contentType ?? 'application/json' },
+        raw: answer.body,
+      };
     },
   }),
 ];

@@ -18,19 +18,34 @@ export const routes = [
     name: 'memory-mcp',
     method: 'POST',
     path: '/instances/{instanceId}/mcp/memory/{agentName}',
-    summary: 'The memory tool server (MCP, streamable HTTP, JSON answers): get_memory, append_memory, clear_memory for the forwarded user and this agent',
+    summary:
+      'The memory tool server (MCP, streamable HTTP, JSON answers): get_memory, append_memory, clear_memory for the forwarded user and this agent',
     params: z.object({ instanceId: z.string(), agentName: ResourceName }),
     body: z.record(z.string(), z.unknown()).describe('A JSON-RPC message of the Model Context Protocol'),
-    responses: { 200: { description: 'The JSON-RPC answer', schema: z.record(z.string(), z.unknown()) }, 202: { description: 'A notification was accepted' } },
+    responses: {
+      200: { description: 'The JSON-RPC answer', schema: z.record(z.string(), z.unknown()) },
+      202: { description: 'A notification was accepted' },
+    },
     handler: async ({ services, principal, request, params, body }): Promise<Reply> => {
-      if (request.header(USER_IDENTITY_HEADER) === undefined) throw badRequest('X-USER-IDENTITY is required: the tool server acts for a signed-in user');
+      if (request.header(USER_IDENTITY_HEADER) === undefined)
+        throw badRequest('X-USER-IDENTITY is required: the tool server acts for a signed-in user');
       const user = await actingPrincipal(principal, request, services.upnBindings);
       const agent = await agentForUse(services, user, params.agentName);
       // The MCP SDK is loaded by the first call, not at start-up.
       const { handleMemoryMcp } = await import('../shared/memory/mcp-server.js');
-      const answer = await handleMemoryMcp(services, user, agent, `http://localhost/instances/${params.instanceId}/mcp/memory/${params.agentName}`, body);
+      const answer = await handleMemoryMcp(
+        services,
+        user,
+        agent,
+        `http://localhost/instances/${params.instanceId}/mcp/memory/${params.agentName}`,
+        body,
+      );
       if (answer.body.length === 0) return { status: answer.status };
-      return { status: answer.status, headers: { 'content-type': answer.contentType ?? 'application/json' }, raw: answer.body };
+      return {
+        status: answer.status,
+        headers: { 'content-type': answer.contentType ?? 'application/json' },
+        raw: answer.body,
+      };
     },
   }),
 ];

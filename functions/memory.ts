@@ -29,7 +29,9 @@ export interface MemoryRoutesDeps {
 const scopeError = 'scope must be user, agent or combined';
 const Scope = z.enum(['user', 'agent', 'combined'], { error: scopeError });
 const StoredScope = z.enum(['user', 'agent'], { error: 'scope must be user or agent' });
-const Content = z.string({ error: 'content_markdown is required' }).refine((v) => v.trim().length > 0, 'content_markdown must contain non-whitespace text');
+const Content = z
+  .string({ error: 'content_markdown is required' })
+  .refine((v) => v.trim().length > 0, 'content_markdown must contain non-whitespace text');
 
 const MemoryResponse = z
   .object({
@@ -76,15 +78,23 @@ const ImportBody = z
  * The agent of an agent-scoped call: its object id must name an agent of this instance that the acting
  * user may use (the agent provider's 403 or 404 otherwise). Combined reads include it only when given.
  */
-async function agentOf(s: MemoryRoutesDeps, p: Principal, scope: 'user' | 'agent' | 'combined', objectId: string | undefined): Promise<AgentRef | undefined> {
+async function agentOf(
+  s: MemoryRoutesDeps,
+  p: Principal,
+  scope: 'user' | 'agent' | 'combined',
+  objectId: string | undefined,
+): Promise<AgentRef | undefined> {
   if (scope === 'user') return undefined;
   if (objectId === undefined) {
-    if (scope === 'agent') throw validationError([{ field: 'agent_object_id', message: 'agent_object_id is required when scope is agent' }]);
+    if (scope === 'agent')
+      throw validationError([{ field: 'agent_object_id', message: 'agent_object_id is required when scope is agent' }]);
     return undefined;
   }
   const prefix = `/instances/${s.config.instanceId}/providers/Svc.Agent/agents/`;
   if (!objectId.toLowerCase().startsWith(prefix.toLowerCase()) || objectId.length === prefix.length) {
-    throw validationError([{ field: 'agent_object_id', message: `agent_object_id must be an agent object id (${prefix}{name})` }]);
+    throw validationError([
+      { field: 'agent_object_id', message: `agent_object_id must be an agent object id (${prefix}{name})` },
+    ]);
   }
   const agent = await agentForUse(s, p, objectId.slice(prefix.length));
   return { objectId: agent.object_id, name: agent.name };
@@ -104,7 +114,10 @@ export const routes = [
     responses: ok,
     handler: async ({ services, principal, request, query }) => {
       const p = await actingPrincipal(principal, request, services.upnBindings);
-      return json(200, await services.memories.get(p, query.scope, await agentOf(services, p, query.scope, query.agentObjectId)));
+      return json(
+        200,
+        await services.memories.get(p, query.scope, await agentOf(services, p, query.scope, query.agentObjectId)),
+      );
     },
   }),
   defineRoute({
@@ -131,7 +144,10 @@ export const routes = [
     responses: ok,
     handler: async ({ services, principal, request, body }) => {
       const p = await actingPrincipal(principal, request, services.upnBindings);
-      return json(200, await services.memories.clear(p, body.scope, await agentOf(services, p, body.scope, body.agent_object_id)));
+      return json(
+        200,
+        await services.memories.clear(p, body.scope, await agentOf(services, p, body.scope, body.agent_object_id)),
+      );
     },
   }),
   defineRoute({
@@ -144,7 +160,11 @@ export const routes = [
     responses: { 200: { description: 'Raw markdown', schema: z.string(), contentType: 'text/markdown' } },
     handler: async ({ services, principal, request, query }) => {
       const p = await actingPrincipal(principal, request, services.upnBindings);
-      const memory = await services.memories.get(p, query.scope, await agentOf(services, p, query.scope, query.agentObjectId));
+      const memory = await services.memories.get(
+        p,
+        query.scope,
+        await agentOf(services, p, query.scope, query.agentObjectId),
+      );
       return { status: 200, headers: { 'content-type': 'text/markdown; charset=utf-8' }, raw: memory.content_markdown };
     },
   }),

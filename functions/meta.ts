@@ -18,7 +18,12 @@ export function metaRoutes(all: () => readonly Route[]): Route[] {
       tag: 'Meta',
       auth: 'none',
       errors: api,
-      query: z.object({ api: z.enum(['core', 'management']).optional().describe("Another API's document: a host that serves both answers /openapi.json with the Core API's route") }),
+      query: z.object({
+        api: z
+          .enum(['core', 'management'])
+          .optional()
+          .describe("Another API's document: a host that serves both answers /openapi.json with the Core API's route"),
+      }),
       responses: { 200: { description: 'OpenAPI 3.1 document' } },
       handler: ({ services, query }) => {
         const which = query.api ?? api;
@@ -46,7 +51,12 @@ export function metaRoutes(all: () => readonly Route[]): Route[] {
       tag: 'Meta',
       auth: 'none',
       errors: 'core',
-      responses: { 200: { description: 'JSON Web Key Set', schema: z.object({ keys: z.array(z.record(z.string(), z.unknown())) }) } },
+      responses: {
+        200: {
+          description: 'JSON Web Key Set',
+          schema: z.object({ keys: z.array(z.record(z.string(), z.unknown())) }),
+        },
+      },
       handler: ({ services }) => {
         if (!services.bearer.localJwks) throw notFound('The local identity provider is not in use');
         return Promise.resolve(json(200, services.bearer.localJwks, { 'cache-control': 'public, max-age=300' }));

@@ -21,8 +21,18 @@ export interface PluginsRoutesDeps {
 }
 
 const base = '/instances/{instanceId}/providers/Svc.Platform';
-const PackageParams = InstanceParams.extend({ packageName: z.string().regex(/^(Python|Dotnet)-[A-Za-z0-9_-]{1,100}$/, 'must be {runtime}-{name} with runtime Python or Dotnet') });
-const common = { api: 'management', tag: 'Svc.Platform', auth: 'bearer', errors: 'management', query: ApiVersionQuery } as const;
+const PackageParams = InstanceParams.extend({
+  packageName: z
+    .string()
+    .regex(/^(Python|Dotnet)-[A-Za-z0-9_-]{1,100}$/, 'must be {runtime}-{name} with runtime Python or Dotnet'),
+});
+const common = {
+  api: 'management',
+  tag: 'Svc.Platform',
+  auth: 'bearer',
+  errors: 'management',
+  query: ApiVersionQuery,
+} as const;
 const at = (instanceId: string) => `/instances/${instanceId}`;
 
 /** The package as list and get show it: versions without their manifests, plugins of the current one. */
@@ -46,15 +56,25 @@ function present(p: PackageDoc, full: boolean) {
   };
 }
 
-async function createOrDeploy(services: PluginsRoutesDeps, principal: Principal, request: PlatformRequest, name: string) {
+async function createOrDeploy(
+  services: PluginsRoutesDeps,
+  principal: Principal,
+  request: PlatformRequest,
+  name: string,
+) {
   const type = request.header('content-type') ?? '';
   if (type.toLowerCase().startsWith('multipart/form-data')) {
-    const { fields, files } = await readMultipart(request, { fileSize: services.packages.maxBytes, fields: 5 }, bufferedFile('file'));
+    const { fields, files } = await readMultipart(
+      request,
+      { fileSize: services.packages.maxBytes, fields: 5 },
+      bufferedFile('file'),
+    );
     const [file, resource] = [files.get('file'), fields.resource];
     if (!file) throw validationError([{ field: 'file', message: 'file is required' }]);
     if (resource === undefined) throw validationError([{ field: 'resource', message: 'resource is required' }]);
     const r = PackageResource.safeParse(parseJsonText(resource, 'resource'));
-    if (!r.success) throw validationError(r.error.issues.map((i) => ({ field: `resource.${i.path.join('.')}`, message: i.message })));
+    if (!r.success)
+      throw validationError(r.error.issues.map((i) => ({ field: `resource.${i.path.join('.')}`, message: i.message })));
     return services.packages.addVersion(file, r.data, name, principal, 'Upload');
   }
   const r = PackageResource.safeParse(await readJsonBody(request, services.config.maxJsonBodyBytes));
@@ -71,8 +91,13 @@ const Plugin = z
     description: z.string(),
     category: z.string(),
     plugin_package_object_id: z.string(),
-    parameters: z.array(z.object({ name: z.string(), type: z.string(), description: z.string(), default_value: z.unknown().optional() })),
-    parameter_selection_hints: z.record(z.string(), z.object({ resourcePath: z.string(), filterActionPayload: z.record(z.string(), z.string()) })),
+    parameters: z.array(
+      z.object({ name: z.string(), type: z.string(), description: z.string(), default_value: z.unknown().optional() }),
+    ),
+    parameter_selection_hints: z.record(
+      z.string(),
+      z.object({ resourcePath: z.string(), filterActionPayload: z.record(z.string(), z.string()) }),
+    ),
     dependencies: z.array(z.object({ selection_type: z.string(), dependency_plugin_names: z.array(z.string()) })),
   })
   .meta({ id: 'Plugin' });
@@ -98,9 +123,17 @@ const packageFields = {
   package_runtime: z.enum(['Python', 'Dotnet']),
   current_version: z.string(),
 };
-const PackageSummary = z.object({ ...packageFields, versions: z.array(z.string()) }).meta({ id: 'PluginPackageSummary' });
+const PackageSummary = z
+  .object({ ...packageFields, versions: z.array(z.string()) })
+  .meta({ id: 'PluginPackageSummary' });
 const PluginPackage = z
-  .object({ ...packageFields, versions: z.array(PackageVersion), plugins: z.array(z.string()), created_on: z.string(), updated_on: z.string() })
+  .object({
+    ...packageFields,
+    versions: z.array(PackageVersion),
+    plugins: z.array(z.string()),
+    created_on: z.string(),
+    updated_on: z.string(),
+  })
   .meta({ id: 'PluginPackage' });
 const StoreCheck = z
   .object({
@@ -128,7 +161,11 @@ export const routes = [
     path: `${base}/pluginPackages/validate`,
     summary: 'Check that a package store is configured, reachable and readable, and list what it holds',
     params: InstanceParams,
-    body: z.object({ packageStoreType: z.enum(['Public', 'Private'], { error: 'packageStoreType must be Public or Private' }) }).strict(),
+    body: z
+      .object({
+        packageStoreType: z.enum(['Public', 'Private'], { error: 'packageStoreType must be Public or Private' }),
+      })
+      .strict(),
     permission: ({ params }) => ({ action: 'Svc.Platform/pluginPackages/read', scope: at(params.instanceId) }),
     responses: { 200: { description: 'What the store check found', schema: StoreCheck } },
     handler: async ({ services, body }) => json(200, await services.packages.validateStore(body.packageStoreType)),
@@ -145,9 +182,15 @@ export const routes = [
       { contentType: 'multipart/form-data', schema: UploadForm },
       { contentType: 'application/json', schema: PackageResource },
     ],
-    permission: ({ params }) => ({ action: 'Svc.Platform/pluginPackages/write', scope: `${at(params.instanceId)}/providers/Svc.Platform/pluginPackages/${params.packageName}` }),
+    permission: ({ params }) => ({
+      action: 'Svc.Platform/pluginPackages/write',
+      scope: `${at(params.instanceId)}/providers/Svc.Platform/pluginPackages/${params.packageName}`,
+    }),
     responses: {
-      200: { description: 'The package with its new current version', schema: z.object({ object_id: z.string(), is_success: z.boolean(), resource: PluginPackage }) },
+      200: {
+        description: 'The package with its new current version',
+        schema: z.object({ object_id: z.string(), is_success: z.boolean(), resource: PluginPackage }),
+      },
       409: { description: 'This version exists' },
       413: { description: 'Larger than MAX_PACKAGE_BYTES' },
     },
@@ -164,7 +207,12 @@ export const routes = [
     summary: 'List plugin packages',
     params: InstanceParams,
     responses: {
-      200: { description: 'Envelopes of the packages the caller may read', schema: z.array(z.object({ resource: PackageSummary, roles: z.array(z.string()), actions: z.array(z.string()) })) },
+      200: {
+        description: 'Envelopes of the packages the caller may read',
+        schema: z.array(
+          z.object({ resource: PackageSummary, roles: z.array(z.string()), actions: z.array(z.string()) }),
+        ),
+      },
     },
     handler: async ({ services, principal }) => {
       const actions = ['read', 'write', 'delete'].map((v) => `Svc.Platform/pluginPackages/${v}`);
@@ -187,10 +235,14 @@ export const routes = [
       loadContent: z.enum(['true', 'false']).optional().describe('true: answer the package file itself'),
       version: z.string().optional().describe('With loadContent=true: a version other than the current one'),
     }),
-    permission: ({ params }) => ({ action: 'Svc.Platform/pluginPackages/read', scope: `${at(params.instanceId)}/providers/Svc.Platform/pluginPackages/${params.packageName}` }),
+    permission: ({ params }) => ({
+      action: 'Svc.Platform/pluginPackages/read',
+      scope: `${at(params.instanceId)}/providers/Svc.Platform/pluginPackages/${params.packageName}`,
+    }),
     responses: {
       200: {
-        description: 'The package envelope; with loadContent=true the package file (application/zip for Python, application/octet-stream for Dotnet)',
+        description:
+          'The package envelope; with loadContent=true the package file (application/zip for Python, application/octet-stream for Dotnet)',
         content: [
           { contentType: 'application/json', schema: z.object({ resource: PluginPackage }) },
           { contentType: 'application/zip', schema: PackageBytes },
@@ -203,7 +255,11 @@ export const routes = [
         const { bytes, version } = await services.packages.download(params.packageName, query.version);
         return {
           status: 200,
-          headers: { 'content-type': version.content_type, 'content-disposition': `attachment; filename="${version.file_name}"`, 'x-package-version': version.package_version },
+          headers: {
+            'content-type': version.content_type,
+            'content-disposition': `attachment; filename="${version.file_name}"`,
+            'x-package-version': version.package_version,
+          },
           raw: bytes,
         };
       }
@@ -217,9 +273,16 @@ export const routes = [
     path: `${base}/pluginPackages/{packageName}`,
     summary: 'Soft-delete a plugin package: it and its plugins leave every list; the name stays taken until purged',
     params: PackageParams,
-    permission: ({ params }) => ({ action: 'Svc.Platform/pluginPackages/delete', scope: `${at(params.instanceId)}/providers/Svc.Platform/pluginPackages/${params.packageName}` }),
+    permission: ({ params }) => ({
+      action: 'Svc.Platform/pluginPackages/delete',
+      scope: `${at(params.instanceId)}/providers/Svc.Platform/pluginPackages/${params.packageName}`,
+    }),
     responses: { 200: { description: 'Deleted', schema: z.object({ object_id: z.string(), deleted: z.boolean() }) } },
-    handler: async ({ services, principal, params }) => json(200, { object_id: (await services.packages.delete(params.packageName, principal)).object_id, deleted: true }),
+    handler: async ({ services, principal, params }) =>
+      json(200, {
+        object_id: (await services.packages.delete(params.packageName, principal)).object_id,
+        deleted: true,
+      }),
   }),
   defineRoute({
     ...common,
@@ -228,9 +291,16 @@ export const routes = [
     path: `${base}/pluginPackages/{packageName}/purge`,
     summary: 'Permanently remove a soft-deleted plugin package and the files of all its versions',
     params: PackageParams,
-    permission: ({ params }) => ({ action: 'Svc.Platform/pluginPackages/delete', scope: `${at(params.instanceId)}/providers/Svc.Platform/pluginPackages/${params.packageName}` }),
-    responses: { 200: { description: 'Purged', schema: z.object({ object_id: z.string(), is_success: z.boolean() }) }, 409: { description: 'The package is not deleted' } },
-    handler: async ({ services, params }) => json(200, { object_id: (await services.packages.purge(params.packageName)).object_id, is_success: true }),
+    permission: ({ params }) => ({
+      action: 'Svc.Platform/pluginPackages/delete',
+      scope: `${at(params.instanceId)}/providers/Svc.Platform/pluginPackages/${params.packageName}`,
+    }),
+    responses: {
+      200: { description: 'Purged', schema: z.object({ object_id: z.string(), is_success: z.boolean() }) },
+      409: { description: 'The package is not deleted' },
+    },
+    handler: async ({ services, params }) =>
+      json(200, { object_id: (await services.packages.purge(params.packageName)).object_id, is_success: true }),
   }),
   defineRoute({
     ...common,
@@ -253,6 +323,10 @@ export const routes = [
     body: z.object({ categories: z.array(z.string(), { error: 'categories must be a list of names' }) }).strict(),
     permission: ({ params }) => ({ action: 'Svc.Platform/plugins/read', scope: at(params.instanceId) }),
     responses: { 200: { description: 'Matching plugins', schema: z.array(Plugin) } },
-    handler: async ({ services, body }) => json(200, (await services.packages.plugins()).filter((p) => body.categories.includes(p.category))),
+    handler: async ({ services, body }) =>
+      json(
+        200,
+        (await services.packages.plugins()).filter((p) => body.categories.includes(p.category)),
+      ),
   }),
 ];

@@ -56,7 +56,12 @@ function load(): Map<string, Asset> {
         if (type === undefined) continue;
         const body = readFileSync(full);
         const compressible = !type.startsWith('image/png') && !type.startsWith('font/') && body.length > 1024;
-        files.set(`${prefix}${name}`, { body, gzip: compressible ? gzipSync(body) : undefined, type, etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"` });
+        files.set(`${prefix}${name}`, {
+          body,
+          gzip: compressible ? gzipSync(body) : undefined,
+          type,
+          etag: `"${createHash('sha256').update(body).digest('base64url').slice(0, 22)}"`,
+        });
       }
     }
   };
@@ -83,7 +88,8 @@ function contentSecurityPolicy(managementUrl: string, config: Config): string {
 function serve(file: string, request: PlatformRequest, config: Config): Reply {
   assets ??= load();
   const asset = assets.get(file);
-  if (!asset) throw notFound(assets.size === 0 ? 'The portal is not built: run npm run build' : `No portal file ${file}`);
+  if (!asset)
+    throw notFound(assets.size === 0 ? 'The portal is not built: run npm run build' : `No portal file ${file}`);
   // Hashed bundle names never change content; pages are revalidated so a deployment shows at once.
   const headers: Record<string, string> = {
     'content-type': asset.type,
@@ -91,9 +97,11 @@ function serve(file: string, request: PlatformRequest, config: Config): Reply {
     'cache-control': file.startsWith('assets/') ? 'public, max-age=31536000, immutable' : 'no-cache',
     vary: 'accept-encoding',
   };
-  if (asset.type.startsWith('text/html')) headers['content-security-policy'] = contentSecurityPolicy(config.publicUrls.management, config);
+  if (asset.type.startsWith('text/html'))
+    headers['content-security-policy'] = contentSecurityPolicy(config.publicUrls.management, config);
   if (request.header('if-none-match') === asset.etag) return { status: 304, headers };
-  if (asset.gzip && /\bgzip\b/.test(request.header('accept-encoding') ?? '')) return { status: 200, headers: { ...headers, 'content-encoding': 'gzip' }, raw: asset.gzip };
+  if (asset.gzip && /\bgzip\b/.test(request.header('accept-encoding') ?? ''))
+    return { status: 200, headers: { ...headers, 'content-encoding': 'gzip' }, raw: asset.gzip };
   return { status: 200, headers, raw: asset.body };
 }
 
@@ -105,13 +113,19 @@ const common = { api: 'core', method: 'GET', tag: 'Portal', auth: 'none', errors
  * It also asks for the sign-in code `npm start` prints in the portal link's fragment (derived from the
  * signing key), so another user or container on this machine, which may send any Origin, gets no token.
  */
-export const localSignIn = (config: Config) => config.auth.kind === 'local' && !config.portal.entra && ['127.0.0.1', 'localhost', '::1'].includes(config.host);
+export const localSignIn = (config: Config) =>
+  config.auth.kind === 'local' && !config.portal.entra && ['127.0.0.1', 'localhost', '::1'].includes(config.host);
 /** Where the development sign-in code is, for those who come without it. */
 const SIGN_IN_CODE_HINT =
   'open the portal link npm start printed (it ends in #sign-in=...), or paste a token (npm run -s token)';
 /** Hours a development sign-in lasts. */
 const LOCAL_SIGN_IN_HOURS = 8;
-const FileParams = z.object({ file: z.string().regex(/^[\w.-]+$/, 'not a portal file name').max(200) });
+const FileParams = z.object({
+  file: z
+    .string()
+    .regex(/^[\w.-]+$/, 'not a portal file name')
+    .max(200),
+});
 const html = { description: 'A page of the portal', contentType: 'text/html' };
 
 export const routes: readonly Route[] = [
@@ -136,13 +150,39 @@ export const routes: readonly Route[] = [
     name: 'portal-config',
     path: '/portal/config.json',
     summary: "The portal's settings: where the APIs are, the instance, and how users sign in",
-    responses: { 200: { description: 'Portal settings', schema: z.object({ core_url: z.string(), management_url: z.string(), instance_id: z.string(), sign_in: z.object({ kind: z.enum(['local', 'entra', 'none']) }).loose() }) } },
+    responses: {
+      200: {
+        description: 'Portal settings',
+        schema: z.object({
+          core_url: z.string(),
+          management_url: z.string(),
+          instance_id: z.string(),
+          sign_in: z.object({ kind: z.enum(['local', 'entra', 'none']) }).loose(),
+        }),
+      },
+    },
     handler: ({ services }) => {
       const { config } = services;
       const signIn = config.portal.entra
-        ? { kind: 'entra', client_id: config.portal.entra.clientId, authority: config.portal.entra.authority, scope: config.portal.entra.scope }
-        : { kind: config.auth.kind === 'local' ? 'local' : 'none', ...(localSignIn(config) ? { development_sign_in: true } : {}) };
-      return Promise.resolve({ status: 200, json: { core_url: '', management_url: config.publicUrls.management, instance_id: config.instanceId, sign_in: signIn } });
+        ? {
+            kind: 'entra',
+            client_id: config.portal.entra.clientId,
+            authority: config.portal.entra.authority,
+            scope: config.portal.entra.scope,
+          }
+        : {
+            kind: config.auth.kind === 'local' ? 'local' : 'none',
+            ...(localSignIn(config) ? { development_sign_in: true } : {}),
+          };
+      return Promise.resolve({
+        status: 200,
+        json: {
+          core_url: '',
+          management_url: config.publicUrls.management,
+          instance_id: config.instanceId,
+          sign_in: signIn,
+        },
+      });
     },
   }),
   defineRoute({
@@ -155,25 +195,39 @@ export const routes: readonly Route[] = [
       'npm start prints (404 unless the service uses the local identity provider and listens on loopback only)',
     body: z
       .object({
-        upn: z.string().trim().regex(/^[^\s@]{1,100}@[^\s@]{1,100}$/, 'upn must look like user@domain'),
+        upn: z
+          .string()
+          .trim()
+          .regex(/^[^\s@]{1,100}@[^\s@]{1,100}$/, 'upn must look like user@domain'),
         name: z.string().trim().min(1).max(200).optional(),
         // Optional here so that a missing code is the 403 that says what to do, not a validation error.
         code: z.string().max(200).optional().describe('The sign-in code: the #sign-in= of the link npm start prints'),
       })
       .strict(),
-    responses: { 200: { description: 'A token of the local identity provider', schema: z.object({ access_token: z.string(), expires_in: z.number().int() }) } },
+    responses: {
+      200: {
+        description: 'A token of the local identity provider',
+        schema: z.object({ access_token: z.string(), expires_in: z.number().int() }),
+      },
+    },
     handler: async ({ services, body, request }) => {
       const { config } = services;
       if (!localSignIn(config) || config.auth.kind !== 'local') throw notFound('Development sign-in is not available');
       // Only the portal's own page may sign in: a browser names the page's origin, which another site cannot forge.
-      if (!sameOrigin(config, request.header('origin'), request.header('host'))) throw forbidden("Development sign-in answers only the portal's own page (its Origin)");
+      if (!sameOrigin(config, request.header('origin'), request.header('host')))
+        throw forbidden("Development sign-in answers only the portal's own page (its Origin)");
       // The Origin restrains browsers only; a local process may send any, but cannot read the signing key.
       if (!(await isLocalSignInCode(config.auth.keyFile, body.code))) {
         const problem = body.code ? 'That sign-in code is wrong' : 'Development sign-in needs its sign-in code';
         throw forbidden(`${problem}: ${SIGN_IN_CODE_HINT}`);
       }
       const expiresIn = LOCAL_SIGN_IN_HOURS * 3600;
-      const token = await mintLocalToken(await loadLocalKey(config.auth.keyFile), config.auth.issuer, config.auth.audience, { upn: body.upn, ...(body.name ? { name: body.name } : {}), expiresInSeconds: expiresIn });
+      const token = await mintLocalToken(
+        await loadLocalKey(config.auth.keyFile),
+        config.auth.issuer,
+        config.auth.audience,
+        { upn: body.upn, ...(body.name ? { name: body.name } : {}), expiresInSeconds: expiresIn },
+      );
       return json(200, { access_token: token, expires_in: expiresIn });
     },
   }),
@@ -193,6 +247,7 @@ export const routes: readonly Route[] = [
     summary: "The portal's scripts and styles (content-hashed names, cached for good)",
     params: FileParams,
     responses: { 200: { description: 'The file' } },
-    handler: ({ request, params, services }) => Promise.resolve(serve(`assets/${params.file}`, request, services.config)),
+    handler: ({ request, params, services }) =>
+      Promise.resolve(serve(`assets/${params.file}`, request, services.config)),
   }),
 ];

@@ -11,7 +11,11 @@ const RealtimeSession = z
   .object({
     realtime_session_id: z.string(),
     session_id: z.string().describe('The conversation the transcripts are kept in'),
-    websocket_url: z.string().describe('The relay: connect within expires_at, with a bearer token (Authorization header, or the subprotocol bearer.<token>)'),
+    websocket_url: z
+      .string()
+      .describe(
+        'The relay: connect within expires_at, with a bearer token (Authorization header, or the subprotocol bearer.<token>)',
+      ),
     expires_at: z.string(),
     voice: z.string(),
     stop_words: z.array(z.string()),
@@ -29,7 +33,7 @@ export const routes = [
     name: 'realtime-sessions-create',
     method: 'POST',
     path: '/instances/{instanceId}/realtime-sessions',
-    summary: "Open a realtime session for a spoken call with an agent whose realtime speech is enabled",
+    summary: 'Open a realtime session for a spoken call with an agent whose realtime speech is enabled',
     params: InstanceParams,
     body: RealtimeSessionRequest,
     responses: {

@@ -1,7 +1,16 @@
 // Management API resource operations: list, get, create-or-update, delete, purge for every
 // resource type, generated from the type registry so each type is documented with its own schema.
 import { z } from 'zod';
-import { deleteResource, getResource, getResourceVersion, listResources, listResourceVersions, purgeResource, restoreResourceVersion, upsertResource } from '../shared/providers/resources.js';
+import {
+  deleteResource,
+  getResource,
+  getResourceVersion,
+  listResources,
+  listResourceVersions,
+  purgeResource,
+  restoreResourceVersion,
+  upsertResource,
+} from '../shared/providers/resources.js';
 import { RESOURCE_TYPES } from '../shared/registry/registry.js';
 import type { ResourceType } from '../shared/providers/resource-rules.js';
 import { objectIdOf, partitionOf, ResourceName } from '../shared/providers/types/resource-type.js';
@@ -11,7 +20,10 @@ import { json } from '../shared/http/types.js';
 
 const Params = z.object({ instanceId: z.string(), name: ResourceName });
 const ListQuery = PageQuery.extend({
-  includeDeleted: z.enum(['true', 'false']).optional().describe('Include soft-deleted resources (they report deleted: true)'),
+  includeDeleted: z
+    .enum(['true', 'false'])
+    .optional()
+    .describe('Include soft-deleted resources (they report deleted: true)'),
 });
 
 const Envelope = z.object({
@@ -20,14 +32,26 @@ const Envelope = z.object({
   actions: z.array(z.string()),
 });
 const ObjectIdResult = z.object({ object_id: z.string() });
-const VersionParams = Params.extend({ version: z.coerce.number().int().min(1).describe('A version number, as the versions list gives it') });
+const VersionParams = Params.extend({
+  version: z.coerce.number().int().min(1).describe('A version number, as the versions list gives it'),
+});
 const VersionList = z.array(z.object({ version: z.number().int(), updated_on: z.string(), updated_by: z.string() }));
 
 function routesFor(t: ResourceType): Route[] {
   const base = `/instances/{instanceId}/providers/${t.provider}/${t.segment}`;
   // Authorization of one resource: the action on its own path (the pipeline checks it before the handler).
-  const may = (verb: 'read' | 'write' | 'delete') => ({ params }: { params: z.output<typeof Params> }) => ({ action: `${partitionOf(t)}/${verb}`, scope: objectIdOf(params.instanceId, t, params.name) });
-  const common = { api: 'management', tag: `${t.provider}/${t.segment}`, auth: 'bearer', errors: 'management' } as const;
+  const may =
+    (verb: 'read' | 'write' | 'delete') =>
+    ({ params }: { params: z.output<typeof Params> }) => ({
+      action: `${partitionOf(t)}/${verb}`,
+      scope: objectIdOf(params.instanceId, t, params.name),
+    });
+  const common = {
+    api: 'management',
+    tag: `${t.provider}/${t.segment}`,
+    auth: 'bearer',
+    errors: 'management',
+  } as const;
   const routes: Route[] = [
     defineRoute({
       ...common,
@@ -38,7 +62,8 @@ function routesFor(t: ResourceType): Route[] {
       params: z.object({ instanceId: z.string() }),
       query: ListQuery,
       responses: { 200: pagedResponse("Envelopes with the caller's roles and actions", Envelope) },
-      handler: async ({ services, principal, query }) => pagedJson(await listResources(services, t, principal, query.includeDeleted === 'true', query)),
+      handler: async ({ services, principal, query }) =>
+        pagedJson(await listResources(services, t, principal, query.includeDeleted === 'true', query)),
     }),
     defineRoute({
       ...common,
@@ -49,7 +74,8 @@ function routesFor(t: ResourceType): Route[] {
       params: Params,
       permission: may('read'),
       responses: { 200: { description: 'Envelope with the full definition', schema: Envelope } },
-      handler: async ({ services, principal, params }) => json(200, await getResource(services, t, principal, params.name)),
+      handler: async ({ services, principal, params }) =>
+        json(200, await getResource(services, t, principal, params.name)),
     }),
   ];
   if (t.builtIn || t.serviceWritten) return routes;
@@ -66,7 +92,10 @@ function routesFor(t: ResourceType): Route[] {
       permission: may('write'),
       responses: {
         200: { description: 'The resource object id', schema: ObjectIdResult },
-        409: { description: 'The name is taken by a soft-deleted resource, or differs only by case, or the resource changed meanwhile' },
+        409: {
+          description:
+            'The name is taken by a soft-deleted resource, or differs only by case, or the resource changed meanwhile',
+        },
       },
       handler: async ({ services, principal, params, body }) => {
         const { object_id } = await upsertResource(services, t, principal, params.name, body);
@@ -93,7 +122,8 @@ function routesFor(t: ResourceType): Route[] {
       params: VersionParams,
       permission: may('read'),
       responses: { 200: { description: 'Envelope with the definition of that version', schema: Envelope } },
-      handler: async ({ services, principal, params }) => json(200, await getResourceVersion(services, t, principal, params.name, params.version)),
+      handler: async ({ services, principal, params }) =>
+        json(200, await getResourceVersion(services, t, principal, params.name, params.version)),
     }),
     defineRoute({
       ...common,
@@ -104,10 +134,14 @@ function routesFor(t: ResourceType): Route[] {
       params: VersionParams,
       permission: may('write'),
       responses: {
-        200: { description: 'The resource object id and its new version', schema: z.object({ object_id: z.string(), version: z.number().int() }) },
+        200: {
+          description: 'The resource object id and its new version',
+          schema: z.object({ object_id: z.string(), version: z.number().int() }),
+        },
         409: { description: 'The resource is deleted, or changed meanwhile' },
       },
-      handler: async ({ services, principal, params }) => json(200, await restoreResourceVersion(services, t, principal, params.name, params.version)),
+      handler: async ({ services, principal, params }) =>
+        json(200, await restoreResourceVersion(services, t, principal, params.name, params.version)),
     }),
     defineRoute({
       ...common,
@@ -117,8 +151,12 @@ function routesFor(t: ResourceType): Route[] {
       summary: `Soft-delete a ${t.type} (it blocks its name until purged)`,
       params: Params,
       permission: may('delete'),
-      responses: { 200: { description: 'Deleted', schema: z.object({ object_id: z.string(), deleted: z.boolean() }) }, 409: { description: 'The resource changed meanwhile' } },
-      handler: async ({ services, principal, params }) => json(200, await deleteResource(services, t, principal, params.name)),
+      responses: {
+        200: { description: 'Deleted', schema: z.object({ object_id: z.string(), deleted: z.boolean() }) },
+        409: { description: 'The resource changed meanwhile' },
+      },
+      handler: async ({ services, principal, params }) =>
+        json(200, await deleteResource(services, t, principal, params.name)),
     }),
     defineRoute({
       ...common,
@@ -128,8 +166,12 @@ function routesFor(t: ResourceType): Route[] {
       summary: `Permanently remove a soft-deleted ${t.type}`,
       params: Params,
       permission: may('delete'),
-      responses: { 200: { description: 'Purged', schema: z.object({ object_id: z.string(), is_success: z.boolean() }) }, 409: { description: 'The resource is not deleted' } },
-      handler: async ({ services, principal, params }) => json(200, await purgeResource(services, t, principal, params.name)),
+      responses: {
+        200: { description: 'Purged', schema: z.object({ object_id: z.string(), is_success: z.boolean() }) },
+        409: { description: 'The resource is not deleted' },
+      },
+      handler: async ({ services, principal, params }) =>
+        json(200, await purgeResource(services, t, principal, params.name)),
     }),
   ];
 }

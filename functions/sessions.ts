@@ -32,7 +32,10 @@ const Message = z
     operation_id: z.string(),
     rating: z.boolean().nullable().optional(),
     rating_comments: z.string().nullable().optional(),
-    citations: z.array(Citation).optional().describe('Assistant messages: the knowledge the answer was given, as the completion returned it'),
+    citations: z
+      .array(Citation)
+      .optional()
+      .describe('Assistant messages: the knowledge the answer was given, as the completion returned it'),
     content_artifacts: z
       .array(
         z.union([
@@ -60,7 +63,13 @@ const Message = z
       )
       .optional()
       .describe('Assistant messages: what the turn produced besides its text (tool executions, files)'),
-    completion_prompt_id: z.string().nullable().optional().describe('Assistant messages: the turn\'s completion prompt (null when no model was asked: a cache hit or a blocked prompt)'),
+    completion_prompt_id: z
+      .string()
+      .nullable()
+      .optional()
+      .describe(
+        "Assistant messages: the turn's completion prompt (null when no model was asked: a cache hit or a blocked prompt)",
+      ),
   })
   .meta({ id: 'Message' });
 
@@ -71,8 +80,21 @@ const CompletionPrompt = z
     operation_id: z.string(),
     created_on: z.string(),
     messages: z
-      .array(z.object({ role: z.string(), content: z.unknown().describe('Text, or content parts (an image part names its attachment\'s object id instead of repeating its bytes)') }).loose())
-      .describe('Exactly what the main model was sent, in order: system prompt, retrieved knowledge, history, attachments and the prompt'),
+      .array(
+        z
+          .object({
+            role: z.string(),
+            content: z
+              .unknown()
+              .describe(
+                "Text, or content parts (an image part names its attachment's object id instead of repeating its bytes)",
+              ),
+          })
+          .loose(),
+      )
+      .describe(
+        'Exactly what the main model was sent, in order: system prompt, retrieved knowledge, history, attachments and the prompt',
+      ),
   })
   .meta({ id: 'CompletionPrompt' });
 
@@ -92,7 +114,12 @@ export const routes = [
     query: PageQuery,
     responses: { 200: pagedResponse('Sessions', Session) },
     handler: async ({ services, principal, query }) =>
-      pagedJson(await services.pager.page(principal, 'sessions', query, (c, n) => services.conversations.list(principal.upn, c, n)), (s) => presentSession(s)),
+      pagedJson(
+        await services.pager.page(principal, 'sessions', query, (c, n) =>
+          services.conversations.list(principal.upn, c, n),
+        ),
+        (s) => presentSession(s),
+      ),
   }),
   defineRoute({
     ...common,
@@ -101,9 +128,13 @@ export const routes = [
     path: '/instances/{instanceId}/sessions',
     summary: 'Start a session',
     params: InstanceParams,
-    body: z.object({ name: SessionName.shape.name.default('New Chat') }).strict().default({ name: 'New Chat' }),
+    body: z
+      .object({ name: SessionName.shape.name.default('New Chat') })
+      .strict()
+      .default({ name: 'New Chat' }),
     responses: { 200: { description: 'The new session (without updated_on)', schema: Session } },
-    handler: async ({ services, principal, body }) => json(200, presentSession(await services.conversations.create(principal.upn, body.name), false)),
+    handler: async ({ services, principal, body }) =>
+      json(200, presentSession(await services.conversations.create(principal.upn, body.name), false)),
   }),
   defineRoute({
     ...common,
@@ -114,20 +145,26 @@ export const routes = [
     params: SessionParams,
     body: SessionName,
     responses: { 200: { description: 'The renamed session', schema: Session } },
-    handler: async ({ services, principal, params, body }) => json(200, presentSession(await services.conversations.rename(principal.upn, params.sessionId, body.name))),
+    handler: async ({ services, principal, params, body }) =>
+      json(200, presentSession(await services.conversations.rename(principal.upn, params.sessionId, body.name))),
   }),
   defineRoute({
     ...common,
     name: 'sessions-messages',
     method: 'GET',
     path: '/instances/{instanceId}/sessions/{sessionId}/messages',
-    summary: 'Messages of one of the caller\'s sessions, oldest first',
+    summary: "Messages of one of the caller's sessions, oldest first",
     params: SessionParams,
     query: PageQuery,
     responses: { 200: pagedResponse('Messages', Message) },
     handler: async ({ services, principal, params, query }) => {
       const list = `messages\n${params.sessionId.toLowerCase()}`;
-      return pagedJson(await services.pager.page(principal, list, query, (c, n) => services.conversations.messagesOf(principal.upn, params.sessionId, c, n)), presentMessage);
+      return pagedJson(
+        await services.pager.page(principal, list, query, (c, n) =>
+          services.conversations.messagesOf(principal.upn, params.sessionId, c, n),
+        ),
+        presentMessage,
+      );
     },
   }),
   defineRoute({
@@ -140,7 +177,11 @@ export const routes = [
     params: SessionParams.extend({ completionPromptId: z.string().min(1).max(200) }),
     responses: { 200: { description: 'The completion prompt', schema: CompletionPrompt } },
     handler: async ({ services, principal, params }) => {
-      const prompt = await services.conversations.completionPrompt(principal.upn, params.sessionId, params.completionPromptId);
+      const prompt = await services.conversations.completionPrompt(
+        principal.upn,
+        params.sessionId,
+        params.completionPromptId,
+      );
       // The turn's agent (named by the turn's answer) decides whether its prompt is shown.
       const answer = await services.conversations.recordedAnswer(principal.upn, prompt.operation_id);
       if (answer) await requirePromptView(services, principal, answer.agent_name);
@@ -174,15 +215,25 @@ export const routes = [
         share_prompt_with_owner: z
           .boolean()
           .optional()
-          .describe("With a thumbs-down: let the agent's owner see this turn's prompt (and the comments), never who rated, to make it an evaluation case; rating the message again without it withdraws it"),
+          .describe(
+            "With a thumbs-down: let the agent's owner see this turn's prompt (and the comments), never who rated, to make it an evaluation case; rating the message again without it withdraws it",
+          ),
       })
       .strict(),
     responses: { 200: { description: 'The rated message', schema: Message } },
     handler: async ({ services, principal, params, body }) => {
       const comments = body.comments ?? null;
-      const rated = await services.conversations.rate(principal.upn, params.sessionId, params.messageId, body.rating, comments);
+      const rated = await services.conversations.rate(
+        principal.upn,
+        params.sessionId,
+        params.messageId,
+        body.rating,
+        comments,
+      );
       const shared = !body.rating && body.share_prompt_with_owner === true;
-      await services.evaluations.recordRating(principal.upn, rated, shared, comments, () => services.conversations.promptOf(principal.upn, rated));
+      await services.evaluations.recordRating(principal.upn, rated, shared, comments, () =>
+        services.conversations.promptOf(principal.upn, rated),
+      );
       return json(200, presentMessage(rated));
     },
   }),

@@ -17,7 +17,9 @@ const status = (services: StatusRoutesDeps, name: string) =>
   json(200, { status: 'ready', name, version: services.config.version, instance_id: services.config.instanceId });
 
 const CheckSchema = z.object({ ok: z.boolean(), duration_ms: z.number(), error: z.string().optional() });
-const ReadinessSchema = z.object({ status: z.enum(['ready', 'unavailable']), checks: z.record(z.string(), CheckSchema) }).meta({ id: 'Readiness' });
+const ReadinessSchema = z
+  .object({ status: z.enum(['ready', 'unavailable']), checks: z.record(z.string(), CheckSchema) })
+  .meta({ id: 'Readiness' });
 
 /** `/health/live` and `/health/ready` on one API: unauthenticated, cheap, for probes. */
 const health = (api: 'core' | 'management') => [
@@ -42,7 +44,10 @@ const health = (api: 'core' | 'management') => [
     tag: 'Status',
     auth: 'none',
     errors: api,
-    responses: { 200: { description: 'Ready', schema: ReadinessSchema }, 503: { description: 'A dependency does not answer', schema: ReadinessSchema } },
+    responses: {
+      200: { description: 'Ready', schema: ReadinessSchema },
+      503: { description: 'A dependency does not answer', schema: ReadinessSchema },
+    },
     handler: async ({ services }) => {
       const r = await readiness(services);
       return json(r.status === 'ready' ? 200 : 503, r);

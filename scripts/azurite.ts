@@ -69,10 +69,21 @@ function run(bin: string, args: string[]): ChildProcess {
 export async function startAzurite(options: AzuriteOptions): Promise<Azurite> {
   const require = createRequire(import.meta.url);
   const dir = require.resolve('azurite/package.json').replace(/package\.json$/, '');
-  const common = ['--silent', '--disableTelemetry', '--skipApiVersionCheck', ...(options.location ? ['--location', options.location] : ['--inMemoryPersistence'])];
+  const common = [
+    '--silent',
+    '--disableTelemetry',
+    '--skipApiVersionCheck',
+    ...(options.location ? ['--location', options.location] : ['--inMemoryPersistence']),
+  ];
   const children = [
     run(`${dir}dist/src/blob/main.js`, [...common, '--blobHost', '127.0.0.1', '--blobPort', String(options.blobPort)]),
-    run(`${dir}dist/src/queue/main.js`, [...common, '--queueHost', '127.0.0.1', '--queuePort', String(options.queuePort)]),
+    run(`${dir}dist/src/queue/main.js`, [
+      ...common,
+      '--queueHost',
+      '127.0.0.1',
+      '--queuePort',
+      String(options.queuePort),
+    ]),
   ];
   const stop = async () => {
     await Promise.all(
@@ -96,5 +107,10 @@ export async function startAzurite(options: AzuriteOptions): Promise<Azurite> {
       await new Promise((r) => setTimeout(r, 100));
     }
   }
-  return { connectionString: connectionStringFor(options.blobPort, options.queuePort), blobPort: options.blobPort, queuePort: options.queuePort, stop };
+  return {
+    connectionString: connectionStringFor(options.blobPort, options.queuePort),
+    blobPort: options.blobPort,
+    queuePort: options.queuePort,
+    stop,
+  };
 }

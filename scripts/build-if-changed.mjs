@@ -12,10 +12,22 @@ import { fileURLToPath, URL } from 'node:url';
 import process from 'node:process';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
-const SOURCES = ['shared', 'functions', 'scripts', 'portal', 'package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json', 'host.json'];
+const SOURCES = [
+  'shared',
+  'functions',
+  'scripts',
+  'portal',
+  'package.json',
+  'package-lock.json',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'host.json',
+];
 const SKIP = new Set(['node_modules', 'dist', '.data']);
 const STAMP = join(root, 'dist', '.build-fingerprint');
-const OUTPUTS = ['bundle/start.js', 'azure/index.js', 'azure/app.cjs', 'scripts/package.js', 'portal/index.html'].map((file) => join(root, 'dist', file));
+const OUTPUTS = ['bundle/start.js', 'azure/index.js', 'azure/app.cjs', 'scripts/package.js', 'portal/index.html'].map(
+  (file) => join(root, 'dist', file),
+);
 
 function files(path) {
   const full = join(root, path);
@@ -31,7 +43,12 @@ function files(path) {
 
 function fingerprint() {
   const hash = createHash('sha256');
-  for (const file of SOURCES.flatMap(files).sort()) hash.update(relative(root, join(root, file))).update('\0').update(readFileSync(join(root, file))).update('\0');
+  for (const file of SOURCES.flatMap(files).sort())
+    hash
+      .update(relative(root, join(root, file)))
+      .update('\0')
+      .update(readFileSync(join(root, file)))
+      .update('\0');
   return hash.digest('hex');
 }
 

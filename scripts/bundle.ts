@@ -13,7 +13,11 @@ import { build, type Plugin } from 'esbuild';
 import { FUNCTION_TABLE, functionTable } from '../functions/group-loaders.js';
 import { firstAnswerEnv, firstAnswerScript, functionsCoreStandIn } from './functions-core-stand-in.js';
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', import.meta.url.endsWith('.ts') ? '' : '..');
+const root = path.resolve(
+  path.dirname(fileURLToPath(import.meta.url)),
+  '..',
+  import.meta.url.endsWith('.ts') ? '' : '..',
+);
 
 export const BUNDLE_DIR = path.join(root, 'dist', 'bundle');
 export const AZURE_BUNDLE_DIR = path.join(root, 'dist', 'azure');
@@ -21,7 +25,12 @@ export const AZURE_BUNDLE_DIR = path.join(root, 'dist', 'azure');
 export const APP_BUNDLE = 'app.cjs';
 
 /** The worker threads (the embedded store's, the matcher's) and the extraction processes, started by URL relative to the module that starts them. */
-const WORKERS = ['shared/store/sqlite-reader-worker.ts', 'shared/store/sqlite-checkpoint-worker.ts', 'shared/knowledge/extract-worker.ts', 'shared/matching/match-worker.ts'];
+const WORKERS = [
+  'shared/store/sqlite-reader-worker.ts',
+  'shared/store/sqlite-checkpoint-worker.ts',
+  'shared/knowledge/extract-worker.ts',
+  'shared/matching/match-worker.ts',
+];
 
 /**
  * The scripts of the sandbox's processes, each one self-contained file (`<name>.bundle.js`, no chunk
@@ -30,7 +39,14 @@ const WORKERS = ['shared/store/sqlite-reader-worker.ts', 'shared/store/sqlite-ch
 const PROCESS_SCRIPTS = ['shared/sandbox/pyodide-process.ts'];
 
 async function buildProcessScripts(outdir: string): Promise<void> {
-  await build({ ...COMMON, entryPoints: PROCESS_SCRIPTS, outdir, entryNames: '[name].bundle', format: 'esm', sourcemap: false });
+  await build({
+    ...COMMON,
+    entryPoints: PROCESS_SCRIPTS,
+    outdir,
+    entryNames: '[name].bundle',
+    format: 'esm',
+    sourcemap: false,
+  });
 }
 
 /**
@@ -73,7 +89,9 @@ async function buildModules(entry: { in: string; out: string }, outdir: string, 
     format: 'esm',
     external: [...EXTERNAL, ...external],
     // CommonJS dependencies call require(); in an ES module it has to be made.
-    banner: { js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);" },
+    banner: {
+      js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+    },
   });
 }
 
@@ -82,7 +100,10 @@ async function buildModules(entry: { in: string; out: string }, outdir: string, 
  * tables are a third of the app's code, needed only once tokens are counted: kept out of app.cjs, they are
  * not read on every cold start.
  */
-const TOKENIZER_FILES: Readonly<Record<string, string>> = { 'gpt-tokenizer': 'tokenizer-o200k.cjs', 'gpt-tokenizer/encoding/cl100k_base': 'tokenizer-cl100k.cjs' };
+const TOKENIZER_FILES: Readonly<Record<string, string>> = {
+  'gpt-tokenizer': 'tokenizer-o200k.cjs',
+  'gpt-tokenizer/encoding/cl100k_base': 'tokenizer-cl100k.cjs',
+};
 
 /** The app's imports of gpt-tokenizer become require() of the files beside it (`./tokenizer-*.cjs`). */
 const tokenizerBeside: Plugin = {
@@ -104,7 +125,10 @@ async function buildApp(outdir: string): Promise<void> {
   const outfile = path.join(outdir, APP_BUNDLE);
   await build({
     ...COMMON,
-    entryPoints: Object.entries(TOKENIZER_FILES).map(([module, file]) => ({ in: module, out: file.replace(/\.cjs$/, '') })),
+    entryPoints: Object.entries(TOKENIZER_FILES).map(([module, file]) => ({
+      in: module,
+      out: file.replace(/\.cjs$/, ''),
+    })),
     outdir,
     outExtension: { '.js': '.cjs' },
     format: 'cjs',
@@ -120,7 +144,9 @@ async function buildApp(outdir: string): Promise<void> {
     // import() becomes require(): a script run by node:vm has no module loader of its own.
     supported: { 'dynamic-import': false },
     // Wrapped as Node wraps a CommonJS module, so that the loader compiles the file's text as it is: no copy.
-    banner: { js: "(function (exports, require, module, __filename, __dirname) { const __import_meta_url = require('node:url').pathToFileURL(__filename).href;" },
+    banner: {
+      js: "(function (exports, require, module, __filename, __dirname) { const __import_meta_url = require('node:url').pathToFileURL(__filename).href;",
+    },
     footer: { js: '})' },
     // Licences in app.cjs.LEGAL.txt: the file itself stays ASCII, which the loader reads without decoding.
     legalComments: 'linked',
@@ -142,12 +168,19 @@ function saveCodeCache(outdir: string): void {
   const dataDir = mkdtempSync(path.join(tmpdir(), 'code-cache-'));
   const entry = path.join(outdir, 'index.js');
   const run = (script: string) =>
-    execFileSync(process.execPath, ['--input-type=module', '-e', script], { cwd: outdir, env: firstAnswerEnv(modules, dataDir), stdio: ['ignore', 'ignore', 'pipe'], timeout: 60_000 });
+    execFileSync(process.execPath, ['--input-type=module', '-e', script], {
+      cwd: outdir,
+      env: firstAnswerEnv(modules, dataDir),
+      stdio: ['ignore', 'ignore', 'pipe'],
+      timeout: 60_000,
+    });
   try {
     run(firstAnswerScript(entry, '(await entry).saveCodeCache();'));
   } catch (e) {
     const lines = String((e as { stderr?: unknown }).stderr ?? e).split('\n');
-    process.stderr.write(`The code cache holds the import only: the first answer failed (${lines.find((l) => /^\w*Error: /.test(l)) ?? lines[0]})\n`);
+    process.stderr.write(
+      `The code cache holds the import only: the first answer failed (${lines.find((l) => /^\w*Error: /.test(l)) ?? lines[0]})\n`,
+    );
     run(`(await import(${JSON.stringify(pathToFileURL(entry).href)})).saveCodeCache(); process.exit(0);`);
   } finally {
     for (const dir of [modules, dataDir]) rmSync(dir, { recursive: true, force: true });
@@ -156,7 +189,10 @@ function saveCodeCache(outdir: string): void {
 
 export type BundleTarget = 'start' | 'azure';
 
-export async function bundle(target: BundleTarget = 'start', outdir: string = target === 'start' ? BUNDLE_DIR : AZURE_BUNDLE_DIR): Promise<void> {
+export async function bundle(
+  target: BundleTarget = 'start',
+  outdir: string = target === 'start' ? BUNDLE_DIR : AZURE_BUNDLE_DIR,
+): Promise<void> {
   rmSync(outdir, { recursive: true, force: true });
   await buildProcessScripts(outdir);
   // Azurite runs as its own process, from its own package.
@@ -169,7 +205,11 @@ export async function bundle(target: BundleTarget = 'start', outdir: string = ta
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   // The per-file output (benchmarks, tools) starts the same self-contained scripts, beside its modules.
-  Promise.all([bundle('start'), bundle('azure'), buildProcessScripts(path.join(root, 'dist', 'shared', 'sandbox'))]).catch((e: unknown) => {
+  Promise.all([
+    bundle('start'),
+    bundle('azure'),
+    buildProcessScripts(path.join(root, 'dist', 'shared', 'sandbox')),
+  ]).catch((e: unknown) => {
     process.stderr.write(`${e instanceof Error ? e.message : String(e)}\n`);
     process.exit(1);
   });

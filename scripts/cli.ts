@@ -87,9 +87,15 @@ const management = (path: string) => `${managementUrl}/instances/${instance}/pro
 
 /** A token signed by the local identity provider (the server's own key, under DATA_DIR). */
 async function localToken(upn: string | undefined, roles: string[] = []): Promise<string> {
-  if (config.auth.kind !== 'local') throw new CliError('AUTH_* settings are set: pass --token or set TOKEN to a token from your identity provider');
+  if (config.auth.kind !== 'local')
+    throw new CliError('AUTH_* settings are set: pass --token or set TOKEN to a token from your identity provider');
   const user = upn === undefined ? LOCAL_DEFAULT_USER : { upn };
-  return mintLocalToken(await loadLocalKey(config.auth.keyFile), config.auth.issuer, config.auth.audience, { ...user, groups: [], roles, expiresInSeconds: 3600 });
+  return mintLocalToken(await loadLocalKey(config.auth.keyFile), config.auth.issuer, config.auth.audience, {
+    ...user,
+    groups: [],
+    roles,
+    expiresInSeconds: 3600,
+  });
 }
 
 let bearer: Promise<string> | undefined;
@@ -112,17 +118,32 @@ const CLI_WORDS: Record<string, string> = {
 const inCliWords = (message: string) => message.replace(/\b[a-z]+_[a-z_]+\b/g, (field) => CLI_WORDS[field] ?? field);
 
 /** Calls the API; a non-2xx answer becomes an error with the envelope's message, in the CLI's words. */
-async function call(method: string, url: string, body?: unknown, headers: Record<string, string> = {}, bearer: Promise<string> = token()): Promise<Response> {
+async function call(
+  method: string,
+  url: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+  bearer: Promise<string> = token(),
+): Promise<Response> {
   const response = await fetch(url, {
     method,
-    headers: { authorization: `Bearer ${await bearer}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }), ...headers },
+    headers: {
+      authorization: `Bearer ${await bearer}`,
+      ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      ...headers,
+    },
     ...(body === undefined ? {} : { body: JSON.stringify(body) }),
   });
   if (response.ok) return response;
   const text = await response.text();
   let message = text;
   try {
-    const envelope = JSON.parse(text) as { error?: { message?: string; details?: { field: string; message: string }[] }; message?: string; title?: string; detail?: string };
+    const envelope = JSON.parse(text) as {
+      error?: { message?: string; details?: { field: string; message: string }[] };
+      message?: string;
+      title?: string;
+      detail?: string;
+    };
     const field = envelope.error?.details?.[0]?.field;
     message = `${envelope.error?.message ?? envelope.detail ?? envelope.message ?? envelope.title ?? text}${field && field !== 'request' ? ` (${field})` : ''}`;
   } catch {
@@ -155,19 +176,37 @@ async function create(file: string | undefined): Promise<void> {
   const resources: FileResource[] = parsed.resources ?? [{ type: 'Svc.Agent/agents', ...(parsed as { name: string }) }];
   // `{instance}` in any value is this service's instance id, so a file works against any instance.
   const withInstance = (value: unknown): unknown =>
-    typeof value === 'string' ? value.replaceAll('{instance}', instance) : Array.isArray(value) ? value.map(withInstance) : value && typeof value === 'object' ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withInstance(v)])) : value;
+    typeof value === 'string'
+      ? value.replaceAll('{instance}', instance)
+      : Array.isArray(value)
+        ? value.map(withInstance)
+        : value && typeof value === 'object'
+          ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withInstance(v)]))
+          : value;
   for (const { type, ...given } of resources) {
     const body = Object.fromEntries(Object.entries(given).map(([k, v]) => [k, withInstance(v)]));
-    if (typeof type !== 'string' || !/^Svc\.[A-Za-z]+\/[A-Za-z]+$/.test(type) || typeof body.name !== 'string') throw new CliError(`each resource needs a type like Svc.Agent/agents and a name (got ${JSON.stringify({ type, name: body.name })})`);
-    const result = await json<{ object_id: string }>(call('POST', management(`${type}/${encodeURIComponent(body.name)}`), body));
+    if (typeof type !== 'string' || !/^Svc\.[A-Za-z]+\/[A-Za-z]+$/.test(type) || typeof body.name !== 'string')
+      throw new CliError(
+        `each resource needs a type like Svc.Agent/agents and a name (got ${JSON.stringify({ type, name: body.name })})`,
+      );
+    const result = await json<{ object_id: string }>(
+      call('POST', management(`${type}/${encodeURIComponent(body.name)}`), body),
+    );
     out(`${type}/${body.name}  ${result.object_id}`);
   }
 }
 
 async function agentToken(agent: string | undefined): Promise<void> {
   if (!agent || !flags.name) throw new CliError('agent-token needs an agent and --name');
-  const body = { type: 'agent-access-token', name: flags.name, ...(flags.description ? { description: flags.description } : {}), ...(flags.expires ? { expiration_date: new Date(flags.expires).toISOString() } : {}) };
-  const result = await json<{ object_id: string; resource: string }>(call('POST', management(`Svc.Agent/agents/${encodeURIComponent(agent)}/agent-access-tokens`), body));
+  const body = {
+    type: 'agent-access-token',
+    name: flags.name,
+    ...(flags.description ? { description: flags.description } : {}),
+    ...(flags.expires ? { expiration_date: new Date(flags.expires).toISOString() } : {}),
+  };
+  const result = await json<{ object_id: string; resource: string }>(
+    call('POST', management(`Svc.Agent/agents/${encodeURIComponent(agent)}/agent-access-tokens`), body),
+  );
   process.stderr.write(`Issued ${result.object_id}. The secret below is shown this once; store it now.\n`);
   out(result.resource);
 }
@@ -188,14 +227,24 @@ async function sessionFor(agent: string): Promise<string> {
 }
 
 /** What the answer cost and where it came from, after the answer itself. */
-function summary(session: string, answer: Pick<Answer, 'prompt_tokens' | 'completion_tokens' | 'total_tokens' | 'citations'>): string {
-  const lines = [`session ${session}  (go on with --session ${session})`, `tokens  ${answer.prompt_tokens} prompt + ${answer.completion_tokens} completion = ${answer.total_tokens}`];
-  for (const [i, c] of answer.citations.entries()) lines.push(`[${i + 1}] ${c.title ?? ''} ${c.source ?? ''}${c.score !== undefined ? `  (score ${c.score.toFixed(3)})` : ''}`.trimEnd());
+function summary(
+  session: string,
+  answer: Pick<Answer, 'prompt_tokens' | 'completion_tokens' | 'total_tokens' | 'citations'>,
+): string {
+  const lines = [
+    `session ${session}  (go on with --session ${session})`,
+    `tokens  ${answer.prompt_tokens} prompt + ${answer.completion_tokens} completion = ${answer.total_tokens}`,
+  ];
+  for (const [i, c] of answer.citations.entries())
+    lines.push(
+      `[${i + 1}] ${c.title ?? ''} ${c.source ?? ''}${c.score !== undefined ? `  (score ${c.score.toFixed(3)})` : ''}`.trimEnd(),
+    );
   return lines.join('\n');
 }
 
 async function complete(agent: string | undefined, prompt: string[]): Promise<void> {
-  if (!agent || prompt.length === 0) throw new CliError('complete needs an agent and a prompt: complete <agent> <prompt...>');
+  if (!agent || prompt.length === 0)
+    throw new CliError('complete needs an agent and a prompt: complete <agent> <prompt...>');
   const session = await sessionFor(agent);
   try {
     await answer(agent, prompt.join(' '), session);
@@ -228,7 +277,8 @@ async function answer(agent: string, prompt: string, session: string): Promise<v
   });
   const reader = response.body?.getReader();
   const decoder = new TextDecoder();
-  for (let piece = await reader?.read(); piece && !piece.done; piece = await reader?.read()) parser.feed(decoder.decode(piece.value, { stream: true }));
+  for (let piece = await reader?.read(); piece && !piece.done; piece = await reader?.read())
+    parser.feed(decoder.decode(piece.value, { stream: true }));
   if (failure) throw new CliError(inCliWords(failure));
   if (flags.json) return out(JSON.stringify({ session_id: session, ...completed }, null, 2));
   process.stdout.write('\n');
@@ -239,7 +289,10 @@ async function answer(agent: string, prompt: string, session: string): Promise<v
 async function firstAgent(): Promise<void> {
   const file = fileURLToPath(new URL('../examples/chat-agent.json', import.meta.url));
   const mock = await fetch('http://127.0.0.1:8080/v1/models').catch(() => undefined);
-  if (!mock) throw new CliError('the local mock model is not running on port 8080: start it with npm run mock-llm (in another terminal), then run this again');
+  if (!mock)
+    throw new CliError(
+      'the local mock model is not running on port 8080: start it with npm run mock-llm (in another terminal), then run this again',
+    );
   await create(file);
   out('');
   await complete('first-agent', ['Hello! Who are you?']);
@@ -248,13 +301,19 @@ async function firstAgent(): Promise<void> {
 /** Starts a pipeline run and follows it until it ends, with its counts. */
 async function processPipeline(pipeline: string | undefined): Promise<void> {
   if (!pipeline) throw new CliError('process needs a pipeline name: process <pipeline>');
-  const { object_id } = await json<{ object_id: string }>(call('POST', management(`Svc.DataPipeline/dataPipelines/${encodeURIComponent(pipeline)}/process`), {}));
+  const { object_id } = await json<{ object_id: string }>(
+    call('POST', management(`Svc.DataPipeline/dataPipelines/${encodeURIComponent(pipeline)}/process`), {}),
+  );
   const run = object_id.split('/').pop() ?? '';
   out(`run ${run}`);
   let last = '';
   for (;;) {
-    const { resource } = await json<{ resource: { status: string; counts: Record<string, number>; errors: { source: string; message: string }[] } }>(call('GET', management(`Svc.DataPipeline/dataPipelineRuns/${run}`)));
-    const line = `${resource.status}  ${Object.entries(resource.counts).map(([k, v]) => `${k} ${v}`).join(', ')}`;
+    const { resource } = await json<{
+      resource: { status: string; counts: Record<string, number>; errors: { source: string; message: string }[] };
+    }>(call('GET', management(`Svc.DataPipeline/dataPipelineRuns/${run}`)));
+    const line = `${resource.status}  ${Object.entries(resource.counts)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ')}`;
     if (line !== last) out(line);
     last = line;
     if (resource.status === 'Completed' || resource.status === 'Failed') {
@@ -271,7 +330,9 @@ async function tail(operationId: string | undefined): Promise<void> {
   const intervalMs = Math.max(0.2, Number(flags.interval ?? 1)) * 1000;
   let last = '';
   for (;;) {
-    const op = await json<{ status: string; status_message: string; result: { completion?: string } | null }>(call('GET', core(`/async-completions/${encodeURIComponent(operationId)}/status`)));
+    const op = await json<{ status: string; status_message: string; result: { completion?: string } | null }>(
+      call('GET', core(`/async-completions/${encodeURIComponent(operationId)}/status`)),
+    );
     const line = `${op.status}: ${op.status_message}`;
     if (line !== last) out(`${new Date().toISOString()}  ${line}`);
     last = line;
@@ -286,10 +347,20 @@ async function tail(operationId: string | undefined): Promise<void> {
 
 async function memoryExport(): Promise<void> {
   if (!flags.user) throw new CliError('memory-export needs --user');
-  const query = new URLSearchParams({ scope: flags.scope ?? 'user', ...(flags.agent ? { agentObjectId: `/instances/${instance}/providers/Svc.Agent/agents/${flags.agent}` } : {}) });
+  const query = new URLSearchParams({
+    scope: flags.scope ?? 'user',
+    ...(flags.agent ? { agentObjectId: `/instances/${instance}/providers/Svc.Agent/agents/${flags.agent}` } : {}),
+  });
   // The export acts for the user: locally it is signed with the on-behalf role whatever TOKEN holds.
-  const bearer = flags.token === undefined && config.auth.kind === 'local' ? localToken(undefined, [ACT_ON_BEHALF_ROLE]) : token();
-  const response = await call('GET', core(`/memory/export?${query}`), undefined, { 'x-user-identity': JSON.stringify({ upn: flags.user }) }, bearer);
+  const bearer =
+    flags.token === undefined && config.auth.kind === 'local' ? localToken(undefined, [ACT_ON_BEHALF_ROLE]) : token();
+  const response = await call(
+    'GET',
+    core(`/memory/export?${query}`),
+    undefined,
+    { 'x-user-identity': JSON.stringify({ upn: flags.user }) },
+    bearer,
+  );
   out(await response.text());
 }
 
@@ -297,10 +368,19 @@ async function memoryExport(): Promise<void> {
 function table(rows: Record<string, unknown>[]): string {
   if (rows.length === 0) return '(no rows)';
   const columns = [...new Set(rows.flatMap((r) => Object.keys(r)))];
-  const cell = (v: unknown) => (v === null || v === undefined ? '' : typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean' ? String(v) : JSON.stringify(v));
+  const cell = (v: unknown) =>
+    v === null || v === undefined
+      ? ''
+      : typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean'
+        ? String(v)
+        : JSON.stringify(v);
   const cells = rows.map((r) => columns.map((c) => cell(r[c])));
   const widths = columns.map((c, i) => Math.max(c.length, ...cells.map((r) => (r[i] ?? '').length)));
-  const line = (values: string[]) => values.map((v, i) => v.padEnd(widths[i] ?? 0)).join('  ').trimEnd();
+  const line = (values: string[]) =>
+    values
+      .map((v, i) => v.padEnd(widths[i] ?? 0))
+      .join('  ')
+      .trimEnd();
   return [line(columns), line(widths.map((w) => '-'.repeat(w))), ...cells.map(line)].join('\n');
 }
 
@@ -314,7 +394,9 @@ async function analytics(report: string | undefined): Promise<void> {
     ...(flags.user ? { username: flags.user } : {}),
     ...(flags.top ? { top_count: Number(flags.top) } : {}),
   };
-  const answer = await json<{ resource: { data: unknown } }>(call('POST', management('Svc.Analytics/analytics/query?api-version=2024-02-16'), { request_type: type, filters }));
+  const answer = await json<{ resource: { data: unknown } }>(
+    call('POST', management('Svc.Analytics/analytics/query?api-version=2024-02-16'), { request_type: type, filters }),
+  );
   const data = answer.resource.data;
   if (flags.json) {
     out(JSON.stringify(data, null, 2));
@@ -335,11 +417,26 @@ async function analytics(report: string | undefined): Promise<void> {
   out(String(data));
 }
 
-async function exportPackage(name: string | undefined, version: string | undefined, objectIds: string[]): Promise<void> {
-  if (!name || !version || objectIds.length === 0) throw new CliError('export needs a package, a version and object ids: export <package> <version> <object-id...>');
+async function exportPackage(
+  name: string | undefined,
+  version: string | undefined,
+  objectIds: string[],
+): Promise<void> {
+  if (!name || !version || objectIds.length === 0)
+    throw new CliError('export needs a package, a version and object ids: export <package> <version> <object-id...>');
   const packages = management('Svc.Platform/artifactPackages');
-  await call('POST', `${packages}/${encodeURIComponent(name)}/export`, { package_version: version, resource_object_ids: objectIds });
-  const bytes = Buffer.from(await (await call('GET', `${packages}/${encodeURIComponent(name)}?loadContent=true&version=${encodeURIComponent(version)}`)).arrayBuffer());
+  await call('POST', `${packages}/${encodeURIComponent(name)}/export`, {
+    package_version: version,
+    resource_object_ids: objectIds,
+  });
+  const bytes = Buffer.from(
+    await (
+      await call(
+        'GET',
+        `${packages}/${encodeURIComponent(name)}?loadContent=true&version=${encodeURIComponent(version)}`,
+      )
+    ).arrayBuffer(),
+  );
   const file = flags.out ?? `${name}-${version}.zip`;
   await writeFile(file, bytes);
   out(`${objectIds.length} resources exported as ${name} ${version}: ${file}`);
@@ -349,13 +446,23 @@ async function exportPackage(name: string | undefined, version: string | undefin
 async function uploadPackage(file: string | undefined): Promise<{ name: string; version: string }> {
   if (!file) throw new CliError('plan and apply need a package file');
   const bytes = await readFile(file);
-  const manifest = JSON.parse((await readArchive(bytes, (n) => n === 'manifest.json')).files.get('manifest.json')?.toString('utf8') ?? 'null') as { name?: unknown; version?: unknown } | null;
-  if (typeof manifest?.name !== 'string' || typeof manifest.version !== 'string') throw new CliError(`${file}: not an artifact package (its manifest.json names no name and version)`);
+  const manifest = JSON.parse(
+    (await readArchive(bytes, (n) => n === 'manifest.json')).files.get('manifest.json')?.toString('utf8') ?? 'null',
+  ) as { name?: unknown; version?: unknown } | null;
+  if (typeof manifest?.name !== 'string' || typeof manifest.version !== 'string')
+    throw new CliError(`${file}: not an artifact package (its manifest.json names no name and version)`);
   const form = new FormData();
   form.append('file', new Blob([new Uint8Array(bytes)]), file);
-  form.append('resource', JSON.stringify({ type: 'artifact-package', name: manifest.name, package_version: manifest.version }));
+  form.append(
+    'resource',
+    JSON.stringify({ type: 'artifact-package', name: manifest.name, package_version: manifest.version }),
+  );
   const url = management(`Svc.Platform/artifactPackages/${encodeURIComponent(manifest.name)}`);
-  const response = await fetch(url, { method: 'POST', headers: { authorization: `Bearer ${await token()}` }, body: form });
+  const response = await fetch(url, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${await token()}` },
+    body: form,
+  });
   if (!response.ok) throw new CliError(`${response.status}: ${await response.text()} [POST ${new URL(url).pathname}]`);
   return { name: manifest.name, version: manifest.version };
 }
@@ -363,7 +470,9 @@ async function uploadPackage(file: string | undefined): Promise<{ name: string; 
 async function planOrApply(step: 'plan' | 'apply', file: string | undefined): Promise<void> {
   const { name, version } = await uploadPackage(file);
   const result = await json<{ changes: { object_id: string; action: string; fields: string[] }[] }>(
-    call('POST', management(`Svc.Platform/artifactPackages/${encodeURIComponent(name)}/${step}`), { package_version: version }),
+    call('POST', management(`Svc.Platform/artifactPackages/${encodeURIComponent(name)}/${step}`), {
+      package_version: version,
+    }),
   );
   if (flags.json) return out(JSON.stringify(result, null, 2));
   out(table(result.changes.map((c) => ({ action: c.action, object_id: c.object_id, fields: c.fields.join(', ') }))));
@@ -406,7 +515,9 @@ async function main(): Promise<void> {
 }
 
 main().catch((e: unknown) => {
-  process.stderr.write(`${e instanceof CliError ? e.message : e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  process.stderr.write(
+    `${e instanceof CliError ? e.message : e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`,
+  );
   if (!(e instanceof CliError) || /needs|unknown command/.test(e.message)) process.stderr.write(`\n${USAGE}`);
   process.exit(1);
 });

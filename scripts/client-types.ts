@@ -14,7 +14,8 @@ const NULL = ts.factory.createLiteralTypeNode(ts.factory.createNull());
 export async function clientTypes(document: object | URL): Promise<string> {
   const ast = await openapiTS(document as Parameters<typeof openapiTS>[0], {
     transform(schema) {
-      if ('format' in schema && schema.format === 'binary') return schema.nullable ? ts.factory.createUnionTypeNode([BLOB, NULL]) : BLOB;
+      if ('format' in schema && schema.format === 'binary')
+        return schema.nullable ? ts.factory.createUnionTypeNode([BLOB, NULL]) : BLOB;
       return undefined;
     },
   });

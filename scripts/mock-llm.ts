@@ -18,7 +18,12 @@ export interface ChatRequest {
   /** Path and query string. */
   url: string;
   headers: http.IncomingHttpHeaders;
-  body: { model?: string; messages: { role: string; content: MessageContent; tool_calls?: unknown[]; tool_call_id?: string }[]; tools?: { function: { name: string } }[]; [k: string]: unknown };
+  body: {
+    model?: string;
+    messages: { role: string; content: MessageContent; tool_calls?: unknown[]; tool_call_id?: string }[];
+    tools?: { function: { name: string } }[];
+    [k: string]: unknown;
+  };
 }
 
 /** What the next request gets instead of an echo. */
@@ -73,7 +78,8 @@ export interface MockLlm {
 }
 
 /** A message's content: text, or parts (text and images) as OpenAI's vision requests send them. */
-type MessageContent = string | null | ({ type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } })[];
+type MessageContent =
+  string | null | ({ type: 'text'; text: string } | { type: 'image_url'; image_url: { url: string } })[];
 
 /** The content as text: parts joined, each image as `[image <type>, <bytes> bytes]`. */
 export function textOf(content: MessageContent): string {
@@ -93,7 +99,10 @@ const words = (content: MessageContent) => textOf(content).split(/\s+/).filter(B
  * A tool call the user's message asks for: a line `/call NAME {json arguments}`, or `/call python` followed
  * by lines of code (the code interpreter), when NAME is among the offered functions.
  */
-export function scriptedCall(message: string, tools: readonly { function: { name: string } }[]): { name: string; arguments: Record<string, unknown> } | undefined {
+export function scriptedCall(
+  message: string,
+  tools: readonly { function: { name: string } }[],
+): { name: string; arguments: Record<string, unknown> } | undefined {
   const at = message.search(/^\/call /m);
   const m = at < 0 ? null : /^\/call ([A-Za-z0-9_-]{1,64})[ \t]*(.*)$/s.exec(message.slice(at));
   if (!m) return undefined;
@@ -103,7 +112,9 @@ export function scriptedCall(message: string, tools: readonly { function: { name
   if (name === 'python' && first.trim() === '') return { name, arguments: { code: lines.join('\n') } };
   try {
     const args: unknown = JSON.parse(rest.trim() || '{}');
-    return typeof args === 'object' && args !== null && !Array.isArray(args) ? { name, arguments: args as Record<string, unknown> } : undefined;
+    return typeof args === 'object' && args !== null && !Array.isArray(args)
+      ? { name, arguments: args as Record<string, unknown> }
+      : undefined;
   } catch {
     return undefined;
   }
@@ -113,8 +124,15 @@ export function scriptedCall(message: string, tools: readonly { function: { name
 function reply(body: ChatRequest['body']) {
   const lastUser = body.messages.map((m) => m.role).lastIndexOf('user');
   const results = body.messages.slice(lastUser + 1).filter((m) => m.role === 'tool');
-  const content = results.length > 0 ? `Tools said: ${results.map((m) => textOf(m.content)).join(' | ')}` : `Echo: ${textOf(body.messages[lastUser]?.content ?? null)}`;
-  return { content, prompt: body.messages.reduce((total, m) => total + words(m.content), 0), completion: words(content) };
+  const content =
+    results.length > 0
+      ? `Tools said: ${results.map((m) => textOf(m.content)).join(' | ')}`
+      : `Echo: ${textOf(body.messages[lastUser]?.content ?? null)}`;
+  return {
+    content,
+    prompt: body.messages.reduce((total, m) => total + words(m.content), 0),
+    completion: words(content),
+  };
 }
 
 function echo(body: ChatRequest['body'], path: string, n: number): string {
@@ -182,13 +200,22 @@ function embeddingsAnswer(body: EmbeddingRequest['body']): string {
   const tokens = inputs.reduce((n, t) => n + words(t), 0);
   return JSON.stringify({
     object: 'list',
-    data: inputs.map((text, index) => ({ object: 'embedding', index, embedding: mockEmbedding(text, body.dimensions ?? MOCK_EMBEDDING_DIMENSIONS) })),
+    data: inputs.map((text, index) => ({
+      object: 'embedding',
+      index,
+      embedding: mockEmbedding(text, body.dimensions ?? MOCK_EMBEDDING_DIMENSIONS),
+    })),
     model: body.model ?? 'mock-embedding',
     usage: { prompt_tokens: tokens, total_tokens: tokens },
   });
 }
 
-const FILE_TYPES: Record<string, string> = { '.md': 'text/markdown', '.txt': 'text/plain', '.html': 'text/html', '.pdf': 'application/pdf' };
+const FILE_TYPES: Record<string, string> = {
+  '.md': 'text/markdown',
+  '.txt': 'text/plain',
+  '.html': 'text/html',
+  '.pdf': 'application/pdf',
+};
 
 /** A file of the served folder (a local Web source for knowledge pipelines); nothing outside it. */
 function serveFile(root: string, name: string, res: http.ServerResponse): void {
@@ -196,12 +223,15 @@ function serveFile(root: string, name: string, res: http.ServerResponse): void {
   const file = resolve(base, decodeURIComponent(name));
   if (!file.startsWith(`${base}${sep}`)) return void res.writeHead(404).end();
   readFile(file).then(
-    (bytes) => res.writeHead(200, { 'content-type': FILE_TYPES[extname(file)] ?? 'application/octet-stream' }).end(bytes),
+    (bytes) =>
+      res.writeHead(200, { 'content-type': FILE_TYPES[extname(file)] ?? 'application/octet-stream' }).end(bytes),
     () => res.writeHead(404).end(),
   );
 }
 
-export async function startMockLlm(options: { port?: number; latencyMs?: number; files?: string } = {}): Promise<MockLlm> {
+export async function startMockLlm(
+  options: { port?: number; latencyMs?: number; files?: string } = {},
+): Promise<MockLlm> {
   const requests: ChatRequest[] = [];
   const embeddingRequests: EmbeddingRequest[] = [];
   const queue: Behavior[] = [];
@@ -224,19 +254,29 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number;
   function stream(body: ChatRequest['body'], res: http.ServerResponse, n: number) {
     const { content, prompt, completion } = reply(body);
     const pieces = content.split(/(?= )/);
-    const chunk = (payload: object) => res.write(`data: ${JSON.stringify({ id: `chatcmpl-${n}`, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: body.model ?? 'mock', ...payload })}\n\n`);
+    const chunk = (payload: object) =>
+      res.write(
+        `data: ${JSON.stringify({ id: `chatcmpl-${n}`, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: body.model ?? 'mock', ...payload })}\n\n`,
+      );
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     const gap = pieces.length > 1 ? streaming.spreadMs / (pieces.length - 1) : 0;
     const send = (i: number) => {
       if (res.destroyed) return;
-      chunk({ choices: [{ index: 0, delta: { ...(i === 0 ? { role: 'assistant' } : {}), content: pieces[i] }, finish_reason: null }] });
+      chunk({
+        choices: [
+          { index: 0, delta: { ...(i === 0 ? { role: 'assistant' } : {}), content: pieces[i] }, finish_reason: null },
+        ],
+      });
       if (i === 0) firstTokens.push(performance.now());
       if (i + 1 < pieces.length) {
         later(gap, () => send(i + 1));
         return;
       }
       chunk({ choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] });
-      chunk({ choices: [], usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion } });
+      chunk({
+        choices: [],
+        usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion },
+      });
       res.end('data: [DONE]\n\n');
     };
     later(streaming.firstTokenMs, () => send(0));
@@ -246,17 +286,36 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number;
     if (!behavior) return latency > 0 ? later(latency, answer) : answer();
     if ('hangMs' in behavior) return later(behavior.hangMs, answer);
     if ('status' in behavior && !('raw' in behavior)) {
-      res.writeHead(behavior.status, { 'content-type': 'application/json', ...behavior.headers }).end(JSON.stringify(behavior.body ?? { error: { message: `mock ${behavior.status}` } }));
+      res
+        .writeHead(behavior.status, { 'content-type': 'application/json', ...behavior.headers })
+        .end(JSON.stringify(behavior.body ?? { error: { message: `mock ${behavior.status}` } }));
       return;
     }
     if ('raw' in behavior) {
-      res.writeHead(behavior.status ?? 200, { 'content-type': behavior.contentType ?? 'application/json' }).end(behavior.raw);
+      res
+        .writeHead(behavior.status ?? 200, { 'content-type': behavior.contentType ?? 'application/json' })
+        .end(behavior.raw);
       return;
     }
     if ('reset' in behavior) return void socket.destroy();
     if ('toolCalls' in behavior) {
-      const message = { role: 'assistant', content: null, tool_calls: behavior.toolCalls.map((c, i) => ({ id: `call_${i + 1}`, type: 'function', function: { name: c.name, arguments: JSON.stringify(c.arguments) } })) };
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ id: 'chatcmpl-tools', object: 'chat.completion', choices: [{ index: 0, message, finish_reason: 'tool_calls' }], usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } }));
+      const message = {
+        role: 'assistant',
+        content: null,
+        tool_calls: behavior.toolCalls.map((c, i) => ({
+          id: `call_${i + 1}`,
+          type: 'function',
+          function: { name: c.name, arguments: JSON.stringify(c.arguments) },
+        })),
+      };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id: 'chatcmpl-tools',
+          object: 'chat.completion',
+          choices: [{ index: 0, message, finish_reason: 'tool_calls' }],
+          usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 },
+        }),
+      );
       return;
     }
     if ('cutAfterBytes' in behavior) {
@@ -291,7 +350,8 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number;
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const path = (req.url ?? '').split('?')[0] ?? '';
-      if (req.method === 'GET' && options.files !== undefined && path.startsWith('/files/')) return serveFile(options.files, path.slice('/files/'.length), res);
+      if (req.method === 'GET' && options.files !== undefined && path.startsWith('/files/'))
+        return serveFile(options.files, path.slice('/files/'.length), res);
       if (req.method === 'POST' && /\/embeddings$/.test(path)) {
         let body: EmbeddingRequest['body'];
         try {
@@ -311,7 +371,9 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number;
         return;
       }
       if (req.method !== 'POST' || !/\/chat\/completions$/.test(path)) {
-        res.writeHead(404, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: 'not found' } }));
+        res
+          .writeHead(404, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ error: { message: 'not found' } }));
         return;
       }
       let body: ChatRequest['body'];
@@ -327,8 +389,13 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number;
         if (!res.writableFinished) aborted++;
       });
       const lastIsUser = body.messages.at(-1)?.role === 'user';
-      const scripted = lastIsUser ? scriptedCall(textOf(body.messages.at(-1)?.content ?? null), body.tools ?? []) : undefined;
-      const reflexed = reflex && body.tools?.some((t) => t.function.name === reflex?.name) && lastIsUser ? { toolCalls: [reflex] } : undefined;
+      const scripted = lastIsUser
+        ? scriptedCall(textOf(body.messages.at(-1)?.content ?? null), body.tools ?? [])
+        : undefined;
+      const reflexed =
+        reflex && body.tools?.some((t) => t.function.name === reflex?.name) && lastIsUser
+          ? { toolCalls: [reflex] }
+          : undefined;
       const behavior = queue.shift() ?? (scripted ? { toolCalls: [scripted] } : reflexed);
       const answer = () => {
         if (res.destroyed) return;
@@ -336,7 +403,8 @@ export async function startMockLlm(options: { port?: number; latencyMs?: number;
         else res.writeHead(200, { 'content-type': 'application/json' }).end(echo(body, path, n));
       };
       // A reflexive tool call takes the model's time, as an answer would.
-      if (behavior === reflexed && reflexed && latency > 0) later(latency, () => play(reflexed, res, req.socket, answer));
+      if (behavior === reflexed && reflexed && latency > 0)
+        later(latency, () => play(reflexed, res, req.socket, answer));
       else play(behavior, res, req.socket, answer);
     });
   });
@@ -420,15 +488,22 @@ async function main(): Promise<void> {
   };
   const port = Number(positionals[0] ?? 8080);
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new Error('the port must be a number from 0 to 65535');
-  const mock = await startMockLlm({ port, latencyMs: number('latency-ms', values['latency-ms']), ...(values.files !== undefined ? { files: values.files } : {}) });
+  const mock = await startMockLlm({
+    port,
+    latencyMs: number('latency-ms', values['latency-ms']),
+    ...(values.files !== undefined ? { files: values.files } : {}),
+  });
   mock.setStreaming(number('first-token-ms', values['first-token-ms']), number('stream-ms', values['stream-ms']));
   if (values['tool-call'] !== undefined) {
     const [name = '', args] = values['tool-call'].split(/=(.*)/s);
     const parsed: unknown = JSON.parse(args ?? '{}');
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('--tool-call arguments must be a JSON object');
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+      throw new Error('--tool-call arguments must be a JSON object');
     mock.setToolReflex({ name, arguments: Object.fromEntries(Object.entries(parsed)) });
   }
-  process.stdout.write(`Mock OpenAI-compatible server: ${mock.url}/v1 (echoes the last user message; embeddings at ${mock.url}/v1/embeddings)${values.files !== undefined ? `; ${values.files} at ${mock.url}/files/` : ''}\n`);
+  process.stdout.write(
+    `Mock OpenAI-compatible server: ${mock.url}/v1 (echoes the last user message; embeddings at ${mock.url}/v1/embeddings)${values.files !== undefined ? `; ${values.files} at ${mock.url}/files/` : ''}\n`,
+  );
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {

@@ -21,20 +21,32 @@ export async function startMcpServer(): Promise<TestMcpServer> {
   const build = (authorization: string | undefined) => {
     const server = new McpServer({ name: 'test-tools', version: '1.0.0' });
     const record = (tool: string, args: unknown) => calls.push({ tool, args, authorization });
-    server.registerTool('add', { description: 'Adds two numbers', inputSchema: { a: z.number(), b: z.number() } }, ({ a, b }) => {
-      record('add', { a, b });
-      return { content: [{ type: 'text', text: String(a + b) }] };
-    });
-    server.registerTool('slow', { description: 'Answers after a while', inputSchema: { ms: z.number() } }, async ({ ms }) => {
-      record('slow', { ms });
-      slow.peak = Math.max(slow.peak, ++slow.running);
-      await new Promise((r) => setTimeout(r, ms)).finally(() => slow.running--);
-      return { content: [{ type: 'text', text: 'finally' }] };
-    });
-    server.registerTool('repeat', { description: 'Repeats a text', inputSchema: { text: z.string(), times: z.number().int() } }, ({ text, times }) => {
-      record('repeat', { text, times });
-      return { content: [{ type: 'text', text: text.repeat(times) }] };
-    });
+    server.registerTool(
+      'add',
+      { description: 'Adds two numbers', inputSchema: { a: z.number(), b: z.number() } },
+      ({ a, b }) => {
+        record('add', { a, b });
+        return { content: [{ type: 'text', text: String(a + b) }] };
+      },
+    );
+    server.registerTool(
+      'slow',
+      { description: 'Answers after a while', inputSchema: { ms: z.number() } },
+      async ({ ms }) => {
+        record('slow', { ms });
+        slow.peak = Math.max(slow.peak, ++slow.running);
+        await new Promise((r) => setTimeout(r, ms)).finally(() => slow.running--);
+        return { content: [{ type: 'text', text: 'finally' }] };
+      },
+    );
+    server.registerTool(
+      'repeat',
+      { description: 'Repeats a text', inputSchema: { text: z.string(), times: z.number().int() } },
+      ({ text, times }) => {
+        record('repeat', { text, times });
+        return { content: [{ type: 'text', text: text.repeat(times) }] };
+      },
+    );
     server.registerTool('fail', { description: 'Always fails', inputSchema: {} }, () => {
       record('fail', {});
       throw new Error('the disk is full');

@@ -38,7 +38,8 @@ function tone(ms: number): string[] {
   const chunks: string[] = [];
   for (let start = 0; start < (rate * ms) / 1000; start += frame) {
     const pcm = Buffer.alloc(frame * 2);
-    for (let i = 0; i < frame; i++) pcm.writeInt16LE(Math.round(Math.sin((2 * Math.PI * 440 * (start + i)) / rate) * 8000), i * 2);
+    for (let i = 0; i < frame; i++)
+      pcm.writeInt16LE(Math.round(Math.sin((2 * Math.PI * 440 * (start + i)) / rate) * 8000), i * 2);
     chunks.push(pcm.toString('base64'));
   }
   return chunks;
@@ -66,8 +67,14 @@ export function attachMockRealtime(server: http.Server): MockRealtime {
         open.delete(ws);
         call.closed = true;
       });
-      const send = (event: Record<string, unknown>) => ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify({ event_id: `evt_${randomUUID()}`, ...event }));
-      let session: Record<string, unknown> = { id: `sess_${randomUUID()}`, model: new URL(req.url ?? '/', 'http://x').searchParams.get('model') ?? 'realtime', voice: 'alloy', instructions: '' };
+      const send = (event: Record<string, unknown>) =>
+        ws.readyState === WebSocket.OPEN && ws.send(JSON.stringify({ event_id: `evt_${randomUUID()}`, ...event }));
+      let session: Record<string, unknown> = {
+        id: `sess_${randomUUID()}`,
+        model: new URL(req.url ?? '/', 'http://x').searchParams.get('model') ?? 'realtime',
+        voice: 'alloy',
+        instructions: '',
+      };
       let audioBytes = 0;
       let lastText = 'Hello';
       let cancel: (() => void) | undefined;
@@ -76,7 +83,15 @@ export function attachMockRealtime(server: http.Server): MockRealtime {
         const itemId = `item_${randomUUID()}`;
         const input = Math.max(1, Math.round(audioBytes / 1600)) + transcript.split(/\s+/).length;
         audioBytes = 0;
-        const done = (status: string, output: number) => send({ type: 'response.done', response: { id, status, usage: { input_tokens: input, output_tokens: output, total_tokens: input + output } } });
+        const done = (status: string, output: number) =>
+          send({
+            type: 'response.done',
+            response: {
+              id,
+              status,
+              usage: { input_tokens: input, output_tokens: output, total_tokens: input + output },
+            },
+          });
         send({ type: 'response.created', response: { id, status: 'in_progress' } });
         const asked = { cancel: false };
         cancel = () => (asked.cancel = true);
@@ -95,7 +110,12 @@ export function attachMockRealtime(server: http.Server): MockRealtime {
       };
       send({ type: 'session.created', session });
       ws.on('message', (data: WebSocket.RawData) => {
-        let event: { type?: string; session?: Record<string, unknown>; audio?: string; item?: { content?: { text?: string }[] } };
+        let event: {
+          type?: string;
+          session?: Record<string, unknown>;
+          audio?: string;
+          item?: { content?: { text?: string }[] };
+        };
         try {
           event = JSON.parse(textOf(data)) as typeof event;
         } catch {
@@ -112,7 +132,12 @@ export function attachMockRealtime(server: http.Server): MockRealtime {
           case 'input_audio_buffer.commit': {
             const itemId = `item_${randomUUID()}`;
             send({ type: 'input_audio_buffer.committed', item_id: itemId });
-            send({ type: 'conversation.item.input_audio_transcription.completed', item_id: itemId, content_index: 0, transcript: heard });
+            send({
+              type: 'conversation.item.input_audio_transcription.completed',
+              item_id: itemId,
+              content_index: 0,
+              transcript: heard,
+            });
             return void respond(heard);
           }
           case 'conversation.item.create':

@@ -16,12 +16,18 @@ import { connectionStringFor, freePort, startAzurite, type Azurite } from './azu
 const TOKEN_SETTINGS = ['HOST', 'CORE_PORT', 'DATA_DIR'] as const;
 
 /** `npm run token` in a checkout; where only the built code is (a container image), the built script. */
-const TOKEN_SCRIPT = ['./token.ts', '../../scripts/token.ts'].some((p) => existsSync(fileURLToPath(new URL(p, import.meta.url)))) ? 'npm run -s token' : 'node dist/scripts/token.js';
+const TOKEN_SCRIPT = ['./token.ts', '../../scripts/token.ts'].some((p) =>
+  existsSync(fileURLToPath(new URL(p, import.meta.url))),
+)
+  ? 'npm run -s token'
+  : 'node dist/scripts/token.js';
 
 /** The exact command that prints a token this server accepts, whatever settings it runs with. */
 function tokenCommand(dataDir: string): string {
   const shell = (v: string) => (/^[\w@%+=:,./-]+$/.test(v) ? v : `'${v.replace(/'/g, `'\\''`)}'`);
-  const settings = TOKEN_SETTINGS.filter((k) => process.env[k] !== undefined).map((k) => `${k}=${shell(k === 'DATA_DIR' ? dataDir : (process.env[k] ?? ''))}`);
+  const settings = TOKEN_SETTINGS.filter((k) => process.env[k] !== undefined).map(
+    (k) => `${k}=${shell(k === 'DATA_DIR' ? dataDir : (process.env[k] ?? ''))}`,
+  );
   return `TOKEN=$(${[...settings, TOKEN_SCRIPT].join(' ')})`;
 }
 
@@ -44,10 +50,17 @@ async function main() {
   // Development storage: an Azurite of this DATA_DIR's own, on free ports, its data in DATA_DIR/azurite, so
   // two services with different DATA_DIR never share blobs or queues, and nobody else's Azurite is used.
   // It starts while the service's modules load (each takes about as long as the other).
-  const devStorage = config.storage.kind === 'connection-string' && /UseDevelopmentStorage=true/i.test(config.storage.connectionString);
+  const devStorage =
+    config.storage.kind === 'connection-string' && /UseDevelopmentStorage=true/i.test(config.storage.connectionString);
   const ports = devStorage ? { blobPort: await freePort(), queuePort: await freePort() } : undefined;
-  const azuriteStarting = ports ? startAzurite({ ...ports, location: path.join(config.dataDir, 'azurite') }) : undefined;
-  if (ports) config = { ...config, storage: { kind: 'connection-string', connectionString: connectionStringFor(ports.blobPort, ports.queuePort) } };
+  const azuriteStarting = ports
+    ? startAzurite({ ...ports, location: path.join(config.dataDir, 'azurite') })
+    : undefined;
+  if (ports)
+    config = {
+      ...config,
+      storage: { kind: 'connection-string', connectionString: connectionStringFor(ports.blobPort, ports.queuePort) },
+    };
   // Handled: its failure is met where it is awaited, not as an unhandled rejection while modules load.
   azuriteStarting?.catch(() => undefined);
   const loading = Promise.all([
@@ -97,7 +110,11 @@ async function main() {
     services = await createServices(config);
     // The APIs answer as soon as they listen; the queue workers start, and the banner is printed, once
     // Azurite is up (until then /health/ready says the blobs and queues are not).
-    app = await startStandalone(ROUTES, QUEUE_HANDLERS, services, { upgrades: UPGRADES, timers: TIMERS, ...(azuriteStarting ? { storageReady: azuriteStarting } : {}) });
+    app = await startStandalone(ROUTES, QUEUE_HANDLERS, services, {
+      upgrades: UPGRADES,
+      timers: TIMERS,
+      ...(azuriteStarting ? { storageReady: azuriteStarting } : {}),
+    });
     azurite = await azuriteStarting;
   } catch (e) {
     // A failed start stops what it started, as a signal would.
@@ -107,8 +124,12 @@ async function main() {
   }
   // A signal during the start: stop() is under way and the banner would be a lie.
   if (state.stopping) return;
-  const store = config.store.kind === 'embedded' ? `embedded (${config.store.file})` : `cosmos (${config.store.endpoint})`;
-  const token = config.auth.kind === 'local' ? `${tokenCommand(config.dataDir)}   (another user: add ${TOKEN_SCRIPT.startsWith('npm') ? '-- ' : ''}--upn alice@example.com)` : `from ${config.auth.issuer}`;
+  const store =
+    config.store.kind === 'embedded' ? `embedded (${config.store.file})` : `cosmos (${config.store.endpoint})`;
+  const token =
+    config.auth.kind === 'local'
+      ? `${tokenCommand(config.dataDir)}   (another user: add ${TOKEN_SCRIPT.startsWith('npm') ? '-- ' : ''}--upn alice@example.com)`
+      : `from ${config.auth.issuer}`;
   process.stdout.write(
     [
       `Agent platform ${VERSION} is running`,
@@ -124,10 +145,18 @@ async function main() {
       '',
     ].join('\n'),
   );
-  services.log.info('Started', { version: VERSION, core: app.coreUrl, management: app.managementUrl, store: config.store.kind, telemetry: config.otlp ? 'otlp' : config.appInsightsConnectionString ? 'azure-monitor' : 'off' });
+  services.log.info('Started', {
+    version: VERSION,
+    core: app.coreUrl,
+    management: app.managementUrl,
+    store: config.store.kind,
+    telemetry: config.otlp ? 'otlp' : config.appInsightsConnectionString ? 'azure-monitor' : 'off',
+  });
 }
 
 main().catch((e: unknown) => {
-  process.stderr.write(`${e instanceof ConfigError ? e.message : e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`);
+  process.stderr.write(
+    `${e instanceof ConfigError ? e.message : e instanceof Error ? (e.stack ?? e.message) : String(e)}\n`,
+  );
   process.exit(1);
 });

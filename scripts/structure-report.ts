@@ -68,7 +68,12 @@ function castsOf(file: string, text: string): { all: number; double: number } {
 }
 
 /** The unit of layering a file belongs to: its folder under shared/ (a file at shared/'s top is a unit of its own), or functions/. */
-const folderOf = (file: string) => (file.startsWith('shared/') ? (path.dirname(file) === 'shared' ? file : path.dirname(file)) : (file.split('/')[0] ?? file));
+const folderOf = (file: string) =>
+  file.startsWith('shared/')
+    ? path.dirname(file) === 'shared'
+      ? file
+      : path.dirname(file)
+    : (file.split('/')[0] ?? file);
 
 function files(dir: string): string[] {
   const full = path.join(root, dir);
@@ -80,12 +85,20 @@ function files(dir: string): string[] {
 }
 
 export function structure() {
-  const cruised = JSON.parse(execFileSync('npx', ['depcruise', 'shared', 'functions', '--config', '.dependency-cruiser.cjs', '-T', 'json'], { cwd: root, maxBuffer: 64 * 1024 * 1024 }).toString()) as Cruised;
+  const cruised = JSON.parse(
+    execFileSync('npx', ['depcruise', 'shared', 'functions', '--config', '.dependency-cruiser.cjs', '-T', 'json'], {
+      cwd: root,
+      maxBuffer: 64 * 1024 * 1024,
+    }).toString(),
+  ) as Cruised;
   const local = cruised.modules.filter((m) => /^(shared|functions)\//.test(m.source));
   const all = new Map<string, Set<string>>();
   const folders = new Map<string, Set<string>>();
   for (const m of local) {
-    all.set(m.source, new Set(m.dependencies.filter((d) => /^(shared|functions)\//.test(d.resolved)).map((d) => d.resolved)));
+    all.set(
+      m.source,
+      new Set(m.dependencies.filter((d) => /^(shared|functions)\//.test(d.resolved)).map((d) => d.resolved)),
+    );
     for (const d of m.dependencies) {
       if (!/^(shared|functions)\//.test(d.resolved) || d.dependencyTypes.includes('type-only')) continue;
       const [from, to] = [folderOf(m.source), folderOf(d.resolved)];
@@ -96,14 +109,29 @@ export function structure() {
   }
   const fileCycles = cycles(all);
   const folderCycles = cycles(folders);
-  const importersOfRoot = local.filter((m) => m.source !== COMPOSITION_ROOT && m.dependencies.some((d) => d.resolved === COMPOSITION_ROOT)).map((m) => m.source);
+  const importersOfRoot = local
+    .filter((m) => m.source !== COMPOSITION_ROOT && m.dependencies.some((d) => d.resolved === COMPOSITION_ROOT))
+    .map((m) => m.source);
   const code = [...files('shared'), ...files('functions')].filter((f) => f.endsWith('.ts'));
   const texts = new Map(code.map((f) => [f, readFileSync(path.join(root, f), 'utf8')]));
   const count = (pattern: RegExp) => [...texts.values()].reduce((n, t) => n + (t.match(pattern)?.length ?? 0), 0);
-  const casts = [...texts].map(([f, t]) => castsOf(f, t)).reduce((a, b) => ({ all: a.all + b.all, double: a.double + b.double }), { all: 0, double: 0 });
-  const largest = [...texts].map(([f, t]) => ({ file: f, lines: t.split('\n').length - 1 })).sort((a, b) => b.lines - a.lines)[0];
-  const everything = ['shared', 'functions', 'scripts', 'test', 'bench', 'portal/src'].flatMap(files).filter((f) => !GENERATED.test(f));
-  const wide = everything.reduce((n, f) => n + readFileSync(path.join(root, f), 'utf8').split('\n').filter((l) => l.length > WIDTH).length, 0);
+  const casts = [...texts]
+    .map(([f, t]) => castsOf(f, t))
+    .reduce((a, b) => ({ all: a.all + b.all, double: a.double + b.double }), { all: 0, double: 0 });
+  const largest = [...texts]
+    .map(([f, t]) => ({ file: f, lines: t.split('\n').length - 1 }))
+    .sort((a, b) => b.lines - a.lines)[0];
+  const everything = ['shared', 'functions', 'scripts', 'test', 'bench', 'portal/src']
+    .flatMap(files)
+    .filter((f) => !GENERATED.test(f));
+  const wide = everything.reduce(
+    (n, f) =>
+      n +
+      readFileSync(path.join(root, f), 'utf8')
+        .split('\n')
+        .filter((l) => l.length > WIDTH).length,
+    0,
+  );
   return {
     largestCycleWithTypes: fileCycles[0]?.length ?? 0,
     folderCycles: folderCycles.map((c) => c.join(' <-> ')),
@@ -124,17 +152,34 @@ function check(): void {
   console.log('no run-time cycle between folders');
 }
 
-if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url) && process.argv.includes('--check')) check();
+if (
+  process.argv[1] &&
+  path.resolve(process.argv[1]) === fileURLToPath(import.meta.url) &&
+  process.argv.includes('--check')
+)
+  check();
 else if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
   const figures = structure();
   console.table([
     { measure: 'largest import cycle, type imports counted (files)', value: figures.largestCycleWithTypes },
-    { measure: 'run-time cycles between folders', value: figures.folderCycles.length === 0 ? 'none' : figures.folderCycles.map((c) => `${c.split(' <-> ').length} folders`).join(', ') },
-    { measure: `files importing the composition root (${COMPOSITION_ROOT})`, value: figures.importersOfCompositionRoot },
+    {
+      measure: 'run-time cycles between folders',
+      value:
+        figures.folderCycles.length === 0
+          ? 'none'
+          : figures.folderCycles.map((c) => `${c.split(' <-> ').length} folders`).join(', '),
+    },
+    {
+      measure: `files importing the composition root (${COMPOSITION_ROOT})`,
+      value: figures.importersOfCompositionRoot,
+    },
     { measure: '`.container<T>(` call sites', value: figures.genericContainerCalls },
     { measure: '`as unknown as`', value: figures.doubleCasts },
     { measure: 'casts other than `as const` (shared/, functions/)', value: figures.casts },
-    { measure: 'largest source file (shared/, functions/)', value: `${figures.largestFile?.file ?? ''}: ${figures.largestFile?.lines ?? 0} lines` },
+    {
+      measure: 'largest source file (shared/, functions/)',
+      value: `${figures.largestFile?.file ?? ''}: ${figures.largestFile?.lines ?? 0} lines`,
+    },
     { measure: `lines wider than ${WIDTH} columns (not generated)`, value: figures.linesWiderThan120 },
   ]);
   if (process.argv.includes('--cycles')) for (const c of figures.folderCycles) console.log(`folder cycle: ${c}`);

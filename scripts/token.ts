@@ -3,7 +3,8 @@ import { parseArgs } from 'node:util';
 import { LOCAL_DEFAULT_USER, loadLocalKey, mintLocalToken } from '../shared/auth/local-idp.js';
 import { loadConfig } from '../shared/config.js';
 
-const USAGE = 'npm run token -- [--upn alice@example.com] [--oid GUID] [--name "Alice"] [--groups g1,g2] [--roles r1,r2] [--expires-in 3600]';
+const USAGE =
+  'npm run token -- [--upn alice@example.com] [--oid GUID] [--name "Alice"] [--groups g1,g2] [--roles r1,r2] [--expires-in 3600]';
 
 async function main() {
   const { values } = parseArgs({
@@ -22,17 +23,29 @@ async function main() {
     return;
   }
   const config = loadConfig();
-  if (config.auth.kind !== 'local') throw new Error('npm run token signs with the local identity provider; AUTH_* settings are set');
-  const list = (v: string | undefined) => (v ? v.split(',').map((s) => s.trim()).filter(Boolean) : []);
+  if (config.auth.kind !== 'local')
+    throw new Error('npm run token signs with the local identity provider; AUTH_* settings are set');
+  const list = (v: string | undefined) =>
+    v
+      ? v
+          .split(',')
+          .map((s) => s.trim())
+          .filter(Boolean)
+      : [];
   const isDefault = values.upn === undefined;
-  const token = await mintLocalToken(await loadLocalKey(config.auth.keyFile), config.auth.issuer, config.auth.audience, {
-    upn: values.upn ?? LOCAL_DEFAULT_USER.upn,
-    ...(values.oid ? { oid: values.oid } : isDefault ? { oid: LOCAL_DEFAULT_USER.oid } : {}),
-    ...(values.name ? { name: values.name } : isDefault ? { name: LOCAL_DEFAULT_USER.name } : {}),
-    groups: list(values.groups),
-    roles: list(values.roles),
-    expiresInSeconds: values['expires-in'] ? Number(values['expires-in']) : 3600,
-  });
+  const token = await mintLocalToken(
+    await loadLocalKey(config.auth.keyFile),
+    config.auth.issuer,
+    config.auth.audience,
+    {
+      upn: values.upn ?? LOCAL_DEFAULT_USER.upn,
+      ...(values.oid ? { oid: values.oid } : isDefault ? { oid: LOCAL_DEFAULT_USER.oid } : {}),
+      ...(values.name ? { name: values.name } : isDefault ? { name: LOCAL_DEFAULT_USER.name } : {}),
+      groups: list(values.groups),
+      roles: list(values.roles),
+      expiresInSeconds: values['expires-in'] ? Number(values['expires-in']) : 3600,
+    },
+  );
   process.stdout.write(`${token}\n`);
 }
 

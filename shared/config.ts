@@ -51,7 +51,12 @@ const int =
   (min: number, max: number): Read<number> =>
   (v) => {
     const n = Number(v);
-    if (!Number.isInteger(n) || n < min || n > max) throw new SettingProblem(max === Number.MAX_SAFE_INTEGER ? `must be a whole number of at least ${min}` : `must be a whole number from ${min} to ${max}`);
+    if (!Number.isInteger(n) || n < min || n > max)
+      throw new SettingProblem(
+        max === Number.MAX_SAFE_INTEGER
+          ? `must be a whole number of at least ${min}`
+          : `must be a whole number from ${min} to ${max}`,
+      );
     return n;
   };
 const oneOf =
@@ -84,7 +89,10 @@ const listOf =
   };
 
 /** A Storage queue name. */
-const QueueName = matching(/^[a-z0-9](?!.*--)[a-z0-9-]{1,50}[a-z0-9]$/, 'must be a Storage queue name (3-52 lower-case letters, digits, hyphens)');
+const QueueName = matching(
+  /^[a-z0-9](?!.*--)[a-z0-9-]{1,50}[a-z0-9]$/,
+  'must be a Storage queue name (3-52 lower-case letters, digits, hyphens)',
+);
 const Guid = matching(/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'must be a GUID');
 const Port = int(0, 65535);
 const PositiveInt = int(1, Number.MAX_SAFE_INTEGER);
@@ -95,10 +103,14 @@ const Flag: Read<boolean> = (v) => {
 };
 const HttpUrl = url(['http', 'https']);
 /** A host name or address as `Host` carries it, without a port. */
-const HostName = matching(/^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$|^\[?[0-9a-f:.]+\]?$/i, 'each entry must be a host name or address, without scheme or port');
+const HostName = matching(
+  /^(?:[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)(?:\.[a-z0-9](?:[a-z0-9-]{0,61}[a-z0-9])?)*$|^\[?[0-9a-f:.]+\]?$/i,
+  'each entry must be a host name or address, without scheme or port',
+);
 /** An origin: scheme://host[:port], nothing after it. */
 const Origin: Read<string> = (v) => {
-  if (HttpUrl(v) !== new URL(v).origin) throw new SettingProblem('each entry must be an origin: scheme://host[:port], no path');
+  if (HttpUrl(v) !== new URL(v).origin)
+    throw new SettingProblem('each entry must be an origin: scheme://host[:port], no path');
   return v;
 };
 
@@ -258,7 +270,14 @@ const SETTINGS = {
 export const SETTING_NAMES: readonly string[] = Object.keys(SETTINGS);
 
 /** Settings for running locally only: in Azure they are absent (ports, data folder, emulator key). */
-export const LOCAL_ONLY_SETTINGS: readonly string[] = ['HOST', 'CORE_PORT', 'MANAGEMENT_PORT', 'DATA_DIR', 'COSMOS_KEY', 'AzureWebJobsStorage'];
+export const LOCAL_ONLY_SETTINGS: readonly string[] = [
+  'HOST',
+  'CORE_PORT',
+  'MANAGEMENT_PORT',
+  'DATA_DIR',
+  'COSMOS_KEY',
+  'AzureWebJobsStorage',
+];
 
 /** A setting that is missing or malformed; the message names the setting. */
 export class ConfigError extends Error {
@@ -295,7 +314,10 @@ export interface Config {
   /** OTLP export: the collector's base URL, the metric export interval and the reported service name. */
   otlp: { endpoint: string; metricIntervalMs: number; serviceName: string } | undefined;
   /** Browser access: the origins allowed by CORS (undefined: the portal's own), and the portal's settings. */
-  portal: { corsOrigins: readonly string[] | undefined; entra: { clientId: string; authority: string; scope: string } | undefined };
+  portal: {
+    corsOrigins: readonly string[] | undefined;
+    entra: { clientId: string; authority: string; scope: string } | undefined;
+  };
   /**
    * The APIs' base URLs as clients reach them: configured, else this host's (filled in with the listening
    * ports by the standalone server when a port was 0).
@@ -329,9 +351,25 @@ export interface Config {
   /** Where clients reach the realtime relay, when it is not the Core API's own host (docs/realtime-speech.md). */
   realtimeRelayUrl: string | undefined;
   realtimeMaxCallSeconds: number;
-  knowledge: { queue: string; eventsQueue: string; cacheTtlSeconds: number; file: string; rescoringDepth: number; extractionTimeoutMs: number; documentTimeoutMs: number; runTimeoutMs: number };
+  knowledge: {
+    queue: string;
+    eventsQueue: string;
+    cacheTtlSeconds: number;
+    file: string;
+    rescoringDepth: number;
+    extractionTimeoutMs: number;
+    documentTimeoutMs: number;
+    runTimeoutMs: number;
+  };
   tools: { maxRounds: number; timeBudgetMs: number; resultMaxChars: number };
-  plugins: { timeoutMs: number; memoryBytes: number; sessionsEndpoint: string | undefined; warm: number; concurrency: number; allowNetwork: boolean };
+  plugins: {
+    timeoutMs: number;
+    memoryBytes: number;
+    sessionsEndpoint: string | undefined;
+    warm: number;
+    concurrency: number;
+    allowNetwork: boolean;
+  };
   logLevel: LogLevel;
   logFormat: 'json' | 'pretty' | undefined;
   version: string;
@@ -346,7 +384,8 @@ export const LOCAL_AUDIENCE = 'api://agent-platform';
  * the service itself has that prefix, so no resource can send the service's own credentials anywhere.
  */
 export const SECRET_NAME = /^SVC_SECRET_[A-Z0-9_]{1,100}$/;
-export const SECRET_NAME_RULE = 'must name a secret: an app setting or environment variable whose name starts with SVC_SECRET_ (A-Z, 0-9, _)';
+export const SECRET_NAME_RULE =
+  'must name a secret: an app setting or environment variable whose name starts with SVC_SECRET_ (A-Z, 0-9, _)';
 
 /** The value of a secret named by configuration; undefined for a name outside the allowed set. */
 export function readSecret(name: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
@@ -358,14 +397,20 @@ export function readSecret(name: string, env: NodeJS.ProcessEnv = process.env): 
 /** Addresses that listen on every interface: no name of their own. */
 const WILDCARDS = ['0.0.0.0', '::', '[::]'];
 /** A host as a URL names it: a wildcard address is reached on loopback, an IPv6 address in brackets. */
-const localName = (host: string) => (WILDCARDS.includes(host) ? '127.0.0.1' : host.includes(':') && !host.startsWith('[') ? `[${host}]` : host);
+const localName = (host: string) =>
+  WILDCARDS.includes(host) ? '127.0.0.1' : host.includes(':') && !host.startsWith('[') ? `[${host}]` : host;
 /** A host name compared as `Host` names it: lower case, IPv6 without brackets, no final dot. */
-export const bareHost = (host: string) => host.toLowerCase().replace(/^\[(.*)\]$/, '$1').replace(/\.$/, '');
+export const bareHost = (host: string) =>
+  host
+    .toLowerCase()
+    .replace(/^\[(.*)\]$/, '$1')
+    .replace(/\.$/, '');
 
 /** Parses the environment; throws ConfigError naming the first bad or missing setting. */
 export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.0'): Config {
   const e = readSettings(env);
-  if (e.CORE_PORT !== 0 && e.CORE_PORT === e.MANAGEMENT_PORT) throw new ConfigError(`CORE_PORT and MANAGEMENT_PORT are both ${e.CORE_PORT}: each API needs its own port`);
+  if (e.CORE_PORT !== 0 && e.CORE_PORT === e.MANAGEMENT_PORT)
+    throw new ConfigError(`CORE_PORT and MANAGEMENT_PORT are both ${e.CORE_PORT}: each API needs its own port`);
   const dataDir = path.resolve(e.DATA_DIR);
   return {
     instanceId: e.INSTANCE_ID.toLowerCase(),
@@ -389,14 +434,35 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     },
     allowedHosts: [
       ...new Set(
-        ['localhost', '127.0.0.1', '::1', ...(WILDCARDS.includes(e.HOST) ? [] : [e.HOST]), ...(e.ALLOWED_HOSTS ?? []), ...[e.CORE_API_URL, e.MANAGEMENT_API_URL, e.REALTIME_RELAY_URL].flatMap((u) => (u ? [new URL(u).hostname] : []))].map(bareHost),
+        [
+          'localhost',
+          '127.0.0.1',
+          '::1',
+          ...(WILDCARDS.includes(e.HOST) ? [] : [e.HOST]),
+          ...(e.ALLOWED_HOSTS ?? []),
+          ...[e.CORE_API_URL, e.MANAGEMENT_API_URL, e.REALTIME_RELAY_URL].flatMap((u) =>
+            u ? [new URL(u).hostname] : [],
+          ),
+        ].map(bareHost),
       ),
     ],
     portal: {
       corsOrigins: e.CORS_ALLOWED_ORIGINS,
-      entra: e.PORTAL_ENTRA_CLIENT_ID ? { clientId: e.PORTAL_ENTRA_CLIENT_ID, authority: e.PORTAL_ENTRA_AUTHORITY ?? 'https://login.microsoftonline.com/organizations', scope: e.PORTAL_API_SCOPE ?? `${e.AUTH_AUDIENCE ?? LOCAL_AUDIENCE}/.default` } : undefined,
+      entra: e.PORTAL_ENTRA_CLIENT_ID
+        ? {
+            clientId: e.PORTAL_ENTRA_CLIENT_ID,
+            authority: e.PORTAL_ENTRA_AUTHORITY ?? 'https://login.microsoftonline.com/organizations',
+            scope: e.PORTAL_API_SCOPE ?? `${e.AUTH_AUDIENCE ?? LOCAL_AUDIENCE}/.default`,
+          }
+        : undefined,
     },
-    otlp: e.OTEL_EXPORTER_OTLP_ENDPOINT ? { endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT, metricIntervalMs: e.OTEL_METRIC_EXPORT_INTERVAL, serviceName: e.OTEL_SERVICE_NAME } : undefined,
+    otlp: e.OTEL_EXPORTER_OTLP_ENDPOINT
+      ? {
+          endpoint: e.OTEL_EXPORTER_OTLP_ENDPOINT,
+          metricIntervalMs: e.OTEL_METRIC_EXPORT_INTERVAL,
+          serviceName: e.OTEL_SERVICE_NAME,
+        }
+      : undefined,
     azureClientId: e.AZURE_CLIENT_ID,
     graphUrl: e.GRAPH_ENABLED ? e.GRAPH_URL : undefined,
     maxJsonBodyBytes: e.MAX_JSON_BODY_BYTES,
@@ -404,7 +470,12 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     userStorageMaxBytes: e.USER_STORAGE_MAX_BYTES,
     attachmentMaxTokens: e.ATTACHMENT_MAX_TOKENS,
     memoryMaxBytes: e.MEMORY_MAX_BYTES,
-    packages: { container: e.PACKAGES_CONTAINER, privateStore: e.PACKAGE_STORE_PRIVATE_CONTAINER, publicStoreUrl: e.PACKAGE_STORE_PUBLIC_URL, maxBytes: e.MAX_PACKAGE_BYTES },
+    packages: {
+      container: e.PACKAGES_CONTAINER,
+      privateStore: e.PACKAGE_STORE_PRIVATE_CONTAINER,
+      publicStoreUrl: e.PACKAGE_STORE_PUBLIC_URL,
+      maxBytes: e.MAX_PACKAGE_BYTES,
+    },
     filesContainer: e.FILES_CONTAINER,
     modelMaxRetries: e.MODEL_MAX_RETRIES,
     modelMaxResponseBytes: e.MODEL_MAX_RESPONSE_BYTES,
@@ -430,7 +501,11 @@ export function loadConfig(env: NodeJS.ProcessEnv = process.env, version = '0.0.
     },
     logLevel: e.LOG_LEVEL,
     logFormat: e.LOG_FORMAT,
-    tools: { maxRounds: e.TOOL_MAX_ROUNDS, timeBudgetMs: e.TOOL_TIME_BUDGET_SECONDS * 1000, resultMaxChars: e.TOOL_RESULT_MAX_CHARS },
+    tools: {
+      maxRounds: e.TOOL_MAX_ROUNDS,
+      timeBudgetMs: e.TOOL_TIME_BUDGET_SECONDS * 1000,
+      resultMaxChars: e.TOOL_RESULT_MAX_CHARS,
+    },
     plugins: {
       timeoutMs: e.PLUGIN_TIMEOUT_SECONDS * 1000,
       memoryBytes: e.PLUGIN_MEMORY_MB * 1024 * 1024,
@@ -478,18 +553,23 @@ function storeConfig(e: Parsed, dataDir: string): StoreConfig {
 
 function storageConfig(e: Parsed): StorageConfig {
   if (e.AzureWebJobsStorage) return { kind: 'connection-string', connectionString: e.AzureWebJobsStorage };
-  if (e.STORAGE_ACCOUNT_NAME) return { kind: 'identity', accountName: e.STORAGE_ACCOUNT_NAME, clientId: e.AZURE_CLIENT_ID };
+  if (e.STORAGE_ACCOUNT_NAME)
+    return { kind: 'identity', accountName: e.STORAGE_ACCOUNT_NAME, clientId: e.AZURE_CLIENT_ID };
   return { kind: 'connection-string', connectionString: 'UseDevelopmentStorage=true' };
 }
 
 function authConfig(e: Parsed, dataDir: string): AuthConfig {
   const given = { AUTH_ISSUER: e.AUTH_ISSUER, AUTH_AUDIENCE: e.AUTH_AUDIENCE, AUTH_JWKS_URI: e.AUTH_JWKS_URI };
-  const missing = Object.entries(given).filter(([, v]) => v === undefined).map(([k]) => k);
+  const missing = Object.entries(given)
+    .filter(([, v]) => v === undefined)
+    .map(([k]) => k);
   if (missing.length === 0 && e.AUTH_ISSUER && e.AUTH_AUDIENCE && e.AUTH_JWKS_URI) {
     return { kind: 'jwks', issuer: e.AUTH_ISSUER, audience: e.AUTH_AUDIENCE, jwksUri: e.AUTH_JWKS_URI };
   }
   if (missing.length < 3) {
-    throw new ConfigError(`Missing setting ${missing.join(', ')}: set all of AUTH_ISSUER, AUTH_AUDIENCE, AUTH_JWKS_URI or none`);
+    throw new ConfigError(
+      `Missing setting ${missing.join(', ')}: set all of AUTH_ISSUER, AUTH_AUDIENCE, AUTH_JWKS_URI or none`,
+    );
   }
   return {
     kind: 'local',

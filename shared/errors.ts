@@ -25,7 +25,19 @@ export type ErrorKind =
   | 'upstream-timeout';
 
 /** Kinds the caller caused and can fix: trying the same thing again gets the same answer. */
-const CALLER_KINDS: ReadonlySet<ErrorKind> = new Set(['invalid', 'unauthenticated', 'forbidden', 'not-found', 'method-not-allowed', 'misdirected', 'request-timeout', 'conflict', 'too-large', 'unsupported-media-type', 'headers-too-large']);
+const CALLER_KINDS: ReadonlySet<ErrorKind> = new Set([
+  'invalid',
+  'unauthenticated',
+  'forbidden',
+  'not-found',
+  'method-not-allowed',
+  'misdirected',
+  'request-timeout',
+  'conflict',
+  'too-large',
+  'unsupported-media-type',
+  'headers-too-large',
+]);
 
 /** One failed field of a validation error. */
 export interface FieldError {
@@ -56,14 +68,18 @@ export class DomainError extends Error {
   }
 }
 
-export const badRequest = (message: string, details: readonly FieldError[] = []) => new DomainError('invalid', 'BadRequest', message, details);
-export const validationError = (details: readonly FieldError[]) => new DomainError('invalid', 'ValidationError', details[0]?.message ?? 'Invalid request', details);
-export const unauthorized = (message = 'Authentication required') => new DomainError('unauthenticated', 'Unauthorized', message, [], { 'www-authenticate': 'Bearer' });
+export const badRequest = (message: string, details: readonly FieldError[] = []) =>
+  new DomainError('invalid', 'BadRequest', message, details);
+export const validationError = (details: readonly FieldError[]) =>
+  new DomainError('invalid', 'ValidationError', details[0]?.message ?? 'Invalid request', details);
+export const unauthorized = (message = 'Authentication required') =>
+  new DomainError('unauthenticated', 'Unauthorized', message, [], { 'www-authenticate': 'Bearer' });
 export const forbidden = (message = 'Insufficient permissions') => new DomainError('forbidden', 'Forbidden', message);
 export const notFound = (message = 'Resource not found') => new DomainError('not-found', 'NotFound', message);
 export const conflict = (message: string) => new DomainError('conflict', 'Conflict', message);
 export const payloadTooLarge = (message: string) => new DomainError('too-large', 'PayloadTooLarge', message);
-export const internalError = (code = 'InternalError', message = 'An unexpected error occurred') => new DomainError('internal', code, message);
+export const internalError = (code = 'InternalError', message = 'An unexpected error occurred') =>
+  new DomainError('internal', code, message);
 
 /** Turns anything thrown into an Error, so callers never handle `unknown`. */
 export function toError(thrown: unknown): Error {

@@ -22,13 +22,20 @@ async function check(probe: () => Promise<unknown>): Promise<Check> {
   const started = Date.now();
   let timer: NodeJS.Timeout | undefined;
   try {
-    const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS)));
+    const timeout = new Promise<never>(
+      (_, reject) =>
+        (timer = setTimeout(() => reject(new Error(`no answer within ${CHECK_TIMEOUT_MS} ms`)), CHECK_TIMEOUT_MS)),
+    );
     const result = await Promise.race([probe(), timeout]);
     if (result === false) throw new Error('not loaded');
     return { ok: true, duration_ms: Date.now() - started };
   } catch (e) {
     // The reason, not the stack: enough for an operator, nothing of the configuration.
-    return { ok: false, duration_ms: Date.now() - started, error: (e instanceof Error ? e.message : String(e)).split('\n')[0]?.slice(0, 200) ?? 'failed' };
+    return {
+      ok: false,
+      duration_ms: Date.now() - started,
+      error: (e instanceof Error ? e.message : String(e)).split('\n')[0]?.slice(0, 200) ?? 'failed',
+    };
   } finally {
     clearTimeout(timer);
   }
@@ -40,7 +47,10 @@ const probes = new WeakMap<Services, { blobs: BlobService; queues: QueueService 
 const probeClients = (s: Services) => {
   let p = probes.get(s);
   if (!p) {
-    p = { blobs: createBlobService(s.config.storage, s.gate, { maxTries: 1 }), queues: createQueueService(s.config.storage, s.gate, { maxTries: 1 }) };
+    p = {
+      blobs: createBlobService(s.config.storage, s.gate, { maxTries: 1 }),
+      queues: createQueueService(s.config.storage, s.gate, { maxTries: 1 }),
+    };
     probes.set(s, p);
   }
   return p;
@@ -55,7 +65,12 @@ export function readiness(s: Services): Promise<Readiness> {
       check(() => s.store.container('resources').read('health', 'probe')),
       // Reachable is what counts: a container or queue made on first use may not exist yet.
       check(async () => (await probe.blobs.container(s.config.filesContainer).client()).exists().then(() => true)),
-      check(async () => (await probe.queues()).getQueueClient(s.config.asyncQueue).exists().then(() => true)),
+      check(async () =>
+        (await probe.queues())
+          .getQueueClient(s.config.asyncQueue)
+          .exists()
+          .then(() => true),
+      ),
       check(() => s.bearer.keysLoaded()),
     ]);
     const checks = { store, blobs, queues, identity };

@@ -20,7 +20,15 @@ export type LogFormat = 'json' | 'pretty';
 /** pino-pretty writing to stderr, loaded only when asked for (it is not needed on a server). */
 function prettyStream(): NodeJS.WritableStream {
   const pretty = createRequire(import.meta.url)('pino-pretty') as (options: PrettyOptions) => NodeJS.WritableStream;
-  return pretty({ destination: process.stderr, sync: true, colorize: process.stderr.isTTY, singleLine: true, errorLikeObjectKeys: [], messageKey: 'message', translateTime: 'SYS:HH:MM:ss.l' });
+  return pretty({
+    destination: process.stderr,
+    sync: true,
+    colorize: process.stderr.isTTY,
+    singleLine: true,
+    errorLikeObjectKeys: [],
+    messageKey: 'message',
+    translateTime: 'SYS:HH:MM:ss.l',
+  });
 }
 
 /**
@@ -35,7 +43,12 @@ export function createLog(options: { quiet?: boolean; level?: LogLevel; format?:
       base: undefined,
       messageKey: 'message',
       // JSON: the level's name and an ISO time, as log stores expect; pretty: pino's own, which it formats.
-      ...(pretty ? {} : { timestamp: () => `,"time":"${new Date().toISOString()}"`, formatters: { level: (label: string) => ({ level: label }) } }),
+      ...(pretty
+        ? {}
+        : {
+            timestamp: () => `,"time":"${new Date().toISOString()}"`,
+            formatters: { level: (label: string) => ({ level: label }) },
+          }),
       mixin: () => dimensionsOf(),
     },
     // The stream, not a file descriptor: whatever stderr is (a test's capture, the host's pipe).

@@ -24,7 +24,10 @@ const MARKER = { pk: META_PK, id: 'schema' };
 const isMarker = (doc: Doc): doc is MarkerDoc => doc.pk === MARKER.pk && doc.id === MARKER.id;
 
 /** Every document of a container whose key `rekey` changes, read before anything is moved. */
-async function pending<T extends Doc>(container: Container<T>, rekey: (doc: Stored<T>) => T | undefined): Promise<[Stored<T>, T][]> {
+async function pending<T extends Doc>(
+  container: Container<T>,
+  rekey: (doc: Stored<T>) => T | undefined,
+): Promise<[Stored<T>, T][]> {
   const moves: [Stored<T>, T][] = [];
   let continuation: string | undefined;
   do {
@@ -57,7 +60,11 @@ async function move<T extends Doc>(container: Container<T>, rekey: (doc: Stored<
 }
 
 /** Case-folds the owner fields of a user's document. */
-const byOwner = <T extends Doc>(doc: Stored<T>): T => ({ ...doc, pk: doc.pk.toLowerCase(), ...('upn' in doc && typeof doc.upn === 'string' ? { upn: doc.upn.toLowerCase() } : {}) });
+const byOwner = <T extends Doc>(doc: Stored<T>): T => ({
+  ...doc,
+  pk: doc.pk.toLowerCase(),
+  ...('upn' in doc && typeof doc.upn === 'string' ? { upn: doc.upn.toLowerCase() } : {}),
+});
 
 /** Brings the store to the current schema; cheap (one read) once it is there. */
 export async function migrate(store: DocumentStore, log: (message: string) => void = () => undefined): Promise<void> {

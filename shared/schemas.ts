@@ -12,7 +12,9 @@ export type InstanceParams = z.infer<typeof InstanceParams>;
 /** The api-version query parameter of the plugin and analytics endpoints. */
 export const API_VERSION = '2024-02-16';
 export const ApiVersionQuery = z.object({
-  'api-version': z.literal(API_VERSION, { error: `api-version must be ${API_VERSION}` }).describe(`Must be ${API_VERSION}`),
+  'api-version': z
+    .literal(API_VERSION, { error: `api-version must be ${API_VERSION}` })
+    .describe(`Must be ${API_VERSION}`),
 });
 
 export const CoreErrorBody = z

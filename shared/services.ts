@@ -99,7 +99,8 @@ export interface ServiceOverrides {
 }
 
 export async function createServices(config: Config, overrides: ServiceOverrides = {}): Promise<Services> {
-  const log = overrides.log ?? createLog({ level: config.logLevel, ...(config.logFormat ? { format: config.logFormat } : {}) });
+  const log =
+    overrides.log ?? createLog({ level: config.logLevel, ...(config.logFormat ? { format: config.logFormat } : {}) });
   const store = overrides.store ?? (await openStore(config.store));
   await migrate(store, (message) => log.info(message));
   const bearer = await createBearerVerifier(config.auth);
@@ -126,19 +127,36 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const vectors = lazyVectorIndex(config);
   const extraction = new ExtractionPool({ timeoutMs: config.knowledge.extractionTimeoutMs });
   const stores = packageStores(blobs, config.packages.privateStore, config.packages.publicStoreUrl);
-  const packages = new PluginPackages(narrowed(store.container('resources'), isPluginPackage), blobs.container(config.packages.container), stores, config.instanceId, config.packages.maxBytes);
-  const artifacts = new ArtifactPackages(narrowed(store.container('resources'), isArtifactPackage), stores, config.instanceId, config.packages.maxBytes);
+  const packages = new PluginPackages(
+    narrowed(store.container('resources'), isPluginPackage),
+    blobs.container(config.packages.container),
+    stores,
+    config.instanceId,
+    config.packages.maxBytes,
+  );
+  const artifacts = new ArtifactPackages(
+    narrowed(store.container('resources'), isArtifactPackage),
+    stores,
+    config.instanceId,
+    config.packages.maxBytes,
+  );
   const plugins = new PluginRuntime(packages, createSandbox(config, gate, log), config.instanceId);
   const credentials = new ModelCredentials(config, gate);
   const userDispatcher = guardedAgent({ policy: 'user', allowPrivateNetwork: config.allowPrivateNetwork });
   const queueNames = [config.asyncQueue, config.webhooks.queue, config.knowledge.queue];
-  const unobserve = observeQueues([...queueNames, ...queueNames.map((q) => `${q}-poison`)], (name) => readQueue(queues, name));
+  const unobserve = observeQueues([...queueNames, ...queueNames.map((q) => `${q}-poison`)], (name) =>
+    readQueue(queues, name),
+  );
   return {
     config,
     log,
     store,
     bearer,
-    auth: createAuthenticator(bearer, { agentTokens, onUser: (p) => directory.seen(p), owner: (p) => upnBindings.owner(p) }),
+    auth: createAuthenticator(bearer, {
+      agentTokens,
+      onUser: (p) => directory.seen(p),
+      owner: (p) => upnBindings.owner(p),
+    }),
     upnBindings,
     authorizer,
     directory,
@@ -147,7 +165,13 @@ export async function createServices(config: Config, overrides: ServiceOverrides
     resourceCache,
     conversations,
     turns: new SessionTurns(narrowed(store.container('sessions'), isTurn), conversations),
-    files: new Files({ records: store.container('files'), blobs: blobs.container(config.filesContainer), instanceId: config.instanceId, maxBytes: config.maxUploadBytes, userMaxBytes: config.userStorageMaxBytes }),
+    files: new Files({
+      records: store.container('files'),
+      blobs: blobs.container(config.filesContainer),
+      instanceId: config.instanceId,
+      maxBytes: config.maxUploadBytes,
+      userMaxBytes: config.userStorageMaxBytes,
+    }),
     credentials,
     gate,
     models: new ModelGateway({
@@ -155,8 +179,14 @@ export async function createServices(config: Config, overrides: ServiceOverrides
       maxResponseBytes: config.modelMaxResponseBytes,
       credentials,
       // No limit per origin: the gateway's connection gate bounds each endpoint by its max_connections.
-      dispatcher: guardedAgent({ policy: 'model', allowPrivateNetwork: config.allowPrivateNetwork }, { connections: null }),
-      publicDispatcher: guardedAgent({ policy: 'user', allowPrivateNetwork: config.allowPrivateNetwork }, { connections: null }),
+      dispatcher: guardedAgent(
+        { policy: 'model', allowPrivateNetwork: config.allowPrivateNetwork },
+        { connections: null },
+      ),
+      publicDispatcher: guardedAgent(
+        { policy: 'user', allowPrivateNetwork: config.allowPrivateNetwork },
+        { connections: null },
+      ),
     }),
     quotas: new Quotas(settings, narrowed(store.container('quotas'), isQuotaCounter), log),
     budgets,

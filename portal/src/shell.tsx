@@ -159,8 +159,8 @@ function SignIn({ config, onSession }: { config: PortalConfig; onSession: (s: Se
         <>
           {/* Without the code the service mints nothing: say where it is rather than offer a form that fails. */}
           <p>
-            To sign in by user name, open the link <code>npm start</code> printed (it ends in{' '}
-            <code>#sign-in=…</code>, the sign-in code of this service), or paste a token.
+            To sign in by user name, open the link <code>npm start</code> printed (it ends in <code>#sign-in=…</code>,
+            the sign-in code of this service), or paste a token.
           </p>
           {withToken}
         </>

@@ -27,7 +27,8 @@ const THRESHOLD_NAMES = new Map(Object.keys(THRESHOLD_DEFAULTS).map((k) => [k.to
 export function thresholdProblem(key: string, value: string): string | undefined {
   const id = key.toLowerCase();
   if (!id.startsWith(THRESHOLD_PREFIX)) return undefined;
-  if (!THRESHOLD_NAMES.has(id.slice(THRESHOLD_PREFIX.length))) return `is not an abuse detection setting (those are ${[...THRESHOLD_NAMES.values()].join(', ')})`;
+  if (!THRESHOLD_NAMES.has(id.slice(THRESHOLD_PREFIX.length)))
+    return `is not an abuse detection setting (those are ${[...THRESHOLD_NAMES.values()].join(', ')})`;
   const n = value.trim() === '' ? NaN : Number(value);
   return Number.isFinite(n) && n > 0 ? undefined : 'must be a positive number';
 }
@@ -35,7 +36,10 @@ export function thresholdProblem(key: string, value: string): string | undefined
 /** Thresholds from the Svc:Analytics:AbuseDetection:* configuration values, else the defaults. */
 export async function thresholds(settings: AppSettings): Promise<Thresholds> {
   const entries = await Promise.all(
-    Object.entries(THRESHOLD_DEFAULTS).map(async ([key, fallback]) => [key, await settings.getNumber(`Svc:Analytics:AbuseDetection:${key}`, fallback)] as const),
+    Object.entries(THRESHOLD_DEFAULTS).map(
+      async ([key, fallback]) =>
+        [key, await settings.getNumber(`Svc:Analytics:AbuseDetection:${key}`, fallback)] as const,
+    ),
   );
   return Object.fromEntries(entries) as Thresholds;
 }
@@ -63,14 +67,31 @@ export interface Factors {
   resource_exhaustion: number;
 }
 
-const WEIGHTS: Factors = { volume: 0.25, token_consumption: 0.2, error_rate: 0.15, temporal: 0.15, behavioral: 0.15, resource_exhaustion: 0.1 };
+const WEIGHTS: Factors = {
+  volume: 0.25,
+  token_consumption: 0.2,
+  error_rate: 0.15,
+  temporal: 0.15,
+  behavioral: 0.15,
+  resource_exhaustion: 0.1,
+};
 const POINTS: Record<Severity, number> = { Medium: 10, High: 20, Critical: 20 };
 
 /** Factor scores (High 20, Medium 10 per indicator, capped at 100) and their weighted sum (0 to 100). */
 export function riskScore(indicators: readonly Indicator[]): { risk_score: number; factor_scores: Factors } {
-  const factor_scores: Factors = { volume: 0, token_consumption: 0, error_rate: 0, temporal: 0, behavioral: 0, resource_exhaustion: 0 };
+  const factor_scores: Factors = {
+    volume: 0,
+    token_consumption: 0,
+    error_rate: 0,
+    temporal: 0,
+    behavioral: 0,
+    resource_exhaustion: 0,
+  };
   for (const i of indicators) factor_scores[i.factor] = Math.min(100, factor_scores[i.factor] + POINTS[i.severity]);
-  const weighted = (Object.keys(WEIGHTS) as (keyof Factors)[]).reduce((sum, k) => sum + WEIGHTS[k] * factor_scores[k], 0);
+  const weighted = (Object.keys(WEIGHTS) as (keyof Factors)[]).reduce(
+    (sum, k) => sum + WEIGHTS[k] * factor_scores[k],
+    0,
+  );
   return { risk_score: Math.round(weighted * 100) / 100, factor_scores };
 }
 
@@ -133,31 +154,90 @@ export function indicators(records: readonly UsageDoc[], t: Thresholds, now = ne
   const add = (i: Omit<Indicator, 'detected_at'>) => found.push({ ...i, detected_at: at });
 
   if (requestsPerHour > t.ExtremeRequestRateThreshold) {
-    add({ type: 'ExtremeRequestRate', category: 'Volume', factor: 'volume', severity: 'High', description: `Average of ${requestsPerHour.toFixed(1)} requests per hour, above ${t.ExtremeRequestRateThreshold}`, metrics: { requests_per_hour: requestsPerHour } });
+    add({
+      type: 'ExtremeRequestRate',
+      category: 'Volume',
+      factor: 'volume',
+      severity: 'High',
+      description: `Average of ${requestsPerHour.toFixed(1)} requests per hour, above ${t.ExtremeRequestRateThreshold}`,
+      metrics: { requests_per_hour: requestsPerHour },
+    });
   } else if (requestsPerHour > t.HighRequestRateThreshold) {
-    add({ type: 'HighRequestRate', category: 'Volume', factor: 'volume', severity: 'Medium', description: `Average of ${requestsPerHour.toFixed(1)} requests per hour, above ${t.HighRequestRateThreshold}`, metrics: { requests_per_hour: requestsPerHour } });
+    add({
+      type: 'HighRequestRate',
+      category: 'Volume',
+      factor: 'volume',
+      severity: 'Medium',
+      description: `Average of ${requestsPerHour.toFixed(1)} requests per hour, above ${t.HighRequestRateThreshold}`,
+      metrics: { requests_per_hour: requestsPerHour },
+    });
   }
   if (tokensPerHour > 100_000) {
-    add({ type: 'ExtremeTokenConsumption', category: 'Volume', factor: 'token_consumption', severity: 'High', description: `Average of ${Math.round(tokensPerHour)} tokens per hour, above 100000`, metrics: { tokens_per_hour: tokensPerHour } });
+    add({
+      type: 'ExtremeTokenConsumption',
+      category: 'Volume',
+      factor: 'token_consumption',
+      severity: 'High',
+      description: `Average of ${Math.round(tokensPerHour)} tokens per hour, above 100000`,
+      metrics: { tokens_per_hour: tokensPerHour },
+    });
   } else if (tokensPerHour > 50_000) {
-    add({ type: 'HighTokenConsumption', category: 'Volume', factor: 'token_consumption', severity: 'Medium', description: `Average of ${Math.round(tokensPerHour)} tokens per hour, above 50000`, metrics: { tokens_per_hour: tokensPerHour } });
+    add({
+      type: 'HighTokenConsumption',
+      category: 'Volume',
+      factor: 'token_consumption',
+      severity: 'Medium',
+      description: `Average of ${Math.round(tokensPerHour)} tokens per hour, above 50000`,
+      metrics: { tokens_per_hour: tokensPerHour },
+    });
   }
   const burst = densest(times, t.RapidFireWindowMinutes * MINUTE);
   if (burst > t.RapidFireThreshold) {
-    add({ type: 'RapidFireRequests', category: 'Temporal', factor: 'temporal', severity: 'High', description: `${burst} operations within ${t.RapidFireWindowMinutes} minute(s), above ${t.RapidFireThreshold}`, metrics: { operations_in_window: burst } });
+    add({
+      type: 'RapidFireRequests',
+      category: 'Temporal',
+      factor: 'temporal',
+      severity: 'High',
+      description: `${burst} operations within ${t.RapidFireWindowMinutes} minute(s), above ${t.RapidFireThreshold}`,
+      metrics: { operations_in_window: burst },
+    });
   }
   const run = longestRun(times, t.MaxInactivityGapMinutes * MINUTE) / HOUR;
   if (run > t.ContinuousUsageHours) {
-    add({ type: 'ContinuousUsage', category: 'Temporal', factor: 'temporal', severity: 'Medium', description: `${run.toFixed(1)} hours of activity with no gap over ${t.MaxInactivityGapMinutes} minutes`, metrics: { continuous_hours: run } });
+    add({
+      type: 'ContinuousUsage',
+      category: 'Temporal',
+      factor: 'temporal',
+      severity: 'Medium',
+      description: `${run.toFixed(1)} hours of activity with no gap over ${t.MaxInactivityGapMinutes} minutes`,
+      metrics: { continuous_hours: run },
+    });
   }
   const failed = records.filter((r) => r.status === 'Failed').length;
   const errorRate = (failed / records.length) * 100;
   if (errorRate > t.HighErrorRateThreshold) {
-    add({ type: 'HighErrorRate', category: 'Behavioral', factor: 'error_rate', severity: 'Medium', description: `${errorRate.toFixed(1)}% of operations failed, above ${t.HighErrorRateThreshold}%`, metrics: { error_rate_percent: errorRate, failed_operations: failed } });
+    add({
+      type: 'HighErrorRate',
+      category: 'Behavioral',
+      factor: 'error_rate',
+      severity: 'Medium',
+      description: `${errorRate.toFixed(1)}% of operations failed, above ${t.HighErrorRateThreshold}%`,
+      metrics: { error_rate_percent: errorRate, failed_operations: failed },
+    });
   }
-  const hopping = mostAgents(records.map((r, i) => ({ at: times[i] as number, agent: r.agent_name })), t.AgentHoppingWindowMinutes * MINUTE);
+  const hopping = mostAgents(
+    records.map((r, i) => ({ at: times[i] as number, agent: r.agent_name })),
+    t.AgentHoppingWindowMinutes * MINUTE,
+  );
   if (hopping > t.AgentHoppingThreshold) {
-    add({ type: 'AgentHopping', category: 'Behavioral', factor: 'behavioral', severity: 'Medium', description: `${hopping} agents within ${t.AgentHoppingWindowMinutes} minutes, above ${t.AgentHoppingThreshold}`, metrics: { agents_in_window: hopping } });
+    add({
+      type: 'AgentHopping',
+      category: 'Behavioral',
+      factor: 'behavioral',
+      severity: 'Medium',
+      description: `${hopping} agents within ${t.AgentHoppingWindowMinutes} minutes, above ${t.AgentHoppingThreshold}`,
+      metrics: { agents_in_window: hopping },
+    });
   }
   return found;
 }
@@ -180,14 +260,35 @@ export function indicatorReport(username: string, found: readonly Indicator[]) {
 /** UserAnomalies items for one user: HighRiskUser (score >= 61) and VolumeAnomaly (High/Critical volume). */
 export function anomalies(username: string, found: readonly Indicator[], now = new Date()) {
   const { risk_score } = riskScore(found);
-  const out: { username: string; anomaly_type: string; description: string; severity: Severity; detected_at: string; anomaly_data: Record<string, unknown> }[] = [];
+  const out: {
+    username: string;
+    anomaly_type: string;
+    description: string;
+    severity: Severity;
+    detected_at: string;
+    anomaly_data: Record<string, unknown>;
+  }[] = [];
   const at = now.toISOString();
   if (risk_score >= 61) {
-    out.push({ username, anomaly_type: 'HighRiskUser', description: `Risk score ${risk_score}`, severity: risk_score >= 81 ? 'Critical' : 'High', detected_at: at, anomaly_data: { risk_score } });
+    out.push({
+      username,
+      anomaly_type: 'HighRiskUser',
+      description: `Risk score ${risk_score}`,
+      severity: risk_score >= 81 ? 'Critical' : 'High',
+      detected_at: at,
+      anomaly_data: { risk_score },
+    });
   }
   const volume = found.filter((i) => i.category === 'Volume' && (i.severity === 'High' || i.severity === 'Critical'));
   if (volume.length > 0) {
-    out.push({ username, anomaly_type: 'VolumeAnomaly', description: volume.map((i) => i.description).join('; '), severity: 'High', detected_at: at, anomaly_data: { indicators: volume.map((i) => i.type) } });
+    out.push({
+      username,
+      anomaly_type: 'VolumeAnomaly',
+      description: volume.map((i) => i.description).join('; '),
+      severity: 'High',
+      detected_at: at,
+      anomaly_data: { indicators: volume.map((i) => i.type) },
+    });
   }
   return out;
 }

@@ -21,14 +21,25 @@ export interface Activity {
   last: string | null;
 }
 
-const TOTALS = { tokens: { fn: 'sum', field: 'total_tokens' }, requests: { fn: 'count' }, duration: { fn: 'sum', field: 'duration_ms' }, last: { fn: 'max', field: 'timestamp' } } as const;
+const TOTALS = {
+  tokens: { fn: 'sum', field: 'total_tokens' },
+  requests: { fn: 'count' },
+  duration: { fn: 'sum', field: 'duration_ms' },
+  last: { fn: 'max', field: 'timestamp' },
+} as const;
 
 /** Activity per agent (`by` agent_name) or per user (`by` upn), over the usage records matching `where`. */
-export async function activityBy(src: Sources, by: 'agent_name' | 'upn', where: Filter[]): Promise<Map<string, Activity>> {
+export async function activityBy(
+  src: Sources,
+  by: 'agent_name' | 'upn',
+  where: Filter[],
+): Promise<Map<string, Activity>> {
   const other = by === 'agent_name' ? 'upn' : 'agent_name';
   const [totals, sessions, failures] = await Promise.all([
     src.usage.group(where, [by], { ...TOTALS, others: { fn: 'countDistinct', field: other } }),
-    src.usage.group([...where, present('session_id')], [by], { conversations: { fn: 'countDistinct', field: 'session_id' } }),
+    src.usage.group([...where, present('session_id')], [by], {
+      conversations: { fn: 'countDistinct', field: 'session_id' },
+    }),
     src.usage.group([...where, { field: 'status', op: 'eq', value: 'Failed' }], [by], { failed: { fn: 'count' } }),
   ]);
   const conversations = new Map(sessions.map((r) => [str(r[by]), num(r.conversations)]));

@@ -11,7 +11,10 @@ const agentFilter = (agent: string | undefined) => (agent ? [eq('agent_name', ag
  * users, agents and models as the token dashboard counts them; the mean completion time; the distinct tools run.
  */
 export async function overview(src: Sources, agent: string | undefined) {
-  const [totals, tools] = await Promise.all([usageTotals(src, agentFilter(agent)), src.toolRuns.one(agentFilter(agent), { tools: { fn: 'countDistinct', field: 'tool_name' } })]);
+  const [totals, tools] = await Promise.all([
+    usageTotals(src, agentFilter(agent)),
+    src.toolRuns.one(agentFilter(agent), { tools: { fn: 'countDistinct', field: 'tool_name' } }),
+  ]);
   return {
     total_conversations: totals.conversations,
     total_tokens: totals.tokens,
@@ -81,7 +84,12 @@ export async function agentFiles(src: Sources, agent: string) {
   ]);
   const sorted = sizes.sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
-  const median = sorted.length === 0 ? 0 : sorted.length % 2 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+  const median =
+    sorted.length === 0
+      ? 0
+      : sorted.length % 2
+        ? (sorted[mid] as number)
+        : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
   const files = num(totals.files);
   return {
     total_files: files,
@@ -133,11 +141,16 @@ async function dailyPerAgent(src: Sources, period: Period, agent: string | undef
       : await src.usage.group(agentFilter(agent), ['day', 'agent_name'], { n: { fn: 'countDistinct', field: 'upn' } });
   const agents = agent ? [agent] : [...new Set(rows.map((r) => str(r.agent_name)))].sort();
   const counts = new Map(rows.map((r) => [`${str(r.day)}|${str(r.agent_name)}`, num(r.n)]));
-  return period.days.map((date) => ({ date, agent_counts: Object.fromEntries(agents.map((a) => [a, counts.get(`${date}|${a}`) ?? 0])) }));
+  return period.days.map((date) => ({
+    date,
+    agent_counts: Object.fromEntries(agents.map((a) => [a, counts.get(`${date}|${a}`) ?? 0])),
+  }));
 }
 
-export const dailyMessages = (src: Sources, period: Period, agent: string | undefined) => dailyPerAgent(src, period, agent, 'responses');
-export const dailyUsers = (src: Sources, period: Period, agent: string | undefined) => dailyPerAgent(src, period, agent, 'users');
+export const dailyMessages = (src: Sources, period: Period, agent: string | undefined) =>
+  dailyPerAgent(src, period, agent, 'responses');
+export const dailyUsers = (src: Sources, period: Period, agent: string | undefined) =>
+  dailyPerAgent(src, period, agent, 'users');
 
 /** AnalyticsDailyActiveUserCount: distinct users with a completion (usage record), every day of the period. */
 export async function dailyActiveUsers(src: Sources, period: Period, agent: string | undefined) {
@@ -153,35 +166,60 @@ export async function tokenDashboard(src: Sources, agent: string | undefined) {
     usageTotals(src, f),
     activityBy(src, 'agent_name', f),
     activityBy(src, 'upn', f),
-    src.usage.group(f, ['model_deployment_name'], { tokens: { fn: 'sum', field: 'total_tokens' }, agents: { fn: 'countDistinct', field: 'agent_name' } }),
+    src.usage.group(f, ['model_deployment_name'], {
+      tokens: { fn: 'sum', field: 'total_tokens' },
+      agents: { fn: 'countDistinct', field: 'agent_name' },
+    }),
   ]);
-  const byTokens = <T extends { total_tokens: number }>(list: T[], name: (t: T) => string) => list.sort((a, b) => b.total_tokens - a.total_tokens || name(a).localeCompare(name(b)));
+  const byTokens = <T extends { total_tokens: number }>(list: T[], name: (t: T) => string) =>
+    list.sort((a, b) => b.total_tokens - a.total_tokens || name(a).localeCompare(name(b)));
   return {
     total_tokens: totals.tokens,
     total_users: totals.users,
     total_agents: totals.agents,
     total_models: totals.models,
     agents: byTokens(
-      [...agents].map(([agent_name, a]) => ({ agent_name, total_tokens: a.tokens, unique_users: a.others, total_conversations: a.conversations })),
+      [...agents].map(([agent_name, a]) => ({
+        agent_name,
+        total_tokens: a.tokens,
+        unique_users: a.others,
+        total_conversations: a.conversations,
+      })),
       (a) => a.agent_name,
     ),
     users: byTokens(
-      [...users].map(([username, u]) => ({ username, total_tokens: u.tokens, total_conversations: u.conversations, operation_count: u.requests })),
+      [...users].map(([username, u]) => ({
+        username,
+        total_tokens: u.tokens,
+        total_conversations: u.conversations,
+        operation_count: u.requests,
+      })),
       (u) => u.username,
     ),
-    models: byTokens(modelRows.map((m) => ({ model_deployment_name: str(m.model_deployment_name) || 'Unknown', total_tokens: num(m.tokens), agent_count: num(m.agents) })), (m) => m.model_deployment_name),
+    models: byTokens(
+      modelRows.map((m) => ({
+        model_deployment_name: str(m.model_deployment_name) || 'Unknown',
+        total_tokens: num(m.tokens),
+        agent_count: num(m.agents),
+      })),
+      (m) => m.model_deployment_name,
+    ),
   };
 }
 
 /** AnalyticsToolSummary per tool (all agents, or one): how many times each tool ran, most used first. */
 export async function toolSummaries(src: Sources, agent: string | undefined) {
   const rows = await src.toolRuns.group(agentFilter(agent), ['tool_name'], { runs: { fn: 'count' } });
-  return rows.map((r) => ({ tool_name: str(r.tool_name), usage_count: num(r.runs) })).sort((a, b) => b.usage_count - a.usage_count || a.tool_name.localeCompare(b.tool_name));
+  return rows
+    .map((r) => ({ tool_name: str(r.tool_name), usage_count: num(r.runs) }))
+    .sort((a, b) => b.usage_count - a.usage_count || a.tool_name.localeCompare(b.tool_name));
 }
 
 /** AgentToolCombinations: for each set of tools one completion of the agent ran together (`a + b`), how many completions ran it. */
 export async function toolCombinations(src: Sources, agent: string) {
-  const rows = await src.toolRuns.group([eq('agent_name', agent)], ['operation_id', 'tool_name'], { runs: { fn: 'count' } });
+  const rows = await src.toolRuns.group([eq('agent_name', agent)], ['operation_id', 'tool_name'], {
+    runs: { fn: 'count' },
+  });
   const byOperation = new Map<string, Set<string>>();
   for (const r of rows) {
     const set = byOperation.get(str(r.operation_id)) ?? new Set<string>();

@@ -10,7 +10,6 @@ import type { Period } from './request.js';
 
 export type CostGroup = 'cost_center' | 'agent_name' | 'upn' | 'model_deployment_name';
 
-
 interface Figures {
   cost: number;
   prompt_tokens: number;
@@ -35,7 +34,13 @@ function add(to: Figures, row: Record<string, unknown>): void {
   to.total_tokens += num(row.total_tokens);
   to.requests += num(row.requests);
 }
-const present = (f: Figures) => ({ total_cost: money(f.cost), prompt_tokens: f.prompt_tokens, completion_tokens: f.completion_tokens, total_tokens: f.total_tokens, requests: f.requests });
+const present = (f: Figures) => ({
+  total_cost: money(f.cost),
+  prompt_tokens: f.prompt_tokens,
+  completion_tokens: f.completion_tokens,
+  total_tokens: f.total_tokens,
+  requests: f.requests,
+});
 
 /** A record's group name: no cost center is null, no model deployment is Unknown (as in the token dashboard). */
 function groupName(group: CostGroup, value: unknown): string | null {
@@ -49,10 +54,22 @@ function groupName(group: CostGroup, value: unknown): string | null {
  * Cost per group and currency over the period, most costly first, each with its daily series (every day,
  * zero-filled), and the totals per currency. `top` keeps the first groups only (users); totals cover all.
  */
-export async function costBy(src: Sources, period: Period, group: CostGroup, filters: { agent?: string | undefined; user?: string | undefined }, top?: number) {
-  const where: Filter[] = [...(filters.agent ? [eq('agent_name', filters.agent)] : []), ...(filters.user ? [eq('upn', filters.user)] : [])];
+export async function costBy(
+  src: Sources,
+  period: Period,
+  group: CostGroup,
+  filters: { agent?: string | undefined; user?: string | undefined },
+  top?: number,
+) {
+  const where: Filter[] = [
+    ...(filters.agent ? [eq('agent_name', filters.agent)] : []),
+    ...(filters.user ? [eq('upn', filters.user)] : []),
+  ];
   const rows = await src.usage.group(where, [group, 'currency', 'day'], FIGURES);
-  const groups = new Map<string, { name: string | null; currency: string | null; figures: Figures; days: Map<string, Figures> }>();
+  const groups = new Map<
+    string,
+    { name: string | null; currency: string | null; figures: Figures; days: Map<string, Figures> }
+  >();
   const totals = new Map<string | null, Figures>();
   for (const row of rows) {
     const name = groupName(group, row[group]);
@@ -69,7 +86,12 @@ export async function costBy(src: Sources, period: Period, group: CostGroup, fil
     add(total, row);
   }
   const items = [...groups.values()]
-    .sort((a, b) => b.figures.cost - a.figures.cost || b.figures.total_tokens - a.figures.total_tokens || String(a.name).localeCompare(String(b.name)))
+    .sort(
+      (a, b) =>
+        b.figures.cost - a.figures.cost ||
+        b.figures.total_tokens - a.figures.total_tokens ||
+        String(a.name).localeCompare(String(b.name)),
+    )
     .slice(0, top)
     .map((g) => ({
       name: g.name,
@@ -81,16 +103,32 @@ export async function costBy(src: Sources, period: Period, group: CostGroup, fil
       }),
     }));
   return {
-    group_by: group === 'upn' ? 'user' : group === 'model_deployment_name' ? 'model' : group === 'agent_name' ? 'agent' : 'cost_center',
+    group_by:
+      group === 'upn'
+        ? 'user'
+        : group === 'model_deployment_name'
+          ? 'model'
+          : group === 'agent_name'
+            ? 'agent'
+            : 'cost_center',
     // By currency, costs without one last.
-    totals: [...totals].map(([currency, f]) => ({ currency, ...present(f) })).sort((a, b) => Number(a.currency === null) - Number(b.currency === null) || (a.currency ?? '').localeCompare(b.currency ?? '')),
+    totals: [...totals]
+      .map(([currency, f]) => ({ currency, ...present(f) }))
+      .sort(
+        (a, b) =>
+          Number(a.currency === null) - Number(b.currency === null) ||
+          (a.currency ?? '').localeCompare(b.currency ?? ''),
+      ),
     items,
   };
 }
 
 /** The usage records a budget counts: its agent, its cost center, and calls by users or by tokens for those scopes. */
 function budgetWhere(b: BudgetDefinition): Filter[] {
-  return [...(b.agent_name ? [eq('agent_name', b.agent_name)] : []), ...(b.cost_center ? [eq('cost_center', b.cost_center)] : [])];
+  return [
+    ...(b.agent_name ? [eq('agent_name', b.agent_name)] : []),
+    ...(b.cost_center ? [eq('cost_center', b.cost_center)] : []),
+  ];
 }
 
 /** Agent access tokens' calls: their usage records' UPNs are the tokens' virtual identities. */
@@ -101,14 +139,17 @@ async function budgetDaily(src: Sources, b: BudgetDefinition): Promise<Map<strin
   const daily = async (where: Filter[]) => {
     const rows = await src.usage.group(where, ['day', 'currency'], { cost: { fn: 'sum', field: 'cost' } });
     const out = new Map<string, number>();
-    for (const r of rows) if (!str(r.currency) || str(r.currency) === b.currency) out.set(str(r.day), (out.get(str(r.day)) ?? 0) + num(r.cost));
+    for (const r of rows)
+      if (!str(r.currency) || str(r.currency) === b.currency)
+        out.set(str(r.day), (out.get(str(r.day)) ?? 0) + num(r.cost));
     return out;
   };
   const where = budgetWhere(b);
   if (b.scope === 'access_token') return daily([...where, TOKEN_CALLS]);
   const all = await daily(where);
   // A user budget counts the calls users make: every call but those made with agent access tokens.
-  if (b.scope === 'user') for (const [day, cost] of await daily([...where, TOKEN_CALLS])) all.set(day, (all.get(day) ?? 0) - cost);
+  if (b.scope === 'user')
+    for (const [day, cost] of await daily([...where, TOKEN_CALLS])) all.set(day, (all.get(day) ?? 0) - cost);
   return all;
 }
 
@@ -117,7 +158,9 @@ async function budgetDaily(src: Sources, b: BudgetDefinition): Promise<Map<strin
  * period (from the budget counters, as admission sees them), and its daily spend over the requested period.
  */
 export async function budgetStatus(src: Sources, period: Period, budgets: Budgets, agent: string | undefined) {
-  const definitions = (await budgets.definitions()).filter((b) => !agent || b.agent_name === undefined || resourceId(b.agent_name) === resourceId(agent));
+  const definitions = (await budgets.definitions()).filter(
+    (b) => !agent || b.agent_name === undefined || resourceId(b.agent_name) === resourceId(agent),
+  );
   return Promise.all(
     definitions.map(async (b) => {
       const [standing, daily] = await Promise.all([budgets.standing(b), budgetDaily(src, b)]);

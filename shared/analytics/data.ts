@@ -17,7 +17,12 @@ export class Source<T extends Doc = Doc> {
   ) {}
 
   private where(extra: Where): Where {
-    return [...this.base, { field: this.timeField, op: 'ge', value: this.period.start }, { field: this.timeField, op: 'le', value: this.period.end }, ...extra];
+    return [
+      ...this.base,
+      { field: this.timeField, op: 'ge', value: this.period.start },
+      { field: this.timeField, op: 'le', value: this.period.end },
+      ...extra,
+    ];
   }
 
   async one(where: Where, aggregates: Record<string, Aggregate>): Promise<AggregateRow> {
@@ -42,13 +47,18 @@ export class Source<T extends Doc = Doc> {
 
   /** Documents of one partition in the period, oldest first (per-user timelines, bounded by one user). */
   async list(partition: string, where: Where): Promise<Stored<T>[]> {
-    const { items } = await this.container.query({ partition, where: this.where(where), orderBy: [{ field: this.timeField }] });
+    const { items } = await this.container.query({
+      partition,
+      where: this.where(where),
+      orderBy: [{ field: this.timeField }],
+    });
     return items;
   }
 }
 
 export const num = (v: unknown): number => (typeof v === 'number' ? v : 0);
-export const str = (v: unknown): string => (typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : '');
+export const str = (v: unknown): string =>
+  typeof v === 'string' ? v : typeof v === 'number' || typeof v === 'boolean' ? String(v) : '';
 export const ratio = (a: number, b: number) => (b === 0 ? 0 : Math.round((a / b) * 1000) / 1000);
 
 export const eq = (field: string, value: string | number | boolean): Filter => ({ field, op: 'eq', value });
@@ -65,7 +75,10 @@ export interface Sources {
 
 type Readable<T extends Doc> = Pick<Container<T>, 'aggregate' | 'query'>;
 
-export function sources(containers: { sessions: Readable<Doc>; usage: Readable<UsageDoc>; files: Readable<FileDoc>; toolRuns: Readable<Doc> }, period: Period): Sources {
+export function sources(
+  containers: { sessions: Readable<Doc>; usage: Readable<UsageDoc>; files: Readable<FileDoc>; toolRuns: Readable<Doc> },
+  period: Period,
+): Sources {
   return {
     messages: new Source(containers.sessions, [eq('type', 'Message')], 'timestamp', period),
     sessions: new Source(containers.sessions, [eq('type', 'Session')], 'created_on', period),

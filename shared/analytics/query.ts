@@ -2,11 +2,30 @@
 // caller, and builds the AnalyticsResponse of the request type.
 import type { Principal } from '../auth/principal.js';
 import { thresholds } from './abuse.js';
-import { agentFiles, agentSummaries, dailyActiveUsers, dailyMessages, dailyUsers, models, overview, tokenDashboard, toolCombinations, toolSummaries } from './agent-reports.js';
+import {
+  agentFiles,
+  agentSummaries,
+  dailyActiveUsers,
+  dailyMessages,
+  dailyUsers,
+  models,
+  overview,
+  tokenDashboard,
+  toolCombinations,
+  toolSummaries,
+} from './agent-reports.js';
 import { budgetStatus, costBy } from './cost-reports.js';
 import { sources } from './data.js';
 import { resolve, type AnalyticsRequest, type RequestType } from './request.js';
-import { abuseIndicators, abuseRiskScore, activityTimeline, allUsers, topUsers, userAnomalies, userSummary } from './user-reports.js';
+import {
+  abuseIndicators,
+  abuseRiskScore,
+  activityTimeline,
+  allUsers,
+  topUsers,
+  userAnomalies,
+  userSummary,
+} from './user-reports.js';
 import type { Authorizer } from '../auth/authorizer.js';
 import type { Budgets } from '../completions/budgets.js';
 import type { Config } from '../config.js';
@@ -29,7 +48,10 @@ function domains(type: RequestType): ('conversation' | 'context')[] {
   return ['conversation'];
 }
 
-const ACTIONS = { conversation: 'Svc.Conversation/conversationAnalytics/read', context: 'Svc.Context/contextAnalytics/read' } as const;
+const ACTIONS = {
+  conversation: 'Svc.Conversation/conversationAnalytics/read',
+  context: 'Svc.Context/contextAnalytics/read',
+} as const;
 
 export async function runAnalytics(s: QueryDeps, principal: Principal, body: AnalyticsRequest) {
   const r = resolve(body);
@@ -38,7 +60,12 @@ export async function runAnalytics(s: QueryDeps, principal: Principal, body: Ana
   for (const domain of domains(r.type)) await s.authorizer.require(principal, ACTIONS[domain], instance);
 
   const src = sources(
-    { sessions: s.store.container('sessions'), usage: s.store.container('usage'), files: s.store.container('files'), toolRuns: s.store.container('toolRuns') },
+    {
+      sessions: s.store.container('sessions'),
+      usage: s.store.container('usage'),
+      files: s.store.container('files'),
+      toolRuns: s.store.container('toolRuns'),
+    },
     r.period,
   );
   const t = () => thresholds(s.settings);
@@ -69,7 +96,11 @@ export async function runAnalytics(s: QueryDeps, principal: Principal, body: Ana
       data = await models(src);
       break;
     case 'TopUsers':
-      data = await topUsers(src, await t(), { top: f.top_count, sortBy: f.sort_by, abuse: body.options.include_abuse_detection });
+      data = await topUsers(src, await t(), {
+        top: f.top_count,
+        sortBy: f.sort_by,
+        abuse: body.options.include_abuse_detection,
+      });
       break;
     case 'UserSummary':
       data = await userSummary(src, user);

@@ -25,7 +25,13 @@ export const REQUEST_TYPES = [
   'TokenUsageDashboard',
 ] as const;
 /** Charge-back: request types numbered from 100, beyond the interface's 0 to 17. */
-export const CHARGE_BACK_TYPES = ['CostByCostCenter', 'CostByAgent', 'CostByUser', 'CostByModel', 'BudgetStatus'] as const;
+export const CHARGE_BACK_TYPES = [
+  'CostByCostCenter',
+  'CostByAgent',
+  'CostByUser',
+  'CostByModel',
+  'BudgetStatus',
+] as const;
 export const CHARGE_BACK_BASE = 100;
 export type RequestType = (typeof REQUEST_TYPES)[number] | (typeof CHARGE_BACK_TYPES)[number];
 
@@ -39,12 +45,26 @@ const ALL_NAMES = [...REQUEST_TYPES, ...CHARGE_BACK_TYPES] as const;
 const TYPE_RANGE = `request_type must be 0 to 17 or ${CHARGE_BACK_BASE} to ${CHARGE_BACK_BASE + CHARGE_BACK_TYPES.length - 1}`;
 
 const NEEDS_AGENT: readonly RequestType[] = ['AgentSummary', 'AgentToolCombinations', 'AgentFiles'];
-const NEEDS_USER: readonly RequestType[] = ['UserSummary', 'UserActivityTimeline', 'UserAbuseRiskScore', 'UserAbuseIndicators'];
+const NEEDS_USER: readonly RequestType[] = [
+  'UserSummary',
+  'UserActivityTimeline',
+  'UserAbuseRiskScore',
+  'UserAbuseIndicators',
+];
 
 export const AnalyticsRequest = z
   .object({
     /** The request type's number (0-17, and 100-104 for charge-back); the name is accepted too. */
-    request_type: z.union([z.number().int().refine((n) => REQUEST_TYPE_NUMBERS.has(n), TYPE_RANGE), z.enum(ALL_NAMES)], { error: TYPE_RANGE }),
+    request_type: z.union(
+      [
+        z
+          .number()
+          .int()
+          .refine((n) => REQUEST_TYPE_NUMBERS.has(n), TYPE_RANGE),
+        z.enum(ALL_NAMES),
+      ],
+      { error: TYPE_RANGE },
+    ),
     filters: z
       .object({
         start_date: z.iso.datetime({ offset: true }).optional(),
@@ -57,7 +77,10 @@ export const AnalyticsRequest = z
       .strict()
       .default({ top_count: 10, sort_by: 'Requests' }),
     options: z
-      .object({ include_abuse_detection: z.boolean().default(false), include_anomaly_detection: z.boolean().default(false) })
+      .object({
+        include_abuse_detection: z.boolean().default(false),
+        include_anomaly_detection: z.boolean().default(false),
+      })
       .strict()
       .default({ include_abuse_detection: false, include_anomaly_detection: false }),
   })
@@ -85,7 +108,8 @@ const DAY = 86_400_000;
 
 /** Applies defaults (last 30 days) and checks the filters each request type requires. */
 export function resolve(request: AnalyticsRequest, now = new Date()): Resolved {
-  const number = typeof request.request_type === 'number' ? request.request_type : (NUMBER_OF.get(request.request_type) as number);
+  const number =
+    typeof request.request_type === 'number' ? request.request_type : (NUMBER_OF.get(request.request_type) as number);
   const type = REQUEST_TYPE_NUMBERS.get(number) as RequestType;
   const f = request.filters;
   if (NEEDS_AGENT.includes(type) && !f.agent_name) throw badRequest(`filters.agent_name is required for ${type}`);
@@ -95,8 +119,19 @@ export function resolve(request: AnalyticsRequest, now = new Date()): Resolved {
   if (start > end) throw badRequest('filters.start_date must not be after filters.end_date');
   if (end.getTime() - start.getTime() > 366 * DAY) throw badRequest('The period may span at most 366 days');
   const days: string[] = [];
-  for (let d = Date.UTC(start.getUTCFullYear(), start.getUTCMonth(), start.getUTCDate()); d <= end.getTime(); d += DAY) {
+  for (
+    let d = Date.UTC(start.getUTCFullYear(), start.getUTCMonth(), start.getUTCDate());
+    d <= end.getTime();
+    d += DAY
+  ) {
     days.push(new Date(d).toISOString().slice(0, 10));
   }
-  return { type, number, period: { start: start.toISOString(), end: end.toISOString(), days }, agent: f.agent_name, user: f.username === undefined ? undefined : ownerKey(f.username), request };
+  return {
+    type,
+    number,
+    period: { start: start.toISOString(), end: end.toISOString(), days },
+    agent: f.agent_name,
+    user: f.username === undefined ? undefined : ownerKey(f.username),
+    request,
+  };
 }

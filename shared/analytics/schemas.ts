@@ -66,7 +66,13 @@ const ModelSummary = z
   .meta({ id: 'AnalyticsModelSummary' });
 
 const Indicator = z
-  .object({ type: z.string(), description: z.string(), severity: Severity, detected_at: z.string(), metrics: z.record(z.string(), z.number()) })
+  .object({
+    type: z.string(),
+    description: z.string(),
+    severity: Severity,
+    detected_at: z.string(),
+    metrics: z.record(z.string(), z.number()),
+  })
   .strict()
   .meta({ id: 'AnalyticsAbuseIndicator' });
 
@@ -120,16 +126,33 @@ const ActivityTimeline = z
   .object({
     username: z.string(),
     entries: z.array(
-      z.object({ timestamp: z.string(), session_id: z.string().nullable(), operation_id: z.string(), tokens: Count, agent_name: z.string() }).strict(),
+      z
+        .object({
+          timestamp: z.string(),
+          session_id: z.string().nullable(),
+          operation_id: z.string(),
+          tokens: Count,
+          agent_name: z.string(),
+        })
+        .strict(),
     ),
   })
   .strict()
   .meta({ id: 'AnalyticsUserActivityTimeline' });
 
-const DailyAgentCounts = z.object({ date: z.string(), agent_counts: z.record(z.string(), Count) }).strict().meta({ id: 'AnalyticsDailyAgentCounts' });
+const DailyAgentCounts = z
+  .object({ date: z.string(), agent_counts: z.record(z.string(), Count) })
+  .strict()
+  .meta({ id: 'AnalyticsDailyAgentCounts' });
 
 const UserSummarySimple = z
-  .object({ username: z.string(), total_conversations: Count, total_messages: Count, operation_count: Count, total_tokens: Count })
+  .object({
+    username: z.string(),
+    total_conversations: Count,
+    total_messages: Count,
+    operation_count: Count,
+    total_tokens: Count,
+  })
   .strict()
   .meta({ id: 'AnalyticsUserSummarySimple' });
 
@@ -138,18 +161,35 @@ const RiskScore = z
     username: z.string(),
     risk_score: z.number(),
     factor_scores: z
-      .object({ volume: z.number(), token_consumption: z.number(), error_rate: z.number(), temporal: z.number(), behavioral: z.number(), resource_exhaustion: z.number() })
+      .object({
+        volume: z.number(),
+        token_consumption: z.number(),
+        error_rate: z.number(),
+        temporal: z.number(),
+        behavioral: z.number(),
+        resource_exhaustion: z.number(),
+      })
       .strict(),
   })
   .strict()
   .meta({ id: 'AnalyticsUserAbuseRiskScore' });
 
 const Anomaly = z
-  .object({ username: z.string(), anomaly_type: z.string(), description: z.string(), severity: Severity, detected_at: z.string(), anomaly_data: z.record(z.string(), z.unknown()) })
+  .object({
+    username: z.string(),
+    anomaly_type: z.string(),
+    description: z.string(),
+    severity: Severity,
+    detected_at: z.string(),
+    anomaly_data: z.record(z.string(), z.unknown()),
+  })
   .strict()
   .meta({ id: 'AnalyticsUserAnomaly' });
 
-const DailyActiveUsers = z.object({ date: z.string(), count: Count }).strict().meta({ id: 'AnalyticsDailyActiveUserCount' });
+const DailyActiveUsers = z
+  .object({ date: z.string(), count: Count })
+  .strict()
+  .meta({ id: 'AnalyticsDailyActiveUserCount' });
 
 const TokenDashboard = z
   .object({
@@ -157,19 +197,33 @@ const TokenDashboard = z
     total_users: Count,
     total_agents: Count,
     total_models: Count,
-    agents: z.array(z.object({ agent_name: z.string(), total_tokens: Count, unique_users: Count, total_conversations: Count }).strict()),
-    users: z.array(z.object({ username: z.string(), total_tokens: Count, total_conversations: Count, operation_count: Count }).strict()),
+    agents: z.array(
+      z
+        .object({ agent_name: z.string(), total_tokens: Count, unique_users: Count, total_conversations: Count })
+        .strict(),
+    ),
+    users: z.array(
+      z
+        .object({ username: z.string(), total_tokens: Count, total_conversations: Count, operation_count: Count })
+        .strict(),
+    ),
     models: z.array(z.object({ model_deployment_name: z.string(), total_tokens: Count, agent_count: Count }).strict()),
   })
   .strict()
   .meta({ id: 'AnalyticsTokenUsageDashboard' });
 
 /** Tool figures, from the tool runs completions record. */
-const ToolCombinations = z.record(z.string(), Count).describe('Tool names run together in one completion, joined by " + ", to the number of completions').meta({ id: 'AnalyticsAgentToolCombinations' });
+const ToolCombinations = z
+  .record(z.string(), Count)
+  .describe('Tool names run together in one completion, joined by " + ", to the number of completions')
+  .meta({ id: 'AnalyticsAgentToolCombinations' });
 const ToolSummary = z.object({ tool_name: z.string(), usage_count: Count }).meta({ id: 'AnalyticsToolSummary' });
 
 const Money = z.number().describe('An amount of the currency, to the millionth');
-const Currency = z.string().nullable().describe("ISO 4217 code from the model's pricing; null for costs of models priced per 1,000 tokens without one");
+const Currency = z
+  .string()
+  .nullable()
+  .describe("ISO 4217 code from the model's pricing; null for costs of models priced per 1,000 tokens without one");
 
 const CostFigures = {
   total_cost: Money,
@@ -182,15 +236,24 @@ const CostFigures = {
 const CostReport = z
   .object({
     group_by: z.enum(['cost_center', 'agent', 'user', 'model']),
-    totals: z.array(z.object({ currency: Currency, ...CostFigures }).strict()).describe('Per currency, over every group'),
+    totals: z
+      .array(z.object({ currency: Currency, ...CostFigures }).strict())
+      .describe('Per currency, over every group'),
     items: z
       .array(
         z
           .object({
-            name: z.string().nullable().describe('The cost center (null: agents without one), agent, user UPN, or model deployment (Unknown when none)'),
+            name: z
+              .string()
+              .nullable()
+              .describe(
+                'The cost center (null: agents without one), agent, user UPN, or model deployment (Unknown when none)',
+              ),
             currency: Currency,
             ...CostFigures,
-            daily: z.array(z.object({ date: z.string(), cost: Money, total_tokens: Count, requests: Count }).strict()).describe('Every UTC day of the period, zero-filled'),
+            daily: z
+              .array(z.object({ date: z.string(), cost: Money, total_tokens: Count, requests: Count }).strict())
+              .describe('Every UTC day of the period, zero-filled'),
           })
           .strict(),
       )
@@ -211,9 +274,22 @@ const BudgetStatus = z
     period_start: z.string().describe('The current period, UTC'),
     period_end: z.string(),
     subjects: z
-      .array(z.object({ subject: z.string().nullable().describe("A user's UPN or a token's id; null for the whole scope"), spent: Money, reserved: Money, remaining: Money }).strict())
-      .describe('Where the budget stands in the current period, from its counters: one entry for the whole scope, or one per user or token that spent, most spent first'),
-    daily: z.array(z.object({ date: z.string(), cost: Money }).strict()).describe("Spend in the budget's scope on every UTC day of the requested period"),
+      .array(
+        z
+          .object({
+            subject: z.string().nullable().describe("A user's UPN or a token's id; null for the whole scope"),
+            spent: Money,
+            reserved: Money,
+            remaining: Money,
+          })
+          .strict(),
+      )
+      .describe(
+        'Where the budget stands in the current period, from its counters: one entry for the whole scope, or one per user or token that spent, most spent first',
+      ),
+    daily: z
+      .array(z.object({ date: z.string(), cost: Money }).strict())
+      .describe("Spend in the budget's scope on every UTC day of the requested period"),
   })
   .strict()
   .meta({ id: 'AnalyticsBudgetStatus' });
@@ -250,6 +326,8 @@ export const AnalyticsResponse = z
   .object({
     request_type: z.number().int(),
     generated_at_utc: z.string(),
-    data: z.union([...new Set(Object.values(ANALYTICS_DATA))] as [z.ZodType, z.ZodType, ...z.ZodType[]]).describe('The shape depends on request_type'),
+    data: z
+      .union([...new Set(Object.values(ANALYTICS_DATA))] as [z.ZodType, z.ZodType, ...z.ZodType[]])
+      .describe('The shape depends on request_type'),
   })
   .meta({ id: 'AnalyticsResponse' });

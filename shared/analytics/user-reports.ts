@@ -18,7 +18,11 @@ async function userTotals(src: Sources): Promise<UserTotals[]> {
 }
 
 /** AnalyticsTopUserSummary list; avg_response_time_ms, error_rate and agents_used are computed. */
-export async function topUsers(src: Sources, t: Thresholds, opts: { top: number; sortBy: 'Requests' | 'Tokens' | 'Sessions' | 'RiskScore'; abuse: boolean }) {
+export async function topUsers(
+  src: Sources,
+  t: Thresholds,
+  opts: { top: number; sortBy: 'Requests' | 'Tokens' | 'Sessions' | 'RiskScore'; abuse: boolean },
+) {
   const users = await userTotals(src);
   const byRequests = [...users].sort((a, b) => b.requests - a.requests || a.username.localeCompare(b.username));
   const scored = new Map<string, ReturnType<typeof indicators>>();
@@ -32,9 +36,15 @@ export async function topUsers(src: Sources, t: Thresholds, opts: { top: number;
     const candidates = byRequests.slice(0, 100);
     const risks = new Map<string, number>();
     for (const u of candidates) risks.set(u.username, riskScore(await score(u)).risk_score);
-    ranked = candidates.sort((a, b) => (risks.get(b.username) ?? 0) - (risks.get(a.username) ?? 0) || b.requests - a.requests);
+    ranked = candidates.sort(
+      (a, b) => (risks.get(b.username) ?? 0) - (risks.get(a.username) ?? 0) || b.requests - a.requests,
+    );
   } else {
-    const key = { Requests: (u: UserTotals) => u.requests, Tokens: (u: UserTotals) => u.tokens, Sessions: (u: UserTotals) => u.conversations }[opts.sortBy];
+    const key = {
+      Requests: (u: UserTotals) => u.requests,
+      Tokens: (u: UserTotals) => u.tokens,
+      Sessions: (u: UserTotals) => u.conversations,
+    }[opts.sortBy];
     ranked = [...users].sort((a, b) => key(b) - key(a) || a.username.localeCompare(b.username));
   }
   const top = ranked.slice(0, opts.top);
@@ -48,7 +58,9 @@ export async function topUsers(src: Sources, t: Thresholds, opts: { top: number;
       total_tokens: u.tokens,
       active_sessions: u.conversations,
       last_activity: u.last,
-      ...(found ? { abuse_risk_score: riskScore(found).risk_score, abuse_indicators: indicatorReport(u.username, found) } : {}),
+      ...(found
+        ? { abuse_risk_score: riskScore(found).risk_score, abuse_indicators: indicatorReport(u.username, found) }
+        : {}),
       avg_response_time_ms: ratio(u.duration, u.requests),
       error_rate: ratio(u.failed, u.requests),
       agents_used: u.others,
@@ -68,7 +80,8 @@ export async function userSummary(src: Sources, upn: string) {
     src.messages.group(user, ['hour'], { n: { fn: 'count' } }),
   ]);
   const a = activity.get(upn);
-  const peak = <K extends string>(rows: Record<string, unknown>[], key: K) => [...rows].sort((x, y) => num(y.n) - num(x.n) || str(x[key]).localeCompare(str(y[key])))[0]?.[key];
+  const peak = <K extends string>(rows: Record<string, unknown>[], key: K) =>
+    [...rows].sort((x, y) => num(y.n) - num(x.n) || str(x[key]).localeCompare(str(y[key])))[0]?.[key];
   const peakDay = peak(messageDays, 'day');
   const peakHour = peak(hours, 'hour');
   return {
@@ -91,13 +104,22 @@ export async function activityTimeline(src: Sources, upn: string) {
   const records = await recordsOf(src, upn);
   return {
     username: upn,
-    entries: records.map((r) => ({ timestamp: r.timestamp, session_id: r.session_id, operation_id: r.operation_id, tokens: r.total_tokens, agent_name: r.agent_name })),
+    entries: records.map((r) => ({
+      timestamp: r.timestamp,
+      session_id: r.session_id,
+      operation_id: r.operation_id,
+      tokens: r.total_tokens,
+      agent_name: r.agent_name,
+    })),
   };
 }
 
 /** AnalyticsUserSummarySimple for every user with completions or messages, sorted by username. */
 export async function allUsers(src: Sources) {
-  const [activity, messages] = await Promise.all([activityBy(src, 'upn', []), src.messages.group([], ['upn'], { messages: { fn: 'count' } })]);
+  const [activity, messages] = await Promise.all([
+    activityBy(src, 'upn', []),
+    src.messages.group([], ['upn'], { messages: { fn: 'count' } }),
+  ]);
   const counted = new Map(messages.map((r) => [str(r.upn), num(r.messages)]));
   return [...new Set([...activity.keys(), ...counted.keys()])].sort().map((username) => ({
     username,
@@ -119,7 +141,12 @@ export async function abuseRiskScore(src: Sources, t: Thresholds, upn: string) {
 
 /** UserAnomalies over the top 100 users by requests (or one user). */
 export async function userAnomalies(src: Sources, t: Thresholds, only: string | undefined) {
-  const users = only ? [only] : (await userTotals(src)).sort((a, b) => b.requests - a.requests || a.username.localeCompare(b.username)).slice(0, 100).map((u) => u.username);
+  const users = only
+    ? [only]
+    : (await userTotals(src))
+        .sort((a, b) => b.requests - a.requests || a.username.localeCompare(b.username))
+        .slice(0, 100)
+        .map((u) => u.username);
   const out = [];
   for (const upn of users) out.push(...anomalies(upn, indicators(await recordsOf(src, upn), t)));
   return out;

@@ -18,7 +18,17 @@ import { SECRET_SETTINGS } from '../providers/settings.js';
 import { appConfigurations } from '../providers/types/catalog.js';
 import type { Container, Doc, DocsOf } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
-import { applyPlan, changesOf, mapStrings, parseObjectId, planChanges, portable, typeOf, type Change, type Incoming } from './resource-set.js';
+import {
+  applyPlan,
+  changesOf,
+  mapStrings,
+  parseObjectId,
+  planChanges,
+  portable,
+  typeOf,
+  type Change,
+  type Incoming,
+} from './resource-set.js';
 import type { AgentTokens } from '../auth/agent-tokens.js';
 import type { Authorizer } from '../auth/authorizer.js';
 import type { GraphOptions } from '../auth/graph.js';
@@ -69,7 +79,9 @@ export const ArtifactResource = z
     type: z.literal('artifact-package', { error: 'type must be artifact-package' }),
     name: NamePart,
     package_version: SemanticVersion,
-    package_store_type: z.enum(['Public', 'Private'], { error: 'package_store_type must be Public or Private' }).optional(),
+    package_store_type: z
+      .enum(['Public', 'Private'], { error: 'package_store_type must be Public or Private' })
+      .optional(),
   })
   .strict();
 export type ArtifactResource = z.output<typeof ArtifactResource>;
@@ -136,7 +148,8 @@ declare module '../store/types.js' {
 }
 
 /** Whether a document of the resources container is an artifact package's record. */
-export const isArtifactPackage = (doc: DocsOf<'resources'>): doc is ArtifactPackageDoc => 'type' in doc && doc.type === 'artifact-package';
+export const isArtifactPackage = (doc: DocsOf<'resources'>): doc is ArtifactPackageDoc =>
+  'type' in doc && doc.type === 'artifact-package';
 
 /** A package version read back: its manifest and its resources, each as its file holds it. */
 interface Contents {
@@ -171,21 +184,38 @@ async function readContents(bytes: Buffer): Promise<Contents> {
     try {
       return parseJsonText(data.toString('utf8'), name);
     } catch (e) {
-      throw badRequest(`Invalid package archive: ${e instanceof DomainError ? e.message : `${name} is not valid JSON`}`);
+      throw badRequest(
+        `Invalid package archive: ${e instanceof DomainError ? e.message : `${name} is not valid JSON`}`,
+      );
     }
   };
   const manifest = Manifest.safeParse(json('manifest.json'));
-  if (!manifest.success) throw badRequest(`Invalid manifest: ${manifest.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
-  const entries: Entry[] = manifest.data.resources ?? [...archive.files.keys()].filter((n) => n !== 'manifest.json' && !n.endsWith('/')).sort().map((file) => ({ file }));
+  if (!manifest.success)
+    throw badRequest(
+      `Invalid manifest: ${manifest.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    );
+  const entries: Entry[] =
+    manifest.data.resources ??
+    [...archive.files.keys()]
+      .filter((n) => n !== 'manifest.json' && !n.endsWith('/'))
+      .sort()
+      .map((file) => ({ file }));
   if (entries.length === 0) throw badRequest('Invalid package archive: it holds no resource');
   if (entries.length > MAX_RESOURCES) throw badRequest(`Invalid package archive: more than ${MAX_RESOURCES} resources`);
   const resources = entries.map((entry) => {
     const r = json(entry.file);
-    if (!r || typeof r !== 'object' || Array.isArray(r) || typeof (r as { type?: unknown }).type !== 'string' || typeof (r as { name?: unknown }).name !== 'string') {
+    if (
+      !r ||
+      typeof r !== 'object' ||
+      Array.isArray(r) ||
+      typeof (r as { type?: unknown }).type !== 'string' ||
+      typeof (r as { name?: unknown }).name !== 'string'
+    ) {
       throw badRequest(`Invalid package archive: ${entry.file} is not a resource definition with a type and a name`);
     }
     const definition = r as Record<string, unknown> & { type: string };
-    if (entry.type !== undefined && definition.type !== entry.type) throw badRequest(`Invalid package archive: ${entry.file} is not a ${entry.type}`);
+    if (entry.type !== undefined && definition.type !== entry.type)
+      throw badRequest(`Invalid package archive: ${entry.file} is not a ${entry.type}`);
     return { entry, definition };
   });
   return { manifest: manifest.data, resources };
@@ -204,23 +234,36 @@ export class ArtifactPackages {
   }
 
   /** Writes the resources named, as they are now, as a new version of the package. */
-  async export(s: ArtifactsPackagesDeps, principal: Principal, name: string, body: z.output<typeof ExportBody>): Promise<ArtifactPackageDoc> {
+  async export(
+    s: ArtifactsPackagesDeps,
+    principal: Principal,
+    name: string,
+    body: z.output<typeof ExportBody>,
+  ): Promise<ArtifactPackageDoc> {
     const entries: { name: string; data: string }[] = [];
     const listed: Manifest['resources'] = [];
     for (const [i, objectId] of body.resource_object_ids.entries()) {
       const named = parseObjectId(objectId, this.instanceId);
       const field = `resource_object_ids[${i}]`;
-      if (!named) throw validationError([{ field, message: `${objectId} is not a resource of this instance that can be exported` }]);
+      if (!named)
+        throw validationError([
+          { field, message: `${objectId} is not a resource of this instance that can be exported` },
+        ]);
       await s.authorizer.require(principal, `${partitionOf(named.type)}/read`, objectId);
       const doc = await readResource(s, named.type, named.name);
       if (!doc || doc.deleted) throw validationError([{ field, message: `${objectId} not found` }]);
       // Secrets never leave the instance; what names a secret (…_secret_name) travels as the name.
       if (doc.type === appConfigurations.type && SECRET_SETTINGS.has(doc.name.toLowerCase())) {
-        throw validationError([{ field, message: `${objectId} is a secret setting: secrets are never exported; set it on each instance` }]);
+        throw validationError([
+          { field, message: `${objectId} is a secret setting: secrets are never exported; set it on each instance` },
+        ]);
       }
       if (listed.some((e) => e.object_id === doc.object_id)) continue;
       listed.push({ object_id: doc.object_id, type: doc.type, file: fileOf(doc) });
-      entries.push({ name: fileOf(doc), data: `${JSON.stringify({ type: doc.type, ...portable(named.type, doc as unknown as Record<string, unknown>) }, null, 2)}\n` });
+      entries.push({
+        name: fileOf(doc),
+        data: `${JSON.stringify({ type: doc.type, ...portable(named.type, doc as unknown as Record<string, unknown>) }, null, 2)}\n`,
+      });
     }
     const manifest: Manifest = {
       type: 'artifact-package',
@@ -233,24 +276,42 @@ export class ArtifactPackages {
       resources: listed,
     };
     const bytes = await zip([{ name: 'manifest.json', data: `${JSON.stringify(manifest, null, 2)}\n` }, ...entries]);
-    return this.addVersion(bytes, { type: 'artifact-package', name, package_version: body.package_version }, principal, 'Export');
+    return this.addVersion(
+      bytes,
+      { type: 'artifact-package', name, package_version: body.package_version },
+      principal,
+      'Export',
+    );
   }
 
   /**
    * Stores a checked version and makes it current. The same bytes again are accepted as they are (a
    * pipeline may upload before every plan); other bytes under an existing version are 409.
    */
-  async addVersion(bytes: Buffer, resource: ArtifactResource, principal: Principal, source: ArtifactVersion['source']): Promise<ArtifactPackageDoc> {
+  async addVersion(
+    bytes: Buffer,
+    resource: ArtifactResource,
+    principal: Principal,
+    source: ArtifactVersion['source'],
+  ): Promise<ArtifactPackageDoc> {
     if (bytes.length > this.maxBytes) throw badRequest(`The package is larger than ${this.maxBytes} bytes`);
     const { manifest, resources } = await readContents(bytes);
-    if (manifest.name !== resource.name) throw badRequest(`name: the request names ${resource.name} but the package declares ${manifest.name}`);
-    if (manifest.version !== resource.package_version) throw badRequest(`package_version: the request says ${resource.package_version} but the package declares ${manifest.version}`);
+    if (manifest.name !== resource.name)
+      throw badRequest(`name: the request names ${resource.name} but the package declares ${manifest.name}`);
+    if (manifest.version !== resource.package_version)
+      throw badRequest(
+        `package_version: the request says ${resource.package_version} but the package declares ${manifest.version}`,
+      );
     const sha256 = createHash('sha256').update(bytes).digest('hex');
     const same = (current: ArtifactPackageDoc | undefined) => {
       if (current?.deleted) throw conflict(`${resource.name} is deleted; purge it before adding versions again`);
-      if (current && current.name !== resource.name) throw conflict(`${current.name} exists; package names differ only by case`);
+      if (current && current.name !== resource.name)
+        throw conflict(`${current.name} exists; package names differ only by case`);
       const existing = current?.versions.find((v) => v.package_version === resource.package_version);
-      if (existing && existing.sha256 !== sha256) throw conflict(`Version ${resource.package_version} of ${resource.name} exists with other contents; versions are immutable`);
+      if (existing && existing.sha256 !== sha256)
+        throw conflict(
+          `Version ${resource.package_version} of ${resource.name} exists with other contents; versions are immutable`,
+        );
       return existing !== undefined;
     };
     const before = await this.docs.read(ARTIFACTS_PK, resourceId(resource.name));
@@ -268,7 +329,10 @@ export class ArtifactPackages {
       uploaded_on: now,
       uploaded_by: principal.upn,
       source_instance: manifest.source_instance ?? '',
-      resources: resources.map(({ entry, definition }) => ({ object_id: entry.object_id ?? '', type: String(definition.type) })),
+      resources: resources.map(({ entry, definition }) => ({
+        object_id: entry.object_id ?? '',
+        type: String(definition.type),
+      })),
     };
     const saved = await updateDocument(this.docs, ARTIFACTS_PK, resourceId(resource.name), (current) => {
       if (same(current)) return undefined;
@@ -294,11 +358,22 @@ export class ArtifactPackages {
   /** Adds a version from a package store: `{name}/{version}/{name}.zip` there. */
   async deploy(resource: ArtifactResource, principal: Principal): Promise<ArtifactPackageDoc> {
     const storeType = resource.package_store_type ?? 'Private';
-    return this.addVersion(await readFromStore(this.stores, storeType, blobName(resource.name, resource.package_version), this.maxBytes), resource, principal, storeType);
+    return this.addVersion(
+      await readFromStore(this.stores, storeType, blobName(resource.name, resource.package_version), this.maxBytes),
+      resource,
+      principal,
+      storeType,
+    );
   }
 
   async list(): Promise<ArtifactPackageDoc[]> {
-    return (await this.docs.query({ partition: ARTIFACTS_PK, where: [{ field: 'deleted', op: 'ne', value: true }], orderBy: [{ field: 'name' }] })).items;
+    return (
+      await this.docs.query({
+        partition: ARTIFACTS_PK,
+        where: [{ field: 'deleted', op: 'ne', value: true }],
+        orderBy: [{ field: 'name' }],
+      })
+    ).items;
   }
 
   async get(name: string): Promise<ArtifactPackageDoc> {
@@ -313,7 +388,8 @@ export class ArtifactPackages {
     const v = doc.versions.find((x) => x.package_version === (version ?? doc.current_version));
     if (!v) throw notFound(`Version ${version ?? ''} of ${name} not found`);
     const bytes = await (await this.stores.private.blob(v.blob_name)).downloadToBuffer();
-    if (createHash('sha256').update(bytes).digest('hex') !== v.sha256) throw conflict(`Version ${v.package_version} of ${name} was changed in the store since it was added`);
+    if (createHash('sha256').update(bytes).digest('hex') !== v.sha256)
+      throw conflict(`Version ${v.package_version} of ${name} was changed in the store since it was added`);
     return { bytes, version: v };
   }
 
@@ -321,11 +397,21 @@ export class ArtifactPackages {
    * A version's ZIP for a principal: it holds the definitions of every resource in it, so reading it needs
    * what changing them would, `write` on each as it would land on this instance (403 otherwise).
    */
-  async downloadFor(s: ArtifactsPackagesDeps, principal: Principal, name: string, version?: string): Promise<{ bytes: Buffer; version: ArtifactVersion }> {
+  async downloadFor(
+    s: ArtifactsPackagesDeps,
+    principal: Principal,
+    name: string,
+    version?: string,
+  ): Promise<{ bytes: Buffer; version: ArtifactVersion }> {
     const found = await this.download(name, version);
     for (const { definition } of (await readContents(found.bytes)).resources) {
       const type = typeOf(String(definition.type));
-      if (type) await s.authorizer.require(principal, `${partitionOf(type)}/write`, objectIdOf(this.instanceId, type, String(definition.name)));
+      if (type)
+        await s.authorizer.require(
+          principal,
+          `${partitionOf(type)}/write`,
+          objectIdOf(this.instanceId, type, String(definition.name)),
+        );
     }
     return found;
   }
@@ -349,8 +435,13 @@ export class ArtifactPackages {
     const to = `/instances/${this.instanceId}/providers/`;
     return resources.map(({ entry, definition }) => {
       const type = typeOf(String(definition.type));
-      if (!type) throw badRequest(`Invalid package: ${entry.file} is a ${String(definition.type)}, not a resource type that can be applied`);
-      const { type: _t, ...rest } = mapStrings(definition, (v) => v.replace(/^\/instances\/[^/]+\/providers\//, to)) as Record<string, unknown>;
+      if (!type)
+        throw badRequest(
+          `Invalid package: ${entry.file} is a ${String(definition.type)}, not a resource type that can be applied`,
+        );
+      const { type: _t, ...rest } = mapStrings(definition, (v) =>
+        v.replace(/^\/instances\/[^/]+\/providers\//, to),
+      ) as Record<string, unknown>;
       return { type, definition: rest };
     });
   }

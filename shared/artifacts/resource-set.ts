@@ -72,7 +72,9 @@ const OBJECT_ID = /^\/instances\/([^/]+)\/providers\/(Svc\.[A-Za-z]+)\/([A-Za-z]
 
 /** The served type a provider path names, when it is one that callers write. */
 export function writableType(provider: string, segment: string): ResourceType | undefined {
-  const t = RESOURCE_TYPES.find((x) => x.provider.toLowerCase() === provider.toLowerCase() && x.segment.toLowerCase() === segment.toLowerCase());
+  const t = RESOURCE_TYPES.find(
+    (x) => x.provider.toLowerCase() === provider.toLowerCase() && x.segment.toLowerCase() === segment.toLowerCase(),
+  );
   return t && !t.builtIn && !t.serviceWritten ? t : undefined;
 }
 
@@ -82,7 +84,10 @@ export function writableType(provider: string, segment: string): ResourceType | 
  */
 export function typeOf(type: string): ResourceType | undefined {
   const [provider, segment] = type.split('/');
-  const t = segment !== undefined ? RESOURCE_TYPES.find((x) => x.provider === provider && x.segment === segment) : RESOURCE_TYPES.find((x) => x.type === type);
+  const t =
+    segment !== undefined
+      ? RESOURCE_TYPES.find((x) => x.provider === provider && x.segment === segment)
+      : RESOURCE_TYPES.find((x) => x.type === type);
   return t && writableType(t.provider, t.segment);
 }
 
@@ -105,13 +110,18 @@ function* strings(value: unknown): Generator<string> {
 export function mapStrings(value: unknown, map: (s: string) => unknown): unknown {
   if (typeof value === 'string') return map(value);
   if (Array.isArray(value)) return value.map((v) => mapStrings(v, map));
-  if (value && typeof value === 'object') return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mapStrings(v, map)]));
+  if (value && typeof value === 'object')
+    return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, mapStrings(v, map)]));
   return value;
 }
 
 /** JSON with keys in order at every level: equal definitions give equal text. */
 export function canonicalJson(value: unknown): string {
-  return JSON.stringify(value, (_k, v: unknown) => (v && typeof v === 'object' && !Array.isArray(v) ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b))) : v));
+  return JSON.stringify(value, (_k, v: unknown) =>
+    v && typeof v === 'object' && !Array.isArray(v)
+      ? Object.fromEntries(Object.entries(v).sort(([a], [b]) => a.localeCompare(b)))
+      : v,
+  );
 }
 
 /**
@@ -135,7 +145,16 @@ function dependencyOrder(planned: Planned[], refs: Map<Planned, Planned[]>): Pla
   const done = new Set<Planned>();
   while (order.length < planned.length) {
     const next = planned.find((p) => !done.has(p) && (refs.get(p) ?? []).every((d) => d === p || done.has(d)));
-    if (!next) throw validationError([{ field: 'resources', message: `The resources name each other in a cycle: ${planned.filter((p) => !done.has(p)).map((p) => p.object_id).join(', ')}` }]);
+    if (!next)
+      throw validationError([
+        {
+          field: 'resources',
+          message: `The resources name each other in a cycle: ${planned
+            .filter((p) => !done.has(p))
+            .map((p) => p.object_id)
+            .join(', ')}`,
+        },
+      ]);
     order.push(next);
     done.add(next);
   }
@@ -147,16 +166,27 @@ function dependencyOrder(planned: Planned[], refs: Map<Planned, Planned[]>): Pla
  * object id found neither in the set nor on the instance, 403 for a write the caller may not make, 409 for a
  * resource that is soft-deleted here (or, with `createOnly`, that exists at all). Nothing is written.
  */
-export async function planChanges(s: ResourceSetDeps, principal: Principal, incoming: readonly Incoming[], options: { createOnly?: boolean } = {}): Promise<Planned[]> {
+export async function planChanges(
+  s: ResourceSetDeps,
+  principal: Principal,
+  incoming: readonly Incoming[],
+  options: { createOnly?: boolean } = {},
+): Promise<Planned[]> {
   const planned: Planned[] = [];
   for (const [i, { type, definition }] of incoming.entries()) {
     const parsed = type.schema.safeParse(portable(type, definition));
     if (!parsed.success) {
-      throw validationError(parsed.error.issues.map((issue) => ({ field: `resources[${i}].${issue.path.join('.')}`, message: `${type.type} ${String(definition.name)}: ${issue.message}` })));
+      throw validationError(
+        parsed.error.issues.map((issue) => ({
+          field: `resources[${i}].${issue.path.join('.')}`,
+          message: `${type.type} ${String(definition.name)}: ${issue.message}`,
+        })),
+      );
     }
     const name = parsed.data.name;
     const objectId = objectIdOf(s.config.instanceId, type, name);
-    if (planned.some((p) => p.object_id.toLowerCase() === objectId.toLowerCase())) throw validationError([{ field: `resources[${i}]`, message: `${objectId} is in the set twice` }]);
+    if (planned.some((p) => p.object_id.toLowerCase() === objectId.toLowerCase()))
+      throw validationError([{ field: `resources[${i}]`, message: `${objectId} is in the set twice` }]);
     planned.push({ type, name, definition: parsed.data, object_id: objectId, action: 'create', fields: [] });
   }
   const byId = new Map(planned.map((p) => [p.object_id.toLowerCase(), p]));
@@ -168,7 +198,10 @@ export async function planChanges(s: ResourceSetDeps, principal: Principal, inco
       if (!OBJECT_ID.test(value)) continue;
       const inSet = byId.get(value.toLowerCase());
       if (inSet) named.push(inSet);
-      else if (!(await exists(s, value, plugins))) throw validationError([{ field: p.object_id, message: `names ${value}, which is neither in the set nor on this instance` }]);
+      else if (!(await exists(s, value, plugins)))
+        throw validationError([
+          { field: p.object_id, message: `names ${value}, which is neither in the set nor on this instance` },
+        ]);
     }
     refs.set(p, named);
   }
@@ -178,7 +211,13 @@ export async function planChanges(s: ResourceSetDeps, principal: Principal, inco
     if (existing?.deleted) throw conflict(`${p.object_id} is deleted on this instance; purge it first`);
     if (existing && options.createOnly) throw conflict(`${p.object_id} exists already`);
     const after = portable(p.type, p.definition);
-    if (!existing) Object.assign(p, { action: 'create', fields: Object.keys(after).filter((k) => k !== 'type').sort() });
+    if (!existing)
+      Object.assign(p, {
+        action: 'create',
+        fields: Object.keys(after)
+          .filter((k) => k !== 'type')
+          .sort(),
+      });
     else {
       const fields = changedFields(comparable(p.type, existing), after);
       Object.assign(p, { action: fields.length > 0 ? 'update' : 'unchanged', fields });
@@ -204,10 +243,16 @@ async function exists(s: ResourceSetDeps, objectId: string, plugins: ReadonlySet
 }
 
 /** Writes what the plan creates or updates, in its order; answers every change, the unchanged included. */
-export async function applyPlan(s: ResourceSetDeps, principal: Principal, planned: readonly Planned[]): Promise<Change[]> {
-  for (const p of planned) if (p.action !== 'unchanged') await upsertResource(s, p.type, principal, p.name, p.definition);
+export async function applyPlan(
+  s: ResourceSetDeps,
+  principal: Principal,
+  planned: readonly Planned[],
+): Promise<Change[]> {
+  for (const p of planned)
+    if (p.action !== 'unchanged') await upsertResource(s, p.type, principal, p.name, p.definition);
   return changesOf(planned);
 }
 
 /** The changes as the API answers them. */
-export const changesOf = (planned: readonly Planned[]): Change[] => planned.map(({ object_id, action, fields }) => ({ object_id, action, fields }));
+export const changesOf = (planned: readonly Planned[]): Change[] =>
+  planned.map(({ object_id, action, fields }) => ({ object_id, action, fields }));

@@ -52,7 +52,11 @@ export interface TemplatesDeps {
 }
 
 /** The parameter every template has: the new agent's name. */
-const AGENT_NAME: AgentTemplateDoc['parameters'][number] = { name: 'agent_name', type: 'string', description: 'The name of the new agent' };
+const AGENT_NAME: AgentTemplateDoc['parameters'][number] = {
+  name: 'agent_name',
+  type: 'string',
+  description: 'The name of the new agent',
+};
 
 const PLACEHOLDER = /\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}/g;
 
@@ -60,8 +64,12 @@ const PLACEHOLDER = /\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}/g;
 function parameterValues(template: AgentTemplateDoc, given: Record<string, unknown>): Map<string, unknown> {
   const fail = (name: string, message: string) => validationError([{ field: `parameters.${name}`, message }]);
   const values = new Map<string, unknown>();
-  const declared = template.parameters.some((p) => p.name === 'agent_name') ? template.parameters : [AGENT_NAME, ...template.parameters];
-  for (const name of Object.keys(given)) if (!declared.some((p) => p.name === name)) throw fail(name, `${name} is not a parameter of ${template.name} (${declared.map((p) => p.name).join(', ')})`);
+  const declared = template.parameters.some((p) => p.name === 'agent_name')
+    ? template.parameters
+    : [AGENT_NAME, ...template.parameters];
+  for (const name of Object.keys(given))
+    if (!declared.some((p) => p.name === name))
+      throw fail(name, `${name} is not a parameter of ${template.name} (${declared.map((p) => p.name).join(', ')})`);
   for (const p of declared) {
     const value = Object.hasOwn(given, p.name) ? given[p.name] : p.default_value;
     if (value === undefined) throw fail(p.name, `${p.name} is required: ${p.description || p.type}`);
@@ -70,7 +78,8 @@ function parameterValues(template: AgentTemplateDoc, given: Record<string, unkno
     values.set(p.name, value);
   }
   const agentName = ResourceName.safeParse(values.get('agent_name'));
-  if (!agentName.success) throw fail('agent_name', `agent_name ${agentName.error.issues[0]?.message ?? 'is not a resource name'}`);
+  if (!agentName.success)
+    throw fail('agent_name', `agent_name ${agentName.error.issues[0]?.message ?? 'is not a resource name'}`);
   return values;
 }
 
@@ -79,24 +88,41 @@ function substitute(text: string, values: ReadonlyMap<string, unknown>): unknown
   const whole = /^\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}$/.exec(text);
   if (whole && values.has(whole[1] ?? '')) return values.get(whole[1] ?? '');
   return text.replace(PLACEHOLDER, (_match, name: string) => {
-    if (!values.has(name)) throw validationError([{ field: 'resources', message: `The template names {{${name}}}, which is not one of its parameters` }]);
+    if (!values.has(name))
+      throw validationError([
+        { field: 'resources', message: `The template names {{${name}}}, which is not one of its parameters` },
+      ]);
     const value = values.get(name);
     return typeof value === 'string' ? value : JSON.stringify(value);
   });
 }
 
 /** Creates every resource of the template; answers their object ids, in the order they were created. */
-export async function createAgent(s: TemplatesDeps, principal: Principal, templateName: string, given: Record<string, unknown>): Promise<{ object_ids: string[] }> {
+export async function createAgent(
+  s: TemplatesDeps,
+  principal: Principal,
+  templateName: string,
+  given: Record<string, unknown>,
+): Promise<{ object_ids: string[] }> {
   const doc = await readResource(s, servedType(agentTemplates), templateName);
   if (!doc || doc.deleted) throw notFound(`agent-template ${templateName} not found`);
   const { parameters, resources } = doc as unknown as Record<string, unknown>;
   const parsed = agentTemplates.schema.safeParse({ name: doc.name, parameters, resources });
-  if (!parsed.success) throw validationError([{ field: 'template', message: `${templateName} is not a valid template: ${parsed.error.issues[0]?.message ?? ''}` }]);
+  if (!parsed.success)
+    throw validationError([
+      {
+        field: 'template',
+        message: `${templateName} is not a valid template: ${parsed.error.issues[0]?.message ?? ''}`,
+      },
+    ]);
   const template = { ...doc, ...parsed.data } as AgentTemplateDoc;
   const values = new Map([...parameterValues(template, given), ['instance_id', s.config.instanceId]]);
   const incoming: Incoming[] = template.resources.map((r, i) => {
     const writable = typeOf(r.type);
-    if (!writable) throw validationError([{ field: `resources[${i}].type`, message: `${r.type} is not a resource type a template can create` }]);
+    if (!writable)
+      throw validationError([
+        { field: `resources[${i}].type`, message: `${r.type} is not a resource type a template can create` },
+      ]);
     const { type: _t, ...definition } = mapStrings(r, (v) => substitute(v, values)) as Record<string, unknown>;
     return { type: writable, definition };
   });

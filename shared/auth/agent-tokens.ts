@@ -120,7 +120,12 @@ export class AgentTokens implements AgentTokenVerifier {
 
   /** A page of an agent's tokens, oldest first. */
   list(agentName: string, continuation: string | undefined, limit: number): Promise<Page<AgentTokenDoc>> {
-    return this.container.query({ partition: resourceId(agentName), orderBy: [{ field: 'created_on' }], limit, ...(continuation !== undefined ? { continuation } : {}) });
+    return this.container.query({
+      partition: resourceId(agentName),
+      orderBy: [{ field: 'created_on' }],
+      limit,
+      ...(continuation !== undefined ? { continuation } : {}),
+    });
   }
 
   /**
@@ -129,7 +134,9 @@ export class AgentTokens implements AgentTokenVerifier {
    */
   async setActive(agentName: string, tokenId: string, active: boolean): Promise<AgentTokenDoc> {
     this.cache.delete(tokenId.toLowerCase());
-    const saved = await updateDocument(this.container, resourceId(agentName), tokenId.toLowerCase(), (doc) => (doc ? { ...doc, active } : undefined));
+    const saved = await updateDocument(this.container, resourceId(agentName), tokenId.toLowerCase(), (doc) =>
+      doc ? { ...doc, active } : undefined,
+    );
     this.cache.delete(tokenId.toLowerCase());
     if (!saved) throw notFound(`Agent access token ${tokenId} not found`);
     return saved;
@@ -137,7 +144,8 @@ export class AgentTokens implements AgentTokenVerifier {
 
   async delete(agentName: string, tokenId: string): Promise<void> {
     this.cache.delete(tokenId.toLowerCase());
-    if (!(await this.container.delete(resourceId(agentName), tokenId))) throw notFound(`Agent access token ${tokenId} not found`);
+    if (!(await this.container.delete(resourceId(agentName), tokenId)))
+      throw notFound(`Agent access token ${tokenId} not found`);
   }
 
   /** Removes every token of an agent (its purge): a later agent of the same name starts with none. */
@@ -155,7 +163,8 @@ export class AgentTokens implements AgentTokenVerifier {
    */
   async check(token: string): Promise<{ ok: true; doc: AgentTokenDoc } | { ok: false; reason: string }> {
     const parts = parseToken(token);
-    if (!parts || parts.instanceId.toLowerCase() !== this.instanceId) return { ok: false, reason: 'Agent access token is malformed' };
+    if (!parts || parts.instanceId.toLowerCase() !== this.instanceId)
+      return { ok: false, reason: 'Agent access token is malformed' };
     const key = parts.tokenId.toLowerCase();
     const hit = this.cache.get(key);
     let doc = hit && hit.until > Date.now() ? hit.doc : undefined;
@@ -169,10 +178,12 @@ export class AgentTokens implements AgentTokenVerifier {
       return { ok: false, reason: 'Agent access token expired' };
     }
     if (!doc.active) return { ok: false, reason: 'Agent access token is inactive' };
-    if (resourceId(doc.agent_name) !== resourceId(parts.agentName)) return { ok: false, reason: 'Agent access token belongs to another agent' };
+    if (resourceId(doc.agent_name) !== resourceId(parts.agentName))
+      return { ok: false, reason: 'Agent access token belongs to another agent' };
     // Bound to the agent's identity, not its name: a new agent of the same name is another agent.
     const agent = await this.agentOf(doc.agent_name);
-    if (agent?.virtual_security_group_id !== doc.virtual_security_group_id) return { ok: false, reason: 'Agent access token belongs to another agent' };
+    if (agent?.virtual_security_group_id !== doc.virtual_security_group_id)
+      return { ok: false, reason: 'Agent access token belongs to another agent' };
     if (!timingSafeEqual(hashSecret(key, parts.secret), Buffer.from(doc.secret_sha256, 'hex'))) {
       return { ok: false, reason: 'Agent access token secret is invalid' };
     }
@@ -189,7 +200,9 @@ export class AgentTokens implements AgentTokenVerifier {
     const now = Date.now();
     if (doc.last_used_on !== undefined && now - Date.parse(doc.last_used_on) < LAST_USED_MS) return;
     doc.last_used_on = new Date(now).toISOString();
-    this.container.patch(doc.pk, doc.id, [{ op: 'set', path: 'last_used_on', value: doc.last_used_on }]).catch(() => undefined);
+    this.container
+      .patch(doc.pk, doc.id, [{ op: 'set', path: 'last_used_on', value: doc.last_used_on }])
+      .catch(() => undefined);
   }
 
   identity(doc: AgentTokenDoc): VirtualIdentity {
@@ -206,6 +219,16 @@ export class AgentTokens implements AgentTokenVerifier {
     const result = await this.check(token);
     if (!result.ok) throw unauthorized(result.reason);
     const v = this.identity(result.doc);
-    return { kind: 'agent-token', id: v.user_id, upn: v.upn, name: v.name, userName: v.name, groups: v.group_ids, scopes: ['Data.Read'], appRoles: [], agentName: result.doc.agent_name };
+    return {
+      kind: 'agent-token',
+      id: v.user_id,
+      upn: v.upn,
+      name: v.name,
+      userName: v.name,
+      groups: v.group_ids,
+      scopes: ['Data.Read'],
+      appRoles: [],
+      agentName: result.doc.agent_name,
+    };
   }
 }

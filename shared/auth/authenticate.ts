@@ -43,7 +43,8 @@ export function createAuthenticator(bearer: BearerVerifier, options: Authenticat
         onUser?.(verified);
         return owner ? owner(verified) : verified;
       }
-      const agentToken = request.header(AGENT_TOKEN_HEADER) ?? (mode === 'protocol' ? request.header(API_KEY_HEADER) : undefined);
+      const agentToken =
+        request.header(AGENT_TOKEN_HEADER) ?? (mode === 'protocol' ? request.header(API_KEY_HEADER) : undefined);
       if (agentToken !== undefined) {
         // Token holders have Data.Read on one agent: never the Management API.
         if (mode === 'bearer' || !agentTokens) throw unauthorized('Agent access tokens are not accepted here');

@@ -21,9 +21,19 @@ export async function createBearerVerifier(config: AuthConfig): Promise<BearerVe
   let localJwks: BearerVerifier['localJwks'];
   let keysLoaded: () => Promise<boolean> = () => Promise.resolve(true);
   if (config.kind === 'jwks') {
-    const remote = createRemoteJWKSet(new URL(config.jwksUri), { cooldownDuration: 30_000, cacheMaxAge: 10 * 60_000, timeoutDuration: 2000 });
+    const remote = createRemoteJWKSet(new URL(config.jwksUri), {
+      cooldownDuration: 30_000,
+      cacheMaxAge: 10 * 60_000,
+      timeoutDuration: 2000,
+    });
     keys = remote;
-    keysLoaded = () => (remote.jwks() ? Promise.resolve(true) : remote.reload().then(() => remote.jwks() !== undefined, () => false));
+    keysLoaded = () =>
+      remote.jwks()
+        ? Promise.resolve(true)
+        : remote.reload().then(
+            () => remote.jwks() !== undefined,
+            () => false,
+          );
   } else {
     const jwks = await loadLocalJwks(config.keyFile);
     keys = createLocalJWKSet(jwks);

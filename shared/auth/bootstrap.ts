@@ -20,7 +20,14 @@ export async function bootstrapOwners(store: DocumentStore, config: Config): Pro
     const existing = await container.read(ROLE_ASSIGNMENTS_PK, name);
     if (existing && !existing.deleted) continue;
     await container.upsert(
-      serviceAssignment(config.instanceId, name, { principalId, principalType: 'User', roleId: ROLE_IDS.owner, scope, note: 'Bootstrap owner (BOOTSTRAP_OWNER_IDS)', by: 'system' }),
+      serviceAssignment(config.instanceId, name, {
+        principalId,
+        principalType: 'User',
+        roleId: ROLE_IDS.owner,
+        scope,
+        note: 'Bootstrap owner (BOOTSTRAP_OWNER_IDS)',
+        by: 'system',
+      }),
     );
   }
 }

@@ -58,7 +58,9 @@ export class PrincipalDirectory {
   readerGroups(p: Principal): Promise<readonly string[]> {
     if (!p.groupsOverage) return Promise.resolve(p.groups);
     if (!this.graph) {
-      this.onError(new Error('A token has a groups overage and GRAPH_ENABLED is off: knowledge for groups is not found for it'));
+      this.onError(
+        new Error('A token has a groups overage and GRAPH_ENABLED is off: knowledge for groups is not found for it'),
+      );
       return Promise.resolve(p.groups);
     }
     const known = this.memberships.get(p.id);
@@ -100,17 +102,37 @@ export class PrincipalDirectory {
   async search(term: string, limit = 25): Promise<DirectoryEntry[]> {
     if (this.graph) return (await searchGraph(term, this.graph, limit)).slice(0, limit);
     const needle = term.toLowerCase();
-    const { items } = await this.principals.query({ partition: PK, where: [{ field: 'search_text', op: 'includes', value: needle }], orderBy: [{ field: 'upn' }], limit });
-    const found: DirectoryEntry[] = items.map((d) => ({ id: d.id, principal_type: d.principal_type, upn: d.upn, display_name: d.display_name, email: null }));
+    const { items } = await this.principals.query({
+      partition: PK,
+      where: [{ field: 'search_text', op: 'includes', value: needle }],
+      orderBy: [{ field: 'upn' }],
+      limit,
+    });
+    const found: DirectoryEntry[] = items.map((d) => ({
+      id: d.id,
+      principal_type: d.principal_type,
+      upn: d.upn,
+      display_name: d.display_name,
+      email: null,
+    }));
     if (found.length < limit) {
       // Principals named in role assignments but never seen (groups, service principals): matched by id.
       const known = new Set(found.map((f) => f.id.toLowerCase()));
-      const { items: assignments } = await this.resources.query({ partition: ROLE_ASSIGNMENTS_PK, where: [{ field: 'deleted', op: 'ne', value: true }] });
+      const { items: assignments } = await this.resources.query({
+        partition: ROLE_ASSIGNMENTS_PK,
+        where: [{ field: 'deleted', op: 'ne', value: true }],
+      });
       for (const a of assignments) {
         const id = a.principal_id.toLowerCase();
         if (known.has(id) || !id.includes(needle)) continue;
         known.add(id);
-        found.push({ id: a.principal_id, principal_type: a.principal_type, upn: null, display_name: null, email: null });
+        found.push({
+          id: a.principal_id,
+          principal_type: a.principal_type,
+          upn: null,
+          display_name: null,
+          email: null,
+        });
         if (found.length >= limit) break;
       }
     }

@@ -33,11 +33,25 @@ export async function searchGraph(term: string, options: GraphOptions, top = 25)
   const search = encodeURIComponent(`"displayName:${quoted}" OR "userPrincipalName:${quoted}" OR "mail:${quoted}"`);
   const [users, groups] = await Promise.all([
     get<GraphUser>(`/v1.0/users?$search=${search}&$select=id,displayName,userPrincipalName,mail&$top=${top}`),
-    get<GraphGroup>(`/v1.0/groups?$search=${encodeURIComponent(`"displayName:${quoted}"`)}&$select=id,displayName&$top=${top}`),
+    get<GraphGroup>(
+      `/v1.0/groups?$search=${encodeURIComponent(`"displayName:${quoted}"`)}&$select=id,displayName&$top=${top}`,
+    ),
   ]);
   return [
-    ...users.map((u) => ({ id: u.id, principal_type: 'User' as const, upn: u.userPrincipalName ?? null, display_name: u.displayName ?? null, email: u.mail ?? null })),
-    ...groups.map((g) => ({ id: g.id, principal_type: 'Group' as const, upn: null, display_name: g.displayName ?? null, email: null })),
+    ...users.map((u) => ({
+      id: u.id,
+      principal_type: 'User' as const,
+      upn: u.userPrincipalName ?? null,
+      display_name: u.displayName ?? null,
+      email: u.mail ?? null,
+    })),
+    ...groups.map((g) => ({
+      id: g.id,
+      principal_type: 'Group' as const,
+      upn: null,
+      display_name: g.displayName ?? null,
+      email: null,
+    })),
   ];
 }
 
@@ -52,7 +66,8 @@ export async function transitiveGroups(userId: string, options: GraphOptions): P
   const call = options.fetch ?? fetch;
   const headers = { authorization: `Bearer ${await options.getToken()}` };
   const groups: string[] = [];
-  let next: string | undefined = `${options.baseUrl}/v1.0/users/${encodeURIComponent(userId)}/transitiveMemberOf/microsoft.graph.group?$select=id&$top=999`;
+  let next: string | undefined =
+    `${options.baseUrl}/v1.0/users/${encodeURIComponent(userId)}/transitiveMemberOf/microsoft.graph.group?$select=id&$top=999`;
   for (let page = 0; next && page < MAX_GROUP_PAGES; page++) {
     const res = await call(next, { headers, signal: AbortSignal.timeout(10_000) });
     if (!res.ok) throw new Error(`Microsoft Graph answered ${res.status} for a user's groups`);

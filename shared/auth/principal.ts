@@ -69,4 +69,5 @@ export function principalFromClaims(claims: Record<string, unknown>): Principal 
 
 /** Entra ID's groups overage: `_claim_names.groups` (or `hasgroups`) instead of a `groups` claim. */
 const overage = (claims: Record<string, unknown>) =>
-  claims.hasgroups === true || (typeof claims._claim_names === 'object' && claims._claim_names !== null && 'groups' in claims._claim_names);
+  claims.hasgroups === true ||
+  (typeof claims._claim_names === 'object' && claims._claim_names !== null && 'groups' in claims._claim_names);

@@ -54,7 +54,15 @@ export class RoleBasedAuthorizer implements Authorizer {
         .then(({ items }) => {
           const assignments = items.flatMap((a) => {
             const role = ROLES_BY_ID.get(a.role_definition_id.split('/').pop() ?? '');
-            return role ? [{ principal: a.principal_id.toLowerCase(), scope: normalizeScope(a.scope, this.instanceId).toLowerCase(), role }] : [];
+            return role
+              ? [
+                  {
+                    principal: a.principal_id.toLowerCase(),
+                    scope: normalizeScope(a.scope, this.instanceId).toLowerCase(),
+                    role,
+                  },
+                ]
+              : [];
           });
           if (generation === this.generation) this.cache = { assignments, expires: Date.now() + this.ttlMs };
           return assignments;

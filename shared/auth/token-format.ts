@@ -22,7 +22,14 @@ export const contextIdOf = (instanceId: string, agentName: string) => `${instanc
 export const newSecret = () => bs58.encode(randomBytes(32));
 
 export function formatToken(p: Omit<TokenParts, 'contextId'>): string {
-  return ['keya', b58(p.instanceId), b58(contextIdOf(p.instanceId, p.agentName)), b58(p.tokenId), p.secret, 'ayek'].join('.');
+  return [
+    'keya',
+    b58(p.instanceId),
+    b58(contextIdOf(p.instanceId, p.agentName)),
+    b58(p.tokenId),
+    p.secret,
+    'ayek',
+  ].join('.');
 }
 
 /** Parses a token string; undefined for anything not of the format (validation step 1). */
@@ -36,7 +43,13 @@ export function parseToken(token: string): TokenParts | undefined {
     const contextId = unb58(contextPart);
     const tokenId = unb58(tokenPart);
     const prefix = `${instanceId}~Svc.Agent~Agents~`;
-    if (!GUID.test(instanceId) || !GUID.test(tokenId) || !contextId.startsWith(prefix) || !/^[1-9A-HJ-NP-Za-km-z]{32,64}$/.test(secret)) return undefined;
+    if (
+      !GUID.test(instanceId) ||
+      !GUID.test(tokenId) ||
+      !contextId.startsWith(prefix) ||
+      !/^[1-9A-HJ-NP-Za-km-z]{32,64}$/.test(secret)
+    )
+      return undefined;
     const agentName = contextId.slice(prefix.length);
     if (agentName.length === 0) return undefined;
     return { instanceId, contextId, agentName, tokenId, secret };
@@ -49,4 +62,5 @@ export function parseToken(token: string): TokenParts | undefined {
  * What is stored instead of the secret: SHA-256 over the token id and the secret. A 256-bit random
  * secret needs no slow password hash; the token id keeps equal secrets from having equal hashes.
  */
-export const hashSecret = (tokenId: string, secret: string) => createHash('sha256').update(`${tokenId.toLowerCase()}:${secret}`).digest();
+export const hashSecret = (tokenId: string, secret: string) =>
+  createHash('sha256').update(`${tokenId.toLowerCase()}:${secret}`).digest();

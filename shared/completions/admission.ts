@@ -76,7 +76,12 @@ export async function admitted(
  * Admits the request, refuses it when a budget that applies is spent (before it counts against a quota), and
  * reserves its quotas: the reservation, and the rate-limit and budget headers to answer with.
  */
-export async function reserve(s: AdmissionDeps, principal: Principal, body: CompletionRequest, facade?: Facade): Promise<{ request: Admitted; reservation: QuotaReservation; limits: Record<string, string> }> {
+export async function reserve(
+  s: AdmissionDeps,
+  principal: Principal,
+  body: CompletionRequest,
+  facade?: Facade,
+): Promise<{ request: Admitted; reservation: QuotaReservation; limits: Record<string, string> }> {
   const request = await admit(s, principal, body, facade);
   const budget = await s.budgets.check(principal, request.agent, () => agentCurrency(s, request.agent));
   const { headers: limits, reservation } = await s.quotas.enforce(principal, request.agent.name);
@@ -84,5 +89,11 @@ export async function reserve(s: AdmissionDeps, principal: Principal, body: Comp
 }
 
 /** Gives a call's quota reservation back when its run ends, however it ends. */
-export const releasing = <T,>(s: AdmissionDeps, reservation: QuotaReservation, run: Promise<T>): Promise<T> =>
-  run.finally(() => s.quotas.release(reservation).catch((e: unknown) => s.log.warn('A quota reservation was not released', { error: e instanceof Error ? e.message : String(e) })));
+export const releasing = <T>(s: AdmissionDeps, reservation: QuotaReservation, run: Promise<T>): Promise<T> =>
+  run.finally(() =>
+    s.quotas
+      .release(reservation)
+      .catch((e: unknown) =>
+        s.log.warn('A quota reservation was not released', { error: e instanceof Error ? e.message : String(e) }),
+      ),
+  );

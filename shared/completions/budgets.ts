@@ -33,13 +33,23 @@ export const BudgetDefinition = z
     period: z.enum(['day', 'week', 'month']),
   })
   .strict()
-  .refine((b) => b.scope !== 'agent' || b.agent_name !== undefined, { path: ['agent_name'], message: 'an agent budget names its agent_name' })
-  .refine((b) => (b.scope === 'cost_center') === (b.cost_center !== undefined), { path: ['cost_center'], message: 'a cost_center budget names its cost_center, and only it' })
-  .refine((b) => b.scope !== 'instance' || b.agent_name === undefined, { path: ['agent_name'], message: 'an instance budget covers every agent' });
+  .refine((b) => b.scope !== 'agent' || b.agent_name !== undefined, {
+    path: ['agent_name'],
+    message: 'an agent budget names its agent_name',
+  })
+  .refine((b) => (b.scope === 'cost_center') === (b.cost_center !== undefined), {
+    path: ['cost_center'],
+    message: 'a cost_center budget names its cost_center, and only it',
+  })
+  .refine((b) => b.scope !== 'instance' || b.agent_name === undefined, {
+    path: ['agent_name'],
+    message: 'an instance budget covers every agent',
+  });
 export type BudgetDefinition = z.output<typeof BudgetDefinition>;
 
 /** The budgets a Svc:Budgets value holds, or why it is not a list of them (names must differ). */
-export const parseBudgets = (raw: string): BudgetDefinition[] | string => parseNamedList(raw, BudgetDefinition, { list: 'budgets', entry: 'budget', noun: 'budget' });
+export const parseBudgets = (raw: string): BudgetDefinition[] | string =>
+  parseNamedList(raw, BudgetDefinition, { list: 'budgets', entry: 'budget', noun: 'budget' });
 
 /** A budget's counter for one period and one partition (a user, a token, or all). */
 export interface BudgetCounterDoc extends Doc {
@@ -59,7 +69,8 @@ declare module '../store/types.js' {
 }
 
 /** Whether a document of the quotas container is a budget's counter (they share it with the quotas' counters). */
-export const isBudgetCounter = (doc: DocsOf<'quotas'>): doc is BudgetCounterDoc => doc.pk.startsWith('budget|') && 'spent' in doc;
+export const isBudgetCounter = (doc: DocsOf<'quotas'>): doc is BudgetCounterDoc =>
+  doc.pk.startsWith('budget|') && 'spent' in doc;
 
 const MICROS = 1_000_000;
 const toMicros = (amount: number) => Math.round(amount * MICROS);
@@ -75,18 +86,25 @@ export function periodOf(period: BudgetDefinition['period'], at: number): { id: 
   return value;
 }
 
-const lastPeriods: Partial<Record<BudgetDefinition['period'], { day: number; value: { id: string; start: number; end: number } }>> = {};
+const lastPeriods: Partial<
+  Record<BudgetDefinition['period'], { day: number; value: { id: string; start: number; end: number } }>
+> = {};
 
 function computePeriod(period: BudgetDefinition['period'], at: number): { id: string; start: number; end: number } {
   const d = new Date(at);
   const day = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate());
-  if (period === 'day') return { id: `d${new Date(day).toISOString().slice(0, 10)}`, start: day, end: day + 86_400_000 };
+  if (period === 'day')
+    return { id: `d${new Date(day).toISOString().slice(0, 10)}`, start: day, end: day + 86_400_000 };
   if (period === 'week') {
     const monday = day - ((d.getUTCDay() + 6) % 7) * 86_400_000;
     return { id: `w${new Date(monday).toISOString().slice(0, 10)}`, start: monday, end: monday + 7 * 86_400_000 };
   }
   const start = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
-  return { id: `m${new Date(start).toISOString().slice(0, 7)}`, start, end: Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1) };
+  return {
+    id: `m${new Date(start).toISOString().slice(0, 7)}`,
+    start,
+    end: Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1),
+  };
 }
 
 /**
@@ -132,31 +150,44 @@ const FLUSH_MS = 1000;
 
 /** The `Svc-Budget` header of the budget closest to its limit (the smallest share left). */
 function budgetHeader(standings: readonly BudgetStanding[]): Record<string, string> {
-  const closest = standings.reduce<BudgetStanding | undefined>((min, s) => (!min || s.remaining / toMicros(s.budget.limit) < min.remaining / toMicros(min.budget.limit) ? s : min), undefined);
+  const closest = standings.reduce<BudgetStanding | undefined>(
+    (min, s) => (!min || s.remaining / toMicros(s.budget.limit) < min.remaining / toMicros(min.budget.limit) ? s : min),
+    undefined,
+  );
   if (!closest) return {};
   const name = closest.budget.name.replace(/[^\x20-\x7e]/g, '?').replace(/["\\]/g, (c) => `\\${c}`);
-  return { [BUDGET_HEADER]: `"${name}";remaining=${(Math.max(0, closest.remaining) / MICROS).toFixed(6).replace(/\.?0+$/, '') || '0'}` };
+  return {
+    [BUDGET_HEADER]: `"${name}";remaining=${(Math.max(0, closest.remaining) / MICROS).toFixed(6).replace(/\.?0+$/, '') || '0'}`,
+  };
 }
 
 function exceeded(b: BudgetDefinition, headers: Record<string, string>): DomainError {
-  return new DomainError('rate-limited', 'BudgetExceeded', `Budget ${b.name} (${b.limit} ${b.currency} a ${b.period}) would be exceeded by this call`, [], {
-    'retry-after': String(Math.max(1, Math.ceil((periodOf(b.period, Date.now()).end - Date.now()) / 1000))),
-    ...headers,
-  });
+  return new DomainError(
+    'rate-limited',
+    'BudgetExceeded',
+    `Budget ${b.name} (${b.limit} ${b.currency} a ${b.period}) would be exceeded by this call`,
+    [],
+    {
+      'retry-after': String(Math.max(1, Math.ceil((periodOf(b.period, Date.now()).end - Date.now()) / 1000))),
+      ...headers,
+    },
+  );
 }
 
 /** Output tokens a call may take when neither the request nor the model sets a limit. */
 export const DEFAULT_OUTPUT_LIMIT = 4096;
 
 /** The output limit of a call's request fields. */
-export const outputLimit = (parameters: Record<string, unknown>) => Number(parameters.max_tokens ?? parameters.max_completion_tokens) || DEFAULT_OUTPUT_LIMIT;
+export const outputLimit = (parameters: Record<string, unknown>) =>
+  Number(parameters.max_tokens ?? parameters.max_completion_tokens) || DEFAULT_OUTPUT_LIMIT;
 
 /** The tokens of a call's messages as the budgets count them (a model that reports no usage is counted so too). */
 export async function promptTokensOf(messages: readonly ChatMessage[]): Promise<number> {
   const count = await loadTokenCounter();
   let tokens = 0;
   for (const m of messages) {
-    const text = typeof m.content === 'string' ? m.content : m.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
+    const text =
+      typeof m.content === 'string' ? m.content : m.content.map((p) => (p.type === 'text' ? p.text : '')).join('');
     // A few tokens of framing per message, as the chat format adds them.
     tokens += (m.role === 'system' ? systemTokens(text, count) : count(text)) + 4;
   }
@@ -164,7 +195,11 @@ export async function promptTokensOf(messages: readonly ChatMessage[]): Promise<
 }
 
 /** The largest cost a model call can have: its prompt's tokens and its output limit, at the model's prices. */
-export async function largestCost(messages: readonly ChatMessage[], outputLimit: number, prices: { input: number; output: number }): Promise<number> {
+export async function largestCost(
+  messages: readonly ChatMessage[],
+  outputLimit: number,
+  prices: { input: number; output: number },
+): Promise<number> {
   return (await promptTokensOf(messages)) * prices.input + outputLimit * prices.output;
 }
 
@@ -206,7 +241,12 @@ export class Budgets {
    * BudgetCurrencyMismatch) unless `skipOtherCurrencies` (a cost already spent, recorded where it can be).
    * A cost without a currency (a model of an earlier release priced per 1,000 tokens) counts in every budget.
    */
-  async applying(principal: Principal, agent: Pick<AgentDoc, 'name' | 'cost_center'>, currency: string | null, skipOtherCurrencies = false): Promise<Applying[]> {
+  async applying(
+    principal: Principal,
+    agent: Pick<AgentDoc, 'name' | 'cost_center'>,
+    currency: string | null,
+    skipOtherCurrencies = false,
+  ): Promise<Applying[]> {
     const out: Applying[] = [];
     for (const budget of await this.definitions()) {
       if (budget.agent_name !== undefined && resourceId(budget.agent_name) !== resourceId(agent.name)) continue;
@@ -239,7 +279,11 @@ export class Budgets {
    * Refuses a call whose budgets are already spent (at admission: before a queued or streamed call starts);
    * else its Svc-Budget header. `currency` (the agent's model's) is asked only when budgets are set.
    */
-  async check(principal: Principal, agent: Pick<AgentDoc, 'name' | 'cost_center'>, currency: () => Promise<string | null>): Promise<Record<string, string>> {
+  async check(
+    principal: Principal,
+    agent: Pick<AgentDoc, 'name' | 'cost_center'>,
+    currency: () => Promise<string | null>,
+  ): Promise<Record<string, string>> {
     if ((await this.definitions()).length === 0) return {};
     const applying = await this.applying(principal, agent, await currency());
     if (applying.length === 0) return {};
@@ -249,7 +293,8 @@ export class Budgets {
         const period = periodOf(budget.period, now).id;
         // A share held here with room left answers without the store.
         const lease = this.leases.get(`${pk}\n${period}`);
-        if (lease && available(lease) > 0) return { budget, remaining: toMicros(budget.limit) - lease.taken + available(lease) };
+        if (lease && available(lease) > 0)
+          return { budget, remaining: toMicros(budget.limit) - lease.taken + available(lease) };
         const doc = await this.counters.read(pk, period);
         return { budget, remaining: toMicros(budget.limit) - (doc?.spent ?? 0) - (doc?.reserved ?? 0) };
       }),
@@ -265,7 +310,12 @@ export class Budgets {
    * taking a share from the store; when a budget has no room for it, gives everything back and throws 429
    * BudgetExceeded naming it. The reservation and the Svc-Budget header of the closest budget.
    */
-  async reserve(principal: Principal, agent: Pick<AgentDoc, 'name' | 'cost_center'>, amount: () => number | Promise<number>, currency: string | null): Promise<{ reservation: BudgetReservation; headers: Record<string, string> }> {
+  async reserve(
+    principal: Principal,
+    agent: Pick<AgentDoc, 'name' | 'cost_center'>,
+    amount: () => number | Promise<number>,
+    currency: string | null,
+  ): Promise<{ reservation: BudgetReservation; headers: Record<string, string> }> {
     const reservation: BudgetReservation = { entries: [] };
     const applying = await this.applying(principal, agent, currency);
     if (applying.length === 0) return { reservation, headers: {} };
@@ -309,7 +359,9 @@ export class Budgets {
     const now = Date.now();
     await Promise.all(
       [...this.leases.entries()].map(async ([key, lease]) => {
-        const idle = lease.inUse === 0 && (all || now - lease.used >= FLUSH_MS || periodOf(lease.budget.period, now).id !== lease.period);
+        const idle =
+          lease.inUse === 0 &&
+          (all || now - lease.used >= FLUSH_MS || periodOf(lease.budget.period, now).id !== lease.period);
         const back = idle ? available(lease) : 0;
         const spent = lease.spent;
         if (spent === 0 && back === 0 && !idle) return;
@@ -317,9 +369,18 @@ export class Budgets {
         lease.held -= spent + back;
         if (idle && lease.held <= 0) this.leases.delete(key);
         if (spent === 0 && back === 0) return;
-        await this.counters.patch(lease.pk, lease.period, [{ op: 'incr', path: 'reserved', value: -(spent + back) }, ...(spent > 0 ? [{ op: 'incr' as const, path: 'spent', value: spent }] : [])]).catch((e: unknown) => {
-          if (!(e instanceof NotFoundError)) this.log.warn('A budget counter could not be written', { budget: lease.budget.name, error: e instanceof Error ? e.message : String(e) });
-        });
+        await this.counters
+          .patch(lease.pk, lease.period, [
+            { op: 'incr', path: 'reserved', value: -(spent + back) },
+            ...(spent > 0 ? [{ op: 'incr' as const, path: 'spent', value: spent }] : []),
+          ])
+          .catch((e: unknown) => {
+            if (!(e instanceof NotFoundError))
+              this.log.warn('A budget counter could not be written', {
+                budget: lease.budget.name,
+                error: e instanceof Error ? e.message : String(e),
+              });
+          });
       }),
     );
   }
@@ -334,7 +395,11 @@ export class Budgets {
    * store (a hundredth of the limit, or the call's amount when larger; the amount alone when the share does
    * not fit). Undefined when not even the amount fits.
    */
-  private async leaseFor(applying: Applying, period: { id: string; end: number }, micros: number): Promise<Lease | undefined> {
+  private async leaseFor(
+    applying: Applying,
+    period: { id: string; end: number },
+    micros: number,
+  ): Promise<Lease | undefined> {
     const { budget, pk, subject } = applying;
     const key = `${pk}\n${period.id}`;
     const held = this.leases.get(key);
@@ -346,7 +411,17 @@ export class Budgets {
       const after = await this.increment(applying, period, 'reserved', want);
       if (after.spent + after.reserved <= limit) {
         // Another call may have made a lease meanwhile: the share joins it.
-        const lease = this.leases.get(key) ?? { budget, pk, subject, period: period.id, held: 0, inUse: 0, spent: 0, taken: 0, used: Date.now() };
+        const lease = this.leases.get(key) ?? {
+          budget,
+          pk,
+          subject,
+          period: period.id,
+          held: 0,
+          inUse: 0,
+          spent: 0,
+          taken: 0,
+          used: Date.now(),
+        };
         lease.held += want;
         lease.taken = after.spent + after.reserved;
         this.leases.set(key, lease);
@@ -362,17 +437,40 @@ export class Budgets {
    * Adds a cost spent without a reservation to every budget that applies: a realtime call's response, whose
    * cost is known only once the model has answered. The call's budgets were checked when it started.
    */
-  async charge(principal: Principal, agent: Pick<AgentDoc, 'name' | 'cost_center'>, currency: string | null, cost: number): Promise<void> {
+  async charge(
+    principal: Principal,
+    agent: Pick<AgentDoc, 'name' | 'cost_center'>,
+    currency: string | null,
+    cost: number,
+  ): Promise<void> {
     const micros = toMicros(cost);
     if (micros <= 0) return;
     const now = Date.now();
-    await Promise.all((await this.applying(principal, agent, currency, true)).map((a) => this.increment(a, periodOf(a.budget.period, now), 'spent', micros)));
+    await Promise.all(
+      (await this.applying(principal, agent, currency, true)).map((a) =>
+        this.increment(a, periodOf(a.budget.period, now), 'spent', micros),
+      ),
+    );
   }
 
   /** Atomically adds to a counter's `reserved` or `spent`, creating the counter (kept a day past its period) on first use. */
-  private increment({ budget, pk, subject }: Applying, period: { id: string; end: number }, field: 'reserved' | 'spent', micros: number): Promise<BudgetCounterDoc> {
+  private increment(
+    { budget, pk, subject }: Applying,
+    period: { id: string; end: number },
+    field: 'reserved' | 'spent',
+    micros: number,
+  ): Promise<BudgetCounterDoc> {
     const ttl = Math.ceil((period.end - Date.now()) / 1000) + 86_400;
-    const first = { id: period.id, pk, ttl, budget: budget.name, ...(subject === undefined ? {} : { subject }), spent: 0, reserved: 0, [field]: micros };
+    const first = {
+      id: period.id,
+      pk,
+      ttl,
+      budget: budget.name,
+      ...(subject === undefined ? {} : { subject }),
+      spent: 0,
+      reserved: 0,
+      [field]: micros,
+    };
     return incrementCounter(this.counters, pk, period.id, [{ op: 'incr', path: field, value: micros }], first);
   }
 
@@ -380,11 +478,24 @@ export class Budgets {
    * Where a budget stands in its current period, from its counters: the whole scope's, or each user's or
    * token's. `reserved` includes the shares instances hold (given back within a second when idle).
    */
-  async standing(budget: BudgetDefinition, now = Date.now()): Promise<{ period: { start: number; end: number }; subjects: { subject: string | null; spent: number; reserved: number; remaining: number }[] }> {
+  async standing(
+    budget: BudgetDefinition,
+    now = Date.now(),
+  ): Promise<{
+    period: { start: number; end: number };
+    subjects: { subject: string | null; spent: number; reserved: number; remaining: number }[];
+  }> {
     const period = periodOf(budget.period, now);
     const perSubject = budget.scope === 'user' || budget.scope === 'access_token';
     const counters = perSubject
-      ? (await this.counters.query({ where: [{ field: 'pk', op: 'startsWith', value: counterKey(budget, '') }, { field: 'id', op: 'eq', value: period.id }] })).items
+      ? (
+          await this.counters.query({
+            where: [
+              { field: 'pk', op: 'startsWith', value: counterKey(budget, '') },
+              { field: 'id', op: 'eq', value: period.id },
+            ],
+          })
+        ).items
       : [await this.counters.read(counterKey(budget, '*'), period.id)].filter((c) => c !== undefined);
     const limit = toMicros(budget.limit);
     const subjects = counters.map((c) => ({
@@ -393,8 +504,12 @@ export class Budgets {
       reserved: c.reserved / MICROS,
       remaining: Math.max(0, limit - c.spent - c.reserved) / MICROS,
     }));
-    if (!perSubject && subjects.length === 0) subjects.push({ subject: null, spent: 0, reserved: 0, remaining: budget.limit });
-    return { period, subjects: subjects.sort((a, b) => b.spent - a.spent || String(a.subject).localeCompare(String(b.subject))) };
+    if (!perSubject && subjects.length === 0)
+      subjects.push({ subject: null, spent: 0, reserved: 0, remaining: budget.limit });
+    return {
+      period,
+      subjects: subjects.sort((a, b) => b.spent - a.spent || String(a.subject).localeCompare(String(b.subject))),
+    };
   }
 }
 

@@ -8,11 +8,23 @@ import { GUID } from '../schemas.js';
 import { agentForUse, usableAgents } from '../providers/agent-access.js';
 import type { ResourceKind, ResourceOf } from '../providers/types/resource-type.js';
 import type { AgentDoc } from '../providers/types/agent.js';
-import { aiModels, apiEndpointConfigurations, prompts, workflows, type AiModelDoc, type PromptDoc } from '../providers/types/catalog.js';
+import {
+  aiModels,
+  apiEndpointConfigurations,
+  prompts,
+  workflows,
+  type AiModelDoc,
+  type PromptDoc,
+} from '../providers/types/catalog.js';
 import type { SessionDoc } from '../conversations/conversations.js';
 import type { FileDoc } from '../files/files.js';
 import { attachmentContent, attachmentTexts } from '../files/attachment-content.js';
-import { completionPromptId, unblocked, type ContentArtifact, type MessageDoc } from '../conversations/conversations.js';
+import {
+  completionPromptId,
+  unblocked,
+  type ContentArtifact,
+  type MessageDoc,
+} from '../conversations/conversations.js';
 import type { Turn } from '../conversations/turns.js';
 import type { Stored } from '../store/types.js';
 import { endpointView, MODEL_PROVIDERS, type EndpointView } from '../models/endpoint.js';
@@ -33,7 +45,14 @@ import type { RunnablePlugin } from '../plugins/runtime.js';
 import { workflowAnswer, workflowHistory } from './workflow-plugin.js';
 import { parseFilter } from '../knowledge/filter.js';
 import type { EmbeddingSpend } from '../knowledge/embedder.js';
-import { agentTools, Citation, knowledgeContext, PromptEmbeddings, retrieve, type KnowledgeScope } from '../knowledge/retrieval.js';
+import {
+  agentTools,
+  Citation,
+  knowledgeContext,
+  PromptEmbeddings,
+  retrieve,
+  type KnowledgeScope,
+} from '../knowledge/retrieval.js';
 import { readerGroups } from '../knowledge/vector-index.js';
 import type { Authorizer } from '../auth/authorizer.js';
 import type { PrincipalDirectory } from '../auth/directory.js';
@@ -81,27 +100,53 @@ export interface CompletionDeps {
 /** The completion request, with its validation messages (the OpenAPI document's CompletionRequest). */
 export const CompletionRequest = z
   .object({
-    operation_id: z.string().regex(/^[A-Za-z0-9._-]{1,100}$/, 'operation_id must be 1 to 100 letters, digits, dots, underscores or hyphens').optional(),
-    user_prompt: z.string({ error: 'user_prompt is required' }).refine((v) => v.trim().length > 0, 'user_prompt is required'),
+    operation_id: z
+      .string()
+      .regex(/^[A-Za-z0-9._-]{1,100}$/, 'operation_id must be 1 to 100 letters, digits, dots, underscores or hyphens')
+      .optional(),
+    user_prompt: z
+      .string({ error: 'user_prompt is required' })
+      .refine((v) => v.trim().length > 0, 'user_prompt is required'),
     session_id: z.string({ error: 'Invalid session_id format' }).regex(GUID, 'Invalid session_id format').optional(),
     agent_name: z.string().min(1, 'Agent not found or access denied').optional(),
     attachments: z.array(z.string().min(1)).max(20, 'at most 20 attachments').optional(),
-    background: z.boolean().optional().describe('A streamed completion keeps running when the client disconnects, and its events can be replayed'),
-    multitask_strategy: z
-      .enum(['parallel', 'reject', 'enqueue', 'interrupt'], { error: 'multitask_strategy must be parallel, reject, enqueue or interrupt' })
+    background: z
+      .boolean()
       .optional()
-      .describe('What happens when another turn of the session is running: parallel (default), reject (409 SessionBusy), enqueue (wait for it), interrupt (cancel it)'),
+      .describe('A streamed completion keeps running when the client disconnects, and its events can be replayed'),
+    multitask_strategy: z
+      .enum(['parallel', 'reject', 'enqueue', 'interrupt'], {
+        error: 'multitask_strategy must be parallel, reject, enqueue or interrupt',
+      })
+      .optional()
+      .describe(
+        'What happens when another turn of the session is running: parallel (default), reject (409 SessionBusy), enqueue (wait for it), interrupt (cancel it)',
+      ),
     settings: z
       .object({
         model_parameters: z
           .object({
-            temperature: z.number({ error: 'temperature must be between 0 and 1' }).min(0, 'temperature must be between 0 and 1').max(1, 'temperature must be between 0 and 1').optional(),
-            max_new_tokens: z.number({ error: 'max_new_tokens must be positive' }).int('max_new_tokens must be positive').positive('max_new_tokens must be positive').optional(),
+            temperature: z
+              .number({ error: 'temperature must be between 0 and 1' })
+              .min(0, 'temperature must be between 0 and 1')
+              .max(1, 'temperature must be between 0 and 1')
+              .optional(),
+            max_new_tokens: z
+              .number({ error: 'max_new_tokens must be positive' })
+              .int('max_new_tokens must be positive')
+              .positive('max_new_tokens must be positive')
+              .optional(),
             top_p: z.number().min(0).max(1).optional(),
           })
           .strict()
           .optional(),
-        agent_parameters: z.object({ index_top_n: z.number().int().positive().optional(), index_filter_expression: z.string().optional() }).strict().optional(),
+        agent_parameters: z
+          .object({
+            index_top_n: z.number().int().positive().optional(),
+            index_filter_expression: z.string().optional(),
+          })
+          .strict()
+          .optional(),
       })
       .strict()
       .optional(),
@@ -130,16 +175,32 @@ const AGENT_REFUSED = 'Agent not found or access denied';
 const agentError = () => validationError([{ field: 'agent_name', message: AGENT_REFUSED }]);
 
 /** Whether admission failed because the agent is missing or not the caller's to use (the facades say "not found" for both). */
-export const isAgentRefusal = (e: unknown) => e instanceof DomainError && e.message === AGENT_REFUSED && (e.kind === 'forbidden' || e.details[0]?.field === 'agent_name');
-const notConfigured = (agent: string, what: string) => validationError([{ field: 'agent_name', message: `Agent ${agent} cannot answer: ${what}` }]);
+export const isAgentRefusal = (e: unknown) =>
+  e instanceof DomainError &&
+  e.message === AGENT_REFUSED &&
+  (e.kind === 'forbidden' || e.details[0]?.field === 'agent_name');
+const notConfigured = (agent: string, what: string) =>
+  validationError([{ field: 'agent_name', message: `Agent ${agent} cannot answer: ${what}` }]);
 
 /** The agent a request is for: named, the token's own, or the caller's only usable agent. */
-export async function resolveAgent(s: CompletionDeps, principal: Principal, agentName: string | undefined): Promise<AgentDoc> {
+export async function resolveAgent(
+  s: CompletionDeps,
+  principal: Principal,
+  agentName: string | undefined,
+): Promise<AgentDoc> {
   const name = agentName ?? principal.agentName;
   if (name === undefined) {
     const usable = await usableAgents(s, principal);
     if (usable.length === 1 && usable[0]) return usable[0].agent;
-    throw validationError([{ field: 'agent_name', message: usable.length === 0 ? 'No agent is available to you' : 'agent_name is required when more than one agent is available' }]);
+    throw validationError([
+      {
+        field: 'agent_name',
+        message:
+          usable.length === 0
+            ? 'No agent is available to you'
+            : 'agent_name is required when more than one agent is available',
+      },
+    ]);
   }
   try {
     return await agentForUse(s, principal, name);
@@ -170,22 +231,35 @@ type AgentChain = ChatChain | PluginChain;
 
 /** agent -> workflow -> (AI model -> API endpoint, prompt) or its plugin, from the resource cache. */
 async function chainOf(s: CompletionDeps, agent: AgentDoc): Promise<AgentChain> {
-  const get = async <K extends ResourceKind>(objectId: string | undefined, kind: K, what: string): Promise<ResourceOf<K>> => {
+  const get = async <K extends ResourceKind>(
+    objectId: string | undefined,
+    kind: K,
+    what: string,
+  ): Promise<ResourceOf<K>> => {
     const doc = objectId !== undefined ? await s.resourceCache.get(objectId, kind) : undefined;
     if (!doc) throw notConfigured(agent.name, `its ${what} is missing`);
     return doc;
   };
   const workflow = await get(agent.workflow_object_id, workflows, 'workflow');
   if (workflow.workflow_type === 'external') {
-    const plugin = await s.plugins.runnable(workflow.plugin_object_id, 'agent workflow', 'plugin_object_id').catch((e: unknown) => {
-      throw notConfigured(agent.name, `its workflow plugin cannot run (${e instanceof DomainError ? e.message : String(e)})`);
-    });
+    const plugin = await s.plugins
+      .runnable(workflow.plugin_object_id, 'agent workflow', 'plugin_object_id')
+      .catch((e: unknown) => {
+        throw notConfigured(
+          agent.name,
+          `its workflow plugin cannot run (${e instanceof DomainError ? e.message : String(e)})`,
+        );
+      });
     return { kind: 'plugin', agent, plugin };
   }
-  const [model, prompt] = await Promise.all([get(workflow.main_ai_model_object_id, aiModels, 'AI model'), get(workflow.main_prompt_object_id, prompts, 'prompt')]);
+  const [model, prompt] = await Promise.all([
+    get(workflow.main_ai_model_object_id, aiModels, 'AI model'),
+    get(workflow.main_prompt_object_id, prompts, 'prompt'),
+  ]);
   if (model.model_type !== 'completion') throw notConfigured(agent.name, 'its AI model is not a completion model');
   const endpoint = endpointView(await get(model.api_endpoint_object_id, apiEndpointConfigurations, 'API endpoint'));
-  if (!endpoint || !MODEL_PROVIDERS.includes(endpoint.provider)) throw notConfigured(agent.name, 'its API endpoint configuration is not valid for a model');
+  if (!endpoint || !MODEL_PROVIDERS.includes(endpoint.provider))
+    throw notConfigured(agent.name, 'its API endpoint configuration is not valid for a model');
   return { kind: 'chat', agent, prompt, model, endpoint };
 }
 
@@ -226,11 +300,16 @@ export interface Admitted {
 }
 
 /** The caller's own attached files; 400 ValidationError for one that does not exist or is someone else's. */
-async function attachedFiles(s: CompletionDeps, principal: Principal, objectIds: readonly string[] | undefined): Promise<FileDoc[]> {
+async function attachedFiles(
+  s: CompletionDeps,
+  principal: Principal,
+  objectIds: readonly string[] | undefined,
+): Promise<FileDoc[]> {
   const files = await Promise.all((objectIds ?? []).map((id) => s.files.find(principal.upn, id)));
   const found = files.filter((f) => f !== undefined);
   const missing = files.findIndex((f) => f === undefined);
-  if (missing >= 0) throw validationError([{ field: 'attachments', message: `Attachment ${objectIds?.[missing]} not found` }]);
+  if (missing >= 0)
+    throw validationError([{ field: 'attachments', message: `Attachment ${objectIds?.[missing]} not found` }]);
   return found;
 }
 
@@ -238,7 +317,12 @@ async function attachedFiles(s: CompletionDeps, principal: Principal, objectIds:
  * Resolves the agent and checks the caller's access, session and attachments (side by side); throws the
  * 4xx of the first that fails, in that order.
  */
-export async function admit(s: CompletionDeps, principal: Principal, request: CompletionRequest, facade?: Facade): Promise<Admitted> {
+export async function admit(
+  s: CompletionDeps,
+  principal: Principal,
+  request: CompletionRequest,
+  facade?: Facade,
+): Promise<Admitted> {
   const filter = parseFilter(request.settings?.agent_parameters?.index_filter_expression);
   const sessionId = request.session_id?.toLowerCase();
   const [agent, session, attachments, readers] = await Promise.allSettled([
@@ -248,8 +332,17 @@ export async function admit(s: CompletionDeps, principal: Principal, request: Co
     s.directory.readerGroups(principal),
   ]);
   for (const r of [agent, session, attachments, readers]) if (r.status === 'rejected') throw r.reason;
-  const ok = <T,>(r: PromiseSettledResult<T>) => (r as PromiseFulfilledResult<T>).value;
-  return { request: { ...request, agent_name: ok(agent).name }, agent: ok(agent), sessionId, session: ok(session), attachments: ok(attachments), scope: { filter, readers: ok(readers) }, facade, headers: {} };
+  const ok = <T>(r: PromiseSettledResult<T>) => (r as PromiseFulfilledResult<T>).value;
+  return {
+    request: { ...request, agent_name: ok(agent).name },
+    agent: ok(agent),
+    sessionId,
+    session: ok(session),
+    attachments: ok(attachments),
+    scope: { filter, readers: ok(readers) },
+    facade,
+    headers: {},
+  };
 }
 
 export interface RunOptions {
@@ -271,24 +364,46 @@ export interface RunOptions {
  * Runs one admitted completion to the end. Idempotent on the operation id: when it may repeat, an answer
  * already recorded for the operation is reused instead of asking the model again.
  */
-export async function runCompletion(s: CompletionDeps, principal: Principal, admitted: Admitted, options: RunOptions): Promise<CompletionResponse> {
+export async function runCompletion(
+  s: CompletionDeps,
+  principal: Principal,
+  admitted: Admitted,
+  options: RunOptions,
+): Promise<CompletionResponse> {
   const chain = await chainOf(s, admitted.agent);
   if (!admitted.session) return runTurn(s, principal, admitted, chain, options, undefined);
   // A turn with a session is listed on it while it runs (multitask_strategy); an enqueued one reads the history after the wait.
-  const turn = await s.turns.begin(admitted.session, options.operationId, admitted.request.multitask_strategy, options.signal);
+  const turn = await s.turns.begin(
+    admitted.session,
+    options.operationId,
+    admitted.request.multitask_strategy,
+    options.signal,
+  );
   try {
     const signal = options.signal ? AbortSignal.any([options.signal, turn.signal]) : turn.signal;
     return await runTurn(s, principal, { ...admitted, session: turn.session }, chain, { ...options, signal }, turn);
   } catch (e) {
     // Stopped by the session's turns (an interrupting turn, or a cancel), not by its own caller going away.
-    if (e instanceof CallCancelledError && !options.signal?.aborted) throw new DomainError('conflict', 'Cancelled', 'The turn was cancelled: another turn of the session interrupted it, or its starter cancelled it');
+    if (e instanceof CallCancelledError && !options.signal?.aborted)
+      throw new DomainError(
+        'conflict',
+        'Cancelled',
+        'The turn was cancelled: another turn of the session interrupted it, or its starter cancelled it',
+      );
     throw e;
   } finally {
     await turn.end();
   }
 }
 
-async function runTurn(s: CompletionDeps, principal: Principal, admitted: Admitted, chain: AgentChain, options: RunOptions, turn: Turn | undefined): Promise<CompletionResponse> {
+async function runTurn(
+  s: CompletionDeps,
+  principal: Principal,
+  admitted: Admitted,
+  chain: AgentChain,
+  options: RunOptions,
+  turn: Turn | undefined,
+): Promise<CompletionResponse> {
   const started = Date.now();
   const { request, agent, sessionId, session } = admitted;
   const operationId = options.operationId;
@@ -301,7 +416,8 @@ async function runTurn(s: CompletionDeps, principal: Principal, admitted: Admitt
     ...(currency ? { currency } : {}),
   };
 
-  const recorded = sessionId && options.mayRepeat ? await s.conversations.recordedAnswer(principal.upn, operationId) : undefined;
+  const recorded =
+    sessionId && options.mayRepeat ? await s.conversations.recordedAnswer(principal.upn, operationId) : undefined;
   let answer: Answer;
   if (recorded) {
     const usage = await s.store.container('usage').read(ownerKey(principal.upn), operationId);
@@ -322,11 +438,19 @@ async function runTurn(s: CompletionDeps, principal: Principal, admitted: Admitt
       // A failed or cancelled operation is recorded too, so analytics can tell error rates. A cancelled
       // stream's completion tokens are estimated by its pieces (about a token each).
       const cancelled = e instanceof CallCancelledError;
-      if (!cancelled) s.log.warn('Completion failed', { operation_id: operationId, agent_name: agent.name, code: e instanceof DomainError ? e.code : 'Error', error: e instanceof Error ? e.message : String(e) });
+      if (!cancelled)
+        s.log.warn('Completion failed', {
+          operation_id: operationId,
+          agent_name: agent.name,
+          code: e instanceof DomainError ? e.code : 'Error',
+          error: e instanceof Error ? e.message : String(e),
+        });
       await recordUsage(s.store.container('usage'), {
         ...usageRecord(principal, operationId, sessionId, agent.name, deployment, new Date().toISOString(), started),
         ...tags,
-        ...(cancelled ? { status: 'Cancelled', completion_tokens: progress.streamed, total_tokens: progress.streamed } : { status: 'Failed', error_code: e instanceof DomainError ? e.code : 'Error' }),
+        ...(cancelled
+          ? { status: 'Cancelled', completion_tokens: progress.streamed, total_tokens: progress.streamed }
+          : { status: 'Failed', error_code: e instanceof DomainError ? e.code : 'Error' }),
       });
       throw e;
     }
@@ -362,34 +486,62 @@ async function runTurn(s: CompletionDeps, principal: Principal, admitted: Admitt
   // The turn, the usage record and the token quotas are independent writes: side by side.
   await Promise.all([
     session && !recorded
-      ? s.conversations.recordTurn(
-          session,
-          { sender: 'User', sender_display_name: principal.name ?? principal.upn, text: request.user_prompt, tokens: answer.promptTokens, timestamp: startedAt, operation_id: operationId, agent_name: agent.name, ...blocked },
-          {
-            sender: 'Assistant',
-            sender_display_name: agent.name,
-            text: answer.content,
-            tokens: answer.completionTokens,
-            timestamp: completedAt,
-            operation_id: operationId,
-            agent_name: agent.name,
-            citations: answer.citations,
-            content_artifacts: [...(answer.executions ?? []), ...(answer.artifacts ?? [])],
-            completion_prompt_id: answer.prompt ? completionPromptId(operationId) : null,
-            ...blocked,
-          },
-          answer.prompt,
-          listing,
-        ).then((removed) => removed && turn?.recorded())
+      ? s.conversations
+          .recordTurn(
+            session,
+            {
+              sender: 'User',
+              sender_display_name: principal.name ?? principal.upn,
+              text: request.user_prompt,
+              tokens: answer.promptTokens,
+              timestamp: startedAt,
+              operation_id: operationId,
+              agent_name: agent.name,
+              ...blocked,
+            },
+            {
+              sender: 'Assistant',
+              sender_display_name: agent.name,
+              text: answer.content,
+              tokens: answer.completionTokens,
+              timestamp: completedAt,
+              operation_id: operationId,
+              agent_name: agent.name,
+              citations: answer.citations,
+              content_artifacts: [...(answer.executions ?? []), ...(answer.artifacts ?? [])],
+              completion_prompt_id: answer.prompt ? completionPromptId(operationId) : null,
+              ...blocked,
+            },
+            answer.prompt,
+            listing,
+          )
+          .then((removed) => removed && turn?.recorded())
       : undefined,
     recordUsage(s.store.container('usage'), {
-      ...usageRecord(principal, operationId, sessionId, agent.name, answer.deployment ?? deployment, completedAt, started),
+      ...usageRecord(
+        principal,
+        operationId,
+        sessionId,
+        agent.name,
+        answer.deployment ?? deployment,
+        completedAt,
+        started,
+      ),
       ...tags,
       prompt_tokens: answer.promptTokens,
       completion_tokens: answer.completionTokens,
       total_tokens: total,
       cost,
-      ...(answer.block ? { status: 'Blocked', shielding: { plugin_name: answer.block.plugin_name, stage: answer.block.stage, verdict: answer.block.verdict } } : { status: 'Completed' }),
+      ...(answer.block
+        ? {
+            status: 'Blocked',
+            shielding: {
+              plugin_name: answer.block.plugin_name,
+              stage: answer.block.stage,
+              verdict: answer.block.verdict,
+            },
+          }
+        : { status: 'Completed' }),
     }),
     recorded ? undefined : s.quotas.recordTokens(principal, agent.name, total),
     // One record per tool execution, for the tool analytics (ids follow the operation: a redelivery rewrites them).
@@ -405,7 +557,9 @@ async function runTurn(s: CompletionDeps, principal: Principal, admitted: Admitt
         timestamp: completedAt,
       }),
     ),
-    answer.cache?.store({ completion: answer.content, citations: answer.citations }).catch(warned(s, 'The semantic cache could not be written')),
+    answer.cache
+      ?.store({ completion: answer.content, citations: answer.citations })
+      .catch(warned(s, 'The semantic cache could not be written')),
   ]);
   return {
     operation_id: operationId,
@@ -461,14 +615,22 @@ interface Answer {
   prompt?: ChatMessage[];
 }
 
-const warned = (s: CompletionDeps, what: string) => (e: unknown) => s.log.warn(what, { error: e instanceof Error ? e.message : String(e) });
+const warned = (s: CompletionDeps, what: string) => (e: unknown) =>
+  s.log.warn(what, { error: e instanceof Error ? e.message : String(e) });
 
 /**
  * The stages of a turn: pre-completion shields on the typed prompt; the prompt rewrite;
  * the semantic cache; retrieval; the model; post-completion shields on the answer. A streamed answer is
  * streamed as the model produces it only when no post-completion shield has to pass it first.
  */
-async function produceAnswer(s: CompletionDeps, principal: Principal, admitted: Admitted, chain: AgentChain, options: RunOptions, progress: { streamed: number }): Promise<Answer> {
+async function produceAnswer(
+  s: CompletionDeps,
+  principal: Principal,
+  admitted: Admitted,
+  chain: AgentChain,
+  options: RunOptions,
+  progress: { streamed: number },
+): Promise<Answer> {
   const { request, agent, session } = admitted;
   const shields = effectiveShielding(agent);
   const refused = async (block: Block, spent: Omit<Answer, 'content' | 'analysis' | 'citations'>): Promise<Answer> => {
@@ -478,17 +640,39 @@ async function produceAnswer(s: CompletionDeps, principal: Principal, admitted: 
     return { ...rest, content, citations: [], analysis: [block], block };
   };
 
-  const preBlock = shields.pre.length > 0 ? await screen(s, shields.pre, 'pre', await callerText(s, admitted, chain, options.signal), options.signal) : undefined;
+  const preBlock =
+    shields.pre.length > 0
+      ? await screen(s, shields.pre, 'pre', await callerText(s, admitted, chain, options.signal), options.signal)
+      : undefined;
   if (preBlock) return refused(preBlock, { promptTokens: 0, completionTokens: 0, cost: 0 });
 
-  const rewritten = await rewritePrompt(s, { principal, agent, session, prompt: request.user_prompt, signal: options.signal });
+  const rewritten = await rewritePrompt(s, {
+    principal,
+    agent,
+    session,
+    prompt: request.user_prompt,
+    signal: options.signal,
+  });
   const prompt = rewritten?.prompt ?? request.user_prompt;
-  const spent = { promptTokens: rewritten?.promptTokens ?? 0, completionTokens: rewritten?.completionTokens ?? 0, cost: rewritten?.cost ?? 0 };
+  const spent = {
+    promptTokens: rewritten?.promptTokens ?? 0,
+    completionTokens: rewritten?.completionTokens ?? 0,
+    cost: rewritten?.cost ?? 0,
+  };
   if (chain.kind === 'plugin') {
     const input = { principal, agent, prompt, session, attachments: admitted.attachments, scope: admitted.scope };
     const w = await workflowAnswer(s, chain.plugin, input, options.signal);
-    const answer: Answer = { content: w.content, citations: w.citations, analysis: [], promptTokens: spent.promptTokens + w.promptTokens, completionTokens: spent.completionTokens + w.completionTokens, cost: spent.cost + w.cost, deployment: w.deployment };
-    const postBlock = shields.post.length > 0 ? await screen(s, shields.post, 'post', answer.content, options.signal) : undefined;
+    const answer: Answer = {
+      content: w.content,
+      citations: w.citations,
+      analysis: [],
+      promptTokens: spent.promptTokens + w.promptTokens,
+      completionTokens: spent.completionTokens + w.completionTokens,
+      cost: spent.cost + w.cost,
+      deployment: w.deployment,
+    };
+    const postBlock =
+      shields.post.length > 0 ? await screen(s, shields.post, 'post', answer.content, options.signal) : undefined;
     if (postBlock) return refused(postBlock, answer);
     options.onDelta?.(answer.content);
     return answer;
@@ -499,7 +683,9 @@ async function produceAnswer(s: CompletionDeps, principal: Principal, admitted: 
   try {
     return await answerWithModel(s, principal, admitted, chain, options, progress, { prompt, spent, spend, refused });
   } finally {
-    await chargeEmbeddings(s.budgets, { principal, agent }, spend).catch(warned(s, 'An embedding cost could not be charged'));
+    await chargeEmbeddings(s.budgets, { principal, agent }, spend).catch(
+      warned(s, 'An embedding cost could not be charged'),
+    );
   }
 }
 
@@ -512,7 +698,15 @@ interface Prepared {
 }
 
 /** The semantic cache, retrieval, the model (with its tool rounds) and the post-completion shields of a turn of a chat model. */
-async function answerWithModel(s: CompletionDeps, principal: Principal, admitted: Admitted, chain: ChatChain, options: RunOptions, progress: { streamed: number }, { prompt, spent, spend, refused }: Prepared): Promise<Answer> {
+async function answerWithModel(
+  s: CompletionDeps,
+  principal: Principal,
+  admitted: Admitted,
+  chain: ChatChain,
+  options: RunOptions,
+  progress: { streamed: number },
+  { prompt, spent, spend, refused }: Prepared,
+): Promise<Answer> {
   const { request, agent, session } = admitted;
   const shields = effectiveShielding(agent);
   const embeddings = new PromptEmbeddings(prompt, options.signal, spend);
@@ -521,13 +715,24 @@ async function answerWithModel(s: CompletionDeps, principal: Principal, admitted
   const deployment = chain.model.deployment_name;
   const screenAnswer = shields.post.length > 0;
   // The caller's groups are part of the key: an answer drawn from documents for some groups is found only by callers who read as the same groups.
-  const cache = await cacheSlot(s, agent, await personal(s, admitted), embeddings, { filter: admitted.scope.filter, readers: readerGroups(admitted.scope.readers).sort(), topN, parameters, deployment });
+  const cache = await cacheSlot(s, agent, await personal(s, admitted), embeddings, {
+    filter: admitted.scope.filter,
+    readers: readerGroups(admitted.scope.readers).sort(),
+    topN,
+    parameters,
+    deployment,
+  });
   const hit = await cache?.lookup().catch(warned(s, 'The semantic cache could not be read'));
 
   let answer: Answer;
   let streamedAsItCame = false;
   if (hit) {
-    answer = { content: hit.completion, ...spent, citations: hit.citations, analysis: [{ type: 'semantic_cache_hit', similarity: hit.similarity }] };
+    answer = {
+      content: hit.completion,
+      ...spent,
+      citations: hit.citations,
+      analysis: [{ type: 'semantic_cache_hit', similarity: hit.similarity }],
+    };
   } else {
     const citations = await retrieve(s, agent, embeddings, admitted.scope, topN);
     const { messages, kept } = await buildMessages(s, prompt, chain, session, admitted, citations, options.signal);
@@ -546,14 +751,35 @@ async function answerWithModel(s: CompletionDeps, principal: Principal, admitted
     let usesTools = false;
     let toolbox: Awaited<ReturnType<typeof toolboxFor>> | undefined;
     try {
-      toolbox = await toolboxFor(s, { user: principal, sessionId: admitted.sessionId, attachments: admitted.attachments, scope: admitted.scope, spend }, agent, await agentTools(s, agent));
+      toolbox = await toolboxFor(
+        s,
+        {
+          user: principal,
+          sessionId: admitted.sessionId,
+          attachments: admitted.attachments,
+          scope: admitted.scope,
+          spend,
+        },
+        agent,
+        await agentTools(s, agent),
+      );
       usesTools = toolbox.functions.length > 0;
       // With tools the rounds are whole calls: the final answer is sent as one delta once it is known.
       streamedAsItCame = !screenAnswer && !usesTools;
       const onDelta = streamedAsItCame ? options.onDelta : undefined;
       if (usesTools) {
-        const complete = (conversation: readonly ChatMessage[], round: ModelParameters) => counted({ messages: conversation, parameters: round }, () => s.models.complete(chain.endpoint, deployment, conversation, round, call));
-        ({ answer: reply, executions } = await answerWithTools(s, { messages, parameters, toolbox, events: options, complete, signal: options.signal }));
+        const complete = (conversation: readonly ChatMessage[], round: ModelParameters) =>
+          counted({ messages: conversation, parameters: round }, () =>
+            s.models.complete(chain.endpoint, deployment, conversation, round, call),
+          );
+        ({ answer: reply, executions } = await answerWithTools(s, {
+          messages,
+          parameters,
+          toolbox,
+          events: options,
+          complete,
+          signal: options.signal,
+        }));
       } else if (onDelta) {
         // What reached the caller is paid for even when the stream is cut before the model's usage arrives.
         let streamed = '';
@@ -562,9 +788,13 @@ async function answerWithModel(s: CompletionDeps, principal: Principal, admitted
           streamed += text;
           onDelta(text);
         };
-        reply = await counted({ messages, parameters, streamed: () => streamed }, () => s.models.stream(chain.endpoint, deployment, messages, parameters, delta, call));
-      }
-      else reply = await counted({ messages, parameters }, () => s.models.complete(chain.endpoint, deployment, messages, parameters, call));
+        reply = await counted({ messages, parameters, streamed: () => streamed }, () =>
+          s.models.stream(chain.endpoint, deployment, messages, parameters, delta, call),
+        );
+      } else
+        reply = await counted({ messages, parameters }, () =>
+          s.models.complete(chain.endpoint, deployment, messages, parameters, call),
+        );
     } finally {
       await toolbox?.close();
     }
@@ -596,14 +826,24 @@ async function answerWithModel(s: CompletionDeps, principal: Principal, admitted
  * facade's earlier messages and instructions, the text of its model fields (a schema's descriptions, stop
  * sequences), and the attachments' names and text (kept after its first extraction: the model's read is the same).
  */
-async function callerText(s: CompletionDeps, { request, facade, attachments, agent, session }: Admitted, chain: AgentChain, signal: AbortSignal | undefined): Promise<string> {
+async function callerText(
+  s: CompletionDeps,
+  { request, facade, attachments, agent, session }: Admitted,
+  chain: AgentChain,
+  signal: AbortSignal | undefined,
+): Promise<string> {
   const history = agent.conversation_history_settings;
   const window = chain.kind === 'plugin' ? workflowHistory(agent) : history?.enabled ? history.max_history * 2 : 0;
   const earlier = session && window > 0 ? await s.conversations.recentHistory(session, window) : [];
   const texts = earlier.map((m) => m.text);
-  texts.push(...(facade?.history ?? []).map((m) => (typeof m.content === 'string' ? m.content : m.content.map((p) => (p.type === 'text' ? p.text : '')).join('\n'))));
+  texts.push(
+    ...(facade?.history ?? []).map((m) =>
+      typeof m.content === 'string' ? m.content : m.content.map((p) => (p.type === 'text' ? p.text : '')).join('\n'),
+    ),
+  );
   texts.push(...stringsIn(facade?.parameters));
-  if (attachments.length > 0) texts.push(...(await attachmentTexts(s, attachments, signal)).flatMap((a) => [a.file_name, a.text]));
+  if (attachments.length > 0)
+    texts.push(...(await attachmentTexts(s, attachments, signal)).flatMap((a) => [a.file_name, a.text]));
   texts.push(request.user_prompt);
   return texts.filter((t) => t !== '').join('\n\n');
 }
@@ -652,28 +892,54 @@ async function buildMessages(
   if (citations.length > 0) messages.push({ role: 'system', content: knowledgeContext(citations) });
   const history = chain.agent.conversation_history_settings;
   if (session && history?.enabled) {
-    const artifactTypes = (history.history_content_artifact_types ?? '').split(',').map((t) => t.trim()).filter((t) => t.length > 0);
+    const artifactTypes = (history.history_content_artifact_types ?? '')
+      .split(',')
+      .map((t) => t.trim())
+      .filter((t) => t.length > 0);
     // Artifacts are on the message documents only: the session's recent copy suffices when none are wanted.
-    const earlier = artifactTypes.length > 0 ? (await s.conversations.history(session.pk, session.id, history.max_history * 2)).filter(unblocked) : await s.conversations.recentHistory(session, history.max_history * 2);
+    const earlier =
+      artifactTypes.length > 0
+        ? (await s.conversations.history(session.pk, session.id, history.max_history * 2)).filter(unblocked)
+        : await s.conversations.recentHistory(session, history.max_history * 2);
     for (const m of earlier) {
-      const artifacts = 'content_artifacts' in m ? (m as MessageDoc).content_artifacts?.filter((a) => artifactTypes.includes(a.type)) : undefined;
-      messages.push({ role: m.sender === 'User' ? 'user' : 'assistant', content: artifacts?.length ? `${m.text}\n\n${artifactText(artifacts)}` : m.text });
+      const artifacts =
+        'content_artifacts' in m
+          ? (m as MessageDoc).content_artifacts?.filter((a) => artifactTypes.includes(a.type))
+          : undefined;
+      messages.push({
+        role: m.sender === 'User' ? 'user' : 'assistant',
+        content: artifacts?.length ? `${m.text}\n\n${artifactText(artifacts)}` : m.text,
+      });
     }
   }
   // A facade's client keeps its own history: the messages it sent before the prompt, as they came.
   if (facade?.history) messages.push(...facade.history);
-  const attached = attachments.length > 0 ? await attachmentContent(s, attachments, chain.model.capabilities?.includes('vision') ?? false, signal) : { context: '', images: [] };
-  const suffix = chain.prompt.suffix !== undefined && chain.prompt.suffix.length > 0 ? `\n\n${chain.prompt.suffix}` : '';
+  const attached =
+    attachments.length > 0
+      ? await attachmentContent(s, attachments, chain.model.capabilities?.includes('vision') ?? false, signal)
+      : { context: '', images: [] };
+  const suffix =
+    chain.prompt.suffix !== undefined && chain.prompt.suffix.length > 0 ? `\n\n${chain.prompt.suffix}` : '';
   const text = `${attached.context ? `${attached.context}\n\n` : ''}${prompt}${suffix}`;
   const userMessage = (image: (i: { objectId: string; dataUrl: string }) => string): ChatMessage => ({
     role: 'user',
-    content: attached.images.length === 0 ? text : [{ type: 'text', text }, ...attached.images.map((i): ContentPart => ({ type: 'image_url', image_url: { url: image(i) } }))],
+    content:
+      attached.images.length === 0
+        ? text
+        : [
+            { type: 'text', text },
+            ...attached.images.map((i): ContentPart => ({ type: 'image_url', image_url: { url: image(i) } })),
+          ],
   });
-  return { messages: [...messages, userMessage((i) => i.dataUrl)], kept: [...messages, userMessage((i) => i.objectId)] };
+  return {
+    messages: [...messages, userMessage((i) => i.dataUrl)],
+    kept: [...messages, userMessage((i) => i.objectId)],
+  };
 }
 
 /** Content artifacts of earlier turns as the history gives them to the model. */
-const artifactText = (artifacts: readonly ContentArtifact[]) => `Content artifacts of this answer:\n${artifacts.map((a) => JSON.stringify(a)).join('\n')}`;
+const artifactText = (artifacts: readonly ContentArtifact[]) =>
+  `Content artifacts of this answer:\n${artifacts.map((a) => JSON.stringify(a)).join('\n')}`;
 
 /**
  * A version 7 UUID (RFC 9562): the time in milliseconds, then random bits. The turn's messages, usage and

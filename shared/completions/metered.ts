@@ -20,7 +20,6 @@ export interface Payer {
   agent: Pick<AgentDoc, 'name' | 'cost_center'>;
 }
 
-
 export interface Metered<T> {
   answer: T;
   /** What the call cost at the model's prices. */
@@ -57,7 +56,12 @@ export async function metered<T extends Answered>(
   call: () => Promise<T>,
 ): Promise<Metered<T>> {
   const prices = pricesOf(model);
-  const held = await budgets.reserve(payer.principal, payer.agent, () => largestCost(request.messages, outputLimit(request.parameters), prices), prices.currency);
+  const held = await budgets.reserve(
+    payer.principal,
+    payer.agent,
+    () => largestCost(request.messages, outputLimit(request.parameters), prices),
+    prices.currency,
+  );
   let cost = 0;
   try {
     const answer = await counted(request, await call());
@@ -65,8 +69,12 @@ export async function metered<T extends Answered>(
     return { answer, cost, headers: held.headers };
   } catch (e) {
     const streamed = request.streamed?.() ?? '';
-    const output = e instanceof UpstreamError && UNKNOWN_SPEND.has(e.code) ? outputLimit(request.parameters) : await tokensOf(streamed);
-    if (output > 0 || e instanceof CallCancelledError) cost = await largestCost(request.messages, output, prices).catch(() => 0);
+    const output =
+      e instanceof UpstreamError && UNKNOWN_SPEND.has(e.code)
+        ? outputLimit(request.parameters)
+        : await tokensOf(streamed);
+    if (output > 0 || e instanceof CallCancelledError)
+      cost = await largestCost(request.messages, output, prices).catch(() => 0);
     throw e;
   } finally {
     budgets.settle(held.reservation, cost);
@@ -85,7 +93,9 @@ async function counted<T extends Answered>(request: MeteredRequest, answer: T): 
  * embedded in a currency before the payer's budgets admit it. `currency` is the one the turn's answer reports.
  */
 export function meteredEmbeddings(budgets: Budgets, payer: Payer, currency: string | null): EmbeddingSpend {
-  return new EmbeddingSpend(currency, (c) => budgets.check(payer.principal, payer.agent, () => Promise.resolve(c)).then(() => undefined));
+  return new EmbeddingSpend(currency, (c) =>
+    budgets.check(payer.principal, payer.agent, () => Promise.resolve(c)).then(() => undefined),
+  );
 }
 
 /** Charges what a turn's embeddings cost, in each currency they were spent in (whatever became of the turn). */

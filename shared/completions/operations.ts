@@ -97,7 +97,10 @@ const mine = (op: OperationDoc, p: Principal) => ownerKey(op.principal.upn) === 
  * `op-1` without either learning that the other did. The queue message carries this key.
  */
 export const operationKey = (upn: string, operationId: string) =>
-  createHash('sha256').update(`${ownerKey(upn)}\n${operationId}`).digest('hex').slice(0, 40);
+  createHash('sha256')
+    .update(`${ownerKey(upn)}\n${operationId}`)
+    .digest('hex')
+    .slice(0, 40);
 
 /** The queue message's operation key. */
 export async function startOperation(
@@ -138,7 +141,8 @@ export async function startOperation(
 /** Seconds a delivery queued before its operation's final write waits to become visible. */
 const OUTBOX_DELAY_SECONDS = 3;
 
-const ends = (op: OperationDoc, patch: Partial<OperationDoc>) => op.status === 'InProgress' && patch.status !== undefined && patch.status !== 'InProgress';
+const ends = (op: OperationDoc, patch: Partial<OperationDoc>) =>
+  op.status === 'InProgress' && patch.status !== undefined && patch.status !== 'InProgress';
 
 /**
  * Changes an operation that is still InProgress (and may, `when` it allows); a finished one never changes
@@ -169,26 +173,36 @@ export async function transition(
   return saved;
 }
 
-export const fail = (s: OperationsDeps, key: string, reason: string) => transition(s, key, () => ({ status: 'Failed', status_message: reason }));
+export const fail = (s: OperationsDeps, key: string, reason: string) =>
+  transition(s, key, () => ({ status: 'Failed', status_message: reason }));
 
 /**
  * Marks the operation as recording its answer, from when it can no longer be cancelled; throws
  * CallCancelledError when it was cancelled (on any instance) before: its turn is then not recorded.
  */
 export async function markRecording(s: OperationsDeps, key: string): Promise<void> {
-  if (!(await transition(s, key, () => ({ recording: true })))) throw new CallCancelledError('The operation was cancelled');
+  if (!(await transition(s, key, () => ({ recording: true }))))
+    throw new CallCancelledError('The operation was cancelled');
 }
 
 /** What the operation's starter is told: the reason of a failure the service expected, else nothing internal. */
 export function userFacingReason(e: unknown): string {
-  return e instanceof DomainError && e.callerFault ? e.message : e instanceof UpstreamError ? e.message : 'an internal error stopped the completion';
+  return e instanceof DomainError && e.callerFault
+    ? e.message
+    : e instanceof UpstreamError
+      ? e.message
+      : 'an internal error stopped the completion';
 }
 
 /**
  * Ends an operation that ran where it started (a facade's response or task, not the queue's): Completed with
  * its answer, Cancelled, or Failed with the reason its starter may read. The operation as it ended.
  */
-export async function endOperation(s: OperationsDeps, op: OperationDoc, outcome: { result: CompletionResponse } | { error: unknown }): Promise<OperationDoc> {
+export async function endOperation(
+  s: OperationsDeps,
+  op: OperationDoc,
+  outcome: { result: CompletionResponse } | { error: unknown },
+): Promise<OperationDoc> {
   const change: Partial<OperationDoc> =
     'result' in outcome
       ? { status: 'Completed', status_message: 'Completed', result: outcome.result }
@@ -199,7 +213,11 @@ export async function endOperation(s: OperationsDeps, op: OperationDoc, outcome:
 }
 
 /** The caller's own operation; anyone else's, and an unknown id, is 404. A stale InProgress one is failed. */
-export async function readOperation(s: OperationsDeps, principal: Principal, operationId: string): Promise<OperationDoc> {
+export async function readOperation(
+  s: OperationsDeps,
+  principal: Principal,
+  operationId: string,
+): Promise<OperationDoc> {
   const key = operationKey(principal.upn, operationId);
   const op = await operations(s).read(key, key);
   if (!op || !mine(op, principal)) throw notFound(`Operation ${operationId} not found`);
@@ -215,9 +233,19 @@ export async function readOperation(s: OperationsDeps, principal: Principal, ope
  * the worker stops at its next step, and a model call in flight is aborted (at once on this instance, within
  * a second elsewhere). A cancelled operation never records a turn.
  */
-export async function cancelOperation(s: OperationsDeps, principal: Principal, operationId: string, abortLocal: (key: string) => void): Promise<OperationDoc> {
+export async function cancelOperation(
+  s: OperationsDeps,
+  principal: Principal,
+  operationId: string,
+  abortLocal: (key: string) => void,
+): Promise<OperationDoc> {
   const op = await readOperation(s, principal, operationId);
-  const cancelled = await transition(s, op.id, () => ({ status: 'Cancelled', status_message: 'Cancelled by its starter' }), (o) => o.recording !== true);
+  const cancelled = await transition(
+    s,
+    op.id,
+    () => ({ status: 'Cancelled', status_message: 'Cancelled by its starter' }),
+    (o) => o.recording !== true,
+  );
   if (cancelled) abortLocal(op.id);
   return cancelled ?? (await operations(s).read(op.id, op.id)) ?? op;
 }

@@ -30,7 +30,8 @@ export const QuotaDefinition = z.object({
 export type QuotaDefinition = z.output<typeof QuotaDefinition>;
 
 /** The definitions a Svc:Quota:Definitions value holds, or why it is not a list of them (names must differ). */
-export const parseQuotaDefinitions = (raw: string): QuotaDefinition[] | string => parseNamedList(raw, QuotaDefinition, { list: 'quota definitions', entry: 'definition', noun: 'quota' });
+export const parseQuotaDefinitions = (raw: string): QuotaDefinition[] | string =>
+  parseNamedList(raw, QuotaDefinition, { list: 'quota definitions', entry: 'definition', noun: 'quota' });
 
 interface CounterDoc extends Doc {
   count?: number;
@@ -52,7 +53,12 @@ declare module '../store/types.js' {
 export const isQuotaCounter = (doc: DocsOf<'quotas'>): doc is CounterDoc => !doc.pk.startsWith('budget|');
 
 export const QuotaResponse = z
-  .object({ quota_exceeded: z.boolean(), quota_name: z.string(), retry_after_seconds: z.number().int(), message: z.string() })
+  .object({
+    quota_exceeded: z.boolean(),
+    quota_name: z.string(),
+    retry_after_seconds: z.number().int(),
+    message: z.string(),
+  })
   .meta({ id: 'QuotaResponse' });
 
 /** Where one quota stands for one request: what is left of its limit, and when the window resets. */
@@ -79,8 +85,20 @@ function rateLimitHeaders(s: Standing): Record<string, string> {
 function exceeded(s: Standing): DomainError {
   const seconds = Math.max(1, Math.ceil(s.refusedFor ?? 1));
   const name = s.quota.name;
-  const body = { quota_exceeded: true, quota_name: name, retry_after_seconds: seconds, message: `Quota ${name} exceeded; retry after ${seconds} seconds` };
-  return new DomainError('rate-limited', 'QuotaExceeded', body.message, [], { 'retry-after': String(seconds), ...rateLimitHeaders(s) }, body);
+  const body = {
+    quota_exceeded: true,
+    quota_name: name,
+    retry_after_seconds: seconds,
+    message: `Quota ${name} exceeded; retry after ${seconds} seconds`,
+  };
+  return new DomainError(
+    'rate-limited',
+    'QuotaExceeded',
+    body.message,
+    [],
+    { 'retry-after': String(seconds), ...rateLimitHeaders(s) },
+    body,
+  );
 }
 
 /** Tokens held for admitted calls of token quotas until they end; release it once, whatever the outcome. */
@@ -110,7 +128,10 @@ export class Quotas {
    * Throws 429 when one is exceeded; else answers the rate-limit headers of the quota closest to its limit
    * (the smallest remaining share), or none when no quota applies.
    */
-  async enforce(principal: Principal, agentName: string): Promise<{ headers: Record<string, string>; reservation: QuotaReservation }> {
+  async enforce(
+    principal: Principal,
+    agentName: string,
+  ): Promise<{ headers: Record<string, string>; reservation: QuotaReservation }> {
     const applying = await this.applying(principal, agentName);
     const reservation: QuotaReservation = { entries: [] };
     const standings = await Promise.all(applying.map(({ quota, pk }) => this.stand(quota, pk, reservation)));
@@ -120,7 +141,10 @@ export class Quotas {
       recordQuotaRejection(refused.quota.name);
       throw exceeded(refused);
     }
-    const closest = standings.reduce<Standing | undefined>((min, s) => (!min || s.remaining / s.quota.metric_limit < min.remaining / min.quota.metric_limit ? s : min), undefined);
+    const closest = standings.reduce<Standing | undefined>(
+      (min, s) => (!min || s.remaining / s.quota.metric_limit < min.remaining / min.quota.metric_limit ? s : min),
+      undefined,
+    );
     return { headers: closest ? rateLimitHeaders(closest) : {}, reservation };
   }
 
@@ -145,7 +169,16 @@ export class Quotas {
     await Promise.all(
       applying.map(({ quota, pk }) => {
         const w = windowOf(quota, now);
-        return this.increment(pk, w.id, w.ttl, [{ op: 'incr', path: 'count', value: tokens }, { op: 'incr', path: 'calls', value: 1 }], { count: tokens, calls: 1 });
+        return this.increment(
+          pk,
+          w.id,
+          w.ttl,
+          [
+            { op: 'incr', path: 'count', value: tokens },
+            { op: 'incr', path: 'calls', value: 1 },
+          ],
+          { count: tokens, calls: 1 },
+        );
       }),
     );
   }
@@ -156,11 +189,21 @@ export class Quotas {
    * calls, or the whole limit while there are none: calls admitted side by side can then go past the limit
    * by at most about one call, however many arrive at once.
    */
-  private async reserveTokens(q: QuotaDefinition, pk: string, w: ReturnType<typeof windowOf>, previous: CounterDoc | undefined, reservation: QuotaReservation): Promise<number> {
+  private async reserveTokens(
+    q: QuotaDefinition,
+    pk: string,
+    w: ReturnType<typeof windowOf>,
+    previous: CounterDoc | undefined,
+    reservation: QuotaReservation,
+  ): Promise<number> {
     const current = await this.counters.read(pk, w.id);
     const sample = (current?.calls ?? 0) > 0 ? current : previous;
     const share = sample?.calls ? Math.max(1, Math.ceil((sample.count ?? 0) / sample.calls)) : q.metric_limit;
-    const after = await this.increment(pk, w.id, w.ttl, [{ op: 'incr', path: 'reserved', value: share }], { count: 0, calls: 0, reserved: share });
+    const after = await this.increment(pk, w.id, w.ttl, [{ op: 'incr', path: 'reserved', value: share }], {
+      count: 0,
+      calls: 0,
+      reserved: share,
+    });
     reservation.entries.push({ pk, window: w.id, tokens: share });
     return (after.count ?? 0) + (after.reserved ?? share) - share;
   }
@@ -169,7 +212,12 @@ export class Quotas {
     return (await this.definitions())
       .filter((q) => q.context === 'CoreAPI:Completions' || q.context === `CoreAPI:Completions:${agentName}`)
       .map((quota) => {
-        const who = quota.metric_partition === 'None' ? '*' : quota.metric_partition === 'UserPrincipalName' ? principal.upn.toLowerCase() : principal.id;
+        const who =
+          quota.metric_partition === 'None'
+            ? '*'
+            : quota.metric_partition === 'UserPrincipalName'
+              ? principal.upn.toLowerCase()
+              : principal.id;
         return { quota, pk: `${quota.name}|${quota.context}|${who}` };
       });
   }
@@ -179,22 +227,39 @@ export class Quotas {
     const now = Date.now();
     const w = windowOf(q, now);
     const known = this.lockouts.get(pk);
-    if (known !== undefined && known > now) return { quota: q, remaining: 0, resetSeconds: Math.ceil((known - now) / 1000), refusedFor: (known - now) / 1000 };
+    if (known !== undefined && known > now)
+      return {
+        quota: q,
+        remaining: 0,
+        resetSeconds: Math.ceil((known - now) / 1000),
+        refusedFor: (known - now) / 1000,
+      };
     const previousWindow = this.counters.read(pk, w.previousId);
     const [lockout, current, previous] = await Promise.all([
       this.counters.read(pk, 'lockout'),
       q.metric === 'requests'
-        ? this.increment(pk, w.id, w.ttl, [{ op: 'incr', path: 'count', value: 1 }], { count: 1 }).then((d) => d.count ?? 1)
+        ? this.increment(pk, w.id, w.ttl, [{ op: 'incr', path: 'count', value: 1 }], { count: 1 }).then(
+            (d) => d.count ?? 1,
+          )
         : previousWindow.then((before) => this.reserveTokens(q, pk, w, before, reservation)),
       previousWindow.then((d) => d?.count ?? 0),
     ]);
     if (lockout?.until !== undefined && lockout.until > now) {
       this.lockouts.set(pk, lockout.until);
-      return { quota: q, remaining: 0, resetSeconds: Math.ceil((lockout.until - now) / 1000), refusedFor: (lockout.until - now) / 1000 };
+      return {
+        quota: q,
+        remaining: 0,
+        resetSeconds: Math.ceil((lockout.until - now) / 1000),
+        refusedFor: (lockout.until - now) / 1000,
+      };
     }
     // Sliding window: the previous window counts in proportion to how much of it still lies in the window.
     const used = previous * (1 - w.elapsed) + current;
-    const standing = { quota: q, remaining: Math.max(0, Math.floor(q.metric_limit - used)), resetSeconds: w.resetSeconds };
+    const standing = {
+      quota: q,
+      remaining: Math.max(0, Math.floor(q.metric_limit - used)),
+      resetSeconds: w.resetSeconds,
+    };
     // A request quota refuses the request that goes past the limit; a token quota once the limit is reached.
     const over = q.metric === 'requests' ? used > q.metric_limit : used >= q.metric_limit;
     if (!over) return standing;
@@ -202,13 +267,24 @@ export class Quotas {
       const until = now + q.lockout_duration_seconds * 1000;
       await this.counters.upsert({ id: 'lockout', pk, until, ttl: q.lockout_duration_seconds + 5 });
       this.lockouts.set(pk, until);
-      return { ...standing, remaining: 0, resetSeconds: q.lockout_duration_seconds, refusedFor: q.lockout_duration_seconds };
+      return {
+        ...standing,
+        remaining: 0,
+        resetSeconds: q.lockout_duration_seconds,
+        refusedFor: q.lockout_duration_seconds,
+      };
     }
     return { ...standing, remaining: 0, refusedFor: w.resetSeconds };
   }
 
   /** Atomic increments of a window counter's fields, creating it (with `initial`) on first use. */
-  private increment(pk: string, id: string, ttl: number, ops: PatchOp[], initial: Partial<CounterDoc>): Promise<CounterDoc> {
+  private increment(
+    pk: string,
+    id: string,
+    ttl: number,
+    ops: PatchOp[],
+    initial: Partial<CounterDoc>,
+  ): Promise<CounterDoc> {
     return incrementCounter(this.counters, pk, id, ops, { id, pk, ttl, ...initial });
   }
 }

@@ -32,7 +32,8 @@ export interface Rewritten {
   cost: number;
 }
 
-const notReady = (agent: string, what: string) => validationError([{ field: 'agent_name', message: `Agent ${agent} cannot rewrite prompts: ${what}` }]);
+const notReady = (agent: string, what: string) =>
+  validationError([{ field: 'agent_name', message: `Agent ${agent} cannot rewrite prompts: ${what}` }]);
 
 export interface RewriteInput {
   /** Whose budgets the rewrite model's call counts against. */
@@ -44,26 +45,41 @@ export interface RewriteInput {
 }
 
 /** The rewritten prompt, or undefined when the agent does not rewrite. */
-export async function rewritePrompt(s: RewriteDeps, { principal, agent, session, prompt, signal }: RewriteInput): Promise<Rewritten | undefined> {
-  const settings = agent.text_rewrite_settings?.user_prompt_rewrite_enabled ? agent.text_rewrite_settings.user_prompt_rewrite_settings : undefined;
+export async function rewritePrompt(
+  s: RewriteDeps,
+  { principal, agent, session, prompt, signal }: RewriteInput,
+): Promise<Rewritten | undefined> {
+  const settings = agent.text_rewrite_settings?.user_prompt_rewrite_enabled
+    ? agent.text_rewrite_settings.user_prompt_rewrite_settings
+    : undefined;
   if (!settings) return undefined;
-  const [model, rewritePrompt] = await Promise.all([s.resourceCache.get(settings.user_prompt_rewrite_ai_model_object_id, aiModels), s.resourceCache.get(settings.user_prompt_rewrite_prompt_object_id, prompts)]);
-  if (!model || model.model_type !== 'completion') throw notReady(agent.name, 'its rewrite model is missing or not a completion model');
+  const [model, rewritePrompt] = await Promise.all([
+    s.resourceCache.get(settings.user_prompt_rewrite_ai_model_object_id, aiModels),
+    s.resourceCache.get(settings.user_prompt_rewrite_prompt_object_id, prompts),
+  ]);
+  if (!model || model.model_type !== 'completion')
+    throw notReady(agent.name, 'its rewrite model is missing or not a completion model');
   if (!rewritePrompt) throw notReady(agent.name, 'its rewrite prompt is missing');
   const endpointDoc = await s.resourceCache.get(model.api_endpoint_object_id, apiEndpointConfigurations);
   const endpoint = endpointDoc && endpointView(endpointDoc);
-  if (!endpoint || !MODEL_PROVIDERS.includes(endpoint.provider)) throw notReady(agent.name, "its rewrite model's API endpoint is missing or not a model endpoint");
+  if (!endpoint || !MODEL_PROVIDERS.includes(endpoint.provider))
+    throw notReady(agent.name, "its rewrite model's API endpoint is missing or not a model endpoint");
 
   const window = settings.user_prompts_window_size;
   // Turns alternate, so the last 2n messages hold the last n user prompts.
-  const earlier = session && window > 0 ? (await s.conversations.recentHistory(session, window * 2)).filter((m) => m.sender === 'User').slice(-window) : [];
+  const earlier =
+    session && window > 0
+      ? (await s.conversations.recentHistory(session, window * 2)).filter((m) => m.sender === 'User').slice(-window)
+      : [];
   const messages: ChatMessage[] = [
     ...(rewritePrompt.prefix.length > 0 ? [{ role: 'system' as const, content: rewritePrompt.prefix }] : []),
     ...earlier.map((m) => ({ role: 'user' as const, content: m.text })),
     { role: 'user', content: prompt },
   ];
   try {
-    const { answer, cost } = await metered(s.budgets, { principal, agent }, model, { messages, parameters: {} }, () => s.models.complete(endpoint, model.deployment_name, messages, {}, { signal, caller: agent.name }));
+    const { answer, cost } = await metered(s.budgets, { principal, agent }, model, { messages, parameters: {} }, () =>
+      s.models.complete(endpoint, model.deployment_name, messages, {}, { signal, caller: agent.name }),
+    );
     const rewritten = answer.content.trim();
     return {
       // An empty rewrite would lose the question: the typed prompt stands.
@@ -73,7 +89,15 @@ export async function rewritePrompt(s: RewriteDeps, { principal, agent, session,
       cost,
     };
   } catch (e) {
-    if (e instanceof UpstreamError) throw new UpstreamError(e.kind, e.code, `The prompt rewrite model failed: ${e.message}`, e.retryable, e.retryAfterMs, e.permanent);
+    if (e instanceof UpstreamError)
+      throw new UpstreamError(
+        e.kind,
+        e.code,
+        `The prompt rewrite model failed: ${e.message}`,
+        e.retryable,
+        e.retryAfterMs,
+        e.permanent,
+      );
     throw e;
   }
 }

@@ -76,7 +76,9 @@ export class StreamLog {
       void (async () => {
         const beat = Date.now() - this.beatAt >= HEARTBEAT_MS;
         const head = beat
-          ? await updateDocument(this.events, key, HEAD, (h) => (h?.kind === 'head' ? { ...h, beat: Date.now() } : undefined))
+          ? await updateDocument(this.events, key, HEAD, (h) =>
+              h?.kind === 'head' ? { ...h, beat: Date.now() } : undefined,
+            )
           : await this.events.read(key, HEAD);
         if (beat) this.beatAt = Date.now();
         if (head?.kind === 'head' && head.cancel) onCancel();
@@ -86,9 +88,24 @@ export class StreamLog {
   }
 
   /** Starts the log of the caller's operation; 409 when the operation id was streamed before. */
-  static async open(s: StreamLogDeps, principal: Principal, operationId: string, sessionId: string | undefined, onCancel: () => void): Promise<StreamLog> {
+  static async open(
+    s: StreamLogDeps,
+    principal: Principal,
+    operationId: string,
+    sessionId: string | undefined,
+    onCancel: () => void,
+  ): Promise<StreamLog> {
     const key = operationKey(principal.upn, operationId);
-    const head: HeadDoc = { id: HEAD, pk: key, kind: 'head', owner: ownerKey(principal.upn), operation_id: operationId, session_id: sessionId ?? null, status: 'running', beat: Date.now() };
+    const head: HeadDoc = {
+      id: HEAD,
+      pk: key,
+      kind: 'head',
+      owner: ownerKey(principal.upn),
+      operation_id: operationId,
+      session_id: sessionId ?? null,
+      status: 'running',
+      beat: Date.now(),
+    };
     try {
       await container(s).create(head);
     } catch (e) {
@@ -116,16 +133,27 @@ export class StreamLog {
     this.first += events.length;
     this.writing = this.writing
       .then(async () => {
-        const chunk = events.length > 0 ? [{ op: 'create' as const, doc: { id: chunkId(first), pk: this.key, kind: 'events' as const, first, events } }] : [];
+        const chunk =
+          events.length > 0
+            ? [
+                {
+                  op: 'create' as const,
+                  doc: { id: chunkId(first), pk: this.key, kind: 'events' as const, first, events },
+                },
+              ]
+            : [];
         if (!end) {
           if (chunk[0]) await this.events.create(chunk[0].doc);
           return;
         }
         clearInterval(this.watch);
-        const ended = (h: Stored<StreamDoc>) => (h.kind === 'head' ? { ...h, status: end, beat: Date.now() } : undefined);
+        const ended = (h: Stored<StreamDoc>) =>
+          h.kind === 'head' ? { ...h, status: end, beat: Date.now() } : undefined;
         await this.events.writeBatch(this.key, [...chunk, { op: 'update', id: HEAD, apply: ended }]);
       })
-      .catch((e: unknown) => this.log.warn('Stream events were not kept', { error: e instanceof Error ? e.message : String(e) }));
+      .catch((e: unknown) =>
+        this.log.warn('Stream events were not kept', { error: e instanceof Error ? e.message : String(e) }),
+      );
     return this.writing;
   }
 }
@@ -134,7 +162,8 @@ export class StreamLog {
 async function headOf(s: StreamLogDeps, principal: Principal, operationId: string): Promise<HeadDoc> {
   const key = operationKey(principal.upn, operationId);
   const head = await container(s).read(key, HEAD);
-  if (head?.kind !== 'head' || head.owner !== ownerKey(principal.upn)) throw notFound(`Stream ${operationId} not found`);
+  if (head?.kind !== 'head' || head.owner !== ownerKey(principal.upn))
+    throw notFound(`Stream ${operationId} not found`);
   return head;
 }
 
@@ -142,7 +171,12 @@ async function headOf(s: StreamLogDeps, principal: Principal, operationId: strin
  * The events after `after` (a Last-Event-ID; all when undefined), then live ones until the final event.
  * A stream whose writer stopped (its instance died) ends with an `error` event, code StreamInterrupted.
  */
-export async function replay(s: StreamLogDeps, principal: Principal, operationId: string, after: number): Promise<AsyncGenerator<string>> {
+export async function replay(
+  s: StreamLogDeps,
+  principal: Principal,
+  operationId: string,
+  after: number,
+): Promise<AsyncGenerator<string>> {
   const key = (await headOf(s, principal, operationId)).pk;
   const events = container(s);
   async function* follow(): AsyncGenerator<string> {
@@ -186,9 +220,16 @@ export async function replay(s: StreamLogDeps, principal: Principal, operationId
 }
 
 /** Asks the caller's background stream to stop, on whatever instance runs it; how it stands after. */
-export async function requestCancel(s: StreamLogDeps, principal: Principal, operationId: string): Promise<{ status: 'Cancelled' | 'Completed' | 'Failed'; sessionId: string | null }> {
+export async function requestCancel(
+  s: StreamLogDeps,
+  principal: Principal,
+  operationId: string,
+): Promise<{ status: 'Cancelled' | 'Completed' | 'Failed'; sessionId: string | null }> {
   const head = await headOf(s, principal, operationId);
-  if (head.status !== 'running') return { status: head.status === 'completed' ? 'Completed' : 'Failed', sessionId: head.session_id };
-  await updateDocument(container(s), head.pk, HEAD, (h) => (h?.kind === 'head' && h.status === 'running' && !h.cancel ? { ...h, cancel: true } : undefined));
+  if (head.status !== 'running')
+    return { status: head.status === 'completed' ? 'Completed' : 'Failed', sessionId: head.session_id };
+  await updateDocument(container(s), head.pk, HEAD, (h) =>
+    h?.kind === 'head' && h.status === 'running' && !h.cancel ? { ...h, cancel: true } : undefined,
+  );
   return { status: 'Cancelled', sessionId: head.session_id };
 }

@@ -80,7 +80,16 @@ export const CORE_EVENTS: StreamFormat = {
   failed: (e, id) => {
     if (e instanceof DomainError) return sseEvent('error', errorReply(e, 'core', '').json, id);
     const code = e instanceof CallCancelledError ? 'Cancelled' : 'InternalError';
-    return sseEvent('error', { error: { code, message: code === 'Cancelled' ? 'The completion was cancelled' : 'An unexpected error occurred' } }, id);
+    return sseEvent(
+      'error',
+      {
+        error: {
+          code,
+          message: code === 'Cancelled' ? 'The completion was cancelled' : 'An unexpected error occurred',
+        },
+      },
+      id,
+    );
   },
 };
 
@@ -107,7 +116,9 @@ export async function streamCompletion(
     if (!finished && !background) stop();
   });
   const key = operationKey(principal.upn, options.operationId);
-  const log = background ? await StreamLog.open(s, principal, options.operationId, admitted.sessionId, stop) : undefined;
+  const log = background
+    ? await StreamLog.open(s, principal, options.operationId, admitted.sessionId, stop)
+    : undefined;
   const running = runningOn(s);
   running.set(key, { owner: ownerKey(principal.upn), stop });
   if (!background) clientGone.addEventListener('abort', stop, { once: true });
@@ -117,7 +128,8 @@ export async function streamCompletion(
     log?.push(event);
   };
   const failure = async (e: unknown) => {
-    if (!(e instanceof DomainError) && !(e instanceof CallCancelledError)) s.log.error('Streamed completion failed', { error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
+    if (!(e instanceof DomainError) && !(e instanceof CallCancelledError))
+      s.log.error('Streamed completion failed', { error: e instanceof Error ? (e.stack ?? e.message) : String(e) });
     return format.failed(e, ++sequence);
   };
   let began: () => void = () => undefined;
@@ -158,12 +170,15 @@ export async function streamCompletion(
     ended();
     throw e;
   }
-  run.then(
-    async (response) => send(await format.completed(response, ++sequence)),
-    async (e: unknown) => send(await failure(e)),
-  )
+  run
+    .then(
+      async (response) => send(await format.completed(response, ++sequence)),
+      async (e: unknown) => send(await failure(e)),
+    )
     // Ending failed (recording the outcome): the stream ends without its last event.
-    .catch((e: unknown) => s.log.error('A streamed completion could not be ended', { error: e instanceof Error ? e.message : String(e) }))
+    .catch((e: unknown) =>
+      s.log.error('A streamed completion could not be ended', { error: e instanceof Error ? e.message : String(e) }),
+    )
     .finally(ended);
   return { status: 200, headers: { ...SSE_HEADERS, 'x-operation-id': options.operationId }, stream: channel };
 }
@@ -172,7 +187,11 @@ export async function streamCompletion(
  * Cancels the caller's streamed completion: at once when it runs in this process, else through its kept
  * events (background streams), which its instance reads within a second. Anyone else's is 404.
  */
-export async function cancelStream(s: CompletionsStreamDeps, principal: Principal, operationId: string): Promise<{ operation_id: string; status: 'Cancelled' | 'Completed' | 'Failed' }> {
+export async function cancelStream(
+  s: CompletionsStreamDeps,
+  principal: Principal,
+  operationId: string,
+): Promise<{ operation_id: string; status: 'Cancelled' | 'Completed' | 'Failed' }> {
   const here = runningOn(s).get(operationKey(principal.upn, operationId));
   if (here && here.owner === ownerKey(principal.upn)) {
     here.stop();

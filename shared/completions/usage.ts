@@ -61,7 +61,15 @@ export async function recordUsage(container: Container<UsageDoc>, doc: UsageDoc)
 }
 
 /** A usage record of an operation without its counts yet (zero tokens and cost), ended now. */
-export function usageRecord(principal: Principal, operationId: string, sessionId: string | undefined, agentName: string, deployment: string, at: string, started: number) {
+export function usageRecord(
+  principal: Principal,
+  operationId: string,
+  sessionId: string | undefined,
+  agentName: string,
+  deployment: string,
+  at: string,
+  started: number,
+) {
   return {
     id: operationId,
     pk: ownerKey(principal.upn),

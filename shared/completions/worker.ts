@@ -70,10 +70,15 @@ export function abortRunning(s: WorkerDeps, key: string): void {
 }
 
 /** Failures another delivery cannot mend: client errors, and upstream answers that are deterministic. */
-const permanent = (e: unknown) => (e instanceof UpstreamError ? e.permanent : e instanceof DomainError && e.callerFault);
+const permanent = (e: unknown) =>
+  e instanceof UpstreamError ? e.permanent : e instanceof DomainError && e.callerFault;
 
 /** The signal of one attempt: shutdown, a cancel (here or elsewhere), and for retries the end of the window. */
-function attemptSignal(s: WorkerDeps, op: OperationDoc, delivery: QueueDelivery): { signal: AbortSignal; done(): void } {
+function attemptSignal(
+  s: WorkerDeps,
+  op: OperationDoc,
+  delivery: QueueDelivery,
+): { signal: AbortSignal; done(): void } {
   const controller = new AbortController();
   const abort = () => controller.abort();
   delivery.signal?.addEventListener('abort', abort, { once: true });
@@ -83,7 +88,10 @@ function attemptSignal(s: WorkerDeps, op: OperationDoc, delivery: QueueDelivery)
   const watch = setInterval(() => {
     operations(s)
       .read(op.id, op.id)
-      .then((o) => o?.status === 'Cancelled' && abort(), () => undefined);
+      .then(
+        (o) => o?.status === 'Cancelled' && abort(),
+        () => undefined,
+      );
   }, CANCEL_CHECK_MS);
   const left = Date.parse(op.created_on) + RETRY_WINDOW_MS - Date.now();
   const window = delivery.dequeueCount > 1 ? setTimeout(abort, Math.max(0, left)) : undefined;
@@ -98,51 +106,77 @@ function attemptSignal(s: WorkerDeps, op: OperationDoc, delivery: QueueDelivery)
   };
 }
 
-export async function processOperation({ key }: OperationMessage, delivery: QueueDelivery, s: WorkerDeps): Promise<void> {
+export async function processOperation(
+  { key }: OperationMessage,
+  delivery: QueueDelivery,
+  s: WorkerDeps,
+): Promise<void> {
   const op = await operations(s).read(key, key);
   if (!op || op.status !== 'InProgress') return;
   const operationId = op.operation_id;
-  const ids = { operationId, instanceId: s.config.instanceId, conversationId: op.request.session_id, protocol: op.facade?.protocol ?? 'core' };
+  const ids = {
+    operationId,
+    instanceId: s.config.instanceId,
+    conversationId: op.request.session_id,
+    protocol: op.facade?.protocol ?? 'core',
+  };
   // The worker's activity is its own trace, linked to the start activity; OperationId continues as baggage.
-  await tracer.startActiveSpan('async-completions-worker', { kind: SpanKind.CONSUMER, root: true, links: linkTo(op.trace) }, context.active(), async (span) => {
-    const attempt = attemptSignal(s, op, delivery);
-    try {
-      await withCorrelation(ids, undefined, async () => {
-        if (!(await transition(s, key, (o) => ({ attempts: o.attempts + 1, status_message: `Running (attempt ${delivery.dequeueCount})` })))) return;
-        try {
-          const result = await runCompletion(s, op.principal, await admit(s, op.principal, op.request, op.facade), {
-            operationId,
-            mayRepeat: true,
-            signal: attempt.signal,
-            // The answer is recorded only while the operation is still running; from then on it cannot be cancelled.
-            beforeRecord: () => markRecording(s, key),
-          });
-          await transition(s, key, () => ({ status: 'Completed', status_message: 'Completed', result }));
-        } catch (e) {
-          // Shutdown interrupted the attempt: the message comes back and the next worker resumes it.
-          if (delivery.signal?.aborted) throw e;
-          const now = await operations(s).read(key, key);
-          if (!now || now.status !== 'InProgress') return; // cancelled (or ended) meanwhile
-          const windowOver = Date.now() >= Date.parse(op.created_on) + RETRY_WINDOW_MS - 2000;
-          const reason = e instanceof CallCancelledError && windowOver ? `the model did not answer within ${RETRY_WINDOW_MS / 1000} s` : userFacingReason(e);
-          if (!(e instanceof DomainError) && !(e instanceof CallCancelledError)) s.log.error('Async completion failed', { error: toError(e).stack ?? String(e) });
-          if (permanent(e)) {
-            await fail(s, key, `Failed: ${reason}`);
+  await tracer.startActiveSpan(
+    'async-completions-worker',
+    { kind: SpanKind.CONSUMER, root: true, links: linkTo(op.trace) },
+    context.active(),
+    async (span) => {
+      const attempt = attemptSignal(s, op, delivery);
+      try {
+        await withCorrelation(ids, undefined, async () => {
+          if (
+            !(await transition(s, key, (o) => ({
+              attempts: o.attempts + 1,
+              status_message: `Running (attempt ${delivery.dequeueCount})`,
+            })))
+          )
             return;
+          try {
+            const result = await runCompletion(s, op.principal, await admit(s, op.principal, op.request, op.facade), {
+              operationId,
+              mayRepeat: true,
+              signal: attempt.signal,
+              // The answer is recorded only while the operation is still running; from then on it cannot be cancelled.
+              beforeRecord: () => markRecording(s, key),
+            });
+            await transition(s, key, () => ({ status: 'Completed', status_message: 'Completed', result }));
+          } catch (e) {
+            // Shutdown interrupted the attempt: the message comes back and the next worker resumes it.
+            if (delivery.signal?.aborted) throw e;
+            const now = await operations(s).read(key, key);
+            if (!now || now.status !== 'InProgress') return; // cancelled (or ended) meanwhile
+            const windowOver = Date.now() >= Date.parse(op.created_on) + RETRY_WINDOW_MS - 2000;
+            const reason =
+              e instanceof CallCancelledError && windowOver
+                ? `the model did not answer within ${RETRY_WINDOW_MS / 1000} s`
+                : userFacingReason(e);
+            if (!(e instanceof DomainError) && !(e instanceof CallCancelledError))
+              s.log.error('Async completion failed', { error: toError(e).stack ?? String(e) });
+            if (permanent(e)) {
+              await fail(s, key, `Failed: ${reason}`);
+              return;
+            }
+            if (delivery.dequeueCount >= MAX_DEQUEUE_COUNT || windowOver) {
+              await fail(s, key, `Failed after ${delivery.dequeueCount} attempts: ${reason}`);
+              return;
+            }
+            await transition(s, key, () => ({
+              status_message: `Attempt ${delivery.dequeueCount} failed, retrying: ${reason}`,
+            }));
+            throw e;
           }
-          if (delivery.dequeueCount >= MAX_DEQUEUE_COUNT || windowOver) {
-            await fail(s, key, `Failed after ${delivery.dequeueCount} attempts: ${reason}`);
-            return;
-          }
-          await transition(s, key, () => ({ status_message: `Attempt ${delivery.dequeueCount} failed, retrying: ${reason}` }));
-          throw e;
-        }
-      });
-    } finally {
-      attempt.done();
-      span.end();
-    }
-  });
+        });
+      } finally {
+        attempt.done();
+        span.end();
+      }
+    },
+  );
 }
 
 /** Messages that exhausted their deliveries (e.g. the worker died on its last try) fail their operation. */

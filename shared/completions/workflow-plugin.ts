@@ -4,7 +4,15 @@
 // whose searches read the agent's knowledge indexes with the caller's filter and groups. A failed call is 502 PluginFailed.
 import { DomainError } from '../errors.js';
 import { attachmentTexts } from '../files/attachment-content.js';
-import { agentTools, citationOf, knowledgeTool, PromptEmbeddings, searchIndex, type Citation, type KnowledgeScope } from '../knowledge/retrieval.js';
+import {
+  agentTools,
+  citationOf,
+  knowledgeTool,
+  PromptEmbeddings,
+  searchIndex,
+  type Citation,
+  type KnowledgeScope,
+} from '../knowledge/retrieval.js';
 import { completionModel } from '../models/model-endpoint.js';
 import type { ChatMessage } from '../models/wire.js';
 import type { RunnablePlugin } from '../plugins/runtime.js';
@@ -73,7 +81,12 @@ export function workflowHistory(agent: Pick<AgentDoc, 'conversation_history_sett
   return settings?.enabled ? settings.max_history * 2 : DEFAULT_HISTORY;
 }
 
-export async function workflowAnswer(s: WorkflowPluginDeps, plugin: RunnablePlugin, input: WorkflowInput, signal: AbortSignal | undefined): Promise<WorkflowAnswer> {
+export async function workflowAnswer(
+  s: WorkflowPluginDeps,
+  plugin: RunnablePlugin,
+  input: WorkflowInput,
+  signal: AbortSignal | undefined,
+): Promise<WorkflowAnswer> {
   const { agent, session } = input;
   const earlier = session ? await s.conversations.recentHistory(session, workflowHistory(agent)) : [];
   const argument = {
@@ -85,21 +98,33 @@ export async function workflowAnswer(s: WorkflowPluginDeps, plugin: RunnablePlug
   const spent = { promptTokens: 0, completionTokens: 0, cost: 0, deployment: '' };
   const found: Citation[] = [];
   // What the plugin may use is what the agent names: the models of its parameters, its knowledge tools' indexes.
-  const models = new Set(Object.values(agent.workflow_parameters ?? {}).filter((v): v is string => typeof v === 'string').map((v) => v.toLowerCase()));
+  const models = new Set(
+    Object.values(agent.workflow_parameters ?? {})
+      .filter((v): v is string => typeof v === 'string')
+      .map((v) => v.toLowerCase()),
+  );
   const indexes = new Set((await agentTools(s, agent)).map(knowledgeTool).flatMap((t) => (t ? [t.index] : [])));
   let calls = 0;
   // Searches embed their queries for the caller too: admitted by the caller's budgets, and charged.
   const spend = meteredEmbeddings(s.budgets, { principal: input.principal, agent }, null);
   const svc = async (method: string, args: Record<string, unknown>): Promise<unknown> => {
     if (method === 'complete') {
-      if (++calls > MAX_MODEL_CALLS) throw new Error(`a workflow plugin may ask for at most ${MAX_MODEL_CALLS} model answers in a turn`);
+      if (++calls > MAX_MODEL_CALLS)
+        throw new Error(`a workflow plugin may ask for at most ${MAX_MODEL_CALLS} model answers in a turn`);
       const modelId = String(args.ai_model_object_id);
-      if (!models.has(modelId.toLowerCase())) throw new Error(`${modelId} is not a model the agent's workflow_parameters name`);
+      if (!models.has(modelId.toLowerCase()))
+        throw new Error(`${modelId} is not a model the agent's workflow_parameters name`);
       const resolved = await completionModel(s, modelId);
       if (typeof resolved === 'string') throw new Error(resolved);
       const { model, endpoint } = resolved;
       const messages = chatMessages(args.messages);
-      const { answer, cost } = await metered(s.budgets, { principal: input.principal, agent }, model, { messages, parameters: {} }, () => s.models.complete(endpoint, model.deployment_name, messages, {}, { signal, caller: agent.name }));
+      const { answer, cost } = await metered(
+        s.budgets,
+        { principal: input.principal, agent },
+        model,
+        { messages, parameters: {} },
+        () => s.models.complete(endpoint, model.deployment_name, messages, {}, { signal, caller: agent.name }),
+      );
       spent.promptTokens += answer.promptTokens;
       spent.completionTokens += answer.completionTokens;
       spent.cost += cost;
@@ -107,11 +132,20 @@ export async function workflowAnswer(s: WorkflowPluginDeps, plugin: RunnablePlug
       return answer.content;
     }
     if (method === 'search') {
-      const topN = typeof args.top_n === 'number' && Number.isInteger(args.top_n) ? Math.min(50, Math.max(1, args.top_n)) : 5;
-      if (typeof args.query !== 'string' || args.query.trim() === '') throw new Error('query must be a non-empty string');
+      const topN =
+        typeof args.top_n === 'number' && Number.isInteger(args.top_n) ? Math.min(50, Math.max(1, args.top_n)) : 5;
+      if (typeof args.query !== 'string' || args.query.trim() === '')
+        throw new Error('query must be a non-empty string');
       const index = String(args.index_name);
       if (!indexes.has(index)) throw new Error(`${index} is not an index of the agent's knowledge tools`);
-      const hits = await searchIndex(s, agent, index, new PromptEmbeddings(args.query, signal, spend), input.scope, topN);
+      const hits = await searchIndex(
+        s,
+        agent,
+        index,
+        new PromptEmbeddings(args.query, signal, spend),
+        input.scope,
+        topN,
+      );
       const citations = hits.map(citationOf);
       found.push(...citations);
       return citations;
@@ -122,7 +156,12 @@ export async function workflowAnswer(s: WorkflowPluginDeps, plugin: RunnablePlug
   try {
     ({ value } = await s.plugins.call(plugin, argument, { svc, ...(signal ? { signal } : {}) }));
   } catch (e) {
-    if (e instanceof PluginFailed) throw new DomainError('upstream-failed', 'PluginFailed', `The workflow plugin ${plugin.name} failed: ${e.reason}`);
+    if (e instanceof PluginFailed)
+      throw new DomainError(
+        'upstream-failed',
+        'PluginFailed',
+        `The workflow plugin ${plugin.name} failed: ${e.reason}`,
+      );
     throw e;
   } finally {
     await chargeEmbeddings(s.budgets, { principal: input.principal, agent }, spend);
@@ -133,13 +172,16 @@ export async function workflowAnswer(s: WorkflowPluginDeps, plugin: RunnablePlug
 
 /** The plugin's return: the answer text, or `{completion, citations?}`. */
 function answerOf(plugin: RunnablePlugin, value: unknown): { content: string; citations?: Citation[] } {
-  const unusable = (why: string) => new DomainError('upstream-failed', 'PluginFailed', `The workflow plugin ${plugin.name} returned ${why}`);
+  const unusable = (why: string) =>
+    new DomainError('upstream-failed', 'PluginFailed', `The workflow plugin ${plugin.name} returned ${why}`);
   if (typeof value === 'string') return { content: value };
-  if (typeof value !== 'object' || value === null || typeof (value as { completion?: unknown }).completion !== 'string') throw unusable('neither a string nor a dict with a completion string');
+  if (typeof value !== 'object' || value === null || typeof (value as { completion?: unknown }).completion !== 'string')
+    throw unusable('neither a string nor a dict with a completion string');
   const { completion, citations } = value as { completion: string; citations?: unknown };
   if (citations === undefined || citations === null) return { content: completion };
   // Citations as svc.search gave them, or the parts of them the plugin kept; anything else is not a citation.
-  if (!Array.isArray(citations) || !citations.every((c) => typeof c === 'object' && c !== null && !Array.isArray(c))) throw unusable('citations that are not a list of objects');
+  if (!Array.isArray(citations) || !citations.every((c) => typeof c === 'object' && c !== null && !Array.isArray(c)))
+    throw unusable('citations that are not a list of objects');
   return {
     content: completion,
     citations: (citations as Record<string, unknown>[]).map((c, i) => ({
@@ -154,11 +196,12 @@ function answerOf(plugin: RunnablePlugin, value: unknown): { content: string; ci
 
 /** The messages a plugin passes to `svc.complete`: `[{role, content}]` with text content. */
 function chatMessages(messages: unknown): ChatMessage[] {
-  if (!Array.isArray(messages) || messages.length === 0) throw new Error('messages must be a non-empty list of {role, content}');
+  if (!Array.isArray(messages) || messages.length === 0)
+    throw new Error('messages must be a non-empty list of {role, content}');
   return messages.map((m: unknown, i) => {
     const { role, content } = (m ?? {}) as { role?: unknown; content?: unknown };
-    if (typeof role !== 'string' || !ROLES.has(role) || typeof content !== 'string') throw new Error(`messages[${i}] must be {role: system|user|assistant, content: str}`);
+    if (typeof role !== 'string' || !ROLES.has(role) || typeof content !== 'string')
+      throw new Error(`messages[${i}] must be {role: system|user|assistant, content: str}`);
     return { role, content } as ChatMessage;
   });
 }
-

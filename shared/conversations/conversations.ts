@@ -4,7 +4,16 @@ import { randomUUID } from 'node:crypto';
 import { ownerKey } from '../auth/principal.js';
 import { notFound, validationError } from '../errors.js';
 import { CallCancelledError } from '../models/upstream-errors.js';
-import { ConflictError, NotFoundError, PreconditionFailedError, type Container, type Doc, type DocsOf, type Page, type Stored } from '../store/types.js';
+import {
+  ConflictError,
+  NotFoundError,
+  PreconditionFailedError,
+  type Container,
+  type Doc,
+  type DocsOf,
+  type Page,
+  type Stored,
+} from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import type { Citation } from '../knowledge/retrieval.js';
 import type { ChatMessage } from '../models/wire.js';
@@ -45,7 +54,11 @@ export const RECENT_LIMITS = { messages: 40, chars: 32_000 };
 function keepRecent(list: readonly RecentMessage[]): { recent: RecentMessage[]; trimmed: boolean } {
   let chars = 0;
   let from = list.length;
-  while (from > 0 && list.length - from < RECENT_LIMITS.messages && chars + (list[from - 1]?.text.length ?? 0) <= RECENT_LIMITS.chars) {
+  while (
+    from > 0 &&
+    list.length - from < RECENT_LIMITS.messages &&
+    chars + (list[from - 1]?.text.length ?? 0) <= RECENT_LIMITS.chars
+  ) {
     from--;
     chars += list[from]?.text.length ?? 0;
   }
@@ -110,7 +123,10 @@ export const dayOf = (iso: string) => iso.slice(0, 10);
 export const hourOf = (iso: string) => Number(iso.slice(11, 13));
 
 /** Message ids follow from the operation id, so a redelivered operation writes the same two messages. */
-export const messageIds = (operationId: string) => ({ user: `${operationId}-user`, assistant: `${operationId}-assistant` });
+export const messageIds = (operationId: string) => ({
+  user: `${operationId}-user`,
+  assistant: `${operationId}-assistant`,
+});
 
 export function presentSession(s: SessionDoc, withUpdated = true) {
   return {
@@ -148,7 +164,13 @@ export function presentMessage(m: MessageDoc) {
 }
 
 export function presentCompletionPrompt(p: CompletionPromptDoc) {
-  return { id: p.id, session_id: p.session_id, operation_id: p.operation_id, created_on: p.created_on, messages: p.messages };
+  return {
+    id: p.id,
+    session_id: p.session_id,
+    operation_id: p.operation_id,
+    created_on: p.created_on,
+    messages: p.messages,
+  };
 }
 
 /** The kinds of the sessions container's documents this module writes, told apart by `type`. */
@@ -179,7 +201,18 @@ export class Conversations {
   async create(owner: string, name: string): Promise<Stored<SessionDoc>> {
     const upn = ownerKey(owner);
     const now = new Date().toISOString();
-    return this.sessions.create({ id: randomUUID(), pk: upn, type: 'Session', name, upn, created_on: now, updated_on: now, day: dayOf(now), recent: [], recent_complete: true });
+    return this.sessions.create({
+      id: randomUUID(),
+      pk: upn,
+      type: 'Session',
+      name,
+      upn,
+      created_on: now,
+      updated_on: now,
+      day: dayOf(now),
+      recent: [],
+      recent_complete: true,
+    });
   }
 
   /** The caller's session, or 404: another user's id is indistinguishable from an unknown one. */
@@ -196,7 +229,12 @@ export class Conversations {
   }
 
   /** A page of the messages of one of the owner's sessions, oldest first (404 for anyone else's session). */
-  async messagesOf(owner: string, sessionId: string, continuation: string | undefined, limit: number): Promise<Page<MessageDoc>> {
+  async messagesOf(
+    owner: string,
+    sessionId: string,
+    continuation: string | undefined,
+    limit: number,
+  ): Promise<Page<MessageDoc>> {
     await this.get(owner, sessionId);
     return this.messages.query({
       partition: ownerKey(owner),
@@ -209,7 +247,9 @@ export class Conversations {
 
   private ofSession(sessionId: string, types: readonly string[] = ['Message']) {
     return [
-      types.length === 1 ? { field: 'type', op: 'eq' as const, value: types[0] ?? 'Message' } : { field: 'type', op: 'in' as const, value: types },
+      types.length === 1
+        ? { field: 'type', op: 'eq' as const, value: types[0] ?? 'Message' }
+        : { field: 'type', op: 'in' as const, value: types },
       { field: 'session_id', op: 'eq' as const, value: sessionId },
     ];
   }
@@ -218,7 +258,8 @@ export class Conversations {
   async completionPrompt(owner: string, sessionId: string, promptId: string): Promise<CompletionPromptDoc> {
     const session = await this.get(owner, sessionId);
     const doc = await this.container.read(session.pk, promptId);
-    if (doc?.type !== 'CompletionPrompt' || doc.session_id !== session.id) throw notFound(`Completion prompt ${promptId} not found`);
+    if (doc?.type !== 'CompletionPrompt' || doc.session_id !== session.id)
+      throw notFound(`Completion prompt ${promptId} not found`);
     return doc;
   }
 
@@ -230,21 +271,35 @@ export class Conversations {
       return (await this.messages.query({ partition: upn, where, orderBy: [{ field: 'timestamp' }] })).items;
     }
     if (limit <= 0) return [];
-    const { items } = await this.messages.query({ partition: upn, where, orderBy: [{ field: 'timestamp', direction: 'desc' }], limit });
+    const { items } = await this.messages.query({
+      partition: upn,
+      where,
+      orderBy: [{ field: 'timestamp', direction: 'desc' }],
+      limit,
+    });
     return items.reverse();
   }
 
   /** The last `limit` messages for a turn's history: from the session document when it holds them, else a query. */
-  async recentHistory(session: Stored<SessionDoc>, limit: number): Promise<readonly Pick<MessageDoc, 'sender' | 'text'>[]> {
+  async recentHistory(
+    session: Stored<SessionDoc>,
+    limit: number,
+  ): Promise<readonly Pick<MessageDoc, 'sender' | 'text'>[]> {
     if (limit <= 0) return [];
-    const recent = session.recent && (session.recent_complete === true || session.recent.length >= limit) ? session.recent.slice(-limit) : await this.history(session.pk, session.id, limit);
+    const recent =
+      session.recent && (session.recent_complete === true || session.recent.length >= limit)
+        ? session.recent.slice(-limit)
+        : await this.history(session.pk, session.id, limit);
     return recent.filter(unblocked);
   }
 
   async delete(owner: string, sessionId: string): Promise<void> {
     const upn = ownerKey(owner);
     const session = await this.get(upn, sessionId);
-    const { items } = await this.container.query({ partition: upn, where: this.ofSession(session.id, ['Message', 'CompletionPrompt', 'Turn']) });
+    const { items } = await this.container.query({
+      partition: upn,
+      where: this.ofSession(session.id, ['Message', 'CompletionPrompt', 'Turn']),
+    });
     for (const m of items) await this.container.delete(upn, m.id);
     await this.sessions.delete(upn, session.id);
   }
@@ -273,22 +328,53 @@ export class Conversations {
     const base = { pk: upn, session_id: session.id, upn };
     const messages: (MessageDoc | CompletionPromptDoc)[] = [
       { ...base, type: 'Message', ...user, id: ids.user, day: dayOf(user.timestamp), hour: hourOf(user.timestamp) },
-      { ...base, type: 'Message', ...assistant, id: ids.assistant, day: dayOf(assistant.timestamp), hour: hourOf(assistant.timestamp) },
+      {
+        ...base,
+        type: 'Message',
+        ...assistant,
+        id: ids.assistant,
+        day: dayOf(assistant.timestamp),
+        hour: hourOf(assistant.timestamp),
+      },
     ];
     if (prompt) {
-      messages.push({ ...base, type: 'CompletionPrompt', id: completionPromptId(user.operation_id), operation_id: user.operation_id, created_on: user.timestamp, timestamp: user.timestamp, messages: prompt });
+      messages.push({
+        ...base,
+        type: 'CompletionPrompt',
+        id: completionPromptId(user.operation_id),
+        operation_id: user.operation_id,
+        created_on: user.timestamp,
+        timestamp: user.timestamp,
+        messages: prompt,
+      });
     }
-    const turn = [user, assistant].map(({ sender, text, timestamp, operation_id, blocked }) => ({ sender, text, timestamp, operation_id, ...(blocked ? { blocked } : {}) }));
+    const turn = [user, assistant].map(({ sender, text, timestamp, operation_id, blocked }) => ({
+      sender,
+      text,
+      timestamp,
+      operation_id,
+      ...(blocked ? { blocked } : {}),
+    }));
     const withTurn = (current: Stored<SessionDoc>): SessionDoc | undefined => {
       if (current.recent?.some((m) => m.operation_id === user.operation_id)) return undefined;
       const { recent, trimmed } = keepRecent([...(current.recent ?? []), ...turn]);
-      return { ...current, updated_on: assistant.timestamp, recent, recent_complete: current.recent_complete === true && !trimmed };
+      return {
+        ...current,
+        updated_on: assistant.timestamp,
+        recent,
+        recent_complete: current.recent_complete === true && !trimmed,
+      };
     };
     // The turn's listing (turns.ts) goes in the same write, unless it changed since: the turn was cancelled.
     const unlisted = listing ? [{ op: 'delete' as const, id: listing.id, ifMatch: listing.etag }] : [];
     try {
       await this.container.writeBatch(upn, [
-        { op: 'update', id: session.id, known: session, apply: (c) => (c.type === 'Session' ? withTurn(c) : undefined) },
+        {
+          op: 'update',
+          id: session.id,
+          known: session,
+          apply: (c) => (c.type === 'Session' ? withTurn(c) : undefined),
+        },
         ...messages.map((doc) => ({ op: 'create' as const, doc })),
         ...unlisted,
       ]);
@@ -310,11 +396,28 @@ export class Conversations {
    * Records one message of a session (a transcript of a spoken call), the session's recent messages and
    * activity time with it, in one write of the session's partition. The same message id again is ignored.
    */
-  async recordMessage(owner: string, sessionId: string, message: Omit<MessageDoc, 'pk' | 'type' | 'session_id' | 'day' | 'hour' | 'upn'>): Promise<void> {
+  async recordMessage(
+    owner: string,
+    sessionId: string,
+    message: Omit<MessageDoc, 'pk' | 'type' | 'session_id' | 'day' | 'hour' | 'upn'>,
+  ): Promise<void> {
     const upn = ownerKey(owner);
     const session = await this.get(upn, sessionId);
-    const doc: MessageDoc = { ...message, pk: upn, type: 'Message', session_id: session.id, upn, day: dayOf(message.timestamp), hour: hourOf(message.timestamp) };
-    const entry = { sender: message.sender, text: message.text, timestamp: message.timestamp, operation_id: message.operation_id };
+    const doc: MessageDoc = {
+      ...message,
+      pk: upn,
+      type: 'Message',
+      session_id: session.id,
+      upn,
+      day: dayOf(message.timestamp),
+      hour: hourOf(message.timestamp),
+    };
+    const entry = {
+      sender: message.sender,
+      text: message.text,
+      timestamp: message.timestamp,
+      operation_id: message.operation_id,
+    };
     try {
       await this.container.writeBatch(upn, [
         {
@@ -324,7 +427,12 @@ export class Conversations {
           apply: (c) => {
             if (c.type !== 'Session') return undefined;
             const { recent, trimmed } = keepRecent([...(c.recent ?? []), entry]);
-            return { ...c, updated_on: message.timestamp, recent, recent_complete: c.recent_complete === true && !trimmed };
+            return {
+              ...c,
+              updated_on: message.timestamp,
+              recent,
+              recent_complete: c.recent_complete === true && !trimmed,
+            };
           },
         },
         { op: 'create', doc },
@@ -338,18 +446,30 @@ export class Conversations {
   async promptOf(owner: string, answer: MessageDoc): Promise<string | undefined> {
     const { items } = await this.messages.query({
       partition: ownerKey(owner),
-      where: [...this.ofSession(answer.session_id), { field: 'operation_id', op: 'eq', value: answer.operation_id }, { field: 'sender', op: 'eq', value: 'User' }],
+      where: [
+        ...this.ofSession(answer.session_id),
+        { field: 'operation_id', op: 'eq', value: answer.operation_id },
+        { field: 'sender', op: 'eq', value: 'User' },
+      ],
       limit: 1,
     });
     return items[0]?.text;
   }
 
-  async rate(owner: string, sessionId: string, messageId: string, rating: boolean, comments: string | null): Promise<MessageDoc> {
+  async rate(
+    owner: string,
+    sessionId: string,
+    messageId: string,
+    rating: boolean,
+    comments: string | null,
+  ): Promise<MessageDoc> {
     const upn = ownerKey(owner);
     await this.get(upn, sessionId);
     const message = await this.container.read(upn, messageId);
-    if (message?.type !== 'Message' || message.session_id !== sessionId.toLowerCase()) throw notFound(`Message ${messageId} not found`);
-    if (message.sender !== 'Assistant') throw validationError([{ field: 'messageId', message: 'Only assistant messages can be rated' }]);
+    if (message?.type !== 'Message' || message.session_id !== sessionId.toLowerCase())
+      throw notFound(`Message ${messageId} not found`);
+    if (message.sender !== 'Assistant')
+      throw validationError([{ field: 'messageId', message: 'Only assistant messages can be rated' }]);
     return this.messages.patch(upn, messageId, [
       { op: 'set', path: 'rating', value: rating },
       { op: 'set', path: 'rating_comments', value: comments },

@@ -49,7 +49,8 @@ export const turnId = (operationId: string) => `${operationId}-turn`;
 /** A turn running on this instance, by owner (the session's partition), session and operation. */
 const localKey = (owner: string, sessionId: string, operationId: string) => `${owner}\n${sessionId}\n${operationId}`;
 /** Listed before: earlier, then by operation id. */
-const before = (a: TurnDoc, b: TurnDoc) => a.timestamp < b.timestamp || (a.timestamp === b.timestamp && a.operation_id < b.operation_id);
+const before = (a: TurnDoc, b: TurnDoc) =>
+  a.timestamp < b.timestamp || (a.timestamp === b.timestamp && a.operation_id < b.operation_id);
 
 /** One turn listed on its session: the session as it reads once the turn may run, and its cancel signal. */
 export interface Turn {
@@ -87,8 +88,21 @@ export class SessionTurns {
   }
 
   /** Lists the turn on its session by the strategy; throws 409 SessionBusy where the strategy refuses. */
-  async begin(session: Stored<SessionDoc>, operationId: string, strategy: MultitaskStrategy = 'parallel', signal?: AbortSignal): Promise<Turn> {
-    const mine: TurnDoc = { id: turnId(operationId), pk: session.pk, type: 'Turn', session_id: session.id, operation_id: operationId, timestamp: new Date().toISOString(), expires: Date.now() + LEASE_MS };
+  async begin(
+    session: Stored<SessionDoc>,
+    operationId: string,
+    strategy: MultitaskStrategy = 'parallel',
+    signal?: AbortSignal,
+  ): Promise<Turn> {
+    const mine: TurnDoc = {
+      id: turnId(operationId),
+      pk: session.pk,
+      type: 'Turn',
+      session_id: session.id,
+      operation_id: operationId,
+      timestamp: new Date().toISOString(),
+      expires: Date.now() + LEASE_MS,
+    };
     // The same operation again (a redelivery, a retry) takes over its listing.
     const list = () =>
       this.turns.create(mine).catch((e: unknown) => {
@@ -115,7 +129,8 @@ export class SessionTurns {
       // Listings whose instance stopped are swept on the way.
       for (const t of all.filter((t) => t.expires <= now)) await this.turns.delete(t.pk, t.id).catch(() => undefined);
       let waitFor = all.filter((t) => t.operation_id !== operationId && t.expires > now);
-      if (strategy === 'reject' && waitFor.length > 0) throw sessionBusy(`Another turn of session ${session.id} is running`);
+      if (strategy === 'reject' && waitFor.length > 0)
+        throw sessionBusy(`Another turn of session ${session.id} is running`);
       if (strategy === 'enqueue') waitFor = waitFor.filter((t) => before(t, mine));
       if (strategy === 'interrupt') {
         for (const t of waitFor) {
@@ -125,7 +140,8 @@ export class SessionTurns {
       }
       const deadline = Date.now() + MAX_WAIT_MS;
       while (waitFor.length > 0) {
-        if (Date.now() > deadline) throw sessionBusy(`The running turns of session ${session.id} did not end within ${MAX_WAIT_MS / 1000} s`);
+        if (Date.now() > deadline)
+          throw sessionBusy(`The running turns of session ${session.id} did not end within ${MAX_WAIT_MS / 1000} s`);
         if (signal?.aborted || controller.signal.aborted) throw cancelled();
         await new Promise((r) => setTimeout(r, POLL_MS));
         const items = (await this.ofSession(session.pk, session.id)).items;
@@ -141,7 +157,13 @@ export class SessionTurns {
     }
   }
 
-  private watch(session: Stored<SessionDoc>, mine: TurnDoc, controller: AbortController, leave: () => Promise<void>, listed: Promise<Stored<TurnDoc>>): Turn {
+  private watch(
+    session: Stored<SessionDoc>,
+    mine: TurnDoc,
+    controller: AbortController,
+    leave: () => Promise<void>,
+    listed: Promise<Stored<TurnDoc>>,
+  ): Turn {
     let etag = listed.then((t) => t._etag);
     let renewedAt = Date.now();
     let checking: Promise<unknown> = Promise.resolve();
@@ -150,7 +172,10 @@ export class SessionTurns {
       if (!current || current.cancel) return controller.abort(cancelled());
       if (Date.now() - renewedAt < LEASE_MS / 3) return;
       renewedAt = Date.now();
-      const renewed = await this.turns.replace({ ...current, expires: Date.now() + LEASE_MS }, { ifMatch: current._etag });
+      const renewed = await this.turns.replace(
+        { ...current, expires: Date.now() + LEASE_MS },
+        { ifMatch: current._etag },
+      );
       etag = Promise.resolve(renewed._etag);
     };
     const timer = setInterval(() => {
@@ -183,6 +208,8 @@ export class SessionTurns {
   /** Marks a running turn of the session cancelled (the cancel endpoint); aborts it at once when it runs here. */
   async cancel(owner: string, sessionId: string, operationId: string): Promise<void> {
     this.local.get(localKey(owner, sessionId, operationId))?.abort(cancelled());
-    await this.turns.patch(owner, turnId(operationId), [{ op: 'set', path: 'cancel', value: true }]).catch(() => undefined);
+    await this.turns
+      .patch(owner, turnId(operationId), [{ op: 'set', path: 'cancel', value: true }])
+      .catch(() => undefined);
   }
 }

@@ -77,18 +77,34 @@ const ANSWER_CHARS = 2000;
 export const Case = z.object({ user_prompt: z.string().min(1).max(8000), expect: Expect }).strict();
 
 export const EvaluationBody = definition('evaluation', () => ({
-  judge_ai_model_object_id: z.string().optional().describe('The completion model that grades the cases with a judge rubric'),
+  judge_ai_model_object_id: z
+    .string()
+    .optional()
+    .describe('The completion model that grades the cases with a judge rubric'),
   cases: z.array(Case).min(1).max(200),
 })).superRefine((d, ctx) => {
   for (const [i, c] of d.cases.entries()) {
-    if (c.expect.judge !== undefined && (c.expect.judge_ai_model_object_id ?? d.judge_ai_model_object_id) === undefined) {
-      ctx.addIssue({ code: 'custom', path: ['judge_ai_model_object_id'], message: `required when a case has a judge rubric (cases[${i}])` });
+    if (
+      c.expect.judge !== undefined &&
+      (c.expect.judge_ai_model_object_id ?? d.judge_ai_model_object_id) === undefined
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['judge_ai_model_object_id'],
+        message: `required when a case has a judge rubric (cases[${i}])`,
+      });
     }
   }
 });
 export type EvaluationBody = z.output<typeof EvaluationBody>;
 
-export interface EvaluationDoc extends Doc, Omit<EvaluationBody, 'type' | 'object_id' | 'created_on' | 'created_by' | 'updated_on' | 'updated_by' | 'deleted' | 'version'> {
+export interface EvaluationDoc
+  extends
+    Doc,
+    Omit<
+      EvaluationBody,
+      'type' | 'object_id' | 'created_on' | 'created_by' | 'updated_on' | 'updated_by' | 'deleted' | 'version'
+    > {
   type: 'evaluation';
   agent_id: string;
   agent_name: string;
@@ -164,7 +180,8 @@ const ended = (r: EvaluationRunDoc) => r.status === 'Completed' || r.status === 
 /** A stored document as the API shows it: without store bookkeeping (and a run without its principal). */
 export function present<T extends Doc>(doc: T): Omit<T, 'id' | 'pk' | 'principal' | 'agent_id' | 'evaluation_id'> {
   const shown = { ...doc } as Record<string, unknown>;
-  for (const k of ['id', 'pk', '_etag', 'ttl', 'principal', 'agent_id', 'evaluation_id']) Reflect.deleteProperty(shown, k);
+  for (const k of ['id', 'pk', '_etag', 'ttl', 'principal', 'agent_id', 'evaluation_id'])
+    Reflect.deleteProperty(shown, k);
   return shown as Omit<T, 'id' | 'pk' | 'principal' | 'agent_id' | 'evaluation_id'>;
 }
 
@@ -178,7 +195,10 @@ export class Evaluations {
     const resources = store.container('resources');
     this.evaluations = narrowed(resources, (doc): doc is EvaluationDoc => 'type' in doc && doc.type === 'evaluation');
     this.runs = narrowed(resources, (doc): doc is EvaluationRunDoc => 'type' in doc && doc.type === 'evaluation-run');
-    this.candidates = narrowed(resources, (doc): doc is CandidateDoc => 'type' in doc && doc.type === 'evaluation-candidate');
+    this.candidates = narrowed(
+      resources,
+      (doc): doc is CandidateDoc => 'type' in doc && doc.type === 'evaluation-candidate',
+    );
   }
 
   private async agent(s: EvaluationsDeps, agentName: string): Promise<AgentDoc> {
@@ -192,7 +212,12 @@ export class Evaluations {
   }
 
   /** Creates or replaces an evaluation; every expression, schema and the judge model checked first. */
-  async save(s: EvaluationsDeps, principal: Principal, agentName: string, body: EvaluationBody): Promise<{ object_id: string }> {
+  async save(
+    s: EvaluationsDeps,
+    principal: Principal,
+    agentName: string,
+    body: EvaluationBody,
+  ): Promise<{ object_id: string }> {
     const agent = await this.agent(s, agentName);
     for (const [i, c] of body.cases.entries()) {
       try {
@@ -207,7 +232,17 @@ export class Evaluations {
       await requireJudge(s, principal, judgeModel);
     }
     const objectId = this.objectId(s, agent.name, body.name);
-    const { type: _t, object_id: _o, created_on: _c, created_by: _cb, updated_on: _u, updated_by: _ub, deleted: _d, version: _v, ...definition } = body;
+    const {
+      type: _t,
+      object_id: _o,
+      created_on: _c,
+      created_by: _cb,
+      updated_on: _u,
+      updated_by: _ub,
+      deleted: _d,
+      version: _v,
+      ...definition
+    } = body;
     await updateDocument(this.evaluations, EVALUATIONS_PK, evaluationId(agent.name, body.name), (existing) => {
       const now = new Date().toISOString();
       return {
@@ -234,7 +269,13 @@ export class Evaluations {
   }
 
   async list(agentName: string): Promise<EvaluationDoc[]> {
-    return (await this.evaluations.query({ partition: EVALUATIONS_PK, where: [{ field: 'agent_id', op: 'eq', value: resourceId(agentName) }], orderBy: [{ field: 'name' }] })).items;
+    return (
+      await this.evaluations.query({
+        partition: EVALUATIONS_PK,
+        where: [{ field: 'agent_id', op: 'eq', value: resourceId(agentName) }],
+        orderBy: [{ field: 'name' }],
+      })
+    ).items;
   }
 
   /** Removes an evaluation with its runs. */
@@ -246,7 +287,12 @@ export class Evaluations {
   }
 
   /** Records a Pending run and queues it; answers the run's object id. */
-  async start(s: EvaluationsDeps, principal: Principal, agentName: string, name: string): Promise<{ object_id: string }> {
+  async start(
+    s: EvaluationsDeps,
+    principal: Principal,
+    agentName: string,
+    name: string,
+  ): Promise<{ object_id: string }> {
     const evaluation = await this.get(agentName, name);
     // The judge runs for the starter: they must be able to read its model, whoever saved the evaluation.
     for (const judgeModel of judgesOf(evaluation)) await requireJudge(s, principal, judgeModel);
@@ -282,7 +328,11 @@ export class Evaluations {
   }
 
   async listRuns(agentName: string, name: string): Promise<EvaluationRunDoc[]> {
-    const { items } = await this.runs.query({ partition: RUNS_PK, where: [{ field: 'evaluation_id', op: 'eq', value: evaluationId(agentName, name) }], orderBy: [{ field: 'created_on', direction: 'desc' }] });
+    const { items } = await this.runs.query({
+      partition: RUNS_PK,
+      where: [{ field: 'evaluation_id', op: 'eq', value: evaluationId(agentName, name) }],
+      orderBy: [{ field: 'created_on', direction: 'desc' }],
+    });
     return items;
   }
 
@@ -301,7 +351,9 @@ export class Evaluations {
 
   /** The queue worker: runs every case, then records the verdicts. Throws to have the message delivered again. */
   async execute(s: EvaluationsDeps, id: string, delivery: QueueDelivery): Promise<void> {
-    const run = await this.update(id, (r) => (ended(r) ? undefined : { status: 'InProgress', started_on: r.started_on ?? new Date().toISOString() }));
+    const run = await this.update(id, (r) =>
+      ended(r) ? undefined : { status: 'InProgress', started_on: r.started_on ?? new Date().toISOString() },
+    );
     if (!run || ended(run)) return;
     const evaluation = await this.evaluations.read(EVALUATIONS_PK, run.evaluation_id);
     const agent = await s.resourceCache.get(objectIdOf(s.config.instanceId, agents, run.agent_name), agents);
@@ -319,7 +371,8 @@ export class Evaluations {
         const i = next++;
         const c = evaluation.cases[i];
         const compiled = checks[i];
-        if (c && compiled) results[i] = await this.runCase(s, run, evaluation, agent.name, c, compiled, i, delivery.signal);
+        if (c && compiled)
+          results[i] = await this.runCase(s, run, evaluation, agent.name, c, compiled, i, delivery.signal);
       }
     };
     await Promise.all(Array.from({ length: Math.min(CONCURRENCY, evaluation.cases.length) }, worker));
@@ -337,7 +390,16 @@ export class Evaluations {
   }
 
   /** One case: the agent's answer, its rule checks, then the judge. A failing completion fails the case. */
-  private async runCase(s: EvaluationsDeps, run: EvaluationRunDoc, evaluation: EvaluationDoc, agentName: string, c: z.output<typeof Case>, checks: CompiledChecks, i: number, signal?: AbortSignal): Promise<CaseResult> {
+  private async runCase(
+    s: EvaluationsDeps,
+    run: EvaluationRunDoc,
+    evaluation: EvaluationDoc,
+    agentName: string,
+    c: z.output<typeof Case>,
+    checks: CompiledChecks,
+    i: number,
+    signal?: AbortSignal,
+  ): Promise<CaseResult> {
     const started = performance.now();
     const result = (passed: boolean, reason: string, answer = '', tokens = 0, cost = 0): CaseResult => ({
       user_prompt: c.user_prompt,
@@ -351,37 +413,75 @@ export class Evaluations {
     let answer;
     try {
       // Each case is a completion of the starter's: admitted against their budgets and quotas like any other.
-      const { request, reservation } = await reserve(s, run.principal, { agent_name: agentName, user_prompt: c.user_prompt });
-      answer = await releasing(s, reservation, runCompletion(s, run.principal, request, { operationId: `eval-${run.name}-${i}`, mayRepeat: false, ...(signal ? { signal } : {}) }));
+      const { request, reservation } = await reserve(s, run.principal, {
+        agent_name: agentName,
+        user_prompt: c.user_prompt,
+      });
+      answer = await releasing(
+        s,
+        reservation,
+        runCompletion(s, run.principal, request, {
+          operationId: `eval-${run.name}-${i}`,
+          mayRepeat: false,
+          ...(signal ? { signal } : {}),
+        }),
+      );
     } catch (e) {
-      if (e instanceof DomainError || e instanceof UpstreamError) return result(false, `The completion failed: ${e.message}`);
+      if (e instanceof DomainError || e instanceof UpstreamError)
+        return result(false, `The completion failed: ${e.message}`);
       throw e;
     }
     const text = answer.completion;
     // A long answer is checked off the request thread, within a time bound (a case that reaches it fails).
-    const broken = text.length <= INLINE_ANSWER_CHARS ? checks.failure(text) : await offThread.run({ kind: 'checks', expect: c.expect, text }).catch(checksTimedOut);
+    const broken =
+      text.length <= INLINE_ANSWER_CHARS
+        ? checks.failure(text)
+        : await offThread.run({ kind: 'checks', expect: c.expect, text }).catch(checksTimedOut);
     if (broken) return result(false, broken, text, answer.total_tokens, answer.total_cost);
     const judgeModel = c.expect.judge_ai_model_object_id ?? evaluation.judge_ai_model_object_id;
-    if (c.expect.judge === undefined || judgeModel === undefined) return result(true, 'Every check passed', text, answer.total_tokens, answer.total_cost);
+    if (c.expect.judge === undefined || judgeModel === undefined)
+      return result(true, 'Every check passed', text, answer.total_tokens, answer.total_cost);
     try {
-      const verdict = await judge(s, { payer: { principal: run.principal, agent: { name: agentName } }, modelId: judgeModel, rubric: c.expect.judge, prompt: c.user_prompt, answer: text, signal });
-      return result(verdict.passed, verdict.reason, text, answer.total_tokens + verdict.tokens, answer.total_cost + verdict.cost);
+      const verdict = await judge(s, {
+        payer: { principal: run.principal, agent: { name: agentName } },
+        modelId: judgeModel,
+        rubric: c.expect.judge,
+        prompt: c.user_prompt,
+        answer: text,
+        signal,
+      });
+      return result(
+        verdict.passed,
+        verdict.reason,
+        text,
+        answer.total_tokens + verdict.tokens,
+        answer.total_cost + verdict.cost,
+      );
     } catch (e) {
-      if (e instanceof UpstreamError) return result(false, `The judge failed: ${e.message}`, text, answer.total_tokens, answer.total_cost);
+      if (e instanceof UpstreamError)
+        return result(false, `The judge failed: ${e.message}`, text, answer.total_tokens, answer.total_cost);
       throw e;
     }
   }
 
   /** Marks a run Failed (a message given up on, or a run with nothing left to run). */
   async fail(id: string, reason: string): Promise<void> {
-    await this.update(id, (r) => (ended(r) ? undefined : { status: 'Failed', error: reason, completed_on: new Date().toISOString() }));
+    await this.update(id, (r) =>
+      ended(r) ? undefined : { status: 'Failed', error: reason, completed_on: new Date().toISOString() },
+    );
   }
 
   /**
    * Records or withdraws a rater's consent: a thumbs-down shared with the owner keeps the turn's prompt (and
    * the rater's comments) as a candidate case; any other rating of the message removes it.
    */
-  async recordRating(owner: string, answer: { id: string; agent_name: string; session_id: string; operation_id: string }, shared: boolean, comments: string | null, prompt: () => Promise<string | undefined>): Promise<void> {
+  async recordRating(
+    owner: string,
+    answer: { id: string; agent_name: string; session_id: string; operation_id: string },
+    shared: boolean,
+    comments: string | null,
+    prompt: () => Promise<string | undefined>,
+  ): Promise<void> {
     const id = `${resourceId(answer.agent_name)}~${createHash('sha256').update(`${owner.toLowerCase()}\n${answer.id}`).digest('hex').slice(0, 32)}`;
     if (!shared) {
       await this.candidates.delete(CANDIDATES_PK, id);
@@ -389,11 +489,26 @@ export class Evaluations {
     }
     const text = await prompt();
     if (text === undefined) return;
-    await this.candidates.upsert({ id, pk: CANDIDATES_PK, type: 'evaluation-candidate', agent_id: resourceId(answer.agent_name), agent_name: answer.agent_name, user_prompt: text, comments, rated_on: new Date().toISOString() });
+    await this.candidates.upsert({
+      id,
+      pk: CANDIDATES_PK,
+      type: 'evaluation-candidate',
+      agent_id: resourceId(answer.agent_name),
+      agent_name: answer.agent_name,
+      user_prompt: text,
+      comments,
+      rated_on: new Date().toISOString(),
+    });
   }
 
   async listCandidates(agentName: string): Promise<CandidateDoc[]> {
-    return (await this.candidates.query({ partition: CANDIDATES_PK, where: [{ field: 'agent_id', op: 'eq', value: resourceId(agentName) }], orderBy: [{ field: 'rated_on', direction: 'desc' }] })).items;
+    return (
+      await this.candidates.query({
+        partition: CANDIDATES_PK,
+        where: [{ field: 'agent_id', op: 'eq', value: resourceId(agentName) }],
+        orderBy: [{ field: 'rated_on', direction: 'desc' }],
+      })
+    ).items;
   }
 
   /** Dismisses a candidate (the owner made it a case, or does not want it). */
@@ -404,7 +519,13 @@ export class Evaluations {
 }
 
 /** A candidate as the owner sees it: its own id, the prompt, the rater's comments and when. */
-export const presentCandidate = (c: CandidateDoc) => ({ id: c.id.split('~')[1] ?? c.id, agent_name: c.agent_name, user_prompt: c.user_prompt, comments: c.comments, rated_on: c.rated_on });
+export const presentCandidate = (c: CandidateDoc) => ({
+  id: c.id.split('~')[1] ?? c.id,
+  agent_name: c.agent_name,
+  user_prompt: c.user_prompt,
+  comments: c.comments,
+  rated_on: c.rated_on,
+});
 
 /** A case whose checks could not run in time fails, saying so. */
 const checksTimedOut = (e: unknown) => {
@@ -416,7 +537,13 @@ const checksTimedOut = (e: unknown) => {
 const INLINE_ANSWER_CHARS = 8_000;
 
 /** The judge models an evaluation names. */
-const judgesOf = (e: Pick<EvaluationBody, 'judge_ai_model_object_id' | 'cases'>) => new Set([e.judge_ai_model_object_id, ...e.cases.map((c) => c.expect.judge_ai_model_object_id)].filter((m) => m !== undefined));
+const judgesOf = (e: Pick<EvaluationBody, 'judge_ai_model_object_id' | 'cases'>) =>
+  new Set(
+    [e.judge_ai_model_object_id, ...e.cases.map((c) => c.expect.judge_ai_model_object_id)].filter(
+      (m) => m !== undefined,
+    ),
+  );
 
 /** A judge model is used for a principal only when they may read it (403 otherwise). */
-const requireJudge = (s: EvaluationsDeps, principal: Principal, modelId: string) => s.authorizer.require(principal, `${partitionOf(aiModels)}/read`, modelId);
+const requireJudge = (s: EvaluationsDeps, principal: Principal, modelId: string) =>
+  s.authorizer.require(principal, `${partitionOf(aiModels)}/read`, modelId);

@@ -31,11 +31,15 @@ const INSTRUCTIONS = [
 function verdictOf(reply: string): { pass: boolean; reason: string } | undefined {
   const text = reply.slice(0, 20_480);
   const end = text.lastIndexOf('}');
-  const starts = [...text.matchAll(/\{/g)].map((m) => m.index).filter((i) => i < end).slice(0, 20);
+  const starts = [...text.matchAll(/\{/g)]
+    .map((m) => m.index)
+    .filter((i) => i < end)
+    .slice(0, 20);
   for (const start of starts) {
     try {
       const value = JSON.parse(text.slice(start, end + 1)) as { pass?: unknown; reason?: unknown };
-      if (typeof value.pass === 'boolean') return { pass: value.pass, reason: typeof value.reason === 'string' ? value.reason.slice(0, 1000) : '' };
+      if (typeof value.pass === 'boolean')
+        return { pass: value.pass, reason: typeof value.reason === 'string' ? value.reason.slice(0, 1000) : '' };
     } catch {
       // not from this brace: try the next
     }
@@ -53,18 +57,35 @@ export interface JudgeCall {
   signal?: AbortSignal | undefined;
 }
 
-export async function judge(s: JudgeDeps, { payer, modelId, rubric, prompt, answer, signal }: JudgeCall): Promise<Verdict> {
+export async function judge(
+  s: JudgeDeps,
+  { payer, modelId, rubric, prompt, answer, signal }: JudgeCall,
+): Promise<Verdict> {
   const resolved = await completionModel(s, modelId);
-  if (typeof resolved === 'string') return { passed: false, reason: `The judge cannot run: ${resolved}`, tokens: 0, cost: 0 };
+  if (typeof resolved === 'string')
+    return { passed: false, reason: `The judge cannot run: ${resolved}`, tokens: 0, cost: 0 };
   const { model, endpoint } = resolved;
   const messages = [
     { role: 'system' as const, content: INSTRUCTIONS },
     { role: 'user' as const, content: `Rubric:\n${rubric}\n\nPrompt:\n${prompt}\n\nAnswer:\n${answer}` },
   ];
   const parameters = { temperature: 0 };
-  const { answer: reply, cost } = await metered(s.budgets, payer, model, { messages, parameters }, () => s.models.complete(endpoint, model.deployment_name, messages, parameters, { signal }));
+  const { answer: reply, cost } = await metered(s.budgets, payer, model, { messages, parameters }, () =>
+    s.models.complete(endpoint, model.deployment_name, messages, parameters, { signal }),
+  );
   const tokens = reply.promptTokens + reply.completionTokens;
   const verdict = verdictOf(reply.content);
-  if (!verdict) return { passed: false, reason: `The judge did not answer a verdict: ${reply.content.slice(0, 200)}`, tokens, cost };
-  return { passed: verdict.pass, reason: `Judge: ${verdict.reason || (verdict.pass ? 'meets the rubric' : 'does not meet the rubric')}`, tokens, cost };
+  if (!verdict)
+    return {
+      passed: false,
+      reason: `The judge did not answer a verdict: ${reply.content.slice(0, 200)}`,
+      tokens,
+      cost,
+    };
+  return {
+    passed: verdict.pass,
+    reason: `Judge: ${verdict.reason || (verdict.pass ? 'meets the rubric' : 'does not meet the rubric')}`,
+    tokens,
+    cost,
+  };
 }

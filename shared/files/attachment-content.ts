@@ -38,7 +38,8 @@ export interface AttachmentContent {
   images: AttachedImage[];
 }
 
-const unreadable = (file: FileDoc, reason: string) => validationError([{ field: 'attachments', message: `Attachment ${file.display_name} cannot be read: ${reason}` }]);
+const unreadable = (file: FileDoc, reason: string) =>
+  validationError([{ field: 'attachments', message: `Attachment ${file.display_name} cannot be read: ${reason}` }]);
 
 /** The format a file's text is read as, by its content type; undefined for types that hold no text. */
 function formatOf(contentType: string): string | undefined {
@@ -79,14 +80,23 @@ async function textOf(s: AttachmentContentDeps, file: FileDoc, signal: AbortSign
   const bytes = await s.files.bytesOf(file, text ? KEPT_CHARS * 4 : undefined);
   let extracted: KeptText;
   try {
-    extracted = await s.extraction.extractCounted(text && bytes.length < file.size ? utf8Prefix(bytes) : bytes, format, KEPT_CHARS, signal);
+    extracted = await s.extraction.extractCounted(
+      text && bytes.length < file.size ? utf8Prefix(bytes) : bytes,
+      format,
+      KEPT_CHARS,
+      signal,
+    );
   } catch (e) {
     if (!(e instanceof ExtractionError)) throw e;
     await s.files.markUnreadable(file, e.message).catch(() => undefined);
     throw unreadable(file, e.message);
   }
   // Kept for the next completion; a failure to keep it only costs that one the extraction again.
-  await s.files.keepText(file, extracted).catch((e: unknown) => s.log.warn('An attachment text was not kept', { error: e instanceof Error ? e.message : String(e) }));
+  await s.files
+    .keepText(file, extracted)
+    .catch((e: unknown) =>
+      s.log.warn('An attachment text was not kept', { error: e instanceof Error ? e.message : String(e) }),
+    );
   return extracted;
 }
 
@@ -94,10 +104,20 @@ async function textOf(s: AttachmentContentDeps, file: FileDoc, signal: AbortSign
  * The attachments' content for one completion, in the order attached. An image for a model without
  * `vision`, or a file whose text cannot be extracted, is a 400 ValidationError naming the file.
  */
-export async function attachmentContent(s: AttachmentContentDeps, files: readonly FileDoc[], vision: boolean, signal?: AbortSignal): Promise<AttachmentContent> {
+export async function attachmentContent(
+  s: AttachmentContentDeps,
+  files: readonly FileDoc[],
+  vision: boolean,
+  signal?: AbortSignal,
+): Promise<AttachmentContent> {
   for (const file of files) {
     if (IMAGE_TYPES.includes(file.content_type) && !vision) {
-      throw validationError([{ field: 'attachments', message: `Attachment ${file.display_name} is an image, and the agent's AI model does not read images (its capabilities do not include vision)` }]);
+      throw validationError([
+        {
+          field: 'attachments',
+          message: `Attachment ${file.display_name} is an image, and the agent's AI model does not read images (its capabilities do not include vision)`,
+        },
+      ]);
     }
   }
   const images: AttachedImage[] = [];
@@ -106,14 +126,25 @@ export async function attachmentContent(s: AttachmentContentDeps, files: readonl
   const cut = budgetCut(s.config.attachmentMaxTokens);
   const marker = `[... truncated: the attachments' text is cut at ${s.config.attachmentMaxTokens} tokens ...]`;
   // Read side by side (each file's first extraction runs in a worker); cut in the order attached.
-  const texts = await Promise.all(files.map(async (f) => (IMAGE_TYPES.includes(f.content_type) ? undefined : textOf(s, f, signal))));
+  const texts = await Promise.all(
+    files.map(async (f) => (IMAGE_TYPES.includes(f.content_type) ? undefined : textOf(s, f, signal))),
+  );
   for (const [i, file] of files.entries()) {
     const kept = texts[i];
     if (!kept) {
       imageBytes += file.size;
-      if (imageBytes > MAX_IMAGE_BYTES) throw validationError([{ field: 'attachments', message: `Attachment ${file.display_name}: the images of one completion may hold ${MAX_IMAGE_BYTES / 1024 / 1024} MiB together` }]);
+      if (imageBytes > MAX_IMAGE_BYTES)
+        throw validationError([
+          {
+            field: 'attachments',
+            message: `Attachment ${file.display_name}: the images of one completion may hold ${MAX_IMAGE_BYTES / 1024 / 1024} MiB together`,
+          },
+        ]);
       const bytes = await s.files.bytesOf(file);
-      images.push({ objectId: s.files.objectIdOf(file.id), dataUrl: `data:${file.content_type};base64,${bytes.toString('base64')}` });
+      images.push({
+        objectId: s.files.objectIdOf(file.id),
+        dataUrl: `data:${file.content_type};base64,${bytes.toString('base64')}`,
+      });
       continue;
     }
     const chars = cut(kept);
@@ -124,12 +155,22 @@ export async function attachmentContent(s: AttachmentContentDeps, files: readonl
 }
 
 /** Each attachment's text, cut to the same token budget over all of them (workflow plugins); an image has none. */
-export async function attachmentTexts(s: AttachmentContentDeps, files: readonly FileDoc[], signal?: AbortSignal): Promise<{ file_name: string; content_type: string; text: string }[]> {
-  const texts = await Promise.all(files.map(async (f) => (IMAGE_TYPES.includes(f.content_type) ? undefined : textOf(s, f, signal))));
+export async function attachmentTexts(
+  s: AttachmentContentDeps,
+  files: readonly FileDoc[],
+  signal?: AbortSignal,
+): Promise<{ file_name: string; content_type: string; text: string }[]> {
+  const texts = await Promise.all(
+    files.map(async (f) => (IMAGE_TYPES.includes(f.content_type) ? undefined : textOf(s, f, signal))),
+  );
   const cut = budgetCut(s.config.attachmentMaxTokens);
   return files.map((file, i) => {
     const kept = texts[i];
     const chars = kept ? cut(kept) : 0;
-    return { file_name: file.display_name, content_type: file.content_type, text: kept ? kept.text.slice(0, chars) : '' };
+    return {
+      file_name: file.display_name,
+      content_type: file.content_type,
+      text: kept ? kept.text.slice(0, chars) : '',
+    };
   });
 }

@@ -59,7 +59,8 @@ const TEXT_TYPES: Record<string, string> = {
   yaml: 'application/yaml',
   yml: 'application/yaml',
 };
-export const isTextType = (t: string) => t.startsWith('text/') || ['application/json', 'application/xml', 'application/yaml'].includes(t);
+export const isTextType = (t: string) =>
+  t.startsWith('text/') || ['application/json', 'application/xml', 'application/yaml'].includes(t);
 
 /** Valid UTF-8 with no NUL bytes: treated as text. The prefix may end inside a character, so up to
  * three trailing bytes may be dropped. */
@@ -111,8 +112,20 @@ export class Files {
   /** What one user's files may hold in all. */
   private readonly userMaxBytes: number;
 
-  constructor(o: { records: Container<FileDoc>; blobs: BlobContainer; instanceId: string; maxBytes: number; userMaxBytes: number }) {
-    ({ records: this.records, blobs: this.blobs, instanceId: this.instanceId, maxBytes: this.maxBytes, userMaxBytes: this.userMaxBytes } = o);
+  constructor(o: {
+    records: Container<FileDoc>;
+    blobs: BlobContainer;
+    instanceId: string;
+    maxBytes: number;
+    userMaxBytes: number;
+  }) {
+    ({
+      records: this.records,
+      blobs: this.blobs,
+      instanceId: this.instanceId,
+      maxBytes: this.maxBytes,
+      userMaxBytes: this.userMaxBytes,
+    } = o);
   }
 
   /**
@@ -124,7 +137,12 @@ export class Files {
   async store(stream: Readable, fileName: string, upn: string): Promise<StoredBlob> {
     if (!fileName) throw badRequest('file: a file name is required');
     const room = this.userMaxBytes - (await this.usedBy(upn));
-    const quota = () => new DomainError('too-large', 'StorageQuotaExceeded', `Your files would hold more than ${this.userMaxBytes} bytes: delete files to make room`);
+    const quota = () =>
+      new DomainError(
+        'too-large',
+        'StorageQuotaExceeded',
+        `Your files would hold more than ${this.userMaxBytes} bytes: delete files to make room`,
+      );
     if (room <= 0) throw quota();
     const container = await this.blobs.created();
     const owner = createHash('sha256').update(ownerKey(upn)).digest('hex').slice(0, 16);
@@ -144,7 +162,9 @@ export class Files {
     stream.on('error', (e) => meter.destroy(e));
     const blob = container.getBlockBlobClient(blobName);
     try {
-      await blob.uploadStream(stream.pipe(meter), 4 * 1024 * 1024, 2, { metadata: { filename: encodeURIComponent(fileName).slice(0, 1024) } });
+      await blob.uploadStream(stream.pipe(meter), 4 * 1024 * 1024, 2, {
+        metadata: { filename: encodeURIComponent(fileName).slice(0, 1024) },
+      });
     } catch (e) {
       await blob.deleteIfExists();
       throw e;
@@ -154,7 +174,10 @@ export class Files {
 
   /** Bytes the user's files hold now. */
   private async usedBy(upn: string): Promise<number> {
-    const [row] = await this.records.aggregate({ partition: ownerKey(upn), aggregates: { bytes: { fn: 'sum', field: 'size' } } });
+    const [row] = await this.records.aggregate({
+      partition: ownerKey(upn),
+      aggregates: { bytes: { fn: 'sum', field: 'size' } },
+    });
     return typeof row?.bytes === 'number' ? row.bytes : 0;
   }
 
@@ -162,7 +185,14 @@ export class Files {
     return (await this.blobs.blob(blobName)).deleteIfExists();
   }
 
-  async save(owner: string, stored: { blobName: string; size: number }, fileName: string, contentType: string, agentName: string, sessionId: string | null): Promise<FileDoc> {
+  async save(
+    owner: string,
+    stored: { blobName: string; size: number },
+    fileName: string,
+    contentType: string,
+    agentName: string,
+    sessionId: string | null,
+  ): Promise<FileDoc> {
     await (await this.blobs.blob(stored.blobName)).setHTTPHeaders({ blobContentType: contentType });
     const id = stored.blobName.split('/')[1] ?? randomUUID();
     const upn = ownerKey(owner);
@@ -185,7 +215,14 @@ export class Files {
 
   /** A file as the API shows it. */
   present(doc: FileDoc): FileView {
-    return { object_id: this.objectIdOf(doc.id), display_name: doc.display_name, content_type: doc.content_type, size_bytes: doc.size, created_on: doc.created_on, session_id: doc.session_id };
+    return {
+      object_id: this.objectIdOf(doc.id),
+      display_name: doc.display_name,
+      content_type: doc.content_type,
+      size_bytes: doc.size,
+      created_on: doc.created_on,
+      session_id: doc.session_id,
+    };
   }
 
   /** A file's object id. */
@@ -195,7 +232,9 @@ export class Files {
 
   /** The file id an object id names, in the current form or the first release's (`/instances/{id}/files/{fileId}`). */
   fileIdOf(objectId: string): string | undefined {
-    const m = /^\/instances\/([^/]+)\/(?:providers\/Svc\.Attachment\/attachments|files)\/([0-9a-f-]{36})$/i.exec(objectId);
+    const m = /^\/instances\/([^/]+)\/(?:providers\/Svc\.Attachment\/attachments|files)\/([0-9a-f-]{36})$/i.exec(
+      objectId,
+    );
     return m && m[1] === this.instanceId ? m[2]?.toLowerCase() : undefined;
   }
 
@@ -221,7 +260,12 @@ export class Files {
 
   /** A page of the owner's files, newest first. */
   list(upn: string, continuation: string | undefined, limit: number): Promise<Page<FileDoc>> {
-    return this.records.query({ partition: ownerKey(upn), orderBy: [{ field: 'created_on', direction: 'desc' }], limit, ...(continuation !== undefined ? { continuation } : {}) });
+    return this.records.query({
+      partition: ownerKey(upn),
+      orderBy: [{ field: 'created_on', direction: 'desc' }],
+      limit,
+      ...(continuation !== undefined ? { continuation } : {}),
+    });
   }
 
   /** The bytes of the caller's own file, as they stream from Blob storage. */
@@ -252,10 +296,13 @@ export class Files {
   /** The file's bytes (the first `maxBytes` when given); an attachment whose blob is gone is a 400 naming it. */
   async bytesOf(file: FileDoc, maxBytes?: number): Promise<Buffer> {
     try {
-      return await (await this.blobs.blob(file.blob_name)).downloadToBuffer(0, maxBytes !== undefined && maxBytes < file.size ? maxBytes : undefined);
+      return await (
+        await this.blobs.blob(file.blob_name)
+      ).downloadToBuffer(0, maxBytes !== undefined && maxBytes < file.size ? maxBytes : undefined);
     } catch (e) {
       // The record outlived its blob (deleted out of band): refused like an unknown attachment.
-      if ((e as { statusCode?: number }).statusCode === 404) throw validationError([{ field: 'attachments', message: `Attachment ${file.display_name} not found` }]);
+      if ((e as { statusCode?: number }).statusCode === 404)
+        throw validationError([{ field: 'attachments', message: `Attachment ${file.display_name} not found` }]);
       throw e;
     }
   }
@@ -294,8 +341,12 @@ export class Files {
   async keepText(file: FileDoc, kept: KeptText): Promise<void> {
     const blob = `${file.blob_name}.text.json`;
     const body = JSON.stringify(kept);
-    await (await this.blobs.blob(blob)).upload(body, Buffer.byteLength(body), { blobHTTPHeaders: { blobContentType: 'application/json' } });
-    await this.records.patch(file.pk, file.id, [{ op: 'set', path: 'extracted', value: { blob, chars: kept.text.length, tokens: kept.tokens.count } }]);
+    await (
+      await this.blobs.blob(blob)
+    ).upload(body, Buffer.byteLength(body), { blobHTTPHeaders: { blobContentType: 'application/json' } });
+    await this.records.patch(file.pk, file.id, [
+      { op: 'set', path: 'extracted', value: { blob, chars: kept.text.length, tokens: kept.tokens.count } },
+    ]);
     this.remember(blob, kept);
   }
 

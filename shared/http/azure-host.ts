@@ -28,7 +28,8 @@ export function fromFunctionsRequest(req: HttpRequest, gone: AbortController = n
     header: (name) => req.headers.get(name) ?? undefined,
     body(limit) {
       body ??= (async () => {
-        if (Number(req.headers.get('content-length')) > limit) throw payloadTooLarge(`Request body exceeds ${limit} bytes`);
+        if (Number(req.headers.get('content-length')) > limit)
+          throw payloadTooLarge(`Request body exceeds ${limit} bytes`);
         const bytes = Buffer.from(await req.arrayBuffer());
         if (bytes.length > limit) throw payloadTooLarge(`Request body exceeds ${limit} bytes`);
         return bytes;
@@ -77,7 +78,11 @@ export type QueueHead = Pick<QueueHandler, 'name' | 'queue'>;
 export type TimerHead = Pick<Timer, 'name' | 'schedule' | 'standaloneOnly'>;
 
 /** The functions a host registers: what registering each needs, and how each loads at its first call. */
-export interface HostFunctions<R extends RouteHead = Route, Q extends QueueHead = QueueHandler, T extends TimerHead = Timer> {
+export interface HostFunctions<
+  R extends RouteHead = Route,
+  Q extends QueueHead = QueueHandler,
+  T extends TimerHead = Timer,
+> {
   routes: readonly R[];
   queues: readonly Q[];
   timers: readonly T[];
@@ -87,7 +92,11 @@ export interface HostFunctions<R extends RouteHead = Route, Q extends QueueHead 
 }
 
 /** Functions that are loaded already: each is its own head. */
-export const loadedFunctions = (routes: readonly Route[], queues: readonly QueueHandler[], timers: readonly Timer[]): HostFunctions => ({
+export const loadedFunctions = (
+  routes: readonly Route[],
+  queues: readonly QueueHandler[],
+  timers: readonly Timer[],
+): HostFunctions => ({
   routes,
   queues,
   timers,
@@ -107,7 +116,9 @@ export type Registrar = Pick<typeof functions.app, 'http' | 'storageQueue' | 'ti
  */
 export function routesForHost<H extends RouteHead>(routes: readonly H[], apis: readonly Api[]): H[] {
   const seen = new Set<string>();
-  const ordered = (['core', 'management'] as const).filter((a) => apis.includes(a)).flatMap((api) => routes.filter((r) => r.api === api));
+  const ordered = (['core', 'management'] as const)
+    .filter((a) => apis.includes(a))
+    .flatMap((api) => routes.filter((r) => r.api === api));
   return ordered.filter((r) => {
     const key = `${r.method} ${r.path.toLowerCase()}`;
     if (seen.has(key)) return false;
@@ -117,7 +128,12 @@ export function routesForHost<H extends RouteHead>(routes: readonly H[], apis: r
 }
 
 /** Registers the HTTP functions of the configured APIs, and the queue and timer triggers beside the Core API. */
-export function registerHost<R extends RouteHead, Q extends QueueHead, T extends TimerHead>(fns: HostFunctions<R, Q, T>, config: Config, services: () => Promise<Services>, app: Registrar = functions.app) {
+export function registerHost<R extends RouteHead, Q extends QueueHead, T extends TimerHead>(
+  fns: HostFunctions<R, Q, T>,
+  config: Config,
+  services: () => Promise<Services>,
+  app: Registrar = functions.app,
+) {
   // Streamed completions (server-sent events) need the v4 model's HTTP streams.
   if (app === functions.app) functions.app.setup({ enableHttpStream: true });
   const workers = config.serviceApis.includes('core') && config.queueWorkers;
@@ -127,7 +143,12 @@ export function registerHost<R extends RouteHead, Q extends QueueHead, T extends
   }
   for (const r of routesForHost(fns.routes, config.serviceApis)) {
     const handler = once(async () => functionsHandler(await fns.route(r), services));
-    app.http(r.name, { methods: [r.method], authLevel: 'anonymous', route: r.path.replace(/^\//, ''), handler: async (req) => (await handler())(req) });
+    app.http(r.name, {
+      methods: [r.method],
+      authLevel: 'anonymous',
+      route: r.path.replace(/^\//, ''),
+      handler: async (req) => (await handler())(req),
+    });
   }
   for (const q of workers ? fns.queues : []) {
     const handler = once(() => fns.queue(q));
@@ -136,7 +157,9 @@ export function registerHost<R extends RouteHead, Q extends QueueHead, T extends
       connection: 'AzureWebJobsStorage',
       handler: async (message, context) => {
         const meta = context.triggerMetadata ?? {};
-        await (await handler()).run(message, { id: String(meta.id), dequeueCount: Number(meta.dequeueCount ?? 1) }, await services());
+        await (
+          await handler()
+        ).run(message, { id: String(meta.id), dequeueCount: Number(meta.dequeueCount ?? 1) }, await services());
       },
     });
   }

@@ -73,8 +73,26 @@ export function errorReply(error: DomainError, style: ErrorStyle, instance: stri
 function openaiError(error: DomainError, status: number) {
   // A spent budget is what OpenAI calls an insufficient quota; a request or token quota is its rate limit.
   const spent = error.code === 'BudgetExceeded';
-  const type = status === 401 || status < 403 || status === 404 || status === 409 || status === 413 || status === 415 ? 'invalid_request_error' : status === 403 ? 'permission_error' : spent ? 'insufficient_quota' : status === 429 ? 'rate_limit_error' : 'server_error';
-  const code = status === 401 ? 'invalid_api_key' : spent ? 'insufficient_quota' : status === 429 ? 'rate_limit_exceeded' : error.code === 'ValidationError' || error.code === 'BadRequest' ? null : snakeCase(error.code);
+  const type =
+    status === 401 || status < 403 || status === 404 || status === 409 || status === 413 || status === 415
+      ? 'invalid_request_error'
+      : status === 403
+        ? 'permission_error'
+        : spent
+          ? 'insufficient_quota'
+          : status === 429
+            ? 'rate_limit_error'
+            : 'server_error';
+  const code =
+    status === 401
+      ? 'invalid_api_key'
+      : spent
+        ? 'insufficient_quota'
+        : status === 429
+          ? 'rate_limit_exceeded'
+          : error.code === 'ValidationError' || error.code === 'BadRequest'
+            ? null
+            : snakeCase(error.code);
   return { error: { message: error.message, type, param: error.details[0]?.field ?? null, code } };
 }
 

@@ -2,13 +2,19 @@
 // them out as they come (no buffering), ending with the producer or when the client goes away.
 
 /** One server-sent event: `id: <n>` when numbered, `event: <name>` and one `data:` line of JSON. */
-export const sseEvent = (name: string, data: unknown, id?: number) => `${id !== undefined ? `id: ${id}\n` : ''}event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
+export const sseEvent = (name: string, data: unknown, id?: number) =>
+  `${id !== undefined ? `id: ${id}\n` : ''}event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
 
 /** The headers of an event stream: never cached, never buffered by a proxy. */
-export const SSE_HEADERS: Readonly<Record<string, string>> = { 'content-type': 'text/event-stream; charset=utf-8', 'cache-control': 'no-store', 'x-accel-buffering': 'no' };
+export const SSE_HEADERS: Readonly<Record<string, string>> = {
+  'content-type': 'text/event-stream; charset=utf-8',
+  'cache-control': 'no-store',
+  'x-accel-buffering': 'no',
+};
 
 /** Whether a request asks for an event stream (`Accept: text/event-stream`). */
-export const wantsEventStream = (accept: string | undefined) => accept !== undefined && /(^|,)\s*text\/event-stream\s*(;|,|$)/i.test(accept);
+export const wantsEventStream = (accept: string | undefined) =>
+  accept !== undefined && /(^|,)\s*text\/event-stream\s*(;|,|$)/i.test(accept);
 
 /**
  * Bytes of events a stream may hold for a client that does not read them; past it the stream is cut. An

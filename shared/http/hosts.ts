@@ -25,11 +25,21 @@ export function servesHost(config: Pick<Config, 'allowedHosts'>, header: string 
 
 /** The refusal of a request for a name this service does not answer to (the name is not echoed back). */
 export const misdirected = () =>
-  new DomainError('misdirected', 'MisdirectedRequest', 'This service does not answer to the host name in the request: add it to ALLOWED_HOSTS, or set CORE_API_URL or MANAGEMENT_API_URL');
+  new DomainError(
+    'misdirected',
+    'MisdirectedRequest',
+    'This service does not answer to the host name in the request: add it to ALLOWED_HOSTS, or set CORE_API_URL or MANAGEMENT_API_URL',
+  );
 
 /** Whether a browser's `Origin` is this API's own (scheme, an allowed host and the port the request came to). */
-export function sameOrigin(config: Pick<Config, 'allowedHosts'>, origin: string | undefined, host: string | undefined): boolean {
+export function sameOrigin(
+  config: Pick<Config, 'allowedHosts'>,
+  origin: string | undefined,
+  host: string | undefined,
+): boolean {
   if (origin === undefined || host === undefined || !URL.canParse(origin)) return false;
   const o = new URL(origin);
-  return o.protocol === 'http:' || o.protocol === 'https:' ? servesHost(config, o.host) && o.host.toLowerCase() === host.toLowerCase() : false;
+  return o.protocol === 'http:' || o.protocol === 'https:'
+    ? servesHost(config, o.host) && o.host.toLowerCase() === host.toLowerCase()
+    : false;
 }

@@ -17,7 +17,8 @@ export function nestsDeeperThan(text: string, max: number): boolean {
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
     if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
+      if (c === 0x5c)
+        i++; // backslash: skip the escaped character
       else if (c === 0x22) inString = false;
     } else if (c === 0x22) inString = true;
     else if (c === 0x7b || c === 0x5b) {
@@ -31,7 +32,8 @@ export function nestsDeeperThan(text: string, max: number): boolean {
 function wellFormed(value: unknown): boolean {
   if (typeof value === 'string') return value.isWellFormed();
   if (Array.isArray(value)) return value.every(wellFormed);
-  if (typeof value === 'object' && value !== null) return Object.entries(value).every(([k, v]) => k.isWellFormed() && wellFormed(v));
+  if (typeof value === 'object' && value !== null)
+    return Object.entries(value).every(([k, v]) => k.isWellFormed() && wellFormed(v));
   return true;
 }
 
@@ -54,7 +56,12 @@ export async function readJsonBody(request: PlatformRequest, limit: number): Pro
   if (bytes.length === 0) return undefined;
   const type = request.header('content-type');
   if (type === undefined || !JSON_TYPE.test(type.trim())) {
-    throw new DomainError('unsupported-media-type', 'UnsupportedMediaType', 'The body must be sent as application/json', [{ field: 'content-type', message: 'must be application/json' }]);
+    throw new DomainError(
+      'unsupported-media-type',
+      'UnsupportedMediaType',
+      'The body must be sent as application/json',
+      [{ field: 'content-type', message: 'must be application/json' }],
+    );
   }
   let text: string;
   try {

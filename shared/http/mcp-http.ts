@@ -3,11 +3,22 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 
-export async function answerMcp(server: McpServer, url: string, body: unknown): Promise<{ status: number; body: string; contentType: string | null }> {
-  const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+export async function answerMcp(
+  server: McpServer,
+  url: string,
+  body: unknown,
+): Promise<{ status: number; body: string; contentType: string | null }> {
+  const transport = new WebStandardStreamableHTTPServerTransport({
+    sessionIdGenerator: undefined,
+    enableJsonResponse: true,
+  });
   try {
     await server.connect(transport);
-    const request = new Request(url, { method: 'POST', headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const request = new Request(url, {
+      method: 'POST',
+      headers: { accept: 'application/json, text/event-stream', 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     const response = await transport.handleRequest(request, { parsedBody: body });
     return { status: response.status, body: await response.text(), contentType: response.headers.get('content-type') };
   } finally {

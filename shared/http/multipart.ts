@@ -36,10 +36,15 @@ export interface Multipart<F> {
   files: Map<string, F>;
 }
 
-const malformed = (why: string) => badRequest(`Malformed multipart body: ${why}`, [{ field: 'body', message: `Malformed multipart body: ${why}` }]);
+const malformed = (why: string) =>
+  badRequest(`Malformed multipart body: ${why}`, [{ field: 'body', message: `Malformed multipart body: ${why}` }]);
 
 /** Parses a multipart/form-data request body; rejects with a 4xx DomainError. */
-export function readMultipart<F>(request: PlatformRequest, limits: MultipartLimits, handler: FileHandler<F>): Promise<Multipart<F>> {
+export function readMultipart<F>(
+  request: PlatformRequest,
+  limits: MultipartLimits,
+  handler: FileHandler<F>,
+): Promise<Multipart<F>> {
   const source = request.stream();
   let parser: busboy.Busboy;
   try {
@@ -47,7 +52,13 @@ export function readMultipart<F>(request: PlatformRequest, limits: MultipartLimi
       headers: { 'content-type': request.header('content-type') ?? '' },
       // Browsers and fetch send file names as raw UTF-8 (busboy's default reads them as Latin-1).
       defParamCharset: 'utf8',
-      limits: { files: limits.files ?? 1, fields: limits.fields ?? 10, fieldSize: limits.fieldSize ?? 64 * 1024, fileSize: limits.fileSize, parts: 32 },
+      limits: {
+        files: limits.files ?? 1,
+        fields: limits.fields ?? 10,
+        fieldSize: limits.fieldSize ?? 64 * 1024,
+        fileSize: limits.fileSize,
+        parts: 32,
+      },
     });
   } catch {
     return Promise.reject(malformed('the body must be multipart/form-data with a boundary'));
@@ -64,7 +75,8 @@ export function readMultipart<F>(request: PlatformRequest, limits: MultipartLimi
       parser.removeAllListeners('close');
       // Undo what was stored before the failure; the rejection is the request's answer.
       void Promise.allSettled(kept).then((results) => {
-        for (const r of results) if (r.status === 'fulfilled') void handler.discard?.(r.value[1]).catch(() => undefined);
+        for (const r of results)
+          if (r.status === 'fulfilled') void handler.discard?.(r.value[1]).catch(() => undefined);
       });
       reject(error);
     };
@@ -77,7 +89,14 @@ export function readMultipart<F>(request: PlatformRequest, limits: MultipartLimi
       // busboy also reports a broken part on the parser; this listener keeps the part's own error handled.
       stream.on('error', () => undefined);
       stream.on('limit', () => fail(payloadTooLarge(`The file is larger than ${limits.fileSize} bytes`)));
-      const accepted = settled ? undefined : handler.accept({ field, fileName: info.filename ?? '', declaredType: info.mimeType && info.mimeType !== 'application/octet-stream' ? info.mimeType : undefined, stream });
+      const accepted = settled
+        ? undefined
+        : handler.accept({
+            field,
+            fileName: info.filename ?? '',
+            declaredType: info.mimeType && info.mimeType !== 'application/octet-stream' ? info.mimeType : undefined,
+            stream,
+          });
       if (!accepted) {
         stream.resume();
         return;
@@ -90,7 +109,8 @@ export function readMultipart<F>(request: PlatformRequest, limits: MultipartLimi
         fail(e instanceof DomainError ? e : malformed('a file part could not be read'));
       });
     });
-    for (const event of ['filesLimit', 'fieldsLimit', 'partsLimit'] as const) parser.on(event, () => fail(malformed('too many parts')));
+    for (const event of ['filesLimit', 'fieldsLimit', 'partsLimit'] as const)
+      parser.on(event, () => fail(malformed('too many parts')));
     parser.on('error', (e: Error) => fail(malformed(e.message)));
     parser.on('close', () => {
       Promise.all(kept).then(

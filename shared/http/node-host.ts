@@ -46,8 +46,16 @@ export class InFlight {
         res.end();
         continue;
       }
-      const body = JSON.stringify({ error: { code: 'ServiceUnavailable', message: 'The service is stopping; try again' } });
-      res.writeHead(503, { ...SAFE_HEADERS, 'content-type': 'application/json; charset=utf-8', 'retry-after': '1', connection: 'close', 'content-length': Buffer.byteLength(body) });
+      const body = JSON.stringify({
+        error: { code: 'ServiceUnavailable', message: 'The service is stopping; try again' },
+      });
+      res.writeHead(503, {
+        ...SAFE_HEADERS,
+        'content-type': 'application/json; charset=utf-8',
+        'retry-after': '1',
+        connection: 'close',
+        'content-length': Buffer.byteLength(body),
+      });
       res.end(body);
     }
     this.responses.clear();
@@ -65,7 +73,12 @@ export class InFlight {
 }
 
 /** An HTTP server for one API's routes. Call `listen` on it. */
-export function createApiServer(api: Api, routes: readonly Route[], services: Services, inFlight = new InFlight()): http.Server {
+export function createApiServer(
+  api: Api,
+  routes: readonly Route[],
+  services: Services,
+  inFlight = new InFlight(),
+): http.Server {
   const match = createRouter(routes.filter((r) => r.api === api));
   const style = api === 'core' ? 'core' : 'management';
   const browsers = corsFor(services.config);
@@ -94,9 +107,14 @@ export function createApiServer(api: Api, routes: readonly Route[], services: Se
       const error =
         found.kind === 'not-found'
           ? notFound(`No route for ${request.path}`)
-          : new DomainError('method-not-allowed', 'MethodNotAllowed', `Method ${req.method ?? ''} not allowed`, [], { allow: found.allow.join(', ') });
+          : new DomainError('method-not-allowed', 'MethodNotAllowed', `Method ${req.method ?? ''} not allowed`, [], {
+              allow: found.allow.join(', '),
+            });
       const r = errorReply(error, style, request.path);
-      reply = Promise.resolve({ ...r, headers: { ...SAFE_HEADERS, ...r.headers, 'x-request-id': requestIdOf(request) } });
+      reply = Promise.resolve({
+        ...r,
+        headers: { ...SAFE_HEADERS, ...r.headers, 'x-request-id': requestIdOf(request) },
+      });
     }
     // Answers are written in the loop's check phase, after the poll phase has read every request that
     // arrived: the writes of one turn go out together and clients' next requests arrive together, so
@@ -106,7 +124,11 @@ export function createApiServer(api: Api, routes: readonly Route[], services: Se
     // follows the poll phase at once.
     reply.then(
       (r) => void setImmediate(send, req, res, r),
-      () => void setImmediate(send, req, res, { status: 500, json: { error: { code: 'InternalError', message: 'An unexpected error occurred' } } }),
+      () =>
+        void setImmediate(send, req, res, {
+          status: 500,
+          json: { error: { code: 'InternalError', message: 'An unexpected error occurred' } },
+        }),
     );
   };
   server.on('clientError', (error: NodeJS.ErrnoException, socket: Duplex) => refuse(error, socket, style));
@@ -125,7 +147,16 @@ function corsFor(config: Services['config']): ReturnType<typeof cors> {
   return cors({
     origin: (origin, done) => done(null, origin !== undefined && allowed.has(origin)),
     methods: ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'],
-    allowedHeaders: ['authorization', 'content-type', 'x-agent-access-token', 'if-match', 'if-none-match', 'x-request-id', 'x-continuation-token', 'accept'],
+    allowedHeaders: [
+      'authorization',
+      'content-type',
+      'x-agent-access-token',
+      'if-match',
+      'if-none-match',
+      'x-request-id',
+      'x-continuation-token',
+      'accept',
+    ],
     exposedHeaders: ['x-request-id', 'x-continuation-token', 'etag', 'location', 'retry-after'],
     maxAge: 600,
   });
@@ -148,8 +179,16 @@ function refuse(error: NodeJS.ErrnoException, socket: Duplex, style: ErrorStyle)
         : (['invalid', 'BadRequest', 'The request is not valid HTTP'] as const);
   const reply = errorReply(new DomainError(kind, code, message), style, '/');
   const body = JSON.stringify(reply.json);
-  const headers = { ...SAFE_HEADERS, 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(body), 'x-request-id': randomUUID(), connection: 'close' };
-  const head = Object.entries(headers).map(([k, v]) => `${k}: ${v}`).join('\r\n');
+  const headers = {
+    ...SAFE_HEADERS,
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(body),
+    'x-request-id': randomUUID(),
+    connection: 'close',
+  };
+  const head = Object.entries(headers)
+    .map(([k, v]) => `${k}: ${v}`)
+    .join('\r\n');
   socket.end(`HTTP/1.1 ${reply.status} ${http.STATUS_CODES[reply.status] ?? ''}\r\n${head}\r\n\r\n${body}`);
 }
 
@@ -295,7 +334,12 @@ function bodyWriter(res: http.ServerResponse): BodyWriter {
  * Sends a streamed body piece by piece as it is produced; stops the producer when the client goes away or
  * stops reading (a write not taken within WRITE_TIMEOUT_MS, or a backlog past the event channel's bound).
  */
-async function sendStream(req: http.IncomingMessage, res: http.ServerResponse, reply: Reply, stream: AsyncIterable<string | Uint8Array>): Promise<void> {
+async function sendStream(
+  req: http.IncomingMessage,
+  res: http.ServerResponse,
+  reply: Reply,
+  stream: AsyncIterable<string | Uint8Array>,
+): Promise<void> {
   res.writeHead(reply.status, reply.headers);
   res.flushHeaders();
   const body = bodyWriter(res);
@@ -307,7 +351,11 @@ async function sendStream(req: http.IncomingMessage, res: http.ServerResponse, r
   }
 }
 
-async function iterate(res: http.ServerResponse, body: BodyWriter, stream: AsyncIterable<string | Uint8Array>): Promise<void> {
+async function iterate(
+  res: http.ServerResponse,
+  body: BodyWriter,
+  stream: AsyncIterable<string | Uint8Array>,
+): Promise<void> {
   const pieces: AsyncIterator<string | Uint8Array, unknown> = stream[Symbol.asyncIterator]();
   try {
     for (;;) {

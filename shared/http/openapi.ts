@@ -34,7 +34,10 @@ class Components {
       if (typeof node !== 'object' || node === null) return node;
       const out: Json = {};
       for (const [k, v] of Object.entries(node)) {
-        out[k] = k === '$ref' && typeof v === 'string' && v.startsWith('#/$defs/') ? `#/components/schemas/${names.get(v.slice(8)) ?? v.slice(8)}` : rewrite(v);
+        out[k] =
+          k === '$ref' && typeof v === 'string' && v.startsWith('#/$defs/')
+            ? `#/components/schemas/${names.get(v.slice(8)) ?? v.slice(8)}`
+            : rewrite(v);
       }
       return out;
     };
@@ -44,7 +47,8 @@ class Components {
 }
 
 function errorSchema(route: Route, c: Components): Json {
-  const body = route.errors === 'core' ? CoreErrorBody : route.errors === 'management' ? ManagementErrorBody : ProblemDetailsBody;
+  const body =
+    route.errors === 'core' ? CoreErrorBody : route.errors === 'management' ? ManagementErrorBody : ProblemDetailsBody;
   const type = route.errors === 'problem' ? 'application/problem+json' : 'application/json';
   return { [type]: { schema: c.schemaOf(body, 'output') } };
 }
@@ -74,7 +78,8 @@ const contentOf = (docs: readonly ContentDoc[], c: Components, io: 'input' | 'ou
 
 function responseContent(status: number, doc: ResponseDoc, route: Route, c: Components): Json | undefined {
   if (doc.content) return contentOf(doc.content, c, 'output');
-  if (doc.schema) return contentOf([{ contentType: doc.contentType ?? 'application/json', schema: doc.schema }], c, 'output');
+  if (doc.schema)
+    return contentOf([{ contentType: doc.contentType ?? 'application/json', schema: doc.schema }], c, 'output');
   return status >= 400 ? errorSchema(route, c) : undefined;
 }
 
@@ -86,7 +91,14 @@ function operation(route: Route, c: Components): Json {
       description: doc.description,
       ...(content ? { content } : {}),
       ...(doc.headers
-        ? { headers: Object.fromEntries(Object.entries(doc.headers).map(([name, h]) => [name, { description: h.description, schema: { type: h.type } }])) }
+        ? {
+            headers: Object.fromEntries(
+              Object.entries(doc.headers).map(([name, h]) => [
+                name,
+                { description: h.description, schema: { type: h.type } },
+              ]),
+            ),
+          }
         : {}),
     };
   }
@@ -101,20 +113,45 @@ function operation(route: Route, c: Components): Json {
   if (route.body) add(415, 'The body was not sent as application/json');
   add(500, 'Unexpected error');
 
-  const bodies: readonly ContentDoc[] = route.body ? [{ contentType: 'application/json', schema: route.body }] : route.bodyDoc ? [route.bodyDoc].flat() : [];
+  const bodies: readonly ContentDoc[] = route.body
+    ? [{ contentType: 'application/json', schema: route.body }]
+    : route.bodyDoc
+      ? [route.bodyDoc].flat()
+      : [];
   return {
     operationId: route.name,
     summary: route.summary,
     tags: [route.tag],
-    security: route.auth === 'none' ? [] : route.auth === 'bearer' ? [{ bearerAuth: [] }] : [{ bearerAuth: [] }, { agentAccessToken: [] }, ...(route.auth === 'protocol' ? [{ agentAccessTokenBearer: [] }, { apiKey: [] }] : [])],
+    security:
+      route.auth === 'none'
+        ? []
+        : route.auth === 'bearer'
+          ? [{ bearerAuth: [] }]
+          : [
+              { bearerAuth: [] },
+              { agentAccessToken: [] },
+              ...(route.auth === 'protocol' ? [{ agentAccessTokenBearer: [] }, { apiKey: [] }] : []),
+            ],
     parameters: parameters(route, c),
-    ...(bodies.length > 0 ? { requestBody: { required: route.body ? !route.body.safeParse(undefined).success : true, content: contentOf(bodies, c, 'input') } } : {}),
+    ...(bodies.length > 0
+      ? {
+          requestBody: {
+            required: route.body ? !route.body.safeParse(undefined).success : true,
+            content: contentOf(bodies, c, 'input'),
+          },
+        }
+      : {}),
     responses,
   };
 }
 
 /** The OpenAPI 3.1 document for one API; `servers` are where it is served (first: the default). */
-export function buildOpenApi(api: Api, routes: readonly Route[], version: string, servers: readonly { url: string; description: string }[] = []): Json {
+export function buildOpenApi(
+  api: Api,
+  routes: readonly Route[],
+  version: string,
+  servers: readonly { url: string; description: string }[] = [],
+): Json {
   const paths: Record<string, Json> = {};
   const components = new Components();
   for (const route of routes.filter((r) => r.api === api)) {
@@ -128,12 +165,32 @@ export function buildOpenApi(api: Api, routes: readonly Route[], version: string
     components: {
       schemas: components.schemas,
       securitySchemes: {
-        bearerAuth: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT', description: 'Identity-provider access token' },
+        bearerAuth: {
+          type: 'http',
+          scheme: 'bearer',
+          bearerFormat: 'JWT',
+          description: 'Identity-provider access token',
+        },
         ...(api === 'core'
           ? {
-              agentAccessToken: { type: 'apiKey', in: 'header', name: 'X-AGENT-ACCESS-TOKEN', description: 'Agent access token' },
-              agentAccessTokenBearer: { type: 'http', scheme: 'bearer', description: 'Agent access token as the bearer token (OpenAI, MCP and A2A routes)' },
-              apiKey: { type: 'apiKey', in: 'header', name: 'api-key', description: 'Agent access token as the api-key header (OpenAI routes, as Azure OpenAI clients send it)' },
+              agentAccessToken: {
+                type: 'apiKey',
+                in: 'header',
+                name: 'X-AGENT-ACCESS-TOKEN',
+                description: 'Agent access token',
+              },
+              agentAccessTokenBearer: {
+                type: 'http',
+                scheme: 'bearer',
+                description: 'Agent access token as the bearer token (OpenAI, MCP and A2A routes)',
+              },
+              apiKey: {
+                type: 'apiKey',
+                in: 'header',
+                name: 'api-key',
+                description:
+                  'Agent access token as the api-key header (OpenAI routes, as Azure OpenAI clients send it)',
+              },
             }
           : {}),
       },

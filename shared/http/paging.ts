@@ -37,10 +37,12 @@ interface Cursor {
   n: number;
 }
 
-const invalidToken = () => validationError([{ field: 'continuationToken', message: 'continuationToken is not valid for this list' }]);
+const invalidToken = () =>
+  validationError([{ field: 'continuationToken', message: 'continuationToken is not valid for this list' }]);
 
 /** The caller and the list a token belongs to. */
-const bindingOf = (principal: Principal, list: string) => `${principal.kind}\n${principal.id}\n${ownerKey(principal.upn)}\n${list}`;
+const bindingOf = (principal: Principal, list: string) =>
+  `${principal.kind}\n${principal.id}\n${ownerKey(principal.upn)}\n${list}`;
 
 export interface PageResult<R> {
   items: R[];
@@ -67,7 +69,8 @@ export class Pager {
     const batch = keep ? MAX_TOP : top;
     const map = keep ?? ((item: T) => item as unknown as R);
     const binding = bindingOf(principal, list);
-    let cursor: Cursor = query.continuationToken !== undefined ? await this.open(query.continuationToken, binding) : { s: 0, n: batch };
+    let cursor: Cursor =
+      query.continuationToken !== undefined ? await this.open(query.continuationToken, binding) : { s: 0, n: batch };
     const items: R[] = [];
     for (;;) {
       const page = await fetch(cursor.c, cursor.n);
@@ -77,7 +80,11 @@ export class Pager {
         items.push(kept);
         if (items.length < top) continue;
         const next: Cursor | undefined =
-          i + 1 < page.items.length ? { ...cursor, s: i + 1 } : page.continuation !== undefined ? { c: page.continuation, s: 0, n: batch } : undefined;
+          i + 1 < page.items.length
+            ? { ...cursor, s: i + 1 }
+            : page.continuation !== undefined
+              ? { c: page.continuation, s: 0, n: batch }
+              : undefined;
         return next ? { items, token: await this.seal(next, binding) } : { items };
       }
       if (page.continuation === undefined) return { items };
@@ -86,7 +93,9 @@ export class Pager {
   }
 
   private async mac(payload: string, binding: string): Promise<Buffer> {
-    return createHmac('sha256', await this.key()).update(`${binding}\n${payload}`).digest();
+    return createHmac('sha256', await this.key())
+      .update(`${binding}\n${payload}`)
+      .digest();
   }
 
   private async seal(cursor: Cursor, binding: string): Promise<string> {
@@ -107,11 +116,20 @@ export class Pager {
 
 /** The list's JSON array, with the continuation header when more items follow. */
 export const pagedJson = <R>(result: PageResult<R>, present: (item: R) => unknown = (item) => item): Reply =>
-  json(200, result.items.map(present), result.token !== undefined ? { [CONTINUATION_HEADER]: result.token } : undefined);
+  json(
+    200,
+    result.items.map(present),
+    result.token !== undefined ? { [CONTINUATION_HEADER]: result.token } : undefined,
+  );
 
 /** The OpenAPI description of a paged list's 200. */
 export const pagedResponse = (description: string, item: z.ZodType): ResponseDoc => ({
   description,
   schema: z.array(item),
-  headers: { [CONTINUATION_HEADER]: { description: 'Present when more items follow: pass it back as continuationToken', type: 'string' } },
+  headers: {
+    [CONTINUATION_HEADER]: {
+      description: 'Present when more items follow: pass it back as continuationToken',
+      type: 'string',
+    },
+  },
 });

@@ -1,11 +1,27 @@
 // The one wrapper every request runs through, on every host: request id, span, authentication,
 // validation, authorization, handler, and the mapping of anything thrown to the route's error envelope.
 import { randomUUID } from 'node:crypto';
-import { propagation, ROOT_CONTEXT, SpanKind, SpanStatusCode, trace, type Context, type SpanOptions } from '@opentelemetry/api';
+import {
+  propagation,
+  ROOT_CONTEXT,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  type Context,
+  type SpanOptions,
+} from '@opentelemetry/api';
 import type { z } from 'zod';
 import { ANONYMOUS, type Principal } from '../auth/principal.js';
 import type { Services } from '../services.js';
-import { DomainError, badRequest, internalError, notFound, toError, validationError, type FieldError } from '../errors.js';
+import {
+  DomainError,
+  badRequest,
+  internalError,
+  notFound,
+  toError,
+  validationError,
+  type FieldError,
+} from '../errors.js';
 import { errorReply, type ErrorStyle } from './envelopes.js';
 import { readJsonBody } from './json-body.js';
 import type { Route } from './route.js';
@@ -20,7 +36,10 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
  * Headers of every answer: answers carry secrets and users' content, so no browser may sniff them into
  * another type and no cache may keep them (a route that may be cached sets its own cache-control).
  */
-export const SAFE_HEADERS: Readonly<Record<string, string>> = { 'x-content-type-options': 'nosniff', 'cache-control': 'no-store' };
+export const SAFE_HEADERS: Readonly<Record<string, string>> = {
+  'x-content-type-options': 'nosniff',
+  'cache-control': 'no-store',
+};
 
 /** Echoes a well-formed incoming x-request-id, else makes one. */
 export function requestIdOf(request: PlatformRequest): string {
@@ -81,7 +100,11 @@ export async function handle(
 }
 
 /** Where the request's span starts: a new root linked to the caller at boundaries, else the caller's trace. */
-function spanStart(route: Route, request: PlatformRequest, attributes: SpanOptions['attributes']): [SpanOptions, Context] {
+function spanStart(
+  route: Route,
+  request: PlatformRequest,
+  attributes: SpanOptions['attributes'],
+): [SpanOptions, Context] {
   const incoming = propagation.extract(ROOT_CONTEXT, request, { get: (r, key) => r.header(key), keys: () => [] });
   if (!route.traceBoundary) return [{ kind: SpanKind.SERVER, attributes }, propagation.deleteBaggage(incoming)];
   const caller = trace.getSpanContext(incoming);
@@ -101,11 +124,14 @@ async function run(
   if (rawParams.instanceId !== undefined && rawParams.instanceId.toLowerCase() !== services.config.instanceId) {
     throw notFound(`Instance ${rawParams.instanceId} not found`);
   }
-  const principal: Principal = route.auth === 'none' ? ANONYMOUS : await services.auth.authenticate(request, route.auth);
+  const principal: Principal =
+    route.auth === 'none' ? ANONYMOUS : await services.auth.authenticate(request, route.auth);
   if (route.auth !== 'none') caller.id = principal.id;
   const params = parse(route.params, rawParams, 'path');
   const query = route.query ? parse(route.query, Object.fromEntries(request.query), 'query') : {};
-  const body = route.body ? parse(route.body, await readJsonBody(request, services.config.maxJsonBodyBytes), 'body') : undefined;
+  const body = route.body
+    ? parse(route.body, await readJsonBody(request, services.config.maxJsonBodyBytes), 'body')
+    : undefined;
   if (route.permission) {
     const { action, scope } = route.permission({ params, principal });
     await services.authorizer.require(principal, action, scope);

@@ -5,7 +5,6 @@ import type { Services } from '../services.js';
 import type { ErrorStyle } from './envelopes.js';
 import type { Api, ContentDoc, Method, PlatformRequest, Reply, ResponseDoc } from './types.js';
 
-
 /** A role-based permission: an action (`Svc.Agent/agents/read`) on a resource scope (a resource path). */
 export interface Permission {
   action: string;
@@ -22,10 +21,13 @@ export interface HandlerInput<P, Q, B> {
   requestId: string;
 }
 
-
 type Infer<S> = S extends z.ZodType ? z.output<S> : Record<string, never>;
 
-export interface RouteSpec<P extends z.ZodType | undefined, Q extends z.ZodType | undefined, B extends z.ZodType | undefined> {
+export interface RouteSpec<
+  P extends z.ZodType | undefined,
+  Q extends z.ZodType | undefined,
+  B extends z.ZodType | undefined,
+> {
   /** Function name: `<group>-<action>`. */
   name: string;
   api: Api;

@@ -19,7 +19,9 @@ export function createRouter(routes: readonly Route[]): (method: string, path: s
     const segments = route.path
       .split('/')
       .filter((s) => s.length > 0)
-      .map((s) => (/^\{(\w+)\}$/.exec(s)?.[1] !== undefined ? { param: s.slice(1, -1) } : { literal: s.toLowerCase() }));
+      .map((s) =>
+        /^\{(\w+)\}$/.exec(s)?.[1] !== undefined ? { param: s.slice(1, -1) } : { literal: s.toLowerCase() },
+      );
     const compiled = { route, segments, literals: segments.filter((s) => 'literal' in s).length };
     const list = bySize.get(segments.length) ?? [];
     list.push(compiled);

@@ -30,8 +30,14 @@ const LISTEN_BACKLOG = 4096;
 const listen = (server: Server, host: string, port: number, setting: string) =>
   new Promise<string>((resolve, reject) => {
     server.once('error', (e: NodeJS.ErrnoException) => {
-      if (e.code === 'EADDRINUSE') reject(new ConfigError(`${setting}=${port}: the port is in use on ${host}; stop what uses it or choose another ${setting}`));
-      else if (e.code === 'EACCES' || e.code === 'EADDRNOTAVAIL') reject(new ConfigError(`${setting}=${port} on HOST=${host} cannot be listened on (${e.code})`));
+      if (e.code === 'EADDRINUSE')
+        reject(
+          new ConfigError(
+            `${setting}=${port}: the port is in use on ${host}; stop what uses it or choose another ${setting}`,
+          ),
+        );
+      else if (e.code === 'EACCES' || e.code === 'EADDRNOTAVAIL')
+        reject(new ConfigError(`${setting}=${port} on HOST=${host} cannot be listened on (${e.code})`));
       else reject(e);
     });
     server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => {
@@ -56,7 +62,12 @@ export async function startStandalone(
   routes: readonly Route[],
   queueHandlers: readonly QueueHandler[],
   services: Services,
-  options: { consumers?: boolean; storageReady?: Promise<unknown>; upgrades?: readonly Upgrade[]; timers?: readonly Timer[] } = {},
+  options: {
+    consumers?: boolean;
+    storageReady?: Promise<unknown>;
+    upgrades?: readonly Upgrade[];
+    timers?: readonly Timer[];
+  } = {},
 ): Promise<Standalone> {
   const { host, corePort, managementPort } = services.config;
   const handlers = new InFlight();
@@ -82,7 +93,11 @@ export async function startStandalone(
     // Closed while the storage was coming up, or the queue client being made: nothing to start.
     if (closed) return;
     const lease = { idlePollMs: 500, visibilityTimeoutSeconds: services.config.queueVisibilityTimeoutSeconds };
-    consumers.push(...queueHandlers.map((h) => startQueueConsumer(h, queues, services, { ...lease, ...(h.concurrency ? { concurrency: h.concurrency } : {}) })));
+    consumers.push(
+      ...queueHandlers.map((h) =>
+        startQueueConsumer(h, queues, services, { ...lease, ...(h.concurrency ? { concurrency: h.concurrency } : {}) }),
+      ),
+    );
     for (const t of options.timers ?? []) {
       // One run at a time per timer: a slow run is not overlapped by the next tick.
       let running = false;
@@ -90,13 +105,19 @@ export async function startStandalone(
         if (running || closed) return;
         running = true;
         t.run(services)
-          .catch((e: unknown) => services.log.warn('A timer failed', { timer: t.name, error: e instanceof Error ? e.message : String(e) }))
+          .catch((e: unknown) =>
+            services.log.warn('A timer failed', { timer: t.name, error: e instanceof Error ? e.message : String(e) }),
+          )
           .finally(() => (running = false));
       };
       clocks.push(setInterval(tick, t.everyMs).unref());
     }
   };
-  (options.storageReady ?? Promise.resolve()).then(startConsumers, () => undefined).catch((e: unknown) => services.log.error('The queue consumers did not start', { error: e instanceof Error ? e.message : String(e) }));
+  (options.storageReady ?? Promise.resolve())
+    .then(startConsumers, () => undefined)
+    .catch((e: unknown) =>
+      services.log.error('The queue consumers did not start', { error: e instanceof Error ? e.message : String(e) }),
+    );
   const unsubscribe = services.producer.onSend(() => consumers.forEach((c) => c.wake()));
   return {
     coreUrl,

@@ -47,7 +47,13 @@ export interface CacheSlot {
  * The cache slot of a request, or undefined when the agent has no cache or the request may not use it.
  * `key` is everything besides the prompt that shapes the answer (filter, top N, model parameters).
  */
-export async function cacheSlot(s: CacheDeps, agent: AgentDoc, personal: boolean, embeddings: PromptEmbeddings, key: unknown): Promise<CacheSlot | undefined> {
+export async function cacheSlot(
+  s: CacheDeps,
+  agent: AgentDoc,
+  personal: boolean,
+  embeddings: PromptEmbeddings,
+  key: unknown,
+): Promise<CacheSlot | undefined> {
   const settings = agent.cache_settings;
   const cache = settings?.semantic_cache_enabled ? settings.semantic_cache_settings : undefined;
   if (!cache || personal) return undefined;
@@ -58,7 +64,10 @@ export async function cacheSlot(s: CacheDeps, agent: AgentDoc, personal: boolean
   }
   // The agent's tools as saved are part of the key: a tool's index, top N or minimum score shapes the answer.
   const toolVersions = (await agentTools(s, agent)).map((t) => [t.object_id, t.updated_on]);
-  const index = `${CACHE_INDEX_PREFIX}${createHash('sha256').update(JSON.stringify([agent.object_id, agent.updated_on, toolVersions, embedder.version, key])).digest('hex').slice(0, 40)}`;
+  const index = `${CACHE_INDEX_PREFIX}${createHash('sha256')
+    .update(JSON.stringify([agent.object_id, agent.updated_on, toolVersions, embedder.version, key]))
+    .digest('hex')
+    .slice(0, 40)}`;
   const threshold = cache.minimum_similarity_threshold;
   const vector = () => embeddings.of(embedder);
   return {
@@ -72,7 +81,14 @@ export async function cacheSlot(s: CacheDeps, agent: AgentDoc, personal: boolean
       const id = randomUUID();
       await s.vectors.replaceDocument(
         index,
-        { source: id, file_name: '', title: '', origin: agent.object_id, hash: '', expires_at: Date.now() + s.config.knowledge.cacheTtlSeconds * 1000 },
+        {
+          source: id,
+          file_name: '',
+          title: '',
+          origin: agent.object_id,
+          hash: '',
+          expires_at: Date.now() + s.config.knowledge.cacheTtlSeconds * 1000,
+        },
         [{ text: JSON.stringify(answer), vector: await vector() }],
       );
     },
@@ -83,10 +99,15 @@ export async function cacheSlot(s: CacheDeps, agent: AgentDoc, personal: boolean
 export async function forgetAnswersFrom(s: CacheDeps, index: string): Promise<number> {
   const resources = resourcesIn(s.store);
   const live = { field: 'deleted', op: 'ne', value: true } as const;
-  const { items: searching } = await resources.query({ partition: partitionOf(tools), where: [live, { field: 'index_name', op: 'eq', value: index }] });
+  const { items: searching } = await resources.query({
+    partition: partitionOf(tools),
+    where: [live, { field: 'index_name', op: 'eq', value: index }],
+  });
   if (searching.length === 0) return 0;
   const toolIds = new Set(searching.map((t) => t.object_id.toLowerCase()));
   const { items: all } = await resources.query({ partition: partitionOf(agents), where: [live] });
-  const using = (all as AgentDoc[]).filter((a) => (a.tool_object_ids ?? []).some((id) => toolIds.has(id.toLowerCase())));
+  const using = (all as AgentDoc[]).filter((a) =>
+    (a.tool_object_ids ?? []).some((id) => toolIds.has(id.toLowerCase())),
+  );
   return using.length > 0 ? s.vectors.removeCached(using.map((a) => a.object_id)) : 0;
 }

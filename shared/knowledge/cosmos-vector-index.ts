@@ -8,7 +8,20 @@
 import type { ContainerRequest, OperationInput, SqlQuerySpec } from '@azure/cosmos';
 import { VectorEmbeddingDataType, VectorEmbeddingDistanceFunction, VectorIndexType } from '@azure/cosmos';
 import { cosmosClient, type CosmosStoreOptions } from '../store/cosmos-store.js';
-import { CACHE_INDEX_PREFIX, clauseValues, groupsOf, readerGroups, searchTerms, sourceKey, type Clause, type IndexedEntry, type Readers, type SearchHit, type StoredEntry, type VectorIndex } from './vector-index.js';
+import {
+  CACHE_INDEX_PREFIX,
+  clauseValues,
+  groupsOf,
+  readerGroups,
+  searchTerms,
+  sourceKey,
+  type Clause,
+  type IndexedEntry,
+  type Readers,
+  type SearchHit,
+  type StoredEntry,
+  type VectorIndex,
+} from './vector-index.js';
 
 /**
  * The vector length the container's policy fixes (text-embedding-3-small and ada-002, and text-embedding-3-large
@@ -27,7 +40,12 @@ export const KNOWLEDGE_CONTAINER = {
   defaultTtl: -1,
   vectorEmbeddingPolicy: {
     vectorEmbeddings: [
-      { path: '/vector', dataType: VectorEmbeddingDataType.Float32, distanceFunction: VectorEmbeddingDistanceFunction.Cosine, dimensions: COSMOS_VECTOR_DIMENSIONS },
+      {
+        path: '/vector',
+        dataType: VectorEmbeddingDataType.Float32,
+        distanceFunction: VectorEmbeddingDistanceFunction.Cosine,
+        dimensions: COSMOS_VECTOR_DIMENSIONS,
+      },
     ],
   },
   indexingPolicy: {
@@ -56,14 +74,30 @@ interface RecordItem extends StoredEntry {
  * VectorDistance), or with `terms` a hybrid search: ORDER BY RANK RRF of the vector distance and the BM25
  * score of the terms (FullTextScore).
  */
-export function vectorSearchQuery(index: string, vector: readonly number[], top: number, values: Partial<Record<Clause['field'], string>>, now: number, readers: Readers = [], terms: readonly string[] = []): SqlQuerySpec {
-  const access = readers === 'everything' ? '' : ' AND (NOT IS_DEFINED(c.access_groups) OR EXISTS(SELECT VALUE g FROM g IN c.access_groups WHERE ARRAY_CONTAINS(@readers, g)))';
-  const filters = Object.keys(values).map((field) => ` AND c.${field} = @${field}`).join('') + access;
+export function vectorSearchQuery(
+  index: string,
+  vector: readonly number[],
+  top: number,
+  values: Partial<Record<Clause['field'], string>>,
+  now: number,
+  readers: Readers = [],
+  terms: readonly string[] = [],
+): SqlQuerySpec {
+  const access =
+    readers === 'everything'
+      ? ''
+      : ' AND (NOT IS_DEFINED(c.access_groups) OR EXISTS(SELECT VALUE g FROM g IN c.access_groups WHERE ARRAY_CONTAINS(@readers, g)))';
+  const filters =
+    Object.keys(values)
+      .map((field) => ` AND c.${field} = @${field}`)
+      .join('') + access;
   return {
     query:
       `SELECT TOP ${Math.trunc(top)} c.key, c.part, c.source, c.file_name, c.title, c.text, VectorDistance(c.vector, @vector) AS score ` +
       `FROM c WHERE c.pk = @index AND c.kind = 'partition' AND c.expires_at > @now${filters} ` +
-      (terms.length > 0 ? `ORDER BY RANK RRF(VectorDistance(c.vector, @vector), FullTextScore(c.text, ${terms.map((_, i) => `@term${i}`).join(', ')}))` : 'ORDER BY VectorDistance(c.vector, @vector)'),
+      (terms.length > 0
+        ? `ORDER BY RANK RRF(VectorDistance(c.vector, @vector), FullTextScore(c.text, ${terms.map((_, i) => `@term${i}`).join(', ')}))`
+        : 'ORDER BY VectorDistance(c.vector, @vector)'),
     parameters: [
       { name: '@index', value: index },
       { name: '@vector', value: [...vector] },
@@ -87,7 +121,10 @@ export async function openCosmosVectorIndex(options: CosmosStoreOptions): Promis
   const batches = async (index: string, operations: OperationInput[]) => {
     for (let i = 0; i < operations.length; i += BATCH) {
       // Each operation names its partition too: the local Cosmos-compatible server reads it from there.
-      const response = await container.items.batch(operations.slice(i, i + BATCH).map((o) => ({ ...o, partitionKey: index })), index);
+      const response = await container.items.batch(
+        operations.slice(i, i + BATCH).map((o) => ({ ...o, partitionKey: index })),
+        index,
+      );
       const failed = response.result?.find((r) => r.statusCode >= 400 && r.statusCode !== 404);
       if (failed) throw new Error(`Cosmos DB refused a knowledge write (status ${failed.statusCode})`);
     }
@@ -108,7 +145,11 @@ export async function openCosmosVectorIndex(options: CosmosStoreOptions): Promis
       .fetchAll();
     return resources.map((r) => r.id);
   };
-  const deleteAll = (index: string, ids: readonly string[]) => batches(index, ids.map((id) => ({ operationType: 'Delete' as const, id })));
+  const deleteAll = (index: string, ids: readonly string[]) =>
+    batches(
+      index,
+      ids.map((id) => ({ operationType: 'Delete' as const, id })),
+    );
   const removeDocument = async (index: string, source: string) => {
     const key = sourceKey(source);
     await deleteAll(index, await partitionIds(index, key, 0));
@@ -119,34 +160,82 @@ export async function openCosmosVectorIndex(options: CosmosStoreOptions): Promis
     kind: 'cosmos',
     async replaceDocument(index, doc, partitions) {
       const bad = partitions.find((p) => p.vector.length !== COSMOS_VECTOR_DIMENSIONS);
-      if (bad) throw new RangeError(`the Cosmos DB vector index takes ${COSMOS_VECTOR_DIMENSIONS}-dimension embeddings, not ${bad.vector.length}: set embedding_dimensions to ${COSMOS_VECTOR_DIMENSIONS}`);
+      if (bad)
+        throw new RangeError(
+          `the Cosmos DB vector index takes ${COSMOS_VECTOR_DIMENSIONS}-dimension embeddings, not ${bad.vector.length}: set embedding_dimensions to ${COSMOS_VECTOR_DIMENSIONS}`,
+        );
       const key = sourceKey(doc.source);
       const expires = doc.expires_at ?? NEVER;
-      const ttl: { ttl?: number } = doc.expires_at !== undefined ? { ttl: Math.max(1, Math.ceil((doc.expires_at - Date.now()) / 1000)) } : {};
+      const ttl: { ttl?: number } =
+        doc.expires_at !== undefined ? { ttl: Math.max(1, Math.ceil((doc.expires_at - Date.now()) / 1000)) } : {};
       const groups = groupsOf(doc);
       const access: { access_groups?: string[] } = groups.length > 0 ? { access_groups: groups } : {};
-      const common = { pk: index, key, source: doc.source, file_name: doc.file_name, title: doc.title, expires_at: expires, ...access, ...ttl };
+      const common = {
+        pk: index,
+        key,
+        source: doc.source,
+        file_name: doc.file_name,
+        title: doc.title,
+        expires_at: expires,
+        ...access,
+        ...ttl,
+      };
       await batches(
         index,
-        partitions.map((p, part) => ({ operationType: 'Upsert' as const, resourceBody: { id: `${key}-${part}`, kind: 'partition', part, text: p.text, vector: [...p.vector], ...common } })),
+        partitions.map((p, part) => ({
+          operationType: 'Upsert' as const,
+          resourceBody: {
+            id: `${key}-${part}`,
+            kind: 'partition',
+            part,
+            text: p.text,
+            vector: [...p.vector],
+            ...common,
+          },
+        })),
       );
       // Partitions beyond the new count: left by the document's previous, longer version (or a cut-short write).
       await deleteAll(index, await partitionIds(index, key, partitions.length));
-      const record: RecordItem = { id: `doc-${key}`, pk: index, kind: 'document', source: doc.source, file_name: doc.file_name, title: doc.title, origin: doc.origin, hash: doc.hash, partitions: partitions.length, expires_at: expires, ...(groups.length > 0 ? { allowed_groups: groups } : {}), ...ttl };
+      const record: RecordItem = {
+        id: `doc-${key}`,
+        pk: index,
+        kind: 'document',
+        source: doc.source,
+        file_name: doc.file_name,
+        title: doc.title,
+        origin: doc.origin,
+        hash: doc.hash,
+        partitions: partitions.length,
+        expires_at: expires,
+        ...(groups.length > 0 ? { allowed_groups: groups } : {}),
+        ...ttl,
+      };
       await container.items.upsert(record);
     },
     removeDocument,
     async documents(index) {
       const { resources } = await container.items
-        .query<RecordItem>({
+        .query<RecordItem>(
+          {
             query: `SELECT * FROM c WHERE c.pk = @index AND c.kind = 'document' AND c.expires_at > @now`,
             parameters: [
               { name: '@index', value: index },
               { name: '@now', value: Date.now() },
             ],
-          }, { partitionKey: index })
+          },
+          { partitionKey: index },
+        )
         .fetchAll();
-      return resources.map((r): IndexedEntry => ({ source: r.source, file_name: r.file_name, title: r.title, origin: r.origin, hash: r.hash, partitions: r.partitions, ...(r.expires_at < NEVER ? { expires_at: r.expires_at } : {}), ...(r.allowed_groups?.length ? { allowed_groups: r.allowed_groups } : {}) }));
+      return resources.map((r): IndexedEntry => ({
+        source: r.source,
+        file_name: r.file_name,
+        title: r.title,
+        origin: r.origin,
+        hash: r.hash,
+        partitions: r.partitions,
+        ...(r.expires_at < NEVER ? { expires_at: r.expires_at } : {}),
+        ...(r.allowed_groups?.length ? { allowed_groups: r.allowed_groups } : {}),
+      }));
     },
     async removeCached(origins) {
       if (origins.length === 0) return 0;
@@ -167,11 +256,37 @@ export async function openCosmosVectorIndex(options: CosmosStoreOptions): Promis
       const values = clauseValues(options.filter);
       if (!values || vector.length !== COSMOS_VECTOR_DIMENSIONS) return [];
       const { resources } = await container.items
-        .query<{ key: string; part: number; source: string; file_name: string; title: string; text: string; score: number }>(vectorSearchQuery(index, vector, top, values, Date.now(), options.readers, options.mode === 'hybrid' ? searchTerms(options.text ?? '') : []), {
-          partitionKey: index,
-        })
+        .query<{
+          key: string;
+          part: number;
+          source: string;
+          file_name: string;
+          title: string;
+          text: string;
+          score: number;
+        }>(
+          vectorSearchQuery(
+            index,
+            vector,
+            top,
+            values,
+            Date.now(),
+            options.readers,
+            options.mode === 'hybrid' ? searchTerms(options.text ?? '') : [],
+          ),
+          {
+            partitionKey: index,
+          },
+        )
         .fetchAll();
-      return resources.map((r): SearchHit => ({ id: `${r.key}-${r.part}`, source: r.source, file_name: r.file_name, title: r.title, text: r.text, score: r.score }));
+      return resources.map((r): SearchHit => ({
+        id: `${r.key}-${r.part}`,
+        source: r.source,
+        file_name: r.file_name,
+        title: r.title,
+        text: r.text,
+        score: r.score,
+      }));
     },
     close() {
       client.dispose();

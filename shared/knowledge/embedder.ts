@@ -66,19 +66,25 @@ export class EmbeddingSpend {
   /** The cost in the turn's currency (and in none), what the answer's total_cost adds. */
   get cost(): number {
     let sum = 0;
-    for (const [currency, cost] of this.costs) if (currency === null || this.currency === null || currency === this.currency) sum += cost;
+    for (const [currency, cost] of this.costs)
+      if (currency === null || this.currency === null || currency === this.currency) sum += cost;
     return money(sum);
   }
 }
 
 /** The embedder of a model object id, or why there is none (a sentence for a 400 or a run error). */
-export async function embedderFor(s: EmbedderDeps, modelObjectId: string, dimensions?: number): Promise<Embedder | string> {
+export async function embedderFor(
+  s: EmbedderDeps,
+  modelObjectId: string,
+  dimensions?: number,
+): Promise<Embedder | string> {
   const model = await s.resourceCache.get(modelObjectId, aiModels);
   if (!model) return `embedding AI model ${modelObjectId} does not exist`;
   if (model.model_type !== 'embedding') return `AI model ${model.name} is not an embedding model`;
   const endpointDoc = await s.resourceCache.get(model.api_endpoint_object_id, apiEndpointConfigurations);
   const endpoint = endpointDoc && endpointView(endpointDoc);
-  if (!endpoint || !MODEL_PROVIDERS.includes(endpoint.provider)) return `the API endpoint of AI model ${model.name} is missing or not a model endpoint`;
+  if (!endpoint || !MODEL_PROVIDERS.includes(endpoint.provider))
+    return `the API endpoint of AI model ${model.name} is missing or not a model endpoint`;
   const deployment = model.deployment_name;
   return {
     version: `${model.object_id}@${model.updated_on}/${dimensions ?? 'default'}`,

@@ -89,8 +89,15 @@ async function watchedPipelines(s: KnowledgeEventsDeps): Promise<Watched[]> {
     }
     const base = service.url.replace(/\/+$/, '');
     const named = source.containers.length > 1;
-    const containers = source.containers.map((c) => ({ url: `${base}/${c}/`, name: c, sourcePrefix: named ? `${c}/` : '' }));
-    const prefixes = pipeline.source_paths.length > 0 ? pipeline.source_paths : (source.paths ?? []).map(directoryPrefix).filter((p) => p !== '');
+    const containers = source.containers.map((c) => ({
+      url: `${base}/${c}/`,
+      name: c,
+      sourcePrefix: named ? `${c}/` : '',
+    }));
+    const prefixes =
+      pipeline.source_paths.length > 0
+        ? pipeline.source_paths
+        : (source.paths ?? []).map(directoryPrefix).filter((p) => p !== '');
     watched.push({ pipeline, source, containers, prefixes });
   }
   return watched;
@@ -113,13 +120,19 @@ function documentOf(w: Watched, blobUrl: string): string | undefined {
 }
 
 /** The pipeline-events queue's handler: a run, for the document the event names, of each Event pipeline it belongs to. */
-export async function handleBlobEvent(event: BlobEvent, _delivery: QueueDelivery, s: KnowledgeEventsDeps): Promise<void> {
+export async function handleBlobEvent(
+  event: BlobEvent,
+  _delivery: QueueDelivery,
+  s: KnowledgeEventsDeps,
+): Promise<void> {
   if (event.eventType !== BLOB_CREATED && event.eventType !== BLOB_DELETED) return;
   for (const w of await watchedPipelines(s)) {
     const document = documentOf(w, event.data.url);
     if (!document) continue;
     try {
-      await queueRun(s, w.pipeline, derivedRunName(w.pipeline.object_id, `event:${event.id}`), EVENTS, { documents: [document] });
+      await queueRun(s, w.pipeline, derivedRunName(w.pipeline.object_id, `event:${event.id}`), EVENTS, {
+        documents: [document],
+      });
     } catch (e) {
       // The same event delivered again.
       if (!(e instanceof ConflictError)) throw e;
@@ -141,14 +154,19 @@ export async function pollBlobEvents(s: KnowledgeEventsDeps): Promise<number> {
   looks.set(s, seen);
   for (const w of await watchedPipelines(s)) {
     const service = await blobServiceOf(s, w.source);
-    const indexed = new Set((await s.vectors.documents(w.pipeline.index_name)).filter((d) => d.origin === w.pipeline.object_id).map((d) => d.source));
+    const indexed = new Set(
+      (await s.vectors.documents(w.pipeline.index_name))
+        .filter((d) => d.origin === w.pipeline.object_id)
+        .map((d) => d.source),
+    );
     for (const c of w.containers) {
       const key = `${w.pipeline.object_id}|${c.url}`;
       const before = seen.get(key);
       const now = new Map<string, string>();
       try {
         for (const prefix of w.prefixes.length > 0 ? w.prefixes : ['']) {
-          for await (const blob of service.getContainerClient(c.name).listBlobsFlat({ prefix })) now.set(blob.name, blob.properties.etag);
+          for await (const blob of service.getContainerClient(c.name).listBlobsFlat({ prefix }))
+            now.set(blob.name, blob.properties.etag);
         }
       } catch {
         // An unreadable container is reported by the runs of the pipeline, not here.
@@ -156,14 +174,21 @@ export async function pollBlobEvents(s: KnowledgeEventsDeps): Promise<number> {
       }
       const event = async (type: string, name: string, tag: string) => {
         const url = `${c.url}${name.split('/').map(encodeURIComponent).join('/')}`;
-        await s.producer.send(s.config.knowledge.eventsQueue, { id: `standalone:${type}:${url}:${tag}`, eventType: type, subject: `/blobServices/default/containers/${c.name}/blobs/${name}`, data: { url } });
+        await s.producer.send(s.config.knowledge.eventsQueue, {
+          id: `standalone:${type}:${url}:${tag}`,
+          eventType: type,
+          subject: `/blobServices/default/containers/${c.name}/blobs/${name}`,
+          data: { url },
+        });
         written++;
       };
       for (const [name, etag] of now) {
         const changed = before ? before.get(name) !== etag : !indexed.has(`${c.sourcePrefix}${name}`);
         if (changed) await event(BLOB_CREATED, name, etag);
       }
-      const gone = before ? [...before.keys()] : [...indexed].filter((d) => d.startsWith(c.sourcePrefix)).map((d) => d.slice(c.sourcePrefix.length));
+      const gone = before
+        ? [...before.keys()]
+        : [...indexed].filter((d) => d.startsWith(c.sourcePrefix)).map((d) => d.slice(c.sourcePrefix.length));
       for (const name of gone) if (!now.has(name)) await event(BLOB_DELETED, name, String(Date.now()));
       seen.set(key, now);
     }

@@ -101,10 +101,17 @@ export const loadReaders = async (): Promise<void> => {
 async function pdf(bytes: Uint8Array, fallbackTitle: string): Promise<Extracted> {
   const { getDocument, VerbosityLevel } = await loadPdf();
   // A copy: pdf.js transfers (detaches) the buffer it is given.
-  const task = getDocument({ data: new Uint8Array(bytes), isEvalSupported: false, disableFontFace: true, useSystemFonts: false, verbosity: VerbosityLevel.ERRORS });
+  const task = getDocument({
+    data: new Uint8Array(bytes),
+    isEvalSupported: false,
+    disableFontFace: true,
+    useSystemFonts: false,
+    verbosity: VerbosityLevel.ERRORS,
+  });
   try {
     const doc = await task.promise;
-    if (doc.numPages > MAX_PDF_PAGES) throw new ExtractionError(`the PDF has ${doc.numPages} pages; at most ${MAX_PDF_PAGES} are read`);
+    if (doc.numPages > MAX_PDF_PAGES)
+      throw new ExtractionError(`the PDF has ${doc.numPages} pages; at most ${MAX_PDF_PAGES} are read`);
     const info: { Title?: unknown } | undefined = (await doc.getMetadata().catch(() => undefined))?.info;
     const pages: string[] = [];
     let length = 0;
@@ -123,15 +130,22 @@ async function pdf(bytes: Uint8Array, fallbackTitle: string): Promise<Extracted>
 
 const openZip = (bytes: Uint8Array, kind: string) =>
   new Promise<yauzl.ZipFile>((resolve, reject) =>
-    yauzl.fromBuffer(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), { lazyEntries: true }, (e, z) => (e ? reject(new ExtractionError(`the ${kind} is not a valid zip file`)) : resolve(z))),
+    yauzl.fromBuffer(Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), { lazyEntries: true }, (e, z) =>
+      e ? reject(new ExtractionError(`the ${kind} is not a valid zip file`)) : resolve(z),
+    ),
   );
 
 /**
  * The parts of an Office document (a zip) that `wanted` picks, read into memory, after the sizes the zip
  * declares for all its parts are checked against the cap (yauzl holds each part to its declared size).
  */
-async function officeParts(bytes: Uint8Array, kind: string, wanted: (name: string) => boolean): Promise<Map<string, Buffer>> {
-  const tooLarge = () => new ExtractionError(`the ${kind} holds more than ${MAX_OFFICE_UNCOMPRESSED_BYTES / 1024 / 1024} MiB uncompressed`);
+async function officeParts(
+  bytes: Uint8Array,
+  kind: string,
+  wanted: (name: string) => boolean,
+): Promise<Map<string, Buffer>> {
+  const tooLarge = () =>
+    new ExtractionError(`the ${kind} holds more than ${MAX_OFFICE_UNCOMPRESSED_BYTES / 1024 / 1024} MiB uncompressed`);
   const invalid = () => new ExtractionError(`the ${kind} is not a valid zip file`);
   const zip = await openZip(bytes, kind);
   const entries: yauzl.Entry[] = [];
@@ -171,8 +185,13 @@ async function officeParts(bytes: Uint8Array, kind: string, wanted: (name: strin
 async function docx(bytes: Uint8Array, fallbackTitle: string): Promise<Extracted> {
   await officeParts(bytes, 'DOCX', () => false);
   const mammoth = (await import('mammoth')).default;
-  const { value } = await mammoth.extractRawText({ buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength) });
-  const first = value.split('\n').find((line) => line.trim().length > 0)?.trim();
+  const { value } = await mammoth.extractRawText({
+    buffer: Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength),
+  });
+  const first = value
+    .split('\n')
+    .find((line) => line.trim().length > 0)
+    ?.trim();
   return { title: first && first.length <= 200 ? first : fallbackTitle, text: capped(value) };
 }
 
@@ -216,25 +235,52 @@ async function pptx(bytes: Uint8Array, fallbackTitle: string): Promise<Extracted
   const slide = /^ppt\/slides\/slide\d+\.xml$/;
   const parts = await officeParts(bytes, 'PPTX', (name) => slide.test(name));
   const slides = [...parts.entries()].sort(([a], [b]) => partNumber(a) - partNumber(b));
-  const text = slides.map(([name, xml]) => `Slide ${partNumber(name)}:\n${xmlText(xml, 'a:t', 'a:p').filter((l) => l.trim().length > 0).join('\n')}`).join('\n\n');
-  const first = slides[0] ? xmlText(slides[0][1], 'a:t', 'a:p').find((l) => l.trim().length > 0)?.trim() : undefined;
+  const text = slides
+    .map(
+      ([name, xml]) =>
+        `Slide ${partNumber(name)}:\n${xmlText(xml, 'a:t', 'a:p')
+          .filter((l) => l.trim().length > 0)
+          .join('\n')}`,
+    )
+    .join('\n\n');
+  const first = slides[0]
+    ? xmlText(slides[0][1], 'a:t', 'a:p')
+        .find((l) => l.trim().length > 0)
+        ?.trim()
+    : undefined;
   return { title: first && first.length <= 200 ? first : fallbackTitle, text: capped(text) };
 }
 
 /** A workbook's sheets in order, a line per row, cells tab-separated (shared strings resolved). */
 async function xlsx(bytes: Uint8Array, fallbackTitle: string): Promise<Extracted> {
   const sheet = /^xl\/worksheets\/sheet\d+\.xml$/;
-  const parts = await officeParts(bytes, 'XLSX', (name) => sheet.test(name) || name === 'xl/sharedStrings.xml' || name === 'xl/workbook.xml');
-  const shared = parts.has('xl/sharedStrings.xml') ? xmlText(parts.get('xl/sharedStrings.xml') as Buffer, 't', 'si') : [];
+  const parts = await officeParts(
+    bytes,
+    'XLSX',
+    (name) => sheet.test(name) || name === 'xl/sharedStrings.xml' || name === 'xl/workbook.xml',
+  );
+  const shared = parts.has('xl/sharedStrings.xml')
+    ? xmlText(parts.get('xl/sharedStrings.xml') as Buffer, 't', 'si')
+    : [];
   const names = parts.has('xl/workbook.xml') ? sheetNames(parts.get('xl/workbook.xml') as Buffer) : [];
-  const sheets = [...parts.entries()].filter(([name]) => sheet.test(name)).sort(([a], [b]) => partNumber(a) - partNumber(b));
-  const text = sheets.map(([name, xml]) => `Sheet ${names[partNumber(name) - 1] ?? partNumber(name)}:\n${sheetRows(xml, shared).join('\n')}`).join('\n\n');
+  const sheets = [...parts.entries()]
+    .filter(([name]) => sheet.test(name))
+    .sort(([a], [b]) => partNumber(a) - partNumber(b));
+  const text = sheets
+    .map(
+      ([name, xml]) =>
+        `Sheet ${names[partNumber(name) - 1] ?? partNumber(name)}:\n${sheetRows(xml, shared).join('\n')}`,
+    )
+    .join('\n\n');
   return { title: fallbackTitle, text: capped(text) };
 }
 
 function sheetNames(xml: Buffer): string[] {
   const names: string[] = [];
-  new Parser({ onopentag: (name, attrs) => name === 'sheet' && names.push(attrs.name ?? '') }, { xmlMode: true, decodeEntities: true }).end(xml.toString('utf8'));
+  new Parser(
+    { onopentag: (name, attrs) => name === 'sheet' && names.push(attrs.name ?? '') },
+    { xmlMode: true, decodeEntities: true },
+  ).end(xml.toString('utf8'));
   return names;
 }
 

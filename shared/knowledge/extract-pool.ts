@@ -53,9 +53,11 @@ interface Waiting {
   reject: (e: Error) => void;
 }
 
-const reasonOf = (signal: AbortSignal | undefined) => (signal?.reason instanceof Error ? signal.reason : new Error('aborted'));
+const reasonOf = (signal: AbortSignal | undefined) =>
+  signal?.reason instanceof Error ? signal.reason : new Error('aborted');
 
-const isAnswer = (message: unknown): message is ExtractAnswer => typeof message === 'object' && message !== null && 'id' in message && typeof message.id === 'number';
+const isAnswer = (message: unknown): message is ExtractAnswer =>
+  typeof message === 'object' && message !== null && 'id' in message && typeof message.id === 'number';
 
 export class ExtractionPool {
   private readonly slots: Slot[] = [];
@@ -80,13 +82,21 @@ export class ExtractionPool {
   }
 
   /** The document's text, its first `maxChars` characters, with their tokens counted (attachments). */
-  async extractCounted(bytes: Uint8Array, format: string, maxChars: number, signal?: AbortSignal): Promise<{ text: string; tokens: TokenMarks }> {
+  async extractCounted(
+    bytes: Uint8Array,
+    format: string,
+    maxChars: number,
+    signal?: AbortSignal,
+  ): Promise<{ text: string; tokens: TokenMarks }> {
     const { text, tokens } = await this.submit({ bytes, format, fallbackTitle: '', countTokensUpTo: maxChars }, signal);
     if (!tokens) throw new ExtractionError('the document was read without its tokens counted');
     return { text, tokens };
   }
 
-  private submit(task: Omit<ExtractTask, 'id'>, signal: AbortSignal | undefined): Promise<Extracted & { tokens?: TokenMarks }> {
+  private submit(
+    task: Omit<ExtractTask, 'id'>,
+    signal: AbortSignal | undefined,
+  ): Promise<Extracted & { tokens?: TokenMarks }> {
     return new Promise((resolve, reject) => {
       const waiting: Waiting = { task, signal, resolve, reject };
       // Given up while still queued (its document's deadline): it leaves the queue at once.
@@ -127,7 +137,10 @@ export class ExtractionPool {
   }
 
   private start(): Slot {
-    const child = startProcess(import.meta.url, 'extract-worker', { dataBytes: this.memoryMb * 1024 * 1024, nodeArgs: [`--max-old-space-size=${this.heapMb}`] });
+    const child = startProcess(import.meta.url, 'extract-worker', {
+      dataBytes: this.memoryMb * 1024 * 1024,
+      nodeArgs: [`--max-old-space-size=${this.heapMb}`],
+    });
     const ready = new Promise<void>((resolve) => {
       const onReady = (message: unknown) => {
         if (message !== EXTRACTOR_READY) return;
@@ -175,16 +188,32 @@ export class ExtractionPool {
     const onMessage = (answer: unknown) => {
       if (!isAnswer(answer) || answer.id !== id) return;
       if ('outOfMemory' in answer) fail(this.memoryMessage(this.memoryMb), true);
-      else if ('error' in answer) fail(answer.readable ? answer.error : `the ${task.format.slice(1).toUpperCase()} document cannot be read: ${answer.error}`, false);
-      else settle(() => resolve({ title: answer.title, text: answer.text, ...(answer.tokens ? { tokens: answer.tokens } : {}) }), false);
+      else if ('error' in answer)
+        fail(
+          answer.readable
+            ? answer.error
+            : `the ${task.format.slice(1).toUpperCase()} document cannot be read: ${answer.error}`,
+          false,
+        );
+      else
+        settle(
+          () =>
+            resolve({ title: answer.title, text: answer.text, ...(answer.tokens ? { tokens: answer.tokens } : {}) }),
+          false,
+        );
     };
-    const onClose = (code: number | null, exitSignal: NodeJS.Signals | null) => fail(this.whyEnded(slot, code, exitSignal), true);
+    const onClose = (code: number | null, exitSignal: NodeJS.Signals | null) =>
+      fail(this.whyEnded(slot, code, exitSignal), true);
     const onError = () => fail('the document reader could not start', true);
     const onAbort = () => settle(() => reject(reasonOf(signal)), true);
     slot.overMemory = () => fail(this.memoryMessage(this.memoryMb), true);
     void slot.ready.then(() => {
       const seconds = Math.round(this.options.timeoutMs / 1000);
-      if (!settled) timer = setTimeout(() => fail(`reading the document took longer than ${seconds} s`, true), this.options.timeoutMs);
+      if (!settled)
+        timer = setTimeout(
+          () => fail(`reading the document took longer than ${seconds} s`, true),
+          this.options.timeoutMs,
+        );
     });
     child.on('message', onMessage);
     child.once('close', onClose);
@@ -192,7 +221,10 @@ export class ExtractionPool {
     signal?.addEventListener('abort', onAbort, { once: true });
     this.watch();
     // The bytes are copied (serialized), never moved: the caller may still hash or keep them.
-    child.send({ id, ...task } satisfies ExtractTask, (e) => e && fail('the document reader stopped before it was given the document', true));
+    child.send(
+      { id, ...task } satisfies ExtractTask,
+      (e) => e && fail('the document reader stopped before it was given the document', true),
+    );
   }
 
   /** Ends a process the watchdog finds holding more than its bound, while documents are read. */

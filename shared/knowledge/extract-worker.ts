@@ -41,7 +41,11 @@ function tokenMarks(text: string): TokenMarks {
 }
 
 /** A reader's message without the process's file paths (never shown to users). */
-const scrub = (message: string) => message.split('\n')[0]?.replace(/(?:file:\/\/)?(?:\/[\w.@+-]+){2,}/g, '<path>').slice(0, 300) ?? 'unknown error';
+const scrub = (message: string) =>
+  message
+    .split('\n')[0]
+    ?.replace(/(?:file:\/\/)?(?:\/[\w.@+-]+){2,}/g, '<path>')
+    .slice(0, 300) ?? 'unknown error';
 
 const collections = new LastResortCollections();
 
@@ -51,9 +55,14 @@ async function answer(task: ExtractTask): Promise<ExtractAnswer> {
   try {
     const { title, text } = await readFormat(task.bytes, task.format, task.fallbackTitle);
     const kept = task.countTokensUpTo === undefined ? undefined : text.slice(0, task.countTokensUpTo);
-    answered = kept === undefined ? { id: task.id, title, text } : { id: task.id, title, text: kept, tokens: tokenMarks(kept) };
+    answered =
+      kept === undefined ? { id: task.id, title, text } : { id: task.id, title, text: kept, tokens: tokenMarks(kept) };
   } catch (e) {
-    answered = { id: task.id, error: scrub(e instanceof Error ? e.message : String(e)), readable: e instanceof ExtractionError };
+    answered = {
+      id: task.id,
+      error: scrub(e instanceof Error ? e.message : String(e)),
+      readable: e instanceof ExtractionError,
+    };
   }
   return (await collections.count()) > before ? { id: task.id, outOfMemory: true } : answered;
 }

@@ -38,7 +38,13 @@ export function formatOf(name: string, contentType?: string): string | undefined
   return type ? FORMAT_BY_TYPE[type] : undefined;
 }
 
-export async function extractText(pool: ExtractionPool, bytes: Uint8Array, format: string, fallbackTitle: string, signal?: AbortSignal): Promise<Extracted> {
+export async function extractText(
+  pool: ExtractionPool,
+  bytes: Uint8Array,
+  format: string,
+  fallbackTitle: string,
+  signal?: AbortSignal,
+): Promise<Extracted> {
   try {
     switch (format) {
       case '.txt':
@@ -57,7 +63,8 @@ export async function extractText(pool: ExtractionPool, bytes: Uint8Array, forma
     }
   } catch (e) {
     if (e instanceof ExtractionError || signal?.aborted) throw e;
-    if (e instanceof TypeError && /encoded data was not valid/.test(e.message)) throw new ExtractionError('the text is not UTF-8');
+    if (e instanceof TypeError && /encoded data was not valid/.test(e.message))
+      throw new ExtractionError('the text is not UTF-8');
     throw new ExtractionError(`the ${format.slice(1).toUpperCase()} document cannot be read`);
   }
 }

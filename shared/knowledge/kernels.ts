@@ -25,7 +25,15 @@ export interface Kernels {
   /** Hamming distances of `count` codes of `words64` words from `codes` to the query's, where `mask` admits, into `dist`, counted in `hist`. */
   scan(codes: number, count: number, words64: number, query: number, mask: number, dist: number, hist: number): void;
   /** Marks in `mask` the live slots whose access key `allowed` admits and that expire after `now`; answers how many. */
-  admit(live: number, access: number, expires: number, allowed: number, now: number, count: number, mask: number): number;
+  admit(
+    live: number,
+    access: number,
+    expires: number,
+    allowed: number,
+    now: number,
+    count: number,
+    mask: number,
+  ): number;
   /** The admitted slots of distance below `cut` and the first `atCut` at it, as i32 at `out`; answers how many. */
   collect(mask: number, dist: number, count: number, cut: number, atCut: number, out: number): number;
   /** For each listed slot, the sum over its code's bytes of `table[byte index * 256 + byte value]`, as f32 at `out`. */
@@ -34,7 +42,8 @@ export interface Kernels {
   dots(vectors: number, count: number, lanes: number, query: number, out: number): void;
 }
 
-export const kernelsOver = (memory: WasmMemory) => new wasm.Instance(kernelsModule, { env: { memory } }).exports as Kernels;
+export const kernelsOver = (memory: WasmMemory) =>
+  new wasm.Instance(kernelsModule, { env: { memory } }).exports as Kernels;
 
 /** Grows the memory to at least `bytes`. */
 export function ensureMemory(memory: WasmMemory, bytes: number): void {

@@ -9,14 +9,20 @@ export interface PartitionOptions {
 
 /** The document's text in windows of `sizeTokens` tokens, each starting `sizeTokens - overlapTokens` after the last. */
 export function partitionText(text: string, { sizeTokens, overlapTokens }: PartitionOptions): string[] {
-  const normalized = text.replace(/\r\n?/g, '\n').replace(/[ \t]+\n/g, '\n').replace(/\n{3,}/g, '\n\n').trim();
+  const normalized = text
+    .replace(/\r\n?/g, '\n')
+    .replace(/[ \t]+\n/g, '\n')
+    .replace(/\n{3,}/g, '\n\n')
+    .trim();
   if (normalized.length === 0) return [];
   const tokens = encode(normalized);
   const step = Math.max(1, sizeTokens - overlapTokens);
   const partitions: string[] = [];
   for (let start = 0; start < tokens.length; start += step) {
     // A window may cut a character that spans tokens: the replacement character it leaves is dropped.
-    const piece = decode(tokens.slice(start, start + sizeTokens)).replace(/\uFFFD/g, '').trim();
+    const piece = decode(tokens.slice(start, start + sizeTokens))
+      .replace(/\uFFFD/g, '')
+      .trim();
     if (piece.length > 0) partitions.push(piece);
     if (start + sizeTokens >= tokens.length) break;
   }
@@ -41,5 +47,9 @@ export function partitionMarkdown(text: string, options: PartitionOptions): stri
     current.push(line);
   }
   sections.push(current.join('\n'));
-  return sections.flatMap((section) => (encode(section).length <= options.sizeTokens ? [section.trim()].filter((t) => t.length > 0) : partitionText(section, options)));
+  return sections.flatMap((section) =>
+    encode(section).length <= options.sizeTokens
+      ? [section.trim()].filter((t) => t.length > 0)
+      : partitionText(section, options),
+  );
 }

@@ -27,7 +27,9 @@ export interface KnowledgeScope {
 }
 
 /** A passage an answer drew on: its partition id, the document's source and title, the text and its similarity. */
-export const Citation = z.object({ id: z.string(), source: z.string(), title: z.string(), text: z.string(), score: z.number() }).meta({ id: 'Citation' });
+export const Citation = z
+  .object({ id: z.string(), source: z.string(), title: z.string(), text: z.string(), score: z.number() })
+  .meta({ id: 'Citation' });
 export type Citation = z.output<typeof Citation>;
 
 /** A citation of a web page (the protocols' URL citations and resource links), not of an uploaded or indexed document. */
@@ -83,7 +85,15 @@ export async function agentTools(s: RetrievalDeps, agent: AgentDoc): Promise<Too
 
 /** A knowledge tool's settings, defaults applied; undefined for a tool of another type. */
 export const knowledgeTool = (t: ToolDoc): KnowledgeTool | undefined =>
-  t.tool_type === 'knowledge' && t.index_name !== undefined ? { index: t.index_name, topN: t.top_n ?? DEFAULT_TOP_N, retrieval: t.retrieval ?? 'always', minimumScore: t.minimum_score, searchMode: t.search_mode ?? 'vector' } : undefined;
+  t.tool_type === 'knowledge' && t.index_name !== undefined
+    ? {
+        index: t.index_name,
+        topN: t.top_n ?? DEFAULT_TOP_N,
+        retrieval: t.retrieval ?? 'always',
+        minimumScore: t.minimum_score,
+        searchMode: t.search_mode ?? 'vector',
+      }
+    : undefined;
 
 /** The hits a tool keeps: those at or above its minimum score. */
 export function aboveMinimum(tool: Pick<KnowledgeTool, 'minimumScore'>, hits: SearchHit[]): SearchHit[] {
@@ -92,25 +102,59 @@ export function aboveMinimum(tool: Pick<KnowledgeTool, 'minimumScore'>, hits: Se
 }
 
 /** The most similar partitions of one index the caller may read, embedded with the model its data pipeline writes with. */
-export async function searchIndex(s: RetrievalDeps, agent: AgentDoc, index: string, embeddings: PromptEmbeddings, scope: KnowledgeScope, top: number, mode: KnowledgeTool['searchMode'] = 'vector'): Promise<SearchHit[]> {
+export async function searchIndex(
+  s: RetrievalDeps,
+  agent: AgentDoc,
+  index: string,
+  embeddings: PromptEmbeddings,
+  scope: KnowledgeScope,
+  top: number,
+  mode: KnowledgeTool['searchMode'] = 'vector',
+): Promise<SearchHit[]> {
   const pipeline = await s.resourceCache.findBy(dataPipelines, 'index_name', index);
   // An index nothing writes yet has nothing to find.
   if (!pipeline) return [];
   const embedder = await embedderFor(s, pipeline.embedding_ai_model_object_id, pipeline.embedding_dimensions);
   if (typeof embedder === 'string') throw notReady(`Agent ${agent.name} cannot search index ${index}: ${embedder}`);
-  return s.vectors.search(index, await embeddings.of(embedder), top, { filter: scope.filter, readers: scope.readers, mode, text: embeddings.prompt });
+  return s.vectors.search(index, await embeddings.of(embedder), top, {
+    filter: scope.filter,
+    readers: scope.readers,
+    mode,
+    text: embeddings.prompt,
+  });
 }
 
-export const citationOf = (h: SearchHit): Citation => ({ id: h.id, source: h.source, title: h.title, text: h.text, score: h.score });
+export const citationOf = (h: SearchHit): Citation => ({
+  id: h.id,
+  source: h.source,
+  title: h.title,
+  text: h.text,
+  score: h.score,
+});
 
 /**
  * The partitions most similar to the prompt across the agent's knowledge indexes that always retrieve, best
  * first: `topN` (the request's index_top_n, else each tool's top_n) in all.
  */
-export async function retrieve(s: RetrievalDeps, agent: AgentDoc, embeddings: PromptEmbeddings, scope: KnowledgeScope, requestTopN: number | undefined): Promise<Citation[]> {
-  const tools = (await agentTools(s, agent)).map(knowledgeTool).filter((t): t is KnowledgeTool => t?.retrieval === 'always');
+export async function retrieve(
+  s: RetrievalDeps,
+  agent: AgentDoc,
+  embeddings: PromptEmbeddings,
+  scope: KnowledgeScope,
+  requestTopN: number | undefined,
+): Promise<Citation[]> {
+  const tools = (await agentTools(s, agent))
+    .map(knowledgeTool)
+    .filter((t): t is KnowledgeTool => t?.retrieval === 'always');
   if (tools.length === 0) return [];
-  const found = await Promise.all(tools.map(async (tool) => aboveMinimum(tool, await searchIndex(s, agent, tool.index, embeddings, scope, requestTopN ?? tool.topN, tool.searchMode))));
+  const found = await Promise.all(
+    tools.map(async (tool) =>
+      aboveMinimum(
+        tool,
+        await searchIndex(s, agent, tool.index, embeddings, scope, requestTopN ?? tool.topN, tool.searchMode),
+      ),
+    ),
+  );
   const top = requestTopN ?? Math.max(...tools.map((t) => t.topN));
   return found
     .flat()

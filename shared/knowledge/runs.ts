@@ -9,7 +9,14 @@ import type { Principal } from '../auth/principal.js';
 import { badRequest, notFound } from '../errors.js';
 import { UpstreamError } from '../models/upstream-errors.js';
 import { objectIdOf, partitionOf, resourceId, resourcesOf } from '../providers/types/resource-type.js';
-import { type DataPipelineDoc, type DataPipelineRunDoc, dataPipelineRuns, dataPipelines, type DataSourceDoc, dataSources } from '../providers/types/catalog.js';
+import {
+  type DataPipelineDoc,
+  type DataPipelineRunDoc,
+  dataPipelineRuns,
+  dataPipelines,
+  type DataSourceDoc,
+  dataSources,
+} from '../providers/types/catalog.js';
 import { MAX_DEQUEUE_COUNT, type QueueDelivery } from '../queues/producer.js';
 import { Shares } from '../queues/shares.js';
 import type { RunMessage } from '../queues/messages.js';
@@ -19,7 +26,14 @@ import { embedderFor, type Embedder } from './embedder.js';
 import { planOf } from './stages.js';
 import { screen } from '../shielding/plugins.js';
 import { ExtractionError, extractText, formatOf } from './extract.js';
-import { DocumentError, listDocuments, READABLE_SOURCE_TYPES, sourceProblem, sourceSettings, type SourceDocument } from './sources.js';
+import {
+  DocumentError,
+  listDocuments,
+  READABLE_SOURCE_TYPES,
+  sourceProblem,
+  sourceSettings,
+  type SourceDocument,
+} from './sources.js';
 import { deletedSources, sharePointDocuments } from './sharepoint.js';
 import { groupsOf, type IndexedEntry } from './vector-index.js';
 import type { GraphOptions } from '../auth/graph.js';
@@ -66,17 +80,30 @@ const MAX_ERRORS = 500;
 
 const RUNS_PK = partitionOf(dataPipelineRuns);
 const runs = (s: RunsDeps) => resourcesOf(s.store, dataPipelineRuns);
-const emptyCounts = (): RunCounts => ({ documents: 0, partitions: 0, failed_documents: 0, added: 0, updated: 0, unchanged: 0, removed: 0 });
+const emptyCounts = (): RunCounts => ({
+  documents: 0,
+  partitions: 0,
+  failed_documents: 0,
+  added: 0,
+  updated: 0,
+  unchanged: 0,
+  removed: 0,
+});
 
 /** A failure of the whole run that another delivery cannot mend. */
 class RunFailure extends Error {}
 
 /** Checks what a run needs before it is queued: the pipeline, a source the service can read, the embedding model. */
-async function prerequisites(s: RunsDeps, pipeline: DataPipelineDoc): Promise<{ source: DataSourceDoc; embedder: Embedder }> {
+async function prerequisites(
+  s: RunsDeps,
+  pipeline: DataPipelineDoc,
+): Promise<{ source: DataSourceDoc; embedder: Embedder }> {
   const source = await s.resourceCache.get(pipeline.data_source_object_id, dataSources);
   if (!source) throw new RunFailure(`data source ${pipeline.data_source_object_id} does not exist`);
   if (!READABLE_SOURCE_TYPES.some((t) => t === source.data_source_type)) {
-    throw new RunFailure(`${source.data_source_type} data sources are definitions only for now: processing reads ${READABLE_SOURCE_TYPES.join(' and ')} sources`);
+    throw new RunFailure(
+      `${source.data_source_type} data sources are definitions only for now: processing reads ${READABLE_SOURCE_TYPES.join(' and ')} sources`,
+    );
   }
   const problem = sourceProblem(sourceSettings(source));
   if (problem) throw new RunFailure(problem);
@@ -87,7 +114,11 @@ async function prerequisites(s: RunsDeps, pipeline: DataPipelineDoc): Promise<{ 
 }
 
 /** `POST .../dataPipelines/{name}/process` (the caller may write the pipeline): records a Pending run and queues it. */
-export async function startRun(s: RunsDeps, principal: Principal, pipelineName: string): Promise<{ object_id: string }> {
+export async function startRun(
+  s: RunsDeps,
+  principal: Principal,
+  pipelineName: string,
+): Promise<{ object_id: string }> {
   const pipelineId = objectIdOf(s.config.instanceId, dataPipelines, pipelineName);
   const pipeline = await s.resourceCache.get(pipelineId, dataPipelines);
   if (!pipeline) throw notFound(`data-pipeline ${pipelineName} not found`);
@@ -99,7 +130,13 @@ export async function startRun(s: RunsDeps, principal: Principal, pipelineName: 
  * unusable) is a 400 when `refuse` (someone asked for it), else recorded Failed with the reason (a scheduled
  * due time). Throws ConflictError when a run of that name exists (a due time another instance started).
  */
-export async function queueRun(s: RunsDeps, pipeline: DataPipelineDoc, name: string, by: string, options: { refuse?: boolean; documents?: string[] } = {}): Promise<{ object_id: string }> {
+export async function queueRun(
+  s: RunsDeps,
+  pipeline: DataPipelineDoc,
+  name: string,
+  by: string,
+  options: { refuse?: boolean; documents?: string[] } = {},
+): Promise<{ object_id: string }> {
   const problem = await prerequisites(s, pipeline).then(
     () => undefined,
     (e: unknown) => {
@@ -135,14 +172,19 @@ export async function queueRun(s: RunsDeps, pipeline: DataPipelineDoc, name: str
 
 const ended = (run: RunDoc) => run.status === 'Completed' || run.status === 'Failed';
 
-async function update(s: RunsDeps, id: string, change: (run: RunDoc) => Partial<RunDoc> | undefined): Promise<RunDoc | undefined> {
+async function update(
+  s: RunsDeps,
+  id: string,
+  change: (run: RunDoc) => Partial<RunDoc> | undefined,
+): Promise<RunDoc | undefined> {
   return updateDocument(runs(s), RUNS_PK, id, (current) => {
     const patch = current && change(current);
     return current && patch ? { ...current, ...patch, updated_on: new Date().toISOString() } : undefined;
   });
 }
 
-const messageOf = (e: unknown) => (e instanceof Error ? e.message : String(e)).split('\n')[0]?.slice(0, 500) ?? 'unknown error';
+const messageOf = (e: unknown) =>
+  (e instanceof Error ? e.message : String(e)).split('\n')[0]?.slice(0, 500) ?? 'unknown error';
 
 /** The queue worker of runs. Throws to have the message delivered again (transient failures, shutdown). */
 export async function runPipeline(message: RunMessage, delivery: QueueDelivery, s: RunsDeps): Promise<void> {
@@ -150,7 +192,9 @@ export async function runPipeline(message: RunMessage, delivery: QueueDelivery, 
   // Runs of one data source hold only their share of the workers; past it the run waits in the queue, Pending.
   const pending = await runs(s).read(RUNS_PK, id);
   if (!pending || ended(pending)) return;
-  const source = (await s.resourceCache.get(pending.data_pipeline_object_id, dataPipelines))?.data_source_object_id ?? pending.data_pipeline_object_id;
+  const source =
+    (await s.resourceCache.get(pending.data_pipeline_object_id, dataPipelines))?.data_source_object_id ??
+    pending.data_pipeline_object_id;
   const leave = sourceShares.enter(source.toLowerCase());
   if (!leave) {
     await s.producer.send(s.config.knowledge.queue, message, { visibilityTimeoutSeconds: 2 });
@@ -167,13 +211,23 @@ export async function runPipeline(message: RunMessage, delivery: QueueDelivery, 
 const sourceShares = new Shares(2);
 
 async function runWithinShare(id: string, delivery: QueueDelivery, s: RunsDeps): Promise<void> {
-  const run = await update(s, id, (r) => (ended(r) ? undefined : { status: 'InProgress', started_on: r.started_on ?? new Date().toISOString() }));
+  const run = await update(s, id, (r) =>
+    ended(r) ? undefined : { status: 'InProgress', started_on: r.started_on ?? new Date().toISOString() },
+  );
   if (!run || ended(run)) return;
   try {
     const { counts, errors, cut, index, delta, usage } = await execute(s, run, delivery.signal);
     // Cached answers may quote what changed: the agents searching the index answer afresh.
     if (counts.added + counts.updated + counts.removed > 0) await forgetAnswersFrom(s, index);
-    await update(s, id, () => ({ status: cut ? 'Failed' : 'Completed', completed_on: new Date().toISOString(), counts, usage, errors, reading: undefined, ...(delta && !cut ? { delta } : {}) }));
+    await update(s, id, () => ({
+      status: cut ? 'Failed' : 'Completed',
+      completed_on: new Date().toISOString(),
+      counts,
+      usage,
+      errors,
+      reading: undefined,
+      ...(delta && !cut ? { delta } : {}),
+    }));
   } catch (e) {
     if (delivery.signal?.aborted) {
       // Stopped on purpose (shutdown): what was being read did not crash anything.
@@ -183,13 +237,28 @@ async function runWithinShare(id: string, delivery: QueueDelivery, s: RunsDeps):
     const final = e instanceof RunFailure || delivery.dequeueCount >= MAX_DEQUEUE_COUNT;
     if (!final) throw e;
     s.log.warn('A data pipeline run failed', { run: id, error: messageOf(e) });
-    await failRun(s, id, e instanceof RunFailure ? e.message : `the run failed ${delivery.dequeueCount} times; the last error: ${messageOf(e)}`);
+    await failRun(
+      s,
+      id,
+      e instanceof RunFailure
+        ? e.message
+        : `the run failed ${delivery.dequeueCount} times; the last error: ${messageOf(e)}`,
+    );
   }
 }
 
 /** Marks a run Failed (a message that reached the poison queue, or a failure no retry mends). */
 export async function failRun(s: RunsDeps, id: string, reason: string): Promise<void> {
-  await update(s, id, (r) => (ended(r) ? undefined : { status: 'Failed', completed_on: new Date().toISOString(), errors: [...r.errors, { source: '', message: reason }], reading: undefined }));
+  await update(s, id, (r) =>
+    ended(r)
+      ? undefined
+      : {
+          status: 'Failed',
+          completed_on: new Date().toISOString(),
+          errors: [...r.errors, { source: '', message: reason }],
+          reading: undefined,
+        },
+  );
 }
 
 /** The poison queue's handler: a run whose message was given up ends Failed instead of staying InProgress. */
@@ -198,7 +267,12 @@ export async function failPoisonedRun({ run: id }: RunMessage, _delivery: QueueD
 }
 
 /** Failures of one document: reported on the run, the other documents go on. */
-const documentFailure = (e: unknown) => e instanceof Deadline || e instanceof DocumentError || e instanceof ExtractionError || (e instanceof UpstreamError && e.permanent) || e instanceof RangeError;
+const documentFailure = (e: unknown) =>
+  e instanceof Deadline ||
+  e instanceof DocumentError ||
+  e instanceof ExtractionError ||
+  (e instanceof UpstreamError && e.permanent) ||
+  e instanceof RangeError;
 
 /** Why a document's work was cut: its own deadline, or the run's. */
 class Deadline extends Error {}
@@ -217,7 +291,18 @@ async function lastDelta(s: RunsDeps, pipelineId: string): Promise<RunDoc['delta
   return items[0]?.delta;
 }
 
-async function execute(s: RunsDeps, run: RunDoc, signal: AbortSignal | undefined): Promise<{ counts: RunCounts; usage: RunUsage; errors: RunError[]; cut: boolean; index: string; delta?: RunDoc['delta'] }> {
+async function execute(
+  s: RunsDeps,
+  run: RunDoc,
+  signal: AbortSignal | undefined,
+): Promise<{
+  counts: RunCounts;
+  usage: RunUsage;
+  errors: RunError[];
+  cut: boolean;
+  index: string;
+  delta?: RunDoc['delta'];
+}> {
   const { documentTimeoutMs, runTimeoutMs } = s.config.knowledge;
   // The run's deadline counts from its first delivery: a redelivery does not extend it.
   const runLeftMs = Date.parse(run.started_on ?? new Date().toISOString()) + runTimeoutMs - Date.now();
@@ -245,13 +330,26 @@ async function execute(s: RunsDeps, run: RunDoc, signal: AbortSignal | undefined
     if (from.data_source_type === 'SharePointOnline') {
       const last = await lastDelta(s, pipeline.object_id);
       const site = { site_url: from.site_url ?? '', document_libraries: from.document_libraries ?? [] };
-      const listing = await sharePointDocuments(s, s.graph, site, pipeline.source_paths, last?.settings === settings ? last.links : undefined, runDeadline);
+      const listing = await sharePointDocuments(
+        s,
+        s.graph,
+        site,
+        pipeline.source_paths,
+        last?.settings === settings ? last.links : undefined,
+        runDeadline,
+      );
       documents = listing.documents;
       if (!listing.complete) deleted = deletedSources(listing.removed, indexed.keys());
       delta = { settings, links: listing.cursors };
     } else {
       documents = only
-        ? (await listDocuments(s, from, [...only].map((d) => (from.containers.length > 1 ? d.slice(d.indexOf('/') + 1) : d)))).filter((d) => only.has(d.source))
+        ? (
+            await listDocuments(
+              s,
+              from,
+              [...only].map((d) => (from.containers.length > 1 ? d.slice(d.indexOf('/') + 1) : d)),
+            )
+          ).filter((d) => only.has(d.source))
         : await listDocuments(s, from, pipeline.source_paths);
     }
   } catch (e) {
@@ -272,7 +370,8 @@ async function execute(s: RunsDeps, run: RunDoc, signal: AbortSignal | undefined
     let recorded = false;
     try {
       if (runDeadline.aborted) throw new Deadline(`not read: the run's deadline (${runTimeoutMs / 1000} s) passed`);
-      if (crashed.has(doc.source)) throw new Deadline('skipped: the service stopped while reading this document in an earlier attempt');
+      if (crashed.has(doc.source))
+        throw new Deadline('skipped: the service stopped while reading this document in an earlier attempt');
       await update(s, run.id, (r) => ({ reading: [...(r.reading ?? []), doc.source] }));
       recorded = true;
       const read = await doc.read(docSignal);
@@ -306,7 +405,14 @@ async function execute(s: RunsDeps, run: RunDoc, signal: AbortSignal | undefined
       usage.currency = embedded.currency;
       await s.vectors.replaceDocument(
         index,
-        { source: doc.source, file_name: doc.file_name, title, origin: pipeline.object_id, hash, allowed_groups: groups },
+        {
+          source: doc.source,
+          file_name: doc.file_name,
+          title,
+          origin: pipeline.object_id,
+          hash,
+          allowed_groups: groups,
+        },
         parts.map((text, i) => ({ text, vector: vectors[i] ?? [] })),
       );
       counts[old ? 'updated' : 'added']++;
@@ -314,8 +420,12 @@ async function execute(s: RunsDeps, run: RunDoc, signal: AbortSignal | undefined
     } catch (caught) {
       if (signal?.aborted) throw caught;
       // A deadline aborts whatever the document was doing: reported as the deadline, for this document alone.
-      const e = runDeadline.aborted && !(caught instanceof Deadline) ? new Deadline(`not finished: the run's deadline (${runTimeoutMs / 1000} s) passed`)
-        : own.aborted ? new Deadline(`the document took longer than ${documentTimeoutMs / 1000} s`) : caught;
+      const e =
+        runDeadline.aborted && !(caught instanceof Deadline)
+          ? new Deadline(`not finished: the run's deadline (${runTimeoutMs / 1000} s) passed`)
+          : own.aborted
+            ? new Deadline(`the document took longer than ${documentTimeoutMs / 1000} s`)
+            : caught;
       if (!documentFailure(e)) throw e;
       // A document that cannot be read counts as found, and its last good version is not removed.
       if (!seen.has(doc.source)) {
@@ -350,12 +460,23 @@ async function execute(s: RunsDeps, run: RunDoc, signal: AbortSignal | undefined
 }
 
 /** The partitions the shielding plugins allow (ShieldStage); each blocked one is named in the run's errors. */
-async function shielded(s: RunsDeps, plugins: readonly string[], parts: readonly string[], source: string, errors: RunError[], signal: AbortSignal): Promise<string[]> {
+async function shielded(
+  s: RunsDeps,
+  plugins: readonly string[],
+  parts: readonly string[],
+  source: string,
+  errors: RunError[],
+  signal: AbortSignal,
+): Promise<string[]> {
   const kept: string[] = [];
   for (const [i, text] of parts.entries()) {
     const block = await screen(s, plugins, 'pre', text, signal);
     if (!block) kept.push(text);
-    else if (errors.length < MAX_ERRORS) errors.push({ source, message: `partition ${i + 1} was not indexed: ${block.plugin_name} blocked it (${block.reason})` });
+    else if (errors.length < MAX_ERRORS)
+      errors.push({
+        source,
+        message: `partition ${i + 1} was not indexed: ${block.plugin_name} blocked it (${block.reason})`,
+      });
   }
   return kept;
 }
@@ -363,6 +484,7 @@ async function shielded(s: RunsDeps, plugins: readonly string[], parts: readonly
 /** Removes what a pipeline indexed (its purge). */
 export async function dropPipelineDocuments(s: RunsDeps, pipeline: DataPipelineDoc): Promise<void> {
   const index = planOf(pipeline).index;
-  for (const d of await s.vectors.documents(index)) if (d.origin === pipeline.object_id) await s.vectors.removeDocument(index, d.source);
+  for (const d of await s.vectors.documents(index))
+    if (d.origin === pipeline.object_id) await s.vectors.removeDocument(index, d.source);
   await forgetAnswersFrom(s, index);
 }

@@ -54,7 +54,8 @@ export function derivedRunName(pipelineObjectId: string, cause: string): string 
 
 /** Starts a run for every scheduled pipeline whose latest due time has no run yet; answers how many this call started. */
 /** A run name for a pipeline's due time. */
-export const scheduledRunName = (pipelineObjectId: string, due: Date) => derivedRunName(pipelineObjectId, due.toISOString());
+export const scheduledRunName = (pipelineObjectId: string, due: Date) =>
+  derivedRunName(pipelineObjectId, due.toISOString());
 
 export async function startDueRuns(s: ScheduleDeps, now = new Date()): Promise<number> {
   const { items } = await resourcesOf(s.store, dataPipelines).query({
@@ -76,7 +77,11 @@ export async function startDueRuns(s: ScheduleDeps, now = new Date()): Promise<n
       started++;
     } catch (e) {
       // Another instance started it.
-      if (!(e instanceof ConflictError)) s.log.warn('A scheduled run could not be started', { pipeline: pipeline.name, error: e instanceof Error ? e.message : String(e) });
+      if (!(e instanceof ConflictError))
+        s.log.warn('A scheduled run could not be started', {
+          pipeline: pipeline.name,
+          error: e instanceof Error ? e.message : String(e),
+        });
     }
   }
   return started;

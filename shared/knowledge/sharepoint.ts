@@ -67,7 +67,8 @@ class Graph {
 
   /** GETs a Graph URL (one of Graph's own); answers the status and body. */
   async get<T>(url: string): Promise<{ status: number; body: T | undefined }> {
-    if (!url.startsWith(`${this.options.baseUrl}/`)) throw new DocumentError('Microsoft Graph gave a link outside Graph; it is not followed');
+    if (!url.startsWith(`${this.options.baseUrl}/`))
+      throw new DocumentError('Microsoft Graph gave a link outside Graph; it is not followed');
     const res = await (this.options.fetch ?? fetch)(url, {
       headers: { authorization: `Bearer ${await this.options.getToken()}`, accept: 'application/json' },
       signal: this.signal ? AbortSignal.any([this.signal, AbortSignal.timeout(30_000)]) : AbortSignal.timeout(30_000),
@@ -87,8 +88,18 @@ class Graph {
 }
 
 /** The files of the libraries (all, or changed since the cursors), with the groups that may read each. */
-export async function sharePointDocuments(s: SharepointDeps, graphOptions: GraphOptions | undefined, settings: SharePointSettings, paths: readonly string[], cursors: DeltaCursors | undefined, signal?: AbortSignal): Promise<SharePointListing> {
-  if (!graphOptions) throw new DocumentError('SharePoint Online sources are read through Microsoft Graph: set GRAPH_ENABLED=true and grant the identity Sites.Read.All');
+export async function sharePointDocuments(
+  s: SharepointDeps,
+  graphOptions: GraphOptions | undefined,
+  settings: SharePointSettings,
+  paths: readonly string[],
+  cursors: DeltaCursors | undefined,
+  signal?: AbortSignal,
+): Promise<SharePointListing> {
+  if (!graphOptions)
+    throw new DocumentError(
+      'SharePoint Online sources are read through Microsoft Graph: set GRAPH_ENABLED=true and grant the identity Sites.Read.All',
+    );
   const graph = new Graph(graphOptions, signal);
   const base = `${graphOptions.baseUrl}/v1.0`;
   let site: URL;
@@ -98,8 +109,14 @@ export async function sharePointDocuments(s: SharepointDeps, graphOptions: Graph
     throw new DocumentError('site_url is not a URL');
   }
   const sitePath = site.pathname.replace(/\/+$/, '');
-  const { id: siteId } = await graph.must<{ id: string }>(`${base}/sites/${encodeURIComponent(site.hostname)}${sitePath ? `:${sitePath.split('/').map(encodeURIComponent).join('/')}` : ''}?$select=id`, 'the site');
-  const { value: drives } = await graph.must<{ value: { id: string; name: string }[] }>(`${base}/sites/${encodeURIComponent(siteId)}/drives?$select=id,name`, "the site's libraries");
+  const { id: siteId } = await graph.must<{ id: string }>(
+    `${base}/sites/${encodeURIComponent(site.hostname)}${sitePath ? `:${sitePath.split('/').map(encodeURIComponent).join('/')}` : ''}?$select=id`,
+    'the site',
+  );
+  const { value: drives } = await graph.must<{ value: { id: string; name: string }[] }>(
+    `${base}/sites/${encodeURIComponent(siteId)}/drives?$select=id,name`,
+    "the site's libraries",
+  );
   const wanted = new Map(settings.document_libraries.map((l) => [l.toLowerCase(), l]));
   const chosen = drives.filter((d) => wanted.has(d.name.toLowerCase()));
   const missing = [...wanted.values()].filter((l) => !chosen.some((d) => d.name.toLowerCase() === l.toLowerCase()));
@@ -115,8 +132,13 @@ export async function sharePointDocuments(s: SharepointDeps, graphOptions: Graph
     let incremental = known !== undefined;
     const items: DriveItem[] = [];
     for (let page = 0; ; page++) {
-      if (page >= MAX_PAGES) throw new DocumentError(`the library ${drive.name} has more than ${MAX_PAGES} pages of changes`);
-      const { status, body } = await graph.get<{ value?: DriveItem[]; '@odata.nextLink'?: string; '@odata.deltaLink'?: string }>(url);
+      if (page >= MAX_PAGES)
+        throw new DocumentError(`the library ${drive.name} has more than ${MAX_PAGES} pages of changes`);
+      const { status, body } = await graph.get<{
+        value?: DriveItem[];
+        '@odata.nextLink'?: string;
+        '@odata.deltaLink'?: string;
+      }>(url);
       // A delta link Graph no longer honours: the library is listed again in full.
       if (status === 410 && incremental) {
         url = `${base}/drives/${encodeURIComponent(drive.id)}/root/delta`;
@@ -149,8 +171,17 @@ export async function sharePointDocuments(s: SharepointDeps, graphOptions: Graph
 }
 
 /** A file as a document: its groups read now, its bytes when the run reads it. */
-async function fileDocument(s: SharepointDeps, graph: Graph, base: string, driveId: string, item: DriveItem): Promise<SourceDocument> {
-  const { value: permissions } = await graph.must<{ value: Permission[] }>(`${base}/drives/${encodeURIComponent(driveId)}/items/${encodeURIComponent(item.id)}/permissions`, `the permissions of ${item.name ?? item.id}`);
+async function fileDocument(
+  s: SharepointDeps,
+  graph: Graph,
+  base: string,
+  driveId: string,
+  item: DriveItem,
+): Promise<SourceDocument> {
+  const { value: permissions } = await graph.must<{ value: Permission[] }>(
+    `${base}/drives/${encodeURIComponent(driveId)}/items/${encodeURIComponent(item.id)}/permissions`,
+    `the permissions of ${item.name ?? item.id}`,
+  );
   const groups = readersOf(permissions);
   const source = `${item.webUrl ?? ''}${itemFragment(item.id)}`;
   return {
@@ -158,11 +189,17 @@ async function fileDocument(s: SharepointDeps, graph: Graph, base: string, drive
     file_name: item.name ?? item.id,
     ...(groups ? { allowed_groups: groups } : {}),
     async read(signal) {
-      if ((item.size ?? 0) > MAX_DOCUMENT_BYTES) throw new DocumentError(`the document is larger than ${MAX_DOCUMENT_BYTES} bytes`);
+      if ((item.size ?? 0) > MAX_DOCUMENT_BYTES)
+        throw new DocumentError(`the document is larger than ${MAX_DOCUMENT_BYTES} bytes`);
       const download = item['@microsoft.graph.downloadUrl'];
       if (!download) throw new DocumentError('Microsoft Graph gave no download URL for the file');
       // A pre-authenticated URL: fetched without the Graph token, through the outbound rules for user URLs.
-      const { statusCode, body, headers } = await request(download, { dispatcher: s.userDispatcher, headersTimeout: 15_000, bodyTimeout: 30_000, signal });
+      const { statusCode, body, headers } = await request(download, {
+        dispatcher: s.userDispatcher,
+        headersTimeout: 15_000,
+        bodyTimeout: 30_000,
+        signal,
+      });
       if (statusCode === 404) {
         await body.dump();
         return 'gone';
@@ -183,8 +220,12 @@ async function fileDocument(s: SharepointDeps, graph: Graph, base: string, drive
  */
 export function readersOf(permissions: readonly Permission[]): string[] | undefined {
   if (permissions.some((p) => p.link?.scope === 'organization' || p.link?.scope === 'anonymous')) return undefined;
-  const grants = permissions.flatMap((p) => [p.grantedToV2, ...(p.grantedToIdentitiesV2 ?? [])]).filter((g) => g !== undefined);
-  const groups = [...new Set(grants.map((g) => g.group?.id).filter((id): id is string => typeof id === 'string' && id !== ''))];
+  const grants = permissions
+    .flatMap((p) => [p.grantedToV2, ...(p.grantedToIdentitiesV2 ?? [])])
+    .filter((g) => g !== undefined);
+  const groups = [
+    ...new Set(grants.map((g) => g.group?.id).filter((id): id is string => typeof id === 'string' && id !== '')),
+  ];
   if (groups.length > 0) return groups;
   return grants.some((g) => g.user?.id) ? [NO_ONE] : undefined;
 }

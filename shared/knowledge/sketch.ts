@@ -15,7 +15,8 @@ export const wordsOf = (dimensions: number) => Math.ceil(dimensions / 32);
 /** The sign code of a vector: bit d set when dimension d is positive. */
 export function signCode(vector: ArrayLike<number>): Uint32Array {
   const code = new Uint32Array(wordsOf(vector.length));
-  for (let d = 0; d < vector.length; d++) if ((vector[d] as number) > 0) code[d >>> 5] = ((code[d >>> 5] as number) | (1 << (d & 31))) >>> 0;
+  for (let d = 0; d < vector.length; d++)
+    if ((vector[d] as number) > 0) code[d >>> 5] = ((code[d >>> 5] as number) | (1 << (d & 31))) >>> 0;
   return code;
 }
 
@@ -54,7 +55,22 @@ function layoutFor(capacity: number, codeWords: number) {
   const table = query + codeWords * 4;
   const scores = table + codeWords * 4 * 256 * 4;
   const allowed = scores + capacity * 4;
-  return { leads, codes, expires, access, live, mask, dist, list, hist, query, table, scores, allowed, end: allowed + MAX_KEYS };
+  return {
+    leads,
+    codes,
+    expires,
+    access,
+    live,
+    mask,
+    dist,
+    list,
+    hist,
+    query,
+    table,
+    scores,
+    allowed,
+    end: allowed + MAX_KEYS,
+  };
 }
 
 export class Sketch {
@@ -79,7 +95,10 @@ export class Sketch {
     const words = wordsOf(dimensions);
     this.codeWords = words + (words % 2);
     const step = words / LEAD_WORDS;
-    this.lead = words > LEAD_WORDS ? Int32Array.from({ length: LEAD_WORDS }, (_, i) => Math.floor(i * step)) : Int32Array.from({ length: words }, (_, i) => i);
+    this.lead =
+      words > LEAD_WORDS
+        ? Int32Array.from({ length: LEAD_WORDS }, (_, i) => Math.floor(i * step))
+        : Int32Array.from({ length: words }, (_, i) => i);
     this.grow(256);
   }
 
@@ -89,7 +108,8 @@ export class Sketch {
   }
 
   add(rowid: number, code: Uint32Array, accessKey: string, expiresAt: number): void {
-    if (code.length !== wordsOf(this.dimensions)) throw new RangeError(`a code of ${code.length} words in a sketch of ${this.dimensions} dimensions`);
+    if (code.length !== wordsOf(this.dimensions))
+      throw new RangeError(`a code of ${code.length} words in a sketch of ${this.dimensions} dimensions`);
     this.remove(rowid);
     if (this.size === this.capacity) this.grow(this.capacity * 2);
     const slot = this.size++;
@@ -166,7 +186,8 @@ export class Sketch {
       let none = 0;
       for (let k = 0; k < 8; k++) none -= at(j * 8 + k);
       table[row] = none;
-      for (let v = 1; v < 256; v++) table[row + v] = (table[row + (v & (v - 1))] as number) + 2 * at(j * 8 + (31 - Math.clz32(v & -v)));
+      for (let v = 1; v < 256; v++)
+        table[row + v] = (table[row + (v & (v - 1))] as number) + 2 * at(j * 8 + (31 - Math.clz32(v & -v)));
     }
   }
 
@@ -187,7 +208,8 @@ export class Sketch {
     const to = layoutFor(capacity, this.codeWords);
     const memory = newMemory();
     ensureMemory(memory, to.end);
-    const copy = (fromAt: number, toAt: number, bytes: number) => new Uint8Array(memory.buffer, toAt, bytes).set(new Uint8Array(this.memory.buffer, fromAt, bytes));
+    const copy = (fromAt: number, toAt: number, bytes: number) =>
+      new Uint8Array(memory.buffer, toAt, bytes).set(new Uint8Array(this.memory.buffer, fromAt, bytes));
     copy(from.leads, to.leads, this.size * LEAD_WORDS * 4);
     copy(from.codes, to.codes, this.size * this.codeWords * 4);
     copy(from.expires, to.expires, this.size * 8);

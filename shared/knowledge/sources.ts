@@ -73,7 +73,11 @@ export const directoryPrefix = (path: string) => {
 };
 
 /** The documents of the pipeline's source paths in the data source. */
-export async function listDocuments(s: SourcesDeps, source: SourceSettings, paths: readonly string[]): Promise<SourceDocument[]> {
+export async function listDocuments(
+  s: SourcesDeps,
+  source: SourceSettings,
+  paths: readonly string[],
+): Promise<SourceDocument[]> {
   if (source.data_source_type === 'Web') return webDocuments(s, source.urls ?? [], paths);
   if (source.data_source_type === 'AzureBlob' || source.data_source_type === 'AzureDataLake') {
     const own = serviceContainerProblem(s.config, source);
@@ -82,7 +86,9 @@ export async function listDocuments(s: SourcesDeps, source: SourceSettings, path
     const prefixes = paths.length > 0 ? paths : (source.paths ?? []).map(directoryPrefix);
     // With several containers a document's source names its container too.
     const named = source.containers.length > 1;
-    const found = await Promise.all(source.containers.map((c) => blobDocuments(service.getContainerClient(c), prefixes, named ? `${c}/` : '')));
+    const found = await Promise.all(
+      source.containers.map((c) => blobDocuments(service.getContainerClient(c), prefixes, named ? `${c}/` : '')),
+    );
     return found.flat();
   }
   throw new DocumentError(`${source.data_source_type} data sources cannot be processed yet`);
@@ -103,7 +109,9 @@ export function underPrefix(url: string, prefixes: readonly string[]): boolean {
   }
   return prefixes.some((p) => {
     const prefix = new URL(p);
-    return u.origin === prefix.origin && u.pathname.startsWith(prefix.pathname) && u.username === '' && u.password === '';
+    return (
+      u.origin === prefix.origin && u.pathname.startsWith(prefix.pathname) && u.username === '' && u.password === ''
+    );
   });
 }
 
@@ -117,14 +125,20 @@ function webDocuments(s: SourcesDeps, prefixes: readonly string[], urls: readonl
       try {
         response = await request(url, {
           dispatcher: s.userDispatcher,
-          headers: { 'user-agent': 'agent-platform-pipelines', accept: 'text/html, text/plain, text/markdown, application/pdf, application/vnd.openxmlformats-officedocument.wordprocessingml.document;q=0.9, */*;q=0.1' },
+          headers: {
+            'user-agent': 'agent-platform-pipelines',
+            accept:
+              'text/html, text/plain, text/markdown, application/pdf, application/vnd.openxmlformats-officedocument.wordprocessingml.document;q=0.9, */*;q=0.1',
+          },
           headersTimeout: 15_000,
           bodyTimeout: 30_000,
           signal,
         });
       } catch (e) {
         if (signal.aborted) throw e;
-        const blocked = (e as { code?: string; cause?: { code?: string } }).code === 'EBLOCKED' || (e as { cause?: { code?: string } }).cause?.code === 'EBLOCKED';
+        const blocked =
+          (e as { code?: string; cause?: { code?: string } }).code === 'EBLOCKED' ||
+          (e as { cause?: { code?: string } }).cause?.code === 'EBLOCKED';
         throw new DocumentError(blocked ? 'the URL is not an allowed destination' : 'the URL could not be reached');
       }
       const { statusCode, headers, body } = response;
@@ -134,7 +148,11 @@ function webDocuments(s: SourcesDeps, prefixes: readonly string[], urls: readonl
       }
       if (statusCode < 200 || statusCode >= 300) {
         await body.dump();
-        throw new DocumentError(statusCode >= 300 && statusCode < 400 ? `the URL redirects (${statusCode}); redirects are not followed` : `the URL answered ${statusCode}`);
+        throw new DocumentError(
+          statusCode >= 300 && statusCode < 400
+            ? `the URL redirects (${statusCode}); redirects are not followed`
+            : `the URL answered ${statusCode}`,
+        );
       }
       return readCapped(body, headers);
     },
@@ -142,7 +160,10 @@ function webDocuments(s: SourcesDeps, prefixes: readonly string[], urls: readonl
 }
 
 /** A downloaded document's bytes and content type, refused past MAX_DOCUMENT_BYTES (declared or counted). */
-export async function readCapped(body: Dispatcher.ResponseData['body'], headers: IncomingHttpHeaders): Promise<{ bytes: Buffer; contentType?: string }> {
+export async function readCapped(
+  body: Dispatcher.ResponseData['body'],
+  headers: IncomingHttpHeaders,
+): Promise<{ bytes: Buffer; contentType?: string }> {
   if (Number(headers['content-length']) > MAX_DOCUMENT_BYTES) {
     await body.dump();
     throw new DocumentError(`the document is larger than ${MAX_DOCUMENT_BYTES} bytes`);
@@ -173,10 +194,18 @@ export async function blobServiceOf(s: SourcesDeps, source: SourceSettings): Pro
     try {
       // The account a connection string names is reached through the same outbound guard as any user URL.
       const plain = new URL(BlobServiceClient.fromConnectionString(connection).url).protocol === 'http:';
-      const guarded = plain ? guardedHttpAgent({ policy: 'user', allowPrivateNetwork: s.config.allowPrivateNetwork }) : agent();
-      return BlobServiceClient.fromConnectionString(connection, { agent: guarded, redirectOptions: { maxRetries: 0 }, retryOptions: { maxTries: 2 } } as never);
+      const guarded = plain
+        ? guardedHttpAgent({ policy: 'user', allowPrivateNetwork: s.config.allowPrivateNetwork })
+        : agent();
+      return BlobServiceClient.fromConnectionString(connection, {
+        agent: guarded,
+        redirectOptions: { maxRetries: 0 },
+        retryOptions: { maxTries: 2 },
+      } as never);
     } catch {
-      throw new DocumentError(`the connection string in ${source.connection_string_secret_name} is not a storage connection string`);
+      throw new DocumentError(
+        `the connection string in ${source.connection_string_secret_name} is not a storage connection string`,
+      );
     }
   }
   if (!source.account_url) return s.blobs.client();
@@ -192,19 +221,31 @@ export const ALLOWED_GROUPS_METADATA = 'svc_allowed_groups';
 /** The groups a blob's metadata allows (names are case-insensitive), or undefined for everyone. */
 function allowedGroups(metadata: Record<string, string> | undefined): string[] | undefined {
   const value = Object.entries(metadata ?? {}).find(([k]) => k.toLowerCase() === ALLOWED_GROUPS_METADATA)?.[1];
-  const groups = (value ?? '').split(',').map((g) => g.trim()).filter((g) => g !== '');
+  const groups = (value ?? '')
+    .split(',')
+    .map((g) => g.trim())
+    .filter((g) => g !== '');
   return groups.length > 0 ? groups : undefined;
 }
 
-async function blobDocuments(container: ContainerClient, prefixes: readonly string[], sourcePrefix: string): Promise<SourceDocument[]> {
+async function blobDocuments(
+  container: ContainerClient,
+  prefixes: readonly string[],
+  sourcePrefix: string,
+): Promise<SourceDocument[]> {
   const found = new Map<string, { size: number; groups: string[] | undefined }>();
   try {
     for (const prefix of prefixes.length > 0 ? prefixes : ['']) {
-      for await (const blob of container.listBlobsFlat({ prefix, includeMetadata: true })) found.set(blob.name, { size: blob.properties.contentLength ?? 0, groups: allowedGroups(blob.metadata) });
+      for await (const blob of container.listBlobsFlat({ prefix, includeMetadata: true }))
+        found.set(blob.name, { size: blob.properties.contentLength ?? 0, groups: allowedGroups(blob.metadata) });
     }
   } catch (e) {
     const status = (e as { statusCode?: number }).statusCode;
-    throw new DocumentError(status === 404 ? `container ${container.containerName} does not exist` : `the container cannot be listed (${status ?? 'unreachable'})`);
+    throw new DocumentError(
+      status === 404
+        ? `container ${container.containerName} does not exist`
+        : `the container cannot be listed (${status ?? 'unreachable'})`,
+    );
   }
   return [...found].map(([name, { size, groups }]) => ({
     source: `${sourcePrefix}${name}`,
@@ -213,7 +254,9 @@ async function blobDocuments(container: ContainerClient, prefixes: readonly stri
     async read(signal) {
       if (size > MAX_DOCUMENT_BYTES) throw new DocumentError(`the document is larger than ${MAX_DOCUMENT_BYTES} bytes`);
       try {
-        const bytes = await container.getBlobClient(name).downloadToBuffer(undefined, undefined, { abortSignal: signal });
+        const bytes = await container
+          .getBlobClient(name)
+          .downloadToBuffer(undefined, undefined, { abortSignal: signal });
         return { bytes };
       } catch (e) {
         if ((e as { statusCode?: number }).statusCode === 404) return 'gone';
@@ -225,12 +268,17 @@ async function blobDocuments(container: ContainerClient, prefixes: readonly stri
 
 /** The data source's settings as a pipeline run reads them. */
 export const sourceSettings = (doc: DataSourceDoc): SourceSettings => {
-  const containers = doc.data_source_type === 'AzureDataLake' ? [doc.filesystem] : [doc.container, ...(doc.configuration.containers ?? [])];
+  const containers =
+    doc.data_source_type === 'AzureDataLake'
+      ? [doc.filesystem]
+      : [doc.container, ...(doc.configuration.containers ?? [])];
   return {
     data_source_type: doc.data_source_type,
     containers: [...new Set(containers.filter((c): c is string => c !== undefined))],
     ...(doc.account_url !== undefined ? { account_url: doc.account_url } : {}),
-    ...(doc.configuration.connection_string_secret_name !== undefined ? { connection_string_secret_name: doc.configuration.connection_string_secret_name } : {}),
+    ...(doc.configuration.connection_string_secret_name !== undefined
+      ? { connection_string_secret_name: doc.configuration.connection_string_secret_name }
+      : {}),
     ...(doc.paths !== undefined ? { paths: doc.paths } : {}),
     ...(doc.urls !== undefined ? { urls: doc.urls } : {}),
     ...(doc.site_url !== undefined ? { site_url: doc.site_url } : {}),
@@ -246,21 +294,35 @@ const SERVICE_PREFIXES = ['azure-webjobs-', 'app-package-', '$'];
  * packages, the Functions host's secrets), or undefined. A source with an account or a connection string of
  * its own reads another account.
  */
-export function serviceContainerProblem(config: Pick<Config, 'filesContainer' | 'packages'>, source: Pick<SourceSettings, 'data_source_type' | 'containers' | 'account_url' | 'connection_string_secret_name'>): string | undefined {
-  if (source.data_source_type !== 'AzureBlob' || source.account_url !== undefined || source.connection_string_secret_name !== undefined) return undefined;
+export function serviceContainerProblem(
+  config: Pick<Config, 'filesContainer' | 'packages'>,
+  source: Pick<SourceSettings, 'data_source_type' | 'containers' | 'account_url' | 'connection_string_secret_name'>,
+): string | undefined {
+  if (
+    source.data_source_type !== 'AzureBlob' ||
+    source.account_url !== undefined ||
+    source.connection_string_secret_name !== undefined
+  )
+    return undefined;
   const own = new Set([config.filesContainer, config.packages.container, config.packages.privateStore]);
   const taken = source.containers.find((c) => own.has(c) || SERVICE_PREFIXES.some((p) => c.startsWith(p)));
-  return taken === undefined ? undefined : `container ${taken} holds the service's own data: a data source over the service's storage reads other containers`;
+  return taken === undefined
+    ? undefined
+    : `container ${taken} holds the service's own data: a data source over the service's storage reads other containers`;
 }
 
 /** Why the source cannot be processed as defined, or undefined. */
 export function sourceProblem(source: SourceSettings): string | undefined {
-  if (source.data_source_type === 'AzureBlob' && source.containers.length === 0) return 'an AzureBlob data source needs a container';
+  if (source.data_source_type === 'AzureBlob' && source.containers.length === 0)
+    return 'an AzureBlob data source needs a container';
   if (source.data_source_type === 'AzureDataLake') {
     if (source.containers.length === 0) return 'an AzureDataLake data source needs a filesystem';
-    if (!source.account_url && !source.connection_string_secret_name) return 'an AzureDataLake data source needs an account_url or a connection_string_secret_name';
+    if (!source.account_url && !source.connection_string_secret_name)
+      return 'an AzureDataLake data source needs an account_url or a connection_string_secret_name';
   }
-  if (source.data_source_type === 'Web' && !source.urls?.length) return 'a Web data source needs urls, the prefixes documents may come from';
-  if (source.data_source_type === 'SharePointOnline' && (!source.site_url || !source.document_libraries?.length)) return 'a SharePointOnline data source needs a site_url and document_libraries';
+  if (source.data_source_type === 'Web' && !source.urls?.length)
+    return 'a Web data source needs urls, the prefixes documents may come from';
+  if (source.data_source_type === 'SharePointOnline' && (!source.site_url || !source.document_libraries?.length))
+    return 'a SharePointOnline data source needs a site_url and document_libraries';
   return undefined;
 }

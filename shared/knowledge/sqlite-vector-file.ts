@@ -50,7 +50,8 @@ export function openVectorFile(file: string): VectorFile {
   `);
   // Documents indexed before access trimming are for everyone: their groups column is added empty.
   const documentColumns = db.prepare(`SELECT name FROM pragma_table_info('documents')`).all() as { name: string }[];
-  if (!documentColumns.some((c) => c.name === 'allowed_groups')) db.exec(`ALTER TABLE documents ADD COLUMN allowed_groups TEXT NOT NULL DEFAULT ''`);
+  if (!documentColumns.some((c) => c.name === 'allowed_groups'))
+    db.exec(`ALTER TABLE documents ADD COLUMN allowed_groups TEXT NOT NULL DEFAULT ''`);
 
   // Statements by their text: table names and filters make a few dozen distinct ones at most.
   const prepared = new Map<string, Database.Statement>();
@@ -85,7 +86,9 @@ export function openVectorFile(file: string): VectorFile {
   upgradeVec0Tables(db, (dimensions) => vectorTable(dimensions, true) as string);
   // Full text beside the vectors; filled from the partitions already indexed when it is new.
   if (!hadFulltext) {
-    const existing = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'vectors_[0-9]*'`).all() as { name: string }[];
+    const existing = db
+      .prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name GLOB 'vectors_[0-9]*'`)
+      .all() as { name: string }[];
     for (const { name } of existing) {
       db.exec(`INSERT INTO fulltext (rowid, text, index_name, source, file_name, access, expires_at, dimensions)
         SELECT rowid, text, index_name, source, file_name, access, expires_at, ${Number(name.slice('vectors_'.length))} FROM ${name}`);
@@ -100,7 +103,11 @@ export function openVectorFile(file: string): VectorFile {
  * The sqlite-vec extension is loaded only to read them.
  */
 function upgradeVec0Tables(db: Database.Database, tableFor: (dimensions: number) => string): void {
-  const old = db.prepare(`SELECT name FROM sqlite_master WHERE (name GLOB 'quantized_[0-9]*' OR name GLOB 'partitions_[0-9]*') AND sql LIKE 'CREATE VIRTUAL TABLE%'`).all() as { name: string }[];
+  const old = db
+    .prepare(
+      `SELECT name FROM sqlite_master WHERE (name GLOB 'quantized_[0-9]*' OR name GLOB 'partitions_[0-9]*') AND sql LIKE 'CREATE VIRTUAL TABLE%'`,
+    )
+    .all() as { name: string }[];
   if (old.length === 0) return;
   sqliteVec.load(db);
   for (const { name } of old) {
@@ -110,21 +117,27 @@ function upgradeVec0Tables(db: Database.Database, tableFor: (dimensions: number)
       const into = db.prepare(
         `INSERT INTO ${tableFor(dimensions)} (rowid, index_name, source, file_name, expires_at, access, part, code, title, text, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       );
-      const rows = db.prepare(`SELECT rowid, index_name, source, file_name, expires_at, ${hasAccess ? 'access' : `'${EVERYONE}'`}, part, title, text, embedding FROM ${name}`).raw().all() as [
-        number,
-        string,
-        string,
-        string,
-        number,
-        string,
-        number,
-        string,
-        string,
-        Buffer,
-      ][];
+      const rows = db
+        .prepare(
+          `SELECT rowid, index_name, source, file_name, expires_at, ${hasAccess ? 'access' : `'${EVERYONE}'`}, part, title, text, embedding FROM ${name}`,
+        )
+        .raw()
+        .all() as [number, string, string, string, number, string, number, string, string, Buffer][];
       for (const [rowid, index, source, fileName, expires, access, part, title, text, embedding] of rows) {
         const v = floatsOf(Buffer.from(embedding));
-        into.run(BigInt(rowid), index, source, fileName, BigInt(expires), access, BigInt(part), codeBlob(signCode(v)), title, text, embedding);
+        into.run(
+          BigInt(rowid),
+          index,
+          source,
+          fileName,
+          BigInt(expires),
+          access,
+          BigInt(part),
+          codeBlob(signCode(v)),
+          title,
+          text,
+          embedding,
+        );
       }
       db.exec(`DROP TABLE ${name}`);
     })();

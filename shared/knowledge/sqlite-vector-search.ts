@@ -58,7 +58,9 @@ export function vectorSearch(
   depth: number,
 ): (request: SearchRequest) => SearchHit[] {
   const { db, statement, vectorTable } = file;
-  const keysOf = db.prepare<[string, string], { access_key: string }>(`SELECT DISTINCT access_key FROM access_sets WHERE index_name = ? AND group_id IN (SELECT value FROM json_each(?))`);
+  const keysOf = db.prepare<[string, string], { access_key: string }>(
+    `SELECT DISTINCT access_key FROM access_sets WHERE index_name = ? AND group_id IN (SELECT value FROM json_each(?))`,
+  );
 
   /** The access keys readers may read, or undefined for every key. */
   function readable(index: string, options: SearchOptions): string[] | undefined {
@@ -70,7 +72,9 @@ export function vectorSearch(
 
   /** Full rows of these partitions, in the order given. */
   function rowsOf(table: string, rowids: readonly number[]): Row[] {
-    const rows = statement(`SELECT rowid, source, file_name, part, title, text FROM ${table} WHERE rowid IN (SELECT value FROM json_each(?))`).all(JSON.stringify(rowids)) as Row[];
+    const rows = statement(
+      `SELECT rowid, source, file_name, part, title, text FROM ${table} WHERE rowid IN (SELECT value FROM json_each(?))`,
+    ).all(JSON.stringify(rowids)) as Row[];
     const byId = new Map(rows.map((r) => [r.rowid, r]));
     return rowids.map((id) => byId.get(id)).filter((r): r is Row => r !== undefined);
   }
@@ -100,18 +104,37 @@ export function vectorSearch(
     const byVector = nearest({ table, index, vector, values, keys }, pool);
     if (terms.length === 0) return hitsOf(table, byVector);
     // Hybrid: twice the results asked for from each ranking (at least 20), fused by reciprocal rank.
-    const where = Object.keys(values).map((field) => ` AND ${field} = ?`).join('') + (keys ? ' AND access IN (SELECT value FROM json_each(?))' : '');
-    const byText = statement(`SELECT rowid FROM fulltext WHERE fulltext MATCH ? AND index_name = ? AND expires_at > ? AND dimensions = ?${where} ORDER BY rank LIMIT ?`)
+    const where =
+      Object.keys(values)
+        .map((field) => ` AND ${field} = ?`)
+        .join('') + (keys ? ' AND access IN (SELECT value FROM json_each(?))' : '');
+    const byText = statement(
+      `SELECT rowid FROM fulltext WHERE fulltext MATCH ? AND index_name = ? AND expires_at > ? AND dimensions = ?${where} ORDER BY rank LIMIT ?`,
+    )
       .raw()
-      .all(terms.map((t) => `"${t.replace(/"/g, '""')}"`).join(' OR '), index, BigInt(Date.now()), vector.length, ...Object.values(values), ...(keys ? [JSON.stringify(keys)] : []), pool) as [number][];
+      .all(
+        terms.map((t) => `"${t.replace(/"/g, '""')}"`).join(' OR '),
+        index,
+        BigInt(Date.now()),
+        vector.length,
+        ...Object.values(values),
+        ...(keys ? [JSON.stringify(keys)] : []),
+        pool,
+      ) as [number][];
     const fused = new Map<number, number>();
     byVector.forEach((r, i) => fused.set(r.rowid, (fused.get(r.rowid) ?? 0) + 1 / (RRF_K + i + 1)));
     byText.forEach(([rowid], i) => fused.set(rowid, (fused.get(rowid) ?? 0) + 1 / (RRF_K + i + 1)));
-    const chosen = [...fused].sort((a, b) => b[1] - a[1]).slice(0, top).map(([rowid]) => rowid);
+    const chosen = [...fused]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, top)
+      .map(([rowid]) => rowid);
     const scores = new Map(byVector.map((r) => [r.rowid, r.score]));
     const unscored = chosen.filter((id) => !scores.has(id));
     for (const r of unscored.length > 0 ? rescore(table, vector, unscored) : []) scores.set(r.rowid, r.score);
-    return hitsOf(table, chosen.map((rowid) => ({ rowid, score: scores.get(rowid) ?? 0 })));
+    return hitsOf(
+      table,
+      chosen.map((rowid) => ({ rowid, score: scores.get(rowid) ?? 0 })),
+    );
   }
 
   /** The `top` partitions of the scope nearest its vector, best first with their cosine similarity. */
@@ -120,8 +143,14 @@ export function vectorSearch(
     const filtered = Object.keys(values);
     if (filtered.length > 0) {
       // A source or file name: that document's partitions, ranked exactly.
-      const where = filtered.map((field) => ` AND ${field} = ?`).join('') + (keys ? ' AND access IN (SELECT value FROM json_each(?))' : '');
-      const rowids = (statement(`SELECT rowid FROM ${table} WHERE index_name = ? AND expires_at > ?${where}`).raw().all(index, BigInt(now), ...Object.values(values), ...(keys ? [JSON.stringify(keys)] : [])) as [number][]).map(([id]) => id);
+      const where =
+        filtered.map((field) => ` AND ${field} = ?`).join('') +
+        (keys ? ' AND access IN (SELECT value FROM json_each(?))' : '');
+      const rowids = (
+        statement(`SELECT rowid FROM ${table} WHERE index_name = ? AND expires_at > ?${where}`)
+          .raw()
+          .all(index, BigInt(now), ...Object.values(values), ...(keys ? [JSON.stringify(keys)] : [])) as [number][]
+      ).map(([id]) => id);
       return rescore(table, vector, rowids).slice(0, top);
     }
     const admission: Admission = { keys: keys ? new Set(keys) : undefined, now };
@@ -135,7 +164,14 @@ export function vectorSearch(
     return rowsOf(
       table,
       scored.map((s) => s.rowid),
-    ).map((r) => ({ id: `${sourceKey(r.source)}-${r.part}`, source: r.source, file_name: r.file_name, title: r.title, text: r.text, score: scores.get(r.rowid) ?? 0 }));
+    ).map((r) => ({
+      id: `${sourceKey(r.source)}-${r.part}`,
+      source: r.source,
+      file_name: r.file_name,
+      title: r.title,
+      text: r.text,
+      score: scores.get(r.rowid) ?? 0,
+    }));
   }
 
   return search;

@@ -9,7 +9,10 @@ import { codeBlob, EVERYONE, NEVER, vectorBlob, type VectorFile } from './sqlite
 import type { SketchCache } from './sqlite-vector-sketches.js';
 
 const MAX_DIMENSIONS = 8192;
-const accessKey = (groups: readonly string[]) => (groups.length === 0 ? EVERYONE : `g:${createHash('sha256').update(groups.join(',')).digest('base64url').slice(0, 22)}`);
+const accessKey = (groups: readonly string[]) =>
+  groups.length === 0
+    ? EVERYONE
+    : `g:${createHash('sha256').update(groups.join(',')).digest('base64url').slice(0, 22)}`;
 
 export interface VectorWrites {
   /** Replaces a document's partitions and entry. */
@@ -20,20 +23,30 @@ export interface VectorWrites {
 }
 
 export function vectorWrites({ db, statement, vectorTable }: VectorFile, sketches: SketchCache): VectorWrites {
-  const insertPartition = db.prepare<[string, string, number]>(`INSERT INTO partitions (index_name, source, dimensions) VALUES (?, ?, ?)`);
-  const partitionsOf = db.prepare<[string, string], { rowid: number; dimensions: number }>(`SELECT rowid, dimensions FROM partitions WHERE index_name = ? AND source = ?`);
+  const insertPartition = db.prepare<[string, string, number]>(
+    `INSERT INTO partitions (index_name, source, dimensions) VALUES (?, ?, ?)`,
+  );
+  const partitionsOf = db.prepare<[string, string], { rowid: number; dimensions: number }>(
+    `SELECT rowid, dimensions FROM partitions WHERE index_name = ? AND source = ?`,
+  );
   const deletePartitions = db.prepare<[string, string]>(`DELETE FROM partitions WHERE index_name = ? AND source = ?`);
   const upsertDocument = db.prepare<[string, string, string, string, string, string, number, number, string]>(
     `INSERT OR REPLACE INTO documents (index_name, source, file_name, title, origin, hash, partitions, expires_at, allowed_groups) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
-  const admit = db.prepare<[string, string, string]>(`INSERT OR IGNORE INTO access_sets (index_name, group_id, access_key) VALUES (?, ?, ?)`);
+  const admit = db.prepare<[string, string, string]>(
+    `INSERT OR IGNORE INTO access_sets (index_name, group_id, access_key) VALUES (?, ?, ?)`,
+  );
   const deleteDocument = db.prepare<[string, string]>(`DELETE FROM documents WHERE index_name = ? AND source = ?`);
-  const expired = db.prepare<[number], { index_name: string; source: string }>(`SELECT index_name, source FROM documents WHERE expires_at <= ? LIMIT 100`);
+  const expired = db.prepare<[number], { index_name: string; source: string }>(
+    `SELECT index_name, source FROM documents WHERE expires_at <= ? LIMIT 100`,
+  );
   // Index names from the prefix up to the next character after its last: a range the primary key serves.
   const cachedOf = db.prepare<[string, string, string], { index_name: string; source: string }>(
     `SELECT index_name, source FROM documents WHERE index_name >= ? AND index_name < ? AND origin IN (SELECT value FROM json_each(?))`,
   );
-  const insertText = db.prepare(`INSERT INTO fulltext (rowid, text, index_name, source, file_name, access, expires_at, dimensions) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`);
+  const insertText = db.prepare(
+    `INSERT INTO fulltext (rowid, text, index_name, source, file_name, access, expires_at, dimensions) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+  );
   const deleteText = db.prepare<[bigint]>(`DELETE FROM fulltext WHERE rowid = ?`);
 
   // Changes to the loaded sketches, made once the transaction that asked for them commits.
@@ -73,18 +86,42 @@ export function vectorWrites({ db, statement, vectorTable }: VectorFile, sketche
     for (const g of groups) admit.run(index, g, access);
     partitions.forEach((p, i) => {
       const dimensions = p.vector.length;
-      if (dimensions === 0 || dimensions > MAX_DIMENSIONS) throw new RangeError(`a vector has ${dimensions} dimensions (1 to ${MAX_DIMENSIONS})`);
+      if (dimensions === 0 || dimensions > MAX_DIMENSIONS)
+        throw new RangeError(`a vector has ${dimensions} dimensions (1 to ${MAX_DIMENSIONS})`);
       const table = vectorTable(dimensions, true) as string;
       const rowid = Number(insertPartition.run(index, doc.source, dimensions).lastInsertRowid);
       const code = signCode(p.vector);
       statement(
         `INSERT INTO ${table} (rowid, index_name, source, file_name, expires_at, access, part, code, title, text, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-      ).run(BigInt(rowid), index, doc.source, doc.file_name, BigInt(expires), access, BigInt(i), codeBlob(code), doc.title, p.text, vectorBlob(p.vector));
+      ).run(
+        BigInt(rowid),
+        index,
+        doc.source,
+        doc.file_name,
+        BigInt(expires),
+        access,
+        BigInt(i),
+        codeBlob(code),
+        doc.title,
+        p.text,
+        vectorBlob(p.vector),
+      );
       // Cache entries are found by their vector alone: their text is not searched.
-      if (!index.startsWith(CACHE_INDEX_PREFIX)) insertText.run(BigInt(rowid), p.text, index, doc.source, doc.file_name, access, BigInt(expires), dimensions);
+      if (!index.startsWith(CACHE_INDEX_PREFIX))
+        insertText.run(BigInt(rowid), p.text, index, doc.source, doc.file_name, access, BigInt(expires), dimensions);
       pending.push((sketch) => sketch(dimensions, index)?.add(rowid, code, access, expires));
     });
-    upsertDocument.run(index, doc.source, doc.file_name, doc.title, doc.origin, doc.hash, partitions.length, expires, groups.join(','));
+    upsertDocument.run(
+      index,
+      doc.source,
+      doc.file_name,
+      doc.title,
+      doc.origin,
+      doc.hash,
+      partitions.length,
+      expires,
+      groups.join(','),
+    );
   });
   const removeCached = inTransaction((origins: readonly string[]) => {
     const end = `${CACHE_INDEX_PREFIX.slice(0, -1)}${String.fromCharCode(CACHE_INDEX_PREFIX.charCodeAt(CACHE_INDEX_PREFIX.length - 1) + 1)}`;

@@ -41,38 +41,65 @@ export function checkStages(stages: readonly Stage[] | undefined): void {
   for (const [i, stage] of stages.entries()) {
     const plugin = builtinPlugin(stage.plugin_name);
     if (!plugin || plugin.category !== 'Data Pipeline Stage') {
-      throw validationError([{ field: `stages[${i}].plugin_name`, message: `${stage.plugin_name} is not a Data Pipeline Stage plugin (${ORDER.join(', ')})` }]);
+      throw validationError([
+        {
+          field: `stages[${i}].plugin_name`,
+          message: `${stage.plugin_name} is not a Data Pipeline Stage plugin (${ORDER.join(', ')})`,
+        },
+      ]);
     }
     const at = ORDER.indexOf(plugin.name);
-    if (at <= last) throw validationError([{ field: `stages[${i}].plugin_name`, message: `${plugin.name} comes out of order: stages run ${ORDER.join(', ')}, each at most once` }]);
+    if (at <= last)
+      throw validationError([
+        {
+          field: `stages[${i}].plugin_name`,
+          message: `${plugin.name} comes out of order: stages run ${ORDER.join(', ')}, each at most once`,
+        },
+      ]);
     last = at;
     checkReference(plugin, stage.plugin_parameters, `stages[${i}].plugin_parameters`, available);
   }
   const named = new Set(stages.map((s) => builtinPlugin(s.plugin_name)?.name));
   const missing = ORDER.filter((n) => !OPTIONAL.has(n) && !named.has(n));
-  if (missing.length > 0) throw validationError([{ field: 'stages', message: `a pipeline's stages include ${missing.join(', ')}` }]);
+  if (missing.length > 0)
+    throw validationError([{ field: 'stages', message: `a pipeline's stages include ${missing.join(', ')}` }]);
 }
 
 /** 400 when the partition sizes a stage sets do not hold. */
 export function checkPlan(plan: PipelinePlan): void {
   const at = (name: string) => `stages.plugin_parameters.${name}`;
-  if (plan.sizeTokens < 16 || plan.sizeTokens > 8192) throw validationError([{ field: at('partition_size_tokens'), message: 'partition_size_tokens must be between 16 and 8192' }]);
-  if (plan.overlapTokens < 0 || plan.overlapTokens >= plan.sizeTokens) throw validationError([{ field: at('partition_overlap_tokens'), message: 'partition_overlap_tokens must be at least 0 and less than partition_size_tokens' }]);
+  if (plan.sizeTokens < 16 || plan.sizeTokens > 8192)
+    throw validationError([
+      { field: at('partition_size_tokens'), message: 'partition_size_tokens must be between 16 and 8192' },
+    ]);
+  if (plan.overlapTokens < 0 || plan.overlapTokens >= plan.sizeTokens)
+    throw validationError([
+      {
+        field: at('partition_overlap_tokens'),
+        message: 'partition_overlap_tokens must be at least 0 and less than partition_size_tokens',
+      },
+    ]);
 }
 
 /** The plan of a (saved, so checked) pipeline. */
 export function planOf(pipeline: PlannedPipeline): PipelinePlan {
-  const parameters = (stage: string): Record<string, unknown> => pipeline.stages?.find((s) => builtinPlugin(s.plugin_name)?.name === stage)?.plugin_parameters ?? {};
-  const set = <T,>(value: unknown, fallback: T): T => (value === undefined || value === null ? fallback : (value as T));
+  const parameters = (stage: string): Record<string, unknown> =>
+    pipeline.stages?.find((s) => builtinPlugin(s.plugin_name)?.name === stage)?.plugin_parameters ?? {};
+  const set = <T>(value: unknown, fallback: T): T => (value === undefined || value === null ? fallback : (value as T));
   const partition = parameters(STAGES.partition);
-  const shield = pipeline.stages?.some((s) => builtinPlugin(s.plugin_name)?.name === STAGES.shield) ? parameters(STAGES.shield) : undefined;
+  const shield = pipeline.stages?.some((s) => builtinPlugin(s.plugin_name)?.name === STAGES.shield)
+    ? parameters(STAGES.shield)
+    : undefined;
   return {
-    partitioner: set(partition.partitioner, '').toLowerCase() === MARKDOWN_PARTITIONING.toLowerCase() ? 'markdown' : 'token',
+    partitioner:
+      set(partition.partitioner, '').toLowerCase() === MARKDOWN_PARTITIONING.toLowerCase() ? 'markdown' : 'token',
     sizeTokens: set(partition.partition_size_tokens, pipeline.partition_size_tokens),
     overlapTokens: set(partition.partition_overlap_tokens, pipeline.partition_overlap_tokens),
     embeddingModel: pipeline.embedding_ai_model_object_id,
     embeddingDimensions: pipeline.embedding_dimensions,
     index: pipeline.index_name,
-    shields: shield ? set(shield.shielding_plugins, builtinPlugin(STAGES.shield)?.parameters[0]?.default_value as string[]) : [],
+    shields: shield
+      ? set(shield.shielding_plugins, builtinPlugin(STAGES.shield)?.parameters[0]?.default_value as string[])
+      : [],
   };
 }

@@ -80,7 +80,10 @@ const MAX_TERMS = 32;
 
 /** The words of a prompt as full-text terms: trimmed of punctuation at their ends, unique, at most 32. */
 export function searchTerms(text: string): string[] {
-  const words = text.split(/\s+/).map((w) => w.replace(/^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$/gu, '')).filter((w) => /[\p{L}\p{N}]/u.test(w));
+  const words = text
+    .split(/\s+/)
+    .map((w) => w.replace(/^[^\p{L}\p{N}]+|[^\p{L}\p{N}]+$/gu, ''))
+    .filter((w) => /[\p{L}\p{N}]/u.test(w));
   return [...new Set(words.map((w) => w.toLowerCase()))].slice(0, MAX_TERMS);
 }
 
@@ -116,7 +119,8 @@ export function clauseValues(filter: readonly Clause[] = []): Partial<Record<Cla
 }
 
 /** A document's readers as stored: lower-cased, unique, sorted; empty for everyone. */
-export const groupsOf = (doc: Pick<IndexedDocument, 'allowed_groups'>): string[] => [...new Set((doc.allowed_groups ?? []).map((g) => g.trim().toLowerCase()).filter((g) => g !== ''))].sort();
+export const groupsOf = (doc: Pick<IndexedDocument, 'allowed_groups'>): string[] =>
+  [...new Set((doc.allowed_groups ?? []).map((g) => g.trim().toLowerCase()).filter((g) => g !== ''))].sort();
 
 /** The readers' group ids as matched: lower-cased and unique. */
 export const readerGroups = (readers: readonly string[]): string[] => [...new Set(readers.map((g) => g.toLowerCase()))];

@@ -35,7 +35,9 @@ const normalize = (text: string) => visible(text).toLowerCase();
 
 /** JavaScript's flags as RE2's: `u` is RE2's default; `g` and `y` mean nothing to a yes/no match. */
 const flagsOf = (flags: string) =>
-  (flags.includes('i') ? RE2JS.CASE_INSENSITIVE : 0) | (flags.includes('m') ? RE2JS.MULTILINE : 0) | (flags.includes('s') ? RE2JS.DOTALL : 0);
+  (flags.includes('i') ? RE2JS.CASE_INSENSITIVE : 0) |
+  (flags.includes('m') ? RE2JS.MULTILINE : 0) |
+  (flags.includes('s') ? RE2JS.DOTALL : 0);
 
 /** The compiled list, or why the value is not a valid list (for a 400 on save, and a fail-closed shield). */
 export function compileBlocklist(value: string | undefined): Blocklist | string {
@@ -46,7 +48,8 @@ export function compileBlocklist(value: string | undefined): Blocklist | string 
   } catch {
     return 'must be a JSON array of strings';
   }
-  if (!Array.isArray(entries) || !entries.every((e): e is string => typeof e === 'string' && e.length > 0)) return 'must be a JSON array of non-empty strings';
+  if (!Array.isArray(entries) || !entries.every((e): e is string => typeof e === 'string' && e.length > 0))
+    return 'must be a JSON array of non-empty strings';
   if (entries.length > MAX_ENTRIES) return `may hold at most ${MAX_ENTRIES} entries`;
   const terms: { entry: string; term: string }[] = [];
   const expressions: { entry: string; regex: RE2JS }[] = [];
@@ -62,7 +65,8 @@ export function compileBlocklist(value: string | undefined): Blocklist | string 
     } catch (e) {
       return `entry ${entry} is not a regular expression the linear-time engine (RE2 syntax: no backreferences or lookaround) can run: ${e instanceof Error ? e.message : String(e)}`;
     }
-    if (regex.programSize() > MAX_PROGRAM_SIZE) return `entry ${entry} compiles to ${regex.programSize()} instructions; at most ${MAX_PROGRAM_SIZE} are allowed (a smaller repetition count, or several entries)`;
+    if (regex.programSize() > MAX_PROGRAM_SIZE)
+      return `entry ${entry} compiles to ${regex.programSize()} instructions; at most ${MAX_PROGRAM_SIZE} are allowed (a smaller repetition count, or several entries)`;
     expressions.push({ entry, regex });
   }
   const steps = terms.length + expressions.reduce((n, e) => n + e.regex.programSize(), 0);

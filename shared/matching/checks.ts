@@ -11,14 +11,16 @@ const Texts = z.union([z.string().min(1).max(1000), z.array(z.string().min(1).ma
 export const Expect = z
   .object({
     contains: Texts.optional().describe('Text (or each of several texts) the answer must contain, ignoring case'),
-    not_contains: Texts.optional().describe('Text (or each of several texts) the answer must not contain, ignoring case'),
+    not_contains: Texts.optional().describe(
+      'Text (or each of several texts) the answer must not contain, ignoring case',
+    ),
     regex: z.string().min(1).max(1000).optional().describe('An RE2 expression the answer must match somewhere'),
     json_schema: z
       .record(z.string(), z.unknown())
       .refine((v) => JSON.stringify(v).length <= 8192, 'json_schema must be at most 8 KiB of JSON')
       .optional()
       .describe('A JSON Schema the answer, read as JSON (a ```json fence around it is allowed), must satisfy'),
-    judge: z.string().min(1).max(4000).optional().describe("A rubric the judge model grades the answer by"),
+    judge: z.string().min(1).max(4000).optional().describe('A rubric the judge model grades the answer by'),
     judge_ai_model_object_id: z.string().optional().describe("This case's judge model, instead of the evaluation's"),
   })
   .strict()
@@ -63,9 +65,13 @@ export function compileChecks(expect: Expect): CompiledChecks {
     try {
       regex = RE2JS.compile(expect.regex);
     } catch (e) {
-      throw new Error(`regex is not an expression the linear-time engine (RE2 syntax: no backreferences or lookaround) can run: ${e instanceof Error ? e.message : String(e)}`, { cause: e });
+      throw new Error(
+        `regex is not an expression the linear-time engine (RE2 syntax: no backreferences or lookaround) can run: ${e instanceof Error ? e.message : String(e)}`,
+        { cause: e },
+      );
     }
-    if (regex.programSize() > MAX_PROGRAM_SIZE) throw new Error(`regex compiles to ${regex.programSize()} instructions; at most ${MAX_PROGRAM_SIZE} are allowed`);
+    if (regex.programSize() > MAX_PROGRAM_SIZE)
+      throw new Error(`regex compiles to ${regex.programSize()} instructions; at most ${MAX_PROGRAM_SIZE} are allowed`);
   }
   if (expect.json_schema !== undefined) {
     try {
@@ -77,13 +83,16 @@ export function compileChecks(expect: Expect): CompiledChecks {
   return {
     failure(answer) {
       const folded = answer.toLowerCase();
-      for (const text of list(expect.contains)) if (!folded.includes(text.toLowerCase())) return `the answer does not contain "${text}"`;
-      for (const text of list(expect.not_contains)) if (folded.includes(text.toLowerCase())) return `the answer contains "${text}"`;
+      for (const text of list(expect.contains))
+        if (!folded.includes(text.toLowerCase())) return `the answer does not contain "${text}"`;
+      for (const text of list(expect.not_contains))
+        if (folded.includes(text.toLowerCase())) return `the answer contains "${text}"`;
       if (regex && !regex.matcher(answer).find()) return `the answer does not match ${expect.regex ?? ''}`;
       if (schema) {
         const parsed = answerJson(answer);
         if (!parsed) return 'the answer is not JSON';
-        if (!schema(parsed.value)) return `the answer's JSON does not satisfy the schema: ${ajv().errorsText(schema.errors)}`;
+        if (!schema(parsed.value))
+          return `the answer's JSON does not satisfy the schema: ${ajv().errorsText(schema.errors)}`;
       }
       return undefined;
     },

@@ -7,7 +7,9 @@ import { cachedBlocklist } from './blocklist.js';
 import { compileChecks, type Expect } from './checks.js';
 
 /** What the matcher asks: a blocklist (its setting's value) against a text, or a case's checks against an answer. */
-export type MatchTask = { id: number } & ({ kind: 'blocklist'; list: string | undefined; text: string } | { kind: 'checks'; expect: Expect; text: string });
+export type MatchTask = { id: number } & (
+  { kind: 'blocklist'; list: string | undefined; text: string } | { kind: 'checks'; expect: Expect; text: string }
+);
 export type MatchAnswer = { id: number; reason: string | undefined } | { id: number; error: string };
 
 const blocklistOf = cachedBlocklist();

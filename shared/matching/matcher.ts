@@ -31,7 +31,8 @@ export class Matcher {
 
   /** The task's reason (or undefined) from the worker; rejects with MatchTimeout past the deadline or a full queue. */
   run(task: Task): Promise<string | undefined> {
-    if (this.waiting.length >= MAX_WAITING) return Promise.reject(new MatchTimeout(`more than ${MAX_WAITING} long texts wait to be matched`));
+    if (this.waiting.length >= MAX_WAITING)
+      return Promise.reject(new MatchTimeout(`more than ${MAX_WAITING} long texts wait to be matched`));
     return new Promise((resolve, reject) => {
       this.waiting.push({ task, resolve, reject });
       this.next();
@@ -49,7 +50,9 @@ export class Matcher {
     const item = this.waiting.shift();
     if (!item) return;
     this.busy = true;
-    const worker = (this.worker ??= startWorker(import.meta.url, 'match-worker', undefined, { maxOldGenerationSizeMb: 256 }));
+    const worker = (this.worker ??= startWorker(import.meta.url, 'match-worker', undefined, {
+      maxOldGenerationSizeMb: 256,
+    }));
     const id = this.nextId++;
     const done = (settle: () => void) => {
       clearTimeout(timer);

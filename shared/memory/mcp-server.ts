@@ -36,11 +36,19 @@ async function tool(run: () => Promise<unknown>) {
  * A memory as the agent's model may read it: what the user wrote there earlier is the user's text, so the
  * agent's pre-completion shields screen it like a prompt; a memory they block is withheld whole.
  */
-async function screened<T extends { content_markdown: string }>(s: ShieldingPluginsDeps, agent: AgentDoc, memory: T): Promise<T> {
+async function screened<T extends { content_markdown: string }>(
+  s: ShieldingPluginsDeps,
+  agent: AgentDoc,
+  memory: T,
+): Promise<T> {
   const shields = effectiveShielding(agent).pre;
-  const block = shields.length > 0 && memory.content_markdown.trim() !== '' ? await screen(s, shields, 'pre', memory.content_markdown) : undefined;
+  const block =
+    shields.length > 0 && memory.content_markdown.trim() !== ''
+      ? await screen(s, shields, 'pre', memory.content_markdown)
+      : undefined;
   // The shield's reason stays out: it may quote what it matched, which the model is not to read.
-  if (block) throw new DomainError('forbidden', 'MemoryWithheld', `The memory is withheld: ${block.plugin_name} blocked it`);
+  if (block)
+    throw new DomainError('forbidden', 'MemoryWithheld', `The memory is withheld: ${block.plugin_name} blocked it`);
   return memory;
 }
 
@@ -49,24 +57,44 @@ export function memoryServer(s: McpServerDeps, user: Principal, agent: AgentDoc)
   const ref = { objectId: agent.object_id, name: agent.name };
   server.registerTool(
     'get_memory',
-    { description: "Reads what is remembered about the user (scope user), for this agent (agent), or both (combined, the default).", inputSchema: { scope: z.enum(['user', 'agent', 'combined']).optional() } },
-    ({ scope }) => tool(async () => screened(s, agent, await s.memories.get(user, scope ?? 'combined', scope === 'user' ? undefined : ref))),
+    {
+      description:
+        'Reads what is remembered about the user (scope user), for this agent (agent), or both (combined, the default).',
+      inputSchema: { scope: z.enum(['user', 'agent', 'combined']).optional() },
+    },
+    ({ scope }) =>
+      tool(async () =>
+        screened(s, agent, await s.memories.get(user, scope ?? 'combined', scope === 'user' ? undefined : ref)),
+      ),
   );
   server.registerTool(
     'append_memory',
     {
-      description: 'Remembers something for later conversations: markdown appended to the user memory (scope user) or to this agent\'s memory of the user (agent).',
-      inputSchema: { scope: z.enum(['user', 'agent']), memory: z.string().min(1).max(16_000), reason: z.string().max(500).optional() },
+      description:
+        "Remembers something for later conversations: markdown appended to the user memory (scope user) or to this agent's memory of the user (agent).",
+      inputSchema: {
+        scope: z.enum(['user', 'agent']),
+        memory: z.string().min(1).max(16_000),
+        reason: z.string().max(500).optional(),
+      },
     },
-    ({ scope, memory, reason }) => tool(() => s.memories.append(user, scope, scope === 'agent' ? ref : undefined, memory, reason ? { reason } : {})),
+    ({ scope, memory, reason }) =>
+      tool(() => s.memories.append(user, scope, scope === 'agent' ? ref : undefined, memory, reason ? { reason } : {})),
   );
   server.registerTool(
     'clear_memory',
-    { description: 'Forgets everything in one scope; only when the user asked for it, with confirm true.', inputSchema: { scope: z.enum(['user', 'agent']), confirm: z.boolean() } },
-    ({ scope, confirm }) => (confirm ? tool(() => s.memories.clear(user, scope, scope === 'agent' ? ref : undefined)) : Promise.resolve(failure('ValidationError: confirm must be true to clear memory'))),
+    {
+      description: 'Forgets everything in one scope; only when the user asked for it, with confirm true.',
+      inputSchema: { scope: z.enum(['user', 'agent']), confirm: z.boolean() },
+    },
+    ({ scope, confirm }) =>
+      confirm
+        ? tool(() => s.memories.clear(user, scope, scope === 'agent' ? ref : undefined))
+        : Promise.resolve(failure('ValidationError: confirm must be true to clear memory')),
   );
   return server;
 }
 
 /** Answers one JSON-RPC message of the streamable HTTP transport (stateless, JSON responses). */
-export const handleMemoryMcp = (s: McpServerDeps, user: Principal, agent: AgentDoc, url: string, body: unknown) => answerMcp(memoryServer(s, user, agent), url, body);
+export const handleMemoryMcp = (s: McpServerDeps, user: Principal, agent: AgentDoc, url: string, body: unknown) =>
+  answerMcp(memoryServer(s, user, agent), url, body);

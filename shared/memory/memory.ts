@@ -49,7 +49,12 @@ export interface AgentRef {
 
 /** Document id: `user`, or `agent-` and a digest of the agent object id (ids cannot hold `/`). */
 const docId = (scope: StoredScope, agent?: AgentRef) =>
-  scope === 'user' ? 'user' : `agent-${createHash('sha256').update(agent?.objectId.toLowerCase() ?? '').digest('hex').slice(0, 40)}`;
+  scope === 'user'
+    ? 'user'
+    : `agent-${createHash('sha256')
+        .update(agent?.objectId.toLowerCase() ?? '')
+        .digest('hex')
+        .slice(0, 40)}`;
 
 const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim();
 
@@ -58,7 +63,11 @@ const oneLine = (text: string) => text.replace(/\s+/g, ' ').trim();
  * timestamp and the optional reason, operation id and session id, then the content. Entries are separated
  * by a blank line. Stable and plain, so it reads well when the document is handed to a model.
  */
-export function appendEntry(content: string, at: Date, p: { reason?: string | undefined; operation_id?: string | undefined; session_id?: string | undefined }): string {
+export function appendEntry(
+  content: string,
+  at: Date,
+  p: { reason?: string | undefined; operation_id?: string | undefined; session_id?: string | undefined },
+): string {
   const reason = p.reason ? oneLine(p.reason) : undefined;
   const provenance = [
     `Recorded ${at.toISOString()}`,
@@ -70,9 +79,11 @@ export function appendEntry(content: string, at: Date, p: { reason?: string | un
 }
 
 /** The heading an import in append mode puts above the imported markdown. */
-export const importEntry = (content: string, at: Date) => `## Imported memory\n_Imported ${at.toISOString()}_\n\n${content.trim()}\n`;
+export const importEntry = (content: string, at: Date) =>
+  `## Imported memory\n_Imported ${at.toISOString()}_\n\n${content.trim()}\n`;
 
-const join = (existing: string, entry: string) => (existing.trim() === '' ? entry : `${existing.replace(/\s+$/, '')}\n\n${entry}`);
+const join = (existing: string, entry: string) =>
+  existing.trim() === '' ? entry : `${existing.replace(/\s+$/, '')}\n\n${entry}`;
 
 export class Memories {
   constructor(
@@ -100,25 +111,44 @@ export class Memories {
 
   async get(p: Principal, scope: Scope, agent?: AgentRef): Promise<MemoryResponse> {
     if (scope !== 'combined') return this.response(scope, p, await this.read(p.upn, scope, agent), agent);
-    const [user, agentDoc] = await Promise.all([this.read(p.upn, 'user'), agent ? this.read(p.upn, 'agent', agent) : undefined]);
-    const parts = [user?.content_markdown, agentDoc?.content_markdown].filter((t): t is string => t !== undefined && t.trim() !== '');
+    const [user, agentDoc] = await Promise.all([
+      this.read(p.upn, 'user'),
+      agent ? this.read(p.upn, 'agent', agent) : undefined,
+    ]);
+    const parts = [user?.content_markdown, agentDoc?.content_markdown].filter(
+      (t): t is string => t !== undefined && t.trim() !== '',
+    );
     const times = [user, agentDoc].filter((d): d is MemoryDoc => d !== undefined);
     return {
       ...this.response('combined', p, user ?? agentDoc, agent),
       content_markdown: parts.map((t) => t.replace(/\s+$/, '')).join('\n\n'),
       created_on: times.map((d) => d.created_on).sort()[0] ?? null,
-      updated_on: times.map((d) => d.updated_on).sort().at(-1) ?? null,
+      updated_on:
+        times
+          .map((d) => d.updated_on)
+          .sort()
+          .at(-1) ?? null,
     };
   }
 
   /** Changes one document with `edit` (current body -> new body), ETag-safe, refusing oversize results. */
-  private async write(p: Principal, scope: StoredScope, agent: AgentRef | undefined, edit: (body: string, now: Date) => string, createIfMissing: boolean): Promise<MemoryResponse> {
+  private async write(
+    p: Principal,
+    scope: StoredScope,
+    agent: AgentRef | undefined,
+    edit: (body: string, now: Date) => string,
+    createIfMissing: boolean,
+  ): Promise<MemoryResponse> {
     const saved = await updateDocument(this.container, ownerKey(p.upn), docId(scope, agent), (current) => {
       if (!current && !createIfMissing) return undefined;
       const now = new Date();
       const content = edit(current?.content_markdown ?? '', now);
       if (Buffer.byteLength(content) > this.maxBytes) {
-        throw new DomainError('too-large', 'MemoryTooLarge', `The memory document would exceed its limit of ${this.maxBytes} bytes; clear or replace it first`);
+        throw new DomainError(
+          'too-large',
+          'MemoryTooLarge',
+          `The memory document would exceed its limit of ${this.maxBytes} bytes; clear or replace it first`,
+        );
       }
       return {
         id: docId(scope, agent),
@@ -138,7 +168,13 @@ export class Memories {
     return this.response(scope, p, saved, agent);
   }
 
-  append(p: Principal, scope: StoredScope, agent: AgentRef | undefined, content: string, provenance: Parameters<typeof appendEntry>[2]): Promise<MemoryResponse> {
+  append(
+    p: Principal,
+    scope: StoredScope,
+    agent: AgentRef | undefined,
+    content: string,
+    provenance: Parameters<typeof appendEntry>[2],
+  ): Promise<MemoryResponse> {
     return this.write(p, scope, agent, (body, now) => join(body, appendEntry(content, now, provenance)), true);
   }
 
@@ -147,7 +183,19 @@ export class Memories {
     return this.write(p, scope, agent, () => '', false);
   }
 
-  import(p: Principal, scope: StoredScope, agent: AgentRef | undefined, content: string, mode: 'append' | 'replace'): Promise<MemoryResponse> {
-    return this.write(p, scope, agent, (body, now) => (mode === 'replace' ? content : join(body, importEntry(content, now))), true);
+  import(
+    p: Principal,
+    scope: StoredScope,
+    agent: AgentRef | undefined,
+    content: string,
+    mode: 'append' | 'replace',
+  ): Promise<MemoryResponse> {
+    return this.write(
+      p,
+      scope,
+      agent,
+      (body, now) => (mode === 'replace' ? content : join(body, importEntry(content, now))),
+      true,
+    );
   }
 }

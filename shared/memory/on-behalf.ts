@@ -31,7 +31,11 @@ function parse(raw: string): unknown {
  * The principal memory operations act for: the caller, or the user it forwards when it may. A forwarded
  * identity with an object id is the owner its UPN binding makes it (a reused UPN reads no one else's memory).
  */
-export async function actingPrincipal(caller: Principal, request: PlatformRequest, bindings: UpnBindings): Promise<Principal> {
+export async function actingPrincipal(
+  caller: Principal,
+  request: PlatformRequest,
+  bindings: UpnBindings,
+): Promise<Principal> {
   const header = request.header(USER_IDENTITY_HEADER);
   if (header === undefined) return caller;
   if (caller.kind !== 'user' || !caller.appRoles.includes(ACT_ON_BEHALF_ROLE)) {
@@ -41,7 +45,9 @@ export async function actingPrincipal(caller: Principal, request: PlatformReques
   try {
     identity = UserIdentity.parse(parse(header));
   } catch {
-    throw badRequest('X-USER-IDENTITY must be a JSON identity with at least a upn', [{ field: 'X-USER-IDENTITY', message: 'must be a JSON identity with at least a upn' }]);
+    throw badRequest('X-USER-IDENTITY must be a JSON identity with at least a upn', [
+      { field: 'X-USER-IDENTITY', message: 'must be a JSON identity with at least a upn' },
+    ]);
   }
   const forwarded: Principal = {
     kind: 'user',

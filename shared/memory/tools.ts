@@ -43,7 +43,10 @@ export class MemoryTools {
   }
 
   /** append_memory(scope, memory, reason?): the markdown in `memory` becomes content_markdown. */
-  append_memory(args: { scope: 'user' | 'agent'; memory: string; reason?: string }, user: UserIdentity): Promise<ToolResult> {
+  append_memory(
+    args: { scope: 'user' | 'agent'; memory: string; reason?: string },
+    user: UserIdentity,
+  ): Promise<ToolResult> {
     return this.call('POST', '/append', user, {
       scope: args.scope,
       content_markdown: args.memory,
@@ -55,8 +58,22 @@ export class MemoryTools {
   /** clear_memory(scope, confirm): calls clear only when confirm is true; otherwise a validation error of its own. */
   async clear_memory(args: { scope: 'user' | 'agent'; confirm?: boolean }, user: UserIdentity): Promise<ToolResult> {
     if (args.confirm !== true) {
-      return { ok: false, status: 400, error: { error: { code: 'ValidationError', message: 'confirm must be true to clear memory', details: [{ field: 'confirm', message: 'confirm must be true' }] } } };
+      return {
+        ok: false,
+        status: 400,
+        error: {
+          error: {
+            code: 'ValidationError',
+            message: 'confirm must be true to clear memory',
+            details: [{ field: 'confirm', message: 'confirm must be true' }],
+          },
+        },
+      };
     }
-    return this.call('POST', '/clear', user, { scope: args.scope, confirm: true, ...(args.scope === 'agent' ? { agent_object_id: this.o.agentObjectId } : {}) });
+    return this.call('POST', '/clear', user, {
+      scope: args.scope,
+      confirm: true,
+      ...(args.scope === 'agent' ? { agent_object_id: this.o.agentObjectId } : {}),
+    });
   }
 }

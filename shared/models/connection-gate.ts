@@ -40,7 +40,11 @@ class EndpointConnections {
     while (this.inUse < this.max && this.waiting.length > 0) {
       let best = 0;
       for (let i = 1; i < this.waiting.length; i++) {
-        if ((this.held.get((this.waiting[i] as Waiter).tenant) ?? 0) < (this.held.get((this.waiting[best] as Waiter).tenant) ?? 0)) best = i;
+        if (
+          (this.held.get((this.waiting[i] as Waiter).tenant) ?? 0) <
+          (this.held.get((this.waiting[best] as Waiter).tenant) ?? 0)
+        )
+          best = i;
       }
       const [next] = this.waiting.splice(best, 1) as [Waiter];
       this.take(next.tenant);
@@ -61,7 +65,12 @@ export class ConnectionGate {
    * gives it back (call it once, however the call ends). Throws 503 ConnectionLimit when none frees in time,
    * or the signal's reason when the caller gives up first.
    */
-  acquire(endpoint: { objectId: string; maxConnections: number }, tenant: string, deadline: number, signal?: AbortSignal): Promise<() => void> | (() => void) {
+  acquire(
+    endpoint: { objectId: string; maxConnections: number },
+    tenant: string,
+    deadline: number,
+    signal?: AbortSignal,
+  ): Promise<() => void> | (() => void) {
     let e = this.endpoints.get(endpoint.objectId);
     if (!e) this.endpoints.set(endpoint.objectId, (e = new EndpointConnections(endpoint.maxConnections)));
     // A changed definition applies at once; calls already holding more keep them until they end.
@@ -126,4 +135,10 @@ export class ConnectionGate {
 }
 
 export const connectionLimit = (max: number, deadline: number) =>
-  new UpstreamError('unavailable', 'ConnectionLimit', `All ${max} connections of the model's API endpoint are in use (its max_connections); no connection freed before the call's deadline`, false, Math.max(1000, deadline - Date.now()));
+  new UpstreamError(
+    'unavailable',
+    'ConnectionLimit',
+    `All ${max} connections of the model's API endpoint are in use (its max_connections); no connection freed before the call's deadline`,
+    false,
+    Math.max(1000, deadline - Date.now()),
+  );

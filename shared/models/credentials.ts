@@ -2,11 +2,16 @@
 // secret, or a managed-identity token through the credential gate, which mints a token only for the
 // audience the configured scope names and only when the URL is a host of that audience, over https.
 import type { TokenCredential } from '@azure/core-auth';
-import { audienceOfScope, COGNITIVE_SERVICES_SCOPE, CredentialGate, serviceScope, type Audience } from '../net/credential-gate.js';
+import {
+  audienceOfScope,
+  COGNITIVE_SERVICES_SCOPE,
+  CredentialGate,
+  serviceScope,
+  type Audience,
+} from '../net/credential-gate.js';
 import { readSecret, type Config } from '../config.js';
 import type { EndpointView } from './endpoint.js';
 import { UpstreamError } from './upstream-errors.js';
-
 
 /** The scopes managed-identity tokens may be configured for: Cognitive Services and this service's own audience. */
 export function allowedScopes(config: Pick<Config, 'auth'>): string[] {
@@ -14,18 +19,32 @@ export function allowedScopes(config: Pick<Config, 'auth'>): string[] {
 }
 
 /** The gate of a configuration (tests give the identity behind it). */
-export const gateOf = (config: Pick<Config, 'auth' | 'azureClientId' | 'serviceTokenHosts'>, identity?: TokenCredential) =>
-  new CredentialGate({ serviceAudience: config.auth.audience, serviceHosts: config.serviceTokenHosts, clientId: config.azureClientId, ...(identity ? { identity } : {}) });
+export const gateOf = (
+  config: Pick<Config, 'auth' | 'azureClientId' | 'serviceTokenHosts'>,
+  identity?: TokenCredential,
+) =>
+  new CredentialGate({
+    serviceAudience: config.auth.audience,
+    serviceHosts: config.serviceTokenHosts,
+    clientId: config.azureClientId,
+    ...(identity ? { identity } : {}),
+  });
 
 /** Why a managed-identity endpoint or tool server may not be used this way; undefined when it may. */
-export function identityProblem(url: string, scope: string | undefined, gate: CredentialGate, config: Pick<Config, 'auth'>): string | undefined {
+export function identityProblem(
+  url: string,
+  scope: string | undefined,
+  gate: CredentialGate,
+  config: Pick<Config, 'auth'>,
+): string | undefined {
   const audience = audienceOfScope(scope, config.auth.audience);
   if (!audience) return `authentication_parameters.scope must be one of ${allowedScopes(config).join(', ')}`;
   const problem = gate.urlProblem(audience, url);
   return problem ? `url ${problem}` : undefined;
 }
 
-const misconfigured = (message: string) => new UpstreamError('upstream-failed', 'UpstreamConfiguration', message, false, undefined, true);
+const misconfigured = (message: string) =>
+  new UpstreamError('upstream-failed', 'UpstreamConfiguration', message, false, undefined, true);
 
 export class ModelCredentials {
   private readonly providers = new Map<string, () => Promise<string>>();
@@ -41,9 +60,12 @@ export class ModelCredentials {
     if (e.authenticationType === 'None') return {};
     if (e.authenticationType === 'APIKey') {
       const key = e.secretName ? this.secret(e.secretName) : undefined;
-      if (!key) throw misconfigured(`The API key of the model endpoint (secret ${e.secretName ?? '?'}) is not configured`);
+      if (!key)
+        throw misconfigured(`The API key of the model endpoint (secret ${e.secretName ?? '?'}) is not configured`);
       if (e.provider === 'azure-openai') return { 'api-key': key };
-      return e.provider === 'azure-content-safety' ? { 'ocp-apim-subscription-key': key } : { authorization: `Bearer ${key}` };
+      return e.provider === 'azure-content-safety'
+        ? { 'ocp-apim-subscription-key': key }
+        : { authorization: `Bearer ${key}` };
     }
     return { authorization: `Bearer ${await this.bearer(e.url, e.scope)}` };
   }
@@ -60,7 +82,9 @@ export class ModelCredentials {
       const credential = this.gate.credentialFor(audience, url);
       const wanted = this.gate.scopes(audience, new URL(url))[0] as string;
       // The SDK's provider refreshes the token before it expires; loaded with the SDK, on first use.
-      const made = import('@azure/identity').then(({ getBearerTokenProvider }) => getBearerTokenProvider(credential, wanted));
+      const made = import('@azure/identity').then(({ getBearerTokenProvider }) =>
+        getBearerTokenProvider(credential, wanted),
+      );
       provider = async () => (await made)();
       if (this.providers.size > 1000) this.providers.clear();
       this.providers.set(key, provider);

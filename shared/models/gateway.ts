@@ -10,8 +10,26 @@ import type { ModelCredentials } from './credentials.js';
 import type { EndpointView } from './endpoint.js';
 import { recordModelCall } from '../telemetry/metrics.js';
 import { readSse } from './sse.js';
-import { CallCancelledError, invalid, statusError, timedOut, tooLarge, unreachable, UpstreamError, retryAfterMs } from './upstream-errors.js';
-import { chatUrl, embeddingsUrl, readChatCompletion, readEmbeddings, type ChatMessage, type Embeddings, type ModelAnswer, type ModelParameters } from './wire.js';
+import {
+  CallCancelledError,
+  invalid,
+  statusError,
+  timedOut,
+  tooLarge,
+  unreachable,
+  UpstreamError,
+  retryAfterMs,
+} from './upstream-errors.js';
+import {
+  chatUrl,
+  embeddingsUrl,
+  readChatCompletion,
+  readEmbeddings,
+  type ChatMessage,
+  type Embeddings,
+  type ModelAnswer,
+  type ModelParameters,
+} from './wire.js';
 
 export { CallCancelledError, UpstreamError } from './upstream-errors.js';
 
@@ -94,13 +112,27 @@ export class ModelGateway {
   constructor(private readonly options: GatewayOptions) {}
 
   /** One chat completion, whole. */
-  complete(endpoint: EndpointView, deployment: string, messages: readonly ChatMessage[], parameters: ModelParameters, call: ModelCall = {}): Promise<ModelAnswer> {
+  complete(
+    endpoint: EndpointView,
+    deployment: string,
+    messages: readonly ChatMessage[],
+    parameters: ModelParameters,
+    call: ModelCall = {},
+  ): Promise<ModelAnswer> {
     return this.traced(deployment, 'chat', () =>
-      this.post(endpoint, chatUrl(endpoint, deployment), { model: deployment, messages, ...parameters }, call, async (response) => {
-        const answer = readChatCompletion(decode(await readCapped(response.body, response.headers['content-length'], this.options.maxResponseBytes)));
-        if (typeof answer === 'string') throw invalid(answer);
-        return answer;
-      }),
+      this.post(
+        endpoint,
+        chatUrl(endpoint, deployment),
+        { model: deployment, messages, ...parameters },
+        call,
+        async (response) => {
+          const answer = readChatCompletion(
+            decode(await readCapped(response.body, response.headers['content-length'], this.options.maxResponseBytes)),
+          );
+          if (typeof answer === 'string') throw invalid(answer);
+          return answer;
+        },
+      ),
     );
   }
 
@@ -108,14 +140,23 @@ export class ModelGateway {
    * One chat completion, streamed: `onDelta` gets each piece of text as the model produces it; the whole
    * answer (with its usage) resolves at the end. Retried only until the first piece arrived.
    */
-  stream(endpoint: EndpointView, deployment: string, messages: readonly ChatMessage[], parameters: ModelParameters, onDelta: (text: string) => void, call: ModelCall = {}): Promise<ModelAnswer> {
+  stream(
+    endpoint: EndpointView,
+    deployment: string,
+    messages: readonly ChatMessage[],
+    parameters: ModelParameters,
+    onDelta: (text: string) => void,
+    call: ModelCall = {},
+  ): Promise<ModelAnswer> {
     const body = { model: deployment, messages, ...parameters, stream: true, stream_options: { include_usage: true } };
     return this.traced(deployment, 'chat', () =>
       this.post(endpoint, chatUrl(endpoint, deployment), body, call, async (response, attempt) => {
         const type = String(response.headers['content-type'] ?? '');
         // A server that ignores `stream` answers whole: one delta.
         if (!type.includes('text/event-stream')) {
-          const answer = readChatCompletion(decode(await readCapped(response.body, response.headers['content-length'], this.options.maxResponseBytes)));
+          const answer = readChatCompletion(
+            decode(await readCapped(response.body, response.headers['content-length'], this.options.maxResponseBytes)),
+          );
           if (typeof answer === 'string') throw invalid(answer);
           attempt.started();
           onDelta(answer.content);
@@ -133,13 +174,23 @@ export class ModelGateway {
    * Embeddings of `inputs` (the OpenAI embeddings API; Azure OpenAI too), in their order. `dimensions` asks
    * models that can shorten their vectors (text-embedding-3) for that length.
    */
-  embed(endpoint: EndpointView, deployment: string, inputs: readonly string[], dimensions?: number, call: ModelCall = {}): Promise<Embeddings> {
+  embed(
+    endpoint: EndpointView,
+    deployment: string,
+    inputs: readonly string[],
+    dimensions?: number,
+    call: ModelCall = {},
+  ): Promise<Embeddings> {
     const body = { model: deployment, input: inputs, ...(dimensions !== undefined ? { dimensions } : {}) };
     return this.traced(deployment, 'embeddings', () =>
       this.post(endpoint, embeddingsUrl(endpoint, deployment), body, call, async (response) => {
-        const answer = readEmbeddings(decode(await readCapped(response.body, response.headers['content-length'], this.options.maxResponseBytes)), inputs.length);
+        const answer = readEmbeddings(
+          decode(await readCapped(response.body, response.headers['content-length'], this.options.maxResponseBytes)),
+          inputs.length,
+        );
         if (typeof answer === 'string') throw invalid(answer);
-        if (dimensions !== undefined && answer.vectors[0]?.length !== dimensions) throw invalid(`the embeddings have ${answer.vectors[0]?.length} dimensions, not ${dimensions}`);
+        if (dimensions !== undefined && answer.vectors[0]?.length !== dimensions)
+          throw invalid(`the embeddings have ${answer.vectors[0]?.length} dimensions, not ${dimensions}`);
         return answer;
       }),
     );
@@ -150,11 +201,17 @@ export class ModelGateway {
    * deadline, retries and size cap as model calls; the answer is the decoded body, not yet checked.
    */
   postJson(endpoint: EndpointView, url: string, payload: unknown, call: ModelCall = {}): Promise<unknown> {
-    return this.post(endpoint, url, payload, call, async (response) => decode(await readCapped(response.body, response.headers['content-length'], this.options.maxResponseBytes)));
+    return this.post(endpoint, url, payload, call, async (response) =>
+      decode(await readCapped(response.body, response.headers['content-length'], this.options.maxResponseBytes)),
+    );
   }
 
   /** A client span around a call; trace context and baggage travel to the model in headers. */
-  private traced<T extends { promptTokens: number; completionTokens?: number }>(deployment: string, operation: 'chat' | 'embeddings', call: () => Promise<T>): Promise<T> {
+  private traced<T extends { promptTokens: number; completionTokens?: number }>(
+    deployment: string,
+    operation: 'chat' | 'embeddings',
+    call: () => Promise<T>,
+  ): Promise<T> {
     const attributes = { 'gen_ai.operation.name': operation, 'gen_ai.request.model': deployment };
     return tracer.startActiveSpan(`${operation} ${deployment}`, { kind: SpanKind.CLIENT, attributes }, async (span) => {
       const started = performance.now();
@@ -166,7 +223,11 @@ export class ModelGateway {
         return answer;
       } catch (e) {
         span.setStatus({ code: SpanStatusCode.ERROR, message: e instanceof Error ? e.message : String(e) });
-        recordModelCall((performance.now() - started) / 1000, { operation, model: deployment, error: e instanceof UpstreamError ? e.code : e instanceof Error ? e.name : 'Error' });
+        recordModelCall((performance.now() - started) / 1000, {
+          operation,
+          model: deployment,
+          error: e instanceof UpstreamError ? e.code : e instanceof Error ? e.name : 'Error',
+        });
         throw e;
       } finally {
         span.end();
@@ -175,9 +236,18 @@ export class ModelGateway {
   }
 
   /** POSTs JSON and reads the answer with `read`, retrying transient failures inside the time budget. */
-  private async post<T>(e: EndpointView, url: string, payload: unknown, { signal, caller = '' }: ModelCall, read: (response: Dispatcher.ResponseData, attempt: Attempt) => Promise<T>): Promise<T> {
+  private async post<T>(
+    e: EndpointView,
+    url: string,
+    payload: unknown,
+    { signal, caller = '' }: ModelCall,
+    read: (response: Dispatcher.ResponseData, attempt: Attempt) => Promise<T>,
+  ): Promise<T> {
     const deadline = Date.now() + e.timeoutMs;
-    const headers: Record<string, string> = { 'content-type': 'application/json', ...(await this.options.credentials.headers(e)) };
+    const headers: Record<string, string> = {
+      'content-type': 'application/json',
+      ...(await this.options.credentials.headers(e)),
+    };
     propagation.inject(context.active(), headers);
     const body = JSON.stringify(payload);
     for (let attempt = 0; ; attempt++) {
@@ -194,7 +264,13 @@ export class ModelGateway {
         );
       } catch (thrown) {
         // Once an answer began, another try would repeat what the caller already has.
-        if (progress.started || !(thrown instanceof UpstreamError) || !thrown.retryable || attempt >= this.options.maxRetries) throw thrown;
+        if (
+          progress.started ||
+          !(thrown instanceof UpstreamError) ||
+          !thrown.retryable ||
+          attempt >= this.options.maxRetries
+        )
+          throw thrown;
         // Exponential backoff with jitter, or what the upstream asked for: never past the deadline.
         const wait = thrown.retryAfterMs ?? Math.min(4000, 250 * 2 ** attempt) * (0.5 + Math.random() / 2);
         if (Date.now() + wait >= deadline) throw thrown;
@@ -213,9 +289,11 @@ export class ModelGateway {
     read: (response: Dispatcher.ResponseData, attempt: Attempt) => Promise<T>,
   ): Promise<T> {
     // A connection of the endpoint first: waiting for one counts against the deadline (503 ConnectionLimit when none frees in time).
-    const release = await Promise.resolve(this.connections.acquire(e, caller, deadline, signal)).catch((error: unknown) => {
-      throw signal?.aborted ? new CallCancelledError('The call was cancelled') : error;
-    });
+    const release = await Promise.resolve(this.connections.acquire(e, caller, deadline, signal)).catch(
+      (error: unknown) => {
+        throw signal?.aborted ? new CallCancelledError('The call was cancelled') : error;
+      },
+    );
     const left = Math.max(1, deadline - Date.now());
     const controller = new AbortController();
     let expired = false;
@@ -230,13 +308,22 @@ export class ModelGateway {
     const failed = (error: unknown): Error => {
       if (error instanceof UpstreamError) return error;
       if (signal?.aborted) return new CallCancelledError('The call was cancelled');
-      if (expired || error instanceof errors.HeadersTimeoutError || error instanceof errors.BodyTimeoutError) return timedOut(Math.round(e.timeoutMs / 1000));
+      if (expired || error instanceof errors.HeadersTimeoutError || error instanceof errors.BodyTimeoutError)
+        return timedOut(Math.round(e.timeoutMs / 1000));
       return unreachable();
     };
     try {
       let response: Dispatcher.ResponseData;
       try {
-        response = await request(url, { method: 'POST', headers, body, dispatcher: e.privateNetwork ? this.options.dispatcher : this.options.publicDispatcher, signal: controller.signal, headersTimeout: left, bodyTimeout: e.timeoutMs });
+        response = await request(url, {
+          method: 'POST',
+          headers,
+          body,
+          dispatcher: e.privateNetwork ? this.options.dispatcher : this.options.publicDispatcher,
+          signal: controller.signal,
+          headersTimeout: left,
+          bodyTimeout: e.timeoutMs,
+        });
       } catch (error) {
         throw failed(error);
       }

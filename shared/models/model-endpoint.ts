@@ -11,12 +11,17 @@ export interface ModelEndpointDeps {
 }
 
 /** The model and its endpoint; a string saying what is wrong when it cannot be called. */
-export async function modelWithEndpoint(s: ModelEndpointDeps, objectId: string, type: AiModelDoc['model_type']): Promise<{ model: AiModelDoc; endpoint: EndpointView } | string> {
+export async function modelWithEndpoint(
+  s: ModelEndpointDeps,
+  objectId: string,
+  type: AiModelDoc['model_type'],
+): Promise<{ model: AiModelDoc; endpoint: EndpointView } | string> {
   const model = await s.resourceCache.get(objectId, aiModels);
   if (!model || model.model_type !== type) return `${objectId} is not a ${type} model of this instance`;
   const endpointDoc = await s.resourceCache.get(model.api_endpoint_object_id, apiEndpointConfigurations);
   const endpoint = endpointDoc && endpointView(endpointDoc);
-  if (!endpoint || !MODEL_PROVIDERS.includes(endpoint.provider)) return `the API endpoint of ${model.name} is not valid for a model`;
+  if (!endpoint || !MODEL_PROVIDERS.includes(endpoint.provider))
+    return `the API endpoint of ${model.name} is not valid for a model`;
   return { model, endpoint };
 }
 

@@ -7,8 +7,17 @@ export type Priced = Pick<AiModelDoc, 'cost_per_1k_prompt_tokens' | 'cost_per_1k
 
 /** The model's prices per token: `pricing` (per million), else the per-1,000 prices, else none. */
 export function pricesOf(model: Priced): { input: number; output: number; currency: string | null } {
-  if (model.pricing) return { input: model.pricing.input_per_million / 1e6, output: model.pricing.output_per_million / 1e6, currency: model.pricing.currency };
-  return { input: (model.cost_per_1k_prompt_tokens ?? 0) / 1000, output: (model.cost_per_1k_completion_tokens ?? 0) / 1000, currency: null };
+  if (model.pricing)
+    return {
+      input: model.pricing.input_per_million / 1e6,
+      output: model.pricing.output_per_million / 1e6,
+      currency: model.pricing.currency,
+    };
+  return {
+    input: (model.cost_per_1k_prompt_tokens ?? 0) / 1000,
+    output: (model.cost_per_1k_completion_tokens ?? 0) / 1000,
+    currency: null,
+  };
 }
 
 /** An amount of money to the millionth, as costs are priced and recorded (sums of floats rounded back). */

@@ -83,7 +83,8 @@ export function readSse(body: Readable, limit: number, onDelta: (text: string) =
     // and the pieces' consumers (logs, spans, a kept stream's timers) must see this call's. Entering it costs
     // a few hundred bytes a chunk, so only when the connection's differs (it was opened by another call).
     const caller = context.active();
-    const onData = (bytes: Buffer) => (context.active() === caller ? read(bytes) : context.with(caller, read, undefined, bytes));
+    const onData = (bytes: Buffer) =>
+      context.active() === caller ? read(bytes) : context.with(caller, read, undefined, bytes);
     const ended = () => invalid('the stream ended before [DONE]');
     const onEnd = () => settle(ended());
     // Destroyed without an error (nothing else ends it then): the stream was cut.

@@ -15,7 +15,15 @@ export class UpstreamError extends DomainError {
     readonly retryAfterMs?: number,
     readonly permanent = false,
   ) {
-    super(kind, code, message, [], retryAfterMs !== undefined ? { 'retry-after': String(Math.min(3600, Math.max(1, Math.ceil(retryAfterMs / 1000)))) } : {});
+    super(
+      kind,
+      code,
+      message,
+      [],
+      retryAfterMs !== undefined
+        ? { 'retry-after': String(Math.min(3600, Math.max(1, Math.ceil(retryAfterMs / 1000)))) }
+        : {},
+    );
   }
 }
 
@@ -24,16 +32,53 @@ export class CallCancelledError extends Error {
   override name = 'CallCancelledError';
 }
 
-export const unreachable = () => new UpstreamError('upstream-failed', 'UpstreamUnavailable', 'The model endpoint could not be reached', true);
-export const timedOut = (seconds: number) => new UpstreamError('upstream-timeout', 'UpstreamTimeout', `The model did not answer within ${seconds} s`, false);
-export const tooLarge = (limit: number) => new UpstreamError('upstream-failed', 'UpstreamResponseTooLarge', `The model's answer is larger than ${limit} bytes`, false, undefined, true);
-export const invalid = (why: string) => new UpstreamError('upstream-failed', 'UpstreamInvalidResponse', `The model endpoint gave an invalid answer: ${why}`, true);
+export const unreachable = () =>
+  new UpstreamError('upstream-failed', 'UpstreamUnavailable', 'The model endpoint could not be reached', true);
+export const timedOut = (seconds: number) =>
+  new UpstreamError('upstream-timeout', 'UpstreamTimeout', `The model did not answer within ${seconds} s`, false);
+export const tooLarge = (limit: number) =>
+  new UpstreamError(
+    'upstream-failed',
+    'UpstreamResponseTooLarge',
+    `The model's answer is larger than ${limit} bytes`,
+    false,
+    undefined,
+    true,
+  );
+export const invalid = (why: string) =>
+  new UpstreamError(
+    'upstream-failed',
+    'UpstreamInvalidResponse',
+    `The model endpoint gave an invalid answer: ${why}`,
+    true,
+  );
 
 export function statusError(status: number, retryAfterMs: number | undefined): UpstreamError {
-  if (status === 429) return new UpstreamError('unavailable', 'UpstreamRateLimited', 'The model is rate limited; try again later', true, retryAfterMs);
-  if (status >= 500 || status === 408) return new UpstreamError('upstream-failed', 'UpstreamError', `The model endpoint failed (${status})`, true, retryAfterMs);
+  if (status === 429)
+    return new UpstreamError(
+      'unavailable',
+      'UpstreamRateLimited',
+      'The model is rate limited; try again later',
+      true,
+      retryAfterMs,
+    );
+  if (status >= 500 || status === 408)
+    return new UpstreamError(
+      'upstream-failed',
+      'UpstreamError',
+      `The model endpoint failed (${status})`,
+      true,
+      retryAfterMs,
+    );
   // Other 4xx answers are deterministic: the same request would be refused again.
-  return new UpstreamError('upstream-failed', 'UpstreamRejected', `The model endpoint rejected the request (${status})`, false, undefined, true);
+  return new UpstreamError(
+    'upstream-failed',
+    'UpstreamRejected',
+    `The model endpoint rejected the request (${status})`,
+    false,
+    undefined,
+    true,
+  );
 }
 
 /** Retry-After in milliseconds (delta-seconds or an HTTP date), or undefined. */

@@ -16,7 +16,11 @@ export type ContentPart = { type: 'text'; text: string } | { type: 'image_url'; 
 export type ChatMessage =
   | { role: 'system'; content: string }
   | { role: 'user'; content: string | ContentPart[] }
-  | { role: 'assistant'; content: string; tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[] }
+  | {
+      role: 'assistant';
+      content: string;
+      tool_calls?: { id: string; type: 'function'; function: { name: string; arguments: string } }[];
+    }
   | { role: 'tool'; tool_call_id: string; content: string };
 
 /** A function offered to the model (OpenAI `tools`; Azure OpenAI alike). */
@@ -85,12 +89,15 @@ export function usageOf(usage: unknown): Pick<ModelAnswer, 'promptTokens' | 'com
 
 /** Tool calls as the model wrote them, checked: ids, function names and argument text. */
 function readToolCalls(calls: unknown[]): ToolCall[] | string {
-  if (calls.length > MAX_TOOL_CALLS) return `the answer asks for ${calls.length} tool calls (at most ${MAX_TOOL_CALLS})`;
+  if (calls.length > MAX_TOOL_CALLS)
+    return `the answer asks for ${calls.length} tool calls (at most ${MAX_TOOL_CALLS})`;
   const read: ToolCall[] = [];
   for (const c of calls) {
-    if (!isObject(c) || typeof c.id !== 'string' || c.id.length === 0 || c.id.length > 200 || !isObject(c.function)) return 'a tool call has no id or function';
+    if (!isObject(c) || typeof c.id !== 'string' || c.id.length === 0 || c.id.length > 200 || !isObject(c.function))
+      return 'a tool call has no id or function';
     const { name, arguments: args } = c.function;
-    if (typeof name !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(name) || typeof args !== 'string') return 'a tool call has no valid function name or arguments';
+    if (typeof name !== 'string' || !/^[A-Za-z0-9_-]{1,64}$/.test(name) || typeof args !== 'string')
+      return 'a tool call has no valid function name or arguments';
     read.push({ id: c.id, name, arguments: args });
   }
   return read;
@@ -124,7 +131,8 @@ export function readEmbeddings(body: unknown, inputs: number): Embeddings | stri
     const index = typeof item.index === 'number' && Number.isInteger(item.index) ? item.index : -1;
     if (index < 0 || index >= inputs || vectors[index] !== undefined) return 'the embeddings are not indexed by input';
     const v = item.embedding as unknown[];
-    if (v.length === 0 || !v.every((x) => typeof x === 'number' && Number.isFinite(x))) return 'an embedding is not a list of numbers';
+    if (v.length === 0 || !v.every((x) => typeof x === 'number' && Number.isFinite(x)))
+      return 'an embedding is not a list of numbers';
     vectors[index] = v as number[];
   }
   const dims = vectors[0]?.length;

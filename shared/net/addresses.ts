@@ -20,7 +20,8 @@ function embeddedIpv4(v6: ipaddr.IPv6): ipaddr.IPv4 | undefined {
   // Teredo stores the client address inverted in the last 32 bits.
   if (range === 'teredo') return new ipaddr.IPv4(b.slice(12).map((x) => x ^ 0xff));
   // Deprecated IPv4-compatible ::a.b.c.d (the first 96 bits zero, not :: or ::1).
-  if (b.slice(0, 12).every((x) => x === 0) && b.slice(12).some((x, i) => (i === 3 ? x > 1 : x !== 0))) return new ipaddr.IPv4(b.slice(12));
+  if (b.slice(0, 12).every((x) => x === 0) && b.slice(12).some((x, i) => (i === 3 ? x > 1 : x !== 0)))
+    return new ipaddr.IPv4(b.slice(12));
   return undefined;
 }
 

@@ -7,7 +7,10 @@ export function azureCredential(clientId: string | undefined): TokenCredential {
   let credential: Promise<TokenCredential> | undefined;
   return {
     async getToken(scopes: string | string[], options?: GetTokenOptions): Promise<AccessToken | null> {
-      credential ??= import('@azure/identity').then(({ DefaultAzureCredential }) => new DefaultAzureCredential(clientId ? { managedIdentityClientId: clientId } : {}));
+      credential ??= import('@azure/identity').then(
+        ({ DefaultAzureCredential }) =>
+          new DefaultAzureCredential(clientId ? { managedIdentityClientId: clientId } : {}),
+      );
       return (await credential).getToken(scopes, options);
     },
   };

@@ -85,8 +85,16 @@ export class CredentialGate {
       return 'must be an absolute URL';
     }
     const hosts = this.hosts(audience);
-    if (url.protocol !== 'https:' || url.username !== '' || url.password !== '' || !hostMatches(url.hostname.toLowerCase(), hosts)) {
-      const where = hosts.length > 0 ? hosts.map((h) => (h.startsWith('.') ? `*${h}` : h)).join(', ') : 'no host (SERVICE_TOKEN_HOSTS is empty)';
+    if (
+      url.protocol !== 'https:' ||
+      url.username !== '' ||
+      url.password !== '' ||
+      !hostMatches(url.hostname.toLowerCase(), hosts)
+    ) {
+      const where =
+        hosts.length > 0
+          ? hosts.map((h) => (h.startsWith('.') ? `*${h}` : h)).join(', ')
+          : 'no host (SERVICE_TOKEN_HOSTS is empty)';
       return `must be an https URL of ${where} to receive a managed-identity token for ${audience}`;
     }
     return undefined;
@@ -125,7 +133,10 @@ export class CredentialGate {
 }
 
 /** The audience a managed-identity endpoint's configured scope names, or undefined for a scope never minted. */
-export function audienceOfScope(scope: string | undefined, serviceAudience: string): 'cognitive-services' | 'service' | undefined {
+export function audienceOfScope(
+  scope: string | undefined,
+  serviceAudience: string,
+): 'cognitive-services' | 'service' | undefined {
   if (scope === undefined || scope === COGNITIVE_SERVICES_SCOPE) return 'cognitive-services';
   return scope === serviceScope(serviceAudience) ? 'service' : undefined;
 }

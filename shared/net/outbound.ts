@@ -50,7 +50,9 @@ export function urlProblem(text: string, rules: OutboundRules): string | undefin
   }
   const plainHttpAllowed = rules.policy === 'model' || rules.allowPrivateNetwork;
   if (url.protocol !== 'https:' && !(url.protocol === 'http:' && plainHttpAllowed)) {
-    return plainHttpAllowed ? 'must be an http or https URL' : `must be an https URL${url.protocol === 'http:' ? LOCAL_HINT : ''}`;
+    return plainHttpAllowed
+      ? 'must be an http or https URL'
+      : `must be an https URL${url.protocol === 'http:' ? LOCAL_HINT : ''}`;
   }
   if (url.username !== '' || url.password !== '') return 'must not carry credentials';
   // The URL parser has already turned every IPv4 spelling (decimal, hex, octal, short) into dotted form.
@@ -70,14 +72,21 @@ function addressProblem(cls: AddressClass, rules: OutboundRules): string {
     : 'must not point to a link-local, platform or internal address';
 }
 
-export type Resolve = (hostname: string, options: dns.LookupAllOptions, callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void) => void;
+export type Resolve = (
+  hostname: string,
+  options: dns.LookupAllOptions,
+  callback: (error: NodeJS.ErrnoException | null, addresses: LookupAddress[]) => void,
+) => void;
 
 /** Resolves a host name and checks every address it has; refuses with BlockedDestinationError. */
 export function guardedLookup(rules: OutboundRules, resolve: Resolve = dns.lookup): LookupFunction {
   return (hostname, options, callback) => {
     resolve(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
       if (error) return callback(error, '', 0);
-      if (addresses.length === 0 || addresses.some((a) => !addressAllowed(classifyAddress(a.address) ?? 'unroutable', rules))) {
+      if (
+        addresses.length === 0 ||
+        addresses.some((a) => !addressAllowed(classifyAddress(a.address) ?? 'unroutable', rules))
+      ) {
         return callback(new BlockedDestinationError(`${hostname} is not an allowed destination`), '', 0);
       }
       if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
@@ -108,7 +117,9 @@ export async function resolvesOutside(hostname: string, rules: OutboundRules): P
 export async function savedUrlProblem(url: string, rules: OutboundRules): Promise<string | undefined> {
   const problem = urlProblem(url, rules);
   if (problem) return problem;
-  return (await resolvesOutside(new URL(url).hostname, rules)) ? 'must not point to a link-local, platform or internal address' : undefined;
+  return (await resolvesOutside(new URL(url).hostname, rules))
+    ? 'must not point to a link-local, platform or internal address'
+    : undefined;
 }
 
 /**

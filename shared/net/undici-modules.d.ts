@@ -5,7 +5,10 @@ declare module 'undici/lib/dispatcher/agent.js' {
 }
 declare module 'undici/lib/api/api-request.js' {
   import type { Dispatcher } from 'undici';
-  export default function request(this: Dispatcher, options: Dispatcher.RequestOptions): Promise<Dispatcher.ResponseData>;
+  export default function request(
+    this: Dispatcher,
+    options: Dispatcher.RequestOptions,
+  ): Promise<Dispatcher.ResponseData>;
 }
 declare module 'undici/lib/core/errors.js' {
   import { errors } from 'undici';

@@ -13,10 +13,16 @@ export type { Dispatcher };
 export { default as Agent } from 'undici/lib/dispatcher/agent.js';
 export const errors = undiciErrors;
 
-export type RequestOptions = Omit<Dispatcher.RequestOptions, 'origin' | 'path' | 'method'> & { method?: Dispatcher.HttpMethod; dispatcher: Dispatcher };
+export type RequestOptions = Omit<Dispatcher.RequestOptions, 'origin' | 'path' | 'method'> & {
+  method?: Dispatcher.HttpMethod;
+  dispatcher: Dispatcher;
+};
 
 /** undici's `request(url, options)`, always through the dispatcher given (never undici's global one). */
-export function request(url: string | URL, { dispatcher, method = 'GET', ...options }: RequestOptions): Promise<Dispatcher.ResponseData> {
+export function request(
+  url: string | URL,
+  { dispatcher, method = 'GET', ...options }: RequestOptions,
+): Promise<Dispatcher.ResponseData> {
   const { origin, pathname, search } = typeof url === 'string' ? new URL(url) : url;
   return requestOn.call(dispatcher, { ...options, origin, path: pathname + search, method });
 }
@@ -25,4 +31,5 @@ export function request(url: string | URL, { dispatcher, method = 'GET', ...opti
  * undici's fetch, its package entry loaded on the first call. The entry is CommonJS: its exports object is
  * the default export both under Node and in a bundle's chunk (which has no named exports).
  */
-export const undiciFetch: typeof UndiciFetch = async (input, init) => (await import('undici')).default.fetch(input, init);
+export const undiciFetch: typeof UndiciFetch = async (input, init) =>
+  (await import('undici')).default.fetch(input, init);

@@ -33,13 +33,18 @@ function checkName(name: string): void {
 }
 
 /** An entry's name as the archive stores it: UTF-8 when its flag says so, else code page 437 (ASCII here). */
-const storedName = (entry: yauzl.Entry) => (entry.fileName as unknown as Buffer).toString((entry.generalPurposeBitFlag & 0x800) !== 0 ? 'utf8' : 'latin1');
+const storedName = (entry: yauzl.Entry) =>
+  (entry.fileName as unknown as Buffer).toString((entry.generalPurposeBitFlag & 0x800) !== 0 ? 'utf8' : 'latin1');
 
 /**
  * Lists the archive and reads the entries `wanted` selects, each at most `maxEntryBytes` (the manifest's
  * bound by default); throws 400 for hostile archives.
  */
-export function readArchive(bytes: Buffer, wanted: (name: string) => boolean, maxEntryBytes = ARCHIVE_LIMITS.manifestBytes): Promise<ArchiveContents> {
+export function readArchive(
+  bytes: Buffer,
+  wanted: (name: string) => boolean,
+  maxEntryBytes = ARCHIVE_LIMITS.manifestBytes,
+): Promise<ArchiveContents> {
   return new Promise((resolve, reject) => {
     // Names stay bytes: yauzl would turn a backslash into a slash before any rule saw it.
     yauzl.fromBuffer(bytes, { lazyEntries: true, validateEntrySizes: true, decodeStrings: false }, (openError, zip) => {
@@ -63,14 +68,19 @@ export function readArchive(bytes: Buffer, wanted: (name: string) => boolean, ma
           checkName(name);
           const mode = (entry.externalFileAttributes >>> 16) & 0o170000;
           if (mode === 0o120000) throw bad(`entry ${JSON.stringify(name)} is a symbolic link`);
-          if (entry.uncompressedSize > ARCHIVE_LIMITS.entryBytes) throw bad(`entry ${JSON.stringify(name)} is larger than ${ARCHIVE_LIMITS.entryBytes} bytes`);
+          if (entry.uncompressedSize > ARCHIVE_LIMITS.entryBytes)
+            throw bad(`entry ${JSON.stringify(name)} is larger than ${ARCHIVE_LIMITS.entryBytes} bytes`);
           total += entry.uncompressedSize;
           if (total > ARCHIVE_LIMITS.totalBytes) throw bad(`more than ${ARCHIVE_LIMITS.totalBytes} bytes uncompressed`);
-          if (entry.uncompressedSize > 64 * 1024 && entry.uncompressedSize / Math.max(1, entry.compressedSize) > ARCHIVE_LIMITS.ratio) {
+          if (
+            entry.uncompressedSize > 64 * 1024 &&
+            entry.uncompressedSize / Math.max(1, entry.compressedSize) > ARCHIVE_LIMITS.ratio
+          ) {
             throw bad(`entry ${JSON.stringify(name)} expands more than ${ARCHIVE_LIMITS.ratio}:1 (a compression bomb)`);
           }
           // Many entries each under the per-entry check still add up: the whole archive has the same bound.
-          if (total > 1024 * 1024 && total / bytes.length > ARCHIVE_LIMITS.ratio) throw bad(`its entries expand more than ${ARCHIVE_LIMITS.ratio}:1 in all (a compression bomb)`);
+          if (total > 1024 * 1024 && total / bytes.length > ARCHIVE_LIMITS.ratio)
+            throw bad(`its entries expand more than ${ARCHIVE_LIMITS.ratio}:1 in all (a compression bomb)`);
         } catch (e) {
           return fail(e as Error);
         }

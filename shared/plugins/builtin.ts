@@ -32,7 +32,13 @@ export const STAGES = {
 
 const none = { parameters: [], dependencies: [], parameter_selection_hints: {} };
 
-const plugin = (short: string, display: string, category: string, description: string, declared: Partial<Declared> & { selects?: string } = {}): BuiltinPlugin => ({
+const plugin = (
+  short: string,
+  display: string,
+  category: string,
+  description: string,
+  declared: Partial<Declared> & { selects?: string } = {},
+): BuiltinPlugin => ({
   name: full(short),
   display_name: display,
   category,
@@ -42,37 +48,125 @@ const plugin = (short: string, display: string, category: string, description: s
 });
 
 const CATALOGUE: readonly BuiltinPlugin[] = [
-  plugin('AzureBlobDataSource', 'Azure Blob data source', 'Data Source', 'Documents of a Blob container (data_source_type AzureBlob)'),
-  plugin('WebDataSource', 'Web data source', 'Data Source', 'Web pages under the URL prefixes of the source (data_source_type Web)'),
-  plugin('SharePointOnlineDataSource', 'SharePoint Online data source', 'Data Source', 'SharePoint Online document libraries (data_source_type SharePointOnline); such a source is a definition only for now: processing it is a 400'),
-  plugin('AzureDataLakeDataSource', 'Azure Data Lake data source', 'Data Source', 'Azure Data Lake file systems (data_source_type AzureDataLake); such a source is a definition only for now: processing it is a 400'),
-  plugin('TextExtraction', 'Text extraction', 'Content Text Extraction', 'Text of plain text, Markdown, HTML, PDF, Word, PowerPoint and Excel documents, read in the extraction workers'),
-  plugin('TokenPartitioning', 'Token partitioning', 'Content Text Partitioning', 'Windows of a number of tokens (cl100k) with an overlap'),
-  plugin('MarkdownPartitioning', 'Markdown partitioning', 'Content Text Partitioning', 'One partition per Markdown section (a heading and its text); a section longer than the size is cut into token windows'),
-  plugin('ExtractStage', 'Extract', 'Data Pipeline Stage', 'Reads each document\'s text', {
+  plugin(
+    'AzureBlobDataSource',
+    'Azure Blob data source',
+    'Data Source',
+    'Documents of a Blob container (data_source_type AzureBlob)',
+  ),
+  plugin(
+    'WebDataSource',
+    'Web data source',
+    'Data Source',
+    'Web pages under the URL prefixes of the source (data_source_type Web)',
+  ),
+  plugin(
+    'SharePointOnlineDataSource',
+    'SharePoint Online data source',
+    'Data Source',
+    'SharePoint Online document libraries (data_source_type SharePointOnline); such a source is a definition only for now: processing it is a 400',
+  ),
+  plugin(
+    'AzureDataLakeDataSource',
+    'Azure Data Lake data source',
+    'Data Source',
+    'Azure Data Lake file systems (data_source_type AzureDataLake); such a source is a definition only for now: processing it is a 400',
+  ),
+  plugin(
+    'TextExtraction',
+    'Text extraction',
+    'Content Text Extraction',
+    'Text of plain text, Markdown, HTML, PDF, Word, PowerPoint and Excel documents, read in the extraction workers',
+  ),
+  plugin(
+    'TokenPartitioning',
+    'Token partitioning',
+    'Content Text Partitioning',
+    'Windows of a number of tokens (cl100k) with an overlap',
+  ),
+  plugin(
+    'MarkdownPartitioning',
+    'Markdown partitioning',
+    'Content Text Partitioning',
+    'One partition per Markdown section (a heading and its text); a section longer than the size is cut into token windows',
+  ),
+  plugin('ExtractStage', 'Extract', 'Data Pipeline Stage', "Reads each document's text", {
     dependencies: [{ selection_type: 'Single', dependency_plugin_names: [TEXT_EXTRACTION] }],
   }),
-  plugin('PartitionStage', 'Partition', 'Data Pipeline Stage', 'Cuts each document\'s text into partitions with the partitioner it names', {
-    parameters: [
-      { name: 'partitioner', type: 'string', description: `The partitioning plugin: ${TOKEN_PARTITIONING} or ${MARKDOWN_PARTITIONING}`, default_value: TOKEN_PARTITIONING },
-      { name: 'partition_size_tokens', type: 'int', description: 'Tokens of a partition at most (16 to 8192; null: the pipeline\'s)', default_value: null },
-      { name: 'partition_overlap_tokens', type: 'int', description: 'Tokens one token window shares with the previous one (null: the pipeline\'s)', default_value: null },
-    ],
-    selects: 'partitioner',
-    dependencies: [{ selection_type: 'Single', dependency_plugin_names: [TOKEN_PARTITIONING, MARKDOWN_PARTITIONING] }],
-  }),
-  plugin('ShieldStage', 'Shield', 'Data Pipeline Stage', 'Screens each partition with shielding plugins, in order; a blocked partition is not indexed, and the run names it', {
-    parameters: [{ name: 'shielding_plugins', type: 'array', description: 'Names of shielding plugins', default_value: [full('Blocklist')] }],
-    dependencies: [{ selection_type: 'Multiple', dependency_plugin_names: [full('Blocklist'), full('PromptShield')] }],
-    selects: 'shielding_plugins',
-  }),
-  plugin('EmbedStage', 'Embed', 'Data Pipeline Stage', "Embeds each partition with the pipeline's embedding model (embedding_ai_model_object_id, embedding_dimensions)"),
-  plugin('IndexStage', 'Index', 'Data Pipeline Stage', "Writes the partitions to the pipeline's knowledge index (index_name)"),
+  plugin(
+    'PartitionStage',
+    'Partition',
+    'Data Pipeline Stage',
+    "Cuts each document's text into partitions with the partitioner it names",
+    {
+      parameters: [
+        {
+          name: 'partitioner',
+          type: 'string',
+          description: `The partitioning plugin: ${TOKEN_PARTITIONING} or ${MARKDOWN_PARTITIONING}`,
+          default_value: TOKEN_PARTITIONING,
+        },
+        {
+          name: 'partition_size_tokens',
+          type: 'int',
+          description: "Tokens of a partition at most (16 to 8192; null: the pipeline's)",
+          default_value: null,
+        },
+        {
+          name: 'partition_overlap_tokens',
+          type: 'int',
+          description: "Tokens one token window shares with the previous one (null: the pipeline's)",
+          default_value: null,
+        },
+      ],
+      selects: 'partitioner',
+      dependencies: [
+        { selection_type: 'Single', dependency_plugin_names: [TOKEN_PARTITIONING, MARKDOWN_PARTITIONING] },
+      ],
+    },
+  ),
+  plugin(
+    'ShieldStage',
+    'Shield',
+    'Data Pipeline Stage',
+    'Screens each partition with shielding plugins, in order; a blocked partition is not indexed, and the run names it',
+    {
+      parameters: [
+        {
+          name: 'shielding_plugins',
+          type: 'array',
+          description: 'Names of shielding plugins',
+          default_value: [full('Blocklist')],
+        },
+      ],
+      dependencies: [
+        { selection_type: 'Multiple', dependency_plugin_names: [full('Blocklist'), full('PromptShield')] },
+      ],
+      selects: 'shielding_plugins',
+    },
+  ),
+  plugin(
+    'EmbedStage',
+    'Embed',
+    'Data Pipeline Stage',
+    "Embeds each partition with the pipeline's embedding model (embedding_ai_model_object_id, embedding_dimensions)",
+  ),
+  plugin(
+    'IndexStage',
+    'Index',
+    'Data Pipeline Stage',
+    "Writes the partitions to the pipeline's knowledge index (index_name)",
+  ),
 ];
 
 /** Every built-in plugin, the shielding ones included. */
 export function builtinCatalogue(): readonly BuiltinPlugin[] {
-  return [...CATALOGUE, ...shieldingPlugins().map((p) => plugin(p.name.slice(BUILTIN_PACKAGE.length + 1), p.display_name, 'Shielding', p.description))];
+  return [
+    ...CATALOGUE,
+    ...shieldingPlugins().map((p) =>
+      plugin(p.name.slice(BUILTIN_PACKAGE.length + 1), p.display_name, 'Shielding', p.description),
+    ),
+  ];
 }
 
 /** The built-in plugins as `GET .../plugins` lists them. */
@@ -85,7 +179,9 @@ export function builtinPlugins(instanceId: string) {
     description: p.description,
     category: p.category,
     plugin_package_object_id: `/instances/${instanceId}/providers/Svc.Platform/pluginPackages/${BUILTIN_PACKAGE}`,
-    parameters: p.parameters.map(({ default_value, ...rest }) => (default_value === undefined ? rest : { ...rest, default_value })),
+    parameters: p.parameters.map(({ default_value, ...rest }) =>
+      default_value === undefined ? rest : { ...rest, default_value },
+    ),
     parameter_selection_hints: p.parameter_selection_hints,
     dependencies: p.dependencies,
   }));

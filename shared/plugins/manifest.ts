@@ -40,11 +40,19 @@ const SelectionHint = z
   .strict();
 
 const Dependency = z
-  .object({ selection_type: z.enum(['Single', 'Multiple']), dependency_plugin_names: z.array(z.string().min(1)).min(1) })
+  .object({
+    selection_type: z.enum(['Single', 'Multiple']),
+    dependency_plugin_names: z.array(z.string().min(1)).min(1),
+  })
   .strict();
 
 /** `module:function`: a module file of the package (`tools/echo.py` for `tools.echo`) and a function in it. */
-export const EntryPoint = z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$/, 'must be module:function, such as tools.echo:run');
+export const EntryPoint = z
+  .string()
+  .regex(
+    /^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:[A-Za-z_][A-Za-z0-9_]*$/,
+    'must be module:function, such as tools.echo:run',
+  );
 
 /** The files that may hold an entry point's module, relative to the package's root. */
 export const moduleFiles = (entryPoint: string) => {
@@ -80,14 +88,23 @@ export const Manifest = z
   .superRefine((m, ctx) => {
     const seen = new Set<string>();
     m.plugins.forEach((p, i) => {
-      if (seen.has(p.name)) ctx.addIssue({ code: 'custom', path: ['plugins', i, 'name'], message: `duplicate plugin name ${p.name}` });
+      if (seen.has(p.name))
+        ctx.addIssue({ code: 'custom', path: ['plugins', i, 'name'], message: `duplicate plugin name ${p.name}` });
       seen.add(p.name);
       if (!CATEGORIES[m.runtime].includes(p.category)) {
-        ctx.addIssue({ code: 'custom', path: ['plugins', i, 'category'], message: `${p.category} is not a ${m.runtime} category (${CATEGORIES[m.runtime].join(', ')})` });
+        ctx.addIssue({
+          code: 'custom',
+          path: ['plugins', i, 'category'],
+          message: `${p.category} is not a ${m.runtime} category (${CATEGORIES[m.runtime].join(', ')})`,
+        });
       }
       for (const key of Object.keys(p.parameter_selection_hints)) {
         if (p.parameters.find((x) => x.name === key)?.type !== 'resource-object-id') {
-          ctx.addIssue({ code: 'custom', path: ['plugins', i, 'parameter_selection_hints', key], message: 'hints apply to resource-object-id parameters only' });
+          ctx.addIssue({
+            code: 'custom',
+            path: ['plugins', i, 'parameter_selection_hints', key],
+            message: 'hints apply to resource-object-id parameters only',
+          });
         }
       }
     });

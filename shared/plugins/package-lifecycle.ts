@@ -10,12 +10,18 @@ import { updateDocument } from '../store/update.js';
 import type { PackageStores } from './packages.js';
 
 /** The bytes of `path` in the Public or Private store: 400 when it is not configured or too large, 404 when absent. */
-export async function readFromStore(stores: PackageStores, storeType: 'Public' | 'Private', path: string, maxBytes: number): Promise<Buffer> {
+export async function readFromStore(
+  stores: PackageStores,
+  storeType: 'Public' | 'Private',
+  path: string,
+  maxBytes: number,
+): Promise<Buffer> {
   const store = storeType === 'Public' ? stores.public : stores.private;
   if (!store) throw badRequest('package_store_type: no Public package store is configured (PACKAGE_STORE_PUBLIC_URL)');
   try {
     const blob = (await store.client()).getBlobClient(path);
-    if (((await blob.getProperties()).contentLength ?? 0) > maxBytes) throw badRequest(`The package is larger than ${maxBytes} bytes`);
+    if (((await blob.getProperties()).contentLength ?? 0) > maxBytes)
+      throw badRequest(`The package is larger than ${maxBytes} bytes`);
     return await blob.downloadToBuffer();
   } catch (e) {
     if ((e as { statusCode?: number }).statusCode === 404) throw notFound(`The ${storeType} store has no ${path}`);
@@ -31,22 +37,43 @@ interface PackageRecord extends Doc {
 }
 
 /** `what` names the package in messages: "Plugin package", "Artifact package". */
-export async function softDeletePackage<T extends PackageRecord>(docs: Container<T>, pk: string, name: string, principal: Principal, what: string): Promise<T> {
+export async function softDeletePackage<T extends PackageRecord>(
+  docs: Container<T>,
+  pk: string,
+  name: string,
+  principal: Principal,
+  what: string,
+): Promise<T> {
   const saved = await updateDocument(docs, pk, resourceId(name), (current) => {
     if (!current) throw notFound(`${what} ${name} not found`);
     // Deleting a deleted package again changes nothing.
-    return current.deleted ? undefined : { ...current, deleted: true, updated_on: new Date().toISOString(), updated_by: principal.upn };
+    return current.deleted
+      ? undefined
+      : { ...current, deleted: true, updated_on: new Date().toISOString(), updated_by: principal.upn };
   });
   if (!saved) throw notFound(`${what} ${name} not found`);
   return saved;
 }
 
-export async function purgePackage<T extends PackageRecord>(docs: Container<T>, pk: string, name: string, files: BlobContainer, what: string): Promise<T> {
+export async function purgePackage<T extends PackageRecord>(
+  docs: Container<T>,
+  pk: string,
+  name: string,
+  files: BlobContainer,
+  what: string,
+): Promise<T> {
   const doc = await docs.read(pk, resourceId(name));
   if (!doc) throw notFound(`${what} ${name} not found`);
   if (!doc.deleted) throw conflict(`${what} ${name} is not deleted; delete it before purging it`);
   await docs.delete(pk, doc.id, { ifMatch: doc._etag });
   const container = await files.client();
-  await Promise.all(doc.versions.map((v) => container.getBlockBlobClient(v.blob_name).deleteIfExists().catch(() => undefined)));
+  await Promise.all(
+    doc.versions.map((v) =>
+      container
+        .getBlockBlobClient(v.blob_name)
+        .deleteIfExists()
+        .catch(() => undefined),
+    ),
+  );
   return doc;
 }

@@ -11,7 +11,16 @@ import { containerAt, type BlobContainer, type BlobService } from '../store/stor
 import { updateDocument } from '../store/update.js';
 import { readArchive } from './archive.js';
 import { purgePackage, readFromStore, softDeletePackage } from './package-lifecycle.js';
-import { Manifest, moduleFiles, NamePart, SemanticVersion, packageName, pluginName, RUNTIMES, type Runtime } from './manifest.js';
+import {
+  Manifest,
+  moduleFiles,
+  NamePart,
+  SemanticVersion,
+  packageName,
+  pluginName,
+  RUNTIMES,
+  type Runtime,
+} from './manifest.js';
 
 import { builtinPlugins } from './builtin.js';
 
@@ -24,7 +33,9 @@ export const PackageResource = z
     name: NamePart,
     package_runtime: z.enum(RUNTIMES, { error: 'package_runtime must be Python or Dotnet' }),
     package_version: SemanticVersion,
-    package_store_type: z.enum(['Public', 'Private'], { error: 'package_store_type must be Public or Private' }).optional(),
+    package_store_type: z
+      .enum(['Public', 'Private'], { error: 'package_store_type must be Public or Private' })
+      .optional(),
   })
   .strict();
 export type PackageResource = z.output<typeof PackageResource>;
@@ -65,7 +76,8 @@ declare module '../store/types.js' {
 }
 
 /** Whether a document of the resources container is a plugin package's record. */
-export const isPluginPackage = (doc: DocsOf<'resources'>): doc is PackageDoc => 'type' in doc && doc.type === 'plugin-package';
+export const isPluginPackage = (doc: DocsOf<'resources'>): doc is PackageDoc =>
+  'type' in doc && doc.type === 'plugin-package';
 
 const extension = (runtime: Runtime) => (runtime === 'Python' ? 'zip' : 'nupkg');
 const contentType = (runtime: Runtime) => (runtime === 'Python' ? 'application/zip' : 'application/octet-stream');
@@ -77,7 +89,11 @@ export interface PackageStores {
   public: BlobContainer | undefined;
 }
 
-export function packageStores(blobs: BlobService, privateContainer: string, publicUrl: string | undefined): PackageStores {
+export function packageStores(
+  blobs: BlobService,
+  privateContainer: string,
+  publicUrl: string | undefined,
+): PackageStores {
   return { private: blobs.container(privateContainer), public: publicUrl ? containerAt(publicUrl) : undefined };
 }
 
@@ -87,7 +103,8 @@ export function packageStores(blobs: BlobService, privateContainer: string, publ
  */
 function bareName(resource: PackageResource, pathName: string): string {
   const prefix = `${resource.package_runtime}-`;
-  if (!pathName.startsWith(prefix)) throw badRequest(`name: ${pathName} must start with ${prefix}, as package_runtime is ${resource.package_runtime}`);
+  if (!pathName.startsWith(prefix))
+    throw badRequest(`name: ${pathName} must start with ${prefix}, as package_runtime is ${resource.package_runtime}`);
   if (resource.name !== pathName && packageName(resource.package_runtime, resource.name) !== pathName) {
     throw badRequest(`name: must equal the package name in the path (${pathName})`);
   }
@@ -120,23 +137,37 @@ export class PluginPackages {
     try {
       parsed = parseJsonText(text, 'manifest.json');
     } catch (e) {
-      throw badRequest(`Invalid package archive: ${e instanceof DomainError ? e.message : 'manifest.json is not valid JSON'}`);
+      throw badRequest(
+        `Invalid package archive: ${e instanceof DomainError ? e.message : 'manifest.json is not valid JSON'}`,
+      );
     }
     const manifest = Manifest.safeParse(parsed);
     if (!manifest.success) {
-      throw badRequest(`Invalid manifest: ${manifest.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+      throw badRequest(
+        `Invalid manifest: ${manifest.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+      );
     }
     const m = manifest.data;
     for (const [i, plugin] of m.plugins.entries()) {
       if (plugin.entry_point === undefined) continue;
-      if (m.runtime !== 'Python') throw badRequest(`Invalid manifest: plugins.${i}.entry_point: only Python plugins have an entry point`);
+      if (m.runtime !== 'Python')
+        throw badRequest(`Invalid manifest: plugins.${i}.entry_point: only Python plugins have an entry point`);
       if (!moduleFiles(plugin.entry_point).some((f) => contents.names.includes(f))) {
-        throw badRequest(`Invalid manifest: plugins.${i}.entry_point: the package has no module file ${moduleFiles(plugin.entry_point).join(' or ')}`);
+        throw badRequest(
+          `Invalid manifest: plugins.${i}.entry_point: the package has no module file ${moduleFiles(plugin.entry_point).join(' or ')}`,
+        );
       }
     }
-    if (m.name !== bare && m.name !== pathName) throw badRequest(`name: the request names ${pathName} but the package declares ${m.name}`);
-    if (m.runtime !== resource.package_runtime) throw badRequest(`package_runtime: the request says ${resource.package_runtime} but the package declares ${m.runtime}`);
-    if (m.version !== resource.package_version) throw badRequest(`package_version: the request says ${resource.package_version} but the package declares ${m.version}`);
+    if (m.name !== bare && m.name !== pathName)
+      throw badRequest(`name: the request names ${pathName} but the package declares ${m.name}`);
+    if (m.runtime !== resource.package_runtime)
+      throw badRequest(
+        `package_runtime: the request says ${resource.package_runtime} but the package declares ${m.runtime}`,
+      );
+    if (m.version !== resource.package_version)
+      throw badRequest(
+        `package_version: the request says ${resource.package_version} but the package declares ${m.version}`,
+      );
     return m;
   }
 
@@ -145,11 +176,18 @@ export class PluginPackages {
    * their own first and the record last: a failure in between removes the blob, so nothing half-stored
    * ever blocks the version.
    */
-  async addVersion(bytes: Buffer, resource: PackageResource, pathName: string, principal: Principal, source: PackageVersion['source']): Promise<PackageDoc> {
+  async addVersion(
+    bytes: Buffer,
+    resource: PackageResource,
+    pathName: string,
+    principal: Principal,
+    source: PackageVersion['source'],
+  ): Promise<PackageDoc> {
     const manifest = await this.inspect(bytes, resource, pathName);
     const taken = (current: PackageDoc | undefined) => {
       if (current?.deleted) throw conflict(`${pathName} is deleted; purge it before adding versions again`);
-      if (current && current.name !== pathName) throw conflict(`${current.name} exists; package names differ only by case`);
+      if (current && current.name !== pathName)
+        throw conflict(`${current.name} exists; package names differ only by case`);
       if (current?.versions.some((v) => v.package_version === resource.package_version)) {
         throw conflict(`Version ${resource.package_version} of ${pathName} exists; versions are immutable`);
       }
@@ -206,11 +244,23 @@ export class PluginPackages {
     bareName(resource, pathName);
     const storeType = resource.package_store_type ?? 'Private';
     const path = `${pathName}/${resource.package_version}/${pathName}.${extension(resource.package_runtime)}`;
-    return this.addVersion(await readFromStore(this.stores, storeType, path, this.maxBytes), resource, pathName, principal, storeType);
+    return this.addVersion(
+      await readFromStore(this.stores, storeType, path, this.maxBytes),
+      resource,
+      pathName,
+      principal,
+      storeType,
+    );
   }
 
   async list(): Promise<PackageDoc[]> {
-    return (await this.docs.query({ partition: PACKAGES_PK, where: [{ field: 'deleted', op: 'ne', value: true }], orderBy: [{ field: 'name' }] })).items;
+    return (
+      await this.docs.query({
+        partition: PACKAGES_PK,
+        where: [{ field: 'deleted', op: 'ne', value: true }],
+        orderBy: [{ field: 'name' }],
+      })
+    ).items;
   }
 
   async get(name: string): Promise<PackageDoc> {
@@ -239,30 +289,42 @@ export class PluginPackages {
 
   /** The plugins of every package's current version, after the built-in ones (plugins/builtin.ts). */
   async plugins() {
-    return [...builtinPlugins(this.instanceId), ...(await this.list()).flatMap((p) => {
-      const current = p.versions.find((v) => v.package_version === p.current_version);
-      return (current?.manifest.plugins ?? []).map((plugin) => {
-        const name = pluginName(p.package_runtime, p.package_name, plugin.name);
-        return {
-          type: 'plugin' as const,
-          name,
-          object_id: `/instances/${this.instanceId}/providers/Svc.Platform/plugins/${name}`,
-          display_name: plugin.display_name || name,
-          description: plugin.description,
-          category: plugin.category,
-          plugin_package_object_id: p.object_id,
-          parameters: plugin.parameters,
-          parameter_selection_hints: plugin.parameter_selection_hints,
-          dependencies: plugin.dependencies,
-        };
-      });
-    })];
+    return [
+      ...builtinPlugins(this.instanceId),
+      ...(await this.list()).flatMap((p) => {
+        const current = p.versions.find((v) => v.package_version === p.current_version);
+        return (current?.manifest.plugins ?? []).map((plugin) => {
+          const name = pluginName(p.package_runtime, p.package_name, plugin.name);
+          return {
+            type: 'plugin' as const,
+            name,
+            object_id: `/instances/${this.instanceId}/providers/Svc.Platform/plugins/${name}`,
+            display_name: plugin.display_name || name,
+            description: plugin.description,
+            category: plugin.category,
+            plugin_package_object_id: p.object_id,
+            parameters: plugin.parameters,
+            parameter_selection_hints: plugin.parameter_selection_hints,
+            dependencies: plugin.dependencies,
+          };
+        });
+      }),
+    ];
   }
 
   /** Whether a store is configured, reachable and readable, and what it holds. */
   async validateStore(type: 'Public' | 'Private') {
     const store = type === 'Public' ? this.stores.public : this.stores.private;
-    if (!store) return { package_store_type: type, configured: false, reachable: false, readable: false, package_count: 0, packages: [], message: 'No Public package store is configured (PACKAGE_STORE_PUBLIC_URL)' };
+    if (!store)
+      return {
+        package_store_type: type,
+        configured: false,
+        reachable: false,
+        readable: false,
+        package_count: 0,
+        packages: [],
+        message: 'No Public package store is configured (PACKAGE_STORE_PUBLIC_URL)',
+      };
     const container = await store.client();
     try {
       const names: string[] = [];
@@ -270,7 +332,16 @@ export class PluginPackages {
         names.push(blob.name);
         if (names.length >= 1000) break;
       }
-      return { package_store_type: type, configured: true, reachable: true, readable: true, container: container.containerName, package_count: names.length, packages: names.slice(0, 100), message: 'The store is reachable and readable' };
+      return {
+        package_store_type: type,
+        configured: true,
+        reachable: true,
+        readable: true,
+        container: container.containerName,
+        package_count: names.length,
+        packages: names.slice(0, 100),
+        message: 'The store is reachable and readable',
+      };
     } catch (e) {
       const status = (e as { statusCode?: number }).statusCode;
       return {
@@ -281,7 +352,12 @@ export class PluginPackages {
         container: container.containerName,
         package_count: 0,
         packages: [],
-        message: status === 404 ? 'The store container does not exist' : status !== undefined ? `The store answered ${status}` : `The store could not be reached: ${e instanceof Error ? e.message : String(e)}`,
+        message:
+          status === 404
+            ? 'The store container does not exist'
+            : status !== undefined
+              ? `The store answered ${status}`
+              : `The store could not be reached: ${e instanceof Error ? e.message : String(e)}`,
       };
     }
   }

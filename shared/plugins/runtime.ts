@@ -36,9 +36,16 @@ export class PluginRuntime {
    * The Python plugin of `category` that `objectId` names, or a 400 on `field` that says why it cannot run:
    * unknown, a Dotnet plugin (catalogued only), another category, or without an entry point.
    */
-  async runnable(objectId: string | undefined, category: 'agent tool' | 'agent workflow', field: string): Promise<RunnablePlugin> {
+  async runnable(
+    objectId: string | undefined,
+    category: 'agent tool' | 'agent workflow',
+    field: string,
+  ): Promise<RunnablePlugin> {
     const found = await this.lookup(objectId, category, field);
-    if (!found) throw validationError([{ field, message: `${String(objectId).split('/').pop() ?? ''} is not a plugin of this instance` }]);
+    if (!found)
+      throw validationError([
+        { field, message: `${String(objectId).split('/').pop() ?? ''} is not a plugin of this instance` },
+      ]);
     return found;
   }
 
@@ -46,11 +53,16 @@ export class PluginRuntime {
    * As `runnable`, but a plugin not (yet) installed is undefined rather than a 400: references are saved
    * in any order (a tool before its package is uploaded); one that exists and cannot run is a 400 at once.
    */
-  async lookup(objectId: string | undefined, category: 'agent tool' | 'agent workflow', field: string): Promise<RunnablePlugin | undefined> {
+  async lookup(
+    objectId: string | undefined,
+    category: 'agent tool' | 'agent workflow',
+    field: string,
+  ): Promise<RunnablePlugin | undefined> {
     const fail = (message: string) => validationError([{ field, message }]);
     const prefix = `/instances/${this.instanceId}/providers/Svc.Platform/plugins/`;
     if (objectId === undefined) throw fail(`${field} is required`);
-    if (!objectId.startsWith(prefix)) throw fail(`${objectId} is not a plugin object id of this instance (${prefix}{plugin name})`);
+    if (!objectId.startsWith(prefix))
+      throw fail(`${objectId} is not a plugin object id of this instance (${prefix}{plugin name})`);
     const name = objectId.slice(prefix.length);
     const found = (await this.packages.list()).flatMap((pkg) => {
       const version = pkg.versions.find((v) => v.package_version === pkg.current_version);
@@ -65,13 +77,28 @@ export class PluginRuntime {
     const { pkg, plugin, version, sha256 } = found;
     const fullName = `${pkg.package_runtime}-${pkg.package_name}-${plugin.name}`;
     if (pkg.package_runtime !== 'Python') throw fail(dotnetOnly(fullName));
-    if (plugin.category !== category) throw fail(`${fullName} is an ${plugin.category} plugin, not an ${category} plugin`);
-    if (plugin.entry_point === undefined) throw fail(`${fullName} declares no entry_point (module:function) in its package's manifest.json, so it cannot run`);
-    return { name: fullName, shortName: plugin.name, manifest: { ...plugin, entry_point: plugin.entry_point }, pkg, version, sha256 };
+    if (plugin.category !== category)
+      throw fail(`${fullName} is an ${plugin.category} plugin, not an ${category} plugin`);
+    if (plugin.entry_point === undefined)
+      throw fail(
+        `${fullName} declares no entry_point (module:function) in its package's manifest.json, so it cannot run`,
+      );
+    return {
+      name: fullName,
+      shortName: plugin.name,
+      manifest: { ...plugin, entry_point: plugin.entry_point },
+      pkg,
+      version,
+      sha256,
+    };
   }
 
   /** Calls the plugin in the sandbox with its argument; rejects with PluginFailed when the call fails. */
-  async call(plugin: RunnablePlugin, argument: unknown, options: { svc?: SvcHost; signal?: AbortSignal; workFiles?: SandboxFile[] } = {}): Promise<SandboxResult> {
+  async call(
+    plugin: RunnablePlugin,
+    argument: unknown,
+    options: { svc?: SvcHost; signal?: AbortSignal; workFiles?: SandboxFile[] } = {},
+  ): Promise<SandboxResult> {
     const packageFiles = await this.files(plugin);
     return this.sandbox.run({
       packageFiles,
@@ -92,9 +119,16 @@ export class PluginRuntime {
     }
     const reading = (async () => {
       const { bytes } = await this.packages.download(plugin.pkg.name, plugin.version);
-      const contents = await readArchive(bytes, (n) => n !== 'manifest.json' && !n.endsWith('/'), ARCHIVE_LIMITS.entryBytes);
+      const contents = await readArchive(
+        bytes,
+        (n) => n !== 'manifest.json' && !n.endsWith('/'),
+        ARCHIVE_LIMITS.entryBytes,
+      );
       const files = [...contents.files].map(([name, b]) => ({ name, bytes: new Uint8Array(b) }));
-      this.sizes.set(key, files.reduce((n, f) => n + f.bytes.length, 0));
+      this.sizes.set(
+        key,
+        files.reduce((n, f) => n + f.bytes.length, 0),
+      );
       this.trim();
       return files;
     })();

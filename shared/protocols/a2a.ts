@@ -32,7 +32,15 @@ export interface A2aDeps {
 export const A2A_PROTOCOL_VERSION = '0.3.0';
 
 /** JSON-RPC error codes of JSON-RPC 2.0 and of A2A. */
-export const RPC = { invalidRequest: -32600, methodNotFound: -32601, invalidParams: -32602, internal: -32603, taskNotFound: -32001, taskNotCancelable: -32002, unsupported: -32004 } as const;
+export const RPC = {
+  invalidRequest: -32600,
+  methodNotFound: -32601,
+  invalidParams: -32602,
+  internal: -32603,
+  taskNotFound: -32001,
+  taskNotCancelable: -32002,
+  unsupported: -32004,
+} as const;
 
 /** A JSON-RPC error to answer with (HTTP 200, as the binding says). */
 export class RpcError extends Error {
@@ -44,7 +52,12 @@ export class RpcError extends Error {
   }
 }
 
-export const RpcRequest = z.object({ jsonrpc: z.literal('2.0'), id: z.union([z.string(), z.number()]).nullable().optional(), method: z.string(), params: z.unknown().optional() });
+export const RpcRequest = z.object({
+  jsonrpc: z.literal('2.0'),
+  id: z.union([z.string(), z.number()]).nullable().optional(),
+  method: z.string(),
+  params: z.unknown().optional(),
+});
 export type RpcRequest = z.output<typeof RpcRequest>;
 
 const Part = z.object({ kind: z.string(), text: z.string().optional() }).loose();
@@ -59,11 +72,16 @@ export const MessageSendParams = z.object({
       taskId: z.string().max(200).optional(),
     })
     .loose(),
-  configuration: z.object({ blocking: z.boolean().optional(), historyLength: z.number().int().min(0).optional() }).loose().optional(),
+  configuration: z
+    .object({ blocking: z.boolean().optional(), historyLength: z.number().int().min(0).optional() })
+    .loose()
+    .optional(),
   metadata: z.record(z.string(), z.unknown()).optional(),
 });
 export type MessageSendParams = z.output<typeof MessageSendParams>;
-export const TaskParams = z.object({ id: z.string().min(1).max(200), historyLength: z.number().int().min(0).optional() }).loose();
+export const TaskParams = z
+  .object({ id: z.string().min(1).max(200), historyLength: z.number().int().min(0).optional() })
+  .loose();
 
 /** Parses a method's params, or a JSON-RPC invalid-params error naming the field. */
 export function paramsOf<T extends z.ZodType>(schema: T, params: unknown): z.output<T> {
@@ -86,11 +104,26 @@ export function agentCard(agent: AgentDoc, url: string) {
     version: VERSION,
     provider: { organization: 'agent-platform', url },
     capabilities: { streaming: true, pushNotifications: false, stateTransitionHistory: false },
-    securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'An identity-provider access token, or an agent access token of this agent' } },
+    securitySchemes: {
+      bearer: {
+        type: 'http',
+        scheme: 'bearer',
+        description: 'An identity-provider access token, or an agent access token of this agent',
+      },
+    },
     security: [{ bearer: [] }],
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain'],
-    skills: [{ id: agent.name, name, description: agent.description ?? `Answers as ${name}`, tags: ['chat'], inputModes: ['text/plain'], outputModes: ['text/plain'] }],
+    skills: [
+      {
+        id: agent.name,
+        name,
+        description: agent.description ?? `Answers as ${name}`,
+        tags: ['chat'],
+        inputModes: ['text/plain'],
+        outputModes: ['text/plain'],
+      },
+    ],
   };
 }
 
@@ -98,25 +131,59 @@ export function agentCard(agent: AgentDoc, url: string) {
 export function messageRequest(agent: AgentDoc, params: MessageSendParams): CompletionRequest {
   const { message } = params;
   const other = message.parts.find((p) => p.kind !== 'text' || p.text === undefined);
-  if (other) throw new RpcError(-32005, `Only text parts are taken (a ${other.kind} part was sent); attach files through the Core API`);
+  if (other)
+    throw new RpcError(
+      -32005,
+      `Only text parts are taken (a ${other.kind} part was sent); attach files through the Core API`,
+    );
   const prompt = message.parts.map((p) => p.text ?? '').join('\n');
   if (prompt.trim() === '') throw new RpcError(RPC.invalidParams, 'message.parts: the message has no text');
-  if (message.taskId !== undefined) throw new RpcError(RPC.unsupported, `Task ${message.taskId} has ended: send the next message without taskId, with its contextId, to continue the conversation`);
-  if (message.contextId !== undefined && !GUID.test(message.contextId)) throw new RpcError(RPC.invalidParams, 'message.contextId: not a context of this service (send it without one to start a conversation)');
-  return { user_prompt: prompt, agent_name: agent.name, ...(message.contextId ? { session_id: message.contextId } : {}) };
+  if (message.taskId !== undefined)
+    throw new RpcError(
+      RPC.unsupported,
+      `Task ${message.taskId} has ended: send the next message without taskId, with its contextId, to continue the conversation`,
+    );
+  if (message.contextId !== undefined && !GUID.test(message.contextId))
+    throw new RpcError(
+      RPC.invalidParams,
+      'message.contextId: not a context of this service (send it without one to start a conversation)',
+    );
+  return {
+    user_prompt: prompt,
+    agent_name: agent.name,
+    ...(message.contextId ? { session_id: message.contextId } : {}),
+  };
 }
 
 const STATE = { Completed: 'completed', Failed: 'failed', Cancelled: 'canceled' } as const;
-const stateOf = (op: OperationDoc) => (op.status === 'InProgress' ? (op.status_message === 'Queued' ? 'submitted' : 'working') : STATE[op.status]);
-const textMessage = (role: 'user' | 'agent', text: string, messageId: string, op: OperationDoc) => ({ kind: 'message', role, parts: [{ kind: 'text', text }], messageId, taskId: op.operation_id, contextId: op.request.session_id ?? '' });
+const stateOf = (op: OperationDoc) =>
+  op.status === 'InProgress' ? (op.status_message === 'Queued' ? 'submitted' : 'working') : STATE[op.status];
+const textMessage = (role: 'user' | 'agent', text: string, messageId: string, op: OperationDoc) => ({
+  kind: 'message',
+  role,
+  parts: [{ kind: 'text', text }],
+  messageId,
+  taskId: op.operation_id,
+  contextId: op.request.session_id ?? '',
+});
 
 /** The answer as the task's one artifact. */
-const answerArtifact = (r: CompletionResponse) => ({ artifactId: `answer-${r.operation_id}`, name: 'answer', parts: [{ kind: 'text', text: r.completion }], ...(r.citations.length ? { metadata: { citations: r.citations.map((c) => ({ title: c.title, source: c.source })) } } : {}) });
+const answerArtifact = (r: CompletionResponse) => ({
+  artifactId: `answer-${r.operation_id}`,
+  name: 'answer',
+  parts: [{ kind: 'text', text: r.completion }],
+  ...(r.citations.length
+    ? { metadata: { citations: r.citations.map((c) => ({ title: c.title, source: c.source })) } }
+    : {}),
+});
 
 /** The task of an operation: its state, the answer as an artifact, and its two messages as history. */
 export function presentTask(op: OperationDoc, historyLength?: number) {
   const r = op.result;
-  const history = [textMessage('user', op.request.user_prompt, `${op.operation_id}-user`, op), ...(r ? [textMessage('agent', r.completion, `${op.operation_id}-agent`, op)] : [])];
+  const history = [
+    textMessage('user', op.request.user_prompt, `${op.operation_id}-user`, op),
+    ...(r ? [textMessage('agent', r.completion, `${op.operation_id}-agent`, op)] : []),
+  ];
   return {
     kind: 'task',
     id: op.operation_id,
@@ -124,10 +191,13 @@ export function presentTask(op: OperationDoc, historyLength?: number) {
     status: {
       state: stateOf(op),
       timestamp: op.last_updated,
-      ...(op.status === 'Failed' ? { message: textMessage('agent', op.status_message, `${op.operation_id}-status`, op) } : {}),
+      ...(op.status === 'Failed'
+        ? { message: textMessage('agent', op.status_message, `${op.operation_id}-status`, op) }
+        : {}),
     },
     ...(r ? { artifacts: [answerArtifact(r)] } : {}),
-    history: historyLength === undefined ? history : history.slice(history.length - Math.min(historyLength, history.length)),
+    history:
+      historyLength === undefined ? history : history.slice(history.length - Math.min(historyLength, history.length)),
     metadata: { agent_name: op.request.agent_name ?? '' },
   };
 }
@@ -138,11 +208,13 @@ export async function readTask(s: A2aDeps, principal: Principal, agent: AgentDoc
     if (e instanceof DomainError && e.kind === 'not-found') return undefined;
     throw e;
   });
-  if (op?.facade?.protocol !== 'a2a' || op.request.agent_name !== agent.name) throw new RpcError(RPC.taskNotFound, `Task ${id} not found`);
+  if (op?.facade?.protocol !== 'a2a' || op.request.agent_name !== agent.name)
+    throw new RpcError(RPC.taskNotFound, `Task ${id} not found`);
   return op;
 }
 
-const rpcResult = (id: RpcRequest['id'], result: unknown) => `data: ${JSON.stringify({ jsonrpc: '2.0', id: id ?? null, result })}\n\n`;
+const rpcResult = (id: RpcRequest['id'], result: unknown) =>
+  `data: ${JSON.stringify({ jsonrpc: '2.0', id: id ?? null, result })}\n\n`;
 
 /**
  * `message/stream`'s events, each a JSON-RPC response: the task (working), the answer's artifact in
@@ -157,11 +229,18 @@ export function taskEvents(s: A2aDeps, op: OperationDoc, rpcId: RpcRequest['id']
     opened = true;
     return rpcResult(rpcId, { ...presentTask(op), status: { state: 'working', timestamp: new Date().toISOString() } });
   };
-  const status = (ended: OperationDoc) => rpcResult(rpcId, { kind: 'status-update', ...ids, status: presentTask(ended).status, final: true });
+  const status = (ended: OperationDoc) =>
+    rpcResult(rpcId, { kind: 'status-update', ...ids, status: presentTask(ended).status, final: true });
   let first = true;
   return {
     delta(text) {
-      const chunk = rpcResult(rpcId, { kind: 'artifact-update', ...ids, artifact: { artifactId, name: 'answer', parts: [{ kind: 'text', text }] }, append: !first, lastChunk: false });
+      const chunk = rpcResult(rpcId, {
+        kind: 'artifact-update',
+        ...ids,
+        artifact: { artifactId, name: 'answer', parts: [{ kind: 'text', text }] },
+        append: !first,
+        lastChunk: false,
+      });
       first = false;
       return `${open()}${chunk}`;
     },
@@ -175,4 +254,8 @@ export function taskEvents(s: A2aDeps, op: OperationDoc, rpcId: RpcRequest['id']
 }
 
 export const rpcAnswer = (id: RpcRequest['id'], result: unknown) => ({ jsonrpc: '2.0', id: id ?? null, result });
-export const rpcFailure = (id: RpcRequest['id'], code: number, message: string) => ({ jsonrpc: '2.0', id: id ?? null, error: { code, message } });
+export const rpcFailure = (id: RpcRequest['id'], code: number, message: string) => ({
+  jsonrpc: '2.0',
+  id: id ?? null,
+  error: { code, message },
+});

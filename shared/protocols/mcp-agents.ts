@@ -65,23 +65,48 @@ const TOOL_NAME = /^[A-Za-z0-9_.-]{1,128}$/;
 const failure = (message: string): CallToolResult => ({ content: [{ type: 'text', text: message }], isError: true });
 
 /** One agent's answer as a tool result: the text, then each cited web page as a resource link. */
-async function ask(s: McpAgentsDeps, user: Principal, agent: AgentDoc, prompt: string, sessionId: string | undefined, signal: AbortSignal): Promise<CallToolResult> {
+async function ask(
+  s: McpAgentsDeps,
+  user: Principal,
+  agent: AgentDoc,
+  prompt: string,
+  sessionId: string | undefined,
+  signal: AbortSignal,
+): Promise<CallToolResult> {
   const operationId = newOperationId();
-  return withCorrelation({ operationId, instanceId: s.config.instanceId, conversationId: sessionId, protocol: 'mcp' }, user.upn, async () => {
-    try {
-      const { request, reservation } = await reserve(s, user, { user_prompt: prompt, agent_name: agent.name, ...(sessionId ? { session_id: sessionId } : {}) }, { protocol: 'mcp' });
-      const answer = await releasing(s, reservation, runCompletion(s, user, request, { operationId, mayRepeat: false, signal }));
-      const links = answer.citations
-        .filter(isWebPage)
-        .map((c) => ({ type: 'resource_link' as const, uri: c.source, name: c.title || c.source, description: c.text.slice(0, 200) }));
-      return { content: [{ type: 'text', text: answer.completion }, ...links], _meta: { operation_id: operationId } };
-    } catch (e) {
-      // What the caller or the model got wrong is the tool's answer, for the calling model to read.
-      if (e instanceof DomainError && (e.callerFault || e.kind === 'rate-limited')) return failure(`${e.code}: ${e.message}`);
-      if (e instanceof UpstreamError || e instanceof DomainError) return failure(`The agent could not answer: ${e.message}`);
-      throw e;
-    }
-  });
+  return withCorrelation(
+    { operationId, instanceId: s.config.instanceId, conversationId: sessionId, protocol: 'mcp' },
+    user.upn,
+    async () => {
+      try {
+        const { request, reservation } = await reserve(
+          s,
+          user,
+          { user_prompt: prompt, agent_name: agent.name, ...(sessionId ? { session_id: sessionId } : {}) },
+          { protocol: 'mcp' },
+        );
+        const answer = await releasing(
+          s,
+          reservation,
+          runCompletion(s, user, request, { operationId, mayRepeat: false, signal }),
+        );
+        const links = answer.citations.filter(isWebPage).map((c) => ({
+          type: 'resource_link' as const,
+          uri: c.source,
+          name: c.title || c.source,
+          description: c.text.slice(0, 200),
+        }));
+        return { content: [{ type: 'text', text: answer.completion }, ...links], _meta: { operation_id: operationId } };
+      } catch (e) {
+        // What the caller or the model got wrong is the tool's answer, for the calling model to read.
+        if (e instanceof DomainError && (e.callerFault || e.kind === 'rate-limited'))
+          return failure(`${e.code}: ${e.message}`);
+        if (e instanceof UpstreamError || e instanceof DomainError)
+          return failure(`The agent could not answer: ${e.message}`);
+        throw e;
+      }
+    },
+  );
 }
 
 export async function agentsServer(s: McpAgentsDeps, user: Principal): Promise<McpServer> {
@@ -105,4 +130,5 @@ export async function agentsServer(s: McpAgentsDeps, user: Principal): Promise<M
 }
 
 /** Answers one JSON-RPC message for the caller. */
-export const handleAgentsMcp = async (s: McpAgentsDeps, user: Principal, url: string, body: unknown) => answerMcp(await agentsServer(s, user), url, body);
+export const handleAgentsMcp = async (s: McpAgentsDeps, user: Principal, url: string, body: unknown) =>
+  answerMcp(await agentsServer(s, user), url, body);

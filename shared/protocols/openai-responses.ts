@@ -29,7 +29,9 @@ const Part = z.object({ type: z.string(), text: z.string().optional() }).loose()
 const InputMessage = z
   .object({
     type: z.literal('message').optional(),
-    role: z.enum(['user', 'assistant', 'system', 'developer'], { error: 'input: only messages (user, assistant, system, developer) are taken' }),
+    role: z.enum(['user', 'assistant', 'system', 'developer'], {
+      error: 'input: only messages (user, assistant, system, developer) are taken',
+    }),
     content: z.union([z.string(), z.array(Part)]),
   })
   .loose();
@@ -38,13 +40,24 @@ const InputMessage = z
 const TextFormat = z.discriminatedUnion('type', [
   z.object({ type: z.literal('text') }),
   z.object({ type: z.literal('json_object') }),
-  z.object({ type: z.literal('json_schema'), name: z.string().min(1).max(64), description: z.string().optional(), schema: z.record(z.string(), z.unknown()), strict: z.boolean().nullable().optional() }),
+  z.object({
+    type: z.literal('json_schema'),
+    name: z.string().min(1).max(64),
+    description: z.string().optional(),
+    schema: z.record(z.string(), z.unknown()),
+    strict: z.boolean().nullable().optional(),
+  }),
 ]);
 
 export const ResponseCreateRequest = z
   .object({
-    model: z.string({ error: 'model is required: the name of an agent' }).min(1, 'model is required: the name of an agent'),
-    input: z.union([z.string().min(1, 'input must not be empty'), z.array(InputMessage).min(1, 'input must hold at least the user message').max(1000)]),
+    model: z
+      .string({ error: 'model is required: the name of an agent' })
+      .min(1, 'model is required: the name of an agent'),
+    input: z.union([
+      z.string().min(1, 'input must not be empty'),
+      z.array(InputMessage).min(1, 'input must hold at least the user message').max(1000),
+    ]),
     instructions: z.string().max(32_000).nullable().optional(),
     previous_response_id: z.string().max(200).nullable().optional(),
     stream: z.boolean().nullable().optional(),
@@ -53,8 +66,16 @@ export const ResponseCreateRequest = z
     ...Sampling,
     max_output_tokens: z.number().int().positive().nullable().optional(),
     text: z.object({ format: TextFormat.optional() }).loose().nullable().optional(),
-    metadata: z.record(z.string().max(64), z.string().max(512)).refine((m) => Object.keys(m).length <= 16, 'metadata holds at most 16 keys').nullable().optional(),
-    tools: z.array(z.unknown()).max(0, 'tools: an agent runs its own tools; functions of the client cannot be offered to it').nullable().optional(),
+    metadata: z
+      .record(z.string().max(64), z.string().max(512))
+      .refine((m) => Object.keys(m).length <= 16, 'metadata holds at most 16 keys')
+      .nullable()
+      .optional(),
+    tools: z
+      .array(z.unknown())
+      .max(0, 'tools: an agent runs its own tools; functions of the client cannot be offered to it')
+      .nullable()
+      .optional(),
   })
   .loose()
   .meta({ id: 'ResponseCreateRequest' });
@@ -77,8 +98,15 @@ export async function readResponse(s: OpenaiResponsesDeps, principal: Principal,
 }
 
 /** The Core request, the facade's additions and what the response keeps, of a Responses request. */
-export async function responseRequest(s: OpenaiResponsesDeps, principal: Principal, body: ResponseCreateRequest): Promise<{ request: CompletionRequest; facade: Facade; format: Record<string, unknown> }> {
-  const messages = typeof body.input === 'string' ? [{ role: 'user', content: body.input }] : body.input.map((m, i) => ({ role: m.role, content: textOf(m.content, `input[${i}].content`) }));
+export async function responseRequest(
+  s: OpenaiResponsesDeps,
+  principal: Principal,
+  body: ResponseCreateRequest,
+): Promise<{ request: CompletionRequest; facade: Facade; format: Record<string, unknown> }> {
+  const messages =
+    typeof body.input === 'string'
+      ? [{ role: 'user', content: body.input }]
+      : body.input.map((m, i) => ({ role: m.role, content: textOf(m.content, `input[${i}].content`) }));
   const { prompt, history } = splitConversation(messages, 'input');
   // The caller's instructions are the caller's text (the agent's prompt is the system message).
   if (body.instructions) history.unshift({ role: 'user', content: body.instructions });
@@ -87,26 +115,65 @@ export async function responseRequest(s: OpenaiResponsesDeps, principal: Princip
     temperature: body.temperature,
     top_p: body.top_p,
     max_tokens: body.max_output_tokens,
-    response_format: format.type === 'json_schema' ? { type: 'json_schema', json_schema: { name: format.name, schema: format.schema, strict: format.strict ?? null, ...(format.description ? { description: format.description } : {}) } } : format.type === 'json_object' ? format : undefined,
+    response_format:
+      format.type === 'json_schema'
+        ? {
+            type: 'json_schema',
+            json_schema: {
+              name: format.name,
+              schema: format.schema,
+              strict: format.strict ?? null,
+              ...(format.description ? { description: format.description } : {}),
+            },
+          }
+        : format.type === 'json_object'
+          ? format
+          : undefined,
   });
   let sessionId: string | undefined;
   if (body.previous_response_id) {
     const previous = await readResponse(s, principal, body.previous_response_id).catch(() => {
-      throw badRequest(`Previous response with id '${body.previous_response_id}' not found.`, [{ field: 'previous_response_id', message: 'not found' }]);
+      throw badRequest(`Previous response with id '${body.previous_response_id}' not found.`, [
+        { field: 'previous_response_id', message: 'not found' },
+      ]);
     });
     sessionId = previous.request.session_id;
   }
-  return { request: { user_prompt: prompt, agent_name: body.model, ...(sessionId ? { session_id: sessionId } : {}) }, facade: { protocol: 'openai', history, parameters }, format };
+  return {
+    request: { user_prompt: prompt, agent_name: body.model, ...(sessionId ? { session_id: sessionId } : {}) },
+    facade: { protocol: 'openai', history, parameters },
+    format,
+  };
 }
 
-const STATUS: Record<OperationStatus, string> = { InProgress: 'in_progress', Completed: 'completed', Failed: 'failed', Cancelled: 'cancelled' };
+const STATUS: Record<OperationStatus, string> = {
+  InProgress: 'in_progress',
+  Completed: 'completed',
+  Failed: 'failed',
+  Cancelled: 'cancelled',
+};
 
 /** Citations where Responses' output text has a place for them: URLs as URL citations, documents as file citations. */
 const annotations = (citations: readonly Citation[]) =>
-  citations.map((c) => (isWebPage(c) ? { type: 'url_citation', url: c.source, title: c.title, start_index: 0, end_index: 0 } : { type: 'file_citation', file_id: c.id, filename: c.title, index: 0 }));
+  citations.map((c) =>
+    isWebPage(c)
+      ? { type: 'url_citation', url: c.source, title: c.title, start_index: 0, end_index: 0 }
+      : { type: 'file_citation', file_id: c.id, filename: c.title, index: 0 },
+  );
 
-const outputText = (r: CompletionResponse) => ({ type: 'output_text', text: r.completion, annotations: annotations(r.citations), logprobs: [] });
-const outputMessage = (r: CompletionResponse, status: string) => ({ type: 'message', id: messageId(r.operation_id), status, role: 'assistant', content: [outputText(r)] });
+const outputText = (r: CompletionResponse) => ({
+  type: 'output_text',
+  text: r.completion,
+  annotations: annotations(r.citations),
+  logprobs: [],
+});
+const outputMessage = (r: CompletionResponse, status: string) => ({
+  type: 'message',
+  id: messageId(r.operation_id),
+  status,
+  role: 'assistant',
+  content: [outputText(r)],
+});
 
 /** The response object of an operation, as OpenAI writes one. */
 export function presentResponse(op: OperationDoc) {
@@ -121,7 +188,15 @@ export function presentResponse(op: OperationDoc) {
     background: meta?.background ?? false,
     model: op.request.agent_name ?? '',
     output: r ? [outputMessage(r, 'completed')] : [],
-    usage: r ? { input_tokens: r.prompt_tokens, input_tokens_details: { cached_tokens: 0 }, output_tokens: r.completion_tokens, output_tokens_details: { reasoning_tokens: 0 }, total_tokens: r.total_tokens } : null,
+    usage: r
+      ? {
+          input_tokens: r.prompt_tokens,
+          input_tokens_details: { cached_tokens: 0 },
+          output_tokens: r.completion_tokens,
+          output_tokens_details: { reasoning_tokens: 0 },
+          total_tokens: r.total_tokens,
+        }
+      : null,
     previous_response_id: meta?.previous_response_id ?? null,
     error: op.status === 'Failed' ? { code: 'server_error', message: op.status_message } : null,
     incomplete_details: null,
@@ -149,7 +224,8 @@ export function presentResponse(op: OperationDoc) {
 export function responseEvents(s: OpenaiResponsesDeps, op: OperationDoc): StreamFormat {
   let sequence = 0;
   let opened = false;
-  const event = (type: string, fields: Record<string, unknown>) => sseEvent(type, { type, sequence_number: sequence++, ...fields });
+  const event = (type: string, fields: Record<string, unknown>) =>
+    sseEvent(type, { type, sequence_number: sequence++, ...fields });
   const itemId = messageId(op.operation_id);
   const at = { item_id: itemId, output_index: 0, content_index: 0 };
   const open = () => {
@@ -159,8 +235,14 @@ export function responseEvents(s: OpenaiResponsesDeps, op: OperationDoc): Stream
     return [
       event('response.created', { response: running }),
       event('response.in_progress', { response: running }),
-      event('response.output_item.added', { output_index: 0, item: { type: 'message', id: itemId, status: 'in_progress', role: 'assistant', content: [] } }),
-      event('response.content_part.added', { ...at, part: { type: 'output_text', text: '', annotations: [], logprobs: [] } }),
+      event('response.output_item.added', {
+        output_index: 0,
+        item: { type: 'message', id: itemId, status: 'in_progress', role: 'assistant', content: [] },
+      }),
+      event('response.content_part.added', {
+        ...at,
+        part: { type: 'output_text', text: '', annotations: [], logprobs: [] },
+      }),
     ].join('');
   };
   return {

@@ -5,7 +5,13 @@
 import type { Principal } from '../auth/principal.js';
 import { admitted, releasing } from '../completions/admission.js';
 import { runCompletion, type Admitted, type CompletionRequest, type Facade } from '../completions/completion.js';
-import { endOperation, markRecording, startOperation, type OperationDoc, type ResponseMeta } from '../completions/operations.js';
+import {
+  endOperation,
+  markRecording,
+  startOperation,
+  type OperationDoc,
+  type ResponseMeta,
+} from '../completions/operations.js';
 import { streamCompletion, type StreamFormat } from '../completions/stream.js';
 import { json, type Reply } from '../http/types.js';
 import type { OperationMessage } from '../queues/messages.js';
@@ -73,11 +79,19 @@ export interface OperationRun {
 /** A first turn opens a session of its own, named by the prompt's first line (after admission, so a refused request leaves none behind). */
 async function inNewSession(s: OperationRunDeps, principal: Principal, turn: Admitted): Promise<Admitted> {
   const firstLine = turn.request.user_prompt.trim().split('\n')[0] ?? '';
-  const session = await s.conversations.create(principal.upn, firstLine.length > 80 ? `${firstLine.slice(0, 79)}…` : firstLine);
+  const session = await s.conversations.create(
+    principal.upn,
+    firstLine.length > 80 ? `${firstLine.slice(0, 79)}…` : firstLine,
+  );
   return { ...turn, session, sessionId: session.id, request: { ...turn.request, session_id: session.id } };
 }
 
-export function runAsOperation(s: OperationRunDeps, principal: Principal, body: CompletionRequest, run: OperationRun): Promise<Reply> {
+export function runAsOperation(
+  s: OperationRunDeps,
+  principal: Principal,
+  body: CompletionRequest,
+  run: OperationRun,
+): Promise<Reply> {
   const { operationId, facade, mode } = run;
   return admitted(
     s,
@@ -85,15 +99,31 @@ export function runAsOperation(s: OperationRunDeps, principal: Principal, body: 
     body,
     async (admittedTurn, reservation) => {
       const turn = admittedTurn.session ? admittedTurn : await inNewSession(s, principal, admittedTurn);
-      const start = { facade, response: run.response, ...(mode === 'queue' ? { reservation } : { statusMessage: 'Running' }) };
+      const start = {
+        facade,
+        response: run.response,
+        ...(mode === 'queue' ? { reservation } : { statusMessage: 'Running' }),
+      };
       const op = await startOperation(s, principal, turn.request, operationId, saveTraceContext(), start);
       if (mode === 'queue') {
-        await s.producer.send(s.config.asyncQueue, { key: op.id, operation_id: operationId } satisfies OperationMessage);
+        await s.producer.send(s.config.asyncQueue, {
+          key: op.id,
+          operation_id: operationId,
+        } satisfies OperationMessage);
         return json(200, run.present(op));
       }
       // A cancel on any instance before the answer is recorded keeps the turn out of the session.
       const options = { operationId, mayRepeat: false, beforeRecord: () => markRecording(s, op.id) };
-      if (mode === 'stream' && run.format) return streamCompletion(s, principal, turn, options, run.signal, () => releasing(s, reservation, Promise.resolve()), run.format(op));
+      if (mode === 'stream' && run.format)
+        return streamCompletion(
+          s,
+          principal,
+          turn,
+          options,
+          run.signal,
+          () => releasing(s, reservation, Promise.resolve()),
+          run.format(op),
+        );
       const outcome = await releasing(s, reservation, runCompletion(s, principal, turn, options)).then(
         (result) => ({ result }),
         (error: unknown) => ({ error }),

@@ -21,7 +21,8 @@ export interface AgentAccessDeps {
 export const USE_AGENT = 'Svc.Agent/agents/read';
 const AGENT_ACTIONS = ['read', 'write', 'delete'].map((v) => `Svc.Agent/agents/${v}`);
 
-const expired = (agent: AgentDoc) => agent.expiration_date !== undefined && Date.parse(agent.expiration_date) <= Date.now();
+const expired = (agent: AgentDoc) =>
+  agent.expiration_date !== undefined && Date.parse(agent.expiration_date) <= Date.now();
 
 /** The agent, when the principal may use it; otherwise the agent provider's 403 or 404. */
 export async function agentForUse(s: AgentAccessDeps, principal: Principal, agentName: string): Promise<AgentDoc> {
@@ -30,7 +31,8 @@ export async function agentForUse(s: AgentAccessDeps, principal: Principal, agen
   }
   const agent = await s.resourceCache.get(objectIdOf(s.config.instanceId, agents, agentName), agents);
   if (!agent) throw notFound(`Agent ${agentName} not found`);
-  if (!(await s.authorizer.can(principal, USE_AGENT, agent.object_id))) throw forbidden(`Not permitted to use agent ${agentName}`);
+  if (!(await s.authorizer.can(principal, USE_AGENT, agent.object_id)))
+    throw forbidden(`Not permitted to use agent ${agentName}`);
   if (expired(agent)) throw forbidden(`Agent ${agentName} has expired`);
   return agent;
 }
@@ -39,19 +41,29 @@ export async function agentForUse(s: AgentAccessDeps, principal: Principal, agen
  * The agent, when the principal may use it; otherwise `refusal` (by default a 404), alike for an agent that
  * does not exist and one that is not theirs: the protocols' discovery never tells the two apart.
  */
-export function agentOrNotFound(s: AgentAccessDeps, principal: Principal, agentName: string, refusal: () => DomainError = () => notFound(`Agent ${agentName} not found`)): Promise<AgentDoc> {
+export function agentOrNotFound(
+  s: AgentAccessDeps,
+  principal: Principal,
+  agentName: string,
+  refusal: () => DomainError = () => notFound(`Agent ${agentName} not found`),
+): Promise<AgentDoc> {
   return agentForUse(s, principal, agentName).catch((e: unknown) => {
     throw e instanceof DomainError && (e.kind === 'not-found' || e.kind === 'forbidden') ? refusal() : e;
   });
 }
 
 /** Every agent the principal may use, with its roles and actions there. */
-export async function usableAgents(s: AgentAccessDeps, principal: Principal): Promise<{ agent: AgentDoc; access: Access }[]> {
+export async function usableAgents(
+  s: AgentAccessDeps,
+  principal: Principal,
+): Promise<{ agent: AgentDoc; access: Access }[]> {
   const { items } = await resourcesOf(s.store, agents).query({
     partition: partitionOf(agents),
     where: [
       { field: 'deleted', op: 'ne', value: true },
-      ...(principal.kind === 'agent-token' && principal.agentName ? [{ field: 'name', op: 'eq' as const, value: principal.agentName }] : []),
+      ...(principal.kind === 'agent-token' && principal.agentName
+        ? [{ field: 'name', op: 'eq' as const, value: principal.agentName }]
+        : []),
     ],
     orderBy: [{ field: 'name' }],
   });

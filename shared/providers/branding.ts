@@ -4,7 +4,8 @@ import colorString from 'color-string';
 
 type Check = (value: string) => string | undefined;
 
-const cssColor: Check = (v) => (colorString.get(v.trim()) ? undefined : 'must be a CSS colour (#0F6CBD, rgb(15 108 189), a colour name)');
+const cssColor: Check = (v) =>
+  colorString.get(v.trim()) ? undefined : 'must be a CSS colour (#0F6CBD, rgb(15 108 189), a colour name)';
 
 const logoUrl: Check = (v) => {
   if (v === '') return undefined;
@@ -12,7 +13,9 @@ const logoUrl: Check = (v) => {
   if (v.startsWith('/') && !v.startsWith('//') && !v.includes('\\')) return undefined;
   try {
     const url = new URL(v);
-    return url.protocol === 'https:' && url.username === '' && url.password === '' ? undefined : 'must be an https URL without credentials';
+    return url.protocol === 'https:' && url.username === '' && url.password === ''
+      ? undefined
+      : 'must be an https URL without credentials';
   } catch {
     return 'must be an https URL or a path starting with /';
   }

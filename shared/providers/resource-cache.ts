@@ -1,7 +1,14 @@
 // Resources read on the completion path (agents, workflows, prompts, models, endpoints), cached by object
 // id. Writes through this instance invalidate at once; other instances see changes within the TTL.
 import type { Container } from '../store/types.js';
-import { isOf, partitionOf, resourceId, type AnyResource, type ResourceKind, type ResourceOf } from './types/resource-type.js';
+import {
+  isOf,
+  partitionOf,
+  resourceId,
+  type AnyResource,
+  type ResourceKind,
+  type ResourceOf,
+} from './types/resource-type.js';
 
 const OBJECT_ID = /^\/instances\/([^/]+)\/providers\/([^/]+)\/([^/]+)\/([^/]+)$/;
 
@@ -55,7 +62,11 @@ export class ResourceCache {
    * The first live resource of a type (partition) whose field has the value, by name: lookups by something
    * other than the name (the data pipeline of a knowledge index), cached like reads.
    */
-  async findBy<K extends ResourceKind>(kind: K, field: string & keyof ResourceOf<K>, value: string): Promise<ResourceOf<K> | undefined> {
+  async findBy<K extends ResourceKind>(
+    kind: K,
+    field: string & keyof ResourceOf<K>,
+    value: string,
+  ): Promise<ResourceOf<K> | undefined> {
     const partition = partitionOf(kind);
     const key = `?${partition}\n${field}\n${value}`;
     const hit = this.queries.get(key);
@@ -74,5 +85,4 @@ export class ResourceCache {
     this.queries.set(key, { doc: found, expires: Date.now() + this.ttlMs });
     return found && isOf(found, kind) ? found : undefined;
   }
-
 }

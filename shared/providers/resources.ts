@@ -7,8 +7,25 @@ import type { PageQuery, PageResult } from '../http/paging.js';
 import type { Page } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import type { HookContext, ResourceType } from './resource-rules.js';
-import { type AnyResource, type DefinitionOf, objectIdOf, partitionOf, resourceId, type ResourceKind, resourcesIn, SERVICE_FIELDS } from './types/resource-type.js';
-import { deletedConflict, dropVersions, listVersions, readVersion, RESOURCES_ONLY, writeVersioned, type VersionSummary } from './versions.js';
+import {
+  type AnyResource,
+  type DefinitionOf,
+  objectIdOf,
+  partitionOf,
+  resourceId,
+  type ResourceKind,
+  resourcesIn,
+  SERVICE_FIELDS,
+} from './types/resource-type.js';
+import {
+  deletedConflict,
+  dropVersions,
+  listVersions,
+  readVersion,
+  RESOURCES_ONLY,
+  writeVersioned,
+  type VersionSummary,
+} from './versions.js';
 import type { AgentTokens } from '../auth/agent-tokens.js';
 import type { Authorizer } from '../auth/authorizer.js';
 import type { GraphOptions } from '../auth/graph.js';
@@ -72,15 +89,23 @@ export async function readResource(s: ResourcesDeps, t: ResourceType, name: stri
 }
 
 /** The built-in resource of the name, when the type has built-ins beside stored ones. */
-const seedOf = (s: ResourcesDeps, t: ResourceType, name: string) => t.seeds?.(s.config.instanceId).find((d) => d.id === resourceId(name));
+const seedOf = (s: ResourcesDeps, t: ResourceType, name: string) =>
+  t.seeds?.(s.config.instanceId).find((d) => d.id === resourceId(name));
 
 /** Built-in resources are read-only: a write or delete of one is a 409. */
 function refuseSeed(s: ResourcesDeps, t: ResourceType, name: string): void {
-  if (seedOf(s, t, name)) throw conflict(`${t.type} ${name} is built in and read-only; copy it under another name to change it`);
+  if (seedOf(s, t, name))
+    throw conflict(`${t.type} ${name} is built in and read-only; copy it under another name to change it`);
 }
 
 /** A page of the resources of a type that the caller may read, by name. */
-export async function listResources(s: ResourcesDeps, t: ResourceType, principal: Principal, includeDeleted: boolean, query: PageQuery): Promise<PageResult<Envelope>> {
+export async function listResources(
+  s: ResourcesDeps,
+  t: ResourceType,
+  principal: Principal,
+  includeDeleted: boolean,
+  query: PageQuery,
+): Promise<PageResult<Envelope>> {
   const read = `${partitionOf(t)}/read`;
   const fetch = async (continuation: string | undefined, limit: number): Promise<Page<AnyResource>> => {
     if (t.builtIn) return { items: t.builtIn(s.config.instanceId) };
@@ -92,7 +117,9 @@ export async function listResources(s: ResourcesDeps, t: ResourceType, principal
       ...(continuation !== undefined ? { continuation } : {}),
     });
     // Built-in resources lead the first page.
-    return continuation === undefined && t.seeds ? { ...page, items: [...t.seeds(s.config.instanceId), ...page.items] } : page;
+    return continuation === undefined && t.seeds
+      ? { ...page, items: [...t.seeds(s.config.instanceId), ...page.items] }
+      : page;
   };
   const envelope = async (doc: AnyResource): Promise<Envelope | undefined> => {
     const access = await s.authorizer.access(principal, doc.object_id, verbs(t));
@@ -112,11 +139,19 @@ export async function listResources(s: ResourcesDeps, t: ResourceType, principal
   return s.pager.page(principal, `resources\n${partitionOf(t)}\n${includeDeleted}`, query, fetch, envelope);
 }
 
-export async function getResource(s: ResourcesDeps, t: ResourceType, principal: Principal, name: string): Promise<Envelope> {
+export async function getResource(
+  s: ResourcesDeps,
+  t: ResourceType,
+  principal: Principal,
+  name: string,
+): Promise<Envelope> {
   const doc = await readResource(s, t, name);
   if (!doc) throw notFound(`${t.type} ${name} not found`);
   const shown = present(doc);
-  return { resource: t.present ? t.present(shown) : shown, ...(await s.authorizer.access(principal, doc.object_id, verbs(t))) };
+  return {
+    resource: t.present ? t.present(shown) : shown,
+    ...(await s.authorizer.access(principal, doc.object_id, verbs(t))),
+  };
 }
 
 export async function upsertResource(
@@ -137,28 +172,35 @@ export async function upsertResource(
   for (const field of [...SERVICE_FIELDS, 'type']) Reflect.deleteProperty(definition, field);
 
   const outcome = { created: false };
-  const saved = await writeVersioned(s.store, container(s), { pk: partitionOf(t), id: resourceId(name), change: (existing) => {
-    if (existing && existing.name !== name) throw conflict(`${t.type} ${existing.name} exists; names differ only by case`);
-    // What was authorized is what gets replaced: a concurrent change means authorizing again.
-    if (t.authorizeWrite && existing?._etag !== authorized?._etag) throw conflict(`${t.type} ${name} changed meanwhile; try again`);
-    if (existing?.deleted) throw conflict(`${t.type} ${name} is deleted; purge it before creating it again`);
-    outcome.created = !existing;
-    const now = new Date().toISOString();
-    return {
-      ...definition,
-      ...t.computed?.(definition, existing, ctx),
-      id: resourceId(name),
-      pk: partitionOf(t),
-      type: t.type,
-      name,
-      object_id: objectId,
-      created_on: existing?.created_on ?? now,
-      created_by: existing?.created_by ?? principal.upn,
-      updated_on: now,
-      updated_by: principal.upn,
-      deleted: false,
-    };
-  }, kept: (shown) => (t.present ? t.present(shown) : shown) });
+  const saved = await writeVersioned(s.store, container(s), {
+    pk: partitionOf(t),
+    id: resourceId(name),
+    change: (existing) => {
+      if (existing && existing.name !== name)
+        throw conflict(`${t.type} ${existing.name} exists; names differ only by case`);
+      // What was authorized is what gets replaced: a concurrent change means authorizing again.
+      if (t.authorizeWrite && existing?._etag !== authorized?._etag)
+        throw conflict(`${t.type} ${name} changed meanwhile; try again`);
+      if (existing?.deleted) throw conflict(`${t.type} ${name} is deleted; purge it before creating it again`);
+      outcome.created = !existing;
+      const now = new Date().toISOString();
+      return {
+        ...definition,
+        ...t.computed?.(definition, existing, ctx),
+        id: resourceId(name),
+        pk: partitionOf(t),
+        type: t.type,
+        name,
+        object_id: objectId,
+        created_on: existing?.created_on ?? now,
+        created_by: existing?.created_by ?? principal.upn,
+        updated_on: now,
+        updated_by: principal.upn,
+        deleted: false,
+      };
+    },
+    kept: (shown) => (t.present ? t.present(shown) : shown),
+  });
   s.resourceCache.invalidate(objectId);
   if (saved) {
     if (outcome.created) await t.afterCreate?.(saved, ctx);
@@ -167,14 +209,20 @@ export async function upsertResource(
   return { object_id: objectId, version: saved?.version ?? 1 };
 }
 
-export async function deleteResource(s: ResourcesDeps, t: ResourceType, principal: Principal, name: string): Promise<{ object_id: string; deleted: boolean }> {
+export async function deleteResource(
+  s: ResourcesDeps,
+  t: ResourceType,
+  principal: Principal,
+  name: string,
+): Promise<{ object_id: string; deleted: boolean }> {
   refuseSeed(s, t, name);
   const objectId = objectIdOf(s.config.instanceId, t, name);
   const authorized = t.authorizeDelete ? await container(s).read(partitionOf(t), resourceId(name)) : undefined;
   if (authorized) await t.authorizeDelete?.(authorized, { services: s, principal, objectId });
   const saved = await updateDocument(container(s), partitionOf(t), resourceId(name), (existing) => {
     if (!existing) throw notFound(`${t.type} ${name} not found`);
-    if (t.authorizeDelete && existing._etag !== authorized?._etag) throw conflict(`${t.type} ${name} changed meanwhile; try again`);
+    if (t.authorizeDelete && existing._etag !== authorized?._etag)
+      throw conflict(`${t.type} ${name} changed meanwhile; try again`);
     if (existing.deleted) return undefined;
     return { ...existing, deleted: true, updated_on: new Date().toISOString(), updated_by: principal.upn };
   });
@@ -183,7 +231,12 @@ export async function deleteResource(s: ResourcesDeps, t: ResourceType, principa
   return { object_id: objectId, deleted: true };
 }
 
-export async function purgeResource(s: ResourcesDeps, t: ResourceType, principal: Principal, name: string): Promise<{ object_id: string; is_success: boolean }> {
+export async function purgeResource(
+  s: ResourcesDeps,
+  t: ResourceType,
+  principal: Principal,
+  name: string,
+): Promise<{ object_id: string; is_success: boolean }> {
   refuseSeed(s, t, name);
   const objectId = objectIdOf(s.config.instanceId, t, name);
   const doc = await container(s).read(partitionOf(t), resourceId(name));
@@ -207,11 +260,20 @@ export async function listResourceVersions(s: ResourcesDeps, t: ResourceType, na
 }
 
 /** One version of a resource, in the shape of the resource's own GET. */
-export async function getResourceVersion(s: ResourcesDeps, t: ResourceType, principal: Principal, name: string, version: number): Promise<Envelope> {
+export async function getResourceVersion(
+  s: ResourcesDeps,
+  t: ResourceType,
+  principal: Principal,
+  name: string,
+  version: number,
+): Promise<Envelope> {
   const doc = await readResource(s, t, name);
   if (!doc) throw notFound(`${t.type} ${name} not found`);
   const { definition } = await readVersion(s.store, doc, version);
-  return { resource: t.present ? t.present(definition) : definition, ...(await s.authorizer.access(principal, doc.object_id, verbs(t))) };
+  return {
+    resource: t.present ? t.present(definition) : definition,
+    ...(await s.authorizer.access(principal, doc.object_id, verbs(t))),
+  };
 }
 
 /**
@@ -219,15 +281,26 @@ export async function getResourceVersion(s: ResourcesDeps, t: ResourceType, prin
  * rule of a write, as if sent again (a link it names must still exist). A secret value is never kept in a
  * version (reads mask it), so restoring a secret setting's version is refused.
  */
-export async function restoreResourceVersion(s: ResourcesDeps, t: ResourceType, principal: Principal, name: string, version: number): Promise<{ object_id: string; version: number }> {
+export async function restoreResourceVersion(
+  s: ResourcesDeps,
+  t: ResourceType,
+  principal: Principal,
+  name: string,
+  version: number,
+): Promise<{ object_id: string; version: number }> {
   const doc = await readResource(s, t, name);
   if (!doc) throw notFound(`${t.type} ${name} not found`);
   if (doc.deleted) throw deletedConflict(doc);
   const { definition, redacted } = await readVersion(s.store, doc, version);
   if (redacted) {
-    throw badRequest(`Version ${version} of ${t.type} ${name} holds a secret, which versions do not keep: set its value again instead`);
+    throw badRequest(
+      `Version ${version} of ${t.type} ${name} holds a secret, which versions do not keep: set its value again instead`,
+    );
   }
   const body = t.schema.safeParse(definition);
-  if (!body.success) throw badRequest(`Version ${version} no longer passes the checks of a ${t.type}: ${body.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!body.success)
+    throw badRequest(
+      `Version ${version} no longer passes the checks of a ${t.type}: ${body.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    );
   return upsertResource(s, t, principal, name, body.data);
 }

@@ -5,7 +5,11 @@ import type { Log } from '../log.js';
 import type { AppSettings } from './settings.js';
 
 /** The definitions `raw` holds, or why it is not a list of them (`what` says how to name the list and an entry); names must differ. */
-export function parseNamedList<T extends { name: string }>(raw: string, entry: z.ZodType<T>, what: { list: string; entry: string; noun: string }): T[] | string {
+export function parseNamedList<T extends { name: string }>(
+  raw: string,
+  entry: z.ZodType<T>,
+  what: { list: string; entry: string; noun: string },
+): T[] | string {
   let value: unknown;
   try {
     value = JSON.parse(raw);
@@ -16,7 +20,9 @@ export function parseNamedList<T extends { name: string }>(raw: string, entry: z
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const [index, ...field] = issue?.path ?? [];
-    return index === undefined ? `must be a JSON array of ${what.list}` : `${what.entry} ${String(index)}${field.length ? ` ${field.join('.')}` : ''}: ${issue?.message}`;
+    return index === undefined
+      ? `must be a JSON array of ${what.list}`
+      : `${what.entry} ${String(index)}${field.length ? ` ${field.join('.')}` : ''}: ${issue?.message}`;
   }
   const names = new Set<string>();
   for (const d of parsed.data) {

@@ -6,7 +6,11 @@ import type { AppConfigurationDoc } from './types/catalog.js';
 export const APP_CONFIG_PK = 'Svc.Configuration/appConfigurations';
 
 /** The fields of an app configuration resource that settings read (stores seeded by hand may hold no more). */
-export type SettingDoc = Pick<AppConfigurationDoc, 'id' | 'pk' | 'key' | 'value' | 'previous_value' | 'previous_until'> & Partial<Pick<AppConfigurationDoc, 'deleted'>>;
+export type SettingDoc = Pick<
+  AppConfigurationDoc,
+  'id' | 'pk' | 'key' | 'value' | 'previous_value' | 'previous_until'
+> &
+  Partial<Pick<AppConfigurationDoc, 'deleted'>>;
 
 declare module '../store/types.js' {
   interface StoredDocs {
@@ -16,7 +20,10 @@ declare module '../store/types.js' {
 
 /** The settings of the resources container: every document of the app configurations' partition with a key. */
 export const settingsIn = (store: Pick<DocumentStore, 'container'>): Pick<Container<SettingDoc>, 'read'> =>
-  narrowed(store.container('resources'), (doc): doc is SettingDoc => doc.pk === APP_CONFIG_PK && 'key' in doc && typeof doc.key === 'string');
+  narrowed(
+    store.container('resources'),
+    (doc): doc is SettingDoc => doc.pk === APP_CONFIG_PK && 'key' in doc && typeof doc.key === 'string',
+  );
 
 /** Signs webhook deliveries (a secret setting: written, never shown). */
 export const SIGNING_SECRET_SETTING = 'Svc:Webhooks:SigningSecret';
@@ -31,9 +38,15 @@ export const MASKED_VALUE = '********';
 export const ROTATION_MS = 24 * 3600 * 1000;
 
 /** A secret setting's fields as a write keeps them: the replaced value stays valid for ROTATION_MS. */
-export function rotated(key: string, value: unknown, existing: Pick<AppConfigurationDoc, 'value' | 'previous_value' | 'previous_until'> | undefined, now = Date.now()): Pick<AppConfigurationDoc, 'previous_value' | 'previous_until'> {
+export function rotated(
+  key: string,
+  value: unknown,
+  existing: Pick<AppConfigurationDoc, 'value' | 'previous_value' | 'previous_until'> | undefined,
+  now = Date.now(),
+): Pick<AppConfigurationDoc, 'previous_value' | 'previous_until'> {
   if (!SECRET_SETTINGS.has(key.toLowerCase()) || !existing) return {};
-  if (existing.value !== value) return { previous_value: existing.value, previous_until: new Date(now + ROTATION_MS).toISOString() };
+  if (existing.value !== value)
+    return { previous_value: existing.value, previous_until: new Date(now + ROTATION_MS).toISOString() };
   const still = existing.previous_until !== undefined && Date.parse(existing.previous_until) > now;
   return still ? { previous_value: existing.previous_value, previous_until: existing.previous_until } : {};
 }

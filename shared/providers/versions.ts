@@ -3,7 +3,14 @@
 // DB), so a change and the version it replaced are stored together or not at all.
 import { conflict, notFound } from '../errors.js';
 import { narrowed } from '../store/narrowed.js';
-import { ConflictError, PreconditionFailedError, type Container, type DocumentStore, type Filter, type Stored } from '../store/types.js';
+import {
+  ConflictError,
+  PreconditionFailedError,
+  type Container,
+  type DocumentStore,
+  type Filter,
+  type Stored,
+} from '../store/types.js';
 import type { AnyResource } from './types/resource-type.js';
 
 /** A definition a change replaced: the resource as it was, under `definition`. */
@@ -29,7 +36,8 @@ declare module '../store/types.js' {
 type Store = Pick<DocumentStore, 'container'>;
 
 /** The version documents of the resources container (told from resources by `version_of`). */
-const versionsIn = (store: Store): Container<VersionDoc> => narrowed(store.container('resources'), (doc): doc is VersionDoc => 'version_of' in doc);
+const versionsIn = (store: Store): Container<VersionDoc> =>
+  narrowed(store.container('resources'), (doc): doc is VersionDoc => 'version_of' in doc);
 
 /** The one filter that keeps version documents out of a query of resources. */
 export const RESOURCES_ONLY: Filter = { field: 'version_of', op: 'missing' };
@@ -48,7 +56,16 @@ function snapshot(doc: Stored<AnyResource>, kept: Kept): VersionDoc {
   const { id, pk, _etag: _e, ttl: _t, ...definition } = doc;
   const shown = kept(definition);
   const redacted = JSON.stringify(shown) !== JSON.stringify(definition);
-  return { id: versionId(id, versionOf(doc)), pk, version_of: id, version: versionOf(doc), updated_on: doc.updated_on, updated_by: doc.updated_by, definition: shown, redacted };
+  return {
+    id: versionId(id, versionOf(doc)),
+    pk,
+    version_of: id,
+    version: versionOf(doc),
+    updated_on: doc.updated_on,
+    updated_by: doc.updated_by,
+    definition: shown,
+    redacted,
+  };
 }
 
 /** A change of one resource: its key, how it changes, and what a version keeps of what it replaces. */
@@ -65,7 +82,11 @@ export interface VersionedWrite<T extends AnyResource> {
  * writer makes the batch fail whole; it is read and run again, so no change and no version is lost. Answers
  * the document as written (a batch answers no ETag), or the current one when `change` wrote nothing.
  */
-export async function writeVersioned<T extends AnyResource>(store: Store, view: Container<T>, write: VersionedWrite<T>): Promise<T | undefined> {
+export async function writeVersioned<T extends AnyResource>(
+  store: Store,
+  view: Container<T>,
+  write: VersionedWrite<T>,
+): Promise<T | undefined> {
   const { pk, id, change } = write;
   const kept: Kept = write.kept ?? ((d) => d);
   // The resource and the version it replaces are written together: the container holds both kinds.
@@ -103,11 +124,18 @@ export async function listVersions(store: Store, current: AnyResource): Promise<
     where: [{ field: 'version_of', op: 'eq', value: current.id }],
   });
   const kept = items.map(({ version, updated_on, updated_by }) => ({ version, updated_on, updated_by }));
-  return [{ version: versionOf(current), updated_on: current.updated_on, updated_by: current.updated_by }, ...kept.sort((a, b) => b.version - a.version)];
+  return [
+    { version: versionOf(current), updated_on: current.updated_on, updated_by: current.updated_by },
+    ...kept.sort((a, b) => b.version - a.version),
+  ];
 }
 
 /** One version's definition (the current one from the resource itself); 404 when there is no such version. */
-export async function readVersion(store: Store, current: AnyResource, version: number): Promise<Pick<VersionDoc, 'definition' | 'redacted'>> {
+export async function readVersion(
+  store: Store,
+  current: AnyResource,
+  version: number,
+): Promise<Pick<VersionDoc, 'definition' | 'redacted'>> {
   if (version === versionOf(current)) {
     const { id: _i, pk: _p, ttl: _t, ...definition } = current;
     Reflect.deleteProperty(definition, '_etag');
@@ -121,9 +149,13 @@ export async function readVersion(store: Store, current: AnyResource, version: n
 /** Removes every version of a resource (a purge): before the resource, so a failure leaves it purgeable. */
 export async function dropVersions(store: Store, resource: AnyResource): Promise<void> {
   const versions = versionsIn(store);
-  const { items } = await versions.query({ partition: resource.pk, where: [{ field: 'version_of', op: 'eq', value: resource.id }] });
+  const { items } = await versions.query({
+    partition: resource.pk,
+    where: [{ field: 'version_of', op: 'eq', value: resource.id }],
+  });
   for (const v of items) await versions.delete(v.pk, v.id);
 }
 
 /** A restore of a version that would bring back a deleted resource: purge or re-create instead. */
-export const deletedConflict = (resource: AnyResource) => conflict(`${resource.type} ${resource.name} is deleted; it has no current version to restore over`);
+export const deletedConflict = (resource: AnyResource) =>
+  conflict(`${resource.type} ${resource.name} is deleted; it has no current version to restore over`);

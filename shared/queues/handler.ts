@@ -23,7 +23,8 @@ export interface QueueRef {
   poison?: true;
 }
 
-export const queueName = (config: Config, ref: QueueRef): string => `${QUEUE_SETTINGS[ref.of](config)}${ref.poison ? '-poison' : ''}`;
+export const queueName = (config: Config, ref: QueueRef): string =>
+  `${QUEUE_SETTINGS[ref.of](config)}${ref.poison ? '-poison' : ''}`;
 
 export interface QueueHandler {
   /** Function name: `<group>-<action>`. */
@@ -52,8 +53,11 @@ export function queueHandler<S extends z.ZodType>(definition: {
     run: async (message, delivery, services) => {
       const parsed = schema.safeParse(message);
       if (parsed.success) return handler(parsed.data, delivery, services);
-      services.log.warn('Queue message dropped: it is not a message this queue takes', { handler: definition.name, id: delivery.id, problem: parsed.error.issues[0]?.message ?? 'invalid' });
+      services.log.warn('Queue message dropped: it is not a message this queue takes', {
+        handler: definition.name,
+        id: delivery.id,
+        problem: parsed.error.issues[0]?.message ?? 'invalid',
+      });
     },
   };
 }
-

@@ -38,7 +38,12 @@ interface Taken {
 
 const delay = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
-export function startQueueConsumer(handler: QueueHandler, queues: QueueServiceClient, services: Services, options: ConsumerOptions = {}): Consumer {
+export function startQueueConsumer(
+  handler: QueueHandler,
+  queues: QueueServiceClient,
+  services: Services,
+  options: ConsumerOptions = {},
+): Consumer {
   const queue = queueName(services.config, handler.queue);
   const client = queues.getQueueClient(queue);
   const poison = queues.getQueueClient(`${queue}-poison`);
@@ -79,16 +84,24 @@ export function startQueueConsumer(handler: QueueHandler, queues: QueueServiceCl
     // Delivered more often than allowed (a worker died mid-try): straight to poison, as the Functions host does.
     if (m.dequeueCount > MAX_DEQUEUE_COUNT) return toPoison(m);
     // The lease is renewed while the handler runs; each renewal gives a new pop receipt.
-    const renew = setInterval(() => {
-      client.updateMessage(m.messageId, m.popReceipt, undefined, lease).then(
-        (r) => (m.popReceipt = r.popReceipt ?? m.popReceipt),
-        (e: unknown) => services.log.warn('Queue lease renewal failed', { queue, id: m.messageId, error: toError(e).message }),
-      );
-    }, (lease * 1000) / 3);
+    const renew = setInterval(
+      () => {
+        client.updateMessage(m.messageId, m.popReceipt, undefined, lease).then(
+          (r) => (m.popReceipt = r.popReceipt ?? m.popReceipt),
+          (e: unknown) =>
+            services.log.warn('Queue lease renewal failed', { queue, id: m.messageId, error: toError(e).message }),
+        );
+      },
+      (lease * 1000) / 3,
+    );
     const started = Date.now();
     services.log.info('Queue message taken', { queue, id: m.messageId, dequeueCount: m.dequeueCount });
     try {
-      await handler.run(decodeMessage(m.messageText), { id: m.messageId, dequeueCount: m.dequeueCount, signal: shutdown.signal }, services);
+      await handler.run(
+        decodeMessage(m.messageText),
+        { id: m.messageId, dequeueCount: m.dequeueCount, signal: shutdown.signal },
+        services,
+      );
       clearInterval(renew);
       await client.deleteMessage(m.messageId, m.popReceipt);
       services.log.info('Queue message completed', { queue, id: m.messageId, duration_ms: Date.now() - started });
@@ -96,7 +109,13 @@ export function startQueueConsumer(handler: QueueHandler, queues: QueueServiceCl
       clearInterval(renew);
       // Interrupted by shutdown: the message reappears when its lease lapses and another worker resumes it.
       if (shutdown.signal.aborted) return;
-      services.log.warn('Queue message failed', { queue, id: m.messageId, dequeueCount: m.dequeueCount, retry: m.dequeueCount < MAX_DEQUEUE_COUNT, error: toError(thrown).message });
+      services.log.warn('Queue message failed', {
+        queue,
+        id: m.messageId,
+        dequeueCount: m.dequeueCount,
+        retry: m.dequeueCount < MAX_DEQUEUE_COUNT,
+        error: toError(thrown).message,
+      });
       if (m.dequeueCount >= MAX_DEQUEUE_COUNT) return toPoison(m);
       // Retry with a growing delay, never longer than a lease; polled for when it falls due.
       const retryIn = Math.min(lease, 2 ** m.dequeueCount);
@@ -106,17 +125,24 @@ export function startQueueConsumer(handler: QueueHandler, queues: QueueServiceCl
   }
 
   const loop = (async () => {
-    await client.createIfNotExists().catch((e: unknown) => services.log.warn('Queue not reachable', { queue, error: toError(e).message }));
+    await client
+      .createIfNotExists()
+      .catch((e: unknown) => services.log.warn('Queue not reachable', { queue, error: toError(e).message }));
     while (running()) {
       const free = concurrency - inFlight.size;
       let received = 0;
       if (free > 0) {
         try {
-          const { receivedMessageItems } = await client.receiveMessages({ numberOfMessages: Math.min(32, free), visibilityTimeout: lease });
+          const { receivedMessageItems } = await client.receiveMessages({
+            numberOfMessages: Math.min(32, free),
+            visibilityTimeout: lease,
+          });
           received = receivedMessageItems.length;
           for (const m of receivedMessageItems) {
             const task: Promise<void> = deliver(m)
-              .catch((e: unknown) => services.log.warn('Queue delivery failed', { queue, id: m.messageId, error: toError(e).message }))
+              .catch((e: unknown) =>
+                services.log.warn('Queue delivery failed', { queue, id: m.messageId, error: toError(e).message }),
+              )
               .finally(() => {
                 inFlight.delete(task);
                 wake();

@@ -24,9 +24,15 @@ export const decodeMessage = (text: string): unknown => JSON.parse(Buffer.from(t
 /** A queue's depth and the age of its oldest visible message (zero when empty), for the queue gauges. */
 export async function readQueue(service: QueueService, name: string): Promise<QueueReading> {
   const client = (await service()).getQueueClient(name);
-  const [properties, peeked] = await Promise.all([client.getProperties(), client.peekMessages({ numberOfMessages: 1 })]);
+  const [properties, peeked] = await Promise.all([
+    client.getProperties(),
+    client.peekMessages({ numberOfMessages: 1 }),
+  ]);
   const oldest = peeked.peekedMessageItems[0]?.insertedOn;
-  return { depth: properties.approximateMessagesCount ?? 0, oldestAgeSeconds: oldest ? Math.max(0, (Date.now() - oldest.getTime()) / 1000) : 0 };
+  return {
+    depth: properties.approximateMessagesCount ?? 0,
+    oldestAgeSeconds: oldest ? Math.max(0, (Date.now() - oldest.getTime()) / 1000) : 0,
+  };
 }
 
 /** Sends queue messages: the storage queues, or (tests that run the service in process) a list in memory. */
@@ -64,6 +70,14 @@ export class QueueProducer implements Producer {
 }
 
 /** Queues the first webhook delivery of an operation that ends (now, or after `delaySeconds` for one about to end). */
-export function enqueueDelivery(s: { readonly config: Config; readonly producer: Producer }, key: string, delaySeconds?: number): Promise<void> {
-  return s.producer.send(s.config.webhooks.queue, { key, attempt: 1 } satisfies WebhookMessage, delaySeconds ? { visibilityTimeoutSeconds: delaySeconds } : {});
+export function enqueueDelivery(
+  s: { readonly config: Config; readonly producer: Producer },
+  key: string,
+  delaySeconds?: number,
+): Promise<void> {
+  return s.producer.send(
+    s.config.webhooks.queue,
+    { key, attempt: 1 } satisfies WebhookMessage,
+    delaySeconds ? { visibilityTimeoutSeconds: delaySeconds } : {},
+  );
 }

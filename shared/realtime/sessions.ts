@@ -40,7 +40,10 @@ const DEFAULT_VOICE = 'alloy';
 export const RealtimeSessionRequest = z
   .object({
     agent_name: z.string().min(1, 'agent_name is required'),
-    session_id: z.string().regex(/^[0-9a-f-]{36}$/i, 'Invalid session_id format').optional(),
+    session_id: z
+      .string()
+      .regex(/^[0-9a-f-]{36}$/i, 'Invalid session_id format')
+      .optional(),
   })
   .strict();
 
@@ -73,16 +76,26 @@ export interface Call {
   settings: NonNullable<AgentDoc['realtime_speech_settings']>;
 }
 
-const container = (s: RealtimeSessionsDeps): Container<RealtimeSessionDoc> => narrowed(s.store.container('sessions'), isRealtime);
+const container = (s: RealtimeSessionsDeps): Container<RealtimeSessionDoc> =>
+  narrowed(s.store.container('sessions'), isRealtime);
 
 /** The agent's speech settings, model and endpoint; 400 naming what is missing. */
 async function speechOf(s: RealtimeSessionsDeps, agent: AgentDoc): Promise<Omit<Call, 'realtime' | 'agent'>> {
   const settings = agent.realtime_speech_settings;
-  if (!settings?.enabled) throw validationError([{ field: 'agent_name', message: `Agent ${agent.name} does not have realtime speech enabled` }]);
+  if (!settings?.enabled)
+    throw validationError([
+      { field: 'agent_name', message: `Agent ${agent.name} does not have realtime speech enabled` },
+    ]);
   const resolved = await modelWithEndpoint(s, settings.realtime_speech_ai_model_object_id, 'realtime');
-  if (typeof resolved === 'string') throw validationError([{ field: 'agent_name', message: `Agent ${agent.name} cannot speak: ${resolved}` }]);
+  if (typeof resolved === 'string')
+    throw validationError([{ field: 'agent_name', message: `Agent ${agent.name} cannot speak: ${resolved}` }]);
   if (resolved.endpoint.provider !== 'openai' && resolved.endpoint.provider !== 'azure-openai') {
-    throw validationError([{ field: 'agent_name', message: `Agent ${agent.name} cannot speak: its realtime model's API endpoint is not an OpenAI or Azure OpenAI endpoint` }]);
+    throw validationError([
+      {
+        field: 'agent_name',
+        message: `Agent ${agent.name} cannot speak: its realtime model's API endpoint is not an OpenAI or Azure OpenAI endpoint`,
+      },
+    ]);
   }
   return { settings, ...resolved };
 }
@@ -94,7 +107,12 @@ export const callLimitSeconds = (s: Pick<RealtimeSessionsDeps, 'config'>, call: 
 };
 
 /** Opens a realtime session (and a conversation session when none is named); the relay's address in the answer. */
-export async function createRealtimeSession(s: RealtimeSessionsDeps, principal: Principal, body: z.output<typeof RealtimeSessionRequest>, relayBase: string) {
+export async function createRealtimeSession(
+  s: RealtimeSessionsDeps,
+  principal: Principal,
+  body: z.output<typeof RealtimeSessionRequest>,
+  relayBase: string,
+) {
   const agent = await agentForUse(s, principal, body.agent_name);
   const { settings, model } = await speechOf(s, agent);
   // A call is admitted like a completion: refused when a budget in its model's currency is spent, and counted
@@ -104,7 +122,9 @@ export async function createRealtimeSession(s: RealtimeSessionsDeps, principal: 
   const { headers: limits, reservation } = await s.quotas.enforce(principal, agent.name);
   await s.quotas.release(reservation);
   const headers = { ...limits, ...budget };
-  const session = body.session_id ? await s.conversations.get(principal.upn, body.session_id) : await s.conversations.create(principal.upn, `Call with ${agent.display_name ?? agent.name}`);
+  const session = body.session_id
+    ? await s.conversations.get(principal.upn, body.session_id)
+    : await s.conversations.create(principal.upn, `Call with ${agent.display_name ?? agent.name}`);
   const now = Date.now();
   const doc: RealtimeSessionDoc = {
     id: randomUUID(),
@@ -135,16 +155,27 @@ export async function createRealtimeSession(s: RealtimeSessionsDeps, principal: 
  * Takes the call of a realtime session for its creator: 404 for anyone else's or an unknown one, 409 when
  * its call was taken or it expired. The agent is checked again: access and settings may have changed.
  */
-export async function claimCall(s: RealtimeSessionsDeps, principal: Principal, realtimeSessionId: string): Promise<Call> {
+export async function claimCall(
+  s: RealtimeSessionsDeps,
+  principal: Principal,
+  realtimeSessionId: string,
+): Promise<Call> {
   const id = realtimeSessionId.toLowerCase();
   const found = await container(s).read(ownerKey(principal.upn), id);
   if (found?.type !== 'RealtimeSession') throw notFound(`Realtime session ${realtimeSessionId} not found`);
-  const claimed = await updateDocument(container(s), found.pk, id, (current) => {
-    if (!current) throw notFound(`Realtime session ${realtimeSessionId} not found`);
-    if (current.connected_on !== null) throw conflict('This realtime session has had its call; create another');
-    if (Date.parse(current.expires_at) <= Date.now()) throw conflict('This realtime session expired before its call connected; create another');
-    return { ...current, connected_on: new Date().toISOString() };
-  }, { known: found });
+  const claimed = await updateDocument(
+    container(s),
+    found.pk,
+    id,
+    (current) => {
+      if (!current) throw notFound(`Realtime session ${realtimeSessionId} not found`);
+      if (current.connected_on !== null) throw conflict('This realtime session has had its call; create another');
+      if (Date.parse(current.expires_at) <= Date.now())
+        throw conflict('This realtime session expired before its call connected; create another');
+      return { ...current, connected_on: new Date().toISOString() };
+    },
+    { known: found },
+  );
   if (!claimed) throw notFound(`Realtime session ${realtimeSessionId} not found`);
   const agent = await agentForUse(s, principal, claimed.agent_name);
   return { realtime: claimed, agent, ...(await speechOf(s, agent)) };

@@ -49,7 +49,17 @@ export interface AgentPropertiesDeps {
   readonly vectors: VectorIndex;
 }
 
-export const READ_ONLY_PROPERTIES = ['object_id', 'type', 'name', 'created_on', 'created_by', 'deleted', 'workflow', 'tools', 'virtual_security_group_id'] as const;
+export const READ_ONLY_PROPERTIES = [
+  'object_id',
+  'type',
+  'name',
+  'created_on',
+  'created_by',
+  'deleted',
+  'workflow',
+  'tools',
+  'virtual_security_group_id',
+] as const;
 
 /** Writable properties and the schema a new value must meet. */
 const WRITABLE = {
@@ -63,14 +73,23 @@ const WritableProperties = z.object(WRITABLE).partial();
 export const WRITABLE_PROPERTIES = Object.keys(WRITABLE);
 export const METADATA_PROPERTIES = ['welcome_message'] as const;
 
-const SHOW_FLAGS = new Set(['show_message_tokens', 'show_message_rating', 'show_view_prompt', 'show_file_upload', 'show_content_artifacts']);
+const SHOW_FLAGS = new Set([
+  'show_message_tokens',
+  'show_message_rating',
+  'show_view_prompt',
+  'show_file_upload',
+  'show_content_artifacts',
+]);
 const SETTINGS = new Set(Object.keys(WRITABLE_SETTINGS));
 
 export const GetPropertiesBody = z
   .object({ property_names: z.array(z.string()).optional(), metadata_property_names: z.array(z.string()).optional() })
   .strict();
 export const SetPropertiesBody = z
-  .object({ properties: z.record(z.string(), z.unknown()).optional(), metadata_properties: z.record(z.string(), z.unknown()).optional() })
+  .object({
+    properties: z.record(z.string(), z.unknown()).optional(),
+    metadata_properties: z.record(z.string(), z.unknown()).optional(),
+  })
   .strict();
 
 /** The agent (its route has authorized the caller to read or write it). */
@@ -97,12 +116,20 @@ function propertyValue(agent: AgentDoc, name: string): unknown {
   }
 }
 
-export async function getProperties(s: AgentPropertiesDeps, agentName: string, body: z.output<typeof GetPropertiesBody>) {
+export async function getProperties(
+  s: AgentPropertiesDeps,
+  agentName: string,
+  body: z.output<typeof GetPropertiesBody>,
+) {
   const names = body.property_names ?? [];
   const metadataNames = body.metadata_property_names ?? [];
-  if (names.length + metadataNames.length === 0) throw badRequest('Name at least one property in property_names or metadata_property_names');
+  if (names.length + metadataNames.length === 0)
+    throw badRequest('Name at least one property in property_names or metadata_property_names');
   const known = new Set<string>([...READ_ONLY_PROPERTIES, ...WRITABLE_PROPERTIES]);
-  const invalid = [...names.filter((n) => !known.has(n)), ...metadataNames.filter((n) => !(METADATA_PROPERTIES as readonly string[]).includes(n))];
+  const invalid = [
+    ...names.filter((n) => !known.has(n)),
+    ...metadataNames.filter((n) => !(METADATA_PROPERTIES as readonly string[]).includes(n)),
+  ];
   if (invalid.length > 0) throw badRequest(`Invalid property names: ${invalid.join(', ')}`);
 
   const agent = await loadAgent(s, agentName);
@@ -113,13 +140,19 @@ export async function getProperties(s: AgentPropertiesDeps, agentName: string, b
     if (value === undefined) absent.push(name);
     else properties[name] = value;
   }
-  if (absent.length > 0) throw new DomainError('internal', 'PropertyNotFound', `The agent has no value for: ${absent.join(', ')}`);
+  if (absent.length > 0)
+    throw new DomainError('internal', 'PropertyNotFound', `The agent has no value for: ${absent.join(', ')}`);
   const metadata = new Map(Object.entries(agent.metadata ?? {}));
   const metadata_properties = Object.fromEntries(metadataNames.map((n) => [n, metadata.get(n) ?? null]));
   return { object_id: agent.object_id, is_success: true, resource: { properties, metadata_properties } };
 }
 
-export async function setProperties(s: AgentPropertiesDeps, principal: Principal, agentName: string, body: z.output<typeof SetPropertiesBody>) {
+export async function setProperties(
+  s: AgentPropertiesDeps,
+  principal: Principal,
+  agentName: string,
+  body: z.output<typeof SetPropertiesBody>,
+) {
   const properties = body.properties ?? {};
   const metadata = body.metadata_properties ?? {};
   if (Object.keys(properties).length + Object.keys(metadata).length === 0) {
@@ -145,28 +178,41 @@ export async function setProperties(s: AgentPropertiesDeps, principal: Principal
   const agent = await loadAgent(s, agentName);
   await checkAgentLinks(s, values);
   await authorizeAgentLinks(s, principal, values, agent);
-  const newOwner = values.owner_user_id !== undefined && values.owner_user_id !== agent.owner_user_id ? values.owner_user_id : undefined;
+  const newOwner =
+    values.owner_user_id !== undefined && values.owner_user_id !== agent.owner_user_id
+      ? values.owner_user_id
+      : undefined;
   if (newOwner !== undefined && !(await s.authorizer.hasRole(principal, ROLE_IDS.owner, agent.object_id))) {
     throw forbidden('Changing owner_user_id needs the Owner role on the agent');
   }
 
-  await writeVersioned(s.store, resourcesOf(s.store, agents), { pk: agent.pk, id: agent.id, change: (current) => {
-    if (!current || current.deleted) throw notFound(`Agent ${agentName} not found`);
-    const next: AgentDoc = { ...current, ...values, updated_on: new Date().toISOString(), updated_by: principal.upn };
-    if (Object.keys(metadata).length > 0) {
-      const meta = { ...current.metadata };
-      // welcome_message is the one metadata property (checked above): a string, or null to remove it.
-      const message = metadata.welcome_message;
-      if (message === null) delete meta.welcome_message;
-      else if (typeof message === 'string') meta.welcome_message = message;
-      next.metadata = meta;
-    }
-    return next;
-  } });
+  await writeVersioned(s.store, resourcesOf(s.store, agents), {
+    pk: agent.pk,
+    id: agent.id,
+    change: (current) => {
+      if (!current || current.deleted) throw notFound(`Agent ${agentName} not found`);
+      const next: AgentDoc = { ...current, ...values, updated_on: new Date().toISOString(), updated_by: principal.upn };
+      if (Object.keys(metadata).length > 0) {
+        const meta = { ...current.metadata };
+        // welcome_message is the one metadata property (checked above): a string, or null to remove it.
+        const message = metadata.welcome_message;
+        if (message === null) delete meta.welcome_message;
+        else if (typeof message === 'string') meta.welcome_message = message;
+        next.metadata = meta;
+      }
+      return next;
+    },
+  });
   s.resourceCache.invalidate(agent.object_id);
   // The new owner holds the Owner role on the agent, as its creator did.
   if (newOwner !== undefined) {
-    await grant({ services: s, principal, objectId: agent.object_id }, { id: newOwner, type: 'User' }, ROLE_IDS.owner, agent.object_id, 'Owner of the agent');
+    await grant(
+      { services: s, principal, objectId: agent.object_id },
+      { id: newOwner, type: 'User' },
+      ROLE_IDS.owner,
+      agent.object_id,
+      'Owner of the agent',
+    );
   }
   return { object_id: agent.object_id, is_success: true };
 }

@@ -5,12 +5,30 @@ import type { ResourceRules, ResourceType } from '../providers/resource-rules.js
 import type { ResourceKind } from '../providers/types/resource-type.js';
 import { agentRules } from './rules/agent.js';
 import { roleAssignmentRules } from './rules/authorization.js';
-import { aiModelRules, apiEndpointRules, appConfigurationRules, dataPipelineRules, dataSourceRules, toolRules, workflowRules } from './rules/catalog.js';
+import {
+  aiModelRules,
+  apiEndpointRules,
+  appConfigurationRules,
+  dataPipelineRules,
+  dataSourceRules,
+  toolRules,
+  workflowRules,
+} from './rules/catalog.js';
 import { agents } from '../providers/types/agent.js';
 import { builtinTemplates } from '../providers/types/builtin-templates.js';
 import { agentTemplates } from '../providers/types/template.js';
 import { roleAssignments, roleDefinitions } from '../providers/types/authorization.js';
-import { aiModels, apiEndpointConfigurations, appConfigurations, dataPipelineRuns, dataPipelines, dataSources, prompts, tools, workflows } from '../providers/types/catalog.js';
+import {
+  aiModels,
+  apiEndpointConfigurations,
+  appConfigurations,
+  dataPipelineRuns,
+  dataPipelines,
+  dataSources,
+  prompts,
+  tools,
+  workflows,
+} from '../providers/types/catalog.js';
 
 const served = <K extends ResourceKind>(kind: K, rules: ResourceRules<K> = {}): ResourceType => ({ ...kind, ...rules });
 
@@ -31,4 +49,5 @@ export const RESOURCE_TYPES: readonly ResourceType[] = [
 ];
 
 /** The served type of a kind (its rules attached), for callers that write resources through the provider. */
-export const servedType = (kind: ResourceKind): ResourceType => RESOURCE_TYPES.find((t) => t.type === kind.type) ?? served(kind);
+export const servedType = (kind: ResourceKind): ResourceType =>
+  RESOURCE_TYPES.find((t) => t.type === kind.type) ?? served(kind);

@@ -14,7 +14,18 @@ const FILES_BYTES = 32 * 1024 * 1024;
 
 export function createSandbox(config: Config, gate: CredentialGate, log: Log): Sandbox {
   const { timeoutMs, memoryBytes, sessionsEndpoint, warm, concurrency, allowNetwork } = config.plugins;
-  const limits: SandboxLimits = { timeoutMs, memoryBytes, scratchBytes: memoryBytes, outputBytes: OUTPUT_BYTES, filesBytes: FILES_BYTES };
-  if (sessionsEndpoint) return new SessionsSandbox({ endpoint: sessionsEndpoint, token: () => gate.bearer('sessions', sessionsEndpoint), limits });
+  const limits: SandboxLimits = {
+    timeoutMs,
+    memoryBytes,
+    scratchBytes: memoryBytes,
+    outputBytes: OUTPUT_BYTES,
+    filesBytes: FILES_BYTES,
+  };
+  if (sessionsEndpoint)
+    return new SessionsSandbox({
+      endpoint: sessionsEndpoint,
+      token: () => gate.bearer('sessions', sessionsEndpoint),
+      limits,
+    });
   return new PyodideSandbox({ limits, warm, concurrency, allowNetwork, log });
 }

@@ -13,7 +13,10 @@ export interface Frame {
 }
 
 /** A frame as bytes: sizes and the header as JSON, then the body as it is (a large body is not copied). */
-export function encodeFrame(header: Record<string, unknown>, body: Uint8Array = new Uint8Array(0)): [Buffer, Uint8Array] {
+export function encodeFrame(
+  header: Record<string, unknown>,
+  body: Uint8Array = new Uint8Array(0),
+): [Buffer, Uint8Array] {
   const json = Buffer.from(JSON.stringify(header), 'utf8');
   const head = Buffer.alloc(PREFIX + json.length);
   head.writeUInt32LE(json.length, 0);
@@ -45,7 +48,8 @@ export class FrameReader {
       const head = this.peek(PREFIX);
       const headerLength = head.readUInt32LE(0);
       const bodyLength = head.readUInt32LE(4);
-      if (headerLength > this.limits.maxHeader || bodyLength > this.limits.maxBody) throw new FrameError(`a message of ${headerLength + bodyLength} bytes is larger than allowed`);
+      if (headerLength > this.limits.maxHeader || bodyLength > this.limits.maxBody)
+        throw new FrameError(`a message of ${headerLength + bodyLength} bytes is larger than allowed`);
       const total = PREFIX + headerLength + bodyLength;
       if (this.buffered < total) return frames;
       const whole = this.take(total);
@@ -55,7 +59,8 @@ export class FrameReader {
       } catch {
         throw new FrameError('a message header is not JSON');
       }
-      if (typeof header !== 'object' || header === null || Array.isArray(header)) throw new FrameError('a message header is not an object');
+      if (typeof header !== 'object' || header === null || Array.isArray(header))
+        throw new FrameError('a message header is not an object');
       frames.push({ header: header as Record<string, unknown>, body: whole.subarray(PREFIX + headerLength) });
     }
   }
@@ -92,14 +97,15 @@ export function readFrameSync(io: SyncIo, fd: number): Frame | null {
 }
 
 export function writeFrameSync(io: SyncIo, fd: number, header: Record<string, unknown>, body?: Uint8Array): void {
-  for (const bytes of encodeFrame(header, body)) for (let at = 0; at < bytes.length; ) at += io.writeSync(fd, bytes.subarray(at));
+  for (const bytes of encodeFrame(header, body))
+    for (let at = 0; at < bytes.length;) at += io.writeSync(fd, bytes.subarray(at));
 }
 
 const pause = new Int32Array(new SharedArrayBuffer(4));
 
 function readExactly(io: SyncIo, fd: number, n: number): Buffer | null {
   const buffer = Buffer.from(new ArrayBuffer(n));
-  for (let at = 0; at < n; ) {
+  for (let at = 0; at < n;) {
     let read: number;
     try {
       read = io.readSync(fd, buffer, at, n - at, null);

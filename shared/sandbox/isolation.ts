@@ -41,8 +41,16 @@ const quoted = (value: string) => `'${value.replaceAll("'", `'\\''`)}'`;
 
 /** The Node flags that confine a sandbox process: the permission model, reads of `readable` only, no code from strings. */
 export function confinedNode(readable: readonly string[]): string[] {
-  const permission = process.allowedNodeEnvironmentFlags.has('--permission') ? '--permission' : '--experimental-permission';
-  return [permission, ...readable.map((p) => `--allow-fs-read=${p}`), '--disallow-code-generation-from-strings', '--no-addons', '--no-warnings'];
+  const permission = process.allowedNodeEnvironmentFlags.has('--permission')
+    ? '--permission'
+    : '--experimental-permission';
+  return [
+    permission,
+    ...readable.map((p) => `--allow-fs-read=${p}`),
+    '--disallow-code-generation-from-strings',
+    '--no-addons',
+    '--no-warnings',
+  ];
 }
 
 /** The shell lines that show `source` at the same path inside the new root `root`, read-only. */
@@ -52,7 +60,11 @@ function shown(root: string, source: string): string[] {
   const at = quoted(`${root}${source}`);
   const parent = `mkdir -p ${quoted(`${root}${path.dirname(source)}`)}`;
   if (stat.isSymbolicLink()) return [parent, `ln -s ${quoted(readlinkSync(source))} ${at}`];
-  return [...(stat.isDirectory() ? [`mkdir -p ${at}`] : [parent, `touch ${at}`]), `mount --bind ${quoted(source)} ${at}`, `mount -o remount,bind,ro,nosuid ${at}`];
+  return [
+    ...(stat.isDirectory() ? [`mkdir -p ${at}`] : [parent, `touch ${at}`]),
+    `mount --bind ${quoted(source)} ${at}`,
+    `mount -o remount,bind,ro,nosuid ${at}`,
+  ];
 }
 
 /**
@@ -66,7 +78,8 @@ function namespaces(readable: readonly string[]): Isolation {
   const node = realpathSync(process.execPath);
   const nodeHome = SYSTEM.some((d) => node.startsWith(`${d}/`)) ? [] : [path.dirname(path.dirname(node))];
   // The new root is a tmpfs mounted there (pivot_root takes a mount point).
-  const newRoot = ROOT_MOUNTS.find((d) => existsSync(d) && ![...needed, ...nodeHome].some((p) => p.startsWith(`${d}/`))) ?? '/mnt';
+  const newRoot =
+    ROOT_MOUNTS.find((d) => existsSync(d) && ![...needed, ...nodeHome].some((p) => p.startsWith(`${d}/`))) ?? '/mnt';
   // One command a line: `set -e` ends the script at any that fails (it would not inside an && list).
   const lines = [
     `mount -t tmpfs -o size=1m,mode=0755 sandbox-root ${quoted(newRoot)}`,
@@ -81,7 +94,15 @@ function namespaces(readable: readonly string[]): Isolation {
     'mount -o remount,bind,ro /',
   ];
   // As root the process drops to nobody; otherwise a user namespace gives it the right to make the others.
-  const unshare = ['--mount', '--net', '--pid', '--fork', '--kill-child', '--mount-proc', ...(root ? [] : ['--user', '--map-root-user'])];
+  const unshare = [
+    '--mount',
+    '--net',
+    '--pid',
+    '--fork',
+    '--kill-child',
+    '--mount-proc',
+    ...(root ? [] : ['--user', '--map-root-user']),
+  ];
   const user = root ? [`--reuid=${NOBODY}`, `--regid=${NOBODY}`, '--clear-groups'] : [];
   const setpriv = ['setpriv', ...user, '--no-new-privs', '--bounding-set=-all', '--inh-caps=-all', '--'];
   return {
@@ -96,7 +117,12 @@ function namespaces(readable: readonly string[]): Isolation {
     ],
     wrapped: true,
     launch(nodeArgs, dataBytes) {
-      const script = [`ulimit -c 0 && ulimit -d ${Math.ceil(dataBytes / 1024)} || exit 96`, 'set -e', ...lines, `exec ${setpriv.map(quoted).join(' ')} "$@"`].join('\n');
+      const script = [
+        `ulimit -c 0 && ulimit -d ${Math.ceil(dataBytes / 1024)} || exit 96`,
+        'set -e',
+        ...lines,
+        `exec ${setpriv.map(quoted).join(' ')} "$@"`,
+      ].join('\n');
       return { command: 'unshare', args: [...unshare, '--', 'sh', '-c', script, 'sandbox', node, ...nodeArgs] };
     },
   };
@@ -104,7 +130,11 @@ function namespaces(readable: readonly string[]): Isolation {
 
 /** No boundary but the process and Node's permission model: only where the operator accepted the network risk. */
 const processOnly: Isolation = {
-  layers: ['a process per call, killed at its deadline', "Node's permission model", 'NO network isolation (PLUGIN_SANDBOX_ALLOW_NETWORK=true)'],
+  layers: [
+    'a process per call, killed at its deadline',
+    "Node's permission model",
+    'NO network isolation (PLUGIN_SANDBOX_ALLOW_NETWORK=true)',
+  ],
   wrapped: false,
   launch: (nodeArgs) => ({ command: process.execPath, args: [...nodeArgs] }),
 };
@@ -120,7 +150,10 @@ export async function findIsolation(readable: readonly string[], allowNetwork: b
   const candidate = namespaces(readable);
   // The probe reads each file the real process will read, as the user it will run as.
   const check = `const fs = require('node:fs'); for (const p of ${JSON.stringify(readable)}) fs.accessSync(p, fs.constants.R_OK)`;
-  const failure = process.platform === 'linux' ? await tryLaunch(candidate.launch([...confinedNode(readable), '-e', check], 512 * 1024 * 1024)) : `${process.platform} has no Linux namespaces`;
+  const failure =
+    process.platform === 'linux'
+      ? await tryLaunch(candidate.launch([...confinedNode(readable), '-e', check], 512 * 1024 * 1024))
+      : `${process.platform} has no Linux namespaces`;
   if (failure === undefined) return candidate;
   if (allowNetwork) return processOnly;
   throw new IsolationUnavailable(
@@ -144,7 +177,11 @@ function tryLaunch(launch: Launch): Promise<string | undefined> {
     });
     child.once('close', (code) => {
       clearTimeout(timer);
-      resolve(code === 0 ? undefined : stderr.trim().split('\n').filter(Boolean).pop()?.slice(0, 300) || `it exited with ${String(code)}`);
+      resolve(
+        code === 0
+          ? undefined
+          : stderr.trim().split('\n').filter(Boolean).pop()?.slice(0, 300) || `it exited with ${String(code)}`,
+      );
     });
   });
 }

@@ -55,14 +55,16 @@ interface WasmApi {
 }
 
 /** Emscripten library functions that reach the host: each is replaced before the interpreter is made. */
-const REFUSED_IMPORTS = /^_?emscripten_(system|run_script|async_run_script|async_load_script|websocket_|async_wget|create_worker|call_worker|debugger)/;
+const REFUSED_IMPORTS =
+  /^_?emscripten_(system|run_script|async_run_script|async_load_script|websocket_|async_wget|create_worker|call_worker|debugger)/;
 
 function prepareWasm(start: ProcessStart): void {
   // WebAssembly memory cannot grow past the bound: a refused growth is a failed malloc, MemoryError in Python.
   const grow = Reflect.get(wasmApi.Memory.prototype, 'grow') as (this: WasmMemory, pages: number) => number;
   Object.defineProperty(wasmApi.Memory.prototype, 'grow', {
     value: function (this: WasmMemory, pages: number) {
-      if (this.buffer.byteLength + pages * 65536 > start.memoryBytes) throw new RangeError('the sandbox memory bound is reached');
+      if (this.buffer.byteLength + pages * 65536 > start.memoryBytes)
+        throw new RangeError('the sandbox memory bound is reached');
       return grow.call(this, pages);
     },
     writable: false,
@@ -115,7 +117,13 @@ async function main(): Promise<void> {
   prepareWasm(start);
   const { loadPyodide } = (await import(pathToFileURL(start.pyodide).href)) as typeof import('pyodide');
   const quiet = () => undefined;
-  const options = { indexURL: start.pyodide.slice(0, start.pyodide.lastIndexOf('/') + 1), jsglobals: Object.create(null) as object, env: { HOME: '/sandbox/work' }, stdout: quiet, stderr: quiet };
+  const options = {
+    indexURL: start.pyodide.slice(0, start.pyodide.lastIndexOf('/') + 1),
+    jsglobals: Object.create(null) as object,
+    env: { HOME: '/sandbox/work' },
+    stdout: quiet,
+    stderr: quiet,
+  };
   if (start.make) {
     const py = await loadPyodide({ ...options, _makeSnapshot: true });
     // The runner and the modules it imports are in the snapshot: a call does not define or import them.
@@ -168,7 +176,8 @@ function lockDown(py: Pyodide): void {
   py.unregisterJsModule('js');
   py.unregisterJsModule('pyodide_js');
   py.runPython(PURGE);
-  for (const name of ['mountNodeFS', 'mountNativeFS', 'useNodeSockFS', 'loadPackage', 'loadPackagesFromImports']) seal(py, name, () => Promise.reject(new Error('not in the sandbox')));
+  for (const name of ['mountNodeFS', 'mountNativeFS', 'useNodeSockFS', 'loadPackage', 'loadPackagesFromImports'])
+    seal(py, name, () => Promise.reject(new Error('not in the sandbox')));
   module.FS.filesystems.NODEFS = undefined;
   // The host file system driver stays reachable through the module object: its mount refuses.
   seal(module.NODEFS, 'mount', refuse);
@@ -177,12 +186,19 @@ function lockDown(py: Pyodide): void {
   // Emscripten reports a refused write on the console; the caller gets the reason instead.
   for (const name of ['log', 'warn', 'error', 'info', 'debug'] as const) console[name] = () => undefined;
   const g = globalThis as Record<string, unknown>;
-  for (const name of ['require', 'fetch', 'WebSocket', 'XMLHttpRequest', 'EventSource']) Reflect.deleteProperty(g, name);
+  for (const name of ['require', 'fetch', 'WebSocket', 'XMLHttpRequest', 'EventSource'])
+    Reflect.deleteProperty(g, name);
   const p = process as unknown as Record<string, unknown>;
-  for (const name of ['binding', '_linkedBinding', 'dlopen', 'getBuiltinModule', 'kill', 'abort', 'chdir']) seal(p, name, refuse);
+  for (const name of ['binding', '_linkedBinding', 'dlopen', 'getBuiltinModule', 'kill', 'abort', 'chdir'])
+    seal(p, name, refuse);
 }
 
-function run(py: Pyodide, start: ProcessStart, job: ProcessJob, body: Uint8Array): { header: Record<string, unknown>; body?: Uint8Array } {
+function run(
+  py: Pyodide,
+  start: ProcessStart,
+  job: ProcessJob,
+  body: Uint8Array,
+): { header: Record<string, unknown>; body?: Uint8Array } {
   const fsApi = (py as unknown as { _module: Emscripten })._module.FS;
   let at = 0;
   for (const f of job.files) {
@@ -216,7 +232,9 @@ function run(py: Pyodide, start: ProcessStart, job: ProcessJob, body: Uint8Array
       call(method: string, args: string): string {
         send({ type: 'svc', method, args });
         const answer = readFrameSync(io, IN);
-        return typeof answer?.header.answer === 'string' ? answer.header.answer : '{"error": "the service did not answer"}';
+        return typeof answer?.header.answer === 'string'
+          ? answer.header.answer
+          : '{"error": "the service did not answer"}';
       },
     });
   }
@@ -225,23 +243,43 @@ function run(py: Pyodide, start: ProcessStart, job: ProcessJob, body: Uint8Array
   let answer: string;
   try {
     if (job.svc) py.runPython('from _svc_bridge import call as _svc_call');
-    const runner = (py.globals as unknown as { get(name: string): unknown }).get('_sandbox_run') as (job: string) => string;
+    const runner = (py.globals as unknown as { get(name: string): unknown }).get('_sandbox_run') as (
+      job: string,
+    ) => string;
     answer = runner(job.job);
   } catch (e) {
-    return { header: { type: 'broken', reason: broken ?? `the interpreter stopped: ${e instanceof Error ? e.message.split('\n').filter(Boolean).pop()?.slice(0, 300) : String(e)}` } };
+    return {
+      header: {
+        type: 'broken',
+        reason:
+          broken ??
+          `the interpreter stopped: ${e instanceof Error ? e.message.split('\n').filter(Boolean).pop()?.slice(0, 300) : String(e)}`,
+      },
+    };
   }
   if (broken) return { header: { type: 'broken', reason: broken } };
   // The files written are found here, from the file system, not from what the Python side says it wrote.
   const found = listFiles(fsApi, job.workDir);
   const written = [...found].filter(([, stat]) => stat.mtime.getTime() !== 0).map(([name]) => name);
   const total = written.reduce((sum, name) => sum + (found.get(name)?.size ?? 0), 0);
-  if (total > start.filesBytes) return { header: { type: 'broken', reason: `the plugin wrote ${Math.ceil(total / 1048576)} MiB of files; at most ${Math.round(start.filesBytes / 1048576)} MiB are kept` } };
+  if (total > start.filesBytes)
+    return {
+      header: {
+        type: 'broken',
+        reason: `the plugin wrote ${Math.ceil(total / 1048576)} MiB of files; at most ${Math.round(start.filesBytes / 1048576)} MiB are kept`,
+      },
+    };
   const files = written.map((name) => fsApi.readFile(`${job.workDir}/${name}`));
   const answerBytes = Buffer.from(answer, 'utf8');
   const stdout = Buffer.concat(kept);
   // The answer, the output and the files travel as the body: the header stays small, whatever they hold.
   return {
-    header: { type: 'done', answer: answerBytes.length, stdout: stdout.length, files: written.map((name, i) => ({ name, size: files[i]?.length ?? 0 })) },
+    header: {
+      type: 'done',
+      answer: answerBytes.length,
+      stdout: stdout.length,
+      files: written.map((name, i) => ({ name, size: files[i]?.length ?? 0 })),
+    },
     body: Buffer.concat([answerBytes, stdout, ...files]),
   };
 }

@@ -10,7 +10,21 @@ import { processScript } from '../workers/process-script.js';
 import type { Frame } from './frames.js';
 import { confinedNode, findIsolation, IsolationUnavailable, type Isolation } from './isolation.js';
 import type { ProcessJob, ProcessStart } from './pyodide-process.js';
-import { MAX_FILES, MAX_OUTPUT_CHARS, MAX_RESULT_BYTES, PluginFailed, resultOf, returnedTooMuch, safeName, type Sandbox, type SandboxFile, type SandboxJob, type SandboxLimits, type SandboxResult, type SvcHost } from './sandbox.js';
+import {
+  MAX_FILES,
+  MAX_OUTPUT_CHARS,
+  MAX_RESULT_BYTES,
+  PluginFailed,
+  resultOf,
+  returnedTooMuch,
+  safeName,
+  type Sandbox,
+  type SandboxFile,
+  type SandboxJob,
+  type SandboxLimits,
+  type SandboxResult,
+  type SvcHost,
+} from './sandbox.js';
 import { ProcessGone, SandboxProcess } from './sandbox-process.js';
 
 const PACKAGE_DIR = '/sandbox/package';
@@ -99,7 +113,10 @@ export class PyodideSandbox implements Sandbox {
       const script = await processScript(import.meta.url, 'pyodide-process');
       const isolation = await findIsolation(readableBy(pyodide, script), this.options.allowNetwork ?? false);
       this.options.log?.info('The Python sandbox runs each call in a process of its own', { layers: isolation.layers });
-      if (!isolation.wrapped) this.options.log?.warn('The Python sandbox cannot isolate code from the network on this machine: PLUGIN_SANDBOX_ALLOW_NETWORK=true lets it run anyway');
+      if (!isolation.wrapped)
+        this.options.log?.warn(
+          'The Python sandbox cannot isolate code from the network on this machine: PLUGIN_SANDBOX_ALLOW_NETWORK=true lets it run anyway',
+        );
       return { isolation, script, pyodide };
     })();
     return this.setup;
@@ -108,9 +125,19 @@ export class PyodideSandbox implements Sandbox {
   private spawn(start: ProcessStart, snapshot?: Uint8Array): Promise<SandboxProcess> {
     return this.prepared().then(({ isolation, script }) => {
       const { memoryBytes } = this.options.limits;
-      const node = [...confinedNode(readableBy(start.pyodide, script)), `--max-old-space-size=${HEAP_MB}`, '--max-semi-space-size=16', script];
-      const limits = start.make ? { maxHeader: 1024, maxBody: MAX_SNAPSHOT } : { maxHeader: MAX_HEADER, maxBody: this.options.limits.filesBytes + MAX_RESULT_BYTES + MAX_OUTPUT_CHARS };
-      return new SandboxProcess(isolation.launch(node, memoryBytes + PROCESS_BYTES), isolation.wrapped, limits, { header: { ...start }, body: snapshot ?? new Uint8Array(0) });
+      const node = [
+        ...confinedNode(readableBy(start.pyodide, script)),
+        `--max-old-space-size=${HEAP_MB}`,
+        '--max-semi-space-size=16',
+        script,
+      ];
+      const limits = start.make
+        ? { maxHeader: 1024, maxBody: MAX_SNAPSHOT }
+        : { maxHeader: MAX_HEADER, maxBody: this.options.limits.filesBytes + MAX_RESULT_BYTES + MAX_OUTPUT_CHARS };
+      return new SandboxProcess(isolation.launch(node, memoryBytes + PROCESS_BYTES), isolation.wrapped, limits, {
+        header: { ...start },
+        body: snapshot ?? new Uint8Array(0),
+      });
     });
   }
 
@@ -129,7 +156,9 @@ export class PyodideSandbox implements Sandbox {
           if (frame.header.type !== 'snapshot') throw new Error('the sandbox did not start');
           return frame.body;
         } catch (e) {
-          throw e instanceof ProcessGone ? new Error(`the sandbox did not start: ${lastLine(maker.errors) || e.message}`) : e;
+          throw e instanceof ProcessGone
+            ? new Error(`the sandbox did not start: ${lastLine(maker.errors) || e.message}`)
+            : e;
         } finally {
           maker.kill();
         }
@@ -146,7 +175,10 @@ export class PyodideSandbox implements Sandbox {
   private fill(): void {
     if (this.closed || !this.wanted) return;
     this.touch();
-    const target = Math.min(this.options.warm + this.waiting.length, this.options.warm + this.options.concurrency - this.running.size);
+    const target = Math.min(
+      this.options.warm + this.waiting.length,
+      this.options.warm + this.options.concurrency - this.running.size,
+    );
     while (this.ready.length + this.starting < target) {
       this.starting++;
       this.prepare().then(
@@ -160,7 +192,10 @@ export class PyodideSandbox implements Sandbox {
         (e: unknown) => {
           this.starting--;
           // A call waiting for it fails now, saying why; the next call tries again (not a loop here).
-          const reason = e instanceof IsolationUnavailable ? e.message : `the sandbox could not start an interpreter: ${e instanceof Error ? e.message : String(e)}`;
+          const reason =
+            e instanceof IsolationUnavailable
+              ? e.message
+              : `the sandbox could not start an interpreter: ${e instanceof Error ? e.message : String(e)}`;
           this.waiting.shift()?.fail(new PluginFailed(reason));
         },
       );
@@ -181,7 +216,8 @@ export class PyodideSandbox implements Sandbox {
   }
 
   private take(signal: AbortSignal | undefined): Promise<SandboxProcess> {
-    for (let ready = this.ready.shift(); ready; ready = this.ready.shift()) if (!ready.ended) return Promise.resolve(ready);
+    for (let ready = this.ready.shift(); ready; ready = this.ready.shift())
+      if (!ready.ended) return Promise.resolve(ready);
     return new Promise((resolve, reject) => {
       const entry = {
         give: (r: SandboxProcess) => {
@@ -207,10 +243,13 @@ export class PyodideSandbox implements Sandbox {
   /** Lets warm interpreters go after a quiet spell, so an idle service holds no sandbox processes. */
   private touch(): void {
     clearTimeout(this.idleTimer);
-    this.idleTimer = setTimeout(() => {
-      this.wanted = false;
-      for (const r of this.ready.splice(0)) r.kill();
-    }, this.options.idleMs ?? 10 * 60_000);
+    this.idleTimer = setTimeout(
+      () => {
+        this.wanted = false;
+        for (const r of this.ready.splice(0)) r.kill();
+      },
+      this.options.idleMs ?? 10 * 60_000,
+    );
     this.idleTimer.unref();
   }
 
@@ -224,7 +263,8 @@ export class PyodideSandbox implements Sandbox {
         this.watchdog = undefined;
         return;
       }
-      for (const p of this.running) if ((p.residentBytes() ?? 0) > bound) p.kill(memoryReason(this.options.limits.memoryBytes));
+      for (const p of this.running)
+        if ((p.residentBytes() ?? 0) > bound) p.kill(memoryReason(this.options.limits.memoryBytes));
     }, WATCH_MS);
     this.watchdog.unref();
   }
@@ -236,9 +276,26 @@ export class PyodideSandbox implements Sandbox {
       ...job.workFiles.map((f) => ({ path: path.posix.join(WORK_DIR, f.name), bytes: f.bytes })),
     ];
     const task = job.task;
-    const spec = 'code' in task ? { code: task.code, work_dir: WORK_DIR } : { entry_point: task.entryPoint, argument: task.argument, svc: Boolean(task.svc), package_dir: PACKAGE_DIR, work_dir: WORK_DIR };
-    const header: ProcessJob = { job: JSON.stringify(spec), workDir: WORK_DIR, files: files.map((f) => ({ path: f.path, size: f.bytes.length })), svc: 'entryPoint' in task && Boolean(task.svc) };
-    const timer = setTimeout(() => child.kill(`the call took longer than ${Math.round(timeoutMs / 1000)} s`), timeoutMs);
+    const spec =
+      'code' in task
+        ? { code: task.code, work_dir: WORK_DIR }
+        : {
+            entry_point: task.entryPoint,
+            argument: task.argument,
+            svc: Boolean(task.svc),
+            package_dir: PACKAGE_DIR,
+            work_dir: WORK_DIR,
+          };
+    const header: ProcessJob = {
+      job: JSON.stringify(spec),
+      workDir: WORK_DIR,
+      files: files.map((f) => ({ path: f.path, size: f.bytes.length })),
+      svc: 'entryPoint' in task && Boolean(task.svc),
+    };
+    const timer = setTimeout(
+      () => child.kill(`the call took longer than ${Math.round(timeoutMs / 1000)} s`),
+      timeoutMs,
+    );
     const onAbort = () => child.kill();
     job.signal?.addEventListener('abort', onAbort, { once: true });
     const svc = 'entryPoint' in task ? task.svc : undefined;
@@ -249,12 +306,15 @@ export class PyodideSandbox implements Sandbox {
         if (frame.header.type === 'svc') {
           // Only a workflow plugin asks, one question at a time, a bounded number of them.
           if (!svc) throw new PluginFailed('the sandbox asked the service something in a call that may not ask');
-          if (questions >= MAX_SVC_QUESTIONS) throw new PluginFailed(`the plugin asked svc more than ${MAX_SVC_QUESTIONS} times`);
+          if (questions >= MAX_SVC_QUESTIONS)
+            throw new PluginFailed(`the plugin asked svc more than ${MAX_SVC_QUESTIONS} times`);
           child.send({ answer: await svcAnswer(svc, frame) });
-          if (child.unread > MAX_UNREAD) throw new PluginFailed('the plugin does not read the answers to its svc questions');
+          if (child.unread > MAX_UNREAD)
+            throw new PluginFailed('the plugin does not read the answers to its svc questions');
           continue;
         }
-        if (frame.header.type === 'broken') throw new PluginFailed(textOf(frame.header.reason, 'the interpreter stopped').slice(0, 2000));
+        if (frame.header.type === 'broken')
+          throw new PluginFailed(textOf(frame.header.reason, 'the interpreter stopped').slice(0, 2000));
         if (frame.header.type !== 'done') throw new PluginFailed('the sandbox answered something it should not');
         return answerOf(frame);
       }
@@ -263,8 +323,13 @@ export class PyodideSandbox implements Sandbox {
       if (!(e instanceof ProcessGone)) throw e;
       if (e.stoppedFor) throw new PluginFailed(e.stoppedFor);
       // V8 ends a process out of memory with a message, or, where an allocation fails at the data limit, a signal.
-      if (/out of memory|Reached heap limit|allocation failed/i.test(child.errors) || e.signal) throw new PluginFailed(memoryReason(memoryBytes, e.signal));
-      throw new PluginFailed(e.message.startsWith('a message') ? `the sandbox answered more than it may: ${e.message}` : 'the interpreter stopped');
+      if (/out of memory|Reached heap limit|allocation failed/i.test(child.errors) || e.signal)
+        throw new PluginFailed(memoryReason(memoryBytes, e.signal));
+      throw new PluginFailed(
+        e.message.startsWith('a message')
+          ? `the sandbox answered more than it may: ${e.message}`
+          : 'the interpreter stopped',
+      );
     } finally {
       clearTimeout(timer);
       job.signal?.removeEventListener('abort', onAbort);
@@ -276,9 +341,11 @@ export class PyodideSandbox implements Sandbox {
 async function svcAnswer(host: SvcHost, frame: Frame): Promise<string> {
   const { method, args } = frame.header;
   try {
-    if (typeof method !== 'string' || typeof args !== 'string') throw new Error('the call is not a method and its arguments');
+    if (typeof method !== 'string' || typeof args !== 'string')
+      throw new Error('the call is not a method and its arguments');
     const parsed: unknown = JSON.parse(args);
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new Error('the arguments are not an object');
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+      throw new Error('the arguments are not an object');
     return JSON.stringify({ value: await host(method, parsed as Record<string, unknown>) });
   } catch (e) {
     return JSON.stringify({ error: e instanceof Error ? e.message : String(e) });
@@ -303,16 +370,19 @@ const isSize = (n: unknown): n is number => typeof n === 'number' && Number.isSa
 function answerOf(frame: Frame): SandboxResult {
   const { answer, stdout } = frame.header;
   const listed = Array.isArray(frame.header.files) ? (frame.header.files as unknown[]) : [];
-  if (!isSize(answer) || !isSize(stdout) || stdout > MAX_OUTPUT_CHARS) throw new PluginFailed('the sandbox answered something it should not');
+  if (!isSize(answer) || !isSize(stdout) || stdout > MAX_OUTPUT_CHARS)
+    throw new PluginFailed('the sandbox answered something it should not');
   if (answer > MAX_RESULT_BYTES) throw returnedTooMuch();
   if (listed.length > MAX_FILES) throw new PluginFailed(`the plugin wrote more than ${MAX_FILES} files`);
-  const text = (from: number, size: number) => Buffer.from(frame.body.buffer, frame.body.byteOffset + from, size).toString('utf8');
+  const text = (from: number, size: number) =>
+    Buffer.from(frame.body.buffer, frame.body.byteOffset + from, size).toString('utf8');
   if (answer + stdout > frame.body.length) throw new PluginFailed('the sandbox answered something it should not');
   const files: SandboxFile[] = [];
   let at = answer + stdout;
   for (const item of listed) {
     const { name, size } = (item ?? {}) as { name?: unknown; size?: unknown };
-    if (typeof name !== 'string' || !safeName(name) || !isSize(size) || at + size > frame.body.length) throw new PluginFailed('the sandbox named a written file it may not');
+    if (typeof name !== 'string' || !safeName(name) || !isSize(size) || at + size > frame.body.length)
+      throw new PluginFailed('the sandbox named a written file it may not');
     files.push({ name, bytes: frame.body.subarray(at, at + size) });
     at += size;
   }

@@ -6,9 +6,7 @@
 // sessions adapter's way to stop at an `svc` call it has no answer for yet).
 
 /** What `_sandbox_run` answers, as JSON. */
-export type RunnerAnswer =
-  | { ok: true; value: unknown; written: string[] }
-  | { ok: false; error: string };
+export type RunnerAnswer = { ok: true; value: unknown; written: string[] } | { ok: false; error: string };
 
 export const PYTHON_RUNNER = String.raw`
 import json as _json, os as _os, sys as _sys, importlib as _importlib, traceback as _traceback

@@ -32,7 +32,12 @@ export class SandboxProcess {
   private nodePid: number | undefined;
 
   /** Starts `launch`, whose Node process is the launcher's child when `wrapped`, and sends it its start frame. */
-  constructor(launch: Launch, private readonly wrapped: boolean, limits: { maxHeader: number; maxBody: number }, start: Frame) {
+  constructor(
+    launch: Launch,
+    private readonly wrapped: boolean,
+    limits: { maxHeader: number; maxBody: number },
+    start: Frame,
+  ) {
     this.child = spawn(launch.command, launch.args, { stdio: ['pipe', 'pipe', 'pipe'], env: {}, detached: true });
     this.child.unref();
     const reader = new FrameReader(limits);
@@ -52,7 +57,9 @@ export class SandboxProcess {
     // A process that dies while the service writes to it: its pipe errors, and the exit says why.
     this.child.stdin?.on('error', () => undefined);
     this.child.once('error', (e) => this.end(`the sandbox process could not start: ${e.message}`));
-    this.child.once('exit', (code, signal) => this.end(`the sandbox process ended (${signal ?? `exit ${String(code)}`})`, undefined, signal ?? undefined));
+    this.child.once('exit', (code, signal) =>
+      this.end(`the sandbox process ended (${signal ?? `exit ${String(code)}`})`, undefined, signal ?? undefined),
+    );
     this.send(start.header, start.body);
   }
 

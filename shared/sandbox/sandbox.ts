@@ -84,6 +84,11 @@ export const MAX_FILES = 100;
 
 /** A written file's name as a sandbox may give it: relative, `/`-separated, no empty, `.` or `..` part, no control character. */
 export function safeName(name: string): boolean {
-  // eslint-disable-next-line no-control-regex
-  return name.length > 0 && name.length <= 1024 && !/[\\\u0000-\u001f]/.test(name) && name.split('/').every((part) => part !== '' && part !== '.' && part !== '..');
+  return (
+    name.length > 0 &&
+    name.length <= 1024 &&
+    // eslint-disable-next-line no-control-regex
+    !/[\\\u0000-\u001f]/.test(name) &&
+    name.split('/').every((part) => part !== '' && part !== '.' && part !== '..')
+  );
 }

@@ -9,7 +9,17 @@
 // therefore depend only on its argument and on the earlier answers (docs/plugins.md).
 import { randomUUID } from 'node:crypto';
 import { PYTHON_RUNNER } from './python-runner.js';
-import { MAX_FILES, PluginFailed, resultOf, safeName, type Sandbox, type SandboxFile, type SandboxJob, type SandboxLimits, type SandboxResult } from './sandbox.js';
+import {
+  MAX_FILES,
+  PluginFailed,
+  resultOf,
+  safeName,
+  type Sandbox,
+  type SandboxFile,
+  type SandboxJob,
+  type SandboxLimits,
+  type SandboxResult,
+} from './sandbox.js';
 
 export const SESSIONS_API_VERSION = '2024-02-02-preview';
 /** The audience of the session pool's management API. */
@@ -56,42 +66,82 @@ export class SessionsSandbox implements Sandbox {
         for (const f of job.workFiles) await this.upload(identifier, f, signal);
         const execution = await this.execute(identifier, script(job, answers), signal);
         const at = execution.stdout.lastIndexOf(ANSWER_MARK);
-        if (at < 0) throw new PluginFailed(execution.stderr.trim().split('\n').pop()?.slice(0, 500) || `the session ended with status ${execution.status} and no answer`);
+        if (at < 0)
+          throw new PluginFailed(
+            execution.stderr.trim().split('\n').pop()?.slice(0, 500) ||
+              `the session ended with status ${execution.status} and no answer`,
+          );
         const stdout = execution.stdout.slice(0, at);
-        if (stdout.length > this.options.limits.outputBytes) throw new PluginFailed(`the plugin printed more than ${Math.round(this.options.limits.outputBytes / 1048576)} MiB`);
+        if (stdout.length > this.options.limits.outputBytes)
+          throw new PluginFailed(
+            `the plugin printed more than ${Math.round(this.options.limits.outputBytes / 1048576)} MiB`,
+          );
         const answer = execution.stdout.slice(at + ANSWER_MARK.length).trim();
         const parsed = answerOf(answer);
         if (parsed.pending && !('code' in task) && task.svc) {
-          if (answers.length >= MAX_SVC_CALLS) throw new PluginFailed(`the plugin made more than ${MAX_SVC_CALLS} svc calls`);
+          if (answers.length >= MAX_SVC_CALLS)
+            throw new PluginFailed(`the plugin made more than ${MAX_SVC_CALLS} svc calls`);
           const { method, args } = parsed.pending;
-          answers.push(await task.svc(method, args).then((value) => JSON.stringify({ value }), (e: unknown) => JSON.stringify({ error: e instanceof Error ? e.message : String(e) })));
+          answers.push(
+            await task.svc(method, args).then(
+              (value) => JSON.stringify({ value }),
+              (e: unknown) => JSON.stringify({ error: e instanceof Error ? e.message : String(e) }),
+            ),
+          );
           continue;
         }
         return resultOf(answer, stdout.slice(0, 64 * 1024), await this.downloads(identifier, parsed.written, signal));
       }
     } catch (e) {
-      if (deadline.aborted && !job.signal?.aborted) throw new PluginFailed(`the call took longer than ${Math.round(this.options.limits.timeoutMs / 1000)} s`);
+      if (deadline.aborted && !job.signal?.aborted)
+        throw new PluginFailed(`the call took longer than ${Math.round(this.options.limits.timeoutMs / 1000)} s`);
       throw e;
     }
   }
 
   private url(path: string, identifier: string): string {
-    const url = new URL(path, this.options.endpoint.endsWith('/') ? this.options.endpoint : `${this.options.endpoint}/`);
+    const url = new URL(
+      path,
+      this.options.endpoint.endsWith('/') ? this.options.endpoint : `${this.options.endpoint}/`,
+    );
     url.searchParams.set('api-version', SESSIONS_API_VERSION);
     url.searchParams.set('identifier', identifier);
     return url.toString();
   }
 
-  private async call(path: string, identifier: string, init: RequestInit, signal: AbortSignal, maxBytes = MAX_RESPONSE_BYTES): Promise<Uint8Array> {
-    const response = await fetch(this.url(path, identifier), { ...init, headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${await this.options.token()}` }, signal, redirect: 'error' });
+  private async call(
+    path: string,
+    identifier: string,
+    init: RequestInit,
+    signal: AbortSignal,
+    maxBytes = MAX_RESPONSE_BYTES,
+  ): Promise<Uint8Array> {
+    const response = await fetch(this.url(path, identifier), {
+      ...init,
+      headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${await this.options.token()}` },
+      signal,
+      redirect: 'error',
+    });
     const body = await readCapped(response, maxBytes);
-    if (!response.ok) throw new Error(`The session pool answered ${response.status} to ${path}: ${Buffer.from(body).toString('utf8').slice(0, 300)}`);
+    if (!response.ok)
+      throw new Error(
+        `The session pool answered ${response.status} to ${path}: ${Buffer.from(body).toString('utf8').slice(0, 300)}`,
+      );
     return body;
   }
 
   private async execute(identifier: string, code: string, signal: AbortSignal): Promise<Execution> {
     const body = JSON.stringify({ properties: { codeInputType: 'inline', executionType: 'synchronous', code } });
-    const answer = JSON.parse(Buffer.from(await this.call('code/execute', identifier, { method: 'POST', headers: { 'content-type': 'application/json' }, body }, signal)).toString('utf8')) as { properties?: Partial<Execution> };
+    const answer = JSON.parse(
+      Buffer.from(
+        await this.call(
+          'code/execute',
+          identifier,
+          { method: 'POST', headers: { 'content-type': 'application/json' }, body },
+          signal,
+        ),
+      ).toString('utf8'),
+    ) as { properties?: Partial<Execution> };
     const p = answer.properties ?? {};
     return { status: p.status ?? '', stdout: p.stdout ?? '', stderr: p.stderr ?? '' };
   }
@@ -107,7 +157,13 @@ export class SessionsSandbox implements Sandbox {
     const files: SandboxFile[] = [];
     let left = this.options.limits.filesBytes;
     for (const name of names) {
-      const bytes = await this.call(`files/content/${name.split('/').map(encodeURIComponent).join('/')}`, identifier, { method: 'GET' }, signal, left);
+      const bytes = await this.call(
+        `files/content/${name.split('/').map(encodeURIComponent).join('/')}`,
+        identifier,
+        { method: 'GET' },
+        signal,
+        left,
+      );
       left -= bytes.length;
       files.push({ name, bytes });
     }
@@ -123,13 +179,21 @@ function answerOf(text: string): { pending?: { method: string; args: Record<stri
   } catch {
     throw new PluginFailed('the session answered something that is not JSON');
   }
-  const { pending, written = [] } = (parsed ?? {}) as { pending?: { method?: unknown; args?: unknown }; written?: unknown };
-  if (!Array.isArray(written) || written.length > MAX_FILES || !written.every((n): n is string => typeof n === 'string' && safeName(n))) {
+  const { pending, written = [] } = (parsed ?? {}) as {
+    pending?: { method?: unknown; args?: unknown };
+    written?: unknown;
+  };
+  if (
+    !Array.isArray(written) ||
+    written.length > MAX_FILES ||
+    !written.every((n): n is string => typeof n === 'string' && safeName(n))
+  ) {
     throw new PluginFailed(`the session named written files it may not (at most ${MAX_FILES} relative names)`);
   }
   if (pending === undefined) return { written };
   const args = pending.args;
-  if (typeof pending.method !== 'string' || typeof args !== 'object' || args === null || Array.isArray(args)) throw new PluginFailed('the session asked svc something that is not a call');
+  if (typeof pending.method !== 'string' || typeof args !== 'object' || args === null || Array.isArray(args))
+    throw new PluginFailed('the session asked svc something that is not a call');
   return { pending: { method: pending.method, args: args as Record<string, unknown> }, written };
 }
 
@@ -152,7 +216,10 @@ async function readCapped(response: Response, maxBytes: number): Promise<Uint8Ar
 function script(job: SandboxJob, answers: readonly string[]): string {
   const task = job.task;
   const files = Object.fromEntries(job.packageFiles.map((f) => [f.name, Buffer.from(f.bytes).toString('base64')]));
-  const spec = 'code' in task ? { code: task.code } : { entry_point: task.entryPoint, argument: task.argument, svc: Boolean(task.svc) };
+  const spec =
+    'code' in task
+      ? { code: task.code }
+      : { entry_point: task.entryPoint, argument: task.argument, svc: Boolean(task.svc) };
   const text = (value: unknown) => JSON.stringify(JSON.stringify(value));
   return `${PYTHON_RUNNER}
 import base64 as _b64, tempfile as _tempfile

@@ -52,16 +52,22 @@ const PLUGINS: readonly ShieldPlugin[] = [
       const list = blocklistOf(value);
       if (typeof list === 'string') throw new Error(`${BLOCKLIST_SETTING} ${list}`);
       // A long text against a long list is matched off the request thread, within the time bound.
-      const reason = list.work(text) <= INLINE_WORK ? list.match(text) : await offThread.run({ kind: 'blocklist', list: value, text }).catch(timedOut);
+      const reason =
+        list.work(text) <= INLINE_WORK
+          ? list.match(text)
+          : await offThread.run({ kind: 'blocklist', list: value, text }).catch(timedOut);
       return reason === undefined ? { verdict: 'allowed' } : { verdict: 'blocked', reason };
     },
   },
   {
     name: `${BUILTIN_PACKAGE}-PromptShield`,
     display_name: 'Prompt Shield',
-    description: 'Azure AI Content Safety: Prompt Shields on the user prompt, text analysis on the answer (API endpoint configuration with provider azure-content-safety)',
+    description:
+      'Azure AI Content Safety: Prompt Shields on the user prompt, text analysis on the answer (API endpoint configuration with provider azure-content-safety)',
     async unavailable(s) {
-      return (await contentSafetyEndpoint(s)) ? undefined : 'it needs an API endpoint configuration with provider azure-content-safety';
+      return (await contentSafetyEndpoint(s))
+        ? undefined
+        : 'it needs an API endpoint configuration with provider azure-content-safety';
     },
     screen: promptShield,
   },
@@ -78,8 +84,13 @@ export function shieldingPlugins(): readonly Pick<ShieldPlugin, 'name' | 'displa
 export async function checkRunnable(s: ShieldingPluginsDeps, field: string, names: readonly string[]): Promise<void> {
   for (const [i, name] of names.entries()) {
     const plugin = byName.get(name.toLowerCase());
-    const problem = plugin ? await plugin.unavailable(s) : `${name} is not a shielding plugin this service can run (built in: ${PLUGINS.map((p) => p.name).join(', ')})`;
-    if (problem) throw validationError([{ field: `${field}[${i}].plugin_name`, message: plugin ? `${name} cannot run: ${problem}` : problem }]);
+    const problem = plugin
+      ? await plugin.unavailable(s)
+      : `${name} is not a shielding plugin this service can run (built in: ${PLUGINS.map((p) => p.name).join(', ')})`;
+    if (problem)
+      throw validationError([
+        { field: `${field}[${i}].plugin_name`, message: plugin ? `${name} cannot run: ${problem}` : problem },
+      ]);
   }
 }
 
@@ -91,10 +102,21 @@ export interface Block {
   reason: string;
 }
 
-const unavailable = (plugin: string, why: string) => new DomainError('unavailable', 'ShieldingUnavailable', `Shielding could not screen the text: ${plugin} ${why}; nothing unscreened was passed on`);
+const unavailable = (plugin: string, why: string) =>
+  new DomainError(
+    'unavailable',
+    'ShieldingUnavailable',
+    `Shielding could not screen the text: ${plugin} ${why}; nothing unscreened was passed on`,
+  );
 
 /** Runs the plugins in order on the text; the first block, or undefined when every plugin allows it. */
-export async function screen(s: ShieldingPluginsDeps, names: readonly string[], stage: Stage, text: string, signal?: AbortSignal): Promise<Block | undefined> {
+export async function screen(
+  s: ShieldingPluginsDeps,
+  names: readonly string[],
+  stage: Stage,
+  text: string,
+  signal?: AbortSignal,
+): Promise<Block | undefined> {
   for (const name of names) {
     const plugin = byName.get(name.toLowerCase());
     // Saved agents name runnable plugins; one removed since (or an obsolete gatekeeper option) is not run.
@@ -104,10 +126,14 @@ export async function screen(s: ShieldingPluginsDeps, names: readonly string[], 
       verdict = await plugin.screen(s, stage, text, signal);
     } catch (e) {
       if (signal?.aborted) throw e;
-      const why = e instanceof UpstreamError ? `failed (${e.code}: ${e.message})` : `failed (${e instanceof Error ? e.message : String(e)})`;
+      const why =
+        e instanceof UpstreamError
+          ? `failed (${e.code}: ${e.message})`
+          : `failed (${e instanceof Error ? e.message : String(e)})`;
       throw unavailable(plugin.name, why);
     }
-    if (verdict.verdict === 'blocked') return { type: 'shielding', plugin_name: plugin.name, stage, verdict: 'blocked', reason: verdict.reason };
+    if (verdict.verdict === 'blocked')
+      return { type: 'shielding', plugin_name: plugin.name, stage, verdict: 'blocked', reason: verdict.reason };
   }
   return undefined;
 }

@@ -29,29 +29,51 @@ export async function contentSafetyEndpoint(s: PromptShieldDeps): Promise<Endpoi
   return doc ? endpointView(doc) : undefined;
 }
 
-const pieces = (text: string) => Array.from({ length: Math.max(1, Math.ceil(text.length / MAX_TEXT)) }, (_, i) => text.slice(i * MAX_TEXT, (i + 1) * MAX_TEXT));
+const pieces = (text: string) =>
+  Array.from({ length: Math.max(1, Math.ceil(text.length / MAX_TEXT)) }, (_, i) =>
+    text.slice(i * MAX_TEXT, (i + 1) * MAX_TEXT),
+  );
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-export async function promptShield(s: PromptShieldDeps, stage: Stage, text: string, signal?: AbortSignal): Promise<Verdict> {
+export async function promptShield(
+  s: PromptShieldDeps,
+  stage: Stage,
+  text: string,
+  signal?: AbortSignal,
+): Promise<Verdict> {
   const endpoint = await contentSafetyEndpoint(s);
   if (!endpoint) throw new Error('no API endpoint configuration with provider azure-content-safety exists');
-  const url = (operation: string) => `${endpoint.url}/contentsafety/text:${operation}?api-version=${encodeURIComponent(endpoint.apiVersion ?? API_VERSION)}`;
+  const url = (operation: string) =>
+    `${endpoint.url}/contentsafety/text:${operation}?api-version=${encodeURIComponent(endpoint.apiVersion ?? API_VERSION)}`;
   if (stage === 'pre') {
-    const answers = await Promise.all(pieces(text).map((userPrompt) => s.models.postJson(endpoint, url('shieldPrompt'), { userPrompt, documents: [] }, { signal })));
+    const answers = await Promise.all(
+      pieces(text).map((userPrompt) =>
+        s.models.postJson(endpoint, url('shieldPrompt'), { userPrompt, documents: [] }, { signal }),
+      ),
+    );
     for (const answer of answers) {
       const analysis = isObject(answer) && isObject(answer.userPromptAnalysis) ? answer.userPromptAnalysis : undefined;
-      if (typeof analysis?.attackDetected !== 'boolean') throw invalid('Prompt Shields answered without userPromptAnalysis.attackDetected');
+      if (typeof analysis?.attackDetected !== 'boolean')
+        throw invalid('Prompt Shields answered without userPromptAnalysis.attackDetected');
       if (analysis.attackDetected) return { verdict: 'blocked', reason: 'Prompt Shields detected a prompt attack' };
     }
     return { verdict: 'allowed' };
   }
   const threshold = await s.settings.getNumber(SEVERITY_SETTING, 4);
-  const answers = await Promise.all(pieces(text).map((piece) => s.models.postJson(endpoint, url('analyze'), { text: piece, outputType: 'FourSeverityLevels' }, { signal })));
+  const answers = await Promise.all(
+    pieces(text).map((piece) =>
+      s.models.postJson(endpoint, url('analyze'), { text: piece, outputType: 'FourSeverityLevels' }, { signal }),
+    ),
+  );
   for (const answer of answers) {
-    const categories = isObject(answer) && Array.isArray(answer.categoriesAnalysis) ? (answer.categoriesAnalysis as unknown[]) : undefined;
+    const categories =
+      isObject(answer) && Array.isArray(answer.categoriesAnalysis)
+        ? (answer.categoriesAnalysis as unknown[])
+        : undefined;
     if (!categories) throw invalid('text analysis answered without categoriesAnalysis');
     for (const c of categories) {
-      if (!isObject(c) || typeof c.category !== 'string' || typeof c.severity !== 'number') throw invalid('text analysis answered a category without a severity');
+      if (!isObject(c) || typeof c.category !== 'string' || typeof c.severity !== 'number')
+        throw invalid('text analysis answered a category without a severity');
       if (c.severity >= threshold) return { verdict: 'blocked', reason: `${c.category} at severity ${c.severity}` };
     }
   }

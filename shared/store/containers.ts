@@ -44,7 +44,11 @@ export const CONTAINERS = {
    * conversations are one partition.
    */
   sessions: define('sessions', {
-    indexes: [{ fields: ['type', 'updated_on'], type: 'Session' }, ['type', 'session_id', 'timestamp'], { fields: ['type', 'created_on'], type: 'Session' }],
+    indexes: [
+      { fields: ['type', 'updated_on'], type: 'Session' },
+      ['type', 'session_id', 'timestamp'],
+      { fields: ['type', 'created_on'], type: 'Session' },
+    ],
     aggregateFields: ['type', 'sender', 'timestamp', 'agent_name', 'upn', 'session_id', 'day', 'hour'],
     // Completion prompts and running turns are never counted.
     aggregateTypes: ['Session', 'Message'],

@@ -100,9 +100,22 @@ export class BatchWriter<T extends Doc> {
       // Updates become replaces guarded by the ETag of the version just read.
       const writes: { op: BatchOperation<T>; body: OperationInput; updated?: T }[] = [];
       for (const o of operations) {
-        if (o.op === 'create') writes.push({ op: o, body: { operationType: 'Create', resourceBody: inBatch(o.doc, pk) as unknown as JSONObject } });
+        if (o.op === 'create')
+          writes.push({
+            op: o,
+            body: { operationType: 'Create', resourceBody: inBatch(o.doc, pk) as unknown as JSONObject },
+          });
         else if (o.op === 'replace') writes.push({ op: o, body: replaceInput(inBatch(o.doc, pk), o.ifMatch) });
-        else if (o.op === 'delete') writes.push({ op: o, body: { operationType: 'Delete', id: o.id, partitionKey: pk, ...(o.ifMatch !== undefined ? { ifMatch: o.ifMatch } : {}) } });
+        else if (o.op === 'delete')
+          writes.push({
+            op: o,
+            body: {
+              operationType: 'Delete',
+              id: o.id,
+              partitionKey: pk,
+              ...(o.ifMatch !== undefined ? { ifMatch: o.ifMatch } : {}),
+            },
+          });
         else {
           const first = attempt === 1 ? (stale ? left?.get(o.id) : o.known) : undefined;
           const current = first ?? (await this.target.read(pk, o.id));
@@ -114,7 +127,10 @@ export class BatchWriter<T extends Doc> {
       if (writes.length === 0) return new Map();
       let response;
       try {
-        response = await sdk.items.batch(writes.map((w) => w.body), pk);
+        response = await sdk.items.batch(
+          writes.map((w) => w.body),
+          pk,
+        );
       } catch (e) {
         throw mapError(e, name);
       }
@@ -152,7 +168,12 @@ const replaceInput = (doc: Doc, ifMatch: string | undefined): OperationInput => 
 /** The next group from the front of a queue: as many waiting batches as fit in one (100 operations). */
 function takeGroup<T extends Doc>(queue: Waiting<T>[]): Waiting<T>[] {
   let n = 1;
-  for (let ops = queue[0]?.operations.length ?? 0; n < queue.length && ops + (queue[n]?.operations.length ?? 0) <= 100; n++) ops += queue[n]?.operations.length ?? 0;
+  for (
+    let ops = queue[0]?.operations.length ?? 0;
+    n < queue.length && ops + (queue[n]?.operations.length ?? 0) <= 100;
+    n++
+  )
+    ops += queue[n]?.operations.length ?? 0;
   return queue.splice(0, n);
 }
 

@@ -50,7 +50,13 @@ export class CosmosContainer<T extends Doc> implements Container<T> {
     let conflicts = 0;
     for (let i = 0; i < docs.length; i += 1000) {
       const chunk = docs.slice(i, i + 1000);
-      const results = await this.sdk.items.executeBulkOperations(chunk.map((d) => ({ operationType: 'Create' as const, partitionKey: d.pk, resourceBody: d as unknown as JSONObject })));
+      const results = await this.sdk.items.executeBulkOperations(
+        chunk.map((d) => ({
+          operationType: 'Create' as const,
+          partitionKey: d.pk,
+          resourceBody: d as unknown as JSONObject,
+        })),
+      );
       for (const r of results) {
         const statusCode = r.response?.statusCode ?? status(r.error) ?? 500;
         if (statusCode === 409) conflicts++;
@@ -113,7 +119,9 @@ export class CosmosContainer<T extends Doc> implements Container<T> {
       }
       const page = await iterator.fetchNext();
       const items = page.resources.map((r) => clean(r));
-      return page.hasMoreResults && page.continuationToken ? { items, continuation: page.continuationToken } : { items };
+      return page.hasMoreResults && page.continuationToken
+        ? { items, continuation: page.continuationToken }
+        : { items };
     } catch (e) {
       throw mapError(e, this.name);
     }
@@ -123,7 +131,8 @@ export class CosmosContainer<T extends Doc> implements Container<T> {
     const plan = aggregateSql(q);
     const groupBy = q.groupBy ?? [];
     const run = async <R>(spec: Parameters<SdkContainer['items']['query']>[0]) =>
-      (await this.sdk.items.query<R>(spec, q.partition !== undefined ? { partitionKey: q.partition } : {}).fetchAll()).resources;
+      (await this.sdk.items.query<R>(spec, q.partition !== undefined ? { partitionKey: q.partition } : {}).fetchAll())
+        .resources;
     try {
       if (groupBy.length === 0) {
         const row: AggregateRow = {};
@@ -143,7 +152,8 @@ export class CosmosContainer<T extends Doc> implements Container<T> {
         if (existing) return existing;
         const row: AggregateRow = {};
         groupBy.forEach((field, i) => (row[field] = values[i] ?? null));
-        for (const [name, a] of Object.entries(q.aggregates)) row[name] = a.fn === 'count' || a.fn === 'countDistinct' ? 0 : null;
+        for (const [name, a] of Object.entries(q.aggregates))
+          row[name] = a.fn === 'count' || a.fn === 'countDistinct' ? 0 : null;
         rows.set(key, row);
         return row;
       };

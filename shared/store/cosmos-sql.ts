@@ -4,7 +4,11 @@ import { alias, segments } from './fields.js';
 import type { Aggregate, AggregateQuery, Filter, Query } from './types.js';
 
 /** `c["a"]["b"]`: bracket form, so reserved words (value, order, ...) are safe field names. */
-export const ref = (path: string, root = 'c') => root + segments(path).map((s) => `["${s}"]`).join('');
+export const ref = (path: string, root = 'c') =>
+  root +
+  segments(path)
+    .map((s) => `["${s}"]`)
+    .join('');
 
 class Params {
   readonly list: SqlParameter[] = [];
@@ -100,8 +104,14 @@ export function aggregateSql(q: AggregateQuery): {
   }
   for (const { name, a } of distinct) {
     const p = new Params();
-    const cols = groupBy.length > 0 ? `DISTINCT ${[...groupCols, `${ref(a.field)} AS v`].join(', ')}` : `DISTINCT VALUE ${ref(a.field)}`;
-    result.distinct.push({ alias: alias(name), spec: { query: `SELECT ${cols} FROM c${where(q.partition, q.where, p)}`, parameters: p.list } });
+    const cols =
+      groupBy.length > 0
+        ? `DISTINCT ${[...groupCols, `${ref(a.field)} AS v`].join(', ')}`
+        : `DISTINCT VALUE ${ref(a.field)}`;
+    result.distinct.push({
+      alias: alias(name),
+      spec: { query: `SELECT ${cols} FROM c${where(q.partition, q.where, p)}`, parameters: p.list },
+    });
   }
   return result;
 }

@@ -32,19 +32,28 @@ export function cosmosIndexingPolicy(def: ContainerDefinition): IndexingPolicy {
     includedPaths: [{ path: '/*' }],
     excludedPaths: [{ path: '/"_etag"/?' }],
     ...(composite.length > 0
-      ? { compositeIndexes: composite.map((fields) => fields.map((f) => ({ path: `/${segments(f).join('/')}`, order: 'ascending' as const }))) }
+      ? {
+          compositeIndexes: composite.map((fields) =>
+            fields.map((f) => ({ path: `/${segments(f).join('/')}`, order: 'ascending' as const })),
+          ),
+        }
       : {}),
   };
 }
 
 /** How the store authenticates, as an operator would name it. */
 const authMode = (o: CosmosStoreOptions) =>
-  o.key ? 'account key (COSMOS_KEY)' : o.clientId ? `managed identity (AZURE_CLIENT_ID=${o.clientId})` : 'Entra ID (managed identity, or az login)';
+  o.key
+    ? 'account key (COSMOS_KEY)'
+    : o.clientId
+      ? `managed identity (AZURE_CLIENT_ID=${o.clientId})`
+      : 'Entra ID (managed identity, or az login)';
 
 /** Why Cosmos DB cannot be used, in words an operator can act on. */
 function whyUnusable(e: unknown, database: string): string {
   const names = [e, (e as { cause?: unknown } | undefined)?.cause].map((x) => (x instanceof Error ? x.name : ''));
-  if (names.some((n) => n === 'CredentialUnavailableError' || n === 'AggregateAuthenticationError')) return 'no Azure credential is available here';
+  if (names.some((n) => n === 'CredentialUnavailableError' || n === 'AggregateAuthenticationError'))
+    return 'no Azure credential is available here';
   if (names.includes('AuthenticationError')) return 'the identity could not get a token';
   if (names.includes('AbortError') || names.includes('TimeoutError')) return 'no answer within 15 s';
   switch (status(e)) {
@@ -64,7 +73,12 @@ function whyUnusable(e: unknown, database: string): string {
  * Creates what is missing (emulators), then reads the database's metadata: a wrong endpoint or credential
  * fails at start-up, in one line naming the setting and the authentication, not at the first request.
  */
-async function connect(client: CosmosClient, database: ReturnType<CosmosClient['database']>, definitions: readonly ContainerDefinition[], options: CosmosStoreOptions): Promise<void> {
+async function connect(
+  client: CosmosClient,
+  database: ReturnType<CosmosClient['database']>,
+  definitions: readonly ContainerDefinition[],
+  options: CosmosStoreOptions,
+): Promise<void> {
   const abortSignal = AbortSignal.timeout(15_000);
   try {
     if (options.createContainers) {
@@ -83,7 +97,9 @@ async function connect(client: CosmosClient, database: ReturnType<CosmosClient['
     }
     await database.read({ abortSignal });
   } catch (e) {
-    throw new ConfigError(`Cosmos DB is not usable: COSMOS_ENDPOINT=${options.endpoint}, COSMOS_DATABASE=${options.database}, authentication: ${authMode(options)}: ${whyUnusable(e, options.database)}`);
+    throw new ConfigError(
+      `Cosmos DB is not usable: COSMOS_ENDPOINT=${options.endpoint}, COSMOS_DATABASE=${options.database}, authentication: ${authMode(options)}: ${whyUnusable(e, options.database)}`,
+    );
   }
 }
 
@@ -94,7 +110,10 @@ async function connect(client: CosmosClient, database: ReturnType<CosmosClient['
 function cosmosCredential(endpoint: string, clientId: string | undefined): TokenCredential {
   const gate = new CredentialGate({ serviceAudience: '', serviceHosts: [], clientId });
   const problem = gate.urlProblem('cosmos', endpoint);
-  if (problem) return { getToken: () => Promise.reject(new CredentialGateError(`COSMOS_ENDPOINT ${problem} (or set COSMOS_KEY)`)) };
+  if (problem)
+    return {
+      getToken: () => Promise.reject(new CredentialGateError(`COSMOS_ENDPOINT ${problem} (or set COSMOS_KEY)`)),
+    };
   return gate.credentialFor('cosmos', endpoint);
 }
 
@@ -103,9 +122,7 @@ export function cosmosClient(options: Pick<CosmosStoreOptions, 'endpoint' | 'key
   const plainHttp = options.endpoint.startsWith('http://');
   return new CosmosClient({
     endpoint: options.endpoint,
-    ...(options.key
-      ? { key: options.key }
-      : { aadCredentials: cosmosCredential(options.endpoint, options.clientId) }),
+    ...(options.key ? { key: options.key } : { aadCredentials: cosmosCredential(options.endpoint, options.clientId) }),
     // Local Cosmos-compatible servers over plain HTTP have no regional endpoints to discover.
     ...(plainHttp ? { connectionPolicy: { enableEndpointDiscovery: false } } : {}),
   });
@@ -116,7 +133,9 @@ export async function openCosmosStore(options: CosmosStoreOptions): Promise<Docu
   const client = cosmosClient(options);
   const database = client.database(options.database);
   await connect(client, database, definitions, options);
-  const containers = new Map(definitions.map((d) => [d.name, new CosmosContainer<Doc>(database.container(d.name), d.name)]));
+  const containers = new Map(
+    definitions.map((d) => [d.name, new CosmosContainer<Doc>(database.container(d.name), d.name)]),
+  );
   return {
     kind: 'cosmos',
     container<T extends Doc>(name: string): Container<T> {

@@ -41,4 +41,3 @@ export function countingStore(inner: DocumentStore): DocumentStore & { counts: M
     },
   };
 }
-

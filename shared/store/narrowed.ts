@@ -14,7 +14,12 @@ export function narrowed<T extends Doc, U extends T>(inner: Container<T>, is: (d
   const batchOp = (op: BatchOperation<U>): BatchOperation<T> => {
     if (op.op !== 'update') return op;
     // A document of another kind under the id is left as it is (undefined), never handed to `apply`.
-    return { op: 'update', id: op.id, apply: (current) => (is(current) ? op.apply(current) : undefined), ...(op.known ? { known: op.known } : {}) };
+    return {
+      op: 'update',
+      id: op.id,
+      apply: (current) => (is(current) ? op.apply(current) : undefined),
+      ...(op.known ? { known: op.known } : {}),
+    };
   };
   return {
     name: inner.name,

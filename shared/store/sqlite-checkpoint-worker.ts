@@ -20,7 +20,8 @@ setInterval(() => {
     // log are read from it with a system call each, not through the map: after a bulk load, aggregates over
     // them took minutes. So once the log is all copied, or past the limit, a truncating checkpoint waits for
     // a gap between writes and empties it.
-    if (result && result.log > 0 && (result.checkpointed === result.log || result.log > RESTART_PAGES)) db.pragma('wal_checkpoint(TRUNCATE)');
+    if (result && result.log > 0 && (result.checkpointed === result.log || result.log > RESTART_PAGES))
+      db.pragma('wal_checkpoint(TRUNCATE)');
   } catch {
     // busy (another process checkpointing, or no gap within the timeout): the next tick tries again
   }

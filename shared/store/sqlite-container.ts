@@ -42,7 +42,8 @@ const etagPrefix = randomBytes(8).toString('hex');
 let etagCounter = 0;
 const newEtag = () => `"${etagPrefix}-${(etagCounter++).toString(36)}"`;
 /** A document field as json_extract returns it: scalars as they are, objects and arrays as JSON text. */
-const extracted = (v: unknown): Bind => (v === undefined || v === null ? null : typeof v === 'object' ? JSON.stringify(v) : bind(v as JsonScalar));
+const extracted = (v: unknown): Bind =>
+  v === undefined || v === null ? null : typeof v === 'object' ? JSON.stringify(v) : bind(v as JsonScalar);
 const sameValues = (a: readonly Bind[], b: readonly Bind[]) => a.length === b.length && a.every((v, i) => v === b[i]);
 
 export interface SqliteContainerOptions {
@@ -83,7 +84,8 @@ export class SqliteContainer<T extends Doc> implements Container<T> {
     this.target = { ...tables, ttl: this.ttl };
     if (def.defaultTtlSeconds !== undefined) {
       for (const table of [this.table, this.facts?.table]) {
-        if (table) db.prepare(`DELETE FROM "${table}" WHERE expires_at IS NOT NULL AND expires_at <= ?`).run(Date.now());
+        if (table)
+          db.prepare(`DELETE FROM "${table}" WHERE expires_at IS NOT NULL AND expires_at <= ?`).run(Date.now());
       }
     }
   }
@@ -151,7 +153,13 @@ export class SqliteContainer<T extends Doc> implements Container<T> {
     const clean = strip(doc);
     const etag = newEtag();
     const expiresAt = this.expiresAt(clean);
-    this.stmt(`${sqlVerb} INTO "${this.table}" (pk, id, etag, expires_at, body) VALUES (?, ?, ?, ?, ?)`).run(clean.pk, clean.id, etag, expiresAt, JSON.stringify(clean));
+    this.stmt(`${sqlVerb} INTO "${this.table}" (pk, id, etag, expires_at, body) VALUES (?, ?, ?, ?, ?)`).run(
+      clean.pk,
+      clean.id,
+      etag,
+      expiresAt,
+      JSON.stringify(clean),
+    );
     this.writeFacts(clean, expiresAt);
     return { ...clean, _etag: etag };
   }
@@ -166,7 +174,12 @@ export class SqliteContainer<T extends Doc> implements Container<T> {
     const type = getPath(clean, 'type');
     if (this.def.aggregateTypes && typeof type === 'string' && !this.def.aggregateTypes.includes(type)) return;
     const values = this.factsOf(clean);
-    const unchanged = replaced && getPath(replaced, 'type') === type && expiresAt === null && this.expiresAt(replaced) === null && sameValues(values, this.factsOf(replaced));
+    const unchanged =
+      replaced &&
+      getPath(replaced, 'type') === type &&
+      expiresAt === null &&
+      this.expiresAt(replaced) === null &&
+      sameValues(values, this.factsOf(replaced));
     if (unchanged) return;
     this.stmt(this.facts.insert).run(clean.pk, clean.id, expiresAt, ...values);
   }
@@ -315,7 +328,10 @@ export class SqliteContainer<T extends Doc> implements Container<T> {
   async aggregate(q: AggregateQuery): Promise<AggregateRow[]> {
     const { sql, params, shape } = aggregateSql(this.target, q);
     const pool = this.readers();
-    const rows = (pool ? await pool.run(sql, params) : await this.run(() => this.stmt(sql).all(...params))) as Record<string, JsonScalar>[];
+    const rows = (pool ? await pool.run(sql, params) : await this.run(() => this.stmt(sql).all(...params))) as Record<
+      string,
+      JsonScalar
+    >[];
     return rows.map(shape);
   }
 

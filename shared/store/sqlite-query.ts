@@ -46,7 +46,11 @@ export function selectSql(target: QueryTarget, q: Query): { sql: string; params:
 /** The facts table when it holds every field the aggregate reads, else the documents. */
 function aggregateSource(target: QueryTarget, q: AggregateQuery): AggregateSource {
   const facts = target.facts;
-  const fields = [...(q.where ?? []).map((f) => f.field), ...(q.groupBy ?? []), ...Object.values(q.aggregates).flatMap((a) => ('field' in a ? [a.field] : []))];
+  const fields = [
+    ...(q.where ?? []).map((f) => f.field),
+    ...(q.groupBy ?? []),
+    ...Object.values(q.aggregates).flatMap((a) => ('field' in a ? [a.field] : [])),
+  ];
   if (facts && fields.every((f) => facts.columns.has(f)) && (q.where ?? []).every((f) => COLUMN_OPS.has(f.op))) {
     return { table: facts.table, column: (f) => facts.columns.get(f) as string, columns: true };
   }
@@ -68,8 +72,14 @@ export function aggregateSql(
   const whereSql = where(target, { partition: q.partition, filters: q.where, column: source.column }, params);
   const aggregates = Object.entries(q.aggregates);
   const call = (a: (typeof aggregates)[number][1], value: string) =>
-    a.fn === 'count' ? 'COUNT(*)' : a.fn === 'countDistinct' ? `COUNT(DISTINCT ${value})` : `${a.fn.toUpperCase()}(${value})`;
-  const results = aggregates.map(([name, a]) => `${call(a, 'field' in a ? source.column(a.field) : '')} AS "${alias(name)}"`);
+    a.fn === 'count'
+      ? 'COUNT(*)'
+      : a.fn === 'countDistinct'
+        ? `COUNT(DISTINCT ${value})`
+        : `${a.fn.toUpperCase()}(${value})`;
+  const results = aggregates.map(
+    ([name, a]) => `${call(a, 'field' in a ? source.column(a.field) : '')} AS "${alias(name)}"`,
+  );
   let sql: string;
   if (groupBy.length === 0) {
     sql = `SELECT ${results.join(', ')} FROM "${source.table}"${whereSql}`;
@@ -77,8 +87,14 @@ export function aggregateSql(
     const keys = groupBy.map((g, i) => `${source.column(g)} AS g${i}`);
     sql = `SELECT ${[...keys, ...results].join(', ')} FROM "${source.table}"${whereSql} GROUP BY ${groupBy.map((_, i) => `g${i}`).join(', ')}`;
   } else {
-    const inner = [...groupBy.map((g, i) => `${jsonExpr(g)} AS g${i}`), ...aggregates.map(([, a], i) => ('field' in a ? `${jsonExpr(a.field)} AS a${i}` : `1 AS a${i}`))];
-    const outer = [...groupBy.map((_, i) => `g${i}`), ...aggregates.map(([name, a], i) => `${call(a, `a${i}`)} AS "${alias(name)}"`)];
+    const inner = [
+      ...groupBy.map((g, i) => `${jsonExpr(g)} AS g${i}`),
+      ...aggregates.map(([, a], i) => ('field' in a ? `${jsonExpr(a.field)} AS a${i}` : `1 AS a${i}`)),
+    ];
+    const outer = [
+      ...groupBy.map((_, i) => `g${i}`),
+      ...aggregates.map(([name, a], i) => `${call(a, `a${i}`)} AS "${alias(name)}"`),
+    ];
     const keys = groupBy.map((_, i) => `g${i}`).join(', ');
     const rows = `SELECT ${inner.join(', ')} FROM "${target.table}"${whereSql}`;
     sql = `WITH r AS MATERIALIZED (${rows}) SELECT ${outer.join(', ')} FROM r GROUP BY ${keys}`;
@@ -113,7 +129,8 @@ function where(target: QueryTarget, selection: Selection, params: Bind[]): strin
 
 function sqliteCondition(f: Filter, params: Bind[], column: (field: string) => string): string {
   const field = column(f.field);
-  if (f.op === 'eq' && f.field === 'type' && typeof f.value === 'string' && TYPE_NAME.test(f.value)) return typeIs(f.value, field);
+  if (f.op === 'eq' && f.field === 'type' && typeof f.value === 'string' && TYPE_NAME.test(f.value))
+    return typeIs(f.value, field);
   const ops = { eq: '=', ne: '!=', lt: '<', le: '<=', gt: '>', ge: '>=' } as const;
   switch (f.op) {
     case 'eq':

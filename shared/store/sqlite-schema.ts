@@ -52,7 +52,9 @@ export function typeLiteral(type: string): string {
 }
 
 export function readSchema(db: Database.Database): Schema {
-  const rows = db.prepare(`SELECT type, name, tbl_name AS tableName, sql FROM sqlite_master WHERE type IN ('table', 'index')`).all() as { type: string; name: string; tableName: string; sql: string | null }[];
+  const rows = db
+    .prepare(`SELECT type, name, tbl_name AS tableName, sql FROM sqlite_master WHERE type IN ('table', 'index')`)
+    .all() as { type: string; name: string; tableName: string; sql: string | null }[];
   const schema: Schema = { tables: new Map(), indexes: new Map() };
   for (const r of rows) {
     if (r.type === 'table') schema.tables.set(r.name, r.sql ?? '');
@@ -78,7 +80,8 @@ export function openTables(db: Database.Database, def: ContainerDefinition, sche
  * earlier releases wrote it, rebuilt here) dirtied a page somewhere in the middle for each.
  */
 function createTable({ db, schema, table }: TableContext): void {
-  const columns = 'pk TEXT NOT NULL, id TEXT NOT NULL, etag TEXT NOT NULL, expires_at INTEGER, body TEXT NOT NULL, PRIMARY KEY (pk, id)';
+  const columns =
+    'pk TEXT NOT NULL, id TEXT NOT NULL, etag TEXT NOT NULL, expires_at INTEGER, body TEXT NOT NULL, PRIMARY KEY (pk, id)';
   if (!schema.tables.has(table)) return void db.exec(`CREATE TABLE IF NOT EXISTS "${table}" (${columns})`);
   if (!withoutRowid(schema, table)) return;
   const next = `${table}_next`;

@@ -54,24 +54,36 @@ export class BlobService {
 export type QueueService = () => Promise<QueueServiceClient>;
 
 /** A container by its URL (with a SAS when it is not public), read anonymously. */
-export const containerAt = (url: string): BlobContainer => new BlobContainer(async () => new (await blobSdk()).ContainerClient(url));
+export const containerAt = (url: string): BlobContainer =>
+  new BlobContainer(async () => new (await blobSdk()).ContainerClient(url));
 
 /** `maxTries` 1 for probes (readiness): an answer now, not after the SDK's retries. */
-const pipelineOf = (options: { maxTries?: number }) => (options.maxTries ? { retryOptions: { maxTries: options.maxTries } } : {});
+const pipelineOf = (options: { maxTries?: number }) =>
+  options.maxTries ? { retryOptions: { maxTries: options.maxTries } } : {};
 
-export function createBlobService(config: StorageConfig, gate: CredentialGate, options: { maxTries?: number } = {}): BlobService {
+export function createBlobService(
+  config: StorageConfig,
+  gate: CredentialGate,
+  options: { maxTries?: number } = {},
+): BlobService {
   return new BlobService(async () => {
     const { BlobServiceClient } = await blobSdk();
-    if (config.kind === 'connection-string') return BlobServiceClient.fromConnectionString(config.connectionString, pipelineOf(options));
+    if (config.kind === 'connection-string')
+      return BlobServiceClient.fromConnectionString(config.connectionString, pipelineOf(options));
     const url = `https://${config.accountName}.blob.core.windows.net`;
     return new BlobServiceClient(url, gate.credentialFor('storage', url), pipelineOf(options));
   });
 }
 
-export function createQueueService(config: StorageConfig, gate: CredentialGate, options: { maxTries?: number } = {}): QueueService {
+export function createQueueService(
+  config: StorageConfig,
+  gate: CredentialGate,
+  options: { maxTries?: number } = {},
+): QueueService {
   return once(async () => {
     const { QueueServiceClient } = await queueSdk();
-    if (config.kind === 'connection-string') return QueueServiceClient.fromConnectionString(config.connectionString, pipelineOf(options));
+    if (config.kind === 'connection-string')
+      return QueueServiceClient.fromConnectionString(config.connectionString, pipelineOf(options));
     const url = `https://${config.accountName}.queue.core.windows.net`;
     return new QueueServiceClient(url, gate.credentialFor('storage', url), pipelineOf(options));
   });
@@ -83,7 +95,12 @@ export function createQueueService(config: StorageConfig, gate: CredentialGate, 
  * which checks every address at connect), and no redirect followed. `agent` and `redirectOptions` are
  * options of the core pipeline the storage SDK passes through (it builds it from these options).
  */
-export async function userBlobService(accountUrl: string, gate: CredentialGate, agent: Agent, extra: Record<string, unknown> = {}): Promise<BlobServiceClient> {
+export async function userBlobService(
+  accountUrl: string,
+  gate: CredentialGate,
+  agent: Agent,
+  extra: Record<string, unknown> = {},
+): Promise<BlobServiceClient> {
   const options = { agent, redirectOptions: { maxRetries: 0 }, retryOptions: { maxTries: 2 }, ...extra };
   return new (await blobSdk()).BlobServiceClient(accountUrl, gate.credentialFor('storage', accountUrl), options);
 }

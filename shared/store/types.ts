@@ -46,9 +46,7 @@ export interface Page<T> {
 }
 
 export type Aggregate =
-  | { fn: 'count' }
-  | { fn: 'sum' | 'min' | 'max'; field: FieldPath }
-  | { fn: 'countDistinct'; field: FieldPath };
+  { fn: 'count' } | { fn: 'sum' | 'min' | 'max'; field: FieldPath } | { fn: 'countDistinct'; field: FieldPath };
 
 export interface AggregateQuery {
   partition?: string;
@@ -87,7 +85,10 @@ export type BatchOperation<T extends Doc> =
 
 /** A batch's document, checked to be of the batch's partition (and, for an update, to keep its id). */
 export function inBatch<T extends Doc>(doc: T, pk: string, id = doc.id): T {
-  if (doc.pk !== pk || doc.id !== id) throw new StoreError(`A batch writes documents of one partition (${pk}) under their own ids, not ${doc.pk}/${doc.id}`);
+  if (doc.pk !== pk || doc.id !== id)
+    throw new StoreError(
+      `A batch writes documents of one partition (${pk}) under their own ids, not ${doc.pk}/${doc.id}`,
+    );
   return doc;
 }
 
@@ -134,7 +135,9 @@ export interface Container<T extends Doc> {
 export interface StoredDocs {}
 
 /** The documents a container holds: every entry of StoredDocs under its name. */
-export type DocsOf<N extends string> = { [K in keyof StoredDocs]: K extends N | `${N}/${string}` ? StoredDocs[K] : never }[keyof StoredDocs];
+export type DocsOf<N extends string> = {
+  [K in keyof StoredDocs]: K extends N | `${N}/${string}` ? StoredDocs[K] : never;
+}[keyof StoredDocs];
 
 export interface DocumentStore {
   readonly kind: 'embedded' | 'cosmos';

@@ -1,5 +1,13 @@
 // Read-modify-write with optimistic concurrency: the one loop every repository uses for updates.
-import { ConflictError, NotFoundError, PreconditionFailedError, type Container, type Doc, type PatchOp, type Stored } from './types.js';
+import {
+  ConflictError,
+  NotFoundError,
+  PreconditionFailedError,
+  type Container,
+  type Doc,
+  type PatchOp,
+  type Stored,
+} from './types.js';
 
 /**
  * Reads the document, applies `change` and writes it back only if nobody wrote in between (ETag);
@@ -34,7 +42,13 @@ export async function updateDocument<T extends Doc>(
  * Atomic patch of a counter document, creating it as `initial` on first use: a patch of a missing document
  * creates it, and a create that lost the race to another writer patches again.
  */
-export async function incrementCounter<T extends Doc>(container: Container<T>, pk: string, id: string, ops: readonly PatchOp[], initial: T): Promise<Stored<T>> {
+export async function incrementCounter<T extends Doc>(
+  container: Container<T>,
+  pk: string,
+  id: string,
+  ops: readonly PatchOp[],
+  initial: T,
+): Promise<Stored<T>> {
   for (;;) {
     try {
       return await container.patch(pk, id, ops);

@@ -4,7 +4,12 @@ import { context, propagation, trace, type Context, type Link, type Span, type S
 import type { ReadableSpan, SpanProcessor } from '@opentelemetry/sdk-trace-base';
 
 /** Baggage entry -> span attribute / log dimension. */
-export const DIMENSIONS = { OperationId: 'Svc-OperationId', InstanceId: 'Svc-InstanceId', ConversationId: 'Svc-ConversationId', Protocol: 'Svc-Protocol' } as const;
+export const DIMENSIONS = {
+  OperationId: 'Svc-OperationId',
+  InstanceId: 'Svc-InstanceId',
+  ConversationId: 'Svc-ConversationId',
+  Protocol: 'Svc-Protocol',
+} as const;
 
 export interface CorrelationIds {
   operationId: string;
@@ -47,7 +52,10 @@ export class BaggageSpanProcessor implements SpanProcessor {
  * the caller's UPN, which is never put in baggage.
  */
 export function withCorrelation<T>(ids: CorrelationIds, upn: string | undefined, fn: () => Promise<T>): Promise<T> {
-  const entries: Record<string, { value: string }> = { OperationId: { value: ids.operationId }, InstanceId: { value: ids.instanceId } };
+  const entries: Record<string, { value: string }> = {
+    OperationId: { value: ids.operationId },
+    InstanceId: { value: ids.instanceId },
+  };
   if (ids.conversationId) entries.ConversationId = { value: ids.conversationId };
   if (ids.protocol) entries.Protocol = { value: ids.protocol };
   const ctx = propagation.setBaggage(context.active(), propagation.createBaggage(entries));

@@ -7,7 +7,12 @@ import { AzureMonitorMetricExporter, AzureMonitorTraceExporter } from '@azure/mo
 import { OTLPMetricExporter } from '@opentelemetry/exporter-metrics-otlp-http';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { detectResources, envDetector, resourceFromAttributes } from '@opentelemetry/resources';
-import { MeterProvider, PeriodicExportingMetricReader, type MetricReader, type PushMetricExporter } from '@opentelemetry/sdk-metrics';
+import {
+  MeterProvider,
+  PeriodicExportingMetricReader,
+  type MetricReader,
+  type PushMetricExporter,
+} from '@opentelemetry/sdk-metrics';
 import { BasicTracerProvider, BatchSpanProcessor, type SpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { CredentialGate } from '../net/credential-gate.js';
 import type { Config } from '../config.js';
@@ -29,10 +34,17 @@ const ingestionEndpoint = (connectionString: string) =>
   /(?:^|;)\s*IngestionEndpoint=([^;]+)/i.exec(connectionString)?.[1]?.trim() ?? 'https://dc.services.visualstudio.com';
 
 const periodic = (exporter: PushMetricExporter, intervalMs: number): MetricReader =>
-  new PeriodicExportingMetricReader({ exporter, exportIntervalMillis: intervalMs, exportTimeoutMillis: Math.min(30_000, intervalMs) });
+  new PeriodicExportingMetricReader({
+    exporter,
+    exportIntervalMillis: intervalMs,
+    exportTimeoutMillis: Math.min(30_000, intervalMs),
+  });
 
 /** OTLP: no url, so the exporters read OTEL_EXPORTER_OTLP_ENDPOINT (adding /v1/traces, /v1/metrics), the per-signal endpoints and OTEL_EXPORTER_OTLP_HEADERS as the specification says. */
-const otlpPipeline = (otlp: NonNullable<Config['otlp']>): Pipeline => ({ spans: new BatchSpanProcessor(new OTLPTraceExporter()), metrics: periodic(new OTLPMetricExporter(), otlp.metricIntervalMs) });
+const otlpPipeline = (otlp: NonNullable<Config['otlp']>): Pipeline => ({
+  spans: new BatchSpanProcessor(new OTLPTraceExporter()),
+  metrics: periodic(new OTLPMetricExporter(), otlp.metricIntervalMs),
+});
 
 /**
  * Azure Monitor. Application Insights accepts Entra ID ingestion only (local authentication is off), so the
@@ -42,20 +54,30 @@ const otlpPipeline = (otlp: NonNullable<Config['otlp']>): Pipeline => ({ spans: 
 function azureMonitorPipeline(connectionString: string, clientId: string | undefined): Pipeline {
   const gate = new CredentialGate({ serviceAudience: '', serviceHosts: [], clientId });
   const options = { connectionString, credential: gate.credentialFor('monitor', ingestionEndpoint(connectionString)) };
-  return { spans: new BatchSpanProcessor(new AzureMonitorTraceExporter(options)), metrics: periodic(new AzureMonitorMetricExporter(options), AZURE_MONITOR_METRIC_INTERVAL_MS) };
+  return {
+    spans: new BatchSpanProcessor(new AzureMonitorTraceExporter(options)),
+    metrics: periodic(new AzureMonitorMetricExporter(options), AZURE_MONITOR_METRIC_INTERVAL_MS),
+  };
 }
 
 /** Registers providers that export to every configured destination; returns how to flush and stop them. */
 export function startExporting(config: TelemetryConfig): () => Promise<void> {
   const pipelines = [
-    ...(config.appInsightsConnectionString ? [azureMonitorPipeline(config.appInsightsConnectionString, config.azureClientId)] : []),
+    ...(config.appInsightsConnectionString
+      ? [azureMonitorPipeline(config.appInsightsConnectionString, config.azureClientId)]
+      : []),
     ...(config.otlp ? [otlpPipeline(config.otlp)] : []),
   ];
   // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (the environment detector) win over the defaults; Azure
   // Monitor shows service.name as the cloud role.
   const serviceName = config.otlp?.serviceName ?? process.env.WEBSITE_SITE_NAME ?? 'agent-platform';
-  const resource = resourceFromAttributes({ 'service.name': serviceName, 'service.version': config.version }).merge(detectResources({ detectors: [envDetector] }));
-  const tracer = new BasicTracerProvider({ resource, spanProcessors: [new BaggageSpanProcessor(), ...pipelines.map((p) => p.spans)] });
+  const resource = resourceFromAttributes({ 'service.name': serviceName, 'service.version': config.version }).merge(
+    detectResources({ detectors: [envDetector] }),
+  );
+  const tracer = new BasicTracerProvider({
+    resource,
+    spanProcessors: [new BaggageSpanProcessor(), ...pipelines.map((p) => p.spans)],
+  });
   const meter = new MeterProvider({ resource, readers: pipelines.map((p) => p.metrics) });
   trace.setGlobalTracerProvider(tracer);
   metrics.setGlobalMeterProvider(meter);

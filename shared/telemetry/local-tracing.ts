@@ -11,7 +11,9 @@ export function startLocalTracing(exporter: SpanExporter): () => void {
   context.disable();
   propagation.disable();
   registerContext();
-  trace.setGlobalTracerProvider(new BasicTracerProvider({ spanProcessors: [new BaggageSpanProcessor(), new SimpleSpanProcessor(exporter)] }));
+  trace.setGlobalTracerProvider(
+    new BasicTracerProvider({ spanProcessors: [new BaggageSpanProcessor(), new SimpleSpanProcessor(exporter)] }),
+  );
   markTelemetryStarted();
   return () => trace.disable();
 }

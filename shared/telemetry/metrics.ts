@@ -1,7 +1,13 @@
 // The service's metrics, through the OpenTelemetry metrics API: whatever meter provider telemetry set up
 // (OTLP, Azure Monitor) receives them; with none, every record is a no-op. Names and attributes follow the
 // OpenTelemetry semantic conventions where one exists (HTTP server, GenAI client).
-import { metrics, type Attributes, type BatchObservableCallback, type Counter, type Histogram } from '@opentelemetry/api';
+import {
+  metrics,
+  type Attributes,
+  type BatchObservableCallback,
+  type Counter,
+  type Histogram,
+} from '@opentelemetry/api';
 
 interface Instruments {
   requestDuration: Histogram;
@@ -20,10 +26,22 @@ function get(): Instruments {
   if (instruments) return instruments;
   const meter = metrics.getMeter('agent-platform');
   instruments = {
-    requestDuration: meter.createHistogram('http.server.request.duration', { unit: 's', description: 'Duration of HTTP requests, by route and status' }),
-    modelDuration: meter.createHistogram('gen_ai.client.operation.duration', { unit: 's', description: 'Duration of model calls' }),
-    modelTokens: meter.createHistogram('gen_ai.client.token.usage', { unit: '{token}', description: 'Tokens used by model calls' }),
-    quotaRejections: meter.createCounter('svc.quota.rejections', { unit: '{request}', description: 'Completion requests refused by a quota' }),
+    requestDuration: meter.createHistogram('http.server.request.duration', {
+      unit: 's',
+      description: 'Duration of HTTP requests, by route and status',
+    }),
+    modelDuration: meter.createHistogram('gen_ai.client.operation.duration', {
+      unit: 's',
+      description: 'Duration of model calls',
+    }),
+    modelTokens: meter.createHistogram('gen_ai.client.token.usage', {
+      unit: '{token}',
+      description: 'Tokens used by model calls',
+    }),
+    quotaRejections: meter.createCounter('svc.quota.rejections', {
+      unit: '{request}',
+      description: 'Completion requests refused by a quota',
+    }),
   };
   return instruments;
 }
@@ -33,7 +51,10 @@ export function resetMetrics(): void {
   instruments = undefined;
 }
 
-export function recordRequest(seconds: number, attributes: { method: string; route: string; name: string; status: number }): void {
+export function recordRequest(
+  seconds: number,
+  attributes: { method: string; route: string; name: string; status: number },
+): void {
   get().requestDuration.record(seconds, {
     'http.request.method': attributes.method,
     'http.route': attributes.route,
@@ -42,13 +63,21 @@ export function recordRequest(seconds: number, attributes: { method: string; rou
   });
 }
 
-export function recordModelCall(seconds: number, attributes: { operation: string; model: string; error?: string }, tokens?: { input: number; output: number }): void {
-  const common: Attributes = { 'gen_ai.operation.name': attributes.operation, 'gen_ai.request.model': attributes.model };
+export function recordModelCall(
+  seconds: number,
+  attributes: { operation: string; model: string; error?: string },
+  tokens?: { input: number; output: number },
+): void {
+  const common: Attributes = {
+    'gen_ai.operation.name': attributes.operation,
+    'gen_ai.request.model': attributes.model,
+  };
   const m = get();
   m.modelDuration.record(seconds, attributes.error ? { ...common, 'error.type': attributes.error } : common);
   if (!tokens) return;
   m.modelTokens.record(tokens.input, { ...common, 'gen_ai.token.type': 'input' });
-  if (attributes.operation !== 'embeddings') m.modelTokens.record(tokens.output, { ...common, 'gen_ai.token.type': 'output' });
+  if (attributes.operation !== 'embeddings')
+    m.modelTokens.record(tokens.output, { ...common, 'gen_ai.token.type': 'output' });
 }
 
 export function recordQuotaRejection(quota: string): void {
@@ -67,8 +96,14 @@ export interface QueueReading {
  */
 export function observeQueues(names: readonly string[], read: (queue: string) => Promise<QueueReading>): () => void {
   const meter = metrics.getMeter('agent-platform');
-  const depth = meter.createObservableGauge('svc.queue.depth', { unit: '{message}', description: 'Messages waiting in a queue' });
-  const age = meter.createObservableGauge('svc.queue.age', { unit: 's', description: 'Age of the oldest message waiting in a queue' });
+  const depth = meter.createObservableGauge('svc.queue.depth', {
+    unit: '{message}',
+    description: 'Messages waiting in a queue',
+  });
+  const age = meter.createObservableGauge('svc.queue.age', {
+    unit: 's',
+    description: 'Age of the oldest message waiting in a queue',
+  });
   const callback: BatchObservableCallback = async (observer) => {
     const readings = await Promise.allSettled(names.map(read));
     readings.forEach((r, i) => {

@@ -19,7 +19,9 @@ let started = false;
 /** Sets the context manager and the propagators (again, after a test's context.disable()). */
 export function registerContext(): void {
   context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  propagation.setGlobalPropagator(new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }));
+  propagation.setGlobalPropagator(
+    new CompositePropagator({ propagators: [new W3CTraceContextPropagator(), new W3CBaggagePropagator()] }),
+  );
 }
 
 /** Flushes what is buffered and stops exporting; set by startTelemetry when something exports. */

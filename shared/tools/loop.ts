@@ -27,13 +27,30 @@ export interface ToolEvents {
   onToolEnd?: (e: ToolExecution) => void;
 }
 
-const truncate = (text: string, max: number) => (text.length <= max ? text : `${text.slice(0, max)}\n[cut: the result was ${text.length} characters, ${max} are shown]`);
+const truncate = (text: string, max: number) =>
+  text.length <= max
+    ? text
+    : `${text.slice(0, max)}\n[cut: the result was ${text.length} characters, ${max} are shown]`;
 
 /** Runs one call within the time left; whatever happens becomes a result the model reads. */
-async function execute(s: LoopDeps, fn: AgentFunction | undefined, call: ToolCall, deadline: number, signal: AbortSignal | undefined): Promise<{ content: string; execution: ToolExecution }> {
+async function execute(
+  s: LoopDeps,
+  fn: AgentFunction | undefined,
+  call: ToolCall,
+  deadline: number,
+  signal: AbortSignal | undefined,
+): Promise<{ content: string; execution: ToolExecution }> {
   const started = performance.now();
-  const base = { type: 'ToolExecution' as const, tool_name: fn?.tool ?? '', function_name: call.name, arguments_sha256: createHash('sha256').update(call.arguments).digest('hex') };
-  const done = (content: string, outcome: ToolExecution['outcome']) => ({ content: truncate(content, s.config.tools.resultMaxChars), execution: { ...base, duration_ms: Math.round(performance.now() - started), outcome } });
+  const base = {
+    type: 'ToolExecution' as const,
+    tool_name: fn?.tool ?? '',
+    function_name: call.name,
+    arguments_sha256: createHash('sha256').update(call.arguments).digest('hex'),
+  };
+  const done = (content: string, outcome: ToolExecution['outcome']) => ({
+    content: truncate(content, s.config.tools.resultMaxChars),
+    execution: { ...base, duration_ms: Math.round(performance.now() - started), outcome },
+  });
   if (!fn) return done(`Error: there is no function named ${call.name}`, 'Failed');
   let args: unknown;
   try {
@@ -41,7 +58,8 @@ async function execute(s: LoopDeps, fn: AgentFunction | undefined, call: ToolCal
   } catch {
     return done('Error: the arguments are not valid JSON', 'Failed');
   }
-  if (typeof args !== 'object' || args === null || Array.isArray(args)) return done('Error: the arguments must be a JSON object', 'Failed');
+  if (typeof args !== 'object' || args === null || Array.isArray(args))
+    return done('Error: the arguments must be a JSON object', 'Failed');
   const left = deadline - Date.now();
   if (left <= 0) return done('Error: the time for tool calls is used up', 'TimedOut');
   const timeout = AbortSignal.timeout(left);
@@ -49,7 +67,9 @@ async function execute(s: LoopDeps, fn: AgentFunction | undefined, call: ToolCal
   try {
     const result = await Promise.race([
       fn.run(args as Record<string, unknown>, both),
-      new Promise<never>((_, reject) => both.addEventListener('abort', () => reject(both.reason as Error), { once: true })),
+      new Promise<never>((_, reject) =>
+        both.addEventListener('abort', () => reject(both.reason as Error), { once: true }),
+      ),
     ]);
     return done(result.isError ? `Error: ${result.text}` : result.text, result.isError ? 'Failed' : 'Succeeded');
   } catch (e) {
@@ -74,7 +94,10 @@ export interface ToolRounds {
 }
 
 /** The model's final answer after its tool rounds, with every round's tokens and the executions. */
-export async function answerWithTools(s: LoopDeps, { messages, parameters, toolbox, events, complete, signal }: ToolRounds): Promise<{ answer: ModelAnswer; executions: ToolExecution[] }> {
+export async function answerWithTools(
+  s: LoopDeps,
+  { messages, parameters, toolbox, events, complete, signal }: ToolRounds,
+): Promise<{ answer: ModelAnswer; executions: ToolExecution[] }> {
   const byName = new Map(toolbox.functions.map((f) => [f.definition.function.name, f]));
   const tools = toolbox.functions.map((f) => f.definition);
   const conversation = [...messages];
@@ -88,8 +111,17 @@ export async function answerWithTools(s: LoopDeps, { messages, parameters, toolb
     const answer = await complete(conversation, { ...parameters, ...(offer ? { tools, tool_choice: 'auto' } : {}) });
     promptTokens += answer.promptTokens;
     completionTokens += answer.completionTokens;
-    if (!answer.toolCalls || !offer) return { answer: { content: answer.content, promptTokens, completionTokens }, executions };
-    conversation.push({ role: 'assistant', content: answer.content, tool_calls: answer.toolCalls.map((c) => ({ id: c.id, type: 'function', function: { name: c.name, arguments: c.arguments } })) });
+    if (!answer.toolCalls || !offer)
+      return { answer: { content: answer.content, promptTokens, completionTokens }, executions };
+    conversation.push({
+      role: 'assistant',
+      content: answer.content,
+      tool_calls: answer.toolCalls.map((c) => ({
+        id: c.id,
+        type: 'function',
+        function: { name: c.name, arguments: c.arguments },
+      })),
+    });
     const results = await Promise.all(
       answer.toolCalls.map(async (call) => {
         events.onToolStart?.({ function_name: call.name, tool_name: byName.get(call.name)?.tool ?? '' });

@@ -31,10 +31,15 @@ const LIST_TTL_MS = 60_000;
 const listed = new Map<string, { tools: McpTool[]; expires: number; failed?: string }>();
 
 /** The signed-in user as a tool server reads it from X-USER-IDENTITY: base64 of JSON. */
-const identityOf = (user: Principal) => Buffer.from(JSON.stringify({ upn: user.upn, oid: user.id, name: user.name ?? null, group_ids: user.groups })).toString('base64');
+const identityOf = (user: Principal) =>
+  Buffer.from(
+    JSON.stringify({ upn: user.upn, oid: user.id, name: user.name ?? null, group_ids: user.groups }),
+  ).toString('base64');
 
 async function headersOf(s: McpDeps, tool: ToolDoc, url: string, user: Principal): Promise<Record<string, string>> {
-  const context = Object.fromEntries(Object.keys(tool.headers ?? {}).map((name) => [name.toLowerCase(), identityOf(user)]));
+  const context = Object.fromEntries(
+    Object.keys(tool.headers ?? {}).map((name) => [name.toLowerCase(), identityOf(user)]),
+  );
   return { ...context, ...(await authorization(s, tool, url)) };
 }
 
@@ -42,16 +47,26 @@ async function authorization(s: McpDeps, tool: ToolDoc, url: string): Promise<Re
   const auth = tool.authentication_parameters;
   if (tool.authentication_type === 'APIKey') {
     const key = auth?.api_key_secret_name ? readSecret(auth.api_key_secret_name) : undefined;
-    if (!key) throw new Error(`the API key of tool ${tool.name} (secret ${auth?.api_key_secret_name ?? '?'}) is not configured`);
+    if (!key)
+      throw new Error(
+        `the API key of tool ${tool.name} (secret ${auth?.api_key_secret_name ?? '?'}) is not configured`,
+      );
     return { authorization: `Bearer ${key}` };
   }
   // Through the gate: only an https host of the scope's audience receives the token (else the call fails).
-  if (tool.authentication_type === 'AzureIdentity') return { authorization: `Bearer ${await s.credentials.bearer(url, auth?.scope)}` };
+  if (tool.authentication_type === 'AzureIdentity')
+    return { authorization: `Bearer ${await s.credentials.bearer(url, auth?.scope)}` };
   return {};
 }
 
 /** A connected client for one completion's calls; close it when the turn ends. */
-export async function connectMcp(s: McpDeps, tool: ToolDoc, user: Principal, agent: AgentDoc, signal?: AbortSignal): Promise<Client> {
+export async function connectMcp(
+  s: McpDeps,
+  tool: ToolDoc,
+  user: Principal,
+  agent: AgentDoc,
+  signal?: AbortSignal,
+): Promise<Client> {
   const url = tool.url;
   if (url === undefined) throw new Error(`tool ${tool.name} names no server URL`);
   // The MCP SDK is loaded by the first agent that uses a tool server, not at start-up.
@@ -70,8 +85,16 @@ export async function connectMcp(s: McpDeps, tool: ToolDoc, user: Principal, age
     return client;
   }
   const guardedFetch = (url: string | URL, init?: RequestInit) =>
-    undiciFetch(url, { ...(init as UndiciInit), dispatcher: s.userDispatcher, redirect: 'error', ...(signal ? { signal } : {}) }) as unknown as Promise<Response>;
-  const transport = new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers: await headersOf(s, tool, url, user) }, fetch: guardedFetch });
+    undiciFetch(url, {
+      ...(init as UndiciInit),
+      dispatcher: s.userDispatcher,
+      redirect: 'error',
+      ...(signal ? { signal } : {}),
+    }) as unknown as Promise<Response>;
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: { headers: await headersOf(s, tool, url, user) },
+    fetch: guardedFetch,
+  });
   await client.connect(transport);
   return client;
 }
@@ -87,7 +110,11 @@ class ListTimeout extends Error {}
  * The allow-listed tools of the server, as it describes them, within `timeoutMs` (connecting included); a
  * server that fails or hangs is remembered for a while, so it costs each completion nothing more.
  */
-export async function mcpTools(tool: ToolDoc, client: () => Promise<Client>, timeoutMs = LIST_TIMEOUT_MS): Promise<McpTool[]> {
+export async function mcpTools(
+  tool: ToolDoc,
+  client: () => Promise<Client>,
+  timeoutMs = LIST_TIMEOUT_MS,
+): Promise<McpTool[]> {
   const key = `${tool.object_id}@${tool.updated_on}`;
   const hit = listed.get(key);
   if (hit && hit.expires > Date.now()) {
@@ -96,7 +123,10 @@ export async function mcpTools(tool: ToolDoc, client: () => Promise<Client>, tim
   }
   const allowed = new Set(tool.allowed_tools ?? []);
   let timer: NodeJS.Timeout | undefined;
-  const deadline = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new ListTimeout(`no tool list within ${timeoutMs} ms`)), timeoutMs)));
+  const deadline = new Promise<never>(
+    (_, reject) =>
+      (timer = setTimeout(() => reject(new ListTimeout(`no tool list within ${timeoutMs} ms`)), timeoutMs)),
+  );
   let tools: Awaited<ReturnType<Client['listTools']>>['tools'];
   try {
     ({ tools } = await Promise.race([client().then((c) => c.listTools(undefined, { timeout: timeoutMs })), deadline]));
@@ -119,7 +149,13 @@ export async function mcpTools(tool: ToolDoc, client: () => Promise<Client>, tim
 /** A tool result as text the model reads: the text parts of the content, or the structured content. */
 export function resultText(result: Record<string, unknown>): { text: string; isError: boolean } {
   const parts = Array.isArray(result.content) ? (result.content as { type?: string; text?: string }[]) : [];
-  const text = parts.filter((p) => p.type === 'text' && typeof p.text === 'string').map((p) => p.text).join('\n');
+  const text = parts
+    .filter((p) => p.type === 'text' && typeof p.text === 'string')
+    .map((p) => p.text)
+    .join('\n');
   const structured = result.structuredContent ?? result.toolResult;
-  return { text: text || (structured !== undefined ? JSON.stringify(structured) : ''), isError: result.isError === true };
+  return {
+    text: text || (structured !== undefined ? JSON.stringify(structured) : ''),
+    isError: result.isError === true,
+  };
 }

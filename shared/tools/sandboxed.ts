@@ -44,7 +44,16 @@ const JSON_TYPES: Record<Parameter['type'], Record<string, unknown>> = {
 export function parametersSchema(parameters: readonly Parameter[]): Record<string, unknown> {
   return {
     type: 'object',
-    properties: Object.fromEntries(parameters.map((p) => [p.name, { ...JSON_TYPES[p.type], ...(p.description ? { description: p.description } : {}), ...(p.default_value !== undefined ? { default: p.default_value } : {}) }])),
+    properties: Object.fromEntries(
+      parameters.map((p) => [
+        p.name,
+        {
+          ...JSON_TYPES[p.type],
+          ...(p.description ? { description: p.description } : {}),
+          ...(p.default_value !== undefined ? { default: p.default_value } : {}),
+        },
+      ]),
+    ),
     required: parameters.filter((p) => p.default_value === undefined).map((p) => p.name),
     additionalProperties: false,
   };
@@ -68,15 +77,32 @@ async function failing(run: () => Promise<string>): Promise<{ text: string; isEr
   }
 }
 
-export function pluginFunction(s: SandboxedDeps, plugin: RunnablePlugin, name: string, description: string): SandboxedFunction {
+export function pluginFunction(
+  s: SandboxedDeps,
+  plugin: RunnablePlugin,
+  name: string,
+  description: string,
+): SandboxedFunction {
   const declared = plugin.manifest.parameters;
   return {
-    definition: { type: 'function', function: { name, description: plugin.manifest.description || description || plugin.name, parameters: parametersSchema(declared) } },
+    definition: {
+      type: 'function',
+      function: {
+        name,
+        description: plugin.manifest.description || description || plugin.name,
+        parameters: parametersSchema(declared),
+      },
+    },
     run: (args, signal) =>
       failing(async () => {
         const unknown = Object.keys(args).find((k) => !declared.some((p) => p.name === k));
         if (unknown !== undefined) throw new PluginFailed(`${unknown} is not a parameter of ${plugin.name}`);
-        const withDefaults = { ...Object.fromEntries(declared.filter((p) => p.default_value !== undefined).map((p) => [p.name, p.default_value])), ...args };
+        const withDefaults = {
+          ...Object.fromEntries(
+            declared.filter((p) => p.default_value !== undefined).map((p) => [p.name, p.default_value]),
+          ),
+          ...args,
+        };
         return asText((await s.plugins.call(plugin, withDefaults, { signal })).value);
       }),
   };
@@ -100,18 +126,33 @@ export function codeInterpreterFunction(s: SandboxedDeps, run: CodeRun): Sandbox
         name: 'python',
         description:
           'Runs Python 3 code (the standard library only, no network) and returns what it prints. The attached files are in the working directory; files the code writes there are given to the user.',
-        parameters: { type: 'object', properties: { code: { type: 'string', description: 'The Python code to run' } }, required: ['code'], additionalProperties: false },
+        parameters: {
+          type: 'object',
+          properties: { code: { type: 'string', description: 'The Python code to run' } },
+          required: ['code'],
+          additionalProperties: false,
+        },
       },
     },
     run: (args, signal) =>
       failing(async () => {
-        if (typeof args.code !== 'string' || args.code.trim() === '') throw new PluginFailed('code must be a non-empty string');
+        if (typeof args.code !== 'string' || args.code.trim() === '')
+          throw new PluginFailed('code must be a non-empty string');
         inputs ??= attachmentFiles(s, run);
-        const result = await s.plugins.sandbox.run({ packageFiles: [], workFiles: await inputs, task: { code: args.code }, signal });
+        const result = await s.plugins.sandbox.run({
+          packageFiles: [],
+          workFiles: await inputs,
+          task: { code: args.code },
+          signal,
+        });
         const saved = await Promise.all(result.files.map((f) => saveOutput(s, run, f)));
         run.artifacts.push(...saved);
-        const output = result.stdout.length > CODE_OUTPUT_CHARS ? `${result.stdout.slice(0, CODE_OUTPUT_CHARS)}\n[cut: the output was ${result.stdout.length} characters]` : result.stdout;
-        const files = saved.length > 0 ? `\nFiles written (given to the user): ${saved.map((f) => f.file_name).join(', ')}` : '';
+        const output =
+          result.stdout.length > CODE_OUTPUT_CHARS
+            ? `${result.stdout.slice(0, CODE_OUTPUT_CHARS)}\n[cut: the output was ${result.stdout.length} characters]`
+            : result.stdout;
+        const files =
+          saved.length > 0 ? `\nFiles written (given to the user): ${saved.map((f) => f.file_name).join(', ')}` : '';
         return `${output}${files}` || '(no output)';
       }),
   };

@@ -5,7 +5,15 @@ import { createHash } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Principal } from '../auth/principal.js';
 import type { EmbeddingSpend } from '../knowledge/embedder.js';
-import { aboveMinimum, citationOf, knowledgeTool, PromptEmbeddings, searchIndex, type Citation, type KnowledgeScope } from '../knowledge/retrieval.js';
+import {
+  aboveMinimum,
+  citationOf,
+  knowledgeTool,
+  PromptEmbeddings,
+  searchIndex,
+  type Citation,
+  type KnowledgeScope,
+} from '../knowledge/retrieval.js';
 import type { ToolDefinition } from '../models/wire.js';
 import type { AgentDoc } from '../providers/types/agent.js';
 import type { ToolDoc } from '../providers/types/catalog.js';
@@ -56,7 +64,9 @@ export interface Toolbox {
 /** A function name the model accepts, unique and stable for the same tool and function. */
 function functionName(tool: string, fn: string): string {
   const name = `${tool}__${fn}`.replace(/[^A-Za-z0-9_-]/g, '_');
-  return name.length <= 64 ? name : `${name.slice(0, 55)}_${createHash('sha256').update(name).digest('hex').slice(0, 8)}`;
+  return name.length <= 64
+    ? name
+    : `${name.slice(0, 55)}_${createHash('sha256').update(name).digest('hex').slice(0, 8)}`;
 }
 
 /** What the toolbox's functions work with besides the agent: the caller's session and attachments. */
@@ -70,7 +80,12 @@ export interface ToolContext {
   spend?: EmbeddingSpend;
 }
 
-export async function toolboxFor(s: ToolboxDeps, context: ToolContext, agent: AgentDoc, tools: readonly ToolDoc[]): Promise<Toolbox> {
+export async function toolboxFor(
+  s: ToolboxDeps,
+  context: ToolContext,
+  agent: AgentDoc,
+  tools: readonly ToolDoc[],
+): Promise<Toolbox> {
   const { user, scope } = context;
   const clients: Client[] = [];
   // The servers' connections live as long as the turn: closing the toolbox closes the connected ones and
@@ -92,14 +107,34 @@ export async function toolboxFor(s: ToolboxDeps, context: ToolContext, agent: Ag
           function: {
             name: functionName(tool.name, 'search'),
             description: `Searches the ${index} knowledge index${tool.description ? ` (${tool.description})` : ''} and returns the most relevant passages with their sources.`,
-            parameters: { type: 'object', properties: { query: { type: 'string', description: 'What to look for' } }, required: ['query'], additionalProperties: false },
+            parameters: {
+              type: 'object',
+              properties: { query: { type: 'string', description: 'What to look for' } },
+              required: ['query'],
+              additionalProperties: false,
+            },
           },
         },
         async run(args, signal) {
-          if (typeof args.query !== 'string' || args.query.trim() === '') return { text: 'query must be a non-empty string', isError: true };
-          const hits = aboveMinimum(knowledge, await searchIndex(s, agent, index, new PromptEmbeddings(args.query, signal, context.spend), scope, topN, knowledge.searchMode));
+          if (typeof args.query !== 'string' || args.query.trim() === '')
+            return { text: 'query must be a non-empty string', isError: true };
+          const hits = aboveMinimum(
+            knowledge,
+            await searchIndex(
+              s,
+              agent,
+              index,
+              new PromptEmbeddings(args.query, signal, context.spend),
+              scope,
+              topN,
+              knowledge.searchMode,
+            ),
+          );
           citations.push(...hits.map(citationOf));
-          return { text: JSON.stringify(hits.map((h) => ({ title: h.title, source: h.source, text: h.text }))), isError: false };
+          return {
+            text: JSON.stringify(hits.map((h) => ({ title: h.title, source: h.source, text: h.text }))),
+            isError: false,
+          };
         },
       });
     }
@@ -107,34 +142,64 @@ export async function toolboxFor(s: ToolboxDeps, context: ToolContext, agent: Ag
     if (tool.tool_type === 'plugin' || tool.tool_type === 'code-interpreter') s.plugins.sandbox.warm();
     if (tool.tool_type === 'plugin') {
       // A plugin removed since the agent was saved costs the turn that tool, not the answer.
-      const plugin = await s.plugins.runnable(tool.plugin_object_id, 'agent tool', 'plugin_object_id').catch((e: unknown) => {
-        s.log.warn('A plugin tool cannot run', { tool: tool.name, error: e instanceof Error ? e.message : String(e) });
-        return undefined;
-      });
+      const plugin = await s.plugins
+        .runnable(tool.plugin_object_id, 'agent tool', 'plugin_object_id')
+        .catch((e: unknown) => {
+          s.log.warn('A plugin tool cannot run', {
+            tool: tool.name,
+            error: e instanceof Error ? e.message : String(e),
+          });
+          return undefined;
+        });
       if (plugin) {
         const taken = functions.some((f) => f.definition.function.name === plugin.shortName);
-        functions.push({ tool: tool.name, ...pluginFunction(s, plugin, taken ? functionName(tool.name, plugin.shortName) : plugin.shortName, tool.description ?? '') });
+        functions.push({
+          tool: tool.name,
+          ...pluginFunction(
+            s,
+            plugin,
+            taken ? functionName(tool.name, plugin.shortName) : plugin.shortName,
+            tool.description ?? '',
+          ),
+        });
       }
     }
     if (tool.tool_type === 'code-interpreter' && !functions.some((f) => f.definition.function.name === 'python')) {
-      functions.push({ tool: tool.name, ...codeInterpreterFunction(s, { user, agentName: agent.name, sessionId: context.sessionId, attachments: context.attachments, artifacts }) });
+      functions.push({
+        tool: tool.name,
+        ...codeInterpreterFunction(s, {
+          user,
+          agentName: agent.name,
+          sessionId: context.sessionId,
+          attachments: context.attachments,
+          artifacts,
+        }),
+      });
     }
     if (tool.tool_type === 'mcp') {
       let client: Promise<Client> | undefined;
       const connected = () => {
         if (!client) {
           client = connectMcp(s, tool, user, agent, (lifetime ??= new AbortController()).signal);
-          client.then((c) => clients.push(c), () => undefined);
+          client.then(
+            (c) => clients.push(c),
+            () => undefined,
+          );
         }
         return client;
       };
       // A server that cannot list its tools (in time) costs the turn those tools, not the answer; the
       // servers are asked side by side.
       listings.push(
-        mcpTools(tool, connected).catch((e: unknown) => {
-          s.log.warn('An MCP tool server could not list its tools', { tool: tool.name, error: e instanceof Error ? e.message : String(e) });
-          return [];
-        }).then((offered) => ({ tool, offered, connected })),
+        mcpTools(tool, connected)
+          .catch((e: unknown) => {
+            s.log.warn('An MCP tool server could not list its tools', {
+              tool: tool.name,
+              error: e instanceof Error ? e.message : String(e),
+            });
+            return [];
+          })
+          .then((offered) => ({ tool, offered, connected })),
       );
     }
   }
@@ -142,7 +207,10 @@ export async function toolboxFor(s: ToolboxDeps, context: ToolContext, agent: Ag
     for (const fn of offered) {
       functions.push({
         tool: tool.name,
-        definition: { type: 'function', function: { name: functionName(tool.name, fn.name), description: fn.description, parameters: fn.inputSchema } },
+        definition: {
+          type: 'function',
+          function: { name: functionName(tool.name, fn.name), description: fn.description, parameters: fn.inputSchema },
+        },
         async run(args, signal) {
           const result = await (await connected()).callTool({ name: fn.name, arguments: args }, undefined, { signal });
           return resultText(result);

@@ -33,13 +33,22 @@ export const retryDelaySeconds = (attempt: number, base: number): number | undef
 
 /** The signature header of a body sent at unix second `t`: one `v1=` per valid secret, the current one first. */
 export const signature = (secrets: readonly string[], body: string, t: number) =>
-  [`t=${t}`, ...secrets.map((secret) => `v1=${createHmac('sha256', secret).update(`${t}.${body}`).digest('hex')}`)].join(',');
+  [
+    `t=${t}`,
+    ...secrets.map((secret) => `v1=${createHmac('sha256', secret).update(`${t}.${body}`).digest('hex')}`),
+  ].join(',');
 
 /** A new signing secret, for when none is configured (operators read it from the app configuration). */
 export const newSigningSecret = () => randomBytes(32).toString('base64url');
 
 /** POSTs a signed body; resolves with what happened, never throws. */
-export async function post(url: string, body: string, secrets: readonly string[], dispatcher: Dispatcher, rules: OutboundRules): Promise<Omit<DeliveryAttempt, 'attempt' | 'at'>> {
+export async function post(
+  url: string,
+  body: string,
+  secrets: readonly string[],
+  dispatcher: Dispatcher,
+  rules: OutboundRules,
+): Promise<Omit<DeliveryAttempt, 'attempt' | 'at'>> {
   const started = Date.now();
   const took = () => Date.now() - started;
   const problem = urlProblem(url, rules);
@@ -48,7 +57,11 @@ export async function post(url: string, body: string, secrets: readonly string[]
     const t = Math.floor(Date.now() / 1000);
     const response = await request(url, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', 'user-agent': 'agent-platform-webhooks', 'svc-signature': signature(secrets, body, t) },
+      headers: {
+        'content-type': 'application/json',
+        'user-agent': 'agent-platform-webhooks',
+        'svc-signature': signature(secrets, body, t),
+      },
       body,
       dispatcher,
       headersTimeout: ATTEMPT_TIMEOUT_MS,
@@ -60,7 +73,11 @@ export async function post(url: string, body: string, secrets: readonly string[]
     const ok = response.statusCode >= 200 && response.statusCode < 300;
     return { outcome: ok ? 'delivered' : 'failed', status_code: response.statusCode, duration_ms: took() };
   } catch (e) {
-    const blocked = (e as { code?: string } | undefined)?.code === 'EBLOCKED' || (e as { cause?: { code?: string } } | undefined)?.cause?.code === 'EBLOCKED';
-    return blocked ? { outcome: 'refused', error: 'callback_url is not an allowed destination', duration_ms: took() } : { outcome: 'failed', error: 'the receiver could not be reached', duration_ms: took() };
+    const blocked =
+      (e as { code?: string } | undefined)?.code === 'EBLOCKED' ||
+      (e as { cause?: { code?: string } } | undefined)?.cause?.code === 'EBLOCKED';
+    return blocked
+      ? { outcome: 'refused', error: 'callback_url is not an allowed destination', duration_ms: took() }
+      : { outcome: 'failed', error: 'the receiver could not be reached', duration_ms: took() };
   }
 }

@@ -72,27 +72,41 @@ async function signingSecrets(s: WebhooksHandlerDeps): Promise<string[]> {
     }
   }
   if (!doc) return [];
-  const previous = doc.previous_value !== undefined && doc.previous_until !== undefined && Date.parse(doc.previous_until) > Date.now() ? [doc.previous_value] : [];
+  const previous =
+    doc.previous_value !== undefined && doc.previous_until !== undefined && Date.parse(doc.previous_until) > Date.now()
+      ? [doc.previous_value]
+      : [];
   return [doc.value, ...previous].map(resolve).filter((v): v is string => typeof v === 'string' && v.length > 0);
 }
 
 /** Deliveries in flight per user on this instance: one user's hanging receivers hold only their own share. */
 const shares = new Shares(2);
 
-export async function deliverWebhook({ key, attempt, waits }: z.output<typeof WebhookMessage>, _delivery: QueueDelivery, s: WebhooksHandlerDeps): Promise<void> {
+export async function deliverWebhook(
+  { key, attempt, waits }: z.output<typeof WebhookMessage>,
+  _delivery: QueueDelivery,
+  s: WebhooksHandlerDeps,
+): Promise<void> {
   const op = await operations(s).read(key, key);
   if (!op?.callback_url) return;
   if (op.status === 'InProgress') {
     // Queued just before the operation's final write (the outbox order): look again shortly, a few times.
     // An operation that stays in progress queues its delivery again when it ends.
-    if (waits < 3) await s.producer.send(s.config.webhooks.queue, { key, attempt, waits: waits + 1, id: randomUUID() } satisfies WebhookMessage, { visibilityTimeoutSeconds: 5 });
+    if (waits < 3)
+      await s.producer.send(
+        s.config.webhooks.queue,
+        { key, attempt, waits: waits + 1, id: randomUUID() } satisfies WebhookMessage,
+        { visibilityTimeoutSeconds: 5 },
+      );
     return;
   }
   if (op.deliveries?.some((d) => d.outcome === 'delivered')) return;
   const leave = shares.enter(ownerKey(op.principal.upn));
   if (!leave) {
     // Its user's share is taken by deliveries in flight: the same attempt, a little later.
-    await s.producer.send(s.config.webhooks.queue, { key, attempt, id: randomUUID() } satisfies WebhookMessage, { visibilityTimeoutSeconds: 2 });
+    await s.producer.send(s.config.webhooks.queue, { key, attempt, id: randomUUID() } satisfies WebhookMessage, {
+      visibilityTimeoutSeconds: 2,
+    });
     return;
   }
   let result;
@@ -101,13 +115,25 @@ export async function deliverWebhook({ key, attempt, waits }: z.output<typeof We
     const secrets = await signingSecrets(s);
     result =
       secrets.length > 0
-        ? await post(op.callback_url, body, secrets, s.userDispatcher, { policy: 'user', allowPrivateNetwork: s.config.allowPrivateNetwork })
-        : { outcome: 'refused' as const, error: `the secret that ${SIGNING_SECRET_SETTING} names is not set`, duration_ms: 0 };
+        ? await post(op.callback_url, body, secrets, s.userDispatcher, {
+            policy: 'user',
+            allowPrivateNetwork: s.config.allowPrivateNetwork,
+          })
+        : {
+            outcome: 'refused' as const,
+            error: `the secret that ${SIGNING_SECRET_SETTING} names is not set`,
+            duration_ms: 0,
+          };
   } finally {
     leave();
   }
   await updateDocument(operations(s), key, key, (current) =>
-    current ? { ...current, deliveries: [...(current.deliveries ?? []), { attempt, at: new Date().toISOString(), ...result }].slice(-20) } : undefined,
+    current
+      ? {
+          ...current,
+          deliveries: [...(current.deliveries ?? []), { attempt, at: new Date().toISOString(), ...result }].slice(-20),
+        }
+      : undefined,
   );
   if (result.outcome !== 'failed') return;
   const delay = retryDelaySeconds(attempt + 1, s.config.webhooks.retryBaseSeconds);
@@ -115,5 +141,9 @@ export async function deliverWebhook({ key, attempt, waits }: z.output<typeof We
     s.log.warn('Webhook delivery given up', { operation: op.operation_id, attempts: attempt });
     return;
   }
-  await s.producer.send(s.config.webhooks.queue, { key, attempt: attempt + 1, id: randomUUID() } satisfies WebhookMessage, { visibilityTimeoutSeconds: delay });
+  await s.producer.send(
+    s.config.webhooks.queue,
+    { key, attempt: attempt + 1, id: randomUUID() } satisfies WebhookMessage,
+    { visibilityTimeoutSeconds: delay },
+  );
 }

@@ -7,7 +7,8 @@ import { PerformanceObserver, constants, type PerformanceEntry } from 'node:perf
 
 const isLastResort = (entry: PerformanceEntry) => {
   const detail: unknown = 'detail' in entry ? entry.detail : undefined;
-  if (typeof detail !== 'object' || detail === null || !('flags' in detail) || typeof detail.flags !== 'number') return false;
+  if (typeof detail !== 'object' || detail === null || !('flags' in detail) || typeof detail.flags !== 'number')
+    return false;
   return (detail.flags & constants.NODE_PERFORMANCE_GC_FLAGS_ALL_AVAILABLE_GARBAGE) !== 0;
 };
 

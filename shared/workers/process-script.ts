@@ -17,10 +17,22 @@ export async function processScript(base: string, name: string): Promise<string>
     return built;
   }
   const { build } = await import('esbuild');
-  const bundled = await build({ entryPoints: [fileURLToPath(new URL(`./${name}.ts`, base))], bundle: true, platform: 'node', format: 'esm', target: 'node20', write: false, logLevel: 'silent' });
+  const bundled = await build({
+    entryPoints: [fileURLToPath(new URL(`./${name}.ts`, base))],
+    bundle: true,
+    platform: 'node',
+    format: 'esm',
+    target: 'node20',
+    write: false,
+    logLevel: 'silent',
+  });
   const text = bundled.outputFiles[0]?.contents;
   if (!text) throw new Error(`esbuild made nothing of ${name}.ts`);
-  const cache = path.join(path.dirname(path.dirname(createRequire(base).resolve('esbuild/package.json'))), '.cache', 'agent-platform');
+  const cache = path.join(
+    path.dirname(path.dirname(createRequire(base).resolve('esbuild/package.json'))),
+    '.cache',
+    'agent-platform',
+  );
   const file = path.join(cache, `${name}-${createHash('sha256').update(text).digest('hex').slice(0, 16)}.mjs`);
   if (!existsSync(file)) {
     mkdirSync(cache, { recursive: true });

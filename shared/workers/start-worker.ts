@@ -3,7 +3,13 @@
 import { Worker, type ResourceLimits } from 'node:worker_threads';
 
 /** Starts the worker `name` beside the module whose `import.meta.url` is `base`; it does not hold the process open. */
-export function startWorker(base: string, name: string, workerData: unknown, resourceLimits?: ResourceLimits, env?: Record<string, string>): Worker {
+export function startWorker(
+  base: string,
+  name: string,
+  workerData: unknown,
+  resourceLimits?: ResourceLimits,
+  env?: Record<string, string>,
+): Worker {
   // From TypeScript sources (development, tests) the worker is loaded through tsx; built code runs plain.
   const source = base.endsWith('.ts');
   const url = new URL(`./${name}.${source ? 'ts' : 'js'}`, base);

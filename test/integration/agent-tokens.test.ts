@@ -18,16 +18,20 @@ describe('agent access tokens', () => {
   const tokens = () => app.services.store.container('tokens');
 
   async function issue(agent: string, body: Record<string, unknown> = {}) {
-    const r = await app.call('POST', tokensUrl(agent), { body: { type: 'agent-access-token', name: `t-${randomUUID().slice(0, 8)}`, ...body } });
+    const r = await app.call('POST', tokensUrl(agent), {
+      body: { type: 'agent-access-token', name: `t-${randomUUID().slice(0, 8)}`, ...body },
+    });
     expect(r.status).toBe(200);
     return r.body as { object_id: string; resource_object_id: null; is_success: boolean; resource: string };
   }
   /** Calls a Core API path with an agent access token. */
-  const withToken = (token: string, path: string) => fetch(`${app.core}/instances/${INSTANCE}${path}`, { headers: { 'x-agent-access-token': token } });
+  const withToken = (token: string, path: string) =>
+    fetch(`${app.core}/instances/${INSTANCE}${path}`, { headers: { 'x-agent-access-token': token } });
 
   beforeAll(async () => {
     app = await startTestApp();
-    for (const name of ['alpha', 'beta']) expect((await app.call('POST', agentUrl(name), { body: { name } })).status).toBe(200);
+    for (const name of ['alpha', 'beta'])
+      expect((await app.call('POST', agentUrl(name), { body: { name } })).status).toBe(200);
   });
   afterAll(() => app.close());
 
@@ -35,11 +39,22 @@ describe('agent access tokens', () => {
     const created = await issue('alpha', { description: 'CI bot', expiration_date: '2099-01-01T00:00:00Z' });
     expect(created).toMatchObject({ resource_object_id: null, is_success: true });
     const parts = parseToken(created.resource)!;
-    expect(parts).toMatchObject({ instanceId: INSTANCE, contextId: `${INSTANCE}~Svc.Agent~Agents~alpha`, agentName: 'alpha' });
-    expect(created.object_id).toBe(`/instances/${INSTANCE}/providers/Svc.Agent/agents/alpha/agentAccessTokens/${parts.tokenId}`);
+    expect(parts).toMatchObject({
+      instanceId: INSTANCE,
+      contextId: `${INSTANCE}~Svc.Agent~Agents~alpha`,
+      agentName: 'alpha',
+    });
+    expect(created.object_id).toBe(
+      `/instances/${INSTANCE}/providers/Svc.Agent/agents/alpha/agentAccessTokens/${parts.tokenId}`,
+    );
 
     const stored = await tokens().read('alpha', parts.tokenId);
-    expect(stored).toMatchObject({ name: expect.any(String) as string, active: true, description: 'CI bot', expiration_date: '2099-01-01T00:00:00.000Z' });
+    expect(stored).toMatchObject({
+      name: expect.any(String) as string,
+      active: true,
+      description: 'CI bot',
+      expiration_date: '2099-01-01T00:00:00.000Z',
+    });
     expect(JSON.stringify(stored)).not.toContain(parts.secret);
 
     const listed = await app.call('GET', tokensUrl('alpha'));
@@ -63,9 +78,23 @@ describe('agent access tokens', () => {
     expect((await app.call('POST', tokensUrl('alpha'), { body: { name: 'x' } })).status).toBe(400);
     expect((await app.call('POST', tokensUrl('alpha'), { body: { type: 'agent', name: 'x' } })).status).toBe(400);
     expect((await app.call('POST', tokensUrl('alpha'), { body: { type: 'agent-access-token' } })).status).toBe(400);
-    expect((await app.call('POST', tokensUrl('alpha'), { body: { type: 'agent-access-token', name: 'x', expiration_date: '2001-01-01T00:00:00Z' } })).status).toBe(400);
-    expect((await app.call('POST', tokensUrl('alpha'), { body: { type: 'agent-access-token', name: 'x', expiration_date: 'tomorrow' } })).status).toBe(400);
-    expect((await app.call('POST', tokensUrl('ghost'), { body: { type: 'agent-access-token', name: 'x' } })).status).toBe(404);
+    expect(
+      (
+        await app.call('POST', tokensUrl('alpha'), {
+          body: { type: 'agent-access-token', name: 'x', expiration_date: '2001-01-01T00:00:00Z' },
+        })
+      ).status,
+    ).toBe(400);
+    expect(
+      (
+        await app.call('POST', tokensUrl('alpha'), {
+          body: { type: 'agent-access-token', name: 'x', expiration_date: 'tomorrow' },
+        })
+      ).status,
+    ).toBe(400);
+    expect(
+      (await app.call('POST', tokensUrl('ghost'), { body: { type: 'agent-access-token', name: 'x' } })).status,
+    ).toBe(404);
   });
 
   it('authenticates the Core API with the virtual identity of the token', async () => {
@@ -81,14 +110,25 @@ describe('agent access tokens', () => {
   it('validates: valid with the virtual identity, otherwise only valid: false', async () => {
     const { resource: token } = await issue('alpha');
     const { tokenId } = parseToken(token)!;
-    const group = ((await app.call('GET', agentUrl('alpha'))).body as { resource: { virtual_security_group_id: string } }).resource.virtual_security_group_id;
+    const group = (
+      (await app.call('GET', agentUrl('alpha'))).body as { resource: { virtual_security_group_id: string } }
+    ).resource.virtual_security_group_id;
     const ok = await app.call('POST', `${tokensUrl('alpha')}/validate`, { body: { access_token: token } });
     expect(ok.body).toEqual({
       valid: true,
-      virtual_identity: { user_id: tokenId, name: tokenId, upn: `aat_alpha_${tokenId}@agent-platform.internal`, group_ids: [group, allAgentsGroupId(INSTANCE)] },
+      virtual_identity: {
+        user_id: tokenId,
+        name: tokenId,
+        upn: `aat_alpha_${tokenId}@agent-platform.internal`,
+        group_ids: [group, allAgentsGroupId(INSTANCE)],
+      },
     });
-    expect((await app.call('POST', `${tokensUrl('alpha')}/validate`, { body: { access_token: `${token}x` } })).body).toEqual({ valid: false });
-    expect((await app.call('POST', `${tokensUrl('beta')}/validate`, { body: { access_token: token } })).body).toEqual({ valid: false });
+    expect(
+      (await app.call('POST', `${tokensUrl('alpha')}/validate`, { body: { access_token: `${token}x` } })).body,
+    ).toEqual({ valid: false });
+    expect((await app.call('POST', `${tokensUrl('beta')}/validate`, { body: { access_token: token } })).body).toEqual({
+      valid: false,
+    });
     expect((await app.call('POST', `${tokensUrl('alpha')}/validate`, { body: {} })).status).toBe(400);
   });
 
@@ -102,12 +142,20 @@ describe('agent access tokens', () => {
     it('1. bad format', async () => {
       await expect401('keya.not.a.token', 'Agent access token is malformed');
       await expect401('Bearer abc', 'Agent access token is malformed');
-      const other = formatToken({ instanceId: randomUUID(), agentName: 'alpha', tokenId: randomUUID(), secret: newSecret() });
+      const other = formatToken({
+        instanceId: randomUUID(),
+        agentName: 'alpha',
+        tokenId: randomUUID(),
+        secret: newSecret(),
+      });
       await expect401(other, 'Agent access token is malformed');
     });
 
     it('2. unknown token id', async () => {
-      await expect401(formatToken({ instanceId: INSTANCE, agentName: 'alpha', tokenId: randomUUID(), secret: newSecret() }), 'Agent access token not found');
+      await expect401(
+        formatToken({ instanceId: INSTANCE, agentName: 'alpha', tokenId: randomUUID(), secret: newSecret() }),
+        'Agent access token not found',
+      );
     });
 
     it('3. expired', async () => {
@@ -131,22 +179,37 @@ describe('agent access tokens', () => {
       // A record of alpha's token filed under beta: found by id, but for another agent.
       const doc = (await tokens().read('alpha', parts.tokenId))!;
       await tokens().create({ ...doc, pk: 'beta' });
-      await expect401(formatToken({ instanceId: INSTANCE, agentName: 'beta', tokenId: parts.tokenId, secret: parts.secret }), 'Agent access token belongs to another agent');
+      await expect401(
+        formatToken({ instanceId: INSTANCE, agentName: 'beta', tokenId: parts.tokenId, secret: parts.secret }),
+        'Agent access token belongs to another agent',
+      );
       // Claiming another agent without such a record fails at the lookup.
       const { resource: other } = await issue('alpha');
       const o = parseToken(other)!;
-      await expect401(formatToken({ instanceId: INSTANCE, agentName: 'beta', tokenId: o.tokenId, secret: o.secret }), 'Agent access token not found');
+      await expect401(
+        formatToken({ instanceId: INSTANCE, agentName: 'beta', tokenId: o.tokenId, secret: o.secret }),
+        'Agent access token not found',
+      );
     });
 
     it('6. wrong secret, of the same and of a different length', async () => {
       const { resource: token } = await issue('alpha');
       const parts = parseToken(token)!;
       const sameLength = parts.secret.slice(0, -1) + (parts.secret.endsWith('A') ? 'B' : 'A');
-      await expect401(formatToken({ instanceId: INSTANCE, agentName: 'alpha', tokenId: parts.tokenId, secret: sameLength }), 'Agent access token secret is invalid');
-      await expect401(formatToken({ instanceId: INSTANCE, agentName: 'alpha', tokenId: parts.tokenId, secret: `${parts.secret}zz` }), 'Agent access token secret is invalid');
+      await expect401(
+        formatToken({ instanceId: INSTANCE, agentName: 'alpha', tokenId: parts.tokenId, secret: sameLength }),
+        'Agent access token secret is invalid',
+      );
+      await expect401(
+        formatToken({ instanceId: INSTANCE, agentName: 'alpha', tokenId: parts.tokenId, secret: `${parts.secret}zz` }),
+        'Agent access token secret is invalid',
+      );
       // And after a good call has warmed the cache, a wrong secret still fails.
       expect((await withToken(token, '/branding')).status).toBe(200);
-      await expect401(formatToken({ instanceId: INSTANCE, agentName: 'alpha', tokenId: parts.tokenId, secret: sameLength }), 'Agent access token secret is invalid');
+      await expect401(
+        formatToken({ instanceId: INSTANCE, agentName: 'alpha', tokenId: parts.tokenId, secret: sameLength }),
+        'Agent access token secret is invalid',
+      );
     });
   });
 
@@ -165,12 +228,18 @@ describe('agent access tokens', () => {
   it('is switched off and on: refused on the next request here, within 30 s on another instance; its last use is listed', async () => {
     const { resource: token } = await issue('alpha');
     const { tokenId } = parseToken(token)!;
-    const other = await startTestApp({}, { store: openSqliteStore(path.join(app.dataDir, 'store.db')), consumers: false });
+    const other = await startTestApp(
+      {},
+      { store: openSqliteStore(path.join(app.dataDir, 'store.db')), consumers: false },
+    );
     try {
-      const onOther = () => fetch(`${other.core}/instances/${INSTANCE}/branding`, { headers: { 'x-agent-access-token': token } });
+      const onOther = () =>
+        fetch(`${other.core}/instances/${INSTANCE}/branding`, { headers: { 'x-agent-access-token': token } });
       expect((await withToken(token, '/branding')).status).toBe(200);
       expect((await onOther()).status).toBe(200);
-      const listed = (await app.call('GET', tokensUrl('alpha'))).body as { resource: { id: string; last_used_on: string | null } }[];
+      const listed = (await app.call('GET', tokensUrl('alpha'))).body as {
+        resource: { id: string; last_used_on: string | null };
+      }[];
       const used = listed.find((t) => t.resource.id === tokenId)?.resource.last_used_on;
       expect(Date.now() - Date.parse(used ?? '')).toBeLessThan(60_000);
 
@@ -217,9 +286,19 @@ describe('agent access tokens', () => {
   it('needs Agent Access Tokens Contributor (or Owner) on the agent to manage tokens', async () => {
     const assign = async (upn: string, role: string) => {
       const name = randomUUID();
-      await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/${name}`, {
-        body: { name, principal_id: oidForUpn(upn), principal_type: 'User', role_definition_id: roleDefinitionPath(role), scope: `/instances/${INSTANCE}/providers/Svc.Agent/agents/alpha` },
-      });
+      await app.call(
+        'POST',
+        `${app.management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/${name}`,
+        {
+          body: {
+            name,
+            principal_id: oidForUpn(upn),
+            principal_type: 'User',
+            role_definition_id: roleDefinitionPath(role),
+            scope: `/instances/${INSTANCE}/providers/Svc.Agent/agents/alpha`,
+          },
+        },
+      );
     };
     const contributor = 'aat-contrib@example.com';
     const reader = 'aat-reader@example.com';

@@ -16,7 +16,12 @@ describe('npm run cli', () => {
   let llm: MockLlm;
   let app: TestApp;
   // The settings the app runs with (its DATA_DIR's key, its issuer), and its addresses as flags.
-  const cli = (...args: string[]) => runScript('cli', [...args, '--core', app.core, '--management', app.management], { ...app.env, CORE_PORT: '0', MANAGEMENT_PORT: '0' });
+  const cli = (...args: string[]) =>
+    runScript('cli', [...args, '--core', app.core, '--management', app.management], {
+      ...app.env,
+      CORE_PORT: '0',
+      MANAGEMENT_PORT: '0',
+    });
   const ref = (type: string, name: string) => `/instances/${INSTANCE}/providers/${type}/${name}`;
 
   beforeAll(async () => {
@@ -31,17 +36,45 @@ describe('npm run cli', () => {
   it('creates an agent and what it needs from a file, then completes with it, whole and streamed', async () => {
     const file = path.join(app.dataDir, 'agent.json');
     const resources = [
-      { type: 'Svc.Configuration/apiEndpointConfigurations', name: 'cli-endpoint', category: 'LLM', provider: 'openai', url: `${llm.url}/v1`, authentication_type: 'None', timeout_seconds: 30 },
-      { type: 'Svc.AIModel/aiModels', name: 'cli-model', model_type: 'completion', deployment_name: 'cli-deployment', api_endpoint_object_id: ref('Svc.Configuration/apiEndpointConfigurations', 'cli-endpoint') },
+      {
+        type: 'Svc.Configuration/apiEndpointConfigurations',
+        name: 'cli-endpoint',
+        category: 'LLM',
+        provider: 'openai',
+        url: `${llm.url}/v1`,
+        authentication_type: 'None',
+        timeout_seconds: 30,
+      },
+      {
+        type: 'Svc.AIModel/aiModels',
+        name: 'cli-model',
+        model_type: 'completion',
+        deployment_name: 'cli-deployment',
+        api_endpoint_object_id: ref('Svc.Configuration/apiEndpointConfigurations', 'cli-endpoint'),
+      },
       { type: 'Svc.Prompt/prompts', name: 'cli-prompt', prefix: 'You are the CLI agent.' },
-      { type: 'Svc.Agent/workflows', name: 'cli-workflow', workflow_type: 'chat', workflow_host: 'builtin', main_ai_model_object_id: ref('Svc.AIModel/aiModels', 'cli-model'), main_prompt_object_id: ref('Svc.Prompt/prompts', 'cli-prompt') },
-      { type: 'Svc.Agent/agents', name: 'cli', display_name: 'CLI agent', workflow_object_id: ref('Svc.Agent/workflows', 'cli-workflow') },
+      {
+        type: 'Svc.Agent/workflows',
+        name: 'cli-workflow',
+        workflow_type: 'chat',
+        workflow_host: 'builtin',
+        main_ai_model_object_id: ref('Svc.AIModel/aiModels', 'cli-model'),
+        main_prompt_object_id: ref('Svc.Prompt/prompts', 'cli-prompt'),
+      },
+      {
+        type: 'Svc.Agent/agents',
+        name: 'cli',
+        display_name: 'CLI agent',
+        workflow_object_id: ref('Svc.Agent/workflows', 'cli-workflow'),
+      },
     ];
     writeFileSync(file, JSON.stringify({ resources }));
     const created = await cli('create', file);
     expect(created.stderr).toBe('');
     expect(created.code).toBe(0);
-    expect(created.stdout.trim().split('\n')).toEqual(resources.map((r) => `${r.type}/${r.name}  ${ref(r.type, r.name)}`));
+    expect(created.stdout.trim().split('\n')).toEqual(
+      resources.map((r) => `${r.type}/${r.name}  ${ref(r.type, r.name)}`),
+    );
 
     const whole = await cli('complete', 'cli', 'hello', 'there');
     expect(whole).toMatchObject({ code: 0, stdout: 'Echo: hello there\n' });
@@ -50,7 +83,12 @@ describe('npm run cli', () => {
     expect(whole.stderr).toMatch(/tokens {2}\d+ prompt \+ \d+ completion = \d+/);
     const json = await cli('complete', 'cli', 'and', 'then', '--session', session, '--json');
     expect(json.code).toBe(0);
-    expect(JSON.parse(json.stdout)).toMatchObject({ session_id: session, completion: 'Echo: and then', citations: [], total_tokens: expect.any(Number) as number });
+    expect(JSON.parse(json.stdout)).toMatchObject({
+      session_id: session,
+      completion: 'Echo: and then',
+      citations: [],
+      total_tokens: expect.any(Number) as number,
+    });
     const messages = await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${session}/messages`);
     expect((messages.body as unknown[]).length).toBe(4);
     const streamed = await cli('complete', 'cli', 'streamed', 'words', '--stream');
@@ -62,11 +100,16 @@ describe('npm run cli', () => {
     expect(issued.code).toBe(0);
     expect(issued.stderr).toMatch(/shown this once/);
     const secret = issued.stdout.trim();
-    expect((await fetch(`${app.core}/instances/${INSTANCE}/branding`, { headers: { 'x-agent-access-token': secret } })).status).toBe(200);
+    expect(
+      (await fetch(`${app.core}/instances/${INSTANCE}/branding`, { headers: { 'x-agent-access-token': secret } }))
+        .status,
+    ).toBe(200);
   });
 
   it('follows an async completion to its end', async () => {
-    const started = await app.call('POST', `${app.core}/instances/${INSTANCE}/async-completions`, { body: { user_prompt: 'in the background', agent_name: 'cli' } });
+    const started = await app.call('POST', `${app.core}/instances/${INSTANCE}/async-completions`, {
+      body: { user_prompt: 'in the background', agent_name: 'cli' },
+    });
     expect(started.status).toBe(202);
     const { operation_id } = started.body as { operation_id: string };
     const tailed = await cli('tail', operation_id, '--interval', '0.2');
@@ -76,18 +119,36 @@ describe('npm run cli', () => {
   });
 
   it("exports a user's memory", async () => {
-    expect((await app.call('POST', `${app.core}/instances/${INSTANCE}/memory/append`, { body: { scope: 'user', content_markdown: 'Prefers green tea' }, as: 'carol@example.com' })).status).toBe(200);
+    expect(
+      (
+        await app.call('POST', `${app.core}/instances/${INSTANCE}/memory/append`, {
+          body: { scope: 'user', content_markdown: 'Prefers green tea' },
+          as: 'carol@example.com',
+        })
+      ).status,
+    ).toBe(200);
     const exported = await cli('memory-export', '--user', 'carol@example.com');
     expect(exported.code).toBe(0);
     expect(exported.stdout).toContain('Prefers green tea');
     // The same with TOKEN set to a user's token (as after the quick start): the export still signs for itself.
-    const withToken = await runScript('cli', ['memory-export', '--user', 'carol@example.com', '--core', app.core, '--management', app.management], { ...app.env, CORE_PORT: '0', MANAGEMENT_PORT: '0', TOKEN: await app.token() });
+    const withToken = await runScript(
+      'cli',
+      ['memory-export', '--user', 'carol@example.com', '--core', app.core, '--management', app.management],
+      { ...app.env, CORE_PORT: '0', MANAGEMENT_PORT: '0', TOKEN: await app.token() },
+    );
     expect(withToken).toMatchObject({ code: 0, stdout: expect.stringContaining('Prefers green tea') as string });
   });
 
   it('grants the operator Analytics Reader from a file, then prints an analytics report as a table', async () => {
     const name = randomUUID();
-    const grant = { type: 'Svc.Authorization/roleAssignments', name, principal_id: LOCAL_DEFAULT_USER.oid, principal_type: 'User', role_definition_id: roleDefinitionPath(ROLE_IDS.analyticsReader), scope: `/instances/${INSTANCE}` };
+    const grant = {
+      type: 'Svc.Authorization/roleAssignments',
+      name,
+      principal_id: LOCAL_DEFAULT_USER.oid,
+      principal_type: 'User',
+      role_definition_id: roleDefinitionPath(ROLE_IDS.analyticsReader),
+      scope: `/instances/${INSTANCE}`,
+    };
     const file = path.join(app.dataDir, 'grant.json');
     writeFileSync(file, JSON.stringify({ resources: [grant] }));
     expect((await cli('create', file)).code).toBe(0);
@@ -106,7 +167,9 @@ describe('npm run cli', () => {
     const missing = await cli('complete', 'no-such-agent', 'hi');
     expect(missing.code).toBe(1);
     // The service's message, in the CLI's words (its argument, not the API's field).
-    expect(missing.stderr).toMatch(/^400: Agent not found or access denied \(the agent\) \[POST \/instances\/[^ ]+\/completions\]/);
+    expect(missing.stderr).toMatch(
+      /^400: Agent not found or access denied \(the agent\) \[POST \/instances\/[^ ]+\/completions\]/,
+    );
     const badSession = await cli('complete', 'cli', 'hi', '--session', 'not-a-session');
     expect(badSession.stderr).toMatch(/^400: Invalid session_id format \(--session\)|^400: .*--session/);
     const broken = path.join(app.dataDir, 'broken.json');

@@ -19,7 +19,8 @@ function processesOf(dataDir: string): number[] {
   const found: number[] = [];
   for (const pid of readdirSync('/proc').filter((p) => /^\d+$/.test(p))) {
     try {
-      if (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`DATA_DIR=${dataDir}`)) found.push(Number(pid));
+      if (readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(`DATA_DIR=${dataDir}`))
+        found.push(Number(pid));
     } catch {
       // gone, or not ours to read
     }
@@ -30,7 +31,13 @@ function processesOf(dataDir: string): number[] {
 /** The `KEY=value` assignments of the banner's token command. */
 function bannerTokenEnv(output: string): Record<string, string> {
   const command = /TOKEN=\$\(([^)]*)npm run -s token\)/.exec(output)?.[1] ?? '';
-  return Object.fromEntries(command.trim().split(/\s+/).filter(Boolean).map((a) => a.split('=', 2) as [string, string]));
+  return Object.fromEntries(
+    command
+      .trim()
+      .split(/\s+/)
+      .filter(Boolean)
+      .map((a) => a.split('=', 2) as [string, string]),
+  );
 }
 
 describe('npm start for an operator', () => {
@@ -45,7 +52,11 @@ describe('npm start for an operator', () => {
       const dataDir = tempDir();
       const [core, management] = [await freePort(), await freePort()];
       const t0 = performance.now();
-      const running = await startScript('start', { DATA_DIR: dataDir, CORE_PORT: String(core), MANAGEMENT_PORT: String(management) }, /Get a token/);
+      const running = await startScript(
+        'start',
+        { DATA_DIR: dataDir, CORE_PORT: String(core), MANAGEMENT_PORT: String(management) },
+        /Get a token/,
+      );
       started.push(running);
       instances.push({ dataDir, core, running, startMs: performance.now() - t0 });
     }
@@ -55,11 +66,16 @@ describe('npm start for an operator', () => {
       // Exactly what the banner says, and nothing else of the test's settings.
       const { stdout, code } = await runScript('token', [], env);
       expect(code).toBe(0);
-      const r = await fetch(`http://127.0.0.1:${core}/instances/${INSTANCE}/branding`, { headers: { authorization: `Bearer ${stdout.trim()}` } });
+      const r = await fetch(`http://127.0.0.1:${core}/instances/${INSTANCE}/branding`, {
+        headers: { authorization: `Bearer ${stdout.trim()}` },
+      });
       expect(r.status).toBe(200);
     }
     // Each has its own Azurite: a container made in one is not in the other.
-    const ports = instances.map(({ running }) => /Azurite of this DATA_DIR on 127\.0\.0\.1:(\d+)\/(\d+)/.exec(running.output())?.slice(1).map(Number) ?? []);
+    const ports = instances.map(
+      ({ running }) =>
+        /Azurite of this DATA_DIR on 127\.0\.0\.1:(\d+)\/(\d+)/.exec(running.output())?.slice(1).map(Number) ?? [],
+    );
     expect(ports[0]).not.toEqual(ports[1]);
     const blobs = ports.map(([blob]) =>
       BlobServiceClient.fromConnectionString(
@@ -68,7 +84,9 @@ describe('npm start for an operator', () => {
     );
     await blobs[0]?.getContainerClient('only-in-the-first').create();
     expect(await blobs[1]?.getContainerClient('only-in-the-first').exists()).toBe(false);
-    process.stdout.write(`npm start to banner (tsx, cold): ${instances.map((i) => `${Math.round(i.startMs)} ms`).join(', ')}\n`);
+    process.stdout.write(
+      `npm start to banner (tsx, cold): ${instances.map((i) => `${Math.round(i.startMs)} ms`).join(', ')}\n`,
+    );
   });
 
   it('refuses a busy port naming the setting, and leaves nothing running', async () => {
@@ -77,7 +95,11 @@ describe('npm start for an operator', () => {
     await new Promise<void>((resolve) => busy.listen(port, '127.0.0.1', resolve));
     try {
       const dataDir = tempDir();
-      const { code, stderr } = await runScript('start', [], { DATA_DIR: dataDir, CORE_PORT: String(port), MANAGEMENT_PORT: String(await freePort()) });
+      const { code, stderr } = await runScript('start', [], {
+        DATA_DIR: dataDir,
+        CORE_PORT: String(port),
+        MANAGEMENT_PORT: String(await freePort()),
+      });
       expect(code).toBe(1);
       expect(stderr).toContain(`CORE_PORT=${port}: the port is in use`);
       expect(stderr).not.toContain('    at ');
@@ -97,7 +119,12 @@ describe('npm start for an operator', () => {
     });
     const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
     // As soon as the API answers (its Azurite may still be starting), stop it.
-    await expect.poll(async () => (await fetch(`http://127.0.0.1:${core}/status`).catch(() => undefined))?.status, { timeout: 30_000, interval: 10 }).toBe(200);
+    await expect
+      .poll(async () => (await fetch(`http://127.0.0.1:${core}/status`).catch(() => undefined))?.status, {
+        timeout: 30_000,
+        interval: 10,
+      })
+      .toBe(200);
     child.kill('SIGTERM');
     expect(await exited).toBe(0);
     await expect.poll(() => processesOf(dataDir), { timeout: 10_000 }).toEqual([]);
@@ -105,7 +132,11 @@ describe('npm start for an operator', () => {
 
   it('refuses equal CORE_PORT and MANAGEMENT_PORT before starting anything', async () => {
     const dataDir = tempDir();
-    const { code, stderr } = await runScript('start', [], { DATA_DIR: dataDir, CORE_PORT: '7300', MANAGEMENT_PORT: '7300' });
+    const { code, stderr } = await runScript('start', [], {
+      DATA_DIR: dataDir,
+      CORE_PORT: '7300',
+      MANAGEMENT_PORT: '7300',
+    });
     expect(code).toBe(1);
     expect(stderr.trim()).toBe('CORE_PORT and MANAGEMENT_PORT are both 7300: each API needs its own port');
     expect(processesOf(dataDir)).toEqual([]);
@@ -124,7 +155,10 @@ describe('health', () => {
       container<N extends ContainerName>(name: N): Container<DocsOf<N>> {
         const c = real.container(name);
         return new Proxy(c, {
-          get: (target, key, receiver) => (key === 'read' && down ? () => Promise.reject(new Error('the store is unreachable')) : (Reflect.get(target, key, receiver) as unknown)),
+          get: (target, key, receiver) =>
+            key === 'read' && down
+              ? () => Promise.reject(new Error('the store is unreachable'))
+              : (Reflect.get(target, key, receiver) as unknown),
         });
       },
       close: () => real.close(),
@@ -139,7 +173,10 @@ describe('health', () => {
       const ready = await fetch(`${base}/health/ready`);
       const body: unknown = await ready.clone().json();
       expect(ready.status, JSON.stringify(body)).toBe(200);
-      expect(await ready.json()).toMatchObject({ status: 'ready', checks: { store: { ok: true }, blobs: { ok: true }, queues: { ok: true }, identity: { ok: true } } });
+      expect(await ready.json()).toMatchObject({
+        status: 'ready',
+        checks: { store: { ok: true }, blobs: { ok: true }, queues: { ok: true }, identity: { ok: true } },
+      });
     }
   });
 
@@ -149,7 +186,10 @@ describe('health', () => {
     try {
       const ready = await fetch(`${app.core}/health/ready`);
       expect(ready.status).toBe(503);
-      expect(await ready.json()).toMatchObject({ status: 'unavailable', checks: { store: { ok: false, error: 'the store is unreachable' }, blobs: { ok: true } } });
+      expect(await ready.json()).toMatchObject({
+        status: 'unavailable',
+        checks: { store: { ok: false, error: 'the store is unreachable' }, blobs: { ok: true } },
+      });
       expect((await fetch(`${app.core}/health/live`)).status).toBe(200);
     } finally {
       down = false;

@@ -28,10 +28,21 @@ import { ROLE_IDS, roleDefinitionPath } from '../../shared/providers/types/roles
 import { providers, startTestApp, type TestApp } from '../support/app.js';
 import { INSTANCE } from '../support/services.js';
 import { python } from '../support/packages.js';
-import { processPipeline, seedKnowledgeAgent, seedPipeline, serveDocuments, type DocumentServer } from './knowledge/support.js';
+import {
+  processPipeline,
+  seedKnowledgeAgent,
+  seedPipeline,
+  serveDocuments,
+  type DocumentServer,
+} from './knowledge/support.js';
 
-const BROWSER = process.env.CHROMIUM_PATH ?? ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find((p) => existsSync(p));
-if (!BROWSER) process.stderr.write('\n*** portal browser tests SKIPPED: no Chromium (set CHROMIUM_PATH, or apt-get install chromium) ***\n\n');
+const BROWSER =
+  process.env.CHROMIUM_PATH ??
+  ['/usr/bin/chromium', '/usr/bin/chromium-browser', '/usr/bin/google-chrome'].find((p) => existsSync(p));
+if (!BROWSER)
+  process.stderr.write(
+    '\n*** portal browser tests SKIPPED: no Chromium (set CHROMIUM_PATH, or apt-get install chromium) ***\n\n',
+  );
 
 /** Where screenshots go: PORTAL_SCREENSHOTS (the README's are made with docs/screenshots), else a temp folder. */
 const SHOTS = process.env.PORTAL_SCREENSHOTS ?? path.join(tmpdir(), 'portal-screenshots');
@@ -59,12 +70,36 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     llm = await startMockLlm();
     web = await serveDocuments();
     web.files.set('/docs/penguins.txt', { bytes: Buffer.from(PENGUINS), type: 'text/plain' });
-    app = await startTestApp({ ALLOW_PRIVATE_NETWORK: 'true', CORE_PORT: String(await freePort()), MANAGEMENT_PORT: String(await freePort()) });
+    app = await startTestApp({
+      ALLOW_PRIVATE_NETWORK: 'true',
+      CORE_PORT: String(await freePort()),
+      MANAGEMENT_PORT: String(await freePort()),
+    });
     // Priced (a currency unit per million tokens) and in a cost center: the cost view below charts its calls.
-    await seedKnowledgeAgent(app, llm, 'guide', { pricing: { input_per_million: 1, output_per_million: 1, currency: 'USD' }, costCenter: 'field-guides' });
-    await seedPipeline(app, 'guide', 'animals', { data_source_type: 'Web', urls: [`${web.url}/docs/`] }, [`${web.url}/docs/penguins.txt`], 'animals');
+    await seedKnowledgeAgent(app, llm, 'guide', {
+      pricing: { input_per_million: 1, output_per_million: 1, currency: 'USD' },
+      costCenter: 'field-guides',
+    });
+    await seedPipeline(
+      app,
+      'guide',
+      'animals',
+      { data_source_type: 'Web', urls: [`${web.url}/docs/`] },
+      [`${web.url}/docs/penguins.txt`],
+      'animals',
+    );
     expect((await processPipeline(app, 'animals')).status).toBe('Completed');
-    browser = await chromium.launch({ executablePath: BROWSER, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+    browser = await chromium.launch({
+      executablePath: BROWSER,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
+    });
     page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
   }, 120_000);
   afterAll(async () => {
@@ -79,7 +114,9 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await page.waitForSelector('.info .title', { timeout: 30_000 });
     expect(await page.textContent('.info .title')).toContain('Core API');
     expect(await page.locator('.opblock').count()).toBeGreaterThan(20);
-    expect(await page.locator('option').allTextContents()).toEqual(expect.arrayContaining(['Core API', 'Management API']));
+    expect(await page.locator('option').allTextContents()).toEqual(
+      expect.arrayContaining(['Core API', 'Management API']),
+    );
   });
 
   it('without the sign-in code, says where it is and offers no sign-in by name', async () => {
@@ -104,8 +141,14 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await page.getByRole('button', { name: 'Continue as this user' }).click();
     await expect.poll(() => page.getByLabel('Agent').inputValue()).toBe('guide');
     const paint = await page.evaluate(() => performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? -1);
-    const scripts = await page.evaluate(() => (performance.getEntriesByType('resource') as PerformanceResourceTiming[]).filter((r) => r.initiatorType === 'script' || r.name.endsWith('.js')).reduce((n, r) => n + r.transferSize, 0));
-    process.stdout.write(`chat portal: first contentful paint ${Math.round(paint)} ms; JavaScript shipped ${(scripts / 1024).toFixed(1)} KB (gzip, with headers)\n`);
+    const scripts = await page.evaluate(() =>
+      (performance.getEntriesByType('resource') as PerformanceResourceTiming[])
+        .filter((r) => r.initiatorType === 'script' || r.name.endsWith('.js'))
+        .reduce((n, r) => n + r.transferSize, 0),
+    );
+    process.stdout.write(
+      `chat portal: first contentful paint ${Math.round(paint)} ms; JavaScript shipped ${(scripts / 1024).toFixed(1)} KB (gzip, with headers)\n`,
+    );
     expect(paint).toBeGreaterThan(0);
     expect(scripts).toBeLessThan(200 * 1024);
   });
@@ -121,15 +164,23 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await expect.poll(() => answer.locator('.citations').textContent()).toContain(`${web.url}/docs/penguins.txt`);
     expect(await answer.locator('.tokens').textContent()).toMatch(/^\d+ completion tokens$/);
     await answer.getByRole('button', { name: 'Good answer' }).click();
-    await expect.poll(() => answer.getByRole('button', { name: 'Good answer' }).getAttribute('aria-pressed')).toBe('true');
+    await expect
+      .poll(() => answer.getByRole('button', { name: 'Good answer' }).getAttribute('aria-pressed'))
+      .toBe('true');
     const sessions = await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions`);
     const [session] = sessions.body as { id: string }[];
     const messages = await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${session?.id ?? ''}/messages`);
-    expect((messages.body as { sender: string; rating?: boolean }[]).find((m) => m.sender === 'Assistant')?.rating).toBe(true);
+    expect(
+      (messages.body as { sender: string; rating?: boolean }[]).find((m) => m.sender === 'Assistant')?.rating,
+    ).toBe(true);
   });
 
   it('uploads a file into the conversation', async () => {
-    await page.locator('#upload').setInputFiles({ name: 'notes.txt', mimeType: 'text/plain', buffer: Buffer.from('Field notes from the colony.') });
+    await page.locator('#upload').setInputFiles({
+      name: 'notes.txt',
+      mimeType: 'text/plain',
+      buffer: Buffer.from('Field notes from the colony.'),
+    });
     await expect.poll(() => page.getByRole('list', { name: 'Attached files' }).textContent()).toBe('notes.txt');
     await shot('chat');
     const files = await app.call('GET', `${app.core}/instances/${INSTANCE}/files`);
@@ -137,13 +188,23 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
   });
 
   it('previews an attached image, and shows a reloaded conversation with its sources, scores and stored prompt', async () => {
-    const png = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8ffff3f0005fe02fea7d6a4c40000000049454e44ae426082', 'hex');
+    const png = Buffer.from(
+      '89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8ffff3f0005fe02fea7d6a4c40000000049454e44ae426082',
+      'hex',
+    );
     await page.locator('#upload').setInputFiles({ name: 'dot.png', mimeType: 'image/png', buffer: png });
     await expect.poll(() => page.getByAltText('Preview of dot.png').count()).toBe(1);
-    expect(await page.getByAltText('Preview of dot.png').evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth)).toBe(1);
+    expect(
+      await page
+        .getByAltText('Preview of dot.png')
+        .evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth),
+    ).toBe(1);
     await page.reload();
     const conversation = page.getByRole('region', { name: 'Conversation' });
-    await page.getByRole('region', { name: 'Sessions' }).getByRole('button', { name: PENGUINS.slice(0, 60), exact: true }).click();
+    await page
+      .getByRole('region', { name: 'Sessions' })
+      .getByRole('button', { name: PENGUINS.slice(0, 60), exact: true })
+      .click();
     const answer = conversation.locator('li.message.assistant').first();
     await expect.poll(() => answer.locator('.citations').textContent()).toContain(`${web.url}/docs/penguins.txt`);
     expect(await answer.locator('.citations .score').first().textContent()).toMatch(/^score \d\.\d\d$/);
@@ -162,7 +223,10 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     page.once('dialog', (d) => void d.accept('Penguin notes'));
     await sessions.getByRole('button', { name: 'Rename New Chat' }).click();
     await expect.poll(() => sessions.getByRole('list').textContent()).toContain('Penguin notes');
-    const names = async () => ((await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions`)).body as { name: string }[]).map((x) => x.name);
+    const names = async () =>
+      ((await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions`)).body as { name: string }[]).map(
+        (x) => x.name,
+      );
     expect(await names()).toContain('Penguin notes');
     page.once('dialog', (d) => void d.dismiss());
     await sessions.getByRole('button', { name: 'Delete Penguin notes' }).click();
@@ -176,7 +240,11 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
   it("imports, exports and clears the user's memory, clearing only once confirmed", async () => {
     await page.getByRole('tab', { name: /Memory/ }).click();
     const body = page.locator('pre.memory-body');
-    await page.locator('#memory-import').setInputFiles({ name: 'notes.md', mimeType: 'text/markdown', buffer: Buffer.from('- Prefers answers about penguins') });
+    await page.locator('#memory-import').setInputFiles({
+      name: 'notes.md',
+      mimeType: 'text/markdown',
+      buffer: Buffer.from('- Prefers answers about penguins'),
+    });
     await expect.poll(() => body.textContent()).toContain('Prefers answers about penguins');
     const download = page.waitForEvent('download');
     await page.getByRole('button', { name: 'Export' }).click();
@@ -195,7 +263,10 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
   });
 
   it('pages through the sessions with More sessions', async () => {
-    for (let i = 1; i <= 21; i++) expect((await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: `Old ${i}` } })).status).toBe(200);
+    for (let i = 1; i <= 21; i++)
+      expect(
+        (await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: `Old ${i}` } })).status,
+      ).toBe(200);
     const sessions = page.getByRole('region', { name: 'Sessions' });
     // A new chat reloads the list: the first page, 20 sessions, most recently active first.
     await sessions.getByRole('button', { name: 'New chat' }).click();
@@ -212,14 +283,19 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
 
   it('renders answers as Markdown with code blocks, never running what they hold', async () => {
     await page.getByRole('button', { name: 'New chat', exact: true }).click();
-    const hostile = 'Here is **bold**, `code`, <img src=x onerror="window.pwned=1"> [a link](javascript:window.pwned=2) and [docs](https://example.com/docs)\n\n```\nconst x = 1;\n```';
+    const hostile =
+      'Here is **bold**, `code`, <img src=x onerror="window.pwned=1"> [a link](javascript:window.pwned=2) and [docs](https://example.com/docs)\n\n```\nconst x = 1;\n```';
     await page.getByLabel('Message').fill(hostile);
     await page.getByLabel('Message').press('Enter');
     const answer = page.getByRole('region', { name: 'Conversation' }).locator('li.message.assistant').last();
     await expect.poll(() => answer.locator('pre code').textContent()).toBe('const x = 1;\n');
     expect(await answer.locator('strong').textContent()).toBe('bold');
     expect(await answer.locator('img').count()).toBe(0);
-    expect(await answer.locator('a').evaluateAll((links: HTMLAnchorElement[]) => links.map((a) => [a.getAttribute('href'), a.rel, a.target]))).toEqual([
+    expect(
+      await answer
+        .locator('a')
+        .evaluateAll((links: HTMLAnchorElement[]) => links.map((a) => [a.getAttribute('href'), a.rel, a.target])),
+    ).toEqual([
       ['', 'noopener noreferrer', '_blank'],
       ['https://example.com/docs', 'noopener noreferrer', '_blank'],
     ]);
@@ -260,7 +336,9 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
       await stop.click();
       await expect.poll(() => page.getByRole('status').textContent()).toContain('Stopped');
       const [session] = (await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions`)).body as { id: string }[];
-      expect((await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${session?.id ?? ''}/messages`)).body).toEqual([]);
+      expect(
+        (await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${session?.id ?? ''}/messages`)).body,
+      ).toEqual([]);
     } finally {
       llm.setStreaming(0, 0);
     }
@@ -275,7 +353,10 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     // The fields write into the JSON definition, which is what is sent.
     await page.getByLabel('Display name').fill('Concierge');
     await page.getByLabel('Workflow').selectOption({ label: 'guide-workflow' });
-    expect(JSON.parse(await page.getByLabel('Definition (JSON)').inputValue())).toEqual({ display_name: 'Concierge', workflow_object_id });
+    expect(JSON.parse(await page.getByLabel('Definition (JSON)').inputValue())).toEqual({
+      display_name: 'Concierge',
+      workflow_object_id,
+    });
     await page.getByRole('button', { name: 'Save' }).click();
     const row = page.getByRole('row').filter({ hasText: 'concierge' });
     await row.getByRole('button', { name: 'Properties and tokens' }).click();
@@ -283,30 +364,58 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await page.getByRole('button', { name: 'Issue token' }).click();
     const secret = (await page.locator('.token-secret').textContent()) ?? '';
     await shot('manage-agent');
-    const r = await fetch(`${app.core}/instances/${INSTANCE}/branding`, { headers: { 'x-agent-access-token': secret } });
+    const r = await fetch(`${app.core}/instances/${INSTANCE}/branding`, {
+      headers: { 'x-agent-access-token': secret },
+    });
     expect(r.status).toBe(200);
     // The list reloads after the secret shows.
     await expect.poll(() => page.getByRole('listitem').filter({ hasText: 'kiosk' }).count()).toBe(1);
     // Switched off and on again from the list; its last use is shown.
     await page.getByRole('button', { name: 'Deactivate kiosk' }).click();
-    await expect.poll(() => page.getByRole('listitem').filter({ hasText: 'kiosk' }).textContent()).toMatch(/\(deactivated\).*last used/);
-    expect((await fetch(`${app.core}/instances/${INSTANCE}/branding`, { headers: { 'x-agent-access-token': secret } })).status).toBe(401);
+    await expect
+      .poll(() => page.getByRole('listitem').filter({ hasText: 'kiosk' }).textContent())
+      .toMatch(/\(deactivated\).*last used/);
+    expect(
+      (await fetch(`${app.core}/instances/${INSTANCE}/branding`, { headers: { 'x-agent-access-token': secret } }))
+        .status,
+    ).toBe(401);
     await page.getByRole('button', { name: 'Activate kiosk' }).click();
     await page.getByRole('button', { name: 'Deactivate kiosk' }).waitFor();
-    expect((await fetch(`${app.core}/instances/${INSTANCE}/branding`, { headers: { 'x-agent-access-token': secret } })).status).toBe(200);
+    expect(
+      (await fetch(`${app.core}/instances/${INSTANCE}/branding`, { headers: { 'x-agent-access-token': secret } }))
+        .status,
+    ).toBe(200);
   });
 
   it("edits an agent's properties in fields: settings as forms with their links picked by name, the owner found by name, and the API's message for a bad one", async () => {
     const form = page.locator('form.properties');
     const properties = async () =>
-      ((await app.call('POST', `${providers(app, 'Svc.Agent')}/agents/concierge/get-properties`, { body: { property_names: ['cost_center', 'conversation_history_settings', 'text_rewrite_settings', 'show_file_upload', 'owner_user_id'] } })).body as { resource: { properties: Record<string, unknown> } }).resource.properties;
+      (
+        (
+          await app.call('POST', `${providers(app, 'Svc.Agent')}/agents/concierge/get-properties`, {
+            body: {
+              property_names: [
+                'cost_center',
+                'conversation_history_settings',
+                'text_rewrite_settings',
+                'show_file_upload',
+                'owner_user_id',
+              ],
+            },
+          })
+        ).body as { resource: { properties: Record<string, unknown> } }
+      ).resource.properties;
     await form.getByLabel('Cost center').fill('Research');
     await form.getByLabel('Conversation history').check();
     await form.getByLabel('Turns sent (max_history)').fill('3');
     await form.getByLabel('file upload').uncheck();
     await form.getByRole('button', { name: 'Save properties' }).click();
     await form.getByRole('status').waitFor();
-    expect(await properties()).toMatchObject({ cost_center: 'Research', conversation_history_settings: { enabled: true, max_history: 3 }, show_file_upload: false });
+    expect(await properties()).toMatchObject({
+      cost_center: 'Research',
+      conversation_history_settings: { enabled: true, max_history: 3 },
+      show_file_upload: false,
+    });
     // Turned on without the model and prompt it needs: the API refuses it, the form says why, nothing is stored.
     await form.getByLabel('Prompt rewrite').check();
     await form.getByRole('button', { name: 'Save properties' }).click();
@@ -316,7 +425,11 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await form.getByLabel('Rewrite model (a completion model)').selectOption({ label: 'guide-model' });
     await form.getByLabel('Rewrite prompt').selectOption({ label: 'guide-prompt' });
     // The owner, found by name through the identity search (Dana has called the API, so the directory knows her).
-    const dana = ((await app.call('GET', `${app.management}/instances/${INSTANCE}/identity`, { as: 'dana@example.com' })).body as { id: string }).id;
+    const dana = (
+      (await app.call('GET', `${app.management}/instances/${INSTANCE}/identity`, { as: 'dana@example.com' })).body as {
+        id: string;
+      }
+    ).id;
     await form.getByLabel('Find a user by name, UPN or id').fill('dana');
     await form.getByRole('button', { name: 'Search' }).click();
     await form.getByRole('button', { name: /Make .*dana.* the owner/i }).click();
@@ -324,7 +437,11 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await expect.poll(async () => (await properties()).owner_user_id).toBe(dana);
     expect((await properties()).text_rewrite_settings).toEqual({
       user_prompt_rewrite_enabled: true,
-      user_prompt_rewrite_settings: { user_prompt_rewrite_ai_model_object_id: expect.stringMatching(/aiModels\/guide-model$/) as string, user_prompt_rewrite_prompt_object_id: expect.stringMatching(/prompts\/guide-prompt$/) as string, user_prompts_window_size: 3 },
+      user_prompt_rewrite_settings: {
+        user_prompt_rewrite_ai_model_object_id: expect.stringMatching(/aiModels\/guide-model$/) as string,
+        user_prompt_rewrite_prompt_object_id: expect.stringMatching(/prompts\/guide-prompt$/) as string,
+        user_prompts_window_size: 3,
+      },
     });
     // Turned off again: the setting is cleared (null), and the agent answers without a rewrite.
     await form.getByLabel('Prompt rewrite').uncheck();
@@ -333,7 +450,12 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
   });
 
   it('edits a prompt in its fields and its JSON, from its whole stored definition, not the summary the list shows', async () => {
-    const prompt = async () => ((await app.call('GET', `${providers(app, 'Svc.Prompt')}/prompts/guide-prompt`)).body as { resource: Record<string, unknown> }).resource;
+    const prompt = async () =>
+      (
+        (await app.call('GET', `${providers(app, 'Svc.Prompt')}/prompts/guide-prompt`)).body as {
+          resource: Record<string, unknown>;
+        }
+      ).resource;
     const before = await prompt();
     await page.goto(`${app.core}/portal/manage.html#prompts`);
     await page.getByRole('row').filter({ hasText: 'guide-prompt' }).getByRole('button', { name: 'Edit' }).click();
@@ -355,19 +477,44 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await page.getByRole('button', { name: 'Save' }).click();
     await page.getByRole('button', { name: 'New prompt' }).waitFor();
     const after = await prompt();
-    expect(after).toEqual({ ...before, prefix: 'You guide visitors\nthrough the penguin house.\n', suffix: 'Answer briefly.', updated_on: after.updated_on, version: (before.version as number) + 1 });
+    expect(after).toEqual({
+      ...before,
+      prefix: 'You guide visitors\nthrough the penguin house.\n',
+      suffix: 'Answer briefly.',
+      updated_on: after.updated_on,
+      version: (before.version as number) + 1,
+    });
   });
 
   it("shows a prompt's history with the fields two versions differ in, and restores the first version", async () => {
-    const prompt = async () => ((await app.call('GET', `${providers(app, 'Svc.Prompt')}/prompts/guide-prompt`)).body as { resource: Record<string, unknown> }).resource;
-    const first = ((await app.call('GET', `${providers(app, 'Svc.Prompt')}/prompts/guide-prompt/versions/1`)).body as { resource: Record<string, unknown> }).resource;
+    const prompt = async () =>
+      (
+        (await app.call('GET', `${providers(app, 'Svc.Prompt')}/prompts/guide-prompt`)).body as {
+          resource: Record<string, unknown>;
+        }
+      ).resource;
+    const first = (
+      (await app.call('GET', `${providers(app, 'Svc.Prompt')}/prompts/guide-prompt/versions/1`)).body as {
+        resource: Record<string, unknown>;
+      }
+    ).resource;
     await page.goto(`${app.core}/portal/manage.html#prompts`);
-    await page.getByRole('row').filter({ hasText: 'guide-prompt' }).getByRole('button', { name: 'History of guide-prompt' }).click();
+    await page
+      .getByRole('row')
+      .filter({ hasText: 'guide-prompt' })
+      .getByRole('button', { name: 'History of guide-prompt' })
+      .click();
     const history = page.getByRole('region', { name: 'History of guide-prompt' });
-    await expect.poll(() => history.getByRole('row').filter({ hasText: '(current)' }).count(), { timeout: 10_000 }).toBe(1);
+    await expect
+      .poll(() => history.getByRole('row').filter({ hasText: '(current)' }).count(), { timeout: 10_000 })
+      .toBe(1);
     const diff = history.getByRole('table', { name: 'Differences between version 1 and version 2' });
-    await expect.poll(() => diff.getByRole('rowheader').allTextContents(), { timeout: 10_000 }).toEqual(['prefix', 'suffix']);
-    expect(await diff.getByRole('row').filter({ hasText: 'prefix' }).textContent()).toContain('through the penguin house.');
+    await expect
+      .poll(() => diff.getByRole('rowheader').allTextContents(), { timeout: 10_000 })
+      .toEqual(['prefix', 'suffix']);
+    expect(await diff.getByRole('row').filter({ hasText: 'prefix' }).textContent()).toContain(
+      'through the penguin house.',
+    );
     await shot('manage-history');
     page.once('dialog', (d) => void d.accept());
     await history.getByRole('button', { name: 'Restore version 1' }).click();
@@ -375,7 +522,9 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     const restored = await prompt();
     expect(restored.prefix).toBe(first.prefix);
     expect(restored.suffix).toBe(first.suffix);
-    await expect.poll(() => history.getByRole('row').filter({ hasText: '3 (current)' }).count(), { timeout: 10_000 }).toBe(1);
+    await expect
+      .poll(() => history.getByRole('row').filter({ hasText: '3 (current)' }).count(), { timeout: 10_000 })
+      .toBe(1);
   });
 
   it('creates an agent from a template in its parameters, showing the API message for one it refuses', async () => {
@@ -392,7 +541,9 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await page.getByLabel('mcp_url').fill('http://127.0.0.1:9/mcp');
     await shot('manage-template');
     await page.getByRole('button', { name: 'Create agent' }).click();
-    await expect.poll(() => page.getByRole('status').textContent(), { timeout: 10_000 }).toContain('Created 4 resources');
+    await expect
+      .poll(() => page.getByRole('status').textContent(), { timeout: 10_000 })
+      .toContain('Created 4 resources');
     const helper = await app.call('GET', `${providers(app, 'Svc.Agent')}/agents/helper`);
     expect((helper.body as { roles: string[] }).roles).toContain('Owner');
     const tool = await app.call('GET', `${providers(app, 'Svc.Agent')}/tools/helper-tools`);
@@ -405,34 +556,55 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
       { user_prompt: 'Tell me about penguins', expect: { contains: 'penguins' } },
       { user_prompt: 'Tell me about seals', expect: { contains: 'walrus' } },
     ];
-    expect((await app.call('POST', `${agentPath}/evaluations/animals`, { body: { name: 'animals', cases } })).status).toBe(200);
+    expect(
+      (await app.call('POST', `${agentPath}/evaluations/animals`, { body: { name: 'animals', cases } })).status,
+    ).toBe(200);
     // A user's thumbs-down, shared with the owner: the prompt becomes a candidate case.
     await page.goto(`${app.core}/portal/`);
     await page.getByLabel('Agent').selectOption('guide');
     await page.getByLabel('Message').fill('Where do penguins sleep?');
     await page.getByLabel('Message').press('Enter');
     const answer = page.locator('li.message.assistant').last();
-    await expect.poll(() => answer.locator('.text').textContent(), { timeout: 10_000 }).toBe('Echo: Where do penguins sleep?');
+    await expect
+      .poll(() => answer.locator('.text').textContent(), { timeout: 10_000 })
+      .toBe('Echo: Where do penguins sleep?');
     await answer.getByRole('button', { name: 'Bad answer' }).click();
     await answer.getByRole('button', { name: "Share this prompt with the agent's owner to improve it" }).click();
-    await expect.poll(() => answer.getByRole('button', { name: "Prompt shared with the agent's owner" }).count(), { timeout: 10_000 }).toBe(1);
+    await expect
+      .poll(() => answer.getByRole('button', { name: "Prompt shared with the agent's owner" }).count(), {
+        timeout: 10_000,
+      })
+      .toBe(1);
 
     await page.goto(`${app.core}/portal/manage.html#agents`);
-    await page.getByRole('row').filter({ hasText: /^guide/ }).first().getByRole('button', { name: 'Properties and tokens' }).click();
+    await page
+      .getByRole('row')
+      .filter({ hasText: /^guide/ })
+      .first()
+      .getByRole('button', { name: 'Properties and tokens' })
+      .click();
     const panel = page.getByRole('region', { name: 'Evaluations of guide' });
     await panel.getByRole('button', { name: 'Run animals' }).click();
     const runs = panel.getByRole('table', { name: 'Runs of animals' });
-    await expect.poll(() => runs.getByRole('row').filter({ hasText: 'Completed' }).count(), { timeout: 30_000 }).toBe(1);
+    await expect
+      .poll(() => runs.getByRole('row').filter({ hasText: 'Completed' }).count(), { timeout: 30_000 })
+      .toBe(1);
     const guide = ((await app.call('GET', agentPath)).body as { resource: Record<string, unknown> }).resource;
-    expect((await app.call('POST', agentPath, { body: { ...guide, description: 'A changed guide' } })).status).toBe(200);
+    expect((await app.call('POST', agentPath, { body: { ...guide, description: 'A changed guide' } })).status).toBe(
+      200,
+    );
     await panel.getByRole('button', { name: 'Run animals' }).click();
-    await expect.poll(() => runs.getByRole('row').filter({ hasText: 'Completed' }).count(), { timeout: 30_000 }).toBe(2);
+    await expect
+      .poll(() => runs.getByRole('row').filter({ hasText: 'Completed' }).count(), { timeout: 30_000 })
+      .toBe(2);
     for (const box of await runs.getByRole('checkbox').all()) await box.check();
     const sideBySide = panel.getByRole('table', { name: 'Runs side by side' });
     const headers = await sideBySide.getByRole('columnheader').allTextContents();
     const version = guide.version as number;
     expect(headers).toEqual(['Prompt', `Agent version ${version + 1} (50%)`, `Agent version ${version} (50%)`]);
-    expect(await sideBySide.getByRole('row').filter({ hasText: 'Tell me about seals' }).textContent()).toContain('the answer does not contain "walrus"');
+    expect(await sideBySide.getByRole('row').filter({ hasText: 'Tell me about seals' }).textContent()).toContain(
+      'the answer does not contain "walrus"',
+    );
     await shot('manage-evaluations');
 
     const shared = panel.getByRole('region', { name: 'Shared prompts' });
@@ -441,7 +613,10 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await shared.getByRole('button', { name: 'Add as case' }).click();
     await expect.poll(() => shared.count(), { timeout: 10_000 }).toBe(0);
     const evaluation = await app.call('GET', `${agentPath}/evaluations/animals`);
-    expect((evaluation.body as { cases: unknown[] }).cases).toContainEqual({ user_prompt: 'Where do penguins sleep?', expect: { contains: 'sleep' } });
+    expect((evaluation.body as { cases: unknown[] }).cases).toContainEqual({
+      user_prompt: 'Where do penguins sleep?',
+      expect: { contains: 'sleep' },
+    });
   });
 
   it('deletes a prompt, lists it again with Show deleted, and purges it so its name can be used again', async () => {
@@ -475,7 +650,9 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await page.getByLabel('Show deleted').uncheck();
     await create();
     await expect.poll(() => row.textContent()).toMatch(/^scratch/);
-    expect((await app.call('GET', url)).body).toMatchObject({ resource: { prefix: 'A prompt to throw away.', deleted: false } });
+    expect((await app.call('GET', url)).body).toMatchObject({
+      resource: { prefix: 'A prompt to throw away.', deleted: false },
+    });
   });
 
   it('processes a data pipeline and shows the run finish with its counts', async () => {
@@ -485,13 +662,25 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     const runs = page.getByRole('region', { name: 'Pipeline runs' }).getByRole('row');
     // The header row, the run of beforeAll and the new one, which the table follows until it completes.
     await expect.poll(() => runs.count()).toBe((before.body as unknown[]).length + 2);
-    await expect.poll(() => runs.nth(1).textContent(), { timeout: 20_000 }).toMatch(/animals\s*Completed\s*1 documents, 1 partitions, 0 failed/);
+    await expect
+      .poll(() => runs.nth(1).textContent(), { timeout: 20_000 })
+      .toMatch(/animals\s*Completed\s*1 documents, 1 partitions, 0 failed/);
     await shot('manage-pipelines');
   });
 
   it('creates a code interpreter tool in the Tools form, attaches it to an agent by its checkbox, and shows the image the code writes inline', async () => {
-    const guide = ((await app.call('GET', `${providers(app, 'Svc.Agent')}/agents/guide`)).body as { resource: { workflow_object_id: string } }).resource;
-    expect((await app.call('POST', `${providers(app, 'Svc.Agent')}/agents/analyst`, { body: { name: 'analyst', workflow_object_id: guide.workflow_object_id } })).status).toBe(200);
+    const guide = (
+      (await app.call('GET', `${providers(app, 'Svc.Agent')}/agents/guide`)).body as {
+        resource: { workflow_object_id: string };
+      }
+    ).resource;
+    expect(
+      (
+        await app.call('POST', `${providers(app, 'Svc.Agent')}/agents/analyst`, {
+          body: { name: 'analyst', workflow_object_id: guide.workflow_object_id },
+        })
+      ).status,
+    ).toBe(200);
     await page.goto(`${app.core}/portal/manage.html#tools`);
     await page.getByRole('button', { name: 'New tool' }).click();
     await page.getByLabel('Name', { exact: true }).fill('interpreter');
@@ -505,7 +694,14 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await page.getByRole('group', { name: 'Tools' }).getByLabel('interpreter').check();
     await page.getByRole('button', { name: 'Save' }).click();
     await expect
-      .poll(async () => ((await app.call('GET', `${providers(app, 'Svc.Agent')}/agents/analyst`)).body as { resource: { tool_object_ids?: string[] } }).resource.tool_object_ids)
+      .poll(
+        async () =>
+          (
+            (await app.call('GET', `${providers(app, 'Svc.Agent')}/agents/analyst`)).body as {
+              resource: { tool_object_ids?: string[] };
+            }
+          ).resource.tool_object_ids,
+      )
       .toEqual([`/instances/${INSTANCE}/providers/Svc.Agent/tools/interpreter`]);
     const draw = [
       'import struct, zlib',
@@ -526,9 +722,13 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await page.getByLabel('Message').fill('Draw me a chart');
     await page.getByLabel('Message').press('Enter');
     const answer = page.getByRole('region', { name: 'Conversation' }).locator('li.message.assistant').last();
-    await expect.poll(() => answer.locator('.text').textContent(), { timeout: 30_000 }).toMatch(/^Tools said: drew chart\.png/);
+    await expect
+      .poll(() => answer.locator('.text').textContent(), { timeout: 30_000 })
+      .toMatch(/^Tools said: drew chart\.png/);
     const image = answer.getByAltText('chart.png');
-    await expect.poll(() => image.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth), { timeout: 10_000 }).toBe(240);
+    await expect
+      .poll(() => image.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth), { timeout: 10_000 })
+      .toBe(240);
     expect(await answer.getByRole('link', { name: 'chart.png' }).getAttribute('download')).toBe('chart.png');
     await shot('chat-code-interpreter');
   });
@@ -537,10 +737,17 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     const first = await python('1.0.0');
     await page.goto(`${app.core}/portal/manage.html#packages`);
     await page.getByLabel('Name', { exact: true }).fill('acctools');
-    for (const [version, bytes] of [['1.0.0', first], ['1.1.0', await python('1.1.0')]] as const) {
+    for (const [version, bytes] of [
+      ['1.0.0', first],
+      ['1.1.0', await python('1.1.0')],
+    ] as const) {
       await page.getByLabel('Version', { exact: true }).fill(version);
-      await page.locator('#pkg-file').setInputFiles({ name: `acctools-${version}.zip`, mimeType: 'application/zip', buffer: bytes });
-      await expect.poll(() => page.getByRole('row').filter({ hasText: 'Python-acctools' }).first().textContent()).toContain(version);
+      await page
+        .locator('#pkg-file')
+        .setInputFiles({ name: `acctools-${version}.zip`, mimeType: 'application/zip', buffer: bytes });
+      await expect
+        .poll(() => page.getByRole('row').filter({ hasText: 'Python-acctools' }).first().textContent())
+        .toContain(version);
     }
     const history = page.getByRole('region', { name: 'Versions of Python-acctools' });
     const rows = history.getByRole('row');
@@ -555,8 +762,9 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await shot('manage-packages');
   });
 
-  it('sets the branding, showing the API\'s message for a colour it refuses', async () => {
-    const branding = async () => (await app.call('GET', `${app.core}/instances/${INSTANCE}/branding`)).body as Record<string, string>;
+  it("sets the branding, showing the API's message for a colour it refuses", async () => {
+    const branding = async () =>
+      (await app.call('GET', `${app.core}/instances/${INSTANCE}/branding`)).body as Record<string, string>;
     await page.goto(`${app.core}/portal/manage.html#appConfig`);
     const form = page.getByRole('form', { name: 'Branding' });
     await form.getByLabel('Company name').fill('Penguin Works');
@@ -571,8 +779,10 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await expect.poll(() => page.getByRole('row').filter({ hasText: 'Svc:Branding:PrimaryColor' }).count()).toBe(1);
   });
 
-  it('defines completion quotas, showing the API\'s message for one it refuses, and the Core API enforces them', async () => {
-    const stored = async () => (await app.call('GET', `${providers(app, 'Svc.Configuration')}/appConfigurations/Svc:Quota:Definitions`)).body as { resource?: { value: string } };
+  it("defines completion quotas, showing the API's message for one it refuses, and the Core API enforces them", async () => {
+    const stored = async () =>
+      (await app.call('GET', `${providers(app, 'Svc.Configuration')}/appConfigurations/Svc:Quota:Definitions`))
+        .body as { resource?: { value: string } };
     await page.goto(`${app.core}/portal/manage.html#appConfig`);
     const form = page.getByRole('form', { name: 'Quotas' });
     await form.getByText('No quotas: completions are not limited.').waitFor();
@@ -592,9 +802,19 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await form.getByRole('button', { name: 'Save quotas' }).click();
     await form.getByRole('status').waitFor();
     expect(JSON.parse((await stored()).resource?.value ?? '[]')).toEqual([
-      { name: 'GuideHourly', context: 'CoreAPI:Completions:guide', metric: 'requests', metric_partition: 'UserPrincipalName', metric_limit: 100, metric_window_seconds: 3600, lockout_duration_seconds: 0 },
+      {
+        name: 'GuideHourly',
+        context: 'CoreAPI:Completions:guide',
+        metric: 'requests',
+        metric_partition: 'UserPrincipalName',
+        metric_limit: 100,
+        metric_window_seconds: 3600,
+        lockout_duration_seconds: 0,
+      },
     ]);
-    const answer = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { user_prompt: 'How do penguins keep warm?', agent_name: 'guide' } });
+    const answer = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, {
+      body: { user_prompt: 'How do penguins keep warm?', agent_name: 'guide' },
+    });
     expect(answer.headers.get('ratelimit-policy')).toBe('"GuideHourly";q=100;w=3600');
     await shot('manage-config');
     // Reloaded, the form shows what is stored; removing the last quota lifts the limit.
@@ -606,8 +826,11 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     expect((await stored()).resource?.value).toBe('[]');
   });
 
-  it('defines budgets, showing the API\'s message for one it refuses, and the Core API holds them', async () => {
-    const stored = async () => (await app.call('GET', `${providers(app, 'Svc.Configuration')}/appConfigurations/Svc:Budgets`)).body as { resource?: { value: string } };
+  it("defines budgets, showing the API's message for one it refuses, and the Core API holds them", async () => {
+    const stored = async () =>
+      (await app.call('GET', `${providers(app, 'Svc.Configuration')}/appConfigurations/Svc:Budgets`)).body as {
+        resource?: { value: string };
+      };
     await page.goto(`${app.core}/portal/manage.html#appConfig`);
     const form = page.getByRole('form', { name: 'Budgets' });
     await form.getByText('No budgets: spend is not capped.').waitFor();
@@ -633,10 +856,19 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await form.getByRole('button', { name: 'Save budgets' }).click();
     await form.getByRole('status').waitFor();
     expect(JSON.parse((await stored()).resource?.value ?? '[]')).toEqual([
-      { name: 'guides-monthly', scope: 'cost_center', cost_center: 'field-guides', limit: 50, currency: 'USD', period: 'month' },
+      {
+        name: 'guides-monthly',
+        scope: 'cost_center',
+        cost_center: 'field-guides',
+        limit: 50,
+        currency: 'USD',
+        period: 'month',
+      },
       { name: 'per-person', scope: 'user', agent_name: 'guide', limit: 100, currency: 'USD', period: 'day' },
     ]);
-    const answer = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { user_prompt: 'How do penguins keep warm?', agent_name: 'guide' } });
+    const answer = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, {
+      body: { user_prompt: 'How do penguins keep warm?', agent_name: 'guide' },
+    });
     expect(answer.headers.get('svc-budget')).toMatch(/^"(guides-monthly|per-person)";remaining=\d/);
   });
 
@@ -649,9 +881,22 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await page.getByRole('button', { name: 'New role assignment' }).waitFor();
     const assignments = await app.call('GET', `${providers(app, 'Svc.Authorization')}/roleAssignments`);
     const details = await Promise.all(
-      (assignments.body as { resource: { name: string } }[]).map(async (a) => ((await app.call('GET', `${providers(app, 'Svc.Authorization')}/roleAssignments/${a.resource.name}`)).body as { resource: Record<string, string> }).resource),
+      (assignments.body as { resource: { name: string } }[]).map(
+        async (a) =>
+          (
+            (await app.call('GET', `${providers(app, 'Svc.Authorization')}/roleAssignments/${a.resource.name}`))
+              .body as { resource: Record<string, string> }
+          ).resource,
+      ),
     );
-    expect(details).toContainEqual(expect.objectContaining({ principal_id: LOCAL_DEFAULT_USER.oid, principal_type: 'User', role_definition_id: roleDefinitionPath(ROLE_IDS.analyticsReader), scope: `/instances/${INSTANCE}` }));
+    expect(details).toContainEqual(
+      expect.objectContaining({
+        principal_id: LOCAL_DEFAULT_USER.oid,
+        principal_type: 'User',
+        role_definition_id: roleDefinitionPath(ROLE_IDS.analyticsReader),
+        scope: `/instances/${INSTANCE}`,
+      }),
+    );
     await page.goto(`${app.core}/portal/manage.html#analytics`);
     const chart = page.getByRole('img', { name: /^Tokens per agent: guide \d+/ });
     await chart.waitFor();
@@ -661,25 +906,63 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     const center = page.getByRole('figure').filter({ hasText: 'Cost center field-guides' });
     await center.waitFor();
     expect(await center.getByRole('img', { name: new RegExp(`per day: .*${today} 0\\.\\d+`) }).count()).toBe(1);
-    expect(await page.getByRole('figure').filter({ hasText: /^Agent guide: 0\.\d+ USD/ }).count()).toBe(1);
+    expect(
+      await page
+        .getByRole('figure')
+        .filter({ hasText: /^Agent guide: 0\.\d+ USD/ })
+        .count(),
+    ).toBe(1);
     const budgets = page.getByRole('table', { name: 'Budget status' });
-    await expect.poll(() => budgets.getByRole('row').filter({ hasText: 'guides-monthly' }).textContent()).toMatch(/cost center.*50 USD a month.*0\.\d+ USD/);
-    expect(await budgets.getByRole('row').filter({ hasText: 'per-person' }).filter({ hasText: 'owner@local.test' }).count()).toBe(1);
+    await expect
+      .poll(() => budgets.getByRole('row').filter({ hasText: 'guides-monthly' }).textContent())
+      .toMatch(/cost center.*50 USD a month.*0\.\d+ USD/);
+    expect(
+      await budgets.getByRole('row').filter({ hasText: 'per-person' }).filter({ hasText: 'owner@local.test' }).count(),
+    ).toBe(1);
     await shot('analytics');
   });
 
   it('holds a spoken call from a fake microphone: both transcripts show live, and stay after a reload', async () => {
     const ref = (type: string, name: string) => `/instances/${INSTANCE}/providers/${type}/${name}`;
-    const post = async (type: string, name: string, body: Record<string, unknown>) => expect((await app.call('POST', `${app.management}${ref(type, name)}`, { body: { name, ...body } })).status).toBe(200);
-    await post('Svc.Configuration/apiEndpointConfigurations', 'voice-endpoint', { category: 'LLM', provider: 'openai', url: `${llm.url}/v1`, authentication_type: 'None' });
-    await post('Svc.AIModel/aiModels', 'voice-model', { model_type: 'realtime', deployment_name: 'gpt-4o-realtime', api_endpoint_object_id: ref('Svc.Configuration/apiEndpointConfigurations', 'voice-endpoint') });
-    const guide = ((await app.call('GET', `${providers(app, 'Svc.Agent')}/agents/guide`)).body as { resource: { workflow_object_id: string } }).resource;
-    await post('Svc.Agent/agents', 'speaker', { workflow_object_id: guide.workflow_object_id, realtime_speech_settings: { enabled: true, realtime_speech_ai_model_object_id: ref('Svc.AIModel/aiModels', 'voice-model') } });
+    const post = async (type: string, name: string, body: Record<string, unknown>) =>
+      expect((await app.call('POST', `${app.management}${ref(type, name)}`, { body: { name, ...body } })).status).toBe(
+        200,
+      );
+    await post('Svc.Configuration/apiEndpointConfigurations', 'voice-endpoint', {
+      category: 'LLM',
+      provider: 'openai',
+      url: `${llm.url}/v1`,
+      authentication_type: 'None',
+    });
+    await post('Svc.AIModel/aiModels', 'voice-model', {
+      model_type: 'realtime',
+      deployment_name: 'gpt-4o-realtime',
+      api_endpoint_object_id: ref('Svc.Configuration/apiEndpointConfigurations', 'voice-endpoint'),
+    });
+    const guide = (
+      (await app.call('GET', `${providers(app, 'Svc.Agent')}/agents/guide`)).body as {
+        resource: { workflow_object_id: string };
+      }
+    ).resource;
+    await post('Svc.Agent/agents', 'speaker', {
+      workflow_object_id: guide.workflow_object_id,
+      realtime_speech_settings: {
+        enabled: true,
+        realtime_speech_ai_model_object_id: ref('Svc.AIModel/aiModels', 'voice-model'),
+      },
+    });
     // The microphone speaks a recorded sentence (espeak-ng, 22.05 kHz mono WAV, committed as a fixture).
     const wav = fileURLToPath(new URL('../fixtures/hello-from-the-microphone.wav', import.meta.url));
     const speaking = await chromium.launch({
       executablePath: BROWSER,
-      args: ['--no-sandbox', '--disable-gpu', '--use-fake-ui-for-media-stream', '--use-fake-device-for-media-stream', `--use-file-for-fake-audio-capture=${wav}`, '--autoplay-policy=no-user-gesture-required'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--use-fake-ui-for-media-stream',
+        '--use-fake-device-for-media-stream',
+        `--use-file-for-fake-audio-capture=${wav}`,
+        '--autoplay-policy=no-user-gesture-required',
+      ],
     });
     try {
       const tab = await speaking.newPage();
@@ -694,7 +977,9 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
       await tab.waitForTimeout(700);
       await done.click();
       const live = tab.getByRole('list', { name: 'Live transcript' });
-      await expect.poll(() => live.textContent(), { timeout: 10_000 }).toBe('You: Hello from the microphoneAgent: Echo: Hello from the microphone');
+      await expect
+        .poll(() => live.textContent(), { timeout: 10_000 })
+        .toBe('You: Hello from the microphoneAgent: Echo: Hello from the microphone');
       // The speech reached the model: the appended PCM16 frames carry sound, not silence.
       const heard = llm.realtime.calls.at(-1)?.received.filter((e) => e.type === 'input_audio_buffer.append') ?? [];
       const pcm = Buffer.concat(heard.map((e) => Buffer.from(String(e.audio), 'base64')));
@@ -703,13 +988,27 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
       expect(loudest).toBeGreaterThan(2_000);
       await tab.screenshot({ path: path.join(SHOTS, 'chat-call.png'), fullPage: true });
       await tab.getByRole('button', { name: 'End the call' }).click();
-      await expect.poll(() => tab.getByRole('group', { name: 'Spoken call' }).getByRole('status').textContent(), { timeout: 10_000 }).toContain('Call ended');
+      await expect
+        .poll(() => tab.getByRole('group', { name: 'Spoken call' }).getByRole('status').textContent(), {
+          timeout: 10_000,
+        })
+        .toContain('Call ended');
       const conversation = tab.getByRole('region', { name: 'Conversation' });
-      await expect.poll(() => conversation.locator('li.message').allTextContents(), { timeout: 10_000 }).toEqual([expect.stringContaining('Hello from the microphone'), expect.stringContaining('Echo: Hello from the microphone')]);
+      await expect
+        .poll(() => conversation.locator('li.message').allTextContents(), { timeout: 10_000 })
+        .toEqual([
+          expect.stringContaining('Hello from the microphone'),
+          expect.stringContaining('Echo: Hello from the microphone'),
+        ]);
       await tab.reload();
       await tab.getByLabel('Agent').selectOption('speaker');
-      await tab.getByRole('region', { name: 'Sessions' }).getByRole('button', { name: 'Call with speaker', exact: true }).click();
-      await expect.poll(() => conversation.locator('li.message .text').allTextContents(), { timeout: 10_000 }).toEqual(['Hello from the microphone', 'Echo: Hello from the microphone']);
+      await tab
+        .getByRole('region', { name: 'Sessions' })
+        .getByRole('button', { name: 'Call with speaker', exact: true })
+        .click();
+      await expect
+        .poll(() => conversation.locator('li.message .text').allTextContents(), { timeout: 10_000 })
+        .toEqual(['Hello from the microphone', 'Echo: Hello from the microphone']);
     } finally {
       await speaking.close();
     }
@@ -742,10 +1041,20 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
       // Evaluated through the DevTools protocol: the portal's Content Security Policy refuses inline scripts.
       await page.evaluate(axe);
       const result = await page.evaluate(() =>
-        (window as unknown as { axe: { run: (o: unknown) => Promise<{ passes: unknown[]; violations: { id: string; nodes: { target: string[] }[] }[] }> } }).axe.run({ runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } }),
+        (
+          window as unknown as {
+            axe: {
+              run: (
+                o: unknown,
+              ) => Promise<{ passes: unknown[]; violations: { id: string; nodes: { target: string[] }[] }[] }>;
+            };
+          }
+        ).axe.run({ runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa'] } }),
       );
       rules += result.passes.length;
-      found.push(...result.violations.map((v) => `${view}: ${v.id} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`));
+      found.push(
+        ...result.violations.map((v) => `${view}: ${v.id} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`),
+      );
     }
     process.stdout.write(`axe-core: ${views.length} views, ${rules} rule checks passed, ${found.length} violations\n`);
     expect(found).toEqual([]);
@@ -771,20 +1080,34 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await page.keyboard.press('Enter');
     const answer = page.locator('li.message.assistant').last();
     await expect.poll(() => answer.locator('.text').textContent()).toMatch(/^Echo: Which penguins huddle\?/);
-    await tabTo((e) => e === Array.from(document.querySelectorAll('li.message.assistant [aria-label="Bad answer"]')).at(-1), 'Shift+Tab');
+    await tabTo(
+      (e) => e === Array.from(document.querySelectorAll('li.message.assistant [aria-label="Bad answer"]')).at(-1),
+      'Shift+Tab',
+    );
     await page.keyboard.press('Space');
-    await expect.poll(() => answer.getByRole('button', { name: 'Bad answer' }).getAttribute('aria-pressed')).toBe('true');
+    await expect
+      .poll(() => answer.getByRole('button', { name: 'Bad answer' }).getAttribute('aria-pressed'))
+      .toBe('true');
   });
 
   it("shows what the agent's flags say: a welcome message, and no tokens, rating, prompt or upload when they are off", async () => {
-    const off = { show_message_tokens: false, show_message_rating: false, show_view_prompt: false, show_file_upload: false };
-    const set = await app.call('POST', `${providers(app, 'Svc.Agent')}/agents/concierge/set-properties`, { body: { properties: off, metadata_properties: { welcome_message: 'Welcome to the penguin house.' } } });
+    const off = {
+      show_message_tokens: false,
+      show_message_rating: false,
+      show_view_prompt: false,
+      show_file_upload: false,
+    };
+    const set = await app.call('POST', `${providers(app, 'Svc.Agent')}/agents/concierge/set-properties`, {
+      body: { properties: off, metadata_properties: { welcome_message: 'Welcome to the penguin house.' } },
+    });
     expect(set.status).toBe(200);
     await page.goto(`${app.core}/portal/`);
     await page.getByLabel('Agent').selectOption('concierge');
     await page.getByRole('button', { name: 'New chat', exact: true }).click();
     const conversation = page.getByRole('region', { name: 'Conversation' });
-    await expect.poll(() => conversation.locator('li.message.welcome').textContent()).toBe('Welcome to the penguin house.');
+    await expect
+      .poll(() => conversation.locator('li.message.welcome').textContent())
+      .toBe('Welcome to the penguin house.');
     expect(await page.getByText('Attach a file').count()).toBe(0);
     await page.getByLabel('Message').fill('Where do the penguins sleep?');
     await page.getByLabel('Message').press('Enter');
@@ -807,13 +1130,22 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
   });
 
   it('fits a phone screen: no sideways scrolling (a long session name is cut), the navigation above the content', async () => {
-    await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: `A very long automatically named session ${'about penguins '.repeat(10)}` } });
+    await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, {
+      body: { name: `A very long automatically named session ${'about penguins '.repeat(10)}` },
+    });
     await page.setViewportSize({ width: 390, height: 844 });
     try {
-      for (const [url, ready] of [['/portal/', 'Message'], ['/portal/manage.html#agents', 'New agent'], ['/portal/manage.html#appConfig', 'Add quota']] as const) {
+      for (const [url, ready] of [
+        ['/portal/', 'Message'],
+        ['/portal/manage.html#agents', 'New agent'],
+        ['/portal/manage.html#appConfig', 'Add quota'],
+      ] as const) {
         await page.goto(`${app.core}${url}`);
         await page.getByText(ready).or(page.getByLabel(ready)).first().waitFor();
-        expect(await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth), url).toBeLessThanOrEqual(0);
+        expect(
+          await page.evaluate(() => document.documentElement.scrollWidth - window.innerWidth),
+          url,
+        ).toBeLessThanOrEqual(0);
         if (url === '/portal/') await shot('chat-phone');
       }
       const nav = await page.locator('.manage > nav').boundingBox();
@@ -838,8 +1170,24 @@ describe.skipIf(!BROWSER)('Entra ID sign-in in Chromium', () => {
   let browser: Browser;
 
   beforeAll(async () => {
-    app = await startTestApp({ PORTAL_ENTRA_CLIENT_ID: CLIENT, PORTAL_ENTRA_AUTHORITY: LOGIN, PORTAL_API_SCOPE: SCOPE, CORE_PORT: String(await freePort()), MANAGEMENT_PORT: String(await freePort()) });
-    browser = await chromium.launch({ executablePath: BROWSER, args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync', '--no-first-run'] });
+    app = await startTestApp({
+      PORTAL_ENTRA_CLIENT_ID: CLIENT,
+      PORTAL_ENTRA_AUTHORITY: LOGIN,
+      PORTAL_API_SCOPE: SCOPE,
+      CORE_PORT: String(await freePort()),
+      MANAGEMENT_PORT: String(await freePort()),
+    });
+    browser = await chromium.launch({
+      executablePath: BROWSER,
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+        '--no-first-run',
+      ],
+    });
   }, 120_000);
   afterAll(async () => {
     await browser.close();
@@ -854,12 +1202,34 @@ describe.skipIf(!BROWSER)('Entra ID sign-in in Chromium', () => {
     const seen: { authorize?: URLSearchParams; token?: URLSearchParams } = {};
     await page.route('https://login.microsoftonline.com/**', async (route) => {
       const url = new URL(route.request().url());
-      const json = (body: unknown) => route.fulfill({ status: 200, contentType: 'application/json', headers: { 'access-control-allow-origin': '*' }, body: JSON.stringify(body) });
+      const json = (body: unknown) =>
+        route.fulfill({
+          status: 200,
+          contentType: 'application/json',
+          headers: { 'access-control-allow-origin': '*' },
+          body: JSON.stringify(body),
+        });
       // MSAL carries login.microsoftonline.com's metadata; these two answer in case a version asks for it.
       if (url.pathname.endsWith('/.well-known/openid-configuration'))
-        return json({ issuer: `${LOGIN}/v2.0`, authorization_endpoint: `${LOGIN}/oauth2/v2.0/authorize`, token_endpoint: `${LOGIN}/oauth2/v2.0/token`, end_session_endpoint: `${LOGIN}/oauth2/v2.0/logout`, jwks_uri: `${LOGIN}/discovery/v2.0/keys` });
+        return json({
+          issuer: `${LOGIN}/v2.0`,
+          authorization_endpoint: `${LOGIN}/oauth2/v2.0/authorize`,
+          token_endpoint: `${LOGIN}/oauth2/v2.0/token`,
+          end_session_endpoint: `${LOGIN}/oauth2/v2.0/logout`,
+          jwks_uri: `${LOGIN}/discovery/v2.0/keys`,
+        });
       if (url.pathname.endsWith('/discovery/instance'))
-        return json({ tenant_discovery_endpoint: `${LOGIN}/v2.0/.well-known/openid-configuration`, 'api-version': '1.1', metadata: [{ preferred_network: 'login.microsoftonline.com', preferred_cache: 'login.windows.net', aliases: ['login.microsoftonline.com', 'login.windows.net'] }] });
+        return json({
+          tenant_discovery_endpoint: `${LOGIN}/v2.0/.well-known/openid-configuration`,
+          'api-version': '1.1',
+          metadata: [
+            {
+              preferred_network: 'login.microsoftonline.com',
+              preferred_cache: 'login.windows.net',
+              aliases: ['login.microsoftonline.com', 'login.windows.net'],
+            },
+          ],
+        });
       if (url.pathname.endsWith('/oauth2/v2.0/authorize')) {
         seen.authorize = url.searchParams;
         const back = `${url.searchParams.get('redirect_uri') ?? ''}#code=the-code&state=${encodeURIComponent(url.searchParams.get('state') ?? '')}&client_info=${clientInfo}`;
@@ -869,8 +1239,28 @@ describe.skipIf(!BROWSER)('Entra ID sign-in in Chromium', () => {
         const form = new URLSearchParams(route.request().postData() ?? '');
         seen.token = form;
         const now = Math.floor(Date.now() / 1000);
-        const claims = { iss: `${LOGIN}/v2.0`, aud: CLIENT, tid: TENANT, oid: LOCAL_DEFAULT_USER.oid, sub: LOCAL_DEFAULT_USER.oid, preferred_username: LOCAL_DEFAULT_USER.upn, name: 'Entra Owner', nonce: seen.authorize?.get('nonce'), iat: now, nbf: now, exp: now + 3600 };
-        return json({ token_type: 'Bearer', scope: SCOPE, expires_in: 3600, ext_expires_in: 3600, access_token: accessToken, id_token: `${b64url({ alg: 'RS256', typ: 'JWT', kid: 'k' })}.${b64url(claims)}.c2ln`, client_info: clientInfo });
+        const claims = {
+          iss: `${LOGIN}/v2.0`,
+          aud: CLIENT,
+          tid: TENANT,
+          oid: LOCAL_DEFAULT_USER.oid,
+          sub: LOCAL_DEFAULT_USER.oid,
+          preferred_username: LOCAL_DEFAULT_USER.upn,
+          name: 'Entra Owner',
+          nonce: seen.authorize?.get('nonce'),
+          iat: now,
+          nbf: now,
+          exp: now + 3600,
+        };
+        return json({
+          token_type: 'Bearer',
+          scope: SCOPE,
+          expires_in: 3600,
+          ext_expires_in: 3600,
+          access_token: accessToken,
+          id_token: `${b64url({ alg: 'RS256', typ: 'JWT', kid: 'k' })}.${b64url(claims)}.c2ln`,
+          client_info: clientInfo,
+        });
       }
       return route.fulfill({ status: 404, body: '' });
     });
@@ -888,7 +1278,11 @@ describe.skipIf(!BROWSER)('Entra ID sign-in in Chromium', () => {
     expect(seen.token?.get('code')).toBe('the-code');
     expect(seen.token?.get('client_id')).toBe(CLIENT);
     // PKCE: the verifier sent with the code is the one the challenge was made from.
-    expect(createHash('sha256').update(seen.token?.get('code_verifier') ?? '').digest('base64url')).toBe(authorize?.get('code_challenge'));
+    expect(
+      createHash('sha256')
+        .update(seen.token?.get('code_verifier') ?? '')
+        .digest('base64url'),
+    ).toBe(authorize?.get('code_challenge'));
     expect(await call.headerValue('authorization')).toBe(`Bearer ${accessToken}`);
     await page.getByRole('button', { name: 'Sign out' }).waitFor();
     expect(await page.getByRole('button', { name: 'Sign in with Microsoft' }).count()).toBe(0);

@@ -33,7 +33,12 @@ describe('local queue consumer', () => {
     const queue = `q-${randomUUID()}`;
     const s = await testServices({ env: { ASYNC_COMPLETIONS_QUEUE: queue } });
     const seen: unknown[] = [];
-    const handler = queueHandler({ name: 'test-ok', queue: { of: 'completions' }, message: z.object({ n: z.number() }), handler: (m) => Promise.resolve(void seen.push(m)) });
+    const handler = queueHandler({
+      name: 'test-ok',
+      queue: { of: 'completions' },
+      message: z.object({ n: z.number() }),
+      handler: (m) => Promise.resolve(void seen.push(m)),
+    });
     const producer = new QueueProducer(() => Promise.resolve(queues));
     consumer = startQueueConsumer(handler, queues, s, { idlePollMs: 50 });
     await producer.send(queue, { n: 1 });
@@ -49,7 +54,12 @@ describe('local queue consumer', () => {
     const queue = `q-${randomUUID()}`;
     const s = await testServices({ env: { ASYNC_COMPLETIONS_QUEUE: queue } });
     const seen: unknown[] = [];
-    const handler = queueHandler({ name: 'test-schema', queue: { of: 'completions' }, message: z.object({ n: z.number() }), handler: (m) => Promise.resolve(void seen.push(m)) });
+    const handler = queueHandler({
+      name: 'test-schema',
+      queue: { of: 'completions' },
+      message: z.object({ n: z.number() }),
+      handler: (m) => Promise.resolve(void seen.push(m)),
+    });
     consumer = startQueueConsumer(handler, queues, s, { idlePollMs: 50 });
     const producer = new QueueProducer(() => Promise.resolve(queues));
     await producer.send(queue, { n: 'not a number' });
@@ -98,7 +108,12 @@ describe('local queue consumer', () => {
     const queue = `q-${randomUUID()}`;
     const s = await testServices({ env: { ASYNC_COMPLETIONS_QUEUE: queue } });
     const seen: unknown[] = [];
-    const handler = queueHandler({ name: 'test-idle', queue: { of: 'completions' }, message: z.object({ n: z.number() }), handler: (m) => Promise.resolve(void seen.push(m)) });
+    const handler = queueHandler({
+      name: 'test-idle',
+      queue: { of: 'completions' },
+      message: z.object({ n: z.number() }),
+      handler: (m) => Promise.resolve(void seen.push(m)),
+    });
     // The consumer's queue client, with its polls counted.
     let polls = 0;
     const counted = new Proxy(queues, {

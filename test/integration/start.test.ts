@@ -65,7 +65,12 @@ describe('npm start', () => {
       const r = await fetch(url);
       expect(r.status).toBe(200);
       expect(r.headers.get('x-request-id')).toBeTruthy();
-      expect(await r.json()).toEqual({ status: 'ready', name, version: expect.any(String) as string, instance_id: INSTANCE });
+      expect(await r.json()).toEqual({
+        status: 'ready',
+        name,
+        version: expect.any(String) as string,
+        instance_id: INSTANCE,
+      });
     }
   });
 
@@ -94,10 +99,22 @@ describe('npm start', () => {
     const token = (await runScript('token', [], env)).stdout.trim();
     const headers = { authorization: `Bearer ${token}`, 'content-type': 'application/json' };
     const name = randomUUID();
-    const grant = { name, principal_id: LOCAL_DEFAULT_USER.oid, principal_type: 'User', role_definition_id: roleDefinitionPath(ROLE_IDS.analyticsReader), scope: `/instances/${INSTANCE}` };
-    const granted = await fetch(`${management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/${name}`, { method: 'POST', headers, body: JSON.stringify(grant) });
+    const grant = {
+      name,
+      principal_id: LOCAL_DEFAULT_USER.oid,
+      principal_type: 'User',
+      role_definition_id: roleDefinitionPath(ROLE_IDS.analyticsReader),
+      scope: `/instances/${INSTANCE}`,
+    };
+    const granted = await fetch(
+      `${management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/${name}`,
+      { method: 'POST', headers, body: JSON.stringify(grant) },
+    );
     expect(granted.status).toBeLessThan(300);
-    const overview = await fetch(`${management}/instances/${INSTANCE}/providers/Svc.Analytics/analytics/query?api-version=2024-02-16`, { method: 'POST', headers, body: JSON.stringify({ request_type: 0 }) });
+    const overview = await fetch(
+      `${management}/instances/${INSTANCE}/providers/Svc.Analytics/analytics/query?api-version=2024-02-16`,
+      { method: 'POST', headers, body: JSON.stringify({ request_type: 0 }) },
+    );
     expect(overview.status).toBe(200);
     expect(await overview.json()).toMatchObject({ is_success: true, resource: { data: { active_users: 0 } } });
   });
@@ -107,7 +124,12 @@ describe('npm start', () => {
     await app.stop();
     // Written while the service is down, straight into its embedded store file.
     const store = openSqliteStore(`${env.DATA_DIR}/store.db`);
-    await rawContainer<SettingDoc>(store, 'resources').upsert({ id: resourceId('Svc:Branding:CompanyName'), pk: 'Svc.Configuration/appConfigurations', key: 'Svc:Branding:CompanyName', value: 'Contoso' });
+    await rawContainer<SettingDoc>(store, 'resources').upsert({
+      id: resourceId('Svc:Branding:CompanyName'),
+      pk: 'Svc.Configuration/appConfigurations',
+      key: 'Svc:Branding:CompanyName',
+      value: 'Contoso',
+    });
     await store.close();
     app = await startBuilt(env, /Get a token/);
     const r = await fetch(`${core}/instances/${INSTANCE}/branding`, { headers: { authorization: `Bearer ${token}` } });

@@ -23,11 +23,15 @@ export interface AgentOptions {
   as?: string;
 }
 
-const path = (provider: string, type: string, name: string) => `/instances/${INSTANCE}/providers/${provider}/${type}/${name}`;
+const path = (provider: string, type: string, name: string) =>
+  `/instances/${INSTANCE}/providers/${provider}/${type}/${name}`;
 
 export async function seedAgent(app: ApiClient, name: string, o: AgentOptions): Promise<void> {
   const post = async (provider: string, type: string, resource: string, body: Record<string, unknown>) => {
-    const r = await app.call('POST', `${app.management}${path(provider, type, resource)}`, { body: { name: resource, ...body }, ...(o.as ? { as: o.as } : {}) });
+    const r = await app.call('POST', `${app.management}${path(provider, type, resource)}`, {
+      body: { name: resource, ...body },
+      ...(o.as ? { as: o.as } : {}),
+    });
     expect(r.status, `${type}/${resource}: ${JSON.stringify(r.body)}`).toBe(200);
   };
   const endpoint = `${o.endpointOf ?? name}-endpoint`;
@@ -47,10 +51,21 @@ export async function seedAgent(app: ApiClient, name: string, o: AgentOptions): 
     api_endpoint_object_id: path('Svc.Configuration', 'apiEndpointConfigurations', endpoint),
     ...(o.modelParameters ? { model_parameters: o.modelParameters } : {}),
     // Prices per 1,000 tokens, given as the model's pricing (per million, in USD).
-    ...(o.prices ? { pricing: { input_per_million: o.prices.prompt * 1000, output_per_million: o.prices.completion * 1000, currency: 'USD' } } : {}),
+    ...(o.prices
+      ? {
+          pricing: {
+            input_per_million: o.prices.prompt * 1000,
+            output_per_million: o.prices.completion * 1000,
+            currency: 'USD',
+          },
+        }
+      : {}),
     ...(o.pricing ? { pricing: o.pricing } : {}),
   });
-  await post('Svc.Prompt', 'prompts', `${name}-prompt`, { prefix: o.prefix ?? 'You are a test agent.', ...(o.suffix ? { suffix: o.suffix } : {}) });
+  await post('Svc.Prompt', 'prompts', `${name}-prompt`, {
+    prefix: o.prefix ?? 'You are a test agent.',
+    ...(o.suffix ? { suffix: o.suffix } : {}),
+  });
   await post('Svc.Agent', 'workflows', `${name}-workflow`, {
     workflow_type: 'chat',
     workflow_host: 'builtin',
@@ -68,8 +83,18 @@ export async function seedAgent(app: ApiClient, name: string, o: AgentOptions): 
 /** Lets a user use an agent: a Reader role assignment on it. */
 export async function grantReader(app: ApiClient, upn: string, agent: string): Promise<void> {
   const name = randomUUID();
-  const r = await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/${name}`, {
-    body: { name, principal_id: oidForUpn(upn), principal_type: 'User', role_definition_id: roleDefinitionPath(ROLE_IDS.reader), scope: `/instances/${INSTANCE}/providers/Svc.Agent/agents/${agent}` },
-  });
+  const r = await app.call(
+    'POST',
+    `${app.management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/${name}`,
+    {
+      body: {
+        name,
+        principal_id: oidForUpn(upn),
+        principal_type: 'User',
+        role_definition_id: roleDefinitionPath(ROLE_IDS.reader),
+        scope: `/instances/${INSTANCE}/providers/Svc.Agent/agents/${agent}`,
+      },
+    },
+  );
   expect(r.status).toBe(200);
 }

@@ -23,14 +23,29 @@ export interface TestApp {
   /** A bearer token; the default is the bootstrap owner. */
   token(upn?: string, extra?: { groups?: string[]; roles?: string[] }): Promise<string>;
   /** fetch with a bearer token for `as` (a UPN) or the owner, JSON in and out. */
-  call(method: string, url: string, options?: { as?: string; body?: unknown; headers?: Record<string, string> }): Promise<{ status: number; body: unknown; headers: Headers }>;
+  call(
+    method: string,
+    url: string,
+    options?: { as?: string; body?: unknown; headers?: Record<string, string> },
+  ): Promise<{ status: number; body: unknown; headers: Headers }>;
   close(): Promise<void>;
 }
 
-export async function startTestApp(env: Record<string, string> = {}, options: { consumers?: boolean; store?: DocumentStore; timers?: readonly Timer[] } = {}): Promise<TestApp> {
+export async function startTestApp(
+  env: Record<string, string> = {},
+  options: { consumers?: boolean; store?: DocumentStore; timers?: readonly Timer[] } = {},
+): Promise<TestApp> {
   const dir = tempDir();
   // Test files run in parallel against one Azurite: each app gets its own queue.
-  env = { ASYNC_COMPLETIONS_QUEUE: `ac-${randomUUID().slice(0, 8)}`, WEBHOOKS_QUEUE: `wh-${randomUUID().slice(0, 8)}`, PIPELINES_QUEUE: `dp-${randomUUID().slice(0, 8)}`, PIPELINE_EVENTS_QUEUE: `pe-${randomUUID().slice(0, 8)}`, EVALUATIONS_QUEUE: `ev-${randomUUID().slice(0, 8)}`, PACKAGES_CONTAINER: `pp-${randomUUID().slice(0, 8)}`, ...env };
+  env = {
+    ASYNC_COMPLETIONS_QUEUE: `ac-${randomUUID().slice(0, 8)}`,
+    WEBHOOKS_QUEUE: `wh-${randomUUID().slice(0, 8)}`,
+    PIPELINES_QUEUE: `dp-${randomUUID().slice(0, 8)}`,
+    PIPELINE_EVENTS_QUEUE: `pe-${randomUUID().slice(0, 8)}`,
+    EVALUATIONS_QUEUE: `ev-${randomUUID().slice(0, 8)}`,
+    PACKAGES_CONTAINER: `pp-${randomUUID().slice(0, 8)}`,
+    ...env,
+  };
   const store = countingStore(options.store ?? openSqliteStore(path.join(dir, 'store.db')));
   const services = await testServices({
     env: { DATA_DIR: dir, AzureWebJobsStorage: inject('storageConnectionString'), ...env },
@@ -38,7 +53,9 @@ export async function startTestApp(env: Record<string, string> = {}, options: { 
   });
   const app = await startStandalone(ROUTES, QUEUE_HANDLERS, services, { ...options, upgrades: UPGRADES });
   const token = (upn?: string, extra: { groups?: string[]; roles?: string[] } = {}) =>
-    upn === undefined ? services.token({ upn: LOCAL_DEFAULT_USER.upn, oid: LOCAL_DEFAULT_USER.oid, ...extra }) : services.token({ upn, ...extra });
+    upn === undefined
+      ? services.token({ upn: LOCAL_DEFAULT_USER.upn, oid: LOCAL_DEFAULT_USER.oid, ...extra })
+      : services.token({ upn, ...extra });
   return {
     dataDir: dir,
     env: { DATA_DIR: dir, AzureWebJobsStorage: inject('storageConnectionString'), ...env },
@@ -60,7 +77,11 @@ export function caller(token: (upn?: string) => Promise<string>): TestApp['call'
   return async (method, url, options = {}) => {
     const headers: Record<string, string> = { authorization: `Bearer ${await token(options.as)}`, ...options.headers };
     if (options.body !== undefined) headers['content-type'] = 'application/json';
-    const res = await fetch(url, { method, headers, ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}) });
+    const res = await fetch(url, {
+      method,
+      headers,
+      ...(options.body !== undefined ? { body: JSON.stringify(options.body) } : {}),
+    });
     const text = await res.text();
     let body: unknown = text;
     try {
@@ -75,4 +96,5 @@ export function caller(token: (upn?: string) => Promise<string>): TestApp['call'
 /** What helpers that only call the APIs need: the bundled service answers the same. */
 export type ApiClient = Pick<TestApp, 'core' | 'management' | 'call'>;
 
-export const providers = (app: ApiClient, provider: string) => `${app.management}/instances/${INSTANCE}/providers/${provider}`;
+export const providers = (app: ApiClient, provider: string) =>
+  `${app.management}/instances/${INSTANCE}/providers/${provider}`;

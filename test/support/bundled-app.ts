@@ -49,7 +49,14 @@ async function startOnFreePorts(env: Record<string, string>): Promise<BundledApp
   const issuer = `http://127.0.0.1:${core}/local-idp`;
   const key = loadLocalKey(path.join(settings.DATA_DIR, 'local-idp', 'signing-key.json'));
   const token = async (upn?: string, oid?: string) =>
-    mintLocalToken(await key, issuer, LOCAL_AUDIENCE, upn === undefined ? { upn: LOCAL_DEFAULT_USER.upn, oid: LOCAL_DEFAULT_USER.oid } : { upn, ...(oid ? { oid } : {}) });
+    mintLocalToken(
+      await key,
+      issuer,
+      LOCAL_AUDIENCE,
+      upn === undefined
+        ? { upn: LOCAL_DEFAULT_USER.upn, oid: LOCAL_DEFAULT_USER.oid }
+        : { upn, ...(oid ? { oid } : {}) },
+    );
   return {
     process: running,
     env: settings,

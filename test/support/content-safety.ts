@@ -33,16 +33,26 @@ export async function startContentSafety(): Promise<ContentSafetyMock> {
         if (res.destroyed) return;
         if (path.endsWith('/contentsafety/text:shieldPrompt')) {
           const attack = /ignore previous instructions/i.test(body.userPrompt ?? '');
-          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ userPromptAnalysis: { attackDetected: attack }, documentsAnalysis: [] }));
+          res
+            .writeHead(200, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ userPromptAnalysis: { attackDetected: attack }, documentsAnalysis: [] }));
         } else if (path.endsWith('/contentsafety/text:analyze')) {
           const violent = /violent/i.test(body.text ?? '');
-          const categories = ['Hate', 'SelfHarm', 'Sexual', 'Violence'].map((category) => ({ category, severity: category === 'Violence' && violent ? 6 : 0 }));
-          res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ blocklistsMatch: [], categoriesAnalysis: categories }));
+          const categories = ['Hate', 'SelfHarm', 'Sexual', 'Violence'].map((category) => ({
+            category,
+            severity: category === 'Violence' && violent ? 6 : 0,
+          }));
+          res
+            .writeHead(200, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ blocklistsMatch: [], categoriesAnalysis: categories }));
         } else res.writeHead(404).end();
       };
       const behavior = queue.shift();
       if (!behavior) answer();
-      else if ('status' in behavior) res.writeHead(behavior.status, { 'content-type': 'application/json' }).end('{"error":{"code":"InternalServerError"}}');
+      else if ('status' in behavior)
+        res
+          .writeHead(behavior.status, { 'content-type': 'application/json' })
+          .end('{"error":{"code":"InternalServerError"}}');
       else setTimeout(answer, behavior.hangMs);
     });
   });

@@ -29,7 +29,10 @@ function marked(marker: string): { pid: number; command: string }[] {
   for (const pid of pids) {
     try {
       if (!readFileSync(`/proc/${pid}/environ`, 'utf8').split('\0').includes(marker)) continue;
-      found.push({ pid: Number(pid), command: readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim() });
+      found.push({
+        pid: Number(pid),
+        command: readFileSync(`/proc/${pid}/cmdline`, 'utf8').replace(/\0/g, ' ').trim(),
+      });
     } catch {
       // gone meanwhile, or not ours to read
     }
@@ -53,6 +56,9 @@ export default async function setup(project: TestProject) {
     await azurite.stop();
     const left = marked(`${RUN_MARKER}=${runId}`);
     for (const p of left) process.kill(p.pid, 'SIGKILL');
-    if (left.length > 0) throw new Error(`The test run left ${left.length} process(es) running (now killed):\n${left.map((p) => `  ${p.pid} ${p.command}`).join('\n')}`);
+    if (left.length > 0)
+      throw new Error(
+        `The test run left ${left.length} process(es) running (now killed):\n${left.map((p) => `  ${p.pid} ${p.command}`).join('\n')}`,
+      );
   };
 }

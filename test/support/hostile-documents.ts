@@ -6,7 +6,8 @@ import { createDeflate, createDeflateRaw, deflateRawSync } from 'node:zlib';
 import { PDFDocument } from 'pdf-lib';
 import yazl from 'yazl';
 
-export const deepHtml = (depth = 200_000) => Buffer.from(`<html><body>${'<div>'.repeat(depth)}deep${'</div>'.repeat(depth)}</body></html>`);
+export const deepHtml = (depth = 200_000) =>
+  Buffer.from(`<html><body>${'<div>'.repeat(depth)}deep${'</div>'.repeat(depth)}</body></html>`);
 
 export const unclosedInlineHtml = (count = 300_000) => Buffer.from(`<html><body>${'<b>x'.repeat(count)}</body></html>`);
 
@@ -35,7 +36,10 @@ async function deflated(mib: number, fill: string, { prefix = '', raw = false } 
  * line of text and then `mib` MiB of `fill` (spaces: a page a reader can finish, its stream held whole).
  */
 export async function compressedStreamBombPdf(mib = 256, fill?: string): Promise<Buffer> {
-  const stream = fill === undefined ? await deflated(mib, '(A) Tj ', { prefix: 'BT /F1 12 Tf 10 10 Td ' }) : await deflated(mib, fill, { prefix: 'BT /F1 12 Tf 10 10 Td (Hello) Tj ET\n' });
+  const stream =
+    fill === undefined
+      ? await deflated(mib, '(A) Tj ', { prefix: 'BT /F1 12 Tf 10 10 Td ' })
+      : await deflated(mib, fill, { prefix: 'BT /F1 12 Tf 10 10 Td (Hello) Tj ET\n' });
   const head = '%PDF-1.4\n';
   const objects = [
     '<< /Type /Catalog /Pages 2 0 R >>',
@@ -51,7 +55,11 @@ export async function compressedStreamBombPdf(mib = 256, fill?: string): Promise
     offsets.push(length);
     const part =
       body === null
-        ? Buffer.concat([Buffer.from(`${i + 1} 0 obj\n<< /Length ${stream.length} /Filter /FlateDecode >>\nstream\n`), stream, Buffer.from('\nendstream\nendobj\n')])
+        ? Buffer.concat([
+            Buffer.from(`${i + 1} 0 obj\n<< /Length ${stream.length} /Filter /FlateDecode >>\nstream\n`),
+            stream,
+            Buffer.from('\nendstream\nendobj\n'),
+          ])
         : Buffer.from(`${i + 1} 0 obj\n${body}\nendobj\n`);
     parts.push(part);
     length += part.length;
@@ -64,9 +72,16 @@ export async function compressedStreamBombPdf(mib = 256, fill?: string): Promise
 /** A DOCX whose document part inflates to `mib` MiB of paragraphs. */
 export async function docxBomb(mib = 200): Promise<Buffer> {
   const zip = new yazl.ZipFile();
-  zip.addBuffer(Buffer.from('<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>'), '[Content_Types].xml');
+  zip.addBuffer(
+    Buffer.from(
+      '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>',
+    ),
+    '[Content_Types].xml',
+  );
   const paragraph = '<w:p><w:r><w:t>bomb</w:t></w:r></w:p>';
-  const body = Buffer.from(`<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${paragraph.repeat(Math.floor((mib * 1024 * 1024) / paragraph.length))}</w:body></w:document>`);
+  const body = Buffer.from(
+    `<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${paragraph.repeat(Math.floor((mib * 1024 * 1024) / paragraph.length))}</w:body></w:document>`,
+  );
   zip.addBuffer(body, 'word/document.xml', { compress: true });
   zip.end();
   const chunks: Buffer[] = [];
@@ -76,10 +91,16 @@ export async function docxBomb(mib = 200): Promise<Buffer> {
 
 /** A PDF whose cross-reference table and trailer point at nothing: no reader can find its pages. */
 export const brokenXrefPdf = () =>
-  Buffer.from(`%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog /Pages 7 0 R >>\nendobj\nxref\n0 3\n0000000000 65535 f \nzzzzzzzzzz 00000 n \n9999999999 00000 n \ntrailer\n<< /Size 3 /Root 5 0 R >>\nstartxref\n123456789\n%%EOF\n`, 'latin1');
+  Buffer.from(
+    `%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog /Pages 7 0 R >>\nendobj\nxref\n0 3\n0000000000 65535 f \nzzzzzzzzzz 00000 n \n9999999999 00000 n \ntrailer\n<< /Size 3 /Root 5 0 R >>\nstartxref\n123456789\n%%EOF\n`,
+    'latin1',
+  );
 
 /** Little-endian fields of a zip header: [value, bytes] pairs. */
-const fields = (...values: [number, 2 | 4][]) => Buffer.concat(values.map(([v, n]) => (n === 2 ? Buffer.from([v & 0xff, v >>> 8]) : Buffer.from(Uint32Array.of(v).buffer))));
+const fields = (...values: [number, 2 | 4][]) =>
+  Buffer.concat(
+    values.map(([v, n]) => (n === 2 ? Buffer.from([v & 0xff, v >>> 8]) : Buffer.from(Uint32Array.of(v).buffer))),
+  );
 
 interface ZipPart {
   name: string;
@@ -97,15 +118,42 @@ function zipWithDeclaredSizes(parts: ZipPart[]): Buffer {
   for (const { name, data, declaredSize } of parts) {
     const fileName = Buffer.from(name);
     // version 20, no flags, deflate (8), time and date 0, CRC 0, compressed and uncompressed sizes, name length, no extra field
-    const common = fields([20, 2], [0, 2], [8, 2], [0, 2], [0, 2], [0, 4], [data.length, 4], [declaredSize, 4], [fileName.length, 2], [0, 2]);
+    const common = fields(
+      [20, 2],
+      [0, 2],
+      [8, 2],
+      [0, 2],
+      [0, 2],
+      [0, 4],
+      [data.length, 4],
+      [declaredSize, 4],
+      [fileName.length, 2],
+      [0, 2],
+    );
     const local = Buffer.concat([fields([0x04034b50, 4]), common, fileName, data]);
     // made by 20; no comment, disk 0, no attributes, the local header's offset
-    central.push(Buffer.concat([fields([0x02014b50, 4], [20, 2]), common, fields([0, 2], [0, 2], [0, 2], [0, 4], [offset, 4]), fileName]));
+    central.push(
+      Buffer.concat([
+        fields([0x02014b50, 4], [20, 2]),
+        common,
+        fields([0, 2], [0, 2], [0, 2], [0, 4], [offset, 4]),
+        fileName,
+      ]),
+    );
     locals.push(local);
     offset += local.length;
   }
   const directory = Buffer.concat(central);
-  const end = fields([0x06054b50, 4], [0, 2], [0, 2], [parts.length, 2], [parts.length, 2], [directory.length, 4], [offset, 4], [0, 2]);
+  const end = fields(
+    [0x06054b50, 4],
+    [0, 2],
+    [0, 2],
+    [parts.length, 2],
+    [parts.length, 2],
+    [directory.length, 4],
+    [offset, 4],
+    [0, 2],
+  );
   return Buffer.concat([...locals, directory, end]);
 }
 
@@ -117,7 +165,8 @@ export async function docxLyingSizes(mib = 1024, declaredBytes = 1000): Promise<
   const types = Buffer.from(
     '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>',
   );
-  const head = '<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>';
+  const head =
+    '<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>';
   const document = await deflated(mib, '<w:p><w:r><w:t>bomb</w:t></w:r></w:p>', { prefix: head, raw: true });
   return zipWithDeclaredSizes([
     { name: '[Content_Types].xml', data: deflateRawSync(types), declaredSize: types.length },

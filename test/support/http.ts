@@ -10,14 +10,39 @@ export interface RawResponse {
   reusedSocket: boolean;
 }
 
-export function rawRequest(url: string, options: { method?: string; headers?: Record<string, string>; body?: Buffer | string; agent?: http.Agent; timeoutMs?: number } = {}): Promise<RawResponse> {
+export function rawRequest(
+  url: string,
+  options: {
+    method?: string;
+    headers?: Record<string, string>;
+    body?: Buffer | string;
+    agent?: http.Agent;
+    timeoutMs?: number;
+  } = {},
+): Promise<RawResponse> {
   return new Promise((resolve, reject) => {
-    const req = http.request(url, { method: options.method ?? 'GET', headers: options.headers, agent: options.agent ?? false, timeout: options.timeoutMs ?? 10_000 }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks).toString('utf8'), reusedSocket: req.reusedSocket }));
-      res.on('error', reject);
-    });
+    const req = http.request(
+      url,
+      {
+        method: options.method ?? 'GET',
+        headers: options.headers,
+        agent: options.agent ?? false,
+        timeout: options.timeoutMs ?? 10_000,
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            headers: res.headers,
+            body: Buffer.concat(chunks).toString('utf8'),
+            reusedSocket: req.reusedSocket,
+          }),
+        );
+        res.on('error', reject);
+      },
+    );
     req.on('timeout', () => req.destroy(new Error(`no answer from ${url} in time`)));
     req.on('error', reject);
     req.end(options.body);
@@ -26,4 +51,7 @@ export function rawRequest(url: string, options: { method?: string; headers?: Re
 
 /** A multipart body whose file part never reaches its closing boundary. */
 export const truncatedMultipart = (field = 'file', fileName = 'a.zip') =>
-  Buffer.from(`--XX\r\nContent-Disposition: form-data; name="${field}"; filename="${fileName}"\r\nContent-Type: application/zip\r\n\r\nPK\u0003\u0004abc`, 'latin1');
+  Buffer.from(
+    `--XX\r\nContent-Disposition: form-data; name="${field}"; filename="${fileName}"\r\nContent-Type: application/zip\r\n\r\nPK\u0003\u0004abc`,
+    'latin1',
+  );

@@ -14,7 +14,11 @@ const FUNCTIONS: Record<string, (...args: string[]) => string> = {
   substr: (s = '', start = '0', n = '0') => s.slice(Number(start), Number(start) + Number(n)),
   sha256: (s = '') => createHash('sha256').update(s).digest('hex'),
   // Bicep's uniqueString: 13 characters of base-32 over a hash of the arguments.
-  uniqueString: (...args) => BigInt(`0x${createHash('sha256').update(args.join('|')).digest('hex').slice(0, 16)}`).toString(32).padStart(13, '0').slice(0, 13),
+  uniqueString: (...args) =>
+    BigInt(`0x${createHash('sha256').update(args.join('|')).digest('hex').slice(0, 16)}`)
+      .toString(32)
+      .padStart(13, '0')
+      .slice(0, 13),
 };
 
 class Parser {
@@ -51,7 +55,8 @@ class Parser {
       this.i++;
       return this.template(c);
     }
-    const m = /^[A-Za-z_][\w.]*(\(\))?(\.[A-Za-z_]\w*)*/.exec(this.text.slice(this.i)) ?? /^\d+/.exec(this.text.slice(this.i));
+    const m =
+      /^[A-Za-z_][\w.]*(\(\))?(\.[A-Za-z_]\w*)*/.exec(this.text.slice(this.i)) ?? /^\d+/.exec(this.text.slice(this.i));
     if (!m) throw new Error(`cannot read ${this.text.slice(this.i)}`);
     this.i += m[0].length;
     this.ws();

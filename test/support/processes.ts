@@ -13,7 +13,8 @@ export interface Running {
 /** The environment variable that marks processes started by this test run. */
 export const RUN_MARKER = 'AGENT_PLATFORM_TEST_RUN';
 
-const command = (name: string, args: string[] = []) => [process.execPath, ['--import', 'tsx', `scripts/${name}.ts`, ...args]] as const;
+const command = (name: string, args: string[] = []) =>
+  [process.execPath, ['--import', 'tsx', `scripts/${name}.ts`, ...args]] as const;
 const environment = (env: Record<string, string>) => ({ ...process.env, ...env, [RUN_MARKER]: inject('testRunId') });
 
 /** Stops a child: SIGTERM, then SIGKILL if it is still there after `graceMs`. */
@@ -30,7 +31,12 @@ export function stopChild(child: ChildProcess, graceMs = 10_000): Promise<void> 
 }
 
 /** Starts `scripts/<name>.ts` and resolves once its output matches `ready`. */
-export function startScript(name: string, env: Record<string, string>, ready: RegExp, timeoutMs = 30_000): Promise<Running> {
+export function startScript(
+  name: string,
+  env: Record<string, string>,
+  ready: RegExp,
+  timeoutMs = 30_000,
+): Promise<Running> {
   return startProcess(name, command(name), env, ready, timeoutMs);
 }
 
@@ -39,7 +45,13 @@ export function startBuilt(env: Record<string, string>, ready: RegExp, timeoutMs
   return startProcess('dist/bundle/start.js', [process.execPath, ['dist/bundle/start.js']], env, ready, timeoutMs);
 }
 
-async function startProcess(name: string, [node, args]: readonly [string, readonly string[]], env: Record<string, string>, ready: RegExp, timeoutMs: number): Promise<Running> {
+async function startProcess(
+  name: string,
+  [node, args]: readonly [string, readonly string[]],
+  env: Record<string, string>,
+  ready: RegExp,
+  timeoutMs: number,
+): Promise<Running> {
   const child = spawn(node, args, { env: environment(env), stdio: ['ignore', 'pipe', 'pipe'] });
   let out = '';
   child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -65,7 +77,11 @@ async function startProcess(name: string, [node, args]: readonly [string, readon
 }
 
 /** Runs `scripts/<name>.ts` to completion; resolves with its exit code, stdout and stderr. */
-export function runScript(name: string, args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
+export function runScript(
+  name: string,
+  args: string[],
+  env: Record<string, string>,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     const [node, argv] = command(name, args);
     const child = spawn(node, argv, { env: environment(env) });

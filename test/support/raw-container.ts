@@ -4,6 +4,9 @@
 import type { ContainerName } from '../../shared/store/containers.js';
 import type { Container, Doc, DocumentStore } from '../../shared/store/types.js';
 
-export function rawContainer<T extends Doc = Doc & Record<string, unknown>>(store: Pick<DocumentStore, 'container'>, name: ContainerName): Container<T> {
+export function rawContainer<T extends Doc = Doc & Record<string, unknown>>(
+  store: Pick<DocumentStore, 'container'>,
+  name: ContainerName,
+): Container<T> {
   return store.container(name) as unknown as Container<T>;
 }

@@ -18,11 +18,18 @@ export interface FakeRequest {
 
 export function platformRequest(r: FakeRequest): PlatformRequest {
   const [pathname = '/', search = ''] = r.path.split('?');
-  const headers: Record<string, string> = Object.fromEntries(Object.entries(r.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
+  const headers: Record<string, string> = Object.fromEntries(
+    Object.entries(r.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]),
+  );
   // A body given as a value is sent as JSON, as a client would.
-  if (r.body !== undefined && !Buffer.isBuffer(r.body) && typeof r.body !== 'string') headers['content-type'] ??= 'application/json';
+  if (r.body !== undefined && !Buffer.isBuffer(r.body) && typeof r.body !== 'string')
+    headers['content-type'] ??= 'application/json';
   const bytes =
-    r.body === undefined ? Buffer.alloc(0) : Buffer.isBuffer(r.body) ? r.body : Buffer.from(typeof r.body === 'string' ? r.body : JSON.stringify(r.body));
+    r.body === undefined
+      ? Buffer.alloc(0)
+      : Buffer.isBuffer(r.body)
+        ? r.body
+        : Buffer.from(typeof r.body === 'string' ? r.body : JSON.stringify(r.body));
   return {
     signal: new AbortController().signal,
     method: r.method ?? 'GET',

@@ -8,12 +8,36 @@ import { upsertResource } from '../../shared/providers/resources.js';
 import type { Services } from '../../shared/services.js';
 
 /** The local bootstrap owner: Owner of the instance. */
-export const OWNER: Principal = { kind: 'user', id: LOCAL_DEFAULT_USER.oid, upn: LOCAL_DEFAULT_USER.upn, name: 'Owner', userName: null, groups: [], scopes: [], appRoles: [] };
+export const OWNER: Principal = {
+  kind: 'user',
+  id: LOCAL_DEFAULT_USER.oid,
+  upn: LOCAL_DEFAULT_USER.upn,
+  name: 'Owner',
+  userName: null,
+  groups: [],
+  scopes: [],
+  appRoles: [],
+};
 
-export const user = (upn: string, id = `id-${upn}`): Principal => ({ kind: 'user', id, upn, name: upn, userName: null, groups: [], scopes: [], appRoles: [] });
+export const user = (upn: string, id = `id-${upn}`): Principal => ({
+  kind: 'user',
+  id,
+  upn,
+  name: upn,
+  userName: null,
+  groups: [],
+  scopes: [],
+  appRoles: [],
+});
 
 /** Creates or updates a resource as its route would (the body checked by the kind's schema). */
-export async function put(s: Services, kind: ResourceKind, name: string, body: Record<string, unknown>, by: Principal = OWNER): Promise<string> {
+export async function put(
+  s: Services,
+  kind: ResourceKind,
+  name: string,
+  body: Record<string, unknown>,
+  by: Principal = OWNER,
+): Promise<string> {
   const definition = kind.schema.parse({ name, ...body });
   return (await upsertResource(s, servedType(kind), by, name, definition)).object_id;
 }

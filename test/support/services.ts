@@ -33,10 +33,18 @@ export interface TestServices extends Services {
 }
 
 /** Services over an in-memory store (or the given one), with a token minter for the local IdP. */
-export async function testServices(options: { env?: Record<string, string>; store?: DocumentStore; producer?: Producer } = {}): Promise<TestServices> {
-  const config = options.env?.DATA_DIR ? loadConfig({ CORE_PORT: '0', MANAGEMENT_PORT: '0', ...options.env }, '1.2.3') : testConfig(options.env);
+export async function testServices(
+  options: { env?: Record<string, string>; store?: DocumentStore; producer?: Producer } = {},
+): Promise<TestServices> {
+  const config = options.env?.DATA_DIR
+    ? loadConfig({ CORE_PORT: '0', MANAGEMENT_PORT: '0', ...options.env }, '1.2.3')
+    : testConfig(options.env);
   const log = memoryLog();
-  const services = await createServices(config, { store: options.store ?? openSqliteStore(':memory:'), log, ...(options.producer ? { producer: options.producer } : {}) });
+  const services = await createServices(config, {
+    store: options.store ?? openSqliteStore(':memory:'),
+    log,
+    ...(options.producer ? { producer: options.producer } : {}),
+  });
   return {
     ...services,
     log,

@@ -25,13 +25,25 @@ export async function startSessionsStandIn(options: { timeoutMs?: number } = {})
     return files;
   };
   const executions: string[] = [];
-  const python = new PyodideSandbox({ limits: { timeoutMs: options.timeoutMs ?? 60_000, memoryBytes: 512 * 2 ** 20, scratchBytes: 256 * 2 ** 20, outputBytes: 16 * 2 ** 20, filesBytes: 32 * 2 ** 20 }, warm: 1, concurrency: 4 });
-  const json = (res: http.ServerResponse, status: number, body: unknown) => res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+  const python = new PyodideSandbox({
+    limits: {
+      timeoutMs: options.timeoutMs ?? 60_000,
+      memoryBytes: 512 * 2 ** 20,
+      scratchBytes: 256 * 2 ** 20,
+      outputBytes: 16 * 2 ** 20,
+      filesBytes: 32 * 2 ** 20,
+    },
+    warm: 1,
+    concurrency: 4,
+  });
+  const json = (res: http.ServerResponse, status: number, body: unknown) =>
+    res.writeHead(status, { 'content-type': 'application/json' }).end(JSON.stringify(body));
   const server = http.createServer((req, res): void => {
     const url = new URL(req.url ?? '/', 'http://stand-in');
     if (req.headers.authorization !== `Bearer ${token}`) return void json(res, 401, { error: 'unauthorized' });
     const identifier = url.searchParams.get('identifier');
-    if (url.searchParams.get('api-version') !== SESSIONS_API_VERSION || !identifier) return void json(res, 400, { error: 'api-version and identifier are required' });
+    if (url.searchParams.get('api-version') !== SESSIONS_API_VERSION || !identifier)
+      return void json(res, 400, { error: 'api-version and identifier are required' });
     const session = filesOf(identifier);
     if (req.method === 'POST' && url.pathname === '/code/execute') {
       const chunks: Buffer[] = [];
@@ -44,15 +56,42 @@ export async function startSessionsStandIn(options: { timeoutMs?: number } = {})
         const workFiles = [...session].map(([name, bytes]) => ({ name, bytes }));
         const mnt = `import os as _o\nfor _n, _b in ${JSON.stringify(workFiles.map((f) => [f.name, Buffer.from(f.bytes).toString('base64')]))}:\n    import base64 as _b64\n    open('/mnt/data/' + _n, 'wb').write(_b64.b64decode(_b))\n`;
         const collect = `\nimport base64 as _b64c, json as _jc\nprint('\\n<<files>>' + _jc.dumps({_n: _b64c.b64encode(open('/mnt/data/' + _n, 'rb').read()).decode() for _n in os.listdir('/mnt/data')}))\n`;
-        python.run({ packageFiles: [], workFiles: [], task: { code: `import os\nos.makedirs('/mnt/data', exist_ok=True)\n${mnt}${code}${collect}` } }).then(
-          (r) => {
-            const at = r.stdout.lastIndexOf('\n<<files>>');
-            const kept = JSON.parse(r.stdout.slice(at + '\n<<files>>'.length)) as Record<string, string>;
-            for (const [name, b64] of Object.entries(kept)) session.set(name, Buffer.from(b64, 'base64'));
-            json(res, 200, { $id: '1', properties: { $id: '2', status: 'Success', stdout: r.stdout.slice(0, at), stderr: '', result: '', executionTimeInMilliseconds: 1 } });
-          },
-          (e: unknown) => json(res, 200, { $id: '1', properties: { $id: '2', status: 'Failure', stdout: '', stderr: e instanceof Error ? e.message : String(e), result: '', executionTimeInMilliseconds: 1 } }),
-        );
+        python
+          .run({
+            packageFiles: [],
+            workFiles: [],
+            task: { code: `import os\nos.makedirs('/mnt/data', exist_ok=True)\n${mnt}${code}${collect}` },
+          })
+          .then(
+            (r) => {
+              const at = r.stdout.lastIndexOf('\n<<files>>');
+              const kept = JSON.parse(r.stdout.slice(at + '\n<<files>>'.length)) as Record<string, string>;
+              for (const [name, b64] of Object.entries(kept)) session.set(name, Buffer.from(b64, 'base64'));
+              json(res, 200, {
+                $id: '1',
+                properties: {
+                  $id: '2',
+                  status: 'Success',
+                  stdout: r.stdout.slice(0, at),
+                  stderr: '',
+                  result: '',
+                  executionTimeInMilliseconds: 1,
+                },
+              });
+            },
+            (e: unknown) =>
+              json(res, 200, {
+                $id: '1',
+                properties: {
+                  $id: '2',
+                  status: 'Failure',
+                  stdout: '',
+                  stderr: e instanceof Error ? e.message : String(e),
+                  result: '',
+                  executionTimeInMilliseconds: 1,
+                },
+              }),
+          );
       });
       return;
     }
@@ -68,7 +107,10 @@ export async function startSessionsStandIn(options: { timeoutMs?: number } = {})
       return;
     }
     if (req.method === 'GET' && url.pathname === '/files') {
-      return void json(res, 200, { $id: '1', value: [...session].map(([filename, b]) => ({ properties: { filename, size: b.length } })) });
+      return void json(res, 200, {
+        $id: '1',
+        value: [...session].map(([filename, b]) => ({ properties: { filename, size: b.length } })),
+      });
     }
     const content = /^\/files\/content\/(.+)$/.exec(url.pathname);
     const name = content?.[1];

@@ -8,7 +8,10 @@ export interface ReceivedEvent {
 }
 
 /** Collects the events of a streamed body; `onEvent` may stop reading by returning false. */
-export async function readEvents(body: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>, onEvent: (e: ReceivedEvent) => boolean = () => true): Promise<ReceivedEvent[]> {
+export async function readEvents(
+  body: AsyncIterable<Uint8Array> | ReadableStream<Uint8Array>,
+  onEvent: (e: ReceivedEvent) => boolean = () => true,
+): Promise<ReceivedEvent[]> {
   const events: ReceivedEvent[] = [];
   const reading = { stop: false };
   const parser = createParser({

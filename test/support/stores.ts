@@ -19,7 +19,12 @@ export const STORES: StoreUnderTest[] = [
   {
     name: 'cosmos',
     open: () =>
-      openCosmosStore({ endpoint: inject('cosmosEndpoint'), key: 'local-test-key', database: `db-${randomUUID()}`, createContainers: true }),
+      openCosmosStore({
+        endpoint: inject('cosmosEndpoint'),
+        key: 'local-test-key',
+        database: `db-${randomUUID()}`,
+        createContainers: true,
+      }),
     // @vercel/cosmosdb-server runs neither GROUP BY nor DISTINCT, and never expires items (TTL).
     gaps: new Set(['groupBy', 'countDistinct', 'ttl']),
   },

@@ -9,7 +9,13 @@ export function BarChart({ title, bars }: { title: string; bars: { label: string
       {bars.length === 0 ? (
         <p class="muted">No data in this period.</p>
       ) : (
-        <svg role="img" aria-label={`${title}: ${bars.map((b) => `${b.label} ${b.value}`).join(', ')}`} viewBox={`0 0 600 ${height}`} width="100%" height={height}>
+        <svg
+          role="img"
+          aria-label={`${title}: ${bars.map((b) => `${b.label} ${b.value}`).join(', ')}`}
+          viewBox={`0 0 600 ${height}`}
+          width="100%"
+          height={height}
+        >
           {bars.map((b, i) => (
             <g key={b.label} transform={`translate(0 ${i * row})`}>
               <text x="0" y="17" class="chart-label">
@@ -28,7 +34,15 @@ export function BarChart({ title, bars }: { title: string; bars: { label: string
 }
 
 /** A column per day (every day of the period, zero-filled), with the period's total in the caption. */
-export function DailyChart({ title, days, unit }: { title: string; days: { date: string; value: number }[]; unit: string }) {
+export function DailyChart({
+  title,
+  days,
+  unit,
+}: {
+  title: string;
+  days: { date: string; value: number }[];
+  unit: string;
+}) {
   const max = Math.max(0, ...days.map((d) => d.value));
   const total = Math.round(days.reduce((n, d) => n + d.value, 0) * 1e6) / 1e6;
   const width = 600;
@@ -39,11 +53,23 @@ export function DailyChart({ title, days, unit }: { title: string; days: { date:
       <figcaption>
         {title}: {total.toLocaleString(undefined, { maximumFractionDigits: 6 })} {unit}
       </figcaption>
-      <svg role="img" aria-label={`${title} per day: ${days.map((d) => `${d.date} ${d.value}`).join(', ')}`} viewBox={`0 0 ${width} ${height + 16}`} width="100%">
+      <svg
+        role="img"
+        aria-label={`${title} per day: ${days.map((d) => `${d.date} ${d.value}`).join(', ')}`}
+        viewBox={`0 0 ${width} ${height + 16}`}
+        width="100%"
+      >
         {days.map((d, i) => {
           const h = max === 0 ? 0 : Math.max(d.value > 0 ? 1 : 0, (d.value / max) * height);
           return (
-            <rect key={d.date} x={i * step + 1} y={height - h} width={Math.max(1, step - 2)} height={h} class="chart-bar">
+            <rect
+              key={d.date}
+              x={i * step + 1}
+              y={height - h}
+              width={Math.max(1, step - 2)}
+              height={h}
+              class="chart-bar"
+            >
               <title>{`${d.date}: ${d.value.toLocaleString(undefined, { maximumFractionDigits: 6 })} ${unit}`}</title>
             </rect>
           );

@@ -7,7 +7,13 @@ import { Analytics } from './analytics';
 import { Packages } from './packages';
 import { Resources } from './resources';
 import { type Section, TYPES } from './types';
-const SECTIONS: [Section, string][] = [...(Object.entries(TYPES) as [keyof typeof TYPES, { title: string }][]).map(([k, v]) => [k, v.title] as [Section, string]), ['packages', 'Plugin packages'], ['analytics', 'Analytics']];
+const SECTIONS: [Section, string][] = [
+  ...(Object.entries(TYPES) as [keyof typeof TYPES, { title: string }][]).map(
+    ([k, v]) => [k, v.title] as [Section, string],
+  ),
+  ['packages', 'Plugin packages'],
+  ['analytics', 'Analytics'],
+];
 
 /** The section the address names (#prompts), else agents. */
 const sectionOf = (hash: string): Section => SECTIONS.find(([k]) => k === hash.slice(1))?.[0] ?? 'agents';
@@ -32,7 +38,15 @@ function Manage({ ctx }: { ctx: Context }) {
           ))}
         </ul>
       </nav>
-      <main>{section === 'packages' ? <Packages ctx={ctx} /> : section === 'analytics' ? <Analytics ctx={ctx} /> : <Resources ctx={ctx} kind={section} />}</main>
+      <main>
+        {section === 'packages' ? (
+          <Packages ctx={ctx} />
+        ) : section === 'analytics' ? (
+          <Analytics ctx={ctx} />
+        ) : (
+          <Resources ctx={ctx} kind={section} />
+        )}
+      </main>
     </div>
   );
 }

@@ -5,7 +5,11 @@ import { z } from 'zod';
 const ObjectId = z.string().min(1);
 
 /** `settings` is valid only when `enabled` is true, and then it is required. */
-function onlyWhenEnabled<T extends z.ZodRawShape>(shape: T, enabledKey: keyof T & string, settingsKey: keyof T & string) {
+function onlyWhenEnabled<T extends z.ZodRawShape>(
+  shape: T,
+  enabledKey: keyof T & string,
+  settingsKey: keyof T & string,
+) {
   return z
     .object(shape)
     .strict()
@@ -13,10 +17,18 @@ function onlyWhenEnabled<T extends z.ZodRawShape>(shape: T, enabledKey: keyof T 
       const enabled = v[enabledKey] === true;
       const settings = v[settingsKey];
       if (enabled && (settings === undefined || settings === null)) {
-        ctx.addIssue({ code: 'custom', path: [settingsKey], message: `${settingsKey} is required when ${enabledKey} is true` });
+        ctx.addIssue({
+          code: 'custom',
+          path: [settingsKey],
+          message: `${settingsKey} is required when ${enabledKey} is true`,
+        });
       }
       if (!enabled && settings !== undefined && settings !== null) {
-        ctx.addIssue({ code: 'custom', path: [settingsKey], message: `${settingsKey} is valid only when ${enabledKey} is true` });
+        ctx.addIssue({
+          code: 'custom',
+          path: [settingsKey],
+          message: `${settingsKey} is valid only when ${enabledKey} is true`,
+        });
       }
     });
 }
@@ -28,7 +40,11 @@ export const TextRewriteSettings = onlyWhenEnabled(
       .object({
         user_prompt_rewrite_ai_model_object_id: ObjectId,
         user_prompt_rewrite_prompt_object_id: ObjectId,
-        user_prompts_window_size: z.number().int().min(0).describe('Earlier user prompts of the session the rewrite model reads (0: only the new one)'),
+        user_prompts_window_size: z
+          .number()
+          .int()
+          .min(0)
+          .describe('Earlier user prompts of the session the rewrite model reads (0: only the new one)'),
       })
       .strict()
       .nullish(),
@@ -80,7 +96,11 @@ export const RealtimeSpeechSettings = z
     max_session_duration_seconds: z.number().int().min(0).default(0),
     show_transcriptions: z.boolean().default(true),
     include_conversation_history: z.boolean().default(true),
-    voice: z.string().regex(/^[a-z0-9_-]{1,40}$/, 'voice is a voice name of the realtime model, such as alloy').optional().describe("The model's voice (default alloy)"),
+    voice: z
+      .string()
+      .regex(/^[a-z0-9_-]{1,40}$/, 'voice is a voice name of the realtime model, such as alloy')
+      .optional()
+      .describe("The model's voice (default alloy)"),
   })
   .strict();
 
@@ -117,8 +137,12 @@ export function effectiveShielding(agent: {
 }): { pre: string[]; post: string[] } {
   if (agent.shielding_settings !== undefined) {
     const s = agent.shielding_settings;
-    return { pre: s?.pre_completion_plugins.map((p) => p.plugin_name) ?? [], post: s?.post_completion_plugins.map((p) => p.plugin_name) ?? [] };
+    return {
+      pre: s?.pre_completion_plugins.map((p) => p.plugin_name) ?? [],
+      post: s?.post_completion_plugins.map((p) => p.plugin_name) ?? [],
+    };
   }
-  const options = agent.gatekeeper_settings?.use_system_setting === false ? [] : (agent.gatekeeper_settings?.options ?? []);
+  const options =
+    agent.gatekeeper_settings?.use_system_setting === false ? [] : (agent.gatekeeper_settings?.options ?? []);
   return { pre: options, post: options };
 }

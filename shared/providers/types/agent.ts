@@ -9,7 +9,10 @@ export const AgentDefinition = definition('agent', () => ({
   inline_context: z.boolean().optional(),
   workflow_object_id: z.string().optional(),
   tool_object_ids: z.array(z.string()).optional(),
-  workflow_parameters: z.record(z.string(), z.unknown()).optional().describe("An external workflow's plugin receives these as `parameters`"),
+  workflow_parameters: z
+    .record(z.string(), z.unknown())
+    .optional()
+    .describe("An external workflow's plugin receives these as `parameters`"),
   gatekeeper_settings: GatekeeperSettings.nullable().optional(),
   metadata: z.object({ welcome_message: z.string().nullable().optional() }).strict().optional(),
   virtual_security_group_id: z.string().optional().describe('Set by the service; ignored in requests'),

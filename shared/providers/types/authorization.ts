@@ -14,7 +14,10 @@ export const roleAssignments = {
     role_definition_id: z
       .string()
       .transform((v) => roleDefinitionPath(v.split('/').pop() ?? ''))
-      .refine((v) => ROLES_BY_ID.has(v.split('/').pop() ?? ''), 'must be a built-in role definition (/providers/Svc.Authorization/roleDefinitions/<guid>)'),
+      .refine(
+        (v) => ROLES_BY_ID.has(v.split('/').pop() ?? ''),
+        'must be a built-in role definition (/providers/Svc.Authorization/roleDefinitions/<guid>)',
+      ),
     scope: z.string().min(1),
   })),
 } satisfies ResourceKind;
@@ -29,7 +32,14 @@ export const ROLE_ASSIGNMENTS_PK = 'Svc.Authorization/roleAssignments';
 export function serviceAssignment(
   instanceId: string,
   name: string,
-  grant: { principalId: string; principalType: RoleAssignmentDoc['principal_type']; roleId: string; scope: string; note: string; by: string },
+  grant: {
+    principalId: string;
+    principalType: RoleAssignmentDoc['principal_type'];
+    roleId: string;
+    scope: string;
+    note: string;
+    by: string;
+  },
 ): RoleAssignmentDoc {
   const now = new Date().toISOString();
   return {
@@ -68,4 +78,3 @@ export const roleDefinitions = {
       deleted: false,
     })),
 } satisfies ResourceKind;
-

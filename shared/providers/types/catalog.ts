@@ -7,28 +7,45 @@ import { definition, type ResourceKind, type ResourceOf } from './resource-type.
 import { ApiEndpointFields, checkEndpoint, ModelParametersFields } from './model-fields.js';
 
 /** The object id of one resource of this instance's provider tree. */
-const ObjectId = z.string().regex(/^\/instances\/[^/]+\/providers\/Svc\.[A-Za-z]+\/[A-Za-z]+\/[^/]+$/, 'must be a resource object id');
+const ObjectId = z
+  .string()
+  .regex(/^\/instances\/[^/]+\/providers\/Svc\.[A-Za-z]+\/[A-Za-z]+\/[^/]+$/, 'must be a resource object id');
 
 export const workflows = {
   provider: 'Svc.Agent',
   segment: 'workflows',
   type: 'workflow',
   schema: definition('workflow', () => ({
-    workflow_type: z.enum(['chat', 'external'], { error: 'workflow_type must be chat (the built-in chat workflow) or external (an agent workflow plugin)' }),
+    workflow_type: z.enum(['chat', 'external'], {
+      error: 'workflow_type must be chat (the built-in chat workflow) or external (an agent workflow plugin)',
+    }),
     workflow_host: z.enum(['builtin'], { error: 'workflow_host must be builtin' }),
     main_ai_model_object_id: ObjectId.optional().describe('chat: the completion model (required)'),
     main_prompt_object_id: ObjectId.optional().describe('chat: the system prompt (required)'),
-    plugin_object_id: z.string().optional().describe('external: the object id of an agent workflow plugin, run for each completion (docs/plugins.md)'),
+    plugin_object_id: z
+      .string()
+      .optional()
+      .describe('external: the object id of an agent workflow plugin, run for each completion (docs/plugins.md)'),
   })).superRefine((d, ctx) => {
     if (d.workflow_type === 'chat') {
-      for (const f of ['main_ai_model_object_id', 'main_prompt_object_id'] as const) if (d[f] === undefined) ctx.addIssue({ code: 'custom', path: [f], message: `${f} is required for a chat workflow` });
-      if (d.plugin_object_id !== undefined) ctx.addIssue({ code: 'custom', path: ['plugin_object_id'], message: 'valid only for an external workflow' });
-    } else if (d.plugin_object_id === undefined) ctx.addIssue({ code: 'custom', path: ['plugin_object_id'], message: 'plugin_object_id is required for an external workflow' });
+      for (const f of ['main_ai_model_object_id', 'main_prompt_object_id'] as const)
+        if (d[f] === undefined)
+          ctx.addIssue({ code: 'custom', path: [f], message: `${f} is required for a chat workflow` });
+      if (d.plugin_object_id !== undefined)
+        ctx.addIssue({ code: 'custom', path: ['plugin_object_id'], message: 'valid only for an external workflow' });
+    } else if (d.plugin_object_id === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['plugin_object_id'],
+        message: 'plugin_object_id is required for an external workflow',
+      });
   }),
 } satisfies ResourceKind;
 
 /** Knowledge index names: letters, digits, `-` and `_`. */
-export const IndexName = z.string().regex(/^[A-Za-z0-9_-]{1,128}$/, 'must be 1 to 128 letters, digits, hyphens or underscores');
+export const IndexName = z
+  .string()
+  .regex(/^[A-Za-z0-9_-]{1,128}$/, 'must be 1 to 128 letters, digits, hyphens or underscores');
 
 const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
@@ -46,33 +63,95 @@ export const tools = {
   segment: 'tools',
   type: 'tool',
   schema: definition('tool', () => ({
-    tool_type: z.enum(['plugin', 'knowledge', 'mcp', 'code-interpreter'], { error: 'tool_type must be plugin, knowledge, mcp or code-interpreter' }),
-    plugin_object_id: z.string().optional().describe('plugin: the object id of an agent tool plugin (/instances/{id}/providers/Svc.Platform/plugins/{name})'),
+    tool_type: z.enum(['plugin', 'knowledge', 'mcp', 'code-interpreter'], {
+      error: 'tool_type must be plugin, knowledge, mcp or code-interpreter',
+    }),
+    plugin_object_id: z
+      .string()
+      .optional()
+      .describe(
+        'plugin: the object id of an agent tool plugin (/instances/{id}/providers/Svc.Platform/plugins/{name})',
+      ),
     index_name: IndexName.optional(),
-    top_n: z.number().int().min(1).max(50).optional().describe('Partitions retrieved per completion (knowledge tools; default 5)'),
-    retrieval: z.enum(['always', 'on_demand']).optional().describe('knowledge tools: retrieve for every completion (default), or let the model search when it needs to'),
-    search_mode: z.enum(['vector', 'hybrid'], { error: 'search_mode must be vector or hybrid' }).optional().describe('knowledge tools: vector similarity alone (default), or hybrid: full-text (BM25) and vector rankings fused by reciprocal rank, so exact tokens such as part numbers are found'),
-    minimum_score: z.number().min(-1).max(1).optional().describe('knowledge tools: partitions whose similarity (cosine, -1 to 1) is below it are neither given to the model nor cited'),
-    url: z.string().optional().describe(`mcp: the streamable HTTP endpoint of the server, or ${PLATFORM_MEMORY} for the memory tool server (in process, for the agent and user of the completion)`),
-    allowed_tools: z.array(z.string().regex(TOOL_NAME, 'tool names are 1 to 64 letters, digits, _ or -')).min(1).max(64).optional().describe("mcp: the server's tools the model may call"),
+    top_n: z
+      .number()
+      .int()
+      .min(1)
+      .max(50)
+      .optional()
+      .describe('Partitions retrieved per completion (knowledge tools; default 5)'),
+    retrieval: z
+      .enum(['always', 'on_demand'])
+      .optional()
+      .describe('knowledge tools: retrieve for every completion (default), or let the model search when it needs to'),
+    search_mode: z
+      .enum(['vector', 'hybrid'], { error: 'search_mode must be vector or hybrid' })
+      .optional()
+      .describe(
+        'knowledge tools: vector similarity alone (default), or hybrid: full-text (BM25) and vector rankings fused by reciprocal rank, so exact tokens such as part numbers are found',
+      ),
+    minimum_score: z
+      .number()
+      .min(-1)
+      .max(1)
+      .optional()
+      .describe(
+        'knowledge tools: partitions whose similarity (cosine, -1 to 1) is below it are neither given to the model nor cited',
+      ),
+    url: z
+      .string()
+      .optional()
+      .describe(
+        `mcp: the streamable HTTP endpoint of the server, or ${PLATFORM_MEMORY} for the memory tool server (in process, for the agent and user of the completion)`,
+      ),
+    allowed_tools: z
+      .array(z.string().regex(TOOL_NAME, 'tool names are 1 to 64 letters, digits, _ or -'))
+      .min(1)
+      .max(64)
+      .optional()
+      .describe("mcp: the server's tools the model may call"),
     authentication_type: z.enum(['None', 'APIKey', 'AzureIdentity']).optional(),
     headers: z
-      .record(z.string().regex(/^x-[a-z0-9-]{1,60}$/i, 'header names start with x-'), z.literal('context://user_identity', { error: 'header values can only be context://user_identity (the signed-in user)' }))
+      .record(
+        z.string().regex(/^x-[a-z0-9-]{1,60}$/i, 'header names start with x-'),
+        z.literal('context://user_identity', {
+          error: 'header values can only be context://user_identity (the signed-in user)',
+        }),
+      )
       .optional()
       .describe('mcp: headers resolved at run time (context://user_identity: the signed-in user as base64 JSON)'),
-    authentication_parameters: z.object({ api_key_secret_name: z.string().regex(SECRET_NAME, SECRET_NAME_RULE).optional(), scope: z.string().optional() }).strict().optional(),
+    authentication_parameters: z
+      .object({
+        api_key_secret_name: z.string().regex(SECRET_NAME, SECRET_NAME_RULE).optional(),
+        scope: z.string().optional(),
+      })
+      .strict()
+      .optional(),
   })).superRefine((d, ctx) => {
     const only = (type: string, fields: (keyof typeof d)[]) => {
-      for (const f of fields) if (d.tool_type !== type && d[f] !== undefined) ctx.addIssue({ code: 'custom', path: [f], message: `valid only for a ${type} tool` });
+      for (const f of fields)
+        if (d.tool_type !== type && d[f] !== undefined)
+          ctx.addIssue({ code: 'custom', path: [f], message: `valid only for a ${type} tool` });
     };
     only('knowledge', ['index_name', 'top_n', 'retrieval', 'search_mode', 'minimum_score']);
     only('plugin', ['plugin_object_id']);
     only('mcp', ['url', 'allowed_tools', 'authentication_type', 'authentication_parameters', 'headers']);
-    if (d.tool_type === 'knowledge' && d.index_name === undefined) ctx.addIssue({ code: 'custom', path: ['index_name'], message: 'index_name is required for a knowledge tool' });
-    if (d.tool_type === 'mcp' && d.url === undefined) ctx.addIssue({ code: 'custom', path: ['url'], message: 'url is required for an mcp tool' });
-    if (d.tool_type === 'mcp' && d.allowed_tools === undefined) ctx.addIssue({ code: 'custom', path: ['allowed_tools'], message: "allowed_tools is required for an mcp tool: the server's tools the model may call" });
+    if (d.tool_type === 'knowledge' && d.index_name === undefined)
+      ctx.addIssue({ code: 'custom', path: ['index_name'], message: 'index_name is required for a knowledge tool' });
+    if (d.tool_type === 'mcp' && d.url === undefined)
+      ctx.addIssue({ code: 'custom', path: ['url'], message: 'url is required for an mcp tool' });
+    if (d.tool_type === 'mcp' && d.allowed_tools === undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['allowed_tools'],
+        message: "allowed_tools is required for an mcp tool: the server's tools the model may call",
+      });
     if (d.authentication_type === 'APIKey' && !d.authentication_parameters?.api_key_secret_name) {
-      ctx.addIssue({ code: 'custom', path: ['authentication_parameters', 'api_key_secret_name'], message: 'required when authentication_type is APIKey' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['authentication_parameters', 'api_key_secret_name'],
+        message: 'required when authentication_type is APIKey',
+      });
     }
   }),
 } satisfies ResourceKind;
@@ -81,7 +160,11 @@ export const prompts = {
   provider: 'Svc.Prompt',
   segment: 'prompts',
   type: 'prompt',
-  schema: definition('prompt', () => ({ category: z.string().optional(), prefix: z.string(), suffix: z.string().optional() })),
+  schema: definition('prompt', () => ({
+    category: z.string().optional(),
+    prefix: z.string(),
+    suffix: z.string().optional(),
+  })),
 } satisfies ResourceKind;
 
 /**
@@ -103,15 +186,37 @@ export const dataSources = {
     account_url: z
       .string()
       .optional()
-      .describe("AzureBlob: the Blob service URL of another storage account (default: the service's own); AzureDataLake: the account's Data Lake (dfs) or Blob URL"),
+      .describe(
+        "AzureBlob: the Blob service URL of another storage account (default: the service's own); AzureDataLake: the account's Data Lake (dfs) or Blob URL",
+      ),
     filesystem: ContainerName.optional().describe('AzureDataLake: the file system (container) to read'),
-    paths: z.array(z.string().min(1).max(1024)).max(100).optional().describe('AzureDataLake: the directories to read (default: all); a pipeline\'s source_paths narrow them'),
+    paths: z
+      .array(z.string().min(1).max(1024))
+      .max(100)
+      .optional()
+      .describe("AzureDataLake: the directories to read (default: all); a pipeline's source_paths narrow them"),
     urls: z.array(z.string()).min(1).max(100).optional().describe('Web: the URL prefixes documents may come from'),
-    site_url: z.url({ protocol: /^https$/, error: 'must be an https URL' }).max(2048).optional().describe('SharePointOnline: the site (https://{tenant}.sharepoint.com/sites/{site})'),
-    document_libraries: z.array(z.string().min(1).max(256)).min(1).max(50).optional().describe('SharePointOnline: the document libraries to read, by name'),
+    site_url: z
+      .url({ protocol: /^https$/, error: 'must be an https URL' })
+      .max(2048)
+      .optional()
+      .describe('SharePointOnline: the site (https://{tenant}.sharepoint.com/sites/{site})'),
+    document_libraries: z
+      .array(z.string().min(1).max(256))
+      .min(1)
+      .max(50)
+      .optional()
+      .describe('SharePointOnline: the document libraries to read, by name'),
     configuration: z
       .object({
-        connection_string_secret_name: z.string().min(1).max(256).optional().describe('AzureBlob, AzureDataLake: the SVC_SECRET_ setting holding the account\'s connection string (instead of the managed identity); a run that cannot read it fails saying so'),
+        connection_string_secret_name: z
+          .string()
+          .min(1)
+          .max(256)
+          .optional()
+          .describe(
+            "AzureBlob, AzureDataLake: the SVC_SECRET_ setting holding the account's connection string (instead of the managed identity); a run that cannot read it fails saying so",
+          ),
         containers: z.array(ContainerName).max(50).optional().describe('AzureBlob: every container to read'),
       })
       .strict()
@@ -119,18 +224,32 @@ export const dataSources = {
   })).superRefine((d, ctx) => {
     const storage = d.data_source_type === 'AzureBlob' || d.data_source_type === 'AzureDataLake';
     const only = (types: string, ok: boolean, fields: (keyof typeof d)[]) => {
-      for (const f of fields) if (!ok && d[f] !== undefined) ctx.addIssue({ code: 'custom', path: [f], message: `valid only for ${types} data source` });
+      for (const f of fields)
+        if (!ok && d[f] !== undefined)
+          ctx.addIssue({ code: 'custom', path: [f], message: `valid only for ${types} data source` });
     };
     only('an AzureBlob', d.data_source_type === 'AzureBlob', ['container']);
     only('an AzureBlob or AzureDataLake', storage, ['account_url']);
     only('an AzureDataLake', d.data_source_type === 'AzureDataLake', ['filesystem', 'paths']);
     only('a Web', d.data_source_type === 'Web', ['urls']);
     only('a SharePointOnline', d.data_source_type === 'SharePointOnline', ['site_url', 'document_libraries']);
-    if (!storage && (d.configuration.connection_string_secret_name !== undefined || d.configuration.containers !== undefined)) {
-      ctx.addIssue({ code: 'custom', path: ['configuration'], message: 'connection_string_secret_name and containers are valid only for AzureBlob and AzureDataLake data sources' });
+    if (
+      !storage &&
+      (d.configuration.connection_string_secret_name !== undefined || d.configuration.containers !== undefined)
+    ) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['configuration'],
+        message:
+          'connection_string_secret_name and containers are valid only for AzureBlob and AzureDataLake data sources',
+      });
     }
     if (d.account_url !== undefined && d.configuration.connection_string_secret_name !== undefined) {
-      ctx.addIssue({ code: 'custom', path: ['account_url'], message: 'name the account by account_url (managed identity) or by connection_string_secret_name, not both' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['account_url'],
+        message: 'name the account by account_url (managed identity) or by connection_string_secret_name, not both',
+      });
     }
   }),
 } satisfies ResourceKind;
@@ -138,8 +257,16 @@ export const dataSources = {
 /** One stage of a data pipeline: a built-in Data Pipeline Stage plugin and its parameters (knowledge/stages.ts). */
 export const Stage = z
   .object({
-    plugin_name: z.string().min(1).describe('A Data Pipeline Stage plugin: Dotnet-Builtin-ExtractStage, -PartitionStage, -ShieldStage, -EmbedStage or -IndexStage'),
-    plugin_parameters: z.record(z.string(), z.unknown()).default({}).describe("The stage's parameters, as the plugin declares them"),
+    plugin_name: z
+      .string()
+      .min(1)
+      .describe(
+        'A Data Pipeline Stage plugin: Dotnet-Builtin-ExtractStage, -PartitionStage, -ShieldStage, -EmbedStage or -IndexStage',
+      ),
+    plugin_parameters: z
+      .record(z.string(), z.unknown())
+      .default({})
+      .describe("The stage's parameters, as the plugin declares them"),
   })
   .strict();
 export type Stage = z.output<typeof Stage>;
@@ -151,7 +278,11 @@ export const dataPipelines = {
   type: 'data-pipeline',
   schema: definition('data-pipeline', () => ({
     data_source_object_id: ObjectId,
-    source_paths: z.array(z.string().min(1).max(2048)).max(1000).default([]).describe('Blob name prefixes, or for Web the document URLs'),
+    source_paths: z
+      .array(z.string().min(1).max(2048))
+      .max(1000)
+      .default([])
+      .describe('Blob name prefixes, or for Web the document URLs'),
     index_name: IndexName,
     embedding_ai_model_object_id: ObjectId,
     embedding_dimensions: z.number().int().min(1).max(8192).optional(),
@@ -162,19 +293,36 @@ export const dataPipelines = {
       .min(1)
       .max(10)
       .optional()
-      .describe('Data Pipeline Stage plugins in the order they run, with their parameters (docs/plugins.md); absent: extract, partition, embed, index with the settings above'),
+      .describe(
+        'Data Pipeline Stage plugins in the order they run, with their parameters (docs/plugins.md); absent: extract, partition, embed, index with the settings above',
+      ),
     trigger_type: z
       .enum(['Manual', 'Schedule', 'Event'], { error: 'trigger_type must be Manual, Schedule or Event' })
       .default('Manual')
-      .describe('Manual: runs when processed by hand; Schedule: also at each due time of trigger_cron; Event: also for each blob created or deleted in the source (AzureBlob, AzureDataLake)'),
-    trigger_cron: z.string().max(200).optional().describe('Schedule: five cron fields (minute hour day-of-month month day-of-week), UTC'),
+      .describe(
+        'Manual: runs when processed by hand; Schedule: also at each due time of trigger_cron; Event: also for each blob created or deleted in the source (AzureBlob, AzureDataLake)',
+      ),
+    trigger_cron: z
+      .string()
+      .max(200)
+      .optional()
+      .describe('Schedule: five cron fields (minute hour day-of-month month day-of-week), UTC'),
   }))
-    .refine((d) => d.partition_overlap_tokens < d.partition_size_tokens, { path: ['partition_overlap_tokens'], message: 'must be less than partition_size_tokens' })
+    .refine((d) => d.partition_overlap_tokens < d.partition_size_tokens, {
+      path: ['partition_overlap_tokens'],
+      message: 'must be less than partition_size_tokens',
+    })
     .superRefine((d, ctx) => {
       if (d.trigger_type === 'Schedule') {
         // The expression itself is checked by the pipeline's rules (registry/rules/catalog.ts).
-        if (d.trigger_cron === undefined) ctx.addIssue({ code: 'custom', path: ['trigger_cron'], message: 'trigger_cron is required when trigger_type is Schedule' });
-      } else if (d.trigger_cron !== undefined) ctx.addIssue({ code: 'custom', path: ['trigger_cron'], message: 'valid only when trigger_type is Schedule' });
+        if (d.trigger_cron === undefined)
+          ctx.addIssue({
+            code: 'custom',
+            path: ['trigger_cron'],
+            message: 'trigger_cron is required when trigger_type is Schedule',
+          });
+      } else if (d.trigger_cron !== undefined)
+        ctx.addIssue({ code: 'custom', path: ['trigger_cron'], message: 'valid only when trigger_type is Schedule' });
     }),
 } satisfies ResourceKind;
 
@@ -203,14 +351,27 @@ export const dataPipelineRuns = {
     usage: z
       .object({ embedding_tokens: z.number().int(), cost: z.number(), currency: z.string().nullable() })
       .optional()
-      .describe("Set by the service when the run ends: the tokens its embeddings took and what they cost at the embedding model's prices"),
+      .describe(
+        "Set by the service when the run ends: the tokens its embeddings took and what they cost at the embedding model's prices",
+      ),
     errors: z.array(z.object({ source: z.string(), message: z.string() })),
-    reading: z.array(z.string()).optional().describe('Set by the service: the documents being read (a redelivered run skips them)'),
-    documents: z.array(z.string()).max(1000).optional().describe('Set by the service: the only documents an event-triggered run reads (or removes, when the source no longer has them)'),
+    reading: z
+      .array(z.string())
+      .optional()
+      .describe('Set by the service: the documents being read (a redelivered run skips them)'),
+    documents: z
+      .array(z.string())
+      .max(1000)
+      .optional()
+      .describe(
+        'Set by the service: the only documents an event-triggered run reads (or removes, when the source no longer has them)',
+      ),
     delta: z
       .object({ settings: z.string(), links: z.record(z.string(), z.string()) })
       .optional()
-      .describe("Set by the service: where the next run of a SharePointOnline source reads changes from (Graph's delta link per library), and the settings it indexed with"),
+      .describe(
+        "Set by the service: where the next run of a SharePointOnline source reads changes from (Graph's delta link per library), and the settings it indexed with",
+      ),
   })),
 } satisfies ResourceKind;
 
@@ -222,7 +383,9 @@ export const aiModels = {
   segment: 'aiModels',
   type: 'ai-model',
   schema: definition('ai-model', () => ({
-    model_type: z.enum(['completion', 'embedding', 'realtime']).describe('realtime: a speech model reached through the Realtime WebSocket API (docs/realtime-speech.md)'),
+    model_type: z
+      .enum(['completion', 'embedding', 'realtime'])
+      .describe('realtime: a speech model reached through the Realtime WebSocket API (docs/realtime-speech.md)'),
     deployment_name: z.string().min(1),
     api_endpoint_object_id: ObjectId,
     model_parameters: ModelParametersFields.optional(),
@@ -237,14 +400,21 @@ export const aiModels = {
       })
       .strict()
       .optional()
-      .describe('Prices per million input (prompt) and output (completion) tokens, in `currency`: the cost of every call of the model in usage records and budgets'),
+      .describe(
+        'Prices per million input (prompt) and output (completion) tokens, in `currency`: the cost of every call of the model in usage records and budgets',
+      ),
     capabilities: z
       .array(z.enum(MODEL_CAPABILITIES, { error: `capabilities are ${MODEL_CAPABILITIES.join(', ')}` }))
       .max(MODEL_CAPABILITIES.length)
       .refine((list) => new Set(list).size === list.length, 'capabilities must not repeat')
       .optional()
-      .describe('What the model can read and do beyond text: `vision` (images in the prompt), `tools` (function calling)'),
-  })).refine((m) => m.model_type === 'completion' || !m.capabilities?.includes('vision'), { path: ['capabilities'], message: 'only completion models read images (vision)' }),
+      .describe(
+        'What the model can read and do beyond text: `vision` (images in the prompt), `tools` (function calling)',
+      ),
+  })).refine((m) => m.model_type === 'completion' || !m.capabilities?.includes('vision'), {
+    path: ['capabilities'],
+    message: 'only completion models read images (vision)',
+  }),
 } satisfies ResourceKind;
 
 /** A runtime setting (blocklist, quotas, thresholds, branding, webhook signing secret): its key is its name. */
@@ -256,7 +426,10 @@ export const appConfigurations = {
     key: z.string().min(1),
     value: z.string(),
     content_type: z.string().optional(),
-    previous_value: z.string().optional().describe('Set by the service (secret settings): the value the last change replaced, valid until previous_until'),
+    previous_value: z
+      .string()
+      .optional()
+      .describe('Set by the service (secret settings): the value the last change replaced, valid until previous_until'),
     previous_until: z.string().optional().describe('Set by the service'),
   })).refine((d) => d.key === d.name, { path: ['key'], message: 'key must equal the resource name' }),
   instanceFields: ['previous_value', 'previous_until'],

@@ -26,7 +26,16 @@ const KNOWN_WIRE_FIELDS: Record<string, z.ZodType> = {
 };
 
 /** Fields of the request the service writes: a model cannot override them. */
-const RESERVED = new Set(['model', 'messages', 'stream', 'stream_options', 'tools', 'tool_choice', 'functions', 'function_call']);
+const RESERVED = new Set([
+  'model',
+  'messages',
+  'stream',
+  'stream_options',
+  'tools',
+  'tool_choice',
+  'functions',
+  'function_call',
+]);
 
 export const ModelParametersFields = z
   .object({
@@ -38,7 +47,19 @@ export const ModelParametersFields = z
       .discriminatedUnion('type', [
         z.object({ type: z.literal('text') }).strict(),
         z.object({ type: z.literal('json_object') }).strict(),
-        z.object({ type: z.literal('json_schema'), json_schema: z.object({ name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/), schema: z.record(z.string(), z.unknown()).optional(), strict: z.boolean().optional(), description: z.string().optional() }).strict() }).strict(),
+        z
+          .object({
+            type: z.literal('json_schema'),
+            json_schema: z
+              .object({
+                name: z.string().regex(/^[A-Za-z0-9_-]{1,64}$/),
+                schema: z.record(z.string(), z.unknown()).optional(),
+                strict: z.boolean().optional(),
+                description: z.string().optional(),
+              })
+              .strict(),
+          })
+          .strict(),
       ])
       .optional(),
     stop: z.union([z.string().min(1), z.array(z.string().min(1)).min(1).max(4)]).optional(),
@@ -46,16 +67,28 @@ export const ModelParametersFields = z
     frequency_penalty: Penalty.optional(),
     reasoning_effort: z.enum(['minimal', 'low', 'medium', 'high']).optional(),
     extra_body: z
-      .record(z.string().regex(/^[a-z_][a-z0-9_]{0,63}$/, 'field names are lower-case letters, digits and underscores'), z.unknown())
+      .record(
+        z.string().regex(/^[a-z_][a-z0-9_]{0,63}$/, 'field names are lower-case letters, digits and underscores'),
+        z.unknown(),
+      )
       .superRefine((extra, ctx) => {
         for (const [field, value] of Object.entries(extra)) {
           if (RESERVED.has(field) || field in WIRE_NAMES) {
-            ctx.addIssue({ code: 'custom', path: [field], message: `${field} is set by the service${field in WIRE_NAMES ? ' or by its own model parameter' : ''}; it cannot be passed through` });
+            ctx.addIssue({
+              code: 'custom',
+              path: [field],
+              message: `${field} is set by the service${field in WIRE_NAMES ? ' or by its own model parameter' : ''}; it cannot be passed through`,
+            });
             continue;
           }
           const type = KNOWN_WIRE_FIELDS[field];
           const checked = type?.safeParse(value);
-          if (checked && !checked.success) ctx.addIssue({ code: 'custom', path: [field], message: `${field}: ${checked.error.issues[0]?.message ?? 'wrong type'}` });
+          if (checked && !checked.success)
+            ctx.addIssue({
+              code: 'custom',
+              path: [field],
+              message: `${field}: ${checked.error.issues[0]?.message ?? 'wrong type'}`,
+            });
         }
       })
       .optional()
@@ -93,7 +126,10 @@ export const ApiEndpointFields = {
   category: z.enum(['LLM', 'General']).default('LLM'),
   provider: z.enum(PROVIDERS, { error: `provider must be one of ${PROVIDERS.join(', ')}` }),
   url: ModelEndpointUrl,
-  api_version: z.string().regex(/^[0-9A-Za-z.-]{1,40}$/, 'api_version must be a version string').optional(),
+  api_version: z
+    .string()
+    .regex(/^[0-9A-Za-z.-]{1,40}$/, 'api_version must be a version string')
+    .optional(),
   authentication_type: z.enum(['None', 'APIKey', 'AzureIdentity']),
   authentication_parameters: z
     .object({
@@ -110,14 +146,33 @@ export const ApiEndpointFields = {
     .min(1)
     .max(100_000)
     .optional()
-    .describe('Calls the service holds open to this endpoint at once, per instance (a streamed answer holds one while it streams); default 1024. Beyond it calls wait for one within their timeout, the agent holding fewest served first, then answer 503 ConnectionLimit'),
-  private_network: z.boolean().optional().describe('Set by the service (ignored in requests): whether the endpoint was saved by a principal who may point the service at loopback and private addresses; its calls may reach them only then'),
+    .describe(
+      'Calls the service holds open to this endpoint at once, per instance (a streamed answer holds one while it streams); default 1024. Beyond it calls wait for one within their timeout, the agent holding fewest served first, then answer 503 ConnectionLimit',
+    ),
+  private_network: z
+    .boolean()
+    .optional()
+    .describe(
+      'Set by the service (ignored in requests): whether the endpoint was saved by a principal who may point the service at loopback and private addresses; its calls may reach them only then',
+    ),
 };
 
 /** Cross-field rules of an endpoint definition. */
-export function checkEndpoint(d: { provider: string; api_version?: string | undefined; authentication_type: string; authentication_parameters: { api_key_secret_name?: string | undefined } }, ctx: z.RefinementCtx): void {
+export function checkEndpoint(
+  d: {
+    provider: string;
+    api_version?: string | undefined;
+    authentication_type: string;
+    authentication_parameters: { api_key_secret_name?: string | undefined };
+  },
+  ctx: z.RefinementCtx,
+): void {
   if (d.authentication_type === 'APIKey' && !d.authentication_parameters.api_key_secret_name) {
-    ctx.addIssue({ code: 'custom', path: ['authentication_parameters', 'api_key_secret_name'], message: 'required when authentication_type is APIKey' });
+    ctx.addIssue({
+      code: 'custom',
+      path: ['authentication_parameters', 'api_key_secret_name'],
+      message: 'required when authentication_type is APIKey',
+    });
   }
   if (d.provider === 'azure-openai' && !d.api_version) {
     ctx.addIssue({ code: 'custom', path: ['api_version'], message: 'required when provider is azure-openai' });

@@ -13,5 +13,8 @@ export const TYPE_CHECKS: Record<ParameterType, [(v: unknown) => boolean, string
   bool: [(v) => typeof v === 'boolean', 'true or false'],
   datetime: [(v) => typeof v === 'string' && !Number.isNaN(Date.parse(v)), 'an ISO 8601 date and time'],
   array: [(v) => Array.isArray(v), 'an array'],
-  'resource-object-id': [(v) => typeof v === 'string' && OBJECT_ID.test(v), 'a resource object id (/instances/{id}/providers/Svc.{Provider}/{type}/{name})'],
+  'resource-object-id': [
+    (v) => typeof v === 'string' && OBJECT_ID.test(v),
+    'a resource object id (/instances/{id}/providers/Svc.{Provider}/{type}/{name})',
+  ],
 };

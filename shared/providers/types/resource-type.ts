@@ -5,7 +5,15 @@ import { narrowed } from '../../store/narrowed.js';
 import type { Container, Doc, DocsOf, DocumentStore } from '../../store/types.js';
 
 /** Fields the service sets on every resource; in a request body they are ignored. */
-export const SERVICE_FIELDS = ['object_id', 'created_on', 'created_by', 'updated_on', 'updated_by', 'deleted', 'version'] as const;
+export const SERVICE_FIELDS = [
+  'object_id',
+  'created_on',
+  'created_by',
+  'updated_on',
+  'updated_by',
+  'deleted',
+  'version',
+] as const;
 
 /** What every stored resource has, whatever its type: its place, its names and the service fields. */
 export interface StoredFields extends Doc {
@@ -76,10 +84,14 @@ export const isResource = (doc: DocsOf<'resources'>): doc is AnyResource =>
   'type' in doc && typeof doc.type === 'string' && 'object_id' in doc && typeof doc.object_id === 'string';
 
 /** The resources container as its resources: the generic provider, the cache, link checks. */
-export const resourcesIn = (store: Pick<DocumentStore, 'container'>): Container<AnyResource> => narrowed(store.container('resources'), isResource);
+export const resourcesIn = (store: Pick<DocumentStore, 'container'>): Container<AnyResource> =>
+  narrowed(store.container('resources'), isResource);
 
 /** The resources of one kind, as a container of their type: read and written in their partition. */
-export function resourcesOf<K extends ResourceKind>(store: Pick<DocumentStore, 'container'>, kind: K): Container<ResourceOf<K>> {
+export function resourcesOf<K extends ResourceKind>(
+  store: Pick<DocumentStore, 'container'>,
+  kind: K,
+): Container<ResourceOf<K>> {
   const partition = partitionOf(kind);
   return narrowed(resourcesIn(store), (doc): doc is ResourceOf<K> => doc.pk === partition && isOf(doc, kind));
 }
@@ -99,7 +111,10 @@ export const objectIdOf = (instanceId: string, t: Pick<ResourceKind, 'provider' 
 /** Resource names: letters, digits and `_ . : -`, starting with a letter, digit or underscore. */
 export const ResourceName = z
   .string()
-  .regex(/^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,199}$/, 'must be 1 to 200 letters, digits, underscores, dots, colons or hyphens');
+  .regex(
+    /^[A-Za-z0-9_][A-Za-z0-9_.:-]{0,199}$/,
+    'must be 1 to 200 letters, digits, underscores, dots, colons or hyphens',
+  );
 
 const ignored = (schema: z.ZodType) => schema.optional().describe('Set by the service; ignored in requests');
 

@@ -31,7 +31,13 @@ export const ROLE_IDS = {
 
 export const roleDefinitionPath = (id: string) => `/providers/Svc.Authorization/roleDefinitions/${id}`;
 
-const role = (id: string, display_name: string, description: string, actions: string[], not_actions: string[] = []): RoleDefinition => ({
+const role = (
+  id: string,
+  display_name: string,
+  description: string,
+  actions: string[],
+  not_actions: string[] = [],
+): RoleDefinition => ({
   type: 'role-definition',
   name: id,
   object_id: roleDefinitionPath(id),
@@ -50,18 +56,37 @@ export const ROLE_DEFINITIONS: readonly RoleDefinition[] = [
     ['*'],
     ['Svc.Authorization/*/write', 'Svc.Authorization/*/delete', ...NOT_ANALYTICS],
   ),
-  role(ROLE_IDS.reader, 'Reader', 'Reads resources; on an agent, also uses it through the Core API.', ['*/read'], NOT_ANALYTICS),
-  role(ROLE_IDS.userAccessAdministrator, 'User Access Administrator', 'Reads resources and manages role assignments.', ['*/read', 'Svc.Authorization/*'], NOT_ANALYTICS),
-  role(ROLE_IDS.rbacAdministrator, 'Role Based Access Control Administrator', 'Manages role assignments and reads role definitions.', [
-    'Svc.Authorization/roleAssignments/*',
-    'Svc.Authorization/roleDefinitions/read',
-  ]),
-  role(ROLE_IDS.agentAccessTokensContributor, 'Agent Access Tokens Contributor', 'Reads, creates, deletes and validates agent access tokens.', [
-    'Svc.Agent/agents/agentAccessTokens/read',
-    'Svc.Agent/agents/agentAccessTokens/write',
-    'Svc.Agent/agents/agentAccessTokens/delete',
-    'Svc.Agent/agents/agentAccessTokens/validate',
-  ]),
+  role(
+    ROLE_IDS.reader,
+    'Reader',
+    'Reads resources; on an agent, also uses it through the Core API.',
+    ['*/read'],
+    NOT_ANALYTICS,
+  ),
+  role(
+    ROLE_IDS.userAccessAdministrator,
+    'User Access Administrator',
+    'Reads resources and manages role assignments.',
+    ['*/read', 'Svc.Authorization/*'],
+    NOT_ANALYTICS,
+  ),
+  role(
+    ROLE_IDS.rbacAdministrator,
+    'Role Based Access Control Administrator',
+    'Manages role assignments and reads role definitions.',
+    ['Svc.Authorization/roleAssignments/*', 'Svc.Authorization/roleDefinitions/read'],
+  ),
+  role(
+    ROLE_IDS.agentAccessTokensContributor,
+    'Agent Access Tokens Contributor',
+    'Reads, creates, deletes and validates agent access tokens.',
+    [
+      'Svc.Agent/agents/agentAccessTokens/read',
+      'Svc.Agent/agents/agentAccessTokens/write',
+      'Svc.Agent/agents/agentAccessTokens/delete',
+      'Svc.Agent/agents/agentAccessTokens/validate',
+    ],
+  ),
   role(ROLE_IDS.analyticsReader, 'Analytics Reader', 'Runs analytics queries.', [...ANALYTICS_ACTIONS]),
 ];
 
@@ -72,7 +97,13 @@ const patterns = new Map<string, RegExp>();
 export function actionMatches(pattern: string, action: string): boolean {
   let re = patterns.get(pattern);
   if (!re) {
-    re = new RegExp(`^${pattern.split('*').map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`, 'i');
+    re = new RegExp(
+      `^${pattern
+        .split('*')
+        .map((p) => p.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+        .join('.*')}$`,
+      'i',
+    );
     patterns.set(pattern, re);
   }
   return re.test(action);
@@ -80,5 +111,8 @@ export function actionMatches(pattern: string, action: string): boolean {
 
 /** Whether the role grants the action: some action pattern matches and no not-action does. */
 export function roleGrants(role: RoleDefinition, action: string): boolean {
-  return role.permissions.actions.some((p) => actionMatches(p, action)) && !role.permissions.not_actions.some((p) => actionMatches(p, action));
+  return (
+    role.permissions.actions.some((p) => actionMatches(p, action)) &&
+    !role.permissions.not_actions.some((p) => actionMatches(p, action))
+  );
 }

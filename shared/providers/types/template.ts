@@ -8,7 +8,12 @@ import { definition, type ResourceKind, type ResourceOf } from './resource-type.
 
 export const TemplateParameter = z
   .object({
-    name: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]{0,63}$/, 'parameter names are 1 to 64 letters, digits or underscores, not starting with a digit'),
+    name: z
+      .string()
+      .regex(
+        /^[A-Za-z_][A-Za-z0-9_]{0,63}$/,
+        'parameter names are 1 to 64 letters, digits or underscores, not starting with a digit',
+      ),
     type: z.enum(PARAMETER_TYPES, { error: `type must be one of ${PARAMETER_TYPES.join(', ')}` }),
     description: z.string().default(''),
     default_value: z.unknown().optional(),
@@ -27,9 +32,11 @@ export const agentTemplates = {
     resources: z.array(TemplateResource).min(1).max(100),
   })).superRefine((d, ctx) => {
     const names = d.parameters.map((p) => p.name);
-    if (new Set(names).size !== names.length) ctx.addIssue({ code: 'custom', path: ['parameters'], message: 'parameter names must not repeat' });
+    if (new Set(names).size !== names.length)
+      ctx.addIssue({ code: 'custom', path: ['parameters'], message: 'parameter names must not repeat' });
     const agentName = d.parameters.find((p) => p.name === 'agent_name');
-    if (agentName && agentName.type !== 'string') ctx.addIssue({ code: 'custom', path: ['parameters'], message: 'agent_name is a string' });
+    if (agentName && agentName.type !== 'string')
+      ctx.addIssue({ code: 'custom', path: ['parameters'], message: 'agent_name is a string' });
   }),
 } satisfies ResourceKind;
 

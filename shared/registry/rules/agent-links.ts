@@ -32,27 +32,64 @@ export interface AgentLinksDeps {
 /** What a link must name: a kind, and what a resource of that kind must be besides. */
 type Link = (doc: AnyResource) => string | undefined;
 
-const ofKind = (kind: ResourceKind): Link => (doc) => (doc.type === kind.type ? undefined : `is a ${doc.type}, not a ${kind.type}`);
+const ofKind =
+  (kind: ResourceKind): Link =>
+  (doc) =>
+    doc.type === kind.type ? undefined : `is a ${doc.type}, not a ${kind.type}`;
 
 const LINKS = {
   workflow: ofKind(workflows),
   tool: ofKind(tools),
-  pluginTool: (doc) => (isOf(doc, tools) && doc.tool_type === 'plugin' && doc.plugin_object_id === undefined ? 'is a plugin tool without a plugin_object_id: it has nothing to run' : undefined),
+  pluginTool: (doc) =>
+    isOf(doc, tools) && doc.tool_type === 'plugin' && doc.plugin_object_id === undefined
+      ? 'is a plugin tool without a plugin_object_id: it has nothing to run'
+      : undefined,
   prompt: ofKind(prompts),
-  completionModel: (doc) => (!isOf(doc, aiModels) ? `is a ${doc.type}, not a ${aiModels.type}` : doc.model_type === 'completion' ? undefined : 'is not a completion model'),
-  embeddingModel: (doc) => (!isOf(doc, aiModels) ? `is a ${doc.type}, not a ${aiModels.type}` : doc.model_type === 'embedding' ? undefined : 'is not an embedding model'),
-  realtimeModel: (doc) => (!isOf(doc, aiModels) ? `is a ${doc.type}, not a ${aiModels.type}` : doc.model_type === 'realtime' ? undefined : 'is not a realtime model'),
+  completionModel: (doc) =>
+    !isOf(doc, aiModels)
+      ? `is a ${doc.type}, not a ${aiModels.type}`
+      : doc.model_type === 'completion'
+        ? undefined
+        : 'is not a completion model',
+  embeddingModel: (doc) =>
+    !isOf(doc, aiModels)
+      ? `is a ${doc.type}, not a ${aiModels.type}`
+      : doc.model_type === 'embedding'
+        ? undefined
+        : 'is not an embedding model',
+  realtimeModel: (doc) =>
+    !isOf(doc, aiModels)
+      ? `is a ${doc.type}, not a ${aiModels.type}`
+      : doc.model_type === 'realtime'
+        ? undefined
+        : 'is not a realtime model',
 } satisfies Record<string, Link>;
 
 /** 400 when the object id names a live resource of another kind. */
-export async function checkLink(s: AgentLinksDeps, field: string, objectId: string | undefined, link: Link): Promise<void> {
+export async function checkLink(
+  s: AgentLinksDeps,
+  field: string,
+  objectId: string | undefined,
+  link: Link,
+): Promise<void> {
   if (objectId === undefined) return;
   const doc = await s.resourceCache.get(objectId);
   const problem = doc && link(doc);
   if (problem) throw validationError([{ field, message: `${objectId} ${problem}` }]);
 }
 
-export type AgentLinks = Partial<Pick<AgentDoc, 'workflow_object_id' | 'workflow_parameters' | 'tool_object_ids' | 'text_rewrite_settings' | 'cache_settings' | 'shielding_settings' | 'realtime_speech_settings'>>;
+export type AgentLinks = Partial<
+  Pick<
+    AgentDoc,
+    | 'workflow_object_id'
+    | 'workflow_parameters'
+    | 'tool_object_ids'
+    | 'text_rewrite_settings'
+    | 'cache_settings'
+    | 'shielding_settings'
+    | 'realtime_speech_settings'
+  >
+>;
 
 /** Checks the links a (possibly partial) agent definition carries. */
 export async function checkAgentLinks(s: AgentLinksDeps, d: AgentLinks): Promise<void> {
@@ -64,14 +101,42 @@ export async function checkAgentLinks(s: AgentLinksDeps, d: AgentLinks): Promise
     await checkToolPlugin(s, `tool_object_ids[${i}]`, id);
   }
   const rewrite = d.text_rewrite_settings?.user_prompt_rewrite_settings;
-  await checkLink(s, 'text_rewrite_settings.user_prompt_rewrite_settings.user_prompt_rewrite_ai_model_object_id', rewrite?.user_prompt_rewrite_ai_model_object_id, LINKS.completionModel);
-  await checkLink(s, 'text_rewrite_settings.user_prompt_rewrite_settings.user_prompt_rewrite_prompt_object_id', rewrite?.user_prompt_rewrite_prompt_object_id, LINKS.prompt);
-  await checkLink(s, 'cache_settings.semantic_cache_settings.embedding_ai_model_object_id', d.cache_settings?.semantic_cache_settings?.embedding_ai_model_object_id, LINKS.embeddingModel);
-  await checkLink(s, 'realtime_speech_settings.realtime_speech_ai_model_object_id', d.realtime_speech_settings?.realtime_speech_ai_model_object_id, LINKS.realtimeModel);
+  await checkLink(
+    s,
+    'text_rewrite_settings.user_prompt_rewrite_settings.user_prompt_rewrite_ai_model_object_id',
+    rewrite?.user_prompt_rewrite_ai_model_object_id,
+    LINKS.completionModel,
+  );
+  await checkLink(
+    s,
+    'text_rewrite_settings.user_prompt_rewrite_settings.user_prompt_rewrite_prompt_object_id',
+    rewrite?.user_prompt_rewrite_prompt_object_id,
+    LINKS.prompt,
+  );
+  await checkLink(
+    s,
+    'cache_settings.semantic_cache_settings.embedding_ai_model_object_id',
+    d.cache_settings?.semantic_cache_settings?.embedding_ai_model_object_id,
+    LINKS.embeddingModel,
+  );
+  await checkLink(
+    s,
+    'realtime_speech_settings.realtime_speech_ai_model_object_id',
+    d.realtime_speech_settings?.realtime_speech_ai_model_object_id,
+    LINKS.realtimeModel,
+  );
   const shielding = d.shielding_settings;
   if (shielding) {
-    await checkRunnable(s, 'shielding_settings.pre_completion_plugins', shielding.pre_completion_plugins.map((p) => p.plugin_name));
-    await checkRunnable(s, 'shielding_settings.post_completion_plugins', shielding.post_completion_plugins.map((p) => p.plugin_name));
+    await checkRunnable(
+      s,
+      'shielding_settings.pre_completion_plugins',
+      shielding.pre_completion_plugins.map((p) => p.plugin_name),
+    );
+    await checkRunnable(
+      s,
+      'shielding_settings.post_completion_plugins',
+      shielding.post_completion_plugins.map((p) => p.plugin_name),
+    );
   }
 }
 
@@ -84,12 +149,27 @@ function namedResources(d: AgentLinks): [string, string][] {
   const named: [string, string | undefined][] = [
     ['workflow_object_id', d.workflow_object_id],
     ...(d.tool_object_ids ?? []).map((id, i): [string, string] => [`tool_object_ids[${i}]`, id]),
-    ['text_rewrite_settings.user_prompt_rewrite_settings.user_prompt_rewrite_ai_model_object_id', rewrite?.user_prompt_rewrite_ai_model_object_id],
-    ['text_rewrite_settings.user_prompt_rewrite_settings.user_prompt_rewrite_prompt_object_id', rewrite?.user_prompt_rewrite_prompt_object_id],
-    ['cache_settings.semantic_cache_settings.embedding_ai_model_object_id', d.cache_settings?.semantic_cache_settings?.embedding_ai_model_object_id],
-    ['realtime_speech_settings.realtime_speech_ai_model_object_id', d.realtime_speech_settings?.realtime_speech_ai_model_object_id],
+    [
+      'text_rewrite_settings.user_prompt_rewrite_settings.user_prompt_rewrite_ai_model_object_id',
+      rewrite?.user_prompt_rewrite_ai_model_object_id,
+    ],
+    [
+      'text_rewrite_settings.user_prompt_rewrite_settings.user_prompt_rewrite_prompt_object_id',
+      rewrite?.user_prompt_rewrite_prompt_object_id,
+    ],
+    [
+      'cache_settings.semantic_cache_settings.embedding_ai_model_object_id',
+      d.cache_settings?.semantic_cache_settings?.embedding_ai_model_object_id,
+    ],
+    [
+      'realtime_speech_settings.realtime_speech_ai_model_object_id',
+      d.realtime_speech_settings?.realtime_speech_ai_model_object_id,
+    ],
     // A workflow plugin's parameters may name resources it then uses (a model for svc.complete).
-    ...Object.entries(d.workflow_parameters ?? {}).map(([k, v]): [string, string | undefined] => [`workflow_parameters.${k}`, typeof v === 'string' && RESOURCE_ID.test(v) ? v : undefined]),
+    ...Object.entries(d.workflow_parameters ?? {}).map(([k, v]): [string, string | undefined] => [
+      `workflow_parameters.${k}`,
+      typeof v === 'string' && RESOURCE_ID.test(v) ? v : undefined,
+    ]),
   ];
   return named.filter((n): n is [string, string] => n[1] !== undefined);
 }
@@ -100,35 +180,55 @@ function namedResources(d: AgentLinks): [string, string][] {
  * a Contributor of one agent cannot borrow another's knowledge tool or model for it, and what the agent
  * then reads for its callers stays within what someone who may read it gave it.
  */
-export async function authorizeAgentLinks(s: AgentLinksDeps, principal: Principal, d: AgentLinks, existing: AgentLinks | undefined): Promise<void> {
+export async function authorizeAgentLinks(
+  s: AgentLinksDeps,
+  principal: Principal,
+  d: AgentLinks,
+  existing: AgentLinks | undefined,
+): Promise<void> {
   const before = new Set(existing ? namedResources(existing).map(([, id]) => id.toLowerCase()) : []);
   for (const [field, objectId] of namedResources(d)) {
     if (before.has(objectId.toLowerCase())) continue;
     const [, instance, path] = RESOURCE_ID.exec(objectId) ?? [];
     // Another instance's resource is nothing this one reads (the link answers 400 when used).
     if (path === undefined || instance?.toLowerCase() !== s.config.instanceId) continue;
-    if (!(await s.authorizer.can(principal, `${path}/read`, objectId))) throw forbidden(`${field}: you may not read ${objectId}, so an agent you write cannot name it`);
+    if (!(await s.authorizer.can(principal, `${path}/read`, objectId)))
+      throw forbidden(`${field}: you may not read ${objectId}, so an agent you write cannot name it`);
   }
 }
 
 /** A workflow's model must be a completion model and its prompt a prompt. */
-export async function checkWorkflowLinks(s: AgentLinksDeps, d: Pick<WorkflowDoc, 'main_ai_model_object_id' | 'main_prompt_object_id'>): Promise<void> {
+export async function checkWorkflowLinks(
+  s: AgentLinksDeps,
+  d: Pick<WorkflowDoc, 'main_ai_model_object_id' | 'main_prompt_object_id'>,
+): Promise<void> {
   await checkLink(s, 'main_ai_model_object_id', d.main_ai_model_object_id, LINKS.completionModel);
   await checkLink(s, 'main_prompt_object_id', d.main_prompt_object_id, LINKS.prompt);
 }
 
 /** An external workflow's plugin gets the agent's workflow_parameters: they must be the ones it declares. */
 async function checkWorkflowParameters(s: AgentLinksDeps, d: AgentLinks): Promise<void> {
-  const workflow = d.workflow_object_id !== undefined ? await s.resourceCache.get(d.workflow_object_id, workflows) : undefined;
+  const workflow =
+    d.workflow_object_id !== undefined ? await s.resourceCache.get(d.workflow_object_id, workflows) : undefined;
   if (workflow?.workflow_type !== 'external') {
-    if (d.workflow_parameters !== undefined && workflow) throw validationError([{ field: 'workflow_parameters', message: 'valid only with an external workflow (a workflow plugin)' }]);
+    if (d.workflow_parameters !== undefined && workflow)
+      throw validationError([
+        { field: 'workflow_parameters', message: 'valid only with an external workflow (a workflow plugin)' },
+      ]);
     return;
   }
   // A plugin removed since its workflow was saved is the completion's 400 to report, not this save's.
-  const plugin = await s.plugins.runnable(workflow.plugin_object_id, 'agent workflow', 'workflow_object_id').catch(() => undefined);
+  const plugin = await s.plugins
+    .runnable(workflow.plugin_object_id, 'agent workflow', 'workflow_object_id')
+    .catch(() => undefined);
   if (!plugin) return;
   const available = new Set((await s.packages.plugins()).map((p) => p.name));
-  checkReference({ name: plugin.name, parameters: plugin.manifest.parameters, dependencies: plugin.manifest.dependencies }, d.workflow_parameters ?? {}, 'workflow_parameters', available);
+  checkReference(
+    { name: plugin.name, parameters: plugin.manifest.parameters, dependencies: plugin.manifest.dependencies },
+    d.workflow_parameters ?? {},
+    'workflow_parameters',
+    available,
+  );
 }
 
 /** A plugin tool's plugin, when installed, can run here (a Dotnet plugin cannot: no .NET runtime). */

@@ -4,7 +4,12 @@ import { createHash, randomUUID } from 'node:crypto';
 import { ROLE_IDS } from '../../providers/types/roles.js';
 import type { HookContext, ResourceRules } from '../../providers/resource-rules.js';
 import type { agents } from '../../providers/types/agent.js';
-import { ROLE_ASSIGNMENTS_PK, type RoleAssignmentDoc, roleAssignments, serviceAssignment } from '../../providers/types/authorization.js';
+import {
+  ROLE_ASSIGNMENTS_PK,
+  type RoleAssignmentDoc,
+  roleAssignments,
+  serviceAssignment,
+} from '../../providers/types/authorization.js';
 import { authorizeAgentLinks, checkAgentLinks } from './agent-links.js';
 import { resourcesOf } from '../../providers/types/resource-type.js';
 
@@ -15,16 +20,30 @@ export const assignmentName = (scope: string, principalId: string, roleId: strin
 };
 
 /** Writes a role assignment the service itself grants (not subject to the caller's permissions). */
-export async function grant(ctx: HookContext, grantee: { id: string; type: RoleAssignmentDoc['principal_type'] }, roleId: string, scope: string, note: string): Promise<void> {
+export async function grant(
+  ctx: HookContext,
+  grantee: { id: string; type: RoleAssignmentDoc['principal_type'] },
+  roleId: string,
+  scope: string,
+  note: string,
+): Promise<void> {
   const name = assignmentName(scope, grantee.id, roleId);
-  const doc = serviceAssignment(ctx.services.config.instanceId, name, { principalId: grantee.id, principalType: grantee.type, roleId, scope, note, by: ctx.principal.upn || 'system' });
+  const doc = serviceAssignment(ctx.services.config.instanceId, name, {
+    principalId: grantee.id,
+    principalType: grantee.type,
+    roleId,
+    scope,
+    note,
+    by: ctx.principal.upn || 'system',
+  });
   await resourcesOf(ctx.services.store, roleAssignments).upsert(doc);
   ctx.services.authorizer.invalidate();
 }
 
 export const agentRules: ResourceRules<typeof agents> = {
   validate: (definition, { services }) => checkAgentLinks(services, definition),
-  authorizeWrite: (definition, existing, { services, principal }) => authorizeAgentLinks(services, principal, definition, existing),
+  authorizeWrite: (definition, existing, { services, principal }) =>
+    authorizeAgentLinks(services, principal, definition, existing),
   computed: (_definition, existing, ctx) => ({
     // Stable for the agent's life: every access token of the agent shares it.
     virtual_security_group_id: existing?.virtual_security_group_id ?? randomUUID(),
@@ -32,7 +51,14 @@ export const agentRules: ResourceRules<typeof agents> = {
   }),
   afterCreate: async (doc, ctx) => {
     await grant(ctx, { id: ctx.principal.id, type: 'User' }, ROLE_IDS.owner, doc.object_id, 'Creator of the agent');
-    if (doc.virtual_security_group_id) await grant(ctx, { id: doc.virtual_security_group_id, type: 'Group' }, ROLE_IDS.reader, doc.object_id, 'Agent access tokens of the agent');
+    if (doc.virtual_security_group_id)
+      await grant(
+        ctx,
+        { id: doc.virtual_security_group_id, type: 'Group' },
+        ROLE_IDS.reader,
+        doc.object_id,
+        'Agent access tokens of the agent',
+      );
   },
   // A purged agent takes its role assignments and access tokens with it: a new agent of that name starts clean.
   afterPurge: async (doc, ctx) => {
@@ -40,7 +66,10 @@ export const agentRules: ResourceRules<typeof agents> = {
     // The assignments and their versions (a version keeps the scope it granted under `definition`).
     const { items } = await c.query({ partition: ROLE_ASSIGNMENTS_PK });
     const scope = doc.object_id.toLowerCase();
-    for (const a of items as (Omit<RoleAssignmentDoc, 'scope'> & { scope?: string; definition?: { scope?: unknown } })[]) {
+    for (const a of items as (Omit<RoleAssignmentDoc, 'scope'> & {
+      scope?: string;
+      definition?: { scope?: unknown };
+    })[]) {
       const granted = a.scope ?? a.definition?.scope;
       const assigned = typeof granted === 'string' ? granted.toLowerCase() : '';
       if (assigned === scope || assigned.startsWith(`${scope}/`)) await c.delete(a.pk, a.id);

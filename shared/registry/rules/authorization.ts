@@ -18,15 +18,22 @@ function assignableScope(given: string, instanceId: string): string {
 const WRITE = 'Svc.Authorization/roleAssignments/write';
 
 export const roleAssignmentRules: ResourceRules<typeof roleAssignments> = {
-  computed: (definition, _existing, ctx) => ({ scope: assignableScope(definition.scope, ctx.services.config.instanceId) }),
+  computed: (definition, _existing, ctx) => ({
+    scope: assignableScope(definition.scope, ctx.services.config.instanceId),
+  }),
   // Assigning a role needs the right to write role assignments at the scope being granted, and changing an
   // assignment also at the scope it granted: nobody rewrites a grant they could not have made.
   authorizeWrite: async (definition, existing, { services, principal }) => {
     await services.authorizer.require(principal, WRITE, assignableScope(definition.scope, services.config.instanceId));
-    if (existing) await services.authorizer.require(principal, WRITE, assignableScope(existing.scope, services.config.instanceId));
+    if (existing)
+      await services.authorizer.require(principal, WRITE, assignableScope(existing.scope, services.config.instanceId));
   },
   // Deleting (and purging) an assignment needs the right at the scope it grants.
   authorizeDelete: (doc, { services, principal }) =>
-    services.authorizer.require(principal, 'Svc.Authorization/roleAssignments/delete', assignableScope(doc.scope, services.config.instanceId)),
+    services.authorizer.require(
+      principal,
+      'Svc.Authorization/roleAssignments/delete',
+      assignableScope(doc.scope, services.config.instanceId),
+    ),
   afterChange: (_doc, { services }) => services.authorizer.invalidate(),
 };

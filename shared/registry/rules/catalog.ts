@@ -15,13 +15,23 @@ import { BLOCKLIST_SETTING, compileBlocklist } from '../../matching/blocklist.js
 import { brandingProblem } from '../../providers/branding.js';
 import type { ResourceRules } from '../../providers/resource-rules.js';
 import { APP_CONFIG_PK, maskSecret, rotated } from '../../providers/settings.js';
-import { dataPipelines, dataSources, PLATFORM_MEMORY, type aiModels, type apiEndpointConfigurations, type appConfigurations, type tools, type workflows } from '../../providers/types/catalog.js';
+import {
+  dataPipelines,
+  dataSources,
+  PLATFORM_MEMORY,
+  type aiModels,
+  type apiEndpointConfigurations,
+  type appConfigurations,
+  type tools,
+  type workflows,
+} from '../../providers/types/catalog.js';
 import { partitionOf, type ResourceOf } from '../../providers/types/resource-type.js';
 import { checkWorkflowLinks } from './agent-links.js';
 
 export const workflowRules: ResourceRules<typeof workflows> = {
   validate: async (definition, { services }) => {
-    if (definition.workflow_type === 'external') await services.plugins.lookup(definition.plugin_object_id, 'agent workflow', 'plugin_object_id');
+    if (definition.workflow_type === 'external')
+      await services.plugins.lookup(definition.plugin_object_id, 'agent workflow', 'plugin_object_id');
     await checkWorkflowLinks(services, definition);
   },
 };
@@ -29,8 +39,18 @@ export const workflowRules: ResourceRules<typeof workflows> = {
 /** A price counts in budgets only with its currency: prices per 1,000 tokens (no currency) are refused on save. */
 export const aiModelRules: ResourceRules<typeof aiModels> = {
   validate: (d) => {
-    const legacy = (['cost_per_1k_prompt_tokens', 'cost_per_1k_completion_tokens'] as const).find((f) => d[f] !== undefined);
-    if (legacy) return Promise.reject(validationError([{ field: legacy, message: `${legacy} has no currency, so no budget could count it: give prices as pricing {input_per_million, output_per_million, currency}` }]));
+    const legacy = (['cost_per_1k_prompt_tokens', 'cost_per_1k_completion_tokens'] as const).find(
+      (f) => d[f] !== undefined,
+    );
+    if (legacy)
+      return Promise.reject(
+        validationError([
+          {
+            field: legacy,
+            message: `${legacy} has no currency, so no budget could count it: give prices as pricing {input_per_million, output_per_million, currency}`,
+          },
+        ]),
+      );
     return Promise.resolve();
   },
 };
@@ -41,21 +61,35 @@ export const toolRules: ResourceRules<typeof tools> = {
   authorizeWrite: async (d, existing, { services, principal }) => {
     if (d.tool_type !== 'knowledge' || d.index_name === undefined || d.index_name === existing?.index_name) return;
     const pipeline = await services.resourceCache.findBy(dataPipelines, 'index_name', d.index_name);
-    if (pipeline && !(await services.authorizer.can(principal, `${partitionOf(dataPipelines)}/read`, pipeline.object_id))) {
-      throw forbidden(`index_name: you may not read the data pipeline that writes ${d.index_name}, so a tool you write cannot search it`);
+    if (
+      pipeline &&
+      !(await services.authorizer.can(principal, `${partitionOf(dataPipelines)}/read`, pipeline.object_id))
+    ) {
+      throw forbidden(
+        `index_name: you may not read the data pipeline that writes ${d.index_name}, so a tool you write cannot search it`,
+      );
     }
   },
   // The server URL follows the rules of user URLs; managed-identity tokens only for allowed scopes.
   validate: async (d, { services }) => {
     // A plugin tool's plugin, when installed, is a Python agent tool plugin that can run here.
-    if (d.tool_type === 'plugin' && d.plugin_object_id !== undefined) await services.plugins.lookup(d.plugin_object_id, 'agent tool', 'plugin_object_id');
+    if (d.tool_type === 'plugin' && d.plugin_object_id !== undefined)
+      await services.plugins.lookup(d.plugin_object_id, 'agent tool', 'plugin_object_id');
     if (d.url === undefined || d.url === PLATFORM_MEMORY) return;
-    const problem = await savedUrlProblem(d.url, { policy: 'user', allowPrivateNetwork: services.config.allowPrivateNetwork });
+    const problem = await savedUrlProblem(d.url, {
+      policy: 'user',
+      allowPrivateNetwork: services.config.allowPrivateNetwork,
+    });
     if (problem) throw validationError([{ field: 'url', message: `url ${problem}` }]);
     if (d.authentication_type !== 'AzureIdentity') return;
     const scope = d.authentication_parameters?.scope;
     if (scope !== undefined && !allowedScopes(services.config).includes(scope)) {
-      throw validationError([{ field: 'authentication_parameters.scope', message: `scope must be one of ${allowedScopes(services.config).join(', ')}` }]);
+      throw validationError([
+        {
+          field: 'authentication_parameters.scope',
+          message: `scope must be one of ${allowedScopes(services.config).join(', ')}`,
+        },
+      ]);
     }
     const identity = identityProblem(d.url, scope, services.gate, services.config);
     if (identity) throw validationError([{ field: 'url', message: identity }]);
@@ -66,13 +100,17 @@ export const toolRules: ResourceRules<typeof tools> = {
 export const dataSourceRules: ResourceRules<typeof dataSources> = {
   validate: async (d, { services }) => {
     const rules = { policy: 'user' as const, allowPrivateNetwork: services.config.allowPrivateNetwork };
-    const urls: [string, string][] = [...(d.urls ?? []).map((u, i): [string, string] => [`urls[${i}]`, u]), ...(d.account_url !== undefined ? [['account_url', d.account_url] satisfies [string, string]] : [])];
+    const urls: [string, string][] = [
+      ...(d.urls ?? []).map((u, i): [string, string] => [`urls[${i}]`, u]),
+      ...(d.account_url !== undefined ? [['account_url', d.account_url] satisfies [string, string]] : []),
+    ];
     for (const [field, url] of urls) {
       const problem = await savedUrlProblem(url, rules);
       if (problem) throw validationError([{ field, message: `${field} ${problem}` }]);
     }
     // The account receives the managed identity's Storage token: only an https Azure Storage host may.
-    const accountProblem = d.account_url !== undefined ? services.gate.urlProblem('storage', blobUrlOf(d.account_url)) : undefined;
+    const accountProblem =
+      d.account_url !== undefined ? services.gate.urlProblem('storage', blobUrlOf(d.account_url)) : undefined;
     if (accountProblem) throw validationError([{ field: 'account_url', message: `account_url ${accountProblem}` }]);
     const own = serviceContainerProblem(services.config, sourceSettings(d as ResourceOf<typeof dataSources>));
     if (own) throw validationError([{ field: 'container', message: own }]);
@@ -90,7 +128,12 @@ export const dataPipelineRules: ResourceRules<typeof dataPipelines> = {
     if (d.trigger_type === 'Event') {
       const source = await services.resourceCache.get(d.data_source_object_id, dataSources);
       if (source && source.data_source_type !== 'AzureBlob' && source.data_source_type !== 'AzureDataLake') {
-        throw validationError([{ field: 'trigger_type', message: `Event runs on Blob events: the data source must be AzureBlob or AzureDataLake, not ${source.data_source_type}` }]);
+        throw validationError([
+          {
+            field: 'trigger_type',
+            message: `Event runs on Blob events: the data source must be AzureBlob or AzureDataLake, not ${source.data_source_type}`,
+          },
+        ]);
       }
     }
   },
@@ -102,7 +145,11 @@ export const dataPipelineRules: ResourceRules<typeof dataPipelines> = {
 function settingProblem(key: string, value: string): string | undefined {
   // Without case, as settings are read.
   const id = key.toLowerCase();
-  const parse = { [BLOCKLIST_SETTING.toLowerCase()]: compileBlocklist, [QUOTA_SETTING.toLowerCase()]: parseQuotaDefinitions, [BUDGET_SETTING.toLowerCase()]: parseBudgets }[id];
+  const parse = {
+    [BLOCKLIST_SETTING.toLowerCase()]: compileBlocklist,
+    [QUOTA_SETTING.toLowerCase()]: parseQuotaDefinitions,
+    [BUDGET_SETTING.toLowerCase()]: parseBudgets,
+  }[id];
   const parsed = parse?.(value);
   return brandingProblem(key, value) ?? (typeof parsed === 'string' ? parsed : thresholdProblem(key, value));
 }
@@ -110,7 +157,9 @@ function settingProblem(key: string, value: string): string | undefined {
 export const appConfigurationRules: ResourceRules<typeof appConfigurations> = {
   validate: (d) => {
     const problem = settingProblem(d.key, d.value);
-    return problem ? Promise.reject(validationError([{ field: 'value', message: `${d.key} ${problem}` }])) : Promise.resolve();
+    return problem
+      ? Promise.reject(validationError([{ field: 'value', message: `${d.key} ${problem}` }]))
+      : Promise.resolve();
   },
   // A secret setting keeps the value a change replaced valid for a while (rotation), and is never shown.
   computed: (d, existing) => rotated(d.key, d.value, existing),
@@ -131,9 +180,21 @@ export const apiEndpointRules: ResourceRules<typeof apiEndpointConfigurations> =
     // instance (an Owner): a Contributor could otherwise map the private network through the errors of calls.
     // The endpoint keeps what its saver was allowed: its calls connect under those rules.
     d.private_network = await pointsInside(d.url);
-    if (d.private_network && !services.config.allowPrivateNetwork && !(await services.authorizer.can(principal, 'Svc.Authorization/roleAssignments/write', `/instances/${services.config.instanceId}`))) {
+    if (
+      d.private_network &&
+      !services.config.allowPrivateNetwork &&
+      !(await services.authorizer.can(
+        principal,
+        'Svc.Authorization/roleAssignments/write',
+        `/instances/${services.config.instanceId}`,
+      ))
+    ) {
       throw validationError([
-        { field: 'url', message: 'url points to a loopback or private network address: only an Owner (who may assign roles at the instance) may save such an endpoint, or set ALLOW_PRIVATE_NETWORK=true to allow it (local development)' },
+        {
+          field: 'url',
+          message:
+            'url points to a loopback or private network address: only an Owner (who may assign roles at the instance) may save such an endpoint, or set ALLOW_PRIVATE_NETWORK=true to allow it (local development)',
+        },
       ]);
     }
   },
@@ -142,5 +203,8 @@ export const apiEndpointRules: ResourceRules<typeof apiEndpointConfigurations> =
 /** Whether a URL names a loopback or private address, or a name that resolves to one now. */
 async function pointsInside(url: string): Promise<boolean> {
   const strict = { policy: 'user' as const, allowPrivateNetwork: false };
-  return urlProblem(url.replace(/^http:/, 'https:'), strict) !== undefined || (await resolvesOutside(new URL(url).hostname, strict));
+  return (
+    urlProblem(url.replace(/^http:/, 'https:'), strict) !== undefined ||
+    (await resolvesOutside(new URL(url).hostname, strict))
+  );
 }

@@ -89,7 +89,17 @@ async function compile(dir: string, api: 'core' | 'management', document: object
   writeFileSync(
     config,
     JSON.stringify({
-      compilerOptions: { target: 'ES2023', module: 'NodeNext', moduleResolution: 'NodeNext', strict: true, noUncheckedIndexedAccess: true, noEmit: true, skipLibCheck: true, lib: ['ES2023', 'DOM'], types: ['node'] },
+      compilerOptions: {
+        target: 'ES2023',
+        module: 'NodeNext',
+        moduleResolution: 'NodeNext',
+        strict: true,
+        noUncheckedIndexedAccess: true,
+        noEmit: true,
+        skipLibCheck: true,
+        lib: ['ES2023', 'DOM'],
+        types: ['node'],
+      },
       files: [file],
     }),
   );

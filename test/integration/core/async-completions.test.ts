@@ -31,7 +31,8 @@ async function pollUntilDone(app: TestApp, operationId: string, timeoutMs = 30_0
 describe('async completions', () => {
   let app: TestApp;
   let llm: MockLlm;
-  const start = (body: Record<string, unknown>, as?: string) => app.call('POST', `${app.core}/instances/${INSTANCE}/async-completions`, { body, ...(as ? { as } : {}) });
+  const start = (body: Record<string, unknown>, as?: string) =>
+    app.call('POST', `${app.core}/instances/${INSTANCE}/async-completions`, { body, ...(as ? { as } : {}) });
   const operations = () => app.services.store.container('operations');
 
   beforeAll(async () => {
@@ -45,27 +46,49 @@ describe('async completions', () => {
   });
 
   it('starts with 202 InProgress and reaches Completed with the completion response', async () => {
-    const session = ((await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: 'async' } })).body as { id: string }).id;
+    const session = (
+      (await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: 'async' } })).body as {
+        id: string;
+      }
+    ).id;
     const started = await start({ user_prompt: 'async hello', agent_name: 'helper', session_id: session });
     expect(started.status).toBe(202);
     const op = started.body as { operation_id: string };
-    expect(started.body).toEqual({ operation_id: op.operation_id, status: 'InProgress', status_message: 'Queued', result: null });
+    expect(started.body).toEqual({
+      operation_id: op.operation_id,
+      status: 'InProgress',
+      status_message: 'Queued',
+      result: null,
+    });
     const done = await pollUntilDone(app, op.operation_id);
     expect(done).toMatchObject({
       operation_id: op.operation_id,
       status: 'Completed',
       status_message: 'Completed',
-      result: { operation_id: op.operation_id, user_prompt: 'async hello', completion: 'Echo: async hello', content: [{ type: 'text', value: 'Echo: async hello' }] },
+      result: {
+        operation_id: op.operation_id,
+        user_prompt: 'async hello',
+        completion: 'Echo: async hello',
+        content: [{ type: 'text', value: 'Echo: async hello' }],
+      },
     });
     expect(done.last_updated).toEqual(expect.any(String));
-    const messages = (await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${session}/messages`)).body as { sender: string }[];
+    const messages = (await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${session}/messages`)).body as {
+      sender: string;
+    }[];
     expect(messages.map((m) => m.sender)).toEqual(['User', 'Assistant']);
   });
 
   it('lets only its starter read an operation; unknown ids are 404', async () => {
     const started = await start({ user_prompt: 'mine', agent_name: 'helper', operation_id: 'op-private' });
     expect(started.status).toBe(202);
-    expect((await app.call('GET', `${app.core}/instances/${INSTANCE}/async-completions/op-private/status`, { as: 'eve@example.com' })).status).toBe(404);
+    expect(
+      (
+        await app.call('GET', `${app.core}/instances/${INSTANCE}/async-completions/op-private/status`, {
+          as: 'eve@example.com',
+        })
+      ).status,
+    ).toBe(404);
     expect((await app.call('GET', `${app.core}/instances/${INSTANCE}/async-completions/nope/status`)).status).toBe(404);
     expect((await start({ user_prompt: 'again', agent_name: 'helper', operation_id: 'op-private' })).status).toBe(409);
   });
@@ -80,8 +103,13 @@ describe('async completions', () => {
     const noWorker = await startTestApp({}, { consumers: false });
     try {
       await seedAgent(noWorker, 'helper', { llmUrl: llm.url });
-      const s2 = ((await noWorker.call('POST', `${noWorker.core}/instances/${INSTANCE}/sessions`, { body: { name: 'r' } })).body as { id: string }).id;
-      const started = await noWorker.call('POST', `${noWorker.core}/instances/${INSTANCE}/async-completions`, { body: { user_prompt: 'once', agent_name: 'helper', session_id: s2, operation_id: 'op-once' } });
+      const s2 = (
+        (await noWorker.call('POST', `${noWorker.core}/instances/${INSTANCE}/sessions`, { body: { name: 'r' } }))
+          .body as { id: string }
+      ).id;
+      const started = await noWorker.call('POST', `${noWorker.core}/instances/${INSTANCE}/async-completions`, {
+        body: { user_prompt: 'once', agent_name: 'helper', session_id: s2, operation_id: 'op-once' },
+      });
       expect(started.status).toBe(202);
       // The worker "crashes" after recording the turn but before marking the operation: simulate by
       // marking it InProgress again after a full run, then deliver the same message twice more.
@@ -93,9 +121,12 @@ describe('async completions', () => {
       await processOperation(message('op-once'), { id: 'm', dequeueCount: 2 }, noWorker.services);
       await processOperation(message('op-once'), { id: 'm', dequeueCount: 3 }, noWorker.services);
       expect(llm.requests.length - calls).toBe(1);
-      const messages = (await noWorker.call('GET', `${noWorker.core}/instances/${INSTANCE}/sessions/${s2}/messages`)).body as unknown[];
+      const messages = (await noWorker.call('GET', `${noWorker.core}/instances/${INSTANCE}/sessions/${s2}/messages`))
+        .body as unknown[];
       expect(messages).toHaveLength(2);
-      const usage = await noWorker.services.store.container('usage').query({ partition: OWNER, where: [{ field: 'operation_id', op: 'eq', value: 'op-once' }] });
+      const usage = await noWorker.services.store
+        .container('usage')
+        .query({ partition: OWNER, where: [{ field: 'operation_id', op: 'eq', value: 'op-once' }] });
       expect(usage.items).toHaveLength(1);
       expect((await ops.read(keyOf('op-once'), keyOf('op-once')))?.status).toBe('Completed');
     } finally {
@@ -109,25 +140,47 @@ describe('async completions', () => {
     const noWorker = await startTestApp({ MODEL_MAX_RETRIES: '0' }, { consumers: false });
     try {
       await seedAgent(noWorker, 'broken', { llmUrl: broken.url });
-      await noWorker.call('POST', `${noWorker.core}/instances/${INSTANCE}/async-completions`, { body: { user_prompt: 'x', agent_name: 'broken', operation_id: 'op-fail' } });
+      await noWorker.call('POST', `${noWorker.core}/instances/${INSTANCE}/async-completions`, {
+        body: { user_prompt: 'x', agent_name: 'broken', operation_id: 'op-fail' },
+      });
       const ops = noWorker.services.store.container('operations');
       for (let attempt = 1; attempt <= 4; attempt++) {
         broken.next({ status: 500 });
-        await expect(processOperation(message('op-fail'), { id: 'm', dequeueCount: attempt }, noWorker.services)).rejects.toThrow();
-        expect(await ops.read(keyOf('op-fail'), keyOf('op-fail'))).toMatchObject({ status: 'InProgress', status_message: expect.stringContaining(`Attempt ${attempt} failed`) as string });
+        await expect(
+          processOperation(message('op-fail'), { id: 'm', dequeueCount: attempt }, noWorker.services),
+        ).rejects.toThrow();
+        expect(await ops.read(keyOf('op-fail'), keyOf('op-fail'))).toMatchObject({
+          status: 'InProgress',
+          status_message: expect.stringContaining(`Attempt ${attempt} failed`) as string,
+        });
       }
       broken.next({ status: 500 });
       await processOperation(message('op-fail'), { id: 'm', dequeueCount: 5 }, noWorker.services);
-      expect(await ops.read(keyOf('op-fail'), keyOf('op-fail'))).toMatchObject({ status: 'Failed', status_message: expect.stringContaining('Failed after 5 attempts') as string, result: null });
+      expect(await ops.read(keyOf('op-fail'), keyOf('op-fail'))).toMatchObject({
+        status: 'Failed',
+        status_message: expect.stringContaining('Failed after 5 attempts') as string,
+        result: null,
+      });
 
       // A permanent error (the agent is gone) fails at once; a poisoned message fails its operation.
-      await noWorker.call('POST', `${noWorker.core}/instances/${INSTANCE}/async-completions`, { body: { user_prompt: 'x', agent_name: 'broken', operation_id: 'op-gone' } });
+      await noWorker.call('POST', `${noWorker.core}/instances/${INSTANCE}/async-completions`, {
+        body: { user_prompt: 'x', agent_name: 'broken', operation_id: 'op-gone' },
+      });
       await noWorker.call('DELETE', `${noWorker.management}/instances/${INSTANCE}/providers/Svc.Agent/agents/broken`);
       await processOperation(message('op-gone'), { id: 'm', dequeueCount: 1 }, noWorker.services);
       expect((await ops.read(keyOf('op-gone'), keyOf('op-gone')))?.status).toBe('Failed');
-      await ops.create({ ...(await ops.read(keyOf('op-gone'), keyOf('op-gone')))!, id: keyOf('op-poison'), pk: keyOf('op-poison'), operation_id: 'op-poison', status: 'InProgress' });
+      await ops.create({
+        ...(await ops.read(keyOf('op-gone'), keyOf('op-gone')))!,
+        id: keyOf('op-poison'),
+        pk: keyOf('op-poison'),
+        operation_id: 'op-poison',
+        status: 'InProgress',
+      });
       await failPoisoned(message('op-poison'), { id: 'm', dequeueCount: 1 }, noWorker.services);
-      expect(await ops.read(keyOf('op-poison'), keyOf('op-poison'))).toMatchObject({ status: 'Failed', status_message: expect.stringContaining('gave up') as string });
+      expect(await ops.read(keyOf('op-poison'), keyOf('op-poison'))).toMatchObject({
+        status: 'Failed',
+        status_message: expect.stringContaining('gave up') as string,
+      });
     } finally {
       await noWorker.close();
       await broken.close();
@@ -149,9 +202,15 @@ describe('async completions', () => {
     try {
       await seedAgent(host, 'helper', { llmUrl: hanging.url, timeoutSeconds: 120 });
       // A separate worker process (npm start) on the same store and queue, with the default lease.
-      const worker = await startScript('start', { ...host.env, CORE_PORT: String(await freePort()), MANAGEMENT_PORT: String(await freePort()) }, /Get a token/);
+      const worker = await startScript(
+        'start',
+        { ...host.env, CORE_PORT: String(await freePort()), MANAGEMENT_PORT: String(await freePort()) },
+        /Get a token/,
+      );
       hanging.next({ hangMs: 120_000 });
-      const started = await host.call('POST', `${host.core}/instances/${INSTANCE}/async-completions`, { body: { user_prompt: 'survive', agent_name: 'helper', operation_id: 'op-killed' } });
+      const started = await host.call('POST', `${host.core}/instances/${INSTANCE}/async-completions`, {
+        body: { user_prompt: 'survive', agent_name: 'helper', operation_id: 'op-killed' },
+      });
       expect(started.status).toBe(202);
       const end = Date.now() + 20_000;
       while (hanging.requests.length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
@@ -162,11 +221,16 @@ describe('async completions', () => {
       await new Promise((r) => worker.child.once('exit', r));
       expect(() => process.kill(pid, 0)).toThrow();
       const killedAt = Date.now();
-      expect((await host.services.store.container('operations').read(keyOf('op-killed'), keyOf('op-killed')))?.status).toBe('InProgress');
+      expect(
+        (await host.services.store.container('operations').read(keyOf('op-killed'), keyOf('op-killed')))?.status,
+      ).toBe('InProgress');
 
       // A new worker with the default lease picks the message up once the dead worker's lease lapses.
       const [handler] = (await import('../../../functions/groups.js')).QUEUE_HANDLERS;
-      const consumer = startQueueConsumer(handler!, await host.services.queues(), host.services, { idlePollMs: 200, visibilityTimeoutSeconds: host.services.config.queueVisibilityTimeoutSeconds });
+      const consumer = startQueueConsumer(handler!, await host.services.queues(), host.services, {
+        idlePollMs: 200,
+        visibilityTimeoutSeconds: host.services.config.queueVisibilityTimeoutSeconds,
+      });
       try {
         const done = await pollUntilDone(host, 'op-killed', 60_000);
         expect(done).toMatchObject({ status: 'Completed', result: { completion: 'Echo: survive' } });

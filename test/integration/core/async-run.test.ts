@@ -15,9 +15,20 @@ import { seedAgent } from '../../support/agents.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { INSTANCE } from '../../support/services.js';
 
-type Operation = { operation_id: string; status: string; status_message: string; result: unknown; deliveries?: { attempt: number; outcome: string; status_code?: number }[] };
+type Operation = {
+  operation_id: string;
+  status: string;
+  status_message: string;
+  result: unknown;
+  deliveries?: { attempt: number; outcome: string; status_code?: number }[];
+};
 
-const until = async <T>(what: string, read: () => Promise<T>, done: (v: T) => boolean, timeoutMs = 20_000): Promise<T> => {
+const until = async <T>(
+  what: string,
+  read: () => Promise<T>,
+  done: (v: T) => boolean,
+  timeoutMs = 20_000,
+): Promise<T> => {
   const end = Date.now() + timeoutMs;
   for (;;) {
     const v = await read();
@@ -40,26 +51,51 @@ async function startReceiver(statuses: number[]) {
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/ops`, received, close: () => new Promise((r) => server.close(r)) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hooks/ops`,
+    received,
+    close: () => new Promise((r) => server.close(r)),
+  };
 }
 
 describe('the async run', () => {
   let app: TestApp;
   let llm: MockLlm;
   const asyncUrl = () => `${app.core}/instances/${INSTANCE}/async-completions`;
-  const start = (body: Record<string, unknown>, on = app) => on.call('POST', `${on.core}/instances/${INSTANCE}/async-completions`, { body });
+  const start = (body: Record<string, unknown>, on = app) =>
+    on.call('POST', `${on.core}/instances/${INSTANCE}/async-completions`, { body });
   const status = async (operationId: string, as?: string) =>
-    (await app.call('GET', `${app.core}/instances/${INSTANCE}/async-completions/${operationId}/status`, as ? { as } : {})).body as Operation;
+    (
+      await app.call(
+        'GET',
+        `${app.core}/instances/${INSTANCE}/async-completions/${operationId}/status`,
+        as ? { as } : {},
+      )
+    ).body as Operation;
   const cancel = (operationId: string, options: { as?: string; on?: TestApp } = {}) => {
     const on = options.on ?? app;
-    return on.call('POST', `${on.core}/instances/${INSTANCE}/async-completions/${operationId}/cancel`, options.as ? { as: options.as } : {});
+    return on.call(
+      'POST',
+      `${on.core}/instances/${INSTANCE}/async-completions/${operationId}/cancel`,
+      options.as ? { as: options.as } : {},
+    );
   };
-  const newSession = async () => ((await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: 'async run' } })).body as { id: string }).id;
-  const messages = async (session: string) => (await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${session}/messages`)).body as unknown[];
+  const newSession = async () =>
+    (
+      (await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: 'async run' } })).body as {
+        id: string;
+      }
+    ).id;
+  const messages = async (session: string) =>
+    (await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${session}/messages`)).body as unknown[];
 
   beforeAll(async () => {
     llm = await startMockLlm();
-    app = await startTestApp({ MODEL_MAX_RETRIES: '0', ALLOW_PRIVATE_NETWORK: 'true', WEBHOOK_RETRY_BASE_SECONDS: '1' });
+    app = await startTestApp({
+      MODEL_MAX_RETRIES: '0',
+      ALLOW_PRIVATE_NETWORK: 'true',
+      WEBHOOK_RETRY_BASE_SECONDS: '1',
+    });
     await seedAgent(app, 'runner', { llmUrl: llm.url, timeoutSeconds: 120 });
   });
   afterAll(async () => {
@@ -75,7 +111,11 @@ describe('the async run', () => {
     const polled = await app.call('GET', `${app.core}${r.headers.get('location')}`);
     expect(polled.status).toBe(200);
     expect(polled.body).toMatchObject({ operation_id: 'op-where' });
-    await until('completion', () => status('op-where'), (o) => o.status === 'Completed');
+    await until(
+      'completion',
+      () => status('op-where'),
+      (o) => o.status === 'Completed',
+    );
   });
 
   it('answers 202 with Location and Retry-After through the Azure Functions adapter', async () => {
@@ -84,7 +124,9 @@ describe('the async run', () => {
       method: 'POST',
       url: asyncUrl(),
       headers: { authorization: `Bearer ${await app.token()}`, 'content-type': 'application/json' },
-      body: { string: JSON.stringify({ user_prompt: 'functions', agent_name: 'runner', operation_id: 'op-functions' }) },
+      body: {
+        string: JSON.stringify({ user_prompt: 'functions', agent_name: 'runner', operation_id: 'op-functions' }),
+      },
       params: { instanceId: INSTANCE },
     });
     const res = await functionsHandler(route, () => Promise.resolve(app.services))(req);
@@ -93,7 +135,11 @@ describe('the async run', () => {
     expect(headers.location).toBe(`/instances/${INSTANCE}/async-completions/op-functions/status`);
     expect(Number(headers['retry-after'])).toBeGreaterThanOrEqual(1);
     // Done before the next test queues mock behaviours, which this operation's model call would take.
-    await until('completion', () => status('op-functions'), (o) => o.status === 'Completed');
+    await until(
+      'completion',
+      () => status('op-functions'),
+      (o) => o.status === 'Completed',
+    );
   });
 
   it('cancels a running operation: the model call is aborted, the status is Cancelled, nothing is recorded', async () => {
@@ -101,14 +147,26 @@ describe('the async run', () => {
     const calls = llm.requests.length;
     const abortedBefore = llm.aborted;
     llm.next({ hangMs: 60_000 });
-    expect((await start({ user_prompt: 'stop me', agent_name: 'runner', session_id: session, operation_id: 'op-cancel' })).status).toBe(202);
-    await until('model call', () => Promise.resolve(llm.requests.length), (n) => n > calls);
+    expect(
+      (await start({ user_prompt: 'stop me', agent_name: 'runner', session_id: session, operation_id: 'op-cancel' }))
+        .status,
+    ).toBe(202);
+    await until(
+      'model call',
+      () => Promise.resolve(llm.requests.length),
+      (n) => n > calls,
+    );
 
     expect((await cancel('op-cancel', { as: 'eve@example.com' })).status).toBe(404);
     const r = await cancel('op-cancel');
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ operation_id: 'op-cancel', status: 'Cancelled' });
-    await until('aborted model call', () => Promise.resolve(llm.aborted), (n) => n > abortedBefore, 5000);
+    await until(
+      'aborted model call',
+      () => Promise.resolve(llm.aborted),
+      (n) => n > abortedBefore,
+      5000,
+    );
 
     // The worker has stopped; the operation stays Cancelled and the session has no turn.
     await new Promise((r) => setTimeout(r, 500));
@@ -121,7 +179,11 @@ describe('the async run', () => {
 
   it('leaves an ended operation as it is', async () => {
     await start({ user_prompt: 'done first', agent_name: 'runner', operation_id: 'op-ended' });
-    await until('completion', () => status('op-ended'), (o) => o.status !== 'InProgress');
+    await until(
+      'completion',
+      () => status('op-ended'),
+      (o) => o.status !== 'InProgress',
+    );
     const r = await cancel('op-ended');
     expect(r.status).toBe(200);
     expect(r.body).toMatchObject({ status: 'Completed', result: { completion: 'Echo: done first' } });
@@ -129,20 +191,41 @@ describe('the async run', () => {
 
   it('cancels from another instance: the worker sees it within a second or two and aborts its model call', async () => {
     // A second instance of the service on the same store, without workers: it takes the cancel.
-    const other = await startTestApp({ ASYNC_COMPLETIONS_QUEUE: app.env.ASYNC_COMPLETIONS_QUEUE!, WEBHOOKS_QUEUE: app.env.WEBHOOKS_QUEUE! }, {
-      consumers: false,
-      store: openSqliteStore(path.join(app.dataDir, 'store.db')),
-    });
+    const other = await startTestApp(
+      { ASYNC_COMPLETIONS_QUEUE: app.env.ASYNC_COMPLETIONS_QUEUE!, WEBHOOKS_QUEUE: app.env.WEBHOOKS_QUEUE! },
+      {
+        consumers: false,
+        store: openSqliteStore(path.join(app.dataDir, 'store.db')),
+      },
+    );
     try {
       const session = await newSession();
       const calls = llm.requests.length;
       const abortedBefore = llm.aborted;
       llm.next({ hangMs: 60_000 });
-      expect((await start({ user_prompt: 'stop me there', agent_name: 'runner', session_id: session, operation_id: 'op-elsewhere' })).status).toBe(202);
-      await until('model call', () => Promise.resolve(llm.requests.length), (n) => n > calls);
+      expect(
+        (
+          await start({
+            user_prompt: 'stop me there',
+            agent_name: 'runner',
+            session_id: session,
+            operation_id: 'op-elsewhere',
+          })
+        ).status,
+      ).toBe(202);
+      await until(
+        'model call',
+        () => Promise.resolve(llm.requests.length),
+        (n) => n > calls,
+      );
       const cancelledAt = Date.now();
       expect((await cancel('op-elsewhere', { on: other })).body).toMatchObject({ status: 'Cancelled' });
-      await until('aborted model call', () => Promise.resolve(llm.aborted), (n) => n > abortedBefore, 5000);
+      await until(
+        'aborted model call',
+        () => Promise.resolve(llm.aborted),
+        (n) => n > abortedBefore,
+        5000,
+      );
       expect(Date.now() - cancelledAt).toBeLessThan(3000);
       await new Promise((r) => setTimeout(r, 500));
       expect(await status('op-elsewhere')).toMatchObject({ status: 'Cancelled' });
@@ -158,8 +241,15 @@ describe('the async run', () => {
       await seedAgent(app, 'broken', { llmUrl: broken.url });
       broken.next(...Array.from({ length: 50 }, () => ({ status: 500, body: { error: { message: 'overloaded' } } })));
       const started = Date.now();
-      expect((await start({ user_prompt: 'fail', agent_name: 'broken', operation_id: 'op-always-fails' })).status).toBe(202);
-      const done = await until('failure', () => status('op-always-fails'), (o) => o.status !== 'InProgress', 90_000);
+      expect((await start({ user_prompt: 'fail', agent_name: 'broken', operation_id: 'op-always-fails' })).status).toBe(
+        202,
+      );
+      const done = await until(
+        'failure',
+        () => status('op-always-fails'),
+        (o) => o.status !== 'InProgress',
+        90_000,
+      );
       expect(Date.now() - started).toBeLessThan(90_000);
       expect(done).toMatchObject({ status: 'Failed', result: null });
       expect(done.status_message).toMatch(/^Failed after \d attempts: The model endpoint failed \(500\)$/);
@@ -174,16 +264,30 @@ describe('the async run', () => {
     const secret = 'whsec-test-0123456789';
     beforeAll(async () => {
       const key = 'Svc:Webhooks:SigningSecret';
-      const r = await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${key}`, { body: { name: key, key, value: secret } });
+      const r = await app.call(
+        'POST',
+        `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${key}`,
+        { body: { name: key, key, value: secret } },
+      );
       expect(r.status).toBe(200);
     });
 
     it('delivers the ended operation once, signed, after retrying a receiver that failed twice', async () => {
       const receiver = await startReceiver([500, 503]);
       try {
-        const r = await start({ user_prompt: 'call me back', agent_name: 'runner', operation_id: 'op-hook', callback_url: receiver.url });
+        const r = await start({
+          user_prompt: 'call me back',
+          agent_name: 'runner',
+          operation_id: 'op-hook',
+          callback_url: receiver.url,
+        });
         expect(r.status).toBe(202);
-        const op = await until('delivery', () => status('op-hook'), (o) => (o.deliveries ?? []).some((d) => d.outcome === 'delivered'), 30_000);
+        const op = await until(
+          'delivery',
+          () => status('op-hook'),
+          (o) => (o.deliveries ?? []).some((d) => d.outcome === 'delivered'),
+          30_000,
+        );
         expect(op.deliveries).toMatchObject([
           { attempt: 1, outcome: 'failed', status_code: 500 },
           { attempt: 2, outcome: 'failed', status_code: 503 },
@@ -198,7 +302,11 @@ describe('the async run', () => {
         const [, t, v1] = /^t=(\d+),v1=([0-9a-f]{64})$/.exec(header) ?? [];
         expect(v1).toBe(createHmac('sha256', secret).update(`${t}.${accepted.body}`).digest('hex'));
         expect(Math.abs(Number(t) - Date.now() / 1000)).toBeLessThan(60);
-        expect(JSON.parse(accepted.body)).toMatchObject({ operation_id: 'op-hook', status: 'Completed', result: { completion: 'Echo: call me back' } });
+        expect(JSON.parse(accepted.body)).toMatchObject({
+          operation_id: 'op-hook',
+          status: 'Completed',
+          result: { completion: 'Echo: call me back' },
+        });
         expect(accepted.headers['content-type']).toBe('application/json');
       } finally {
         await receiver.close();
@@ -212,17 +320,39 @@ describe('the async run', () => {
       const seen: { status: string | undefined; delayed: boolean }[] = [];
       producer.send = async (queue, message, options) => {
         const key = (message as { key?: string }).key;
-        if (queue === app.services.config.webhooks.queue && key !== undefined && (message as { waits?: number }).waits === undefined && (message as { attempt?: number }).attempt === 1) {
+        if (
+          queue === app.services.config.webhooks.queue &&
+          key !== undefined &&
+          (message as { waits?: number }).waits === undefined &&
+          (message as { attempt?: number }).attempt === 1
+        ) {
           const op = await app.services.store.container('operations').read(key, key);
           seen.push({ status: op?.status, delayed: (options?.visibilityTimeoutSeconds ?? 0) > 0 });
         }
         return send(queue, message, options);
       };
       try {
-        expect((await start({ user_prompt: 'outbox', agent_name: 'runner', operation_id: 'op-outbox', callback_url: receiver.url })).status).toBe(202);
-        await until('delivery', () => Promise.resolve(receiver.received.length), (n) => n === 1, 30_000);
+        expect(
+          (
+            await start({
+              user_prompt: 'outbox',
+              agent_name: 'runner',
+              operation_id: 'op-outbox',
+              callback_url: receiver.url,
+            })
+          ).status,
+        ).toBe(202);
+        await until(
+          'delivery',
+          () => Promise.resolve(receiver.received.length),
+          (n) => n === 1,
+          30_000,
+        );
         expect(seen).toEqual([{ status: 'InProgress', delayed: true }]);
-        expect(JSON.parse(receiver.received[0]!.body)).toMatchObject({ operation_id: 'op-outbox', status: 'Completed' });
+        expect(JSON.parse(receiver.received[0]!.body)).toMatchObject({
+          operation_id: 'op-outbox',
+          status: 'Completed',
+        });
       } finally {
         producer.send = send;
         await receiver.close();
@@ -234,11 +364,27 @@ describe('the async run', () => {
       try {
         const calls = llm.requests.length;
         llm.next({ hangMs: 60_000 });
-        await start({ user_prompt: 'cancel and call', agent_name: 'runner', operation_id: 'op-hook-cancel', callback_url: receiver.url });
-        await until('model call', () => Promise.resolve(llm.requests.length), (n) => n > calls);
+        await start({
+          user_prompt: 'cancel and call',
+          agent_name: 'runner',
+          operation_id: 'op-hook-cancel',
+          callback_url: receiver.url,
+        });
+        await until(
+          'model call',
+          () => Promise.resolve(llm.requests.length),
+          (n) => n > calls,
+        );
         await cancel('op-hook-cancel');
-        await until('delivery', () => Promise.resolve(receiver.received.length), (n) => n === 1);
-        expect(JSON.parse(receiver.received[0]!.body)).toMatchObject({ operation_id: 'op-hook-cancel', status: 'Cancelled' });
+        await until(
+          'delivery',
+          () => Promise.resolve(receiver.received.length),
+          (n) => n === 1,
+        );
+        expect(JSON.parse(receiver.received[0]!.body)).toMatchObject({
+          operation_id: 'op-hook-cancel',
+          status: 'Cancelled',
+        });
       } finally {
         await receiver.close();
       }
@@ -248,17 +394,36 @@ describe('the async run', () => {
       const strict = await startTestApp({ MODEL_MAX_RETRIES: '0' }, { consumers: false });
       try {
         await seedAgent(strict, 'runner', { llmUrl: llm.url });
-        for (const url of ['http://127.0.0.1:9/hook', 'https://127.0.0.1/hook', 'https://10.1.2.3/hook', 'https://localhost/hook', 'https://169.254.169.254/latest', 'ftp://example.com/x', 'not a url']) {
-          const r = await start({ user_prompt: 'x', agent_name: 'runner', operation_id: 'op-refused', callback_url: url }, strict);
+        for (const url of [
+          'http://127.0.0.1:9/hook',
+          'https://127.0.0.1/hook',
+          'https://10.1.2.3/hook',
+          'https://localhost/hook',
+          'https://169.254.169.254/latest',
+          'ftp://example.com/x',
+          'not a url',
+        ]) {
+          const r = await start(
+            { user_prompt: 'x', agent_name: 'runner', operation_id: 'op-refused', callback_url: url },
+            strict,
+          );
           expect(r.status, url).toBe(400);
           expect(r.body).toMatchObject({ error: { code: 'ValidationError', details: [{ field: 'callback_url' }] } });
         }
-        expect((await strict.call('GET', `${strict.core}/instances/${INSTANCE}/async-completions/op-refused/status`)).status).toBe(404);
+        expect(
+          (await strict.call('GET', `${strict.core}/instances/${INSTANCE}/async-completions/op-refused/status`)).status,
+        ).toBe(404);
         // Link-local stays refused even where private networks are allowed.
-        const r = await start({ user_prompt: 'x', agent_name: 'runner', callback_url: 'http://169.254.169.254/latest' });
+        const r = await start({
+          user_prompt: 'x',
+          agent_name: 'runner',
+          callback_url: 'http://169.254.169.254/latest',
+        });
         expect(r.status).toBe(400);
         // callback_url belongs to the async request only.
-        const sync = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { user_prompt: 'x', agent_name: 'runner', callback_url: 'https://example.com/' } });
+        const sync = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, {
+          body: { user_prompt: 'x', agent_name: 'runner', callback_url: 'https://example.com/' },
+        });
         expect(sync.status).toBe(400);
       } finally {
         await strict.close();

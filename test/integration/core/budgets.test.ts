@@ -21,14 +21,31 @@ const BUDGETS = 'Svc:Budgets';
 const PRICING = { input_per_million: 1_000_000, output_per_million: 1_000_000, currency: 'EUR' };
 
 const setBudgets = async (app: Pick<TestApp, 'call' | 'management'>, budgets: unknown[]) =>
-  app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${BUDGETS}`, { body: { name: BUDGETS, key: BUDGETS, value: JSON.stringify(budgets) } });
-const budget = (name: string, limit: number, extra: Record<string, unknown> = {}) => ({ name, scope: 'instance', limit, currency: 'EUR', period: 'day', ...extra });
+  app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${BUDGETS}`, {
+    body: { name: BUDGETS, key: BUDGETS, value: JSON.stringify(budgets) },
+  });
+const budget = (name: string, limit: number, extra: Record<string, unknown> = {}) => ({
+  name,
+  scope: 'instance',
+  limit,
+  currency: 'EUR',
+  period: 'day',
+  ...extra,
+});
 
 describe('budgets', () => {
   let app: TestApp;
   let llm: MockLlm;
   const complete = (agent: string, prompt: string, as?: string, extra: Record<string, unknown> = {}) =>
-    app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { user_prompt: prompt, agent_name: agent, settings: { model_parameters: { max_new_tokens: 10 } }, ...extra }, ...(as ? { as } : {}) });
+    app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, {
+      body: {
+        user_prompt: prompt,
+        agent_name: agent,
+        settings: { model_parameters: { max_new_tokens: 10 } },
+        ...extra,
+      },
+      ...(as ? { as } : {}),
+    });
 
   beforeAll(async () => {
     llm = await startMockLlm();
@@ -44,7 +61,7 @@ describe('budgets', () => {
     await llm.close();
   });
 
-  it('costs each call at the model\'s prices, with its currency and cost center on the usage record', async () => {
+  it("costs each call at the model's prices, with its currency and cost center on the usage record", async () => {
     const r = await complete('priced', 'three little words');
     expect(r.status).toBe(200);
     const body = r.body as { operation_id: string; total_tokens: number; total_cost: number };
@@ -82,12 +99,18 @@ describe('budgets', () => {
       expect(Number(second.headers.get('svc-budget')?.split('=')[1])).toBeLessThan(Number(header.split('=')[1]));
       const refused = await complete('priced', 'three');
       expect(refused.status).toBe(429);
-      expect(refused.body).toMatchObject({ error: { code: 'BudgetExceeded', message: expect.stringContaining('daily') as string } });
+      expect(refused.body).toMatchObject({
+        error: { code: 'BudgetExceeded', message: expect.stringContaining('daily') as string },
+      });
       expect(refused.headers.get('retry-after')).toMatch(/^\d+$/);
       // Streamed: refused before the stream starts.
       const streamed = await fetch(`${app.core}/instances/${INSTANCE}/completions`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${await app.token()}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+        headers: {
+          authorization: `Bearer ${await app.token()}`,
+          'content-type': 'application/json',
+          accept: 'text/event-stream',
+        },
         body: JSON.stringify({ user_prompt: 'four', agent_name: 'priced' }),
       });
       expect(streamed.status).toBe(429);
@@ -104,7 +127,11 @@ describe('budgets', () => {
       const controller = new AbortController();
       const streamed = await fetch(`${app.core}/instances/${INSTANCE}/completions`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${await app.token()}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+        headers: {
+          authorization: `Bearer ${await app.token()}`,
+          'content-type': 'application/json',
+          accept: 'text/event-stream',
+        },
         body: JSON.stringify({ user_prompt: words, agent_name: 'other' }),
         signal: controller.signal,
       });
@@ -115,7 +142,11 @@ describe('budgets', () => {
       controller.abort();
       const [definition] = await app.services.budgets.definitions();
       // The prompt alone is some 50 tokens at a unit each, and at least one word was streamed.
-      await expect.poll(async () => (await app.services.budgets.standing(definition!)).subjects[0]?.spent ?? 0, { timeout: 10_000 }).toBeGreaterThan(50);
+      await expect
+        .poll(async () => (await app.services.budgets.standing(definition!)).subjects[0]?.spent ?? 0, {
+          timeout: 10_000,
+        })
+        .toBeGreaterThan(50);
     } finally {
       llm.setStreaming(0, 0);
       await setBudgets(app, []);
@@ -129,7 +160,11 @@ describe('budgets', () => {
     const spent = async () => (await app.services.budgets.standing(definition!)).subjects[0]?.spent ?? 0;
     try {
       const words = Array.from({ length: 30 }, (_, i) => `word${i}`).join(' ');
-      llm.next({ raw: JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: words }, finish_reason: 'stop' }] }) });
+      llm.next({
+        raw: JSON.stringify({
+          choices: [{ index: 0, message: { role: 'assistant', content: words }, finish_reason: 'stop' }],
+        }),
+      });
       const counted = await complete('silent', 'say thirty words');
       expect(counted.status).toBe(200);
       const body = counted.body as { operation_id: string; total_tokens: number; total_cost: number };
@@ -150,20 +185,66 @@ describe('budgets', () => {
   });
 
   it('scopes budgets to an agent, each user, a cost center and each access token', async () => {
-    const token = ((await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Agent/agents/other/agent-access-tokens`, { body: { type: 'agent-access-token', name: 'k' } })).body as { resource: string }).resource;
+    const token = (
+      (
+        await app.call(
+          'POST',
+          `${app.management}/instances/${INSTANCE}/providers/Svc.Agent/agents/other/agent-access-tokens`,
+          { body: { type: 'agent-access-token', name: 'k' } },
+        )
+      ).body as { resource: string }
+    ).resource;
     const withToken = (prompt: string) =>
-      fetch(`${app.core}/instances/${INSTANCE}/completions`, { method: 'POST', headers: { 'x-agent-access-token': token, 'content-type': 'application/json' }, body: JSON.stringify({ user_prompt: prompt, agent_name: 'other', settings: { model_parameters: { max_new_tokens: 10 } } }) });
-    const cases: { budgets: unknown[]; spend: () => Promise<unknown>; refused: () => Promise<number>; free: () => Promise<number> }[] = [
+      fetch(`${app.core}/instances/${INSTANCE}/completions`, {
+        method: 'POST',
+        headers: { 'x-agent-access-token': token, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          user_prompt: prompt,
+          agent_name: 'other',
+          settings: { model_parameters: { max_new_tokens: 10 } },
+        }),
+      });
+    const cases: {
+      budgets: unknown[];
+      spend: () => Promise<unknown>;
+      refused: () => Promise<number>;
+      free: () => Promise<number>;
+    }[] = [
       // The agent's budget: the other agent is free.
-      { budgets: [budget('agent', 25, { scope: 'agent', agent_name: 'priced' })], spend: () => complete('priced', 'a'), refused: async () => (await complete('priced', 'b')).status, free: async () => (await complete('other', 'c')).status },
+      {
+        budgets: [budget('agent', 25, { scope: 'agent', agent_name: 'priced' })],
+        spend: () => complete('priced', 'a'),
+        refused: async () => (await complete('priced', 'b')).status,
+        free: async () => (await complete('other', 'c')).status,
+      },
       // Each user: the owner's spend leaves the second user's budget whole.
-      { budgets: [budget('user', 25, { scope: 'user' })], spend: () => complete('priced', 'a'), refused: async () => (await complete('priced', 'b')).status, free: async () => (await complete('priced', 'c', 'second@example.com')).status },
+      {
+        budgets: [budget('user', 25, { scope: 'user' })],
+        spend: () => complete('priced', 'a'),
+        refused: async () => (await complete('priced', 'b')).status,
+        free: async () => (await complete('priced', 'c', 'second@example.com')).status,
+      },
       // A cost center: only agents with that cost_center.
-      { budgets: [budget('sales', 25, { scope: 'cost_center', cost_center: 'sales' })], spend: () => complete('priced', 'a'), refused: async () => (await complete('priced', 'b')).status, free: async () => (await complete('other', 'c')).status },
+      {
+        budgets: [budget('sales', 25, { scope: 'cost_center', cost_center: 'sales' })],
+        spend: () => complete('priced', 'a'),
+        refused: async () => (await complete('priced', 'b')).status,
+        free: async () => (await complete('other', 'c')).status,
+      },
       // Each access token: a user of the same agent is free.
-      { budgets: [budget('token', 25, { scope: 'access_token', agent_name: 'other' })], spend: () => withToken('a'), refused: async () => (await withToken('b')).status, free: async () => (await complete('other', 'c')).status },
+      {
+        budgets: [budget('token', 25, { scope: 'access_token', agent_name: 'other' })],
+        spend: () => withToken('a'),
+        refused: async () => (await withToken('b')).status,
+        free: async () => (await complete('other', 'c')).status,
+      },
       // Each user counts an access token as a subject of its own: the token's spend leaves the users' budgets whole.
-      { budgets: [budget('user', 25, { scope: 'user', agent_name: 'other' })], spend: () => withToken('a'), refused: async () => (await withToken('b')).status, free: async () => (await complete('other', 'c', 'third@example.com')).status },
+      {
+        budgets: [budget('user', 25, { scope: 'user', agent_name: 'other' })],
+        spend: () => withToken('a'),
+        refused: async () => (await withToken('b')).status,
+        free: async () => (await complete('other', 'c', 'third@example.com')).status,
+      },
     ];
     for (const c of cases) {
       expect((await setBudgets(app, c.budgets)).status).toBe(200);
@@ -176,52 +257,98 @@ describe('budgets', () => {
     expect((await complete('dollar', 'a')).status).toBe(200);
     const euros = await complete('priced', 'b');
     expect(euros.status).toBe(403);
-    expect(euros.body).toMatchObject({ error: { code: 'BudgetCurrencyMismatch', message: expect.stringMatching(/USD.*EUR/) as string } });
+    expect(euros.body).toMatchObject({
+      error: { code: 'BudgetCurrencyMismatch', message: expect.stringMatching(/USD.*EUR/) as string },
+    });
     await setBudgets(app, []);
   });
 
-  it('reports each budget\'s standing and the cost behind it through analytics (104, 100, 101)', async () => {
+  it("reports each budget's standing and the cost behind it through analytics (104, 100, 101)", async () => {
     const analyst = 'budget-analyst@example.com';
     const assignment = randomUUID();
-    await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/${assignment}`, {
-      body: { name: assignment, principal_id: oidForUpn(analyst), principal_type: 'User', role_definition_id: roleDefinitionPath(ROLE_IDS.analyticsReader), scope: `/instances/${INSTANCE}` },
-    });
+    await app.call(
+      'POST',
+      `${app.management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/${assignment}`,
+      {
+        body: {
+          name: assignment,
+          principal_id: oidForUpn(analyst),
+          principal_type: 'User',
+          role_definition_id: roleDefinitionPath(ROLE_IDS.analyticsReader),
+          scope: `/instances/${INSTANCE}`,
+        },
+      },
+    );
     const report = async (request_type: number) => {
-      const r = await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Analytics/analytics/query?api-version=2024-02-16`, { body: { request_type }, as: analyst });
+      const r = await app.call(
+        'POST',
+        `${app.management}/instances/${INSTANCE}/providers/Svc.Analytics/analytics/query?api-version=2024-02-16`,
+        { body: { request_type }, as: analyst },
+      );
       expect(r.status).toBe(200);
       return (r.body as { resource: { data: unknown } }).resource.data;
     };
     const status = `status-${randomUUID().slice(0, 8)}`;
-    expect((await setBudgets(app, [budget(status, 1000), budget(`${status}-people`, 1000, { scope: 'user' })])).status).toBe(200);
+    expect(
+      (await setBudgets(app, [budget(status, 1000), budget(`${status}-people`, 1000, { scope: 'user' })])).status,
+    ).toBe(200);
     try {
       const costs: Record<string, number> = {};
-      for (const [as, prompt] of [[undefined, 'one'], [undefined, 'two'], ['second@example.com', 'three']] as const) {
+      for (const [as, prompt] of [
+        [undefined, 'one'],
+        [undefined, 'two'],
+        ['second@example.com', 'three'],
+      ] as const) {
         const r = await complete('priced', prompt, as);
         expect(r.status).toBe(200);
         const who = as ?? 'owner@local.test';
         costs[who] = (costs[who] ?? 0) + (r.body as { total_cost: number }).total_cost;
       }
-      type Standing = { name: string; subjects: { subject: string | null; spent: number; reserved: number }[]; daily: { cost: number }[] };
+      type Standing = {
+        name: string;
+        subjects: { subject: string | null; spent: number; reserved: number }[];
+        daily: { cost: number }[];
+      };
       const standing = async () => (await report(104)) as Standing[];
       // Spend reaches the counters within a second of each call.
       const deadline = Date.now() + 10_000;
       let found = await standing();
-      while (found[0]?.subjects[0]?.spent !== costs['owner@local.test']! + costs['second@example.com']! && Date.now() < deadline) {
+      while (
+        found[0]?.subjects[0]?.spent !== costs['owner@local.test']! + costs['second@example.com']! &&
+        Date.now() < deadline
+      ) {
         await new Promise((r) => setTimeout(r, 200));
         found = await standing();
       }
-      expect(found[0]?.subjects).toEqual([{ subject: null, spent: costs['owner@local.test']! + costs['second@example.com']!, reserved: expect.any(Number) as number, remaining: expect.any(Number) as number }]);
-      expect(found[1]?.subjects.map((x) => [x.subject, x.spent])).toEqual([
-        ['owner@local.test', costs['owner@local.test']],
-        ['second@example.com', costs['second@example.com']],
-      ].sort((a, b) => (b[1] as number) - (a[1] as number)));
+      expect(found[0]?.subjects).toEqual([
+        {
+          subject: null,
+          spent: costs['owner@local.test']! + costs['second@example.com']!,
+          reserved: expect.any(Number) as number,
+          remaining: expect.any(Number) as number,
+        },
+      ]);
+      expect(found[1]?.subjects.map((x) => [x.subject, x.spent])).toEqual(
+        [
+          ['owner@local.test', costs['owner@local.test']],
+          ['second@example.com', costs['second@example.com']],
+        ].sort((a, b) => (b[1] as number) - (a[1] as number)),
+      );
       // Today's spend in the instance budget (EUR) is what the cost reports count in EUR today.
       const today = found[0]?.daily.at(-1)?.cost;
-      const byAgent = (await report(101)) as { totals: { currency: string | null }[]; items: { currency: string | null; daily: { cost: number }[] }[] };
+      const byAgent = (await report(101)) as {
+        totals: { currency: string | null }[];
+        items: { currency: string | null; daily: { cost: number }[] }[];
+      };
       expect(byAgent.totals.map((t) => t.currency)).toEqual(['EUR', 'USD']);
-      expect(today).toBeCloseTo(byAgent.items.filter((i) => i.currency === 'EUR').reduce((n, i) => n + (i.daily.at(-1)?.cost ?? 0), 0), 6);
+      expect(today).toBeCloseTo(
+        byAgent.items.filter((i) => i.currency === 'EUR').reduce((n, i) => n + (i.daily.at(-1)?.cost ?? 0), 0),
+        6,
+      );
       const byCenter = (await report(100)) as { items: { name: string | null; total_cost: number }[] };
-      expect(byCenter.items.find((i) => i.name === 'sales')?.total_cost).toBeGreaterThanOrEqual(costs['owner@local.test']! + costs['second@example.com']!);
+      expect(byCenter.items.find((i) => i.name === 'sales')?.total_cost).toBeGreaterThanOrEqual(
+        costs['owner@local.test']! + costs['second@example.com']!,
+      );
     } finally {
       await setBudgets(app, []);
     }
@@ -233,13 +360,34 @@ describe('budgets', () => {
     try {
       expect((await complete('priced', 'spend it')).status).toBe(200);
       const token = await app.token();
-      const openai = await fetch(`${app.core}/instances/${INSTANCE}/openai/v1/chat/completions`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ model: 'priced', messages: [{ role: 'user', content: 'hi' }] }) });
+      const openai = await fetch(`${app.core}/instances/${INSTANCE}/openai/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ model: 'priced', messages: [{ role: 'user', content: 'hi' }] }),
+      });
       expect(openai.status).toBe(429);
-      expect(await openai.json()).toMatchObject({ error: { type: 'insufficient_quota', code: 'insufficient_quota', message: expect.stringContaining('tiny') as string } });
-      const a2a = await app.call('POST', `${app.core}/instances/${INSTANCE}/a2a/priced`, { body: { jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { role: 'user', messageId: 'm', parts: [{ kind: 'text', text: 'hi' }] } } } });
+      expect(await openai.json()).toMatchObject({
+        error: {
+          type: 'insufficient_quota',
+          code: 'insufficient_quota',
+          message: expect.stringContaining('tiny') as string,
+        },
+      });
+      const a2a = await app.call('POST', `${app.core}/instances/${INSTANCE}/a2a/priced`, {
+        body: {
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'message/send',
+          params: { message: { role: 'user', messageId: 'm', parts: [{ kind: 'text', text: 'hi' }] } },
+        },
+      });
       expect(a2a.status).toBe(429);
       const mcp = new McpClient({ name: 'budget-test', version: '1.0.0' });
-      await mcp.connect(new StreamableHTTPClientTransport(new URL(`${app.core}/instances/${INSTANCE}/mcp/agents`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+      await mcp.connect(
+        new StreamableHTTPClientTransport(new URL(`${app.core}/instances/${INSTANCE}/mcp/agents`), {
+          requestInit: { headers: { authorization: `Bearer ${token}` } },
+        }),
+      );
       const tool = await mcp.callTool({ name: 'priced', arguments: { prompt: 'hi' } });
       expect(tool.isError).toBe(true);
       expect(JSON.stringify(tool.content)).toMatch(/BudgetExceeded/);
@@ -251,7 +399,11 @@ describe('budgets', () => {
 });
 
 /** 100 completions at once against a budget with room for about 10: what is recorded stays within the limit plus one call's largest cost. */
-async function hundredAtOnce(cores: { core: string; token: () => Promise<string> }[], read: () => Promise<number>, limit: number) {
+async function hundredAtOnce(
+  cores: { core: string; token: () => Promise<string> }[],
+  read: () => Promise<number>,
+  limit: number,
+) {
   const tokens = await Promise.all(cores.map((c) => c.token()));
   const statuses = await Promise.all(
     Array.from({ length: 100 }, (_, i) => {
@@ -259,13 +411,19 @@ async function hundredAtOnce(cores: { core: string; token: () => Promise<string>
       return fetch(`${c.core}/instances/${INSTANCE}/completions`, {
         method: 'POST',
         headers: { authorization: `Bearer ${tokens[i % cores.length]}`, 'content-type': 'application/json' },
-        body: JSON.stringify({ user_prompt: `call number ${i}`, agent_name: 'priced', settings: { model_parameters: { max_new_tokens: 10 } } }),
+        body: JSON.stringify({
+          user_prompt: `call number ${i}`,
+          agent_name: 'priced',
+          settings: { model_parameters: { max_new_tokens: 10 } },
+        }),
       }).then((r) => r.status);
     }),
   );
   const spent = await read();
   const completed = statuses.filter((st) => st === 200).length;
-  process.stdout.write(`budget of ${limit}: ${completed} of 100 completed, ${statuses.filter((st) => st === 429).length} refused, ${spent} spent\n`);
+  process.stdout.write(
+    `budget of ${limit}: ${completed} of 100 completed, ${statuses.filter((st) => st === 429).length} refused, ${spent} spent\n`,
+  );
   expect(statuses.every((st) => st === 200 || st === 429)).toBe(true);
   expect(completed).toBeGreaterThan(0);
   // One call's largest cost: its prompt (about 10 tokens with the agent's) and its 10 output tokens.
@@ -278,18 +436,43 @@ describe.each([
     start: async () => {
       const a = await startTestApp({ MODEL_MAX_RETRIES: '0' });
       const port = await freePort();
-      const b = await startScript('start', { ...a.env, CORE_PORT: String(port), MANAGEMENT_PORT: String(await freePort()), ALLOW_PRIVATE_NETWORK: 'true' }, /Get a token/);
+      const b = await startScript(
+        'start',
+        { ...a.env, CORE_PORT: String(port), MANAGEMENT_PORT: String(await freePort()), ALLOW_PRIVATE_NETWORK: 'true' },
+        /Get a token/,
+      );
       const auth = a.services.config.auth;
       if (auth.kind !== 'local') throw new Error('the local identity provider is needed');
       const key = await loadLocalKey(auth.keyFile);
-      const bToken = () => mintLocalToken(key, `http://127.0.0.1:${port}/local-idp`, auth.audience, { upn: LOCAL_DEFAULT_USER.upn, oid: LOCAL_DEFAULT_USER.oid });
-      return { app: a, cores: [{ core: a.core, token: () => a.token() }, { core: `http://127.0.0.1:${port}`, token: bToken }], close: async () => (await b.stop(), await a.close()) };
+      const bToken = () =>
+        mintLocalToken(key, `http://127.0.0.1:${port}/local-idp`, auth.audience, {
+          upn: LOCAL_DEFAULT_USER.upn,
+          oid: LOCAL_DEFAULT_USER.oid,
+        });
+      return {
+        app: a,
+        cores: [
+          { core: a.core, token: () => a.token() },
+          { core: `http://127.0.0.1:${port}`, token: bToken },
+        ],
+        close: async () => (await b.stop(), await a.close()),
+      };
     },
   },
   {
     name: 'Cosmos DB',
     start: async () => {
-      const a = await startTestApp({ MODEL_MAX_RETRIES: '0' }, { store: await openCosmosStore({ endpoint: inject('cosmosEndpoint'), key: 'local-test-key', database: `db-${randomUUID()}`, createContainers: true }) });
+      const a = await startTestApp(
+        { MODEL_MAX_RETRIES: '0' },
+        {
+          store: await openCosmosStore({
+            endpoint: inject('cosmosEndpoint'),
+            key: 'local-test-key',
+            database: `db-${randomUUID()}`,
+            createContainers: true,
+          }),
+        },
+      );
       return { app: a, cores: [{ core: a.core, token: () => a.token() }], close: () => a.close() };
     },
   },
@@ -302,7 +485,11 @@ describe.each([
       const limit = 150;
       expect((await setBudgets(app, [budget('shared', limit)])).status).toBe(200);
       const usage = app.services.store.container('usage');
-      await hundredAtOnce(cores, async () => (await usage.query({ partition: 'owner@local.test' })).items.reduce((sum, u) => sum + u.cost, 0), limit);
+      await hundredAtOnce(
+        cores,
+        async () => (await usage.query({ partition: 'owner@local.test' })).items.reduce((sum, u) => sum + u.cost, 0),
+        limit,
+      );
     } finally {
       await close();
       await llm.close();

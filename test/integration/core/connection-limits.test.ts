@@ -10,12 +10,17 @@ import { INSTANCE } from '../../support/services.js';
 describe('connection limits per API endpoint', () => {
   let app: TestApp;
   let llm: MockLlm;
-  const endpoint = (name: string) => `/instances/${INSTANCE}/providers/Svc.Configuration/apiEndpointConfigurations/${name}-endpoint`;
+  const endpoint = (name: string) =>
+    `/instances/${INSTANCE}/providers/Svc.Configuration/apiEndpointConfigurations/${name}-endpoint`;
   const [BUSY, TIGHT] = [endpoint('busy'), endpoint('tight')];
   const stream = async (agent: string) => {
     const r = await fetch(`${app.core}/instances/${INSTANCE}/completions`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${await app.token()}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+      headers: {
+        authorization: `Bearer ${await app.token()}`,
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+      },
       body: JSON.stringify({ user_prompt: 'tell me a long story please', agent_name: agent }),
     });
     return { status: r.status, text: await r.text(), ended: Date.now() };
@@ -52,7 +57,13 @@ describe('connection limits per API endpoint', () => {
       for (const r of [...(await Promise.all(calls)), await quiet]) expect(r.text).toContain('event: completed');
       // The order the model was called in: when the first connection frees, the quiet agent (holding none)
       // gets it though it came last; first come, first served, it would have waited for both busy calls.
-      expect(llm.requests.slice(before).map((r) => r.body.model)).toEqual(['busy-deployment', 'busy-deployment', 'quiet-deployment', 'busy-deployment', 'busy-deployment']);
+      expect(llm.requests.slice(before).map((r) => r.body.model)).toEqual([
+        'busy-deployment',
+        'busy-deployment',
+        'quiet-deployment',
+        'busy-deployment',
+        'busy-deployment',
+      ]);
     } finally {
       llm.setStreaming(0, 0);
     }
@@ -64,9 +75,13 @@ describe('connection limits per API endpoint', () => {
     try {
       const holder = stream('tight');
       await expect.poll(() => waiting(TIGHT)).toEqual({ inUse: 1, waiting: 0 });
-      const r = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { user_prompt: 'hello', agent_name: 'tight' } });
+      const r = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, {
+        body: { user_prompt: 'hello', agent_name: 'tight' },
+      });
       expect(r.status).toBe(503);
-      expect(r.body).toMatchObject({ error: { code: 'ConnectionLimit', message: expect.stringContaining('All 1 connections') as string } });
+      expect(r.body).toMatchObject({
+        error: { code: 'ConnectionLimit', message: expect.stringContaining('All 1 connections') as string },
+      });
       expect(r.headers.get('retry-after')).toMatch(/^\d+$/);
       expect((await holder).text).toContain('event: completed');
     } finally {
@@ -76,7 +91,16 @@ describe('connection limits per API endpoint', () => {
 
   it('checks max_connections on save', async () => {
     for (const value of [0, -1, 1.5, 1_000_000]) {
-      const r = await app.call('POST', `${app.management}${BUSY}`, { body: { name: 'busy-endpoint', category: 'LLM', provider: 'openai', url: `${llm.url}/v1`, authentication_type: 'None', max_connections: value } });
+      const r = await app.call('POST', `${app.management}${BUSY}`, {
+        body: {
+          name: 'busy-endpoint',
+          category: 'LLM',
+          provider: 'openai',
+          url: `${llm.url}/v1`,
+          authentication_type: 'None',
+          max_connections: value,
+        },
+      });
       expect(r.status, String(value)).toBe(400);
       expect(JSON.stringify(r.body)).toContain('max_connections');
     }

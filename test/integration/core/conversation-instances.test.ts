@@ -27,19 +27,28 @@ interface Pair {
 async function twoProcesses(): Promise<Pair> {
   const a = await startTestApp();
   const port = await freePort();
-  const b = await startScript('start', { ...a.env, CORE_PORT: String(port), MANAGEMENT_PORT: String(await freePort()) }, /Get a token/);
+  const b = await startScript(
+    'start',
+    { ...a.env, CORE_PORT: String(port), MANAGEMENT_PORT: String(await freePort()) },
+    /Get a token/,
+  );
   const auth = a.services.config.auth;
   if (auth.kind !== 'local') throw new Error('the local identity provider is needed');
   const key = await loadLocalKey(auth.keyFile);
   // Its issuer names its own port.
-  const bToken = () => mintLocalToken(key, `http://127.0.0.1:${port}/local-idp`, auth.audience, { upn: LOCAL_DEFAULT_USER.upn, oid: LOCAL_DEFAULT_USER.oid });
+  const bToken = () =>
+    mintLocalToken(key, `http://127.0.0.1:${port}/local-idp`, auth.audience, {
+      upn: LOCAL_DEFAULT_USER.upn,
+      oid: LOCAL_DEFAULT_USER.oid,
+    });
   return { a, bCore: `http://127.0.0.1:${port}`, bToken, close: async () => (await b.stop(), await a.close()) };
 }
 
 /** Cosmos DB: two instances with services of their own on one database. */
 async function twoOnCosmos(): Promise<Pair> {
   const database = `db-${randomUUID()}`;
-  const open = () => openCosmosStore({ endpoint: inject('cosmosEndpoint'), key: 'local-test-key', database, createContainers: true });
+  const open = () =>
+    openCosmosStore({ endpoint: inject('cosmosEndpoint'), key: 'local-test-key', database, createContainers: true });
   const a = await startTestApp({}, { store: await open() });
   const b = await startTestApp({}, { store: await open() });
   return { a, bCore: b.core, bToken: () => b.token(), close: async () => (await b.close(), await a.close()) };
@@ -68,8 +77,14 @@ describe.each([
     await llm.close();
   });
 
-  const session = async () => ((await a.call('POST', `${a.core}/instances/${INSTANCE}/sessions`, { body: { name: 'twins' } })).body as { id: string }).id;
-  const messages = async (id: string) => (await a.call('GET', `${a.core}/instances/${INSTANCE}/sessions/${id}/messages`)).body as { text: string }[];
+  const session = async () =>
+    (
+      (await a.call('POST', `${a.core}/instances/${INSTANCE}/sessions`, { body: { name: 'twins' } })).body as {
+        id: string;
+      }
+    ).id;
+  const messages = async (id: string) =>
+    (await a.call('GET', `${a.core}/instances/${INSTANCE}/sessions/${id}/messages`)).body as { text: string }[];
 
   it('replays a background stream of one instance on the other, from Last-Event-ID, to its end', async () => {
     const id = await session();
@@ -79,7 +94,11 @@ describe.each([
       const gone = new AbortController();
       const r = await fetch(`${a.core}${completions}`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${await a.token()}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+        headers: {
+          authorization: `Bearer ${await a.token()}`,
+          'content-type': 'application/json',
+          accept: 'text/event-stream',
+        },
         body: JSON.stringify({ agent_name: 'twin', user_prompt: prompt, session_id: id, background: true }),
         signal: gone.signal,
       });
@@ -88,7 +107,9 @@ describe.each([
       await reader.read();
       gone.abort();
       // The other instance follows it live from event 2 until `completed`.
-      const replay = await fetch(`${bCore}${completions}/${operationId}/stream`, { headers: { authorization: `Bearer ${await bToken()}`, 'last-event-id': '1' } });
+      const replay = await fetch(`${bCore}${completions}/${operationId}/stream`, {
+        headers: { authorization: `Bearer ${await bToken()}`, 'last-event-id': '1' },
+      });
       expect(replay.status).toBe(200);
       const text = await replay.text();
       const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
@@ -107,8 +128,17 @@ describe.each([
     try {
       const r = await fetch(`${a.core}${completions}`, {
         method: 'POST',
-        headers: { authorization: `Bearer ${await a.token()}`, 'content-type': 'application/json', accept: 'text/event-stream' },
-        body: JSON.stringify({ agent_name: 'twin', user_prompt: Array.from({ length: 40 }, (_, i) => `w${i}`).join(' '), session_id: id, background: true }),
+        headers: {
+          authorization: `Bearer ${await a.token()}`,
+          'content-type': 'application/json',
+          accept: 'text/event-stream',
+        },
+        body: JSON.stringify({
+          agent_name: 'twin',
+          user_prompt: Array.from({ length: 40 }, (_, i) => `w${i}`).join(' '),
+          session_id: id,
+          background: true,
+        }),
       });
       const operationId = r.headers.get('x-operation-id');
       const events = readEvents(r.body!);
@@ -129,12 +159,22 @@ describe.each([
   it('holds multitask_strategy across instances: reject and interrupt on the other instance', async () => {
     const id = await session();
     llm.next({ hangMs: 20_000 });
-    const running = a.call('POST', `${a.core}${completions}`, { body: { agent_name: 'twin', user_prompt: 'long turn', session_id: id } });
-    await expect.poll(() => llm.requests.at(-1)?.body.messages.some((m) => textOf(m.content) === 'long turn'), { timeout: 10_000 }).toBe(true);
-    const rejected = await onB()('POST', `${bCore}${completions}`, { body: { agent_name: 'twin', user_prompt: 'rejected', session_id: id, multitask_strategy: 'reject' } });
+    const running = a.call('POST', `${a.core}${completions}`, {
+      body: { agent_name: 'twin', user_prompt: 'long turn', session_id: id },
+    });
+    await expect
+      .poll(() => llm.requests.at(-1)?.body.messages.some((m) => textOf(m.content) === 'long turn'), {
+        timeout: 10_000,
+      })
+      .toBe(true);
+    const rejected = await onB()('POST', `${bCore}${completions}`, {
+      body: { agent_name: 'twin', user_prompt: 'rejected', session_id: id, multitask_strategy: 'reject' },
+    });
     expect(rejected.status).toBe(409);
     expect(rejected.body).toMatchObject({ error: { code: 'SessionBusy' } });
-    const interrupting = await onB()('POST', `${bCore}${completions}`, { body: { agent_name: 'twin', user_prompt: 'interrupting', session_id: id, multitask_strategy: 'interrupt' } });
+    const interrupting = await onB()('POST', `${bCore}${completions}`, {
+      body: { agent_name: 'twin', user_prompt: 'interrupting', session_id: id, multitask_strategy: 'interrupt' },
+    });
     expect(interrupting.status).toBe(200);
     expect((await running).body).toMatchObject({ error: { code: 'Cancelled' } });
     expect((await messages(id)).map((m) => m.text)).toEqual(['interrupting', 'Echo: interrupting']);

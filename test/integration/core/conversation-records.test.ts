@@ -13,9 +13,21 @@ import { brokenXrefPdf } from '../../support/hostile-documents.js';
 import { INSTANCE } from '../../support/services.js';
 import { readEvents } from '../../support/sse.js';
 import { STORES } from '../../support/stores.js';
-import { objectId, processPipeline, seedKnowledgeAgent, seedPipeline, serveDocuments, updateAgent, upsert, type DocumentServer } from '../knowledge/support.js';
+import {
+  objectId,
+  processPipeline,
+  seedKnowledgeAgent,
+  seedPipeline,
+  serveDocuments,
+  updateAgent,
+  upsert,
+  type DocumentServer,
+} from '../knowledge/support.js';
 
-const PNG = Buffer.from('89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8ffff3f0005fe02fea7d6a4c40000000049454e44ae426082', 'hex');
+const PNG = Buffer.from(
+  '89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8ffff3f0005fe02fea7d6a4c40000000049454e44ae426082',
+  'hex',
+);
 const OTHER = 'someone.else@contoso.com';
 
 interface Message {
@@ -28,9 +40,11 @@ interface Message {
 }
 
 /** The user message's text (and image parts) of a model request. */
-const userContent = (r: ChatRequest | undefined) => r?.body.messages.findLast((m) => m.role === 'user')?.content ?? null;
+const userContent = (r: ChatRequest | undefined) =>
+  r?.body.messages.findLast((m) => m.role === 'user')?.content ?? null;
 const waitFor = async (check: () => boolean | Promise<boolean>, ms = 15_000) => {
-  for (const until = Date.now() + ms; Date.now() < until; await new Promise((r) => setTimeout(r, 25))) if (await check()) return;
+  for (const until = Date.now() + ms; Date.now() < until; await new Promise((r) => setTimeout(r, 25)))
+    if (await check()) return;
   throw new Error('condition not met in time');
 };
 
@@ -45,17 +59,35 @@ describe.each(STORES)('conversation records on the $name store', (store) => {
     const form = new FormData();
     form.append('file', new Blob([new Uint8Array(bytes)], type ? { type } : {}), name);
     form.append('agent_name', 'reader');
-    const r = await fetch(`${app.core}/instances/${INSTANCE}/files/upload`, { method: 'POST', body: form, headers: { authorization: `Bearer ${await app.token()}` } });
+    const r = await fetch(`${app.core}/instances/${INSTANCE}/files/upload`, {
+      method: 'POST',
+      body: form,
+      headers: { authorization: `Bearer ${await app.token()}` },
+    });
     expect(r.status).toBe(200);
     return ((await r.json()) as { object_id: string }).object_id;
   };
-  const newSession = async (as?: string) => ((await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: 'records' }, ...(as ? { as } : {}) })).body as { id: string }).id;
-  const complete = (body: Record<string, unknown>, as?: string) => app.call('POST', `${app.core}${completions}`, { body: { agent_name: 'reader', ...body }, ...(as ? { as } : {}) });
-  const messagesOf = async (session: string) => (await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${session}/messages`)).body as Message[];
+  const newSession = async (as?: string) =>
+    (
+      (
+        await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, {
+          body: { name: 'records' },
+          ...(as ? { as } : {}),
+        })
+      ).body as { id: string }
+    ).id;
+  const complete = (body: Record<string, unknown>, as?: string) =>
+    app.call('POST', `${app.core}${completions}`, { body: { agent_name: 'reader', ...body }, ...(as ? { as } : {}) });
+  const messagesOf = async (session: string) =>
+    (await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${session}/messages`)).body as Message[];
   const stream = async (body: Record<string, unknown>, signal?: AbortSignal) =>
     fetch(`${app.core}${completions}`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${await app.token()}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+      headers: {
+        authorization: `Bearer ${await app.token()}`,
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+      },
       body: JSON.stringify({ agent_name: 'reader', ...body }),
       ...(signal ? { signal } : {}),
     });
@@ -79,7 +111,13 @@ describe.each(STORES)('conversation records on the $name store', (store) => {
       await upload(await pdfOf('Report', 'The Lisbon office grew revenue by eleven percent'), 'report.pdf'),
       await upload(await docxOf('Memo', 'Bicycles need chain oil every month'), 'memo.docx'),
       await upload(await pptxOf([['Roadmap 2027'], ['Launch the orbital tea kettle']]), 'deck.pptx'),
-      await upload(await xlsxOf('Budget', [['Item', 'Cost'], ['Kettle', 1250]]), 'budget.xlsx'),
+      await upload(
+        await xlsxOf('Budget', [
+          ['Item', 'Cost'],
+          ['Kettle', 1250],
+        ]),
+        'budget.xlsx',
+      ),
       await upload(htmlOf('Page', 'Volcanoes build islands'), 'page.html', 'text/html'),
       await upload(Buffer.from('{"answer": 42}'), 'data.json', 'application/json'),
     ];
@@ -111,11 +149,17 @@ describe.each(STORES)('conversation records on the $name store', (store) => {
 
   it('cuts the attachments at ATTACHMENT_MAX_TOKENS with a marker, in the order attached', async () => {
     const long = Array.from({ length: 30_000 }, (_, i) => `word${i}`).join(' ');
-    const [first, second] = [await upload(Buffer.from(long), 'long.txt'), await upload(Buffer.from('never read'), 'after.txt')];
+    const [first, second] = [
+      await upload(Buffer.from(long), 'long.txt'),
+      await upload(Buffer.from('never read'), 'after.txt'),
+    ];
     const r = await complete({ user_prompt: 'How long?', attachments: [first, second] });
     expect(r.status).toBe(200);
     const sent = textOf(userContent(llm.requests.at(-1)));
-    const body = sent.slice(sent.indexOf('Attached file "long.txt":\n') + 'Attached file "long.txt":\n'.length, sent.indexOf('\n[... truncated'));
+    const body = sent.slice(
+      sent.indexOf('Attached file "long.txt":\n') + 'Attached file "long.txt":\n'.length,
+      sent.indexOf('\n[... truncated'),
+    );
     expect(encode(body).length).toBeLessThanOrEqual(20_000);
     expect(encode(body).length).toBeGreaterThan(19_000);
     expect(sent).toMatch(/Attached file "after.txt":\n\[\.\.\. truncated/);
@@ -132,11 +176,19 @@ describe.each(STORES)('conversation records on the $name store', (store) => {
     const current = ((await app.call('GET', model)).body as { resource: Record<string, unknown> }).resource;
     expect((await app.call('POST', model, { body: { ...current, capabilities: ['telepathy'] } })).status).toBe(400);
     expect((await app.call('POST', model, { body: { ...current, capabilities: ['vision'] } })).status).toBe(200);
-    await waitFor(async () => (await complete({ user_prompt: 'What is in the picture?', attachments: [image] })).status === 200);
+    await waitFor(
+      async () => (await complete({ user_prompt: 'What is in the picture?', attachments: [image] })).status === 200,
+    );
     const content = userContent(llm.requests.at(-1));
     expect(Array.isArray(content)).toBe(true);
-    expect(content).toContainEqual({ type: 'image_url', image_url: { url: `data:image/png;base64,${PNG.toString('base64')}` } });
-    expect(content).toContainEqual({ type: 'text', text: expect.stringContaining('What is in the picture?') as string });
+    expect(content).toContainEqual({
+      type: 'image_url',
+      image_url: { url: `data:image/png;base64,${PNG.toString('base64')}` },
+    });
+    expect(content).toContainEqual({
+      type: 'text',
+      text: expect.stringContaining('What is in the picture?') as string,
+    });
   });
 
   it('answers 400 naming a file whose text cannot be extracted, and does not read it again', async () => {
@@ -150,16 +202,34 @@ describe.each(STORES)('conversation records on the $name store', (store) => {
     }
     expect(extractions).toHaveBeenCalledTimes(1);
     extractions.mockRestore();
-    const record = (await app.services.store.container('files').query({ where: [{ field: 'display_name', op: 'eq', value: 'broken.pdf' }] })).items[0];
+    const record = (
+      await app.services.store
+        .container('files')
+        .query({ where: [{ field: 'display_name', op: 'eq', value: 'broken.pdf' }] })
+    ).items[0];
     expect(record?.unreadable).toBeTruthy();
   });
 
   it('keeps citations, content artifacts and the completion prompt on the assistant message; only the owner reads the prompt', async () => {
-    web.files.set('/kb/penguins.txt', { bytes: Buffer.from('Emperor penguins huddle against the Antarctic winter wind.'), type: 'text/plain' });
-    await seedPipeline(app, 'reader', 'records-kb', { data_source_type: 'Web', urls: [`${web.url}/kb/`] }, [`${web.url}/kb/penguins.txt`], 'records-kb');
+    web.files.set('/kb/penguins.txt', {
+      bytes: Buffer.from('Emperor penguins huddle against the Antarctic winter wind.'),
+      type: 'text/plain',
+    });
+    await seedPipeline(
+      app,
+      'reader',
+      'records-kb',
+      { data_source_type: 'Web', urls: [`${web.url}/kb/`] },
+      [`${web.url}/kb/penguins.txt`],
+      'records-kb',
+    );
     expect((await processPipeline(app, 'records-kb')).status).toBe('Completed');
     const session = await newSession();
-    const r = await complete({ user_prompt: 'Emperor penguins huddle against the Antarctic winter wind.', session_id: session, operation_id: `cited-${store.name}` });
+    const r = await complete({
+      user_prompt: 'Emperor penguins huddle against the Antarctic winter wind.',
+      session_id: session,
+      operation_id: `cited-${store.name}`,
+    });
     expect(r.status).toBe(200);
     const answer = r.body as { citations: { id: string }[] };
     expect(answer.citations.length).toBeGreaterThan(0);
@@ -171,13 +241,21 @@ describe.each(STORES)('conversation records on the $name store', (store) => {
     const promptUrl = `${app.core}/instances/${INSTANCE}/sessions/${session}/completionprompts/${assistant?.completion_prompt_id}`;
     const prompt = await app.call('GET', promptUrl);
     expect(prompt.status).toBe(200);
-    expect(prompt.body).toMatchObject({ id: assistant?.completion_prompt_id, session_id: session, operation_id: `cited-${store.name}` });
+    expect(prompt.body).toMatchObject({
+      id: assistant?.completion_prompt_id,
+      session_id: session,
+      operation_id: `cited-${store.name}`,
+    });
     // Exactly what the model was sent: system prompt, the retrieved knowledge and the prompt.
     expect((prompt.body as { messages: unknown }).messages).toEqual(sentMessages);
     expect((await app.call('GET', promptUrl, { as: OTHER })).status).toBe(404);
 
     // A redelivery (the same operation id) answers from the record, with its citations.
-    const again = await complete({ user_prompt: 'Emperor penguins huddle against the Antarctic winter wind.', session_id: session, operation_id: `cited-${store.name}` });
+    const again = await complete({
+      user_prompt: 'Emperor penguins huddle against the Antarctic winter wind.',
+      session_id: session,
+      operation_id: `cited-${store.name}`,
+    });
     expect((again.body as { citations: unknown }).citations).toEqual(answer.citations);
     await updateAgent(app, 'reader', { tool_object_ids: [] });
   });
@@ -188,12 +266,17 @@ describe.each(STORES)('conversation records on the $name store', (store) => {
     const promptOf = async (as?: string) => {
       const session = await newSession(as);
       expect((await complete({ user_prompt: 'What is in the prompt?', session_id: session }, as)).status).toBe(200);
-      const [, assistant] = (await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${session}/messages`, as ? { as } : {})).body as Message[];
+      const [, assistant] = (
+        await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${session}/messages`, as ? { as } : {})
+      ).body as Message[];
       return `${app.core}/instances/${INSTANCE}/sessions/${session}/completionprompts/${assistant?.completion_prompt_id}`;
     };
     const [viewers, owners] = [await promptOf(viewer), await promptOf()];
     expect((await app.call('GET', viewers, { as: viewer })).status).toBe(200);
-    const hide = (hidden: boolean) => app.call('POST', `${app.management}${objectId('Svc.Agent', 'agents', 'reader')}/set-properties`, { body: { properties: { show_view_prompt: !hidden } } });
+    const hide = (hidden: boolean) =>
+      app.call('POST', `${app.management}${objectId('Svc.Agent', 'agents', 'reader')}/set-properties`, {
+        body: { properties: { show_view_prompt: !hidden } },
+      });
     expect((await hide(true)).status).toBe(200);
     try {
       const refused = await app.call('GET', viewers, { as: viewer });
@@ -207,24 +290,39 @@ describe.each(STORES)('conversation records on the $name store', (store) => {
 
   it('gives earlier turns their content artifacts of the types history_content_artifact_types names', async () => {
     await upsert(app, 'Svc.Agent', 'tools', 'records-calc', { tool_type: 'mcp', url: mcp.url, allowed_tools: ['add'] });
-    await updateAgent(app, 'reader', { tool_object_ids: [objectId('Svc.Agent', 'tools', 'records-calc')], conversation_history_settings: { enabled: true, max_history: 5, history_content_artifact_types: 'ToolExecution' } });
+    await updateAgent(app, 'reader', {
+      tool_object_ids: [objectId('Svc.Agent', 'tools', 'records-calc')],
+      conversation_history_settings: { enabled: true, max_history: 5, history_content_artifact_types: 'ToolExecution' },
+    });
     const session = await newSession();
     llm.setToolReflex({ name: 'records-calc__add', arguments: { a: 2, b: 3 } });
     try {
-      await waitFor(async () => (await complete({ user_prompt: 'Add two and three', session_id: session })).status === 200);
+      await waitFor(
+        async () => (await complete({ user_prompt: 'Add two and three', session_id: session })).status === 200,
+      );
     } finally {
       llm.setToolReflex(undefined);
     }
     const [, assistant] = await messagesOf(session);
-    expect(assistant?.content_artifacts).toEqual([expect.objectContaining({ type: 'ToolExecution', function_name: 'records-calc__add' })]);
+    expect(assistant?.content_artifacts).toEqual([
+      expect.objectContaining({ type: 'ToolExecution', function_name: 'records-calc__add' }),
+    ]);
     await complete({ user_prompt: 'And now?', session_id: session });
-    const history = llm.requests.at(-1)?.body.messages.filter((m) => m.role === 'assistant').map((m) => textOf(m.content));
+    const history = llm.requests
+      .at(-1)
+      ?.body.messages.filter((m) => m.role === 'assistant')
+      .map((m) => textOf(m.content));
     expect(history?.at(-1)).toContain('"type":"ToolExecution"');
 
-    await updateAgent(app, 'reader', { tool_object_ids: [], conversation_history_settings: { enabled: true, max_history: 5 } });
+    await updateAgent(app, 'reader', {
+      tool_object_ids: [],
+      conversation_history_settings: { enabled: true, max_history: 5 },
+    });
     await waitFor(async () => {
       await complete({ user_prompt: 'Without artifacts?', session_id: session });
-      return !textOf(llm.requests.at(-1)?.body.messages.findLast((m) => m.role === 'assistant')?.content ?? null).includes('ToolExecution');
+      return !textOf(
+        llm.requests.at(-1)?.body.messages.findLast((m) => m.role === 'assistant')?.content ?? null,
+      ).includes('ToolExecution');
     });
   });
 
@@ -247,7 +345,9 @@ describe.each(STORES)('conversation records on the $name store', (store) => {
     // The answer goes on and its turn is recorded.
     await waitFor(async () => (await messagesOf(session)).length === 2, 20_000);
     llm.setStreaming(0, 0);
-    const replayed = await fetch(`${app.core}${completions}/${operationId}/stream`, { headers: { authorization: `Bearer ${await app.token()}`, 'last-event-id': '2' } });
+    const replayed = await fetch(`${app.core}${completions}/${operationId}/stream`, {
+      headers: { authorization: `Bearer ${await app.token()}`, 'last-event-id': '2' },
+    });
     expect(replayed.status).toBe(200);
     const text = await replayed.text();
     const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
@@ -255,9 +355,20 @@ describe.each(STORES)('conversation records on the $name store', (store) => {
     expect(ids).toEqual(ids.map((_, i) => i + 3));
     expect(text).toMatch(/event: completed\n/);
     // All of it from the start: the deltas add up to the completion.
-    const all = await readEvents((await fetch(`${app.core}${completions}/${operationId}/stream`, { headers: { authorization: `Bearer ${await app.token()}` } })).body!);
+    const all = await readEvents(
+      (
+        await fetch(`${app.core}${completions}/${operationId}/stream`, {
+          headers: { authorization: `Bearer ${await app.token()}` },
+        })
+      ).body!,
+    );
     const completed = all.at(-1)?.data as { completion: string };
-    expect(all.filter((e) => e.event === 'delta').map((e) => (e.data as { text: string }).text).join('')).toBe(completed.completion);
+    expect(
+      all
+        .filter((e) => e.event === 'delta')
+        .map((e) => (e.data as { text: string }).text)
+        .join(''),
+    ).toBe(completed.completion);
     expect(completed.completion).toBe(`Echo: ${prompt}`);
     // Only its starter may replay it.
     expect((await app.call('GET', `${app.core}${completions}/${operationId}/stream`, { as: OTHER })).status).toBe(404);
@@ -267,11 +378,17 @@ describe.each(STORES)('conversation records on the $name store', (store) => {
     const session = await newSession();
     llm.setStreaming(50, 5000);
     try {
-      const r = await stream({ user_prompt: Array.from({ length: 40 }, (_, i) => `w${i}`).join(' '), session_id: session, background: true });
+      const r = await stream({
+        user_prompt: Array.from({ length: 40 }, (_, i) => `w${i}`).join(' '),
+        session_id: session,
+        background: true,
+      });
       const operationId = r.headers.get('x-operation-id');
       const events = readEvents(r.body!);
       await new Promise((resolve) => setTimeout(resolve, 300));
-      expect((await app.call('POST', `${app.core}${completions}/${operationId}/cancel`, { as: OTHER })).status).toBe(404);
+      expect((await app.call('POST', `${app.core}${completions}/${operationId}/cancel`, { as: OTHER })).status).toBe(
+        404,
+      );
       const cancelled = await app.call('POST', `${app.core}${completions}/${operationId}/cancel`);
       expect(cancelled.status).toBe(200);
       expect(cancelled.body).toEqual({ operation_id: operationId, status: 'Cancelled' });
@@ -290,7 +407,11 @@ describe.each(STORES)('conversation records on the $name store', (store) => {
     const before = llm.requests.length;
     const first = complete({ user_prompt: 'first turn', session_id: session });
     await waitFor(() => llm.requests.length > before);
-    const rejected = await complete({ user_prompt: 'rejected turn', session_id: session, multitask_strategy: 'reject' });
+    const rejected = await complete({
+      user_prompt: 'rejected turn',
+      session_id: session,
+      multitask_strategy: 'reject',
+    });
     expect(rejected.status).toBe(409);
     expect(rejected.body).toMatchObject({ error: { code: 'SessionBusy' } });
     // Enqueued: it waits for the first turn and sees its messages in its history.
@@ -303,11 +424,22 @@ describe.each(STORES)('conversation records on the $name store', (store) => {
     llm.next({ hangMs: 20_000 });
     const running = complete({ user_prompt: 'long turn', session_id: session });
     await waitFor(() => llm.requests.at(-1)?.body.messages.some((m) => textOf(m.content) === 'long turn') ?? false);
-    const interrupting = await complete({ user_prompt: 'interrupting turn', session_id: session, multitask_strategy: 'interrupt' });
+    const interrupting = await complete({
+      user_prompt: 'interrupting turn',
+      session_id: session,
+      multitask_strategy: 'interrupt',
+    });
     expect(interrupting.status).toBe(200);
     const interrupted = await running;
     expect(interrupted.status).toBe(409);
     expect(interrupted.body).toMatchObject({ error: { code: 'Cancelled' } });
-    expect((await messagesOf(session)).map((m) => m.text)).toEqual(['first turn', 'Echo: first turn', 'queued turn', 'Echo: queued turn', 'interrupting turn', 'Echo: interrupting turn']);
+    expect((await messagesOf(session)).map((m) => m.text)).toEqual([
+      'first turn',
+      'Echo: first turn',
+      'queued turn',
+      'Echo: queued turn',
+      'interrupting turn',
+      'Echo: interrupting turn',
+    ]);
   });
 });

@@ -57,7 +57,9 @@ describe('development sign-in', () => {
       expect(r.status, String(given)).toBe(403);
       const text = await r.text();
       expect(text).not.toContain('access_token');
-      expect((JSON.parse(text) as { error: { message: string } }).error.message).toMatch(new RegExp(`${says}.*#sign-in=`));
+      expect((JSON.parse(text) as { error: { message: string } }).error.message).toMatch(
+        new RegExp(`${says}.*#sign-in=`),
+      );
     }
     // Each data folder has its own key, so its own code: another service's code is no code here.
     expect((await signIn(local, { upn: 'owner@local.test', code: await codeOf(exposed) })).status).toBe(403);

@@ -35,11 +35,20 @@ describe('logs', () => {
     const mine = records.slice(from);
     const access = mine.filter((x) => x.message === 'Request' && x.fields?.request_id === 'req-logs-1');
     expect(access).toHaveLength(1);
-    expect(access[0]?.fields).toMatchObject({ method: 'POST', route: 'completions-create', status: 502, caller: expect.any(String) as string });
+    expect(access[0]?.fields).toMatchObject({
+      method: 'POST',
+      route: 'completions-create',
+      status: 502,
+      caller: expect.any(String) as string,
+    });
     expect(access[0]?.fields?.duration_ms).toEqual(expect.any(Number));
     const failures = mine.filter((x) => x.message === 'Completion failed');
     expect(failures).toHaveLength(1);
-    expect(failures[0]?.fields).toMatchObject({ operation_id: 'op-logs-1', agent_name: 'logged', code: expect.stringMatching(/^Upstream/) as string });
+    expect(failures[0]?.fields).toMatchObject({
+      operation_id: 'op-logs-1',
+      agent_name: 'logged',
+      code: expect.stringMatching(/^Upstream/) as string,
+    });
     expect(String(failures[0]?.fields?.error)).toContain('500');
     const text = JSON.stringify(mine);
     expect(text).not.toContain(token);

@@ -14,7 +14,11 @@ describe('rate-limit headers', () => {
   let llm: MockLlm;
   const core = (path: string) => `${app.core}/instances/${INSTANCE}${path}`;
   const setQuotas = async (definitions: unknown[]) => {
-    const r = await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${KEY}`, { body: { name: KEY, key: KEY, value: JSON.stringify(definitions) } });
+    const r = await app.call(
+      'POST',
+      `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${KEY}`,
+      { body: { name: KEY, key: KEY, value: JSON.stringify(definitions) } },
+    );
     expect(r.status).toBe(200);
   };
   const quota = (name: string, limit: number, extra: Record<string, unknown> = {}) => ({
@@ -35,7 +39,10 @@ describe('rate-limit headers', () => {
     await grantReader(app, 'second@example.com', 'limited');
   });
   afterAll(async () => {
-    await app.call('DELETE', `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${KEY}`);
+    await app.call(
+      'DELETE',
+      `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${KEY}`,
+    );
     await app.close();
     await llm.close();
   });
@@ -50,19 +57,32 @@ describe('rate-limit headers', () => {
 
     const stream = await fetch(core('/completions'), {
       method: 'POST',
-      headers: { authorization: `Bearer ${await app.token()}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+      headers: {
+        authorization: `Bearer ${await app.token()}`,
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+      },
       body: JSON.stringify({ user_prompt: 'two', agent_name: 'limited' }),
     });
     expect(stream.headers.get('content-type')).toContain('text/event-stream');
     expect(remaining(stream.headers)).toBe(2);
     await stream.text();
 
-    const started = await app.call('POST', core('/async-completions'), { body: { user_prompt: 'three', agent_name: 'limited' } });
+    const started = await app.call('POST', core('/async-completions'), {
+      body: { user_prompt: 'three', agent_name: 'limited' },
+    });
     expect(started.status).toBe(202);
     expect(remaining(started.headers)).toBe(1);
 
-    expect(remaining((await app.call('POST', core('/completions'), { body: { user_prompt: 'four', agent_name: 'limited' } })).headers)).toBe(0);
-    const refused = await app.call('POST', core('/completions'), { body: { user_prompt: 'five', agent_name: 'limited' } });
+    expect(
+      remaining(
+        (await app.call('POST', core('/completions'), { body: { user_prompt: 'four', agent_name: 'limited' } }))
+          .headers,
+      ),
+    ).toBe(0);
+    const refused = await app.call('POST', core('/completions'), {
+      body: { user_prompt: 'five', agent_name: 'limited' },
+    });
     expect(refused.status).toBe(429);
     expect(refused.headers.get('ratelimit-policy')).toBe('"Requests";q=4;w=3600');
     expect(remaining(refused.headers)).toBe(0);
@@ -70,7 +90,10 @@ describe('rate-limit headers', () => {
 
     // A failure after admission carries them too; an agent no quota covers gets none.
     llm.next({ status: 422 });
-    const other = await app.call('POST', core('/completions'), { body: { user_prompt: 'six', agent_name: 'limited' }, as: 'second@example.com' });
+    const other = await app.call('POST', core('/completions'), {
+      body: { user_prompt: 'six', agent_name: 'limited' },
+      as: 'second@example.com',
+    });
     expect(other.status).toBe(502);
     expect(remaining(other.headers)).toBe(3);
     const free = await app.call('POST', core('/completions'), { body: { user_prompt: 'seven', agent_name: 'free' } });
@@ -81,7 +104,10 @@ describe('rate-limit headers', () => {
 
   it('counts tokens of completed calls for a tokens quota, and shows the quota closest to its limit', async () => {
     await setQuotas([quota('Calls', 100), quota('Tokens', 40, { metric: 'tokens' })]);
-    const ask = () => app.call('POST', core('/completions'), { body: { user_prompt: 'count these five words', agent_name: 'limited' } });
+    const ask = () =>
+      app.call('POST', core('/completions'), {
+        body: { user_prompt: 'count these five words', agent_name: 'limited' },
+      });
     const first = await ask();
     expect(first.status).toBe(200);
     // Tokens: 40 of 40 left (1.0); Calls: 99 of 100 (0.99) is closer to its limit.
@@ -95,7 +121,9 @@ describe('rate-limit headers', () => {
       answered = await ask();
       if (answered.status !== 200) break;
       // Tokens is now the closest: its r is what the completed calls left.
-      expect(answered.headers.get('ratelimit')).toBe(`"Tokens";r=${left};t=${/t=(\d+)/.exec(answered.headers.get('ratelimit')!)![1]}`);
+      expect(answered.headers.get('ratelimit')).toBe(
+        `"Tokens";r=${left};t=${/t=(\d+)/.exec(answered.headers.get('ratelimit')!)![1]}`,
+      );
       left -= (answered.body as { total_tokens: number }).total_tokens;
     }
     expect(left).toBeLessThanOrEqual(0);
@@ -117,12 +145,18 @@ describe('rate-limit headers', () => {
     for (const key of [KEY, KEY.toLowerCase()]) {
       for (const [definitions, message] of bad) {
         const value = typeof definitions === 'string' ? definitions : JSON.stringify(definitions);
-        const r = await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${key}`, { body: { name: key, key, value } });
+        const r = await app.call(
+          'POST',
+          `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${key}`,
+          { body: { name: key, key, value } },
+        );
         expect(r.status, value).toBe(400);
         expect(JSON.stringify(r.body), value).toMatch(message);
       }
     }
-    const r = await app.call('POST', core('/completions'), { body: { user_prompt: 'still limited', agent_name: 'limited' } });
+    const r = await app.call('POST', core('/completions'), {
+      body: { user_prompt: 'still limited', agent_name: 'limited' },
+    });
     expect(r.headers.get('ratelimit-policy')).toBe('"Kept";q=50;w=3600');
   });
 });

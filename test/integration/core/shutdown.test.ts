@@ -17,7 +17,8 @@ describe('stopping the service', () => {
     llm = await startMockLlm();
     const app = await startTestApp();
     await seedAgent(app, 'helper', { llmUrl: llm.url });
-    const session = (await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: 'Chat' } })).body as { id: string };
+    const session = (await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: 'Chat' } }))
+      .body as { id: string };
     llm.next({ hangMs: 500 });
     const client = new AbortController();
     const answered = fetch(`${app.core}/instances/${INSTANCE}/completions`, {

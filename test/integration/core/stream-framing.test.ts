@@ -12,8 +12,28 @@ import { testServices, type TestServices } from '../../support/services.js';
 const TEXTS = ['plain', 'héllo wörld', '✓ 漢字 🙂', 'x'.repeat(20_000)];
 const EXPECTED = TEXTS.map((text) => sseEvent('delta', { text })).join('');
 
-const route = (name: string, path: string, handler: () => Promise<{ status: number; headers?: Record<string, string>; json?: unknown; stream?: AsyncIterable<string> }>) =>
-  defineRoute({ api: 'core', name, method: 'GET', path, summary: name, tag: 'Test', auth: 'none', errors: 'core', responses: {}, handler });
+const route = (
+  name: string,
+  path: string,
+  handler: () => Promise<{
+    status: number;
+    headers?: Record<string, string>;
+    json?: unknown;
+    stream?: AsyncIterable<string>;
+  }>,
+) =>
+  defineRoute({
+    api: 'core',
+    name,
+    method: 'GET',
+    path,
+    summary: name,
+    tag: 'Test',
+    auth: 'none',
+    errors: 'core',
+    responses: {},
+    handler,
+  });
 
 /** A raw HTTP exchange: what the server sent until it closed the connection or `done` holds. */
 function exchange(port: number, request: string, done: (text: string) => boolean): Promise<string> {
@@ -34,13 +54,14 @@ function exchange(port: number, request: string, done: (text: string) => boolean
 function dechunk(raw: string): string {
   const bytes = Buffer.from(raw, 'utf8');
   const parts: Buffer[] = [];
-  for (let at = 0; ; ) {
+  for (let at = 0; ;) {
     const eol = bytes.indexOf('\r\n', at);
     const size = parseInt(bytes.subarray(at, eol).toString('latin1'), 16);
     if (!Number.isFinite(size) || eol < 0) throw new Error(`bad chunk header at ${at}`);
     if (size === 0) return Buffer.concat(parts).toString('utf8');
     parts.push(bytes.subarray(eol + 2, eol + 2 + size));
-    if (bytes.subarray(eol + 2 + size, eol + 4 + size).toString('latin1') !== '\r\n') throw new Error(`chunk not closed at ${eol + 2 + size}`);
+    if (bytes.subarray(eol + 2 + size, eol + 4 + size).toString('latin1') !== '\r\n')
+      throw new Error(`chunk not closed at ${eol + 2 + size}`);
     at = eol + 4 + size;
   }
 }
@@ -64,7 +85,10 @@ describe('streamed answers on the Node host', () => {
       })();
       return Promise.resolve({ status: 200, headers: { 'content-type': 'text/event-stream' }, stream: channel });
     };
-    const slow = () => new Promise<{ status: number; json: unknown }>((r) => setTimeout(() => r({ status: 200, json: { first: true } }), 100));
+    const slow = () =>
+      new Promise<{ status: number; json: unknown }>((r) =>
+        setTimeout(() => r({ status: 200, json: { first: true } }), 100),
+      );
     server = await serveRoutes([route('test-events', '/events', events), route('test-slow', '/slow', slow)], services);
     port = server.port;
   });
@@ -81,7 +105,11 @@ describe('streamed answers on the Node host', () => {
   });
 
   it('frames a stream that waited behind another request on the same connection', async () => {
-    const raw = await exchange(port, 'GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n', (t) => t.split('HTTP/1.1 200').length === 3 && t.endsWith('\r\n0\r\n\r\n'));
+    const raw = await exchange(
+      port,
+      'GET /slow HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\nGET /events HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n',
+      (t) => t.split('HTTP/1.1 200').length === 3 && t.endsWith('\r\n0\r\n\r\n'),
+    );
     const [first, second = ''] = raw.split(/(?=HTTP\/1\.1 200)/);
     expect(first).toContain('{"first":true}');
     const [head, body] = [second.slice(0, second.indexOf('\r\n\r\n')), second.slice(second.indexOf('\r\n\r\n') + 4)];

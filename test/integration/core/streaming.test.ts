@@ -16,8 +16,22 @@ describe('streamed completions', () => {
   let llm: MockLlm;
   const url = () => `${app.core}/instances/${INSTANCE}/completions`;
   const post = async (body: Record<string, unknown>, signal?: AbortSignal) =>
-    fetch(url(), { method: 'POST', headers: { authorization: `Bearer ${await app.token()}`, 'content-type': 'application/json', accept: 'text/event-stream' }, body: JSON.stringify(body), ...(signal ? { signal } : {}) });
-  const newSession = async () => ((await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: 'stream' } })).body as { id: string }).id;
+    fetch(url(), {
+      method: 'POST',
+      headers: {
+        authorization: `Bearer ${await app.token()}`,
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+      },
+      body: JSON.stringify(body),
+      ...(signal ? { signal } : {}),
+    });
+  const newSession = async () =>
+    (
+      (await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: 'stream' } })).body as {
+        id: string;
+      }
+    ).id;
 
   beforeAll(async () => {
     llm = await startMockLlm();
@@ -45,7 +59,10 @@ describe('streamed completions', () => {
     expect(completed.total_tokens).toBeGreaterThan(0);
     // Pieces arrive as the model sends them, not all at the end.
     expect((deltas.at(-1)?.at ?? 0) - (deltas[0]?.at ?? 0)).toBeGreaterThan(30);
-    const messages = (await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${session}/messages`)).body as { sender: string; text: string }[];
+    const messages = (await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${session}/messages`)).body as {
+      sender: string;
+      text: string;
+    }[];
     expect(messages.map((m) => [m.sender, m.text])).toEqual([
       ['User', 'tell me a story please'],
       ['Assistant', 'Echo: tell me a story please'],
@@ -53,9 +70,10 @@ describe('streamed completions', () => {
     expect(llm.requests.at(-1)?.body).toMatchObject({ stream: true, stream_options: { include_usage: true } });
   });
 
-  it("uses one connection to the model for streamed answers one after another (each read to its end)", async () => {
+  it('uses one connection to the model for streamed answers one after another (each read to its end)', async () => {
     llm.setStreaming(0, 20);
-    const stream = async () => (await readEvents((await post({ user_prompt: 'again', agent_name: 'streamer' })).body!)).at(-1)?.event;
+    const stream = async () =>
+      (await readEvents((await post({ user_prompt: 'again', agent_name: 'streamer' })).body!)).at(-1)?.event;
     expect(await stream()).toBe('completed');
     const before = llm.connections;
     for (let i = 0; i < 3; i++) expect(await stream()).toBe('completed');
@@ -74,9 +92,19 @@ describe('streamed completions', () => {
   });
 
   it('streams from a model that ignores `stream`, as one piece', async () => {
-    llm.next({ raw: JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: 'whole answer' } }], usage: { prompt_tokens: 3, completion_tokens: 2 } }) });
+    llm.next({
+      raw: JSON.stringify({
+        choices: [{ index: 0, message: { role: 'assistant', content: 'whole answer' } }],
+        usage: { prompt_tokens: 3, completion_tokens: 2 },
+      }),
+    });
     const events = await readEvents((await post({ user_prompt: 'x', agent_name: 'streamer' })).body!);
-    expect(events.map((e) => [e.event, (e.data as { text?: string; completion?: string }).text ?? (e.data as { completion: string }).completion])).toEqual([
+    expect(
+      events.map((e) => [
+        e.event,
+        (e.data as { text?: string; completion?: string }).text ?? (e.data as { completion: string }).completion,
+      ]),
+    ).toEqual([
       ['delta', 'whole answer'],
       ['completed', 'whole answer'],
     ]);
@@ -87,7 +115,15 @@ describe('streamed completions', () => {
     const session = await newSession();
     const before = llm.aborted;
     const client = new AbortController();
-    const res = await post({ user_prompt: 'a long answer with many many words in it', agent_name: 'streamer', session_id: session, operation_id: 'op-gone-away' }, client.signal);
+    const res = await post(
+      {
+        user_prompt: 'a long answer with many many words in it',
+        agent_name: 'streamer',
+        session_id: session,
+        operation_id: 'op-gone-away',
+      },
+      client.signal,
+    );
     await readEvents(res.body!, (e) => e.event !== 'delta').catch(() => undefined);
     client.abort();
     const until = Date.now() + 5000;
@@ -106,7 +142,11 @@ describe('streamed completions', () => {
     const req = new functions.HttpRequest({
       method: 'POST',
       url: url(),
-      headers: { authorization: `Bearer ${await app.token()}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+      headers: {
+        authorization: `Bearer ${await app.token()}`,
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+      },
       body: { string: JSON.stringify({ user_prompt: 'through functions', agent_name: 'streamer' }) },
       params: { instanceId: INSTANCE },
     });

@@ -27,7 +27,11 @@ describe('telemetry correlation', () => {
     llm = await startMockLlm();
     app = await startTestApp();
     await seedAgent(app, 'traced', { llmUrl: llm.url });
-    sessionId = ((await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: 't' } })).body as { id: string }).id;
+    sessionId = (
+      (await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: 't' } })).body as {
+        id: string;
+      }
+    ).id;
   });
   afterAll(async () => {
     await app.close();
@@ -49,7 +53,12 @@ describe('telemetry correlation', () => {
     expect(root!.parentSpanContext).toBeUndefined();
     expect(root!.links.map((l) => l.context.traceId)).toEqual([CALLER_TRACE]);
     // Boundary tags: the three ids and the UPN.
-    expect(root!.attributes).toMatchObject({ 'Svc-OperationId': 'op-traced', 'Svc-InstanceId': INSTANCE, 'Svc-ConversationId': sessionId, 'Svc-UPN': 'owner@local.test' });
+    expect(root!.attributes).toMatchObject({
+      'Svc-OperationId': 'op-traced',
+      'Svc-InstanceId': INSTANCE,
+      'Svc-ConversationId': sessionId,
+      'Svc-UPN': 'owner@local.test',
+    });
 
     // 2. Baggage (not the forged one, and no UPN) and trace context travel to the model.
     const headers = llm.requests.at(-1)!.headers;
@@ -64,7 +73,11 @@ describe('telemetry correlation', () => {
     // 3. Every span of the operation carries the three ids; the UPN only the boundary.
     const [model] = spans('chat traced-deployment');
     expect(traceOf(model!)).toBe(traceOf(root!));
-    expect(model!.attributes).toMatchObject({ 'Svc-OperationId': 'op-traced', 'Svc-InstanceId': INSTANCE, 'Svc-ConversationId': sessionId });
+    expect(model!.attributes).toMatchObject({
+      'Svc-OperationId': 'op-traced',
+      'Svc-InstanceId': INSTANCE,
+      'Svc-ConversationId': sessionId,
+    });
     expect(model!.attributes).not.toHaveProperty('Svc-UPN');
   });
 
@@ -74,11 +87,18 @@ describe('telemetry correlation', () => {
     const write = process.stderr.write.bind(process.stderr);
     process.stderr.write = sink.write.bind(sink) as typeof process.stderr.write;
     try {
-      await withCorrelation({ operationId: 'op-log', instanceId: INSTANCE, conversationId: 'c-1' }, 'x@y', () => Promise.resolve(createLog().warn('inside')));
+      await withCorrelation({ operationId: 'op-log', instanceId: INSTANCE, conversationId: 'c-1' }, 'x@y', () =>
+        Promise.resolve(createLog().warn('inside')),
+      );
     } finally {
       process.stderr.write = write;
     }
-    expect(JSON.parse(out)).toMatchObject({ message: 'inside', 'Svc-OperationId': 'op-log', 'Svc-InstanceId': INSTANCE, 'Svc-ConversationId': 'c-1' });
+    expect(JSON.parse(out)).toMatchObject({
+      message: 'inside',
+      'Svc-OperationId': 'op-log',
+      'Svc-InstanceId': INSTANCE,
+      'Svc-ConversationId': 'c-1',
+    });
     expect(out).not.toContain('x@y');
   });
 
@@ -92,7 +112,11 @@ describe('telemetry correlation', () => {
     let status = 'InProgress';
     while (status === 'InProgress') {
       await new Promise((r) => setTimeout(r, 50));
-      status = ((await app.call('GET', `${app.core}/instances/${INSTANCE}/async-completions/op-async-traced/status`)).body as { status: string }).status;
+      status = (
+        (await app.call('GET', `${app.core}/instances/${INSTANCE}/async-completions/op-async-traced/status`)).body as {
+          status: string;
+        }
+      ).status;
     }
     expect(status).toBe('Completed');
     const [start] = spans('completions-async-create');
@@ -109,8 +133,17 @@ describe('telemetry correlation', () => {
       expect(poll.attributes['Svc-OperationId']).toBe('op-async-traced');
     }
     // OperationId continues in both trees: a query by it finds the start, the worker, its model call and the polls.
-    const byOperation = exporter.getFinishedSpans().filter((s) => s.attributes['Svc-OperationId'] === 'op-async-traced');
-    expect(new Set(byOperation.map((s) => s.name))).toEqual(new Set(['completions-async-create', 'async-completions-worker', 'chat traced-deployment', 'completions-async-status']));
+    const byOperation = exporter
+      .getFinishedSpans()
+      .filter((s) => s.attributes['Svc-OperationId'] === 'op-async-traced');
+    expect(new Set(byOperation.map((s) => s.name))).toEqual(
+      new Set([
+        'completions-async-create',
+        'async-completions-worker',
+        'chat traced-deployment',
+        'completions-async-status',
+      ]),
+    );
     expect(new Set(byOperation.map(traceOf)).size).toBeGreaterThanOrEqual(3);
   });
 });

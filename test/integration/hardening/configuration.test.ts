@@ -19,8 +19,15 @@ describe('what configuration may make the service do', () => {
   let app: TestApp;
   let llm: MockLlm;
   const endpoint = (name: string, body: Record<string, unknown>) =>
-    app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/apiEndpointConfigurations/${name}`, { body: { name, provider: 'openai', authentication_type: 'None', ...body } });
-  const config = (key: string, value: string) => app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${key}`, { body: { name: key, key, value } });
+    app.call(
+      'POST',
+      `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/apiEndpointConfigurations/${name}`,
+      { body: { name, provider: 'openai', authentication_type: 'None', ...body } },
+    );
+  const config = (key: string, value: string) =>
+    app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${key}`, {
+      body: { name: key, key, value },
+    });
 
   beforeAll(async () => {
     llm = await startMockLlm();
@@ -32,8 +39,19 @@ describe('what configuration may make the service do', () => {
   });
 
   it("refuses secret names outside SVC_SECRET_, so no endpoint can send the service's own settings anywhere", async () => {
-    for (const name of ['AzureWebJobsStorage', 'COSMOS_KEY', 'APPLICATIONINSIGHTS_CONNECTION_STRING', 'PATH', 'svc_secret_lower', 'SVC_SECRET_']) {
-      const r = await endpoint('leaky', { url: `${llm.url}/v1`, authentication_type: 'APIKey', authentication_parameters: { api_key_secret_name: name } });
+    for (const name of [
+      'AzureWebJobsStorage',
+      'COSMOS_KEY',
+      'APPLICATIONINSIGHTS_CONNECTION_STRING',
+      'PATH',
+      'svc_secret_lower',
+      'SVC_SECRET_',
+    ]) {
+      const r = await endpoint('leaky', {
+        url: `${llm.url}/v1`,
+        authentication_type: 'APIKey',
+        authentication_parameters: { api_key_secret_name: name },
+      });
       expect(r.status, name).toBe(400);
       expect(JSON.stringify(r.body)).toContain('SVC_SECRET_');
     }
@@ -42,18 +60,37 @@ describe('what configuration may make the service do', () => {
   it('sends an SVC_SECRET_ secret as the API key, and never one stored under another name', async () => {
     process.env.SVC_SECRET_TEST_MODEL_KEY = 'sk-test-value';
     await seedAgent(app, 'keyed', { llmUrl: llm.url });
-    expect((await endpoint('keyed-endpoint', { url: `${llm.url}/v1`, authentication_type: 'APIKey', authentication_parameters: { api_key_secret_name: 'SVC_SECRET_TEST_MODEL_KEY' } })).status).toBe(200);
-    const r = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { user_prompt: 'key?', agent_name: 'keyed' } });
+    expect(
+      (
+        await endpoint('keyed-endpoint', {
+          url: `${llm.url}/v1`,
+          authentication_type: 'APIKey',
+          authentication_parameters: { api_key_secret_name: 'SVC_SECRET_TEST_MODEL_KEY' },
+        })
+      ).status,
+    ).toBe(200);
+    const r = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, {
+      body: { user_prompt: 'key?', agent_name: 'keyed' },
+    });
     expect(r.status).toBe(200);
     expect(llm.requests.at(-1)?.headers.authorization).toBe('Bearer sk-test-value');
 
     // An endpoint written before the rule (straight into the store) naming the storage connection string.
-    const stored = await app.services.resourceCache.get(`/instances/${INSTANCE}/providers/Svc.Configuration/apiEndpointConfigurations/keyed-endpoint`, apiEndpointConfigurations);
+    const stored = await app.services.resourceCache.get(
+      `/instances/${INSTANCE}/providers/Svc.Configuration/apiEndpointConfigurations/keyed-endpoint`,
+      apiEndpointConfigurations,
+    );
     if (!stored) throw new Error('the endpoint was not saved');
-    await resourcesOf(app.services.store, apiEndpointConfigurations).upsert({ ...stored, authentication_parameters: { api_key_secret_name: 'AzureWebJobsStorage' }, updated_on: new Date().toISOString() });
+    await resourcesOf(app.services.store, apiEndpointConfigurations).upsert({
+      ...stored,
+      authentication_parameters: { api_key_secret_name: 'AzureWebJobsStorage' },
+      updated_on: new Date().toISOString(),
+    });
     app.services.resourceCache.invalidate(stored.object_id);
     const before = llm.requests.length;
-    const refused = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { user_prompt: 'key?', agent_name: 'keyed' } });
+    const refused = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, {
+      body: { user_prompt: 'key?', agent_name: 'keyed' },
+    });
     expect(refused.status).toBe(400);
     expect(llm.requests.length).toBe(before);
   });
@@ -80,19 +117,33 @@ describe('what configuration may make the service do', () => {
       'http://2822734096/',
     ];
     for (const url of refused) expect((await endpoint('bad', { url })).status, url).toBe(400);
-    for (const url of ['http://127.0.0.1:8080/v1', 'http://localhost:11434/v1', 'http://[::1]:8080/v1', 'http://10.1.2.3/v1', 'https://my.openai.azure.com/']) {
+    for (const url of [
+      'http://127.0.0.1:8080/v1',
+      'http://localhost:11434/v1',
+      'http://[::1]:8080/v1',
+      'http://10.1.2.3/v1',
+      'https://my.openai.azure.com/',
+    ]) {
       expect((await endpoint('good', { url })).status, url).toBe(200);
     }
   });
 
   it('mints managed-identity tokens only for allowed scopes, and Cognitive Services tokens only for Azure AI hosts', async () => {
-    const identity = (url: string, scope?: string) => endpoint('mi', { url, authentication_type: 'AzureIdentity', ...(scope ? { authentication_parameters: { scope } } : {}) });
+    const identity = (url: string, scope?: string) =>
+      endpoint('mi', {
+        url,
+        authentication_type: 'AzureIdentity',
+        ...(scope ? { authentication_parameters: { scope } } : {}),
+      });
     expect((await identity('https://my.openai.azure.com/', 'https://management.azure.com/.default')).status).toBe(400);
     expect((await identity('https://my.openai.azure.com/', 'https://vault.azure.net/.default')).status).toBe(400);
     expect((await identity('https://attacker.example.com/v1')).status).toBe(400);
     expect((await identity('http://my.openai.azure.com/')).status).toBe(400);
     expect((await identity('https://my.openai.azure.com/')).status).toBe(200);
-    expect((await identity('https://my.cognitiveservices.azure.com/', 'https://cognitiveservices.azure.com/.default')).status).toBe(200);
+    expect(
+      (await identity('https://my.cognitiveservices.azure.com/', 'https://cognitiveservices.azure.com/.default'))
+        .status,
+    ).toBe(200);
   });
 
   it('refuses a destination the rules forbid without connecting, with the same answer as a closed port', async () => {
@@ -104,31 +155,74 @@ describe('what configuration may make the service do', () => {
     const port = (server.address() as AddressInfo).port;
     try {
       // An endpoint not saved for private networks connects under the public rules, whatever the other pool allows.
-      const gateway = new ModelGateway({ maxRetries: 0, maxResponseBytes: 1024, credentials: new ModelCredentials(app.services.config, app.services.gate), dispatcher: guardedAgent({ policy: 'model', allowPrivateNetwork: true }), publicDispatcher: guardedAgent({ policy: 'user', allowPrivateNetwork: false }) });
-      const view = (url: string) => endpointView({ object_id: 'x', updated_on: 'v', provider: 'openai', url, authentication_type: 'None', timeout_seconds: 5 } as unknown as AnyResource)!;
-      const open = await gateway.complete(view(`http://localhost:${port}/v1`), 'd', [{ role: 'user', content: 'x' }], {}).catch((e: unknown) => e);
+      const gateway = new ModelGateway({
+        maxRetries: 0,
+        maxResponseBytes: 1024,
+        credentials: new ModelCredentials(app.services.config, app.services.gate),
+        dispatcher: guardedAgent({ policy: 'model', allowPrivateNetwork: true }),
+        publicDispatcher: guardedAgent({ policy: 'user', allowPrivateNetwork: false }),
+      });
+      const view = (url: string) =>
+        endpointView({
+          object_id: 'x',
+          updated_on: 'v',
+          provider: 'openai',
+          url,
+          authentication_type: 'None',
+          timeout_seconds: 5,
+        } as unknown as AnyResource)!;
+      const open = await gateway
+        .complete(view(`http://localhost:${port}/v1`), 'd', [{ role: 'user', content: 'x' }], {})
+        .catch((e: unknown) => e);
       server.close();
-      const closed = await gateway.complete(view(`http://localhost:${port}/v1`), 'd', [{ role: 'user', content: 'x' }], {}).catch((e: unknown) => e);
+      const closed = await gateway
+        .complete(view(`http://localhost:${port}/v1`), 'd', [{ role: 'user', content: 'x' }], {})
+        .catch((e: unknown) => e);
       expect(connections).toBe(0);
-      expect(open).toMatchObject({ kind: 'upstream-failed', code: 'UpstreamUnavailable', message: 'The model endpoint could not be reached' });
-      expect(closed).toMatchObject({ kind: 'upstream-failed', code: 'UpstreamUnavailable', message: 'The model endpoint could not be reached' });
+      expect(open).toMatchObject({
+        kind: 'upstream-failed',
+        code: 'UpstreamUnavailable',
+        message: 'The model endpoint could not be reached',
+      });
+      expect(closed).toMatchObject({
+        kind: 'upstream-failed',
+        code: 'UpstreamUnavailable',
+        message: 'The model endpoint could not be reached',
+      });
     } finally {
       server.close();
     }
   });
 
   it('accepts branding a portal can render safely: https or relative logo URLs, CSS colours', async () => {
-    for (const bad of ['javascript:alert(1)', 'http://example.com/logo.png', '//evil.example/logo.png', 'data:image/svg+xml,<svg/>', 'https://u:p@example.com/x.png', 'logo.png']) {
+    for (const bad of [
+      'javascript:alert(1)',
+      'http://example.com/logo.png',
+      '//evil.example/logo.png',
+      'data:image/svg+xml,<svg/>',
+      'https://u:p@example.com/x.png',
+      'logo.png',
+    ]) {
       expect((await config('Svc:Branding:LogoUrl', bad)).status, bad).toBe(400);
     }
-    for (const bad of ['red;background:url(x)', 'url(javascript:alert(1))', 'expression(alert(1))', '#12345', '</style><script>']) {
+    for (const bad of [
+      'red;background:url(x)',
+      'url(javascript:alert(1))',
+      'expression(alert(1))',
+      '#12345',
+      '</style><script>',
+    ]) {
       expect((await config('Svc:Branding:PrimaryColor', bad)).status, bad).toBe(400);
     }
     expect((await config('Svc:Branding:LogoUrl', 'https://cdn.example.com/logo.png')).status).toBe(200);
     expect((await config('Svc:Branding:PrimaryColor', 'rgb(15 108 189)')).status).toBe(200);
     expect((await config('Svc:Branding:PrimaryTextColor', 'white')).status).toBe(200);
     const branding = await app.call('GET', `${app.core}/instances/${INSTANCE}/branding`);
-    expect(branding.body).toMatchObject({ logo_url: 'https://cdn.example.com/logo.png', primary_color: 'rgb(15 108 189)', primary_text_color: 'white' });
+    expect(branding.body).toMatchObject({
+      logo_url: 'https://cdn.example.com/logo.png',
+      primary_color: 'rgb(15 108 189)',
+      primary_text_color: 'white',
+    });
     expect((await config('Svc:Branding:LogoUrl', '/static/logo.svg')).status).toBe(200);
   });
 });

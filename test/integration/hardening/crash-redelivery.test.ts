@@ -28,7 +28,9 @@ describe('a document that was being read when the process died', () => {
         res.on('close', () => clearInterval(timer));
         return;
       }
-      res.writeHead(200, { 'content-type': 'text/html' }).end(htmlOf('Fine', 'An ordinary page about lighthouses on rocky coasts.'));
+      res
+        .writeHead(200, { 'content-type': 'text/html' })
+        .end(htmlOf('Fine', 'An ordinary page about lighthouses on rocky coasts.'));
     });
     await new Promise<void>((resolve) => docs.listen(0, '127.0.0.1', resolve));
     docsUrl = `http://127.0.0.1:${(docs.address() as AddressInfo).port}`;
@@ -41,11 +43,17 @@ describe('a document that was being read when the process died', () => {
   });
 
   it('5: is skipped, named, by the redelivered run instead of being read again', async () => {
-    let first: BundledApp | undefined = await startBundledApp({ ALLOW_PRIVATE_NETWORK: 'true', QUEUE_VISIBILITY_TIMEOUT_SECONDS: '3' });
+    let first: BundledApp | undefined = await startBundledApp({
+      ALLOW_PRIVATE_NETWORK: 'true',
+      QUEUE_VISIBILITY_TIMEOUT_SECONDS: '3',
+    });
     let second: BundledApp | undefined;
     try {
       await seedKnowledgeAgent(first, llm, 'survivor');
-      await upsert(first, 'Svc.DataSource', 'dataSources', 'crashy', { data_source_type: 'Web', urls: [`${docsUrl}/`] });
+      await upsert(first, 'Svc.DataSource', 'dataSources', 'crashy', {
+        data_source_type: 'Web',
+        urls: [`${docsUrl}/`],
+      });
       await upsert(first, 'Svc.DataPipeline', 'dataPipelines', 'crashy', {
         data_source_object_id: objectId('Svc.DataSource', 'dataSources', 'crashy'),
         source_paths: [`${docsUrl}/endless.html`, `${docsUrl}/fine.html`],
@@ -57,7 +65,9 @@ describe('a document that was being read when the process died', () => {
       const runId = (started.body as { object_id: string }).object_id;
       // Killed once the endless page is the only document being read (the other one is done).
       const endless = `${docsUrl}/endless.html`;
-      const readingOnly = async () => JSON.stringify(((await readRun(first as BundledApp, runId)) as { reading?: string[] }).reading) === JSON.stringify([endless]);
+      const readingOnly = async () =>
+        JSON.stringify(((await readRun(first as BundledApp, runId)) as { reading?: string[] }).reading) ===
+        JSON.stringify([endless]);
       for (const end = Date.now() + 20_000; !(await readingOnly()); await new Promise((r) => setTimeout(r, 50))) {
         if (Date.now() > end) throw new Error('the endless page was never the only document being read');
       }
@@ -70,12 +80,18 @@ describe('a document that was being read when the process died', () => {
 
       second = await startBundledApp(env);
       let run = await readRun(second, runId);
-      for (const end = Date.now() + 40_000; run.status !== 'Completed' && run.status !== 'Failed'; run = await readRun(second, runId)) {
+      for (
+        const end = Date.now() + 40_000;
+        run.status !== 'Completed' && run.status !== 'Failed';
+        run = await readRun(second, runId)
+      ) {
         if (Date.now() > end) throw new Error(`run still ${run.status}`);
         await new Promise((r) => setTimeout(r, 200));
       }
       expect(run.status).toBe('Completed');
-      expect(run.errors).toEqual([{ source: endless, message: 'skipped: the service stopped while reading this document in an earlier attempt' }]);
+      expect(run.errors).toEqual([
+        { source: endless, message: 'skipped: the service stopped while reading this document in an earlier attempt' },
+      ]);
       expect(run.counts).toMatchObject({ documents: 2, failed_documents: 1 });
       expect(asked.filter((u) => u === '/endless.html').length).toBe(askedBefore);
     } finally {

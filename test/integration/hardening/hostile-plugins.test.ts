@@ -66,16 +66,45 @@ def frame(header, body=b''):
 `;
 
 /** Emscripten functions that would reach the host, each given a payload that writes the marker if it ran. */
-const EMSCRIPTEN = ['emscripten_run_script', 'emscripten_run_script_int', 'emscripten_run_script_string', 'emscripten_async_run_script', 'emscripten_async_load_script', 'emscripten_websocket_new', 'emscripten_async_wget', 'emscripten_async_wget_data', 'emscripten_create_worker', '_emscripten_system'];
+const EMSCRIPTEN = [
+  'emscripten_run_script',
+  'emscripten_run_script_int',
+  'emscripten_run_script_string',
+  'emscripten_async_run_script',
+  'emscripten_async_load_script',
+  'emscripten_websocket_new',
+  'emscripten_async_wget',
+  'emscripten_async_wget_data',
+  'emscripten_create_worker',
+  '_emscripten_system',
+];
 
 /** Each case sets `result` (or raises); the code interpreter prints it, the plugin returns it. */
 const CASES: Record<string, { code: string; expect: RegExp }> = {
-  os_system: { code: `import os\nresult = os.system("id > ${MARKER}")`, expect: /^Error: AttributeError: module 'os' has no attribute 'system'/ },
-  os_popen: { code: `import os\nresult = os.popen("id > ${MARKER}").read()`, expect: /^Error: AttributeError: module 'os' has no attribute 'popen'/ },
-  os_exec: { code: `import os\nos.execv("/bin/sh", ["sh", "-c", "id > ${MARKER}"])`, expect: /^Error: AttributeError: module 'os' has no attribute 'execv'/ },
-  posix: { code: `import posix, importlib\nimportlib.reload(posix)\nresult = posix.system("id > ${MARKER}")`, expect: /^Error: AttributeError: module 'posix' has no attribute 'system'/ },
-  fork_bomb: { code: 'import os\nwhile True:\n    os.fork()', expect: /^Error: AttributeError: module 'os' has no attribute 'fork'/ },
-  subprocess: { code: 'import subprocess\nresult = subprocess.run(["id"], capture_output=True).stdout.decode()', expect: /^Error: OSError: \[Errno 138\] emscripten does not support processes/ },
+  os_system: {
+    code: `import os\nresult = os.system("id > ${MARKER}")`,
+    expect: /^Error: AttributeError: module 'os' has no attribute 'system'/,
+  },
+  os_popen: {
+    code: `import os\nresult = os.popen("id > ${MARKER}").read()`,
+    expect: /^Error: AttributeError: module 'os' has no attribute 'popen'/,
+  },
+  os_exec: {
+    code: `import os\nos.execv("/bin/sh", ["sh", "-c", "id > ${MARKER}"])`,
+    expect: /^Error: AttributeError: module 'os' has no attribute 'execv'/,
+  },
+  posix: {
+    code: `import posix, importlib\nimportlib.reload(posix)\nresult = posix.system("id > ${MARKER}")`,
+    expect: /^Error: AttributeError: module 'posix' has no attribute 'system'/,
+  },
+  fork_bomb: {
+    code: 'import os\nwhile True:\n    os.fork()',
+    expect: /^Error: AttributeError: module 'os' has no attribute 'fork'/,
+  },
+  subprocess: {
+    code: 'import subprocess\nresult = subprocess.run(["id"], capture_output=True).stdout.decode()',
+    expect: /^Error: OSError: \[Errno 138\] emscripten does not support processes/,
+  },
   ctypes: {
     code: `import ctypes\nlib = ctypes.PyDLL(None)\npayload = ctypes.c_char_p(b"require('child_process').execSync('id > ${MARKER}')")\nresult = ' '.join(n + '=' + str(getattr(lib, n)(payload, payload, payload, payload)) for n in ${JSON.stringify(EMSCRIPTEN)})`,
     expect: new RegExp(`^${EMSCRIPTEN.map((n) => `${n}=(0|-1)`).join(' ')}$`),
@@ -91,15 +120,22 @@ result = ' | '.join([
     attempt('net', lambda: g.process.getBuiltinModule('net').connect(1)),
     attempt('fetch', lambda: g.fetch('http://127.0.0.1:1/')),
 ])`,
-    expect: /^Function: refused \(JsException\) \| child_process: refused \(\w+\) \| binding: refused \(\w+\) \| dlopen: refused \(\w+\) \| require: refused \(\w+\) \| net: refused \(\w+\) \| fetch: refused \(\w+\)$/,
+    expect:
+      /^Function: refused \(JsException\) \| child_process: refused \(\w+\) \| binding: refused \(\w+\) \| dlopen: refused \(\w+\) \| require: refused \(\w+\) \| net: refused \(\w+\) \| fetch: refused \(\w+\)$/,
   },
-  socket_python: { code: 'import socket\ns = socket.create_connection(("127.0.0.1", PORT), timeout=2)\ns.sendall(b"hello")\nresult = "connected"', expect: /^Error: PermissionError/ },
+  socket_python: {
+    code: 'import socket\ns = socket.create_connection(("127.0.0.1", PORT), timeout=2)\ns.sendall(b"hello")\nresult = "connected"',
+    expect: /^Error: PermissionError/,
+  },
   socket_js: {
     code: `${GLOBAL}\nresult = attempt('connect', lambda: g.process.getBuiltinModule('net').connect(PORT, '127.0.0.1')) + ' | ' + attempt('socket', lambda: g.WebSocket('ws://127.0.0.1:' + str(PORT)))`,
     expect: /^connect: refused \(\w+\) \| socket: refused \(\w+\)$/,
   },
   // Questions to the service, written as fast as the pipe takes them, answers never read.
-  flood: { code: `${RAW}\nburst = frame({'type': 'svc', 'method': 'complete', 'args': '{}'}) * 2048\nwhile True:\n    send_raw(burst)`, expect: /^Error: the sandbox asked the service something in a call that may not ask$/ },
+  flood: {
+    code: `${RAW}\nburst = frame({'type': 'svc', 'method': 'complete', 'args': '{}'}) * 2048\nwhile True:\n    send_raw(burst)`,
+    expect: /^Error: the sandbox asked the service something in a call that may not ask$/,
+  },
   // An answer of its own making: more output than is kept, and a file outside its working directory.
   forge: {
     code: `${RAW}\nout = b'A' * (4 * 2**20)\nsend_raw(frame({'type': 'done', 'answer': 2, 'stdout': len(out), 'files': [{'name': '../escape', 'size': 1}]}, b'{}' + out + b'x'))\ntime.sleep(10)`,
@@ -111,19 +147,46 @@ result = ' | '.join([
     expect: /^(tampered|Error: .+)$/,
   },
   clean: { code: 'import json\nresult = json.dumps([len("abc")])', expect: /^\[3\]$/ },
-  sparse: { code: 'f = open("sparse.bin", "wb")\nf.seek(600 * 2**20)\nf.write(b"x")\nf.close()\nresult = "wrote"', expect: /^Error: the plugin wrote more than 64 MiB to files$/ },
-  truncate: { code: 'import os\nopen("t.bin", "wb").close()\nos.truncate("t.bin", 600 * 2**20)\nresult = "truncated"', expect: /^Error: the plugin wrote more than 64 MiB to files$/ },
-  pipes: { code: 'import os\nkept = []\nfor _ in range(4096):\n    r, w = os.pipe()\n    os.write(w, b"x" * 2**20)\n    kept.append((r, w))\nresult = len(kept)', expect: /^Error: the call needed more than 448 MiB of memory/ },
-  to_js: { code: 'from pyodide.ffi import to_js\nb = bytearray(2**20 * 16)\nkept = [to_js(b) for _ in range(200)]\nresult = len(kept)', expect: /^Error: (the call needed more than 448 MiB of memory|ConversionError)/ },
+  sparse: {
+    code: 'f = open("sparse.bin", "wb")\nf.seek(600 * 2**20)\nf.write(b"x")\nf.close()\nresult = "wrote"',
+    expect: /^Error: the plugin wrote more than 64 MiB to files$/,
+  },
+  truncate: {
+    code: 'import os\nopen("t.bin", "wb").close()\nos.truncate("t.bin", 600 * 2**20)\nresult = "truncated"',
+    expect: /^Error: the plugin wrote more than 64 MiB to files$/,
+  },
+  pipes: {
+    code: 'import os\nkept = []\nfor _ in range(4096):\n    r, w = os.pipe()\n    os.write(w, b"x" * 2**20)\n    kept.append((r, w))\nresult = len(kept)',
+    expect: /^Error: the call needed more than 448 MiB of memory/,
+  },
+  to_js: {
+    code: 'from pyodide.ffi import to_js\nb = bytearray(2**20 * 16)\nkept = [to_js(b) for _ in range(200)]\nresult = len(kept)',
+    expect: /^Error: (the call needed more than 448 MiB of memory|ConversionError)/,
+  },
   sleep: { code: 'import time\ntime.sleep(120)\nresult = "slept"', expect: /^Error: the call took longer than 3 s$/ },
   spin: { code: 'while True:\n    pass', expect: /^Error: the call took longer than 3 s$/ },
   allocate: { code: 'result = len([bytearray(2**20) for _ in range(4096)])', expect: /^Error: MemoryError/ },
   environment: { code: 'import os\nresult = dict(os.environ)', expect: /^\{\}$/ },
-  passwd: { code: 'result = open("/etc/passwd").read()', expect: /^Error: FileNotFoundError: \[Errno 44\] No such file or directory: '\/etc\/passwd'/ },
-  fill: { code: 'with open("big.bin", "wb") as f:\n    for _ in range(1024):\n        f.write(b"x" * 2**20)\nresult = "wrote"', expect: /^Error: the plugin wrote more than 64 MiB to files$/ },
-  shout: { code: 'for _ in range(100):\n    print("x" * 2**20)\nresult = "printed"', expect: /^Error: the plugin printed more than 1 MiB$/ },
-  bridge: { code: 'import js\nresult = str(js.process.env)', expect: /^Error: ModuleNotFoundError: No module named 'js'/ },
-  api: { code: 'import pyodide_js\nresult = str(pyodide_js)', expect: /^Error: ModuleNotFoundError: No module named 'pyodide_js'/ },
+  passwd: {
+    code: 'result = open("/etc/passwd").read()',
+    expect: /^Error: FileNotFoundError: \[Errno 44\] No such file or directory: '\/etc\/passwd'/,
+  },
+  fill: {
+    code: 'with open("big.bin", "wb") as f:\n    for _ in range(1024):\n        f.write(b"x" * 2**20)\nresult = "wrote"',
+    expect: /^Error: the plugin wrote more than 64 MiB to files$/,
+  },
+  shout: {
+    code: 'for _ in range(100):\n    print("x" * 2**20)\nresult = "printed"',
+    expect: /^Error: the plugin printed more than 1 MiB$/,
+  },
+  bridge: {
+    code: 'import js\nresult = str(js.process.env)',
+    expect: /^Error: ModuleNotFoundError: No module named 'js'/,
+  },
+  api: {
+    code: 'import pyodide_js\nresult = str(pyodide_js)',
+    expect: /^Error: ModuleNotFoundError: No module named 'pyodide_js'/,
+  },
 };
 
 /** The cases run four at once, last: each of them alone fails with its reason, and the service holds. */
@@ -150,7 +213,7 @@ function descendants(root: number): { pid: number; ppid: number; comm: string }[
     });
   const found: typeof all = [];
   const below = new Set([root]);
-  for (let grew = true; grew; ) {
+  for (let grew = true; grew;) {
     grew = false;
     for (const p of all) {
       if (!below.has(p.ppid) || below.has(p.pid)) continue;
@@ -169,10 +232,13 @@ const LAUNCHER = ['unshare', 'sh', 'mount', 'mkdir', 'touch', 'ln', 'pivot_root'
 function strayProcesses(service: number): string[] {
   const tree = descendants(service);
   const sandboxNode = new Set(tree.filter((p) => p.comm === 'node').map((p) => p.pid));
-  return tree.filter((p) => ![...LAUNCHER, 'node'].includes(p.comm) || sandboxNode.has(p.ppid)).map((p) => `${p.comm} (${p.pid})`);
+  return tree
+    .filter((p) => ![...LAUNCHER, 'node'].includes(p.comm) || sandboxNode.has(p.ppid))
+    .map((p) => `${p.comm} (${p.pid})`);
 }
 
-const residentMb = (pid: number) => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
+const residentMb = (pid: number) =>
+  Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1] ?? 0) / 1024;
 
 describe('the hostile sandbox matrix', () => {
   let llm: MockLlm;
@@ -196,17 +262,41 @@ describe('the hostile sandbox matrix', () => {
     await new Promise<void>((resolve) => listener.listen(0, '127.0.0.1', resolve));
     port = (listener.address() as net.AddressInfo).port;
     llm = await startMockLlm();
-    app = await startBundledApp({ ALLOW_PRIVATE_NETWORK: 'true', PLUGIN_TIMEOUT_SECONDS: '3', PLUGIN_MEMORY_MB: '64', SVC_SECRET_PROBE: 'must-not-leak' });
+    app = await startBundledApp({
+      ALLOW_PRIVATE_NETWORK: 'true',
+      PLUGIN_TIMEOUT_SECONDS: '3',
+      PLUGIN_MEMORY_MB: '64',
+      SVC_SECRET_PROBE: 'must-not-leak',
+    });
     service = app.process.child.pid as number;
-    const plugins = Object.keys(CASES).map((name) => ({ name, category: 'agent tool', entry_point: `hostile.plugins:${name}`, parameters: [{ name: 'port', type: 'int', default_value: 0 }] }));
-    const bytes = await runnable('hostile', '1.0.0', plugins, { 'hostile/__init__.py': '', 'hostile/plugins.py': MODULE });
-    const uploaded = await uploadPackage(app, INSTANCE, 'Python-hostile', bytes, { type: 'plugin-package', name: 'Python-hostile', package_runtime: 'Python', package_version: '1.0.0' });
+    const plugins = Object.keys(CASES).map((name) => ({
+      name,
+      category: 'agent tool',
+      entry_point: `hostile.plugins:${name}`,
+      parameters: [{ name: 'port', type: 'int', default_value: 0 }],
+    }));
+    const bytes = await runnable('hostile', '1.0.0', plugins, {
+      'hostile/__init__.py': '',
+      'hostile/plugins.py': MODULE,
+    });
+    const uploaded = await uploadPackage(app, INSTANCE, 'Python-hostile', bytes, {
+      type: 'plugin-package',
+      name: 'Python-hostile',
+      package_runtime: 'Python',
+      package_version: '1.0.0',
+    });
     expect(uploaded.status, JSON.stringify(uploaded.body)).toBe(200);
     await seedAgent(app, 'target', { llmUrl: llm.url });
     const tools = Object.keys(CASES).map((name) => name.replaceAll('_', '-'));
-    for (const name of Object.keys(CASES)) await upsert(app, 'Svc.Agent', 'tools', name.replaceAll('_', '-'), { tool_type: 'plugin', plugin_object_id: `/instances/${INSTANCE}/providers/Svc.Platform/plugins/Python-hostile-${name}` });
+    for (const name of Object.keys(CASES))
+      await upsert(app, 'Svc.Agent', 'tools', name.replaceAll('_', '-'), {
+        tool_type: 'plugin',
+        plugin_object_id: `/instances/${INSTANCE}/providers/Svc.Platform/plugins/Python-hostile-${name}`,
+      });
     await upsert(app, 'Svc.Agent', 'tools', 'interpreter', { tool_type: 'code-interpreter' });
-    await updateAgent(app, 'target', { tool_object_ids: [...tools, 'interpreter'].map((t) => objectId('Svc.Agent', 'tools', t)) });
+    await updateAgent(app, 'target', {
+      tool_object_ids: [...tools, 'interpreter'].map((t) => objectId('Svc.Agent', 'tools', t)),
+    });
     await grantReader(app, READER, 'target');
     // The service's first sandbox call makes its interpreter snapshot: done before the cases, and the baseline after it.
     expect((await call('interpreter', 'clean')).result).toBe('[3]');
@@ -237,7 +327,9 @@ describe('the hostile sandbox matrix', () => {
   async function call(as: 'interpreter' | 'plugin', name: string) {
     const c = CASES[name] as { code: string };
     const code = `PORT = ${port}\n${c.code}\nprint(result, end='')`;
-    llm.next({ toolCalls: [as === 'interpreter' ? { name: 'python', arguments: { code } } : { name, arguments: { port } }] });
+    llm.next({
+      toolCalls: [as === 'interpreter' ? { name: 'python', arguments: { code } } : { name, arguments: { port } }],
+    });
     const r = await complete(app, 'target', `run ${name}`, {}, READER);
     expect(r.status, JSON.stringify(r.body)).toBe(200);
     return { result: r.body.completion.replace(/^Tools said: /, '') };
@@ -274,7 +366,9 @@ describe('the hostile sandbox matrix', () => {
     expect(left.length).toBeLessThanOrEqual(2);
     const sorted = [...statusTimes].sort((a, b) => a - b);
     const p99 = sorted[Math.floor(sorted.length * 0.99)] ?? 0;
-    process.stdout.write(`sandbox matrix: ${statusTimes.length} GET /status, p99 ${p99.toFixed(1)} ms, max ${sorted.at(-1)?.toFixed(1)} ms; service RSS ${baseline.toFixed(0)} MB, peak ${peakMb.toFixed(0)} MB (+${(peakMb - baseline).toFixed(0)})\n`);
+    process.stdout.write(
+      `sandbox matrix: ${statusTimes.length} GET /status, p99 ${p99.toFixed(1)} ms, max ${sorted.at(-1)?.toFixed(1)} ms; service RSS ${baseline.toFixed(0)} MB, peak ${peakMb.toFixed(0)} MB (+${(peakMb - baseline).toFixed(0)})\n`,
+    );
     expect(peakMb - baseline).toBeLessThanOrEqual(100);
     // A stall bound: the figure itself is the benchmark's (npm run bench -- sandbox).
     expect(p99).toBeLessThan(1000);

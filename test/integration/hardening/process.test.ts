@@ -28,7 +28,13 @@ describe('a hostile request never takes the process down', () => {
   beforeAll(async () => {
     llm = await startMockLlm();
     const [corePort, managementPort] = [await freePort(), await freePort()];
-    env = { DATA_DIR: tempDir(), CORE_PORT: String(corePort), MANAGEMENT_PORT: String(managementPort), AzureWebJobsStorage: inject('storageConnectionString'), ASYNC_COMPLETIONS_QUEUE: `hard-${corePort}` };
+    env = {
+      DATA_DIR: tempDir(),
+      CORE_PORT: String(corePort),
+      MANAGEMENT_PORT: String(managementPort),
+      AzureWebJobsStorage: inject('storageConnectionString'),
+      ASYNC_COMPLETIONS_QUEUE: `hard-${corePort}`,
+    };
     core = `http://127.0.0.1:${corePort}`;
     management = `http://127.0.0.1:${managementPort}`;
     app = await startScript('start', env, /Get a token/);
@@ -46,12 +52,18 @@ describe('a hostile request never takes the process down', () => {
       body: truncatedMultipart(),
     });
     expect(r.status).toBe(400);
-    expect(JSON.parse(r.body)).toMatchObject({ error: { code: 'BadRequest', message: expect.stringContaining('Malformed multipart body') as string } });
+    expect(JSON.parse(r.body)).toMatchObject({
+      error: { code: 'BadRequest', message: expect.stringContaining('Malformed multipart body') as string },
+    });
     await stillServing();
   });
 
   it('answers 400 to a multipart body without a boundary, and to a truncated file upload', async () => {
-    const noBoundary = await rawRequest(`${management}${pluginUpload}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'multipart/form-data' }, body: truncatedMultipart() });
+    const noBoundary = await rawRequest(`${management}${pluginUpload}`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'multipart/form-data' },
+      body: truncatedMultipart(),
+    });
     expect(noBoundary.status).toBe(400);
     const file = await rawRequest(`${core}/instances/${INSTANCE}/files/upload`, {
       method: 'POST',
@@ -77,7 +89,12 @@ describe('a hostile request never takes the process down', () => {
       expect(next.status).toBe(200);
       expect(next.reusedSocket).toBe(true);
       // An unauthenticated upload is refused before its body is read: the body is dropped, the connection kept.
-      const refused = await rawRequest(`${core}/instances/${INSTANCE}/files/upload`, { method: 'POST', agent, headers: { 'content-type': 'multipart/form-data; boundary=XX' }, body: Buffer.alloc(300_000, 0x62) });
+      const refused = await rawRequest(`${core}/instances/${INSTANCE}/files/upload`, {
+        method: 'POST',
+        agent,
+        headers: { 'content-type': 'multipart/form-data; boundary=XX' },
+        body: Buffer.alloc(300_000, 0x62),
+      });
       expect(refused.status).toBe(401);
       expect((await rawRequest(`${core}/status`, { agent })).status).toBe(200);
     } finally {
@@ -99,8 +116,10 @@ describe('a hostile request never takes the process down', () => {
     await stillServing();
   });
 
-  it('marks answers that carry users\' content as not to be sniffed or cached', async () => {
-    const r = await rawRequest(`${core}/instances/${INSTANCE}/sessions`, { headers: { authorization: `Bearer ${token}` } });
+  it("marks answers that carry users' content as not to be sniffed or cached", async () => {
+    const r = await rawRequest(`${core}/instances/${INSTANCE}/sessions`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
     expect(r.status).toBe(200);
     expect(r.headers['x-content-type-options']).toBe('nosniff');
     expect(r.headers['cache-control']).toBe('no-store');
@@ -108,22 +127,66 @@ describe('a hostile request never takes the process down', () => {
 
   it('stops within a bounded time on SIGTERM while a model call hangs', async () => {
     const post = (path: string, body: unknown) =>
-      rawRequest(`${management}/instances/${INSTANCE}/providers/${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      rawRequest(`${management}/instances/${INSTANCE}/providers/${path}`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
     const p = (path: string) => `/instances/${INSTANCE}/providers/${path}`;
-    expect((await post('Svc.Configuration/apiEndpointConfigurations/hang', { name: 'hang', provider: 'openai', url: `${llm.url}/v1`, authentication_type: 'None', timeout_seconds: 300 })).status).toBe(200);
-    expect((await post('Svc.AIModel/aiModels/hang', { name: 'hang', model_type: 'completion', deployment_name: 'd', api_endpoint_object_id: p('Svc.Configuration/apiEndpointConfigurations/hang') })).status).toBe(200);
+    expect(
+      (
+        await post('Svc.Configuration/apiEndpointConfigurations/hang', {
+          name: 'hang',
+          provider: 'openai',
+          url: `${llm.url}/v1`,
+          authentication_type: 'None',
+          timeout_seconds: 300,
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await post('Svc.AIModel/aiModels/hang', {
+          name: 'hang',
+          model_type: 'completion',
+          deployment_name: 'd',
+          api_endpoint_object_id: p('Svc.Configuration/apiEndpointConfigurations/hang'),
+        })
+      ).status,
+    ).toBe(200);
     expect((await post('Svc.Prompt/prompts/hang', { name: 'hang', prefix: 'x' })).status).toBe(200);
-    expect((await post('Svc.Agent/workflows/hang', { name: 'hang', workflow_type: 'chat', workflow_host: 'builtin', main_ai_model_object_id: p('Svc.AIModel/aiModels/hang'), main_prompt_object_id: p('Svc.Prompt/prompts/hang') })).status).toBe(200);
-    expect((await post('Svc.Agent/agents/hang', { name: 'hang', workflow_object_id: p('Svc.Agent/workflows/hang') })).status).toBe(200);
+    expect(
+      (
+        await post('Svc.Agent/workflows/hang', {
+          name: 'hang',
+          workflow_type: 'chat',
+          workflow_host: 'builtin',
+          main_ai_model_object_id: p('Svc.AIModel/aiModels/hang'),
+          main_prompt_object_id: p('Svc.Prompt/prompts/hang'),
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (await post('Svc.Agent/agents/hang', { name: 'hang', workflow_object_id: p('Svc.Agent/workflows/hang') })).status,
+    ).toBe(200);
     llm.next({ hangMs: 600_000 }, { hangMs: 600_000 });
     const before = llm.requests.length;
-    const started = await rawRequest(`${core}/instances/${INSTANCE}/async-completions`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ user_prompt: 'hang', agent_name: 'hang' }) });
+    const started = await rawRequest(`${core}/instances/${INSTANCE}/async-completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ user_prompt: 'hang', agent_name: 'hang' }),
+    });
     expect(started.status).toBe(202);
     const until = Date.now() + 15_000;
     while (llm.requests.length === before && Date.now() < until) await new Promise((r) => setTimeout(r, 50));
     expect(llm.requests.length).toBe(before + 1);
     // A sync call hangs too, on an open connection.
-    void rawRequest(`${core}/instances/${INSTANCE}/completions`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify({ user_prompt: 'hang', agent_name: 'hang' }), timeoutMs: 60_000 }).catch(() => undefined);
+    void rawRequest(`${core}/instances/${INSTANCE}/completions`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' },
+      body: JSON.stringify({ user_prompt: 'hang', agent_name: 'hang' }),
+      timeoutMs: 60_000,
+    }).catch(() => undefined);
     await new Promise((r) => setTimeout(r, 300));
 
     const exited = new Promise<number | null>((resolve) => app.child.once('exit', (code) => resolve(code)));

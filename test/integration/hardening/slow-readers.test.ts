@@ -59,7 +59,11 @@ describe('streamed answers to clients that stop reading', () => {
               stop();
             }
           }
-          return Promise.resolve({ status: 200, headers: { 'content-type': 'text/event-stream' }, stream: direct ? channel : events() });
+          return Promise.resolve({
+            status: 200,
+            headers: { 'content-type': 'text/event-stream' },
+            stream: direct ? channel : events(),
+          });
         },
       });
     server = await serveRoutes([firehose('/firehose', false), firehose('/firehose-channel', true)], services);
@@ -71,32 +75,38 @@ describe('streamed answers to clients that stop reading', () => {
     await services.close();
   });
 
-  it.each(['/firehose', '/firehose-channel'])('6: cuts the stream of a client that stops reading within the write timeout, holding no more than the bounded backlog, and stops the producer (%s)', async (path) => {
-    const before = process.memoryUsage().rss;
-    const stoppedBefore = producers.stopped;
-    const started = Date.now();
-    const sockets = Array.from({ length: CLIENTS }, () => {
-      const socket = net.connect(port, '127.0.0.1', () => {
-        socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
-        socket.pause();
+  it.each(['/firehose', '/firehose-channel'])(
+    '6: cuts the stream of a client that stops reading within the write timeout, holding no more than the bounded backlog, and stops the producer (%s)',
+    async (path) => {
+      const before = process.memoryUsage().rss;
+      const stoppedBefore = producers.stopped;
+      const started = Date.now();
+      const sockets = Array.from({ length: CLIENTS }, () => {
+        const socket = net.connect(port, '127.0.0.1', () => {
+          socket.write(`GET ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n`);
+          socket.pause();
+        });
+        socket.on('error', () => undefined);
+        return socket;
       });
-      socket.on('error', () => undefined);
-      return socket;
-    });
-    // A paused client socket reports no close until it reads: the service's side is watched instead.
-    const connections = () => new Promise<number>((resolve) => server.server.getConnections((_e, n) => resolve(n)));
-    let peak = 0;
-    while (producers.stopped - stoppedBefore < CLIENTS || (await connections()) > 0) {
-      peak = Math.max(peak, process.memoryUsage().rss);
-      await new Promise((r) => setTimeout(r, 100));
-    }
-    for (const s of sockets) s.destroy();
-    const grown = (peak - before) / 1024 / 1024;
-    console.log(`slow readers (${path}): ${CLIENTS} of ${CLIENTS} streams cut by the service after ${Math.round((Date.now() - started) / 1000)} s, producers stopped ${producers.stopped} of ${producers.running}; RSS grew ${grown.toFixed(0)} MiB at most (${(grown / CLIENTS).toFixed(2)} MiB a client)`);
-    expect(producers.stopped).toBe(producers.running);
-    // What a client that stopped reading costs the service: its bounded backlog, at most a MiB.
-    expect(grown / CLIENTS).toBeLessThanOrEqual(1);
-  }, 60_000);
+      // A paused client socket reports no close until it reads: the service's side is watched instead.
+      const connections = () => new Promise<number>((resolve) => server.server.getConnections((_e, n) => resolve(n)));
+      let peak = 0;
+      while (producers.stopped - stoppedBefore < CLIENTS || (await connections()) > 0) {
+        peak = Math.max(peak, process.memoryUsage().rss);
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      for (const s of sockets) s.destroy();
+      const grown = (peak - before) / 1024 / 1024;
+      console.log(
+        `slow readers (${path}): ${CLIENTS} of ${CLIENTS} streams cut by the service after ${Math.round((Date.now() - started) / 1000)} s, producers stopped ${producers.stopped} of ${producers.running}; RSS grew ${grown.toFixed(0)} MiB at most (${(grown / CLIENTS).toFixed(2)} MiB a client)`,
+      );
+      expect(producers.stopped).toBe(producers.running);
+      // What a client that stopped reading costs the service: its bounded backlog, at most a MiB.
+      expect(grown / CLIENTS).toBeLessThanOrEqual(1);
+    },
+    60_000,
+  );
 });
 
 describe('downloads to clients that stop reading, against the bundle', () => {
@@ -110,14 +120,20 @@ describe('downloads to clients that stop reading, against the bundle', () => {
       const form = new FormData();
       form.append('file', new Blob([new Uint8Array(Buffer.alloc(size, 'x'))], { type: 'text/plain' }), 'big.txt');
       form.append('agent_name', 'filer');
-      const uploaded = await fetch(`${app.core}/instances/${INSTANCE}/files/upload`, { method: 'POST', body: form, headers: { authorization: `Bearer ${await app.token()}` } });
+      const uploaded = await fetch(`${app.core}/instances/${INSTANCE}/files/upload`, {
+        method: 'POST',
+        body: form,
+        headers: { authorization: `Bearer ${await app.token()}` },
+      });
       expect(uploaded.status).toBe(200);
       const fileId = ((await uploaded.json()) as { object_id: string }).object_id.split('/').pop();
       const token = await app.token();
       const port = Number(new URL(app.core).port);
       const sockets = Array.from({ length: 3 }, () => {
         const socket = net.connect(port, '127.0.0.1', () => {
-          socket.write(`GET /instances/${INSTANCE}/files/${fileId}/content HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+          socket.write(
+            `GET /instances/${INSTANCE}/files/${fileId}/content HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\n\r\n`,
+          );
           socket.pause();
         });
         socket.on('error', () => undefined);
@@ -139,7 +155,9 @@ describe('downloads to clients that stop reading, against the bundle', () => {
             }),
         ),
       );
-      console.log(`slow downloads: ${received.map((b) => `${Math.round(b / 1024 / 1024)} MiB`).join(', ')} of ${size / 1024 / 1024} MiB before the service cut them`);
+      console.log(
+        `slow downloads: ${received.map((b) => `${Math.round(b / 1024 / 1024)} MiB`).join(', ')} of ${size / 1024 / 1024} MiB before the service cut them`,
+      );
       for (const bytes of received) expect(bytes).toBeLessThan(size);
       expect((await fetch(`${app.core}/status`)).status).toBe(200);
     } finally {

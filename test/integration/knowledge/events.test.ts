@@ -22,7 +22,12 @@ describe('event-triggered data pipelines', () => {
   const container = `events-${randomUUID().slice(0, 8)}`;
   const blobs = () => containerOf(app.services, container);
   const eventRuns = async () =>
-    (await resourcesOf(app.services.store, dataPipelineRuns).query({ partition: partitionOf(dataPipelineRuns), where: [{ field: 'created_by', op: 'eq', value: EVENTS }] })).items;
+    (
+      await resourcesOf(app.services.store, dataPipelineRuns).query({
+        partition: partitionOf(dataPipelineRuns),
+        where: [{ field: 'created_by', op: 'eq', value: EVENTS }],
+      })
+    ).items;
   const indexed = async () => (await app.services.vectors.documents('on-change')).map((d) => d.source).sort();
 
   beforeAll(async () => {
@@ -31,10 +36,27 @@ describe('event-triggered data pipelines', () => {
     app = await startTestApp({ ALLOW_PRIVATE_NETWORK: 'true' }, { timers: TIMERS });
     await blobs().create();
     const embedding = await seedKnowledgeAgent(app, llm, 'events-kb');
-    await seedPipeline(app, 'events-kb', 'on-change', { data_source_type: 'AzureBlob', container }, ['docs/'], 'on-change');
-    await updateAgent(app, 'events-kb', { cache_settings: { semantic_cache_enabled: true, semantic_cache_settings: { embedding_ai_model_object_id: embedding } } });
-    const pipeline = (await app.call('GET', `${providers(app, 'Svc.DataPipeline')}/dataPipelines/on-change`)).body as { resource: Record<string, unknown> };
-    await upsert(app, 'Svc.DataPipeline', 'dataPipelines', 'on-change', { ...pipeline.resource, trigger_type: 'Event' });
+    await seedPipeline(
+      app,
+      'events-kb',
+      'on-change',
+      { data_source_type: 'AzureBlob', container },
+      ['docs/'],
+      'on-change',
+    );
+    await updateAgent(app, 'events-kb', {
+      cache_settings: {
+        semantic_cache_enabled: true,
+        semantic_cache_settings: { embedding_ai_model_object_id: embedding },
+      },
+    });
+    const pipeline = (await app.call('GET', `${providers(app, 'Svc.DataPipeline')}/dataPipelines/on-change`)).body as {
+      resource: Record<string, unknown>;
+    };
+    await upsert(app, 'Svc.DataPipeline', 'dataPipelines', 'on-change', {
+      ...pipeline.resource,
+      trigger_type: 'Event',
+    });
   });
   afterAll(async () => {
     await app.close();
@@ -42,7 +64,10 @@ describe('event-triggered data pipelines', () => {
   });
 
   it('refuses an Event trigger on a source that has no Blob events', async () => {
-    await upsert(app, 'Svc.DataSource', 'dataSources', 'web-only', { data_source_type: 'Web', urls: ['https://example.com/'] });
+    await upsert(app, 'Svc.DataSource', 'dataSources', 'web-only', {
+      data_source_type: 'Web',
+      urls: ['https://example.com/'],
+    });
     const r = await app.call('POST', `${providers(app, 'Svc.DataPipeline')}/dataPipelines/web-events`, {
       body: {
         name: 'web-events',
@@ -69,7 +94,9 @@ describe('event-triggered data pipelines', () => {
     // An answer that quotes the document is cached: asked again, the model is not called.
     const prompt = 'How do emperor penguins keep their eggs warm?';
     const calls = () => llm.requests.length;
-    expect((await complete(app, 'events-kb', prompt)).body.citations.map((c) => c.source)).toEqual(['docs/penguins.txt']);
+    expect((await complete(app, 'events-kb', prompt)).body.citations.map((c) => c.source)).toEqual([
+      'docs/penguins.txt',
+    ]);
     const afterFirst = calls();
     await complete(app, 'events-kb', prompt);
     expect(calls()).toBe(afterFirst);
@@ -78,19 +105,31 @@ describe('event-triggered data pipelines', () => {
     await blobs().deleteBlob('docs/penguins.txt');
     await expect.poll(indexed, { timeout: 60_000, interval: 500 }).toEqual([]);
     const removedAfter = Date.now() - deleted;
-    await expect.poll(async () => (await eventRuns()).some((r) => r.status === 'Completed' && r.counts.removed === 1), { timeout: 30_000 }).toBe(true);
+    await expect
+      .poll(async () => (await eventRuns()).some((r) => r.status === 'Completed' && r.counts.removed === 1), {
+        timeout: 30_000,
+      })
+      .toBe(true);
     // The cached answer went with the document: the same prompt goes to the model, and cites nothing.
-    await expect.poll(async () => (await eventRuns()).every((r) => r.status === 'Completed' || r.status === 'Failed'), { timeout: 30_000 }).toBe(true);
+    await expect
+      .poll(async () => (await eventRuns()).every((r) => r.status === 'Completed' || r.status === 'Failed'), {
+        timeout: 30_000,
+      })
+      .toBe(true);
     const again = await complete(app, 'events-kb', prompt);
     expect(calls()).toBeGreaterThan(afterFirst);
     expect(again.body.citations).toEqual([]);
     // The blob outside the pipeline's paths started nothing.
     expect((await eventRuns()).flatMap((r) => r.documents ?? [])).not.toContain('elsewhere/seals.txt');
-    console.log(`event-triggered runs: indexed ${indexedAfter} ms after the upload, removed ${removedAfter} ms after the delete`);
+    console.log(
+      `event-triggered runs: indexed ${indexedAfter} ms after the upload, removed ${removedAfter} ms after the delete`,
+    );
   });
 
   it('starts one run for an Event Grid event delivered twice', async () => {
-    await blobs().getBlockBlobClient('docs/walrus.txt').uploadData(Buffer.from('Walruses use their tusks to climb onto ice.'));
+    await blobs()
+      .getBlockBlobClient('docs/walrus.txt')
+      .uploadData(Buffer.from('Walruses use their tusks to climb onto ice.'));
     const url = `${blobs().url}/docs/walrus.txt`;
     // An event as Event Grid writes it to a storage queue (Event Grid schema), delivered twice.
     const event = {
@@ -99,17 +138,28 @@ describe('event-triggered data pipelines', () => {
       subject: `/blobServices/default/containers/${container}/blobs/docs/walrus.txt`,
       eventType: BLOB_CREATED,
       eventTime: new Date().toISOString(),
-      data: { api: 'PutBlob', contentType: 'text/plain', contentLength: 44, blobType: 'BlockBlob', url, sequencer: '0000000000000001' },
+      data: {
+        api: 'PutBlob',
+        contentType: 'text/plain',
+        contentLength: 44,
+        blobType: 'BlockBlob',
+        url,
+        sequencer: '0000000000000001',
+      },
       dataVersion: '',
       metadataVersion: '1',
     };
     const before = (await eventRuns()).length;
     await app.services.producer.send(app.services.config.knowledge.eventsQueue, event);
     await app.services.producer.send(app.services.config.knowledge.eventsQueue, event);
-    await expect.poll(async () => (await indexed()).includes('docs/walrus.txt'), { timeout: 60_000, interval: 500 }).toBe(true);
+    await expect
+      .poll(async () => (await indexed()).includes('docs/walrus.txt'), { timeout: 60_000, interval: 500 })
+      .toBe(true);
     // The event's run is named for the event and the pipeline: the second delivery found it made.
     const name = derivedRunName(objectId('Svc.DataPipeline', 'dataPipelines', 'on-change'), `event:${event.id}`);
-    await expect.poll(async () => (await eventRuns()).filter((r) => r.name === name).map((r) => r.status), { timeout: 30_000 }).toEqual(['Completed']);
+    await expect
+      .poll(async () => (await eventRuns()).filter((r) => r.name === name).map((r) => r.status), { timeout: 30_000 })
+      .toEqual(['Completed']);
     // The stand-in may have seen the blob too, with an event of its own: at most one more run.
     expect((await eventRuns()).length - before).toBeLessThanOrEqual(2);
   });

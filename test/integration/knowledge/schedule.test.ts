@@ -15,7 +15,10 @@ describe('scheduled data pipelines', () => {
   let llm: MockLlm;
   let app: TestApp;
   const container = `sched-${randomUUID().slice(0, 8)}`;
-  const pipeline = (name: string) => app.call('GET', `${providers(app, 'Svc.DataPipeline')}/dataPipelines/${name}`).then((r) => (r.body as { resource: { object_id: string; created_on: string } }).resource);
+  const pipeline = (name: string) =>
+    app
+      .call('GET', `${providers(app, 'Svc.DataPipeline')}/dataPipelines/${name}`)
+      .then((r) => (r.body as { resource: { object_id: string; created_on: string } }).resource);
   const save = (name: string, extra: Record<string, unknown>) =>
     app.call('POST', `${providers(app, 'Svc.DataPipeline')}/dataPipelines/${name}`, {
       body: {
@@ -32,7 +35,9 @@ describe('scheduled data pipelines', () => {
     llm = await startMockLlm();
     app = await startTestApp({ ALLOW_PRIVATE_NETWORK: 'true' });
     await containerOf(app.services, container).create();
-    await containerOf(app.services, container).getBlockBlobClient('docs/penguins.txt').uploadData(Buffer.from(TEXTS['penguins.txt']));
+    await containerOf(app.services, container)
+      .getBlockBlobClient('docs/penguins.txt')
+      .uploadData(Buffer.from(TEXTS['penguins.txt']));
     await seedKnowledgeAgent(app, llm, 'sched-kb');
     await seedPipeline(app, 'sched-kb', 'nightly', { data_source_type: 'AzureBlob', container }, ['docs/'], 'nightly');
   });
@@ -53,7 +58,16 @@ describe('scheduled data pipelines', () => {
       expect(r.status, JSON.stringify(extra)).toBe(400);
       expect(JSON.stringify(r.body)).toContain(message);
     }
-    expect((await save('nightly', { trigger_type: 'Schedule', trigger_cron: '*/5 * * * *', partition_size_tokens: 64, partition_overlap_tokens: 16 })).status).toBe(200);
+    expect(
+      (
+        await save('nightly', {
+          trigger_type: 'Schedule',
+          trigger_cron: '*/5 * * * *',
+          partition_size_tokens: 64,
+          partition_overlap_tokens: 16,
+        })
+      ).status,
+    ).toBe(200);
   });
 
   it('starts one run per due time, however many instances look at once, and the run indexes the source', async () => {
@@ -77,7 +91,13 @@ describe('scheduled data pipelines', () => {
   it('skips a due time missed for more than ten minutes, and one before the pipeline existed', async () => {
     expect((await save('hourly', { trigger_type: 'Schedule', trigger_cron: '0 * * * *' })).status).toBe(200);
     const p = await pipeline('hourly');
-    const exists = async (due: Date) => (await app.call('GET', `${app.management}${objectId('Svc.DataPipeline', 'dataPipelineRuns', scheduledRunName(p.object_id, due))}`)).status === 200;
+    const exists = async (due: Date) =>
+      (
+        await app.call(
+          'GET',
+          `${app.management}${objectId('Svc.DataPipeline', 'dataPipelineRuns', scheduledRunName(p.object_id, due))}`,
+        )
+      ).status === 200;
     const due = lastDue('0 * * * *', new Date(Date.parse(p.created_on) + 2 * 60 * 60_000));
     await startDueRuns(app.services, new Date(due.getTime() + 11 * 60_000));
     expect(await exists(due)).toBe(false);
@@ -92,13 +112,23 @@ describe('scheduled data pipelines', () => {
   it('records a Failed run saying why when the pipeline cannot run at its due time', async () => {
     await upsert(app, 'Svc.DataSource', 'dataSources', 'broken-source', { data_source_type: 'AzureBlob' });
     const saved = await app.call('POST', `${providers(app, 'Svc.DataPipeline')}/dataPipelines/broken`, {
-      body: { name: 'broken', data_source_object_id: objectId('Svc.DataSource', 'dataSources', 'broken-source'), index_name: 'broken', embedding_ai_model_object_id: objectId('Svc.AIModel', 'aiModels', 'sched-kb-embedding'), trigger_type: 'Schedule', trigger_cron: '0 * * * *' },
+      body: {
+        name: 'broken',
+        data_source_object_id: objectId('Svc.DataSource', 'dataSources', 'broken-source'),
+        index_name: 'broken',
+        embedding_ai_model_object_id: objectId('Svc.AIModel', 'aiModels', 'sched-kb-embedding'),
+        trigger_type: 'Schedule',
+        trigger_cron: '0 * * * *',
+      },
     });
     expect(saved.status).toBe(200);
     const p = await pipeline('broken');
     const due = lastDue('0 * * * *', new Date(Date.parse(p.created_on) + 60 * 60_000));
     expect(await startDueRuns(app.services, new Date(due.getTime() + 5000))).toBeGreaterThanOrEqual(1);
-    const run = await readRun(app, objectId('Svc.DataPipeline', 'dataPipelineRuns', scheduledRunName(p.object_id, due)));
+    const run = await readRun(
+      app,
+      objectId('Svc.DataPipeline', 'dataPipelineRuns', scheduledRunName(p.object_id, due)),
+    );
     expect(run.status).toBe('Failed');
     expect(JSON.stringify(run.errors)).toContain('needs a container');
   });

@@ -19,7 +19,12 @@ describe('semantic cache', () => {
     return n;
   };
   const enable = (threshold: number, embedding: string) =>
-    updateAgent(app, agent, { cache_settings: { semantic_cache_enabled: true, semantic_cache_settings: { embedding_ai_model_object_id: embedding, minimum_similarity_threshold: threshold } } });
+    updateAgent(app, agent, {
+      cache_settings: {
+        semantic_cache_enabled: true,
+        semantic_cache_settings: { embedding_ai_model_object_id: embedding, minimum_similarity_threshold: threshold },
+      },
+    });
 
   beforeAll(async () => {
     llm = await startMockLlm();
@@ -46,11 +51,17 @@ describe('semantic cache', () => {
     expect(modelCalls()).toBe(0);
     expect(second.body.completion).toBe(first.body.completion);
     expect(second.body.total_cost).toBe(0);
-    expect(second.body.analysis_results).toEqual([{ type: 'semantic_cache_hit', similarity: expect.closeTo(1, 5) as number }]);
+    expect(second.body.analysis_results).toEqual([
+      { type: 'semantic_cache_hit', similarity: expect.closeTo(1, 5) as number },
+    ]);
     // Streamed, the cached answer comes as the stream's text too.
     const streamed = await fetch(`${app.core}/instances/${INSTANCE}/completions`, {
       method: 'POST',
-      headers: { authorization: `Bearer ${await app.token()}`, 'content-type': 'application/json', accept: 'text/event-stream' },
+      headers: {
+        authorization: `Bearer ${await app.token()}`,
+        'content-type': 'application/json',
+        accept: 'text/event-stream',
+      },
       body: JSON.stringify({ user_prompt: prompt, agent_name: agent }),
     });
     expect(await streamed.text()).toContain('semantic_cache_hit');
@@ -71,7 +82,9 @@ describe('semantic cache', () => {
     await complete(app, agent, prompt);
     await complete(app, agent, prompt);
     expect(modelCalls()).toBe(1);
-    await complete(app, agent, prompt, { settings: { agent_parameters: { index_filter_expression: "source eq 'handbook.md'" } } });
+    await complete(app, agent, prompt, {
+      settings: { agent_parameters: { index_filter_expression: "source eq 'handbook.md'" } },
+    });
     expect(modelCalls()).toBe(1);
     // Saving the agent makes a new version: its earlier answers are not its answers any more.
     await updateAgent(app, agent, { description: 'changed' });
@@ -81,7 +94,11 @@ describe('semantic cache', () => {
   });
 
   it('neither serves nor stores a request with session history', async () => {
-    const session = ((await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: 'cache' } })).body as { id: string }).id;
+    const session = (
+      (await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: 'cache' } })).body as {
+        id: string;
+      }
+    ).id;
     const cached = 'Where is the nearest train station to the Porto office?';
     await complete(app, agent, cached);
     modelCalls();
@@ -104,7 +121,11 @@ describe('semantic cache', () => {
     const form = new FormData();
     form.append('file', new Blob(['My salary is 100 and my manager is Ana.'], { type: 'text/plain' }), 'private.txt');
     form.append('agent_name', agent);
-    const upload = await fetch(`${app.core}/instances/${INSTANCE}/files/upload`, { method: 'POST', body: form, headers: { authorization: `Bearer ${await app.token()}` } });
+    const upload = await fetch(`${app.core}/instances/${INSTANCE}/files/upload`, {
+      method: 'POST',
+      body: form,
+      headers: { authorization: `Bearer ${await app.token()}` },
+    });
     const attachment = ((await upload.json()) as { object_id: string }).object_id;
     const cached = 'What is the dress code for client meetings?';
     await complete(app, agent, cached);
@@ -126,7 +147,12 @@ describe('semantic cache', () => {
     const short = await startTestApp({ SEMANTIC_CACHE_TTL_SECONDS: '1' });
     try {
       const embedding = await seedKnowledgeAgent(short, llm, 'brief');
-      await updateAgent(short, 'brief', { cache_settings: { semantic_cache_enabled: true, semantic_cache_settings: { embedding_ai_model_object_id: embedding } } });
+      await updateAgent(short, 'brief', {
+        cache_settings: {
+          semantic_cache_enabled: true,
+          semantic_cache_settings: { embedding_ai_model_object_id: embedding },
+        },
+      });
       modelCalls();
       const prompt = 'When is the next all-hands meeting?';
       await complete(short, 'brief', prompt);

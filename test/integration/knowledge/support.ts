@@ -9,9 +9,16 @@ import { providers, type ApiClient } from '../../support/app.js';
 import { seedAgent, type AgentOptions } from '../../support/agents.js';
 import { INSTANCE } from '../../support/services.js';
 
-export const objectId = (provider: string, type: string, name: string) => `/instances/${INSTANCE}/providers/${provider}/${type}/${name}`;
+export const objectId = (provider: string, type: string, name: string) =>
+  `/instances/${INSTANCE}/providers/${provider}/${type}/${name}`;
 
-export async function upsert(app: ApiClient, provider: string, type: string, name: string, body: Record<string, unknown>): Promise<void> {
+export async function upsert(
+  app: ApiClient,
+  provider: string,
+  type: string,
+  name: string,
+  body: Record<string, unknown>,
+): Promise<void> {
   const r = await app.call('POST', `${providers(app, provider)}/${type}/${name}`, { body: { name, ...body } });
   expect(r.status, `${type}/${name}: ${JSON.stringify(r.body)}`).toBe(200);
 }
@@ -19,11 +26,19 @@ export async function upsert(app: ApiClient, provider: string, type: string, nam
 /** Changes an agent's definition (its updated_on moves on, like any save). */
 export async function updateAgent(app: ApiClient, agent: string, change: Record<string, unknown>): Promise<void> {
   const current = await app.call('GET', `${providers(app, 'Svc.Agent')}/agents/${agent}`);
-  await upsert(app, 'Svc.Agent', 'agents', agent, { ...(current.body as { resource: Record<string, unknown> }).resource, ...change });
+  await upsert(app, 'Svc.Agent', 'agents', agent, {
+    ...(current.body as { resource: Record<string, unknown> }).resource,
+    ...change,
+  });
 }
 
 /** An agent with an embedding model beside its chat model (both on the mock LLM). */
-export async function seedKnowledgeAgent(app: ApiClient, llm: MockLlm, agent: string, options: Partial<AgentOptions> = {}): Promise<string> {
+export async function seedKnowledgeAgent(
+  app: ApiClient,
+  llm: MockLlm,
+  agent: string,
+  options: Partial<AgentOptions> = {},
+): Promise<string> {
   await seedAgent(app, agent, { llmUrl: llm.url, ...options });
   await upsert(app, 'Svc.AIModel', 'aiModels', `${agent}-embedding`, {
     model_type: 'embedding',
@@ -36,7 +51,14 @@ export async function seedKnowledgeAgent(app: ApiClient, llm: MockLlm, agent: st
 }
 
 /** A data source, a pipeline into `index`, and a knowledge tool on the agent. */
-export async function seedPipeline(app: ApiClient, agent: string, pipeline: string, source: Record<string, unknown>, paths: string[], index: string): Promise<void> {
+export async function seedPipeline(
+  app: ApiClient,
+  agent: string,
+  pipeline: string,
+  source: Record<string, unknown>,
+  paths: string[],
+  index: string,
+): Promise<void> {
   await upsert(app, 'Svc.DataSource', 'dataSources', `${pipeline}-source`, source);
   await upsert(app, 'Svc.DataPipeline', 'dataPipelines', pipeline, {
     data_source_object_id: objectId('Svc.DataSource', 'dataSources', `${pipeline}-source`),
@@ -53,7 +75,15 @@ export async function seedPipeline(app: ApiClient, agent: string, pipeline: stri
 export interface Run {
   name: string;
   status: string;
-  counts: { documents: number; partitions: number; failed_documents: number; added: number; updated: number; unchanged: number; removed: number };
+  counts: {
+    documents: number;
+    partitions: number;
+    failed_documents: number;
+    added: number;
+    updated: number;
+    unchanged: number;
+    removed: number;
+  };
   usage?: { embedding_tokens: number; cost: number; currency: string | null };
   errors: { source: string; message: string }[];
   started_on: string | null;
@@ -71,7 +101,9 @@ export async function processPipeline(app: ApiClient, pipeline: string): Promise
   const started = await app.call('POST', `${providers(app, 'Svc.DataPipeline')}/dataPipelines/${pipeline}/process`);
   expect(started.status, JSON.stringify(started.body)).toBe(202);
   const runId = (started.body as { object_id: string }).object_id;
-  expect(runId).toMatch(new RegExp(`^/instances/${INSTANCE}/providers/Svc.DataPipeline/dataPipelineRuns/[0-9a-f-]{36}$`));
+  expect(runId).toMatch(
+    new RegExp(`^/instances/${INSTANCE}/providers/Svc.DataPipeline/dataPipelineRuns/[0-9a-f-]{36}$`),
+  );
   for (const until = Date.now() + 30_000; Date.now() < until; await new Promise((r) => setTimeout(r, 100))) {
     const run = await readRun(app, runId);
     if (run.status === 'Completed' || run.status === 'Failed') return run;
@@ -87,8 +119,17 @@ export interface Answer {
   total_tokens: number;
 }
 
-export async function complete(app: ApiClient, agent: string, prompt: string, extra: Record<string, unknown> = {}, as?: string): Promise<{ status: number; body: Answer }> {
-  const r = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { user_prompt: prompt, agent_name: agent, ...extra }, ...(as ? { as } : {}) });
+export async function complete(
+  app: ApiClient,
+  agent: string,
+  prompt: string,
+  extra: Record<string, unknown> = {},
+  as?: string,
+): Promise<{ status: number; body: Answer }> {
+  const r = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, {
+    body: { user_prompt: prompt, agent_name: agent, ...extra },
+    ...(as ? { as } : {}),
+  });
   return { status: r.status, body: r.body as Answer };
 }
 

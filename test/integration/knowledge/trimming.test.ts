@@ -9,7 +9,15 @@ import { grantReader } from '../../support/agents.js';
 import { startTestApp, type TestApp } from '../../support/app.js';
 import { INSTANCE } from '../../support/services.js';
 import { TEXTS } from '../../support/documents.js';
-import { processPipeline, seedKnowledgeAgent, seedPipeline, updateAgent, upsert, objectId, type Answer } from './support.js';
+import {
+  processPipeline,
+  seedKnowledgeAgent,
+  seedPipeline,
+  updateAgent,
+  upsert,
+  objectId,
+  type Answer,
+} from './support.js';
 import { containerOf } from '../../support/storage.js';
 
 const BOARD = TEXTS['revenue.pdf'].split('.')[0] ?? '';
@@ -38,11 +46,26 @@ describe('knowledge trimmed by groups', () => {
     await containerOf(app.services, container).create();
     await blob('docs/public.txt').uploadData(Buffer.from(TEXTS['penguins.txt']));
     await blob('docs/coffee.txt').uploadData(Buffer.from(TEXTS['coffee.html']));
-    await blob('docs/board.txt').uploadData(Buffer.from(BOARD), { metadata: { svc_allowed_groups: 'G-Board, g-audit' } });
+    await blob('docs/board.txt').uploadData(Buffer.from(BOARD), {
+      metadata: { svc_allowed_groups: 'G-Board, g-audit' },
+    });
     const embedding = await seedKnowledgeAgent(app, llm, 'trim-kb');
-    await seedPipeline(app, 'trim-kb', 'trim-docs', { data_source_type: 'AzureBlob', container }, ['docs/'], 'trim-docs');
-    await updateAgent(app, 'trim-kb', { cache_settings: { semantic_cache_enabled: true, semantic_cache_settings: { embedding_ai_model_object_id: embedding, minimum_similarity_threshold: 0.99 } } });
-    for (const upn of ['member@example.com', 'outsider@example.com', 'auditor@example.com']) await grantReader(app, upn, 'trim-kb');
+    await seedPipeline(
+      app,
+      'trim-kb',
+      'trim-docs',
+      { data_source_type: 'AzureBlob', container },
+      ['docs/'],
+      'trim-docs',
+    );
+    await updateAgent(app, 'trim-kb', {
+      cache_settings: {
+        semantic_cache_enabled: true,
+        semantic_cache_settings: { embedding_ai_model_object_id: embedding, minimum_similarity_threshold: 0.99 },
+      },
+    });
+    for (const upn of ['member@example.com', 'outsider@example.com', 'auditor@example.com'])
+      await grantReader(app, upn, 'trim-kb');
     expect((await processPipeline(app, 'trim-docs')).counts).toMatchObject({ documents: 3, added: 3 });
   });
   afterAll(async () => {
@@ -87,12 +110,18 @@ describe('knowledge trimmed by groups', () => {
     const all = await ask('auditor@example.com', [], prompt);
     const scores = all.citations.map((c) => c.score);
     expect(scores.some((s) => s < 0.5)).toBe(true);
-    await upsert(app, 'Svc.Agent', 'tools', 'trim-docs-tool', { tool_type: 'knowledge', index_name: 'trim-docs', minimum_score: 0.5 });
+    await upsert(app, 'Svc.Agent', 'tools', 'trim-docs-tool', {
+      tool_type: 'knowledge',
+      index_name: 'trim-docs',
+      minimum_score: 0.5,
+    });
     const kept = await ask('auditor@example.com', [], `${prompt} `);
     expect(kept.citations.length).toBeGreaterThan(0);
     expect(kept.citations.every((c) => c.score >= 0.5)).toBe(true);
     expect(kept.citations.length).toBeLessThan(all.citations.length);
-    const refused = await app.call('POST', `${app.management}${objectId('Svc.Agent', 'tools', 'bad-minimum')}`, { body: { name: 'bad-minimum', tool_type: 'knowledge', index_name: 'trim-docs', minimum_score: 2 } });
+    const refused = await app.call('POST', `${app.management}${objectId('Svc.Agent', 'tools', 'bad-minimum')}`, {
+      body: { name: 'bad-minimum', tool_type: 'knowledge', index_name: 'trim-docs', minimum_score: 2 },
+    });
     expect(refused.status).toBe(400);
   });
 });

@@ -19,19 +19,43 @@ describe('agent templates', () => {
   const id = (type: string, name: string) => `/instances/${INSTANCE}/providers/${type}/${name}`;
   const templates = (path = '') => `${app.management}${id('Svc.Agent/agentTemplates', '').slice(0, -1)}${path}`;
   const model = () => id('Svc.AIModel/aiModels', 'tpl-model');
-  const createAgent = (template: string, parameters: Record<string, unknown>, as = MAKER) => app.call('POST', templates(`/${template}/create-agent`), { body: { parameters }, as });
-  const exists = async (type: string, name: string) => (await app.call('GET', `${app.management}${id(type, name)}`)).status === 200;
+  const createAgent = (template: string, parameters: Record<string, unknown>, as = MAKER) =>
+    app.call('POST', templates(`/${template}/create-agent`), { body: { parameters }, as });
+  const exists = async (type: string, name: string) =>
+    (await app.call('GET', `${app.management}${id(type, name)}`)).status === 200;
 
   beforeAll(async () => {
     [llm, mcp] = await Promise.all([startMockLlm(), startMcpServer()]);
     app = await startTestApp({ ALLOW_PRIVATE_NETWORK: 'true' });
-    const post = async (type: string, name: string, body: Record<string, unknown>) => expect((await app.call('POST', `${app.management}${id(type, name)}`, { body: { name, ...body } })).status).toBe(200);
-    await post('Svc.Configuration/apiEndpointConfigurations', 'tpl-endpoint', { category: 'LLM', provider: 'openai', url: `${llm.url}/v1`, authentication_type: 'None' });
-    await post('Svc.AIModel/aiModels', 'tpl-model', { model_type: 'completion', deployment_name: 'tpl', api_endpoint_object_id: id('Svc.Configuration/apiEndpointConfigurations', 'tpl-endpoint'), capabilities: ['tools'] });
-    await post('Svc.AIModel/aiModels', 'tpl-embedding', { model_type: 'embedding', deployment_name: 'tpl-embed', api_endpoint_object_id: id('Svc.Configuration/apiEndpointConfigurations', 'tpl-endpoint') });
+    const post = async (type: string, name: string, body: Record<string, unknown>) =>
+      expect((await app.call('POST', `${app.management}${id(type, name)}`, { body: { name, ...body } })).status).toBe(
+        200,
+      );
+    await post('Svc.Configuration/apiEndpointConfigurations', 'tpl-endpoint', {
+      category: 'LLM',
+      provider: 'openai',
+      url: `${llm.url}/v1`,
+      authentication_type: 'None',
+    });
+    await post('Svc.AIModel/aiModels', 'tpl-model', {
+      model_type: 'completion',
+      deployment_name: 'tpl',
+      api_endpoint_object_id: id('Svc.Configuration/apiEndpointConfigurations', 'tpl-endpoint'),
+      capabilities: ['tools'],
+    });
+    await post('Svc.AIModel/aiModels', 'tpl-embedding', {
+      model_type: 'embedding',
+      deployment_name: 'tpl-embed',
+      api_endpoint_object_id: id('Svc.Configuration/apiEndpointConfigurations', 'tpl-endpoint'),
+    });
     // The maker may create resources (Contributor on the instance) but holds no role on any agent.
     const name = randomUUID();
-    await post('Svc.Authorization/roleAssignments', name, { principal_id: oidForUpn(MAKER), principal_type: 'User', role_definition_id: roleDefinitionPath(ROLE_IDS.contributor), scope: `/instances/${INSTANCE}` });
+    await post('Svc.Authorization/roleAssignments', name, {
+      principal_id: oidForUpn(MAKER),
+      principal_type: 'User',
+      role_definition_id: roleDefinitionPath(ROLE_IDS.contributor),
+      scope: `/instances/${INSTANCE}`,
+    });
   });
   afterAll(async () => {
     await app.close();
@@ -44,37 +68,91 @@ describe('agent templates', () => {
     const names = (listed.body as { resource: { name: string } }[]).map((e) => e.resource.name);
     expect(names).toEqual(expect.arrayContaining(['knowledge-assistant', 'mcp-tool-agent']));
     const one = await app.call('GET', templates('/mcp-tool-agent'));
-    expect(one.body).toMatchObject({ resource: { type: 'agent-template', parameters: expect.any(Array) as unknown, resources: expect.any(Array) as unknown } });
-    expect((await app.call('POST', templates('/mcp-tool-agent'), { body: { name: 'mcp-tool-agent', parameters: [{ name: 'agent_name', type: 'string' }], resources: [{ type: 'agent', name: '{{agent_name}}' }] } })).status).toBe(409);
+    expect(one.body).toMatchObject({
+      resource: {
+        type: 'agent-template',
+        parameters: expect.any(Array) as unknown,
+        resources: expect.any(Array) as unknown,
+      },
+    });
+    expect(
+      (
+        await app.call('POST', templates('/mcp-tool-agent'), {
+          body: {
+            name: 'mcp-tool-agent',
+            parameters: [{ name: 'agent_name', type: 'string' }],
+            resources: [{ type: 'agent', name: '{{agent_name}}' }],
+          },
+        })
+      ).status,
+    ).toBe(409);
     expect((await app.call('DELETE', templates('/mcp-tool-agent'))).status).toBe(409);
   });
 
   it('creates nothing for a missing or an ill-typed parameter, and names it', async () => {
-    const missing = await createAgent('mcp-tool-agent', { agent_name: 'half', completion_model_object_id: model(), allowed_tools: ['add'] });
+    const missing = await createAgent('mcp-tool-agent', {
+      agent_name: 'half',
+      completion_model_object_id: model(),
+      allowed_tools: ['add'],
+    });
     expect(missing.status).toBe(400);
     expect(JSON.stringify(missing.body)).toContain('parameters.mcp_url');
-    const illTyped = await createAgent('mcp-tool-agent', { agent_name: 'half', completion_model_object_id: model(), mcp_url: mcp.url, allowed_tools: 'add' });
+    const illTyped = await createAgent('mcp-tool-agent', {
+      agent_name: 'half',
+      completion_model_object_id: model(),
+      mcp_url: mcp.url,
+      allowed_tools: 'add',
+    });
     expect(illTyped.status).toBe(400);
     expect(JSON.stringify(illTyped.body)).toMatch(/parameters\.allowed_tools.*must be an array/);
-    const unknownModel = await createAgent('mcp-tool-agent', { agent_name: 'half', completion_model_object_id: id('Svc.AIModel/aiModels', 'nope'), mcp_url: mcp.url, allowed_tools: ['add'] });
+    const unknownModel = await createAgent('mcp-tool-agent', {
+      agent_name: 'half',
+      completion_model_object_id: id('Svc.AIModel/aiModels', 'nope'),
+      mcp_url: mcp.url,
+      allowed_tools: ['add'],
+    });
     expect(unknownModel.status).toBe(400);
-    for (const [type, name] of [['Svc.Agent/agents', 'half'], ['Svc.Agent/tools', 'half-tools'], ['Svc.Prompt/prompts', 'half-prompt'], ['Svc.Agent/workflows', 'half-workflow']] as const) {
+    for (const [type, name] of [
+      ['Svc.Agent/agents', 'half'],
+      ['Svc.Agent/tools', 'half-tools'],
+      ['Svc.Prompt/prompts', 'half-prompt'],
+      ['Svc.Agent/workflows', 'half-workflow'],
+    ] as const) {
       expect(await exists(type, name), `${type}/${name}`).toBe(false);
     }
   });
 
   it('gives a working agent over an MCP server, owned by its creator', async () => {
-    const created = await createAgent('mcp-tool-agent', { agent_name: 'calc', completion_model_object_id: model(), mcp_url: mcp.url, allowed_tools: ['add'], instructions: 'You add numbers.' });
+    const created = await createAgent('mcp-tool-agent', {
+      agent_name: 'calc',
+      completion_model_object_id: model(),
+      mcp_url: mcp.url,
+      allowed_tools: ['add'],
+      instructions: 'You add numbers.',
+    });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
-    expect((created.body as { object_ids: string[] }).object_ids).toEqual([id('Svc.Agent/tools', 'calc-tools'), id('Svc.Prompt/prompts', 'calc-prompt'), id('Svc.Agent/workflows', 'calc-workflow'), id('Svc.Agent/agents', 'calc')]);
+    expect((created.body as { object_ids: string[] }).object_ids).toEqual([
+      id('Svc.Agent/tools', 'calc-tools'),
+      id('Svc.Prompt/prompts', 'calc-prompt'),
+      id('Svc.Agent/workflows', 'calc-workflow'),
+      id('Svc.Agent/agents', 'calc'),
+    ]);
     const agent = await app.call('GET', `${app.management}${id('Svc.Agent/agents', 'calc')}`, { as: MAKER });
     expect((agent.body as { roles: string[] }).roles).toContain('Owner');
-    const answer = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { agent_name: 'calc', user_prompt: '/call calc-tools__add {"a": 2, "b": 3}' }, as: MAKER });
+    const answer = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, {
+      body: { agent_name: 'calc', user_prompt: '/call calc-tools__add {"a": 2, "b": 3}' },
+      as: MAKER,
+    });
     expect(answer.status, JSON.stringify(answer.body)).toBe(200);
     expect((answer.body as { completion: string }).completion).toContain('Tools said: 5');
     expect(mcp.calls.some((c) => c.tool === 'add')).toBe(true);
     // The same agent again: 409, and nothing else was created or changed.
-    const again = await createAgent('mcp-tool-agent', { agent_name: 'calc', completion_model_object_id: model(), mcp_url: mcp.url, allowed_tools: ['add'] });
+    const again = await createAgent('mcp-tool-agent', {
+      agent_name: 'calc',
+      completion_model_object_id: model(),
+      mcp_url: mcp.url,
+      allowed_tools: ['add'],
+    });
     expect(again.status).toBe(409);
   });
 
@@ -82,7 +160,10 @@ describe('agent templates', () => {
     const web = await serveDocuments();
     try {
       const page = `${web.url}/handbook/leave.txt`;
-      web.files.set('/handbook/leave.txt', { bytes: Buffer.from('Every employee has thirty days of paid leave a year.'), type: 'text/plain' });
+      web.files.set('/handbook/leave.txt', {
+        bytes: Buffer.from('Every employee has thirty days of paid leave a year.'),
+        type: 'text/plain',
+      });
       const created = await createAgent('knowledge-assistant', {
         agent_name: 'handbook',
         source_urls: [`${web.url}/handbook/`],
@@ -93,7 +174,10 @@ describe('agent templates', () => {
       expect(created.status, JSON.stringify(created.body)).toBe(201);
       expect((created.body as { object_ids: string[] }).object_ids).toHaveLength(6);
       expect((await processPipeline(app, 'handbook-pipeline')).status).toBe('Completed');
-      const answer = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { agent_name: 'handbook', user_prompt: 'How many days of leave do I get?' }, as: MAKER });
+      const answer = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, {
+        body: { agent_name: 'handbook', user_prompt: 'How many days of leave do I get?' },
+        as: MAKER,
+      });
       expect(answer.status, JSON.stringify(answer.body)).toBe(200);
       expect((answer.body as { citations: { source?: string }[] }).citations.map((c) => c.source)).toContain(page);
     } finally {
@@ -111,8 +195,20 @@ describe('agent templates', () => {
       ],
       resources: [
         { type: 'Svc.Prompt/prompts', name: '{{agent_name}}-prompt', prefix: '{{greeting}}, I am {{agent_name}}.' },
-        { type: 'workflow', name: '{{agent_name}}-workflow', workflow_type: 'chat', workflow_host: 'builtin', main_ai_model_object_id: model(), main_prompt_object_id: '/instances/{{instance_id}}/providers/Svc.Prompt/prompts/{{agent_name}}-prompt' },
-        { type: 'agent', name: '{{agent_name}}', workflow_object_id: '/instances/{{instance_id}}/providers/Svc.Agent/workflows/{{agent_name}}-workflow', conversation_history_settings: { enabled: true, max_history: '{{history}}' } },
+        {
+          type: 'workflow',
+          name: '{{agent_name}}-workflow',
+          workflow_type: 'chat',
+          workflow_host: 'builtin',
+          main_ai_model_object_id: model(),
+          main_prompt_object_id: '/instances/{{instance_id}}/providers/Svc.Prompt/prompts/{{agent_name}}-prompt',
+        },
+        {
+          type: 'agent',
+          name: '{{agent_name}}',
+          workflow_object_id: '/instances/{{instance_id}}/providers/Svc.Agent/workflows/{{agent_name}}-workflow',
+          conversation_history_settings: { enabled: true, max_history: '{{history}}' },
+        },
       ],
     };
     expect((await app.call('POST', templates('/greeter'), { body })).status).toBe(200);
@@ -122,7 +218,11 @@ describe('agent templates', () => {
     expect(JSON.stringify(noName.body)).toContain('parameters.agent_name');
     expect(await exists('Svc.Prompt/prompts', 'hi-prompt')).toBe(false);
     expect((await createAgent('greeter', { agent_name: 'hi', history: 5 })).status).toBe(201);
-    expect((await app.call('GET', `${app.management}${id('Svc.Prompt/prompts', 'hi-prompt')}`)).body).toMatchObject({ resource: { prefix: 'Hello, I am hi.' } });
-    expect((await app.call('GET', `${app.management}${id('Svc.Agent/agents', 'hi')}`)).body).toMatchObject({ resource: { conversation_history_settings: { max_history: 5 } } });
+    expect((await app.call('GET', `${app.management}${id('Svc.Prompt/prompts', 'hi-prompt')}`)).body).toMatchObject({
+      resource: { prefix: 'Hello, I am hi.' },
+    });
+    expect((await app.call('GET', `${app.management}${id('Svc.Agent/agents', 'hi')}`)).body).toMatchObject({
+      resource: { conversation_history_settings: { max_history: 5 } },
+    });
   });
 });

@@ -50,9 +50,35 @@ const FILES: [string, string, number, string, string | null, string][] = [
   ['bob@x.com', 'B', 500, 'image/png', null, '2026-03-03T13:00:00.000Z'],
 ];
 
-const usageDoc = (upn: string, agent: string, deployment: string, tokens: number, session: string | null, at: string, duration: number, status: 'Completed' | 'Failed'): UsageDoc => {
+const usageDoc = (
+  upn: string,
+  agent: string,
+  deployment: string,
+  tokens: number,
+  session: string | null,
+  at: string,
+  duration: number,
+  status: 'Completed' | 'Failed',
+): UsageDoc => {
   const id = randomUUID();
-  return { id, pk: upn, operation_id: id, session_id: session, upn, user_id: upn, agent_name: agent, model_deployment_name: deployment, prompt_tokens: tokens, completion_tokens: 0, total_tokens: tokens, cost: 0, timestamp: at, day: at.slice(0, 10), duration_ms: duration, status };
+  return {
+    id,
+    pk: upn,
+    operation_id: id,
+    session_id: session,
+    upn,
+    user_id: upn,
+    agent_name: agent,
+    model_deployment_name: deployment,
+    prompt_tokens: tokens,
+    completion_tokens: 0,
+    total_tokens: tokens,
+    cost: 0,
+    timestamp: at,
+    day: at.slice(0, 10),
+    duration_ms: duration,
+    status,
+  };
 };
 
 // Charge-back in May: [upn, agent, deployment, prompt tokens, completion tokens, cost, currency, cost center, time].
@@ -66,7 +92,17 @@ const COSTS: [string, string, string, number, number, number, string | null, str
   ['aat_a_k1@tokens.local', 'A', 'gpt-a', 30, 20, 0.05, 'USD', 'sales', '2026-05-03T10:00:00.000Z'],
   ['dave@x.com', 'C', '', 30, 0, 0.03, null, null, '2026-05-01T12:00:00.000Z'],
 ];
-const costDoc = ([upn, agent, deployment, prompt, completion, cost, currency, costCenter, at]: (typeof COSTS)[number]): UsageDoc => ({
+const costDoc = ([
+  upn,
+  agent,
+  deployment,
+  prompt,
+  completion,
+  cost,
+  currency,
+  costCenter,
+  at,
+]: (typeof COSTS)[number]): UsageDoc => ({
   ...usageDoc(upn, agent, deployment, prompt + completion, null, at, 100, 'Completed'),
   prompt_tokens: prompt,
   completion_tokens: completion,
@@ -80,28 +116,73 @@ function abuseRecords(): UsageDoc[] {
   const at = (base: string, plusMs: number) => new Date(Date.parse(base) + plusMs).toISOString();
   const out: UsageDoc[] = [];
   // 25 operations in 50 s: RapidFireRequests (> 20 within 1 minute).
-  for (let i = 0; i < 25; i++) out.push(usageDoc('rapid@x.com', 'A', 'gpt-a', 10, null, at('2026-04-01T10:00:00Z', i * 2000), 100, 'Completed'));
+  for (let i = 0; i < 25; i++)
+    out.push(usageDoc('rapid@x.com', 'A', 'gpt-a', 10, null, at('2026-04-01T10:00:00Z', i * 2000), 100, 'Completed'));
   // 150 operations, 24 s apart (just under an hour), 400 tokens each: HighRequestRate and HighTokenConsumption.
-  for (let i = 0; i < 150; i++) out.push(usageDoc('volume@x.com', 'A', 'gpt-a', 400, null, at('2026-04-01T10:00:00Z', i * 24_000), 100, 'Completed'));
+  for (let i = 0; i < 150; i++)
+    out.push(
+      usageDoc('volume@x.com', 'A', 'gpt-a', 400, null, at('2026-04-01T10:00:00Z', i * 24_000), 100, 'Completed'),
+    );
   // 600 operations 6 s apart, 200 tokens each: ExtremeRequestRate and ExtremeTokenConsumption.
-  for (let i = 0; i < 600; i++) out.push(usageDoc('extreme@x.com', 'A', 'gpt-a', 200, null, at('2026-04-02T10:00:00Z', i * 6000), 100, 'Completed'));
+  for (let i = 0; i < 600; i++)
+    out.push(
+      usageDoc('extreme@x.com', 'A', 'gpt-a', 200, null, at('2026-04-02T10:00:00Z', i * 6000), 100, 'Completed'),
+    );
   // 10 operations, 4 failed: HighErrorRate (40% > 30%).
-  for (let i = 0; i < 10; i++) out.push(usageDoc('errors@x.com', 'A', 'gpt-a', 10, null, at('2026-04-01T12:00:00Z', i * 300_000), 100, i < 4 ? 'Failed' : 'Completed'));
+  for (let i = 0; i < 10; i++)
+    out.push(
+      usageDoc(
+        'errors@x.com',
+        'A',
+        'gpt-a',
+        10,
+        null,
+        at('2026-04-01T12:00:00Z', i * 300_000),
+        100,
+        i < 4 ? 'Failed' : 'Completed',
+      ),
+    );
   // 12 agents within 22 minutes: AgentHopping (> 10 within 60 minutes).
-  for (let i = 0; i < 12; i++) out.push(usageDoc('hopper@x.com', `agent-${i}`, 'gpt-a', 10, null, at('2026-04-01T12:00:00Z', i * 120_000), 100, 'Completed'));
+  for (let i = 0; i < 12; i++)
+    out.push(
+      usageDoc(
+        'hopper@x.com',
+        `agent-${i}`,
+        'gpt-a',
+        10,
+        null,
+        at('2026-04-01T12:00:00Z', i * 120_000),
+        100,
+        'Completed',
+      ),
+    );
   // One operation every 20 minutes for 21 hours: ContinuousUsage (> 20 hours without a 30-minute gap).
-  for (let i = 0; i <= 63; i++) out.push(usageDoc('marathon@x.com', 'A', 'gpt-a', 10, null, at('2026-04-01T00:00:00Z', i * 1_200_000), 100, 'Completed'));
+  for (let i = 0; i <= 63; i++)
+    out.push(
+      usageDoc('marathon@x.com', 'A', 'gpt-a', 10, null, at('2026-04-01T00:00:00Z', i * 1_200_000), 100, 'Completed'),
+    );
   return out;
 }
 
 describe('analytics', () => {
   let app: TestApp;
   const query = (body: Record<string, unknown>, as = ANALYST, version = '2024-02-16') =>
-    app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Analytics/analytics/query${version ? `?api-version=${version}` : ''}`, { body, as });
-  const data = async (request_type: number, filters: Record<string, unknown> = MARCH, options?: Record<string, unknown>) => {
+    app.call(
+      'POST',
+      `${app.management}/instances/${INSTANCE}/providers/Svc.Analytics/analytics/query${version ? `?api-version=${version}` : ''}`,
+      { body, as },
+    );
+  const data = async (
+    request_type: number,
+    filters: Record<string, unknown> = MARCH,
+    options?: Record<string, unknown>,
+  ) => {
     const r = await query({ request_type, filters, ...(options ? { options } : {}) });
     expect(r.status, JSON.stringify(r.body)).toBe(200);
-    const body = r.body as { is_success: boolean; resource: { request_type: number; generated_at_utc: string; data: unknown } };
+    const body = r.body as {
+      is_success: boolean;
+      resource: { request_type: number; generated_at_utc: string; data: unknown };
+    };
     expect(body.is_success).toBe(true);
     expect(body.resource.request_type).toBe(request_type);
     // The documented shape of the type (the OpenAPI document's), exactly.
@@ -113,14 +194,52 @@ describe('analytics', () => {
   beforeAll(async () => {
     app = await startTestApp();
     const name = randomUUID();
-    await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/${name}`, {
-      body: { name, principal_id: oidForUpn(ANALYST), principal_type: 'User', role_definition_id: roleDefinitionPath(ROLE_IDS.analyticsReader), scope: `/instances/${INSTANCE}` },
-    });
+    await app.call(
+      'POST',
+      `${app.management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/${name}`,
+      {
+        body: {
+          name,
+          principal_id: oidForUpn(ANALYST),
+          principal_type: 'User',
+          role_definition_id: roleDefinitionPath(ROLE_IDS.analyticsReader),
+          scope: `/instances/${INSTANCE}`,
+        },
+      },
+    );
     const sessions = app.services.store.container('sessions');
-    for (const [id, upn, at] of SESSIONS) await sessions.create({ id, pk: upn, type: 'Session', name: id, upn, created_on: at, updated_on: at, day: at.slice(0, 10) });
+    for (const [id, upn, at] of SESSIONS)
+      await sessions.create({
+        id,
+        pk: upn,
+        type: 'Session',
+        name: id,
+        upn,
+        created_on: at,
+        updated_on: at,
+        day: at.slice(0, 10),
+      });
     for (const [session, upn, agent, userAt, assistantAt] of TURNS) {
-      for (const [sender, at] of [['User', userAt], ['Assistant', assistantAt]] as const) {
-        await sessions.create({ id: randomUUID(), pk: upn, type: 'Message', session_id: session, sender, sender_display_name: sender === 'User' ? upn : agent, text: 'secret words', tokens: 1, timestamp: at, day: at.slice(0, 10), hour: Number(at.slice(11, 13)), upn, operation_id: 'op', agent_name: agent });
+      for (const [sender, at] of [
+        ['User', userAt],
+        ['Assistant', assistantAt],
+      ] as const) {
+        await sessions.create({
+          id: randomUUID(),
+          pk: upn,
+          type: 'Message',
+          session_id: session,
+          sender,
+          sender_display_name: sender === 'User' ? upn : agent,
+          text: 'secret words',
+          tokens: 1,
+          timestamp: at,
+          day: at.slice(0, 10),
+          hour: Number(at.slice(11, 13)),
+          upn,
+          operation_id: 'op',
+          agent_name: agent,
+        });
       }
     }
     const usage = app.services.store.container('usage');
@@ -130,7 +249,20 @@ describe('analytics', () => {
     const files = app.services.store.container('files');
     for (const [upn, agent, size, type, session, at] of FILES) {
       const id = randomUUID();
-      await files.create({ id, pk: upn, object_id: id, display_name: 'f', content_type: type, size, agent_name: agent, session_id: session, upn, created_on: at, day: at.slice(0, 10), blob_name: id });
+      await files.create({
+        id,
+        pk: upn,
+        object_id: id,
+        display_name: 'f',
+        content_type: type,
+        size,
+        agent_name: agent,
+        session_id: session,
+        upn,
+        created_on: at,
+        day: at.slice(0, 10),
+        blob_name: id,
+      });
     }
   });
   afterAll(() => app.close());
@@ -148,13 +280,23 @@ describe('analytics', () => {
       expect((await query({ request_type: 99 })).status).toBe(400);
       expect((await query({ request_type: 105 })).status).toBe(400);
       expect((await query({})).status).toBe(400);
-      for (const type of [2, 3, 4]) expect((await query({ request_type: type })).body).toMatchObject({ error: { code: 'BadRequest', message: expect.stringContaining('agent_name') as string } });
-      for (const type of [8, 9, 13, 14]) expect((await query({ request_type: type })).body).toMatchObject({ error: { message: expect.stringContaining('username') as string } });
+      for (const type of [2, 3, 4])
+        expect((await query({ request_type: type })).body).toMatchObject({
+          error: { code: 'BadRequest', message: expect.stringContaining('agent_name') as string },
+        });
+      for (const type of [8, 9, 13, 14])
+        expect((await query({ request_type: type })).body).toMatchObject({
+          error: { message: expect.stringContaining('username') as string },
+        });
     });
 
     it('never returns message content', async () => {
       for (const [type, name] of REQUEST_TYPE_NUMBERS) {
-        const r = await query({ request_type: type, filters: { ...MARCH, agent_name: 'A', username: 'bob@x.com' }, options: { include_abuse_detection: true } });
+        const r = await query({
+          request_type: type,
+          filters: { ...MARCH, agent_name: 'A', username: 'bob@x.com' },
+          options: { include_abuse_detection: true },
+        });
         expect(r.status).toBe(200);
         expect(JSON.stringify(r.body)).not.toContain('secret words');
         const shape = ANALYTICS_DATA[name].safeParse((r.body as { resource: { data: unknown } }).resource.data);
@@ -166,20 +308,67 @@ describe('analytics', () => {
   it('0 Overview: conversations, tokens, users, agents, models and time of the completions; and for one agent', async () => {
     // Sessions of March's completions: s1, s2, s3. Tokens: 100+300+200+50+150+0+70. Users: alice, bob, dave.
     // Agents: A, B, C. Models: gpt-a, gpt-b, none, gpt-c. Durations: 8,800 ms over 7 completions.
-    expect(await data(0)).toEqual({ total_conversations: 3, total_tokens: 870, active_users: 3, total_agents: 3, avg_response_time_ms: 1257.143, total_tools: 0, total_models: 4 });
+    expect(await data(0)).toEqual({
+      total_conversations: 3,
+      total_tokens: 870,
+      active_users: 3,
+      total_agents: 3,
+      avg_response_time_ms: 1257.143,
+      total_tools: 0,
+      total_models: 4,
+    });
     // Agent A: completions in s1 and s3 (and one without a session), by alice and bob; tokens 100+300+50+0.
-    expect(await data(0, { ...MARCH, agent_name: 'A' })).toMatchObject({ total_conversations: 2, total_tokens: 450, active_users: 2, total_agents: 1 });
-    expect(await data(0, { ...MARCH, agent_name: 'nobody' })).toMatchObject({ total_conversations: 0, total_tokens: 0, total_agents: 0 });
+    expect(await data(0, { ...MARCH, agent_name: 'A' })).toMatchObject({
+      total_conversations: 2,
+      total_tokens: 450,
+      active_users: 2,
+      total_agents: 1,
+    });
+    expect(await data(0, { ...MARCH, agent_name: 'nobody' })).toMatchObject({
+      total_conversations: 0,
+      total_tokens: 0,
+      total_agents: 0,
+    });
   });
 
   it('1 AllAgents and 2 AgentSummary: one summary per agent, by name, including token-only agents', async () => {
     const all = (await data(1)) as Record<string, unknown>[];
     expect(all.map((a) => a.agent_name)).toEqual(['A', 'B', 'C']);
     // A: durations 1000+3000+500+100 over 4 operations, 1 failed; 3 files and 3 user messages over 2 conversations.
-    expect(all[0]).toEqual({ agent_name: 'A', unique_users: 2, total_conversations: 2, total_tokens: 450, avg_tokens_per_session: 225, avg_tools_used: 0, avg_response_time_ms: 1150, p95_response_time_ms: null, error_rate: 0.25, most_used_tools: [], avg_files_per_conversation: 1.5, avg_rounds_per_conversation: 1.5 });
-    expect(all[1]).toMatchObject({ agent_name: 'B', unique_users: 2, total_conversations: 2, total_tokens: 350, avg_tokens_per_session: 175, avg_response_time_ms: 1750, error_rate: 0, avg_files_per_conversation: 0.5, avg_rounds_per_conversation: 1 });
+    expect(all[0]).toEqual({
+      agent_name: 'A',
+      unique_users: 2,
+      total_conversations: 2,
+      total_tokens: 450,
+      avg_tokens_per_session: 225,
+      avg_tools_used: 0,
+      avg_response_time_ms: 1150,
+      p95_response_time_ms: null,
+      error_rate: 0.25,
+      most_used_tools: [],
+      avg_files_per_conversation: 1.5,
+      avg_rounds_per_conversation: 1.5,
+    });
+    expect(all[1]).toMatchObject({
+      agent_name: 'B',
+      unique_users: 2,
+      total_conversations: 2,
+      total_tokens: 350,
+      avg_tokens_per_session: 175,
+      avg_response_time_ms: 1750,
+      error_rate: 0,
+      avg_files_per_conversation: 0.5,
+      avg_rounds_per_conversation: 1,
+    });
     // C ran only without a session: one user, no conversation.
-    expect(all[2]).toMatchObject({ agent_name: 'C', unique_users: 1, total_conversations: 0, total_tokens: 70, avg_tokens_per_session: 0, avg_response_time_ms: 700 });
+    expect(all[2]).toMatchObject({
+      agent_name: 'C',
+      unique_users: 1,
+      total_conversations: 0,
+      total_tokens: 70,
+      avg_tokens_per_session: 0,
+      avg_response_time_ms: 700,
+    });
     expect(await data(2, { ...MARCH, agent_name: 'A' })).toEqual(all[0]);
     expect(await data(2, { ...MARCH, agent_name: 'Z' })).toMatchObject({ agent_name: 'Z', total_tokens: 0 });
   });
@@ -189,7 +378,7 @@ describe('analytics', () => {
     expect(await data(5)).toEqual([]);
   });
 
-  it('4 AgentFiles: counts, sizes, median and types of the agent\'s files', async () => {
+  it("4 AgentFiles: counts, sizes, median and types of the agent's files", async () => {
     expect(await data(4, { ...MARCH, agent_name: 'A' })).toEqual({
       total_files: 3,
       total_storage_bytes: 6000,
@@ -208,7 +397,12 @@ describe('analytics', () => {
       ['Unknown', 150, 1, 1],
       ['gpt-c', 70, 1, 1],
     ]);
-    expect(models[0]).toMatchObject({ deployment_name: 'gpt-a', avg_response_time_ms: 1150, avg_tokens_per_completion: 112.5, error_rate: 0.25 });
+    expect(models[0]).toMatchObject({
+      deployment_name: 'gpt-a',
+      avg_response_time_ms: 1150,
+      avg_tokens_per_completion: 112.5,
+      error_rate: 0.25,
+    });
   });
 
   it('7 TopUsers: by requests (default), tokens or sessions, with abuse detection on request', async () => {
@@ -221,8 +415,14 @@ describe('analytics', () => {
     ]);
     expect(top[1]).toMatchObject({ upn: 'bob@x.com', error_rate: 0.333, agents_used: 2, avg_response_time_ms: 700 });
     expect(top[0]).not.toHaveProperty('abuse_risk_score');
-    expect(((await data(7, { ...MARCH, sort_by: 'Tokens', top_count: 2 })) as { username: string }[]).map((u) => u.username)).toEqual(['alice@x.com', 'bob@x.com']);
-    const withAbuse = (await data(7, { ...APRIL, sort_by: 'RiskScore', top_count: 3 }, { include_abuse_detection: true })) as { username: string; abuse_risk_score: number; abuse_indicators: { volume_indicators: unknown[] } }[];
+    expect(
+      ((await data(7, { ...MARCH, sort_by: 'Tokens', top_count: 2 })) as { username: string }[]).map((u) => u.username),
+    ).toEqual(['alice@x.com', 'bob@x.com']);
+    const withAbuse = (await data(
+      7,
+      { ...APRIL, sort_by: 'RiskScore', top_count: 3 },
+      { include_abuse_detection: true },
+    )) as { username: string; abuse_risk_score: number; abuse_indicators: { volume_indicators: unknown[] } }[];
     expect(withAbuse[0]).toMatchObject({ username: 'extreme@x.com', abuse_risk_score: 9 });
     expect(withAbuse[0]?.abuse_indicators.volume_indicators).toHaveLength(2);
     expect(withAbuse.map((u) => u.username)).toEqual(['extreme@x.com', 'volume@x.com', 'rapid@x.com']);
@@ -243,7 +443,10 @@ describe('analytics', () => {
       peak_usage_hour: 12,
       peak_usage_day: 'Monday',
     });
-    const timeline = (await data(9, { ...MARCH, username: 'bob@x.com' })) as { username: string; entries: Record<string, unknown>[] };
+    const timeline = (await data(9, { ...MARCH, username: 'bob@x.com' })) as {
+      username: string;
+      entries: Record<string, unknown>[];
+    };
     expect(timeline.entries.map((e) => [e.timestamp, e.session_id, e.tokens, e.agent_name])).toEqual([
       ['2026-03-02T12:00:05.000Z', 's3', 50, 'A'],
       ['2026-03-03T08:00:02.000Z', 's3', 150, 'B'],
@@ -314,8 +517,20 @@ describe('analytics', () => {
   });
 
   describe('charge-back (100 to 104)', () => {
-    type CostReport = { group_by: string; totals: Record<string, unknown>[]; items: { name: string | null; currency: string | null; total_cost: number; total_tokens: number; requests: number; daily: { date: string; cost: number }[] }[] };
-    const cost = async (type: number, filters: Record<string, unknown> = MAY) => (await data(type, filters)) as CostReport;
+    type CostReport = {
+      group_by: string;
+      totals: Record<string, unknown>[];
+      items: {
+        name: string | null;
+        currency: string | null;
+        total_cost: number;
+        total_tokens: number;
+        requests: number;
+        daily: { date: string; cost: number }[];
+      }[];
+    };
+    const cost = async (type: number, filters: Record<string, unknown> = MAY) =>
+      (await data(type, filters)) as CostReport;
 
     it('100 CostByCostCenter: per cost center and currency, most costly first, with daily series and totals per currency', async () => {
       const r = await cost(100);
@@ -333,7 +548,14 @@ describe('analytics', () => {
       ]);
       expect(r.totals).toEqual([
         { currency: 'EUR', total_cost: 0.1, prompt_tokens: 10, completion_tokens: 10, total_tokens: 20, requests: 1 },
-        { currency: 'USD', total_cost: 0.9, prompt_tokens: 370, completion_tokens: 190, total_tokens: 560, requests: 4 },
+        {
+          currency: 'USD',
+          total_cost: 0.9,
+          prompt_tokens: 370,
+          completion_tokens: 190,
+          total_tokens: 560,
+          requests: 4,
+        },
         { currency: null, total_cost: 0.03, prompt_tokens: 30, completion_tokens: 0, total_tokens: 30, requests: 1 },
       ]);
     });
@@ -374,11 +596,27 @@ describe('analytics', () => {
         { name: 'all-usd', scope: 'instance', limit: 100, currency: 'USD', period: 'month' },
         { name: 'people', scope: 'user', limit: 5, currency: 'USD', period: 'day' },
         { name: 'keys', scope: 'access_token', limit: 5, currency: 'USD', period: 'week' },
-        { name: 'support-eur', scope: 'cost_center', cost_center: 'support', limit: 10, currency: 'EUR', period: 'day' },
+        {
+          name: 'support-eur',
+          scope: 'cost_center',
+          cost_center: 'support',
+          limit: 10,
+          currency: 'EUR',
+          period: 'day',
+        },
       ];
-      await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${key}`, { body: { name: key, key, value: JSON.stringify(budgets) } });
+      await app.call(
+        'POST',
+        `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${key}`,
+        { body: { name: key, key, value: JSON.stringify(budgets) } },
+      );
       try {
-        const status = (await data(104, MAY)) as { name: string; subjects: unknown[]; daily: { date: string; cost: number }[]; period_start: string }[];
+        const status = (await data(104, MAY)) as {
+          name: string;
+          subjects: unknown[];
+          daily: { date: string; cost: number }[];
+          period_start: string;
+        }[];
         expect(status.map((b) => b.name)).toEqual(['all-usd', 'people', 'keys', 'support-eur']);
         const daily = (name: string) => status.find((b) => b.name === name)?.daily.map((d) => d.cost);
         // USD and unpriced-currency costs count in a USD budget: dave's 0.03 on the 1st.
@@ -392,9 +630,17 @@ describe('analytics', () => {
         expect(status[1]?.subjects).toEqual([]);
         expect(status[0]?.period_start).toBe(`${new Date().toISOString().slice(0, 7)}-01T00:00:00.000Z`);
         // Only the budgets that apply to an agent.
-        expect(((await data(104, { ...MAY, agent_name: 'A' })) as { name: string }[]).map((b) => b.name)).toEqual(['all-usd', 'people', 'keys', 'support-eur']);
+        expect(((await data(104, { ...MAY, agent_name: 'A' })) as { name: string }[]).map((b) => b.name)).toEqual([
+          'all-usd',
+          'people',
+          'keys',
+          'support-eur',
+        ]);
       } finally {
-        await app.call('DELETE', `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${key}`);
+        await app.call(
+          'DELETE',
+          `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${key}`,
+        );
       }
     });
   });
@@ -402,37 +648,105 @@ describe('analytics', () => {
   it('the reports agree: one data set, every report, the figures they share equal', async () => {
     for (const period of [MARCH, MAY]) {
       const overview = (await data(0, period)) as Record<string, number>;
-      const agents = (await data(1, period)) as { agent_name: string; unique_users: number; total_conversations: number; total_tokens: number }[];
+      const agents = (await data(1, period)) as {
+        agent_name: string;
+        unique_users: number;
+        total_conversations: number;
+        total_tokens: number;
+      }[];
       const models = (await data(6, period)) as { total_tokens: number }[];
-      const users = (await data(12, period)) as { username: string; total_conversations: number; operation_count: number; total_tokens: number }[];
-      const top = (await data(7, { ...period, top_count: 1000 })) as { username: string; total_requests: number; total_tokens: number; active_sessions: number }[];
-      const dashboard = (await data(17, period)) as { total_tokens: number; total_users: number; total_agents: number; total_models: number; agents: typeof agents; users: { username: string; total_tokens: number; total_conversations: number; operation_count: number }[] };
+      const users = (await data(12, period)) as {
+        username: string;
+        total_conversations: number;
+        operation_count: number;
+        total_tokens: number;
+      }[];
+      const top = (await data(7, { ...period, top_count: 1000 })) as {
+        username: string;
+        total_requests: number;
+        total_tokens: number;
+        active_sessions: number;
+      }[];
+      const dashboard = (await data(17, period)) as {
+        total_tokens: number;
+        total_users: number;
+        total_agents: number;
+        total_models: number;
+        agents: typeof agents;
+        users: { username: string; total_tokens: number; total_conversations: number; operation_count: number }[];
+      };
       const active = (await data(16, period)) as { count: number }[];
       const perAgentUsers = (await data(11, period)) as { agent_counts: Record<string, number> }[];
-      const costs = await Promise.all([100, 101, 102, 103].map((t) => data(t, { ...period, top_count: 1000 }) as Promise<{ items: { total_tokens: number; requests: number }[] }>));
+      const costs = await Promise.all(
+        [100, 101, 102, 103].map(
+          (t) =>
+            data(t, { ...period, top_count: 1000 }) as Promise<{ items: { total_tokens: number; requests: number }[] }>,
+        ),
+      );
       const sum = (list: { total_tokens: number }[]) => list.reduce((n, x) => n + x.total_tokens, 0);
 
       // Totals: the overview, the dashboard, and the sums of every per-agent, per-model, per-user and cost report.
-      for (const total of [dashboard.total_tokens, sum(agents), sum(models), sum(users), sum(top), ...costs.map((c) => sum(c.items))]) expect(total).toBe(overview.total_tokens);
-      expect([dashboard.total_agents, agents.length, costs[1]!.items.length]).toEqual([overview.total_agents, overview.total_agents, overview.total_agents]);
+      for (const total of [
+        dashboard.total_tokens,
+        sum(agents),
+        sum(models),
+        sum(users),
+        sum(top),
+        ...costs.map((c) => sum(c.items)),
+      ])
+        expect(total).toBe(overview.total_tokens);
+      expect([dashboard.total_agents, agents.length, costs[1]!.items.length]).toEqual([
+        overview.total_agents,
+        overview.total_agents,
+        overview.total_agents,
+      ]);
       expect([dashboard.total_models, models.length]).toEqual([overview.total_models, overview.total_models]);
-      expect([dashboard.total_users, users.length, top.length]).toEqual([overview.active_users, overview.active_users, overview.active_users]);
+      expect([dashboard.total_users, users.length, top.length]).toEqual([
+        overview.active_users,
+        overview.active_users,
+        overview.active_users,
+      ]);
       expect(Math.max(...active.map((d) => d.count))).toBeLessThanOrEqual(overview.active_users!);
       // Each agent: its summary, its row of the dashboard, its overview and its daily users agree.
       for (const a of agents) {
         const row = dashboard.agents.find((d) => d.agent_name === a.agent_name);
-        expect(row, a.agent_name).toEqual({ agent_name: a.agent_name, total_tokens: a.total_tokens, unique_users: a.unique_users, total_conversations: a.total_conversations });
+        expect(row, a.agent_name).toEqual({
+          agent_name: a.agent_name,
+          total_tokens: a.total_tokens,
+          unique_users: a.unique_users,
+          total_conversations: a.total_conversations,
+        });
         expect(await data(2, { ...period, agent_name: a.agent_name })).toEqual(a);
-        expect(await data(0, { ...period, agent_name: a.agent_name })).toMatchObject({ total_tokens: a.total_tokens, active_users: a.unique_users, total_conversations: a.total_conversations, total_agents: 1 });
-        expect(Math.max(...perAgentUsers.map((d) => d.agent_counts[a.agent_name] ?? 0))).toBeLessThanOrEqual(a.unique_users);
+        expect(await data(0, { ...period, agent_name: a.agent_name })).toMatchObject({
+          total_tokens: a.total_tokens,
+          active_users: a.unique_users,
+          total_conversations: a.total_conversations,
+          total_agents: 1,
+        });
+        expect(Math.max(...perAgentUsers.map((d) => d.agent_counts[a.agent_name] ?? 0))).toBeLessThanOrEqual(
+          a.unique_users,
+        );
       }
       // Each user: all users, top users, the dashboard and the user's summary agree.
       for (const u of users) {
         const t = top.find((x) => x.username === u.username);
         const d = dashboard.users.find((x) => x.username === u.username);
-        expect([t?.total_requests, t?.total_tokens, t?.active_sessions], u.username).toEqual([u.operation_count, u.total_tokens, u.total_conversations]);
-        expect(d, u.username).toEqual({ username: u.username, total_tokens: u.total_tokens, total_conversations: u.total_conversations, operation_count: u.operation_count });
-        expect(await data(8, { ...period, username: u.username })).toMatchObject({ total_requests: u.operation_count, total_tokens: u.total_tokens, total_sessions: u.total_conversations });
+        expect([t?.total_requests, t?.total_tokens, t?.active_sessions], u.username).toEqual([
+          u.operation_count,
+          u.total_tokens,
+          u.total_conversations,
+        ]);
+        expect(d, u.username).toEqual({
+          username: u.username,
+          total_tokens: u.total_tokens,
+          total_conversations: u.total_conversations,
+          operation_count: u.operation_count,
+        });
+        expect(await data(8, { ...period, username: u.username })).toMatchObject({
+          total_requests: u.operation_count,
+          total_tokens: u.total_tokens,
+          total_sessions: u.total_conversations,
+        });
       }
     }
   });
@@ -440,13 +754,23 @@ describe('analytics', () => {
   describe('abuse detection (13, 14, 15)', () => {
     const indicatorTypes = async (username: string) => {
       const r = (await data(14, { ...APRIL, username })) as Record<string, { type: string; severity: string }[]>;
-      return [...r.volume_indicators!, ...r.temporal_indicators!, ...r.behavioral_indicators!, ...r.resource_indicators!].map((i) => `${i.type}:${i.severity}`).sort();
+      return [
+        ...r.volume_indicators!,
+        ...r.temporal_indicators!,
+        ...r.behavioral_indicators!,
+        ...r.resource_indicators!,
+      ]
+        .map((i) => `${i.type}:${i.severity}`)
+        .sort();
     };
 
     it('trips each indicator with the user crafted for it', async () => {
       expect(await indicatorTypes('rapid@x.com')).toEqual(['RapidFireRequests:High']);
       expect(await indicatorTypes('volume@x.com')).toEqual(['HighRequestRate:Medium', 'HighTokenConsumption:Medium']);
-      expect(await indicatorTypes('extreme@x.com')).toEqual(['ExtremeRequestRate:High', 'ExtremeTokenConsumption:High']);
+      expect(await indicatorTypes('extreme@x.com')).toEqual([
+        'ExtremeRequestRate:High',
+        'ExtremeTokenConsumption:High',
+      ]);
       expect(await indicatorTypes('errors@x.com')).toEqual(['HighErrorRate:Medium']);
       expect(await indicatorTypes('hopper@x.com')).toEqual(['AgentHopping:Medium']);
       expect(await indicatorTypes('marathon@x.com')).toEqual(['ContinuousUsage:Medium']);
@@ -458,12 +782,21 @@ describe('analytics', () => {
       expect(await data(13, { ...APRIL, username: 'extreme@x.com' })).toEqual({
         username: 'extreme@x.com',
         risk_score: 9,
-        factor_scores: { volume: 20, token_consumption: 20, error_rate: 0, temporal: 0, behavioral: 0, resource_exhaustion: 0 },
+        factor_scores: {
+          volume: 20,
+          token_consumption: 20,
+          error_rate: 0,
+          temporal: 0,
+          behavioral: 0,
+          resource_exhaustion: 0,
+        },
       });
       expect(await data(13, { ...APRIL, username: 'volume@x.com' })).toMatchObject({ risk_score: 4.5 });
       expect(await data(13, { ...APRIL, username: 'rapid@x.com' })).toMatchObject({ risk_score: 3 });
       expect(await data(13, { ...APRIL, username: 'errors@x.com' })).toMatchObject({ risk_score: 1.5 });
-      expect((await data(14, { ...APRIL, username: 'extreme@x.com' })) as { risk_score: number }).toMatchObject({ risk_score: 9 });
+      expect((await data(14, { ...APRIL, username: 'extreme@x.com' })) as { risk_score: number }).toMatchObject({
+        risk_score: 9,
+      });
     });
 
     it('reports a VolumeAnomaly for High volume indicators only', async () => {
@@ -473,14 +806,26 @@ describe('analytics', () => {
 
     it('reads thresholds from configuration', async () => {
       const key = 'Svc:Analytics:AbuseDetection:HighErrorRateThreshold';
-      await app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${key}`, { body: { name: key, key, value: '50' } });
+      await app.call(
+        'POST',
+        `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${key}`,
+        { body: { name: key, key, value: '50' } },
+      );
       expect(await indicatorTypes('errors@x.com')).toEqual([]);
-      await app.call('DELETE', `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${key}`);
+      await app.call(
+        'DELETE',
+        `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${key}`,
+      );
       expect(await indicatorTypes('errors@x.com')).toEqual(['HighErrorRate:Medium']);
     });
 
     it('refuses a threshold that is not a positive number, or a key the detection does not read', async () => {
-      const save = (key: string, value: string) => app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${key}`, { body: { name: key, key, value } });
+      const save = (key: string, value: string) =>
+        app.call(
+          'POST',
+          `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${key}`,
+          { body: { name: key, key, value } },
+        );
       for (const value of ['', '0', '-5', 'ten', 'Infinity']) {
         const r = await save('Svc:Analytics:AbuseDetection:RapidFireThreshold', value);
         expect(r.status, value).toBe(400);
@@ -496,8 +841,30 @@ describe('analytics', () => {
   it('defaults to the last 30 days', async () => {
     const recent = app.services.store.container('usage');
     const now = new Date();
-    await recent.create(usageDoc('recent@x.com', 'R', 'gpt-r', 5, null, new Date(now.getTime() - 5 * 86_400_000).toISOString(), 10, 'Completed'));
-    await recent.create(usageDoc('recent@x.com', 'R', 'gpt-r', 7, null, new Date(now.getTime() - 40 * 86_400_000).toISOString(), 10, 'Completed'));
+    await recent.create(
+      usageDoc(
+        'recent@x.com',
+        'R',
+        'gpt-r',
+        5,
+        null,
+        new Date(now.getTime() - 5 * 86_400_000).toISOString(),
+        10,
+        'Completed',
+      ),
+    );
+    await recent.create(
+      usageDoc(
+        'recent@x.com',
+        'R',
+        'gpt-r',
+        7,
+        null,
+        new Date(now.getTime() - 40 * 86_400_000).toISOString(),
+        10,
+        'Completed',
+      ),
+    );
     const r = await query({ request_type: 17 });
     expect((r.body as { resource: { data: { total_tokens: number } } }).resource.data.total_tokens).toBe(5);
     const daily = await query({ request_type: 16 });

@@ -12,7 +12,8 @@ describe('app configurations as runtime settings', () => {
 
   it('changes branding at once when Svc:Branding:* values are written, and back when deleted', async () => {
     const branding = `${app.core}/instances/${INSTANCE}/branding`;
-    const config = (key: string) => `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${key}`;
+    const config = (key: string) =>
+      `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${key}`;
     expect((await app.call('GET', branding)).body).toMatchObject({ company_name: 'Agent Platform' });
     for (const [key, value] of [
       ['Svc:Branding:CompanyName', 'Contoso'],
@@ -28,6 +29,9 @@ describe('app configurations as runtime settings', () => {
       primary_text_color: '#FFFFFF',
     });
     expect((await app.call('DELETE', config('Svc:Branding:CompanyName'))).status).toBe(200);
-    expect((await app.call('GET', branding)).body).toMatchObject({ company_name: 'Agent Platform', primary_color: '#112233' });
+    expect((await app.call('GET', branding)).body).toMatchObject({
+      company_name: 'Agent Platform',
+      primary_color: '#112233',
+    });
   });
 });

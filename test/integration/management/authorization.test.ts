@@ -20,7 +20,13 @@ describe('role-based authorization', () => {
     const name = randomUUID();
     const r = await app.call('POST', `${assignments()}/${name}`, {
       ...(as ? { as } : {}),
-      body: { name, principal_id: type === 'User' ? oidForUpn(principal) : principal, principal_type: type, role_definition_id: roleDefinitionPath(role), scope },
+      body: {
+        name,
+        principal_id: type === 'User' ? oidForUpn(principal) : principal,
+        principal_type: type,
+        role_definition_id: roleDefinitionPath(role),
+        scope,
+      },
     });
     return r.status;
   }
@@ -47,14 +53,23 @@ describe('role-based authorization', () => {
     const got = await app.call('GET', `${agents()}/shared-agent`, { as });
     expect(got).toMatchObject({ status: 200, body: { roles: ['Reader'], actions: ['Svc.Agent/agents/read'] } });
     expect((await app.call('GET', agents(), { as })).body).toHaveLength(1);
-    expect((await app.call('POST', `${agents()}/shared-agent`, { as, body: { name: 'shared-agent', description: 'changed' } })).status).toBe(403);
+    expect(
+      (
+        await app.call('POST', `${agents()}/shared-agent`, {
+          as,
+          body: { name: 'shared-agent', description: 'changed' },
+        })
+      ).status,
+    ).toBe(403);
     expect((await app.call('DELETE', `${agents()}/shared-agent`, { as })).status).toBe(403);
   });
 
   it('lets a Contributor write but not assign roles', async () => {
     const as = 'contributor@example.com';
     expect(await assign(as, ROLE_IDS.contributor, instanceScope)).toBe(200);
-    expect((await app.call('POST', `${agents()}/contrib-agent`, { as, body: { name: 'contrib-agent' } })).status).toBe(200);
+    expect((await app.call('POST', `${agents()}/contrib-agent`, { as, body: { name: 'contrib-agent' } })).status).toBe(
+      200,
+    );
     expect(await assign('someone@example.com', ROLE_IDS.reader, instanceScope, 'User', as)).toBe(403);
   });
 
@@ -91,12 +106,24 @@ describe('role-based authorization', () => {
   it('rejects a role assignment with an unknown role or a scope outside the instance', async () => {
     const name = randomUUID();
     const unknownRole = await app.call('POST', `${assignments()}/${name}`, {
-      body: { name, principal_id: 'p', principal_type: 'User', role_definition_id: roleDefinitionPath(randomUUID()), scope: instanceScope },
+      body: {
+        name,
+        principal_id: 'p',
+        principal_type: 'User',
+        role_definition_id: roleDefinitionPath(randomUUID()),
+        scope: instanceScope,
+      },
     });
     expect(unknownRole.status).toBe(400);
     expect(JSON.stringify(unknownRole.body)).toContain('role_definition_id');
     const elsewhere = await app.call('POST', `${assignments()}/${name}`, {
-      body: { name, principal_id: 'p', principal_type: 'User', role_definition_id: roleDefinitionPath(ROLE_IDS.reader), scope: '/instances/other' },
+      body: {
+        name,
+        principal_id: 'p',
+        principal_type: 'User',
+        role_definition_id: roleDefinitionPath(ROLE_IDS.reader),
+        scope: '/instances/other',
+      },
     });
     expect(elsewhere.status).toBe(400);
   });
@@ -105,7 +132,13 @@ describe('role-based authorization', () => {
     const as = 'revoked@example.com';
     const name = randomUUID();
     await app.call('POST', `${assignments()}/${name}`, {
-      body: { name, principal_id: oidForUpn(as), principal_type: 'User', role_definition_id: roleDefinitionPath(ROLE_IDS.reader), scope: instanceScope },
+      body: {
+        name,
+        principal_id: oidForUpn(as),
+        principal_type: 'User',
+        role_definition_id: roleDefinitionPath(ROLE_IDS.reader),
+        scope: instanceScope,
+      },
     });
     expect((await app.call('GET', `${agents()}/shared-agent`, { as })).status).toBe(200);
     expect((await app.call('DELETE', `${assignments()}/${name}`)).status).toBe(200);

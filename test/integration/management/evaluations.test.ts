@@ -16,7 +16,12 @@ interface Run {
   results: { user_prompt: string; passed: boolean; reason: string; latency_ms: number; total_tokens: number }[];
 }
 
-const verdict = (pass: boolean, reason: string) => ({ raw: JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: `Verdict: ${JSON.stringify({ pass, reason })}` } }], usage: { prompt_tokens: 40, completion_tokens: 10 } }) });
+const verdict = (pass: boolean, reason: string) => ({
+  raw: JSON.stringify({
+    choices: [{ index: 0, message: { role: 'assistant', content: `Verdict: ${JSON.stringify({ pass, reason })}` } }],
+    usage: { prompt_tokens: 40, completion_tokens: 10 },
+  }),
+});
 
 describe('evaluations', () => {
   let app: TestApp;
@@ -37,7 +42,8 @@ describe('evaluations', () => {
       const polled = await app.call('GET', `${app.management}${objectId}`);
       expect(polled.status).toBe(200);
       const body = polled.body as Run;
-      if (body.status === 'Completed' || body.status === 'Failed') return { run: body, ms: performance.now() - started };
+      if (body.status === 'Completed' || body.status === 'Failed')
+        return { run: body, ms: performance.now() - started };
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }
@@ -56,19 +62,31 @@ describe('evaluations', () => {
   it('runs 50 cases of rule checks on the queue in under a minute, each with its verdict and reason', async () => {
     const cases = Array.from({ length: 50 }, (_, i) => {
       if (i % 5 === 0) return { user_prompt: `Question ${i}`, expect: { contains: 'something it never says' } };
-      if (i % 5 === 1) return { user_prompt: `Question ${i}`, expect: { contains: [`question ${i}`, 'echo'], not_contains: 'sorry' } };
+      if (i % 5 === 1)
+        return { user_prompt: `Question ${i}`, expect: { contains: [`question ${i}`, 'echo'], not_contains: 'sorry' } };
       if (i % 5 === 2) return { user_prompt: `Order ${i}`, expect: { regex: `^Echo: Order \\d+$` } };
-      if (i % 5 === 3) return { user_prompt: `\`\`\`json\n{"n": ${i}}\n\`\`\``, expect: { json_schema: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] } } };
+      if (i % 5 === 3)
+        return {
+          user_prompt: `\`\`\`json\n{"n": ${i}}\n\`\`\``,
+          expect: { json_schema: { type: 'object', properties: { n: { type: 'integer' } }, required: ['n'] } },
+        };
       return { user_prompt: `Say hi ${i}`, expect: { not_contains: 'goodbye' } };
     });
-    expect((await app.call('POST', evaluations('/regression'), { body: { name: 'regression', cases } })).status).toBe(200);
+    expect((await app.call('POST', evaluations('/regression'), { body: { name: 'regression', cases } })).status).toBe(
+      200,
+    );
     const { run: done, ms } = await run('regression');
-    console.log(`evaluation of 50 cases against the mock model: ${Math.round(ms)} ms from run to Completed (run ${done.duration_ms} ms)`);
+    console.log(
+      `evaluation of 50 cases against the mock model: ${Math.round(ms)} ms from run to Completed (run ${done.duration_ms} ms)`,
+    );
     expect(done.status).toBe('Completed');
     expect(done.results).toHaveLength(50);
     expect(done.pass_rate).toBe(0.8);
     expect(done.results.map((r) => r.user_prompt)).toEqual(cases.map((c) => c.user_prompt));
-    expect(done.results[0]).toMatchObject({ passed: false, reason: 'the answer does not contain "something it never says"' });
+    expect(done.results[0]).toMatchObject({
+      passed: false,
+      reason: 'the answer does not contain "something it never says"',
+    });
     expect(done.results[1]).toMatchObject({ passed: true, reason: 'Every check passed' });
     expect(done.results[3]?.passed).toBe(true);
     expect(done.results.every((r) => r.total_tokens > 0 && r.latency_ms >= 0)).toBe(true);
@@ -76,11 +94,18 @@ describe('evaluations', () => {
   }, 90_000);
 
   it('fails a bad answer by the judge, with the judge’s reason', async () => {
-    const body = { name: 'judged', judge_ai_model_object_id: judgeModel, cases: [{ user_prompt: 'What is 2 + 2?', expect: { judge: 'The answer states that the result is 4.' } }] };
+    const body = {
+      name: 'judged',
+      judge_ai_model_object_id: judgeModel,
+      cases: [{ user_prompt: 'What is 2 + 2?', expect: { judge: 'The answer states that the result is 4.' } }],
+    };
     expect((await app.call('POST', evaluations('/judged'), { body })).status).toBe(200);
     judgeLlm.next(verdict(false, 'It repeats the question instead of saying 4.'));
     const failed = (await run('judged')).run;
-    expect(failed.results[0]).toMatchObject({ passed: false, reason: 'Judge: It repeats the question instead of saying 4.' });
+    expect(failed.results[0]).toMatchObject({
+      passed: false,
+      reason: 'Judge: It repeats the question instead of saying 4.',
+    });
     expect(failed.pass_rate).toBe(0);
     // The judge was given the rubric, the prompt and the agent's answer.
     const asked = JSON.stringify(judgeLlm.requests.at(-1)?.body.messages);
@@ -89,8 +114,13 @@ describe('evaluations', () => {
 
     judgeLlm.next(verdict(true, 'Close enough.'));
     expect((await run('judged')).run.results[0]).toMatchObject({ passed: true, reason: 'Judge: Close enough.' });
-    judgeLlm.next({ raw: JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: 'I think it is fine' } }] }) });
-    expect((await run('judged')).run.results[0]).toMatchObject({ passed: false, reason: 'The judge did not answer a verdict: I think it is fine' });
+    judgeLlm.next({
+      raw: JSON.stringify({ choices: [{ index: 0, message: { role: 'assistant', content: 'I think it is fine' } }] }),
+    });
+    expect((await run('judged')).run.results[0]).toMatchObject({
+      passed: false,
+      reason: 'The judge did not answer a verdict: I think it is fine',
+    });
   });
 
   it('records the agent version each run ran on, for runs side by side', async () => {
@@ -99,7 +129,10 @@ describe('evaluations', () => {
     const before = (await run('versions')).run;
     const agent = await app.call('GET', `${app.management}${agentPath}`);
     const definition = (agent.body as { resource: Record<string, unknown> }).resource;
-    expect((await app.call('POST', `${app.management}${agentPath}`, { body: { ...definition, description: 'changed' } })).status).toBe(200);
+    expect(
+      (await app.call('POST', `${app.management}${agentPath}`, { body: { ...definition, description: 'changed' } }))
+        .status,
+    ).toBe(200);
     const after = (await run('versions')).run;
     expect(after.agent_version).toBe((before.agent_version ?? 0) + 1);
     const runs = await app.call('GET', evaluations('/versions/runs'));
@@ -107,7 +140,8 @@ describe('evaluations', () => {
   });
 
   it('refuses definitions it could not run, and anyone without write access to the agent', async () => {
-    const bad = async (cases: unknown[], extra: Record<string, unknown> = {}) => app.call('POST', evaluations('/bad'), { body: { name: 'bad', cases, ...extra } });
+    const bad = async (cases: unknown[], extra: Record<string, unknown> = {}) =>
+      app.call('POST', evaluations('/bad'), { body: { name: 'bad', cases, ...extra } });
     const regex = await bad([{ user_prompt: 'x', expect: { regex: '(a)\\1' } }]);
     expect(regex.status).toBe(400);
     expect(JSON.stringify(regex.body)).toContain('cases[0].expect');
@@ -115,7 +149,13 @@ describe('evaluations', () => {
     expect((await bad([{ user_prompt: 'x', expect: {} }])).status).toBe(400);
     const noJudge = await bad([{ user_prompt: 'x', expect: { judge: 'be right' } }]);
     expect(JSON.stringify(noJudge.body)).toContain('judge_ai_model_object_id');
-    expect((await bad([{ user_prompt: 'x', expect: { judge: 'be right' } }], { judge_ai_model_object_id: `/instances/${INSTANCE}/providers/Svc.AIModel/aiModels/nope` })).status).toBe(400);
+    expect(
+      (
+        await bad([{ user_prompt: 'x', expect: { judge: 'be right' } }], {
+          judge_ai_model_object_id: `/instances/${INSTANCE}/providers/Svc.AIModel/aiModels/nope`,
+        })
+      ).status,
+    ).toBe(400);
     await grantReader(app, 'user@example.com', 'evaluated');
     expect((await app.call('GET', evaluations(), { as: 'user@example.com' })).status).toBe(403);
     expect((await app.call('POST', evaluations('/regression/run'), { as: 'user@example.com' })).status).toBe(403);
@@ -125,14 +165,34 @@ describe('evaluations', () => {
     const rater = 'rater@example.com';
     await grantReader(app, rater, 'evaluated');
     const ask = async (prompt: string) => {
-      const session = await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: 'rated' }, as: rater });
+      const session = await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, {
+        body: { name: 'rated' },
+        as: rater,
+      });
       const sessionId = (session.body as { id: string }).id;
-      expect((await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { agent_name: 'evaluated', user_prompt: prompt, session_id: sessionId }, as: rater })).status).toBe(200);
-      const messages = await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${sessionId}/messages`, { as: rater });
+      expect(
+        (
+          await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, {
+            body: { agent_name: 'evaluated', user_prompt: prompt, session_id: sessionId },
+            as: rater,
+          })
+        ).status,
+      ).toBe(200);
+      const messages = await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${sessionId}/messages`, {
+        as: rater,
+      });
       const answer = (messages.body as { id: string; sender: string }[]).find((m) => m.sender === 'Assistant');
-      return (body: Record<string, unknown>) => app.call('POST', `${app.core}/instances/${INSTANCE}/sessions/${sessionId}/message/${answer?.id ?? ''}/rate`, { body, as: rater });
+      return (body: Record<string, unknown>) =>
+        app.call('POST', `${app.core}/instances/${INSTANCE}/sessions/${sessionId}/message/${answer?.id ?? ''}/rate`, {
+          body,
+          as: rater,
+        });
     };
-    const candidates = async () => (await app.call('GET', `${app.management}${agentPath}/evaluation-candidates`)).body as { id: string; user_prompt: string }[];
+    const candidates = async () =>
+      (await app.call('GET', `${app.management}${agentPath}/evaluation-candidates`)).body as {
+        id: string;
+        user_prompt: string;
+      }[];
 
     const kept = await ask('Where is the private handbook?');
     expect((await kept({ rating: false, comments: 'Wrong place' })).status).toBe(200);
@@ -144,14 +204,18 @@ describe('evaluations', () => {
     expect(JSON.stringify(shared)).not.toContain(rater);
     expect(JSON.stringify(shared)).not.toContain('Echo:');
     // A reader of the agent cannot see them; rating again without sharing withdraws it.
-    expect((await app.call('GET', `${app.management}${agentPath}/evaluation-candidates`, { as: rater })).status).toBe(403);
+    expect((await app.call('GET', `${app.management}${agentPath}/evaluation-candidates`, { as: rater })).status).toBe(
+      403,
+    );
     expect((await kept({ rating: true })).status).toBe(200);
     expect(await candidates()).toEqual([]);
 
     const dismissed = await ask('Another question');
     await dismissed({ rating: false, share_prompt_with_owner: true });
     const [candidate] = await candidates();
-    expect((await app.call('DELETE', `${app.management}${agentPath}/evaluation-candidates/${candidate?.id ?? ''}`)).status).toBe(200);
+    expect(
+      (await app.call('DELETE', `${app.management}${agentPath}/evaluation-candidates/${candidate?.id ?? ''}`)).status,
+    ).toBe(200);
     expect(await candidates()).toEqual([]);
   });
 });

@@ -30,7 +30,8 @@ describe.each(STORES)('resource versions on the $name store', (store) => {
   afterAll(() => app.close());
 
   it('keeps every edit; restoring the first makes it current as a new version', async () => {
-    for (const prefix of ['first', 'second', 'third', 'fourth']) expect((await save('history', prefix)).status).toBe(200);
+    for (const prefix of ['first', 'second', 'third', 'fourth'])
+      expect((await save('history', prefix)).status).toBe(200);
     const listed = await versions('history');
     expect(listed.map((v) => v.version)).toEqual([4, 3, 2, 1]);
     expect(listed.every((v) => v.updated_by.length > 0 && !Number.isNaN(Date.parse(v.updated_on)))).toBe(true);
@@ -68,25 +69,39 @@ describe.each(STORES)('resource versions on the $name store', (store) => {
     expect(listed.map((v) => v.version)).toEqual(Array.from({ length: 13 }, (_, i) => 13 - i));
     // Every edit is one of the versions: none was overwritten by another.
     const prefixes = new Set<string>();
-    for (const v of listed) prefixes.add(((await app.call('GET', url(`/busy/versions/${v.version}`))).body as { resource: { prefix: string } }).resource.prefix);
+    for (const v of listed)
+      prefixes.add(
+        ((await app.call('GET', url(`/busy/versions/${v.version}`))).body as { resource: { prefix: string } }).resource
+          .prefix,
+      );
     expect(prefixes.size).toBe(13);
   });
 
   it('lets readers read versions and only writers restore them', async () => {
     const agents = `${app.management}/instances/${INSTANCE}/providers/Svc.Agent/agents`;
-    for (const description of ['one', 'two']) expect((await app.call('POST', `${agents}/versioned`, { body: { name: 'versioned', description } })).status).toBe(200);
+    for (const description of ['one', 'two'])
+      expect((await app.call('POST', `${agents}/versioned`, { body: { name: 'versioned', description } })).status).toBe(
+        200,
+      );
     await grantReader(app, 'reader@example.com', 'versioned');
     expect((await app.call('GET', `${agents}/versioned/versions`, { as: 'reader@example.com' })).status).toBe(200);
-    expect((await app.call('GET', `${agents}/versioned/versions/1`, { as: 'reader@example.com' })).body).toMatchObject({ resource: { description: 'one' } });
-    expect((await app.call('POST', `${agents}/versioned/versions/1/restore`, { as: 'reader@example.com' })).status).toBe(403);
+    expect((await app.call('GET', `${agents}/versioned/versions/1`, { as: 'reader@example.com' })).body).toMatchObject({
+      resource: { description: 'one' },
+    });
+    expect(
+      (await app.call('POST', `${agents}/versioned/versions/1/restore`, { as: 'reader@example.com' })).status,
+    ).toBe(403);
     expect((await app.call('GET', `${agents}/versioned/versions`, { as: 'stranger@example.com' })).status).toBe(403);
   });
 
   it('keeps no secret value in a version', async () => {
     const settings = `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations`;
     const name = SIGNING_SECRET_SETTING;
-    for (const value of ['s3cret-one-value', 's3cret-two-value']) expect((await app.call('POST', `${settings}/${name}`, { body: { name, key: name, value } })).status).toBe(200);
-    const { items } = await app.services.store.container('resources').query({ partition: 'Svc.Configuration/appConfigurations', where: [{ field: 'version_of', op: 'exists' }] });
+    for (const value of ['s3cret-one-value', 's3cret-two-value'])
+      expect((await app.call('POST', `${settings}/${name}`, { body: { name, key: name, value } })).status).toBe(200);
+    const { items } = await app.services.store
+      .container('resources')
+      .query({ partition: 'Svc.Configuration/appConfigurations', where: [{ field: 'version_of', op: 'exists' }] });
     expect(items).toHaveLength(1);
     expect(JSON.stringify(items)).not.toContain('s3cret-one-value');
     const old = await app.call('GET', `${settings}/${name}/versions/1`);

@@ -34,7 +34,11 @@ describe('agents over MCP and A2A', () => {
   describe('MCP', () => {
     const connect = async (token: string) => {
       const client = new McpClient({ name: 'test-client', version: '1.0.0' });
-      await client.connect(new StreamableHTTPClientTransport(new URL(`${app.core}/instances/${INSTANCE}/mcp/agents`), { requestInit: { headers: { authorization: `Bearer ${token}` } } }));
+      await client.connect(
+        new StreamableHTTPClientTransport(new URL(`${app.core}/instances/${INSTANCE}/mcp/agents`), {
+          requestInit: { headers: { authorization: `Bearer ${token}` } },
+        }),
+      );
       return client;
     };
 
@@ -42,7 +46,11 @@ describe('agents over MCP and A2A', () => {
       const owner = await connect(await app.token());
       const { tools } = await owner.listTools();
       expect(tools.map((t) => t.name)).toEqual(['helper', 'other']);
-      expect(tools[0]?.inputSchema).toMatchObject({ type: 'object', properties: { prompt: { type: 'string' }, session_id: { type: 'string' } }, required: ['prompt'] });
+      expect(tools[0]?.inputSchema).toMatchObject({
+        type: 'object',
+        properties: { prompt: { type: 'string' }, session_id: { type: 'string' } },
+        required: ['prompt'],
+      });
       const result = await owner.callTool({ name: 'helper', arguments: { prompt: 'hello over MCP' } });
       expect(result.isError).toBeFalsy();
       expect(result.content).toEqual([{ type: 'text', text: 'Echo: hello over MCP' }]);
@@ -59,11 +67,20 @@ describe('agents over MCP and A2A', () => {
     });
 
     it("continues one of the caller's sessions, and refuses another user's", async () => {
-      const session = ((await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: 'mcp' } })).body as { id: string }).id;
+      const session = (
+        (await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: 'mcp' } })).body as {
+          id: string;
+        }
+      ).id;
       const owner = await connect(await app.token());
       await owner.callTool({ name: 'helper', arguments: { prompt: 'remember seven', session_id: session } });
       await owner.callTool({ name: 'helper', arguments: { prompt: 'what number?', session_id: session } });
-      expect(llm.requests.at(-1)?.body.messages.map((m) => textOf(m.content))).toEqual(['You are a test agent.', 'remember seven', 'Echo: remember seven', 'what number?']);
+      expect(llm.requests.at(-1)?.body.messages.map((m) => textOf(m.content))).toEqual([
+        'You are a test agent.',
+        'remember seven',
+        'Echo: remember seven',
+        'what number?',
+      ]);
       await owner.close();
       const reader = await connect(await app.token('reader@example.com'));
       const foreign = await reader.callTool({ name: 'helper', arguments: { prompt: 'peek', session_id: session } });
@@ -73,7 +90,11 @@ describe('agents over MCP and A2A', () => {
     });
 
     it('refuses a call without a credential before MCP starts', async () => {
-      const r = await fetch(`${app.core}/instances/${INSTANCE}/mcp/agents`, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }) });
+      const r = await fetch(`${app.core}/instances/${INSTANCE}/mcp/agents`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/list' }),
+      });
       expect(r.status).toBe(401);
     });
   });
@@ -95,38 +116,96 @@ describe('agents over MCP and A2A', () => {
       return factory.createFromUrl(`${base(agent)}/`);
     };
     const message = (text: string, extra: Record<string, unknown> = {}) =>
-      ({ tenant: '', message: { messageId: randomUUID(), contextId: '', taskId: '', role: 1, parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }], metadata: undefined, extensions: [], referenceTaskIds: [], ...extra }, configuration: undefined, metadata: undefined }) as never;
-    const textOfTask = (task: { artifacts?: { parts: { content?: { $case: string; value: unknown } }[] }[] }) => task.artifacts?.flatMap((a) => a.parts.map((p) => (p.content?.$case === 'text' ? String(p.content.value) : ''))).join('') ?? '';
+      ({
+        tenant: '',
+        message: {
+          messageId: randomUUID(),
+          contextId: '',
+          taskId: '',
+          role: 1,
+          parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: '' }],
+          metadata: undefined,
+          extensions: [],
+          referenceTaskIds: [],
+          ...extra,
+        },
+        configuration: undefined,
+        metadata: undefined,
+      }) as never;
+    const textOfTask = (task: { artifacts?: { parts: { content?: { $case: string; value: unknown } }[] }[] }) =>
+      task.artifacts
+        ?.flatMap((a) => a.parts.map((p) => (p.content?.$case === 'text' ? String(p.content.value) : '')))
+        .join('') ?? '';
 
     it("serves each usable agent's card, and 404 for any other", async () => {
       const token = await app.token();
-      const r = await fetch(`${base('helper')}/.well-known/agent-card.json`, { headers: { authorization: `Bearer ${token}` } });
+      const r = await fetch(`${base('helper')}/.well-known/agent-card.json`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
       expect(r.status).toBe(200);
-      expect(await r.json()).toMatchObject({ protocolVersion: '0.3.0', name: 'helper', url: base('helper'), preferredTransport: 'JSONRPC', capabilities: { streaming: true }, skills: [{ id: 'helper' }] });
+      expect(await r.json()).toMatchObject({
+        protocolVersion: '0.3.0',
+        name: 'helper',
+        url: base('helper'),
+        preferredTransport: 'JSONRPC',
+        capabilities: { streaming: true },
+        skills: [{ id: 'helper' }],
+      });
       const reader = await app.token('reader@example.com');
-      expect((await fetch(`${base('other')}/.well-known/agent-card.json`, { headers: { authorization: `Bearer ${reader}` } })).status).toBe(404);
-      expect((await fetch(`${base('ghost')}/.well-known/agent-card.json`, { headers: { authorization: `Bearer ${token}` } })).status).toBe(404);
+      expect(
+        (
+          await fetch(`${base('other')}/.well-known/agent-card.json`, {
+            headers: { authorization: `Bearer ${reader}` },
+          })
+        ).status,
+      ).toBe(404);
+      expect(
+        (await fetch(`${base('ghost')}/.well-known/agent-card.json`, { headers: { authorization: `Bearer ${token}` } }))
+          .status,
+      ).toBe(404);
       expect((await fetch(`${base('helper')}/.well-known/agent-card.json`)).status).toBe(401);
-      const rpc = await fetch(base('other'), { method: 'POST', headers: { authorization: `Bearer ${reader}`, 'content-type': 'application/json' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'x' } }) });
+      const rpc = await fetch(base('other'), {
+        method: 'POST',
+        headers: { authorization: `Bearer ${reader}`, 'content-type': 'application/json' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: 'x' } }),
+      });
       expect(rpc.status).toBe(404);
     });
 
     it('sends a message and answers a completed task; its context continues the conversation; tasks/get reads it', async () => {
       const client = await clientFor(await app.token(), 'helper');
-      const first = (await client.sendMessage(message('my name is Ada'))) as unknown as { id: string; contextId: string; status: { state: number }; artifacts: never[] };
+      const first = (await client.sendMessage(message('my name is Ada'))) as unknown as {
+        id: string;
+        contextId: string;
+        status: { state: number };
+        artifacts: never[];
+      };
       expect(first.status.state).toBe(3); // completed
       expect(textOfTask(first)).toBe('Echo: my name is Ada');
       expect(first.contextId).toMatch(/^[0-9a-f-]{36}$/);
-      const second = (await client.sendMessage(message('what is my name?', { contextId: first.contextId }))) as unknown as { id: string; contextId: string };
+      const second = (await client.sendMessage(
+        message('what is my name?', { contextId: first.contextId }),
+      )) as unknown as { id: string; contextId: string };
       expect(second.contextId).toBe(first.contextId);
-      expect(llm.requests.at(-1)?.body.messages.map((m) => textOf(m.content))).toEqual(['You are a test agent.', 'my name is Ada', 'Echo: my name is Ada', 'what is my name?']);
-      const read = (await client.getTask({ tenant: '', id: first.id, historyLength: 10 })) as unknown as { id: string; status: { state: number }; history: unknown[] };
+      expect(llm.requests.at(-1)?.body.messages.map((m) => textOf(m.content))).toEqual([
+        'You are a test agent.',
+        'my name is Ada',
+        'Echo: my name is Ada',
+        'what is my name?',
+      ]);
+      const read = (await client.getTask({ tenant: '', id: first.id, historyLength: 10 })) as unknown as {
+        id: string;
+        status: { state: number };
+        history: unknown[];
+      };
       expect(read.id).toBe(first.id);
       expect(read.status.state).toBe(3);
       expect(read.history).toHaveLength(2);
       expect((await usageOf(first.id))?.protocol).toBe('a2a');
       // Another agent's endpoint does not show it, nor does another user.
-      await expect((await clientFor(await app.token(), 'other')).getTask({ tenant: '', id: first.id })).rejects.toThrow(/not found/i);
+      await expect((await clientFor(await app.token(), 'other')).getTask({ tenant: '', id: first.id })).rejects.toThrow(
+        /not found/i,
+      );
       await grantReader(app, 'third@example.com', 'helper');
       const stranger = await clientFor(await app.token('third@example.com'), 'helper');
       await expect(stranger.getTask({ tenant: '', id: first.id })).rejects.toThrow(/not found/i);
@@ -139,20 +218,47 @@ describe('agents over MCP and A2A', () => {
       const kinds = events.map((e) => e.payload?.$case);
       expect(kinds[0]).toBe('task');
       expect(kinds.at(-1)).toBe('statusUpdate');
-      const text = events.map((e) => (e.payload?.$case === 'artifactUpdate' && e.payload.value.artifact ? textOfTask({ artifacts: [e.payload.value.artifact] }) : '')).join('');
+      const text = events
+        .map((e) =>
+          e.payload?.$case === 'artifactUpdate' && e.payload.value.artifact
+            ? textOfTask({ artifacts: [e.payload.value.artifact] })
+            : '',
+        )
+        .join('');
       expect(text).toBe('Echo: stream over A2A');
       const last = events.at(-1)?.payload?.value as { status: { state: number }; taskId: string };
       expect(last.status.state).toBe(3);
-      expect(((await client.getTask({ tenant: '', id: last.taskId })) as unknown as { status: { state: number } }).status.state).toBe(3);
+      expect(
+        ((await client.getTask({ tenant: '', id: last.taskId })) as unknown as { status: { state: number } }).status
+          .state,
+      ).toBe(3);
     });
 
     it('runs a non-blocking task on the queue and cancels it; an ended task is not cancelable', async () => {
       const client = await clientFor(await app.token(), 'helper');
       llm.next({ hangMs: 20_000 });
-      const submitted = (await client.sendMessage({ ...(message('slow task') as object), configuration: { acceptedOutputModes: [], historyLength: undefined, blocking: false, taskPushNotificationConfig: undefined, returnImmediately: true } } as never)) as unknown as { id: string; status: { state: number } };
+      const submitted = (await client.sendMessage({
+        ...(message('slow task') as object),
+        configuration: {
+          acceptedOutputModes: [],
+          historyLength: undefined,
+          blocking: false,
+          taskPushNotificationConfig: undefined,
+          returnImmediately: true,
+        },
+      } as never)) as unknown as { id: string; status: { state: number } };
       expect([1, 2]).toContain(submitted.status.state);
-      await expect.poll(async () => ((await client.getTask({ tenant: '', id: submitted.id })) as unknown as { status: { state: number } }).status.state, { timeout: 10_000 }).toBe(2);
-      const cancelled = (await client.cancelTask({ tenant: '', id: submitted.id } as never)) as unknown as { status: { state: number } };
+      await expect
+        .poll(
+          async () =>
+            ((await client.getTask({ tenant: '', id: submitted.id })) as unknown as { status: { state: number } })
+              .status.state,
+          { timeout: 10_000 },
+        )
+        .toBe(2);
+      const cancelled = (await client.cancelTask({ tenant: '', id: submitted.id } as never)) as unknown as {
+        status: { state: number };
+      };
       expect(cancelled.status.state).toBe(5);
       await expect.poll(() => llm.aborted, { timeout: 5000 }).toBeGreaterThan(0);
       await expect(client.cancelTask({ tenant: '', id: submitted.id } as never)).rejects.toThrow(/ended|cancel/i);
@@ -160,15 +266,42 @@ describe('agents over MCP and A2A', () => {
     });
 
     it('counts against the same quota as the Core API and MCP', async () => {
-      const set = (value: unknown[]) => app.call('POST', `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${QUOTAS}`, { body: { name: QUOTAS, key: QUOTAS, value: JSON.stringify(value) } });
-      expect((await set([{ name: 'Two', context: 'CoreAPI:Completions:other', metric_partition: 'UserPrincipalName', metric_limit: 2, metric_window_seconds: 3600 }])).status).toBe(200);
+      const set = (value: unknown[]) =>
+        app.call(
+          'POST',
+          `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/${QUOTAS}`,
+          { body: { name: QUOTAS, key: QUOTAS, value: JSON.stringify(value) } },
+        );
+      expect(
+        (
+          await set([
+            {
+              name: 'Two',
+              context: 'CoreAPI:Completions:other',
+              metric_partition: 'UserPrincipalName',
+              metric_limit: 2,
+              metric_window_seconds: 3600,
+            },
+          ])
+        ).status,
+      ).toBe(200);
       try {
-        expect((await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, { body: { user_prompt: 'core', agent_name: 'other' } })).status).toBe(200);
+        expect(
+          (
+            await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, {
+              body: { user_prompt: 'core', agent_name: 'other' },
+            })
+          ).status,
+        ).toBe(200);
         const client = await clientFor(await app.token(), 'other');
         await client.sendMessage(message('a2a'));
         await expect(client.sendMessage(message('one too many'))).rejects.toThrow(/429|quota/i);
         const mcp = new McpClient({ name: 'test-client', version: '1.0.0' });
-        await mcp.connect(new StreamableHTTPClientTransport(new URL(`${app.core}/instances/${INSTANCE}/mcp/agents`), { requestInit: { headers: { authorization: `Bearer ${await app.token()}` } } }));
+        await mcp.connect(
+          new StreamableHTTPClientTransport(new URL(`${app.core}/instances/${INSTANCE}/mcp/agents`), {
+            requestInit: { headers: { authorization: `Bearer ${await app.token()}` } },
+          }),
+        );
         const spent = await mcp.callTool({ name: 'other', arguments: { prompt: 'mcp' } });
         expect(spent.isError).toBe(true);
         expect(JSON.stringify(spent.content)).toMatch(/quota/i);

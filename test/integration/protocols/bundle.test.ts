@@ -25,24 +25,61 @@ describe('the protocol facades of the bundle', () => {
   });
 
   it('streams a chat completion and runs a background response', async () => {
-    const client = new OpenAI({ baseURL: `${app.core}/instances/${INSTANCE}/openai/v1`, apiKey: await app.token(), maxRetries: 0 });
+    const client = new OpenAI({
+      baseURL: `${app.core}/instances/${INSTANCE}/openai/v1`,
+      apiKey: await app.token(),
+      maxRetries: 0,
+    });
     let text = '';
-    for await (const chunk of await client.chat.completions.create({ model: 'bundled', messages: [{ role: 'user', content: 'from the bundle' }], stream: true })) text += chunk.choices[0]?.delta.content ?? '';
+    for await (const chunk of await client.chat.completions.create({
+      model: 'bundled',
+      messages: [{ role: 'user', content: 'from the bundle' }],
+      stream: true,
+    }))
+      text += chunk.choices[0]?.delta.content ?? '';
     expect(text).toBe('Echo: from the bundle');
     const queued = await client.responses.create({ model: 'bundled', input: 'queued in the bundle', background: true });
-    await expect.poll(async () => (await client.responses.retrieve(queued.id)).output_text, { timeout: 15_000 }).toBe('Echo: queued in the bundle');
+    await expect
+      .poll(async () => (await client.responses.retrieve(queued.id)).output_text, { timeout: 15_000 })
+      .toBe('Echo: queued in the bundle');
   });
 
   it('lists and calls the agents as MCP tools, and answers A2A', async () => {
     const mcp = new McpClient({ name: 'bundle-test', version: '1.0.0' });
-    await mcp.connect(new StreamableHTTPClientTransport(new URL(`${app.core}/instances/${INSTANCE}/mcp/agents`), { requestInit: { headers: { authorization: `Bearer ${await app.token()}` } } }));
+    await mcp.connect(
+      new StreamableHTTPClientTransport(new URL(`${app.core}/instances/${INSTANCE}/mcp/agents`), {
+        requestInit: { headers: { authorization: `Bearer ${await app.token()}` } },
+      }),
+    );
     expect((await mcp.listTools()).tools.map((t) => t.name)).toEqual(['bundled']);
-    expect((await mcp.callTool({ name: 'bundled', arguments: { prompt: 'tool call' } })).content).toEqual([{ type: 'text', text: 'Echo: tool call' }]);
+    expect((await mcp.callTool({ name: 'bundled', arguments: { prompt: 'tool call' } })).content).toEqual([
+      { type: 'text', text: 'Echo: tool call' },
+    ]);
     await mcp.close();
     const a2a = await app.call('POST', `${app.core}/instances/${INSTANCE}/a2a/bundled`, {
-      body: { jsonrpc: '2.0', id: 7, method: 'message/send', params: { message: { kind: 'message', role: 'user', messageId: 'm-1', parts: [{ kind: 'text', text: 'agent to agent' }] } } },
+      body: {
+        jsonrpc: '2.0',
+        id: 7,
+        method: 'message/send',
+        params: {
+          message: {
+            kind: 'message',
+            role: 'user',
+            messageId: 'm-1',
+            parts: [{ kind: 'text', text: 'agent to agent' }],
+          },
+        },
+      },
     });
     expect(a2a.status).toBe(200);
-    expect(a2a.body).toMatchObject({ jsonrpc: '2.0', id: 7, result: { kind: 'task', status: { state: 'completed' }, artifacts: [{ parts: [{ kind: 'text', text: 'Echo: agent to agent' }] }] } });
+    expect(a2a.body).toMatchObject({
+      jsonrpc: '2.0',
+      id: 7,
+      result: {
+        kind: 'task',
+        status: { state: 'completed' },
+        artifacts: [{ parts: [{ kind: 'text', text: 'Echo: agent to agent' }] }],
+      },
+    });
   });
 });

@@ -69,7 +69,8 @@ describe('the sandbox boundary', () => {
     mkdirSync(DIR, { recursive: true });
     writeFileSync(files.attack, ATTACK);
     writeFileSync(files.hog, HOG);
-    const listen = (server: net.Server, ...at: unknown[]) => new Promise<void>((resolve) => server.listen(...(at as [number, string]), resolve));
+    const listen = (server: net.Server, ...at: unknown[]) =>
+      new Promise<void>((resolve) => server.listen(...(at as [number, string]), resolve));
     tcp = net.createServer((s) => (reached.push('tcp'), s.destroy()));
     unix = net.createServer((s) => (reached.push('unix'), s.destroy()));
     await listen(tcp, 0, '127.0.0.1');
@@ -92,7 +93,9 @@ describe('the sandbox boundary', () => {
   };
 
   it('refuses every way out to a script that holds all of JavaScript', async () => {
-    const results = await attack(isolation.launch([...confinedNode([`${DIR}${path.sep}`]), files.attack], 512 * 2 ** 20));
+    const results = await attack(
+      isolation.launch([...confinedNode([`${DIR}${path.sep}`]), files.attack], 512 * 2 ** 20),
+    );
     for (const [name, outcome] of Object.entries(results)) expect(outcome, name).toMatch(/^refused: /);
     expect(results.loopback).toBe('refused: ENETUNREACH');
     expect(results.socket).toBe('refused: ENOENT');
@@ -118,9 +121,12 @@ describe('the sandbox boundary', () => {
     const hog = (launch: { command: string; args: string[] }) =>
       run(launch.command, launch.args, { env: {}, timeout: 30_000 }).then(
         ({ stdout }) => stdout,
-        (e: unknown) => `ended: ${String((e as { signal?: string; code?: number }).signal ?? (e as { code?: number }).code)}`,
+        (e: unknown) =>
+          `ended: ${String((e as { signal?: string; code?: number }).signal ?? (e as { code?: number }).code)}`,
       );
-    expect(await hog(isolation.launch([...confinedNode([`${DIR}${path.sep}`]), files.hog], 512 * 2 ** 20))).toMatch(/^ended: /);
+    expect(await hog(isolation.launch([...confinedNode([`${DIR}${path.sep}`]), files.hog], 512 * 2 ** 20))).toMatch(
+      /^ended: /,
+    );
     expect(await hog({ command: process.execPath, args: [files.hog] })).toBe('held 1024 MiB');
   });
 });

@@ -7,7 +7,13 @@ import { PluginFailed, type Sandbox, type SandboxFile, type SandboxJob } from '.
 import { SessionsSandbox } from '../../../shared/sandbox/sessions-sandbox.js';
 import { startSessionsStandIn, type SessionsStandIn } from '../../support/sessions-stand-in.js';
 
-const limits = { timeoutMs: 8_000, memoryBytes: 256 * 2 ** 20, scratchBytes: 64 * 2 ** 20, outputBytes: 2 ** 20, filesBytes: 32 * 2 ** 20 };
+const limits = {
+  timeoutMs: 8_000,
+  memoryBytes: 256 * 2 ** 20,
+  scratchBytes: 64 * 2 ** 20,
+  outputBytes: 2 ** 20,
+  filesBytes: 32 * 2 ** 20,
+};
 const file = (name: string, text: string): SandboxFile => ({ name, bytes: new TextEncoder().encode(text) });
 const text = (f: SandboxFile | undefined) => new TextDecoder().decode(f?.bytes);
 
@@ -42,7 +48,12 @@ const PACKAGE = [
   ),
 ];
 
-const call = (entryPoint: string, argument: unknown = {}, extra: Partial<SandboxJob> = {}): SandboxJob => ({ packageFiles: PACKAGE, workFiles: [], task: { entryPoint: `tools.calls:${entryPoint}`, argument }, ...extra });
+const call = (entryPoint: string, argument: unknown = {}, extra: Partial<SandboxJob> = {}): SandboxJob => ({
+  packageFiles: PACKAGE,
+  workFiles: [],
+  task: { entryPoint: `tools.calls:${entryPoint}`, argument },
+  ...extra,
+});
 
 let standIn: SessionsStandIn;
 const adapters: Record<string, () => Sandbox> = {};
@@ -51,7 +62,8 @@ const made: Sandbox[] = [];
 beforeAll(async () => {
   standIn = await startSessionsStandIn({ timeoutMs: 20_000 });
   adapters.pyodide = () => new PyodideSandbox({ limits, warm: 1, concurrency: 2 });
-  adapters.sessions = () => new SessionsSandbox({ endpoint: standIn.url, token: () => Promise.resolve(standIn.token), limits });
+  adapters.sessions = () =>
+    new SessionsSandbox({ endpoint: standIn.url, token: () => Promise.resolve(standIn.token), limits });
 }, 120_000);
 
 afterAll(async () => {
@@ -81,7 +93,9 @@ describe.each(['pyodide', 'sessions'])('the %s sandbox', (name) => {
   }, 60_000);
 
   it('fails the call with the exception a plugin raises, and with a value that is not JSON', async () => {
-    await expect(sandbox.run(call('fails', { id: '42' }))).rejects.toThrow(/ValueError: the order 42 does not exist \(calls\.py, line \d+\)/);
+    await expect(sandbox.run(call('fails', { id: '42' }))).rejects.toThrow(
+      /ValueError: the order 42 does not exist \(calls\.py, line \d+\)/,
+    );
     await expect(sandbox.run(call('unusable'))).rejects.toThrow(/not JSON/);
     await expect(sandbox.run(call('missing_function'))).rejects.toThrow(/AttributeError/);
   }, 60_000);
@@ -96,8 +110,18 @@ describe.each(['pyodide', 'sessions'])('the %s sandbox', (name) => {
   }, 60_000);
 
   it('runs code with the attachments in its working directory, returning its output and the files it wrote', async () => {
-    const code = ['import csv', 'rows = list(csv.reader(open("orders.csv")))', 'print("rows:", len(rows))', 'with open("total.txt", "w") as f:', '    f.write(str(sum(int(r[1]) for r in rows)))'].join('\n');
-    const result = await sandbox.run({ packageFiles: [], workFiles: [file('orders.csv', 'a,1\nb,2\nc,39\n')], task: { code } });
+    const code = [
+      'import csv',
+      'rows = list(csv.reader(open("orders.csv")))',
+      'print("rows:", len(rows))',
+      'with open("total.txt", "w") as f:',
+      '    f.write(str(sum(int(r[1]) for r in rows)))',
+    ].join('\n');
+    const result = await sandbox.run({
+      packageFiles: [],
+      workFiles: [file('orders.csv', 'a,1\nb,2\nc,39\n')],
+      task: { code },
+    });
     expect(result.stdout).toBe('rows: 3\n');
     expect(result.files.map((f) => f.name)).toEqual(['total.txt']);
     expect(text(result.files[0])).toBe('42');
@@ -109,12 +133,28 @@ describe.each(['pyodide', 'sessions'])('the %s sandbox', (name) => {
       asked.push([method, args]);
       if (method === 'search') return Promise.resolve([{ id: '1', text: 'passage' }]);
       if (args.ai_model_object_id === 'nope') return Promise.reject(new Error('nope is not a completion model'));
-      return Promise.resolve(`${String(args.ai_model_object_id)} says ${String((args.messages as { content: string }[])[0]?.content)}`);
+      return Promise.resolve(
+        `${String(args.ai_model_object_id)} says ${String((args.messages as { content: string }[])[0]?.content)}`,
+      );
     };
-    const result = await sandbox.run({ packageFiles: PACKAGE, workFiles: [], task: { entryPoint: 'tools.calls:workflow', argument: { user_prompt: 'hi' }, svc } });
+    const result = await sandbox.run({
+      packageFiles: PACKAGE,
+      workFiles: [],
+      task: { entryPoint: 'tools.calls:workflow', argument: { user_prompt: 'hi' }, svc },
+    });
     expect(result.value).toEqual({ completion: 'model-b says model-a says hi', hits: [{ id: '1', text: 'passage' }] });
     // Each call asked once (the sessions adapter runs the plugin again for each answer, with the earlier ones).
-    expect(asked.map(([m, a]) => [m, a.ai_model_object_id ?? a.index_name])).toEqual([['complete', 'model-a'], ['complete', 'model-b'], ['search', 'docs']]);
-    await expect(sandbox.run({ packageFiles: PACKAGE, workFiles: [], task: { entryPoint: 'tools.calls:failing_svc', argument: {}, svc } })).rejects.toThrow(/RuntimeError: svc.complete: nope is not a completion model/);
+    expect(asked.map(([m, a]) => [m, a.ai_model_object_id ?? a.index_name])).toEqual([
+      ['complete', 'model-a'],
+      ['complete', 'model-b'],
+      ['search', 'docs'],
+    ]);
+    await expect(
+      sandbox.run({
+        packageFiles: PACKAGE,
+        workFiles: [],
+        task: { entryPoint: 'tools.calls:failing_svc', argument: {}, svc },
+      }),
+    ).rejects.toThrow(/RuntimeError: svc.complete: nope is not a completion model/);
   }, 60_000);
 });

@@ -26,9 +26,14 @@ describe('an embedded vector index of the previous release', () => {
     for (const [i, axis] of [0, 3].entries()) {
       const v = new Array<number>(8).fill(0);
       v[axis] = 1;
-      const rowid = BigInt(old.prepare(`INSERT INTO partitions (index_name, source, dimensions) VALUES ('docs', 'a.txt', 8)`).run().lastInsertRowid);
+      const rowid = BigInt(
+        old.prepare(`INSERT INTO partitions (index_name, source, dimensions) VALUES ('docs', 'a.txt', 8)`).run()
+          .lastInsertRowid,
+      );
       old
-        .prepare(`INSERT INTO quantized_8 (rowid, bits, index_name, source, file_name, expires_at, part, title, text, embedding) VALUES (?, vec_quantize_binary(?), 'docs', 'a.txt', 'a.txt', ?, ?, 'A', ?, ?)`)
+        .prepare(
+          `INSERT INTO quantized_8 (rowid, bits, index_name, source, file_name, expires_at, part, title, text, embedding) VALUES (?, vec_quantize_binary(?), 'docs', 'a.txt', 'a.txt', ?, ?, 'A', ?, ?)`,
+        )
         .run(rowid, blob(v), never, BigInt(i), `part on axis ${axis}`, blob(v));
     }
     old.prepare(`INSERT INTO documents VALUES ('docs', 'a.txt', 'a.txt', 'A', 'pipeline', 'h1', 2, ?)`).run(never);
@@ -36,17 +41,29 @@ describe('an embedded vector index of the previous release', () => {
 
     const index = openSqliteVectorIndex(file);
     try {
-      expect(await index.documents('docs')).toEqual([{ source: 'a.txt', file_name: 'a.txt', title: 'A', origin: 'pipeline', hash: 'h1', partitions: 2 }]);
+      expect(await index.documents('docs')).toEqual([
+        { source: 'a.txt', file_name: 'a.txt', title: 'A', origin: 'pipeline', hash: 'h1', partitions: 2 },
+      ]);
       const query = [0, 0, 0, 1, 0, 0, 0, 0];
       const hits = await index.search('docs', query, 2);
       expect(hits.map((h) => h.text)).toEqual(['part on axis 3', 'part on axis 0']);
       expect(hits[0]?.score).toBeCloseTo(1);
       // Their text is searchable in hybrid mode.
-      expect((await index.search('docs', [1, 0, 0, 0, 0, 0, 0, 0], 1, { mode: 'hybrid', text: '3' })).map((h) => h.text)).toEqual(['part on axis 3']);
+      expect(
+        (await index.search('docs', [1, 0, 0, 0, 0, 0, 0, 0], 1, { mode: 'hybrid', text: '3' })).map((h) => h.text),
+      ).toEqual(['part on axis 3']);
       // New writes go beside them, and the old table is gone.
-      await index.replaceDocument('docs', { source: 'b.txt', file_name: 'b.txt', title: 'B', origin: 'pipeline', hash: 'h', allowed_groups: ['g'] }, [{ text: 'b', vector: query }]);
+      await index.replaceDocument(
+        'docs',
+        { source: 'b.txt', file_name: 'b.txt', title: 'B', origin: 'pipeline', hash: 'h', allowed_groups: ['g'] },
+        [{ text: 'b', vector: query }],
+      );
       expect((await index.search('docs', query, 3)).map((h) => h.source)).toEqual(['a.txt', 'a.txt']);
-      expect((await index.search('docs', query, 3, { readers: ['g'] })).map((h) => h.source).sort()).toEqual(['a.txt', 'a.txt', 'b.txt']);
+      expect((await index.search('docs', query, 3, { readers: ['g'] })).map((h) => h.source).sort()).toEqual([
+        'a.txt',
+        'a.txt',
+        'b.txt',
+      ]);
     } finally {
       await index.close();
     }
@@ -68,15 +85,29 @@ describe('an embedded vector index of the previous release', () => {
       INSERT INTO access_sets VALUES ('docs', 'finance', 'g:finance');
     `);
     const never = BigInt(Number.MAX_SAFE_INTEGER);
-    for (const [source, access, axis] of [['open.txt', '*', 0], ['ledger.txt', 'g:finance', 1]] as const) {
+    for (const [source, access, axis] of [
+      ['open.txt', '*', 0],
+      ['ledger.txt', 'g:finance', 1],
+    ] as const) {
       const v = new Array<number>(8).fill(0);
       v[axis] = 1;
-      const rowid = BigInt(old.prepare(`INSERT INTO partitions (index_name, source, dimensions) VALUES ('docs', ?, 8)`).run(source).lastInsertRowid);
+      const rowid = BigInt(
+        old.prepare(`INSERT INTO partitions (index_name, source, dimensions) VALUES ('docs', ?, 8)`).run(source)
+          .lastInsertRowid,
+      );
       old
-        .prepare(`INSERT INTO partitions_8 (rowid, bits, index_name, source, file_name, expires_at, access, part, title, text, embedding) VALUES (?, vec_quantize_binary(?), 'docs', ?, ?, ?, ?, 0, 'T', ?, ?)`)
+        .prepare(
+          `INSERT INTO partitions_8 (rowid, bits, index_name, source, file_name, expires_at, access, part, title, text, embedding) VALUES (?, vec_quantize_binary(?), 'docs', ?, ?, ?, ?, 0, 'T', ?, ?)`,
+        )
         .run(rowid, blob(v), source, source, never, access, `text of ${source}`, blob(v));
-      old.prepare(`INSERT INTO fulltext (rowid, text, index_name, source, file_name, access, expires_at, dimensions) VALUES (?, ?, 'docs', ?, ?, ?, ?, 8)`).run(rowid, `text of ${source}`, source, source, access, never);
-      old.prepare(`INSERT INTO documents VALUES ('docs', ?, ?, 'T', 'pipeline', 'h', 1, ?, ?)`).run(source, source, never, access === '*' ? '' : 'finance');
+      old
+        .prepare(
+          `INSERT INTO fulltext (rowid, text, index_name, source, file_name, access, expires_at, dimensions) VALUES (?, ?, 'docs', ?, ?, ?, ?, 8)`,
+        )
+        .run(rowid, `text of ${source}`, source, source, access, never);
+      old
+        .prepare(`INSERT INTO documents VALUES ('docs', ?, ?, 'T', 'pipeline', 'h', 1, ?, ?)`)
+        .run(source, source, never, access === '*' ? '' : 'finance');
     }
     old.close();
 
@@ -84,8 +115,19 @@ describe('an embedded vector index of the previous release', () => {
     try {
       const ledger = [0, 1, 0, 0, 0, 0, 0, 0];
       expect((await index.search('docs', ledger, 2)).map((h) => h.source)).toEqual(['open.txt']);
-      expect((await index.search('docs', ledger, 2, { readers: ['finance'] })).map((h) => h.source)).toEqual(['ledger.txt', 'open.txt']);
-      expect((await index.search('docs', [1, 0, 0, 0, 0, 0, 0, 0], 1, { mode: 'hybrid', text: 'ledger', readers: ['finance'] })).map((h) => h.source)).toEqual(['ledger.txt']);
+      expect((await index.search('docs', ledger, 2, { readers: ['finance'] })).map((h) => h.source)).toEqual([
+        'ledger.txt',
+        'open.txt',
+      ]);
+      expect(
+        (
+          await index.search('docs', [1, 0, 0, 0, 0, 0, 0, 0], 1, {
+            mode: 'hybrid',
+            text: 'ledger',
+            readers: ['finance'],
+          })
+        ).map((h) => h.source),
+      ).toEqual(['ledger.txt']);
     } finally {
       await index.close();
     }

@@ -20,7 +20,13 @@ describe('bearer authentication against a remote JWKS', () => {
   let ec: { privateKey: CryptoKey; publicKey: CryptoKey };
   let jwksRequests = 0;
 
-  const sign = (key: CryptoKey, alg: string, kid: string, claims: Record<string, unknown> = {}, opts: { exp?: string | number; aud?: string } = {}) =>
+  const sign = (
+    key: CryptoKey,
+    alg: string,
+    kid: string,
+    claims: Record<string, unknown> = {},
+    opts: { exp?: string | number; aud?: string } = {},
+  ) =>
     new SignJWT({ oid: 'u-1', upn: 'bob@example.com', name: 'Bob', groups: ['g-1'], ...claims })
       .setProtectedHeader({ alg, kid })
       .setIssuer(ISSUER)
@@ -45,7 +51,9 @@ describe('bearer authentication against a remote JWKS', () => {
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const { port } = server.address() as AddressInfo;
-    s = await testServices({ env: { AUTH_ISSUER: ISSUER, AUTH_AUDIENCE: AUDIENCE, AUTH_JWKS_URI: `http://127.0.0.1:${port}/keys` } });
+    s = await testServices({
+      env: { AUTH_ISSUER: ISSUER, AUTH_AUDIENCE: AUDIENCE, AUTH_JWKS_URI: `http://127.0.0.1:${port}/keys` },
+    });
   });
   afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
@@ -58,7 +66,14 @@ describe('bearer authentication against a remote JWKS', () => {
   it('maps claims to the principal (oid, upn, name, groups)', async () => {
     const principal = await s.bearer.verify(await sign(rsa.privateKey, 'RS256', 'rsa'));
     expect(principal).toMatchObject({ kind: 'user', id: 'u-1', upn: 'bob@example.com', name: 'Bob', groups: ['g-1'] });
-    const fallback = await s.bearer.verify(await sign(rsa.privateKey, 'RS256', 'rsa', { oid: undefined, upn: undefined, sub: 's-1', preferred_username: 'p@example.com' }));
+    const fallback = await s.bearer.verify(
+      await sign(rsa.privateKey, 'RS256', 'rsa', {
+        oid: undefined,
+        upn: undefined,
+        sub: 's-1',
+        preferred_username: 'p@example.com',
+      }),
+    );
     expect(fallback).toMatchObject({ id: 's-1', upn: 'p@example.com' });
   });
 
@@ -103,7 +118,11 @@ describe('bearer authentication against a remote JWKS', () => {
   });
 
   it('rejects a token without exp, a tampered signature, and garbage', async () => {
-    const noExp = await new SignJWT({ oid: 'u', upn: 'x@y' }).setProtectedHeader({ alg: 'RS256', kid: 'rsa' }).setIssuer(ISSUER).setAudience(AUDIENCE).sign(rsa.privateKey);
+    const noExp = await new SignJWT({ oid: 'u', upn: 'x@y' })
+      .setProtectedHeader({ alg: 'RS256', kid: 'rsa' })
+      .setIssuer(ISSUER)
+      .setAudience(AUDIENCE)
+      .sign(rsa.privateKey);
     expect(await status(`Bearer ${noExp}`)).toBe(401);
     const good = await sign(rsa.privateKey, 'RS256', 'rsa');
     const [h, p] = good.split('.');
@@ -116,7 +135,9 @@ describe('bearer authentication against a remote JWKS', () => {
 describe('bearer authentication with the local identity provider', () => {
   it('accepts its own tokens and rejects expired ones', async () => {
     const s = await testServices();
-    expect((await call(ROUTES, s, { path: branding, headers: { authorization: `Bearer ${await s.token()}` } })).status).toBe(200);
+    expect(
+      (await call(ROUTES, s, { path: branding, headers: { authorization: `Bearer ${await s.token()}` } })).status,
+    ).toBe(200);
     const expired = await s.token({ expiresInSeconds: -120 });
     const r = await call(ROUTES, s, { path: branding, headers: { authorization: `Bearer ${expired}` } });
     expect(r.status).toBe(401);

@@ -24,7 +24,7 @@ function recordingIdentity() {
     getToken(scopes: string | string[]): Promise<AccessToken> {
       const list = Array.isArray(scopes) ? scopes : [scopes];
       asked.push(list);
-      return Promise.resolve({ token: `token-for:${list.join(",")}`, expiresOnTimestamp: Date.now() + 3_600_000 });
+      return Promise.resolve({ token: `token-for:${list.join(',')}`, expiresOnTimestamp: Date.now() + 3_600_000 });
     },
   };
 }
@@ -33,7 +33,11 @@ const gateWith = (identity: ReturnType<typeof recordingIdentity>, serviceHosts: 
   new CredentialGate({ serviceAudience: 'api://agent-platform', serviceHosts, clientId: undefined, identity });
 
 /** Every name resolves to loopback, as a hostile DNS answer (or a private endpoint) would make it. */
-const toLoopback = (_host: string, _options: unknown, callback: (e: null, a: { address: string; family: number }[]) => void) => callback(null, [{ address: '127.0.0.1', family: 4 }]);
+const toLoopback = (
+  _host: string,
+  _options: unknown,
+  callback: (e: null, a: { address: string; family: number }[]) => void,
+) => callback(null, [{ address: '127.0.0.1', family: 4 }]);
 
 describe('a storage account URL a user names', () => {
   let server: https.Server;
@@ -44,7 +48,10 @@ describe('a storage account URL a user names', () => {
     server = https.createServer({ key: tls('key.pem'), cert: tls('cert.pem') }, (req, res) => {
       seen.push(req.headers.authorization);
       // The challenge names Key Vault: the SDK's challenge policy would ask for a token of that resource.
-      res.writeHead(401, { 'www-authenticate': 'Bearer authorization_uri=https://login.microsoftonline.com/00000000-0000-0000-0000-000000000001/oauth2/authorize resource_id=https://vault.azure.net' });
+      res.writeHead(401, {
+        'www-authenticate':
+          'Bearer authorization_uri=https://login.microsoftonline.com/00000000-0000-0000-0000-000000000001/oauth2/authorize resource_id=https://vault.azure.net',
+      });
       res.end();
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -54,13 +61,18 @@ describe('a storage account URL a user names', () => {
 
   const client = (identity: ReturnType<typeof recordingIdentity>, rules: OutboundRules) => {
     const agent = new https.Agent({ lookup: guardedLookup(rules, toLoopback), ca: tls('cert.pem') });
-    return userBlobService(`https://attacker.blob.core.windows.net:${port}`, gateWith(identity), agent, { retryOptions: { maxTries: 1 } });
+    return userBlobService(`https://attacker.blob.core.windows.net:${port}`, gateWith(identity), agent, {
+      retryOptions: { maxTries: 1 },
+    });
   };
 
   it('gets only a Storage token: a challenge naming Key Vault mints nothing else, and the call fails at once', async () => {
     seen.length = 0;
     const identity = recordingIdentity();
-    const listing = (await client(identity, { policy: 'user', allowPrivateNetwork: true })).getContainerClient('docs').listBlobsFlat().next();
+    const listing = (await client(identity, { policy: 'user', allowPrivateNetwork: true }))
+      .getContainerClient('docs')
+      .listBlobsFlat()
+      .next();
     await expect(listing).rejects.toThrow();
     expect(identity.asked.flat().every((s) => s === STORAGE_SCOPE)).toBe(true);
     expect(seen.length).toBeGreaterThan(0);
@@ -70,14 +82,23 @@ describe('a storage account URL a user names', () => {
   it('is never reached when its name resolves to a loopback or private address', async () => {
     seen.length = 0;
     const identity = recordingIdentity();
-    const listing = (await client(identity, { policy: 'user', allowPrivateNetwork: false })).getContainerClient('docs').listBlobsFlat().next();
+    const listing = (await client(identity, { policy: 'user', allowPrivateNetwork: false }))
+      .getContainerClient('docs')
+      .listBlobsFlat()
+      .next();
     await expect(listing).rejects.toThrow(/not an allowed destination/);
     expect(seen).toEqual([]);
   });
 
   it('must be an https Azure Storage host to get a client at all', () => {
     const gate = gateWith(recordingIdentity());
-    for (const url of [`https://127.0.0.1:${port}`, 'https://attacker.example.com', 'http://acct.blob.core.windows.net', 'https://blob.core.windows.net.attacker.example', 'https://user:pw@acct.blob.core.windows.net']) {
+    for (const url of [
+      `https://127.0.0.1:${port}`,
+      'https://attacker.example.com',
+      'http://acct.blob.core.windows.net',
+      'https://blob.core.windows.net.attacker.example',
+      'https://user:pw@acct.blob.core.windows.net',
+    ]) {
       expect(() => gate.credentialFor('storage', url), url).toThrow(CredentialGateError);
     }
     expect(gate.urlProblem('storage', 'https://acct.blob.core.windows.net')).toBeUndefined();
@@ -85,16 +106,26 @@ describe('a storage account URL a user names', () => {
 });
 
 describe('managed-identity tokens for model endpoints and tool servers', () => {
-  const config = testConfig({ AUTH_AUDIENCE: 'api://agent-platform', AUTH_ISSUER: 'https://issuer.example', AUTH_JWKS_URI: 'https://issuer.example/keys' });
+  const config = testConfig({
+    AUTH_AUDIENCE: 'api://agent-platform',
+    AUTH_ISSUER: 'https://issuer.example',
+    AUTH_JWKS_URI: 'https://issuer.example/keys',
+  });
   const own = 'api://agent-platform/.default';
 
   it('sends a Cognitive Services token only over https to Azure AI hosts', async () => {
     const identity = recordingIdentity();
     const credentials = new ModelCredentials(config, gateWith(identity));
-    for (const url of ['http://127.0.0.1:9/mcp', 'https://attacker.example.com/mcp', 'http://acct.openai.azure.com/mcp']) {
+    for (const url of [
+      'http://127.0.0.1:9/mcp',
+      'https://attacker.example.com/mcp',
+      'http://acct.openai.azure.com/mcp',
+    ]) {
       await expect(credentials.bearer(url, undefined), url).rejects.toThrow(/cannot be sent there/);
     }
-    await expect(credentials.bearer('https://acct.openai.azure.com/mcp', undefined)).resolves.toBe("token-for:https://cognitiveservices.azure.com/.default");
+    await expect(credentials.bearer('https://acct.openai.azure.com/mcp', undefined)).resolves.toBe(
+      'token-for:https://cognitiveservices.azure.com/.default',
+    );
     expect(identity.asked).toEqual([['https://cognitiveservices.azure.com/.default']]);
   });
 
@@ -106,7 +137,9 @@ describe('managed-identity tokens for model endpoints and tool servers', () => {
     await expect(some.bearer('https://tools.example.com/mcp', own)).resolves.toBe(`token-for:${own}`);
     await expect(some.bearer('https://a.tools.contoso.com/mcp', own)).resolves.toBe(`token-for:${own}`);
     await expect(some.bearer('https://tools.contoso.com.evil.example/mcp', own)).rejects.toThrow();
-    await expect(some.bearer('https://acct.openai.azure.com', 'https://management.azure.com/.default')).rejects.toThrow(/scope must be one of/);
+    await expect(some.bearer('https://acct.openai.azure.com', 'https://management.azure.com/.default')).rejects.toThrow(
+      /scope must be one of/,
+    );
     expect(identity.asked.flat().every((s) => s === own)).toBe(true);
   });
 });
@@ -115,10 +148,20 @@ describe('the audiences of the service itself', () => {
   it('mints Monitor tokens for an ingestion endpoint, Cosmos tokens for the account, Graph tokens for Graph, and nothing for another host', async () => {
     const identity = recordingIdentity();
     const gate = gateWith(identity);
-    await gate.credentialFor('monitor', 'https://westeurope-5.in.applicationinsights.azure.com/').getToken('https://vault.azure.net/.default');
-    await gate.credentialFor('cosmos', 'https://acct.documents.azure.com:443/').getToken('https://management.azure.com/.default');
-    await expect(gate.bearer('graph', 'https://graph.microsoft.com')).resolves.toBe('token-for:https://graph.microsoft.com/.default');
-    expect(identity.asked).toEqual([['https://monitor.azure.com//.default'], ['https://acct.documents.azure.com/.default'], ['https://graph.microsoft.com/.default']]);
+    await gate
+      .credentialFor('monitor', 'https://westeurope-5.in.applicationinsights.azure.com/')
+      .getToken('https://vault.azure.net/.default');
+    await gate
+      .credentialFor('cosmos', 'https://acct.documents.azure.com:443/')
+      .getToken('https://management.azure.com/.default');
+    await expect(gate.bearer('graph', 'https://graph.microsoft.com')).resolves.toBe(
+      'token-for:https://graph.microsoft.com/.default',
+    );
+    expect(identity.asked).toEqual([
+      ['https://monitor.azure.com//.default'],
+      ['https://acct.documents.azure.com/.default'],
+      ['https://graph.microsoft.com/.default'],
+    ]);
     expect(() => gate.credentialFor('monitor', 'https://collector.attacker.example/')).toThrow(CredentialGateError);
     expect(() => gate.credentialFor('cosmos', 'https://cosmos.attacker.example/')).toThrow(CredentialGateError);
     await expect(gate.bearer('graph', 'https://graph.attacker.example')).rejects.toThrow(CredentialGateError);

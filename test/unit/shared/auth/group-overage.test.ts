@@ -23,7 +23,10 @@ describe('the groups of a token with a groups overage', () => {
       const page = new URL(req.url ?? '/', base).searchParams.get('$skiptoken');
       const body =
         page === null
-          ? { value: [{ id: 'g-1' }, { id: 'g-2' }], '@odata.nextLink': `${base}/v1.0/users/u-1/transitiveMemberOf/microsoft.graph.group?$skiptoken=2` }
+          ? {
+              value: [{ id: 'g-1' }, { id: 'g-2' }],
+              '@odata.nextLink': `${base}/v1.0/users/u-1/transitiveMemberOf/microsoft.graph.group?$skiptoken=2`,
+            }
           : { value: [{ id: 'g-3' }], '@odata.nextLink': 'https://attacker.example/steal' };
       res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
     });
@@ -32,16 +35,30 @@ describe('the groups of a token with a groups overage', () => {
   });
   afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
-  const overage = principalFromClaims({ oid: 'u-1', upn: 'many@example.com', _claim_names: { groups: 'src1' }, _claim_sources: { src1: { endpoint: 'https://graph.windows.net/x' } } });
+  const overage = principalFromClaims({
+    oid: 'u-1',
+    upn: 'many@example.com',
+    _claim_names: { groups: 'src1' },
+    _claim_sources: { src1: { endpoint: 'https://graph.windows.net/x' } },
+  });
   const errors: unknown[] = [];
-  const directory = () => new PrincipalDirectory({} as never, {} as never, { baseUrl: base, getToken: () => Promise.resolve('graph-token') }, (e) => errors.push(e));
+  const directory = () =>
+    new PrincipalDirectory(
+      {} as never,
+      {} as never,
+      { baseUrl: base, getToken: () => Promise.resolve('graph-token') },
+      (e) => errors.push(e),
+    );
 
   it('is read from the directory, every page of it, with the service token, and cached', async () => {
     expect(overage?.groupsOverage).toBe(true);
     expect(principalFromClaims({ oid: 'u-2', upn: 'few@example.com', groups: ['g-9'] })?.groupsOverage).toBeUndefined();
     const d = directory();
     expect(await d.readerGroups(overage!)).toEqual(['g-1', 'g-2', 'g-3']);
-    expect(seen.map((s) => s.url)).toEqual(['/v1.0/users/u-1/transitiveMemberOf/microsoft.graph.group?$select=id&$top=999', '/v1.0/users/u-1/transitiveMemberOf/microsoft.graph.group?$skiptoken=2']);
+    expect(seen.map((s) => s.url)).toEqual([
+      '/v1.0/users/u-1/transitiveMemberOf/microsoft.graph.group?$select=id&$top=999',
+      '/v1.0/users/u-1/transitiveMemberOf/microsoft.graph.group?$skiptoken=2',
+    ]);
     expect(seen.every((s) => s.authorization === 'Bearer graph-token')).toBe(true);
     await d.readerGroups(overage!);
     expect(seen).toHaveLength(2);

@@ -2,7 +2,11 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { normalizeScope, RoleBasedAuthorizer } from '../../../../shared/auth/rbac.js';
 import { ROLE_IDS } from '../../../../shared/providers/types/roles.js';
-import { type RoleAssignmentDoc, roleAssignments, serviceAssignment } from '../../../../shared/providers/types/authorization.js';
+import {
+  type RoleAssignmentDoc,
+  roleAssignments,
+  serviceAssignment,
+} from '../../../../shared/providers/types/authorization.js';
 import { openSqliteStore } from '../../../../shared/store/sqlite-store.js';
 import type { Container } from '../../../../shared/store/types.js';
 import { user } from '../../../support/resources.js';
@@ -16,8 +20,24 @@ describe('role-based authorization', () => {
   let assignments: Container<RoleAssignmentDoc>;
   let authorizer: RoleBasedAuthorizer;
   let n = 0;
-  const assign = (principalId: string, roleId: string, scope: string, principalType: RoleAssignmentDoc['principal_type'] = 'User') =>
-    assignments.upsert(serviceAssignment(INSTANCE, `a-${++n}`, { principalId, principalType, roleId, scope, note: 'test', by: 'test' })).then(() => authorizer.invalidate());
+  const assign = (
+    principalId: string,
+    roleId: string,
+    scope: string,
+    principalType: RoleAssignmentDoc['principal_type'] = 'User',
+  ) =>
+    assignments
+      .upsert(
+        serviceAssignment(INSTANCE, `a-${++n}`, {
+          principalId,
+          principalType,
+          roleId,
+          scope,
+          note: 'test',
+          by: 'test',
+        }),
+      )
+      .then(() => authorizer.invalidate());
 
   beforeEach(() => {
     assignments = resourcesOf(openSqliteStore(':memory:'), roleAssignments);
@@ -38,7 +58,9 @@ describe('role-based authorization', () => {
   it('compares scopes without case, and reads relative scopes from the instance', async () => {
     const bob = user('bob@example.com');
     await assign(bob.id.toUpperCase(), ROLE_IDS.contributor, 'providers/Svc.Agent/agents/HELPER/');
-    expect(normalizeScope('providers/Svc.Agent/agents/HELPER/', INSTANCE)).toBe(at('/providers/Svc.Agent/agents/HELPER'));
+    expect(normalizeScope('providers/Svc.Agent/agents/HELPER/', INSTANCE)).toBe(
+      at('/providers/Svc.Agent/agents/HELPER'),
+    );
     expect(await authorizer.can(bob, 'Svc.Agent/agents/write', AGENT)).toBe(true);
   });
 
@@ -62,7 +84,9 @@ describe('role-based authorization', () => {
   });
 
   it('answers a principal with no assignment 403 on require, naming the action', async () => {
-    await expect(authorizer.require(user('eve@example.com'), 'Svc.Agent/agents/read', AGENT)).rejects.toMatchObject({ kind: 'forbidden' });
+    await expect(authorizer.require(user('eve@example.com'), 'Svc.Agent/agents/read', AGENT)).rejects.toMatchObject({
+      kind: 'forbidden',
+    });
   });
 
   it('lists the roles and the allowed actions of a principal at a resource', async () => {

@@ -17,7 +17,13 @@ describe('agent access token format', () => {
     expect(decode(parts[2]!)).toBe(`${INSTANCE}~Svc.Agent~Agents~helper`);
     expect(decode(parts[3]!)).toBe(TOKEN_ID);
     expect(parts[4]).toBe(secret);
-    expect(parseToken(token)).toEqual({ instanceId: INSTANCE, contextId: `${INSTANCE}~Svc.Agent~Agents~helper`, agentName: 'helper', tokenId: TOKEN_ID, secret });
+    expect(parseToken(token)).toEqual({
+      instanceId: INSTANCE,
+      contextId: `${INSTANCE}~Svc.Agent~Agents~helper`,
+      agentName: 'helper',
+      tokenId: TOKEN_ID,
+      secret,
+    });
   });
 
   it('makes secrets of at least 256 bits, different every time', () => {

@@ -11,31 +11,66 @@ import { rawContainer } from '../../../support/raw-container.js';
 import { narrowed } from '../../../../shared/store/narrowed.js';
 import type { SettingDoc } from '../../../../shared/providers/settings.js';
 
-const alice: Principal = { kind: 'user', id: 'a-1', upn: 'alice@example.com', name: 'Alice', userName: null, groups: [], scopes: [], appRoles: [] };
+const alice: Principal = {
+  kind: 'user',
+  id: 'a-1',
+  upn: 'alice@example.com',
+  name: 'Alice',
+  userName: null,
+  groups: [],
+  scopes: [],
+  appRoles: [],
+};
 const bob: Principal = { ...alice, id: 'b-1', upn: 'bob@example.com' };
 
 async function quotasWith(definitions: unknown[]) {
   const store = openSqliteStore(':memory:');
-  await rawContainer<SettingDoc>(store, 'resources').create({ id: resourceId(QUOTA_SETTING), pk: APP_CONFIG_PK, key: QUOTA_SETTING, value: JSON.stringify(definitions) });
-  return new Quotas(new AppSettings(rawContainer<SettingDoc>(store, 'resources')), narrowed(store.container('quotas'), isQuotaCounter), memoryLog());
+  await rawContainer<SettingDoc>(store, 'resources').create({
+    id: resourceId(QUOTA_SETTING),
+    pk: APP_CONFIG_PK,
+    key: QUOTA_SETTING,
+    value: JSON.stringify(definitions),
+  });
+  return new Quotas(
+    new AppSettings(rawContainer<SettingDoc>(store, 'resources')),
+    narrowed(store.container('quotas'), isQuotaCounter),
+    memoryLog(),
+  );
 }
-const quota = (name: string, limit: number, extra: Record<string, unknown> = {}) => ({ name, context: 'CoreAPI:Completions', metric_partition: 'UserPrincipalName', metric_limit: limit, metric_window_seconds: 60, ...extra });
+const quota = (name: string, limit: number, extra: Record<string, unknown> = {}) => ({
+  name,
+  context: 'CoreAPI:Completions',
+  metric_partition: 'UserPrincipalName',
+  metric_limit: limit,
+  metric_window_seconds: 60,
+  ...extra,
+});
 /** One call admitted and ended at once: its reservation given back, its headers answered. */
 const call = async (quotas: Quotas, who: Principal, agent: string) => {
   const { headers, reservation } = await quotas.enforce(who, agent);
   await quotas.release(reservation);
   return headers;
 };
-const refusal = (p: Promise<unknown>) => p.then(() => expect.fail('not refused'), (e: unknown) => e as DomainError);
+const refusal = (p: Promise<unknown>) =>
+  p.then(
+    () => expect.fail('not refused'),
+    (e: unknown) => e as DomainError,
+  );
 
 describe('quotas', () => {
   it('answers the IETF rate-limit headers of the quota closest to its limit, counting this request', async () => {
-    const quotas = await quotasWith([quota('Wide', 100), quota('Narrow', 5), quota('OtherAgent', 1, { context: 'CoreAPI:Completions:other' })]);
+    const quotas = await quotasWith([
+      quota('Wide', 100),
+      quota('Narrow', 5),
+      quota('OtherAgent', 1, { context: 'CoreAPI:Completions:other' }),
+    ]);
     const headers = await call(quotas, alice, 'helper');
     expect(headers['ratelimit-policy']).toBe('"Narrow";q=5;w=60');
     expect(headers.ratelimit).toMatch(/^"Narrow";r=4;t=([1-9]|[1-5]\d|60)$/);
     // No quota applies: no headers.
-    expect(await call(await quotasWith([quota('OtherAgent', 1, { context: 'CoreAPI:Completions:other' })]), alice, 'helper')).toEqual({});
+    expect(
+      await call(await quotasWith([quota('OtherAgent', 1, { context: 'CoreAPI:Completions:other' })]), alice, 'helper'),
+    ).toEqual({});
   });
 
   it('puts the exceeded quota on a 429, with r=0 and Retry-After', async () => {
@@ -72,9 +107,23 @@ describe('quotas', () => {
       id: resourceId(QUOTA_SETTING),
       pk: APP_CONFIG_PK,
       key: QUOTA_SETTING,
-      value: JSON.stringify([{ name: 'PerUser', context: 'CoreAPI:Completions', metric_partition: 'UserIdentifier', metric_limit: 3, metric_window_seconds: 60, lockout_duration_seconds: 0 }]),
+      value: JSON.stringify([
+        {
+          name: 'PerUser',
+          context: 'CoreAPI:Completions',
+          metric_partition: 'UserIdentifier',
+          metric_limit: 3,
+          metric_window_seconds: 60,
+          lockout_duration_seconds: 0,
+        },
+      ]),
     });
-    const instance = () => new Quotas(new AppSettings(rawContainer<SettingDoc>(store, 'resources')), narrowed(store.container('quotas'), isQuotaCounter), memoryLog());
+    const instance = () =>
+      new Quotas(
+        new AppSettings(rawContainer<SettingDoc>(store, 'resources')),
+        narrowed(store.container('quotas'), isQuotaCounter),
+        memoryLog(),
+      );
     const [one, two] = [instance(), instance()];
     await one.enforce(alice, 'any');
     await two.enforce(alice, 'any');
@@ -84,14 +133,25 @@ describe('quotas', () => {
     expect((denied as DomainError).kind).toBe('rate-limited');
     expect((denied as DomainError).body).toMatchObject({ quota_exceeded: true, quota_name: 'PerUser' });
     expect(Number((denied as DomainError).headers['retry-after'])).toBeGreaterThan(0);
-    await expect(one.enforce(bob, 'any')).resolves.toMatchObject({ headers: { ratelimit: expect.stringMatching(/^"PerUser";r=2;t=\d+$/) as string } });
+    await expect(one.enforce(bob, 'any')).resolves.toMatchObject({
+      headers: { ratelimit: expect.stringMatching(/^"PerUser";r=2;t=\d+$/) as string },
+    });
   });
 
   it('ignores an invalid definitions setting instead of failing every request, and says so', async () => {
     const store = openSqliteStore(':memory:');
-    await rawContainer<SettingDoc>(store, 'resources').create({ id: resourceId(QUOTA_SETTING), pk: APP_CONFIG_PK, key: QUOTA_SETTING, value: '{not json' });
+    await rawContainer<SettingDoc>(store, 'resources').create({
+      id: resourceId(QUOTA_SETTING),
+      pk: APP_CONFIG_PK,
+      key: QUOTA_SETTING,
+      value: '{not json',
+    });
     const log = memoryLog();
-    const quotas = new Quotas(new AppSettings(rawContainer<SettingDoc>(store, 'resources')), narrowed(store.container('quotas'), isQuotaCounter), log);
+    const quotas = new Quotas(
+      new AppSettings(rawContainer<SettingDoc>(store, 'resources')),
+      narrowed(store.container('quotas'), isQuotaCounter),
+      log,
+    );
     await expect(quotas.enforce(alice, 'any')).resolves.toEqual({ headers: {}, reservation: { entries: [] } });
     expect(log.records.some((r) => r.message.includes('Ignoring invalid'))).toBe(true);
   });
@@ -112,6 +172,8 @@ describe('quotas', () => {
     expect(used.tokens).toBeLessThanOrEqual(10 + 5);
     expect(used.admitted).toBeGreaterThanOrEqual(2);
     // What a refused or ended call reserved is given back: a new window's budget is whole again for bob.
-    await expect(call(quotas, bob, 'helper')).resolves.toMatchObject({ ratelimit: expect.stringMatching(/^"Tokens";r=10;/) as string });
+    await expect(call(quotas, bob, 'helper')).resolves.toMatchObject({
+      ratelimit: expect.stringMatching(/^"Tokens";r=10;/) as string,
+    });
   });
 });

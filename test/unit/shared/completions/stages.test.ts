@@ -21,15 +21,47 @@ describe('the stages of a completion', () => {
   beforeAll(async () => {
     llm = await startMockLlm();
     s = await testServices({ env: { ALLOW_PRIVATE_NETWORK: 'true' } });
-    await put(s, apiEndpointConfigurations, 'mock', { provider: 'openai', url: `${llm.url}/v1`, authentication_type: 'None' });
-    await put(s, aiModels, 'chat', { model_type: 'completion', deployment_name: 'chat', api_endpoint_object_id: id(apiEndpointConfigurations, 'mock'), model_parameters: { temperature: 0.2, seed: 7 }, pricing: { input_per_million: 1000, output_per_million: 0, currency: 'USD' } });
+    await put(s, apiEndpointConfigurations, 'mock', {
+      provider: 'openai',
+      url: `${llm.url}/v1`,
+      authentication_type: 'None',
+    });
+    await put(s, aiModels, 'chat', {
+      model_type: 'completion',
+      deployment_name: 'chat',
+      api_endpoint_object_id: id(apiEndpointConfigurations, 'mock'),
+      model_parameters: { temperature: 0.2, seed: 7 },
+      pricing: { input_per_million: 1000, output_per_million: 0, currency: 'USD' },
+    });
     await put(s, prompts, 'terse', { prefix: 'Be terse.', suffix: 'Answer in one line.' });
-    await put(s, workflows, 'chat', { workflow_type: 'chat', workflow_host: 'builtin', main_ai_model_object_id: id(aiModels, 'chat'), main_prompt_object_id: id(prompts, 'terse') });
+    await put(s, workflows, 'chat', {
+      workflow_type: 'chat',
+      workflow_host: 'builtin',
+      main_ai_model_object_id: id(aiModels, 'chat'),
+      main_prompt_object_id: id(prompts, 'terse'),
+    });
     // Saving checks what a link names only when it exists: the model is made an embedding model afterwards.
-    await put(s, workflows, 'wrong-model', { workflow_type: 'chat', workflow_host: 'builtin', main_ai_model_object_id: id(aiModels, 'later'), main_prompt_object_id: id(prompts, 'terse') });
-    await put(s, aiModels, 'later', { model_type: 'embedding', deployment_name: 'later', api_endpoint_object_id: id(apiEndpointConfigurations, 'mock') });
-    await put(s, workflows, 'no-prompt', { workflow_type: 'chat', workflow_host: 'builtin', main_ai_model_object_id: id(aiModels, 'chat'), main_prompt_object_id: id(prompts, 'gone') });
-    await put(s, agents, 'helper', { workflow_object_id: id(workflows, 'chat'), conversation_history_settings: { enabled: true, max_history: 2 } });
+    await put(s, workflows, 'wrong-model', {
+      workflow_type: 'chat',
+      workflow_host: 'builtin',
+      main_ai_model_object_id: id(aiModels, 'later'),
+      main_prompt_object_id: id(prompts, 'terse'),
+    });
+    await put(s, aiModels, 'later', {
+      model_type: 'embedding',
+      deployment_name: 'later',
+      api_endpoint_object_id: id(apiEndpointConfigurations, 'mock'),
+    });
+    await put(s, workflows, 'no-prompt', {
+      workflow_type: 'chat',
+      workflow_host: 'builtin',
+      main_ai_model_object_id: id(aiModels, 'chat'),
+      main_prompt_object_id: id(prompts, 'gone'),
+    });
+    await put(s, agents, 'helper', {
+      workflow_object_id: id(workflows, 'chat'),
+      conversation_history_settings: { enabled: true, max_history: 2 },
+    });
   });
   afterAll(async () => {
     await s.close();
@@ -38,18 +70,28 @@ describe('the stages of a completion', () => {
 
   const answer = async (prompt: string, extra: Partial<CompletionRequest> = {}, who = OWNER) => {
     const admitted = await admit(s, who, request({ user_prompt: prompt, agent_name: 'helper', ...extra }));
-    return runCompletion(s, who, admitted, { operationId: `op-${Math.random().toString(36).slice(2)}`, mayRepeat: false });
+    return runCompletion(s, who, admitted, {
+      operationId: `op-${Math.random().toString(36).slice(2)}`,
+      mayRepeat: false,
+    });
   };
 
   describe('admission', () => {
     it('names agent_name for an agent that does not exist, and answers 403 for one the caller may not use', async () => {
-      await expect(admit(s, OWNER, request({ user_prompt: 'hi', agent_name: 'nobody' }))).rejects.toMatchObject({ kind: 'invalid', details: [{ field: 'agent_name' }] });
-      await expect(admit(s, user('stranger@example.com'), request({ user_prompt: 'hi', agent_name: 'helper' }))).rejects.toMatchObject({ kind: 'forbidden' });
+      await expect(admit(s, OWNER, request({ user_prompt: 'hi', agent_name: 'nobody' }))).rejects.toMatchObject({
+        kind: 'invalid',
+        details: [{ field: 'agent_name' }],
+      });
+      await expect(
+        admit(s, user('stranger@example.com'), request({ user_prompt: 'hi', agent_name: 'helper' })),
+      ).rejects.toMatchObject({ kind: 'forbidden' });
     });
 
     it("takes the caller's only usable agent when none is named, and refuses an attachment that is not the caller's", async () => {
       expect((await admit(s, OWNER, request({ user_prompt: 'hi' }))).agent.name).toBe('helper');
-      await expect(admit(s, OWNER, request({ user_prompt: 'hi', attachments: ['/files/not-mine'] }))).rejects.toMatchObject({ kind: 'invalid', details: [{ field: 'attachments' }] });
+      await expect(
+        admit(s, OWNER, request({ user_prompt: 'hi', attachments: ['/files/not-mine'] })),
+      ).rejects.toMatchObject({ kind: 'invalid', details: [{ field: 'attachments' }] });
     });
   });
 
@@ -83,8 +125,14 @@ describe('the stages of a completion', () => {
     it('refuses an agent whose workflow names an embedding model, or a prompt that does not exist, naming what is wrong', async () => {
       await put(s, agents, 'wrong', { workflow_object_id: id(workflows, 'wrong-model') });
       await put(s, agents, 'promptless', { workflow_object_id: id(workflows, 'no-prompt') });
-      await expect(answer('hi', { agent_name: 'wrong' })).rejects.toMatchObject({ kind: 'invalid', message: expect.stringContaining('not a completion model') as string });
-      await expect(answer('hi', { agent_name: 'promptless' })).rejects.toMatchObject({ kind: 'invalid', message: expect.stringContaining('its prompt is missing') as string });
+      await expect(answer('hi', { agent_name: 'wrong' })).rejects.toMatchObject({
+        kind: 'invalid',
+        message: expect.stringContaining('not a completion model') as string,
+      });
+      await expect(answer('hi', { agent_name: 'promptless' })).rejects.toMatchObject({
+        kind: 'invalid',
+        message: expect.stringContaining('its prompt is missing') as string,
+      });
     });
   });
 
@@ -94,7 +142,14 @@ describe('the stages of a completion', () => {
       const rewriting: AgentDoc | undefined = await s.resourceCache.get(
         await put(s, agents, 'rewriting', {
           workflow_object_id: id(workflows, 'chat'),
-          text_rewrite_settings: { user_prompt_rewrite_enabled: true, user_prompt_rewrite_settings: { user_prompt_rewrite_ai_model_object_id: id(aiModels, 'chat'), user_prompt_rewrite_prompt_object_id: id(prompts, 'rewriter'), user_prompts_window_size: 1 } },
+          text_rewrite_settings: {
+            user_prompt_rewrite_enabled: true,
+            user_prompt_rewrite_settings: {
+              user_prompt_rewrite_ai_model_object_id: id(aiModels, 'chat'),
+              user_prompt_rewrite_prompt_object_id: id(prompts, 'rewriter'),
+              user_prompts_window_size: 1,
+            },
+          },
         }),
         agents,
       );
@@ -102,7 +157,12 @@ describe('the stages of a completion', () => {
       const session = await s.conversations.create(OWNER.upn, 'rewrite');
       await answer('Tell me about penguins.', { session_id: session.id });
       const before = llm.requests.length;
-      const rewritten = await rewritePrompt(s, { principal: OWNER, agent: rewriting, session: await s.conversations.get(OWNER.upn, session.id), prompt: 'Where do they sleep?' });
+      const rewritten = await rewritePrompt(s, {
+        principal: OWNER,
+        agent: rewriting,
+        session: await s.conversations.get(OWNER.upn, session.id),
+        prompt: 'Where do they sleep?',
+      });
       expect(llm.requests[before]?.body.messages).toEqual([
         { role: 'system', content: 'Rewrite the question to stand alone.' },
         { role: 'user', content: 'Tell me about penguins.' },
@@ -115,7 +175,9 @@ describe('the stages of a completion', () => {
     it('does nothing for an agent without a rewrite', async () => {
       const helper = await s.resourceCache.get(id(agents, 'helper'), agents);
       if (!helper) throw new Error('no helper');
-      expect(await rewritePrompt(s, { principal: OWNER, agent: helper, session: undefined, prompt: 'hello' })).toBeUndefined();
+      expect(
+        await rewritePrompt(s, { principal: OWNER, agent: helper, session: undefined, prompt: 'hello' }),
+      ).toBeUndefined();
     });
   });
 

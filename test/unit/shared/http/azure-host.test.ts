@@ -21,7 +21,11 @@ describe('Azure Functions adapter', () => {
   });
 
   it('answers status through a Functions HttpRequest', async () => {
-    const req = new functions.HttpRequest({ method: 'GET', url: `http://localhost:7071/instances/${INSTANCE}/status`, params: { instanceId: INSTANCE } });
+    const req = new functions.HttpRequest({
+      method: 'GET',
+      url: `http://localhost:7071/instances/${INSTANCE}/status`,
+      params: { instanceId: INSTANCE },
+    });
     const res = await functionsHandler(route('status-core-instance'), () => Promise.resolve(s))(req);
     expect(res.status).toBe(200);
     expect(JSON.parse(res.body as string)).toMatchObject({ status: 'ready', name: 'CoreAPI', instance_id: INSTANCE });
@@ -31,11 +35,18 @@ describe('Azure Functions adapter', () => {
   it('authenticates with the same pipeline', async () => {
     const url = `http://localhost:7071/instances/${INSTANCE}/branding`;
     const handler = functionsHandler(route('branding-get'), () => Promise.resolve(s));
-    const anonymous = await handler(new functions.HttpRequest({ method: 'GET', url, params: { instanceId: INSTANCE } }));
+    const anonymous = await handler(
+      new functions.HttpRequest({ method: 'GET', url, params: { instanceId: INSTANCE } }),
+    );
     expect(anonymous.status).toBe(401);
     expect((anonymous.headers as Record<string, string>)['www-authenticate']).toBe('Bearer');
     const authed = await handler(
-      new functions.HttpRequest({ method: 'GET', url, params: { instanceId: INSTANCE }, headers: { authorization: `Bearer ${await s.token()}` } }),
+      new functions.HttpRequest({
+        method: 'GET',
+        url,
+        params: { instanceId: INSTANCE },
+        headers: { authorization: `Bearer ${await s.token()}` },
+      }),
     );
     expect(authed.status).toBe(200);
     expect(JSON.parse(authed.body as string)).toHaveProperty('company_name', 'Agent Platform');
@@ -50,12 +61,23 @@ describe('Azure Functions adapter', () => {
 
   /** What a host registers for SERVICE_APIS=apis, from the groups as they are or (`table`) from the bundle's function table. */
   async function registered(apis: string, table = false) {
-    const http: { name: string; methods: string[]; route: string; handler: (req: functions.HttpRequest) => Promise<functions.HttpResponseInit> }[] = [];
+    const http: {
+      name: string;
+      methods: string[];
+      route: string;
+      handler: (req: functions.HttpRequest) => Promise<functions.HttpResponseInit>;
+    }[] = [];
     const queues: string[] = [];
     const timers: string[] = [];
     const queueHandlers = new Map<string, functions.StorageQueueHandler>();
     const registrar = {
-      http: (name: string, o: functions.HttpFunctionOptions) => http.push({ name, methods: o.methods ?? [], route: o.route ?? '', handler: o.handler as (typeof http)[number]['handler'] }),
+      http: (name: string, o: functions.HttpFunctionOptions) =>
+        http.push({
+          name,
+          methods: o.methods ?? [],
+          route: o.route ?? '',
+          handler: o.handler as (typeof http)[number]['handler'],
+        }),
       storageQueue: (name: string, o: functions.StorageQueueFunctionOptions) => {
         queues.push(`${name} ${o.queueName}`);
         queueHandlers.set(name, o.handler);
@@ -69,49 +91,80 @@ describe('Azure Functions adapter', () => {
     return { http, queues, timers, queueHandlers, config };
   }
 
-  it.each(['core', 'management', 'core,management'])('registers every (method, route) pair and every function name once, for SERVICE_APIS=%s', async (apis) => {
-    const { http, queues, timers, config } = await registered(apis);
+  it.each(['core', 'management', 'core,management'])(
+    'registers every (method, route) pair and every function name once, for SERVICE_APIS=%s',
+    async (apis) => {
+      const { http, queues, timers, config } = await registered(apis);
 
-    const pairs = http.flatMap((f) => f.methods.map((m) => `${m} /${f.route.toLowerCase()}`));
-    expect(pairs.length).toBe(new Set(pairs).size);
-    const names = http.map((f) => f.name.toLowerCase());
-    expect(names.length).toBe(new Set(names).size);
-    for (const f of http) expect(f.name).toMatch(/^[A-Za-z][A-Za-z0-9_-]{0,127}$/);
-    // Every route of the APIs served is reachable at its path.
-    for (const r of ROUTES.filter((x) => config.serviceApis.includes(x.api))) expect(pairs).toContain(`${r.method} ${r.path.toLowerCase()}`);
-    expect(queues).toEqual(config.serviceApis.includes('core') ? QUEUE_HANDLERS.map((q) => `${q.name} ${queueName(config, q.queue)}`) : []);
-    if (config.serviceApis.includes('core')) expect(queues).toContain('completions-poison async-completions-poison');
-    // Scheduled pipelines: a timer each minute beside the queue triggers.
-    expect(timers).toEqual(config.serviceApis.includes('core') ? ['data-pipelines-schedule 0 * * * * *'] : []);
-  });
+      const pairs = http.flatMap((f) => f.methods.map((m) => `${m} /${f.route.toLowerCase()}`));
+      expect(pairs.length).toBe(new Set(pairs).size);
+      const names = http.map((f) => f.name.toLowerCase());
+      expect(names.length).toBe(new Set(names).size);
+      for (const f of http) expect(f.name).toMatch(/^[A-Za-z][A-Za-z0-9_-]{0,127}$/);
+      // Every route of the APIs served is reachable at its path.
+      for (const r of ROUTES.filter((x) => config.serviceApis.includes(x.api)))
+        expect(pairs).toContain(`${r.method} ${r.path.toLowerCase()}`);
+      expect(queues).toEqual(
+        config.serviceApis.includes('core') ? QUEUE_HANDLERS.map((q) => `${q.name} ${queueName(config, q.queue)}`) : [],
+      );
+      if (config.serviceApis.includes('core')) expect(queues).toContain('completions-poison async-completions-poison');
+      // Scheduled pipelines: a timer each minute beside the queue triggers.
+      expect(timers).toEqual(config.serviceApis.includes('core') ? ['data-pipelines-schedule 0 * * * * *'] : []);
+    },
+  );
 
   it("registers the deployed bundle's functions from its table exactly as from the groups, each loading its group at the first call", async () => {
     const table = await functionTable();
-    expect(table.routes.map((r) => `${r.name} ${r.api} ${r.method} ${r.path}`)).toEqual(ROUTES.map((r) => `${r.name} ${r.api} ${r.method} ${r.path}`));
+    expect(table.routes.map((r) => `${r.name} ${r.api} ${r.method} ${r.path}`)).toEqual(
+      ROUTES.map((r) => `${r.name} ${r.api} ${r.method} ${r.path}`),
+    );
     expect(table.queues.map((q) => q.name)).toEqual(QUEUE_HANDLERS.map((q) => q.name));
     expect(table.timers.map((t) => t.name)).toEqual(TIMERS.map((t) => t.name));
     const fromRoutes = await registered('core,management');
     const fromTable = await registered('core,management', true);
-    const shape = ({ http, queues, timers }: typeof fromRoutes) => ({ http: http.map(({ name, methods, route }) => ({ name, methods, route })), queues, timers });
+    const shape = ({ http, queues, timers }: typeof fromRoutes) => ({
+      http: http.map(({ name, methods, route }) => ({ name, methods, route })),
+      queues,
+      timers,
+    });
     expect(shape(fromTable)).toEqual(shape(fromRoutes));
 
     const handler = (name: string) => fromTable.http.find((f) => f.name === name)?.handler;
     const url = `http://localhost:7071/instances/${INSTANCE}/branding`;
-    const anonymous = await handler('branding-get')?.(new functions.HttpRequest({ method: 'GET', url, params: { instanceId: INSTANCE } }));
+    const anonymous = await handler('branding-get')?.(
+      new functions.HttpRequest({ method: 'GET', url, params: { instanceId: INSTANCE } }),
+    );
     expect(anonymous?.status).toBe(401);
-    const authed = await handler('branding-get')?.(new functions.HttpRequest({ method: 'GET', url, params: { instanceId: INSTANCE }, headers: { authorization: `Bearer ${await s.token()}` } }));
+    const authed = await handler('branding-get')?.(
+      new functions.HttpRequest({
+        method: 'GET',
+        url,
+        params: { instanceId: INSTANCE },
+        headers: { authorization: `Bearer ${await s.token()}` },
+      }),
+    );
     expect(JSON.parse(authed?.body as string)).toHaveProperty('company_name', 'Agent Platform');
     // The OpenAPI document, whose group loads every other, lists every path.
-    const openapi = await handler('meta-openapi-core')?.(new functions.HttpRequest({ method: 'GET', url: 'http://localhost:7071/openapi.json' }));
+    const openapi = await handler('meta-openapi-core')?.(
+      new functions.HttpRequest({ method: 'GET', url: 'http://localhost:7071/openapi.json' }),
+    );
     const doc = JSON.parse(openapi?.body as string) as { paths: Record<string, unknown> };
     for (const r of ROUTES.filter((x) => x.api === 'core')) expect(Object.keys(doc.paths)).toContain(r.path);
     // A queue trigger's handler loads too: a message its schema refuses is logged and dropped.
-    await fromTable.queueHandlers.get('webhooks-deliver')?.({ not: 'a delivery' }, new functions.InvocationContext({ triggerMetadata: { id: 'm-1', dequeueCount: 1 } }));
-    expect(s.log.records.find((r) => r.message.startsWith('Queue message dropped'))?.fields).toMatchObject({ handler: 'webhooks-deliver', id: 'm-1' });
+    await fromTable.queueHandlers.get('webhooks-deliver')?.(
+      { not: 'a delivery' },
+      new functions.InvocationContext({ triggerMetadata: { id: 'm-1', dequeueCount: 1 } }),
+    );
+    expect(s.log.records.find((r) => r.message.startsWith('Queue message dropped'))?.fields).toMatchObject({
+      handler: 'webhooks-deliver',
+      id: 'm-1',
+    });
   });
 
   it("gives a host with both APIs the Management API's OpenAPI document at /openapi.json?api=management", async () => {
-    const r = await functionsHandler(route('meta-openapi-core'), () => Promise.resolve(s))(new functions.HttpRequest({ method: 'GET', url: 'http://localhost:7071/openapi.json?api=management' }));
+    const r = await functionsHandler(route('meta-openapi-core'), () => Promise.resolve(s))(
+      new functions.HttpRequest({ method: 'GET', url: 'http://localhost:7071/openapi.json?api=management' }),
+    );
     const doc = JSON.parse(r.body as string) as { info: { title: string }; paths: Record<string, unknown> };
     expect(doc.info.title).toBe('Agent Platform Management API');
     expect(Object.keys(doc.paths)).toContain('/instances/{instanceId}/identity');

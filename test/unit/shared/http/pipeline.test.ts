@@ -68,25 +68,42 @@ describe('pipeline', () => {
   it('echoes a well-formed x-request-id and makes one otherwise', async () => {
     const given = await call(routes, s, { api: 'core', path: '/status', headers: { 'x-request-id': 'abc-123' } });
     expect(given.headers?.['x-request-id']).toBe('abc-123');
-    const bad = await call(routes, s, { api: 'core', path: '/status', headers: { 'x-request-id': 'no spaces allowed' } });
+    const bad = await call(routes, s, {
+      api: 'core',
+      path: '/status',
+      headers: { 'x-request-id': 'no spaces allowed' },
+    });
     expect(bad.headers?.['x-request-id']).toMatch(/^[0-9a-f-]{36}$/);
   });
 
   it('answers 404 for another instance id, before anything else', async () => {
-    const r = await call(routes, s, { method: 'POST', path: '/instances/00000000-0000-0000-0000-000000000000/echo', body: {} });
+    const r = await call(routes, s, {
+      method: 'POST',
+      path: '/instances/00000000-0000-0000-0000-000000000000/echo',
+      body: {},
+    });
     expect(r.status).toBe(404);
     expect(r.json).toMatchObject({ error: { code: 'NotFound' } });
   });
 
   it('answers 401 with WWW-Authenticate when no credential is sent', async () => {
-    const r = await call(routes, s, { method: 'POST', path: `/instances/${INSTANCE}/echo`, body: { user_prompt: 'x' } });
+    const r = await call(routes, s, {
+      method: 'POST',
+      path: `/instances/${INSTANCE}/echo`,
+      body: { user_prompt: 'x' },
+    });
     expect(r.status).toBe(401);
     expect(r.headers?.['www-authenticate']).toBe('Bearer');
     expect(r.json).toEqual({ error: { code: 'Unauthorized', message: 'Authentication required' } });
   });
 
   it('hands the verified principal to the handler', async () => {
-    const r = await call(routes, s, { method: 'POST', path: `/instances/${INSTANCE}/echo`, headers: auth, body: { user_prompt: 'hi' } });
+    const r = await call(routes, s, {
+      method: 'POST',
+      path: `/instances/${INSTANCE}/echo`,
+      headers: auth,
+      body: { user_prompt: 'hi' },
+    });
     expect(r.status).toBe(200);
     expect(r.json).toEqual({ prompt: 'hi', upn: 'alice@example.com' });
   });
@@ -118,14 +135,35 @@ describe('pipeline', () => {
     const p = await call(routes, s, { method: 'POST', path: `/instances/${INSTANCE}/p-echo`, headers: auth, body: {} });
     expect(p.status).toBe(400);
     expect(p.headers?.['content-type']).toBe('application/problem+json');
-    expect(p.json).toMatchObject({ title: 'BadRequest', status: 400, detail: 'user_prompt: user_prompt is required', instance: `/instances/${INSTANCE}/p-echo` });
+    expect(p.json).toMatchObject({
+      title: 'BadRequest',
+      status: 400,
+      detail: 'user_prompt: user_prompt is required',
+      instance: `/instances/${INSTANCE}/p-echo`,
+    });
   });
 
   it('answers 400 for a body that is not JSON, 415 for one not sent as JSON, and 413 past the size limit', async () => {
-    const bad = await call(routes, s, { method: 'POST', path: `/instances/${INSTANCE}/echo`, headers: { ...auth, 'content-type': 'application/json' }, body: '{"user_prompt":' });
+    const bad = await call(routes, s, {
+      method: 'POST',
+      path: `/instances/${INSTANCE}/echo`,
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: '{"user_prompt":',
+    });
     expect(bad.status).toBe(400);
-    expect(bad.json).toMatchObject({ error: { code: 'ValidationError', message: 'Request body is not valid JSON', details: [{ field: 'body', message: 'Request body is not valid JSON' }] } });
-    const untyped = await call(routes, s, { method: 'POST', path: `/instances/${INSTANCE}/echo`, headers: { ...auth, 'content-type': 'text/plain' }, body: '{"user_prompt":"x"}' });
+    expect(bad.json).toMatchObject({
+      error: {
+        code: 'ValidationError',
+        message: 'Request body is not valid JSON',
+        details: [{ field: 'body', message: 'Request body is not valid JSON' }],
+      },
+    });
+    const untyped = await call(routes, s, {
+      method: 'POST',
+      path: `/instances/${INSTANCE}/echo`,
+      headers: { ...auth, 'content-type': 'text/plain' },
+      body: '{"user_prompt":"x"}',
+    });
     expect(untyped.status).toBe(415);
     expect(untyped.json).toMatchObject({ error: { code: 'UnsupportedMediaType' } });
     const big = await call(routes, s, {
@@ -158,7 +196,17 @@ describe('pipeline', () => {
       auth: 'none',
       errors: 'core',
       responses: {},
-      handler: () => Promise.reject(new DomainError('rate-limited', 'QuotaExceeded', 'slow down', [], { 'retry-after': '60' }, { quota_exceeded: true })),
+      handler: () =>
+        Promise.reject(
+          new DomainError(
+            'rate-limited',
+            'QuotaExceeded',
+            'slow down',
+            [],
+            { 'retry-after': '60' },
+            { quota_exceeded: true },
+          ),
+        ),
     });
     const r = await call([quota], s, { path: '/q' });
     expect(r.status).toBe(429);

@@ -26,7 +26,10 @@ describe('router', () => {
   it('prefers literal segments over parameters, whatever the table order', () => {
     const m = match('GET', '/instances/i/providers/Svc.Agent/agents/a1');
     expect(m).toMatchObject({ kind: 'found', route: literal, params: { instanceId: 'i', name: 'a1' } });
-    expect(match('GET', '/instances/i/providers/Svc.Prompt/prompts/p')).toMatchObject({ kind: 'found', route: generic });
+    expect(match('GET', '/instances/i/providers/Svc.Prompt/prompts/p')).toMatchObject({
+      kind: 'found',
+      route: generic,
+    });
   });
 
   it('matches literals case-insensitively and decodes parameters', () => {
@@ -35,7 +38,10 @@ describe('router', () => {
   });
 
   it('tells a wrong method from an unknown path', () => {
-    expect(match('DELETE', '/instances/i/providers/Svc.Agent/agents/a')).toEqual({ kind: 'method-not-allowed', allow: ['GET', 'POST'] });
+    expect(match('DELETE', '/instances/i/providers/Svc.Agent/agents/a')).toEqual({
+      kind: 'method-not-allowed',
+      allow: ['GET', 'POST'],
+    });
     expect(match('GET', '/nothing/here')).toEqual({ kind: 'not-found' });
     expect(match('GET', '/instances/i/providers/Svc.Agent/agents/%E0%A4%A')).toEqual({ kind: 'not-found' });
   });

@@ -11,7 +11,13 @@ import { parseFilter } from '../../../../shared/knowledge/filter.js';
 import { partitionText } from '../../../../shared/knowledge/partition.js';
 import { underPrefix } from '../../../../shared/knowledge/sources.js';
 import { CORRUPT_PDF, documentFiles, htmlOf, TEXTS, TITLES, type DocumentName } from '../../../support/documents.js';
-import { compressedStreamBombPdf, deepHtml, docxBomb, manyPagesPdf, unclosedInlineHtml } from '../../../support/hostile-documents.js';
+import {
+  compressedStreamBombPdf,
+  deepHtml,
+  docxBomb,
+  manyPagesPdf,
+  unclosedInlineHtml,
+} from '../../../support/hostile-documents.js';
 
 describe('index filter expressions', () => {
   it('parses eq clauses on source and file_name joined by and, with quotes doubled inside values', () => {
@@ -83,7 +89,9 @@ describe('text extraction', () => {
     await expect(extractText(CORRUPT_PDF, '.pdf', 'x.pdf')).rejects.toThrow(ExtractionError);
     await expect(extractText(Buffer.from([0xff, 0xfe, 0x00, 0xc3]), '.txt', 'x.txt')).rejects.toThrow('not UTF-8');
     await expect(extractText(Buffer.from('x'), '.exe', 'x.exe')).rejects.toThrow('.exe documents are not indexed');
-    await expect(extractText(Buffer.from('PK\u0003\u0004 not a zip'), '.docx', 'x.docx')).rejects.toThrow(ExtractionError);
+    await expect(extractText(Buffer.from('PK\u0003\u0004 not a zip'), '.docx', 'x.docx')).rejects.toThrow(
+      ExtractionError,
+    );
   });
 
   it('reads the format from the name, or for a web page without one from its content type', () => {
@@ -107,7 +115,15 @@ describe('web source prefixes', () => {
 
 describe('full-text terms of a prompt', () => {
   it('keeps words and tokens like part numbers whole, trims punctuation at their ends, lower-cases, drops repeats, at most 32', () => {
-    expect(searchTerms('What does ERR-4711 mean? "Quoted", (part ZX-9000)... what')).toEqual(['what', 'does', 'err-4711', 'mean', 'quoted', 'part', 'zx-9000']);
+    expect(searchTerms('What does ERR-4711 mean? "Quoted", (part ZX-9000)... what')).toEqual([
+      'what',
+      'does',
+      'err-4711',
+      'mean',
+      'quoted',
+      'part',
+      'zx-9000',
+    ]);
     expect(searchTerms('?? -- …')).toEqual([]);
     expect(searchTerms(Array.from({ length: 50 }, (_, i) => `w${i}`).join(' '))).toHaveLength(32);
   });
@@ -134,7 +150,9 @@ describe('the Cosmos DB vector search query', () => {
 
   it('ranks a hybrid search by RRF of the vector distance and the BM25 score of the terms', () => {
     const q = vectorSearchQuery('docs', [0.1], 5, {}, 1000, 'everything', ['err-4711', 'mean']);
-    expect(q.query).toContain('ORDER BY RANK RRF(VectorDistance(c.vector, @vector), FullTextScore(c.text, @term0, @term1))');
+    expect(q.query).toContain(
+      'ORDER BY RANK RRF(VectorDistance(c.vector, @vector), FullTextScore(c.text, @term0, @term1))',
+    );
     expect(q.parameters?.slice(-2)).toEqual([
       { name: '@term0', value: 'err-4711' },
       { name: '@term1', value: 'mean' },
@@ -142,7 +160,10 @@ describe('the Cosmos DB vector search query', () => {
   });
 
   it("admits partitions for everyone and those of the readers' groups, case-insensitively; the service reads everything", () => {
-    expect(vectorSearchQuery('docs', [0.1], 5, {}, 1000, ['G-One', 'g-two', 'g-one']).parameters?.at(-1)).toEqual({ name: '@readers', value: ['g-one', 'g-two'] });
+    expect(vectorSearchQuery('docs', [0.1], 5, {}, 1000, ['G-One', 'g-two', 'g-one']).parameters?.at(-1)).toEqual({
+      name: '@readers',
+      value: ['g-one', 'g-two'],
+    });
     const all = vectorSearchQuery('docs', [0.1], 5, {}, 1000, 'everything');
     expect(all.query).not.toContain('access_groups');
     expect((all.parameters ?? []).map((p) => p.name)).not.toContain('@readers');
@@ -170,7 +191,9 @@ describe('hostile documents', () => {
   });
 
   it('cuts a compressed-stream bomb at the deadline or the heap limit, and reads the next document', async () => {
-    await expect(read(await compressedStreamBombPdf(), '.pdf')).rejects.toThrow(/took longer than 5 s|needs more than 256 MiB/);
+    await expect(read(await compressedStreamBombPdf(), '.pdf')).rejects.toThrow(
+      /took longer than 5 s|needs more than 256 MiB/,
+    );
     const ok = await read(htmlOf('After', 'the pool reads on'), '.html');
     expect(ok.text).toContain('the pool reads on');
   });

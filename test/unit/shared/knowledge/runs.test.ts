@@ -5,7 +5,14 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockLlm, type MockLlm } from '../../../../scripts/mock-llm.js';
 import { failPoisonedRun, runPipeline, startRun } from '../../../../shared/knowledge/runs.js';
-import { aiModels, apiEndpointConfigurations, dataPipelineRuns, dataPipelines, dataSources, type DataPipelineRunDoc } from '../../../../shared/providers/types/catalog.js';
+import {
+  aiModels,
+  apiEndpointConfigurations,
+  dataPipelineRuns,
+  dataPipelines,
+  dataSources,
+  type DataPipelineRunDoc,
+} from '../../../../shared/providers/types/catalog.js';
 import { RunMessage } from '../../../../shared/queues/messages.js';
 import { objectIdOf, type ResourceKind } from '../../../../shared/providers/types/resource-type.js';
 import { OWNER, put } from '../../../support/resources.js';
@@ -41,13 +48,24 @@ describe('data pipeline runs', () => {
     web = http.createServer((req, res) => {
       const text = files.get(req.url ?? '');
       if (text === undefined) res.writeHead(404).end();
-      else res.writeHead(200, { 'content-type': req.url?.endsWith('.txt') ? 'text/plain' : 'application/octet-stream' }).end(text);
+      else
+        res
+          .writeHead(200, { 'content-type': req.url?.endsWith('.txt') ? 'text/plain' : 'application/octet-stream' })
+          .end(text);
     });
     await new Promise<void>((resolve) => web.listen(0, '127.0.0.1', resolve));
     base = `http://127.0.0.1:${(web.address() as AddressInfo).port}`;
     s = await testServices({ env: { ALLOW_PRIVATE_NETWORK: 'true' }, producer });
-    await put(s, apiEndpointConfigurations, 'mock', { provider: 'openai', url: `${llm.url}/v1`, authentication_type: 'None' });
-    await put(s, aiModels, 'embed', { model_type: 'embedding', deployment_name: 'embed', api_endpoint_object_id: id(apiEndpointConfigurations, 'mock') });
+    await put(s, apiEndpointConfigurations, 'mock', {
+      provider: 'openai',
+      url: `${llm.url}/v1`,
+      authentication_type: 'None',
+    });
+    await put(s, aiModels, 'embed', {
+      model_type: 'embedding',
+      deployment_name: 'embed',
+      api_endpoint_object_id: id(apiEndpointConfigurations, 'mock'),
+    });
     await put(s, dataSources, 'site', { data_source_type: 'Web', urls: [`${base}/docs/`] });
     files.set('/docs/a.txt', 'Penguins huddle together through the winter.');
     files.set('/docs/b.txt', 'Albatrosses glide for hours without a wingbeat.');
@@ -67,10 +85,18 @@ describe('data pipeline runs', () => {
 
   it('indexes each readable document, and reports one it cannot read without failing the run', async () => {
     const done = await processed('birds');
-    expect(done).toMatchObject({ status: 'Completed', counts: { documents: 3, added: 2, failed_documents: 1, unchanged: 0, removed: 0 } });
-    expect(done.errors).toEqual([{ source: `${base}/docs/c.bin`, message: expect.stringContaining('not indexed') as string }]);
+    expect(done).toMatchObject({
+      status: 'Completed',
+      counts: { documents: 3, added: 2, failed_documents: 1, unchanged: 0, removed: 0 },
+    });
+    expect(done.errors).toEqual([
+      { source: `${base}/docs/c.bin`, message: expect.stringContaining('not indexed') as string },
+    ]);
     expect(done.reading).toBeUndefined();
-    expect((await s.vectors.documents('birds')).map((d) => d.source).sort()).toEqual([`${base}/docs/a.txt`, `${base}/docs/b.txt`]);
+    expect((await s.vectors.documents('birds')).map((d) => d.source).sort()).toEqual([
+      `${base}/docs/a.txt`,
+      `${base}/docs/b.txt`,
+    ]);
   });
 
   it('leaves unchanged documents alone, re-indexes a changed one, and removes one the source no longer has', async () => {
@@ -82,10 +108,21 @@ describe('data pipeline runs', () => {
   });
 
   it('refuses to start a run whose embedding model is missing, and fails a run the poison queue gives up', async () => {
-    await put(s, dataPipelines, 'broken', { data_source_object_id: id(dataSources, 'site'), source_paths: [], index_name: 'broken', embedding_ai_model_object_id: id(aiModels, 'missing') });
-    await expect(startRun(s, OWNER, 'broken')).rejects.toMatchObject({ kind: 'invalid', message: expect.stringContaining('does not exist') as string });
+    await put(s, dataPipelines, 'broken', {
+      data_source_object_id: id(dataSources, 'site'),
+      source_paths: [],
+      index_name: 'broken',
+      embedding_ai_model_object_id: id(aiModels, 'missing'),
+    });
+    await expect(startRun(s, OWNER, 'broken')).rejects.toMatchObject({
+      kind: 'invalid',
+      message: expect.stringContaining('does not exist') as string,
+    });
     const { object_id } = await startRun(s, OWNER, 'birds');
     await failPoisonedRun({ run: object_id.split('/').pop() ?? '' }, { id: 'm', dequeueCount: 5 }, s);
-    expect(await run(object_id)).toMatchObject({ status: 'Failed', errors: [{ message: expect.stringContaining('several attempts') as string }] });
+    expect(await run(object_id)).toMatchObject({
+      status: 'Failed',
+      errors: [{ message: expect.stringContaining('several attempts') as string }],
+    });
   });
 });

@@ -32,7 +32,8 @@ describe('the sketch', () => {
   });
 
   /** The query's dot product with a vector's sign code read as +1 and -1 per dimension. */
-  const asymmetric = (q: number[], v: number[]) => v.reduce((sum, x, d) => sum + (x > 0 ? 1 : -1) * (q[d] as number), 0);
+  const asymmetric = (q: number[], v: number[]) =>
+    v.reduce((sum, x, d) => sum + (x > 0 ? 1 : -1) * (q[d] as number), 0);
   const exactTop = (all: number[][], q: number[], n: number) =>
     all
       .map((v, i) => ({ i, s: asymmetric(q, v) }))
@@ -40,38 +41,51 @@ describe('the sketch', () => {
       .slice(0, n)
       .map((r) => r.i);
 
-  it.each([24, 300, 1536])('ranks a few hundred codes over %i dimensions by the query against each code, as an exhaustive ranking does', (dimensions) => {
-    const all = clustered(600, dimensions, dimensions);
-    const sketch = new Sketch(dimensions);
-    all.forEach((v, i) => sketch.add(i, signCode(v), '*', Number.MAX_SAFE_INTEGER));
-    const q = all[5] as number[];
-    expect(sketch.nearest(q, 20, everyone)).toEqual(exactTop(all, q, 20));
-  });
+  it.each([24, 300, 1536])(
+    'ranks a few hundred codes over %i dimensions by the query against each code, as an exhaustive ranking does',
+    (dimensions) => {
+      const all = clustered(600, dimensions, dimensions);
+      const sketch = new Sketch(dimensions);
+      all.forEach((v, i) => sketch.add(i, signCode(v), '*', Number.MAX_SAFE_INTEGER));
+      const q = all[5] as number[];
+      expect(sketch.nearest(q, 20, everyone)).toEqual(exactTop(all, q, 20));
+    },
+  );
 
   it.each([
     [24, 6000],
     [1536, 6000],
     [300, 40_000],
-  ])('narrows thousands of codes over %i dimensions (%i of them) by Hamming distance first, keeping nearly all of the best', (dimensions, count) => {
-    const all = clustered(count, dimensions, dimensions);
-    const sketch = new Sketch(dimensions);
-    all.forEach((v, i) => sketch.add(i, signCode(v), '*', Number.MAX_SAFE_INTEGER));
-    const next = random(7);
-    for (let t = 0; t < 5; t++) {
-      // A query near one of the vectors.
-      const q = (all[t * 100] as number[]).map((x) => x + next() * 0.3);
-      const found = sketch.nearest(q, 20, everyone);
-      const exact = exactTop(all, q, 20);
-      expect(found).toHaveLength(20);
-      expect(found.filter((i) => exact.includes(i)).length).toBeGreaterThanOrEqual(18);
-      expect(found).toContain(t * 100);
-    }
-  });
+  ])(
+    'narrows thousands of codes over %i dimensions (%i of them) by Hamming distance first, keeping nearly all of the best',
+    (dimensions, count) => {
+      const all = clustered(count, dimensions, dimensions);
+      const sketch = new Sketch(dimensions);
+      all.forEach((v, i) => sketch.add(i, signCode(v), '*', Number.MAX_SAFE_INTEGER));
+      const next = random(7);
+      for (let t = 0; t < 5; t++) {
+        // A query near one of the vectors.
+        const q = (all[t * 100] as number[]).map((x) => x + next() * 0.3);
+        const found = sketch.nearest(q, 20, everyone);
+        const exact = exactTop(all, q, 20);
+        expect(found).toHaveLength(20);
+        expect(found.filter((i) => exact.includes(i)).length).toBeGreaterThanOrEqual(18);
+        expect(found).toContain(t * 100);
+      }
+    },
+  );
 
   it('finds only codes whose access key the searcher may read and that have not expired', () => {
     const all = vectors(2000, 64, 3);
     const sketch = new Sketch(64);
-    all.forEach((v, i) => sketch.add(i, signCode(v), i % 10 === 0 ? 'g:ten' : i % 2 === 0 ? '*' : 'g:other', i % 7 === 0 ? 1_000 : Number.MAX_SAFE_INTEGER));
+    all.forEach((v, i) =>
+      sketch.add(
+        i,
+        signCode(v),
+        i % 10 === 0 ? 'g:ten' : i % 2 === 0 ? '*' : 'g:other',
+        i % 7 === 0 ? 1_000 : Number.MAX_SAFE_INTEGER,
+      ),
+    );
     const q = all[0] as number[];
     const found = sketch.nearest(q, 2000, { keys: new Set(['*', 'g:ten']), now: 2_000 });
     expect(found.length).toBeGreaterThan(0);
@@ -102,7 +116,8 @@ describe('re-scoring', () => {
   it('gives the cosine similarity of stored vectors, 0 for a vector of zeros', () => {
     const [q, a, b] = vectors(3, 1537, 9) as [number[], number[], number[]];
     const stored = [a, b, new Array<number>(1537).fill(0)].map((v) => new Uint8Array(Float32Array.from(v).buffer));
-    const exact = (v: number[]) => v.reduce((s, x, i) => s + x * (q[i] as number), 0) / (Math.hypot(...v) * Math.hypot(...q));
+    const exact = (v: number[]) =>
+      v.reduce((s, x, i) => s + x * (q[i] as number), 0) / (Math.hypot(...v) * Math.hypot(...q));
     const got = cosines(q, stored);
     expect(got[0]).toBeCloseTo(exact(a), 5);
     expect(got[1]).toBeCloseTo(exact(b), 5);

@@ -60,7 +60,11 @@ describe('ConnectionGate', () => {
     const refused = await Promise.resolve(gate.acquire(endpoint(1), 'b', Date.now() + 100)).catch((e: unknown) => e);
     expect(Date.now() - started).toBeGreaterThanOrEqual(90);
     expect(refused).toBeInstanceOf(UpstreamError);
-    expect(refused).toMatchObject({ kind: 'unavailable', code: 'ConnectionLimit', message: expect.stringContaining('All 1 connections') as string });
+    expect(refused).toMatchObject({
+      kind: 'unavailable',
+      code: 'ConnectionLimit',
+      message: expect.stringContaining('All 1 connections') as string,
+    });
     expect(gate.load('e')).toEqual({ inUse: 1, waiting: 0 });
     held();
   });

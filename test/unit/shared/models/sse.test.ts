@@ -77,7 +77,9 @@ describe('readSse', () => {
       // The stream is made (and written) in another context, as a pooled connection opened by another request.
       const body = context.with(as('connection'), () => new PassThrough());
       const seen: unknown[] = [];
-      const reading = context.with(as('this call'), () => readSse(body, 1 << 20, () => seen.push(context.active().getValue(key))));
+      const reading = context.with(as('this call'), () =>
+        readSse(body, 1 << 20, () => seen.push(context.active().getValue(key))),
+      );
       context.with(as('connection'), () => body.write(chunk('a')));
       // A connection this call opened emits in its own context already.
       context.with(as('this call'), () => body.write(chunk('b') + 'data: [DONE]\n\n'));

@@ -38,15 +38,42 @@ describe('outbound rules', () => {
   });
 
   it('lets model endpoints reach loopback and private networks over http(s), never link-local or the platform', () => {
-    for (const ok of ['http://127.0.0.1:8080/v1', 'http://localhost:1234', 'http://10.0.0.7/v1', 'https://api.openai.com/v1']) expect(urlProblem(ok, model), ok).toBeUndefined();
-    for (const bad of ['http://169.254.169.254/', 'http://2852039166/', 'http://0xA9FEA9FE/', 'http://0251.0376.0251.0376/', 'http://[::ffff:169.254.169.254]/', 'http://168.63.129.16/', 'http://[fe80::1]/', 'ftp://x/', 'file:///etc/passwd', 'http://a:b@x/', 'not a url']) {
+    for (const ok of [
+      'http://127.0.0.1:8080/v1',
+      'http://localhost:1234',
+      'http://10.0.0.7/v1',
+      'https://api.openai.com/v1',
+    ])
+      expect(urlProblem(ok, model), ok).toBeUndefined();
+    for (const bad of [
+      'http://169.254.169.254/',
+      'http://2852039166/',
+      'http://0xA9FEA9FE/',
+      'http://0251.0376.0251.0376/',
+      'http://[::ffff:169.254.169.254]/',
+      'http://168.63.129.16/',
+      'http://[fe80::1]/',
+      'ftp://x/',
+      'file:///etc/passwd',
+      'http://a:b@x/',
+      'not a url',
+    ]) {
       expect(urlProblem(bad, model), bad).toBeDefined();
     }
   });
 
   it('holds user URLs to https and public addresses, unless ALLOW_PRIVATE_NETWORK is set', () => {
     expect(urlProblem('https://docs.example.com/a', user)).toBeUndefined();
-    for (const bad of ['http://docs.example.com/', 'https://127.0.0.1/', 'https://localhost/', 'https://app.localhost/', 'https://10.0.0.1/', 'https://[fd00::1]/', 'https://[::1]/', 'https://169.254.169.254/']) {
+    for (const bad of [
+      'http://docs.example.com/',
+      'https://127.0.0.1/',
+      'https://localhost/',
+      'https://app.localhost/',
+      'https://10.0.0.1/',
+      'https://[fd00::1]/',
+      'https://[::1]/',
+      'https://169.254.169.254/',
+    ]) {
       expect(urlProblem(bad, user), bad).toBeDefined();
     }
     expect(urlProblem('http://127.0.0.1:9000/hook', userLocal)).toBeUndefined();
@@ -55,7 +82,12 @@ describe('outbound rules', () => {
   });
 
   it('names ALLOW_PRIVATE_NETWORK in a refusal it would lift, and only there', () => {
-    for (const local of ['http://docs.example.com/', 'https://127.0.0.1/', 'https://localhost:8443/', 'https://10.0.0.1/']) {
+    for (const local of [
+      'http://docs.example.com/',
+      'https://127.0.0.1/',
+      'https://localhost:8443/',
+      'https://10.0.0.1/',
+    ]) {
       expect(urlProblem(local, user), local).toContain('ALLOW_PRIVATE_NETWORK=true allows it');
     }
     for (const never of ['https://169.254.169.254/', 'https://168.63.129.16/', 'ftp://example.com/']) {
@@ -65,8 +97,14 @@ describe('outbound rules', () => {
 
   it('refuses at connection time a name that resolves to a forbidden address', async () => {
     const lookup = (rules: OutboundRules) =>
-      new Promise<unknown>((resolve) => guardedLookup(rules)('localhost', { all: true }, (error, addresses) => resolve(error ?? addresses)));
+      new Promise<unknown>((resolve) =>
+        guardedLookup(rules)('localhost', { all: true }, (error, addresses) => resolve(error ?? addresses)),
+      );
     expect(await lookup(user)).toMatchObject({ name: 'BlockedDestinationError', code: 'EBLOCKED' });
-    expect(await lookup(model)).toEqual(expect.arrayContaining([expect.objectContaining({ address: expect.stringMatching(/^(127\.0\.0\.1|::1)$/) as string })]));
+    expect(await lookup(model)).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ address: expect.stringMatching(/^(127\.0\.0\.1|::1)$/) as string }),
+      ]),
+    );
   });
 });

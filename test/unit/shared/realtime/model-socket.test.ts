@@ -16,7 +16,11 @@ import { openModelSocket } from '../../../../shared/realtime/relay.js';
 import { testConfig } from '../../../support/services.js';
 
 const tls = (file: string) => readFileSync(path.join(import.meta.dirname, '../../../support/tls', file));
-const toLoopback = (_host: string, _options: unknown, callback: (e: null, a: { address: string; family: number }[]) => void) => callback(null, [{ address: '127.0.0.1', family: 4 }]);
+const toLoopback = (
+  _host: string,
+  _options: unknown,
+  callback: (e: null, a: { address: string; family: number }[]) => void,
+) => callback(null, [{ address: '127.0.0.1', family: 4 }]);
 
 describe("the relay's socket to a model with a managed identity", () => {
   let server: https.Server;
@@ -31,9 +35,27 @@ describe("the relay's socket to a model with a managed identity", () => {
     },
   };
   const config = testConfig({ ALLOW_PRIVATE_NETWORK: 'true' });
-  const s = { config, credentials: new ModelCredentials(config, new CredentialGate({ serviceAudience: config.auth.audience, serviceHosts: [], clientId: undefined, identity })) };
+  const s = {
+    config,
+    credentials: new ModelCredentials(
+      config,
+      new CredentialGate({ serviceAudience: config.auth.audience, serviceHosts: [], clientId: undefined, identity }),
+    ),
+  };
   const call = (url: string) => ({
-    endpoint: { objectId: 'e', version: '1', provider: 'azure-openai', url, apiVersion: '2024-10-01-preview', authenticationType: 'AzureIdentity', secretName: undefined, scope: undefined, timeoutMs: 5000, maxConnections: 8, privateNetwork: true } satisfies EndpointView,
+    endpoint: {
+      objectId: 'e',
+      version: '1',
+      provider: 'azure-openai',
+      url,
+      apiVersion: '2024-10-01-preview',
+      authenticationType: 'AzureIdentity',
+      secretName: undefined,
+      scope: undefined,
+      timeoutMs: 5000,
+      maxConnections: 8,
+      privateNetwork: true,
+    } satisfies EndpointView,
     model: { deployment_name: 'gpt-4o-realtime' } as AiModelDoc,
   });
 
@@ -50,16 +72,28 @@ describe("the relay's socket to a model with a managed identity", () => {
   afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
 
   it('connects to the deployment with a Cognitive Services token', async () => {
-    const socket = await openModelSocket(s, call(`https://voice.openai.azure.com:${port}`), { resolve: toLoopback, ca: tls('cert.pem') });
+    const socket = await openModelSocket(s, call(`https://voice.openai.azure.com:${port}`), {
+      resolve: toLoopback,
+      ca: tls('cert.pem'),
+    });
     await new Promise((resolve, reject) => socket.once('close', resolve).once('error', reject));
-    expect(seen).toEqual([{ url: '/openai/realtime?api-version=2024-10-01-preview&deployment=gpt-4o-realtime', authorization: 'Bearer token-for:https://cognitiveservices.azure.com/.default' }]);
+    expect(seen).toEqual([
+      {
+        url: '/openai/realtime?api-version=2024-10-01-preview&deployment=gpt-4o-realtime',
+        authorization: 'Bearer token-for:https://cognitiveservices.azure.com/.default',
+      },
+    ]);
     expect(asked).toEqual(['https://cognitiveservices.azure.com/.default']);
   });
 
   it('sends no token to a host outside that audience, and never reaches it', async () => {
     seen.length = 0;
-    await expect(openModelSocket(s, call(`https://voice.attacker.example:${port}`), { resolve: toLoopback, ca: tls('cert.pem') })).rejects.toThrow(/cannot be sent there/);
-    await expect(openModelSocket(s, call(`http://voice.openai.azure.com:${port}`), { resolve: toLoopback })).rejects.toThrow(/cannot be sent there/);
+    await expect(
+      openModelSocket(s, call(`https://voice.attacker.example:${port}`), { resolve: toLoopback, ca: tls('cert.pem') }),
+    ).rejects.toThrow(/cannot be sent there/);
+    await expect(
+      openModelSocket(s, call(`http://voice.openai.azure.com:${port}`), { resolve: toLoopback }),
+    ).rejects.toThrow(/cannot be sent there/);
     expect(seen).toEqual([]);
   });
 });

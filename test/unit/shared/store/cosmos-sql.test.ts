@@ -30,7 +30,11 @@ describe('Cosmos SQL translation', () => {
     const plan = aggregateSql({
       where: [{ field: 'day', op: 'ge', value: '2026-01-01' }],
       groupBy: ['agent_name'],
-      aggregates: { responses: { fn: 'count' }, tokens: { fn: 'sum', field: 'tokens' }, users: { fn: 'countDistinct', field: 'upn' } },
+      aggregates: {
+        responses: { fn: 'count' },
+        tokens: { fn: 'sum', field: 'tokens' },
+        users: { fn: 'countDistinct', field: 'upn' },
+      },
     });
     expect(plan.grouped?.query).toBe(
       'SELECT c["agent_name"] AS g0, COUNT(1) AS responses, SUM(c["tokens"]) AS tokens FROM c WHERE c["day"] >= @p0 GROUP BY c["agent_name"]',
@@ -38,14 +42,26 @@ describe('Cosmos SQL translation', () => {
     expect(plan.distinct).toEqual([
       {
         alias: 'users',
-        spec: { query: 'SELECT DISTINCT c["agent_name"] AS g0, c["upn"] AS v FROM c WHERE c["day"] >= @p0', parameters: [{ name: '@p0', value: '2026-01-01' }] },
+        spec: {
+          query: 'SELECT DISTINCT c["agent_name"] AS g0, c["upn"] AS v FROM c WHERE c["day"] >= @p0',
+          parameters: [{ name: '@p0', value: '2026-01-01' }],
+        },
       },
     ]);
   });
 
   it('emits one SELECT VALUE query per ungrouped aggregate', () => {
-    const plan = aggregateSql({ aggregates: { n: { fn: 'count' }, top: { fn: 'max', field: 'timestamp' }, users: { fn: 'countDistinct', field: 'upn' } } });
-    expect(plan.values.map((v) => v.spec.query)).toEqual(['SELECT VALUE COUNT(1) FROM c', 'SELECT VALUE MAX(c["timestamp"]) FROM c']);
+    const plan = aggregateSql({
+      aggregates: {
+        n: { fn: 'count' },
+        top: { fn: 'max', field: 'timestamp' },
+        users: { fn: 'countDistinct', field: 'upn' },
+      },
+    });
+    expect(plan.values.map((v) => v.spec.query)).toEqual([
+      'SELECT VALUE COUNT(1) FROM c',
+      'SELECT VALUE MAX(c["timestamp"]) FROM c',
+    ]);
     expect(plan.distinct[0]?.spec.query).toBe('SELECT DISTINCT VALUE c["upn"] FROM c');
   });
 });

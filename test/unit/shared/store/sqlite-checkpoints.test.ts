@@ -48,7 +48,9 @@ describe('embedded store checkpoints', () => {
     // About 100 MB of log in batches 20 ms apart, for many checkpoint intervals.
     const started = Date.now();
     for (let batch = 0; Date.now() - started < 7000; batch++) {
-      await messages.createMany(Array.from({ length: 500 }, (_, i) => ({ id: `m${batch}-${i}`, pk: `user${i % 50}`, text })));
+      await messages.createMany(
+        Array.from({ length: 500 }, (_, i) => ({ id: `m${batch}-${i}`, pk: `user${i % 50}`, text })),
+      );
       await new Promise((r) => setTimeout(r, 20));
     }
     // The frames now in the log (a passive checkpoint reports them; it changes nothing that matters here).

@@ -40,7 +40,11 @@ async function perAgent(store: DocumentStore) {
       { field: 'timestamp', op: 'ge', value: '2026-11-01' },
     ],
     groupBy: ['agent_name'],
-    aggregates: { responses: { fn: 'count' }, users: { fn: 'countDistinct', field: 'upn' }, conversations: { fn: 'countDistinct', field: 'session_id' } },
+    aggregates: {
+      responses: { fn: 'count' },
+      users: { fn: 'countDistinct', field: 'upn' },
+      conversations: { fn: 'countDistinct', field: 'session_id' },
+    },
   });
   return rows.sort((a, b) => String(a.agent_name).localeCompare(String(b.agent_name)));
 }
@@ -53,7 +57,14 @@ describe('embedded store facts table', () => {
     store = openSqliteStore(':memory:');
     const c = rawContainer<Message>(store, 'sessions');
     // Assistant messages: m1 (a, u1, s-u1-1), m3 (a, u1, s-u1-0), m5 (b, u2, s-u2-2), m7 (b, u2, s-u2-1).
-    await c.createMany([message(0, 'a', 'u1'), message(1, 'a', 'u1'), message(2, 'a', 'u1'), message(3, 'a', 'u1'), message(5, 'b', 'u2'), message(7, 'b', 'u2')]);
+    await c.createMany([
+      message(0, 'a', 'u1'),
+      message(1, 'a', 'u1'),
+      message(2, 'a', 'u1'),
+      message(3, 'a', 'u1'),
+      message(5, 'b', 'u2'),
+      message(7, 'b', 'u2'),
+    ]);
     expect(await perAgent(store)).toEqual([
       { agent_name: 'a', responses: 2, users: 1, conversations: 2 },
       { agent_name: 'b', responses: 2, users: 1, conversations: 2 },
@@ -83,7 +94,13 @@ describe('embedded store facts table', () => {
     store = openSqliteStore(':memory:');
     const c = rawContainer<Message>(store, 'sessions');
     await c.createMany([message(1, 'a', 'u1'), message(3, 'a', 'u2'), message(5, 'b', 'u2')]);
-    const [row] = await c.aggregate({ where: [{ field: 'text', op: 'startsWith', value: 'text ' }, { field: 'agent_name', op: 'eq', value: 'a' }], aggregates: { users: { fn: 'countDistinct', field: 'upn' } } });
+    const [row] = await c.aggregate({
+      where: [
+        { field: 'text', op: 'startsWith', value: 'text ' },
+        { field: 'agent_name', op: 'eq', value: 'a' },
+      ],
+      aggregates: { users: { fn: 'countDistinct', field: 'upn' } },
+    });
     expect(row).toEqual({ users: 2 });
   });
 
@@ -91,7 +108,11 @@ describe('embedded store facts table', () => {
   async function reopened(earlier: (db: Database.Database) => void): Promise<DocumentStore> {
     const file = path.join(mkdtempSync(path.join(tmpdir(), 'facts-')), 'store.db');
     store = openSqliteStore(file, undefined, { readers: 0 });
-    await rawContainer<Message>(store, 'sessions').createMany([message(1, 'a', 'u1'), message(3, 'b', 'u1'), message(5, 'b', 'u2')]);
+    await rawContainer<Message>(store, 'sessions').createMany([
+      message(1, 'a', 'u1'),
+      message(3, 'b', 'u1'),
+      message(5, 'b', 'u2'),
+    ]);
     await store.close();
     const db = new Database(file);
     earlier(db);
@@ -111,7 +132,9 @@ describe('embedded store facts table', () => {
     // Positional columns, one field fewer.
     const s = await reopened((db) => {
       db.exec('DROP TABLE facts_sessions');
-      db.exec('CREATE TABLE facts_sessions (pk TEXT NOT NULL, id TEXT NOT NULL, expires_at INTEGER, c0, c1, PRIMARY KEY (pk, id)) WITHOUT ROWID');
+      db.exec(
+        'CREATE TABLE facts_sessions (pk TEXT NOT NULL, id TEXT NOT NULL, expires_at INTEGER, c0, c1, PRIMARY KEY (pk, id)) WITHOUT ROWID',
+      );
     });
     expect(await perAgent(s)).toEqual(THREE);
     await rawContainer<Message>(s, 'sessions').createMany([message(7, 'a', 'u3')]);

@@ -25,19 +25,31 @@ function earlierFile(file: string) {
   const db = new Database(file);
   const fields = CONTAINERS.sessions.aggregateFields ?? [];
   const json = (f: string) => `json_extract(body, '$.${f}')`;
-  db.exec(`CREATE TABLE docs_sessions (pk TEXT NOT NULL, id TEXT NOT NULL, etag TEXT NOT NULL, expires_at INTEGER, body TEXT NOT NULL, PRIMARY KEY (pk, id)) WITHOUT ROWID`);
-  [['type', 'updated_on'], ['type', 'session_id', 'timestamp'], ['type', 'created_on']].forEach((index, i) => db.exec(`CREATE INDEX ix_sessions_${i} ON docs_sessions (${index.map(json).join(', ')})`));
-  db.exec(`CREATE TABLE facts_sessions (pk TEXT NOT NULL, id TEXT NOT NULL, expires_at INTEGER, ${fields.map((f) => `"f:${f}"`).join(', ')}, PRIMARY KEY (pk, id)) WITHOUT ROWID`);
+  db.exec(
+    `CREATE TABLE docs_sessions (pk TEXT NOT NULL, id TEXT NOT NULL, etag TEXT NOT NULL, expires_at INTEGER, body TEXT NOT NULL, PRIMARY KEY (pk, id)) WITHOUT ROWID`,
+  );
+  [
+    ['type', 'updated_on'],
+    ['type', 'session_id', 'timestamp'],
+    ['type', 'created_on'],
+  ].forEach((index, i) => db.exec(`CREATE INDEX ix_sessions_${i} ON docs_sessions (${index.map(json).join(', ')})`));
+  db.exec(
+    `CREATE TABLE facts_sessions (pk TEXT NOT NULL, id TEXT NOT NULL, expires_at INTEGER, ${fields.map((f) => `"f:${f}"`).join(', ')}, PRIMARY KEY (pk, id)) WITHOUT ROWID`,
+  );
   const insert = db.prepare(`INSERT INTO docs_sessions VALUES ('u1', ?, ?, NULL, ?)`);
   for (const doc of items()) insert.run(doc.id, `"e-${doc.id}"`, JSON.stringify(doc));
-  db.exec(`INSERT INTO facts_sessions SELECT pk, id, expires_at, ${fields.map(json).join(', ')} FROM docs_sessions WHERE ${json('type')} IN ('Session', 'Message')`);
+  db.exec(
+    `INSERT INTO facts_sessions SELECT pk, id, expires_at, ${fields.map(json).join(', ')} FROM docs_sessions WHERE ${json('type')} IN ('Session', 'Message')`,
+  );
   db.close();
 }
 
 const indexesOf = (file: string) => {
   const db = new Database(file, { readonly: true });
   try {
-    return db.prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'docs_sessions' ORDER BY name`).all() as { name: string; sql: string }[];
+    return db
+      .prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'index' AND tbl_name = 'docs_sessions' ORDER BY name`)
+      .all() as { name: string; sql: string }[];
   } finally {
     db.close();
   }
@@ -45,8 +57,21 @@ const indexesOf = (file: string) => {
 
 const items = (): Item[] =>
   [0, 1, 2].flatMap((i) => [
-    { id: `s${i}`, pk: 'u1', type: 'Session', created_on: `2026-11-0${i + 1}T00:00:00.000Z`, updated_on: `2026-11-2${3 - i}T00:00:00.000Z` },
-    { id: `m${i}`, pk: 'u1', type: 'Message', session_id: `s${i}`, sender: 'User', timestamp: `2026-11-0${i + 1}T00:00:01.000Z` },
+    {
+      id: `s${i}`,
+      pk: 'u1',
+      type: 'Session',
+      created_on: `2026-11-0${i + 1}T00:00:00.000Z`,
+      updated_on: `2026-11-2${3 - i}T00:00:00.000Z`,
+    },
+    {
+      id: `m${i}`,
+      pk: 'u1',
+      type: 'Message',
+      session_id: `s${i}`,
+      sender: 'User',
+      timestamp: `2026-11-0${i + 1}T00:00:01.000Z`,
+    },
   ]);
 
 async function fill(store: DocumentStore) {
@@ -55,7 +80,11 @@ async function fill(store: DocumentStore) {
 }
 
 async function sessionsByActivity(store: DocumentStore): Promise<string[]> {
-  const page = await rawContainer(store, 'sessions').query({ partition: 'u1', where: [{ field: 'type', op: 'eq', value: 'Session' }], orderBy: [{ field: 'updated_on', direction: 'desc' }] });
+  const page = await rawContainer(store, 'sessions').query({
+    partition: 'u1',
+    where: [{ field: 'type', op: 'eq', value: 'Session' }],
+    orderBy: [{ field: 'updated_on', direction: 'desc' }],
+  });
   return page.items.map((d) => d.id);
 }
 
@@ -69,7 +98,12 @@ describe('embedded store indexes', () => {
     store = openSqliteStore(f);
     await fill(store);
     expect(await sessionsByActivity(store)).toEqual(['s0', 's1', 's2']);
-    const since = await rawContainer(store, 'sessions').query({ where: [{ field: 'type', op: 'eq', value: 'Session' }, { field: 'created_on', op: 'ge', value: '2026-11-02' }] });
+    const since = await rawContainer(store, 'sessions').query({
+      where: [
+        { field: 'type', op: 'eq', value: 'Session' },
+        { field: 'created_on', op: 'ge', value: '2026-11-02' },
+      ],
+    });
     expect(since.items.map((d) => d.id).sort()).toEqual(['s1', 's2']);
     await store.close();
     store = undefined;
@@ -79,7 +113,11 @@ describe('embedded store indexes', () => {
     for (const i of typed) expect(i.sql).toContain(`WHERE json_extract(body, '$.type') = 'Session'`);
     // Only the three sessions have entries: the messages are not in it.
     const db = new Database(f, { readonly: true });
-    const entries = db.prepare(`SELECT count(*) AS n FROM docs_sessions INDEXED BY "${typed[0]?.name}" WHERE json_extract(body, '$.type') = 'Session'`).get() as { n: number };
+    const entries = db
+      .prepare(
+        `SELECT count(*) AS n FROM docs_sessions INDEXED BY "${typed[0]?.name}" WHERE json_extract(body, '$.type') = 'Session'`,
+      )
+      .get() as { n: number };
     db.close();
     expect(entries.n).toBe(3);
   });
@@ -88,9 +126,18 @@ describe('embedded store indexes', () => {
     const f = file();
     earlierFile(f);
     store = openSqliteStore(f);
-    expect(indexesOf(f).map((i) => i.name)).toEqual(['ix_sessions_0_Session', 'ix_sessions_1', 'ix_sessions_2_Session', 'sqlite_autoindex_docs_sessions_1']);
+    expect(indexesOf(f).map((i) => i.name)).toEqual([
+      'ix_sessions_0_Session',
+      'ix_sessions_1',
+      'ix_sessions_2_Session',
+      'sqlite_autoindex_docs_sessions_1',
+    ]);
     const db = new Database(f, { readonly: true });
-    const tables = db.prepare(`SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name IN ('docs_sessions', 'facts_sessions')`).all() as { name: string; sql: string }[];
+    const tables = db
+      .prepare(
+        `SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name IN ('docs_sessions', 'facts_sessions')`,
+      )
+      .all() as { name: string; sql: string }[];
     db.close();
     expect(tables.map((t) => t.name).sort()).toEqual(['docs_sessions', 'facts_sessions']);
     for (const t of tables) expect(t.sql).not.toMatch(/WITHOUT ROWID/i);
@@ -98,7 +145,11 @@ describe('embedded store indexes', () => {
     expect(await sessionsByActivity(store)).toEqual(['s0', 's1', 's2']);
     const c = rawContainer(store, 'sessions');
     expect(await c.read('u1', 'm1')).toMatchObject({ session_id: 's1', _etag: '"e-m1"' });
-    const perSession = await c.aggregate({ where: [{ field: 'type', op: 'eq', value: 'Message' }], groupBy: ['session_id'], aggregates: { n: { fn: 'count' } } });
+    const perSession = await c.aggregate({
+      where: [{ field: 'type', op: 'eq', value: 'Message' }],
+      groupBy: ['session_id'],
+      aggregates: { n: { fn: 'count' } },
+    });
     expect(perSession.sort((a, b) => String(a.session_id).localeCompare(String(b.session_id)))).toEqual([
       { session_id: 's0', n: 1 },
       { session_id: 's1', n: 1 },
@@ -111,7 +162,10 @@ describe('embedded store indexes', () => {
   it('binds a type that is not a plain name instead of writing it into the query', async () => {
     store = openSqliteStore(':memory:');
     await fill(store);
-    const odd = await rawContainer(store, 'sessions').query({ partition: 'u1', where: [{ field: 'type', op: 'eq', value: "Session' OR '1'='1" }] });
+    const odd = await rawContainer(store, 'sessions').query({
+      partition: 'u1',
+      where: [{ field: 'type', op: 'eq', value: "Session' OR '1'='1" }],
+    });
     expect(odd.items).toEqual([]);
   });
 });

@@ -33,6 +33,13 @@ describe('request spans', () => {
   });
 
   it('exports nothing and loads no SDK without a connection string', async () => {
-    expect(await startTelemetry({ appInsightsConnectionString: undefined, azureClientId: undefined, otlp: undefined, version: 'test' })).toBe(false);
+    expect(
+      await startTelemetry({
+        appInsightsConnectionString: undefined,
+        azureClientId: undefined,
+        otlp: undefined,
+        version: 'test',
+      }),
+    ).toBe(false);
   });
 });

@@ -37,7 +37,13 @@ vi.mock('@azure/monitor-opentelemetry-exporter', () => ({
 describe('telemetry start-up', () => {
   it("exports the service's spans to Application Insights with the app's managed identity", async () => {
     const { startTelemetry, stopTelemetry } = await import('../../../../shared/telemetry/setup.js');
-    const exporting = await startTelemetry({ appInsightsConnectionString: 'InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint=https://x.in.applicationinsights.azure.com/', azureClientId: '11111111-2222-3333-4444-555555555555', otlp: undefined, version: 'test' });
+    const exporting = await startTelemetry({
+      appInsightsConnectionString:
+        'InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint=https://x.in.applicationinsights.azure.com/',
+      azureClientId: '11111111-2222-3333-4444-555555555555',
+      otlp: undefined,
+      version: 'test',
+    });
     expect(exporting).toBe(true);
     expect(options[0]?.connectionString).toContain('InstrumentationKey=');
     expect(typeof options[0]?.credential.getToken).toBe('function');
