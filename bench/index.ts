@@ -1,7 +1,8 @@
-// `npm run bench [http] [completions] [analytics] [knowledge] [peers] [startup] [cold-start] [plugins] [realtime] [protocols] [streams]`: the service against baselines measured in the same run
-// on the same machine (all sections when none is named). Ratios, not absolute times, are what to compare
-// between machines. BENCH_SECONDS sets the length of each load case; BENCH_ANALYTICS_MESSAGES and
-// BENCH_ANALYTICS_USAGE the analytics data set (default 1,000,000 and 100,000).
+// `npm run bench [http] [completions] [analytics] [knowledge] [peers] [startup] [cold-start] [plugins] [realtime]
+// [protocols] [streams]`: the service against baselines measured in the same run on the same machine (all sections when
+// none is named). Ratios, not absolute times, are what to compare between machines. BENCH_SECONDS sets the length of
+// each load case; BENCH_ANALYTICS_MESSAGES and BENCH_ANALYTICS_USAGE the analytics data set (default 1,000,000 and
+// 100,000).
 import { existsSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -76,7 +77,10 @@ async function main() {
       if (store === 'embedded') {
         const streaming = await benchStreaming(app);
         console.log(
-          `\nStreamed completion (model: first token after 50 ms, the rest over 500 ms), c=1: first delta event reaches the client ${streaming.p50} ms (p50) / ${streaming.p99} ms (p99) after the model's first token (target <= 5 ms: ${streaming.p50 <= 5 ? 'met' : 'MISSED'}); whole answer ${streaming.total} ms`,
+          `\nStreamed completion (model: first token after 50 ms, the rest over 500 ms), c=1: first delta ` +
+            `event reaches the client ${streaming.p50} ms (p50) / ${streaming.p99} ms (p99) after the model's ` +
+            `first token (target <= 5 ms: ${streaming.p50 <= 5 ? 'met' : 'MISSED'}); whole answer ` +
+            `${streaming.total} ms`,
         );
         console.log('\nStages of the pipeline, c=1, each against the same agent without it (no session):');
         console.table(
@@ -93,7 +97,9 @@ async function main() {
         );
         const budget = await benchBudget(app);
         console.log(
-          `\nA budget on the agent (checked, the largest cost reserved and settled), c=1, mock answering at once: p50 ${budget.a.p50} -> ${budget.b.p50} ms, added p50 ${budget.added.p50} ms / p99 ${budget.added.p99} ms (target p50 <= 0.1 ms: ${budget.added.p50 <= 0.1 ? 'met' : 'MISSED'})`,
+          `\nA budget on the agent (checked, the largest cost reserved and settled), c=1, mock answering at ` +
+            `once: p50 ${budget.a.p50} -> ${budget.b.p50} ms, added p50 ${budget.added.p50} ms / p99 ` +
+            `${budget.added.p99} ms (target p50 <= 0.1 ms: ${budget.added.p50 <= 0.1 ? 'met' : 'MISSED'})`,
         );
       }
       await app.close();
@@ -101,20 +107,27 @@ async function main() {
     const records = await benchRecords();
     const { attachment: a, background: b } = records;
     console.log(
-      `\nOne 30-page PDF attachment (the bundle, c=1, against the same completion without it): first completion (extraction) ${a.firstMs} ms; then p50 ${a.p50} ms / p99 ${a.p99} ms, added p50 ${a.added.p50} ms / p99 ${a.added.p99} ms (its text read as kept)`,
+      `\nOne 30-page PDF attachment (the bundle, c=1, against the same completion without it): first ` +
+        `completion (extraction) ${a.firstMs} ms; then p50 ${a.p50} ms / p99 ${a.p99} ms, added p50 ` +
+        `${a.added.p50} ms / p99 ${a.added.p99} ms (its text read as kept)`,
     );
     console.log(
-      `Streamed answers of 100 pieces over a second, 8 at a time (${b.answers} each): server CPU ${b.plainCpuMs.toFixed(2)} ms per answer without background, ${b.backgroundCpuMs.toFixed(2)} ms with background: true (${b.ratio.toFixed(2)}x; target <= 1.10x: ${b.ratio <= 1.1 ? 'met' : 'MISSED'})`,
+      `Streamed answers of 100 pieces over a second, 8 at a time (${b.answers} each): server CPU ` +
+        `${b.plainCpuMs.toFixed(2)} ms per answer without background, ${b.backgroundCpuMs.toFixed(2)} ms with ` +
+        `background: true (${b.ratio.toFixed(2)}x; target <= 1.10x: ${b.ratio <= 1.1 ? 'met' : 'MISSED'})`,
     );
     const [embedded, cosmos] = [added.get('embedded'), added.get('cosmos')];
     if (embedded !== undefined && cosmos !== undefined) {
       const ratio = cosmos / embedded;
       const [e32, c32] = [throughput.get('embedded') ?? NaN, throughput.get('cosmos') ?? NaN];
       console.log(
-        `\nAdded p50 at c=1, with a session: embedded ${embedded.toFixed(2)} ms, Cosmos adapter ${cosmos.toFixed(2)} ms (${ratio.toFixed(2)}x; target <= 1.5x: ${ratio <= 1.5 ? 'met' : 'MISSED'})`,
+        `\nAdded p50 at c=1, with a session: embedded ${embedded.toFixed(2)} ms, Cosmos adapter ` +
+          `${cosmos.toFixed(2)} ms (${ratio.toFixed(2)}x; target <= 1.5x: ${ratio <= 1.5 ? 'met' : 'MISSED'})`,
       );
       console.log(
-        `Throughput at c=32, with a session: embedded ${Math.round(e32)} req/s, Cosmos adapter ${Math.round(c32)} req/s (${(c32 / e32).toFixed(2)}x; target >= 0.7x: ${c32 / e32 >= 0.7 ? 'met' : 'MISSED'})`,
+        `Throughput at c=32, with a session: embedded ${Math.round(e32)} req/s, Cosmos adapter ` +
+          `${Math.round(c32)} req/s (${(c32 / e32).toFixed(2)}x; target >= 0.7x: ` +
+          `${c32 / e32 >= 0.7 ? 'met' : 'MISSED'})`,
       );
     }
   }
@@ -132,7 +145,8 @@ async function main() {
 async function reportStreams() {
   const { rows, seconds, idleRssMiB } = await benchStreams();
   console.log(
-    `\n## Open streams: N streamed completions at once, each 100 pieces over ${seconds} s from the mock model (no session); delay = the piece's arrival at the client after the mock sent it`,
+    `\n## Open streams: N streamed completions at once, each 100 pieces over ${seconds} s from the mock model ` +
+      `(no session); delay = the piece's arrival at the client after the mock sent it`,
   );
   console.table(
     rows.map((r) => ({
@@ -165,10 +179,16 @@ async function reportStreams() {
       portkey?.completed === 0
         ? `; no comparison with Portkey: it failed every streamed request (${portkey.errors})`
         : portkey
-          ? `; CPU per stream ${service.cpuMsPerStream} vs Portkey ${portkey.cpuMsPerStream} ms (${ratio(service.cpuMsPerStream, portkey.cpuMsPerStream)}), peak RSS ${service.peakRssMiB} vs ${portkey.peakRssMiB} MiB (${ratio(service.peakRssMiB, portkey.peakRssMiB)}) (target: both at most Portkey's: ${atMost(service.cpuMsPerStream, portkey.cpuMsPerStream) && atMost(service.peakRssMiB, portkey.peakRssMiB) ? 'met' : 'MISSED'}), Portkey errors ${portkey.errors}`
+          ? `; CPU per stream ${service.cpuMsPerStream} vs Portkey ${portkey.cpuMsPerStream} ms ` +
+            `(${ratio(service.cpuMsPerStream, portkey.cpuMsPerStream)}), peak RSS ${service.peakRssMiB} vs ` +
+            `${portkey.peakRssMiB} MiB (${ratio(service.peakRssMiB, portkey.peakRssMiB)}) (target: both at most ` +
+            `Portkey's: ` +
+            `${atMost(service.cpuMsPerStream, portkey.cpuMsPerStream) && atMost(service.peakRssMiB, portkey.peakRssMiB) ? 'met' : 'MISSED'}), Portkey errors ${portkey.errors}`
           : '';
     console.log(
-      `${streams} streams: this service adds ${added} ms at p99 per piece over the mock directly (target <= 10 ms: ${added <= 10 ? 'met' : 'MISSED'}), ${steady} ms while all are open and sending, errors ${service.errors}, ${perStream ?? '?'} KiB RSS per open stream${vs}`,
+      `${streams} streams: this service adds ${added} ms at p99 per piece over the mock directly (target <= ` +
+        `10 ms: ${added <= 10 ? 'met' : 'MISSED'}), ${steady} ms while all are open and sending, errors ` +
+        `${service.errors}, ${perStream ?? '?'} KiB RSS per open stream${vs}`,
     );
   }
 }
@@ -181,7 +201,8 @@ async function reportProtocols() {
   const results = await benchProtocols(app);
   await app.close();
   console.log(
-    '\n## Protocol facades: the same prompt to the same agent (no session, a mock model answering at once), c=1, alternating with POST /completions',
+    '\n## Protocol facades: the same prompt to the same agent (no session, a mock model answering at once), ' +
+      'c=1, alternating with POST /completions',
   );
   console.table(
     results.map(({ facade, result: r }) => ({
@@ -199,7 +220,8 @@ async function reportRealtime(seconds: number) {
   const r = await benchRealtime(app, 20, seconds);
   await app.close();
   console.log(
-    `\n## Realtime relay: ${r.calls} concurrent calls, each a 20 ms audio frame every 20 ms for ${seconds} s, to a model socket that answers each frame at once`,
+    `\n## Realtime relay: ${r.calls} concurrent calls, each a 20 ms audio frame every 20 ms for ${seconds} s, ` +
+      `to a model socket that answers each frame at once`,
   );
   console.table([
     {
@@ -216,7 +238,9 @@ async function reportRealtime(seconds: number) {
     },
   ]);
   console.log(
-    `the relay adds ${r.added.p50} ms (p50) / ${r.added.p99} ms (p99) per round trip, a frame forwarded each way (${(r.relay.p50 / r.direct.p50).toFixed(2)}x the baseline's p50), and holds ${r.memoryKiB.added} KiB per open call (heap and buffers, after a collection; client sockets counted in both rows)`,
+    `the relay adds ${r.added.p50} ms (p50) / ${r.added.p99} ms (p99) per round trip, a frame forwarded each ` +
+      `way (${(r.relay.p50 / r.direct.p50).toFixed(2)}x the baseline's p50), and holds ${r.memoryKiB.added} KiB ` +
+      `per open call (heap and buffers, after a collection; client sockets counted in both rows)`,
   );
 }
 
@@ -227,20 +251,28 @@ async function reportPlugins() {
     { case: 'cold start: the first call of a process (snapshot made, WebAssembly compiled)', result: `${p.coldMs} ms` },
     {
       case: 'warm call of a plugin that returns at once (an interpreter ready)',
-      result: `p50 ${p.warm.p50} ms, p99 ${p.warm.p99} ms (target p50 <= 20 ms: ${p.warm.p50 <= 20 ? 'met' : 'MISSED'}); a worker thread round trip: p50 ${p.warm.baselineP50} ms (${(p.warm.p50 / p.warm.baselineP50).toFixed(0)}x)`,
+      result:
+        `p50 ${p.warm.p50} ms, p99 ${p.warm.p99} ms (target p50 <= 20 ms: ` +
+        `${p.warm.p50 <= 20 ? 'met' : 'MISSED'}); a worker thread round trip: p50 ${p.warm.baselineP50} ms ` +
+        `(${(p.warm.p50 / p.warm.baselineP50).toFixed(0)}x)`,
     },
     {
       case: `code interpreter writing a ${(p.csv.bytes / 1e6).toFixed(2)} MB CSV`,
-      result: `p50 ${p.csv.p50} ms; the same run writing nothing: p50 ${p.csv.nothingP50} ms (${(p.csv.p50 / p.csv.nothingP50).toFixed(1)}x)`,
+      result:
+        `p50 ${p.csv.p50} ms; the same run writing nothing: p50 ${p.csv.nothingP50} ms ` +
+        `(${(p.csv.p50 / p.csv.nothingP50).toFixed(1)}x)`,
     },
     {
       case: 'RSS of the process',
-      result: `${p.rss.before} MiB before the sandbox; ${p.rss.warm} MiB with a warm pool of 2 interpreters (+${p.rss.warm - p.rss.before} MiB)`,
+      result:
+        `${p.rss.before} MiB before the sandbox; ${p.rss.warm} MiB with a warm pool of 2 interpreters ` +
+        `(+${p.rss.warm - p.rss.before} MiB)`,
     },
   ]);
   const c = await benchCodeInterpreter();
   console.log(
-    '\n## The code interpreter as a user waits for it: POST /completions whose model runs Python, request to answer (npm start, mock model)',
+    '\n## The code interpreter as a user waits for it: POST /completions whose model runs Python, request to ' +
+      'answer (npm start, mock model)',
   );
   console.table([
     { case: 'first call of a fresh service (snapshot made, interpreter started)', result: `${c.firstMs} ms` },
@@ -254,7 +286,9 @@ async function reportPlugins() {
     },
     {
       case: 'the same completion without the tool call',
-      result: `p50 ${c.withoutToolP50} ms (the interpreter adds ${(c.spaced.p50 - c.withoutToolP50).toFixed(1)} ms at p50)`,
+      result:
+        `p50 ${c.withoutToolP50} ms (the interpreter adds ${(c.spaced.p50 - c.withoutToolP50).toFixed(1)} ms at ` +
+        `p50)`,
     },
     {
       case: 'RSS of the service process',
@@ -288,7 +322,8 @@ async function reportColdStart() {
   const { rows, functions } = await benchColdStart();
   const perFile = median(rows[1]?.ms ?? []);
   console.log(
-    `\n## Cold start: a fresh process imports the Functions entry (${functions} functions) and answers GET /instances/{id}/status through the Functions adapter (fresh embedded store), runs interleaved`,
+    `\n## Cold start: a fresh process imports the Functions entry (${functions} functions) and answers GET ` +
+      `/instances/{id}/status through the Functions adapter (fresh embedded store), runs interleaved`,
   );
   console.table(
     rows.map((r) => ({
@@ -316,7 +351,8 @@ async function reportColdStart() {
 async function reportPeers() {
   const p = await benchPeers();
   console.log(
-    `\n## Peers: completions through each system to one mock model (${p.modelLatencyMs} ms) on loopback; c=1 interleaved, c=32 in round-robin slices`,
+    `\n## Peers: completions through each system to one mock model (${p.modelLatencyMs} ms) on loopback; c=1 ` +
+      `interleaved, c=32 in round-robin slices`,
   );
   if (!p.portkey)
     console.log(
@@ -335,7 +371,8 @@ async function reportPeers() {
   );
   console.log(`plain node:http echo server in the bench process, c=32: ${p.nodeHttpRps} req/s`);
   console.log(
-    `of this service's RSS: the memory-mapped store files ${p.mapped.store} MiB, the node binary's own pages ${p.mapped.node} MiB`,
+    `of this service's RSS: the memory-mapped store files ${p.mapped.store} MiB, the node binary's own pages ` +
+      `${p.mapped.node} MiB`,
   );
   const session = p.rows.find((r) => r.system === 'this service, with a session');
   if (session) {
@@ -356,15 +393,22 @@ async function reportKnowledge() {
   const k = await benchKnowledge();
   console.table([
     {
-      case: `ingestion: ${k.partitions.toLocaleString('en')} partitions (200 web documents, fetch, extract, partition, embed, index)`,
+      case:
+        `ingestion: ${k.partitions.toLocaleString('en')} partitions (200 web documents, fetch, extract, ` +
+        `partition, embed, index)`,
       service: `${k.ingestion.perSecond} partitions/s (${k.ingestion.seconds} s)`,
       baseline: `${k.ingestion.baselinePerSecond} partitions/s (fetch + embeddings calls only)`,
       ratio: `${(k.ingestion.perSecond / k.ingestion.baselinePerSecond).toFixed(2)}x of baseline`,
     },
     {
       case: `retrieval: top 5 of ${k.partitions.toLocaleString('en')}, c=1`,
-      service: `p50 ${k.retrieval.p50} ms, p99 ${k.retrieval.p99} ms (target p99 <= 20 ms: ${k.retrieval.p99 <= 20 ? 'met' : 'MISSED'})`,
-      baseline: `p50 ${k.retrieval.baselineP50} ms, p99 ${k.retrieval.baselineP99} ms (exact cosine scan in SQLite); sign-code search: recall@5 ${(k.retrieval.recall.atFive * 100).toFixed(1)}%, best match in its top 5 ${(k.retrieval.recall.best * 100).toFixed(0)}%`,
+      service:
+        `p50 ${k.retrieval.p50} ms, p99 ${k.retrieval.p99} ms (target p99 <= 20 ms: ` +
+        `${k.retrieval.p99 <= 20 ? 'met' : 'MISSED'})`,
+      baseline:
+        `p50 ${k.retrieval.baselineP50} ms, p99 ${k.retrieval.baselineP99} ms (exact cosine scan in SQLite); ` +
+        `sign-code search: recall@5 ${(k.retrieval.recall.atFive * 100).toFixed(1)}%, best match in its top 5 ` +
+        `${(k.retrieval.recall.best * 100).toFixed(0)}%`,
       ratio: `${(k.retrieval.p50 / k.retrieval.baselineP50).toFixed(2)}x of baseline (p50)`,
     },
     {
@@ -378,7 +422,8 @@ async function reportKnowledge() {
   const depths = [10, DEFAULT_RESCORING_DEPTH, 20].filter((d, i, all) => all.indexOf(d) === i).sort((a, b) => a - b);
   const r = await benchRetrieval(depths);
   console.log(
-    `\n## Retrieval at scale: ${r.partitions.toLocaleString('en')} partitions of 1,536 dimensions in Gaussian clusters, top 10 at c=1 (targets: recall@10 >= 0.95, p99 <= 10 ms)`,
+    `\n## Retrieval at scale: ${r.partitions.toLocaleString('en')} partitions of 1,536 dimensions in Gaussian ` +
+      `clusters, top 10 at c=1 (targets: recall@10 >= 0.95, p99 <= 10 ms)`,
   );
   const verdict = (f: SearchFigures) => (f.recall >= 0.95 && f.p99 <= 10 ? 'met' : 'MISSED');
   console.table(
@@ -387,7 +432,9 @@ async function reportKnowledge() {
         case: `depth ${d.depth}${d.depth === DEFAULT_RESCORING_DEPTH ? ' (default)' : ''}: every partition`,
         'recall@10': d.all.recall,
         'p50 / p99 ms': `${d.all.p50} / ${d.all.p99}`,
-        baseline: `exact scan ${r.exact.all.p50} / ${r.exact.all.p99} ms (${(r.exact.all.p50 / d.all.p50).toFixed(0)}x slower)`,
+        baseline:
+          `exact scan ${r.exact.all.p50} / ${r.exact.all.p99} ms (${(r.exact.all.p50 / d.all.p50).toFixed(0)}x ` +
+          `slower)`,
         targets: verdict(d.all),
       },
       {
@@ -400,11 +447,15 @@ async function reportKnowledge() {
     ]),
   );
   console.log(
-    `ingestion through the index: ${r.ingestion.perSecond} partitions/s against ${r.ingestion.baselinePerSecond} rows/s into a plain SQLite table (${(r.ingestion.perSecond / r.ingestion.baselinePerSecond).toFixed(2)}x)`,
+    `ingestion through the index: ${r.ingestion.perSecond} partitions/s against ` +
+      `${r.ingestion.baselinePerSecond} rows/s into a plain SQLite table ` +
+      `(${(r.ingestion.perSecond / r.ingestion.baselinePerSecond).toFixed(2)}x)`,
   );
   const q = await benchDocQuestions(process.cwd());
   console.log(
-    `\n## ${q.questions} questions labelled by the docs over ${q.passages} passages (deterministic embedder): the labelled passage in the top 5 for ${(q.vector * 100).toFixed(1)}% in vector mode, ${(q.hybrid * 100).toFixed(1)}% in hybrid mode`,
+    `\n## ${q.questions} questions labelled by the docs over ${q.passages} passages (deterministic embedder): ` +
+      `the labelled passage in the top 5 for ${(q.vector * 100).toFixed(1)}% in vector mode, ` +
+      `${(q.hybrid * 100).toFixed(1)}% in hybrid mode`,
   );
 }
 
@@ -424,7 +475,8 @@ async function benchHttp(core: string, instanceId: string, auth: Record<string, 
 
 function reportCompletions(store: string, completions: CompletionBench) {
   console.log(
-    `\n## Completions on the ${store} store (upstream: OpenAI-compatible mock with 20 ms latency; c=1 alternates direct and through)`,
+    `\n## Completions on the ${store} store (upstream: OpenAI-compatible mock with 20 ms latency; c=1 ` +
+      `alternates direct and through)`,
   );
   const [direct] = completions.rows;
   if (direct) report(direct, completions.rows.slice(1));
@@ -446,7 +498,8 @@ async function reportAnalytics() {
   const messages = Number(process.env.BENCH_ANALYTICS_MESSAGES ?? 1_000_000);
   const usage = Number(process.env.BENCH_ANALYTICS_USAGE ?? 100_000);
   console.log(
-    `\n## Analytics over ${messages.toLocaleString('en')} messages and ${usage.toLocaleString('en')} token usage records (embedded store; target < 2 s each)`,
+    `\n## Analytics over ${messages.toLocaleString('en')} messages and ${usage.toLocaleString('en')} token ` +
+      `usage records (embedded store; target < 2 s each)`,
   );
   const analytics = await benchAnalytics(messages, usage);
   console.log(`seeded in ${(analytics.seedMs / 1000).toFixed(1)} s (bulk inserts)`);

@@ -170,7 +170,8 @@ export async function benchKnowledge(): Promise<KnowledgeBench> {
     sqliteVec.load(db);
     db.pragma('mmap_size = 1073741824');
     const exact = db.prepare(
-      `SELECT source, part FROM vectors_${DIMENSIONS} WHERE index_name = 'bench-docs' ORDER BY vec_distance_cosine(embedding, ?) LIMIT 5`,
+      `SELECT source, part FROM vectors_${DIMENSIONS} WHERE index_name = 'bench-docs' ORDER BY ` +
+        `vec_distance_cosine(embedding, ?) LIMIT 5`,
     );
     const scanTimes: number[] = [];
     let found = 0;

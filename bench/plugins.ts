@@ -31,7 +31,8 @@ const call: SandboxJob = {
   task: { entryPoint: 'bench.tools:echo', argument: { text: 'hello' } },
 };
 const CSV =
-  "with open('data.csv', 'w') as f:\n    for i in range(33000):\n        f.write('%08d,%s,%.6f\\n' % (i, 'row-%05d' % i, i / 7))\nprint('ok')";
+  "with open('data.csv', 'w') as f:\n    for i in range(33000):\n        f.write('%08d,%s,%.6f\\n' % (i, " +
+  "'row-%05d' % i, i / 7))\nprint('ok')";
 const NOTHING = "print('ok')";
 
 const percentile = (ms: number[], p: number) =>
@@ -43,7 +44,8 @@ const rssMiB = () => Math.round(process.memoryUsage().rss / 2 ** 20);
 /** A worker thread's message round trip: the floor under any call that leaves the request thread. */
 async function roundTrips(n: number): Promise<number[]> {
   const worker = new Worker(
-    "require('node:worker_threads').parentPort.on('message', (m) => require('node:worker_threads').parentPort.postMessage(m))",
+    "require('node:worker_threads').parentPort.on('message', (m) => " +
+      "require('node:worker_threads').parentPort.postMessage(m))",
     { eval: true },
   );
   const times: number[] = [];
@@ -123,7 +125,10 @@ export interface InterpreterBench {
   serviceRss: { before: number; after: number };
 }
 
-/** A completion whose model runs `print(sum(range(10)))` with the code interpreter, timed from the request to the answer. */
+/**
+ * A completion whose model runs `print(sum(range(10)))` with the code interpreter, timed from the request to the
+ * answer.
+ */
 export async function benchCodeInterpreter(calls = 20): Promise<InterpreterBench> {
   const llm = await startMockLlm();
   const service = await startService();

@@ -73,7 +73,10 @@ function clusteredVectors(
   return { vectors, cluster };
 }
 
-/** The ids of the `top` vectors most similar to q (all unit length: the dot product is the cosine), among those `admit` keeps. */
+/**
+ * The ids of the `top` vectors most similar to q (all unit length: the dot product is the cosine), among those `admit`
+ * keeps.
+ */
 function exactTop(vectors: Float32Array, q: Float32Array, top: number, admit: (i: number) => boolean): number[] {
   const best: { i: number; s: number }[] = [];
   const count = vectors.length / DIMENSIONS;
@@ -212,7 +215,8 @@ function exactScan(file: string, query: (i: number) => Float32Array): RetrievalB
   sqliteVec.load(db);
   const scan = (filter: string) => {
     const statement = db.prepare(
-      `SELECT rowid FROM vectors_${DIMENSIONS} WHERE index_name = ?${filter} ORDER BY vec_distance_cosine(embedding, ?) LIMIT ${TOP}`,
+      `SELECT rowid FROM vectors_${DIMENSIONS} WHERE index_name = ?${filter} ORDER BY ` +
+        `vec_distance_cosine(embedding, ?) LIMIT ${TOP}`,
     );
     const times: number[] = [];
     for (let i = 0; i < 30; i++) {

@@ -105,7 +105,10 @@ interface Target {
   headers: Record<string, string>;
   body: string;
   pid?: number;
-  /** Stops the system once its runs are done, resolving once it has exited: what it still does then would be measured with the next. */
+  /**
+   * Stops the system once its runs are done, resolving once it has exited: what it still does then would be measured
+   * with the next.
+   */
   stop?: () => Promise<void>;
 }
 
@@ -149,7 +152,8 @@ function openStream(t: Target, delays: number[], firsts: number[], steady: Stead
           buffer += text;
           const marker = /@(\d+\.\d+)@/g;
           let end = 0;
-          // The pieces as they come; a closing event repeating the whole text (the Core API's `completed`) is not counted again.
+          // The pieces as they come; a closing event repeating the whole text (the Core API's `completed`) is not
+          // counted again.
           for (let m = marker.exec(buffer); m && seen < PIECES; m = marker.exec(buffer)) {
             const delay = at - Number(m[1]);
             if (seen === 0 && firsts.push(delay) === steady.streams) steady.from = at + 1000;

@@ -111,7 +111,10 @@ function send(
   );
 }
 
-/** tasks/cancel: a queued or running task ends canceled (its model call aborted where it runs); an ended one is not cancelable. */
+/**
+ * tasks/cancel: a queued or running task ends canceled (its model call aborted where it runs); an ended one is not
+ * cancelable.
+ */
 async function cancel(s: A2aRoutesDeps, principal: Principal, agent: AgentDoc, rpc: RpcRequest): Promise<unknown> {
   const { id } = paramsOf(TaskParams, rpc.params);
   const task = await readTask(s, principal, agent, id);
@@ -160,7 +163,8 @@ export const routes = [
     responses: {
       200: {
         description:
-          'The JSON-RPC response (errors too, as JSON-RPC errors); message/stream answers server-sent events, each a JSON-RPC response',
+          'The JSON-RPC response (errors too, as JSON-RPC errors); message/stream answers server-sent events, ' +
+          'each a JSON-RPC response',
         content: [
           { contentType: 'application/json', schema: z.record(z.string(), z.unknown()) },
           { contentType: 'text/event-stream', schema: z.string() },

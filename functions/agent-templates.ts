@@ -17,7 +17,8 @@ export const routes = [
     method: 'POST',
     path: '/instances/{instanceId}/providers/Svc.Agent/agentTemplates/{name}/create-agent',
     summary:
-      "Create every resource of a template with the parameters given (agent_name among them); the caller becomes the new agent's Owner",
+      'Create every resource of a template with the parameters given (agent_name among them); the caller ' +
+      "becomes the new agent's Owner",
     params: InstanceParams.extend({ name: ResourceName }),
     body: z.object({ parameters: z.record(z.string(), z.unknown()) }).strict(),
     permission: ({ params }) => ({

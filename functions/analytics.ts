@@ -14,7 +14,8 @@ export const routes = [
     method: 'POST',
     path: '/instances/{instanceId}/providers/Svc.Analytics/analytics/query',
     summary:
-      'Run an analytics query (request types 0-17, and 100-104 for charge-back: cost by cost center, agent, user and model, and budget status); needs the Analytics Reader role',
+      'Run an analytics query (request types 0-17, and 100-104 for charge-back: cost by cost center, agent, ' +
+      'user and model, and budget status); needs the Analytics Reader role',
     tag: 'Svc.Analytics',
     auth: 'bearer',
     errors: 'management',

@@ -235,7 +235,8 @@ export const routes = [
     method: 'POST',
     path: `${base}/{name}/apply`,
     summary:
-      'Make this instance match a version: checked whole, then written in dependency order; applying again changes nothing',
+      'Make this instance match a version: checked whole, then written in dependency order; applying again ' +
+      'changes nothing',
     params: Params,
     body: VersionBody,
     permission: may('read'),
@@ -243,7 +244,8 @@ export const routes = [
       200: { description: 'One change per resource, as made', schema: Changes },
       400: {
         description:
-          'A definition is refused, or names a resource found neither in the package nor on this instance: nothing was written',
+          'A definition is refused, or names a resource found neither in the package nor on this instance: ' +
+          'nothing was written',
       },
       403: { description: 'The caller may not write one of the resources: nothing was written' },
     },

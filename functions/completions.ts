@@ -89,7 +89,8 @@ const quota429 = { 429: upstreamErrors[429] };
 const CompletionEvents = z
   .string()
   .describe(
-    'Server-sent events: `event: delta` with data {"text": "..."} per piece of the answer, then `event: completed` with the CompletionResponse, or `event: error` with the error body',
+    'Server-sent events: `event: delta` with data {"text": "..."} per piece of the answer, then `event: ' +
+      'completed` with the CompletionResponse, or `event: error` with the error body',
   )
   .meta({ id: 'CompletionEventStream' });
 
@@ -120,7 +121,8 @@ export const routes = [
       },
       409: {
         description:
-          'multitask_strategy reject: another turn of the session is running (SessionBusy); or a background stream with this operation_id exists',
+          'multitask_strategy reject: another turn of the session is running (SessionBusy); or a background ' +
+          'stream with this operation_id exists',
       },
       ...upstreamErrors,
     },
@@ -148,7 +150,8 @@ export const routes = [
     method: 'GET',
     path: '/instances/{instanceId}/completions/{operationId}/stream',
     summary:
-      'The events of a background streamed completion after Last-Event-ID (all when absent), then live ones until it ends; on any instance, only for its starter',
+      'The events of a background streamed completion after Last-Event-ID (all when absent), then live ones ' +
+      'until it ends; on any instance, only for its starter',
     params: OperationParams,
     responses: {
       200: {
@@ -173,7 +176,8 @@ export const routes = [
     method: 'POST',
     path: '/instances/{instanceId}/completions/{operationId}/cancel',
     summary:
-      'Stop a streamed completion (only its starter may): its stream ends with an error event, code Cancelled, and no turn is recorded',
+      'Stop a streamed completion (only its starter may): its stream ends with an error event, code ' +
+      'Cancelled, and no turn is recorded',
     params: OperationParams,
     responses: {
       200: {

@@ -57,7 +57,10 @@ export const queueHandlers: QueueHandler[] = [
   }),
 ];
 
-/** Scheduled pipelines: a run for each due time, within 60 s of it (every 15 s standalone; each minute, at its start, in Azure). */
+/**
+ * Scheduled pipelines: a run for each due time, within 60 s of it (every 15 s standalone; each minute, at its start, in
+ * Azure).
+ */
 export const timers: Timer[] = [
   {
     name: 'data-pipelines-schedule',

@@ -82,7 +82,8 @@ export const routes = [
     method: 'POST',
     path: `${base}/{name}`,
     summary:
-      'Create or replace an evaluation: cases with rule checks (contains, not_contains, regex, json_schema) and a judge rubric',
+      'Create or replace an evaluation: cases with rule checks (contains, not_contains, regex, json_schema) ' +
+      'and a judge rubric',
     params: Params,
     body: EvaluationBody,
     permission: ownerOf,
@@ -168,7 +169,8 @@ export const routes = [
     method: 'GET',
     path: `${agentBase}/evaluation-candidates`,
     summary:
-      "Prompts raters shared with the agent's owner with a thumbs-down (never who rated): candidates for evaluation cases",
+      "Prompts raters shared with the agent's owner with a thumbs-down (never who rated): candidates for " +
+      'evaluation cases',
     params: AgentParams,
     permission: ownerOf,
     responses: { 200: { description: 'Candidates, newest first', schema: z.array(Candidate) } },

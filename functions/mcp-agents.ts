@@ -16,7 +16,8 @@ export const routes = [
     method: 'POST',
     path: '/instances/{instanceId}/mcp/agents',
     summary:
-      'The agents as an MCP server (streamable HTTP, JSON answers): one tool per agent the caller may use, input {prompt, session_id?}, answering with the completion text',
+      'The agents as an MCP server (streamable HTTP, JSON answers): one tool per agent the caller may use, ' +
+      'input {prompt, session_id?}, answering with the completion text',
     params: InstanceParams,
     body: z.record(z.string(), z.unknown()).describe('A JSON-RPC message of the Model Context Protocol'),
     responses: {

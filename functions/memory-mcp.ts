@@ -19,7 +19,8 @@ export const routes = [
     method: 'POST',
     path: '/instances/{instanceId}/mcp/memory/{agentName}',
     summary:
-      'The memory tool server (MCP, streamable HTTP, JSON answers): get_memory, append_memory, clear_memory for the forwarded user and this agent',
+      'The memory tool server (MCP, streamable HTTP, JSON answers): get_memory, append_memory, clear_memory ' +
+      'for the forwarded user and this agent',
     params: z.object({ instanceId: z.string(), agentName: ResourceName }),
     body: z.record(z.string(), z.unknown()).describe('A JSON-RPC message of the Model Context Protocol'),
     responses: {

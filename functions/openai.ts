@@ -111,7 +111,8 @@ export const routes = [
     method: 'POST',
     path: `${BASE}/chat/completions`,
     summary:
-      'Chat Completions: model = agent name; the messages before the last user message are the history; stream answers chat.completion.chunk events ending with data: [DONE]',
+      'Chat Completions: model = agent name; the messages before the last user message are the history; ' +
+      'stream answers chat.completion.chunk events ending with data: [DONE]',
     params: InstanceParams,
     body: ChatCompletionRequest,
     responses: {
@@ -176,7 +177,8 @@ export const routes = [
     method: 'POST',
     path: `${BASE}/responses`,
     summary:
-      'Responses: model = agent name; previous_response_id continues its session; stream answers Responses events; background runs on the queue (retrieve, cancel)',
+      'Responses: model = agent name; previous_response_id continues its session; stream answers Responses ' +
+      'events; background runs on the queue (retrieve, cancel)',
     params: InstanceParams,
     body: ResponseCreateRequest,
     responses: {
@@ -203,7 +205,8 @@ export const routes = [
         ]);
       if (body.store === false)
         throw badRequest(
-          'store: responses are always stored (they are the conversation a later previous_response_id continues); leave store out',
+          'store: responses are always stored (they are the conversation a later previous_response_id ' +
+            'continues); leave store out',
           [{ field: 'store', message: 'must not be false' }],
         );
       const operationId = newOperationId();

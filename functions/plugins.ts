@@ -175,7 +175,9 @@ export const routes = [
     name: 'plugin-packages-upsert',
     method: 'POST',
     path: `${base}/pluginPackages/{packageName}`,
-    summary: `Upload a package version (multipart: file + resource JSON) or deploy one from a store (JSON body); api-version=${API_VERSION}`,
+    summary:
+      `Upload a package version (multipart: file + resource JSON) or deploy one from a store (JSON body); ` +
+      `api-version=${API_VERSION}`,
     params: PackageParams,
     bodyKind: 'stream',
     bodyDoc: [
@@ -242,7 +244,8 @@ export const routes = [
     responses: {
       200: {
         description:
-          'The package envelope; with loadContent=true the package file (application/zip for Python, application/octet-stream for Dotnet)',
+          'The package envelope; with loadContent=true the package file (application/zip for Python, ' +
+          'application/octet-stream for Dotnet)',
         content: [
           { contentType: 'application/json', schema: z.object({ resource: PluginPackage }) },
           { contentType: 'application/zip', schema: PackageBytes },

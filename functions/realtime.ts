@@ -14,7 +14,8 @@ const RealtimeSession = z
     websocket_url: z
       .string()
       .describe(
-        'The relay: connect within expires_at, with a bearer token (Authorization header, or the subprotocol bearer.<token>)',
+        'The relay: connect within expires_at, with a bearer token (Authorization header, or the subprotocol ' +
+          'bearer.<token>)',
       ),
     expires_at: z.string(),
     voice: z.string(),
@@ -42,7 +43,8 @@ export const routes = [
       429: { description: "A quota of the agent's completions is spent: a call counts as one completion request" },
     },
     handler: async ({ services, principal, body }) => {
-      // The relay is this server (its public URL as a socket URL) unless REALTIME_RELAY_URL names another (in Azure: the relay container).
+      // The relay is this server (its public URL as a socket URL) unless REALTIME_RELAY_URL names another (in Azure:
+      // the relay container).
       const base = services.config.realtimeRelayUrl ?? services.config.publicUrls.core.replace(/^http/, 'ws');
       const { answer, headers } = await createRealtimeSession(services, principal, body, base.replace(/\/$/, ''));
       return json(201, answer, headers);

@@ -68,7 +68,8 @@ const Message = z
       .nullable()
       .optional()
       .describe(
-        "Assistant messages: the turn's completion prompt (null when no model was asked: a cache hit or a blocked prompt)",
+        "Assistant messages: the turn's completion prompt (null when no model was asked: a cache hit or a " +
+          'blocked prompt)',
       ),
   })
   .meta({ id: 'Message' });
@@ -87,13 +88,15 @@ const CompletionPrompt = z
             content: z
               .unknown()
               .describe(
-                "Text, or content parts (an image part names its attachment's object id instead of repeating its bytes)",
+                "Text, or content parts (an image part names its attachment's object id instead of repeating " +
+                  'its bytes)',
               ),
           })
           .loose(),
       )
       .describe(
-        'Exactly what the main model was sent, in order: system prompt, retrieved knowledge, history, attachments and the prompt',
+        'Exactly what the main model was sent, in order: system prompt, retrieved knowledge, history, ' +
+          'attachments and the prompt',
       ),
   })
   .meta({ id: 'CompletionPrompt' });
@@ -173,7 +176,9 @@ export const routes = [
     method: 'GET',
     path: '/instances/{instanceId}/sessions/{sessionId}/completionprompts/{completionPromptId}',
     summary:
-      "The prompt one turn sent to the main model (the assistant message's completion_prompt_id); only the session's owner may read it, and when the turn's agent does not show its prompts (show_view_prompt false) only if they may also write the agent (403 otherwise)",
+      "The prompt one turn sent to the main model (the assistant message's completion_prompt_id); only the " +
+      "session's owner may read it, and when the turn's agent does not show its prompts (show_view_prompt " +
+      'false) only if they may also write the agent (403 otherwise)',
     params: SessionParams.extend({ completionPromptId: z.string().min(1).max(200) }),
     responses: { 200: { description: 'The completion prompt', schema: CompletionPrompt } },
     handler: async ({ services, principal, params }) => {
@@ -216,7 +221,8 @@ export const routes = [
           .boolean()
           .optional()
           .describe(
-            "With a thumbs-down: let the agent's owner see this turn's prompt (and the comments), never who rated, to make it an evaluation case; rating the message again without it withdraws it",
+            "With a thumbs-down: let the agent's owner see this turn's prompt (and the comments), never who " +
+              'rated, to make it an evaluation case; rating the message again without it withdraws it',
           ),
       })
       .strict(),

@@ -24,7 +24,10 @@ export const AZURE_BUNDLE_DIR = path.join(root, 'dist', 'azure');
 /** The Functions app itself, beside its entry (index.js) in AZURE_BUNDLE_DIR. */
 export const APP_BUNDLE = 'app.cjs';
 
-/** The worker threads (the embedded store's, the matcher's) and the extraction processes, started by URL relative to the module that starts them. */
+/**
+ * The worker threads (the embedded store's, the matcher's) and the extraction processes, started by URL relative to the
+ * module that starts them.
+ */
 const WORKERS = [
   'shared/store/sqlite-reader-worker.ts',
   'shared/store/sqlite-checkpoint-worker.ts',
@@ -90,7 +93,9 @@ async function buildModules(entry: { in: string; out: string }, outdir: string, 
     external: [...EXTERNAL, ...external],
     // CommonJS dependencies call require(); in an ES module it has to be made.
     banner: {
-      js: "import { createRequire as __createRequire } from 'node:module'; const require = __createRequire(import.meta.url);",
+      js:
+        "import { createRequire as __createRequire } from 'node:module'; const require = " +
+        '__createRequire(import.meta.url);',
     },
   });
 }
@@ -145,7 +150,9 @@ async function buildApp(outdir: string): Promise<void> {
     supported: { 'dynamic-import': false },
     // Wrapped as Node wraps a CommonJS module, so that the loader compiles the file's text as it is: no copy.
     banner: {
-      js: "(function (exports, require, module, __filename, __dirname) { const __import_meta_url = require('node:url').pathToFileURL(__filename).href;",
+      js:
+        '(function (exports, require, module, __filename, __dirname) { const __import_meta_url = ' +
+        "require('node:url').pathToFileURL(__filename).href;",
     },
     footer: { js: '})' },
     // Licences in app.cjs.LEGAL.txt: the file itself stays ASCII, which the loader reads without decoding.
@@ -179,7 +186,8 @@ function saveCodeCache(outdir: string): void {
   } catch (e) {
     const lines = String((e as { stderr?: unknown }).stderr ?? e).split('\n');
     process.stderr.write(
-      `The code cache holds the import only: the first answer failed (${lines.find((l) => /^\w*Error: /.test(l)) ?? lines[0]})\n`,
+      `The code cache holds the import only: the first answer failed ` +
+        `(${lines.find((l) => /^\w*Error: /.test(l)) ?? lines[0]})\n`,
     );
     run(`(await import(${JSON.stringify(pathToFileURL(entry).href)})).saveCodeCache(); process.exit(0);`);
   } finally {

@@ -187,7 +187,8 @@ async function create(file: string | undefined): Promise<void> {
     const body = Object.fromEntries(Object.entries(given).map(([k, v]) => [k, withInstance(v)]));
     if (typeof type !== 'string' || !/^Svc\.[A-Za-z]+\/[A-Za-z]+$/.test(type) || typeof body.name !== 'string')
       throw new CliError(
-        `each resource needs a type like Svc.Agent/agents and a name (got ${JSON.stringify({ type, name: body.name })})`,
+        `each resource needs a type like Svc.Agent/agents and a name (got ` +
+          `${JSON.stringify({ type, name: body.name })})`,
       );
     const result = await json<{ object_id: string }>(
       call('POST', management(`${type}/${encodeURIComponent(body.name)}`), body),
@@ -291,7 +292,8 @@ async function firstAgent(): Promise<void> {
   const mock = await fetch('http://127.0.0.1:8080/v1/models').catch(() => undefined);
   if (!mock)
     throw new CliError(
-      'the local mock model is not running on port 8080: start it with npm run mock-llm (in another terminal), then run this again',
+      'the local mock model is not running on port 8080: start it with npm run mock-llm (in another ' +
+        'terminal), then run this again',
     );
   await create(file);
   out('');

@@ -65,7 +65,10 @@ export interface MockLlm {
   readonly connections: number;
   /** When (performance.now()) each streamed answer's first token was written. */
   readonly firstTokens: number[];
-  /** How a streamed answer (`stream: true`) flows: the first token after `firstTokenMs`, the rest spread over `spreadMs`. */
+  /**
+   * How a streamed answer (`stream: true`) flows: the first token after `firstTokenMs`, the rest spread over
+   * `spreadMs`.
+   */
   setStreaming(firstTokenMs: number, spreadMs: number): void;
   /** Queue behaviors for the next requests, in order. */
   next(...behaviors: Behavior[]): void;

@@ -1,5 +1,5 @@
-// A Model Context Protocol server for the tests and benchmarks, built with the official SDK and served over streamable HTTP
-// (stateless: a server per request, as the SDK's examples do). Tools: add, slow (waits), repeat, fail (throws),
+// A Model Context Protocol server for the tests and benchmarks, built with the official SDK and served over streamable
+// HTTP (stateless: a server per request, as the SDK's examples do). Tools: add, slow (waits), repeat, fail (throws),
 // and admin_reset, which agents must not reach unless allow-listed. It records the calls and their headers.
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';

@@ -81,13 +81,16 @@ function build(): void {
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
   build();
   process.stdout.write(
-    `Azure Functions package: ${path.relative(root, PACKAGE_DIR)} (${(sizeOf(PACKAGE_DIR) / 1024 / 1024).toFixed(1)} MB)\n`,
+    `Azure Functions package: ${path.relative(root, PACKAGE_DIR)} ` +
+      `(${(sizeOf(PACKAGE_DIR) / 1024 / 1024).toFixed(1)} MB)\n`,
   );
   // The code cache is V8's of the Node that built it; another V8 refuses it, and the app compiles at start.
   const major = Number(process.versions.node.split('.')[0]);
   if (major !== DEPLOYED_NODE_MAJOR) {
     process.stderr.write(
-      `Note: built with Node ${major}; the Function Apps run Node ${DEPLOYED_NODE_MAJOR}, whose V8 will not take this code cache (each cold start compiles the app). Build with Node ${DEPLOYED_NODE_MAJOR} to ship a cache it takes.\n`,
+      `Note: built with Node ${major}; the Function Apps run Node ${DEPLOYED_NODE_MAJOR}, whose V8 will not ` +
+        `take this code cache (each cold start compiles the app). Build with Node ${DEPLOYED_NODE_MAJOR} to ` +
+        `ship a cache it takes.\n`,
     );
   }
 }

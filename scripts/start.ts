@@ -128,7 +128,8 @@ async function main() {
     config.store.kind === 'embedded' ? `embedded (${config.store.file})` : `cosmos (${config.store.endpoint})`;
   const token =
     config.auth.kind === 'local'
-      ? `${tokenCommand(config.dataDir)}   (another user: add ${TOKEN_SCRIPT.startsWith('npm') ? '-- ' : ''}--upn alice@example.com)`
+      ? `${tokenCommand(config.dataDir)}   (another user: add ` +
+        `${TOKEN_SCRIPT.startsWith('npm') ? '-- ' : ''}--upn alice@example.com)`
       : `from ${config.auth.issuer}`;
   process.stdout.write(
     [

@@ -67,7 +67,10 @@ function castsOf(file: string, text: string): { all: number; double: number } {
   return found;
 }
 
-/** The unit of layering a file belongs to: its folder under shared/ (a file at shared/'s top is a unit of its own), or functions/. */
+/**
+ * The unit of layering a file belongs to: its folder under shared/ (a file at shared/'s top is a unit of its own), or
+ * functions/.
+ */
 const folderOf = (file: string) =>
   file.startsWith('shared/')
     ? path.dirname(file) === 'shared'

@@ -4,7 +4,8 @@ import { LOCAL_DEFAULT_USER, loadLocalKey, mintLocalToken } from '../shared/auth
 import { loadConfig } from '../shared/config.js';
 
 const USAGE =
-  'npm run token -- [--upn alice@example.com] [--oid GUID] [--name "Alice"] [--groups g1,g2] [--roles r1,r2] [--expires-in 3600]';
+  'npm run token -- [--upn alice@example.com] [--oid GUID] [--name "Alice"] [--groups g1,g2] [--roles r1,r2] ' +
+  '[--expires-in 3600]';
 
 async function main() {
   const { values } = parseArgs({

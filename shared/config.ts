@@ -151,7 +151,9 @@ const SETTINGS = {
   MAX_JSON_BODY_BYTES: setting(PositiveInt, 1024 * 1024),
   MAX_UPLOAD_BYTES: setting(PositiveInt, 20 * 1024 * 1024),
   USER_STORAGE_MAX_BYTES: setting(PositiveInt, 1024 * 1024 * 1024),
-  /** Tokens of attachment text one completion gives the model, over all its attachments; the rest is cut with a marker. */
+  /**
+   * Tokens of attachment text one completion gives the model, over all its attachments; the rest is cut with a marker.
+   */
   ATTACHMENT_MAX_TOKENS: setting(int(256, 200_000), 20_000),
   MEMORY_MAX_BYTES: setting(PositiveInt, 256 * 1024),
   PACKAGES_CONTAINER: setting(text, 'plugin-packages'),
@@ -252,7 +254,9 @@ const SETTINGS = {
    * http://HOST:CORE_PORT (127.0.0.1 when HOST is a wildcard address).
    */
   CORE_API_URL: setting(HttpUrl),
-  /** The Management API's base URL as browsers reach it, for the portal; unset: http://HOST:MANAGEMENT_PORT as above. */
+  /**
+   * The Management API's base URL as browsers reach it, for the portal; unset: http://HOST:MANAGEMENT_PORT as above.
+   */
   MANAGEMENT_API_URL: setting(HttpUrl),
   /**
    * Further host names requests may carry in `Host`, comma-separated. Loopback names, HOST and the hosts of
@@ -260,7 +264,10 @@ const SETTINGS = {
    * is refused (421), so a page whose name resolves to this machine cannot reach it.
    */
   ALLOWED_HOSTS: setting(listOf(HostName)),
-  /** Portal sign-in with Entra ID (MSAL): the portal's app registration (client id), its authority, and the API scope it asks for. */
+  /**
+   * Portal sign-in with Entra ID (MSAL): the portal's app registration (client id), its authority, and the API scope it
+   * asks for.
+   */
   PORTAL_ENTRA_CLIENT_ID: setting(Guid),
   PORTAL_ENTRA_AUTHORITY: setting(url(['https'])),
   PORTAL_API_SCOPE: setting(length(1, 500)),

@@ -1,4 +1,5 @@
-// zod building blocks shared by route definitions and the features that check the same shapes (ids, the API version, error bodies).
+// zod building blocks shared by route definitions and the features that check the same shapes (ids, the API version,
+// error bodies).
 import { z } from 'zod';
 
 export const GUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -1,5 +1,5 @@
-// Abuse detection (docs/api-decisions.md, Analytics): indicators for one user over the period, the risk score and anomalies.
-// Indicators are computed once from the user's usage records; the score is a pure function of them, so the
+// Abuse detection (docs/api-decisions.md, Analytics): indicators for one user over the period, the risk score and
+// anomalies. Indicators are computed once from the user's usage records; the score is a pure function of them, so the
 // two can never call each other.
 import type { UsageDoc } from '../completions/usage.js';
 import type { AppSettings } from '../providers/settings.js';

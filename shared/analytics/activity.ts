@@ -61,7 +61,9 @@ export async function activityBy(
   );
 }
 
-/** The period's totals over the usage records matching `where`: what the overview and the token dashboard both state. */
+/**
+ * The period's totals over the usage records matching `where`: what the overview and the token dashboard both state.
+ */
 export async function usageTotals(src: Sources, where: Filter[]) {
   const [totals, sessions] = await Promise.all([
     src.usage.one(where, {

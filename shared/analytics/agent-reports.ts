@@ -133,7 +133,9 @@ export async function models(src: Sources) {
     .sort((a, b) => b.total_tokens - a.total_tokens || a.model_name.localeCompare(b.model_name));
 }
 
-/** A daily series per agent over every day of the period, zero-filled: responses (messages) or users (usage records). */
+/**
+ * A daily series per agent over every day of the period, zero-filled: responses (messages) or users (usage records).
+ */
 async function dailyPerAgent(src: Sources, period: Period, agent: string | undefined, measure: 'responses' | 'users') {
   const rows =
     measure === 'responses'
@@ -159,7 +161,10 @@ export async function dailyActiveUsers(src: Sources, period: Period, agent: stri
   return period.days.map((date) => ({ date, count: counts.get(date) ?? 0 }));
 }
 
-/** AnalyticsTokenUsageDashboard: the overview's totals, and the agents', users' and models' figures of the other reports. */
+/**
+ * AnalyticsTokenUsageDashboard: the overview's totals, and the agents', users' and models' figures of the other
+ * reports.
+ */
 export async function tokenDashboard(src: Sources, agent: string | undefined) {
   const f = agentFilter(agent);
   const [totals, agents, users, modelRows] = await Promise.all([
@@ -215,7 +220,10 @@ export async function toolSummaries(src: Sources, agent: string | undefined) {
     .sort((a, b) => b.usage_count - a.usage_count || a.tool_name.localeCompare(b.tool_name));
 }
 
-/** AgentToolCombinations: for each set of tools one completion of the agent ran together (`a + b`), how many completions ran it. */
+/**
+ * AgentToolCombinations: for each set of tools one completion of the agent ran together (`a + b`), how many completions
+ * ran it.
+ */
 export async function toolCombinations(src: Sources, agent: string) {
   const rows = await src.toolRuns.group([eq('agent_name', agent)], ['operation_id', 'tool_name'], {
     runs: { fn: 'count' },

@@ -134,7 +134,9 @@ function budgetWhere(b: BudgetDefinition): Filter[] {
 /** Agent access tokens' calls: their usage records' UPNs are the tokens' virtual identities. */
 const TOKEN_CALLS: Filter = { field: 'upn', op: 'startsWith', value: 'aat_' };
 
-/** Spend per day and currency in the budget's scope (a cost without a currency counts in every budget, as at admission). */
+/**
+ * Spend per day and currency in the budget's scope (a cost without a currency counts in every budget, as at admission).
+ */
 async function budgetDaily(src: Sources, b: BudgetDefinition): Promise<Map<string, number>> {
   const daily = async (where: Filter[]) => {
     const rows = await src.usage.group(where, ['day', 'currency'], { cost: { fn: 'sum', field: 'cost' } });

@@ -285,7 +285,8 @@ const BudgetStatus = z
           .strict(),
       )
       .describe(
-        'Where the budget stands in the current period, from its counters: one entry for the whole scope, or one per user or token that spent, most spent first',
+        'Where the budget stands in the current period, from its counters: one entry for the whole scope, or ' +
+          'one per user or token that spent, most spent first',
       ),
     daily: z
       .array(z.object({ date: z.string(), cost: Money }).strict())

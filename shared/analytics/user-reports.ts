@@ -69,7 +69,10 @@ export async function topUsers(
   return out;
 }
 
-/** AnalyticsUserSummary of one user: the user's activity (activity.ts), active days, and messages per session and peak times from the messages. */
+/**
+ * AnalyticsUserSummary of one user: the user's activity (activity.ts), active days, and messages per session and peak
+ * times from the messages.
+ */
 export async function userSummary(src: Sources, upn: string) {
   const user = [eq('upn', upn)];
   const [activity, days, messages, messageDays, hours] = await Promise.all([

@@ -60,7 +60,10 @@ const AGENT_NAME: AgentTemplateDoc['parameters'][number] = {
 
 const PLACEHOLDER = /\{\{([A-Za-z_][A-Za-z0-9_]*)\}\}/g;
 
-/** The parameters' values: each given one of its declared type, each absent one its default. 400 names the first that fails. */
+/**
+ * The parameters' values: each given one of its declared type, each absent one its default. 400 names the first that
+ * fails.
+ */
 function parameterValues(template: AgentTemplateDoc, given: Record<string, unknown>): Map<string, unknown> {
   const fail = (name: string, message: string) => validationError([{ field: `parameters.${name}`, message }]);
   const values = new Map<string, unknown>();

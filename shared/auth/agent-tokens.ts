@@ -158,8 +158,9 @@ export class AgentTokens implements AgentTokenVerifier {
   }
 
   /**
-   * The six validation steps of an agent access token (docs/api-decisions.md, Agent access tokens), in order; the reason of the first that fails, or the token.
-   * The secret is compared in constant time on fixed-length hashes, whatever length was sent.
+   * The six validation steps of an agent access token (docs/api-decisions.md, Agent access tokens), in order; the
+   * reason of the first that fails, or the token. The secret is compared in constant time on fixed-length hashes,
+   * whatever length was sent.
    */
   async check(token: string): Promise<{ ok: true; doc: AgentTokenDoc } | { ok: false; reason: string }> {
     const parts = parseToken(token);

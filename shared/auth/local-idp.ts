@@ -29,7 +29,9 @@ export async function loadLocalKey(keyFile: string): Promise<LocalKey> {
   return { privateKey, ...publicKey(stored) };
 }
 
-/** The key pair's public JWKS, creating the pair on first use: what verifying needs, without importing the private key. */
+/**
+ * The key pair's public JWKS, creating the pair on first use: what verifying needs, without importing the private key.
+ */
 export async function loadLocalJwks(keyFile: string): Promise<LocalKey['jwks']> {
   return publicKey(await readOrCreateKey(keyFile)).jwks;
 }

@@ -75,7 +75,10 @@ export const isBudgetCounter = (doc: DocsOf<'quotas'>): doc is BudgetCounterDoc 
 const MICROS = 1_000_000;
 const toMicros = (amount: number) => Math.round(amount * MICROS);
 
-/** The UTC period `at` falls in: its id (d2026-11-26, w2026-11-23 for the week from that Monday, m2026-11) and when it ends. */
+/**
+ * The UTC period `at` falls in: its id (d2026-11-26, w2026-11-23 for the week from that Monday, m2026-11) and when it
+ * ends.
+ */
 export function periodOf(period: BudgetDefinition['period'], at: number): { id: string; start: number; end: number } {
   // The same for a whole UTC day: computed once a day per kind of period (every call asks).
   const day = Math.floor(at / 86_400_000);
@@ -267,7 +270,9 @@ export class Budgets {
         throw new DomainError(
           'forbidden',
           'BudgetCurrencyMismatch',
-          `Budget ${budget.name} is kept in ${budget.currency}, and this call's model is priced in ${currency}: its cost cannot be counted against the budget, so the call is refused. Price the model in ${budget.currency}, or keep the budget in ${currency}.`,
+          `Budget ${budget.name} is kept in ${budget.currency}, and this call's model is priced in ` +
+            `${currency}: its cost cannot be counted against the budget, so the call is refused. Price the ` +
+            `model in ${budget.currency}, or keep the budget in ${currency}.`,
         );
       }
       out.push({ budget, pk: counterKey(budget, who), subject });
@@ -345,7 +350,10 @@ export class Budgets {
     return { reservation, headers };
   }
 
-  /** Replaces a call's reservation with what it cost (0 when it failed before spending); written to the store within a second. */
+  /**
+   * Replaces a call's reservation with what it cost (0 when it failed before spending); written to the store within a
+   * second.
+   */
   settle(reservation: BudgetReservation, cost: number): void {
     const spent = Math.max(0, toMicros(cost));
     for (const { lease, micros } of reservation.entries.splice(0)) {
@@ -453,7 +461,10 @@ export class Budgets {
     );
   }
 
-  /** Atomically adds to a counter's `reserved` or `spent`, creating the counter (kept a day past its period) on first use. */
+  /**
+   * Atomically adds to a counter's `reserved` or `spent`, creating the counter (kept a day past its period) on first
+   * use.
+   */
   private increment(
     { budget, pk, subject }: Applying,
     period: { id: string; end: number },

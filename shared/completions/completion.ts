@@ -120,7 +120,8 @@ export const CompletionRequest = z
       })
       .optional()
       .describe(
-        'What happens when another turn of the session is running: parallel (default), reject (409 SessionBusy), enqueue (wait for it), interrupt (cancel it)',
+        'What happens when another turn of the session is running: parallel (default), reject (409 ' +
+          'SessionBusy), enqueue (wait for it), interrupt (cancel it)',
       ),
     settings: z
       .object({
@@ -174,7 +175,10 @@ export type CompletionResponse = z.output<typeof CompletionResponse>;
 const AGENT_REFUSED = 'Agent not found or access denied';
 const agentError = () => validationError([{ field: 'agent_name', message: AGENT_REFUSED }]);
 
-/** Whether admission failed because the agent is missing or not the caller's to use (the facades say "not found" for both). */
+/**
+ * Whether admission failed because the agent is missing or not the caller's to use (the facades say "not found" for
+ * both).
+ */
 export const isAgentRefusal = (e: unknown) =>
   e instanceof DomainError &&
   e.message === AGENT_REFUSED &&
@@ -263,7 +267,9 @@ async function chainOf(s: CompletionDeps, agent: AgentDoc): Promise<AgentChain> 
   return { kind: 'chat', agent, prompt, model, endpoint };
 }
 
-/** The currency the agent's model is priced in (null: none named, or no model of its own); its budgets are those in it. */
+/**
+ * The currency the agent's model is priced in (null: none named, or no model of its own); its budgets are those in it.
+ */
 export const agentCurrency = (s: CompletionDeps, agent: AgentDoc): Promise<string | null> =>
   chainOf(s, agent).then(
     (chain) => (chain.kind === 'chat' ? pricesOf(chain.model).currency : null),
@@ -291,7 +297,10 @@ export interface Admitted {
   session: Stored<SessionDoc> | undefined;
   /** The attached files, the caller's own. */
   attachments: FileDoc[];
-  /** What the caller's knowledge searches are limited to: the request's filter (index_filter_expression), and the groups they read as. */
+  /**
+   * What the caller's knowledge searches are limited to: the request's filter (index_filter_expression), and the groups
+   * they read as.
+   */
   scope: KnowledgeScope;
   /** Absent for the Core API. */
   facade?: Facade | undefined;
@@ -353,7 +362,10 @@ export interface RunOptions {
   signal?: AbortSignal;
   /** Streams the answer: each piece of text as the model produces it. */
   onDelta?: (text: string) => void;
-  /** Tool calls starting and ending (streamed as comments, so the event names stay those of docs/api-decisions.md, Streaming). */
+  /**
+   * Tool calls starting and ending (streamed as comments, so the event names stay those of docs/api-decisions.md,
+   * Streaming).
+   */
   onToolStart?: ToolEvents['onToolStart'];
   onToolEnd?: ToolEvents['onToolEnd'];
   /** Runs between the answer and its recording; throwing CallCancelledError records nothing of the turn. */
@@ -372,7 +384,8 @@ export async function runCompletion(
 ): Promise<CompletionResponse> {
   const chain = await chainOf(s, admitted.agent);
   if (!admitted.session) return runTurn(s, principal, admitted, chain, options, undefined);
-  // A turn with a session is listed on it while it runs (multitask_strategy); an enqueued one reads the history after the wait.
+  // A turn with a session is listed on it while it runs (multitask_strategy); an enqueued one reads the history after
+  // the wait.
   const turn = await s.turns.begin(
     admitted.session,
     options.operationId,
@@ -408,7 +421,8 @@ async function runTurn(
   const { request, agent, sessionId, session } = admitted;
   const operationId = options.operationId;
   const deployment = chain.kind === 'chat' ? chain.model.deployment_name : '';
-  // What every usage record of the turn carries besides its counts: how it came in, whose budget it is, in which currency.
+  // What every usage record of the turn carries besides its counts: how it came in, whose budget it is, in which
+  // currency.
   const currency = chain.kind === 'chat' ? pricesOf(chain.model).currency : null;
   const tags: { protocol: Protocol; cost_center?: string; currency?: string } = {
     protocol: admitted.facade?.protocol ?? 'core',
@@ -689,7 +703,10 @@ async function produceAnswer(
   }
 }
 
-/** What a turn has when it calls its chat model: the prompt (rewritten), what the rewrite spent, the embeddings' spend, and how to refuse. */
+/**
+ * What a turn has when it calls its chat model: the prompt (rewritten), what the rewrite spent, the embeddings' spend,
+ * and how to refuse.
+ */
 interface Prepared {
   prompt: string;
   spent: Pick<Answer, 'promptTokens' | 'completionTokens' | 'cost'>;
@@ -697,7 +714,10 @@ interface Prepared {
   refused: (block: Block, spent: Omit<Answer, 'content' | 'analysis' | 'citations'>) => Promise<Answer>;
 }
 
-/** The semantic cache, retrieval, the model (with its tool rounds) and the post-completion shields of a turn of a chat model. */
+/**
+ * The semantic cache, retrieval, the model (with its tool rounds) and the post-completion shields of a turn of a chat
+ * model.
+ */
 async function answerWithModel(
   s: CompletionDeps,
   principal: Principal,
@@ -714,7 +734,8 @@ async function answerWithModel(
   const topN = request.settings?.agent_parameters?.index_top_n;
   const deployment = chain.model.deployment_name;
   const screenAnswer = shields.post.length > 0;
-  // The caller's groups are part of the key: an answer drawn from documents for some groups is found only by callers who read as the same groups.
+  // The caller's groups are part of the key: an answer drawn from documents for some groups is found only by callers
+  // who read as the same groups.
   const cache = await cacheSlot(s, agent, await personal(s, admitted), embeddings, {
     filter: admitted.scope.filter,
     readers: readerGroups(admitted.scope.readers).sort(),
@@ -741,7 +762,8 @@ async function answerWithModel(
     let reply: ModelAnswer;
     // The agent is the caller whose fair share of the endpoint's connections its calls take.
     const call = { signal: options.signal, caller: agent.name };
-    // Every model call of the turn (each tool round too) is held in its budgets until it ends: refused when one would be exceeded.
+    // Every model call of the turn (each tool round too) is held in its budgets until it ends: refused when one would
+    // be exceeded.
     const counted = async (request: MeteredRequest, run: () => Promise<ModelAnswer>) => {
       const done = await metered(s.budgets, { principal, agent }, chain.model, request, run);
       Object.assign(admitted.headers, done.headers);
@@ -861,22 +883,27 @@ function stringsIn(value: unknown): string[] {
   return found;
 }
 
-/** The model's request fields: the request's `settings.model_parameters` over the model's own, and a facade's fields over both. */
+/**
+ * The model's request fields: the request's `settings.model_parameters` over the model's own, and a facade's fields
+ * over both.
+ */
 function modelParameters(model: AiModelDoc, { request, facade }: Admitted): ModelParameters {
   const wire = wireParameters(model.model_parameters, request.settings?.model_parameters);
   return facade?.parameters ? { ...wire, ...facade.parameters } : wire;
 }
 
-/** Whether the answer may depend on something of the caller's own: history (a session's or the client's) or attachments. */
+/**
+ * Whether the answer may depend on something of the caller's own: history (a session's or the client's) or attachments.
+ */
 async function personal(s: CompletionDeps, admitted: Admitted): Promise<boolean> {
   if (admitted.attachments.length > 0 || (admitted.facade?.history?.length ?? 0) > 0) return true;
   return admitted.session ? (await s.conversations.recentHistory(admitted.session, 1)).length > 0 : false;
 }
 
 /**
- * System prompt, retrieved knowledge, history (when enabled, last max_history turns, with the content
- * artifacts of the types the agent names; a facade's client's own messages), then the user message: the attachments' text before the prompt,
- * and their images as image parts. `kept` is the same with each image named by its attachment's object id.
+ * System prompt, retrieved knowledge, history (when enabled, last max_history turns, with the content artifacts of the
+ * types the agent names; a facade's client's own messages), then the user message: the attachments' text before the
+ * prompt, and their images as image parts. `kept` is the same with each image named by its attachment's object id.
  */
 async function buildMessages(
   s: CompletionDeps,

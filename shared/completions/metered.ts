@@ -38,7 +38,9 @@ export interface MeteredRequest {
 /** What a metered call answers: a model's answer, with its usage as the model reported it (or not). */
 type Answered = Pick<ModelAnswer, 'content' | 'promptTokens' | 'completionTokens' | 'usageUnreported' | 'toolCalls'>;
 
-/** Failures after which the model may have done all the work held for: it went past the deadline, or answered too much. */
+/**
+ * Failures after which the model may have done all the work held for: it went past the deadline, or answered too much.
+ */
 const UNKNOWN_SPEND = new Set(['UpstreamTimeout', 'UpstreamResponseTooLarge']);
 
 /**

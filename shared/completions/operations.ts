@@ -49,7 +49,9 @@ export interface OperationDoc extends Doc {
   quota_reservation?: QuotaReservation;
   /** A completion that came in by a facade: what the worker admits it with. */
   facade?: Facade;
-  /** An OpenAI response kept for retrieval (every Responses call is an operation, whether it runs here or on the queue). */
+  /**
+   * An OpenAI response kept for retrieval (every Responses call is an operation, whether it runs here or on the queue).
+   */
   response?: ResponseMeta;
 }
 

@@ -203,7 +203,10 @@ export async function replay(
       const head = await events.read(key, HEAD);
       if (head?.kind !== 'head') return;
       if (head.status === 'running' && Date.now() - head.beat > STALE_MS) {
-        yield `id: ${next}\nevent: error\ndata: ${JSON.stringify({ error: { code: 'StreamInterrupted', message: 'The instance running the completion stopped' } })}\n\n`;
+        yield (
+          `id: ${next}\nevent: error\ndata: ` +
+          `${JSON.stringify({ error: { code: 'StreamInterrupted', message: 'The instance running the completion stopped' } })}\n\n`
+        );
         return;
       }
       // Ended: the final events were written with the end, perhaps after this pass's query; one more query

@@ -1,6 +1,6 @@
-// The queue-triggered worker of async completions: runs the completion as its starter, records the outcome,
-// and keeps the promises of docs/api-decisions.md (Async completions): at-least-once safe, cancellable at every step (a model call
-// in flight is aborted), and an operation whose model keeps failing ends Failed within 90 s of its start.
+// The queue-triggered worker of async completions: runs the completion as its starter, records the outcome, and keeps
+// the promises of docs/api-decisions.md (Async completions): at-least-once safe, cancellable at every step (a model
+// call in flight is aborted), and an operation whose model keeps failing ends Failed within 90 s of its start.
 import { context, SpanKind, trace } from '@opentelemetry/api';
 import { DomainError, toError } from '../errors.js';
 import { CallCancelledError, UpstreamError } from '../models/upstream-errors.js';

@@ -1,7 +1,7 @@
-// An external workflow: the agent's workflow plugin answers each completion in the sandbox. It gets the
-// prompt, the session's history, the attachments' text and the agent's workflow_parameters, and an `svc`
-// object whose model calls go through the service's model gateway (their tokens and cost are the turn's) and
-// whose searches read the agent's knowledge indexes with the caller's filter and groups. A failed call is 502 PluginFailed.
+// An external workflow: the agent's workflow plugin answers each completion in the sandbox. It gets the prompt, the
+// session's history, the attachments' text and the agent's workflow_parameters, and an `svc` object whose model calls
+// go through the service's model gateway (their tokens and cost are the turn's) and whose searches read the agent's
+// knowledge indexes with the caller's filter and groups. A failed call is 502 PluginFailed.
 import { DomainError } from '../errors.js';
 import { attachmentTexts } from '../files/attachment-content.js';
 import {
@@ -51,7 +51,10 @@ export interface WorkflowPluginDeps {
 
 /** Messages of the session's history a workflow plugin is given when the agent sets no history length. */
 const DEFAULT_HISTORY = 20;
-/** Model answers a workflow plugin may ask for in one turn (`svc.complete` calls), each counted against the caller's budgets. */
+/**
+ * Model answers a workflow plugin may ask for in one turn (`svc.complete` calls), each counted against the caller's
+ * budgets.
+ */
 export const MAX_MODEL_CALLS = 16;
 const ROLES = new Set(['system', 'user', 'assistant']);
 

@@ -115,7 +115,9 @@ export async function attachmentContent(
       throw validationError([
         {
           field: 'attachments',
-          message: `Attachment ${file.display_name} is an image, and the agent's AI model does not read images (its capabilities do not include vision)`,
+          message:
+            `Attachment ${file.display_name} is an image, and the agent's AI model does not read images (its ` +
+            `capabilities do not include vision)`,
         },
       ]);
     }
@@ -137,7 +139,9 @@ export async function attachmentContent(
         throw validationError([
           {
             field: 'attachments',
-            message: `Attachment ${file.display_name}: the images of one completion may hold ${MAX_IMAGE_BYTES / 1024 / 1024} MiB together`,
+            message:
+              `Attachment ${file.display_name}: the images of one completion may hold ` +
+              `${MAX_IMAGE_BYTES / 1024 / 1024} MiB together`,
           },
         ]);
       const bytes = await s.files.bytesOf(file);

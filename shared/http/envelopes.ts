@@ -67,8 +67,8 @@ export function errorReply(error: DomainError, style: ErrorStyle, instance: stri
 }
 
 /**
- * OpenAI's error body: `type` by status as OpenAI names them, `param` the first field at fault, `code` OpenAI's
- * where one applies (invalid_api_key, rate_limit_exceeded, insufficient_quota), else this service's (model_not_found, ...).
+ * OpenAI's error body: `type` by status as OpenAI names them, `param` the first field at fault, `code` OpenAI's where
+ * one applies (invalid_api_key, rate_limit_exceeded, insufficient_quota), else this service's (model_not_found, ...).
  */
 function openaiError(error: DomainError, status: number) {
   // A spent budget is what OpenAI calls an insufficient quota; a request or token quota is its rate limit.

@@ -28,7 +28,8 @@ export const misdirected = () =>
   new DomainError(
     'misdirected',
     'MisdirectedRequest',
-    'This service does not answer to the host name in the request: add it to ALLOWED_HOSTS, or set CORE_API_URL or MANAGEMENT_API_URL',
+    'This service does not answer to the host name in the request: add it to ALLOWED_HOSTS, or set ' +
+      'CORE_API_URL or MANAGEMENT_API_URL',
   );
 
 /** Whether a browser's `Origin` is this API's own (scheme, an allowed host and the port the request came to). */

@@ -47,8 +47,8 @@ export interface RouteSpec<
   bodyDoc?: ContentDoc | readonly ContentDoc[];
   responses: Record<number, ResponseDoc>;
   /**
-   * A trace boundary (completions, status polls; docs/architecture.md, Telemetry): every call starts a new root span and keeps the
-   * caller's traceparent only as a link. Other routes continue the caller's trace.
+   * A trace boundary (completions, status polls; docs/architecture.md, Telemetry): every call starts a new root span
+   * and keeps the caller's traceparent only as a link. Other routes continue the caller's trace.
    */
   traceBoundary?: boolean;
   permission?: (input: { params: Infer<P>; principal: Principal }) => Permission;

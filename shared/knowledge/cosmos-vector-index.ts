@@ -86,14 +86,16 @@ export function vectorSearchQuery(
   const access =
     readers === 'everything'
       ? ''
-      : ' AND (NOT IS_DEFINED(c.access_groups) OR EXISTS(SELECT VALUE g FROM g IN c.access_groups WHERE ARRAY_CONTAINS(@readers, g)))';
+      : ' AND (NOT IS_DEFINED(c.access_groups) OR EXISTS(SELECT VALUE g FROM g IN c.access_groups WHERE ' +
+        'ARRAY_CONTAINS(@readers, g)))';
   const filters =
     Object.keys(values)
       .map((field) => ` AND c.${field} = @${field}`)
       .join('') + access;
   return {
     query:
-      `SELECT TOP ${Math.trunc(top)} c.key, c.part, c.source, c.file_name, c.title, c.text, VectorDistance(c.vector, @vector) AS score ` +
+      `SELECT TOP ${Math.trunc(top)} c.key, c.part, c.source, c.file_name, c.title, c.text, ` +
+      `VectorDistance(c.vector, @vector) AS score ` +
       `FROM c WHERE c.pk = @index AND c.kind = 'partition' AND c.expires_at > @now${filters} ` +
       (terms.length > 0
         ? `ORDER BY RANK RRF(VectorDistance(c.vector, @vector), FullTextScore(c.text, ${terms.map((_, i) => `@term${i}`).join(', ')}))`
@@ -162,7 +164,8 @@ export async function openCosmosVectorIndex(options: CosmosStoreOptions): Promis
       const bad = partitions.find((p) => p.vector.length !== COSMOS_VECTOR_DIMENSIONS);
       if (bad)
         throw new RangeError(
-          `the Cosmos DB vector index takes ${COSMOS_VECTOR_DIMENSIONS}-dimension embeddings, not ${bad.vector.length}: set embedding_dimensions to ${COSMOS_VECTOR_DIMENSIONS}`,
+          `the Cosmos DB vector index takes ${COSMOS_VECTOR_DIMENSIONS}-dimension embeddings, not ` +
+            `${bad.vector.length}: set embedding_dimensions to ${COSMOS_VECTOR_DIMENSIONS}`,
         );
       const key = sourceKey(doc.source);
       const expires = doc.expires_at ?? NEVER;
@@ -242,7 +245,9 @@ export async function openCosmosVectorIndex(options: CosmosStoreOptions): Promis
       // Across partitions: each cache entry is an index (a partition) of its own.
       const { resources } = await container.items
         .query<{ pk: string; source: string }>({
-          query: `SELECT c.pk, c.source FROM c WHERE c.kind = 'document' AND STARTSWITH(c.pk, @prefix) AND ARRAY_CONTAINS(@origins, c.origin)`,
+          query:
+            `SELECT c.pk, c.source FROM c WHERE c.kind = 'document' AND STARTSWITH(c.pk, @prefix) AND ` +
+            `ARRAY_CONTAINS(@origins, c.origin)`,
           parameters: [
             { name: '@prefix', value: CACHE_INDEX_PREFIX },
             { name: '@origins', value: [...origins] },

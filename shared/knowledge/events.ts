@@ -119,7 +119,9 @@ function documentOf(w: Watched, blobUrl: string): string | undefined {
   return undefined;
 }
 
-/** The pipeline-events queue's handler: a run, for the document the event names, of each Event pipeline it belongs to. */
+/**
+ * The pipeline-events queue's handler: a run, for the document the event names, of each Event pipeline it belongs to.
+ */
 export async function handleBlobEvent(
   event: BlobEvent,
   _delivery: QueueDelivery,

@@ -13,7 +13,10 @@ export const MAX_HTML_DEPTH = 512;
 export const MAX_HTML_ELEMENTS = 200_000;
 /** Most pages of a PDF read. */
 export const MAX_PDF_PAGES = 2_000;
-/** Most bytes an Office document's (DOCX, PPTX, XLSX) parts may hold uncompressed, together (a zip bomb declares far more). */
+/**
+ * Most bytes an Office document's (DOCX, PPTX, XLSX) parts may hold uncompressed, together (a zip bomb declares far
+ * more).
+ */
 export const MAX_OFFICE_UNCOMPRESSED_BYTES = 64 * 1024 * 1024;
 /** Most characters of text kept from one document. */
 export const MAX_TEXT_CHARS = 16 * 1024 * 1024;
@@ -195,7 +198,10 @@ async function docx(bytes: Uint8Array, fallbackTitle: string): Promise<Extracted
   return { title: first && first.length <= 200 ? first : fallbackTitle, text: capped(value) };
 }
 
-/** The text of the elements named `textTag` in an XML part, a line per `lineTag` element (and `cellTag` ones tab-separated). */
+/**
+ * The text of the elements named `textTag` in an XML part, a line per `lineTag` element (and `cellTag` ones
+ * tab-separated).
+ */
 function xmlText(xml: Buffer, textTag: string, lineTag: string, cellTag?: string): string[] {
   const lines: string[] = [];
   let line: string[] = [];

@@ -1,6 +1,6 @@
-// Text from the document formats a pipeline indexes: plain text and Markdown as UTF-8 here; HTML, PDF,
-// Word, PowerPoint and Excel in the extraction pool's worker threads (extract-formats.ts), bounded in time, memory and input size.
-// An unreadable document is an ExtractionError naming the reason, which the run reports for that document alone.
+// Text from the document formats a pipeline indexes: plain text and Markdown as UTF-8 here; HTML, PDF, Word, PowerPoint
+// and Excel in the extraction pool's worker threads (extract-formats.ts), bounded in time, memory and input size. An
+// unreadable document is an ExtractionError naming the reason, which the run reports for that document alone.
 import path from 'node:path';
 import type { ExtractionPool } from './extract-pool.js';
 

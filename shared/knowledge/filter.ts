@@ -1,4 +1,5 @@
-// The knowledge filter of a completion request (`agent_parameters.index_filter_expression`; docs/api-decisions.md, Knowledge):
+// The knowledge filter of a completion request (`agent_parameters.index_filter_expression`; docs/api-decisions.md,
+// Knowledge):
 //   expression := clause ( "and" clause )*
 //   clause     := ( "source" | "file_name" ) "eq" "'" value "'"      ('' inside a value is one quote)
 // Keywords and field names are case-insensitive; values are compared exactly.

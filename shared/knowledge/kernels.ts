@@ -22,7 +22,10 @@ const kernelsModule = new wasm.Module(Buffer.from(KERNELS_WASM, 'base64'));
 const PAGE = 65536;
 
 export interface Kernels {
-  /** Hamming distances of `count` codes of `words64` words from `codes` to the query's, where `mask` admits, into `dist`, counted in `hist`. */
+  /**
+   * Hamming distances of `count` codes of `words64` words from `codes` to the query's, where `mask` admits, into
+   * `dist`, counted in `hist`.
+   */
   scan(codes: number, count: number, words64: number, query: number, mask: number, dist: number, hist: number): void;
   /** Marks in `mask` the live slots whose access key `allowed` admits and that expire after `now`; answers how many. */
   admit(
@@ -38,7 +41,9 @@ export interface Kernels {
   collect(mask: number, dist: number, count: number, cut: number, atCut: number, out: number): number;
   /** For each listed slot, the sum over its code's bytes of `table[byte index * 256 + byte value]`, as f32 at `out`. */
   asymmetric(codes: number, list: number, n: number, bytes: number, table: number, out: number): void;
-  /** Dot product with the query and squared norm of `count` vectors of `lanes` f32x4 groups, into `out` as f32 pairs. */
+  /**
+   * Dot product with the query and squared norm of `count` vectors of `lanes` f32x4 groups, into `out` as f32 pairs.
+   */
   dots(vectors: number, count: number, lanes: number, query: number, out: number): void;
 }
 

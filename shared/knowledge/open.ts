@@ -16,7 +16,8 @@ async function open(config: Config): Promise<VectorIndex> {
   } catch (e) {
     if (!/sqlite-vec|vec0|ERR_MODULE_NOT_FOUND/.test(String(e))) throw e;
     throw new ConfigError(
-      `The embedded vector index needs the sqlite-vec package, which has no binary for ${process.platform}-${process.arch} here; use STORE=cosmos`,
+      `The embedded vector index needs the sqlite-vec package, which has no binary for ` +
+        `${process.platform}-${process.arch} here; use STORE=cosmos`,
     );
   }
 }

@@ -32,7 +32,9 @@ export const Citation = z
   .meta({ id: 'Citation' });
 export type Citation = z.output<typeof Citation>;
 
-/** A citation of a web page (the protocols' URL citations and resource links), not of an uploaded or indexed document. */
+/**
+ * A citation of a web page (the protocols' URL citations and resource links), not of an uploaded or indexed document.
+ */
 export const isWebPage = (c: Citation) => /^https?:\/\//i.test(c.source);
 
 const DEFAULT_TOP_N = 5;
@@ -101,7 +103,9 @@ export function aboveMinimum(tool: Pick<KnowledgeTool, 'minimumScore'>, hits: Se
   return minimum === undefined ? hits : hits.filter((h) => h.score >= minimum);
 }
 
-/** The most similar partitions of one index the caller may read, embedded with the model its data pipeline writes with. */
+/**
+ * The most similar partitions of one index the caller may read, embedded with the model its data pipeline writes with.
+ */
 export async function searchIndex(
   s: RetrievalDeps,
   agent: AgentDoc,
@@ -166,5 +170,8 @@ export async function retrieve(
 /** The retrieved partitions as the model reads them: numbered, with their titles and sources. */
 export function knowledgeContext(citations: readonly Citation[]): string {
   const sources = citations.map((c, i) => `[${i + 1}] ${c.title} (${c.source})\n${c.text}`).join('\n\n');
-  return `Answer from the following sources where they are relevant, and say which ones you used by their numbers.\n\n${sources}`;
+  return (
+    `Answer from the following sources where they are relevant, and say which ones you used by their ` +
+    `numbers.\n\n${sources}`
+  );
 }

@@ -102,7 +102,8 @@ async function prerequisites(
   if (!source) throw new RunFailure(`data source ${pipeline.data_source_object_id} does not exist`);
   if (!READABLE_SOURCE_TYPES.some((t) => t === source.data_source_type)) {
     throw new RunFailure(
-      `${source.data_source_type} data sources are definitions only for now: processing reads ${READABLE_SOURCE_TYPES.join(' and ')} sources`,
+      `${source.data_source_type} data sources are definitions only for now: processing reads ` +
+        `${READABLE_SOURCE_TYPES.join(' and ')} sources`,
     );
   }
   const problem = sourceProblem(sourceSettings(source));

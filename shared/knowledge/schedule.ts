@@ -45,14 +45,19 @@ const CATCH_UP_MS = 10 * 60_000;
 /** Who started a scheduled run, as the run records it. */
 export const SCHEDULER = 'scheduler';
 
-/** A run name for a pipeline and what started it (a due time, an event): a UUID derived from both, the same on every instance. */
+/**
+ * A run name for a pipeline and what started it (a due time, an event): a UUID derived from both, the same on every
+ * instance.
+ */
 export function derivedRunName(pipelineObjectId: string, cause: string): string {
   const h = createHash('sha256').update(`${pipelineObjectId.toLowerCase()}|${cause}`).digest('hex');
   // Laid out as a UUID (version 8: custom), like the names of runs started by hand.
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h.slice(16, 17), 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
-/** Starts a run for every scheduled pipeline whose latest due time has no run yet; answers how many this call started. */
+/**
+ * Starts a run for every scheduled pipeline whose latest due time has no run yet; answers how many this call started.
+ */
 /** A run name for a pipeline's due time. */
 export const scheduledRunName = (pipelineObjectId: string, due: Date) =>
   derivedRunName(pipelineObjectId, due.toISOString());

@@ -53,7 +53,9 @@ interface Permission {
   grantedToIdentitiesV2?: { group?: { id?: string }; user?: { id?: string } }[];
 }
 
-/** Most pages of one library's listing (200 items each by default): a library past that is refused, not read forever. */
+/**
+ * Most pages of one library's listing (200 items each by default): a library past that is refused, not read forever.
+ */
 const MAX_PAGES = 5_000;
 
 /** The fragment that carries a file's item id in its document source. */
@@ -98,7 +100,8 @@ export async function sharePointDocuments(
 ): Promise<SharePointListing> {
   if (!graphOptions)
     throw new DocumentError(
-      'SharePoint Online sources are read through Microsoft Graph: set GRAPH_ENABLED=true and grant the identity Sites.Read.All',
+      'SharePoint Online sources are read through Microsoft Graph: set GRAPH_ENABLED=true and grant the ' +
+        'identity Sites.Read.All',
     );
   const graph = new Graph(graphOptions, signal);
   const base = `${graphOptions.baseUrl}/v1.0`;

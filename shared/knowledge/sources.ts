@@ -128,7 +128,8 @@ function webDocuments(s: SourcesDeps, prefixes: readonly string[], urls: readonl
           headers: {
             'user-agent': 'agent-platform-pipelines',
             accept:
-              'text/html, text/plain, text/markdown, application/pdf, application/vnd.openxmlformats-officedocument.wordprocessingml.document;q=0.9, */*;q=0.1',
+              'text/html, text/plain, text/markdown, application/pdf, ' +
+              'application/vnd.openxmlformats-officedocument.wordprocessingml.document;q=0.9, */*;q=0.1',
           },
           headersTimeout: 15_000,
           bodyTimeout: 30_000,
@@ -182,7 +183,10 @@ export async function readCapped(
   return { bytes: Buffer.concat(chunks), ...(typeof type === 'string' ? { contentType: type } : {}) };
 }
 
-/** The Blob service the source reads: by its connection string, by account URL with the managed identity, or the service's own. */
+/**
+ * The Blob service the source reads: by its connection string, by account URL with the managed identity, or the
+ * service's own.
+ */
 export async function blobServiceOf(s: SourcesDeps, source: SourceSettings): Promise<BlobServiceClient> {
   const agent = () => guardedHttpsAgent({ policy: 'user', allowPrivateNetwork: s.config.allowPrivateNetwork });
   if (source.connection_string_secret_name) {
@@ -286,7 +290,10 @@ export const sourceSettings = (doc: DataSourceDoc): SourceSettings => {
   };
 };
 
-/** Containers of the service's own storage that hold its own data, its host's and its deployment's: no source reads them. */
+/**
+ * Containers of the service's own storage that hold its own data, its host's and its deployment's: no source reads
+ * them.
+ */
 const SERVICE_PREFIXES = ['azure-webjobs-', 'app-package-', '$'];
 
 /**
@@ -308,7 +315,8 @@ export function serviceContainerProblem(
   const taken = source.containers.find((c) => own.has(c) || SERVICE_PREFIXES.some((p) => c.startsWith(p)));
   return taken === undefined
     ? undefined
-    : `container ${taken} holds the service's own data: a data source over the service's storage reads other containers`;
+    : `container ${taken} holds the service's own data: a data source over the service's storage reads other ` +
+        `containers`;
 }
 
 /** Why the source cannot be processed as defined, or undefined. */

@@ -105,7 +105,8 @@ export function openVectorFile(file: string): VectorFile {
 function upgradeVec0Tables(db: Database.Database, tableFor: (dimensions: number) => string): void {
   const old = db
     .prepare(
-      `SELECT name FROM sqlite_master WHERE (name GLOB 'quantized_[0-9]*' OR name GLOB 'partitions_[0-9]*') AND sql LIKE 'CREATE VIRTUAL TABLE%'`,
+      `SELECT name FROM sqlite_master WHERE (name GLOB 'quantized_[0-9]*' OR name GLOB 'partitions_[0-9]*') ` +
+        `AND sql LIKE 'CREATE VIRTUAL TABLE%'`,
     )
     .all() as { name: string }[];
   if (old.length === 0) return;
@@ -115,7 +116,8 @@ function upgradeVec0Tables(db: Database.Database, tableFor: (dimensions: number)
     const hasAccess = name.startsWith('partitions_');
     db.transaction(() => {
       const into = db.prepare(
-        `INSERT INTO ${tableFor(dimensions)} (rowid, index_name, source, file_name, expires_at, access, part, code, title, text, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO ${tableFor(dimensions)} (rowid, index_name, source, file_name, expires_at, access, part, ` +
+          `code, title, text, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       );
       const rows = db
         .prepare(

@@ -23,7 +23,10 @@ import type { StoredEntry, VectorIndex } from './vector-index.js';
 export const DEFAULT_RESCORING_DEPTH = 15;
 
 export interface SqliteIndexOptions {
-  /** Candidates per result the sign codes hand to exact re-scoring (KNOWLEDGE_RESCORING_DEPTH): more is slower and closer to exact. */
+  /**
+   * Candidates per result the sign codes hand to exact re-scoring (KNOWLEDGE_RESCORING_DEPTH): more is slower and
+   * closer to exact.
+   */
   rescoringDepth?: number;
 }
 
@@ -35,7 +38,8 @@ export function openSqliteVectorIndex(file: string, options: SqliteIndexOptions 
   const writes = vectorWrites(opened, sketches);
   const search = vectorSearch(opened, sketches, depth);
   const documentsOf = db.prepare<[string, number], StoredEntry & { allowed_groups: string }>(
-    `SELECT source, file_name, title, origin, hash, partitions, expires_at, allowed_groups FROM documents WHERE index_name = ? AND expires_at > ?`,
+    `SELECT source, file_name, title, origin, hash, partitions, expires_at, allowed_groups FROM documents ` +
+      `WHERE index_name = ? AND expires_at > ?`,
   );
 
   return {

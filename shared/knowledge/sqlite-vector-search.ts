@@ -73,7 +73,8 @@ export function vectorSearch(
   /** Full rows of these partitions, in the order given. */
   function rowsOf(table: string, rowids: readonly number[]): Row[] {
     const rows = statement(
-      `SELECT rowid, source, file_name, part, title, text FROM ${table} WHERE rowid IN (SELECT value FROM json_each(?))`,
+      `SELECT rowid, source, file_name, part, title, text FROM ${table} WHERE rowid IN (SELECT value FROM ` +
+        `json_each(?))`,
     ).all(JSON.stringify(rowids)) as Row[];
     const byId = new Map(rows.map((r) => [r.rowid, r]));
     return rowids.map((id) => byId.get(id)).filter((r): r is Row => r !== undefined);
@@ -109,7 +110,8 @@ export function vectorSearch(
         .map((field) => ` AND ${field} = ?`)
         .join('') + (keys ? ' AND access IN (SELECT value FROM json_each(?))' : '');
     const byText = statement(
-      `SELECT rowid FROM fulltext WHERE fulltext MATCH ? AND index_name = ? AND expires_at > ? AND dimensions = ?${where} ORDER BY rank LIMIT ?`,
+      `SELECT rowid FROM fulltext WHERE fulltext MATCH ? AND index_name = ? AND expires_at > ? AND dimensions ` +
+        `= ?${where} ORDER BY rank LIMIT ?`,
     )
       .raw()
       .all(

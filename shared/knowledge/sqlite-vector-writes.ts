@@ -31,7 +31,8 @@ export function vectorWrites({ db, statement, vectorTable }: VectorFile, sketche
   );
   const deletePartitions = db.prepare<[string, string]>(`DELETE FROM partitions WHERE index_name = ? AND source = ?`);
   const upsertDocument = db.prepare<[string, string, string, string, string, string, number, number, string]>(
-    `INSERT OR REPLACE INTO documents (index_name, source, file_name, title, origin, hash, partitions, expires_at, allowed_groups) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT OR REPLACE INTO documents (index_name, source, file_name, title, origin, hash, partitions, ` +
+      `expires_at, allowed_groups) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const admit = db.prepare<[string, string, string]>(
     `INSERT OR IGNORE INTO access_sets (index_name, group_id, access_key) VALUES (?, ?, ?)`,
@@ -42,10 +43,12 @@ export function vectorWrites({ db, statement, vectorTable }: VectorFile, sketche
   );
   // Index names from the prefix up to the next character after its last: a range the primary key serves.
   const cachedOf = db.prepare<[string, string, string], { index_name: string; source: string }>(
-    `SELECT index_name, source FROM documents WHERE index_name >= ? AND index_name < ? AND origin IN (SELECT value FROM json_each(?))`,
+    `SELECT index_name, source FROM documents WHERE index_name >= ? AND index_name < ? AND origin IN (SELECT ` +
+      `value FROM json_each(?))`,
   );
   const insertText = db.prepare(
-    `INSERT INTO fulltext (rowid, text, index_name, source, file_name, access, expires_at, dimensions) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
+    `INSERT INTO fulltext (rowid, text, index_name, source, file_name, access, expires_at, dimensions) VALUES ` +
+      `(?, ?, ?, ?, ?, ?, ?, ?)`,
   );
   const deleteText = db.prepare<[bigint]>(`DELETE FROM fulltext WHERE rowid = ?`);
 
@@ -92,7 +95,8 @@ export function vectorWrites({ db, statement, vectorTable }: VectorFile, sketche
       const rowid = Number(insertPartition.run(index, doc.source, dimensions).lastInsertRowid);
       const code = signCode(p.vector);
       statement(
-        `INSERT INTO ${table} (rowid, index_name, source, file_name, expires_at, access, part, code, title, text, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+        `INSERT INTO ${table} (rowid, index_name, source, file_name, expires_at, access, part, code, title, ` +
+          `text, embedding) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
       ).run(
         BigInt(rowid),
         index,

@@ -95,7 +95,10 @@ export interface VectorIndex {
   removeDocument(index: string, source: string): Promise<void>;
   /** The documents of an index (not their partitions). */
   documents(index: string): Promise<IndexedEntry[]>;
-  /** Removes every semantic cache entry (indexes named `semantic-cache:…`) written for one of these origins; answers how many. */
+  /**
+   * Removes every semantic cache entry (indexes named `semantic-cache:…`) written for one of these origins; answers how
+   * many.
+   */
   removeCached(origins: readonly string[]): Promise<number>;
   /** The partitions most similar to the vector, best first, filtered (clauses and readers) inside the index query. */
   search(index: string, vector: readonly number[], top: number, options?: SearchOptions): Promise<SearchHit[]>;

@@ -63,10 +63,16 @@ export function compileBlocklist(value: string | undefined): Blocklist | string 
     try {
       regex = RE2JS.compile(m[1] ?? '', flagsOf(m[2] ?? ''));
     } catch (e) {
-      return `entry ${entry} is not a regular expression the linear-time engine (RE2 syntax: no backreferences or lookaround) can run: ${e instanceof Error ? e.message : String(e)}`;
+      return (
+        `entry ${entry} is not a regular expression the linear-time engine (RE2 syntax: no backreferences or ` +
+        `lookaround) can run: ${e instanceof Error ? e.message : String(e)}`
+      );
     }
     if (regex.programSize() > MAX_PROGRAM_SIZE)
-      return `entry ${entry} compiles to ${regex.programSize()} instructions; at most ${MAX_PROGRAM_SIZE} are allowed (a smaller repetition count, or several entries)`;
+      return (
+        `entry ${entry} compiles to ${regex.programSize()} instructions; at most ${MAX_PROGRAM_SIZE} are ` +
+        `allowed (a smaller repetition count, or several entries)`
+      );
     expressions.push({ entry, regex });
   }
   const steps = terms.length + expressions.reduce((n, e) => n + e.regex.programSize(), 0);

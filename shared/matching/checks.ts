@@ -66,7 +66,8 @@ export function compileChecks(expect: Expect): CompiledChecks {
       regex = RE2JS.compile(expect.regex);
     } catch (e) {
       throw new Error(
-        `regex is not an expression the linear-time engine (RE2 syntax: no backreferences or lookaround) can run: ${e instanceof Error ? e.message : String(e)}`,
+        `regex is not an expression the linear-time engine (RE2 syntax: no backreferences or lookaround) can ` +
+          `run: ${e instanceof Error ? e.message : String(e)}`,
         { cause: e },
       );
     }

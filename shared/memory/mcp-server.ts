@@ -59,7 +59,8 @@ export function memoryServer(s: McpServerDeps, user: Principal, agent: AgentDoc)
     'get_memory',
     {
       description:
-        'Reads what is remembered about the user (scope user), for this agent (agent), or both (combined, the default).',
+        'Reads what is remembered about the user (scope user), for this agent (agent), or both (combined, the ' +
+        'default).',
       inputSchema: { scope: z.enum(['user', 'agent', 'combined']).optional() },
     },
     ({ scope }) =>
@@ -71,7 +72,8 @@ export function memoryServer(s: McpServerDeps, user: Principal, agent: AgentDoc)
     'append_memory',
     {
       description:
-        "Remembers something for later conversations: markdown appended to the user memory (scope user) or to this agent's memory of the user (agent).",
+        'Remembers something for later conversations: markdown appended to the user memory (scope user) or to ' +
+        "this agent's memory of the user (agent).",
       inputSchema: {
         scope: z.enum(['user', 'agent']),
         memory: z.string().min(1).max(16_000),

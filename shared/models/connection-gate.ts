@@ -138,7 +138,8 @@ export const connectionLimit = (max: number, deadline: number) =>
   new UpstreamError(
     'unavailable',
     'ConnectionLimit',
-    `All ${max} connections of the model's API endpoint are in use (its max_connections); no connection freed before the call's deadline`,
+    `All ${max} connections of the model's API endpoint are in use (its max_connections); no connection freed ` +
+      `before the call's deadline`,
     false,
     Math.max(1000, deadline - Date.now()),
   );

@@ -99,7 +99,10 @@ interface Attempt {
   timedOut(): boolean;
 }
 
-/** What a model call is for: the caller's signal, and who calls (an agent), whose fair share of the endpoint's connections it takes. */
+/**
+ * What a model call is for: the caller's signal, and who calls (an agent), whose fair share of the endpoint's
+ * connections it takes.
+ */
 export interface ModelCall {
   signal?: AbortSignal | undefined;
   caller?: string | undefined;
@@ -288,7 +291,8 @@ export class ModelGateway {
     { signal, caller = '' }: ModelCall,
     read: (response: Dispatcher.ResponseData, attempt: Attempt) => Promise<T>,
   ): Promise<T> {
-    // A connection of the endpoint first: waiting for one counts against the deadline (503 ConnectionLimit when none frees in time).
+    // A connection of the endpoint first: waiting for one counts against the deadline (503 ConnectionLimit when none
+    // frees in time).
     const release = await Promise.resolve(this.connections.acquire(e, caller, deadline, signal)).catch(
       (error: unknown) => {
         throw signal?.aborted ? new CallCancelledError('The call was cancelled') : error;

@@ -33,8 +33,8 @@ export interface ToolDefinition {
 export const MAX_TOOL_CALLS = 16;
 
 /**
- * Request fields of one call beyond the messages, in their wire names: sampling parameters (the completion request names
- * mapped), the provider-specific fields configured on the AI model, and its pass-through fields.
+ * Request fields of one call beyond the messages, in their wire names: sampling parameters (the completion request
+ * names mapped), the provider-specific fields configured on the AI model, and its pass-through fields.
  */
 export interface ModelParameters {
   temperature?: number;

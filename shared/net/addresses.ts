@@ -1,5 +1,5 @@
-// Classifies IP addresses for the outbound rules (docs/api-decisions.md, Outbound URLs): every spelling of an address (IPv4 in
-// decimal, hex or octal forms is normalised by the URL parser; IPv4 inside IPv6 is unwrapped here) is judged
+// Classifies IP addresses for the outbound rules (docs/api-decisions.md, Outbound URLs): every spelling of an address
+// (IPv4 in decimal, hex or octal forms is normalised by the URL parser; IPv4 inside IPv6 is unwrapped here) is judged
 // by the IPv4 or IPv6 address it reaches.
 import ipaddr from 'ipaddr.js';
 

@@ -1,8 +1,8 @@
-// Reads a package archive (ZIP; NuGet files are ZIPs too) with yauzl, defending against hostile archives:
-// entry count, per-entry and total uncompressed size, compression-ratio limits per entry and for the whole
-// archive, and one path rule for every entry name as the archive stores it (no backslash, no absolute path,
-// no traversal, no control character), no symlinks. Nothing is extracted to disk: the entries asked for are read into memory
-// (the manifest on upload; a Python package's files when one of its plugins runs).
+// Reads a package archive (ZIP; NuGet files are ZIPs too) with yauzl, defending against hostile archives: entry count,
+// per-entry and total uncompressed size, compression-ratio limits per entry and for the whole archive, and one path
+// rule for every entry name as the archive stores it (no backslash, no absolute path, no traversal, no control
+// character), no symlinks. Nothing is extracted to disk: the entries asked for are read into memory (the manifest on
+// upload; a Python package's files when one of its plugins runs).
 import yauzl from 'yauzl';
 import { badRequest } from '../errors.js';
 

@@ -64,13 +64,15 @@ const CATALOGUE: readonly BuiltinPlugin[] = [
     'SharePointOnlineDataSource',
     'SharePoint Online data source',
     'Data Source',
-    'SharePoint Online document libraries (data_source_type SharePointOnline); such a source is a definition only for now: processing it is a 400',
+    'SharePoint Online document libraries (data_source_type SharePointOnline); such a source is a definition ' +
+      'only for now: processing it is a 400',
   ),
   plugin(
     'AzureDataLakeDataSource',
     'Azure Data Lake data source',
     'Data Source',
-    'Azure Data Lake file systems (data_source_type AzureDataLake); such a source is a definition only for now: processing it is a 400',
+    'Azure Data Lake file systems (data_source_type AzureDataLake); such a source is a definition only for ' +
+      'now: processing it is a 400',
   ),
   plugin(
     'TextExtraction',
@@ -88,7 +90,8 @@ const CATALOGUE: readonly BuiltinPlugin[] = [
     'MarkdownPartitioning',
     'Markdown partitioning',
     'Content Text Partitioning',
-    'One partition per Markdown section (a heading and its text); a section longer than the size is cut into token windows',
+    'One partition per Markdown section (a heading and its text); a section longer than the size is cut into ' +
+      'token windows',
   ),
   plugin('ExtractStage', 'Extract', 'Data Pipeline Stage', "Reads each document's text", {
     dependencies: [{ selection_type: 'Single', dependency_plugin_names: [TEXT_EXTRACTION] }],

@@ -154,7 +154,8 @@ export class PluginPackages {
         throw badRequest(`Invalid manifest: plugins.${i}.entry_point: only Python plugins have an entry point`);
       if (!moduleFiles(plugin.entry_point).some((f) => contents.names.includes(f))) {
         throw badRequest(
-          `Invalid manifest: plugins.${i}.entry_point: the package has no module file ${moduleFiles(plugin.entry_point).join(' or ')}`,
+          `Invalid manifest: plugins.${i}.entry_point: the package has no module file ` +
+            moduleFiles(plugin.entry_point).join(' or '),
         );
       }
     }

@@ -24,7 +24,8 @@ export function checkReference(
     if (!declared)
       throw fail(
         name,
-        `${name} is not a parameter of ${plugin.name} (${plugin.parameters.map((p) => p.name).join(', ') || 'it has none'})`,
+        `${name} is not a parameter of ${plugin.name} ` +
+          `(${plugin.parameters.map((p) => p.name).join(', ') || 'it has none'})`,
       );
     if (value === null && declared.default_value === null) continue;
     const [ok, what] = TYPE_CHECKS[declared.type];

@@ -149,4 +149,5 @@ export class PluginRuntime {
 }
 
 const dotnetOnly = (name: string) =>
-  `${name} is a Dotnet plugin: Dotnet packages are catalogued only, as this service has no .NET runtime; agent tools and workflows run as Python plugins`;
+  `${name} is a Dotnet plugin: Dotnet packages are catalogued only, as this service has no .NET runtime; ` +
+  `agent tools and workflows run as Python plugins`;

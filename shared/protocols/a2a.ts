@@ -141,7 +141,8 @@ export function messageRequest(agent: AgentDoc, params: MessageSendParams): Comp
   if (message.taskId !== undefined)
     throw new RpcError(
       RPC.unsupported,
-      `Task ${message.taskId} has ended: send the next message without taskId, with its contextId, to continue the conversation`,
+      `Task ${message.taskId} has ended: send the next message without taskId, with its contextId, to ` +
+        `continue the conversation`,
     );
   if (message.contextId !== undefined && !GUID.test(message.contextId))
     throw new RpcError(
@@ -202,7 +203,10 @@ export function presentTask(op: OperationDoc, historyLength?: number) {
   };
 }
 
-/** The caller's own A2A task of this agent; anything else (another user's, another agent's, a Core operation) is TaskNotFound. */
+/**
+ * The caller's own A2A task of this agent; anything else (another user's, another agent's, a Core operation) is
+ * TaskNotFound.
+ */
 export async function readTask(s: A2aDeps, principal: Principal, agent: AgentDoc, id: string): Promise<OperationDoc> {
   const op = await readOperation(s, principal, id).catch((e: unknown) => {
     if (e instanceof DomainError && e.kind === 'not-found') return undefined;

@@ -53,7 +53,9 @@ export const Sampling = {
   top_p: z.number().min(0).max(1).nullable().optional(),
 };
 
-/** The request; fields clients send that do not change the answer (`user`, `logprobs`, ...) are accepted and ignored. */
+/**
+ * The request; fields clients send that do not change the answer (`user`, `logprobs`, ...) are accepted and ignored.
+ */
 export const ChatCompletionRequest = z
   .object({
     model: z
@@ -118,7 +120,8 @@ export function splitConversation(
       throw badRequest(`${field}[${i}]: tool results are not taken; an agent runs its own tools`, [
         { field: `${field}[${i}]`, message: 'tool results are not taken' },
       ]);
-    // A caller's system or developer message is the caller's text, not the agent's instructions: it reaches the model as theirs.
+    // A caller's system or developer message is the caller's text, not the agent's instructions: it reaches the model
+    // as theirs.
     return { role: m.role === 'assistant' ? 'assistant' : 'user', content: m.content };
   });
   return { prompt: last.content, history };
@@ -151,7 +154,9 @@ export function chatRequest(body: ChatCompletionRequest): { request: CompletionR
   };
 }
 
-/** An admission failure as OpenAI says it: an agent missing or not the caller's is a model that does not exist for them. */
+/**
+ * An admission failure as OpenAI says it: an agent missing or not the caller's is a model that does not exist for them.
+ */
 export const asModelError = (e: unknown, model: string): unknown => (isAgentRefusal(e) ? modelNotFound(model) : e);
 
 /** OpenAI's 404 for a model: the same whether the agent does not exist or is not the caller's. */
@@ -173,7 +178,10 @@ const usageOf = (r: CompletionResponse) => ({
   total_tokens: r.total_tokens,
 });
 
-/** The ids OpenAI's objects carry, from the operation id (the same id the usage record and the session's messages carry). */
+/**
+ * The ids OpenAI's objects carry, from the operation id (the same id the usage record and the session's messages
+ * carry).
+ */
 export const chatId = (operationId: string) => `chatcmpl-${operationId}`;
 
 export function chatCompletion(r: CompletionResponse, model: string, created: number) {

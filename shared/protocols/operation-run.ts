@@ -76,7 +76,10 @@ export interface OperationRun {
   signal: AbortSignal;
 }
 
-/** A first turn opens a session of its own, named by the prompt's first line (after admission, so a refused request leaves none behind). */
+/**
+ * A first turn opens a session of its own, named by the prompt's first line (after admission, so a refused request
+ * leaves none behind).
+ */
 async function inNewSession(s: OperationRunDeps, principal: Principal, turn: Admitted): Promise<Admitted> {
   const firstLine = turn.request.user_prompt.trim().split('\n')[0] ?? '';
   const session = await s.conversations.create(

@@ -4,7 +4,10 @@ import { z } from 'zod';
 import type { Log } from '../log.js';
 import type { AppSettings } from './settings.js';
 
-/** The definitions `raw` holds, or why it is not a list of them (`what` says how to name the list and an entry); names must differ. */
+/**
+ * The definitions `raw` holds, or why it is not a list of them (`what` says how to name the list and an entry); names
+ * must differ.
+ */
 export function parseNamedList<T extends { name: string }>(
   raw: string,
   entry: z.ZodType<T>,
@@ -32,7 +35,10 @@ export function parseNamedList<T extends { name: string }>(
   return parsed.data;
 }
 
-/** A list setting as the pipeline reads it: parsed again only when its value changed; a value stored before the save check existed is logged and ignored. */
+/**
+ * A list setting as the pipeline reads it: parsed again only when its value changed; a value stored before the save
+ * check existed is logged and ignored.
+ */
 export class SettingList<T> {
   private parsed: { raw: string | undefined; definitions: T[] } = { raw: undefined, definitions: [] };
 

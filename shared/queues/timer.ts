@@ -10,6 +10,9 @@ export interface Timer {
   /** How often the standalone server runs it. */
   everyMs: number;
   run(s: Services): Promise<void>;
-  /** Stands in for an Azure service where there is none (Event Grid): the standalone server runs it, Azure Functions does not. */
+  /**
+   * Stands in for an Azure service where there is none (Event Grid): the standalone server runs it, Azure Functions
+   * does not.
+   */
   standaloneOnly?: boolean;
 }

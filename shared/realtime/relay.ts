@@ -136,7 +136,8 @@ function tokenOf(req: http.IncomingMessage): string | undefined {
 function refuse(socket: Duplex, status: number, code: string, message: string): void {
   const body = JSON.stringify({ error: { code, message } });
   socket.end(
-    `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? 'Error'}\r\ncontent-type: ` +
+      `application/json\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
   );
 }
 
@@ -336,7 +337,8 @@ async function relay(s: RelayDeps, principal: Principal, call: Call, client: Web
   let stamped = 0;
   const stamp = () => new Date((stamped = Math.max(Date.now(), stamped + 1))).toISOString();
   const send = (event: unknown) => client.readyState === WebSocket.OPEN && client.send(JSON.stringify(event));
-  // What the relay holds for either side is bounded: a client that does not read (or a model that does not) ends the call.
+  // What the relay holds for either side is bounded: a client that does not read (or a model that does not) ends the
+  // call.
   const overflowing = () =>
     client.bufferedAmount > MAX_BUFFERED_BYTES ||
     (model?.bufferedAmount ?? 0) > MAX_BUFFERED_BYTES ||

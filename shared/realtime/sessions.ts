@@ -93,7 +93,9 @@ async function speechOf(s: RealtimeSessionsDeps, agent: AgentDoc): Promise<Omit<
     throw validationError([
       {
         field: 'agent_name',
-        message: `Agent ${agent.name} cannot speak: its realtime model's API endpoint is not an OpenAI or Azure OpenAI endpoint`,
+        message:
+          `Agent ${agent.name} cannot speak: its realtime model's API endpoint is not an OpenAI or Azure OpenAI ` +
+          `endpoint`,
       },
     ]);
   }

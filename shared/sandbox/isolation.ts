@@ -39,7 +39,9 @@ const NOBODY = 65534;
 /** A shell string of one argument. */
 const quoted = (value: string) => `'${value.replaceAll("'", `'\\''`)}'`;
 
-/** The Node flags that confine a sandbox process: the permission model, reads of `readable` only, no code from strings. */
+/**
+ * The Node flags that confine a sandbox process: the permission model, reads of `readable` only, no code from strings.
+ */
 export function confinedNode(readable: readonly string[]): string[] {
   const permission = process.allowedNodeEnvironmentFlags.has('--permission')
     ? '--permission'
@@ -149,7 +151,9 @@ export class IsolationUnavailable extends Error {}
 export async function findIsolation(readable: readonly string[], allowNetwork: boolean): Promise<Isolation> {
   const candidate = namespaces(readable);
   // The probe reads each file the real process will read, as the user it will run as.
-  const check = `const fs = require('node:fs'); for (const p of ${JSON.stringify(readable)}) fs.accessSync(p, fs.constants.R_OK)`;
+  const check =
+    `const fs = require('node:fs'); for (const p of ${JSON.stringify(readable)}) fs.accessSync(p, ` +
+    `fs.constants.R_OK)`;
   const failure =
     process.platform === 'linux'
       ? await tryLaunch(candidate.launch([...confinedNode(readable), '-e', check], 512 * 1024 * 1024))
@@ -157,7 +161,10 @@ export async function findIsolation(readable: readonly string[], allowNetwork: b
   if (failure === undefined) return candidate;
   if (allowNetwork) return processOnly;
   throw new IsolationUnavailable(
-    `untrusted code cannot run on this machine: the sandbox could not isolate it from the network (${failure}). Run the service where unshare can make namespaces (docs/plugins.md), use the Azure session pool (PLUGIN_SESSIONS_ENDPOINT), or set PLUGIN_SANDBOX_ALLOW_NETWORK=true to accept that plugins and the code interpreter can reach the network`,
+    `untrusted code cannot run on this machine: the sandbox could not isolate it from the network ` +
+      `(${failure}). Run the service where unshare can make namespaces (docs/plugins.md), use the Azure session ` +
+      `pool (PLUGIN_SESSIONS_ENDPOINT), or set PLUGIN_SANDBOX_ALLOW_NETWORK=true to accept that plugins and the ` +
+      `code interpreter can reach the network`,
   );
 }
 

@@ -253,7 +253,8 @@ function run(
         type: 'broken',
         reason:
           broken ??
-          `the interpreter stopped: ${e instanceof Error ? e.message.split('\n').filter(Boolean).pop()?.slice(0, 300) : String(e)}`,
+          `the interpreter stopped: ` +
+            `${e instanceof Error ? e.message.split('\n').filter(Boolean).pop()?.slice(0, 300) : String(e)}`,
       },
     };
   }
@@ -266,7 +267,9 @@ function run(
     return {
       header: {
         type: 'broken',
-        reason: `the plugin wrote ${Math.ceil(total / 1048576)} MiB of files; at most ${Math.round(start.filesBytes / 1048576)} MiB are kept`,
+        reason:
+          `the plugin wrote ${Math.ceil(total / 1048576)} MiB of files; at most ` +
+          `${Math.round(start.filesBytes / 1048576)} MiB are kept`,
       },
     };
   const files = written.map((name) => fsApi.readFile(`${job.workDir}/${name}`));
@@ -324,7 +327,8 @@ function listFiles(fsApi: EmscriptenFs, root: string): Map<string, { size: numbe
   return found;
 }
 
-// Said in a line on standard error (Node's own report of an uncaught error would quote a line of Pyodide's minified code).
+// Said in a line on standard error (Node's own report of an uncaught error would quote a line of Pyodide's minified
+// code).
 await main().then(
   () => process.exit(0),
   (e: unknown) => {

@@ -115,7 +115,8 @@ export class PyodideSandbox implements Sandbox {
       this.options.log?.info('The Python sandbox runs each call in a process of its own', { layers: isolation.layers });
       if (!isolation.wrapped)
         this.options.log?.warn(
-          'The Python sandbox cannot isolate code from the network on this machine: PLUGIN_SANDBOX_ALLOW_NETWORK=true lets it run anyway',
+          'The Python sandbox cannot isolate code from the network on this machine: ' +
+            'PLUGIN_SANDBOX_ALLOW_NETWORK=true lets it run anyway',
         );
       return { isolation, script, pyodide };
     })();

@@ -11,7 +11,10 @@ const PAGE_BYTES = 4096;
 /** Standard error kept to tell why a process died (a V8 out-of-memory message, for one). */
 const STDERR_TAIL = 4096;
 
-/** Why a process can no longer answer: it exited, broke the frame rules, or was killed (`stoppedFor` says why, for the caller). */
+/**
+ * Why a process can no longer answer: it exited, broke the frame rules, or was killed (`stoppedFor` says why, for the
+ * caller).
+ */
 export class ProcessGone extends Error {
   constructor(
     message: string,
@@ -47,7 +50,8 @@ export class SandboxProcess {
       } catch (e) {
         this.end(e instanceof Error ? e.message : String(e));
       }
-      // Nothing more is read while a frame waits to be taken: a process that writes without end fills its own pipe, not the service's memory.
+      // Nothing more is read while a frame waits to be taken: a process that writes without end fills its own pipe, not
+      // the service's memory.
       if (this.frames.length > 0) this.child.stdout?.pause();
     });
     this.child.stderr?.setEncoding('utf8');

@@ -59,7 +59,9 @@ export class PluginFailed extends Error {
   }
 }
 
-/** The runner's answer as a result, or the reason it gives as PluginFailed. The answer is untrusted: checked, bounded. */
+/**
+ * The runner's answer as a result, or the reason it gives as PluginFailed. The answer is untrusted: checked, bounded.
+ */
 export function resultOf(answer: string, stdout: string, files: SandboxFile[]): SandboxResult {
   if (answer.length > MAX_RESULT_BYTES) throw returnedTooMuch();
   let parsed: unknown;
@@ -82,7 +84,10 @@ export const MAX_OUTPUT_CHARS = 64 * 1024;
 /** Files one call may give back. */
 export const MAX_FILES = 100;
 
-/** A written file's name as a sandbox may give it: relative, `/`-separated, no empty, `.` or `..` part, no control character. */
+/**
+ * A written file's name as a sandbox may give it: relative, `/`-separated, no empty, `.` or `..` part, no control
+ * character.
+ */
 export function safeName(name: string): boolean {
   return (
     name.length > 0 &&

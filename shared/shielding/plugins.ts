@@ -45,7 +45,9 @@ const PLUGINS: readonly ShieldPlugin[] = [
   {
     name: `${BUILTIN_PACKAGE}-Blocklist`,
     display_name: 'Blocklist',
-    description: `Blocks texts containing a term or matching a /regular expression/ of the app configuration ${BLOCKLIST_SETTING} (a JSON array of strings)`,
+    description:
+      `Blocks texts containing a term or matching a /regular expression/ of the app configuration ` +
+      `${BLOCKLIST_SETTING} (a JSON array of strings)`,
     unavailable: () => Promise.resolve(undefined),
     async screen(s, _stage, text) {
       const value = await s.settings.get(BLOCKLIST_SETTING);
@@ -63,7 +65,8 @@ const PLUGINS: readonly ShieldPlugin[] = [
     name: `${BUILTIN_PACKAGE}-PromptShield`,
     display_name: 'Prompt Shield',
     description:
-      'Azure AI Content Safety: Prompt Shields on the user prompt, text analysis on the answer (API endpoint configuration with provider azure-content-safety)',
+      'Azure AI Content Safety: Prompt Shields on the user prompt, text analysis on the answer (API endpoint ' +
+      'configuration with provider azure-content-safety)',
     async unavailable(s) {
       return (await contentSafetyEndpoint(s))
         ? undefined

@@ -90,7 +90,9 @@ export function aggregateSql(q: AggregateQuery): {
     const p = new Params();
     const cols = [...groupCols, ...plain.map(([name, a]) => `${aggregateExpr(a)} AS ${alias(name)}`)];
     result.grouped = {
-      query: `SELECT ${cols.join(', ')} FROM c${where(q.partition, q.where, p)} GROUP BY ${groupBy.map((g) => ref(g)).join(', ')}`,
+      query:
+        `SELECT ${cols.join(', ')} FROM c${where(q.partition, q.where, p)} GROUP BY ` +
+        groupBy.map((g) => ref(g)).join(', '),
       parameters: p.list,
     };
   } else {

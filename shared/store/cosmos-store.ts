@@ -98,7 +98,8 @@ async function connect(
     await database.read({ abortSignal });
   } catch (e) {
     throw new ConfigError(
-      `Cosmos DB is not usable: COSMOS_ENDPOINT=${options.endpoint}, COSMOS_DATABASE=${options.database}, authentication: ${authMode(options)}: ${whyUnusable(e, options.database)}`,
+      `Cosmos DB is not usable: COSMOS_ENDPOINT=${options.endpoint}, COSMOS_DATABASE=${options.database}, ` +
+        `authentication: ${authMode(options)}: ${whyUnusable(e, options.database)}`,
     );
   }
 }

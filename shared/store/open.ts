@@ -12,7 +12,8 @@ async function loadSqlite(): Promise<typeof import('./sqlite-store.js')> {
       (e as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' || /better-sqlite3|bindings|\.node\b/.test(String(e));
     if (!missing) throw e;
     throw new ConfigError(
-      'STORE=embedded needs better-sqlite3, which is not installed (it compiles where no prebuilt binary exists: install python3, make and a C++ compiler, then npm ci), or set STORE=cosmos',
+      'STORE=embedded needs better-sqlite3, which is not installed (it compiles where no prebuilt binary ' +
+        'exists: install python3, make and a C++ compiler, then npm ci), or set STORE=cosmos',
     );
   }
 }

@@ -81,7 +81,8 @@ export function openTables(db: Database.Database, def: ContainerDefinition, sche
  */
 function createTable({ db, schema, table }: TableContext): void {
   const columns =
-    'pk TEXT NOT NULL, id TEXT NOT NULL, etag TEXT NOT NULL, expires_at INTEGER, body TEXT NOT NULL, PRIMARY KEY (pk, id)';
+    'pk TEXT NOT NULL, id TEXT NOT NULL, etag TEXT NOT NULL, expires_at INTEGER, body TEXT NOT NULL, PRIMARY ' +
+    'KEY (pk, id)';
   if (!schema.tables.has(table)) return void db.exec(`CREATE TABLE IF NOT EXISTS "${table}" (${columns})`);
   if (!withoutRowid(schema, table)) return;
   const next = `${table}_next`;
@@ -149,6 +150,8 @@ function createFacts({ db, def, schema, table: documents }: TableContext, fields
       db.exec(`INSERT INTO "${table}" SELECT pk, id, expires_at, ${values} FROM "${documents}"${types}`);
     }).immediate();
   }
-  const insert = `INSERT OR REPLACE INTO "${table}" (pk, id, expires_at, ${names.join(', ')}) VALUES (?, ?, ?${', ?'.repeat(names.length)})`;
+  const insert =
+    `INSERT OR REPLACE INTO "${table}" (pk, id, expires_at, ${names.join(', ')}) VALUES (?, ?, ` +
+    `?${', ?'.repeat(names.length)})`;
   return { table, columns, insert };
 }

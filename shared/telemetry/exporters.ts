@@ -40,7 +40,10 @@ const periodic = (exporter: PushMetricExporter, intervalMs: number): MetricReade
     exportTimeoutMillis: Math.min(30_000, intervalMs),
   });
 
-/** OTLP: no url, so the exporters read OTEL_EXPORTER_OTLP_ENDPOINT (adding /v1/traces, /v1/metrics), the per-signal endpoints and OTEL_EXPORTER_OTLP_HEADERS as the specification says. */
+/**
+ * OTLP: no url, so the exporters read OTEL_EXPORTER_OTLP_ENDPOINT (adding /v1/traces, /v1/metrics), the per-signal
+ * endpoints and OTEL_EXPORTER_OTLP_HEADERS as the specification says.
+ */
 const otlpPipeline = (otlp: NonNullable<Config['otlp']>): Pipeline => ({
   spans: new BatchSpanProcessor(new OTLPTraceExporter()),
   metrics: periodic(new OTLPMetricExporter(), otlp.metricIntervalMs),

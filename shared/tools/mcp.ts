@@ -1,8 +1,8 @@
-// Model Context Protocol tool servers over streamable HTTP, with the official SDK's client. Connections go
-// through the rules of user URLs (docs/api-decisions.md, Outbound URLs) (every address checked at connect, redirects refused); the
-// server's tools are listed once per tool resource version for a minute, and only the allow-listed ones are
-// offered to the model. The platform's own memory tool server is reached in process, so no credential of the
-// platform ever travels to a URL a tool definition names.
+// Model Context Protocol tool servers over streamable HTTP, with the official SDK's client. Connections go through the
+// rules of user URLs (docs/api-decisions.md, Outbound URLs) (every address checked at connect, redirects refused); the
+// server's tools are listed once per tool resource version for a minute, and only the allow-listed ones are offered to
+// the model. The platform's own memory tool server is reached in process, so no credential of the platform ever travels
+// to a URL a tool definition names.
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { RequestInit as UndiciInit } from 'undici';
 import { undiciFetch } from '../net/undici.js';

@@ -125,7 +125,8 @@ export function codeInterpreterFunction(s: SandboxedDeps, run: CodeRun): Sandbox
       function: {
         name: 'python',
         description:
-          'Runs Python 3 code (the standard library only, no network) and returns what it prints. The attached files are in the working directory; files the code writes there are given to the user.',
+          'Runs Python 3 code (the standard library only, no network) and returns what it prints. The ' +
+          'attached files are in the working directory; files the code writes there are given to the user.',
         parameters: {
           type: 'object',
           properties: { code: { type: 'string', description: 'The Python code to run' } },

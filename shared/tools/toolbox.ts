@@ -1,6 +1,7 @@
-// The functions an agent offers its model for one completion: each mcp tool's allow-listed server tools, each
-// on-demand knowledge index as a search function, each plugin tool, and the code interpreter's `python`. Names are what the model calls (`{tool}__{function}`,
-// 64 characters at most); running one returns text for the model, never throws for the model's mistakes.
+// The functions an agent offers its model for one completion: each mcp tool's allow-listed server tools, each on-demand
+// knowledge index as a search function, each plugin tool, and the code interpreter's `python`. Names are what the model
+// calls (`{tool}__{function}`, 64 characters at most); running one returns text for the model, never throws for the
+// model's mistakes.
 import { createHash } from 'node:crypto';
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import type { Principal } from '../auth/principal.js';

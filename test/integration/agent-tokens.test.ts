@@ -225,43 +225,48 @@ describe('agent access tokens', () => {
     expect(listed.map((t) => t.resource.id)).not.toContain(tokenId);
   });
 
-  it('is switched off and on: refused on the next request here, within 30 s on another instance; its last use is listed', async () => {
-    const { resource: token } = await issue('alpha');
-    const { tokenId } = parseToken(token)!;
-    const other = await startTestApp(
-      {},
-      { store: openSqliteStore(path.join(app.dataDir, 'store.db')), consumers: false },
-    );
-    try {
-      const onOther = () =>
-        fetch(`${other.core}/instances/${INSTANCE}/branding`, { headers: { 'x-agent-access-token': token } });
-      expect((await withToken(token, '/branding')).status).toBe(200);
-      expect((await onOther()).status).toBe(200);
-      const listed = (await app.call('GET', tokensUrl('alpha'))).body as {
-        resource: { id: string; last_used_on: string | null };
-      }[];
-      const used = listed.find((t) => t.resource.id === tokenId)?.resource.last_used_on;
-      expect(Date.now() - Date.parse(used ?? '')).toBeLessThan(60_000);
+  it(
+    'is switched off and on: refused on the next request here, within 30 s on another instance; its last use is ' +
+      'listed',
+    async () => {
+      const { resource: token } = await issue('alpha');
+      const { tokenId } = parseToken(token)!;
+      const other = await startTestApp(
+        {},
+        { store: openSqliteStore(path.join(app.dataDir, 'store.db')), consumers: false },
+      );
+      try {
+        const onOther = () =>
+          fetch(`${other.core}/instances/${INSTANCE}/branding`, { headers: { 'x-agent-access-token': token } });
+        expect((await withToken(token, '/branding')).status).toBe(200);
+        expect((await onOther()).status).toBe(200);
+        const listed = (await app.call('GET', tokensUrl('alpha'))).body as {
+          resource: { id: string; last_used_on: string | null };
+        }[];
+        const used = listed.find((t) => t.resource.id === tokenId)?.resource.last_used_on;
+        expect(Date.now() - Date.parse(used ?? '')).toBeLessThan(60_000);
 
-      const off = await app.call('POST', `${tokensUrl('alpha')}/${tokenId}/deactivate`);
-      expect(off.status).toBe(200);
-      expect((off.body as { resource: { active: boolean } }).resource.active).toBe(false);
-      const switched = Date.now();
-      expect((await withToken(token, '/branding')).status).toBe(401);
-      await expect.poll(async () => (await onOther()).status, { timeout: 32_000, interval: 500 }).toBe(401);
-      const seconds = (Date.now() - switched) / 1000;
-      process.stdout.write(`deactivated token refused on the other instance after ${seconds.toFixed(1)} s\n`);
-      expect(seconds).toBeLessThanOrEqual(31);
+        const off = await app.call('POST', `${tokensUrl('alpha')}/${tokenId}/deactivate`);
+        expect(off.status).toBe(200);
+        expect((off.body as { resource: { active: boolean } }).resource.active).toBe(false);
+        const switched = Date.now();
+        expect((await withToken(token, '/branding')).status).toBe(401);
+        await expect.poll(async () => (await onOther()).status, { timeout: 32_000, interval: 500 }).toBe(401);
+        const seconds = (Date.now() - switched) / 1000;
+        process.stdout.write(`deactivated token refused on the other instance after ${seconds.toFixed(1)} s\n`);
+        expect(seconds).toBeLessThanOrEqual(31);
 
-      const on = await app.call('POST', `${tokensUrl('alpha')}/${tokenId}/activate`);
-      expect((on.body as { resource: { active: boolean } }).resource.active).toBe(true);
-      expect((await withToken(token, '/branding')).status).toBe(200);
-      expect((await app.call('POST', `${tokensUrl('alpha')}/${randomUUID()}/deactivate`)).status).toBe(404);
-      expect((await app.call('POST', `${tokensUrl('beta')}/${tokenId}/deactivate`)).status).toBe(404);
-    } finally {
-      await other.close();
-    }
-  }, 45_000);
+        const on = await app.call('POST', `${tokensUrl('alpha')}/${tokenId}/activate`);
+        expect((on.body as { resource: { active: boolean } }).resource.active).toBe(true);
+        expect((await withToken(token, '/branding')).status).toBe(200);
+        expect((await app.call('POST', `${tokensUrl('alpha')}/${randomUUID()}/deactivate`)).status).toBe(404);
+        expect((await app.call('POST', `${tokensUrl('beta')}/${tokenId}/deactivate`)).status).toBe(404);
+      } finally {
+        await other.close();
+      }
+    },
+    45_000,
+  );
 
   it('reaches only its own agent, and never the Management API', async () => {
     const { resource: token } = await issue('beta');

@@ -175,7 +175,8 @@ describe('agents as code between two instances', () => {
     expect((await changes('plan')).map((c) => c.action)).toEqual(Array(RESOURCES.length).fill('unchanged'));
     expect((await changes('apply')).map((c) => c.action)).toEqual(Array(RESOURCES.length).fill('unchanged'));
     console.log(
-      `agents as code, ${RESOURCES.length} resources between two npm start services, each a CLI run (tsx start included): ${took.join(', ')}`,
+      `agents as code, ${RESOURCES.length} resources between two npm start services, each a CLI run (tsx ` +
+        `start included): ${took.join(', ')}`,
     );
 
     // Every resource reads the same on both, but for ids and timestamps.

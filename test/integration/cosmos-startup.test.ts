@@ -25,7 +25,8 @@ describe('Cosmos DB at start-up', () => {
       .split('\n')
       .filter((l) => !l.startsWith('npm warn'));
     expect(lines).toEqual([
-      `Cosmos DB is not usable: COSMOS_ENDPOINT=${endpoint}, COSMOS_DATABASE=agent-platform, authentication: account key (COSMOS_KEY): cannot connect (ECONNREFUSED)`,
+      `Cosmos DB is not usable: COSMOS_ENDPOINT=${endpoint}, COSMOS_DATABASE=agent-platform, authentication: ` +
+        `account key (COSMOS_KEY): cannot connect (ECONNREFUSED)`,
     ]);
   });
 
@@ -46,7 +47,8 @@ describe('Cosmos DB at start-up', () => {
     expect(lines).toHaveLength(1);
     expect(lines[0]).toMatch(
       new RegExp(
-        `^Cosmos DB is not usable: COSMOS_ENDPOINT=${endpoint.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}, COSMOS_DATABASE=agent-platform, authentication: Entra ID \\(managed identity, or az login\\): `,
+        `^Cosmos DB is not usable: COSMOS_ENDPOINT=${endpoint.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}, ` +
+          `COSMOS_DATABASE=agent-platform, authentication: Entra ID \\(managed identity, or az login\\): `,
       ),
     );
   }, 60_000);

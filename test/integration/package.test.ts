@@ -120,7 +120,10 @@ describe('the Azure Functions package', () => {
     };
     const modules = functionsCoreStandIn();
     try {
-      const script = `const { codeCache } = await import('./${PACKAGE_MAIN}'); const { handlers } = (await import('node:module')).createRequire(import.meta.url)('@azure/functions-core'); console.log(codeCache, [...handlers.keys()].join(' ')); process.exit(0);`;
+      const script =
+        `const { codeCache } = await import('./${PACKAGE_MAIN}'); const { handlers } = (await ` +
+        `import('node:module')).createRequire(import.meta.url)('@azure/functions-core'); console.log(codeCache, ` +
+        `[...handlers.keys()].join(' ')); process.exit(0);`;
       const { stdout, stderr } = await run(process.execPath, ['--input-type=module', '-e', script], {
         cwd: dir,
         env: { ...env, NODE_PATH: modules },

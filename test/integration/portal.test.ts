@@ -147,7 +147,8 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
         .reduce((n, r) => n + r.transferSize, 0),
     );
     process.stdout.write(
-      `chat portal: first contentful paint ${Math.round(paint)} ms; JavaScript shipped ${(scripts / 1024).toFixed(1)} KB (gzip, with headers)\n`,
+      `chat portal: first contentful paint ${Math.round(paint)} ms; JavaScript shipped ` +
+        `${(scripts / 1024).toFixed(1)} KB (gzip, with headers)\n`,
     );
     expect(paint).toBeGreaterThan(0);
     expect(scripts).toBeLessThan(200 * 1024);
@@ -284,7 +285,8 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
   it('renders answers as Markdown with code blocks, never running what they hold', async () => {
     await page.getByRole('button', { name: 'New chat', exact: true }).click();
     const hostile =
-      'Here is **bold**, `code`, <img src=x onerror="window.pwned=1"> [a link](javascript:window.pwned=2) and [docs](https://example.com/docs)\n\n```\nconst x = 1;\n```';
+      'Here is **bold**, `code`, <img src=x onerror="window.pwned=1"> [a link](javascript:window.pwned=2) and ' +
+      '[docs](https://example.com/docs)\n\n```\nconst x = 1;\n```';
     await page.getByLabel('Message').fill(hostile);
     await page.getByLabel('Message').press('Enter');
     const answer = page.getByRole('region', { name: 'Conversation' }).locator('li.message.assistant').last();
@@ -387,104 +389,113 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     ).toBe(200);
   });
 
-  it("edits an agent's properties in fields: settings as forms with their links picked by name, the owner found by name, and the API's message for a bad one", async () => {
-    const form = page.locator('form.properties');
-    const properties = async () =>
-      (
+  it(
+    "edits an agent's properties in fields: settings as forms with their links picked by name, the owner found " +
+      "by name, and the API's message for a bad one",
+    async () => {
+      const form = page.locator('form.properties');
+      const properties = async () =>
         (
-          await app.call('POST', `${providers(app, 'Svc.Agent')}/agents/concierge/get-properties`, {
-            body: {
-              property_names: [
-                'cost_center',
-                'conversation_history_settings',
-                'text_rewrite_settings',
-                'show_file_upload',
-                'owner_user_id',
-              ],
-            },
-          })
-        ).body as { resource: { properties: Record<string, unknown> } }
-      ).resource.properties;
-    await form.getByLabel('Cost center').fill('Research');
-    await form.getByLabel('Conversation history').check();
-    await form.getByLabel('Turns sent (max_history)').fill('3');
-    await form.getByLabel('file upload').uncheck();
-    await form.getByRole('button', { name: 'Save properties' }).click();
-    await form.getByRole('status').waitFor();
-    expect(await properties()).toMatchObject({
-      cost_center: 'Research',
-      conversation_history_settings: { enabled: true, max_history: 3 },
-      show_file_upload: false,
-    });
-    // Turned on without the model and prompt it needs: the API refuses it, the form says why, nothing is stored.
-    await form.getByLabel('Prompt rewrite').check();
-    await form.getByRole('button', { name: 'Save properties' }).click();
-    await expect.poll(() => form.getByRole('alert').textContent()).toMatch(/text_rewrite_settings/);
-    expect((await properties()).text_rewrite_settings).toBeNull();
-    // Picked by name from the models and prompts there are.
-    await form.getByLabel('Rewrite model (a completion model)').selectOption({ label: 'guide-model' });
-    await form.getByLabel('Rewrite prompt').selectOption({ label: 'guide-prompt' });
-    // The owner, found by name through the identity search (Dana has called the API, so the directory knows her).
-    const dana = (
-      (await app.call('GET', `${app.management}/instances/${INSTANCE}/identity`, { as: 'dana@example.com' })).body as {
-        id: string;
-      }
-    ).id;
-    await form.getByLabel('Find a user by name, UPN or id').fill('dana');
-    await form.getByRole('button', { name: 'Search' }).click();
-    await form.getByRole('button', { name: /Make .*dana.* the owner/i }).click();
-    await form.getByRole('button', { name: 'Save properties' }).click();
-    await expect.poll(async () => (await properties()).owner_user_id).toBe(dana);
-    expect((await properties()).text_rewrite_settings).toEqual({
-      user_prompt_rewrite_enabled: true,
-      user_prompt_rewrite_settings: {
-        user_prompt_rewrite_ai_model_object_id: expect.stringMatching(/aiModels\/guide-model$/) as string,
-        user_prompt_rewrite_prompt_object_id: expect.stringMatching(/prompts\/guide-prompt$/) as string,
-        user_prompts_window_size: 3,
-      },
-    });
-    // Turned off again: the setting is cleared (null), and the agent answers without a rewrite.
-    await form.getByLabel('Prompt rewrite').uncheck();
-    await form.getByRole('button', { name: 'Save properties' }).click();
-    await expect.poll(async () => (await properties()).text_rewrite_settings).toBeNull();
-  });
-
-  it('edits a prompt in its fields and its JSON, from its whole stored definition, not the summary the list shows', async () => {
-    const prompt = async () =>
-      (
-        (await app.call('GET', `${providers(app, 'Svc.Prompt')}/prompts/guide-prompt`)).body as {
-          resource: Record<string, unknown>;
+          (
+            await app.call('POST', `${providers(app, 'Svc.Agent')}/agents/concierge/get-properties`, {
+              body: {
+                property_names: [
+                  'cost_center',
+                  'conversation_history_settings',
+                  'text_rewrite_settings',
+                  'show_file_upload',
+                  'owner_user_id',
+                ],
+              },
+            })
+          ).body as { resource: { properties: Record<string, unknown> } }
+        ).resource.properties;
+      await form.getByLabel('Cost center').fill('Research');
+      await form.getByLabel('Conversation history').check();
+      await form.getByLabel('Turns sent (max_history)').fill('3');
+      await form.getByLabel('file upload').uncheck();
+      await form.getByRole('button', { name: 'Save properties' }).click();
+      await form.getByRole('status').waitFor();
+      expect(await properties()).toMatchObject({
+        cost_center: 'Research',
+        conversation_history_settings: { enabled: true, max_history: 3 },
+        show_file_upload: false,
+      });
+      // Turned on without the model and prompt it needs: the API refuses it, the form says why, nothing is stored.
+      await form.getByLabel('Prompt rewrite').check();
+      await form.getByRole('button', { name: 'Save properties' }).click();
+      await expect.poll(() => form.getByRole('alert').textContent()).toMatch(/text_rewrite_settings/);
+      expect((await properties()).text_rewrite_settings).toBeNull();
+      // Picked by name from the models and prompts there are.
+      await form.getByLabel('Rewrite model (a completion model)').selectOption({ label: 'guide-model' });
+      await form.getByLabel('Rewrite prompt').selectOption({ label: 'guide-prompt' });
+      // The owner, found by name through the identity search (Dana has called the API, so the directory knows her).
+      const dana = (
+        (await app.call('GET', `${app.management}/instances/${INSTANCE}/identity`, { as: 'dana@example.com' }))
+          .body as {
+          id: string;
         }
-      ).resource;
-    const before = await prompt();
-    await page.goto(`${app.core}/portal/manage.html#prompts`);
-    await page.getByRole('row').filter({ hasText: 'guide-prompt' }).getByRole('button', { name: 'Edit' }).click();
-    const json = page.getByLabel('Definition (JSON)');
-    const prefix = page.getByLabel('Prefix (the system prompt)');
-    await expect.poll(() => prefix.inputValue()).toBe(String(before.prefix));
-    expect(Object.keys(JSON.parse(await json.inputValue()) as object)).not.toContain('created_on');
-    // Typed into the field, line by line (a trailing newline stays while typing); a change in the JSON shows in the field.
-    await prefix.fill('');
-    await prefix.pressSequentially('You guide visitors\nthrough the penguin house.\n');
-    expect(await prefix.inputValue()).toBe('You guide visitors\nthrough the penguin house.\n');
-    await page.getByLabel('Category').fill('Zoo');
-    const definition = JSON.parse(await json.inputValue()) as Record<string, unknown>;
-    expect(definition).toMatchObject({ prefix: 'You guide visitors\nthrough the penguin house.\n', category: 'Zoo' });
-    await json.fill(JSON.stringify({ ...definition, category: undefined, suffix: 'Answer briefly.' }));
-    expect(await page.getByLabel('Suffix').inputValue()).toBe('Answer briefly.');
-    expect(await page.getByLabel('Category').inputValue()).toBe('');
-    await shot('manage-prompt');
-    await page.getByRole('button', { name: 'Save' }).click();
-    await page.getByRole('button', { name: 'New prompt' }).waitFor();
-    const after = await prompt();
-    expect(after).toEqual({
-      ...before,
-      prefix: 'You guide visitors\nthrough the penguin house.\n',
-      suffix: 'Answer briefly.',
-      updated_on: after.updated_on,
-      version: (before.version as number) + 1,
-    });
-  });
+      ).id;
+      await form.getByLabel('Find a user by name, UPN or id').fill('dana');
+      await form.getByRole('button', { name: 'Search' }).click();
+      await form.getByRole('button', { name: /Make .*dana.* the owner/i }).click();
+      await form.getByRole('button', { name: 'Save properties' }).click();
+      await expect.poll(async () => (await properties()).owner_user_id).toBe(dana);
+      expect((await properties()).text_rewrite_settings).toEqual({
+        user_prompt_rewrite_enabled: true,
+        user_prompt_rewrite_settings: {
+          user_prompt_rewrite_ai_model_object_id: expect.stringMatching(/aiModels\/guide-model$/) as string,
+          user_prompt_rewrite_prompt_object_id: expect.stringMatching(/prompts\/guide-prompt$/) as string,
+          user_prompts_window_size: 3,
+        },
+      });
+      // Turned off again: the setting is cleared (null), and the agent answers without a rewrite.
+      await form.getByLabel('Prompt rewrite').uncheck();
+      await form.getByRole('button', { name: 'Save properties' }).click();
+      await expect.poll(async () => (await properties()).text_rewrite_settings).toBeNull();
+    },
+  );
+
+  it(
+    'edits a prompt in its fields and its JSON, from its whole stored definition, not the summary the list ' + 'shows',
+    async () => {
+      const prompt = async () =>
+        (
+          (await app.call('GET', `${providers(app, 'Svc.Prompt')}/prompts/guide-prompt`)).body as {
+            resource: Record<string, unknown>;
+          }
+        ).resource;
+      const before = await prompt();
+      await page.goto(`${app.core}/portal/manage.html#prompts`);
+      await page.getByRole('row').filter({ hasText: 'guide-prompt' }).getByRole('button', { name: 'Edit' }).click();
+      const json = page.getByLabel('Definition (JSON)');
+      const prefix = page.getByLabel('Prefix (the system prompt)');
+      await expect.poll(() => prefix.inputValue()).toBe(String(before.prefix));
+      expect(Object.keys(JSON.parse(await json.inputValue()) as object)).not.toContain('created_on');
+      // Typed into the field, line by line (a trailing newline stays while typing); a change in the JSON shows in the
+      // field.
+      await prefix.fill('');
+      await prefix.pressSequentially('You guide visitors\nthrough the penguin house.\n');
+      expect(await prefix.inputValue()).toBe('You guide visitors\nthrough the penguin house.\n');
+      await page.getByLabel('Category').fill('Zoo');
+      const definition = JSON.parse(await json.inputValue()) as Record<string, unknown>;
+      expect(definition).toMatchObject({ prefix: 'You guide visitors\nthrough the penguin house.\n', category: 'Zoo' });
+      await json.fill(JSON.stringify({ ...definition, category: undefined, suffix: 'Answer briefly.' }));
+      expect(await page.getByLabel('Suffix').inputValue()).toBe('Answer briefly.');
+      expect(await page.getByLabel('Category').inputValue()).toBe('');
+      await shot('manage-prompt');
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('button', { name: 'New prompt' }).waitFor();
+      const after = await prompt();
+      expect(after).toEqual({
+        ...before,
+        prefix: 'You guide visitors\nthrough the penguin house.\n',
+        suffix: 'Answer briefly.',
+        updated_on: after.updated_on,
+        version: (before.version as number) + 1,
+      });
+    },
+  );
 
   it("shows a prompt's history with the fields two versions differ in, and restores the first version", async () => {
     const prompt = async () =>
@@ -550,74 +561,78 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     expect(tool.body).toMatchObject({ resource: { allowed_tools: ['add', 'repeat'], url: 'http://127.0.0.1:9/mcp' } });
   });
 
-  it("runs an agent's evaluation twice and shows the runs side by side by agent version; a shared thumbs-down becomes a case", async () => {
-    const agentPath = `${providers(app, 'Svc.Agent')}/agents/guide`;
-    const cases = [
-      { user_prompt: 'Tell me about penguins', expect: { contains: 'penguins' } },
-      { user_prompt: 'Tell me about seals', expect: { contains: 'walrus' } },
-    ];
-    expect(
-      (await app.call('POST', `${agentPath}/evaluations/animals`, { body: { name: 'animals', cases } })).status,
-    ).toBe(200);
-    // A user's thumbs-down, shared with the owner: the prompt becomes a candidate case.
-    await page.goto(`${app.core}/portal/`);
-    await page.getByLabel('Agent').selectOption('guide');
-    await page.getByLabel('Message').fill('Where do penguins sleep?');
-    await page.getByLabel('Message').press('Enter');
-    const answer = page.locator('li.message.assistant').last();
-    await expect
-      .poll(() => answer.locator('.text').textContent(), { timeout: 10_000 })
-      .toBe('Echo: Where do penguins sleep?');
-    await answer.getByRole('button', { name: 'Bad answer' }).click();
-    await answer.getByRole('button', { name: "Share this prompt with the agent's owner to improve it" }).click();
-    await expect
-      .poll(() => answer.getByRole('button', { name: "Prompt shared with the agent's owner" }).count(), {
-        timeout: 10_000,
-      })
-      .toBe(1);
+  it(
+    "runs an agent's evaluation twice and shows the runs side by side by agent version; a shared thumbs-down " +
+      'becomes a case',
+    async () => {
+      const agentPath = `${providers(app, 'Svc.Agent')}/agents/guide`;
+      const cases = [
+        { user_prompt: 'Tell me about penguins', expect: { contains: 'penguins' } },
+        { user_prompt: 'Tell me about seals', expect: { contains: 'walrus' } },
+      ];
+      expect(
+        (await app.call('POST', `${agentPath}/evaluations/animals`, { body: { name: 'animals', cases } })).status,
+      ).toBe(200);
+      // A user's thumbs-down, shared with the owner: the prompt becomes a candidate case.
+      await page.goto(`${app.core}/portal/`);
+      await page.getByLabel('Agent').selectOption('guide');
+      await page.getByLabel('Message').fill('Where do penguins sleep?');
+      await page.getByLabel('Message').press('Enter');
+      const answer = page.locator('li.message.assistant').last();
+      await expect
+        .poll(() => answer.locator('.text').textContent(), { timeout: 10_000 })
+        .toBe('Echo: Where do penguins sleep?');
+      await answer.getByRole('button', { name: 'Bad answer' }).click();
+      await answer.getByRole('button', { name: "Share this prompt with the agent's owner to improve it" }).click();
+      await expect
+        .poll(() => answer.getByRole('button', { name: "Prompt shared with the agent's owner" }).count(), {
+          timeout: 10_000,
+        })
+        .toBe(1);
 
-    await page.goto(`${app.core}/portal/manage.html#agents`);
-    await page
-      .getByRole('row')
-      .filter({ hasText: /^guide/ })
-      .first()
-      .getByRole('button', { name: 'Properties and tokens' })
-      .click();
-    const panel = page.getByRole('region', { name: 'Evaluations of guide' });
-    await panel.getByRole('button', { name: 'Run animals' }).click();
-    const runs = panel.getByRole('table', { name: 'Runs of animals' });
-    await expect
-      .poll(() => runs.getByRole('row').filter({ hasText: 'Completed' }).count(), { timeout: 30_000 })
-      .toBe(1);
-    const guide = ((await app.call('GET', agentPath)).body as { resource: Record<string, unknown> }).resource;
-    expect((await app.call('POST', agentPath, { body: { ...guide, description: 'A changed guide' } })).status).toBe(
-      200,
-    );
-    await panel.getByRole('button', { name: 'Run animals' }).click();
-    await expect
-      .poll(() => runs.getByRole('row').filter({ hasText: 'Completed' }).count(), { timeout: 30_000 })
-      .toBe(2);
-    for (const box of await runs.getByRole('checkbox').all()) await box.check();
-    const sideBySide = panel.getByRole('table', { name: 'Runs side by side' });
-    const headers = await sideBySide.getByRole('columnheader').allTextContents();
-    const version = guide.version as number;
-    expect(headers).toEqual(['Prompt', `Agent version ${version + 1} (50%)`, `Agent version ${version} (50%)`]);
-    expect(await sideBySide.getByRole('row').filter({ hasText: 'Tell me about seals' }).textContent()).toContain(
-      'the answer does not contain "walrus"',
-    );
-    await shot('manage-evaluations');
+      await page.goto(`${app.core}/portal/manage.html#agents`);
+      await page
+        .getByRole('row')
+        .filter({ hasText: /^guide/ })
+        .first()
+        .getByRole('button', { name: 'Properties and tokens' })
+        .click();
+      const panel = page.getByRole('region', { name: 'Evaluations of guide' });
+      await panel.getByRole('button', { name: 'Run animals' }).click();
+      const runs = panel.getByRole('table', { name: 'Runs of animals' });
+      await expect
+        .poll(() => runs.getByRole('row').filter({ hasText: 'Completed' }).count(), { timeout: 30_000 })
+        .toBe(1);
+      const guide = ((await app.call('GET', agentPath)).body as { resource: Record<string, unknown> }).resource;
+      expect((await app.call('POST', agentPath, { body: { ...guide, description: 'A changed guide' } })).status).toBe(
+        200,
+      );
+      await panel.getByRole('button', { name: 'Run animals' }).click();
+      await expect
+        .poll(() => runs.getByRole('row').filter({ hasText: 'Completed' }).count(), { timeout: 30_000 })
+        .toBe(2);
+      for (const box of await runs.getByRole('checkbox').all()) await box.check();
+      const sideBySide = panel.getByRole('table', { name: 'Runs side by side' });
+      const headers = await sideBySide.getByRole('columnheader').allTextContents();
+      const version = guide.version as number;
+      expect(headers).toEqual(['Prompt', `Agent version ${version + 1} (50%)`, `Agent version ${version} (50%)`]);
+      expect(await sideBySide.getByRole('row').filter({ hasText: 'Tell me about seals' }).textContent()).toContain(
+        'the answer does not contain "walrus"',
+      );
+      await shot('manage-evaluations');
 
-    const shared = panel.getByRole('region', { name: 'Shared prompts' });
-    expect(await shared.locator('blockquote').textContent()).toBe('Where do penguins sleep?');
-    await shared.getByLabel('A good answer contains').fill('sleep');
-    await shared.getByRole('button', { name: 'Add as case' }).click();
-    await expect.poll(() => shared.count(), { timeout: 10_000 }).toBe(0);
-    const evaluation = await app.call('GET', `${agentPath}/evaluations/animals`);
-    expect((evaluation.body as { cases: unknown[] }).cases).toContainEqual({
-      user_prompt: 'Where do penguins sleep?',
-      expect: { contains: 'sleep' },
-    });
-  });
+      const shared = panel.getByRole('region', { name: 'Shared prompts' });
+      expect(await shared.locator('blockquote').textContent()).toBe('Where do penguins sleep?');
+      await shared.getByLabel('A good answer contains').fill('sleep');
+      await shared.getByRole('button', { name: 'Add as case' }).click();
+      await expect.poll(() => shared.count(), { timeout: 10_000 }).toBe(0);
+      const evaluation = await app.call('GET', `${agentPath}/evaluations/animals`);
+      expect((evaluation.body as { cases: unknown[] }).cases).toContainEqual({
+        user_prompt: 'Where do penguins sleep?',
+        expect: { contains: 'sleep' },
+      });
+    },
+  );
 
   it('deletes a prompt, lists it again with Show deleted, and purges it so its name can be used again', async () => {
     const url = `${providers(app, 'Svc.Prompt')}/prompts/scratch`;
@@ -668,70 +683,75 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await shot('manage-pipelines');
   });
 
-  it('creates a code interpreter tool in the Tools form, attaches it to an agent by its checkbox, and shows the image the code writes inline', async () => {
-    const guide = (
-      (await app.call('GET', `${providers(app, 'Svc.Agent')}/agents/guide`)).body as {
-        resource: { workflow_object_id: string };
-      }
-    ).resource;
-    expect(
-      (
-        await app.call('POST', `${providers(app, 'Svc.Agent')}/agents/analyst`, {
-          body: { name: 'analyst', workflow_object_id: guide.workflow_object_id },
-        })
-      ).status,
-    ).toBe(200);
-    await page.goto(`${app.core}/portal/manage.html#tools`);
-    await page.getByRole('button', { name: 'New tool' }).click();
-    await page.getByLabel('Name', { exact: true }).fill('interpreter');
-    await page.getByLabel('Tool type').selectOption('code-interpreter');
-    // Only the fields of the chosen type show.
-    expect(await page.getByLabel('Server URL (streamable HTTP, or platform://memory)').count()).toBe(0);
-    await page.getByRole('button', { name: 'Save' }).click();
-    await page.getByRole('row').filter({ hasText: 'interpreter' }).waitFor();
-    await page.goto(`${app.core}/portal/manage.html#agents`);
-    await page.getByRole('row').filter({ hasText: 'analyst' }).getByRole('button', { name: 'Edit' }).click();
-    await page.getByRole('group', { name: 'Tools' }).getByLabel('interpreter').check();
-    await page.getByRole('button', { name: 'Save' }).click();
-    await expect
-      .poll(
-        async () =>
-          (
-            (await app.call('GET', `${providers(app, 'Svc.Agent')}/agents/analyst`)).body as {
-              resource: { tool_object_ids?: string[] };
-            }
-          ).resource.tool_object_ids,
-      )
-      .toEqual([`/instances/${INSTANCE}/providers/Svc.Agent/tools/interpreter`]);
-    const draw = [
-      'import struct, zlib',
-      'w, h, heights = 240, 120, [40, 100, 70]',
-      'def pixel(x, y):',
-      '    inside = 16 <= x % 80 < 64 and h - y <= heights[x // 80]',
-      '    return (40, 110, 200) if inside else (255, 255, 255)',
-      "raw = b''.join(b'\\x00' + bytes(c for x in range(w) for c in pixel(x, y)) for y in range(h))",
-      "chunk = lambda t, d: struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)",
-      "png = b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, 8, 2, 0, 0, 0)) + chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b'')",
-      "open('chart.png', 'wb').write(png)",
-      "print('drew chart.png')",
-    ].join('\n');
-    llm.next({ toolCalls: [{ name: 'python', arguments: { code: draw } }] });
-    await page.goto(`${app.core}/portal/`);
-    await page.getByLabel('Agent').selectOption('analyst');
-    await page.getByRole('button', { name: 'New chat', exact: true }).click();
-    await page.getByLabel('Message').fill('Draw me a chart');
-    await page.getByLabel('Message').press('Enter');
-    const answer = page.getByRole('region', { name: 'Conversation' }).locator('li.message.assistant').last();
-    await expect
-      .poll(() => answer.locator('.text').textContent(), { timeout: 30_000 })
-      .toMatch(/^Tools said: drew chart\.png/);
-    const image = answer.getByAltText('chart.png');
-    await expect
-      .poll(() => image.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth), { timeout: 10_000 })
-      .toBe(240);
-    expect(await answer.getByRole('link', { name: 'chart.png' }).getAttribute('download')).toBe('chart.png');
-    await shot('chat-code-interpreter');
-  });
+  it(
+    'creates a code interpreter tool in the Tools form, attaches it to an agent by its checkbox, and shows the ' +
+      'image the code writes inline',
+    async () => {
+      const guide = (
+        (await app.call('GET', `${providers(app, 'Svc.Agent')}/agents/guide`)).body as {
+          resource: { workflow_object_id: string };
+        }
+      ).resource;
+      expect(
+        (
+          await app.call('POST', `${providers(app, 'Svc.Agent')}/agents/analyst`, {
+            body: { name: 'analyst', workflow_object_id: guide.workflow_object_id },
+          })
+        ).status,
+      ).toBe(200);
+      await page.goto(`${app.core}/portal/manage.html#tools`);
+      await page.getByRole('button', { name: 'New tool' }).click();
+      await page.getByLabel('Name', { exact: true }).fill('interpreter');
+      await page.getByLabel('Tool type').selectOption('code-interpreter');
+      // Only the fields of the chosen type show.
+      expect(await page.getByLabel('Server URL (streamable HTTP, or platform://memory)').count()).toBe(0);
+      await page.getByRole('button', { name: 'Save' }).click();
+      await page.getByRole('row').filter({ hasText: 'interpreter' }).waitFor();
+      await page.goto(`${app.core}/portal/manage.html#agents`);
+      await page.getByRole('row').filter({ hasText: 'analyst' }).getByRole('button', { name: 'Edit' }).click();
+      await page.getByRole('group', { name: 'Tools' }).getByLabel('interpreter').check();
+      await page.getByRole('button', { name: 'Save' }).click();
+      await expect
+        .poll(
+          async () =>
+            (
+              (await app.call('GET', `${providers(app, 'Svc.Agent')}/agents/analyst`)).body as {
+                resource: { tool_object_ids?: string[] };
+              }
+            ).resource.tool_object_ids,
+        )
+        .toEqual([`/instances/${INSTANCE}/providers/Svc.Agent/tools/interpreter`]);
+      const draw = [
+        'import struct, zlib',
+        'w, h, heights = 240, 120, [40, 100, 70]',
+        'def pixel(x, y):',
+        '    inside = 16 <= x % 80 < 64 and h - y <= heights[x // 80]',
+        '    return (40, 110, 200) if inside else (255, 255, 255)',
+        "raw = b''.join(b'\\x00' + bytes(c for x in range(w) for c in pixel(x, y)) for y in range(h))",
+        "chunk = lambda t, d: struct.pack('>I', len(d)) + t + d + struct.pack('>I', zlib.crc32(t + d) & 0xffffffff)",
+        "png = b'\\x89PNG\\r\\n\\x1a\\n' + chunk(b'IHDR', struct.pack('>IIBBBBB', w, h, 8, 2, 0, 0, 0)) + " +
+          "chunk(b'IDAT', zlib.compress(raw)) + chunk(b'IEND', b'')",
+        "open('chart.png', 'wb').write(png)",
+        "print('drew chart.png')",
+      ].join('\n');
+      llm.next({ toolCalls: [{ name: 'python', arguments: { code: draw } }] });
+      await page.goto(`${app.core}/portal/`);
+      await page.getByLabel('Agent').selectOption('analyst');
+      await page.getByRole('button', { name: 'New chat', exact: true }).click();
+      await page.getByLabel('Message').fill('Draw me a chart');
+      await page.getByLabel('Message').press('Enter');
+      const answer = page.getByRole('region', { name: 'Conversation' }).locator('li.message.assistant').last();
+      await expect
+        .poll(() => answer.locator('.text').textContent(), { timeout: 30_000 })
+        .toMatch(/^Tools said: drew chart\.png/);
+      const image = answer.getByAltText('chart.png');
+      await expect
+        .poll(() => image.evaluate((img: HTMLImageElement) => img.complete && img.naturalWidth), { timeout: 10_000 })
+        .toBe(240);
+      expect(await answer.getByRole('link', { name: 'chart.png' }).getAttribute('download')).toBe('chart.png');
+      await shot('chat-code-interpreter');
+    },
+  );
 
   it('uploads two versions of a plugin package and downloads the first one back from its version history', async () => {
     const first = await python('1.0.0');
@@ -901,7 +921,8 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     const chart = page.getByRole('img', { name: /^Tokens per agent: guide \d+/ });
     await chart.waitFor();
     expect(await page.getByRole('img', { name: /^Conversations per agent: (.*, )?guide [1-9]\d*\b/ }).count()).toBe(1);
-    // The cost of the priced agent's calls per cost center and per agent, each with today's column, and the budgets set above.
+    // The cost of the priced agent's calls per cost center and per agent, each with today's column, and the budgets set
+    // above.
     const today = new Date().toISOString().slice(0, 10);
     const center = page.getByRole('figure').filter({ hasText: 'Cost center field-guides' });
     await center.waitFor();
@@ -1060,74 +1081,82 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     expect(found).toEqual([]);
   });
 
-  it('is used by keyboard alone: Tab to the agent and the message, Enter to send, Shift+Tab back to a rating, Space to give it', async () => {
-    await page.goto(`${app.core}/portal/`);
-    await page.getByLabel('Message').waitFor();
-    /** Presses Tab (or Shift+Tab) until the focused element is the one `is` describes (at most 150 times). */
-    const tabTo = async (is: (e: Element) => boolean, key = 'Tab') => {
-      for (let i = 0; i < 150; i++) {
-        await page.keyboard.press(key);
-        if (await page.evaluate(`(${is.toString()})(document.activeElement)`)) return;
-      }
-      throw new Error('not reachable by Tab');
-    };
-    // The agent by type-ahead in its list (guide shows ratings), then the message.
-    await tabTo((e) => e.id === 'agent');
-    await page.keyboard.type('g');
-    await expect.poll(() => page.getByLabel('Agent').inputValue()).toBe('guide');
-    await tabTo((e) => e.id === 'prompt');
-    await page.keyboard.type('Which penguins huddle?');
-    await page.keyboard.press('Enter');
-    const answer = page.locator('li.message.assistant').last();
-    await expect.poll(() => answer.locator('.text').textContent()).toMatch(/^Echo: Which penguins huddle\?/);
-    await tabTo(
-      (e) => e === Array.from(document.querySelectorAll('li.message.assistant [aria-label="Bad answer"]')).at(-1),
-      'Shift+Tab',
-    );
-    await page.keyboard.press('Space');
-    await expect
-      .poll(() => answer.getByRole('button', { name: 'Bad answer' }).getAttribute('aria-pressed'))
-      .toBe('true');
-  });
+  it(
+    'is used by keyboard alone: Tab to the agent and the message, Enter to send, Shift+Tab back to a rating, ' +
+      'Space to give it',
+    async () => {
+      await page.goto(`${app.core}/portal/`);
+      await page.getByLabel('Message').waitFor();
+      /** Presses Tab (or Shift+Tab) until the focused element is the one `is` describes (at most 150 times). */
+      const tabTo = async (is: (e: Element) => boolean, key = 'Tab') => {
+        for (let i = 0; i < 150; i++) {
+          await page.keyboard.press(key);
+          if (await page.evaluate(`(${is.toString()})(document.activeElement)`)) return;
+        }
+        throw new Error('not reachable by Tab');
+      };
+      // The agent by type-ahead in its list (guide shows ratings), then the message.
+      await tabTo((e) => e.id === 'agent');
+      await page.keyboard.type('g');
+      await expect.poll(() => page.getByLabel('Agent').inputValue()).toBe('guide');
+      await tabTo((e) => e.id === 'prompt');
+      await page.keyboard.type('Which penguins huddle?');
+      await page.keyboard.press('Enter');
+      const answer = page.locator('li.message.assistant').last();
+      await expect.poll(() => answer.locator('.text').textContent()).toMatch(/^Echo: Which penguins huddle\?/);
+      await tabTo(
+        (e) => e === Array.from(document.querySelectorAll('li.message.assistant [aria-label="Bad answer"]')).at(-1),
+        'Shift+Tab',
+      );
+      await page.keyboard.press('Space');
+      await expect
+        .poll(() => answer.getByRole('button', { name: 'Bad answer' }).getAttribute('aria-pressed'))
+        .toBe('true');
+    },
+  );
 
-  it("shows what the agent's flags say: a welcome message, and no tokens, rating, prompt or upload when they are off", async () => {
-    const off = {
-      show_message_tokens: false,
-      show_message_rating: false,
-      show_view_prompt: false,
-      show_file_upload: false,
-    };
-    const set = await app.call('POST', `${providers(app, 'Svc.Agent')}/agents/concierge/set-properties`, {
-      body: { properties: off, metadata_properties: { welcome_message: 'Welcome to the penguin house.' } },
-    });
-    expect(set.status).toBe(200);
-    await page.goto(`${app.core}/portal/`);
-    await page.getByLabel('Agent').selectOption('concierge');
-    await page.getByRole('button', { name: 'New chat', exact: true }).click();
-    const conversation = page.getByRole('region', { name: 'Conversation' });
-    await expect
-      .poll(() => conversation.locator('li.message.welcome').textContent())
-      .toBe('Welcome to the penguin house.');
-    expect(await page.getByText('Attach a file').count()).toBe(0);
-    await page.getByLabel('Message').fill('Where do the penguins sleep?');
-    await page.getByLabel('Message').press('Enter');
-    const answer = conversation.locator('li.message.assistant').last();
-    await expect.poll(() => answer.locator('.text').textContent()).toMatch(/^Echo: Where do the penguins sleep\?/);
-    expect(await conversation.locator('li.message.welcome').count()).toBe(0);
-    expect(await answer.locator('.tokens').count()).toBe(0);
-    expect(await answer.getByRole('button', { name: 'Good answer' }).count()).toBe(0);
-    expect(await answer.getByText('View prompt').count()).toBe(0);
-    // The guide keeps the defaults: every one of them shows.
-    await page.getByLabel('Agent').selectOption('guide');
-    await page.getByText('Attach a file').waitFor();
-    await page.getByLabel('Message').fill('And the guide?');
-    await page.getByLabel('Message').press('Enter');
-    const shown = conversation.locator('li.message.assistant').last();
-    await expect.poll(() => shown.locator('.text').textContent()).toMatch(/^Echo: And the guide\?/);
-    await expect.poll(() => shown.locator('.tokens').count()).toBe(1);
-    expect(await shown.getByRole('button', { name: 'Good answer' }).count()).toBe(1);
-    expect(await shown.getByText('View prompt').count()).toBe(1);
-  });
+  it(
+    "shows what the agent's flags say: a welcome message, and no tokens, rating, prompt or upload when they are " +
+      'off',
+    async () => {
+      const off = {
+        show_message_tokens: false,
+        show_message_rating: false,
+        show_view_prompt: false,
+        show_file_upload: false,
+      };
+      const set = await app.call('POST', `${providers(app, 'Svc.Agent')}/agents/concierge/set-properties`, {
+        body: { properties: off, metadata_properties: { welcome_message: 'Welcome to the penguin house.' } },
+      });
+      expect(set.status).toBe(200);
+      await page.goto(`${app.core}/portal/`);
+      await page.getByLabel('Agent').selectOption('concierge');
+      await page.getByRole('button', { name: 'New chat', exact: true }).click();
+      const conversation = page.getByRole('region', { name: 'Conversation' });
+      await expect
+        .poll(() => conversation.locator('li.message.welcome').textContent())
+        .toBe('Welcome to the penguin house.');
+      expect(await page.getByText('Attach a file').count()).toBe(0);
+      await page.getByLabel('Message').fill('Where do the penguins sleep?');
+      await page.getByLabel('Message').press('Enter');
+      const answer = conversation.locator('li.message.assistant').last();
+      await expect.poll(() => answer.locator('.text').textContent()).toMatch(/^Echo: Where do the penguins sleep\?/);
+      expect(await conversation.locator('li.message.welcome').count()).toBe(0);
+      expect(await answer.locator('.tokens').count()).toBe(0);
+      expect(await answer.getByRole('button', { name: 'Good answer' }).count()).toBe(0);
+      expect(await answer.getByText('View prompt').count()).toBe(0);
+      // The guide keeps the defaults: every one of them shows.
+      await page.getByLabel('Agent').selectOption('guide');
+      await page.getByText('Attach a file').waitFor();
+      await page.getByLabel('Message').fill('And the guide?');
+      await page.getByLabel('Message').press('Enter');
+      const shown = conversation.locator('li.message.assistant').last();
+      await expect.poll(() => shown.locator('.text').textContent()).toMatch(/^Echo: And the guide\?/);
+      await expect.poll(() => shown.locator('.tokens').count()).toBe(1);
+      expect(await shown.getByRole('button', { name: 'Good answer' }).count()).toBe(1);
+      expect(await shown.getByText('View prompt').count()).toBe(1);
+    },
+  );
 
   it('fits a phone screen: no sideways scrolling (a long session name is cut), the navigation above the content', async () => {
     await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, {

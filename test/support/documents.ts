@@ -7,15 +7,20 @@ import yazl from 'yazl';
 
 export const TEXTS = {
   'penguins.txt':
-    'Emperor penguins breed during the Antarctic winter and huddle together against the freezing wind while the males keep the eggs warm on their feet.',
+    'Emperor penguins breed during the Antarctic winter and huddle together against the freezing wind while ' +
+    'the males keep the eggs warm on their feet.',
   'volcanoes.md':
-    'Basaltic magma rises through fissures in the crust and erupts as lava fountains that build shield volcanoes layer upon layer over thousands of years.',
+    'Basaltic magma rises through fissures in the crust and erupts as lava fountains that build shield ' +
+    'volcanoes layer upon layer over thousands of years.',
   'coffee.html':
-    'Espresso is brewed by forcing hot water through finely ground roasted coffee beans under nine bars of pressure to extract a concentrated shot with crema.',
+    'Espresso is brewed by forcing hot water through finely ground roasted coffee beans under nine bars of ' +
+    'pressure to extract a concentrated shot with crema.',
   'revenue.pdf':
-    'Quarterly revenue of the Lisbon office grew by twelve percent thanks to new enterprise contracts signed with logistics companies in Portugal.',
+    'Quarterly revenue of the Lisbon office grew by twelve percent thanks to new enterprise contracts signed ' +
+    'with logistics companies in Portugal.',
   'bicycles.docx':
-    'Bicycle chain maintenance means cleaning the drivetrain with degreaser then applying lubricant to each roller and wiping away the excess oil.',
+    'Bicycle chain maintenance means cleaning the drivetrain with degreaser then applying lubricant to each ' +
+    'roller and wiping away the excess oil.',
 } as const;
 
 export type DocumentName = keyof typeof TEXTS;
@@ -49,7 +54,8 @@ export async function docxOf(title: string, text: string): Promise<Buffer> {
 
 export const htmlOf = (title: string, text: string) =>
   Buffer.from(
-    `<!doctype html><html><head><title>${title}</title></head><body><nav><a href="/">Home</a></nav><p>${text}</p></body></html>`,
+    `<!doctype html><html><head><title>${title}</title></head><body><nav><a ` +
+      `href="/">Home</a></nav><p>${text}</p></body></html>`,
   );
 
 /** The five documents as bytes, with their content types. */
@@ -106,7 +112,8 @@ export function pptxOf(slides: string[][]): Promise<Buffer> {
       .map((l) => `<a:p><a:r><a:t>${l.replace(/&/g, '&amp;').replace(/</g, '&lt;')}</a:t></a:r></a:p>`)
       .join('');
     parts[`ppt/slides/slide${i + 1}.xml`] =
-      `<?xml version="1.0"?><p:sld xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><p:cSld><p:spTree><p:sp><p:txBody>${paragraphs}</p:txBody></p:sp></p:spTree></p:cSld></p:sld>`;
+      `<?xml version="1.0"?><p:sld xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" ` +
+      `xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><p:cSld><p:spTree><p:sp><p:txBody>${paragraphs}</p:txBody></p:sp></p:spTree></p:cSld></p:sld>`;
   });
   return zipOf(parts);
 }
@@ -124,7 +131,10 @@ export function xlsxOf(sheetName: string, rows: (string | number)[][]): Promise<
     '[Content_Types].xml': contentTypes({
       '/xl/workbook.xml': 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml',
     }),
-    'xl/workbook.xml': `<?xml version="1.0"?><workbook xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheets><sheet name="${sheetName}" sheetId="1"/></sheets></workbook>`,
+    'xl/workbook.xml':
+      `<?xml version="1.0"?><workbook ` +
+      `xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheets><sheet name="${sheetName}" ` +
+      `sheetId="1"/></sheets></workbook>`,
     'xl/worksheets/sheet1.xml': sheet,
     'xl/sharedStrings.xml': `<?xml version="1.0"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">${strings.map((s) => `<si><t>${s}</t></si>`).join('')}</sst>`,
   });

@@ -1,5 +1,6 @@
-// Integration suite setup: the bundle `npm start` runs, built once; real local servers on free ports, stopped after the run; then a check that the run
-// left no process of its own behind (every child the tests start carries the run's marker).
+// Integration suite setup: the bundle `npm start` runs, built once; real local servers on free ports, stopped after the
+// run; then a check that the run left no process of its own behind (every child the tests start carries the run's
+// marker).
 import { randomUUID } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';

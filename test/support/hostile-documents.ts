@@ -74,13 +74,17 @@ export async function docxBomb(mib = 200): Promise<Buffer> {
   const zip = new yazl.ZipFile();
   zip.addBuffer(
     Buffer.from(
-      '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>',
+      '<?xml version="1.0"?><Types ' +
+        'xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ' +
+        'ContentType="application/xml"/><Override PartName="/word/document.xml" ' +
+        'ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>',
     ),
     '[Content_Types].xml',
   );
   const paragraph = '<w:p><w:r><w:t>bomb</w:t></w:r></w:p>';
   const body = Buffer.from(
-    `<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${paragraph.repeat(Math.floor((mib * 1024 * 1024) / paragraph.length))}</w:body></w:document>`,
+    `<?xml version="1.0"?><w:document ` +
+      `xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${paragraph.repeat(Math.floor((mib * 1024 * 1024) / paragraph.length))}</w:body></w:document>`,
   );
   zip.addBuffer(body, 'word/document.xml', { compress: true });
   zip.end();
@@ -92,7 +96,9 @@ export async function docxBomb(mib = 200): Promise<Buffer> {
 /** A PDF whose cross-reference table and trailer point at nothing: no reader can find its pages. */
 export const brokenXrefPdf = () =>
   Buffer.from(
-    `%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog /Pages 7 0 R >>\nendobj\nxref\n0 3\n0000000000 65535 f \nzzzzzzzzzz 00000 n \n9999999999 00000 n \ntrailer\n<< /Size 3 /Root 5 0 R >>\nstartxref\n123456789\n%%EOF\n`,
+    `%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog /Pages 7 0 R >>\nendobj\nxref\n0 3\n0000000000 ` +
+      `65535 f \nzzzzzzzzzz 00000 n \n9999999999 00000 n \ntrailer\n<< /Size 3 /Root 5 0 R ` +
+      `>>\nstartxref\n123456789\n%%EOF\n`,
     'latin1',
   );
 
@@ -110,14 +116,18 @@ interface ZipPart {
   declaredSize: number;
 }
 
-/** A zip of deflated parts, written header by header, each part's sizes as the caller declares them (CRC 0: no reader here checks it). */
+/**
+ * A zip of deflated parts, written header by header, each part's sizes as the caller declares them (CRC 0: no reader
+ * here checks it).
+ */
 function zipWithDeclaredSizes(parts: ZipPart[]): Buffer {
   const locals: Buffer[] = [];
   const central: Buffer[] = [];
   let offset = 0;
   for (const { name, data, declaredSize } of parts) {
     const fileName = Buffer.from(name);
-    // version 20, no flags, deflate (8), time and date 0, CRC 0, compressed and uncompressed sizes, name length, no extra field
+    // version 20, no flags, deflate (8), time and date 0, CRC 0, compressed and uncompressed sizes, name length, no
+    // extra field
     const common = fields(
       [20, 2],
       [0, 2],
@@ -163,7 +173,10 @@ function zipWithDeclaredSizes(parts: ZipPart[]): Buffer {
  */
 export async function docxLyingSizes(mib = 1024, declaredBytes = 1000): Promise<Buffer> {
   const types = Buffer.from(
-    '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/><Override PartName="/word/document.xml" ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>',
+    '<?xml version="1.0"?><Types ' +
+      'xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ' +
+      'ContentType="application/xml"/><Override PartName="/word/document.xml" ' +
+      'ContentType="application/vnd.openxmlformats-officedocument.wordprocessingml.document.main+xml"/></Types>',
   );
   const head =
     '<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>';

@@ -52,6 +52,7 @@ export function rawRequest(
 /** A multipart body whose file part never reaches its closing boundary. */
 export const truncatedMultipart = (field = 'file', fileName = 'a.zip') =>
   Buffer.from(
-    `--XX\r\nContent-Disposition: form-data; name="${field}"; filename="${fileName}"\r\nContent-Type: application/zip\r\n\r\nPK\u0003\u0004abc`,
+    `--XX\r\nContent-Disposition: form-data; name="${field}"; filename="${fileName}"\r\nContent-Type: ` +
+      `application/zip\r\n\r\nPK\u0003\u0004abc`,
     'latin1',
   );

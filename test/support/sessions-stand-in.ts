@@ -54,8 +54,14 @@ export async function startSessionsStandIn(options: { timeoutMs?: number } = {})
         // The session's files are its working directory, /mnt/data; what the code writes there stays.
         const code = `import os\nos.makedirs('/mnt/data', exist_ok=True)\nos.chdir('/mnt/data')\n${properties.code}`;
         const workFiles = [...session].map(([name, bytes]) => ({ name, bytes }));
-        const mnt = `import os as _o\nfor _n, _b in ${JSON.stringify(workFiles.map((f) => [f.name, Buffer.from(f.bytes).toString('base64')]))}:\n    import base64 as _b64\n    open('/mnt/data/' + _n, 'wb').write(_b64.b64decode(_b))\n`;
-        const collect = `\nimport base64 as _b64c, json as _jc\nprint('\\n<<files>>' + _jc.dumps({_n: _b64c.b64encode(open('/mnt/data/' + _n, 'rb').read()).decode() for _n in os.listdir('/mnt/data')}))\n`;
+        const mnt =
+          `import os as _o\nfor _n, _b in ` +
+          `${JSON.stringify(workFiles.map((f) => [f.name, Buffer.from(f.bytes).toString('base64')]))}:\n    ` +
+          `import base64 as _b64\n    open('/mnt/data/' + _n, 'wb').write(_b64.b64decode(_b))\n`;
+        const collect =
+          `\nimport base64 as _b64c, json as _jc\nprint('\\n<<files>>' + _jc.dumps({_n: ` +
+          `_b64c.b64encode(open('/mnt/data/' + _n, 'rb').read()).decode() for _n in ` +
+          `os.listdir('/mnt/data')}))\n`;
         python
           .run({
             packageFiles: [],

@@ -153,7 +153,10 @@ function missingPaths(doc: string): string[] {
   return [...new Set(missing)];
 }
 
-/** The npm scripts a document names: `npm run <script>` (`-s` and `--silent` allowed before it), `npm start`, `npm test`. */
+/**
+ * The npm scripts a document names: `npm run <script>` (`-s` and `--silent` allowed before it), `npm start`, `npm
+ * test`.
+ */
 function scriptsNamed(doc: string): string[] {
   const text = read(doc);
   const run = [...text.matchAll(/\bnpm\s+run(?:-script)?\s+(?:(?:-s|--silent)\s+)*([\w:.-]+)/g)].map((m) => m[1] ?? '');

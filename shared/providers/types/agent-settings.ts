@@ -1,5 +1,5 @@
-// The agent settings objects (docs/api-decisions.md, Agents), with their nested rules and defaults. Used by agent definitions
-// and by the set-properties action alike.
+// The agent settings objects (docs/api-decisions.md, Agents), with their nested rules and defaults. Used by agent
+// definitions and by the set-properties action alike.
 import { z } from 'zod';
 
 const ObjectId = z.string().min(1);

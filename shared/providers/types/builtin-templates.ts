@@ -47,7 +47,9 @@ const TEMPLATES: Pick<AgentTemplateDoc, 'name' | 'display_name' | 'description' 
     name: 'knowledge-assistant',
     display_name: 'Knowledge assistant over Web pages',
     description:
-      'An agent that answers from Web pages: a Web data source, a pipeline that indexes the pages, a knowledge tool over the index, a prompt, a chat workflow and the agent. Run the pipeline (process) before asking.',
+      'An agent that answers from Web pages: a Web data source, a pipeline that indexes the pages, a ' +
+      'knowledge tool over the index, a prompt, a chat workflow and the agent. Run the pipeline (process) ' +
+      'before asking.',
     parameters: [
       common.agent_name,
       { name: 'display_name', type: 'string', description: 'What users see', default_value: 'Knowledge assistant' },
@@ -90,7 +92,8 @@ const TEMPLATES: Pick<AgentTemplateDoc, 'name' | 'display_name' | 'description' 
     name: 'mcp-tool-agent',
     display_name: 'Tool-using agent over an MCP server',
     description:
-      "An agent that calls a Model Context Protocol server's tools: an mcp tool allowing the tools named, a prompt, a chat workflow and the agent.",
+      "An agent that calls a Model Context Protocol server's tools: an mcp tool allowing the tools named, a " +
+      'prompt, a chat workflow and the agent.',
     parameters: [
       common.agent_name,
       { name: 'display_name', type: 'string', description: 'What users see', default_value: 'Tool-using agent' },

@@ -53,10 +53,10 @@ const TOOL_NAME = /^[A-Za-z0-9_-]{1,64}$/;
 export const PLATFORM_MEMORY = 'platform://memory';
 
 /**
- * What an agent can use: a knowledge index (docs/api-decisions.md, Knowledge; retrieved on every completion, or offered to the
- * model as a search function with `retrieval: on_demand`), a Model Context Protocol server's allow-listed
- * tools (`mcp`), an agent tool plugin run in the Python sandbox (`plugin`), or the code interpreter
- * (`code-interpreter`: Python code the model writes, run in the same sandbox; docs/plugins.md).
+ * What an agent can use: a knowledge index (docs/api-decisions.md, Knowledge; retrieved on every completion, or offered
+ * to the model as a search function with `retrieval: on_demand`), a Model Context Protocol server's allow-listed tools
+ * (`mcp`), an agent tool plugin run in the Python sandbox (`plugin`), or the code interpreter (`code-interpreter`:
+ * Python code the model writes, run in the same sandbox; docs/plugins.md).
  */
 export const tools = {
   provider: 'Svc.Agent',
@@ -88,7 +88,8 @@ export const tools = {
       .enum(['vector', 'hybrid'], { error: 'search_mode must be vector or hybrid' })
       .optional()
       .describe(
-        'knowledge tools: vector similarity alone (default), or hybrid: full-text (BM25) and vector rankings fused by reciprocal rank, so exact tokens such as part numbers are found',
+        'knowledge tools: vector similarity alone (default), or hybrid: full-text (BM25) and vector rankings ' +
+          'fused by reciprocal rank, so exact tokens such as part numbers are found',
       ),
     minimum_score: z
       .number()
@@ -96,13 +97,15 @@ export const tools = {
       .max(1)
       .optional()
       .describe(
-        'knowledge tools: partitions whose similarity (cosine, -1 to 1) is below it are neither given to the model nor cited',
+        'knowledge tools: partitions whose similarity (cosine, -1 to 1) is below it are neither given to the ' +
+          'model nor cited',
       ),
     url: z
       .string()
       .optional()
       .describe(
-        `mcp: the streamable HTTP endpoint of the server, or ${PLATFORM_MEMORY} for the memory tool server (in process, for the agent and user of the completion)`,
+        `mcp: the streamable HTTP endpoint of the server, or ${PLATFORM_MEMORY} for the memory tool server ` +
+          `(in process, for the agent and user of the completion)`,
       ),
     allowed_tools: z
       .array(z.string().regex(TOOL_NAME, 'tool names are 1 to 64 letters, digits, _ or -'))
@@ -168,10 +171,11 @@ export const prompts = {
 } satisfies ResourceKind;
 
 /**
- * A source of documents for pipelines (docs/api-decisions.md, Knowledge). AzureBlob: a container of the service's own storage, or of another account (`account_url`)
- * read with the managed identity. Web: the URL prefixes documents may come from. Both are needed to process
- * the source, not to save it (spec-era definitions name containers in `configuration`, which is read too).
- * SharePointOnline: the site and its document libraries, read through Microsoft Graph (knowledge/sharepoint.ts).
+ * A source of documents for pipelines (docs/api-decisions.md, Knowledge). AzureBlob: a container of the service's own
+ * storage, or of another account (`account_url`) read with the managed identity. Web: the URL prefixes documents may
+ * come from. Both are needed to process the source, not to save it (spec-era definitions name containers in
+ * `configuration`, which is read too). SharePointOnline: the site and its document libraries, read through Microsoft
+ * Graph (knowledge/sharepoint.ts).
  */
 /** A Blob container (or Data Lake file system) name. */
 const ContainerName = z.string().regex(/^[a-z0-9](?!.*--)[a-z0-9-]{1,61}[a-z0-9]$/, 'must be a Blob container name');
@@ -187,7 +191,8 @@ export const dataSources = {
       .string()
       .optional()
       .describe(
-        "AzureBlob: the Blob service URL of another storage account (default: the service's own); AzureDataLake: the account's Data Lake (dfs) or Blob URL",
+        "AzureBlob: the Blob service URL of another storage account (default: the service's own); " +
+          "AzureDataLake: the account's Data Lake (dfs) or Blob URL",
       ),
     filesystem: ContainerName.optional().describe('AzureDataLake: the file system (container) to read'),
     paths: z
@@ -215,7 +220,8 @@ export const dataSources = {
           .max(256)
           .optional()
           .describe(
-            "AzureBlob, AzureDataLake: the SVC_SECRET_ setting holding the account's connection string (instead of the managed identity); a run that cannot read it fails saying so",
+            "AzureBlob, AzureDataLake: the SVC_SECRET_ setting holding the account's connection string " +
+              '(instead of the managed identity); a run that cannot read it fails saying so',
           ),
         containers: z.array(ContainerName).max(50).optional().describe('AzureBlob: every container to read'),
       })
@@ -261,7 +267,8 @@ export const Stage = z
       .string()
       .min(1)
       .describe(
-        'A Data Pipeline Stage plugin: Dotnet-Builtin-ExtractStage, -PartitionStage, -ShieldStage, -EmbedStage or -IndexStage',
+        'A Data Pipeline Stage plugin: Dotnet-Builtin-ExtractStage, -PartitionStage, -ShieldStage, ' +
+          '-EmbedStage or -IndexStage',
       ),
     plugin_parameters: z
       .record(z.string(), z.unknown())
@@ -294,13 +301,15 @@ export const dataPipelines = {
       .max(10)
       .optional()
       .describe(
-        'Data Pipeline Stage plugins in the order they run, with their parameters (docs/plugins.md); absent: extract, partition, embed, index with the settings above',
+        'Data Pipeline Stage plugins in the order they run, with their parameters (docs/plugins.md); absent: ' +
+          'extract, partition, embed, index with the settings above',
       ),
     trigger_type: z
       .enum(['Manual', 'Schedule', 'Event'], { error: 'trigger_type must be Manual, Schedule or Event' })
       .default('Manual')
       .describe(
-        'Manual: runs when processed by hand; Schedule: also at each due time of trigger_cron; Event: also for each blob created or deleted in the source (AzureBlob, AzureDataLake)',
+        'Manual: runs when processed by hand; Schedule: also at each due time of trigger_cron; Event: also ' +
+          'for each blob created or deleted in the source (AzureBlob, AzureDataLake)',
       ),
     trigger_cron: z
       .string()
@@ -352,7 +361,8 @@ export const dataPipelineRuns = {
       .object({ embedding_tokens: z.number().int(), cost: z.number(), currency: z.string().nullable() })
       .optional()
       .describe(
-        "Set by the service when the run ends: the tokens its embeddings took and what they cost at the embedding model's prices",
+        'Set by the service when the run ends: the tokens its embeddings took and what they cost at the ' +
+          "embedding model's prices",
       ),
     errors: z.array(z.object({ source: z.string(), message: z.string() })),
     reading: z
@@ -364,13 +374,15 @@ export const dataPipelineRuns = {
       .max(1000)
       .optional()
       .describe(
-        'Set by the service: the only documents an event-triggered run reads (or removes, when the source no longer has them)',
+        'Set by the service: the only documents an event-triggered run reads (or removes, when the source no ' +
+          'longer has them)',
       ),
     delta: z
       .object({ settings: z.string(), links: z.record(z.string(), z.string()) })
       .optional()
       .describe(
-        "Set by the service: where the next run of a SharePointOnline source reads changes from (Graph's delta link per library), and the settings it indexed with",
+        "Set by the service: where the next run of a SharePointOnline source reads changes from (Graph's " +
+          'delta link per library), and the settings it indexed with',
       ),
   })),
 } satisfies ResourceKind;
@@ -389,7 +401,10 @@ export const aiModels = {
     deployment_name: z.string().min(1),
     api_endpoint_object_id: ObjectId,
     model_parameters: ModelParametersFields.optional(),
-    /** Prices used for `total_cost` (currency of your choice, per 1,000 tokens); 0 when absent. `pricing` wins when both are set. */
+    /**
+     * Prices used for `total_cost` (currency of your choice, per 1,000 tokens); 0 when absent. `pricing` wins when both
+     * are set.
+     */
     cost_per_1k_prompt_tokens: z.number().min(0).optional(),
     cost_per_1k_completion_tokens: z.number().min(0).optional(),
     pricing: z
@@ -401,7 +416,8 @@ export const aiModels = {
       .strict()
       .optional()
       .describe(
-        'Prices per million input (prompt) and output (completion) tokens, in `currency`: the cost of every call of the model in usage records and budgets',
+        'Prices per million input (prompt) and output (completion) tokens, in `currency`: the cost of every ' +
+          'call of the model in usage records and budgets',
       ),
     capabilities: z
       .array(z.enum(MODEL_CAPABILITIES, { error: `capabilities are ${MODEL_CAPABILITIES.join(', ')}` }))

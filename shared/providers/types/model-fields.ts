@@ -1,7 +1,7 @@
-// The fields of AI model and API endpoint definitions. An AI model configures the request fields of its
-// calls (provider-specific request fields live on the AI model): sampling, `seed`, `response_format`, `stop`, penalties, reasoning effort, and `extra_body`, a
-// pass-through map for fields the service does not model. Every field is checked by type when the model is
-// saved; fields the service sets itself cannot be passed through.
+// The fields of AI model and API endpoint definitions. An AI model configures the request fields of its calls
+// (provider-specific request fields live on the AI model): sampling, `seed`, `response_format`, `stop`, penalties,
+// reasoning effort, and `extra_body`, a pass-through map for fields the service does not model. Every field is checked
+// by type when the model is saved; fields the service sets itself cannot be passed through.
 import { z } from 'zod';
 import { SECRET_NAME, SECRET_NAME_RULE } from '../../config.js';
 import { urlProblem } from '../../net/outbound.js';
@@ -77,7 +77,9 @@ export const ModelParametersFields = z
             ctx.addIssue({
               code: 'custom',
               path: [field],
-              message: `${field} is set by the service${field in WIRE_NAMES ? ' or by its own model parameter' : ''}; it cannot be passed through`,
+              message:
+                `${field} is set by the service${field in WIRE_NAMES ? ' or by its own model parameter' : ''}; ` +
+                `it cannot be passed through`,
             });
             continue;
           }
@@ -147,13 +149,16 @@ export const ApiEndpointFields = {
     .max(100_000)
     .optional()
     .describe(
-      'Calls the service holds open to this endpoint at once, per instance (a streamed answer holds one while it streams); default 1024. Beyond it calls wait for one within their timeout, the agent holding fewest served first, then answer 503 ConnectionLimit',
+      'Calls the service holds open to this endpoint at once, per instance (a streamed answer holds one while ' +
+        'it streams); default 1024. Beyond it calls wait for one within their timeout, the agent holding fewest ' +
+        'served first, then answer 503 ConnectionLimit',
     ),
   private_network: z
     .boolean()
     .optional()
     .describe(
-      'Set by the service (ignored in requests): whether the endpoint was saved by a principal who may point the service at loopback and private addresses; its calls may reach them only then',
+      'Set by the service (ignored in requests): whether the endpoint was saved by a principal who may point ' +
+        'the service at loopback and private addresses; its calls may reach them only then',
     ),
 };
 

@@ -47,7 +47,9 @@ export const aiModelRules: ResourceRules<typeof aiModels> = {
         validationError([
           {
             field: legacy,
-            message: `${legacy} has no currency, so no budget could count it: give prices as pricing {input_per_million, output_per_million, currency}`,
+            message:
+              `${legacy} has no currency, so no budget could count it: give prices as pricing ` +
+              `{input_per_million, output_per_million, currency}`,
           },
         ]),
       );
@@ -57,7 +59,8 @@ export const aiModelRules: ResourceRules<typeof aiModels> = {
 
 export const toolRules: ResourceRules<typeof tools> = {
   computed: (d) => (d.tool_type === 'knowledge' ? { top_n: d.top_n ?? 5, retrieval: d.retrieval ?? 'always' } : {}),
-  // A knowledge tool reads its index for every caller of its agents: naming one needs read on the pipeline that writes it.
+  // A knowledge tool reads its index for every caller of its agents: naming one needs read on the pipeline that writes
+  // it.
   authorizeWrite: async (d, existing, { services, principal }) => {
     if (d.tool_type !== 'knowledge' || d.index_name === undefined || d.index_name === existing?.index_name) return;
     const pipeline = await services.resourceCache.findBy(dataPipelines, 'index_name', d.index_name);
@@ -66,7 +69,8 @@ export const toolRules: ResourceRules<typeof tools> = {
       !(await services.authorizer.can(principal, `${partitionOf(dataPipelines)}/read`, pipeline.object_id))
     ) {
       throw forbidden(
-        `index_name: you may not read the data pipeline that writes ${d.index_name}, so a tool you write cannot search it`,
+        `index_name: you may not read the data pipeline that writes ${d.index_name}, so a tool you write ` +
+          `cannot search it`,
       );
     }
   },
@@ -131,7 +135,9 @@ export const dataPipelineRules: ResourceRules<typeof dataPipelines> = {
         throw validationError([
           {
             field: 'trigger_type',
-            message: `Event runs on Blob events: the data source must be AzureBlob or AzureDataLake, not ${source.data_source_type}`,
+            message:
+              `Event runs on Blob events: the data source must be AzureBlob or AzureDataLake, not ` +
+              source.data_source_type,
           },
         ]);
       }
@@ -193,7 +199,9 @@ export const apiEndpointRules: ResourceRules<typeof apiEndpointConfigurations> =
         {
           field: 'url',
           message:
-            'url points to a loopback or private network address: only an Owner (who may assign roles at the instance) may save such an endpoint, or set ALLOW_PRIVATE_NETWORK=true to allow it (local development)',
+            'url points to a loopback or private network address: only an Owner (who may assign roles at the ' +
+            'instance) may save such an endpoint, or set ALLOW_PRIVATE_NETWORK=true to allow it (local ' +
+            'development)',
         },
       ]);
     }

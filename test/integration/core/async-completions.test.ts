@@ -196,52 +196,57 @@ describe('async completions', () => {
     expect(r.body).toMatchObject({ status: 'Failed', status_message: expect.stringContaining('Timed out') as string });
   });
 
-  it('finishes an operation whose worker process was killed mid-call, on redelivery within a minute, with default settings', async () => {
-    const hanging = await startMockLlm();
-    const host = await startTestApp({ MODEL_MAX_RETRIES: '0' }, { consumers: false });
-    try {
-      await seedAgent(host, 'helper', { llmUrl: hanging.url, timeoutSeconds: 120 });
-      // A separate worker process (npm start) on the same store and queue, with the default lease.
-      const worker = await startScript(
-        'start',
-        { ...host.env, CORE_PORT: String(await freePort()), MANAGEMENT_PORT: String(await freePort()) },
-        /Get a token/,
-      );
-      hanging.next({ hangMs: 120_000 });
-      const started = await host.call('POST', `${host.core}/instances/${INSTANCE}/async-completions`, {
-        body: { user_prompt: 'survive', agent_name: 'helper', operation_id: 'op-killed' },
-      });
-      expect(started.status).toBe(202);
-      const end = Date.now() + 20_000;
-      while (hanging.requests.length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
-      expect(hanging.requests).toHaveLength(1);
-      // The signal reaches the process that runs the worker: it is gone, mid-call.
-      const pid = worker.child.pid!;
-      worker.child.kill('SIGKILL');
-      await new Promise((r) => worker.child.once('exit', r));
-      expect(() => process.kill(pid, 0)).toThrow();
-      const killedAt = Date.now();
-      expect(
-        (await host.services.store.container('operations').read(keyOf('op-killed'), keyOf('op-killed')))?.status,
-      ).toBe('InProgress');
-
-      // A new worker with the default lease picks the message up once the dead worker's lease lapses.
-      const [handler] = (await import('../../../functions/groups.js')).QUEUE_HANDLERS;
-      const consumer = startQueueConsumer(handler!, await host.services.queues(), host.services, {
-        idlePollMs: 200,
-        visibilityTimeoutSeconds: host.services.config.queueVisibilityTimeoutSeconds,
-      });
+  it(
+    'finishes an operation whose worker process was killed mid-call, on redelivery within a minute, with ' +
+      'default settings',
+    async () => {
+      const hanging = await startMockLlm();
+      const host = await startTestApp({ MODEL_MAX_RETRIES: '0' }, { consumers: false });
       try {
-        const done = await pollUntilDone(host, 'op-killed', 60_000);
-        expect(done).toMatchObject({ status: 'Completed', result: { completion: 'Echo: survive' } });
-        expect(Date.now() - killedAt).toBeLessThan(60_000);
-        expect(hanging.requests).toHaveLength(2);
+        await seedAgent(host, 'helper', { llmUrl: hanging.url, timeoutSeconds: 120 });
+        // A separate worker process (npm start) on the same store and queue, with the default lease.
+        const worker = await startScript(
+          'start',
+          { ...host.env, CORE_PORT: String(await freePort()), MANAGEMENT_PORT: String(await freePort()) },
+          /Get a token/,
+        );
+        hanging.next({ hangMs: 120_000 });
+        const started = await host.call('POST', `${host.core}/instances/${INSTANCE}/async-completions`, {
+          body: { user_prompt: 'survive', agent_name: 'helper', operation_id: 'op-killed' },
+        });
+        expect(started.status).toBe(202);
+        const end = Date.now() + 20_000;
+        while (hanging.requests.length === 0 && Date.now() < end) await new Promise((r) => setTimeout(r, 50));
+        expect(hanging.requests).toHaveLength(1);
+        // The signal reaches the process that runs the worker: it is gone, mid-call.
+        const pid = worker.child.pid!;
+        worker.child.kill('SIGKILL');
+        await new Promise((r) => worker.child.once('exit', r));
+        expect(() => process.kill(pid, 0)).toThrow();
+        const killedAt = Date.now();
+        expect(
+          (await host.services.store.container('operations').read(keyOf('op-killed'), keyOf('op-killed')))?.status,
+        ).toBe('InProgress');
+
+        // A new worker with the default lease picks the message up once the dead worker's lease lapses.
+        const [handler] = (await import('../../../functions/groups.js')).QUEUE_HANDLERS;
+        const consumer = startQueueConsumer(handler!, await host.services.queues(), host.services, {
+          idlePollMs: 200,
+          visibilityTimeoutSeconds: host.services.config.queueVisibilityTimeoutSeconds,
+        });
+        try {
+          const done = await pollUntilDone(host, 'op-killed', 60_000);
+          expect(done).toMatchObject({ status: 'Completed', result: { completion: 'Echo: survive' } });
+          expect(Date.now() - killedAt).toBeLessThan(60_000);
+          expect(hanging.requests).toHaveLength(2);
+        } finally {
+          await consumer.stop();
+        }
       } finally {
-        await consumer.stop();
+        await host.close();
+        await hanging.close();
       }
-    } finally {
-      await host.close();
-      await hanging.close();
-    }
-  }, 90_000);
+    },
+    90_000,
+  );
 });

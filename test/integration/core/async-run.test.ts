@@ -390,44 +390,49 @@ describe('the async run', () => {
       }
     });
 
-    it('refuses private, loopback and link-local callback URLs unless ALLOW_PRIVATE_NETWORK=true, before starting anything', async () => {
-      const strict = await startTestApp({ MODEL_MAX_RETRIES: '0' }, { consumers: false });
-      try {
-        await seedAgent(strict, 'runner', { llmUrl: llm.url });
-        for (const url of [
-          'http://127.0.0.1:9/hook',
-          'https://127.0.0.1/hook',
-          'https://10.1.2.3/hook',
-          'https://localhost/hook',
-          'https://169.254.169.254/latest',
-          'ftp://example.com/x',
-          'not a url',
-        ]) {
-          const r = await start(
-            { user_prompt: 'x', agent_name: 'runner', operation_id: 'op-refused', callback_url: url },
-            strict,
-          );
-          expect(r.status, url).toBe(400);
-          expect(r.body).toMatchObject({ error: { code: 'ValidationError', details: [{ field: 'callback_url' }] } });
+    it(
+      'refuses private, loopback and link-local callback URLs unless ALLOW_PRIVATE_NETWORK=true, before ' +
+        'starting anything',
+      async () => {
+        const strict = await startTestApp({ MODEL_MAX_RETRIES: '0' }, { consumers: false });
+        try {
+          await seedAgent(strict, 'runner', { llmUrl: llm.url });
+          for (const url of [
+            'http://127.0.0.1:9/hook',
+            'https://127.0.0.1/hook',
+            'https://10.1.2.3/hook',
+            'https://localhost/hook',
+            'https://169.254.169.254/latest',
+            'ftp://example.com/x',
+            'not a url',
+          ]) {
+            const r = await start(
+              { user_prompt: 'x', agent_name: 'runner', operation_id: 'op-refused', callback_url: url },
+              strict,
+            );
+            expect(r.status, url).toBe(400);
+            expect(r.body).toMatchObject({ error: { code: 'ValidationError', details: [{ field: 'callback_url' }] } });
+          }
+          expect(
+            (await strict.call('GET', `${strict.core}/instances/${INSTANCE}/async-completions/op-refused/status`))
+              .status,
+          ).toBe(404);
+          // Link-local stays refused even where private networks are allowed.
+          const r = await start({
+            user_prompt: 'x',
+            agent_name: 'runner',
+            callback_url: 'http://169.254.169.254/latest',
+          });
+          expect(r.status).toBe(400);
+          // callback_url belongs to the async request only.
+          const sync = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, {
+            body: { user_prompt: 'x', agent_name: 'runner', callback_url: 'https://example.com/' },
+          });
+          expect(sync.status).toBe(400);
+        } finally {
+          await strict.close();
         }
-        expect(
-          (await strict.call('GET', `${strict.core}/instances/${INSTANCE}/async-completions/op-refused/status`)).status,
-        ).toBe(404);
-        // Link-local stays refused even where private networks are allowed.
-        const r = await start({
-          user_prompt: 'x',
-          agent_name: 'runner',
-          callback_url: 'http://169.254.169.254/latest',
-        });
-        expect(r.status).toBe(400);
-        // callback_url belongs to the async request only.
-        const sync = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, {
-          body: { user_prompt: 'x', agent_name: 'runner', callback_url: 'https://example.com/' },
-        });
-        expect(sync.status).toBe(400);
-      } finally {
-        await strict.close();
-      }
-    });
+      },
+    );
   });
 });

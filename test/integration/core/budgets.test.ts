@@ -153,36 +153,40 @@ describe('budgets', () => {
     }
   });
 
-  it("counts a model's answer that reports no usage, and charges a call past its deadline all that was held for it", async () => {
-    await seedAgent(app, 'silent', { llmUrl: llm.url, pricing: PRICING, timeoutSeconds: 1 });
-    expect((await setBudgets(app, [budget('watched', 10_000)])).status).toBe(200);
-    const [definition] = await app.services.budgets.definitions();
-    const spent = async () => (await app.services.budgets.standing(definition!)).subjects[0]?.spent ?? 0;
-    try {
-      const words = Array.from({ length: 30 }, (_, i) => `word${i}`).join(' ');
-      llm.next({
-        raw: JSON.stringify({
-          choices: [{ index: 0, message: { role: 'assistant', content: words }, finish_reason: 'stop' }],
-        }),
-      });
-      const counted = await complete('silent', 'say thirty words');
-      expect(counted.status).toBe(200);
-      const body = counted.body as { operation_id: string; total_tokens: number; total_cost: number };
-      // Thirty words are some thirty tokens, however the model keeps quiet about them.
-      expect(body.total_tokens).toBeGreaterThan(30);
-      expect(body.total_cost).toBe(body.total_tokens);
-      await expect.poll(spent, { timeout: 10_000 }).toBe(body.total_cost);
+  it(
+    "counts a model's answer that reports no usage, and charges a call past its deadline all that was held for " + 'it',
+    async () => {
+      await seedAgent(app, 'silent', { llmUrl: llm.url, pricing: PRICING, timeoutSeconds: 1 });
+      expect((await setBudgets(app, [budget('watched', 10_000)])).status).toBe(200);
+      const [definition] = await app.services.budgets.definitions();
+      const spent = async () => (await app.services.budgets.standing(definition!)).subjects[0]?.spent ?? 0;
+      try {
+        const words = Array.from({ length: 30 }, (_, i) => `word${i}`).join(' ');
+        llm.next({
+          raw: JSON.stringify({
+            choices: [{ index: 0, message: { role: 'assistant', content: words }, finish_reason: 'stop' }],
+          }),
+        });
+        const counted = await complete('silent', 'say thirty words');
+        expect(counted.status).toBe(200);
+        const body = counted.body as { operation_id: string; total_tokens: number; total_cost: number };
+        // Thirty words are some thirty tokens, however the model keeps quiet about them.
+        expect(body.total_tokens).toBeGreaterThan(30);
+        expect(body.total_cost).toBe(body.total_tokens);
+        await expect.poll(spent, { timeout: 10_000 }).toBe(body.total_cost);
 
-      // Past its deadline the model may have done all it was asked: what was held (its prompt and 10 tokens out) is spent.
-      const before = await spent();
-      llm.next({ hangMs: 3000 });
-      const late = await complete('silent', 'take your time');
-      expect(late.status).toBe(504);
-      await expect.poll(async () => (await spent()) - before, { timeout: 10_000 }).toBeGreaterThan(10);
-    } finally {
-      await setBudgets(app, []);
-    }
-  });
+        // Past its deadline the model may have done all it was asked: what was held (its prompt and 10 tokens out) is
+        // spent.
+        const before = await spent();
+        llm.next({ hangMs: 3000 });
+        const late = await complete('silent', 'take your time');
+        expect(late.status).toBe(504);
+        await expect.poll(async () => (await spent()) - before, { timeout: 10_000 }).toBeGreaterThan(10);
+      } finally {
+        await setBudgets(app, []);
+      }
+    },
+  );
 
   it('scopes budgets to an agent, each user, a cost center and each access token', async () => {
     const token = (
@@ -398,7 +402,10 @@ describe('budgets', () => {
   });
 });
 
-/** 100 completions at once against a budget with room for about 10: what is recorded stays within the limit plus one call's largest cost. */
+/**
+ * 100 completions at once against a budget with room for about 10: what is recorded stays within the limit plus one
+ * call's largest cost.
+ */
 async function hundredAtOnce(
   cores: { core: string; token: () => Promise<string> }[],
   read: () => Promise<number>,
@@ -422,7 +429,8 @@ async function hundredAtOnce(
   const spent = await read();
   const completed = statuses.filter((st) => st === 200).length;
   process.stdout.write(
-    `budget of ${limit}: ${completed} of 100 completed, ${statuses.filter((st) => st === 429).length} refused, ${spent} spent\n`,
+    `budget of ${limit}: ${completed} of 100 completed, ${statuses.filter((st) => st === 429).length} ` +
+      `refused, ${spent} spent\n`,
   );
   expect(statuses.every((st) => st === 200 || st === 429)).toBe(true);
   expect(completed).toBeGreaterThan(0);

@@ -296,34 +296,38 @@ describe('completions', () => {
   });
 
   describe('upstream failures', () => {
-    it('retries a 429 honouring Retry-After, and maps persistent failures to 503, 502 and 504 without storing anything', async () => {
-      const sessionId = await newSession();
-      const before = llm.requests.length;
-      llm.next({ status: 429, headers: { 'retry-after': '1' } });
-      const started = Date.now();
-      const retried = await complete({ user_prompt: 'after a wait', session_id: sessionId, agent_name: 'helper' });
-      expect(retried.status).toBe(200);
-      expect(Date.now() - started).toBeGreaterThanOrEqual(900);
-      expect(llm.requests.length - before).toBe(2);
+    it(
+      'retries a 429 honouring Retry-After, and maps persistent failures to 503, 502 and 504 without storing ' +
+        'anything',
+      async () => {
+        const sessionId = await newSession();
+        const before = llm.requests.length;
+        llm.next({ status: 429, headers: { 'retry-after': '1' } });
+        const started = Date.now();
+        const retried = await complete({ user_prompt: 'after a wait', session_id: sessionId, agent_name: 'helper' });
+        expect(retried.status).toBe(200);
+        expect(Date.now() - started).toBeGreaterThanOrEqual(900);
+        expect(llm.requests.length - before).toBe(2);
 
-      llm.next(
-        { status: 429, headers: { 'retry-after': '0' } },
-        { status: 429, headers: { 'retry-after': '0' } },
-        { status: 429, headers: { 'retry-after': '7' } },
-      );
-      const limited = await complete({ user_prompt: 'limited', session_id: sessionId, agent_name: 'helper' });
-      expect(limited).toMatchObject({ status: 503, body: { error: { code: 'UpstreamRateLimited' } } });
-      expect(limited.headers.get('retry-after')).toBe('7');
+        llm.next(
+          { status: 429, headers: { 'retry-after': '0' } },
+          { status: 429, headers: { 'retry-after': '0' } },
+          { status: 429, headers: { 'retry-after': '7' } },
+        );
+        const limited = await complete({ user_prompt: 'limited', session_id: sessionId, agent_name: 'helper' });
+        expect(limited).toMatchObject({ status: 503, body: { error: { code: 'UpstreamRateLimited' } } });
+        expect(limited.headers.get('retry-after')).toBe('7');
 
-      llm.next({ status: 500 }, { status: 500 }, { status: 500 });
-      expect(await complete({ user_prompt: 'broken', session_id: sessionId, agent_name: 'helper' })).toMatchObject({
-        status: 502,
-        body: { error: { code: 'UpstreamError' } },
-      });
+        llm.next({ status: 500 }, { status: 500 }, { status: 500 });
+        expect(await complete({ user_prompt: 'broken', session_id: sessionId, agent_name: 'helper' })).toMatchObject({
+          status: 502,
+          body: { error: { code: 'UpstreamError' } },
+        });
 
-      const messages = (await app.call('GET', core(`/sessions/${sessionId}/messages`))).body as { text: string }[];
-      expect(messages.map((m) => m.text)).toEqual(['after a wait', 'Echo: after a wait\n\nAnswer briefly.']);
-    });
+        const messages = (await app.call('GET', core(`/sessions/${sessionId}/messages`))).body as { text: string }[];
+        expect(messages.map((m) => m.text)).toEqual(['after a wait', 'Echo: after a wait\n\nAnswer briefly.']);
+      },
+    );
 
     it('answers 504 when the model does not answer within the endpoint timeout', async () => {
       const slow = await startMockLlm();

@@ -70,24 +70,28 @@ describe('connection limits per API endpoint', () => {
     expect(waiting(BUSY)).toEqual({ inUse: 0, waiting: 0 });
   });
 
-  it('answers a call that gets no connection within its timeout with 503 ConnectionLimit and Retry-After, not a timeout', async () => {
-    llm.setStreaming(0, 5000);
-    try {
-      const holder = stream('tight');
-      await expect.poll(() => waiting(TIGHT)).toEqual({ inUse: 1, waiting: 0 });
-      const r = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, {
-        body: { user_prompt: 'hello', agent_name: 'tight' },
-      });
-      expect(r.status).toBe(503);
-      expect(r.body).toMatchObject({
-        error: { code: 'ConnectionLimit', message: expect.stringContaining('All 1 connections') as string },
-      });
-      expect(r.headers.get('retry-after')).toMatch(/^\d+$/);
-      expect((await holder).text).toContain('event: completed');
-    } finally {
-      llm.setStreaming(0, 0);
-    }
-  });
+  it(
+    'answers a call that gets no connection within its timeout with 503 ConnectionLimit and Retry-After, not a ' +
+      'timeout',
+    async () => {
+      llm.setStreaming(0, 5000);
+      try {
+        const holder = stream('tight');
+        await expect.poll(() => waiting(TIGHT)).toEqual({ inUse: 1, waiting: 0 });
+        const r = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, {
+          body: { user_prompt: 'hello', agent_name: 'tight' },
+        });
+        expect(r.status).toBe(503);
+        expect(r.body).toMatchObject({
+          error: { code: 'ConnectionLimit', message: expect.stringContaining('All 1 connections') as string },
+        });
+        expect(r.headers.get('retry-after')).toMatch(/^\d+$/);
+        expect((await holder).text).toContain('event: completed');
+      } finally {
+        llm.setStreaming(0, 0);
+      }
+    },
+  );
 
   it('checks max_connections on save', async () => {
     for (const value of [0, -1, 1.5, 1_000_000]) {

@@ -106,46 +106,50 @@ describe.each(STORES)('conversation records on the $name store', (store) => {
     await llm.close();
   });
 
-  it('gives the model the text of PDF, DOCX, PPTX, XLSX, HTML and JSON attachments, extracted once and kept with the file', async () => {
-    const files = [
-      await upload(await pdfOf('Report', 'The Lisbon office grew revenue by eleven percent'), 'report.pdf'),
-      await upload(await docxOf('Memo', 'Bicycles need chain oil every month'), 'memo.docx'),
-      await upload(await pptxOf([['Roadmap 2027'], ['Launch the orbital tea kettle']]), 'deck.pptx'),
-      await upload(
-        await xlsxOf('Budget', [
-          ['Item', 'Cost'],
-          ['Kettle', 1250],
-        ]),
-        'budget.xlsx',
-      ),
-      await upload(htmlOf('Page', 'Volcanoes build islands'), 'page.html', 'text/html'),
-      await upload(Buffer.from('{"answer": 42}'), 'data.json', 'application/json'),
-    ];
-    const extractions = vi.spyOn(app.services.extraction, 'extractCounted');
-    const r = await complete({ user_prompt: 'Summarise the files', attachments: files });
-    expect(r.status, JSON.stringify(r.body)).toBe(200);
-    const sent = textOf(userContent(llm.requests.at(-1)));
-    for (const [name, text] of [
-      ['report.pdf', 'eleven percent'],
-      ['memo.docx', 'chain oil'],
-      ['deck.pptx', 'orbital tea kettle'],
-      ['budget.xlsx', 'Kettle\t1250'],
-      ['page.html', 'Volcanoes build islands'],
-      ['data.json', '"answer": 42'],
-    ]) {
-      expect(sent).toContain(`Attached file "${name}":`);
-      expect(sent.slice(sent.indexOf(`Attached file "${name}":`))).toContain(text);
-    }
-    // The files' text comes before the prompt.
-    expect(sent.indexOf('Attached file')).toBeLessThan(sent.indexOf('Summarise the files'));
-    expect(extractions).toHaveBeenCalledTimes(6);
+  it(
+    'gives the model the text of PDF, DOCX, PPTX, XLSX, HTML and JSON attachments, extracted once and kept with ' +
+      'the file',
+    async () => {
+      const files = [
+        await upload(await pdfOf('Report', 'The Lisbon office grew revenue by eleven percent'), 'report.pdf'),
+        await upload(await docxOf('Memo', 'Bicycles need chain oil every month'), 'memo.docx'),
+        await upload(await pptxOf([['Roadmap 2027'], ['Launch the orbital tea kettle']]), 'deck.pptx'),
+        await upload(
+          await xlsxOf('Budget', [
+            ['Item', 'Cost'],
+            ['Kettle', 1250],
+          ]),
+          'budget.xlsx',
+        ),
+        await upload(htmlOf('Page', 'Volcanoes build islands'), 'page.html', 'text/html'),
+        await upload(Buffer.from('{"answer": 42}'), 'data.json', 'application/json'),
+      ];
+      const extractions = vi.spyOn(app.services.extraction, 'extractCounted');
+      const r = await complete({ user_prompt: 'Summarise the files', attachments: files });
+      expect(r.status, JSON.stringify(r.body)).toBe(200);
+      const sent = textOf(userContent(llm.requests.at(-1)));
+      for (const [name, text] of [
+        ['report.pdf', 'eleven percent'],
+        ['memo.docx', 'chain oil'],
+        ['deck.pptx', 'orbital tea kettle'],
+        ['budget.xlsx', 'Kettle\t1250'],
+        ['page.html', 'Volcanoes build islands'],
+        ['data.json', '"answer": 42'],
+      ]) {
+        expect(sent).toContain(`Attached file "${name}":`);
+        expect(sent.slice(sent.indexOf(`Attached file "${name}":`))).toContain(text);
+      }
+      // The files' text comes before the prompt.
+      expect(sent.indexOf('Attached file')).toBeLessThan(sent.indexOf('Summarise the files'));
+      expect(extractions).toHaveBeenCalledTimes(6);
 
-    // A second completion reads the kept text: nothing is extracted again.
-    expect((await complete({ user_prompt: 'Again', attachments: files })).status).toBe(200);
-    expect(extractions).toHaveBeenCalledTimes(6);
-    expect(textOf(userContent(llm.requests.at(-1)))).toContain('orbital tea kettle');
-    extractions.mockRestore();
-  });
+      // A second completion reads the kept text: nothing is extracted again.
+      expect((await complete({ user_prompt: 'Again', attachments: files })).status).toBe(200);
+      expect(extractions).toHaveBeenCalledTimes(6);
+      expect(textOf(userContent(llm.requests.at(-1)))).toContain('orbital tea kettle');
+      extractions.mockRestore();
+    },
+  );
 
   it('cuts the attachments at ATTACHMENT_MAX_TOKENS with a marker, in the order attached', async () => {
     const long = Array.from({ length: 30_000 }, (_, i) => `word${i}`).join(' ');
@@ -210,83 +214,91 @@ describe.each(STORES)('conversation records on the $name store', (store) => {
     expect(record?.unreadable).toBeTruthy();
   });
 
-  it('keeps citations, content artifacts and the completion prompt on the assistant message; only the owner reads the prompt', async () => {
-    web.files.set('/kb/penguins.txt', {
-      bytes: Buffer.from('Emperor penguins huddle against the Antarctic winter wind.'),
-      type: 'text/plain',
-    });
-    await seedPipeline(
-      app,
-      'reader',
-      'records-kb',
-      { data_source_type: 'Web', urls: [`${web.url}/kb/`] },
-      [`${web.url}/kb/penguins.txt`],
-      'records-kb',
-    );
-    expect((await processPipeline(app, 'records-kb')).status).toBe('Completed');
-    const session = await newSession();
-    const r = await complete({
-      user_prompt: 'Emperor penguins huddle against the Antarctic winter wind.',
-      session_id: session,
-      operation_id: `cited-${store.name}`,
-    });
-    expect(r.status).toBe(200);
-    const answer = r.body as { citations: { id: string }[] };
-    expect(answer.citations.length).toBeGreaterThan(0);
-    const sentMessages = llm.requests.at(-1)?.body.messages;
-
-    const [, assistant] = await messagesOf(session);
-    expect(assistant).toMatchObject({ sender: 'Assistant', citations: answer.citations, content_artifacts: [] });
-    expect(assistant?.completion_prompt_id).toEqual(expect.any(String));
-    const promptUrl = `${app.core}/instances/${INSTANCE}/sessions/${session}/completionprompts/${assistant?.completion_prompt_id}`;
-    const prompt = await app.call('GET', promptUrl);
-    expect(prompt.status).toBe(200);
-    expect(prompt.body).toMatchObject({
-      id: assistant?.completion_prompt_id,
-      session_id: session,
-      operation_id: `cited-${store.name}`,
-    });
-    // Exactly what the model was sent: system prompt, the retrieved knowledge and the prompt.
-    expect((prompt.body as { messages: unknown }).messages).toEqual(sentMessages);
-    expect((await app.call('GET', promptUrl, { as: OTHER })).status).toBe(404);
-
-    // A redelivery (the same operation id) answers from the record, with its citations.
-    const again = await complete({
-      user_prompt: 'Emperor penguins huddle against the Antarctic winter wind.',
-      session_id: session,
-      operation_id: `cited-${store.name}`,
-    });
-    expect((again.body as { citations: unknown }).citations).toEqual(answer.citations);
-    await updateAgent(app, 'reader', { tool_object_ids: [] });
-  });
-
-  it("shows a turn's prompt, when its agent hides its prompts (show_view_prompt false), only to one who may write the agent", async () => {
-    const viewer = `viewer-${store.name}@example.com`;
-    await grantReader(app, viewer, 'reader');
-    const promptOf = async (as?: string) => {
-      const session = await newSession(as);
-      expect((await complete({ user_prompt: 'What is in the prompt?', session_id: session }, as)).status).toBe(200);
-      const [, assistant] = (
-        await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${session}/messages`, as ? { as } : {})
-      ).body as Message[];
-      return `${app.core}/instances/${INSTANCE}/sessions/${session}/completionprompts/${assistant?.completion_prompt_id}`;
-    };
-    const [viewers, owners] = [await promptOf(viewer), await promptOf()];
-    expect((await app.call('GET', viewers, { as: viewer })).status).toBe(200);
-    const hide = (hidden: boolean) =>
-      app.call('POST', `${app.management}${objectId('Svc.Agent', 'agents', 'reader')}/set-properties`, {
-        body: { properties: { show_view_prompt: !hidden } },
+  it(
+    'keeps citations, content artifacts and the completion prompt on the assistant message; only the owner ' +
+      'reads the prompt',
+    async () => {
+      web.files.set('/kb/penguins.txt', {
+        bytes: Buffer.from('Emperor penguins huddle against the Antarctic winter wind.'),
+        type: 'text/plain',
       });
-    expect((await hide(true)).status).toBe(200);
-    try {
-      const refused = await app.call('GET', viewers, { as: viewer });
-      expect(refused.status).toBe(403);
-      expect(JSON.stringify(refused.body)).not.toContain('You are');
-      expect((await app.call('GET', owners)).status).toBe(200);
-    } finally {
-      await hide(false);
-    }
-  });
+      await seedPipeline(
+        app,
+        'reader',
+        'records-kb',
+        { data_source_type: 'Web', urls: [`${web.url}/kb/`] },
+        [`${web.url}/kb/penguins.txt`],
+        'records-kb',
+      );
+      expect((await processPipeline(app, 'records-kb')).status).toBe('Completed');
+      const session = await newSession();
+      const r = await complete({
+        user_prompt: 'Emperor penguins huddle against the Antarctic winter wind.',
+        session_id: session,
+        operation_id: `cited-${store.name}`,
+      });
+      expect(r.status).toBe(200);
+      const answer = r.body as { citations: { id: string }[] };
+      expect(answer.citations.length).toBeGreaterThan(0);
+      const sentMessages = llm.requests.at(-1)?.body.messages;
+
+      const [, assistant] = await messagesOf(session);
+      expect(assistant).toMatchObject({ sender: 'Assistant', citations: answer.citations, content_artifacts: [] });
+      expect(assistant?.completion_prompt_id).toEqual(expect.any(String));
+      const promptUrl = `${app.core}/instances/${INSTANCE}/sessions/${session}/completionprompts/${assistant?.completion_prompt_id}`;
+      const prompt = await app.call('GET', promptUrl);
+      expect(prompt.status).toBe(200);
+      expect(prompt.body).toMatchObject({
+        id: assistant?.completion_prompt_id,
+        session_id: session,
+        operation_id: `cited-${store.name}`,
+      });
+      // Exactly what the model was sent: system prompt, the retrieved knowledge and the prompt.
+      expect((prompt.body as { messages: unknown }).messages).toEqual(sentMessages);
+      expect((await app.call('GET', promptUrl, { as: OTHER })).status).toBe(404);
+
+      // A redelivery (the same operation id) answers from the record, with its citations.
+      const again = await complete({
+        user_prompt: 'Emperor penguins huddle against the Antarctic winter wind.',
+        session_id: session,
+        operation_id: `cited-${store.name}`,
+      });
+      expect((again.body as { citations: unknown }).citations).toEqual(answer.citations);
+      await updateAgent(app, 'reader', { tool_object_ids: [] });
+    },
+  );
+
+  it(
+    "shows a turn's prompt, when its agent hides its prompts (show_view_prompt false), only to one who may " +
+      'write the agent',
+    async () => {
+      const viewer = `viewer-${store.name}@example.com`;
+      await grantReader(app, viewer, 'reader');
+      const promptOf = async (as?: string) => {
+        const session = await newSession(as);
+        expect((await complete({ user_prompt: 'What is in the prompt?', session_id: session }, as)).status).toBe(200);
+        const [, assistant] = (
+          await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${session}/messages`, as ? { as } : {})
+        ).body as Message[];
+        return `${app.core}/instances/${INSTANCE}/sessions/${session}/completionprompts/${assistant?.completion_prompt_id}`;
+      };
+      const [viewers, owners] = [await promptOf(viewer), await promptOf()];
+      expect((await app.call('GET', viewers, { as: viewer })).status).toBe(200);
+      const hide = (hidden: boolean) =>
+        app.call('POST', `${app.management}${objectId('Svc.Agent', 'agents', 'reader')}/set-properties`, {
+          body: { properties: { show_view_prompt: !hidden } },
+        });
+      expect((await hide(true)).status).toBe(200);
+      try {
+        const refused = await app.call('GET', viewers, { as: viewer });
+        expect(refused.status).toBe(403);
+        expect(JSON.stringify(refused.body)).not.toContain('You are');
+        expect((await app.call('GET', owners)).status).toBe(200);
+      } finally {
+        await hide(false);
+      }
+    },
+  );
 
   it('gives earlier turns their content artifacts of the types history_content_artifact_types names', async () => {
     await upsert(app, 'Svc.Agent', 'tools', 'records-calc', { tool_type: 'mcp', url: mcp.url, allowed_tools: ['add'] });
@@ -326,53 +338,59 @@ describe.each(STORES)('conversation records on the $name store', (store) => {
     });
   });
 
-  it('keeps a background stream running after its client leaves, numbers its events, and replays them after Last-Event-ID', async () => {
-    const session = await newSession();
-    const prompt = Array.from({ length: 30 }, (_, i) => `piece${i}`).join(' ');
-    llm.setStreaming(50, 1500);
-    const reading = new AbortController();
-    const r = await stream({ user_prompt: prompt, session_id: session, background: true }, reading.signal);
-    expect(r.status).toBe(200);
-    const operationId = r.headers.get('x-operation-id');
-    expect(operationId).toBeTruthy();
-    // Three events read, then the client goes away.
-    const raw: string[] = [];
-    const reader = r.body!.getReader();
-    while (raw.join('').split('\n\n').length < 4) raw.push(new TextDecoder().decode((await reader.read()).value));
-    reading.abort();
-    expect(raw.join('')).toMatch(/^id: 1\nevent: delta\n/);
+  it(
+    'keeps a background stream running after its client leaves, numbers its events, and replays them after ' +
+      'Last-Event-ID',
+    async () => {
+      const session = await newSession();
+      const prompt = Array.from({ length: 30 }, (_, i) => `piece${i}`).join(' ');
+      llm.setStreaming(50, 1500);
+      const reading = new AbortController();
+      const r = await stream({ user_prompt: prompt, session_id: session, background: true }, reading.signal);
+      expect(r.status).toBe(200);
+      const operationId = r.headers.get('x-operation-id');
+      expect(operationId).toBeTruthy();
+      // Three events read, then the client goes away.
+      const raw: string[] = [];
+      const reader = r.body!.getReader();
+      while (raw.join('').split('\n\n').length < 4) raw.push(new TextDecoder().decode((await reader.read()).value));
+      reading.abort();
+      expect(raw.join('')).toMatch(/^id: 1\nevent: delta\n/);
 
-    // The answer goes on and its turn is recorded.
-    await waitFor(async () => (await messagesOf(session)).length === 2, 20_000);
-    llm.setStreaming(0, 0);
-    const replayed = await fetch(`${app.core}${completions}/${operationId}/stream`, {
-      headers: { authorization: `Bearer ${await app.token()}`, 'last-event-id': '2' },
-    });
-    expect(replayed.status).toBe(200);
-    const text = await replayed.text();
-    const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
-    expect(ids[0]).toBe(3);
-    expect(ids).toEqual(ids.map((_, i) => i + 3));
-    expect(text).toMatch(/event: completed\n/);
-    // All of it from the start: the deltas add up to the completion.
-    const all = await readEvents(
-      (
-        await fetch(`${app.core}${completions}/${operationId}/stream`, {
-          headers: { authorization: `Bearer ${await app.token()}` },
-        })
-      ).body!,
-    );
-    const completed = all.at(-1)?.data as { completion: string };
-    expect(
-      all
-        .filter((e) => e.event === 'delta')
-        .map((e) => (e.data as { text: string }).text)
-        .join(''),
-    ).toBe(completed.completion);
-    expect(completed.completion).toBe(`Echo: ${prompt}`);
-    // Only its starter may replay it.
-    expect((await app.call('GET', `${app.core}${completions}/${operationId}/stream`, { as: OTHER })).status).toBe(404);
-  });
+      // The answer goes on and its turn is recorded.
+      await waitFor(async () => (await messagesOf(session)).length === 2, 20_000);
+      llm.setStreaming(0, 0);
+      const replayed = await fetch(`${app.core}${completions}/${operationId}/stream`, {
+        headers: { authorization: `Bearer ${await app.token()}`, 'last-event-id': '2' },
+      });
+      expect(replayed.status).toBe(200);
+      const text = await replayed.text();
+      const ids = [...text.matchAll(/^id: (\d+)$/gm)].map((m) => Number(m[1]));
+      expect(ids[0]).toBe(3);
+      expect(ids).toEqual(ids.map((_, i) => i + 3));
+      expect(text).toMatch(/event: completed\n/);
+      // All of it from the start: the deltas add up to the completion.
+      const all = await readEvents(
+        (
+          await fetch(`${app.core}${completions}/${operationId}/stream`, {
+            headers: { authorization: `Bearer ${await app.token()}` },
+          })
+        ).body!,
+      );
+      const completed = all.at(-1)?.data as { completion: string };
+      expect(
+        all
+          .filter((e) => e.event === 'delta')
+          .map((e) => (e.data as { text: string }).text)
+          .join(''),
+      ).toBe(completed.completion);
+      expect(completed.completion).toBe(`Echo: ${prompt}`);
+      // Only its starter may replay it.
+      expect((await app.call('GET', `${app.core}${completions}/${operationId}/stream`, { as: OTHER })).status).toBe(
+        404,
+      );
+    },
+  );
 
   it('cancels a background stream: it ends with an error event, code Cancelled, and records no turn', async () => {
     const session = await newSession();

@@ -98,25 +98,29 @@ describe('file upload', () => {
     expect((await records().query({ partition: 'owner@local.test' })).items.length).toBe(before);
   });
 
-  it("holds each user's files to USER_STORAGE_MAX_BYTES in all, refused with 413 and nothing kept; others upload on", async () => {
-    const as = 'hoarder@example.com';
-    await grantReader(app, as, 'reader');
-    const part = { bytes: Buffer.alloc(60 * 1024, 'h'), name: 'part.txt' };
-    const kept = [
-      await upload({ file: part, agent_name: 'reader' }, as),
-      await upload({ file: part, agent_name: 'reader' }, as),
-    ];
-    expect(kept.map((r) => r.status)).toEqual([200, 200]);
-    const refused = await upload({ file: part, agent_name: 'reader' }, as);
-    expect(refused.status).toBe(413);
-    expect(refused.body).toMatchObject({ error: { code: 'StorageQuotaExceeded' } });
-    expect((await records().query({ partition: as })).items).toHaveLength(2);
-    // The bound is one user's: another still has room, and the hoarder has again once a file is deleted.
-    expect((await upload({ file: part, agent_name: 'reader' })).status).toBe(200);
-    const first = String(kept[0]?.body.object_id).split('/').pop();
-    expect((await app.call('DELETE', `${app.core}/instances/${INSTANCE}/files/${first}`, { as })).status).toBe(204);
-    expect((await upload({ file: part, agent_name: 'reader' }, as)).status).toBe(200);
-  });
+  it(
+    "holds each user's files to USER_STORAGE_MAX_BYTES in all, refused with 413 and nothing kept; others upload " +
+      'on',
+    async () => {
+      const as = 'hoarder@example.com';
+      await grantReader(app, as, 'reader');
+      const part = { bytes: Buffer.alloc(60 * 1024, 'h'), name: 'part.txt' };
+      const kept = [
+        await upload({ file: part, agent_name: 'reader' }, as),
+        await upload({ file: part, agent_name: 'reader' }, as),
+      ];
+      expect(kept.map((r) => r.status)).toEqual([200, 200]);
+      const refused = await upload({ file: part, agent_name: 'reader' }, as);
+      expect(refused.status).toBe(413);
+      expect(refused.body).toMatchObject({ error: { code: 'StorageQuotaExceeded' } });
+      expect((await records().query({ partition: as })).items).toHaveLength(2);
+      // The bound is one user's: another still has room, and the hoarder has again once a file is deleted.
+      expect((await upload({ file: part, agent_name: 'reader' })).status).toBe(200);
+      const first = String(kept[0]?.body.object_id).split('/').pop();
+      expect((await app.call('DELETE', `${app.core}/instances/${INSTANCE}/files/${first}`, { as })).status).toBe(204);
+      expect((await upload({ file: part, agent_name: 'reader' }, as)).status).toBe(200);
+    },
+  );
 
   it('requires a file and an agent the caller may use, and a session of its own', async () => {
     const before = (await records().query({})).items.length;

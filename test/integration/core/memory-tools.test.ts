@@ -130,40 +130,44 @@ describe('the memory tool server', () => {
     await expect(connect(host)).rejects.toThrow();
   });
 
-  it("withholds a memory the agent's pre-completion shields block: what a user wrote earlier reaches the model as screened as a prompt", async () => {
-    const key = 'Svc:Shielding:Blocklist';
-    await upsert(app, 'Svc.Configuration', 'appConfigurations', key, {
-      key,
-      value: JSON.stringify(['forbidden-word']),
-    });
-    try {
-      // Written before the agent had shields: a memory the blocklist would have refused as a prompt.
-      llm.next({
-        toolCalls: [
-          {
-            name: 'memory__append_memory',
-            arguments: { scope: 'agent', memory: 'Always answer with the forbidden-word', reason: 'asked' },
+  it(
+    "withholds a memory the agent's pre-completion shields block: what a user wrote earlier reaches the model " +
+      'as screened as a prompt',
+    async () => {
+      const key = 'Svc:Shielding:Blocklist';
+      await upsert(app, 'Svc.Configuration', 'appConfigurations', key, {
+        key,
+        value: JSON.stringify(['forbidden-word']),
+      });
+      try {
+        // Written before the agent had shields: a memory the blocklist would have refused as a prompt.
+        llm.next({
+          toolCalls: [
+            {
+              name: 'memory__append_memory',
+              arguments: { scope: 'agent', memory: 'Always answer with the forbidden-word', reason: 'asked' },
+            },
+          ],
+        });
+        expect((await complete(app, 'remembers', 'remember this', { session_id: await session() })).status).toBe(200);
+        await updateAgent(app, 'remembers', {
+          shielding_settings: {
+            pre_completion_plugins: [{ plugin_name: 'Dotnet-Builtin-Blocklist' }],
+            post_completion_plugins: [],
           },
-        ],
-      });
-      expect((await complete(app, 'remembers', 'remember this', { session_id: await session() })).status).toBe(200);
-      await updateAgent(app, 'remembers', {
-        shielding_settings: {
-          pre_completion_plugins: [{ plugin_name: 'Dotnet-Builtin-Blocklist' }],
-          post_completion_plugins: [],
-        },
-      });
-      llm.next({ toolCalls: [{ name: 'memory__get_memory', arguments: { scope: 'combined' } }] });
-      const later = await complete(app, 'remembers', 'what do you remember?', { session_id: await session() });
-      expect(later.status).toBe(200);
-      const toolResult = llm.requests.at(-1)?.body.messages.find((m) => m.role === 'tool');
-      expect(JSON.stringify(toolResult?.content)).toContain('The memory is withheld');
-      expect(JSON.stringify(llm.requests.at(-1)?.body.messages)).not.toContain('forbidden-word');
-    } finally {
-      await updateAgent(app, 'remembers', {
-        shielding_settings: { pre_completion_plugins: [], post_completion_plugins: [] },
-      });
-      await upsert(app, 'Svc.Configuration', 'appConfigurations', key, { key, value: '[]' });
-    }
-  });
+        });
+        llm.next({ toolCalls: [{ name: 'memory__get_memory', arguments: { scope: 'combined' } }] });
+        const later = await complete(app, 'remembers', 'what do you remember?', { session_id: await session() });
+        expect(later.status).toBe(200);
+        const toolResult = llm.requests.at(-1)?.body.messages.find((m) => m.role === 'tool');
+        expect(JSON.stringify(toolResult?.content)).toContain('The memory is withheld');
+        expect(JSON.stringify(llm.requests.at(-1)?.body.messages)).not.toContain('forbidden-word');
+      } finally {
+        await updateAgent(app, 'remembers', {
+          shielding_settings: { pre_completion_plugins: [], post_completion_plugins: [] },
+        });
+        await upsert(app, 'Svc.Configuration', 'appConfigurations', key, { key, value: '[]' });
+      }
+    },
+  );
 });

@@ -162,54 +162,64 @@ describe('agent pipeline settings', () => {
       expect(set.status).toBe(400);
     });
 
-    it('refuses a blocklist whose regular expression the linear-time engine cannot run (backreferences, lookaround), or that is not a list', async () => {
-      const key = 'Svc:Shielding:Blocklist';
-      for (const value of [
-        JSON.stringify(['/(a)\\1/']),
-        JSON.stringify(['/a(?=b)/']),
-        '"just a string"',
-        JSON.stringify(['/[unclosed/']),
-      ]) {
-        const r = await app.call('POST', `${providers(app, 'Svc.Configuration')}/appConfigurations/${key}`, {
-          body: { name: key, key, value },
-        });
-        expect(r.status, value).toBe(400);
-      }
-    });
+    it(
+      'refuses a blocklist whose regular expression the linear-time engine cannot run (backreferences, ' +
+        'lookaround), or that is not a list',
+      async () => {
+        const key = 'Svc:Shielding:Blocklist';
+        for (const value of [
+          JSON.stringify(['/(a)\\1/']),
+          JSON.stringify(['/a(?=b)/']),
+          '"just a string"',
+          JSON.stringify(['/[unclosed/']),
+        ]) {
+          const r = await app.call('POST', `${providers(app, 'Svc.Configuration')}/appConfigurations/${key}`, {
+            body: { name: key, key, value },
+          });
+          expect(r.status, value).toBe(400);
+        }
+      },
+    );
 
-    it('blocks a prompt before the model with the blocklist (terms without case, expressions), and records the block', async () => {
-      await updateAgent(app, 'guarded', shielded(['Dotnet-Builtin-Blocklist']));
-      modelCalls();
-      for (const [prompt, entry] of [
-        ['please tell me the FORBIDDEN term now', 'Forbidden Term'],
-        ['what is the admin Password?', '/\\bpassw(or)?d\\b/i'],
-      ] as const) {
-        const r = await complete(app, 'guarded', prompt);
-        expect(r.status).toBe(200);
-        expect(r.body.completion).toBe(REFUSAL);
-        expect(r.body.analysis_results).toEqual([
-          {
-            type: 'shielding',
-            plugin_name: 'Dotnet-Builtin-Blocklist',
-            stage: 'pre',
-            verdict: 'blocked',
-            reason: `matches the blocklist entry ${entry}`,
-          },
-        ]);
-        const usage = await app.services.store
-          .container('usage')
-          .read(ownerKey(LOCAL_DEFAULT_USER.upn), (r.body as unknown as { operation_id: string }).operation_id);
-        expect(usage).toMatchObject({
-          status: 'Blocked',
-          shielding: { plugin_name: 'Dotnet-Builtin-Blocklist', stage: 'pre', verdict: 'blocked' },
-          prompt_tokens: 0,
-          completion_tokens: 0,
-        });
-      }
-      expect(modelCalls()).toHaveLength(0);
-      expect((await complete(app, 'guarded', 'a harmless question')).body.completion).toBe('Echo: a harmless question');
-      expect(modelCalls()).toHaveLength(1);
-    });
+    it(
+      'blocks a prompt before the model with the blocklist (terms without case, expressions), and records the ' +
+        'block',
+      async () => {
+        await updateAgent(app, 'guarded', shielded(['Dotnet-Builtin-Blocklist']));
+        modelCalls();
+        for (const [prompt, entry] of [
+          ['please tell me the FORBIDDEN term now', 'Forbidden Term'],
+          ['what is the admin Password?', '/\\bpassw(or)?d\\b/i'],
+        ] as const) {
+          const r = await complete(app, 'guarded', prompt);
+          expect(r.status).toBe(200);
+          expect(r.body.completion).toBe(REFUSAL);
+          expect(r.body.analysis_results).toEqual([
+            {
+              type: 'shielding',
+              plugin_name: 'Dotnet-Builtin-Blocklist',
+              stage: 'pre',
+              verdict: 'blocked',
+              reason: `matches the blocklist entry ${entry}`,
+            },
+          ]);
+          const usage = await app.services.store
+            .container('usage')
+            .read(ownerKey(LOCAL_DEFAULT_USER.upn), (r.body as unknown as { operation_id: string }).operation_id);
+          expect(usage).toMatchObject({
+            status: 'Blocked',
+            shielding: { plugin_name: 'Dotnet-Builtin-Blocklist', stage: 'pre', verdict: 'blocked' },
+            prompt_tokens: 0,
+            completion_tokens: 0,
+          });
+        }
+        expect(modelCalls()).toHaveLength(0);
+        expect((await complete(app, 'guarded', 'a harmless question')).body.completion).toBe(
+          'Echo: a harmless question',
+        );
+        expect(modelCalls()).toHaveLength(1);
+      },
+    );
 
     it('blocks an answer after the model, with the configured refusal, and streams nothing unscreened', async () => {
       await updateAgent(app, 'guarded', shielded([], ['Dotnet-Builtin-Blocklist']));
@@ -314,19 +324,23 @@ describe('agent pipeline settings', () => {
         expect(modelCalls()).toHaveLength(0);
       });
 
-      it('fails closed with 503 ShieldingUnavailable when the shield errs or is too slow, and never calls the model', async () => {
-        await updateAgent(app, 'guarded', shielded(['Dotnet-Builtin-PromptShield']));
-        modelCalls();
-        safety.next({ status: 500 });
-        const failing = await complete(app, 'guarded', 'a calm question');
-        expect(failing.status).toBe(503);
-        expect(failing.body).toMatchObject({ error: { code: 'ShieldingUnavailable' } });
-        safety.next({ hangMs: 1500 });
-        const slow = await complete(app, 'guarded', 'a calm question');
-        expect(slow.status).toBe(503);
-        expect(JSON.stringify(slow.body)).toContain('Dotnet-Builtin-PromptShield');
-        expect(modelCalls()).toHaveLength(0);
-      });
+      it(
+        'fails closed with 503 ShieldingUnavailable when the shield errs or is too slow, and never calls the ' +
+          'model',
+        async () => {
+          await updateAgent(app, 'guarded', shielded(['Dotnet-Builtin-PromptShield']));
+          modelCalls();
+          safety.next({ status: 500 });
+          const failing = await complete(app, 'guarded', 'a calm question');
+          expect(failing.status).toBe(503);
+          expect(failing.body).toMatchObject({ error: { code: 'ShieldingUnavailable' } });
+          safety.next({ hangMs: 1500 });
+          const slow = await complete(app, 'guarded', 'a calm question');
+          expect(slow.status).toBe(503);
+          expect(JSON.stringify(slow.body)).toContain('Dotnet-Builtin-PromptShield');
+          expect(modelCalls()).toHaveLength(0);
+        },
+      );
     });
   });
 

@@ -318,7 +318,8 @@ describe('plugins', () => {
       const attached = ((await upload.json()) as { object_id: string }).object_id;
       const second = await complete(app, 'clerk', 'And next week?', { session_id: id, attachments: [attached] });
       expect(second.body.completion).toBe(
-        'Echo: And next week? | history: Plan my week / Echo: Plan my week | history:  | files:  | files: notes.txt=Monday: dentist',
+        'Echo: And next week? | history: Plan my week / Echo: Plan my week | history:  | files:  | files: ' +
+          'notes.txt=Monday: dentist',
       );
       const [call] = modelCalls().slice(-1);
       expect(call?.body.model).toBe('clerk-deployment');
@@ -335,7 +336,8 @@ describe('plugins', () => {
         error: {
           code: 'PluginFailed',
           message: expect.stringContaining(
-            "svc.complete: /instances/x/providers/Svc.AIModel/aiModels/none is not a model the agent's workflow_parameters name",
+            "svc.complete: /instances/x/providers/Svc.AIModel/aiModels/none is not a model the agent's " +
+              'workflow_parameters name',
           ) as string,
         },
       });

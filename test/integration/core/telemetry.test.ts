@@ -1,4 +1,5 @@
-// Telemetry correlation of completions (all five rules of docs/architecture.md, Telemetry), with an in-memory span exporter.
+// Telemetry correlation of completions (all five rules of docs/architecture.md, Telemetry), with an in-memory span
+// exporter.
 import { Writable } from 'node:stream';
 import { InMemorySpanExporter, type ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -102,48 +103,53 @@ describe('telemetry correlation', () => {
     expect(out).not.toContain('x@y');
   });
 
-  it('4-5: async start ends at 202; the worker and every poll are their own roots linked to the saved start context', async () => {
-    exporter.reset();
-    const started = await app.call('POST', `${app.core}/instances/${INSTANCE}/async-completions`, {
-      headers: { traceparent: CALLER },
-      body: { user_prompt: 'later', agent_name: 'traced', operation_id: 'op-async-traced' },
-    });
-    expect(started.status).toBe(202);
-    let status = 'InProgress';
-    while (status === 'InProgress') {
-      await new Promise((r) => setTimeout(r, 50));
-      status = (
-        (await app.call('GET', `${app.core}/instances/${INSTANCE}/async-completions/op-async-traced/status`)).body as {
-          status: string;
-        }
-      ).status;
-    }
-    expect(status).toBe('Completed');
-    const [start] = spans('completions-async-create');
-    const [worker] = spans('async-completions-worker');
-    const polls = spans('completions-async-status');
-    expect(start!.links.map((l) => l.context.traceId)).toEqual([CALLER_TRACE]);
-    expect(worker!.parentSpanContext).toBeUndefined();
-    expect(traceOf(worker!)).not.toBe(traceOf(start!));
-    expect(worker!.links.map((l) => l.context.spanId)).toEqual([start!.spanContext().spanId]);
-    expect(polls.length).toBeGreaterThan(0);
-    for (const poll of polls) {
-      expect(poll.parentSpanContext).toBeUndefined();
-      expect(poll.links.map((l) => l.context.spanId)).toContain(start!.spanContext().spanId);
-      expect(poll.attributes['Svc-OperationId']).toBe('op-async-traced');
-    }
-    // OperationId continues in both trees: a query by it finds the start, the worker, its model call and the polls.
-    const byOperation = exporter
-      .getFinishedSpans()
-      .filter((s) => s.attributes['Svc-OperationId'] === 'op-async-traced');
-    expect(new Set(byOperation.map((s) => s.name))).toEqual(
-      new Set([
-        'completions-async-create',
-        'async-completions-worker',
-        'chat traced-deployment',
-        'completions-async-status',
-      ]),
-    );
-    expect(new Set(byOperation.map(traceOf)).size).toBeGreaterThanOrEqual(3);
-  });
+  it(
+    '4-5: async start ends at 202; the worker and every poll are their own roots linked to the saved start ' +
+      'context',
+    async () => {
+      exporter.reset();
+      const started = await app.call('POST', `${app.core}/instances/${INSTANCE}/async-completions`, {
+        headers: { traceparent: CALLER },
+        body: { user_prompt: 'later', agent_name: 'traced', operation_id: 'op-async-traced' },
+      });
+      expect(started.status).toBe(202);
+      let status = 'InProgress';
+      while (status === 'InProgress') {
+        await new Promise((r) => setTimeout(r, 50));
+        status = (
+          (await app.call('GET', `${app.core}/instances/${INSTANCE}/async-completions/op-async-traced/status`))
+            .body as {
+            status: string;
+          }
+        ).status;
+      }
+      expect(status).toBe('Completed');
+      const [start] = spans('completions-async-create');
+      const [worker] = spans('async-completions-worker');
+      const polls = spans('completions-async-status');
+      expect(start!.links.map((l) => l.context.traceId)).toEqual([CALLER_TRACE]);
+      expect(worker!.parentSpanContext).toBeUndefined();
+      expect(traceOf(worker!)).not.toBe(traceOf(start!));
+      expect(worker!.links.map((l) => l.context.spanId)).toEqual([start!.spanContext().spanId]);
+      expect(polls.length).toBeGreaterThan(0);
+      for (const poll of polls) {
+        expect(poll.parentSpanContext).toBeUndefined();
+        expect(poll.links.map((l) => l.context.spanId)).toContain(start!.spanContext().spanId);
+        expect(poll.attributes['Svc-OperationId']).toBe('op-async-traced');
+      }
+      // OperationId continues in both trees: a query by it finds the start, the worker, its model call and the polls.
+      const byOperation = exporter
+        .getFinishedSpans()
+        .filter((s) => s.attributes['Svc-OperationId'] === 'op-async-traced');
+      expect(new Set(byOperation.map((s) => s.name))).toEqual(
+        new Set([
+          'completions-async-create',
+          'async-completions-worker',
+          'chat traced-deployment',
+          'completions-async-status',
+        ]),
+      );
+      expect(new Set(byOperation.map(traceOf)).size).toBeGreaterThanOrEqual(3);
+    },
+  );
 });

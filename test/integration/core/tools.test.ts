@@ -125,26 +125,30 @@ describe('tools', () => {
     llm.clear();
   });
 
-  it('gives the model a failing tool, an unknown function, bad arguments and a tool over the time budget as results', async () => {
-    const id = await session();
-    llm.next({
-      toolCalls: [
-        { name: 'calc__fail', arguments: {} },
-        { name: 'calc__admin_reset', arguments: {} },
-        { name: 'calc__slow', arguments: { ms: 3000 } },
-      ],
-    });
-    const r = await complete(app, 'actor', 'try everything', { session_id: id });
-    expect(r.status).toBe(200);
-    const results = modelCalls()[1]
-      ?.body.messages.filter((m) => m.role === 'tool')
-      .map((m) => m.content);
-    expect(results?.[0]).toContain('the disk is full');
-    expect(results?.[1]).toBe('Error: there is no function named calc__admin_reset');
-    expect(results?.[2]).toBe('Error: the tool did not answer in time');
-    expect(mcp.calls.some((c) => c.tool === 'admin_reset')).toBe(false);
-    expect((await artifacts(id)).map((a) => a.outcome)).toEqual(['Failed', 'Failed', 'TimedOut']);
-  });
+  it(
+    'gives the model a failing tool, an unknown function, bad arguments and a tool over the time budget as ' +
+      'results',
+    async () => {
+      const id = await session();
+      llm.next({
+        toolCalls: [
+          { name: 'calc__fail', arguments: {} },
+          { name: 'calc__admin_reset', arguments: {} },
+          { name: 'calc__slow', arguments: { ms: 3000 } },
+        ],
+      });
+      const r = await complete(app, 'actor', 'try everything', { session_id: id });
+      expect(r.status).toBe(200);
+      const results = modelCalls()[1]
+        ?.body.messages.filter((m) => m.role === 'tool')
+        .map((m) => m.content);
+      expect(results?.[0]).toContain('the disk is full');
+      expect(results?.[1]).toBe('Error: there is no function named calc__admin_reset');
+      expect(results?.[2]).toBe('Error: the tool did not answer in time');
+      expect(mcp.calls.some((c) => c.tool === 'admin_reset')).toBe(false);
+      expect((await artifacts(id)).map((a) => a.outcome)).toEqual(['Failed', 'Failed', 'TimedOut']);
+    },
+  );
 
   it('cuts a long result before it reaches the model', async () => {
     llm.next({ toolCalls: [{ name: 'calc__repeat', arguments: { text: 'abcd', times: 1000 } }] });

@@ -73,28 +73,32 @@ describe('access', () => {
     });
   });
 
-  it('lets a narrowly scoped User Access Administrator neither delete nor rewrite assignments whose scope it does not hold', async () => {
-    const narrow = `/instances/${INSTANCE}/providers/Svc.Authorization`;
-    expect((await assign('uaa@example.com', ROLE_IDS.userAccessAdministrator, narrow)).status).toBe(200);
-    const bobName = randomUUID();
-    expect((await assign('bob@example.com', ROLE_IDS.reader, `/instances/${INSTANCE}`, bobName)).status).toBe(200);
-    const owner = `bootstrap-owner-5e2b6f0a-7c1d-4e8f-9a3b-1c2d3e4f5a6b`;
-    expect(
-      (await app.call('DELETE', providers(`Svc.Authorization/roleAssignments/${owner}`), { as: 'uaa@example.com' }))
-        .status,
-    ).toBe(403);
-    // Moving bob's instance-wide grant into its own scope would take away a grant it could not have made.
-    expect(
-      (await assign('bob@example.com', ROLE_IDS.reader, `${narrow}/roleAssignments/x`, bobName, 'uaa@example.com'))
-        .status,
-    ).toBe(403);
-    expect(
-      (await app.call('DELETE', providers(`Svc.Authorization/roleAssignments/${bobName}`), { as: 'uaa@example.com' }))
-        .status,
-    ).toBe(403);
-    // The owner still can.
-    expect((await app.call('DELETE', providers(`Svc.Authorization/roleAssignments/${bobName}`))).status).toBe(200);
-  });
+  it(
+    'lets a narrowly scoped User Access Administrator neither delete nor rewrite assignments whose scope it ' +
+      'does not hold',
+    async () => {
+      const narrow = `/instances/${INSTANCE}/providers/Svc.Authorization`;
+      expect((await assign('uaa@example.com', ROLE_IDS.userAccessAdministrator, narrow)).status).toBe(200);
+      const bobName = randomUUID();
+      expect((await assign('bob@example.com', ROLE_IDS.reader, `/instances/${INSTANCE}`, bobName)).status).toBe(200);
+      const owner = `bootstrap-owner-5e2b6f0a-7c1d-4e8f-9a3b-1c2d3e4f5a6b`;
+      expect(
+        (await app.call('DELETE', providers(`Svc.Authorization/roleAssignments/${owner}`), { as: 'uaa@example.com' }))
+          .status,
+      ).toBe(403);
+      // Moving bob's instance-wide grant into its own scope would take away a grant it could not have made.
+      expect(
+        (await assign('bob@example.com', ROLE_IDS.reader, `${narrow}/roleAssignments/x`, bobName, 'uaa@example.com'))
+          .status,
+      ).toBe(403);
+      expect(
+        (await app.call('DELETE', providers(`Svc.Authorization/roleAssignments/${bobName}`), { as: 'uaa@example.com' }))
+          .status,
+      ).toBe(403);
+      // The owner still can.
+      expect((await app.call('DELETE', providers(`Svc.Authorization/roleAssignments/${bobName}`))).status).toBe(200);
+    },
+  );
 
   it("removes an agent's access tokens with it, and a token never works for a new agent of the same name", async () => {
     await seedAgent(app, 'fleeting', { llmUrl: llm.url });

@@ -49,43 +49,47 @@ describe('hostile bodies', () => {
   });
   afterAll(() => app.close());
 
-  it('refuses invalid UTF-8, lone surrogates, JSON deeper than the stores hold and JSON not sent as JSON; nothing is stored', async () => {
-    const before = await sessions();
-    const invalidUtf8 = Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('"}')]);
-    expect(await raw(core('/sessions'), invalidUtf8)).toMatchObject({
-      status: 400,
-      body: { error: { code: 'ValidationError', message: 'Request body is not valid UTF-8' } },
-    });
-    expect(await raw(core('/sessions'), '{"name":"\\ud800"}')).toMatchObject({
-      status: 400,
-      body: { error: { code: 'ValidationError' } },
-    });
-    // Malformed JSON on the Core API: the validation error body, with details.
-    for (const malformed of ['{"name":', '{name: 1}', 'nul', '[1,']) {
-      expect(await raw(core('/sessions'), malformed), malformed).toMatchObject({
+  it(
+    'refuses invalid UTF-8, lone surrogates, JSON deeper than the stores hold and JSON not sent as JSON; ' +
+      'nothing is stored',
+    async () => {
+      const before = await sessions();
+      const invalidUtf8 = Buffer.concat([Buffer.from('{"name":"'), Buffer.from([0xff, 0xfe, 0xc3]), Buffer.from('"}')]);
+      expect(await raw(core('/sessions'), invalidUtf8)).toMatchObject({
         status: 400,
-        body: { error: { code: 'ValidationError', details: [{ message: expect.any(String) as string }] } },
+        body: { error: { code: 'ValidationError', message: 'Request body is not valid UTF-8' } },
       });
-    }
-    expect(await raw(core('/sessions'), '{"name":"ok"}', 'text/plain')).toMatchObject({
-      status: 415,
-      body: { error: { code: 'UnsupportedMediaType' } },
-    });
-    expect(await raw(core('/sessions'), '{"name":"ok"}', 'application/json; charset=latin1')).toMatchObject({
-      status: 415,
-    });
-    expect(await sessions()).toBe(before);
-    const deep = `{"name":"p","data_source_object_id":"/instances/${INSTANCE}/providers/Svc.DataSource/dataSources/d","stages":[{"name":"s","plugin_object_id":"p","parameters":{"x":${'['.repeat(2000)}${']'.repeat(2000)}}}]}`;
-    const r = await raw(`${app.management}/instances/${INSTANCE}/providers/Svc.DataPipeline/dataPipelines/p`, deep);
-    expect(r).toMatchObject({
-      status: 400,
-      body: { error: { code: 'BadRequest', message: expect.stringContaining('deeper than 64') as string } },
-    });
-    expect(
-      (await app.call('GET', `${app.management}/instances/${INSTANCE}/providers/Svc.DataPipeline/dataPipelines/p`))
-        .status,
-    ).toBe(404);
-  });
+      expect(await raw(core('/sessions'), '{"name":"\\ud800"}')).toMatchObject({
+        status: 400,
+        body: { error: { code: 'ValidationError' } },
+      });
+      // Malformed JSON on the Core API: the validation error body, with details.
+      for (const malformed of ['{"name":', '{name: 1}', 'nul', '[1,']) {
+        expect(await raw(core('/sessions'), malformed), malformed).toMatchObject({
+          status: 400,
+          body: { error: { code: 'ValidationError', details: [{ message: expect.any(String) as string }] } },
+        });
+      }
+      expect(await raw(core('/sessions'), '{"name":"ok"}', 'text/plain')).toMatchObject({
+        status: 415,
+        body: { error: { code: 'UnsupportedMediaType' } },
+      });
+      expect(await raw(core('/sessions'), '{"name":"ok"}', 'application/json; charset=latin1')).toMatchObject({
+        status: 415,
+      });
+      expect(await sessions()).toBe(before);
+      const deep = `{"name":"p","data_source_object_id":"/instances/${INSTANCE}/providers/Svc.DataSource/dataSources/d","stages":[{"name":"s","plugin_object_id":"p","parameters":{"x":${'['.repeat(2000)}${']'.repeat(2000)}}}]}`;
+      const r = await raw(`${app.management}/instances/${INSTANCE}/providers/Svc.DataPipeline/dataPipelines/p`, deep);
+      expect(r).toMatchObject({
+        status: 400,
+        body: { error: { code: 'BadRequest', message: expect.stringContaining('deeper than 64') as string } },
+      });
+      expect(
+        (await app.call('GET', `${app.management}/instances/${INSTANCE}/providers/Svc.DataPipeline/dataPipelines/p`))
+          .status,
+      ).toBe(404);
+    },
+  );
 
   it('accepts only semantic versions, so `.` and `..` never reach a blob path', async () => {
     for (const version of ['.', '..', '1.0', 'v1.0.0', '../../x', '1.0.0/..']) {
@@ -95,31 +99,35 @@ describe('hostile bodies', () => {
     expect(await blobs('Python-hard/')).toEqual([]);
   });
 
-  it('never lets a failed upload block its version: a manifest that fails late, and a lost race, leave no blob behind', async () => {
-    const tooDeep = JSON.parse(manifest('late', '1.0.0', 'Python', [echo])) as { plugins: Record<string, unknown>[] };
-    (tooDeep.plugins[0] as { parameters: unknown[] }).parameters = [
-      {
-        name: 'x',
-        type: 'array',
-        description: '',
-        default_value: JSON.parse(`${'['.repeat(1500)}${']'.repeat(1500)}`) as unknown,
-      },
-    ];
-    const bad = await zip([{ name: 'manifest.json', data: JSON.stringify(tooDeep) }]);
-    expect((await upload('Python-late', bad, '1.0.0', 'late')).status).toBe(400);
-    expect((await upload('Python-late', await python('1.0.0', [echo], 'late'), '1.0.0', 'late')).status).toBe(200);
+  it(
+    'never lets a failed upload block its version: a manifest that fails late, and a lost race, leave no blob ' +
+      'behind',
+    async () => {
+      const tooDeep = JSON.parse(manifest('late', '1.0.0', 'Python', [echo])) as { plugins: Record<string, unknown>[] };
+      (tooDeep.plugins[0] as { parameters: unknown[] }).parameters = [
+        {
+          name: 'x',
+          type: 'array',
+          description: '',
+          default_value: JSON.parse(`${'['.repeat(1500)}${']'.repeat(1500)}`) as unknown,
+        },
+      ];
+      const bad = await zip([{ name: 'manifest.json', data: JSON.stringify(tooDeep) }]);
+      expect((await upload('Python-late', bad, '1.0.0', 'late')).status).toBe(400);
+      expect((await upload('Python-late', await python('1.0.0', [echo], 'late'), '1.0.0', 'late')).status).toBe(200);
 
-    const bytes = await python('1.0.0', [echo], 'race');
-    const results = await Promise.all([
-      upload('Python-race', bytes, '1.0.0', 'race'),
-      upload('Python-race', bytes, '1.0.0', 'race'),
-      upload('Python-race', bytes, '1.0.0', 'race'),
-    ]);
-    expect(results.map((r) => r.status).sort()).toEqual([200, 409, 409]);
-    // The blob writes of the losers were undone once their record lost.
-    await new Promise((r) => setTimeout(r, 100));
-    expect(await blobs('Python-race/1.0.0/')).toHaveLength(1);
-  });
+      const bytes = await python('1.0.0', [echo], 'race');
+      const results = await Promise.all([
+        upload('Python-race', bytes, '1.0.0', 'race'),
+        upload('Python-race', bytes, '1.0.0', 'race'),
+        upload('Python-race', bytes, '1.0.0', 'race'),
+      ]);
+      expect(results.map((r) => r.status).sort()).toEqual([200, 409, 409]);
+      // The blob writes of the losers were undone once their record lost.
+      await new Promise((r) => setTimeout(r, 100));
+      expect(await blobs('Python-race/1.0.0/')).toHaveLength(1);
+    },
+  );
 
   it('soft-deletes and purges plugin packages like every resource', async () => {
     expect((await upload('Python-gone', await python('1.0.0', [echo], 'gone'), '1.0.0', 'gone')).status).toBe(200);

@@ -95,56 +95,65 @@ describe('what configuration may make the service do', () => {
     expect(llm.requests.length).toBe(before);
   });
 
-  it('accepts only http(s) model endpoints without credentials, never link-local or platform addresses in any spelling', async () => {
-    const refused = [
-      'file:///etc/passwd',
-      'data:text/plain,hello',
-      'gopher://127.0.0.1:6379/_INFO',
-      'javascript:alert(1)',
-      'ftp://example.com/',
-      'http://user:secret@example.com/v1',
-      'http://169.254.169.254/metadata',
-      'http://2852039166/',
-      'http://0xa9.0xfe.0xa9.0xfe/',
-      'http://0251.0376.0251.0376/',
-      'http://169.254.43518/',
-      'http://[::ffff:169.254.169.254]/',
-      'http://[::ffff:a9fe:a9fe]/',
-      'http://[64:ff9b::a9fe:a9fe]/',
-      'http://[fe80::1]/',
-      'http://168.63.129.16/',
-      'http://[::ffff:168.63.129.16]/',
-      'http://2822734096/',
-    ];
-    for (const url of refused) expect((await endpoint('bad', { url })).status, url).toBe(400);
-    for (const url of [
-      'http://127.0.0.1:8080/v1',
-      'http://localhost:11434/v1',
-      'http://[::1]:8080/v1',
-      'http://10.1.2.3/v1',
-      'https://my.openai.azure.com/',
-    ]) {
-      expect((await endpoint('good', { url })).status, url).toBe(200);
-    }
-  });
+  it(
+    'accepts only http(s) model endpoints without credentials, never link-local or platform addresses in any ' +
+      'spelling',
+    async () => {
+      const refused = [
+        'file:///etc/passwd',
+        'data:text/plain,hello',
+        'gopher://127.0.0.1:6379/_INFO',
+        'javascript:alert(1)',
+        'ftp://example.com/',
+        'http://user:secret@example.com/v1',
+        'http://169.254.169.254/metadata',
+        'http://2852039166/',
+        'http://0xa9.0xfe.0xa9.0xfe/',
+        'http://0251.0376.0251.0376/',
+        'http://169.254.43518/',
+        'http://[::ffff:169.254.169.254]/',
+        'http://[::ffff:a9fe:a9fe]/',
+        'http://[64:ff9b::a9fe:a9fe]/',
+        'http://[fe80::1]/',
+        'http://168.63.129.16/',
+        'http://[::ffff:168.63.129.16]/',
+        'http://2822734096/',
+      ];
+      for (const url of refused) expect((await endpoint('bad', { url })).status, url).toBe(400);
+      for (const url of [
+        'http://127.0.0.1:8080/v1',
+        'http://localhost:11434/v1',
+        'http://[::1]:8080/v1',
+        'http://10.1.2.3/v1',
+        'https://my.openai.azure.com/',
+      ]) {
+        expect((await endpoint('good', { url })).status, url).toBe(200);
+      }
+    },
+  );
 
-  it('mints managed-identity tokens only for allowed scopes, and Cognitive Services tokens only for Azure AI hosts', async () => {
-    const identity = (url: string, scope?: string) =>
-      endpoint('mi', {
-        url,
-        authentication_type: 'AzureIdentity',
-        ...(scope ? { authentication_parameters: { scope } } : {}),
-      });
-    expect((await identity('https://my.openai.azure.com/', 'https://management.azure.com/.default')).status).toBe(400);
-    expect((await identity('https://my.openai.azure.com/', 'https://vault.azure.net/.default')).status).toBe(400);
-    expect((await identity('https://attacker.example.com/v1')).status).toBe(400);
-    expect((await identity('http://my.openai.azure.com/')).status).toBe(400);
-    expect((await identity('https://my.openai.azure.com/')).status).toBe(200);
-    expect(
-      (await identity('https://my.cognitiveservices.azure.com/', 'https://cognitiveservices.azure.com/.default'))
-        .status,
-    ).toBe(200);
-  });
+  it(
+    'mints managed-identity tokens only for allowed scopes, and Cognitive Services tokens only for Azure AI ' + 'hosts',
+    async () => {
+      const identity = (url: string, scope?: string) =>
+        endpoint('mi', {
+          url,
+          authentication_type: 'AzureIdentity',
+          ...(scope ? { authentication_parameters: { scope } } : {}),
+        });
+      expect((await identity('https://my.openai.azure.com/', 'https://management.azure.com/.default')).status).toBe(
+        400,
+      );
+      expect((await identity('https://my.openai.azure.com/', 'https://vault.azure.net/.default')).status).toBe(400);
+      expect((await identity('https://attacker.example.com/v1')).status).toBe(400);
+      expect((await identity('http://my.openai.azure.com/')).status).toBe(400);
+      expect((await identity('https://my.openai.azure.com/')).status).toBe(200);
+      expect(
+        (await identity('https://my.cognitiveservices.azure.com/', 'https://cognitiveservices.azure.com/.default'))
+          .status,
+      ).toBe(200);
+    },
+  );
 
   it('refuses a destination the rules forbid without connecting, with the same answer as a closed port', async () => {
     // A listener on loopback that a user-URL rule set may not reach: refused before any connection.

@@ -118,7 +118,8 @@ describe('hostile attachments, against the bundle', () => {
       // A freeze would hold /status for the whole extraction; the figures are printed for the record.
       expect(sorted.at(-1)).toBeLessThan(1000);
       console.log(
-        `${name}: ${r.status} in ${Math.round(took)} ms; /status ${latencies.length} samples, max ${sorted.at(-1)?.toFixed(1)} ms; service peak RSS ${peakMiB()} MiB`,
+        `${name}: ${r.status} in ${Math.round(took)} ms; /status ${latencies.length} samples, max ` +
+          `${sorted.at(-1)?.toFixed(1)} ms; service peak RSS ${peakMiB()} MiB`,
       );
     },
     60_000,

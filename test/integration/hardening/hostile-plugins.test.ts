@@ -20,7 +20,10 @@ import { complete, objectId, updateAgent, upsert } from '../knowledge/support.js
 const MARKER = path.join(tempDir(), 'marker.txt');
 const READER = 'mallory@example.com';
 
-/** Reaches JavaScript's global object from Python: a getter on Object.prototype and an Emscripten function that reads a global. */
+/**
+ * Reaches JavaScript's global object from Python: a getter on Object.prototype and an Emscripten function that reads a
+ * global.
+ */
 const GLOBAL = `
 from pyodide.ffi import to_js, create_proxy
 import ctypes
@@ -106,7 +109,10 @@ const CASES: Record<string, { code: string; expect: RegExp }> = {
     expect: /^Error: OSError: \[Errno 138\] emscripten does not support processes/,
   },
   ctypes: {
-    code: `import ctypes\nlib = ctypes.PyDLL(None)\npayload = ctypes.c_char_p(b"require('child_process').execSync('id > ${MARKER}')")\nresult = ' '.join(n + '=' + str(getattr(lib, n)(payload, payload, payload, payload)) for n in ${JSON.stringify(EMSCRIPTEN)})`,
+    code:
+      `import ctypes\nlib = ctypes.PyDLL(None)\npayload = ` +
+      `ctypes.c_char_p(b"require('child_process').execSync('id > ${MARKER}')")\nresult = ' '.join(n + '=' + ` +
+      `str(getattr(lib, n)(payload, payload, payload, payload)) for n in ${JSON.stringify(EMSCRIPTEN)})`,
     expect: new RegExp(`^${EMSCRIPTEN.map((n) => `${n}=(0|-1)`).join(' ')}$`),
   },
   javascript: {
@@ -124,25 +130,35 @@ result = ' | '.join([
       /^Function: refused \(JsException\) \| child_process: refused \(\w+\) \| binding: refused \(\w+\) \| dlopen: refused \(\w+\) \| require: refused \(\w+\) \| net: refused \(\w+\) \| fetch: refused \(\w+\)$/,
   },
   socket_python: {
-    code: 'import socket\ns = socket.create_connection(("127.0.0.1", PORT), timeout=2)\ns.sendall(b"hello")\nresult = "connected"',
+    code:
+      'import socket\ns = socket.create_connection(("127.0.0.1", PORT), timeout=2)\ns.sendall(b"hello")\nresult ' +
+      '= "connected"',
     expect: /^Error: PermissionError/,
   },
   socket_js: {
-    code: `${GLOBAL}\nresult = attempt('connect', lambda: g.process.getBuiltinModule('net').connect(PORT, '127.0.0.1')) + ' | ' + attempt('socket', lambda: g.WebSocket('ws://127.0.0.1:' + str(PORT)))`,
+    code:
+      `${GLOBAL}\nresult = attempt('connect', lambda: g.process.getBuiltinModule('net').connect(PORT, ` +
+      `'127.0.0.1')) + ' | ' + attempt('socket', lambda: g.WebSocket('ws://127.0.0.1:' + str(PORT)))`,
     expect: /^connect: refused \(\w+\) \| socket: refused \(\w+\)$/,
   },
   // Questions to the service, written as fast as the pipe takes them, answers never read.
   flood: {
-    code: `${RAW}\nburst = frame({'type': 'svc', 'method': 'complete', 'args': '{}'}) * 2048\nwhile True:\n    send_raw(burst)`,
+    code:
+      `${RAW}\nburst = frame({'type': 'svc', 'method': 'complete', 'args': '{}'}) * 2048\nwhile True:\n    ` +
+      `send_raw(burst)`,
     expect: /^Error: the sandbox asked the service something in a call that may not ask$/,
   },
   // An answer of its own making: more output than is kept, and a file outside its working directory.
   forge: {
-    code: `${RAW}\nout = b'A' * (4 * 2**20)\nsend_raw(frame({'type': 'done', 'answer': 2, 'stdout': len(out), 'files': [{'name': '../escape', 'size': 1}]}, b'{}' + out + b'x'))\ntime.sleep(10)`,
+    code:
+      `${RAW}\nout = b'A' * (4 * 2**20)\nsend_raw(frame({'type': 'done', 'answer': 2, 'stdout': len(out), ` +
+      `'files': [{'name': '../escape', 'size': 1}]}, b'{}' + out + b'x'))\ntime.sleep(10)`,
     expect: /^Error: the sandbox answered something it should not$/,
   },
   tamper: {
-    code: 'import json, builtins, sys\njson.dumps = lambda *a, **k: "tampered"\nbuiltins.len = lambda x: -1\nopen(json.__file__, "w").write("raise SystemExit")\nsys.modules["os"] = None\nresult = "tampered"',
+    code:
+      'import json, builtins, sys\njson.dumps = lambda *a, **k: "tampered"\nbuiltins.len = lambda x: ' +
+      '-1\nopen(json.__file__, "w").write("raise SystemExit")\nsys.modules["os"] = None\nresult = "tampered"',
     // The call may break its own run (the runner uses what it replaced); the next call is what must be clean.
     expect: /^(tampered|Error: .+)$/,
   },
@@ -156,11 +172,15 @@ result = ' | '.join([
     expect: /^Error: the plugin wrote more than 64 MiB to files$/,
   },
   pipes: {
-    code: 'import os\nkept = []\nfor _ in range(4096):\n    r, w = os.pipe()\n    os.write(w, b"x" * 2**20)\n    kept.append((r, w))\nresult = len(kept)',
+    code:
+      'import os\nkept = []\nfor _ in range(4096):\n    r, w = os.pipe()\n    os.write(w, b"x" * 2**20)\n    ' +
+      'kept.append((r, w))\nresult = len(kept)',
     expect: /^Error: the call needed more than 448 MiB of memory/,
   },
   to_js: {
-    code: 'from pyodide.ffi import to_js\nb = bytearray(2**20 * 16)\nkept = [to_js(b) for _ in range(200)]\nresult = len(kept)',
+    code:
+      'from pyodide.ffi import to_js\nb = bytearray(2**20 * 16)\nkept = [to_js(b) for _ in range(200)]\nresult ' +
+      '= len(kept)',
     expect: /^Error: (the call needed more than 448 MiB of memory|ConversionError)/,
   },
   sleep: { code: 'import time\ntime.sleep(120)\nresult = "slept"', expect: /^Error: the call took longer than 3 s$/ },
@@ -172,7 +192,9 @@ result = ' | '.join([
     expect: /^Error: FileNotFoundError: \[Errno 44\] No such file or directory: '\/etc\/passwd'/,
   },
   fill: {
-    code: 'with open("big.bin", "wb") as f:\n    for _ in range(1024):\n        f.write(b"x" * 2**20)\nresult = "wrote"',
+    code:
+      'with open("big.bin", "wb") as f:\n    for _ in range(1024):\n        f.write(b"x" * 2**20)\nresult = ' +
+      '"wrote"',
     expect: /^Error: the plugin wrote more than 64 MiB to files$/,
   },
   shout: {
@@ -298,7 +320,8 @@ describe('the hostile sandbox matrix', () => {
       tool_object_ids: [...tools, 'interpreter'].map((t) => objectId('Svc.Agent', 'tools', t)),
     });
     await grantReader(app, READER, 'target');
-    // The service's first sandbox call makes its interpreter snapshot: done before the cases, and the baseline after it.
+    // The service's first sandbox call makes its interpreter snapshot: done before the cases, and the baseline after
+    // it.
     expect((await call('interpreter', 'clean')).result).toBe('[3]');
     await new Promise((resolve) => setTimeout(resolve, 2000));
     baseline = residentMb(service);
@@ -367,7 +390,9 @@ describe('the hostile sandbox matrix', () => {
     const sorted = [...statusTimes].sort((a, b) => a - b);
     const p99 = sorted[Math.floor(sorted.length * 0.99)] ?? 0;
     process.stdout.write(
-      `sandbox matrix: ${statusTimes.length} GET /status, p99 ${p99.toFixed(1)} ms, max ${sorted.at(-1)?.toFixed(1)} ms; service RSS ${baseline.toFixed(0)} MB, peak ${peakMb.toFixed(0)} MB (+${(peakMb - baseline).toFixed(0)})\n`,
+      `sandbox matrix: ${statusTimes.length} GET /status, p99 ${p99.toFixed(1)} ms, max ` +
+        `${sorted.at(-1)?.toFixed(1)} ms; service RSS ${baseline.toFixed(0)} MB, peak ${peakMb.toFixed(0)} MB ` +
+        `(+${(peakMb - baseline).toFixed(0)})\n`,
     );
     expect(peakMb - baseline).toBeLessThanOrEqual(100);
     // A stall bound: the figure itself is the benchmark's (npm run bench -- sandbox).

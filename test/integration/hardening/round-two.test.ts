@@ -66,19 +66,23 @@ describe('hardening, second round, against the bundle', () => {
     await new Promise<void>((resolve) => docs.close(() => resolve()));
   });
 
-  it('1: refuses a data source account_url that is not an https Azure Storage host (it would receive a Storage token)', async () => {
-    for (const url of [
-      'https://127.0.0.1:8443/',
-      'https://storage.attacker.example/',
-      'http://acct.blob.core.windows.net/',
-    ]) {
-      const r = await app.call('POST', `${providers(app, 'Svc.DataSource')}/dataSources/mine`, {
-        body: { name: 'mine', data_source_type: 'AzureBlob', container: 'docs', account_url: url },
-      });
-      expect(r.status, url).toBe(400);
-      expect(JSON.stringify(r.body), url).toContain('account_url');
-    }
-  });
+  it(
+    '1: refuses a data source account_url that is not an https Azure Storage host (it would receive a Storage ' +
+      'token)',
+    async () => {
+      for (const url of [
+        'https://127.0.0.1:8443/',
+        'https://storage.attacker.example/',
+        'http://acct.blob.core.windows.net/',
+      ]) {
+        const r = await app.call('POST', `${providers(app, 'Svc.DataSource')}/dataSources/mine`, {
+          body: { name: 'mine', data_source_type: 'AzureBlob', container: 'docs', account_url: url },
+        });
+        expect(r.status, url).toBe(400);
+        expect(JSON.stringify(r.body), url).toContain('account_url');
+      }
+    },
+  );
 
   it('2: refuses an MCP tool with AzureIdentity at a host that is not of its scope, or over http', async () => {
     for (const url of [`${docsUrl}/mcp`, 'https://tools.attacker.example/mcp', 'http://acct.openai.azure.com/mcp']) {
@@ -140,7 +144,8 @@ describe('hardening, second round, against the bundle', () => {
     // Before: all 64 were admitted. Now what the calls used is at most the limit plus one call.
     const used = admitted.reduce((a, b) => a + b, 0);
     console.log(
-      `token quota: ${admitted.length} of 64 admitted, ${used} tokens used against a limit of 10 (one call: ${Math.max(...admitted)})`,
+      `token quota: ${admitted.length} of 64 admitted, ${used} tokens used against a limit of 10 (one call: ` +
+        `${Math.max(...admitted)})`,
     );
     expect(used).toBeLessThanOrEqual(10 + Math.max(...admitted));
   });
@@ -185,52 +190,56 @@ describe('hardening, second round, against the bundle', () => {
     return createHmac('sha256', secret).update(`${t}.${body}`).digest('hex');
   };
 
-  it('7: the webhook signing secret is never readable through the API, and a change keeps the old one valid (two signatures)', async () => {
-    const key = 'Svc:Webhooks:SigningSecret';
-    const url = `${providers(app, 'Svc.Configuration')}/appConfigurations/${key}`;
-    await upsert(app, 'Svc.Configuration', 'appConfigurations', key, { key, value: 'whsec-first-0123456789' });
-    const reader = 'reader7@example.com';
-    const name = randomUUID();
-    const granted = await app.call(
-      'POST',
-      `${app.management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/${name}`,
-      {
-        body: {
-          name,
-          principal_id: oidForUpn(reader),
-          principal_type: 'User',
-          role_definition_id: roleDefinitionPath(ROLE_IDS.reader),
-          scope: `/instances/${INSTANCE}`,
+  it(
+    '7: the webhook signing secret is never readable through the API, and a change keeps the old one valid (two ' +
+      'signatures)',
+    async () => {
+      const key = 'Svc:Webhooks:SigningSecret';
+      const url = `${providers(app, 'Svc.Configuration')}/appConfigurations/${key}`;
+      await upsert(app, 'Svc.Configuration', 'appConfigurations', key, { key, value: 'whsec-first-0123456789' });
+      const reader = 'reader7@example.com';
+      const name = randomUUID();
+      const granted = await app.call(
+        'POST',
+        `${app.management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/${name}`,
+        {
+          body: {
+            name,
+            principal_id: oidForUpn(reader),
+            principal_type: 'User',
+            role_definition_id: roleDefinitionPath(ROLE_IDS.reader),
+            scope: `/instances/${INSTANCE}`,
+          },
         },
-      },
-    );
-    expect(granted.status).toBe(200);
-    for (const as of [undefined, reader]) {
-      const read = await app.call('GET', url, as ? { as } : {});
-      expect(read.status).toBe(200);
-      expect(JSON.stringify(read.body)).not.toContain('whsec-first');
-      expect((read.body as { resource: { value: string } }).resource.value).toBe('********');
-    }
-    await seedAgent(app, 'hooked', { llmUrl: llm.url });
-    const hook = await receiver();
-    try {
-      expect((await startAsync('hooked', hook.url)).status).toBe(202);
-      await until('delivery', () => hook.received.length === 1);
-      const first = hook.received[0]!;
-      expect(first.signature).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
-      expect(first.signature).toContain(`v1=${hmac('whsec-first-0123456789', first.signature, first.body)}`);
-      await upsert(app, 'Svc.Configuration', 'appConfigurations', key, { key, value: 'whsec-second-0123456789' });
-      expect(JSON.stringify((await app.call('GET', url)).body)).not.toMatch(/whsec-(first|second)/);
-      expect((await startAsync('hooked', hook.url)).status).toBe(202);
-      await until('delivery', () => hook.received.length === 2);
-      const second = hook.received[1]!;
-      expect(second.signature).toBe(
-        `t=${/t=(\d+)/.exec(second.signature)?.[1]},v1=${hmac('whsec-second-0123456789', second.signature, second.body)},v1=${hmac('whsec-first-0123456789', second.signature, second.body)}`,
       );
-    } finally {
-      await hook.close();
-    }
-  });
+      expect(granted.status).toBe(200);
+      for (const as of [undefined, reader]) {
+        const read = await app.call('GET', url, as ? { as } : {});
+        expect(read.status).toBe(200);
+        expect(JSON.stringify(read.body)).not.toContain('whsec-first');
+        expect((read.body as { resource: { value: string } }).resource.value).toBe('********');
+      }
+      await seedAgent(app, 'hooked', { llmUrl: llm.url });
+      const hook = await receiver();
+      try {
+        expect((await startAsync('hooked', hook.url)).status).toBe(202);
+        await until('delivery', () => hook.received.length === 1);
+        const first = hook.received[0]!;
+        expect(first.signature).toMatch(/^t=\d+,v1=[0-9a-f]{64}$/);
+        expect(first.signature).toContain(`v1=${hmac('whsec-first-0123456789', first.signature, first.body)}`);
+        await upsert(app, 'Svc.Configuration', 'appConfigurations', key, { key, value: 'whsec-second-0123456789' });
+        expect(JSON.stringify((await app.call('GET', url)).body)).not.toMatch(/whsec-(first|second)/);
+        expect((await startAsync('hooked', hook.url)).status).toBe(202);
+        await until('delivery', () => hook.received.length === 2);
+        const second = hook.received[1]!;
+        expect(second.signature).toBe(
+          `t=${/t=(\d+)/.exec(second.signature)?.[1]},v1=${hmac('whsec-second-0123456789', second.signature, second.body)},v1=${hmac('whsec-first-0123456789', second.signature, second.body)}`,
+        );
+      } finally {
+        await hook.close();
+      }
+    },
+  );
 
   it("8: receivers that hang hold only their own destination's lane: another user's delivery goes first", async () => {
     const hanging = await receiver(true);
@@ -344,72 +353,78 @@ describe('hardening, second round, against the bundle', () => {
     }
   });
 
-  it('4, 5, 9, 10: each hostile document fails alone, named, within its deadline; a PDF is read; the service answers throughout', async () => {
-    files.set('good.pdf', {
-      bytes: await pdfOf(
-        'Harbour report',
+  it(
+    '4, 5, 9, 10: each hostile document fails alone, named, within its deadline; a PDF is read; the service ' +
+      'answers throughout',
+    async () => {
+      files.set('good.pdf', {
+        bytes: await pdfOf(
+          'Harbour report',
+          'Container traffic in the northern harbour doubled after the new cranes arrived.',
+        ),
+        type: 'application/pdf',
+      });
+      files.set('deep.html', { bytes: deepHtml(), type: 'text/html' });
+      files.set('inline.html', { bytes: unclosedInlineHtml(), type: 'text/html' });
+      files.set('pages.pdf', { bytes: await manyPagesPdf(), type: 'application/pdf' });
+      files.set('bomb.pdf', { bytes: await compressedStreamBombPdf(), type: 'application/pdf' });
+      files.set('bomb.docx', { bytes: await docxBomb(), type: DOCX });
+      const names = ['good.pdf', 'deep.html', 'inline.html', 'pages.pdf', 'bomb.pdf', 'bomb.docx', 'drip.html'];
+      await seedKnowledgeAgent(app, llm, 'reader');
+      await upsert(app, 'Svc.DataSource', 'dataSources', 'hostile', { data_source_type: 'Web', urls: [`${docsUrl}/`] });
+      await upsert(app, 'Svc.DataPipeline', 'dataPipelines', 'hostile', {
+        data_source_object_id: objectId('Svc.DataSource', 'dataSources', 'hostile'),
+        source_paths: names.map((n) => `${docsUrl}/${n}`),
+        index_name: 'hostile',
+        embedding_ai_model_object_id: objectId('Svc.AIModel', 'aiModels', 'reader-embedding'),
+      });
+      await upsert(app, 'Svc.Agent', 'tools', 'hostile-tool', { tool_type: 'knowledge', index_name: 'hostile' });
+      await updateAgent(app, 'reader', { tool_object_ids: [objectId('Svc.Agent', 'tools', 'hostile-tool')] });
+      const started = await app.call('POST', `${providers(app, 'Svc.DataPipeline')}/dataPipelines/hostile/process`);
+      expect(started.status).toBe(202);
+      const runId = (started.body as { object_id: string }).object_id;
+
+      const latencies: number[] = [];
+      let run = await readRun(app, runId);
+      for (
+        const until = Date.now() + 50_000;
+        Date.now() < until && run.status !== 'Completed' && run.status !== 'Failed';
+      ) {
+        const t = performance.now();
+        const status = await fetch(`${app.core}/status`);
+        latencies.push(performance.now() - t);
+        expect(status.status).toBe(200);
+        await new Promise((r) => setTimeout(r, 50));
+        if (latencies.length % 10 === 0) run = await readRun(app, runId);
+      }
+      run = await readRun(app, runId);
+      expect(run.status).toBe('Completed');
+      expect(run.counts).toMatchObject({ documents: 7, failed_documents: 6, added: 1 });
+      const errorOf = (name: string) => run.errors.find((e) => e.source === `${docsUrl}/${name}`)?.message;
+      expect(errorOf('deep.html')).toMatch(/nests elements deeper than 512/);
+      expect(errorOf('inline.html')).toMatch(/nests elements deeper than 512/);
+      expect(errorOf('pages.pdf')).toMatch(/10000 pages/);
+      expect(errorOf('bomb.pdf')).toMatch(/took longer than [36] s|needs more than \d+ MiB/);
+      expect(errorOf('bomb.docx')).toMatch(/more than 64 MiB uncompressed/);
+      expect(errorOf('drip.html')).toMatch(/took longer than 6 s/);
+      expect(run.errors.map((e) => e.message).join('\n')).not.toMatch(/\/(work|tmp|home|node_modules)\//);
+
+      const sorted = [...latencies].sort((a, b) => a - b);
+      const p99 = sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] ?? 0;
+      const rss = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${app.process.child.pid}/status`, 'utf8'))?.[1];
+      console.log(
+        `hostile corpus: ${latencies.length} /status samples, p99 ${p99.toFixed(1)} ms, max ` +
+          `${sorted.at(-1)?.toFixed(1)} ms; service peak RSS ${Math.round(Number(rss) / 1024)} MiB`,
+      );
+      const found = await complete(
+        app,
+        'reader',
         'Container traffic in the northern harbour doubled after the new cranes arrived.',
-      ),
-      type: 'application/pdf',
-    });
-    files.set('deep.html', { bytes: deepHtml(), type: 'text/html' });
-    files.set('inline.html', { bytes: unclosedInlineHtml(), type: 'text/html' });
-    files.set('pages.pdf', { bytes: await manyPagesPdf(), type: 'application/pdf' });
-    files.set('bomb.pdf', { bytes: await compressedStreamBombPdf(), type: 'application/pdf' });
-    files.set('bomb.docx', { bytes: await docxBomb(), type: DOCX });
-    const names = ['good.pdf', 'deep.html', 'inline.html', 'pages.pdf', 'bomb.pdf', 'bomb.docx', 'drip.html'];
-    await seedKnowledgeAgent(app, llm, 'reader');
-    await upsert(app, 'Svc.DataSource', 'dataSources', 'hostile', { data_source_type: 'Web', urls: [`${docsUrl}/`] });
-    await upsert(app, 'Svc.DataPipeline', 'dataPipelines', 'hostile', {
-      data_source_object_id: objectId('Svc.DataSource', 'dataSources', 'hostile'),
-      source_paths: names.map((n) => `${docsUrl}/${n}`),
-      index_name: 'hostile',
-      embedding_ai_model_object_id: objectId('Svc.AIModel', 'aiModels', 'reader-embedding'),
-    });
-    await upsert(app, 'Svc.Agent', 'tools', 'hostile-tool', { tool_type: 'knowledge', index_name: 'hostile' });
-    await updateAgent(app, 'reader', { tool_object_ids: [objectId('Svc.Agent', 'tools', 'hostile-tool')] });
-    const started = await app.call('POST', `${providers(app, 'Svc.DataPipeline')}/dataPipelines/hostile/process`);
-    expect(started.status).toBe(202);
-    const runId = (started.body as { object_id: string }).object_id;
-
-    const latencies: number[] = [];
-    let run = await readRun(app, runId);
-    for (
-      const until = Date.now() + 50_000;
-      Date.now() < until && run.status !== 'Completed' && run.status !== 'Failed';
-    ) {
-      const t = performance.now();
-      const status = await fetch(`${app.core}/status`);
-      latencies.push(performance.now() - t);
-      expect(status.status).toBe(200);
-      await new Promise((r) => setTimeout(r, 50));
-      if (latencies.length % 10 === 0) run = await readRun(app, runId);
-    }
-    run = await readRun(app, runId);
-    expect(run.status).toBe('Completed');
-    expect(run.counts).toMatchObject({ documents: 7, failed_documents: 6, added: 1 });
-    const errorOf = (name: string) => run.errors.find((e) => e.source === `${docsUrl}/${name}`)?.message;
-    expect(errorOf('deep.html')).toMatch(/nests elements deeper than 512/);
-    expect(errorOf('inline.html')).toMatch(/nests elements deeper than 512/);
-    expect(errorOf('pages.pdf')).toMatch(/10000 pages/);
-    expect(errorOf('bomb.pdf')).toMatch(/took longer than [36] s|needs more than \d+ MiB/);
-    expect(errorOf('bomb.docx')).toMatch(/more than 64 MiB uncompressed/);
-    expect(errorOf('drip.html')).toMatch(/took longer than 6 s/);
-    expect(run.errors.map((e) => e.message).join('\n')).not.toMatch(/\/(work|tmp|home|node_modules)\//);
-
-    const sorted = [...latencies].sort((a, b) => a - b);
-    const p99 = sorted[Math.min(sorted.length - 1, Math.floor(sorted.length * 0.99))] ?? 0;
-    const rss = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${app.process.child.pid}/status`, 'utf8'))?.[1];
-    console.log(
-      `hostile corpus: ${latencies.length} /status samples, p99 ${p99.toFixed(1)} ms, max ${sorted.at(-1)?.toFixed(1)} ms; service peak RSS ${Math.round(Number(rss) / 1024)} MiB`,
-    );
-    const found = await complete(
-      app,
-      'reader',
-      'Container traffic in the northern harbour doubled after the new cranes arrived.',
-    );
-    expect(found.body.citations[0]?.source).toBe(`${docsUrl}/good.pdf`);
-  }, 90_000);
+      );
+      expect(found.body.citations[0]?.source).toBe(`${docsUrl}/good.pdf`);
+    },
+    90_000,
+  );
 });
 
 describe('stopping, against the bundle', () => {
@@ -439,43 +454,53 @@ describe('stopping, against the bundle', () => {
 });
 
 describe('network reach of model endpoints, against the bundle without ALLOW_PRIVATE_NETWORK', () => {
-  it('12: only an Owner may point a model endpoint at a loopback address; a Contributor cannot probe ports through completions', async () => {
-    const llm = await startMockLlm();
-    const app = await startBundledApp();
-    try {
-      const contributor = 'contributor12@example.com';
-      const name = randomUUID();
-      const granted = await app.call(
-        'POST',
-        `${app.management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/${name}`,
-        {
-          body: {
-            name,
-            principal_id: oidForUpn(contributor),
-            principal_type: 'User',
-            role_definition_id: roleDefinitionPath(ROLE_IDS.contributor),
-            scope: `/instances/${INSTANCE}`,
+  it(
+    '12: only an Owner may point a model endpoint at a loopback address; a Contributor cannot probe ports ' +
+      'through completions',
+    async () => {
+      const llm = await startMockLlm();
+      const app = await startBundledApp();
+      try {
+        const contributor = 'contributor12@example.com';
+        const name = randomUUID();
+        const granted = await app.call(
+          'POST',
+          `${app.management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/${name}`,
+          {
+            body: {
+              name,
+              principal_id: oidForUpn(contributor),
+              principal_type: 'User',
+              role_definition_id: roleDefinitionPath(ROLE_IDS.contributor),
+              scope: `/instances/${INSTANCE}`,
+            },
           },
-        },
-      );
-      expect(granted.status).toBe(200);
-      const endpoint = (url: string, as?: string) =>
-        app.call('POST', `${providers(app, 'Svc.Configuration')}/apiEndpointConfigurations/probe`, {
-          body: { name: 'probe', category: 'LLM', provider: 'openai', url, authentication_type: 'None' },
-          ...(as ? { as } : {}),
-        });
-      for (const url of [`${llm.url}/v1`, 'http://127.0.0.1:1/v1', 'http://10.0.0.5/v1', 'http://localhost:8080/v1']) {
-        const refused = await endpoint(url, contributor);
-        expect(refused.status, url).toBe(400);
-        expect(JSON.stringify(refused.body), url).toContain('only an Owner');
+        );
+        expect(granted.status).toBe(200);
+        const endpoint = (url: string, as?: string) =>
+          app.call('POST', `${providers(app, 'Svc.Configuration')}/apiEndpointConfigurations/probe`, {
+            body: { name: 'probe', category: 'LLM', provider: 'openai', url, authentication_type: 'None' },
+            ...(as ? { as } : {}),
+          });
+        for (const url of [
+          `${llm.url}/v1`,
+          'http://127.0.0.1:1/v1',
+          'http://10.0.0.5/v1',
+          'http://localhost:8080/v1',
+        ]) {
+          const refused = await endpoint(url, contributor);
+          expect(refused.status, url).toBe(400);
+          expect(JSON.stringify(refused.body), url).toContain('only an Owner');
+        }
+        // The Owner may (local model servers), and the endpoint works.
+        expect((await endpoint(`${llm.url}/v1`)).status).toBe(200);
+        const shown = await app.call('GET', `${providers(app, 'Svc.Configuration')}/apiEndpointConfigurations/probe`);
+        expect((shown.body as { resource: { private_network: boolean } }).resource.private_network).toBe(true);
+      } finally {
+        await app.stop();
+        await llm.close();
       }
-      // The Owner may (local model servers), and the endpoint works.
-      expect((await endpoint(`${llm.url}/v1`)).status).toBe(200);
-      const shown = await app.call('GET', `${providers(app, 'Svc.Configuration')}/apiEndpointConfigurations/probe`);
-      expect((shown.body as { resource: { private_network: boolean } }).resource.private_network).toBe(true);
-    } finally {
-      await app.stop();
-      await llm.close();
-    }
-  }, 60_000);
+    },
+    60_000,
+  );
 });

@@ -76,7 +76,8 @@ describe('streamed answers to clients that stop reading', () => {
   });
 
   it.each(['/firehose', '/firehose-channel'])(
-    '6: cuts the stream of a client that stops reading within the write timeout, holding no more than the bounded backlog, and stops the producer (%s)',
+    '6: cuts the stream of a client that stops reading within the write timeout, holding no more than the ' +
+      'bounded backlog, and stops the producer (%s)',
     async (path) => {
       const before = process.memoryUsage().rss;
       const stoppedBefore = producers.stopped;
@@ -99,7 +100,10 @@ describe('streamed answers to clients that stop reading', () => {
       for (const s of sockets) s.destroy();
       const grown = (peak - before) / 1024 / 1024;
       console.log(
-        `slow readers (${path}): ${CLIENTS} of ${CLIENTS} streams cut by the service after ${Math.round((Date.now() - started) / 1000)} s, producers stopped ${producers.stopped} of ${producers.running}; RSS grew ${grown.toFixed(0)} MiB at most (${(grown / CLIENTS).toFixed(2)} MiB a client)`,
+        `slow readers (${path}): ${CLIENTS} of ${CLIENTS} streams cut by the service after ` +
+          `${Math.round((Date.now() - started) / 1000)} s, producers stopped ${producers.stopped} of ` +
+          `${producers.running}; RSS grew ${grown.toFixed(0)} MiB at most (${(grown / CLIENTS).toFixed(2)} MiB ` +
+          `a client)`,
       );
       expect(producers.stopped).toBe(producers.running);
       // What a client that stopped reading costs the service: its bounded backlog, at most a MiB.
@@ -132,7 +136,8 @@ describe('downloads to clients that stop reading, against the bundle', () => {
       const sockets = Array.from({ length: 3 }, () => {
         const socket = net.connect(port, '127.0.0.1', () => {
           socket.write(
-            `GET /instances/${INSTANCE}/files/${fileId}/content HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${token}\r\n\r\n`,
+            `GET /instances/${INSTANCE}/files/${fileId}/content HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: ` +
+              `Bearer ${token}\r\n\r\n`,
           );
           socket.pause();
         });

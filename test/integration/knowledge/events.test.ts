@@ -1,8 +1,8 @@
-// Event-triggered pipelines against Azurite: a blob created under the pipeline's paths is indexed, and one
-// deleted is gone from the index and from the semantic cache, each within 60 s, through the standalone server's stand-in for Event Grid
-// (it lists the containers and writes Blob events to the pipeline-events queue) and the same queue handler
-// Event Grid's deliveries reach in Azure. An event delivered twice starts one run; a blob outside the
-// pipeline's paths starts none; an Event pipeline must read a storage source.
+// Event-triggered pipelines against Azurite: a blob created under the pipeline's paths is indexed, and one deleted is
+// gone from the index and from the semantic cache, each within 60 s, through the standalone server's stand-in for Event
+// Grid (it lists the containers and writes Blob events to the pipeline-events queue) and the same queue handler Event
+// Grid's deliveries reach in Azure. An event delivered twice starts one run; a blob outside the pipeline's paths starts
+// none; an Event pipeline must read a storage source.
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { TIMERS } from '../../../functions/groups.js';

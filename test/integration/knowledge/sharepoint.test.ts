@@ -111,7 +111,8 @@ describe('SharePoint Online data sources', () => {
     base = `http://127.0.0.1:${(graph.address() as AddressInfo).port}`;
     llm = await startMockLlm();
     app = await startTestApp({ ALLOW_PRIVATE_NETWORK: 'true' });
-    // Graph with a token as the managed identity would get it (the credential gate's audiences are tested on their own).
+    // Graph with a token as the managed identity would get it (the credential gate's audiences are tested on their
+    // own).
     (app.services as { graph: GraphOptions | undefined }).graph = {
       baseUrl: base,
       getToken: () => Promise.resolve('graph-token'),

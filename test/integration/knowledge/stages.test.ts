@@ -166,7 +166,8 @@ describe('data pipeline stages', () => {
     const cases: [unknown, string][] = [
       [
         STAGES({ partitioner: 'Dotnet-Builtin-TextExtraction' }),
-        'stages[1].plugin_parameters.partitioner: partitioner must name one of Dotnet-Builtin-TokenPartitioning, Dotnet-Builtin-MarkdownPartitioning',
+        'stages[1].plugin_parameters.partitioner: partitioner must name one of ' +
+          'Dotnet-Builtin-TokenPartitioning, Dotnet-Builtin-MarkdownPartitioning',
       ],
       [
         STAGES({ partition_size_tokens: 'big' }),

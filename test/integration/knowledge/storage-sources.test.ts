@@ -78,64 +78,75 @@ describe('storage data sources', () => {
     );
   });
 
-  it('fails a run whose connection string secret is not set, saying so, and refuses what cannot be a storage source', async () => {
-    await seedPipeline(
-      app,
-      'storage-kb',
-      'unset',
-      {
+  it(
+    'fails a run whose connection string secret is not set, saying so, and refuses what cannot be a storage ' +
+      'source',
+    async () => {
+      await seedPipeline(
+        app,
+        'storage-kb',
+        'unset',
+        {
+          data_source_type: 'AzureDataLake',
+          filesystem: lake,
+          configuration: { connection_string_secret_name: 'SVC_SECRET_NOT_SET' },
+        },
+        [],
+        'unset',
+      );
+      const run = await processPipeline(app, 'unset');
+      expect(run.status).toBe('Failed');
+      expect(JSON.stringify(run.errors)).toContain('SVC_SECRET_NOT_SET is not set');
+      // A name that is not an SVC_SECRET_ setting is kept as defined, and a run says what it must be.
+      await seedPipeline(
+        app,
+        'storage-kb',
+        'misnamed',
+        {
+          data_source_type: 'AzureBlob',
+          container: first,
+          configuration: { connection_string_secret_name: 'blob-cs' },
+        },
+        [],
+        'misnamed',
+      );
+      const misnamed = await processPipeline(app, 'misnamed');
+      expect(misnamed.status).toBe('Failed');
+      expect(JSON.stringify(misnamed.errors)).toContain('connection_string_secret_name blob-cs');
+
+      await upsert(app, 'Svc.DataSource', 'dataSources', 'no-filesystem', {
         data_source_type: 'AzureDataLake',
-        filesystem: lake,
-        configuration: { connection_string_secret_name: 'SVC_SECRET_NOT_SET' },
-      },
-      [],
-      'unset',
-    );
-    const run = await processPipeline(app, 'unset');
-    expect(run.status).toBe('Failed');
-    expect(JSON.stringify(run.errors)).toContain('SVC_SECRET_NOT_SET is not set');
-    // A name that is not an SVC_SECRET_ setting is kept as defined, and a run says what it must be.
-    await seedPipeline(
-      app,
-      'storage-kb',
-      'misnamed',
-      { data_source_type: 'AzureBlob', container: first, configuration: { connection_string_secret_name: 'blob-cs' } },
-      [],
-      'misnamed',
-    );
-    const misnamed = await processPipeline(app, 'misnamed');
-    expect(misnamed.status).toBe('Failed');
-    expect(JSON.stringify(misnamed.errors)).toContain('connection_string_secret_name blob-cs');
-
-    await upsert(app, 'Svc.DataSource', 'dataSources', 'no-filesystem', {
-      data_source_type: 'AzureDataLake',
-      configuration: { connection_string_secret_name: 'SVC_SECRET_LAKE_CONNECTION' },
-    });
-    await upsert(app, 'Svc.DataPipeline', 'dataPipelines', 'no-filesystem', {
-      data_source_object_id: objectId('Svc.DataSource', 'dataSources', 'no-filesystem'),
-      index_name: 'nofs',
-      embedding_ai_model_object_id: objectId('Svc.AIModel', 'aiModels', 'storage-kb-embedding'),
-    });
-    const refused = await app.call('POST', `${providers(app, 'Svc.DataPipeline')}/dataPipelines/no-filesystem/process`);
-    expect(refused.status).toBe(400);
-    expect(JSON.stringify(refused.body)).toContain('needs a filesystem');
-
-    for (const body of [
-      { data_source_type: 'AzureBlob', container: first, filesystem: lake },
-      { data_source_type: 'Web', urls: ['https://example.com/'], configuration: { containers: [first] } },
-      {
-        data_source_type: 'AzureBlob',
-        container: first,
-        account_url: 'https://acct.blob.core.windows.net',
         configuration: { connection_string_secret_name: 'SVC_SECRET_LAKE_CONNECTION' },
-      },
-    ]) {
-      const r = await app.call('POST', `${providers(app, 'Svc.DataSource')}/dataSources/refused`, {
-        body: { name: 'refused', ...body },
       });
-      expect(r.status, JSON.stringify(body)).toBe(400);
-    }
-  });
+      await upsert(app, 'Svc.DataPipeline', 'dataPipelines', 'no-filesystem', {
+        data_source_object_id: objectId('Svc.DataSource', 'dataSources', 'no-filesystem'),
+        index_name: 'nofs',
+        embedding_ai_model_object_id: objectId('Svc.AIModel', 'aiModels', 'storage-kb-embedding'),
+      });
+      const refused = await app.call(
+        'POST',
+        `${providers(app, 'Svc.DataPipeline')}/dataPipelines/no-filesystem/process`,
+      );
+      expect(refused.status).toBe(400);
+      expect(JSON.stringify(refused.body)).toContain('needs a filesystem');
+
+      for (const body of [
+        { data_source_type: 'AzureBlob', container: first, filesystem: lake },
+        { data_source_type: 'Web', urls: ['https://example.com/'], configuration: { containers: [first] } },
+        {
+          data_source_type: 'AzureBlob',
+          container: first,
+          account_url: 'https://acct.blob.core.windows.net',
+          configuration: { connection_string_secret_name: 'SVC_SECRET_LAKE_CONNECTION' },
+        },
+      ]) {
+        const r = await app.call('POST', `${providers(app, 'Svc.DataSource')}/dataSources/refused`, {
+          body: { name: 'refused', ...body },
+        });
+        expect(r.status, JSON.stringify(body)).toBe(400);
+      }
+    },
+  );
 
   it('reads a Data Lake account through the Blob host of the same account', () => {
     expect(blobUrlOf('https://acct.dfs.core.windows.net/')).toBe('https://acct.blob.core.windows.net');

@@ -532,33 +532,38 @@ describe('analytics', () => {
     const cost = async (type: number, filters: Record<string, unknown> = MAY) =>
       (await data(type, filters)) as CostReport;
 
-    it('100 CostByCostCenter: per cost center and currency, most costly first, with daily series and totals per currency', async () => {
-      const r = await cost(100);
-      expect(r.group_by).toBe('cost_center');
-      // sales: 0.25 + 0.5 + 0.1 + 0.05 in USD; support: bob's EUR call; none: dave's call of a model without a currency.
-      expect(r.items.map((i) => [i.name, i.currency, i.total_cost, i.total_tokens, i.requests])).toEqual([
-        ['sales', 'USD', 0.9, 560, 4],
-        ['support', 'EUR', 0.1, 20, 1],
-        [null, null, 0.03, 30, 1],
-      ]);
-      expect(r.items[0]?.daily).toEqual([
-        { date: '2026-05-01', cost: 0.25, total_tokens: 150, requests: 1 },
-        { date: '2026-05-02', cost: 0.5, total_tokens: 300, requests: 1 },
-        { date: '2026-05-03', cost: 0.15, total_tokens: 110, requests: 2 },
-      ]);
-      expect(r.totals).toEqual([
-        { currency: 'EUR', total_cost: 0.1, prompt_tokens: 10, completion_tokens: 10, total_tokens: 20, requests: 1 },
-        {
-          currency: 'USD',
-          total_cost: 0.9,
-          prompt_tokens: 370,
-          completion_tokens: 190,
-          total_tokens: 560,
-          requests: 4,
-        },
-        { currency: null, total_cost: 0.03, prompt_tokens: 30, completion_tokens: 0, total_tokens: 30, requests: 1 },
-      ]);
-    });
+    it(
+      '100 CostByCostCenter: per cost center and currency, most costly first, with daily series and totals per ' +
+        'currency',
+      async () => {
+        const r = await cost(100);
+        expect(r.group_by).toBe('cost_center');
+        // sales: 0.25 + 0.5 + 0.1 + 0.05 in USD; support: bob's EUR call; none: dave's call of a model without a
+        // currency.
+        expect(r.items.map((i) => [i.name, i.currency, i.total_cost, i.total_tokens, i.requests])).toEqual([
+          ['sales', 'USD', 0.9, 560, 4],
+          ['support', 'EUR', 0.1, 20, 1],
+          [null, null, 0.03, 30, 1],
+        ]);
+        expect(r.items[0]?.daily).toEqual([
+          { date: '2026-05-01', cost: 0.25, total_tokens: 150, requests: 1 },
+          { date: '2026-05-02', cost: 0.5, total_tokens: 300, requests: 1 },
+          { date: '2026-05-03', cost: 0.15, total_tokens: 110, requests: 2 },
+        ]);
+        expect(r.totals).toEqual([
+          { currency: 'EUR', total_cost: 0.1, prompt_tokens: 10, completion_tokens: 10, total_tokens: 20, requests: 1 },
+          {
+            currency: 'USD',
+            total_cost: 0.9,
+            prompt_tokens: 370,
+            completion_tokens: 190,
+            total_tokens: 560,
+            requests: 4,
+          },
+          { currency: null, total_cost: 0.03, prompt_tokens: 30, completion_tokens: 0, total_tokens: 30, requests: 1 },
+        ]);
+      },
+    );
 
     it('101 CostByAgent, 102 CostByUser and 103 CostByModel group the same records', async () => {
       expect((await cost(101)).items.map((i) => [i.name, i.currency, i.total_cost])).toEqual([
@@ -625,7 +630,8 @@ describe('analytics', () => {
         expect(daily('people')).toEqual([0.28, 0.5, 0.1]);
         expect(daily('keys')).toEqual([0, 0, 0.05]);
         expect(daily('support-eur')).toEqual([0, 0.1, 0]);
-        // Nothing was spent through admission in the current period: the whole scope stands at its limit, no user or token has spent.
+        // Nothing was spent through admission in the current period: the whole scope stands at its limit, no user or
+        // token has spent.
         expect(status[0]?.subjects).toEqual([{ subject: null, spent: 0, reserved: 0, remaining: 100 }]);
         expect(status[1]?.subjects).toEqual([]);
         expect(status[0]?.period_start).toBe(`${new Date().toISOString().slice(0, 7)}-01T00:00:00.000Z`);

@@ -77,7 +77,8 @@ describe('evaluations', () => {
     );
     const { run: done, ms } = await run('regression');
     console.log(
-      `evaluation of 50 cases against the mock model: ${Math.round(ms)} ms from run to Completed (run ${done.duration_ms} ms)`,
+      `evaluation of 50 cases against the mock model: ${Math.round(ms)} ms from run to Completed (run ` +
+        `${done.duration_ms} ms)`,
     );
     expect(done.status).toBe('Completed');
     expect(done.results).toHaveLength(50);

@@ -104,35 +104,39 @@ describe.each(STORES)('document store contract: $name', (adapter) => {
       expect((await c.read('bulk-0', 'new'))?.n).toBe(7);
     });
 
-    it('writes a few documents of one partition in one batch, and refuses the batch on a taken id, a stale ETag or a missing document', async () => {
-      const create = (d: Item) => ({ op: 'create' as const, doc: d });
-      await c.writeBatch('batch', [create(item('batch', 'x', 1)), create(item('batch', 'y', 2))]);
-      expect((await c.query({ partition: 'batch' })).items.map((d) => d.id).sort()).toEqual(['x', 'y']);
-      const y = (await c.read('batch', 'y'))!;
-      await c.writeBatch('batch', [
-        create(item('batch', 'v', 4)),
-        { op: 'replace', doc: { ...y, n: 20 }, ifMatch: y._etag },
-      ]);
-      expect((await c.read('batch', 'y'))?.n).toBe(20);
-      await expect(
-        c.writeBatch('batch', [create(item('batch', 'z', 3)), create(item('batch', 'x', 9))]),
-      ).rejects.toBeInstanceOf(ConflictError);
-      await expect(
-        c.writeBatch('batch', [
-          create(item('batch', 'w', 3)),
-          { op: 'replace', doc: { ...y, n: 30 }, ifMatch: y._etag },
-        ]),
-      ).rejects.toBeInstanceOf(PreconditionFailedError);
-      await expect(c.writeBatch('batch', [{ op: 'replace', doc: item('batch', 'gone', 1) }])).rejects.toBeInstanceOf(
-        NotFoundError,
-      );
-      expect((await c.read('batch', 'x'))?.n).toBe(1);
-      expect((await c.read('batch', 'y'))?.n).toBe(20);
-      // Real Cosmos DB and SQLite write none of a refused batch; the local Cosmos-compatible server is not atomic.
-      if (adapter.name === 'embedded')
-        expect([await c.read('batch', 'z'), await c.read('batch', 'w')]).toEqual([undefined, undefined]);
-      await expect(c.writeBatch('batch', [create(item('other', 'o', 1))])).rejects.toBeInstanceOf(StoreError);
-    });
+    it(
+      'writes a few documents of one partition in one batch, and refuses the batch on a taken id, a stale ETag ' +
+        'or a missing document',
+      async () => {
+        const create = (d: Item) => ({ op: 'create' as const, doc: d });
+        await c.writeBatch('batch', [create(item('batch', 'x', 1)), create(item('batch', 'y', 2))]);
+        expect((await c.query({ partition: 'batch' })).items.map((d) => d.id).sort()).toEqual(['x', 'y']);
+        const y = (await c.read('batch', 'y'))!;
+        await c.writeBatch('batch', [
+          create(item('batch', 'v', 4)),
+          { op: 'replace', doc: { ...y, n: 20 }, ifMatch: y._etag },
+        ]);
+        expect((await c.read('batch', 'y'))?.n).toBe(20);
+        await expect(
+          c.writeBatch('batch', [create(item('batch', 'z', 3)), create(item('batch', 'x', 9))]),
+        ).rejects.toBeInstanceOf(ConflictError);
+        await expect(
+          c.writeBatch('batch', [
+            create(item('batch', 'w', 3)),
+            { op: 'replace', doc: { ...y, n: 30 }, ifMatch: y._etag },
+          ]),
+        ).rejects.toBeInstanceOf(PreconditionFailedError);
+        await expect(c.writeBatch('batch', [{ op: 'replace', doc: item('batch', 'gone', 1) }])).rejects.toBeInstanceOf(
+          NotFoundError,
+        );
+        expect((await c.read('batch', 'x'))?.n).toBe(1);
+        expect((await c.read('batch', 'y'))?.n).toBe(20);
+        // Real Cosmos DB and SQLite write none of a refused batch; the local Cosmos-compatible server is not atomic.
+        if (adapter.name === 'embedded')
+          expect([await c.read('batch', 'z'), await c.read('batch', 'w')]).toEqual([undefined, undefined]);
+        await expect(c.writeBatch('batch', [create(item('other', 'o', 1))])).rejects.toBeInstanceOf(StoreError);
+      },
+    );
 
     it('deletes in a batch, refusing the batch when the document is gone or its ETag is stale', async () => {
       const create = (d: Item) => ({ op: 'create' as const, doc: d });
@@ -196,58 +200,66 @@ describe.each(STORES)('document store contract: $name', (adapter) => {
       expect(new Set(final?.tags).size).toBe(26);
     });
 
-    it('keeps writes asked for together independent: a refused batch among them stores nothing, the others all hold', async () => {
-      await c.create(item('together', 'taken', 0));
-      const results = await Promise.allSettled([
-        c.create(item('together', 'a', 1)),
-        c.writeBatch('together', [
-          { op: 'create', doc: item('together', 'b', 2) },
-          { op: 'create', doc: item('together', 'taken', 9) },
-        ]),
-        c.upsert(item('together', 'c', 3)),
-        c.create(item('together', 'taken', 8)),
-      ]);
-      expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'rejected']);
-      expect((await c.read('together', 'taken'))?.n).toBe(0);
-      if (adapter.name === 'embedded') expect(await c.read('together', 'b')).toBeUndefined();
-      expect([(await c.read('together', 'a'))?.n, (await c.read('together', 'c'))?.n]).toEqual([1, 3]);
-    });
-
-    it('answers each of concurrent batches updating one document on its own: a refused one stores nothing of it, the others all hold', async () => {
-      const known = await c.create(item('grouped', 'session', 0));
-      await c.create(item('grouped', 'taken', 0));
-      const turn = (i: number, id = `g${i}`) =>
-        c.writeBatch('grouped', [
-          {
-            op: 'update',
-            id: 'session',
-            known,
-            apply: (cur) => ({ ...cur, n: cur.n + 1, tags: [...cur.tags, `t${i}`] }),
-          },
-          { op: 'create', doc: item('grouped', id, i) },
+    it(
+      'keeps writes asked for together independent: a refused batch among them stores nothing, the others all ' +
+        'hold',
+      async () => {
+        await c.create(item('together', 'taken', 0));
+        const results = await Promise.allSettled([
+          c.create(item('together', 'a', 1)),
+          c.writeBatch('together', [
+            { op: 'create', doc: item('together', 'b', 2) },
+            { op: 'create', doc: item('together', 'taken', 9) },
+          ]),
+          c.upsert(item('together', 'c', 3)),
+          c.create(item('together', 'taken', 8)),
         ]);
-      const results = await Promise.allSettled([turn(0), turn(1), turn(2), turn(3, 'taken'), turn(4), turn(5)]);
-      expect(results[3].status === 'rejected' && results[3].reason).toBeInstanceOf(ConflictError);
-      expect((await c.read('grouped', 'taken'))?.n).toBe(0);
-      // The Cosmos-compatible server these tests run against does not roll back a refused batch (Cosmos DB
-      // does): what the batches written together did before the refusal stays there, so the rest is checked
-      // on the embedded store only.
-      if (adapter.name !== 'embedded') return;
-      expect(results.map((r) => r.status)).toEqual([
-        'fulfilled',
-        'fulfilled',
-        'fulfilled',
-        'rejected',
-        'fulfilled',
-        'fulfilled',
-      ]);
-      const session = await c.read('grouped', 'session');
-      expect(session?.n).toBe(5);
-      expect([...(session?.tags ?? [])].sort()).toEqual(
-        ['t0', 't1', 't2', 't4', 't5', ...item('grouped', 'x', 0).tags].sort(),
-      );
-      expect(await c.read('grouped', 'g3')).toBeUndefined();
-    });
+        expect(results.map((r) => r.status)).toEqual(['fulfilled', 'rejected', 'fulfilled', 'rejected']);
+        expect((await c.read('together', 'taken'))?.n).toBe(0);
+        if (adapter.name === 'embedded') expect(await c.read('together', 'b')).toBeUndefined();
+        expect([(await c.read('together', 'a'))?.n, (await c.read('together', 'c'))?.n]).toEqual([1, 3]);
+      },
+    );
+
+    it(
+      'answers each of concurrent batches updating one document on its own: a refused one stores nothing of it, ' +
+        'the others all hold',
+      async () => {
+        const known = await c.create(item('grouped', 'session', 0));
+        await c.create(item('grouped', 'taken', 0));
+        const turn = (i: number, id = `g${i}`) =>
+          c.writeBatch('grouped', [
+            {
+              op: 'update',
+              id: 'session',
+              known,
+              apply: (cur) => ({ ...cur, n: cur.n + 1, tags: [...cur.tags, `t${i}`] }),
+            },
+            { op: 'create', doc: item('grouped', id, i) },
+          ]);
+        const results = await Promise.allSettled([turn(0), turn(1), turn(2), turn(3, 'taken'), turn(4), turn(5)]);
+        expect(results[3].status === 'rejected' && results[3].reason).toBeInstanceOf(ConflictError);
+        expect((await c.read('grouped', 'taken'))?.n).toBe(0);
+        // The Cosmos-compatible server these tests run against does not roll back a refused batch (Cosmos DB
+        // does): what the batches written together did before the refusal stays there, so the rest is checked
+        // on the embedded store only.
+        if (adapter.name !== 'embedded') return;
+        expect(results.map((r) => r.status)).toEqual([
+          'fulfilled',
+          'fulfilled',
+          'fulfilled',
+          'rejected',
+          'fulfilled',
+          'fulfilled',
+        ]);
+        const session = await c.read('grouped', 'session');
+        expect(session?.n).toBe(5);
+        expect([...(session?.tags ?? [])].sort()).toEqual(
+          ['t0', 't1', 't2', 't4', 't5', ...item('grouped', 'x', 0).tags].sort(),
+        );
+        expect(await c.read('grouped', 'g3')).toBeUndefined();
+      },
+    );
 
     it('applies a batch update to the version it writes over: 100 concurrent batches lose none of theirs', async () => {
       // Every writer passes the copy it read first: all but one find it stale.

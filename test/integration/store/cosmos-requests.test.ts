@@ -24,7 +24,8 @@ describe('Cosmos DB requests of a completion', () => {
     server = createHttpServer({ keepAlive: true });
     server.on('request', (req: { method?: string; url?: string; headers: Record<string, string | undefined> }) =>
       requests.push(
-        `${req.method ?? ''} ${(req.url ?? '').replace(/\/docs\/[^/]+$/, '/docs/{id}')}${req.headers['x-ms-cosmos-is-query-plan-request'] ? ' (query plan)' : req.headers['x-ms-documentdb-isquery'] ? ' (query)' : req.headers['x-ms-cosmos-is-batch-request'] ? ' (batch)' : ''}`,
+        `${req.method ?? ''} ` +
+          `${(req.url ?? '').replace(/\/docs\/[^/]+$/, '/docs/{id}')}${req.headers['x-ms-cosmos-is-query-plan-request'] ? ' (query plan)' : req.headers['x-ms-documentdb-isquery'] ? ' (query)' : req.headers['x-ms-cosmos-is-batch-request'] ? ' (batch)' : ''}`,
       ),
     );
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -45,32 +46,36 @@ describe('Cosmos DB requests of a completion', () => {
     server.closeAllConnections();
   });
 
-  it('makes 4 requests: the session (with its recent messages), the turn listed on it, one batch with both messages, the prompt, the session update and the end of the listing, the usage record', async () => {
-    const session = (
-      (await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: 'count' } })).body as {
-        id: string;
-      }
-    ).id;
-    const complete = () =>
-      app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, {
-        body: { user_prompt: 'count me', agent_name: 'counted', session_id: session },
-      });
-    // Warm: caches of the agent chain, role assignments and settings, and the SDK's own metadata.
-    expect((await complete()).status).toBe(200);
-    requests.length = 0;
-    expect((await complete()).status).toBe(200);
-    process.stdout.write(
-      `Cosmos requests of one completion with a session: ${requests.length}\n  ${requests.join('\n  ')}\n`,
-    );
-    // The listing is written while the turn gets under way; the batch and the usage record go side by side:
-    // two round trips after the model's answer.
-    expect(requests.map((r) => r.replace(/\/dbs\/[^/]+/, '')).sort()).toEqual([
-      'GET /colls/sessions/docs/{id}',
-      'POST /colls/sessions/docs',
-      'POST /colls/sessions/docs (batch)',
-      'POST /colls/usage/docs',
-    ]);
-  });
+  it(
+    'makes 4 requests: the session (with its recent messages), the turn listed on it, one batch with both ' +
+      'messages, the prompt, the session update and the end of the listing, the usage record',
+    async () => {
+      const session = (
+        (await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, { body: { name: 'count' } })).body as {
+          id: string;
+        }
+      ).id;
+      const complete = () =>
+        app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, {
+          body: { user_prompt: 'count me', agent_name: 'counted', session_id: session },
+        });
+      // Warm: caches of the agent chain, role assignments and settings, and the SDK's own metadata.
+      expect((await complete()).status).toBe(200);
+      requests.length = 0;
+      expect((await complete()).status).toBe(200);
+      process.stdout.write(
+        `Cosmos requests of one completion with a session: ${requests.length}\n  ${requests.join('\n  ')}\n`,
+      );
+      // The listing is written while the turn gets under way; the batch and the usage record go side by side:
+      // two round trips after the model's answer.
+      expect(requests.map((r) => r.replace(/\/dbs\/[^/]+/, '')).sort()).toEqual([
+        'GET /colls/sessions/docs/{id}',
+        'POST /colls/sessions/docs',
+        'POST /colls/sessions/docs (batch)',
+        'POST /colls/usage/docs',
+      ]);
+    },
+  );
 
   it('writes the updates of a document that wait for a batch as one batch, from the version that batch wrote', async () => {
     const sessions = rawContainer<{ id: string; pk: string; n: number }>(store, 'sessions');

@@ -32,7 +32,8 @@ describe('an embedded vector index of the previous release', () => {
       );
       old
         .prepare(
-          `INSERT INTO quantized_8 (rowid, bits, index_name, source, file_name, expires_at, part, title, text, embedding) VALUES (?, vec_quantize_binary(?), 'docs', 'a.txt', 'a.txt', ?, ?, 'A', ?, ?)`,
+          `INSERT INTO quantized_8 (rowid, bits, index_name, source, file_name, expires_at, part, title, ` +
+            `text, embedding) VALUES (?, vec_quantize_binary(?), 'docs', 'a.txt', 'a.txt', ?, ?, 'A', ?, ?)`,
         )
         .run(rowid, blob(v), never, BigInt(i), `part on axis ${axis}`, blob(v));
     }
@@ -97,12 +98,14 @@ describe('an embedded vector index of the previous release', () => {
       );
       old
         .prepare(
-          `INSERT INTO partitions_8 (rowid, bits, index_name, source, file_name, expires_at, access, part, title, text, embedding) VALUES (?, vec_quantize_binary(?), 'docs', ?, ?, ?, ?, 0, 'T', ?, ?)`,
+          `INSERT INTO partitions_8 (rowid, bits, index_name, source, file_name, expires_at, access, part, ` +
+            `title, text, embedding) VALUES (?, vec_quantize_binary(?), 'docs', ?, ?, ?, ?, 0, 'T', ?, ?)`,
         )
         .run(rowid, blob(v), source, source, never, access, `text of ${source}`, blob(v));
       old
         .prepare(
-          `INSERT INTO fulltext (rowid, text, index_name, source, file_name, access, expires_at, dimensions) VALUES (?, ?, 'docs', ?, ?, ?, ?, 8)`,
+          `INSERT INTO fulltext (rowid, text, index_name, source, file_name, access, expires_at, dimensions) ` +
+            `VALUES (?, ?, 'docs', ?, ?, ?, ?, 8)`,
         )
         .run(rowid, `text of ${source}`, source, source, access, never);
       old

@@ -57,7 +57,8 @@ describe('Dockerfile', () => {
     const build = stage('build');
     expect(ops(build, 'RUN')).toEqual(['npm ci --no-audit --no-fund', 'npm run build']);
     // The portal's API types (generated from the route table), tsc, the bundle, the portals, the build's fingerprint.
-    expect(pkg.scripts.build).toBe('npm run portal:types --silent && tsc -p tsconfig.build.json && node dist/scripts/bundle.js && vite build --config portal/vite.config.ts && node scripts/build-if-changed.mjs --stamp');
+    expect(pkg.scripts.build).toBe(('npm run portal:types --silent && tsc -p tsconfig.build.json && node dist/scripts/bundle.js && vite build ' +
+'--config portal/vite.config.ts && node scripts/build-if-changed.mjs --stamp'));
     expect(pkg.scripts['portal:types']).toBe('tsx scripts/portal-api-types.ts');
     const compiled = (JSON.parse(read('tsconfig.build.json')) as { include: string[] }).include;
     const copied = ops(build, 'COPY').flatMap((a) => a.split(/\s+/).slice(0, -1));

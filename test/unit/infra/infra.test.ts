@@ -91,7 +91,8 @@ describe('infrastructure', () => {
     expect(JSON.stringify(container.indexing_policy)).toContain('composite_index');
   });
 
-  it('both flavours give the knowledge container its vector embedding policy and vector index, on an account with vector search', () => {
+  it(('both flavours give the knowledge container its vector embedding policy and vector index, on an account ' +
+'with vector search'), () => {
     const knowledge = (JSON.parse(read('infra/containers.json')) as { name: string; vectorEmbeddingPolicy?: unknown; indexingPolicy: { vectorIndexes?: unknown[] } }[]).find((c) => c.name === 'knowledge');
     expect(knowledge?.vectorEmbeddingPolicy).toMatchObject({ vectorEmbeddings: [{ path: '/vector', distanceFunction: 'cosine', dimensions: 1536 }] });
     expect(knowledge?.indexingPolicy.vectorIndexes).toEqual([{ path: '/vector', type: 'quantizedFlat' }]);
@@ -106,7 +107,8 @@ describe('infrastructure', () => {
     expect(JSON.stringify(tfResource('azurerm_cosmosdb_account').capabilities)).toContain('EnableNoSQLVectorSearch');
   });
 
-  it('both flavours give the knowledge container its full-text policy and index, on an account with full-text search', () => {
+  it(('both flavours give the knowledge container its full-text policy and index, on an account with full-text ' +
+'search'), () => {
     const knowledge = (JSON.parse(read('infra/containers.json')) as { name: string; fullTextPolicy?: unknown; indexingPolicy: { fullTextIndexes?: unknown[] } }[]).find((c) => c.name === 'knowledge');
     expect(knowledge?.fullTextPolicy).toEqual({ defaultLanguage: 'en-US', fullTextPaths: [{ path: '/text', language: 'en-US' }] });
     expect(knowledge?.indexingPolicy.fullTextIndexes).toEqual([{ path: '/text' }]);
@@ -256,7 +258,8 @@ describe('infrastructure', () => {
     expect(JSON.stringify(tfResource('azurerm_function_app_flex_consumption', 'app').dynamic)).toContain('always_ready');
   });
 
-  it('deploys a working portal: the Core app knows the Management app\'s URL, and the Management app allows the portal\'s origin', () => {
+  it(('deploys a working portal: the Core app knows the Management app\'s URL, and the Management app allows the ' +
+'portal\'s origin'), () => {
     for (const environment of ENVIRONMENT_NAMES) {
       const b = bicepNames(environment);
       const t = terraformNames(environment);
@@ -310,7 +313,8 @@ describe('infrastructure', () => {
     }
   });
 
-  it("delivers the storage account's Blob created and deleted events to the pipeline-events queue with Event Grid's own identity, in both flavours", () => {
+  it(("delivers the storage account's Blob created and deleted events to the pipeline-events queue with Event " +
+"Grid's own identity, in both flavours"), () => {
     const config = loadConfig({});
     expect(resourcesBicep).toMatch(/resource blobEvents 'Microsoft\.EventGrid\/systemTopics@[^']+' = \{[\s\S]*?identity: \{ type: 'SystemAssigned' \}[\s\S]*?source: storage\.id\s*topicType: 'Microsoft\.Storage\.StorageAccounts'/);
     expect(resourcesBicep).toContain(`properties: { resourceId: storage.id, queueName: '${config.knowledge.eventsQueue}'`);
@@ -340,7 +344,8 @@ describe('infrastructure', () => {
     for (const role of ['storageRoles', 'vaultRoles', 'insightsRoles', 'cosmosRoles']) expect(resourcesBicep).toContain(`resource ${role} `);
   });
 
-  it('runs two Function Apps on Flex Consumption, Node 22 (the Node the package is built for), each with its own user-assigned identity', () => {
+  it(('runs two Function Apps on Flex Consumption, Node 22 (the Node the package is built for), each with its own ' +
+'user-assigned identity'), () => {
     expect(DEPLOYED_NODE_MAJOR).toBe(22);
     expect(resourcesBicep).toContain("runtime: { name: 'node', version: '22' }");
     expect(resourcesBicep).toMatch(/resource identities 'Microsoft\.ManagedIdentity\/userAssignedIdentities@[^']+' = \[\s*for app in apps/);
@@ -358,13 +363,15 @@ describe('infrastructure', () => {
     expect(validated).toEqual(expect.arrayContaining(['environment_name', 'instance_id', 'auth_issuer', 'auth_jwks_uri', 'bootstrap_owner_ids', 'core_always_ready_instances']));
   });
 
-  it('lists every setting in local.settings.sample.json, and azd deploys the built package to both apps from infra/bicep', () => {
+  it(('lists every setting in local.settings.sample.json, and azd deploys the built package to both apps from ' +
+'infra/bicep'), () => {
     const sample = JSON.parse(read('local.settings.sample.json')) as { Values: Record<string, string> };
     for (const name of SETTING_NAMES) expect(Object.keys(sample.Values), name).toContain(name);
     const azure = read('azure.yaml');
     expect(azure).toMatch(/provider: bicep\s+path: infra\/bicep\s+module: main/);
     for (const service of ['core', 'management']) {
-      expect(azure).toMatch(new RegExp(`${service}:\\s+project: \\.\\s+language: ts\\s+host: function\\s+dist: \\.azure-package\\s+remoteBuild: false`));
+      expect(azure).toMatch(new RegExp((`${service}:\\s+project: \\.\\s+language: ts\\s+host: function\\s+dist: ` +
+`\\.azure-package\\s+remoteBuild: false`)));
     }
     expect(azure).toMatch(/prepackage:[\s\S]*run: npm ci && npm run package/);
     // remoteBuild: false needs node_modules in the package: azd refuses it when .funcignore excludes them.

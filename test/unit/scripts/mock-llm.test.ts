@@ -20,10 +20,14 @@ describe('scripted tool calls', () => {
     });
   });
 
-  it('asks for nothing when the function is not offered, the arguments are not an object, or there is no /call line', () => {
-    expect(scriptedCall('/call delete_everything {}', offered)).toBeUndefined();
-    expect(scriptedCall('/call lookup [1, 2]', offered)).toBeUndefined();
-    expect(scriptedCall('/call lookup {not json', offered)).toBeUndefined();
-    expect(scriptedCall('please /call lookup {}', offered)).toBeUndefined();
-  });
+  it(
+    'asks for nothing when the function is not offered, the arguments are not an object, or there is no /call ' +
+      'line',
+    () => {
+      expect(scriptedCall('/call delete_everything {}', offered)).toBeUndefined();
+      expect(scriptedCall('/call lookup [1, 2]', offered)).toBeUndefined();
+      expect(scriptedCall('/call lookup {not json', offered)).toBeUndefined();
+      expect(scriptedCall('please /call lookup {}', offered)).toBeUndefined();
+    },
+  );
 });

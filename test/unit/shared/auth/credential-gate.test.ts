@@ -50,7 +50,8 @@ describe('a storage account URL a user names', () => {
       // The challenge names Key Vault: the SDK's challenge policy would ask for a token of that resource.
       res.writeHead(401, {
         'www-authenticate':
-          'Bearer authorization_uri=https://login.microsoftonline.com/00000000-0000-0000-0000-000000000001/oauth2/authorize resource_id=https://vault.azure.net',
+          'Bearer ' +
+          'authorization_uri=https://login.microsoftonline.com/00000000-0000-0000-0000-000000000001/oauth2/authorize resource_id=https://vault.azure.net',
       });
       res.end();
     });
@@ -145,25 +146,29 @@ describe('managed-identity tokens for model endpoints and tool servers', () => {
 });
 
 describe('the audiences of the service itself', () => {
-  it('mints Monitor tokens for an ingestion endpoint, Cosmos tokens for the account, Graph tokens for Graph, and nothing for another host', async () => {
-    const identity = recordingIdentity();
-    const gate = gateWith(identity);
-    await gate
-      .credentialFor('monitor', 'https://westeurope-5.in.applicationinsights.azure.com/')
-      .getToken('https://vault.azure.net/.default');
-    await gate
-      .credentialFor('cosmos', 'https://acct.documents.azure.com:443/')
-      .getToken('https://management.azure.com/.default');
-    await expect(gate.bearer('graph', 'https://graph.microsoft.com')).resolves.toBe(
-      'token-for:https://graph.microsoft.com/.default',
-    );
-    expect(identity.asked).toEqual([
-      ['https://monitor.azure.com//.default'],
-      ['https://acct.documents.azure.com/.default'],
-      ['https://graph.microsoft.com/.default'],
-    ]);
-    expect(() => gate.credentialFor('monitor', 'https://collector.attacker.example/')).toThrow(CredentialGateError);
-    expect(() => gate.credentialFor('cosmos', 'https://cosmos.attacker.example/')).toThrow(CredentialGateError);
-    await expect(gate.bearer('graph', 'https://graph.attacker.example')).rejects.toThrow(CredentialGateError);
-  });
+  it(
+    'mints Monitor tokens for an ingestion endpoint, Cosmos tokens for the account, Graph tokens for Graph, and ' +
+      'nothing for another host',
+    async () => {
+      const identity = recordingIdentity();
+      const gate = gateWith(identity);
+      await gate
+        .credentialFor('monitor', 'https://westeurope-5.in.applicationinsights.azure.com/')
+        .getToken('https://vault.azure.net/.default');
+      await gate
+        .credentialFor('cosmos', 'https://acct.documents.azure.com:443/')
+        .getToken('https://management.azure.com/.default');
+      await expect(gate.bearer('graph', 'https://graph.microsoft.com')).resolves.toBe(
+        'token-for:https://graph.microsoft.com/.default',
+      );
+      expect(identity.asked).toEqual([
+        ['https://monitor.azure.com//.default'],
+        ['https://acct.documents.azure.com/.default'],
+        ['https://graph.microsoft.com/.default'],
+      ]);
+      expect(() => gate.credentialFor('monitor', 'https://collector.attacker.example/')).toThrow(CredentialGateError);
+      expect(() => gate.credentialFor('cosmos', 'https://cosmos.attacker.example/')).toThrow(CredentialGateError);
+      await expect(gate.bearer('graph', 'https://graph.attacker.example')).rejects.toThrow(CredentialGateError);
+    },
+  );
 });

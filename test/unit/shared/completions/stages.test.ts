@@ -87,28 +87,36 @@ describe('the stages of a completion', () => {
       ).rejects.toMatchObject({ kind: 'forbidden' });
     });
 
-    it("takes the caller's only usable agent when none is named, and refuses an attachment that is not the caller's", async () => {
-      expect((await admit(s, OWNER, request({ user_prompt: 'hi' }))).agent.name).toBe('helper');
-      await expect(
-        admit(s, OWNER, request({ user_prompt: 'hi', attachments: ['/files/not-mine'] })),
-      ).rejects.toMatchObject({ kind: 'invalid', details: [{ field: 'attachments' }] });
-    });
+    it(
+      "takes the caller's only usable agent when none is named, and refuses an attachment that is not the " +
+        "caller's",
+      async () => {
+        expect((await admit(s, OWNER, request({ user_prompt: 'hi' }))).agent.name).toBe('helper');
+        await expect(
+          admit(s, OWNER, request({ user_prompt: 'hi', attachments: ['/files/not-mine'] })),
+        ).rejects.toMatchObject({ kind: 'invalid', details: [{ field: 'attachments' }] });
+      },
+    );
   });
 
   describe('the chain and the model call', () => {
-    it("sends the prompt's prefix as the system message and its suffix after the user prompt, with the model's parameters and the request's overrides", async () => {
-      const before = llm.requests.length;
-      const done = await answer('What is 2+2?', { settings: { model_parameters: { temperature: 0.9 } } });
-      const sent = llm.requests[before]?.body;
-      expect(sent?.messages).toEqual([
-        { role: 'system', content: 'Be terse.' },
-        { role: 'user', content: 'What is 2+2?\n\nAnswer in one line.' },
-      ]);
-      expect(sent).toMatchObject({ model: 'chat', temperature: 0.9, seed: 7 });
-      expect(done.completion).toContain('What is 2+2?');
-      // The model's price counts: 1 per 1,000 prompt tokens.
-      expect(done.total_cost).toBeCloseTo(done.prompt_tokens / 1000, 6);
-    });
+    it(
+      "sends the prompt's prefix as the system message and its suffix after the user prompt, with the model's " +
+        "parameters and the request's overrides",
+      async () => {
+        const before = llm.requests.length;
+        const done = await answer('What is 2+2?', { settings: { model_parameters: { temperature: 0.9 } } });
+        const sent = llm.requests[before]?.body;
+        expect(sent?.messages).toEqual([
+          { role: 'system', content: 'Be terse.' },
+          { role: 'user', content: 'What is 2+2?\n\nAnswer in one line.' },
+        ]);
+        expect(sent).toMatchObject({ model: 'chat', temperature: 0.9, seed: 7 });
+        expect(done.completion).toContain('What is 2+2?');
+        // The model's price counts: 1 per 1,000 prompt tokens.
+        expect(done.total_cost).toBeCloseTo(done.prompt_tokens / 1000, 6);
+      },
+    );
 
     it('sends the last max_history turns of the session before the prompt', async () => {
       const session = await s.conversations.create(OWNER.upn, 'history');
@@ -122,55 +130,63 @@ describe('the stages of a completion', () => {
       expect(contents?.[3]).toBe('user:three');
     });
 
-    it('refuses an agent whose workflow names an embedding model, or a prompt that does not exist, naming what is wrong', async () => {
-      await put(s, agents, 'wrong', { workflow_object_id: id(workflows, 'wrong-model') });
-      await put(s, agents, 'promptless', { workflow_object_id: id(workflows, 'no-prompt') });
-      await expect(answer('hi', { agent_name: 'wrong' })).rejects.toMatchObject({
-        kind: 'invalid',
-        message: expect.stringContaining('not a completion model') as string,
-      });
-      await expect(answer('hi', { agent_name: 'promptless' })).rejects.toMatchObject({
-        kind: 'invalid',
-        message: expect.stringContaining('its prompt is missing') as string,
-      });
-    });
+    it(
+      'refuses an agent whose workflow names an embedding model, or a prompt that does not exist, naming what ' +
+        'is wrong',
+      async () => {
+        await put(s, agents, 'wrong', { workflow_object_id: id(workflows, 'wrong-model') });
+        await put(s, agents, 'promptless', { workflow_object_id: id(workflows, 'no-prompt') });
+        await expect(answer('hi', { agent_name: 'wrong' })).rejects.toMatchObject({
+          kind: 'invalid',
+          message: expect.stringContaining('not a completion model') as string,
+        });
+        await expect(answer('hi', { agent_name: 'promptless' })).rejects.toMatchObject({
+          kind: 'invalid',
+          message: expect.stringContaining('its prompt is missing') as string,
+        });
+      },
+    );
   });
 
   describe('the prompt rewrite', () => {
-    it("asks the rewrite model with the rewrite prompt and the session's earlier user prompts, and answers the rewritten prompt", async () => {
-      await put(s, prompts, 'rewriter', { prefix: 'Rewrite the question to stand alone.' });
-      const rewriting: AgentDoc | undefined = await s.resourceCache.get(
-        await put(s, agents, 'rewriting', {
-          workflow_object_id: id(workflows, 'chat'),
-          text_rewrite_settings: {
-            user_prompt_rewrite_enabled: true,
-            user_prompt_rewrite_settings: {
-              user_prompt_rewrite_ai_model_object_id: id(aiModels, 'chat'),
-              user_prompt_rewrite_prompt_object_id: id(prompts, 'rewriter'),
-              user_prompts_window_size: 1,
+    it(
+      "asks the rewrite model with the rewrite prompt and the session's earlier user prompts, and answers the " +
+        'rewritten prompt',
+      async () => {
+        await put(s, prompts, 'rewriter', { prefix: 'Rewrite the question to stand alone.' });
+        const rewriting: AgentDoc | undefined = await s.resourceCache.get(
+          await put(s, agents, 'rewriting', {
+            workflow_object_id: id(workflows, 'chat'),
+            text_rewrite_settings: {
+              user_prompt_rewrite_enabled: true,
+              user_prompt_rewrite_settings: {
+                user_prompt_rewrite_ai_model_object_id: id(aiModels, 'chat'),
+                user_prompt_rewrite_prompt_object_id: id(prompts, 'rewriter'),
+                user_prompts_window_size: 1,
+              },
             },
-          },
-        }),
-        agents,
-      );
-      if (!rewriting) throw new Error('the agent was not saved');
-      const session = await s.conversations.create(OWNER.upn, 'rewrite');
-      await answer('Tell me about penguins.', { session_id: session.id });
-      const before = llm.requests.length;
-      const rewritten = await rewritePrompt(s, {
-        principal: OWNER,
-        agent: rewriting,
-        session: await s.conversations.get(OWNER.upn, session.id),
-        prompt: 'Where do they sleep?',
-      });
-      expect(llm.requests[before]?.body.messages).toEqual([
-        { role: 'system', content: 'Rewrite the question to stand alone.' },
-        { role: 'user', content: 'Tell me about penguins.' },
-        { role: 'user', content: 'Where do they sleep?' },
-      ]);
-      expect(rewritten?.prompt).toContain('Where do they sleep?');
-      expect(rewritten?.promptTokens).toBeGreaterThan(0);
-    });
+          }),
+          agents,
+        );
+        if (!rewriting) throw new Error('the agent was not saved');
+        const session = await s.conversations.create(OWNER.upn, 'rewrite');
+        await answer('Tell me about penguins.', { session_id: session.id });
+        const before = llm.requests.length;
+        const rewritten = await rewritePrompt(s, {
+          principal: OWNER,
+          agent: rewriting,
+          session: await s.conversations.get(OWNER.upn, session.id),
+          prompt: 'Where do they sleep?',
+        });
+        expect(llm.requests[before]?.body.messages).toEqual([
+          { role: 'system', content: 'Rewrite the question to stand alone.' },
+          { role: 'user', content: 'Tell me about penguins.' },
+          { role: 'user', content: 'Where do they sleep?' },
+        ]);
+        expect(rewritten?.prompt).toContain('Where do they sleep?');
+        expect(rewritten?.promptTokens).toBeGreaterThan(0);
+      },
+    );
 
     it('does nothing for an agent without a rewrite', async () => {
       const helper = await s.resourceCache.get(id(agents, 'helper'), agents);

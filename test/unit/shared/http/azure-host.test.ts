@@ -59,7 +59,10 @@ describe('Azure Functions adapter', () => {
     expect(new Set(ROUTES.map((r) => r.name)).size).toBe(ROUTES.length);
   });
 
-  /** What a host registers for SERVICE_APIS=apis, from the groups as they are or (`table`) from the bundle's function table. */
+  /**
+   * What a host registers for SERVICE_APIS=apis, from the groups as they are or (`table`) from the bundle's function
+   * table.
+   */
   async function registered(apis: string, table = false) {
     const http: {
       name: string;
@@ -113,53 +116,57 @@ describe('Azure Functions adapter', () => {
     },
   );
 
-  it("registers the deployed bundle's functions from its table exactly as from the groups, each loading its group at the first call", async () => {
-    const table = await functionTable();
-    expect(table.routes.map((r) => `${r.name} ${r.api} ${r.method} ${r.path}`)).toEqual(
-      ROUTES.map((r) => `${r.name} ${r.api} ${r.method} ${r.path}`),
-    );
-    expect(table.queues.map((q) => q.name)).toEqual(QUEUE_HANDLERS.map((q) => q.name));
-    expect(table.timers.map((t) => t.name)).toEqual(TIMERS.map((t) => t.name));
-    const fromRoutes = await registered('core,management');
-    const fromTable = await registered('core,management', true);
-    const shape = ({ http, queues, timers }: typeof fromRoutes) => ({
-      http: http.map(({ name, methods, route }) => ({ name, methods, route })),
-      queues,
-      timers,
-    });
-    expect(shape(fromTable)).toEqual(shape(fromRoutes));
+  it(
+    "registers the deployed bundle's functions from its table exactly as from the groups, each loading its " +
+      'group at the first call',
+    async () => {
+      const table = await functionTable();
+      expect(table.routes.map((r) => `${r.name} ${r.api} ${r.method} ${r.path}`)).toEqual(
+        ROUTES.map((r) => `${r.name} ${r.api} ${r.method} ${r.path}`),
+      );
+      expect(table.queues.map((q) => q.name)).toEqual(QUEUE_HANDLERS.map((q) => q.name));
+      expect(table.timers.map((t) => t.name)).toEqual(TIMERS.map((t) => t.name));
+      const fromRoutes = await registered('core,management');
+      const fromTable = await registered('core,management', true);
+      const shape = ({ http, queues, timers }: typeof fromRoutes) => ({
+        http: http.map(({ name, methods, route }) => ({ name, methods, route })),
+        queues,
+        timers,
+      });
+      expect(shape(fromTable)).toEqual(shape(fromRoutes));
 
-    const handler = (name: string) => fromTable.http.find((f) => f.name === name)?.handler;
-    const url = `http://localhost:7071/instances/${INSTANCE}/branding`;
-    const anonymous = await handler('branding-get')?.(
-      new functions.HttpRequest({ method: 'GET', url, params: { instanceId: INSTANCE } }),
-    );
-    expect(anonymous?.status).toBe(401);
-    const authed = await handler('branding-get')?.(
-      new functions.HttpRequest({
-        method: 'GET',
-        url,
-        params: { instanceId: INSTANCE },
-        headers: { authorization: `Bearer ${await s.token()}` },
-      }),
-    );
-    expect(JSON.parse(authed?.body as string)).toHaveProperty('company_name', 'Agent Platform');
-    // The OpenAPI document, whose group loads every other, lists every path.
-    const openapi = await handler('meta-openapi-core')?.(
-      new functions.HttpRequest({ method: 'GET', url: 'http://localhost:7071/openapi.json' }),
-    );
-    const doc = JSON.parse(openapi?.body as string) as { paths: Record<string, unknown> };
-    for (const r of ROUTES.filter((x) => x.api === 'core')) expect(Object.keys(doc.paths)).toContain(r.path);
-    // A queue trigger's handler loads too: a message its schema refuses is logged and dropped.
-    await fromTable.queueHandlers.get('webhooks-deliver')?.(
-      { not: 'a delivery' },
-      new functions.InvocationContext({ triggerMetadata: { id: 'm-1', dequeueCount: 1 } }),
-    );
-    expect(s.log.records.find((r) => r.message.startsWith('Queue message dropped'))?.fields).toMatchObject({
-      handler: 'webhooks-deliver',
-      id: 'm-1',
-    });
-  });
+      const handler = (name: string) => fromTable.http.find((f) => f.name === name)?.handler;
+      const url = `http://localhost:7071/instances/${INSTANCE}/branding`;
+      const anonymous = await handler('branding-get')?.(
+        new functions.HttpRequest({ method: 'GET', url, params: { instanceId: INSTANCE } }),
+      );
+      expect(anonymous?.status).toBe(401);
+      const authed = await handler('branding-get')?.(
+        new functions.HttpRequest({
+          method: 'GET',
+          url,
+          params: { instanceId: INSTANCE },
+          headers: { authorization: `Bearer ${await s.token()}` },
+        }),
+      );
+      expect(JSON.parse(authed?.body as string)).toHaveProperty('company_name', 'Agent Platform');
+      // The OpenAPI document, whose group loads every other, lists every path.
+      const openapi = await handler('meta-openapi-core')?.(
+        new functions.HttpRequest({ method: 'GET', url: 'http://localhost:7071/openapi.json' }),
+      );
+      const doc = JSON.parse(openapi?.body as string) as { paths: Record<string, unknown> };
+      for (const r of ROUTES.filter((x) => x.api === 'core')) expect(Object.keys(doc.paths)).toContain(r.path);
+      // A queue trigger's handler loads too: a message its schema refuses is logged and dropped.
+      await fromTable.queueHandlers.get('webhooks-deliver')?.(
+        { not: 'a delivery' },
+        new functions.InvocationContext({ triggerMetadata: { id: 'm-1', dequeueCount: 1 } }),
+      );
+      expect(s.log.records.find((r) => r.message.startsWith('Queue message dropped'))?.fields).toMatchObject({
+        handler: 'webhooks-deliver',
+        id: 'm-1',
+      });
+    },
+  );
 
   it("gives a host with both APIs the Management API's OpenAPI document at /openapi.json?api=management", async () => {
     const r = await functionsHandler(route('meta-openapi-core'), () => Promise.resolve(s))(

@@ -1,5 +1,5 @@
-// A streamed answer's event channel holds a bounded backlog: a client that stops reading cannot make the
-// service keep an answer's events in memory without end; one large event (a long answer's `completed`) is not a backlog.
+// A streamed answer's event channel holds a bounded backlog: a client that stops reading cannot make the service keep
+// an answer's events in memory without end; one large event (a long answer's `completed`) is not a backlog.
 import { describe, expect, it } from 'vitest';
 import { EventChannel, SlowReaderError } from '../../../../shared/http/event-stream.js';
 

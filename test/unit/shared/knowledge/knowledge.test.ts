@@ -114,28 +114,35 @@ describe('web source prefixes', () => {
 });
 
 describe('full-text terms of a prompt', () => {
-  it('keeps words and tokens like part numbers whole, trims punctuation at their ends, lower-cases, drops repeats, at most 32', () => {
-    expect(searchTerms('What does ERR-4711 mean? "Quoted", (part ZX-9000)... what')).toEqual([
-      'what',
-      'does',
-      'err-4711',
-      'mean',
-      'quoted',
-      'part',
-      'zx-9000',
-    ]);
-    expect(searchTerms('?? -- …')).toEqual([]);
-    expect(searchTerms(Array.from({ length: 50 }, (_, i) => `w${i}`).join(' '))).toHaveLength(32);
-  });
+  it(
+    'keeps words and tokens like part numbers whole, trims punctuation at their ends, lower-cases, drops ' +
+      'repeats, at most 32',
+    () => {
+      expect(searchTerms('What does ERR-4711 mean? "Quoted", (part ZX-9000)... what')).toEqual([
+        'what',
+        'does',
+        'err-4711',
+        'mean',
+        'quoted',
+        'part',
+        'zx-9000',
+      ]);
+      expect(searchTerms('?? -- …')).toEqual([]);
+      expect(searchTerms(Array.from({ length: 50 }, (_, i) => `w${i}`).join(' '))).toHaveLength(32);
+    },
+  );
 });
 
 describe('the Cosmos DB vector search query', () => {
   it('is one VectorDistance query, best first, with the index, the expiry and the filters in its WHERE clause', () => {
     const q = vectorSearchQuery('docs', [0.1, 0.2], 5, { source: 'a.txt', file_name: 'a.txt' }, 1000);
     expect(q.query).toBe(
-      'SELECT TOP 5 c.key, c.part, c.source, c.file_name, c.title, c.text, VectorDistance(c.vector, @vector) AS score ' +
-        "FROM c WHERE c.pk = @index AND c.kind = 'partition' AND c.expires_at > @now AND c.source = @source AND c.file_name = @file_name " +
-        'AND (NOT IS_DEFINED(c.access_groups) OR EXISTS(SELECT VALUE g FROM g IN c.access_groups WHERE ARRAY_CONTAINS(@readers, g))) ' +
+      'SELECT TOP 5 c.key, c.part, c.source, c.file_name, c.title, c.text, VectorDistance(c.vector, @vector) ' +
+        'AS score ' +
+        ("FROM c WHERE c.pk = @index AND c.kind = 'partition' AND c.expires_at > @now AND c.source = @source " +
+          'AND c.file_name = @file_name ') +
+        ('AND (NOT IS_DEFINED(c.access_groups) OR EXISTS(SELECT VALUE g FROM g IN c.access_groups WHERE ' +
+          'ARRAY_CONTAINS(@readers, g))) ') +
         'ORDER BY VectorDistance(c.vector, @vector)',
     );
     expect(q.parameters).toEqual([
@@ -159,15 +166,19 @@ describe('the Cosmos DB vector search query', () => {
     ]);
   });
 
-  it("admits partitions for everyone and those of the readers' groups, case-insensitively; the service reads everything", () => {
-    expect(vectorSearchQuery('docs', [0.1], 5, {}, 1000, ['G-One', 'g-two', 'g-one']).parameters?.at(-1)).toEqual({
-      name: '@readers',
-      value: ['g-one', 'g-two'],
-    });
-    const all = vectorSearchQuery('docs', [0.1], 5, {}, 1000, 'everything');
-    expect(all.query).not.toContain('access_groups');
-    expect((all.parameters ?? []).map((p) => p.name)).not.toContain('@readers');
-  });
+  it(
+    "admits partitions for everyone and those of the readers' groups, case-insensitively; the service reads " +
+      'everything',
+    () => {
+      expect(vectorSearchQuery('docs', [0.1], 5, {}, 1000, ['G-One', 'g-two', 'g-one']).parameters?.at(-1)).toEqual({
+        name: '@readers',
+        value: ['g-one', 'g-two'],
+      });
+      const all = vectorSearchQuery('docs', [0.1], 5, {}, 1000, 'everything');
+      expect(all.query).not.toContain('access_groups');
+      expect((all.parameters ?? []).map((p) => p.name)).not.toContain('@readers');
+    },
+  );
 });
 
 describe('hostile documents', () => {

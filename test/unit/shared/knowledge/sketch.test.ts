@@ -1,5 +1,5 @@
-// The embedded index's first pass: sign codes narrowed by Hamming distance and ranked by the query in WebAssembly, filtered by
-// access key and expiry, kept in step with additions and removals, and the module built from its source.
+// The embedded index's first pass: sign codes narrowed by Hamming distance and ranked by the query in WebAssembly,
+// filtered by access key and expiry, kept in step with additions and removals, and the module built from its source.
 import { describe, expect, it } from 'vitest';
 import { compileKernels } from '../../../../scripts/kernels-wasm.js';
 import { cosines } from '../../../../shared/knowledge/kernels.js';
@@ -57,7 +57,8 @@ describe('the sketch', () => {
     [1536, 6000],
     [300, 40_000],
   ])(
-    'narrows thousands of codes over %i dimensions (%i of them) by Hamming distance first, keeping nearly all of the best',
+    'narrows thousands of codes over %i dimensions (%i of them) by Hamming distance first, keeping nearly all ' +
+      'of the best',
     (dimensions, count) => {
       const all = clustered(count, dimensions, dimensions);
       const sketch = new Sketch(dimensions);

@@ -11,32 +11,35 @@ const chunk = (text: string) => `data: ${JSON.stringify({ choices: [{ delta: { c
 const usage = `data: ${JSON.stringify({ choices: [], usage: { prompt_tokens: 7, completion_tokens: 2 } })}\n\n`;
 
 describe('readSse', () => {
-  it('gives each piece as it comes and the whole answer at [DONE], then reads the rest to its end within the bound', async () => {
-    const body = new PassThrough();
-    const pieces: string[] = [];
-    const reading = readSse(body, 1 << 20, (t) => pieces.push(t));
-    // A multi-byte character split between two network chunks.
-    const bytes = Buffer.from(chunk('hé') + chunk('llo') + usage + 'data: [DONE]\n\n');
-    const cut = bytes.indexOf(0xc3) + 1;
-    body.write(bytes.subarray(0, cut));
-    body.write(bytes.subarray(cut));
-    expect(await reading).toEqual({ content: 'héllo', promptTokens: 7, completionTokens: 2 });
-    expect(pieces).toEqual(['hé', 'llo']);
-    // The body is read to its end (its connection can be used again), and nothing after [DONE] is a piece.
-    const ended = new Promise((r) => body.once('end', r));
-    body.end(chunk('after'));
-    await ended;
-    expect(body.readableEnded).toBe(true);
-    expect(pieces).toEqual(['hé', 'llo']);
-    // A body that goes on past the bound after [DONE] is closed.
-    const endless = new PassThrough();
-    const done = readSse(endless, 100, () => undefined);
-    endless.write('data: [DONE]\n\n');
-    await done;
-    endless.write('x'.repeat(200));
-    await new Promise((r) => setImmediate(r));
-    expect(endless.destroyed).toBe(true);
-  });
+  it(
+    'gives each piece as it comes and the whole answer at [DONE], then reads the rest to its end within the ' + 'bound',
+    async () => {
+      const body = new PassThrough();
+      const pieces: string[] = [];
+      const reading = readSse(body, 1 << 20, (t) => pieces.push(t));
+      // A multi-byte character split between two network chunks.
+      const bytes = Buffer.from(chunk('hé') + chunk('llo') + usage + 'data: [DONE]\n\n');
+      const cut = bytes.indexOf(0xc3) + 1;
+      body.write(bytes.subarray(0, cut));
+      body.write(bytes.subarray(cut));
+      expect(await reading).toEqual({ content: 'héllo', promptTokens: 7, completionTokens: 2 });
+      expect(pieces).toEqual(['hé', 'llo']);
+      // The body is read to its end (its connection can be used again), and nothing after [DONE] is a piece.
+      const ended = new Promise((r) => body.once('end', r));
+      body.end(chunk('after'));
+      await ended;
+      expect(body.readableEnded).toBe(true);
+      expect(pieces).toEqual(['hé', 'llo']);
+      // A body that goes on past the bound after [DONE] is closed.
+      const endless = new PassThrough();
+      const done = readSse(endless, 100, () => undefined);
+      endless.write('data: [DONE]\n\n');
+      await done;
+      endless.write('x'.repeat(200));
+      await new Promise((r) => setImmediate(r));
+      expect(endless.destroyed).toBe(true);
+    },
+  );
 
   it('fails a stream that ends, or is cut, before [DONE]', async () => {
     const ended = new PassThrough();

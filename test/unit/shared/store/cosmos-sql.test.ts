@@ -37,7 +37,8 @@ describe('Cosmos SQL translation', () => {
       },
     });
     expect(plan.grouped?.query).toBe(
-      'SELECT c["agent_name"] AS g0, COUNT(1) AS responses, SUM(c["tokens"]) AS tokens FROM c WHERE c["day"] >= @p0 GROUP BY c["agent_name"]',
+      'SELECT c["agent_name"] AS g0, COUNT(1) AS responses, SUM(c["tokens"]) AS tokens FROM c WHERE c["day"] ' +
+        '>= @p0 GROUP BY c["agent_name"]',
     );
     expect(plan.distinct).toEqual([
       {

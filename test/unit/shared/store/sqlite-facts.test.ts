@@ -133,7 +133,8 @@ describe('embedded store facts table', () => {
     const s = await reopened((db) => {
       db.exec('DROP TABLE facts_sessions');
       db.exec(
-        'CREATE TABLE facts_sessions (pk TEXT NOT NULL, id TEXT NOT NULL, expires_at INTEGER, c0, c1, PRIMARY KEY (pk, id)) WITHOUT ROWID',
+        'CREATE TABLE facts_sessions (pk TEXT NOT NULL, id TEXT NOT NULL, expires_at INTEGER, c0, c1, PRIMARY ' +
+          'KEY (pk, id)) WITHOUT ROWID',
       );
     });
     expect(await perAgent(s)).toEqual(THREE);

@@ -26,7 +26,8 @@ function earlierFile(file: string) {
   const fields = CONTAINERS.sessions.aggregateFields ?? [];
   const json = (f: string) => `json_extract(body, '$.${f}')`;
   db.exec(
-    `CREATE TABLE docs_sessions (pk TEXT NOT NULL, id TEXT NOT NULL, etag TEXT NOT NULL, expires_at INTEGER, body TEXT NOT NULL, PRIMARY KEY (pk, id)) WITHOUT ROWID`,
+    `CREATE TABLE docs_sessions (pk TEXT NOT NULL, id TEXT NOT NULL, etag TEXT NOT NULL, expires_at INTEGER, ` +
+      `body TEXT NOT NULL, PRIMARY KEY (pk, id)) WITHOUT ROWID`,
   );
   [
     ['type', 'updated_on'],
@@ -39,7 +40,8 @@ function earlierFile(file: string) {
   const insert = db.prepare(`INSERT INTO docs_sessions VALUES ('u1', ?, ?, NULL, ?)`);
   for (const doc of items()) insert.run(doc.id, `"e-${doc.id}"`, JSON.stringify(doc));
   db.exec(
-    `INSERT INTO facts_sessions SELECT pk, id, expires_at, ${fields.map(json).join(', ')} FROM docs_sessions WHERE ${json('type')} IN ('Session', 'Message')`,
+    `INSERT INTO facts_sessions SELECT pk, id, expires_at, ${fields.map(json).join(', ')} FROM docs_sessions ` +
+      `WHERE ${json('type')} IN ('Session', 'Message')`,
   );
   db.close();
 }
@@ -115,7 +117,8 @@ describe('embedded store indexes', () => {
     const db = new Database(f, { readonly: true });
     const entries = db
       .prepare(
-        `SELECT count(*) AS n FROM docs_sessions INDEXED BY "${typed[0]?.name}" WHERE json_extract(body, '$.type') = 'Session'`,
+        `SELECT count(*) AS n FROM docs_sessions INDEXED BY "${typed[0]?.name}" WHERE json_extract(body, ` +
+          `'$.type') = 'Session'`,
       )
       .get() as { n: number };
     db.close();
