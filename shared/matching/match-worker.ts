@@ -12,6 +12,9 @@ export type MatchTask = { id: number } & (
 );
 export type MatchAnswer = { id: number; reason: string | undefined } | { id: number; error: string };
 
+/** What the worker says once its modules are loaded: a task's deadline runs from then, not from its start. */
+export const MATCHER_READY = 'match-worker-ready';
+
 const blocklistOf = cachedBlocklist();
 let lastChecks: { expect: string; checks: ReturnType<typeof compileChecks> } | undefined;
 
@@ -32,3 +35,5 @@ parentPort?.on('message', (task: MatchTask) => {
     parentPort?.postMessage({ id: task.id, error: e instanceof Error ? e.message : String(e) } satisfies MatchAnswer);
   }
 });
+
+parentPort?.postMessage(MATCHER_READY);

@@ -1,10 +1,11 @@
 // Matching off the request thread, in bounded time: a blocklist or an evaluation's checks against a long text
 // run in a worker thread (match-worker.ts), one task at a time, with a deadline past which the worker is
-// terminated (and started again for the next task) and the task answers that it could not be checked. A text
+// terminated (and started again for the next task) and the task answers that it could not be checked; the
+// deadline runs from when the worker has loaded, so starting one never counts against a text. A text
 // short enough for its work to stay within a millisecond or so is matched where it is, by the caller.
 import type { Worker } from 'node:worker_threads';
 import { startWorker } from '../workers/start-worker.js';
-import type { MatchAnswer, MatchTask } from './match-worker.js';
+import { MATCHER_READY, type MatchAnswer, type MatchTask } from './match-worker.js';
 
 type Task = MatchTask extends infer T ? (T extends MatchTask ? Omit<T, 'id'> : never) : never;
 
@@ -22,7 +23,7 @@ export const INLINE_WORK = 2_000_000;
 export const OFF_THREAD_DEADLINE_MS = 250;
 
 export class Matcher {
-  private worker: Worker | undefined;
+  private worker: { thread: Worker; ready: Promise<void> } | undefined;
   private readonly waiting: { task: Task; resolve: (r: string | undefined) => void; reject: (e: Error) => void }[] = [];
   private busy = false;
   private nextId = 1;
@@ -42,7 +43,7 @@ export class Matcher {
   close(): Promise<void> {
     const w = this.worker;
     this.worker = undefined;
-    return w ? w.terminate().then(() => undefined) : Promise.resolve();
+    return w ? w.thread.terminate().then(() => undefined) : Promise.resolve();
   }
 
   private next(): void {
@@ -50,11 +51,12 @@ export class Matcher {
     const item = this.waiting.shift();
     if (!item) return;
     this.busy = true;
-    const worker = (this.worker ??= startWorker(import.meta.url, 'match-worker', undefined, {
-      maxOldGenerationSizeMb: 256,
-    }));
+    const { thread: worker, ready } = (this.worker ??= this.start());
     const id = this.nextId++;
+    let timer: NodeJS.Timeout | undefined;
+    let settled = false;
     const done = (settle: () => void) => {
+      settled = true;
       clearTimeout(timer);
       worker.off('message', onMessage);
       worker.off('error', onError);
@@ -71,14 +73,32 @@ export class Matcher {
       done(() => item.reject(e));
     };
     // Past its deadline the worker is stopped mid-match; the next task starts a new one.
-    const timer = setTimeout(() => {
-      this.worker = undefined;
-      void worker.terminate();
-      done(() => item.reject(new MatchTimeout(`the text could not be matched within ${this.deadlineMs} ms`)));
-    }, this.deadlineMs);
+    void ready.then(() => {
+      if (settled) return;
+      timer = setTimeout(() => {
+        this.worker = undefined;
+        void worker.terminate();
+        done(() => item.reject(new MatchTimeout(`the text could not be matched within ${this.deadlineMs} ms`)));
+      }, this.deadlineMs);
+    });
     worker.on('message', onMessage);
     worker.on('error', onError);
     worker.postMessage({ id, ...item.task });
+  }
+
+  private start(): { thread: Worker; ready: Promise<void> } {
+    const thread = startWorker(import.meta.url, 'match-worker', undefined, { maxOldGenerationSizeMb: 256 });
+    const ready = new Promise<void>((resolve) => {
+      const onReady = (message: unknown) => {
+        if (message !== MATCHER_READY) return;
+        thread.off('message', onReady);
+        resolve();
+      };
+      thread.on('message', onReady);
+      // A worker that fails to start answers its task with the error (onError), never with ready.
+      thread.once('error', () => resolve());
+    });
+    return { thread, ready };
   }
 }
 
