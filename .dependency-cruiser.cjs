@@ -6,7 +6,8 @@
 // no run-time cycle between folders.
 
 /** Foundations: no feature, no resource type, no HTTP. */
-const FOUNDATIONS = '^shared/(errors|config|log|version|once|schemas)\\.ts$|^shared/(store|net|workers|telemetry)/';
+const FOUNDATIONS =
+  '^shared/(errors|config|config-settings|log|version|once|schemas)\\.ts$|^shared/(store|net|workers|telemetry)/';
 /** Resource types as data: their kinds, schemas and the built-in role catalogue. */
 const RESOURCE_TYPES = '^shared/providers/types/';
 /** The HTTP layer other than its hosts. */

@@ -106,10 +106,12 @@ export async function benchAnalytics(
   );
   await grant(
     { services, principal, objectId: '' },
-    { id: principal.id, type: 'User' },
-    ROLE_IDS.analyticsReader,
-    `/instances/${config.instanceId}`,
-    'bench',
+    {
+      grantee: { id: principal.id, type: 'User' },
+      roleId: ROLE_IDS.analyticsReader,
+      scope: `/instances/${config.instanceId}`,
+      note: 'bench',
+    },
   );
 
   const reports = [

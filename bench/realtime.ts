@@ -4,7 +4,7 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import WebSocket, { WebSocketServer } from 'ws';
-import { textOf } from '../shared/realtime/relay.js';
+import { textOf } from '../shared/realtime/model-socket.js';
 import type { BenchApp } from './app.js';
 
 /** One 20 ms frame of 24 kHz 16-bit mono audio, as the Realtime API takes it (base64). */

@@ -1,6 +1,7 @@
 // Each agent as an A2A agent (protocol 0.3, JSON-RPC; docs/protocols.md): its card, and message/send,
 // message/stream, tasks/get and tasks/cancel mapped onto completions and operations. Bearer identity-provider
 // tokens or an agent access token; an agent the caller may not use is 404, its card too.
+import type { CompletionDeps } from '../shared/completions/completion-deps.js';
 import { z } from 'zod';
 import type { Principal } from '../shared/auth/principal.js';
 import { newOperationId } from '../shared/completions/completion.js';
@@ -9,7 +10,8 @@ import { cancelStream } from '../shared/completions/stream.js';
 import { abortRunning } from '../shared/completions/worker.js';
 import { DomainError } from '../shared/errors.js';
 import { defineRoute } from '../shared/http/route.js';
-import { json, type Reply } from '../shared/http/types.js';
+import { relayed, type RelayedReply } from '../shared/http/answers.js';
+import { json } from '../shared/http/types.js';
 import { agentOrNotFound } from '../shared/providers/agent-access.js';
 import { ResourceName } from '../shared/providers/types/resource-type.js';
 import type { AgentDoc } from '../shared/providers/types/agent.js';
@@ -30,49 +32,11 @@ import {
 } from '../shared/protocols/a2a.js';
 import { runAsOperation } from '../shared/protocols/operation-run.js';
 import { withCorrelation } from '../shared/telemetry/correlation.js';
-import type { Authorizer } from '../shared/auth/authorizer.js';
-import type { PrincipalDirectory } from '../shared/auth/directory.js';
-import type { Budgets } from '../shared/completions/budgets.js';
-import type { Quotas } from '../shared/completions/quotas.js';
-import type { Config } from '../shared/config.js';
-import type { Conversations } from '../shared/conversations/conversations.js';
-import type { SessionTurns } from '../shared/conversations/turns.js';
-import type { Files } from '../shared/files/files.js';
-import type { ExtractionPool } from '../shared/knowledge/extract-pool.js';
-import type { VectorIndex } from '../shared/knowledge/vector-index.js';
-import type { Log } from '../shared/log.js';
-import type { Memories } from '../shared/memory/memory.js';
-import type { ModelCredentials } from '../shared/models/credentials.js';
-import type { ModelGateway } from '../shared/models/gateway.js';
-import type { Dispatcher } from '../shared/net/undici.js';
-import type { PluginRuntime } from '../shared/plugins/runtime.js';
-import type { ResourceCache } from '../shared/providers/resource-cache.js';
-import type { AppSettings } from '../shared/providers/settings.js';
 import type { Producer } from '../shared/queues/producer.js';
-import type { DocumentStore } from '../shared/store/types.js';
 
 /** What this module uses of the service (the hosts pass the whole of it). */
-export interface A2aRoutesDeps {
-  readonly authorizer: Authorizer;
-  readonly budgets: Budgets;
-  readonly config: Config;
-  readonly conversations: Conversations;
-  readonly credentials: ModelCredentials;
-  readonly directory: PrincipalDirectory;
-  readonly extraction: ExtractionPool;
-  readonly files: Files;
-  readonly log: Log;
-  readonly memories: Memories;
-  readonly models: ModelGateway;
-  readonly plugins: PluginRuntime;
+export interface A2aRoutesDeps extends CompletionDeps {
   readonly producer: Producer;
-  readonly quotas: Quotas;
-  readonly resourceCache: ResourceCache;
-  readonly settings: AppSettings;
-  readonly store: DocumentStore;
-  readonly turns: SessionTurns;
-  readonly userDispatcher: Dispatcher;
-  readonly vectors: VectorIndex;
 }
 
 const common = { api: 'core', tag: 'A2A', auth: 'protocol', errors: 'core' } as const;
@@ -81,24 +45,28 @@ const AgentParams = z.object({ instanceId: z.string(), agentName: ResourceName }
 const endpoint = (s: A2aRoutesDeps, instanceId: string, agent: string) =>
   `${s.config.publicUrls.core}/instances/${instanceId}/a2a/${encodeURIComponent(agent)}`;
 
+/** A JSON-RPC call on one agent, by one caller. */
+interface TaskCall {
+  principal: Principal;
+  agent: AgentDoc;
+  rpc: RpcRequest;
+}
+
 /** message/send and message/stream: a completion run as a task, in the message's context (session). */
-function send(
+async function send(
   s: A2aRoutesDeps,
-  principal: Principal,
-  agent: AgentDoc,
-  rpc: RpcRequest,
-  stream: boolean,
-  signal: AbortSignal,
-): Promise<Reply> {
+  { principal, agent, rpc, stream, signal }: TaskCall & { stream: boolean; signal: AbortSignal },
+): Promise<RelayedReply> {
   const params = paramsOf(MessageSendParams, rpc.params);
   const core = messageRequest(agent, params);
   const operationId = newOperationId();
   const mode = stream ? 'stream' : params.configuration?.blocking === false ? 'queue' : 'wait';
-  return withCorrelation(
+  const reply = await withCorrelation(
     { operationId, instanceId: s.config.instanceId, conversationId: core.session_id, protocol: 'a2a' },
     principal.upn,
     () =>
-      runAsOperation(s, principal, core, {
+      runAsOperation(s, principal, {
+        request: core,
         operationId,
         facade: { protocol: 'a2a' },
         mode,
@@ -109,20 +77,21 @@ function send(
         signal,
       }),
   );
+  return relayed(reply);
 }
 
 /**
  * tasks/cancel: a queued or running task ends canceled (its model call aborted where it runs); an ended one is not
  * cancelable.
  */
-async function cancel(s: A2aRoutesDeps, principal: Principal, agent: AgentDoc, rpc: RpcRequest): Promise<unknown> {
+async function cancel(s: A2aRoutesDeps, { principal, agent, rpc }: TaskCall): Promise<unknown> {
   const { id } = paramsOf(TaskParams, rpc.params);
-  const task = await readTask(s, principal, agent, id);
+  const task = await readTask(s, principal, { agent, id });
   if (task.status !== 'InProgress')
     throw new RpcError(RPC.taskNotCancelable, `Task ${id} has ended (${presentTask(task).status.state})`);
   // A streamed task stops at once on this instance; elsewhere it stops recording when it ends.
   await cancelStream(s, principal, id).catch(() => undefined);
-  const ended = await cancelOperation(s, principal, id, (key) => abortRunning(s, key));
+  const ended = await cancelOperation(s, principal, { operationId: id, abortLocal: (key) => abortRunning(s, key) });
   if (ended.status === 'InProgress') throw new RpcError(RPC.taskNotCancelable, `Task ${id} is recording its answer`);
   return presentTask(ended);
 }
@@ -181,18 +150,18 @@ export const routes = [
       try {
         switch (rpc.method) {
           case 'message/send':
-            return await send(services, principal, agent, rpc, false, request.signal);
+            return await send(services, { principal, agent, rpc, stream: false, signal: request.signal });
           case 'message/stream':
-            return await send(services, principal, agent, rpc, true, request.signal);
+            return await send(services, { principal, agent, rpc, stream: true, signal: request.signal });
           case 'tasks/get': {
             const { id, historyLength } = paramsOf(TaskParams, rpc.params);
             return json(
               200,
-              rpcAnswer(rpc.id, presentTask(await readTask(services, principal, agent, id), historyLength)),
+              rpcAnswer(rpc.id, presentTask(await readTask(services, principal, { agent, id }), historyLength)),
             );
           }
           case 'tasks/cancel':
-            return json(200, rpcAnswer(rpc.id, await cancel(services, principal, agent, rpc)));
+            return json(200, rpcAnswer(rpc.id, await cancel(services, { principal, agent, rpc })));
           case 'tasks/resubscribe':
           case 'tasks/pushNotificationConfig/set':
           case 'tasks/pushNotificationConfig/get':

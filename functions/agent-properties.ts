@@ -64,6 +64,6 @@ export const routes = [
       200: { description: 'Action result', schema: z.object({ object_id: z.string(), is_success: z.boolean() }) },
     },
     handler: async ({ services, principal, params, body }) =>
-      json(200, await setProperties(services, principal, params.agentName, body)),
+      json(200, await setProperties(services, principal, { agentName: params.agentName, body })),
   }),
 ];

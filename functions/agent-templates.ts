@@ -37,6 +37,6 @@ export const routes = [
       409: { description: 'A resource the template creates exists already: nothing was created' },
     },
     handler: async ({ services, principal, params, body }) =>
-      json(201, await createAgent(services, principal, params.name, body.parameters)),
+      json(201, await createAgent(services, principal, { template: params.name, parameters: body.parameters })),
   }),
 ];

@@ -121,7 +121,11 @@ export const routes = [
       await liveAgent(services, params.agentName);
       const list = `agent-tokens\n${params.agentName.toLowerCase()}`;
       return pagedJson(
-        await services.pager.page(principal, list, query, (c, n) => services.agentTokens.list(params.agentName, c, n)),
+        await services.pager.page(principal, {
+          list,
+          query,
+          fetch: (c, n) => services.agentTokens.list(params.agentName, c, n),
+        }),
         (d) => ({ resource: view(d) }),
       );
     },

@@ -18,6 +18,7 @@ const AgentListItem = z
     actions: z.array(z.string()),
   })
   .meta({ id: 'AgentListItem' });
+type AgentListItem = z.output<typeof AgentListItem>;
 
 export const routes = [
   defineRoute({
@@ -34,7 +35,7 @@ export const routes = [
     handler: async ({ services, principal }) =>
       json(
         200,
-        (await usableAgents(services, principal)).map(({ agent, access }) => ({
+        (await usableAgents(services, principal)).map(({ agent, access }): AgentListItem => ({
           resource: {
             type: 'agent',
             name: agent.name,

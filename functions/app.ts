@@ -8,5 +8,5 @@ import { openApp } from './open-app.js';
 export async function startApp(): Promise<void> {
   const { config, services } = await openApp();
   // One Function App per API in Azure (SERVICE_APIS); the async worker runs beside the Core API.
-  registerHost(loadedFunctions(ROUTES, QUEUE_HANDLERS, TIMERS), config, services);
+  registerHost(loadedFunctions(ROUTES, QUEUE_HANDLERS, TIMERS), { config, services });
 }

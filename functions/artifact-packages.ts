@@ -130,7 +130,10 @@ export const routes = [
     handler: async ({ services, principal, params, query }) => {
       if (query.loadContent !== 'true')
         return json(200, { resource: present(await services.artifacts.get(params.name)) });
-      const { bytes, version } = await services.artifacts.downloadFor(services, principal, params.name, query.version);
+      const { bytes, version } = await services.artifacts.downloadFor(services, principal, {
+        name: params.name,
+        version: query.version,
+      });
       const file = `${params.name}-${version.package_version}.zip`;
       return {
         status: 200,
@@ -197,7 +200,10 @@ export const routes = [
         throw validationError([
           { field: 'resource.name', message: `must equal the name in the path (${params.name})` },
         ]);
-      return json(200, envelope(await services.artifacts.addVersion(file, r.data, principal, 'Upload')));
+      return json(
+        200,
+        envelope(await services.artifacts.addVersion({ bytes: file, resource: r.data, principal, source: 'Upload' })),
+      );
     },
   }),
   defineRoute({
@@ -214,7 +220,7 @@ export const routes = [
       409: { description: 'This version exists with other contents' },
     },
     handler: async ({ services, principal, params, body }) =>
-      json(200, envelope(await services.artifacts.export(services, principal, params.name, body))),
+      json(200, envelope(await services.artifacts.export(services, principal, { name: params.name, body }))),
   }),
   defineRoute({
     ...common,
@@ -227,7 +233,12 @@ export const routes = [
     permission: may('read'),
     responses: { 200: { description: 'One change per resource, in the order apply writes them', schema: Changes } },
     handler: async ({ services, principal, params, body }) =>
-      json(200, { changes: await services.artifacts.plan(services, principal, params.name, body.package_version) }),
+      json(200, {
+        changes: await services.artifacts.plan(services, principal, {
+          name: params.name,
+          version: body.package_version,
+        }),
+      }),
   }),
   defineRoute({
     ...common,
@@ -250,7 +261,12 @@ export const routes = [
       403: { description: 'The caller may not write one of the resources: nothing was written' },
     },
     handler: async ({ services, principal, params, body }) =>
-      json(200, { changes: await services.artifacts.apply(services, principal, params.name, body.package_version) }),
+      json(200, {
+        changes: await services.artifacts.apply(services, principal, {
+          name: params.name,
+          version: body.package_version,
+        }),
+      }),
   }),
   defineRoute({
     ...common,

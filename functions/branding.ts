@@ -34,7 +34,7 @@ export const routes = [
             return [field, value !== undefined && check(value) === undefined ? value : fallback];
           }),
         );
-        return Object.fromEntries(values) as Record<string, string>;
+        return Branding.parse(Object.fromEntries(values));
       });
       return json(200, branding);
     },

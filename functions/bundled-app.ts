@@ -9,5 +9,5 @@ import { openApp } from './open-app.js';
 export async function startApp(): Promise<void> {
   const { config, services } = await openApp();
   const table = JSON.parse(readFileSync(new URL(FUNCTION_TABLE, import.meta.url), 'utf8')) as FunctionTable;
-  registerHost(tableFunctions(table), config, services);
+  registerHost(tableFunctions(table), { config, services });
 }

@@ -4,12 +4,8 @@
 import { trace } from '@opentelemetry/api';
 import { z } from 'zod';
 import { admitted, releasing } from '../shared/completions/admission.js';
-import {
-  CompletionRequest,
-  CompletionResponse,
-  newOperationId,
-  runCompletion,
-} from '../shared/completions/completion.js';
+import { newOperationId, runCompletion } from '../shared/completions/completion.js';
+import { CompletionRequest, CompletionResponse } from '../shared/completions/completion-request.js';
 import { cancelOperation, presentOperation, readOperation, startOperation } from '../shared/completions/operations.js';
 import { QuotaResponse } from '../shared/completions/quotas.js';
 import { cancelStream, streamCompletion } from '../shared/completions/stream.js';
@@ -18,6 +14,7 @@ import { abortRunning, failPoisoned, processOperation } from '../shared/completi
 import { SSE_HEADERS, wantsEventStream } from '../shared/http/event-stream.js';
 import { defineRoute } from '../shared/http/route.js';
 import { InstanceParams } from '../shared/schemas.js';
+import { relayed } from '../shared/http/answers.js';
 import { json } from '../shared/http/types.js';
 import { validationError } from '../shared/errors.js';
 import { queueHandler, type QueueHandler } from '../shared/queues/handler.js';
@@ -133,13 +130,16 @@ export const routes = [
         principal.upn,
         async () => {
           const options = { operationId, mayRepeat: body.operation_id !== undefined };
-          return admitted(services, principal, body, async (turn, reservation) =>
+          const reply = await admitted(services, { principal, body }, async (turn, reservation) =>
             wantsEventStream(request.header('accept'))
-              ? streamCompletion(services, principal, turn, options, request.signal, () =>
-                  releasing(services, reservation, Promise.resolve()),
-                )
+              ? streamCompletion(services, principal, turn, {
+                  ...options,
+                  clientGone: request.signal,
+                  onEnd: () => releasing(services, reservation, Promise.resolve()),
+                })
               : json(200, await releasing(services, reservation, runCompletion(services, principal, turn, options))),
           );
+          return relayed(reply);
         },
       );
     },
@@ -166,7 +166,7 @@ export const routes = [
       return {
         status: 200,
         headers: { ...SSE_HEADERS, 'x-operation-id': params.operationId },
-        stream: await replay(services, principal, params.operationId, after),
+        stream: await replay(services, principal, { operationId: params.operationId, after }),
       };
     },
   }),
@@ -230,13 +230,16 @@ export const routes = [
             });
             if (problem) throw validationError([{ field: 'callback_url', message: `callback_url ${problem}` }]);
           }
-          return admitted(services, principal, completion, async ({ request }, reservation) => {
+          const reply = await admitted(services, { principal, body: completion }, async ({ request }, reservation) => {
             // The start activity's trace context is saved with the operation: polls and the worker link to it.
             // The quota reservation goes with it, given back when the operation ends.
-            const op = await startOperation(services, principal, request, operationId, saveTraceContext(), {
-              callbackUrl,
-              reservation,
-            });
+            const trace = saveTraceContext();
+            const op = await startOperation(
+              services,
+              principal,
+              { request, operationId, trace },
+              { callbackUrl, reservation },
+            );
             await services.producer.send(services.config.asyncQueue, {
               key: op.id,
               operation_id: operationId,
@@ -248,6 +251,7 @@ export const routes = [
               headers,
             );
           });
+          return relayed(reply);
         },
       );
     },
@@ -279,7 +283,8 @@ export const routes = [
     params: OperationParams,
     responses: { 200: { description: 'The operation: Cancelled, unless it had already ended', schema: Operation } },
     handler: async ({ services, principal, params }) => {
-      const op = await cancelOperation(services, principal, params.operationId, (key) => abortRunning(services, key));
+      const abortLocal = (key: string) => abortRunning(services, key);
+      const op = await cancelOperation(services, principal, { operationId: params.operationId, abortLocal });
       return json(200, presentOperation(op));
     },
   }),

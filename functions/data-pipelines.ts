@@ -5,7 +5,7 @@ import { defineRoute, type Route } from '../shared/http/route.js';
 import { json } from '../shared/http/types.js';
 import { failPoisonedRun, runPipeline, startRun } from '../shared/knowledge/runs.js';
 import { objectIdOf, partitionOf, ResourceName } from '../shared/providers/types/resource-type.js';
-import { dataPipelines } from '../shared/providers/types/catalog.js';
+import { dataPipelines } from '../shared/providers/types/data-pipelines.js';
 import { queueHandler, type QueueHandler } from '../shared/queues/handler.js';
 import type { Timer } from '../shared/queues/timer.js';
 import { startDueRuns } from '../shared/knowledge/schedule.js';

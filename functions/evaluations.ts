@@ -1,7 +1,7 @@
 // Evaluations of an agent: save, list, get and delete them, start a run (202; the queue runs it), read runs,
 // and the prompts raters shared with a thumbs-down. An owner's tool: each needs write access to the agent.
 import { z } from 'zod';
-import { EvaluationBody, present, presentCandidate, RunMessage } from '../shared/evaluations/evaluations.js';
+import { EvaluationBody, present, presentCandidate, RunMessage } from '../shared/evaluations/documents.js';
 import { validationError } from '../shared/errors.js';
 import { defineRoute } from '../shared/http/route.js';
 import { InstanceParams } from '../shared/schemas.js';
@@ -94,7 +94,7 @@ export const routes = [
     handler: async ({ services, principal, params, body }) => {
       if (body.name !== params.name)
         throw validationError([{ field: 'name', message: `must equal the name in the path (${params.name})` }]);
-      return json(200, await services.evaluations.save(services, principal, params.agentName, body));
+      return json(200, await services.evaluations.save(services, principal, { agentName: params.agentName, body }));
     },
   }),
   defineRoute({
@@ -136,7 +136,10 @@ export const routes = [
       },
     },
     handler: async ({ services, principal, params }) =>
-      json(202, await services.evaluations.start(services, principal, params.agentName, params.name)),
+      json(
+        202,
+        await services.evaluations.start(services, principal, { agentName: params.agentName, name: params.name }),
+      ),
   }),
   defineRoute({
     ...common,

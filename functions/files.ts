@@ -97,14 +97,14 @@ export const routes = [
         await agentForUse(services, principal, agentName);
         if (sessionId) await services.conversations.get(principal.upn, sessionId);
         const contentType = await detectContentType(stored.head, file.name, file.declaredType);
-        const doc = await services.files.save(
-          principal.upn,
+        const doc = await services.files.save({
+          owner: principal.upn,
           stored,
-          file.name,
+          fileName: file.name,
           contentType,
           agentName,
-          sessionId?.toLowerCase() ?? null,
-        );
+          sessionId: sessionId?.toLowerCase() ?? null,
+        });
         return json(200, { object_id: doc.object_id, display_name: doc.display_name, content_type: doc.content_type });
       } catch (e) {
         if (stored) await services.files.discard(stored.blobName);
@@ -123,7 +123,11 @@ export const routes = [
     responses: { 200: pagedResponse('Files', FileMetadata) },
     handler: async ({ services, principal, query }) =>
       pagedJson(
-        await services.pager.page(principal, 'files', query, (c, n) => services.files.list(principal.upn, c, n)),
+        await services.pager.page(principal, {
+          list: 'files',
+          query,
+          fetch: (c, n) => services.files.list(principal.upn, c, n),
+        }),
         (f) => services.files.present(f),
       ),
   }),

@@ -48,7 +48,8 @@ const GROUP_LOADERS = {
 } satisfies Record<string, () => Promise<GroupModule>>;
 
 type Group = keyof typeof GROUP_LOADERS;
-const GROUPS = Object.keys(GROUP_LOADERS) as Group[];
+const isGroup = (name: string): name is Group => Object.hasOwn(GROUP_LOADERS, name);
+const GROUPS = Object.keys(GROUP_LOADERS).filter(isGroup);
 
 /** The file beside the deployed bundle that holds its `FunctionTable`, as JSON. */
 export const FUNCTION_TABLE = 'functions.json';

@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { defineRoute } from '../shared/http/route.js';
 import { InstanceParams } from '../shared/schemas.js';
-import type { Reply } from '../shared/http/types.js';
+import { relayed } from '../shared/http/answers.js';
 
 export const routes = [
   defineRoute({
@@ -24,21 +24,19 @@ export const routes = [
       200: { description: 'The JSON-RPC answer', schema: z.record(z.string(), z.unknown()) },
       202: { description: 'A notification was accepted' },
     },
-    handler: async ({ services, principal, params, body }): Promise<Reply> => {
+    handler: async ({ services, principal, params, body }) => {
       // The MCP SDK is loaded by the first call, not at start-up.
       const { handleAgentsMcp } = await import('../shared/protocols/mcp-agents.js');
-      const answer = await handleAgentsMcp(
-        services,
-        principal,
-        `http://localhost/instances/${params.instanceId}/mcp/agents`,
+      const answer = await handleAgentsMcp(services, principal, {
+        url: `http://localhost/instances/${params.instanceId}/mcp/agents`,
         body,
-      );
-      if (answer.body.length === 0) return { status: answer.status };
-      return {
+      });
+      if (answer.body.length === 0) return relayed({ status: answer.status });
+      return relayed({
         status: answer.status,
         headers: { 'content-type': answer.contentType ?? 'application/json' },
         raw: answer.body,
-      };
+      });
     },
   }),
 ];

@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { badRequest } from '../shared/errors.js';
 import { defineRoute } from '../shared/http/route.js';
-import type { Reply } from '../shared/http/types.js';
+import { relayed } from '../shared/http/answers.js';
 import { actingPrincipal, USER_IDENTITY_HEADER } from '../shared/memory/on-behalf.js';
 import { agentForUse } from '../shared/providers/agent-access.js';
 import { ResourceName } from '../shared/providers/types/resource-type.js';
@@ -27,26 +27,25 @@ export const routes = [
       200: { description: 'The JSON-RPC answer', schema: z.record(z.string(), z.unknown()) },
       202: { description: 'A notification was accepted' },
     },
-    handler: async ({ services, principal, request, params, body }): Promise<Reply> => {
+    handler: async ({ services, principal, request, params, body }) => {
       if (request.header(USER_IDENTITY_HEADER) === undefined)
         throw badRequest('X-USER-IDENTITY is required: the tool server acts for a signed-in user');
       const user = await actingPrincipal(principal, request, services.upnBindings);
       const agent = await agentForUse(services, user, params.agentName);
       // The MCP SDK is loaded by the first call, not at start-up.
       const { handleMemoryMcp } = await import('../shared/memory/mcp-server.js');
-      const answer = await handleMemoryMcp(
-        services,
+      const answer = await handleMemoryMcp(services, {
         user,
         agent,
-        `http://localhost/instances/${params.instanceId}/mcp/memory/${params.agentName}`,
+        url: `http://localhost/instances/${params.instanceId}/mcp/memory/${params.agentName}`,
         body,
-      );
-      if (answer.body.length === 0) return { status: answer.status };
-      return {
+      });
+      if (answer.body.length === 0) return relayed({ status: answer.status });
+      return relayed({
         status: answer.status,
         headers: { 'content-type': answer.contentType ?? 'application/json' },
         raw: answer.body,
-      };
+      });
     },
   }),
 ];

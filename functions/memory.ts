@@ -6,7 +6,7 @@ import { validationError } from '../shared/errors.js';
 import { defineRoute } from '../shared/http/route.js';
 import { InstanceParams } from '../shared/schemas.js';
 import { json } from '../shared/http/types.js';
-import type { AgentRef, StoredScope } from '../shared/memory/memory.js';
+import { MemoryResponse, Scope, StoredScope, type AgentRef } from '../shared/memory/memory.js';
 import { actingPrincipal } from '../shared/memory/on-behalf.js';
 import { agentForUse } from '../shared/providers/agent-access.js';
 import type { Authorizer } from '../shared/auth/authorizer.js';
@@ -26,26 +26,9 @@ export interface MemoryRoutesDeps {
   readonly upnBindings: UpnBindings;
 }
 
-const scopeError = 'scope must be user, agent or combined';
-const Scope = z.enum(['user', 'agent', 'combined'], { error: scopeError });
-const StoredScope = z.enum(['user', 'agent'], { error: 'scope must be user or agent' });
 const Content = z
   .string({ error: 'content_markdown is required' })
   .refine((v) => v.trim().length > 0, 'content_markdown must contain non-whitespace text');
-
-const MemoryResponse = z
-  .object({
-    scope: Scope,
-    upn: z.string(),
-    user_name: z.string().nullable(),
-    name: z.string().nullable(),
-    agent_object_id: z.string().nullable(),
-    agent_name: z.string().nullable(),
-    content_markdown: z.string(),
-    created_on: z.string().nullable(),
-    updated_on: z.string().nullable(),
-  })
-  .meta({ id: 'MemoryResponse' });
 
 const AppendBody = z
   .object({
@@ -81,8 +64,7 @@ const ImportBody = z
 async function agentOf(
   s: MemoryRoutesDeps,
   p: Principal,
-  scope: 'user' | 'agent' | 'combined',
-  objectId: string | undefined,
+  { scope, objectId }: { scope: Scope; objectId: string | undefined },
 ): Promise<AgentRef | undefined> {
   if (scope === 'user') return undefined;
   if (objectId === undefined) {
@@ -116,7 +98,11 @@ export const routes = [
       const p = await actingPrincipal(principal, request, services.upnBindings);
       return json(
         200,
-        await services.memories.get(p, query.scope, await agentOf(services, p, query.scope, query.agentObjectId)),
+        await services.memories.get(
+          p,
+          query.scope,
+          await agentOf(services, p, { scope: query.scope, objectId: query.agentObjectId }),
+        ),
       );
     },
   }),
@@ -130,8 +116,12 @@ export const routes = [
     responses: { ...ok, 413: { description: 'The document would exceed MEMORY_MAX_BYTES' } },
     handler: async ({ services, principal, request, body }) => {
       const p = await actingPrincipal(principal, request, services.upnBindings);
-      const agent = await agentOf(services, p, body.scope, body.agent_object_id);
-      return json(200, await services.memories.append(p, body.scope, agent, body.content_markdown, body));
+      const agent = await agentOf(services, p, { scope: body.scope, objectId: body.agent_object_id });
+      const provenance = { reason: body.reason, operation_id: body.operation_id, session_id: body.session_id };
+      return json(
+        200,
+        await services.memories.append(p, { scope: body.scope, agent, content: body.content_markdown, provenance }),
+      );
     },
   }),
   defineRoute({
@@ -146,7 +136,10 @@ export const routes = [
       const p = await actingPrincipal(principal, request, services.upnBindings);
       return json(
         200,
-        await services.memories.clear(p, body.scope, await agentOf(services, p, body.scope, body.agent_object_id)),
+        await services.memories.clear(p, {
+          scope: body.scope,
+          agent: await agentOf(services, p, { scope: body.scope, objectId: body.agent_object_id }),
+        }),
       );
     },
   }),
@@ -163,7 +156,7 @@ export const routes = [
       const memory = await services.memories.get(
         p,
         query.scope,
-        await agentOf(services, p, query.scope, query.agentObjectId),
+        await agentOf(services, p, { scope: query.scope, objectId: query.agentObjectId }),
       );
       return { status: 200, headers: { 'content-type': 'text/markdown; charset=utf-8' }, raw: memory.content_markdown };
     },
@@ -178,8 +171,9 @@ export const routes = [
     responses: { ...ok, 413: { description: 'The document would exceed MEMORY_MAX_BYTES' } },
     handler: async ({ services, principal, request, body }) => {
       const p = await actingPrincipal(principal, request, services.upnBindings);
-      const agent = await agentOf(services, p, body.scope, body.agent_object_id);
-      return json(200, await services.memories.import(p, body.scope, agent, body.content_markdown, body.mode));
+      const agent = await agentOf(services, p, { scope: body.scope, objectId: body.agent_object_id });
+      const { scope, content_markdown: content, mode } = body;
+      return json(200, await services.memories.import(p, { scope, agent, content, mode }));
     },
   }),
 ];

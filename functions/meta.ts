@@ -5,9 +5,13 @@ import { buildOpenApi } from '../shared/http/openapi.js';
 import { defineRoute, type Route } from '../shared/http/route.js';
 import { json, type Api } from '../shared/http/types.js';
 
+const OpenApiDocument = z.record(z.string(), z.unknown());
+type OpenApiDocument = z.output<typeof OpenApiDocument>;
+const Jwks = z.object({ keys: z.array(z.record(z.string(), z.unknown())) });
+
 /** Routes that describe the whole table, given lazily to avoid an import cycle. */
 export function metaRoutes(all: () => readonly Route[]): Route[] {
-  const documents = new Map<Api, unknown>();
+  const documents = new Map<Api, OpenApiDocument>();
   const openApi = (api: Api) =>
     defineRoute({
       name: `meta-openapi-${api}`,
@@ -24,16 +28,19 @@ export function metaRoutes(all: () => readonly Route[]): Route[] {
           .optional()
           .describe("Another API's document: a host that serves both answers /openapi.json with the Core API's route"),
       }),
-      responses: { 200: { description: 'OpenAPI 3.1 document' } },
+      responses: { 200: { description: 'OpenAPI 3.1 document', schema: OpenApiDocument } },
       handler: ({ services, query }) => {
         const which = query.api ?? api;
         let doc = documents.get(which);
         if (!doc) {
           const port = which === 'core' ? services.config.corePort : services.config.managementPort;
-          doc = buildOpenApi(which, all(), services.config.version, [
-            { url: '/', description: 'The host that serves this document' },
-            { url: `http://localhost:${port}`, description: 'npm start on this machine' },
-          ]);
+          doc = buildOpenApi(which, all(), {
+            version: services.config.version,
+            servers: [
+              { url: '/', description: 'The host that serves this document' },
+              { url: `http://localhost:${port}`, description: 'npm start on this machine' },
+            ],
+          });
           documents.set(which, doc);
         }
         return Promise.resolve(json(200, doc, { 'cache-control': 'public, max-age=300' }));
@@ -54,12 +61,14 @@ export function metaRoutes(all: () => readonly Route[]): Route[] {
       responses: {
         200: {
           description: 'JSON Web Key Set',
-          schema: z.object({ keys: z.array(z.record(z.string(), z.unknown())) }),
+          schema: Jwks,
         },
       },
       handler: ({ services }) => {
         if (!services.bearer.localJwks) throw notFound('The local identity provider is not in use');
-        return Promise.resolve(json(200, services.bearer.localJwks, { 'cache-control': 'public, max-age=300' }));
+        // Parsed: the verifier holds its keys as unknown values, the answer says each is an object.
+        const jwks = Jwks.parse(services.bearer.localJwks);
+        return Promise.resolve(json(200, jwks, { 'cache-control': 'public, max-age=300' }));
       },
     }),
   ];

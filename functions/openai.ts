@@ -11,7 +11,8 @@ import { abortRunning } from '../shared/completions/worker.js';
 import { badRequest } from '../shared/errors.js';
 import { defineRoute } from '../shared/http/route.js';
 import { InstanceParams } from '../shared/schemas.js';
-import { json } from '../shared/http/types.js';
+import { relayed, type RelayedReply } from '../shared/http/answers.js';
+import { json, type Reply } from '../shared/http/types.js';
 import { agentOrNotFound, usableAgents } from '../shared/providers/agent-access.js';
 import type { AgentDoc } from '../shared/providers/types/agent.js';
 import {
@@ -69,9 +70,12 @@ const ResponseObject = z
   .describe("OpenAI's Response object")
   .meta({ id: 'OpenAIResponse' });
 
-/** A facade's request run as `model`: an agent that is missing or not the caller's is OpenAI's model_not_found. */
-const asModel = <T>(model: string, run: Promise<T>): Promise<T> =>
-  run.catch((e: unknown) => {
+/**
+ * A facade's request run as `model`: an agent that is missing or not the caller's is OpenAI's model_not_found.
+ * Its answer is the completion pipeline's (a stream or an operation's JSON), relayed.
+ */
+const asModel = (model: string, run: Promise<Reply>): Promise<RelayedReply> =>
+  run.then(relayed, (e: unknown) => {
     throw asModelError(e, model);
   });
 
@@ -100,7 +104,7 @@ export const routes = [
     handler: async ({ services, principal, params }) => {
       return json(
         200,
-        model(await agentOrNotFound(services, principal, params.model, () => modelNotFound(params.model))),
+        model(await agentOrNotFound(services, principal, params.model, { refusal: () => modelNotFound(params.model) })),
       );
     },
   }),
@@ -140,31 +144,27 @@ export const routes = [
           body.model,
           admitted(
             services,
-            principal,
-            core,
+            { principal, body: core },
             async (turn, reservation) => {
               const options = { operationId, mayRepeat: false };
               if (body.stream) {
-                const format = chatChunks(
+                const format = chatChunks({
                   operationId,
-                  turn.agent.name,
+                  model: turn.agent.name,
                   created,
-                  body.stream_options?.include_usage === true,
-                );
-                return streamCompletion(
-                  services,
-                  principal,
-                  turn,
-                  options,
-                  request.signal,
-                  () => releasing(services, reservation, Promise.resolve()),
+                  includeUsage: body.stream_options?.include_usage === true,
+                });
+                return streamCompletion(services, principal, turn, {
+                  ...options,
+                  clientGone: request.signal,
+                  onEnd: () => releasing(services, reservation, Promise.resolve()),
                   format,
-                );
+                });
               }
               const result = await releasing(services, reservation, runCompletion(services, principal, turn, options));
               return json(200, chatCompletion(result, turn.agent.name, created), { 'x-operation-id': operationId });
             },
-            facade,
+            { facade },
           ),
         ),
       );
@@ -224,7 +224,8 @@ export const routes = [
         () =>
           asModel(
             body.model,
-            runAsOperation(services, principal, core, {
+            runAsOperation(services, principal, {
+              request: core,
               operationId,
               facade,
               mode,
@@ -273,7 +274,10 @@ export const routes = [
       return json(
         200,
         presentResponse(
-          await cancelOperation(services, principal, op.operation_id, (key) => abortRunning(services, key)),
+          await cancelOperation(services, principal, {
+            operationId: op.operation_id,
+            abortLocal: (key) => abortRunning(services, key),
+          }),
         ),
       );
     },

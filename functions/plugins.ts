@@ -35,32 +35,9 @@ const common = {
 } as const;
 const at = (instanceId: string) => `/instances/${instanceId}`;
 
-/** The package as list and get show it: versions without their manifests, plugins of the current one. */
-function present(p: PackageDoc, full: boolean) {
-  const summary = {
-    type: p.type,
-    name: p.name,
-    object_id: p.object_id,
-    display_name: p.display_name,
-    description: p.description,
-    package_runtime: p.package_runtime,
-    current_version: p.current_version,
-  };
-  if (!full) return { ...summary, versions: p.versions.map((v) => v.package_version) };
-  return {
-    ...summary,
-    versions: p.versions.map(({ manifest: _m, blob_name: _b, ...v }) => v),
-    plugins: p.versions.find((v) => v.package_version === p.current_version)?.manifest.plugins.map((x) => x.name) ?? [],
-    created_on: p.created_on,
-    updated_on: p.updated_on,
-  };
-}
-
 async function createOrDeploy(
   services: PluginsRoutesDeps,
-  principal: Principal,
-  request: PlatformRequest,
-  name: string,
+  { principal, request, name }: { principal: Principal; request: PlatformRequest; name: string },
 ) {
   const type = request.header('content-type') ?? '';
   if (type.toLowerCase().startsWith('multipart/form-data')) {
@@ -75,7 +52,7 @@ async function createOrDeploy(
     const r = PackageResource.safeParse(parseJsonText(resource, 'resource'));
     if (!r.success)
       throw validationError(r.error.issues.map((i) => ({ field: `resource.${i.path.join('.')}`, message: i.message })));
-    return services.packages.addVersion(file, r.data, name, principal, 'Upload');
+    return services.packages.addVersion({ bytes: file, resource: r.data, pathName: name, principal, source: 'Upload' });
   }
   const r = PackageResource.safeParse(await readJsonBody(request, services.config.maxJsonBodyBytes));
   if (!r.success) throw validationError(r.error.issues.map((i) => ({ field: i.path.join('.'), message: i.message })));
@@ -135,6 +112,30 @@ const PluginPackage = z
     updated_on: z.string(),
   })
   .meta({ id: 'PluginPackage' });
+type PackageSummary = z.output<typeof PackageSummary>;
+type PluginPackage = z.output<typeof PluginPackage>;
+
+/** The package as lists show it: its versions by number. */
+const summaryOf = (p: PackageDoc): PackageSummary => ({
+  type: p.type,
+  name: p.name,
+  object_id: p.object_id,
+  display_name: p.display_name,
+  description: p.description,
+  package_runtime: p.package_runtime,
+  current_version: p.current_version,
+  versions: p.versions.map((v) => v.package_version),
+});
+
+/** The package as get shows it: versions without their manifests, plugins of the current one. */
+const packageOf = (p: PackageDoc): PluginPackage => ({
+  ...summaryOf(p),
+  versions: p.versions.map(({ manifest: _m, blob_name: _b, ...v }) => v),
+  plugins: p.versions.find((v) => v.package_version === p.current_version)?.manifest.plugins.map((x) => x.name) ?? [],
+  created_on: p.created_on,
+  updated_on: p.updated_on,
+});
+
 const StoreCheck = z
   .object({
     package_store_type: z.enum(['Public', 'Private']),
@@ -197,8 +198,8 @@ export const routes = [
       413: { description: 'Larger than MAX_PACKAGE_BYTES' },
     },
     handler: async ({ services, principal, request, params }) => {
-      const doc = await createOrDeploy(services, principal, request, params.packageName);
-      return json(200, { object_id: doc.object_id, is_success: true, resource: present(doc, true) });
+      const doc = await createOrDeploy(services, { principal, request, name: params.packageName });
+      return json(200, { object_id: doc.object_id, is_success: true, resource: packageOf(doc) });
     },
   }),
   defineRoute({
@@ -221,7 +222,7 @@ export const routes = [
       const out = [];
       for (const p of await services.packages.list()) {
         const access = await services.authorizer.access(principal, p.object_id, actions);
-        if (access.actions.includes(actions[0] ?? '')) out.push({ resource: present(p, false), ...access });
+        if (access.actions.includes(actions[0] ?? '')) out.push({ resource: summaryOf(p), ...access });
       }
       return json(200, out);
     },
@@ -266,7 +267,7 @@ export const routes = [
           raw: bytes,
         };
       }
-      return json(200, { resource: present(await services.packages.get(params.packageName), true) });
+      return json(200, { resource: packageOf(await services.packages.get(params.packageName)) });
     },
   }),
   defineRoute({

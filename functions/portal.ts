@@ -9,7 +9,8 @@ import { createHash } from 'node:crypto';
 import { forbidden, notFound } from '../shared/errors.js';
 import { sameOrigin } from '../shared/http/hosts.js';
 import { defineRoute, type Route } from '../shared/http/route.js';
-import type { PlatformRequest, Reply } from '../shared/http/types.js';
+import type { BodilessReply } from '../shared/http/answers.js';
+import type { PlatformRequest } from '../shared/http/types.js';
 import type { Config } from '../shared/config.js';
 import { PACKAGE_ROOT } from '../shared/version.js';
 import { isLocalSignInCode, loadLocalKey, mintLocalToken } from '../shared/auth/local-idp.js';
@@ -85,7 +86,7 @@ function contentSecurityPolicy(managementUrl: string, config: Config): string {
   ].join('; ');
 }
 
-function serve(file: string, request: PlatformRequest, config: Config): Reply {
+function serve(file: string, request: PlatformRequest, config: Config): BodilessReply<200> | BodilessReply<304> {
   assets ??= load();
   const asset = assets.get(file);
   if (!asset)
@@ -127,6 +128,13 @@ const FileParams = z.object({
     .max(200),
 });
 const html = { description: 'A page of the portal', contentType: 'text/html' };
+const PortalConfig = z.object({
+  core_url: z.string(),
+  management_url: z.string(),
+  instance_id: z.string(),
+  sign_in: z.object({ kind: z.enum(['local', 'entra', 'none']) }).loose(),
+});
+type PortalConfig = z.output<typeof PortalConfig>;
 
 export const routes: readonly Route[] = [
   defineRoute({
@@ -143,7 +151,7 @@ export const routes: readonly Route[] = [
     path: '/docs',
     summary: 'The API reference: both OpenAPI documents rendered (a redirect to the portal page that shows them)',
     responses: { 302: { description: 'To /portal/docs.html' } },
-    handler: () => Promise.resolve({ status: 302, headers: { location: '/portal/docs.html' } }),
+    handler: () => Promise.resolve({ status: 302 as const, headers: { location: '/portal/docs.html' } }),
   }),
   defineRoute({
     ...common,
@@ -153,17 +161,12 @@ export const routes: readonly Route[] = [
     responses: {
       200: {
         description: 'Portal settings',
-        schema: z.object({
-          core_url: z.string(),
-          management_url: z.string(),
-          instance_id: z.string(),
-          sign_in: z.object({ kind: z.enum(['local', 'entra', 'none']) }).loose(),
-        }),
+        schema: PortalConfig,
       },
     },
     handler: ({ services }) => {
       const { config } = services;
-      const signIn = config.portal.entra
+      const signIn: PortalConfig['sign_in'] = config.portal.entra
         ? {
             kind: 'entra',
             client_id: config.portal.entra.clientId,
@@ -174,15 +177,14 @@ export const routes: readonly Route[] = [
             kind: config.auth.kind === 'local' ? 'local' : 'none',
             ...(localSignIn(config) ? { development_sign_in: true } : {}),
           };
-      return Promise.resolve({
-        status: 200,
-        json: {
+      return Promise.resolve(
+        json(200, {
           core_url: '',
           management_url: config.publicUrls.management,
           instance_id: config.instanceId,
           sign_in: signIn,
-        },
-      });
+        }),
+      );
     },
   }),
   defineRoute({

@@ -46,7 +46,10 @@ export const routes = [
       // The relay is this server (its public URL as a socket URL) unless REALTIME_RELAY_URL names another (in Azure:
       // the relay container).
       const base = services.config.realtimeRelayUrl ?? services.config.publicUrls.core.replace(/^http/, 'ws');
-      const { answer, headers } = await createRealtimeSession(services, principal, body, base.replace(/\/$/, ''));
+      const { answer, headers } = await createRealtimeSession(services, principal, {
+        body,
+        relayBase: base.replace(/\/$/, ''),
+      });
       return json(201, answer, headers);
     },
   }),

@@ -63,7 +63,9 @@ function routesFor(t: ResourceType): Route[] {
       query: ListQuery,
       responses: { 200: pagedResponse("Envelopes with the caller's roles and actions", Envelope) },
       handler: async ({ services, principal, query }) =>
-        pagedJson(await listResources(services, t, principal, query.includeDeleted === 'true', query)),
+        pagedJson(
+          await listResources(services, { type: t, principal, includeDeleted: query.includeDeleted === 'true', query }),
+        ),
     }),
     defineRoute({
       ...common,
@@ -75,7 +77,7 @@ function routesFor(t: ResourceType): Route[] {
       permission: may('read'),
       responses: { 200: { description: 'Envelope with the full definition', schema: Envelope } },
       handler: async ({ services, principal, params }) =>
-        json(200, await getResource(services, t, principal, params.name)),
+        json(200, await getResource(services, { type: t, principal, name: params.name })),
     }),
   ];
   if (t.builtIn || t.serviceWritten) return routes;
@@ -98,7 +100,7 @@ function routesFor(t: ResourceType): Route[] {
         },
       },
       handler: async ({ services, principal, params, body }) => {
-        const { object_id } = await upsertResource(services, t, principal, params.name, body);
+        const { object_id } = await upsertResource(services, { type: t, principal, name: params.name }, body);
         return json(200, { object_id });
       },
     }),
@@ -123,7 +125,7 @@ function routesFor(t: ResourceType): Route[] {
       permission: may('read'),
       responses: { 200: { description: 'Envelope with the definition of that version', schema: Envelope } },
       handler: async ({ services, principal, params }) =>
-        json(200, await getResourceVersion(services, t, principal, params.name, params.version)),
+        json(200, await getResourceVersion(services, { type: t, principal, name: params.name }, params.version)),
     }),
     defineRoute({
       ...common,
@@ -141,7 +143,7 @@ function routesFor(t: ResourceType): Route[] {
         409: { description: 'The resource is deleted, or changed meanwhile' },
       },
       handler: async ({ services, principal, params }) =>
-        json(200, await restoreResourceVersion(services, t, principal, params.name, params.version)),
+        json(200, await restoreResourceVersion(services, { type: t, principal, name: params.name }, params.version)),
     }),
     defineRoute({
       ...common,
@@ -156,7 +158,7 @@ function routesFor(t: ResourceType): Route[] {
         409: { description: 'The resource changed meanwhile' },
       },
       handler: async ({ services, principal, params }) =>
-        json(200, await deleteResource(services, t, principal, params.name)),
+        json(200, await deleteResource(services, { type: t, principal, name: params.name })),
     }),
     defineRoute({
       ...common,
@@ -171,7 +173,7 @@ function routesFor(t: ResourceType): Route[] {
         409: { description: 'The resource is not deleted' },
       },
       handler: async ({ services, principal, params }) =>
-        json(200, await purgeResource(services, t, principal, params.name)),
+        json(200, await purgeResource(services, { type: t, principal, name: params.name })),
     }),
   ];
 }

@@ -118,9 +118,11 @@ export const routes = [
     responses: { 200: pagedResponse('Sessions', Session) },
     handler: async ({ services, principal, query }) =>
       pagedJson(
-        await services.pager.page(principal, 'sessions', query, (c, n) =>
-          services.conversations.list(principal.upn, c, n),
-        ),
+        await services.pager.page(principal, {
+          list: 'sessions',
+          query,
+          fetch: (c, n) => services.conversations.list(principal.upn, c, n),
+        }),
         (s) => presentSession(s),
       ),
   }),
@@ -163,9 +165,12 @@ export const routes = [
     handler: async ({ services, principal, params, query }) => {
       const list = `messages\n${params.sessionId.toLowerCase()}`;
       return pagedJson(
-        await services.pager.page(principal, list, query, (c, n) =>
-          services.conversations.messagesOf(principal.upn, params.sessionId, c, n),
-        ),
+        await services.pager.page(principal, {
+          list,
+          query,
+          fetch: (c, n) =>
+            services.conversations.messagesOf(principal.upn, params.sessionId, { continuation: c, limit: n }),
+        }),
         presentMessage,
       );
     },
@@ -229,17 +234,18 @@ export const routes = [
     responses: { 200: { description: 'The rated message', schema: Message } },
     handler: async ({ services, principal, params, body }) => {
       const comments = body.comments ?? null;
-      const rated = await services.conversations.rate(
-        principal.upn,
-        params.sessionId,
-        params.messageId,
-        body.rating,
+      const rated = await services.conversations.rate(principal.upn, {
+        sessionId: params.sessionId,
+        messageId: params.messageId,
+        rating: body.rating,
         comments,
-      );
+      });
       const shared = !body.rating && body.share_prompt_with_owner === true;
-      await services.evaluations.recordRating(principal.upn, rated, shared, comments, () =>
-        services.conversations.promptOf(principal.upn, rated),
-      );
+      await services.evaluations.recordRating(principal.upn, rated, {
+        shared,
+        comments,
+        prompt: () => services.conversations.promptOf(principal.upn, rated),
+      });
       return json(200, presentMessage(rated));
     },
   }),

@@ -145,7 +145,8 @@ async function call(
       detail?: string;
     };
     const field = envelope.error?.details?.[0]?.field;
-    message = `${envelope.error?.message ?? envelope.detail ?? envelope.message ?? envelope.title ?? text}${field && field !== 'request' ? ` (${field})` : ''}`;
+    const said = envelope.error?.message ?? envelope.detail ?? envelope.message ?? envelope.title ?? text;
+    message = field && field !== 'request' ? `${said} (${field})` : said;
   } catch {
     // not JSON: the text as it is
   }
@@ -236,10 +237,10 @@ function summary(
     `session ${session}  (go on with --session ${session})`,
     `tokens  ${answer.prompt_tokens} prompt + ${answer.completion_tokens} completion = ${answer.total_tokens}`,
   ];
-  for (const [i, c] of answer.citations.entries())
-    lines.push(
-      `[${i + 1}] ${c.title ?? ''} ${c.source ?? ''}${c.score !== undefined ? `  (score ${c.score.toFixed(3)})` : ''}`.trimEnd(),
-    );
+  for (const [i, c] of answer.citations.entries()) {
+    const score = c.score !== undefined ? `  (score ${c.score.toFixed(3)})` : '';
+    lines.push(`[${i + 1}] ${c.title ?? ''} ${c.source ?? ''}${score}`.trimEnd());
+  }
   return lines.join('\n');
 }
 

@@ -7,7 +7,7 @@ import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { DEFAULT_INSTANCE_ID } from '../shared/config.js';
+import { DEFAULT_INSTANCE_ID } from '../shared/config-settings.js';
 
 const STAND_IN = `const handlers = new Map();
 module.exports = {
@@ -48,7 +48,10 @@ const entry = import(${JSON.stringify(pathToFileURL(entry).href)});
 await entry;
 const { handlers } = createRequire(import.meta.url)('@azure/functions-core');
 const url = 'http://localhost:7071/instances/${DEFAULT_INSTANCE_ID}/status';
-const request = { method: 'GET', url, headers: new Headers(), query: new URL(url).searchParams, params: { instanceId: '${DEFAULT_INSTANCE_ID}' }, body: null, arrayBuffer: async () => new ArrayBuffer(0) };
+const request = {
+  method: 'GET', url, headers: new Headers(), query: new URL(url).searchParams,
+  params: { instanceId: '${DEFAULT_INSTANCE_ID}' }, body: null, arrayBuffer: async () => new ArrayBuffer(0),
+};
 const response = await handlers.get('status-core-instance')(request, { invocationId: 'first-answer', log() {} });
 if (response.status !== 200) throw new Error('status answered ' + response.status);
 const ms = performance.now() - t0;

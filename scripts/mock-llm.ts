@@ -257,10 +257,11 @@ export async function startMockLlm(
   function stream(body: ChatRequest['body'], res: http.ServerResponse, n: number) {
     const { content, prompt, completion } = reply(body);
     const pieces = content.split(/(?= )/);
-    const chunk = (payload: object) =>
-      res.write(
-        `data: ${JSON.stringify({ id: `chatcmpl-${n}`, object: 'chat.completion.chunk', created: Math.floor(Date.now() / 1000), model: body.model ?? 'mock', ...payload })}\n\n`,
-      );
+    const chunk = (payload: object) => {
+      const created = Math.floor(Date.now() / 1000);
+      const data = { id: `chatcmpl-${n}`, object: 'chat.completion.chunk', created, model: body.model ?? 'mock' };
+      res.write(`data: ${JSON.stringify({ ...data, ...payload })}\n\n`);
+    };
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
     const gap = pieces.length > 1 ? streaming.spreadMs / (pieces.length - 1) : 0;
     const send = (i: number) => {
@@ -504,8 +505,10 @@ async function main(): Promise<void> {
       throw new Error('--tool-call arguments must be a JSON object');
     mock.setToolReflex({ name, arguments: Object.fromEntries(Object.entries(parsed)) });
   }
+  const served = values.files !== undefined ? `; ${values.files} at ${mock.url}/files/` : '';
   process.stdout.write(
-    `Mock OpenAI-compatible server: ${mock.url}/v1 (echoes the last user message; embeddings at ${mock.url}/v1/embeddings)${values.files !== undefined ? `; ${values.files} at ${mock.url}/files/` : ''}\n`,
+    `Mock OpenAI-compatible server: ${mock.url}/v1 (echoes the last user message; ` +
+      `embeddings at ${mock.url}/v1/embeddings)${served}\n`,
   );
 }
 

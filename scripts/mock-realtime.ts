@@ -6,7 +6,7 @@ import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
 import type { Duplex } from 'node:stream';
 import WebSocket, { WebSocketServer } from 'ws';
-import { textOf } from '../shared/realtime/relay.js';
+import { textOf } from '../shared/realtime/model-socket.js';
 
 export interface RealtimeCall {
   url: string;

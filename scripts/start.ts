@@ -131,6 +131,9 @@ async function main() {
       ? `${tokenCommand(config.dataDir)}   (another user: add ` +
         `${TOKEN_SCRIPT.startsWith('npm') ? '-- ' : ''}--upn alice@example.com)`
       : `from ${config.auth.issuer}`;
+  const blobsAndQueues = azurite
+    ? `Azurite of this DATA_DIR on 127.0.0.1:${azurite.blobPort}/${azurite.queuePort}`
+    : 'configured storage account';
   process.stdout.write(
     [
       `Agent platform ${VERSION} is running`,
@@ -138,7 +141,7 @@ async function main() {
       `  Management API:  ${app.managementUrl}`,
       `  Instance id:     ${config.instanceId}`,
       `  Store:           ${store}`,
-      `  Blobs/queues:    ${azurite ? `Azurite of this DATA_DIR on 127.0.0.1:${azurite.blobPort}/${azurite.queuePort}` : 'configured storage account'}`,
+      `  Blobs/queues:    ${blobsAndQueues}`,
       `  Get a token:     ${token}`,
       `  Portals:         ${app.coreUrl}/portal/${signInLink} (chat), ` +
         `${app.coreUrl}/portal/manage.html${signInLink} (management)`,

@@ -46,20 +46,31 @@ export interface FieldError {
 }
 
 /**
- * A failure the caller is told about. `details` name the failed fields; `headers` travel with the answer
+ * What a failure carries besides its message: `details` name the failed fields; `headers` travel with the answer
  * (Retry-After, Allow); `body` replaces the error envelope entirely (the quota refusal is such a body).
  */
+export interface DomainErrorExtra {
+  details?: readonly FieldError[];
+  headers?: Record<string, string>;
+  body?: unknown;
+}
+
+/** A failure the caller is told about: its kind (which decides the status), a stable code and a message. */
 export class DomainError extends Error {
   override name = 'DomainError';
+  readonly details: readonly FieldError[];
+  readonly headers: Record<string, string>;
+  readonly body?: unknown;
   constructor(
     readonly kind: ErrorKind,
     readonly code: string,
     message: string,
-    readonly details: readonly FieldError[] = [],
-    readonly headers: Record<string, string> = {},
-    readonly body?: unknown,
+    extra: DomainErrorExtra = {},
   ) {
     super(message);
+    this.details = extra.details ?? [];
+    this.headers = extra.headers ?? {};
+    this.body = extra.body;
   }
 
   /** The caller caused it (bad input, no right, missing resource, a conflict), not the service. */
@@ -69,17 +80,27 @@ export class DomainError extends Error {
 }
 
 export const badRequest = (message: string, details: readonly FieldError[] = []) =>
-  new DomainError('invalid', 'BadRequest', message, details);
+  new DomainError('invalid', 'BadRequest', message, { details });
 export const validationError = (details: readonly FieldError[]) =>
-  new DomainError('invalid', 'ValidationError', details[0]?.message ?? 'Invalid request', details);
+  new DomainError('invalid', 'ValidationError', details[0]?.message ?? 'Invalid request', { details });
 export const unauthorized = (message = 'Authentication required') =>
-  new DomainError('unauthenticated', 'Unauthorized', message, [], { 'www-authenticate': 'Bearer' });
+  new DomainError('unauthenticated', 'Unauthorized', message, { headers: { 'www-authenticate': 'Bearer' } });
 export const forbidden = (message = 'Insufficient permissions') => new DomainError('forbidden', 'Forbidden', message);
 export const notFound = (message = 'Resource not found') => new DomainError('not-found', 'NotFound', message);
 export const conflict = (message: string) => new DomainError('conflict', 'Conflict', message);
 export const payloadTooLarge = (message: string) => new DomainError('too-large', 'PayloadTooLarge', message);
 export const internalError = (code = 'InternalError', message = 'An unexpected error occurred') =>
   new DomainError('internal', code, message);
+
+/** The HTTP status a failed Azure SDK request carries (RestError's `statusCode`), if it is one. */
+export const statusCodeOf = (thrown: unknown): number | undefined =>
+  typeof thrown === 'object' && thrown !== null && 'statusCode' in thrown && typeof thrown.statusCode === 'number'
+    ? thrown.statusCode
+    : undefined;
+
+/** The code of a failed system call (`ENOENT`, `EEXIST`), if it is one. */
+export const errnoCode = (thrown: unknown): string | undefined =>
+  thrown instanceof Error && 'code' in thrown && typeof thrown.code === 'string' ? thrown.code : undefined;
 
 /** Turns anything thrown into an Error, so callers never handle `unknown`. */
 export function toError(thrown: unknown): Error {

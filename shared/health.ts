@@ -1,22 +1,22 @@
 // Liveness and readiness for orchestrators and load balancers: live means the process answers; ready means
 // what a request needs answers too: the store, blob storage, the queues, and the identity provider's keys.
 // Each check has 2 s; the result is kept for 2 s, so frequent probes cost the dependencies little.
+import { z } from 'zod';
 import type { Services } from './services.js';
 import { createBlobService, createQueueService, type BlobService, type QueueService } from './store/storage.js';
 
 const CHECK_TIMEOUT_MS = 2000;
 const CACHE_MS = 2000;
 
-export interface Check {
-  ok: boolean;
-  duration_ms: number;
-  error?: string;
-}
+/** One dependency's answer: whether it answered, how fast, and why not. */
+const Check = z.object({ ok: z.boolean(), duration_ms: z.number(), error: z.string().optional() });
+type Check = z.output<typeof Check>;
 
-export interface Readiness {
-  status: 'ready' | 'unavailable';
-  checks: Record<'store' | 'blobs' | 'queues' | 'identity', Check>;
-}
+/** The answer of `/health/ready` (checks: store, blobs, queues, identity). */
+export const Readiness = z
+  .object({ status: z.enum(['ready', 'unavailable']), checks: z.record(z.string(), Check) })
+  .meta({ id: 'Readiness' });
+export type Readiness = z.output<typeof Readiness>;
 
 async function check(probe: () => Promise<unknown>): Promise<Check> {
   const started = Date.now();

@@ -15,7 +15,8 @@ import { gateOf, ModelCredentials } from './models/credentials.js';
 import { ModelGateway } from './models/gateway.js';
 import { guardedAgent } from './net/outbound.js';
 import { isQuotaCounter, Quotas } from './completions/quotas.js';
-import { Budgets, isBudgetCounter } from './completions/budgets.js';
+import { Budgets } from './completions/budgets.js';
+import { isBudgetCounter } from './completions/budget-definitions.js';
 import { Pager } from './http/paging.js';
 import { storedKey } from './store/stored-key.js';
 import { isTurn, SessionTurns } from './conversations/turns.js';
@@ -112,34 +113,39 @@ export async function createServices(config: Config, overrides: ServiceOverrides
   const directory = new PrincipalDirectory(
     narrowed(store.container('principals'), isPrincipal),
     resourcesOf(store, roleAssignments),
-    graph,
-    (e) => log.warn('A directory write or lookup failed', { error: e instanceof Error ? e.message : String(e) }),
+    {
+      graph,
+      onError: (e) =>
+        log.warn('A directory write or lookup failed', { error: e instanceof Error ? e.message : String(e) }),
+    },
   );
   const blobs = createBlobService(config.storage, gate);
   const conversations = new Conversations(store.container('sessions'));
   const resourceCache = new ResourceCache(resourcesIn(store), config.instanceId);
-  const agentTokens = new AgentTokens(store.container('tokens'), config.instanceId, config.internalDomain, (name) =>
-    resourceCache.get(objectIdOf(config.instanceId, agents, name), agents),
-  );
+  const agentTokens = new AgentTokens(store.container('tokens'), {
+    instanceId: config.instanceId,
+    internalDomain: config.internalDomain,
+    agentOf: (name) => resourceCache.get(objectIdOf(config.instanceId, agents, name), agents),
+  });
   const settings = new AppSettings(settingsIn(store));
   const budgets = new Budgets(settings, narrowed(store.container('quotas'), isBudgetCounter), log);
   const upnBindings = new UpnBindings(narrowed(store.container('principals'), isBinding));
   const vectors = lazyVectorIndex(config);
   const extraction = new ExtractionPool({ timeoutMs: config.knowledge.extractionTimeoutMs });
   const stores = packageStores(blobs, config.packages.privateStore, config.packages.publicStoreUrl);
-  const packages = new PluginPackages(
-    narrowed(store.container('resources'), isPluginPackage),
-    blobs.container(config.packages.container),
+  const packages = new PluginPackages({
+    docs: narrowed(store.container('resources'), isPluginPackage),
+    blobs: blobs.container(config.packages.container),
     stores,
-    config.instanceId,
-    config.packages.maxBytes,
-  );
-  const artifacts = new ArtifactPackages(
-    narrowed(store.container('resources'), isArtifactPackage),
+    instanceId: config.instanceId,
+    maxBytes: config.packages.maxBytes,
+  });
+  const artifacts = new ArtifactPackages({
+    docs: narrowed(store.container('resources'), isArtifactPackage),
     stores,
-    config.instanceId,
-    config.packages.maxBytes,
-  );
+    instanceId: config.instanceId,
+    maxBytes: config.packages.maxBytes,
+  });
   const plugins = new PluginRuntime(packages, createSandbox(config, gate, log), config.instanceId);
   const credentials = new ModelCredentials(config, gate);
   const userDispatcher = guardedAgent({ policy: 'user', allowPrivateNetwork: config.allowPrivateNetwork });

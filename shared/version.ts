@@ -8,8 +8,11 @@ function find(): { root: string; version: string } {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (;;) {
     const file = path.join(dir, 'package.json');
-    if (existsSync(file))
-      return { root: dir, version: (JSON.parse(readFileSync(file, 'utf8')) as { version: string }).version };
+    if (existsSync(file)) {
+      const pkg: unknown = JSON.parse(readFileSync(file, 'utf8'));
+      const version = typeof pkg === 'object' && pkg !== null && 'version' in pkg ? pkg.version : undefined;
+      return { root: dir, version: typeof version === 'string' ? version : '0.0.0' };
+    }
     const parent = path.dirname(dir);
     if (parent === dir) return { root: process.cwd(), version: '0.0.0' };
     dir = parent;

@@ -17,6 +17,10 @@ export const THRESHOLD_DEFAULTS = {
 } as const;
 export type Thresholds = Record<keyof typeof THRESHOLD_DEFAULTS, number>;
 
+const isThresholdName = (key: string): key is keyof Thresholds => key in THRESHOLD_DEFAULTS;
+/** Every threshold's name: the keys of the defaults. */
+const THRESHOLD_KEYS = Object.keys(THRESHOLD_DEFAULTS).filter(isThresholdName);
+
 const THRESHOLD_PREFIX = 'svc:analytics:abusedetection:';
 const THRESHOLD_NAMES = new Map(Object.keys(THRESHOLD_DEFAULTS).map((k) => [k.toLowerCase(), k]));
 
@@ -35,13 +39,13 @@ export function thresholdProblem(key: string, value: string): string | undefined
 
 /** Thresholds from the Svc:Analytics:AbuseDetection:* configuration values, else the defaults. */
 export async function thresholds(settings: AppSettings): Promise<Thresholds> {
-  const entries = await Promise.all(
-    Object.entries(THRESHOLD_DEFAULTS).map(
-      async ([key, fallback]) =>
-        [key, await settings.getNumber(`Svc:Analytics:AbuseDetection:${key}`, fallback)] as const,
-    ),
+  const found: Thresholds = { ...THRESHOLD_DEFAULTS };
+  await Promise.all(
+    THRESHOLD_KEYS.map(async (key) => {
+      found[key] = await settings.getNumber(`Svc:Analytics:AbuseDetection:${key}`, THRESHOLD_DEFAULTS[key]);
+    }),
   );
-  return Object.fromEntries(entries) as Thresholds;
+  return found;
 }
 
 export type Severity = 'Medium' | 'High' | 'Critical';
@@ -75,6 +79,7 @@ const WEIGHTS: Factors = {
   behavioral: 0.15,
   resource_exhaustion: 0.1,
 };
+const FACTOR_NAMES = Object.keys(WEIGHTS).filter((k): k is keyof Factors => k in WEIGHTS);
 const POINTS: Record<Severity, number> = { Medium: 10, High: 20, Critical: 20 };
 
 /** Factor scores (High 20, Medium 10 per indicator, capped at 100) and their weighted sum (0 to 100). */
@@ -88,10 +93,7 @@ export function riskScore(indicators: readonly Indicator[]): { risk_score: numbe
     resource_exhaustion: 0,
   };
   for (const i of indicators) factor_scores[i.factor] = Math.min(100, factor_scores[i.factor] + POINTS[i.severity]);
-  const weighted = (Object.keys(WEIGHTS) as (keyof Factors)[]).reduce(
-    (sum, k) => sum + WEIGHTS[k] * factor_scores[k],
-    0,
-  );
+  const weighted = FACTOR_NAMES.reduce((sum, k) => sum + WEIGHTS[k] * factor_scores[k], 0);
   return { risk_score: Math.round(weighted * 100) / 100, factor_scores };
 }
 
@@ -99,12 +101,13 @@ const HOUR = 3_600_000;
 const MINUTE = 60_000;
 
 /** The most records falling in any window of `windowMs` (a sliding window over sorted times). */
-function densest(times: number[], windowMs: number): number {
+function densest(times: readonly number[], windowMs: number): number {
   let best = 0;
-  for (let lo = 0, hi = 0; hi < times.length; hi++) {
-    while ((times[hi] as number) - (times[lo] as number) >= windowMs) lo++;
+  let lo = 0;
+  times.forEach((time, hi) => {
+    while (lo <= hi && time - (times[lo] ?? time) >= windowMs) lo++;
     best = Math.max(best, hi - lo + 1);
-  }
+  });
   return best;
 }
 
@@ -112,14 +115,13 @@ function densest(times: number[], windowMs: number): number {
 function mostAgents(records: readonly { at: number; agent: string }[], windowMs: number): number {
   let best = 0;
   const counts = new Map<string, number>();
-  for (let lo = 0, hi = 0; hi < records.length; hi++) {
-    const r = records[hi] as { at: number; agent: string };
+  let lo = 0;
+  for (const r of records) {
     counts.set(r.agent, (counts.get(r.agent) ?? 0) + 1);
-    while (r.at - (records[lo] as { at: number }).at >= windowMs) {
-      const old = (records[lo] as { agent: string }).agent;
-      const n = (counts.get(old) ?? 1) - 1;
-      if (n === 0) counts.delete(old);
-      else counts.set(old, n);
+    for (let old = records[lo]; old && r.at - old.at >= windowMs; old = records[lo]) {
+      const n = (counts.get(old.agent) ?? 1) - 1;
+      if (n === 0) counts.delete(old.agent);
+      else counts.set(old.agent, n);
       lo++;
     }
     best = Math.max(best, counts.size);
@@ -128,12 +130,14 @@ function mostAgents(records: readonly { at: number; agent: string }[], windowMs:
 }
 
 /** The longest stretch of activity with no gap longer than `gapMs`, in ms. */
-function longestRun(times: number[], gapMs: number): number {
+function longestRun(times: readonly number[], gapMs: number): number {
   let best = 0;
   let start = times[0] ?? 0;
-  for (let i = 1; i < times.length; i++) {
-    if ((times[i] as number) - (times[i - 1] as number) > gapMs) start = times[i] as number;
-    best = Math.max(best, (times[i] as number) - start);
+  let previous = start;
+  for (const time of times) {
+    if (time - previous > gapMs) start = time;
+    best = Math.max(best, time - start);
+    previous = time;
   }
   return best;
 }
@@ -146,8 +150,10 @@ function longestRun(times: number[], gapMs: number): number {
 export function indicators(records: readonly UsageDoc[], t: Thresholds, now = new Date()): Indicator[] {
   if (records.length === 0) return [];
   const at = now.toISOString();
-  const times = records.map((r) => Date.parse(r.timestamp));
-  const hours = Math.max(1, ((times.at(-1) as number) - (times[0] as number)) / HOUR);
+  const timed = records.map((r) => ({ at: Date.parse(r.timestamp), agent: r.agent_name }));
+  const times = timed.map((r) => r.at);
+  const first = times[0] ?? 0;
+  const hours = Math.max(1, ((times.at(-1) ?? first) - first) / HOUR);
   const requestsPerHour = records.length / hours;
   const tokensPerHour = records.reduce((n, r) => n + r.total_tokens, 0) / hours;
   const found: Indicator[] = [];
@@ -225,10 +231,7 @@ export function indicators(records: readonly UsageDoc[], t: Thresholds, now = ne
       metrics: { error_rate_percent: errorRate, failed_operations: failed },
     });
   }
-  const hopping = mostAgents(
-    records.map((r, i) => ({ at: times[i] as number, agent: r.agent_name })),
-    t.AgentHoppingWindowMinutes * MINUTE,
-  );
+  const hopping = mostAgents(timed, t.AgentHoppingWindowMinutes * MINUTE);
   if (hopping > t.AgentHoppingThreshold) {
     add({
       type: 'AgentHopping',

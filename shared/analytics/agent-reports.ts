@@ -84,12 +84,8 @@ export async function agentFiles(src: Sources, agent: string) {
   ]);
   const sorted = sizes.sort((a, b) => a - b);
   const mid = Math.floor(sorted.length / 2);
-  const median =
-    sorted.length === 0
-      ? 0
-      : sorted.length % 2
-        ? (sorted[mid] as number)
-        : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+  const upper = sorted[mid] ?? 0;
+  const median = sorted.length % 2 ? upper : ((sorted[mid - 1] ?? upper) + upper) / 2;
   const files = num(totals.files);
   return {
     total_files: files,
@@ -136,7 +132,11 @@ export async function models(src: Sources) {
 /**
  * A daily series per agent over every day of the period, zero-filled: responses (messages) or users (usage records).
  */
-async function dailyPerAgent(src: Sources, period: Period, agent: string | undefined, measure: 'responses' | 'users') {
+async function dailyPerAgent(
+  src: Sources,
+  period: Period,
+  { agent, measure }: { agent: string | undefined; measure: 'responses' | 'users' },
+) {
   const rows =
     measure === 'responses'
       ? await src.messages.group([RESPONSE, ...agentFilter(agent)], ['day', 'agent_name'], { n: { fn: 'count' } })
@@ -150,9 +150,9 @@ async function dailyPerAgent(src: Sources, period: Period, agent: string | undef
 }
 
 export const dailyMessages = (src: Sources, period: Period, agent: string | undefined) =>
-  dailyPerAgent(src, period, agent, 'responses');
+  dailyPerAgent(src, period, { agent, measure: 'responses' });
 export const dailyUsers = (src: Sources, period: Period, agent: string | undefined) =>
-  dailyPerAgent(src, period, agent, 'users');
+  dailyPerAgent(src, period, { agent, measure: 'users' });
 
 /** AnalyticsDailyActiveUserCount: distinct users with a completion (usage record), every day of the period. */
 export async function dailyActiveUsers(src: Sources, period: Period, agent: string | undefined) {

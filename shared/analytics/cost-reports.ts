@@ -1,7 +1,8 @@
 // Charge-back (request types 100 to 104): what completions cost, grouped by cost center, agent, user or
 // model, each in its currency with a daily series; and where each budget stands. From the usage records,
 // which carry each completion's cost, currency and agent's cost center (docs/analytics.md).
-import type { BudgetDefinition, Budgets } from '../completions/budgets.js';
+import type { BudgetDefinition } from '../completions/budget-definitions.js';
+import type { Budgets } from '../completions/budgets.js';
 import { money } from '../models/pricing.js';
 import { resourceId } from '../providers/types/resource-type.js';
 import type { Filter } from '../store/types.js';
@@ -50,21 +51,21 @@ function groupName(group: CostGroup, value: unknown): string | null {
   return name;
 }
 
+/** What a cost report groups by, the agent and user it is restricted to, and how many groups it keeps. */
+export interface CostReportQuery {
+  group: CostGroup;
+  agent?: string | undefined;
+  user?: string | undefined;
+  top?: number;
+}
+
 /**
  * Cost per group and currency over the period, most costly first, each with its daily series (every day,
  * zero-filled), and the totals per currency. `top` keeps the first groups only (users); totals cover all.
  */
-export async function costBy(
-  src: Sources,
-  period: Period,
-  group: CostGroup,
-  filters: { agent?: string | undefined; user?: string | undefined },
-  top?: number,
-) {
-  const where: Filter[] = [
-    ...(filters.agent ? [eq('agent_name', filters.agent)] : []),
-    ...(filters.user ? [eq('upn', filters.user)] : []),
-  ];
+export async function costBy(src: Sources, period: Period, report: CostReportQuery) {
+  const { group, agent, user, top } = report;
+  const where: Filter[] = [...(agent ? [eq('agent_name', agent)] : []), ...(user ? [eq('upn', user)] : [])];
   const rows = await src.usage.group(where, [group, 'currency', 'day'], FIGURES);
   const groups = new Map<
     string,
@@ -159,7 +160,11 @@ async function budgetDaily(src: Sources, b: BudgetDefinition): Promise<Map<strin
  * Every budget (or those applying to `agent`): its definition, where each subject stands in the current
  * period (from the budget counters, as admission sees them), and its daily spend over the requested period.
  */
-export async function budgetStatus(src: Sources, period: Period, budgets: Budgets, agent: string | undefined) {
+export async function budgetStatus(
+  src: Sources,
+  period: Period,
+  { budgets, agent }: { budgets: Budgets; agent: string | undefined },
+) {
   const definitions = (await budgets.definitions()).filter(
     (b) => !agent || b.agent_name === undefined || resourceId(b.agent_name) === resourceId(agent),
   );

@@ -7,14 +7,29 @@ import type { Period } from './request.js';
 
 type Where = Filter[];
 
+type Readable<T extends Doc> = Pick<Container<T>, 'aggregate' | 'query'>;
+
+/** A data source: a container, the filters that pick its records, and the time field the period applies to. */
+export interface SourceOptions<T extends Doc> {
+  container: Readable<T>;
+  base: Where;
+  timeField: string;
+  period: Period;
+}
+
 /** Runs aggregates over one container, restricted to the period on its time field. */
 export class Source<T extends Doc = Doc> {
-  constructor(
-    private readonly container: Pick<Container<T>, 'aggregate' | 'query'>,
-    private readonly base: Where,
-    private readonly timeField: string,
-    private readonly period: Period,
-  ) {}
+  private readonly container: Readable<T>;
+  private readonly base: Where;
+  private readonly timeField: string;
+  private readonly period: Period;
+
+  constructor({ container, base, timeField, period }: SourceOptions<T>) {
+    this.container = container;
+    this.base = base;
+    this.timeField = timeField;
+    this.period = period;
+  }
 
   private where(extra: Where): Where {
     return [
@@ -73,17 +88,25 @@ export interface Sources {
   toolRuns: Source;
 }
 
-type Readable<T extends Doc> = Pick<Container<T>, 'aggregate' | 'query'>;
-
 export function sources(
   containers: { sessions: Readable<Doc>; usage: Readable<UsageDoc>; files: Readable<FileDoc>; toolRuns: Readable<Doc> },
   period: Period,
 ): Sources {
   return {
-    messages: new Source(containers.sessions, [eq('type', 'Message')], 'timestamp', period),
-    sessions: new Source(containers.sessions, [eq('type', 'Session')], 'created_on', period),
-    usage: new Source(containers.usage, [], 'timestamp', period),
-    files: new Source(containers.files, [], 'created_on', period),
-    toolRuns: new Source(containers.toolRuns, [], 'timestamp', period),
+    messages: new Source({
+      container: containers.sessions,
+      base: [eq('type', 'Message')],
+      timeField: 'timestamp',
+      period,
+    }),
+    sessions: new Source({
+      container: containers.sessions,
+      base: [eq('type', 'Session')],
+      timeField: 'created_on',
+      period,
+    }),
+    usage: new Source({ container: containers.usage, base: [], timeField: 'timestamp', period }),
+    files: new Source({ container: containers.files, base: [], timeField: 'created_on', period }),
+    toolRuns: new Source({ container: containers.toolRuns, base: [], timeField: 'timestamp', period }),
   };
 }

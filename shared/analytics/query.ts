@@ -133,19 +133,19 @@ export async function runAnalytics(s: QueryDeps, principal: Principal, body: Ana
       data = await tokenDashboard(src, agent);
       break;
     case 'CostByCostCenter':
-      data = await costBy(src, r.period, 'cost_center', { agent, user: r.user });
+      data = await costBy(src, r.period, { group: 'cost_center', agent, user: r.user });
       break;
     case 'CostByAgent':
-      data = await costBy(src, r.period, 'agent_name', { agent, user: r.user });
+      data = await costBy(src, r.period, { group: 'agent_name', agent, user: r.user });
       break;
     case 'CostByUser':
-      data = await costBy(src, r.period, 'upn', { agent, user: r.user }, f.top_count);
+      data = await costBy(src, r.period, { group: 'upn', agent, user: r.user, top: f.top_count });
       break;
     case 'CostByModel':
-      data = await costBy(src, r.period, 'model_deployment_name', { agent, user: r.user });
+      data = await costBy(src, r.period, { group: 'model_deployment_name', agent, user: r.user });
       break;
     case 'BudgetStatus':
-      data = await budgetStatus(src, r.period, s.budgets, agent);
+      data = await budgetStatus(src, r.period, { budgets: s.budgets, agent });
       break;
   }
   return {

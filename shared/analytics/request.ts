@@ -42,7 +42,8 @@ export const REQUEST_TYPE_NUMBERS: ReadonlyMap<number, RequestType> = new Map<nu
 ]);
 const NUMBER_OF = new Map([...REQUEST_TYPE_NUMBERS].map(([n, t]) => [t, n]));
 const ALL_NAMES = [...REQUEST_TYPES, ...CHARGE_BACK_TYPES] as const;
-const TYPE_RANGE = `request_type must be 0 to 17 or ${CHARGE_BACK_BASE} to ${CHARGE_BACK_BASE + CHARGE_BACK_TYPES.length - 1}`;
+const TYPE_RANGE =
+  `request_type must be 0 to 17 or ${CHARGE_BACK_BASE} to ` + `${CHARGE_BACK_BASE + CHARGE_BACK_TYPES.length - 1}`;
 
 const NEEDS_AGENT: readonly RequestType[] = ['AgentSummary', 'AgentToolCombinations', 'AgentFiles'];
 const NEEDS_USER: readonly RequestType[] = [
@@ -108,9 +109,11 @@ const DAY = 86_400_000;
 
 /** Applies defaults (last 30 days) and checks the filters each request type requires. */
 export function resolve(request: AnalyticsRequest, now = new Date()): Resolved {
-  const number =
-    typeof request.request_type === 'number' ? request.request_type : (NUMBER_OF.get(request.request_type) as number);
-  const type = REQUEST_TYPE_NUMBERS.get(number) as RequestType;
+  const type =
+    typeof request.request_type === 'number' ? REQUEST_TYPE_NUMBERS.get(request.request_type) : request.request_type;
+  const number = type === undefined ? undefined : NUMBER_OF.get(type);
+  // The schema admits only numbers and names of request types: this holds for every parsed request.
+  if (type === undefined || number === undefined) throw badRequest(TYPE_RANGE);
   const f = request.filters;
   if (NEEDS_AGENT.includes(type) && !f.agent_name) throw badRequest(`filters.agent_name is required for ${type}`);
   if (NEEDS_USER.includes(type) && !f.username) throw badRequest(`filters.username is required for ${type}`);

@@ -327,8 +327,6 @@ export const AnalyticsResponse = z
   .object({
     request_type: z.number().int(),
     generated_at_utc: z.string(),
-    data: z
-      .union([...new Set(Object.values(ANALYTICS_DATA))] as [z.ZodType, z.ZodType, ...z.ZodType[]])
-      .describe('The shape depends on request_type'),
+    data: z.union([...new Set(Object.values(ANALYTICS_DATA))]).describe('The shape depends on request_type'),
   })
   .meta({ id: 'AnalyticsResponse' });

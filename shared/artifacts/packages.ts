@@ -3,25 +3,23 @@
 // upload and deploy (from the Public or Private store) add one made elsewhere; plan and apply make this
 // instance match a version, with the source instance's object ids rewritten to this one's.
 import { createHash } from 'node:crypto';
-import yazl from 'yazl';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
-import { badRequest, conflict, DomainError, internalError, notFound, validationError } from '../errors.js';
-import { parseJsonText } from '../http/json-body.js';
-import { readArchive } from '../plugins/archive.js';
+import { badRequest, conflict, internalError, notFound, validationError } from '../errors.js';
 import { NamePart, SemanticVersion } from '../plugins/manifest.js';
 import { purgePackage, readFromStore, softDeletePackage } from '../plugins/package-lifecycle.js';
 import type { PackageStores } from '../plugins/packages.js';
-import { objectIdOf, partitionOf, resourceId, type AnyResource } from '../providers/types/resource-type.js';
+import { objectIdOf, partitionOf, resourceId } from '../providers/types/resource-type.js';
 import { readResource } from '../providers/resources.js';
 import { SECRET_SETTINGS } from '../providers/settings.js';
 import { appConfigurations } from '../providers/types/catalog.js';
 import type { Container, Doc, DocsOf } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
+import { fileOf, MAX_RESOURCES, readContents, zip, type Manifest } from './package-archive.js';
 import {
   applyPlan,
   changesOf,
-  mapStrings,
+  mapDefinitionStrings,
   parseObjectId,
   planChanges,
   portable,
@@ -71,7 +69,6 @@ export interface ArtifactsPackagesDeps {
 }
 
 export const ARTIFACTS_PK = 'Svc.Platform/artifactPackages';
-const MAX_RESOURCES = 500;
 
 /** The `resource` of an upload, or the body of a deploy from a store (with package_store_type). */
 export const ArtifactResource = z
@@ -93,28 +90,6 @@ export const ExportBody = z
     description: z.string().max(1000).optional(),
   })
   .strict();
-
-const ManifestEntry = z.object({ object_id: z.string().optional(), type: z.string().optional(), file: z.string() });
-/**
- * What export writes; a package made by hand needs only `name` and `version` (or `package_version`): without
- * a `resources` list, every other `.json` file of the archive is one resource.
- */
-const Manifest = z
-  .object({
-    type: z.literal('artifact-package').default('artifact-package'),
-    name: NamePart,
-    version: SemanticVersion.optional(),
-    package_version: SemanticVersion.optional(),
-    description: z.string().default(''),
-    source_instance: z.string().optional(),
-    exported_on: z.string().optional(),
-    exported_by: z.string().optional(),
-    resources: z.array(ManifestEntry).min(1).max(MAX_RESOURCES).optional(),
-  })
-  .refine((m) => (m.version ?? m.package_version) !== undefined, { path: ['version'], message: 'version is required' })
-  .transform(({ package_version, ...m }) => ({ ...m, version: m.version ?? package_version ?? '' }));
-type Manifest = z.output<typeof Manifest>;
-type Entry = z.output<typeof ManifestEntry>;
 
 interface ArtifactVersion {
   package_version: string;
@@ -151,83 +126,43 @@ declare module '../store/types.js' {
 export const isArtifactPackage = (doc: DocsOf<'resources'>): doc is ArtifactPackageDoc =>
   'type' in doc && doc.type === 'artifact-package';
 
-/** A package version read back: its manifest and its resources, each as its file holds it. */
-interface Contents {
-  manifest: Manifest;
-  /** Each resource's file as listed (or found), with its definition. */
-  resources: { entry: Entry; definition: Record<string, unknown> }[];
-}
-
 /** Where a version lives in a package store; a folder of its own beside the plugin packages. */
 const blobName = (name: string, version: string) => `artifacts/${name}/${version}/${name}.zip`;
-const fileOf = (doc: AnyResource) => `resources/${doc.pk.replace('/', '.')}/${doc.id}.json`;
 
-function zip(entries: { name: string; data: string }[]): Promise<Buffer> {
-  const z = new yazl.ZipFile();
-  // A fixed time: the same resources give the same bytes.
-  for (const e of entries) z.addBuffer(Buffer.from(e.data), e.name, { mtime: new Date(0) });
-  z.end();
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    z.outputStream.on('data', (c: Buffer) => chunks.push(c));
-    z.outputStream.on('end', () => resolve(Buffer.concat(chunks)));
-    z.outputStream.on('error', reject);
-  });
+/** Where the packages' records and files live, and the largest file a version may be. */
+export interface ArtifactPackagesOptions {
+  docs: Container<ArtifactPackageDoc>;
+  stores: PackageStores;
+  instanceId: string;
+  maxBytes: number;
 }
 
-/** Reads and checks a package file whole: 400 for anything a version may not hold. */
-async function readContents(bytes: Buffer): Promise<Contents> {
-  const archive = await readArchive(bytes, (n) => n.endsWith('.json'));
-  const json = (name: string): unknown => {
-    const data = archive.files.get(name);
-    if (!data) throw badRequest(`Invalid package archive: ${name} is missing`);
-    try {
-      return parseJsonText(data.toString('utf8'), name);
-    } catch (e) {
-      throw badRequest(
-        `Invalid package archive: ${e instanceof DomainError ? e.message : `${name} is not valid JSON`}`,
-      );
-    }
-  };
-  const manifest = Manifest.safeParse(json('manifest.json'));
-  if (!manifest.success)
-    throw badRequest(
-      `Invalid manifest: ${manifest.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
-    );
-  const entries: Entry[] =
-    manifest.data.resources ??
-    [...archive.files.keys()]
-      .filter((n) => n !== 'manifest.json' && !n.endsWith('/'))
-      .sort()
-      .map((file) => ({ file }));
-  if (entries.length === 0) throw badRequest('Invalid package archive: it holds no resource');
-  if (entries.length > MAX_RESOURCES) throw badRequest(`Invalid package archive: more than ${MAX_RESOURCES} resources`);
-  const resources = entries.map((entry) => {
-    const r = json(entry.file);
-    if (
-      !r ||
-      typeof r !== 'object' ||
-      Array.isArray(r) ||
-      typeof (r as { type?: unknown }).type !== 'string' ||
-      typeof (r as { name?: unknown }).name !== 'string'
-    ) {
-      throw badRequest(`Invalid package archive: ${entry.file} is not a resource definition with a type and a name`);
-    }
-    const definition = r as Record<string, unknown> & { type: string };
-    if (entry.type !== undefined && definition.type !== entry.type)
-      throw badRequest(`Invalid package archive: ${entry.file} is not a ${entry.type}`);
-    return { entry, definition };
-  });
-  return { manifest: manifest.data, resources };
+/** How a version comes in: its bytes, what the request says it is, who adds it and from where. */
+interface AddedVersion {
+  bytes: Buffer;
+  resource: ArtifactResource;
+  principal: Principal;
+  source: ArtifactVersion['source'];
+}
+
+/** A version of a package, by name; the current one when no version is given. */
+interface VersionRef {
+  name: string;
+  version?: string | undefined;
 }
 
 export class ArtifactPackages {
-  constructor(
-    private readonly docs: Container<ArtifactPackageDoc>,
-    private readonly stores: PackageStores,
-    private readonly instanceId: string,
-    private readonly maxBytes: number,
-  ) {}
+  private readonly docs: Container<ArtifactPackageDoc>;
+  private readonly stores: PackageStores;
+  private readonly instanceId: string;
+  private readonly maxBytes: number;
+
+  constructor({ docs, stores, instanceId, maxBytes }: ArtifactPackagesOptions) {
+    this.docs = docs;
+    this.stores = stores;
+    this.instanceId = instanceId;
+    this.maxBytes = maxBytes;
+  }
 
   objectId(name: string) {
     return `/instances/${this.instanceId}/providers/${ARTIFACTS_PK}/${name}`;
@@ -237,8 +172,7 @@ export class ArtifactPackages {
   async export(
     s: ArtifactsPackagesDeps,
     principal: Principal,
-    name: string,
-    body: z.output<typeof ExportBody>,
+    { name, body }: { name: string; body: z.output<typeof ExportBody> },
   ): Promise<ArtifactPackageDoc> {
     const entries: { name: string; data: string }[] = [];
     const listed: Manifest['resources'] = [];
@@ -260,10 +194,8 @@ export class ArtifactPackages {
       }
       if (listed.some((e) => e.object_id === doc.object_id)) continue;
       listed.push({ object_id: doc.object_id, type: doc.type, file: fileOf(doc) });
-      entries.push({
-        name: fileOf(doc),
-        data: `${JSON.stringify({ type: doc.type, ...portable(named.type, doc as unknown as Record<string, unknown>) }, null, 2)}\n`,
-      });
+      const definition = { type: doc.type, ...portable(named.type, doc) };
+      entries.push({ name: fileOf(doc), data: `${JSON.stringify(definition, null, 2)}\n` });
     }
     const manifest: Manifest = {
       type: 'artifact-package',
@@ -276,24 +208,19 @@ export class ArtifactPackages {
       resources: listed,
     };
     const bytes = await zip([{ name: 'manifest.json', data: `${JSON.stringify(manifest, null, 2)}\n` }, ...entries]);
-    return this.addVersion(
+    return this.addVersion({
       bytes,
-      { type: 'artifact-package', name, package_version: body.package_version },
+      resource: { type: 'artifact-package', name, package_version: body.package_version },
       principal,
-      'Export',
-    );
+      source: 'Export',
+    });
   }
 
   /**
    * Stores a checked version and makes it current. The same bytes again are accepted as they are (a
    * pipeline may upload before every plan); other bytes under an existing version are 409.
    */
-  async addVersion(
-    bytes: Buffer,
-    resource: ArtifactResource,
-    principal: Principal,
-    source: ArtifactVersion['source'],
-  ): Promise<ArtifactPackageDoc> {
+  async addVersion({ bytes, resource, principal, source }: AddedVersion): Promise<ArtifactPackageDoc> {
     if (bytes.length > this.maxBytes) throw badRequest(`The package is larger than ${this.maxBytes} bytes`);
     const { manifest, resources } = await readContents(bytes);
     if (manifest.name !== resource.name)
@@ -331,10 +258,10 @@ export class ArtifactPackages {
       source_instance: manifest.source_instance ?? '',
       resources: resources.map(({ entry, definition }) => ({
         object_id: entry.object_id ?? '',
-        type: String(definition.type),
+        type: definition.type,
       })),
     };
-    const saved = await updateDocument(this.docs, ARTIFACTS_PK, resourceId(resource.name), (current) => {
+    const saved = await updateDocument(this.docs, { pk: ARTIFACTS_PK, id: resourceId(resource.name) }, (current) => {
       if (same(current)) return undefined;
       return {
         id: resourceId(resource.name),
@@ -358,12 +285,9 @@ export class ArtifactPackages {
   /** Adds a version from a package store: `{name}/{version}/{name}.zip` there. */
   async deploy(resource: ArtifactResource, principal: Principal): Promise<ArtifactPackageDoc> {
     const storeType = resource.package_store_type ?? 'Private';
-    return this.addVersion(
-      await readFromStore(this.stores, storeType, blobName(resource.name, resource.package_version), this.maxBytes),
-      resource,
-      principal,
-      storeType,
-    );
+    const blob = blobName(resource.name, resource.package_version);
+    const bytes = await readFromStore(this.stores, { storeType, path: blob, maxBytes: this.maxBytes });
+    return this.addVersion({ bytes, resource, principal, source: storeType });
   }
 
   async list(): Promise<ArtifactPackageDoc[]> {
@@ -383,7 +307,7 @@ export class ArtifactPackages {
   }
 
   /** The bytes of a version (the current one by default) as stored. */
-  async download(name: string, version?: string): Promise<{ bytes: Buffer; version: ArtifactVersion }> {
+  async download({ name, version }: VersionRef): Promise<{ bytes: Buffer; version: ArtifactVersion }> {
     const doc = await this.get(name);
     const v = doc.versions.find((x) => x.package_version === (version ?? doc.current_version));
     if (!v) throw notFound(`Version ${version ?? ''} of ${name} not found`);
@@ -400,57 +324,56 @@ export class ArtifactPackages {
   async downloadFor(
     s: ArtifactsPackagesDeps,
     principal: Principal,
-    name: string,
-    version?: string,
+    ref: VersionRef,
   ): Promise<{ bytes: Buffer; version: ArtifactVersion }> {
-    const found = await this.download(name, version);
+    const found = await this.download(ref);
     for (const { definition } of (await readContents(found.bytes)).resources) {
-      const type = typeOf(String(definition.type));
+      const type = typeOf(definition.type);
       if (type)
         await s.authorizer.require(
           principal,
           `${partitionOf(type)}/write`,
-          objectIdOf(this.instanceId, type, String(definition.name)),
+          objectIdOf(this.instanceId, type, definition.name),
         );
     }
     return found;
   }
 
   /** What applying a version would change; nothing is written. */
-  async plan(s: ArtifactsPackagesDeps, principal: Principal, name: string, version: string): Promise<Change[]> {
-    return changesOf(await planChanges(s, principal, await this.incoming(name, version)));
+  async plan(s: ArtifactsPackagesDeps, principal: Principal, ref: Required<VersionRef>): Promise<Change[]> {
+    return changesOf(await planChanges(s, principal, await this.incoming(ref)));
   }
 
   /** Makes this instance match a version: checked whole first, then written in dependency order. */
-  async apply(s: ArtifactsPackagesDeps, principal: Principal, name: string, version: string): Promise<Change[]> {
-    return applyPlan(s, principal, await planChanges(s, principal, await this.incoming(name, version)));
+  async apply(s: ArtifactsPackagesDeps, principal: Principal, ref: Required<VersionRef>): Promise<Change[]> {
+    return applyPlan(s, principal, await planChanges(s, principal, await this.incoming(ref)));
   }
 
   /**
    * A version's resources as definitions for this instance: every object id a definition names, of
    * whichever instance, is rewritten to this one (a package holds its resources and what they name).
    */
-  private async incoming(name: string, version: string): Promise<Incoming[]> {
-    const { resources } = await readContents((await this.download(name, version)).bytes);
+  private async incoming(ref: Required<VersionRef>): Promise<Incoming[]> {
+    const { resources } = await readContents((await this.download(ref)).bytes);
     const to = `/instances/${this.instanceId}/providers/`;
     return resources.map(({ entry, definition }) => {
-      const type = typeOf(String(definition.type));
+      const type = typeOf(definition.type);
       if (!type)
         throw badRequest(
-          `Invalid package: ${entry.file} is a ${String(definition.type)}, not a resource type that can be applied`,
+          `Invalid package: ${entry.file} is a ${definition.type}, not a resource type that can be applied`,
         );
-      const { type: _t, ...rest } = mapStrings(definition, (v) =>
+      const { type: _t, ...rest } = mapDefinitionStrings(definition, (v) =>
         v.replace(/^\/instances\/[^/]+\/providers\//, to),
-      ) as Record<string, unknown>;
+      );
       return { type, definition: rest };
     });
   }
 
   delete(name: string, principal: Principal): Promise<ArtifactPackageDoc> {
-    return softDeletePackage(this.docs, ARTIFACTS_PK, name, principal, 'Artifact package');
+    return softDeletePackage(this.docs, { pk: ARTIFACTS_PK, name, what: 'Artifact package' }, principal);
   }
 
   purge(name: string): Promise<ArtifactPackageDoc> {
-    return purgePackage(this.docs, ARTIFACTS_PK, name, this.stores.private, 'Artifact package');
+    return purgePackage(this.docs, { pk: ARTIFACTS_PK, name, what: 'Artifact package' }, this.stores.private);
   }
 }

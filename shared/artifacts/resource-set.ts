@@ -115,6 +115,14 @@ export function mapStrings(value: unknown, map: (s: string) => unknown): unknown
   return value;
 }
 
+/** A definition with every string of its fields mapped: still an object of fields. */
+export function mapDefinitionStrings(
+  definition: Record<string, unknown>,
+  map: (s: string) => unknown,
+): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(definition).map(([k, v]) => [k, mapStrings(v, map)]));
+}
+
 /** JSON with keys in order at every level: equal definitions give equal text. */
 export function canonicalJson(value: unknown): string {
   return JSON.stringify(value, (_k, v: unknown) =>
@@ -128,9 +136,10 @@ export function canonicalJson(value: unknown): string {
  * What of a resource travels between instances: its definition without store bookkeeping, service fields or
  * the fields that belong to one instance (an agent's security group, a secret's replaced value).
  */
-export function portable(t: ResourceType, doc: Record<string, unknown>): Record<string, unknown> {
+export function portable(t: ResourceType, doc: object): Record<string, unknown> {
   const dropped = new Set<string>(['id', 'pk', '_etag', 'ttl', ...SERVICE_FIELDS, ...(t.instanceFields ?? [])]);
-  return Object.fromEntries(Object.entries(doc).filter(([k, v]) => !dropped.has(k) && v !== undefined));
+  const fields: [string, unknown][] = Object.entries(doc);
+  return Object.fromEntries(fields.filter(([k, v]) => !dropped.has(k) && v !== undefined));
 }
 
 /** The top-level fields whose values differ. */
@@ -228,7 +237,7 @@ export async function planChanges(
 
 /** A stored resource as a definition of its type would give it (defaults applied, instance fields dropped). */
 function comparable(t: ResourceType, doc: AnyResource): Record<string, unknown> {
-  const shown = portable(t, doc as unknown as Record<string, unknown>);
+  const shown = portable(t, doc);
   const parsed = t.schema.safeParse(shown);
   return parsed.success ? portable(t, parsed.data) : shown;
 }
@@ -249,7 +258,7 @@ export async function applyPlan(
   planned: readonly Planned[],
 ): Promise<Change[]> {
   for (const p of planned)
-    if (p.action !== 'unchanged') await upsertResource(s, p.type, principal, p.name, p.definition);
+    if (p.action !== 'unchanged') await upsertResource(s, { type: p.type, principal, name: p.name }, p.definition);
   return changesOf(planned);
 }
 

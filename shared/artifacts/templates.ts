@@ -6,10 +6,10 @@ import type { Principal } from '../auth/principal.js';
 import { notFound, validationError } from '../errors.js';
 import { TYPE_CHECKS } from '../providers/types/parameter-types.js';
 import { servedType } from '../registry/registry.js';
-import { ResourceName } from '../providers/types/resource-type.js';
+import { isOf, ResourceName } from '../providers/types/resource-type.js';
 import { readResource } from '../providers/resources.js';
 import { agentTemplates, type AgentTemplateDoc } from '../providers/types/template.js';
-import { applyPlan, mapStrings, planChanges, typeOf, type Incoming } from './resource-set.js';
+import { applyPlan, mapDefinitionStrings, planChanges, typeOf, type Incoming } from './resource-set.js';
 import type { AgentTokens } from '../auth/agent-tokens.js';
 import type { Authorizer } from '../auth/authorizer.js';
 import type { GraphOptions } from '../auth/graph.js';
@@ -104,12 +104,11 @@ function substitute(text: string, values: ReadonlyMap<string, unknown>): unknown
 export async function createAgent(
   s: TemplatesDeps,
   principal: Principal,
-  templateName: string,
-  given: Record<string, unknown>,
+  { template: templateName, parameters: given }: { template: string; parameters: Record<string, unknown> },
 ): Promise<{ object_ids: string[] }> {
   const doc = await readResource(s, servedType(agentTemplates), templateName);
-  if (!doc || doc.deleted) throw notFound(`agent-template ${templateName} not found`);
-  const { parameters, resources } = doc as unknown as Record<string, unknown>;
+  if (!doc || doc.deleted || !isOf(doc, agentTemplates)) throw notFound(`agent-template ${templateName} not found`);
+  const { parameters, resources } = doc;
   const parsed = agentTemplates.schema.safeParse({ name: doc.name, parameters, resources });
   if (!parsed.success)
     throw validationError([
@@ -118,7 +117,7 @@ export async function createAgent(
         message: `${templateName} is not a valid template: ${parsed.error.issues[0]?.message ?? ''}`,
       },
     ]);
-  const template = { ...doc, ...parsed.data } as AgentTemplateDoc;
+  const template: AgentTemplateDoc = { ...doc, parameters: parsed.data.parameters, resources: parsed.data.resources };
   const values = new Map([...parameterValues(template, given), ['instance_id', s.config.instanceId]]);
   const incoming: Incoming[] = template.resources.map((r, i) => {
     const writable = typeOf(r.type);
@@ -126,7 +125,7 @@ export async function createAgent(
       throw validationError([
         { field: `resources[${i}].type`, message: `${r.type} is not a resource type a template can create` },
       ]);
-    const { type: _t, ...definition } = mapStrings(r, (v) => substitute(v, values)) as Record<string, unknown>;
+    const { type: _t, ...definition } = mapDefinitionStrings(r, (v) => substitute(v, values));
     return { type: writable, definition };
   });
   const planned = await planChanges(s, principal, incoming, { createOnly: true });

@@ -77,16 +77,29 @@ const LAST_USED_MS = 60_000;
 /** The live agent of a name (the resource cache), or undefined when it does not exist or is deleted. */
 export type AgentLookup = (name: string) => Promise<Pick<AgentDoc, 'virtual_security_group_id'> | undefined>;
 
+/** The instance whose agents the tokens are for, the domain of their principals' names, and the agents by name. */
+export interface AgentTokensOptions {
+  instanceId: string;
+  internalDomain: string;
+  agentOf: AgentLookup;
+}
+
 export class AgentTokens implements AgentTokenVerifier {
   // Verified token records by token id; dropped on delete here, and after CACHE_MS everywhere.
   private readonly cache = new Map<string, { doc: AgentTokenDoc; until: number }>();
 
+  private readonly instanceId: string;
+  private readonly internalDomain: string;
+  private readonly agentOf: AgentLookup;
+
   constructor(
     private readonly container: Container<AgentTokenDoc>,
-    private readonly instanceId: string,
-    private readonly internalDomain: string,
-    private readonly agentOf: AgentLookup,
-  ) {}
+    { instanceId, internalDomain, agentOf }: AgentTokensOptions,
+  ) {
+    this.instanceId = instanceId;
+    this.internalDomain = internalDomain;
+    this.agentOf = agentOf;
+  }
 
   /** Issues a token; the returned token string is the only copy of the secret. */
   async create(
@@ -134,8 +147,10 @@ export class AgentTokens implements AgentTokenVerifier {
    */
   async setActive(agentName: string, tokenId: string, active: boolean): Promise<AgentTokenDoc> {
     this.cache.delete(tokenId.toLowerCase());
-    const saved = await updateDocument(this.container, resourceId(agentName), tokenId.toLowerCase(), (doc) =>
-      doc ? { ...doc, active } : undefined,
+    const saved = await updateDocument(
+      this.container,
+      { pk: resourceId(agentName), id: tokenId.toLowerCase() },
+      (doc) => (doc ? { ...doc, active } : undefined),
     );
     this.cache.delete(tokenId.toLowerCase());
     if (!saved) throw notFound(`Agent access token ${tokenId} not found`);

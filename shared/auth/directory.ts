@@ -43,12 +43,18 @@ export class PrincipalDirectory {
   // Groups read from Graph for users with a groups overage, per user id, for GROUPS_TTL_MS.
   private readonly memberships = new Map<string, { groups: Promise<readonly string[]>; until: number }>();
 
+  private readonly graph: GraphOptions | undefined;
+  private readonly onError: (e: unknown) => void;
+
+  /** `graph` searches and reads group memberships in Entra ID; `onError` hears of writes and lookups that failed. */
   constructor(
     private readonly principals: Container<PrincipalDoc>,
     private readonly resources: Container<RoleAssignmentDoc>,
-    private readonly graph?: GraphOptions,
-    private readonly onError: (e: unknown) => void = () => undefined,
-  ) {}
+    options: { graph?: GraphOptions | undefined; onError?: (e: unknown) => void } = {},
+  ) {
+    this.graph = options.graph;
+    this.onError = options.onError ?? (() => undefined);
+  }
 
   /**
    * The groups a caller reads knowledge as: the token's, or for a token with a groups overage the user's

@@ -1,4 +1,5 @@
 // Microsoft Graph principal search, with the service's managed identity (used when GRAPH_ENABLED=true).
+import { z } from 'zod';
 import type { DirectoryEntry } from './directory.js';
 
 export interface GraphOptions {
@@ -9,32 +10,32 @@ export interface GraphOptions {
   fetch?: typeof fetch;
 }
 
-interface GraphUser {
-  id: string;
-  displayName?: string | null;
-  userPrincipalName?: string | null;
-  mail?: string | null;
-}
-interface GraphGroup {
-  id: string;
-  displayName?: string | null;
-}
+const GraphUser = z.object({
+  id: z.string(),
+  displayName: z.string().nullish(),
+  userPrincipalName: z.string().nullish(),
+  mail: z.string().nullish(),
+});
+const GraphGroup = z.object({ id: z.string(), displayName: z.string().nullish() });
+
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Users and groups whose display name, UPN or mail starts with the term (Graph `$search`). */
 export async function searchGraph(term: string, options: GraphOptions, top = 25): Promise<DirectoryEntry[]> {
   const call = options.fetch ?? fetch;
   const headers = { authorization: `Bearer ${await options.getToken()}`, consistencylevel: 'eventual' };
   const quoted = term.replace(/"/g, '');
-  const get = async <T>(path: string): Promise<T[]> => {
+  const get = async <T>(path: string, item: z.ZodType<T>): Promise<T[]> => {
     const res = await call(`${options.baseUrl}${path}`, { headers, signal: AbortSignal.timeout(10_000) });
     if (!res.ok) throw new Error(`Microsoft Graph answered ${res.status} for ${path.split('?')[0] ?? path}`);
-    return ((await res.json()) as { value: T[] }).value;
+    return z.object({ value: z.array(item) }).parse(await res.json()).value;
   };
   const search = encodeURIComponent(`"displayName:${quoted}" OR "userPrincipalName:${quoted}" OR "mail:${quoted}"`);
   const [users, groups] = await Promise.all([
-    get<GraphUser>(`/v1.0/users?$search=${search}&$select=id,displayName,userPrincipalName,mail&$top=${top}`),
-    get<GraphGroup>(
+    get(`/v1.0/users?$search=${search}&$select=id,displayName,userPrincipalName,mail&$top=${top}`, GraphUser),
+    get(
       `/v1.0/groups?$search=${encodeURIComponent(`"displayName:${quoted}"`)}&$select=id,displayName&$top=${top}`,
+      GraphGroup,
     ),
   ]);
   return [
@@ -67,13 +68,15 @@ export async function transitiveGroups(userId: string, options: GraphOptions): P
   const headers = { authorization: `Bearer ${await options.getToken()}` };
   const groups: string[] = [];
   let next: string | undefined =
-    `${options.baseUrl}/v1.0/users/${encodeURIComponent(userId)}/transitiveMemberOf/microsoft.graph.group?$select=id&$top=999`;
+    `${options.baseUrl}/v1.0/users/${encodeURIComponent(userId)}` +
+    '/transitiveMemberOf/microsoft.graph.group?$select=id&$top=999';
   for (let page = 0; next && page < MAX_GROUP_PAGES; page++) {
     const res = await call(next, { headers, signal: AbortSignal.timeout(10_000) });
     if (!res.ok) throw new Error(`Microsoft Graph answered ${res.status} for a user's groups`);
-    const body = (await res.json()) as { value?: { id?: unknown }[]; '@odata.nextLink'?: unknown };
-    for (const g of body.value ?? []) if (typeof g.id === 'string') groups.push(g.id);
-    const link = body['@odata.nextLink'];
+    const body: unknown = await res.json();
+    const found: unknown = isRecord(body) ? body.value : undefined;
+    for (const g of Array.isArray(found) ? found : []) if (isRecord(g) && typeof g.id === 'string') groups.push(g.id);
+    const link = isRecord(body) ? body['@odata.nextLink'] : undefined;
     // Only Graph's own pages are followed: a link elsewhere would carry the token away.
     next = typeof link === 'string' && link.startsWith(`${options.baseUrl}/`) ? link : undefined;
   }

@@ -5,6 +5,8 @@ import { createHash, createHmac, randomUUID, timingSafeEqual } from 'node:crypto
 import { link, mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import path from 'node:path';
 import { exportJWK, generateKeyPair, importJWK, SignJWT, type JWK, type CryptoKey } from 'jose';
+import { z } from 'zod';
+import { errnoCode } from '../errors.js';
 
 const ALG = 'ES256';
 
@@ -25,7 +27,10 @@ export interface LocalKey {
 /** Loads the key pair, creating it on first use (safe when two processes race to create it). */
 export async function loadLocalKey(keyFile: string): Promise<LocalKey> {
   const stored = await readOrCreateKey(keyFile);
-  const privateKey = (await importJWK(stored, ALG)) as CryptoKey;
+  const privateKey = await importJWK(stored, ALG);
+  // An ES256 JWK always imports as a CryptoKey; only a symmetric (oct) key gives bytes.
+  if (privateKey instanceof Uint8Array)
+    throw new Error(`The local identity provider's key ${keyFile} is not an EC key`);
   return { privateKey, ...publicKey(stored) };
 }
 
@@ -36,11 +41,15 @@ export async function loadLocalJwks(keyFile: string): Promise<LocalKey['jwks']> 
   return publicKey(await readOrCreateKey(keyFile)).jwks;
 }
 
+/** The key file's JWK: a JSON object naming its key type; jose reads the rest. */
+const StoredKey = z.looseObject({ kty: z.string(), kid: z.string().optional(), d: z.string().optional() });
+const readKey = async (keyFile: string): Promise<JWK> => StoredKey.parse(JSON.parse(await readFile(keyFile, 'utf8')));
+
 async function readOrCreateKey(keyFile: string): Promise<JWK> {
   try {
-    return JSON.parse(await readFile(keyFile, 'utf8')) as JWK;
+    return await readKey(keyFile);
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'ENOENT') throw e;
+    if (errnoCode(e) !== 'ENOENT') throw e;
     return createKey(keyFile);
   }
 }
@@ -62,8 +71,8 @@ async function createKey(keyFile: string): Promise<JWK> {
     await link(temp, keyFile);
     return jwk;
   } catch (e) {
-    if ((e as NodeJS.ErrnoException).code !== 'EEXIST') throw e;
-    return JSON.parse(await readFile(keyFile, 'utf8')) as JWK;
+    if (errnoCode(e) !== 'EEXIST') throw e;
+    return await readKey(keyFile);
   } finally {
     await rm(temp, { force: true });
   }

@@ -37,7 +37,7 @@ export function parseToken(token: string): TokenParts | undefined {
   if (token.length > 1024) return undefined;
   const parts = token.split('.');
   if (parts.length !== 6 || parts[0] !== 'keya' || parts[5] !== 'ayek') return undefined;
-  const [, instancePart, contextPart, tokenPart, secret] = parts as [string, string, string, string, string, string];
+  const [, instancePart = '', contextPart = '', tokenPart = '', secret = ''] = parts;
   try {
     const instanceId = unb58(instancePart);
     const contextId = unb58(contextPart);

@@ -1,53 +1,17 @@
 // Admission of a completion, whichever protocol it came in by: the request is checked against everything it
 // can fail on before any work starts or is queued, the quota last, so every protocol counts against the same
 // quotas and answers with the same rate-limit headers.
+import type { CompletionDeps } from './completion-deps.js';
 import type { Principal } from '../auth/principal.js';
 import { DomainError } from '../errors.js';
 import type { Reply } from '../http/types.js';
-import { admit, agentCurrency, type Admitted, type CompletionRequest, type Facade } from './completion.js';
+import type { CompletionRequest, Facade } from './completion-request.js';
+import { admit, type Admitted } from './admit-request.js';
+import { agentCurrency } from './agent-chain.js';
 import type { QuotaReservation } from './quotas.js';
-import type { Authorizer } from '../auth/authorizer.js';
-import type { PrincipalDirectory } from '../auth/directory.js';
-import type { Budgets } from './budgets.js';
-import type { Quotas } from './quotas.js';
-import type { Config } from '../config.js';
-import type { Conversations } from '../conversations/conversations.js';
-import type { SessionTurns } from '../conversations/turns.js';
-import type { Files } from '../files/files.js';
-import type { ExtractionPool } from '../knowledge/extract-pool.js';
-import type { VectorIndex } from '../knowledge/vector-index.js';
-import type { Log } from '../log.js';
-import type { Memories } from '../memory/memory.js';
-import type { ModelCredentials } from '../models/credentials.js';
-import type { ModelGateway } from '../models/gateway.js';
-import type { Dispatcher } from '../net/undici.js';
-import type { PluginRuntime } from '../plugins/runtime.js';
-import type { ResourceCache } from '../providers/resource-cache.js';
-import type { AppSettings } from '../providers/settings.js';
-import type { DocumentStore } from '../store/types.js';
 
 /** What this module uses of the service (the hosts pass the whole of it). */
-export interface AdmissionDeps {
-  readonly authorizer: Authorizer;
-  readonly budgets: Budgets;
-  readonly config: Config;
-  readonly conversations: Conversations;
-  readonly credentials: ModelCredentials;
-  readonly directory: PrincipalDirectory;
-  readonly extraction: ExtractionPool;
-  readonly files: Files;
-  readonly log: Log;
-  readonly memories: Memories;
-  readonly models: ModelGateway;
-  readonly plugins: PluginRuntime;
-  readonly quotas: Quotas;
-  readonly resourceCache: ResourceCache;
-  readonly settings: AppSettings;
-  readonly store: DocumentStore;
-  readonly turns: SessionTurns;
-  readonly userDispatcher: Dispatcher;
-  readonly vectors: VectorIndex;
-}
+export type AdmissionDeps = CompletionDeps;
 
 /**
  * Admits the request, then runs `answer`. Its reply, or the error it fails with, carries the rate-limit
@@ -55,12 +19,11 @@ export interface AdmissionDeps {
  */
 export async function admitted(
   s: AdmissionDeps,
-  principal: Principal,
-  body: CompletionRequest,
+  { principal, body }: { principal: Principal; body: CompletionRequest },
   answer: (admitted: Admitted, reservation: QuotaReservation) => Promise<Reply>,
-  facade?: Facade,
+  options: { facade?: Facade | undefined } = {},
 ): Promise<Reply> {
-  const { request, reservation, limits } = await reserve(s, principal, body, facade);
+  const { request, reservation, limits } = await reserve(s, principal, body, options);
   try {
     const reply = await answer(request, reservation);
     // The run may have added headers (Svc-Budget, once the model call's cost was reserved).
@@ -80,9 +43,9 @@ export async function reserve(
   s: AdmissionDeps,
   principal: Principal,
   body: CompletionRequest,
-  facade?: Facade,
+  options: { facade?: Facade | undefined } = {},
 ): Promise<{ request: Admitted; reservation: QuotaReservation; limits: Record<string, string> }> {
-  const request = await admit(s, principal, body, facade);
+  const request = await admit(s, principal, body, options);
   const budget = await s.budgets.check(principal, request.agent, () => agentCurrency(s, request.agent));
   const { headers: limits, reservation } = await s.quotas.enforce(principal, request.agent.name);
   return { request, reservation, limits: { ...limits, ...budget } };

@@ -11,7 +11,8 @@ import type { AgentDoc } from '../providers/types/agent.js';
 import { EmbeddingSpend } from '../knowledge/embedder.js';
 import { CallCancelledError, UpstreamError } from '../models/upstream-errors.js';
 import { tokensOf } from '../models/tokens.js';
-import { largestCost, outputLimit, promptTokensOf, type Budgets } from './budgets.js';
+import type { Budgets } from './budgets.js';
+import { largestCost, outputLimit, promptTokensOf } from './call-cost.js';
 import { costOf, pricesOf, type Priced } from '../models/pricing.js';
 
 /** Whose budgets a model call counts against: the caller's, with this agent's. */
@@ -52,18 +53,14 @@ const UNKNOWN_SPEND = new Set(['UpstreamTimeout', 'UpstreamResponseTooLarge']);
  */
 export async function metered<T extends Answered>(
   budgets: Budgets,
-  payer: Payer,
-  model: Priced,
-  request: MeteredRequest,
+  { payer, model, request }: { payer: Payer; model: Priced; request: MeteredRequest },
   call: () => Promise<T>,
 ): Promise<Metered<T>> {
   const prices = pricesOf(model);
-  const held = await budgets.reserve(
-    payer.principal,
-    payer.agent,
-    () => largestCost(request.messages, outputLimit(request.parameters), prices),
-    prices.currency,
-  );
+  const held = await budgets.reserve(payer.principal, payer.agent, {
+    amount: () => largestCost(request.messages, outputLimit(request.parameters), prices),
+    currency: prices.currency,
+  });
   let cost = 0;
   try {
     const answer = await counted(request, await call());
@@ -102,5 +99,5 @@ export function meteredEmbeddings(budgets: Budgets, payer: Payer, currency: stri
 
 /** Charges what a turn's embeddings cost, in each currency they were spent in (whatever became of the turn). */
 export async function chargeEmbeddings(budgets: Budgets, payer: Payer, spend: EmbeddingSpend): Promise<void> {
-  for (const [currency, cost] of spend.costs) await budgets.charge(payer.principal, payer.agent, currency, cost);
+  for (const [currency, cost] of spend.costs) await budgets.charge(payer.principal, payer.agent, { currency, cost });
 }

@@ -9,7 +9,7 @@ import { ConflictError, type Doc, type Stored } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import { enqueueDelivery } from '../queues/producer.js';
 import type { DeliveryAttempt } from '../webhooks/deliveries.js';
-import type { CompletionRequest, CompletionResponse, Facade } from './completion.js';
+import type { CompletionRequest, CompletionResponse, Facade } from './completion-request.js';
 import type { QuotaReservation } from './quotas.js';
 import type { Quotas } from './quotas.js';
 import type { Config } from '../config.js';
@@ -108,11 +108,10 @@ export const operationKey = (upn: string, operationId: string) =>
 export async function startOperation(
   s: OperationsDeps,
   principal: Principal,
-  request: CompletionRequest,
-  operationId: string,
-  traceContext: OperationDoc['trace'],
-  { callbackUrl, reservation, facade, response, statusMessage = 'Queued' }: StartOptions = {},
+  { request, operationId, trace }: { request: CompletionRequest; operationId: string; trace: OperationDoc['trace'] },
+  options: StartOptions = {},
 ): Promise<OperationDoc> {
+  const { callbackUrl, reservation, facade, response, statusMessage = 'Queued' } = options;
   const now = new Date().toISOString();
   const key = operationKey(principal.upn, operationId);
   try {
@@ -127,7 +126,7 @@ export async function startOperation(
       last_updated: now,
       principal,
       request: { ...request, operation_id: operationId },
-      trace: traceContext,
+      trace,
       attempts: 0,
       ...(callbackUrl !== undefined ? { callback_url: callbackUrl, deliveries: [] } : {}),
       ...(reservation?.entries.length ? { quota_reservation: reservation } : {}),
@@ -156,13 +155,14 @@ export async function transition(
   s: OperationsDeps,
   key: string,
   change: (op: Stored<OperationDoc>) => Partial<OperationDoc>,
-  when: (op: Stored<OperationDoc>) => boolean = () => true,
+  options: { when?: (op: Stored<OperationDoc>) => boolean } = {},
 ): Promise<OperationDoc | undefined> {
+  const { when = () => true } = options;
   const before = await operations(s).read(key, key);
   const queued = before?.callback_url !== undefined && when(before) && ends(before, change(before));
   if (queued) await enqueueDelivery(s, key, OUTBOX_DELAY_SECONDS);
   const outcome = { changed: false };
-  const saved = await updateDocument(operations(s), key, key, (op) => {
+  const saved = await updateDocument(operations(s), { pk: key, id: key }, (op) => {
     outcome.changed = false;
     if (!op || op.status !== 'InProgress' || !when(op)) return undefined;
     outcome.changed = true;
@@ -238,15 +238,14 @@ export async function readOperation(
 export async function cancelOperation(
   s: OperationsDeps,
   principal: Principal,
-  operationId: string,
-  abortLocal: (key: string) => void,
+  { operationId, abortLocal }: { operationId: string; abortLocal: (key: string) => void },
 ): Promise<OperationDoc> {
   const op = await readOperation(s, principal, operationId);
   const cancelled = await transition(
     s,
     op.id,
     () => ({ status: 'Cancelled', status_message: 'Cancelled by its starter' }),
-    (o) => o.recording !== true,
+    { when: (o) => o.recording !== true },
   );
   if (cancelled) abortLocal(op.id);
   return cancelled ?? (await operations(s).read(op.id, op.id)) ?? op;

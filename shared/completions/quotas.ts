@@ -91,14 +91,10 @@ function exceeded(s: Standing): DomainError {
     retry_after_seconds: seconds,
     message: `Quota ${name} exceeded; retry after ${seconds} seconds`,
   };
-  return new DomainError(
-    'rate-limited',
-    'QuotaExceeded',
-    body.message,
-    [],
-    { 'retry-after': String(seconds), ...rateLimitHeaders(s) },
+  return new DomainError('rate-limited', 'QuotaExceeded', body.message, {
+    headers: { 'retry-after': String(seconds), ...rateLimitHeaders(s) },
     body,
-  );
+  });
 }
 
 /** Tokens held for admitted calls of token quotas until they end; release it once, whatever the outcome. */
@@ -116,7 +112,7 @@ export class Quotas {
     private readonly counters: Container<CounterDoc>,
     log: Log,
   ) {
-    this.list = new SettingList(settings, QUOTA_SETTING, parseQuotaDefinitions, log);
+    this.list = new SettingList({ settings, key: QUOTA_SETTING, parse: parseQuotaDefinitions, log });
   }
 
   definitions(): Promise<QuotaDefinition[]> {
@@ -170,9 +166,7 @@ export class Quotas {
       applying.map(({ quota, pk }) => {
         const w = windowOf(quota, now);
         return this.increment(
-          pk,
-          w.id,
-          w.ttl,
+          { pk, id: w.id, ttl: w.ttl },
           [
             { op: 'incr', path: 'count', value: tokens },
             { op: 'incr', path: 'calls', value: 1 },
@@ -190,16 +184,14 @@ export class Quotas {
    * by at most about one call, however many arrive at once.
    */
   private async reserveTokens(
-    q: QuotaDefinition,
-    pk: string,
-    w: ReturnType<typeof windowOf>,
+    { q, pk, w }: { q: QuotaDefinition; pk: string; w: ReturnType<typeof windowOf> },
     previous: CounterDoc | undefined,
     reservation: QuotaReservation,
   ): Promise<number> {
     const current = await this.counters.read(pk, w.id);
     const sample = (current?.calls ?? 0) > 0 ? current : previous;
     const share = sample?.calls ? Math.max(1, Math.ceil((sample.count ?? 0) / sample.calls)) : q.metric_limit;
-    const after = await this.increment(pk, w.id, w.ttl, [{ op: 'incr', path: 'reserved', value: share }], {
+    const after = await this.increment({ pk, id: w.id, ttl: w.ttl }, [{ op: 'incr', path: 'reserved', value: share }], {
       count: 0,
       calls: 0,
       reserved: share,
@@ -238,10 +230,10 @@ export class Quotas {
     const [lockout, current, previous] = await Promise.all([
       this.counters.read(pk, 'lockout'),
       q.metric === 'requests'
-        ? this.increment(pk, w.id, w.ttl, [{ op: 'incr', path: 'count', value: 1 }], { count: 1 }).then(
+        ? this.increment({ pk, id: w.id, ttl: w.ttl }, [{ op: 'incr', path: 'count', value: 1 }], { count: 1 }).then(
             (d) => d.count ?? 1,
           )
-        : previousWindow.then((before) => this.reserveTokens(q, pk, w, before, reservation)),
+        : previousWindow.then((before) => this.reserveTokens({ q, pk, w }, before, reservation)),
       previousWindow.then((d) => d?.count ?? 0),
     ]);
     if (lockout?.until !== undefined && lockout.until > now) {
@@ -279,13 +271,11 @@ export class Quotas {
 
   /** Atomic increments of a window counter's fields, creating it (with `initial`) on first use. */
   private increment(
-    pk: string,
-    id: string,
-    ttl: number,
+    { pk, id, ttl }: { pk: string; id: string; ttl: number },
     ops: PatchOp[],
     initial: Partial<CounterDoc>,
   ): Promise<CounterDoc> {
-    return incrementCounter(this.counters, pk, id, ops, { id, pk, ttl, ...initial });
+    return incrementCounter(this.counters, { pk, id }, { ops, initial: { id, pk, ttl, ...initial } });
   }
 }
 

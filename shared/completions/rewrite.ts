@@ -77,8 +77,14 @@ export async function rewritePrompt(
     { role: 'user', content: prompt },
   ];
   try {
-    const { answer, cost } = await metered(s.budgets, { principal, agent }, model, { messages, parameters: {} }, () =>
-      s.models.complete(endpoint, model.deployment_name, messages, {}, { signal, caller: agent.name }),
+    const { answer, cost } = await metered(
+      s.budgets,
+      { payer: { principal, agent }, model, request: { messages, parameters: {} } },
+      () =>
+        s.models.complete(
+          { endpoint, deployment: model.deployment_name, messages, parameters: {} },
+          { signal, caller: agent.name },
+        ),
     );
     const rewritten = answer.content.trim();
     return {
@@ -90,14 +96,11 @@ export async function rewritePrompt(
     };
   } catch (e) {
     if (e instanceof UpstreamError)
-      throw new UpstreamError(
-        e.kind,
-        e.code,
-        `The prompt rewrite model failed: ${e.message}`,
-        e.retryable,
-        e.retryAfterMs,
-        e.permanent,
-      );
+      throw new UpstreamError(e.kind, e.code, `The prompt rewrite model failed: ${e.message}`, {
+        retryable: e.retryable,
+        retryAfterMs: e.retryAfterMs,
+        permanent: e.permanent,
+      });
     throw e;
   }
 }

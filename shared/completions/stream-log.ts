@@ -65,18 +65,19 @@ export class StreamLog {
   private writing: Promise<void> = Promise.resolve();
   private readonly watch: NodeJS.Timeout;
   private beatAt = Date.now();
+  private readonly log: StreamLogDeps['log'];
 
   private constructor(
     private readonly events: Container<StreamDoc>,
     private readonly key: string,
-    onCancel: () => void,
-    private readonly log: StreamLogDeps['log'],
+    { onCancel, log }: { onCancel: () => void; log: StreamLogDeps['log'] },
   ) {
+    this.log = log;
     this.watch = setInterval(() => {
       void (async () => {
         const beat = Date.now() - this.beatAt >= HEARTBEAT_MS;
         const head = beat
-          ? await updateDocument(this.events, key, HEAD, (h) =>
+          ? await updateDocument(this.events, { pk: key, id: HEAD }, (h) =>
               h?.kind === 'head' ? { ...h, beat: Date.now() } : undefined,
             )
           : await this.events.read(key, HEAD);
@@ -91,9 +92,7 @@ export class StreamLog {
   static async open(
     s: StreamLogDeps,
     principal: Principal,
-    operationId: string,
-    sessionId: string | undefined,
-    onCancel: () => void,
+    { operationId, sessionId, onCancel }: { operationId: string; sessionId: string | undefined; onCancel: () => void },
   ): Promise<StreamLog> {
     const key = operationKey(principal.upn, operationId);
     const head: HeadDoc = {
@@ -112,7 +111,7 @@ export class StreamLog {
       if (e instanceof ConflictError) throw conflict(`Operation ${operationId} already exists`);
       throw e;
     }
-    return new StreamLog(container(s), key, onCancel, s.log);
+    return new StreamLog(container(s), key, { onCancel, log: s.log });
   }
 
   /** Adds an event (numbered already); the batch is written within FLUSH_MS, a final event at once. */
@@ -174,8 +173,7 @@ async function headOf(s: StreamLogDeps, principal: Principal, operationId: strin
 export async function replay(
   s: StreamLogDeps,
   principal: Principal,
-  operationId: string,
-  after: number,
+  { operationId, after }: { operationId: string; after: number },
 ): Promise<AsyncGenerator<string>> {
   const key = (await headOf(s, principal, operationId)).pk;
   const events = container(s);
@@ -203,10 +201,8 @@ export async function replay(
       const head = await events.read(key, HEAD);
       if (head?.kind !== 'head') return;
       if (head.status === 'running' && Date.now() - head.beat > STALE_MS) {
-        yield (
-          `id: ${next}\nevent: error\ndata: ` +
-          `${JSON.stringify({ error: { code: 'StreamInterrupted', message: 'The instance running the completion stopped' } })}\n\n`
-        );
+        const error = { code: 'StreamInterrupted', message: 'The instance running the completion stopped' };
+        yield `id: ${next}\nevent: error\ndata: ${JSON.stringify({ error })}\n\n`;
         return;
       }
       // Ended: the final events were written with the end, perhaps after this pass's query; one more query
@@ -231,7 +227,7 @@ export async function requestCancel(
   const head = await headOf(s, principal, operationId);
   if (head.status !== 'running')
     return { status: head.status === 'completed' ? 'Completed' : 'Failed', sessionId: head.session_id };
-  await updateDocument(container(s), head.pk, HEAD, (h) =>
+  await updateDocument(container(s), { pk: head.pk, id: HEAD }, (h) =>
     h?.kind === 'head' && h.status === 'running' && !h.cancel ? { ...h, cancel: true } : undefined,
   );
   return { status: 'Cancelled', sessionId: head.session_id };

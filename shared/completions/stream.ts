@@ -4,57 +4,22 @@
 // answers with its ordinary status. A client that goes away stops the model call (usage recorded as
 // cancelled), unless the request asked for `background`: then the completion runs on, records its turn, and
 // its events are kept (stream-log.ts) for a replay on any instance. Either can be cancelled by its starter.
+import type { CompletionDeps } from './completion-deps.js';
 import { ownerKey, type Principal } from '../auth/principal.js';
 import { errorReply } from '../http/envelopes.js';
 import { DomainError, notFound } from '../errors.js';
 import { EventChannel, SSE_HEADERS, sseEvent } from '../http/event-stream.js';
 import type { Reply } from '../http/types.js';
 import { CallCancelledError } from '../models/upstream-errors.js';
-import { runCompletion, type Admitted, type CompletionResponse, type RunOptions } from './completion.js';
+import { runCompletion } from './completion.js';
+import type { CompletionResponse } from './completion-request.js';
+import type { Admitted } from './admit-request.js';
+import type { RunOptions } from './turn.js';
 import { operationKey } from './operations.js';
 import { requestCancel, StreamLog } from './stream-log.js';
-import type { Authorizer } from '../auth/authorizer.js';
-import type { PrincipalDirectory } from '../auth/directory.js';
-import type { Budgets } from './budgets.js';
-import type { Quotas } from './quotas.js';
-import type { Config } from '../config.js';
-import type { Conversations } from '../conversations/conversations.js';
-import type { SessionTurns } from '../conversations/turns.js';
-import type { Files } from '../files/files.js';
-import type { ExtractionPool } from '../knowledge/extract-pool.js';
-import type { VectorIndex } from '../knowledge/vector-index.js';
-import type { Log } from '../log.js';
-import type { Memories } from '../memory/memory.js';
-import type { ModelCredentials } from '../models/credentials.js';
-import type { ModelGateway } from '../models/gateway.js';
-import type { Dispatcher } from '../net/undici.js';
-import type { PluginRuntime } from '../plugins/runtime.js';
-import type { ResourceCache } from '../providers/resource-cache.js';
-import type { AppSettings } from '../providers/settings.js';
-import type { DocumentStore } from '../store/types.js';
 
 /** What this module uses of the service (the hosts pass the whole of it). */
-export interface CompletionsStreamDeps {
-  readonly authorizer: Authorizer;
-  readonly budgets: Budgets;
-  readonly config: Config;
-  readonly conversations: Conversations;
-  readonly credentials: ModelCredentials;
-  readonly directory: PrincipalDirectory;
-  readonly extraction: ExtractionPool;
-  readonly files: Files;
-  readonly log: Log;
-  readonly memories: Memories;
-  readonly models: ModelGateway;
-  readonly plugins: PluginRuntime;
-  readonly quotas: Quotas;
-  readonly resourceCache: ResourceCache;
-  readonly settings: AppSettings;
-  readonly store: DocumentStore;
-  readonly turns: SessionTurns;
-  readonly userDispatcher: Dispatcher;
-  readonly vectors: VectorIndex;
-}
+export type CompletionsStreamDeps = CompletionDeps;
 
 /** Streams running on each instance (its services), by operation key: a cancel there stops them at once. */
 const streams = new WeakMap<CompletionsStreamDeps, Map<string, { owner: string; stop: () => void }>>();
@@ -93,19 +58,27 @@ export const CORE_EVENTS: StreamFormat = {
   },
 };
 
+/** How a completion is streamed: the run's options, and the stream's. */
+export interface StreamOptions extends RunOptions {
+  /** The client went away: the completion stops, unless it runs in the background. */
+  clientGone: AbortSignal;
+  /** Runs once the completion has ended, however it ended (the stream's reader may have left before). */
+  onEnd?: () => unknown;
+  /** The events' format: the Core API's unless a facade gives its own. */
+  format?: StreamFormat;
+}
+
 /**
- * `onEnd` runs once the completion has ended, however it ended (the stream's reader may have left before).
- * Background streams are the Core API's only: their events are kept in its format.
+ * Streams the completion's events as the model answers. Background streams are the Core API's only: their events
+ * are kept in its format.
  */
 export async function streamCompletion(
   s: CompletionsStreamDeps,
   principal: Principal,
   admitted: Admitted,
-  options: RunOptions,
-  clientGone: AbortSignal,
-  onEnd?: () => unknown,
-  format: StreamFormat = CORE_EVENTS,
+  options: StreamOptions,
 ): Promise<Reply> {
+  const { clientGone, onEnd, format = CORE_EVENTS, ...runOptions } = options;
   const background = admitted.request.background === true;
   const call = new AbortController();
   const stop = () => call.abort(new CallCancelledError('The completion was cancelled'));
@@ -117,7 +90,11 @@ export async function streamCompletion(
   });
   const key = operationKey(principal.upn, options.operationId);
   const log = background
-    ? await StreamLog.open(s, principal, options.operationId, admitted.sessionId, stop)
+    ? await StreamLog.open(s, principal, {
+        operationId: options.operationId,
+        sessionId: admitted.sessionId,
+        onCancel: stop,
+      })
     : undefined;
   const running = runningOn(s);
   running.set(key, { owner: ownerKey(principal.upn), stop });
@@ -135,7 +112,7 @@ export async function streamCompletion(
   let began: () => void = () => undefined;
   const firstPiece = new Promise<void>((resolve) => (began = resolve));
   const run = runCompletion(s, principal, admitted, {
-    ...options,
+    ...runOptions,
     signal: call.signal,
     onDelta: (text) => {
       send(format.delta(text, ++sequence));

@@ -60,15 +60,22 @@ export async function recordUsage(container: Container<UsageDoc>, doc: UsageDoc)
   }
 }
 
+/** Which operation a usage record is of: its session and agent, the model that answered, when it started and ended. */
+export interface UsageOf {
+  operationId: string;
+  sessionId: string | undefined;
+  agentName: string;
+  deployment: string;
+  /** When it ended (ISO). */
+  at: string;
+  /** When it started (epoch ms). */
+  started: number;
+}
+
 /** A usage record of an operation without its counts yet (zero tokens and cost), ended now. */
 export function usageRecord(
   principal: Principal,
-  operationId: string,
-  sessionId: string | undefined,
-  agentName: string,
-  deployment: string,
-  at: string,
-  started: number,
+  { operationId, sessionId, agentName, deployment, at, started }: UsageOf,
 ) {
   return {
     id: operationId,

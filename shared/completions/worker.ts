@@ -1,57 +1,21 @@
 // The queue-triggered worker of async completions: runs the completion as its starter, records the outcome, and keeps
 // the promises of docs/api-decisions.md (Async completions): at-least-once safe, cancellable at every step (a model
 // call in flight is aborted), and an operation whose model keeps failing ends Failed within 90 s of its start.
+import type { CompletionDeps } from './completion-deps.js';
 import { context, SpanKind, trace } from '@opentelemetry/api';
 import { DomainError, toError } from '../errors.js';
 import { CallCancelledError, UpstreamError } from '../models/upstream-errors.js';
 import { MAX_DEQUEUE_COUNT, type QueueDelivery } from '../queues/producer.js';
 import { linkTo, withCorrelation } from '../telemetry/correlation.js';
-import { admit, runCompletion } from './completion.js';
+import { runCompletion } from './completion.js';
+import { admit } from './admit-request.js';
 import type { OperationMessage } from '../queues/messages.js';
 import { fail, markRecording, operations, transition, userFacingReason, type OperationDoc } from './operations.js';
-import type { Authorizer } from '../auth/authorizer.js';
-import type { PrincipalDirectory } from '../auth/directory.js';
-import type { Budgets } from './budgets.js';
-import type { Quotas } from './quotas.js';
-import type { Config } from '../config.js';
-import type { Conversations } from '../conversations/conversations.js';
-import type { SessionTurns } from '../conversations/turns.js';
-import type { Files } from '../files/files.js';
-import type { ExtractionPool } from '../knowledge/extract-pool.js';
-import type { VectorIndex } from '../knowledge/vector-index.js';
-import type { Log } from '../log.js';
-import type { Memories } from '../memory/memory.js';
-import type { ModelCredentials } from '../models/credentials.js';
-import type { ModelGateway } from '../models/gateway.js';
-import type { Dispatcher } from '../net/undici.js';
-import type { PluginRuntime } from '../plugins/runtime.js';
-import type { ResourceCache } from '../providers/resource-cache.js';
-import type { AppSettings } from '../providers/settings.js';
 import type { Producer } from '../queues/producer.js';
-import type { DocumentStore } from '../store/types.js';
 
 /** What this module uses of the service (the hosts pass the whole of it). */
-export interface WorkerDeps {
-  readonly authorizer: Authorizer;
-  readonly budgets: Budgets;
-  readonly config: Config;
-  readonly conversations: Conversations;
-  readonly credentials: ModelCredentials;
-  readonly directory: PrincipalDirectory;
-  readonly extraction: ExtractionPool;
-  readonly files: Files;
-  readonly log: Log;
-  readonly memories: Memories;
-  readonly models: ModelGateway;
-  readonly plugins: PluginRuntime;
+export interface WorkerDeps extends CompletionDeps {
   readonly producer: Producer;
-  readonly quotas: Quotas;
-  readonly resourceCache: ResourceCache;
-  readonly settings: AppSettings;
-  readonly store: DocumentStore;
-  readonly turns: SessionTurns;
-  readonly userDispatcher: Dispatcher;
-  readonly vectors: VectorIndex;
 }
 
 const tracer = trace.getTracer('agent-platform');
@@ -137,11 +101,13 @@ export async function processOperation(
           )
             return;
           try {
-            const result = await runCompletion(s, op.principal, await admit(s, op.principal, op.request, op.facade), {
+            const admitted = await admit(s, op.principal, op.request, { facade: op.facade });
+            const result = await runCompletion(s, op.principal, admitted, {
               operationId,
               mayRepeat: true,
               signal: attempt.signal,
-              // The answer is recorded only while the operation is still running; from then on it cannot be cancelled.
+              // The answer is recorded only while the operation is still running; from then on it cannot be
+              // cancelled.
               beforeRecord: () => markRecording(s, key),
             });
             await transition(s, key, () => ({ status: 'Completed', status_message: 'Completed', result }));

@@ -17,7 +17,7 @@ import { completionModel } from '../models/model-endpoint.js';
 import type { ChatMessage } from '../models/wire.js';
 import type { RunnablePlugin } from '../plugins/runtime.js';
 import type { AgentDoc } from '../providers/types/agent.js';
-import { PluginFailed } from '../sandbox/sandbox.js';
+import { isRecord, PluginFailed } from '../sandbox/sandbox.js';
 import type { SessionDoc } from '../conversations/conversations.js';
 import type { FileDoc } from '../files/files.js';
 import type { Stored } from '../store/types.js';
@@ -57,6 +57,7 @@ const DEFAULT_HISTORY = 20;
  */
 export const MAX_MODEL_CALLS = 16;
 const ROLES = new Set(['system', 'user', 'assistant']);
+const isRole = (role: unknown): role is 'system' | 'user' | 'assistant' => typeof role === 'string' && ROLES.has(role);
 
 export interface WorkflowInput {
   /** The caller: the plugin's model calls count against their budgets. */
@@ -84,11 +85,10 @@ export function workflowHistory(agent: Pick<AgentDoc, 'conversation_history_sett
   return settings?.enabled ? settings.max_history * 2 : DEFAULT_HISTORY;
 }
 
+/** The plugin's answer to a turn: it runs in the sandbox with the turn's input and the `svc` object. */
 export async function workflowAnswer(
   s: WorkflowPluginDeps,
-  plugin: RunnablePlugin,
-  input: WorkflowInput,
-  signal: AbortSignal | undefined,
+  { plugin, input, signal }: { plugin: RunnablePlugin; input: WorkflowInput; signal: AbortSignal | undefined },
 ): Promise<WorkflowAnswer> {
   const { agent, session } = input;
   const earlier = session ? await s.conversations.recentHistory(session, workflowHistory(agent)) : [];
@@ -123,10 +123,12 @@ export async function workflowAnswer(
       const messages = chatMessages(args.messages);
       const { answer, cost } = await metered(
         s.budgets,
-        { principal: input.principal, agent },
-        model,
-        { messages, parameters: {} },
-        () => s.models.complete(endpoint, model.deployment_name, messages, {}, { signal, caller: agent.name }),
+        { payer: { principal: input.principal, agent }, model, request: { messages, parameters: {} } },
+        () =>
+          s.models.complete(
+            { endpoint, deployment: model.deployment_name, messages, parameters: {} },
+            { signal, caller: agent.name },
+          ),
       );
       spent.promptTokens += answer.promptTokens;
       spent.completionTokens += answer.completionTokens;
@@ -141,14 +143,12 @@ export async function workflowAnswer(
         throw new Error('query must be a non-empty string');
       const index = String(args.index_name);
       if (!indexes.has(index)) throw new Error(`${index} is not an index of the agent's knowledge tools`);
-      const hits = await searchIndex(
-        s,
-        agent,
+      const hits = await searchIndex(s, agent, {
         index,
-        new PromptEmbeddings(args.query, signal, spend),
-        input.scope,
-        topN,
-      );
+        embeddings: new PromptEmbeddings(args.query, signal, spend),
+        scope: input.scope,
+        top: topN,
+      });
       const citations = hits.map(citationOf);
       found.push(...citations);
       return citations;
@@ -178,16 +178,17 @@ function answerOf(plugin: RunnablePlugin, value: unknown): { content: string; ci
   const unusable = (why: string) =>
     new DomainError('upstream-failed', 'PluginFailed', `The workflow plugin ${plugin.name} returned ${why}`);
   if (typeof value === 'string') return { content: value };
-  if (typeof value !== 'object' || value === null || typeof (value as { completion?: unknown }).completion !== 'string')
+  const completion = isRecord(value) ? value.completion : undefined;
+  if (!isRecord(value) || typeof completion !== 'string')
     throw unusable('neither a string nor a dict with a completion string');
-  const { completion, citations } = value as { completion: string; citations?: unknown };
+  const citations: unknown = value.citations;
   if (citations === undefined || citations === null) return { content: completion };
   // Citations as svc.search gave them, or the parts of them the plugin kept; anything else is not a citation.
-  if (!Array.isArray(citations) || !citations.every((c) => typeof c === 'object' && c !== null && !Array.isArray(c)))
+  if (!Array.isArray(citations) || !citations.every(isRecord))
     throw unusable('citations that are not a list of objects');
   return {
     content: completion,
-    citations: (citations as Record<string, unknown>[]).map((c, i) => ({
+    citations: citations.map((c, i) => ({
       id: typeof c.id === 'string' ? c.id : String(i + 1),
       source: typeof c.source === 'string' ? c.source : '',
       title: typeof c.title === 'string' ? c.title : '',
@@ -201,10 +202,11 @@ function answerOf(plugin: RunnablePlugin, value: unknown): { content: string; ci
 function chatMessages(messages: unknown): ChatMessage[] {
   if (!Array.isArray(messages) || messages.length === 0)
     throw new Error('messages must be a non-empty list of {role, content}');
-  return messages.map((m: unknown, i) => {
-    const { role, content } = (m ?? {}) as { role?: unknown; content?: unknown };
-    if (typeof role !== 'string' || !ROLES.has(role) || typeof content !== 'string')
+  return messages.map((m: unknown, i): ChatMessage => {
+    const role = isRecord(m) ? m.role : undefined;
+    const content = isRecord(m) ? m.content : undefined;
+    if (!isRole(role) || typeof content !== 'string')
       throw new Error(`messages[${i}] must be {role: system|user|assistant, content: str}`);
-    return { role, content } as ChatMessage;
+    return { role, content };
   });
 }

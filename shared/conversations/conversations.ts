@@ -18,15 +18,7 @@ import { updateDocument } from '../store/update.js';
 import type { Citation } from '../knowledge/retrieval.js';
 import type { ChatMessage } from '../models/wire.js';
 import { narrowed } from '../store/narrowed.js';
-
-/** A message as its session document keeps it, for the next turn's history. */
-export interface RecentMessage {
-  sender: 'User' | 'Assistant';
-  text: string;
-  timestamp: string;
-  operation_id: string;
-  blocked?: true;
-}
+import { recentOf, withRecent, type RecentMessage } from './recent.js';
 
 export interface SessionDoc extends Doc {
   type: 'Session';
@@ -36,7 +28,7 @@ export interface SessionDoc extends Doc {
   updated_on: string;
   day: string;
   /**
-   * The session's last messages, oldest first, within RECENT_LIMITS: a turn reads its history in the same
+   * The session's last messages, oldest first, within RECENT_LIMITS (recent.ts): a turn reads its history in the same
    * point read that checks the session, with no query. Absent on sessions from before it existed.
    */
   recent?: RecentMessage[];
@@ -46,24 +38,6 @@ export interface SessionDoc extends Doc {
 
 /** Whether a message may go to a model as history: not one of a turn the shields blocked. */
 export const unblocked = (m: { blocked?: true }) => m.blocked !== true;
-
-/** Bounds of a session document's recent messages: it stays small however long the conversation. */
-export const RECENT_LIMITS = { messages: 40, chars: 32_000 };
-
-/** The newest messages of `list` within RECENT_LIMITS, and whether any had to go. */
-function keepRecent(list: readonly RecentMessage[]): { recent: RecentMessage[]; trimmed: boolean } {
-  let chars = 0;
-  let from = list.length;
-  while (
-    from > 0 &&
-    list.length - from < RECENT_LIMITS.messages &&
-    chars + (list[from - 1]?.text.length ?? 0) <= RECENT_LIMITS.chars
-  ) {
-    from--;
-    chars += list[from]?.text.length ?? 0;
-  }
-  return { recent: list.slice(from), trimmed: from > 0 };
-}
 
 export interface MessageDoc extends Doc {
   type: 'Message';
@@ -177,6 +151,17 @@ export function presentCompletionPrompt(p: CompletionPromptDoc) {
 export const isSession = (doc: DocsOf<'sessions'>): doc is SessionDoc => doc.type === 'Session';
 export const isMessage = (doc: DocsOf<'sessions'>): doc is MessageDoc => doc.type === 'Message';
 
+/** A message of a turn to record: what the session and the turn's time do not say. */
+export type TurnMessage = Omit<MessageDoc, 'id' | 'pk' | 'type' | 'session_id' | 'day' | 'hour' | 'upn'>;
+
+/** One turn to record: its two messages, the prompt the model was sent, and the turn's listing (turns.ts). */
+export interface TurnRecord {
+  user: TurnMessage;
+  assistant: TurnMessage;
+  prompt?: ChatMessage[] | undefined;
+  listing?: { id: string; etag: string } | undefined;
+}
+
 /** Every method takes the owner's UPN and keys the data by `ownerKey` of it. */
 export class Conversations {
   private readonly sessions: Container<SessionDoc>;
@@ -232,8 +217,7 @@ export class Conversations {
   async messagesOf(
     owner: string,
     sessionId: string,
-    continuation: string | undefined,
-    limit: number,
+    { continuation, limit }: { continuation: string | undefined; limit: number },
   ): Promise<Page<MessageDoc>> {
     await this.get(owner, sessionId);
     return this.messages.query({
@@ -316,13 +300,7 @@ export class Conversations {
    * (turns.ts) while it is as it was: a turn cancelled meanwhile throws CallCancelledError and writes
    * nothing. A turn already recorded (a redelivery) is not written twice. True when the listing went with it.
    */
-  async recordTurn(
-    session: Stored<SessionDoc>,
-    user: Omit<MessageDoc, 'id' | 'pk' | 'type' | 'session_id' | 'day' | 'hour' | 'upn'>,
-    assistant: typeof user,
-    prompt?: ChatMessage[],
-    listing?: { id: string; etag: string },
-  ): Promise<boolean> {
+  async recordTurn(session: Stored<SessionDoc>, { user, assistant, prompt, listing }: TurnRecord): Promise<boolean> {
     const upn = session.pk;
     const ids = messageIds(user.operation_id);
     const base = { pk: upn, session_id: session.id, upn };
@@ -348,23 +326,11 @@ export class Conversations {
         messages: prompt,
       });
     }
-    const turn = [user, assistant].map(({ sender, text, timestamp, operation_id, blocked }) => ({
-      sender,
-      text,
-      timestamp,
-      operation_id,
-      ...(blocked ? { blocked } : {}),
-    }));
-    const withTurn = (current: Stored<SessionDoc>): SessionDoc | undefined => {
-      if (current.recent?.some((m) => m.operation_id === user.operation_id)) return undefined;
-      const { recent, trimmed } = keepRecent([...(current.recent ?? []), ...turn]);
-      return {
-        ...current,
-        updated_on: assistant.timestamp,
-        recent,
-        recent_complete: current.recent_complete === true && !trimmed,
-      };
-    };
+    const turn = [user, assistant].map(recentOf);
+    const withTurn = (current: Stored<SessionDoc>): SessionDoc | undefined =>
+      current.recent?.some((m) => m.operation_id === user.operation_id)
+        ? undefined
+        : withRecent(current, turn, assistant.timestamp);
     // The turn's listing (turns.ts) goes in the same write, unless it changed since: the turn was cancelled.
     const unlisted = listing ? [{ op: 'delete' as const, id: listing.id, ifMatch: listing.etag }] : [];
     try {
@@ -383,7 +349,7 @@ export class Conversations {
       if (e instanceof PreconditionFailedError) throw new CallCancelledError('The turn was cancelled');
       // The messages exist (recorded by a write that did not finish the session): update the session alone.
       if (e instanceof ConflictError) {
-        await updateDocument(this.sessions, upn, session.id, (c) => (c ? withTurn(c) : undefined));
+        await updateDocument(this.sessions, { pk: upn, id: session.id }, (c) => (c ? withTurn(c) : undefined));
         return false;
       }
       // The session was deleted during the turn: there is nothing to record the turn in.
@@ -412,28 +378,13 @@ export class Conversations {
       day: dayOf(message.timestamp),
       hour: hourOf(message.timestamp),
     };
-    const entry = {
-      sender: message.sender,
-      text: message.text,
-      timestamp: message.timestamp,
-      operation_id: message.operation_id,
-    };
     try {
       await this.container.writeBatch(upn, [
         {
           op: 'update',
           id: session.id,
           known: session,
-          apply: (c) => {
-            if (c.type !== 'Session') return undefined;
-            const { recent, trimmed } = keepRecent([...(c.recent ?? []), entry]);
-            return {
-              ...c,
-              updated_on: message.timestamp,
-              recent,
-              recent_complete: c.recent_complete === true && !trimmed,
-            };
-          },
+          apply: (c) => (c.type === 'Session' ? withRecent(c, [recentOf(message)], message.timestamp) : undefined),
         },
         { op: 'create', doc },
       ]);
@@ -456,12 +407,15 @@ export class Conversations {
     return items[0]?.text;
   }
 
+  /** Rates an assistant message of one of the owner's sessions (404 for anyone else's), with the rater's comments. */
   async rate(
     owner: string,
-    sessionId: string,
-    messageId: string,
-    rating: boolean,
-    comments: string | null,
+    {
+      sessionId,
+      messageId,
+      rating,
+      comments,
+    }: { sessionId: string; messageId: string; rating: boolean; comments: string | null },
   ): Promise<MessageDoc> {
     const upn = ownerKey(owner);
     await this.get(upn, sessionId);

@@ -68,6 +68,14 @@ export interface Turn {
   readonly end: () => Promise<void>;
 }
 
+/** A turn's listing on its session: the document, its cancel controller, how it leaves, and its write. */
+interface Listing {
+  mine: TurnDoc;
+  controller: AbortController;
+  leave: () => Promise<void>;
+  listed: Promise<Stored<TurnDoc>>;
+}
+
 export class SessionTurns {
   /** Turns running on this instance, by session and operation: an interrupt or cancel here aborts them at once. */
   private readonly local = new Map<string, AbortController>();
@@ -91,8 +99,10 @@ export class SessionTurns {
   async begin(
     session: Stored<SessionDoc>,
     operationId: string,
-    strategy: MultitaskStrategy = 'parallel',
-    signal?: AbortSignal,
+    {
+      strategy = 'parallel',
+      signal,
+    }: { strategy?: MultitaskStrategy | undefined; signal?: AbortSignal | undefined } = {},
   ): Promise<Turn> {
     const mine: TurnDoc = {
       id: turnId(operationId),
@@ -121,7 +131,7 @@ export class SessionTurns {
       await listed.then(() => this.turns.delete(mine.pk, mine.id)).catch(() => undefined);
     };
     // A parallel turn waits for nobody: its listing is written while the turn gets under way.
-    if (strategy === 'parallel') return this.watch(session, mine, controller, leave, listed);
+    if (strategy === 'parallel') return this.watch(session, { mine, controller, leave, listed });
     try {
       await listed;
       const now = Date.now();
@@ -150,20 +160,15 @@ export class SessionTurns {
         waitFor = waitFor.filter((t) => still.has(t.operation_id));
       }
       // What the turns before it wrote is its history.
-      return this.watch(await this.conversations.get(session.pk, session.id), mine, controller, leave, listed);
+      return this.watch(await this.conversations.get(session.pk, session.id), { mine, controller, leave, listed });
     } catch (e) {
       await leave();
       throw e;
     }
   }
 
-  private watch(
-    session: Stored<SessionDoc>,
-    mine: TurnDoc,
-    controller: AbortController,
-    leave: () => Promise<void>,
-    listed: Promise<Stored<TurnDoc>>,
-  ): Turn {
+  /** The turn, once it may run: its listing watched for a cancel, and its lease renewed, until it ends. */
+  private watch(session: Stored<SessionDoc>, { mine, controller, leave, listed }: Listing): Turn {
     let etag = listed.then((t) => t._etag);
     let renewedAt = Date.now();
     let checking: Promise<unknown> = Promise.resolve();

@@ -38,9 +38,11 @@ function verdictOf(reply: string): { pass: boolean; reason: string } | undefined
     .slice(0, 20);
   for (const start of starts) {
     try {
-      const value = JSON.parse(text.slice(start, end + 1)) as { pass?: unknown; reason?: unknown };
-      if (typeof value.pass === 'boolean')
-        return { pass: value.pass, reason: typeof value.reason === 'string' ? value.reason.slice(0, 1000) : '' };
+      const value: unknown = JSON.parse(text.slice(start, end + 1));
+      if (typeof value === 'object' && value !== null && 'pass' in value && typeof value.pass === 'boolean') {
+        const reason = 'reason' in value && typeof value.reason === 'string' ? value.reason.slice(0, 1000) : '';
+        return { pass: value.pass, reason };
+      }
     } catch {
       // not from this brace: try the next
     }
@@ -71,8 +73,8 @@ export async function judge(
     { role: 'user' as const, content: `Rubric:\n${rubric}\n\nPrompt:\n${prompt}\n\nAnswer:\n${answer}` },
   ];
   const parameters = { temperature: 0 };
-  const { answer: reply, cost } = await metered(s.budgets, payer, model, { messages, parameters }, () =>
-    s.models.complete(endpoint, model.deployment_name, messages, parameters, { signal }),
+  const { answer: reply, cost } = await metered(s.budgets, { payer, model, request: { messages, parameters } }, () =>
+    s.models.complete({ endpoint, deployment: model.deployment_name, messages, parameters }, { signal }),
   );
   const tokens = reply.promptTokens + reply.completionTokens;
   const verdict = verdictOf(reply.content);

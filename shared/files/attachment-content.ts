@@ -80,12 +80,11 @@ async function textOf(s: AttachmentContentDeps, file: FileDoc, signal: AbortSign
   const bytes = await s.files.bytesOf(file, text ? KEPT_CHARS * 4 : undefined);
   let extracted: KeptText;
   try {
-    extracted = await s.extraction.extractCounted(
-      text && bytes.length < file.size ? utf8Prefix(bytes) : bytes,
+    extracted = await s.extraction.extractCounted(text && bytes.length < file.size ? utf8Prefix(bytes) : bytes, {
       format,
-      KEPT_CHARS,
+      maxChars: KEPT_CHARS,
       signal,
-    );
+    });
   } catch (e) {
     if (!(e instanceof ExtractionError)) throw e;
     await s.files.markUnreadable(file, e.message).catch(() => undefined);
@@ -107,8 +106,7 @@ async function textOf(s: AttachmentContentDeps, file: FileDoc, signal: AbortSign
 export async function attachmentContent(
   s: AttachmentContentDeps,
   files: readonly FileDoc[],
-  vision: boolean,
-  signal?: AbortSignal,
+  { vision, signal }: { vision: boolean; signal?: AbortSignal | undefined },
 ): Promise<AttachmentContent> {
   for (const file of files) {
     if (IMAGE_TYPES.includes(file.content_type) && !vision) {

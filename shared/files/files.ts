@@ -4,11 +4,11 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import { fileTypeFromBuffer } from 'file-type';
 import { ownerKey } from '../auth/principal.js';
-import { badRequest, DomainError, notFound, payloadTooLarge, validationError } from '../errors.js';
+import { badRequest, DomainError, notFound, payloadTooLarge, statusCodeOf, validationError } from '../errors.js';
 import type { Container, Doc, Page } from '../store/types.js';
 import { dayOf } from '../conversations/conversations.js';
 import type { BlobContainer } from '../store/storage.js';
-import type { TokenMarks } from '../knowledge/token-marks.js';
+import { z } from 'zod';
 
 export interface FileDoc extends Doc {
   object_id: string;
@@ -34,9 +34,20 @@ declare module '../store/types.js' {
 }
 
 /** The text of a file as kept beside it: the characters, and the token marks a budget cuts them by. */
-export interface KeptText {
-  text: string;
-  tokens: TokenMarks;
+export const KeptText = z.object({
+  text: z.string(),
+  tokens: z.object({ count: z.number(), marks: z.array(z.number()) }),
+});
+export type KeptText = z.infer<typeof KeptText>;
+
+/** A stored file's record to save: whose it is, its blob, its name and type, and the agent and session it is for. */
+export interface NewFile {
+  owner: string;
+  stored: { blobName: string; size: number };
+  fileName: string;
+  contentType: string;
+  agentName: string;
+  sessionId: string | null;
 }
 
 export interface FileView {
@@ -185,14 +196,7 @@ export class Files {
     return (await this.blobs.blob(blobName)).deleteIfExists();
   }
 
-  async save(
-    owner: string,
-    stored: { blobName: string; size: number },
-    fileName: string,
-    contentType: string,
-    agentName: string,
-    sessionId: string | null,
-  ): Promise<FileDoc> {
+  async save({ owner, stored, fileName, contentType, agentName, sessionId }: NewFile): Promise<FileDoc> {
     await (await this.blobs.blob(stored.blobName)).setHTTPHeaders({ blobContentType: contentType });
     const id = stored.blobName.split('/')[1] ?? randomUUID();
     const upn = ownerKey(owner);
@@ -276,7 +280,7 @@ export class Files {
       if (!download.readableStreamBody) throw notFound(`File ${fileId} not found`);
       return { file, bytes: download.readableStreamBody };
     } catch (e) {
-      if ((e as { statusCode?: number }).statusCode === 404) throw notFound(`File ${fileId} not found`);
+      if (statusCodeOf(e) === 404) throw notFound(`File ${fileId} not found`);
       throw e;
     }
   }
@@ -301,7 +305,7 @@ export class Files {
       ).downloadToBuffer(0, maxBytes !== undefined && maxBytes < file.size ? maxBytes : undefined);
     } catch (e) {
       // The record outlived its blob (deleted out of band): refused like an unknown attachment.
-      if ((e as { statusCode?: number }).statusCode === 404)
+      if (statusCodeOf(e) === 404)
         throw validationError([{ field: 'attachments', message: `Attachment ${file.display_name} not found` }]);
       throw e;
     }
@@ -318,11 +322,12 @@ export class Files {
       return cached;
     }
     try {
-      const kept = JSON.parse((await (await this.blobs.blob(blob)).downloadToBuffer()).toString('utf8')) as KeptText;
+      const bytes = await (await this.blobs.blob(blob)).downloadToBuffer();
+      const kept = KeptText.parse(JSON.parse(bytes.toString('utf8')));
       this.remember(blob, kept);
       return kept;
     } catch (e) {
-      if ((e as { statusCode?: number }).statusCode === 404) return undefined;
+      if (statusCodeOf(e) === 404) return undefined;
       throw e;
     }
   }

@@ -69,7 +69,15 @@ export function toFunctionsResponse(reply: Reply, gone: AbortController = new Ab
 /** The Functions handler of one route. */
 export const functionsHandler = (route: Route, services: () => Promise<Services>) => async (req: HttpRequest) => {
   const gone = new AbortController();
-  return toFunctionsResponse(await handle(route, fromFunctionsRequest(req, gone), req.params, await services()), gone);
+  return toFunctionsResponse(
+    await handle({
+      route,
+      request: fromFunctionsRequest(req, gone),
+      rawParams: req.params,
+      services: await services(),
+    }),
+    gone,
+  );
 };
 
 /** What registering each kind of function needs; the rest of it (schemas, handler) may load at its first call. */
@@ -130,9 +138,7 @@ export function routesForHost<H extends RouteHead>(routes: readonly H[], apis: r
 /** Registers the HTTP functions of the configured APIs, and the queue and timer triggers beside the Core API. */
 export function registerHost<R extends RouteHead, Q extends QueueHead, T extends TimerHead>(
   fns: HostFunctions<R, Q, T>,
-  config: Config,
-  services: () => Promise<Services>,
-  app: Registrar = functions.app,
+  { config, services, app = functions.app }: { config: Config; services: () => Promise<Services>; app?: Registrar },
 ) {
   // Streamed completions (server-sent events) need the v4 model's HTTP streams.
   if (app === functions.app) functions.app.setup({ enableHttpStream: true });

@@ -60,7 +60,7 @@ export async function readJsonBody(request: PlatformRequest, limit: number): Pro
       'unsupported-media-type',
       'UnsupportedMediaType',
       'The body must be sent as application/json',
-      [{ field: 'content-type', message: 'must be application/json' }],
+      { details: [{ field: 'content-type', message: 'must be application/json' }] },
     );
   }
   let text: string;

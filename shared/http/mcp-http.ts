@@ -1,14 +1,14 @@
 // One JSON-RPC message of MCP's streamable HTTP transport answered by a server built for that request
 // (stateless: no session id, JSON answers), with the official SDK's transport.
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import * as streamableHttp from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 
 export async function answerMcp(
   server: McpServer,
   url: string,
   body: unknown,
 ): Promise<{ status: number; body: string; contentType: string | null }> {
-  const transport = new WebStandardStreamableHTTPServerTransport({
+  const transport = new streamableHttp.WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
     enableJsonResponse: true,
   });

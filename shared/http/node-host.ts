@@ -9,7 +9,7 @@ import type { Services } from '../services.js';
 import { errorReply, type ErrorStyle } from './envelopes.js';
 import { EventChannel } from './event-stream.js';
 import { badRequest, DomainError, notFound, payloadTooLarge } from '../errors.js';
-import { handle, requestIdOf, SAFE_HEADERS } from './pipeline.js';
+import { handle, requestIdOf, SAFE_HEADERS, type PipelineOptions } from './pipeline.js';
 import { misdirected, servesHost } from './hosts.js';
 import type { Route } from './route.js';
 import { createRouter } from './router.js';
@@ -72,13 +72,17 @@ export class InFlight {
   }
 }
 
-/** An HTTP server for one API's routes. Call `listen` on it. */
+/**
+ * An HTTP server for one API's routes. Call `listen` on it. `inFlight` tracks its handlers (its own unless
+ * given); the pipeline options (checkAnswers) go to every request.
+ */
 export function createApiServer(
   api: Api,
   routes: readonly Route[],
   services: Services,
-  inFlight = new InFlight(),
+  options: PipelineOptions & { inFlight?: InFlight } = {},
 ): http.Server {
+  const { inFlight = new InFlight(), ...pipeline } = options;
   const match = createRouter(routes.filter((r) => r.api === api));
   const style = api === 'core' ? 'core' : 'management';
   const browsers = corsFor(services.config);
@@ -97,18 +101,21 @@ export function createApiServer(
   const serve = (req: http.IncomingMessage, res: http.ServerResponse) => {
     const url = req.url ?? '/';
     const q = url.indexOf('?');
-    const request = new NodeRequest(req, res, q < 0 ? url : url.slice(0, q), q < 0 ? '' : url.slice(q + 1));
+    const request = new NodeRequest(req, res, {
+      path: q < 0 ? url : url.slice(0, q),
+      search: q < 0 ? '' : url.slice(q + 1),
+    });
     const found = match(req.method ?? 'GET', request.path);
     let reply: Promise<Reply>;
     if (found.kind === 'found') {
-      reply = handle(found.route, request, found.params, services);
+      reply = handle({ route: found.route, request, rawParams: found.params, services }, pipeline);
       inFlight.track(reply, res);
     } else {
       const error =
         found.kind === 'not-found'
           ? notFound(`No route for ${request.path}`)
-          : new DomainError('method-not-allowed', 'MethodNotAllowed', `Method ${req.method ?? ''} not allowed`, [], {
-              allow: found.allow.join(', '),
+          : new DomainError('method-not-allowed', 'MethodNotAllowed', `Method ${req.method ?? ''} not allowed`, {
+              headers: { allow: found.allow.join(', ') },
             });
       const r = errorReply(error, style, request.path);
       reply = Promise.resolve({
@@ -223,13 +230,16 @@ class NodeRequest implements PlatformRequest {
   // The abort signal (and the close listener behind it) is made only for a handler that asks for it.
   private gone: AbortController | undefined;
 
+  readonly path: string;
+  private readonly search: string;
+
   constructor(
     private readonly req: http.IncomingMessage,
     private readonly res: http.ServerResponse,
-    readonly path: string,
-    private readonly search: string,
+    target: { path: string; search: string },
   ) {
     this.method = req.method ?? 'GET';
+    ({ path: this.path, search: this.search } = target);
   }
 
   get signal(): AbortSignal {
@@ -337,8 +347,7 @@ function bodyWriter(res: http.ServerResponse): BodyWriter {
 async function sendStream(
   req: http.IncomingMessage,
   res: http.ServerResponse,
-  reply: Reply,
-  stream: AsyncIterable<string | Uint8Array>,
+  { stream, ...reply }: Reply & { stream: AsyncIterable<string | Uint8Array> },
 ): Promise<void> {
   res.writeHead(reply.status, reply.headers);
   res.flushHeaders();
@@ -414,7 +423,7 @@ function send(req: http.IncomingMessage, res: http.ServerResponse, reply: Reply)
     return;
   }
   if (reply.stream) {
-    sendStream(req, res, reply, reply.stream).catch(() => res.destroy());
+    sendStream(req, res, { ...reply, stream: reply.stream }).catch(() => res.destroy());
     return;
   }
   // Every reply reaching here carries its own fresh headers object (the pipeline's, or the refusal's below).

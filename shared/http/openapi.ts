@@ -18,11 +18,12 @@ const TITLES: Record<Api, string> = { core: 'Agent Platform Core API', managemen
 class Components {
   readonly schemas: Record<string, Json> = {};
 
-  schemaOf(schema: z.ZodType, io: 'input' | 'output'): Json {
-    const json = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Json;
-    const defs = (json.$defs ?? {}) as Record<string, Json>;
-    delete json.$defs;
-    delete json.$schema;
+  schemaOf(schema: z.core.$ZodType, io: 'input' | 'output'): Json {
+    const {
+      $defs: defs = {},
+      $schema: _schema,
+      ...json
+    }: z.core.JSONSchema.JSONSchema = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' });
     const names = new Map<string, string>();
     for (const [id, def] of Object.entries(defs)) {
       const existing = this.schemas[id];
@@ -31,7 +32,9 @@ class Components {
     }
     const rewrite = (node: unknown): unknown => {
       if (Array.isArray(node)) return node.map(rewrite);
-      if (typeof node !== 'object' || node === null) return node;
+      return typeof node === 'object' && node !== null ? rewriteObject(node) : node;
+    };
+    const rewriteObject = (node: object): Json => {
       const out: Json = {};
       for (const [k, v] of Object.entries(node)) {
         out[k] =
@@ -41,8 +44,8 @@ class Components {
       }
       return out;
     };
-    for (const [id, def] of Object.entries(defs)) this.schemas[names.get(id) ?? id] = rewrite(def) as Json;
-    return rewrite(json) as Json;
+    for (const [id, def] of Object.entries(defs)) this.schemas[names.get(id) ?? id] = rewriteObject(def);
+    return rewriteObject(json);
   }
 }
 
@@ -54,29 +57,39 @@ function errorSchema(route: Route, c: Components): Json {
 }
 
 function parameters(route: Route, c: Components): Json[] {
-  const pathShape = route.params instanceof z.ZodObject ? (route.params.shape as Record<string, z.ZodType>) : {};
+  const pathShape: z.core.$ZodShape = route.params instanceof z.ZodObject ? route.params.shape : {};
   const path = templateParams(route.path).map((name) => ({
     name,
     in: 'path',
     required: true,
     schema: pathShape[name] ? c.schemaOf(pathShape[name], 'input') : { type: 'string' },
   }));
-  const queryShape = route.query instanceof z.ZodObject ? (route.query.shape as Record<string, z.ZodType>) : {};
+  const queryShape: z.core.$ZodShape = route.query instanceof z.ZodObject ? route.query.shape : {};
   const query = Object.entries(queryShape).map(([name, s]) => ({
     name,
     in: 'query',
-    required: !s.safeParse(undefined).success,
+    required: !z.safeParse(s, undefined).success,
     schema: c.schemaOf(s, 'input'),
-    ...(s.description ? { description: s.description } : {}),
+    ...describedAs(s),
   }));
   return [...path, ...query];
+}
+
+/** A schema's `.describe()` text, which zod keeps in its global registry. */
+function describedAs(schema: z.core.$ZodType): { description?: string } {
+  const description = z.globalRegistry.get(schema)?.description;
+  return description ? { description } : {};
 }
 
 /** The media types of a body: one JSON schema, or the documented list. */
 const contentOf = (docs: readonly ContentDoc[], c: Components, io: 'input' | 'output'): Json =>
   Object.fromEntries(docs.map((d) => [d.contentType, { schema: c.schemaOf(d.schema, io) }]));
 
-function responseContent(status: number, doc: ResponseDoc, route: Route, c: Components): Json | undefined {
+function responseContent(
+  route: Route,
+  c: Components,
+  { status, doc }: { status: number; doc: ResponseDoc },
+): Json | undefined {
   if (doc.content) return contentOf(doc.content, c, 'output');
   if (doc.schema)
     return contentOf([{ contentType: doc.contentType ?? 'application/json', schema: doc.schema }], c, 'output');
@@ -86,7 +99,7 @@ function responseContent(status: number, doc: ResponseDoc, route: Route, c: Comp
 function operation(route: Route, c: Components): Json {
   const responses: Json = {};
   for (const [key, doc] of Object.entries(route.responses)) {
-    const content = responseContent(Number(key), doc, route, c);
+    const content = responseContent(route, c, { status: Number(key), doc });
     responses[key] = {
       description: doc.description,
       ...(content ? { content } : {}),
@@ -149,8 +162,7 @@ function operation(route: Route, c: Components): Json {
 export function buildOpenApi(
   api: Api,
   routes: readonly Route[],
-  version: string,
-  servers: readonly { url: string; description: string }[] = [],
+  { version, servers = [] }: { version: string; servers?: readonly { url: string; description: string }[] },
 ): Json {
   const paths: Record<string, Json> = {};
   const components = new Components();

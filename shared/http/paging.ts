@@ -10,7 +10,7 @@ import { ownerKey, type Principal } from '../auth/principal.js';
 import type { Page } from '../store/types.js';
 import { validationError } from '../errors.js';
 import type { ResponseDoc } from './types.js';
-import { json, type Reply } from './types.js';
+import { json, type JsonReply } from './types.js';
 
 export const DEFAULT_TOP = 100;
 export const MAX_TOP = 1000;
@@ -31,11 +31,8 @@ export const PageQuery = z.object({
 export type PageQuery = z.output<typeof PageQuery>;
 
 /** Where the next page starts: the store continuation of a page, the items of it already given, its size. */
-interface Cursor {
-  c?: string;
-  s: number;
-  n: number;
-}
+const Cursor = z.object({ c: z.string().optional(), s: z.number(), n: z.number() });
+type Cursor = z.output<typeof Cursor>;
 
 const invalidToken = () =>
   validationError([{ field: 'continuationToken', message: 'continuationToken is not valid for this list' }]);
@@ -43,6 +40,16 @@ const invalidToken = () =>
 /** The caller and the list a token belongs to. */
 const bindingOf = (principal: Principal, list: string) =>
   `${principal.kind}\n${principal.id}\n${ownerKey(principal.upn)}\n${list}`;
+
+/** Reads one page of the store from a continuation, at most `limit` items. */
+type Fetch<T> = (continuation: string | undefined, limit: number) => Promise<Page<T>>;
+
+/** A list to page: its name (with everything that selects its items), the caller's query, and how to read it. */
+export interface Listing<T> {
+  list: string;
+  query: PageQuery;
+  fetch: Fetch<T>;
+}
 
 export interface PageResult<R> {
   items: R[];
@@ -58,24 +65,27 @@ export class Pager {
    * (undefined): a list that drops items reads the store `MAX_TOP` at a time, so that a caller who may see
    * few of many items costs few queries.
    */
-  async page<T, R = T>(
+  async page<T>(principal: Principal, listing: Listing<T>): Promise<PageResult<T>>;
+  async page<T, R>(
     principal: Principal,
-    list: string,
-    query: PageQuery,
-    fetch: (continuation: string | undefined, limit: number) => Promise<Page<T>>,
-    keep?: (item: T) => R | undefined | Promise<R | undefined>,
-  ): Promise<PageResult<R>> {
+    listing: Listing<T> & { keep: (item: T) => R | undefined | Promise<R | undefined> },
+  ): Promise<PageResult<R>>;
+  async page<T, R>(
+    principal: Principal,
+    { list, query, fetch, keep }: Listing<T> & { keep?: (item: T) => R | undefined | Promise<R | undefined> },
+  ): Promise<PageResult<T | R>> {
     const top = query.top ?? DEFAULT_TOP;
     const batch = keep ? MAX_TOP : top;
-    const map = keep ?? ((item: T) => item as unknown as R);
+    const map = keep ?? ((item: T) => item);
     const binding = bindingOf(principal, list);
     let cursor: Cursor =
       query.continuationToken !== undefined ? await this.open(query.continuationToken, binding) : { s: 0, n: batch };
-    const items: R[] = [];
+    const items: (T | R)[] = [];
     for (;;) {
       const page = await fetch(cursor.c, cursor.n);
-      for (let i = cursor.s; i < page.items.length; i++) {
-        const kept = await map(page.items[i] as T);
+      for (const [i, item] of page.items.entries()) {
+        if (i < cursor.s) continue;
+        const kept = await map(item);
         if (kept === undefined) continue;
         items.push(kept);
         if (items.length < top) continue;
@@ -109,27 +119,29 @@ export class Pager {
     const expected = await this.mac(payload, binding);
     const given = Buffer.from(tag, 'base64url');
     if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw invalidToken();
-    const cursor = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as Cursor;
-    return cursor;
+    const cursor = Cursor.safeParse(JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')));
+    if (!cursor.success) throw invalidToken();
+    return cursor.data;
   }
 }
 
-/** The list's JSON array, with the continuation header when more items follow. */
-export const pagedJson = <R>(result: PageResult<R>, present: (item: R) => unknown = (item) => item): Reply =>
-  json(
-    200,
-    result.items.map(present),
-    result.token !== undefined ? { [CONTINUATION_HEADER]: result.token } : undefined,
-  );
+/** The list's JSON array (each item as `present` shows it), with the continuation header when more follow. */
+export function pagedJson<R>(result: PageResult<R>): JsonReply<200, R[]>;
+export function pagedJson<R, T>(result: PageResult<R>, present: (item: R) => T): JsonReply<200, T[]>;
+export function pagedJson<R, T>(result: PageResult<R>, present?: (item: R) => T): JsonReply<200, (R | T)[]> {
+  const headers = result.token !== undefined ? { [CONTINUATION_HEADER]: result.token } : undefined;
+  return json(200, present ? result.items.map(present) : result.items, headers);
+}
 
 /** The OpenAPI description of a paged list's 200. */
-export const pagedResponse = (description: string, item: z.ZodType): ResponseDoc => ({
-  description,
-  schema: z.array(item),
-  headers: {
-    [CONTINUATION_HEADER]: {
-      description: 'Present when more items follow: pass it back as continuationToken',
-      type: 'string',
+export const pagedResponse = <S extends z.ZodType>(description: string, item: S) =>
+  ({
+    description,
+    schema: z.array(item),
+    headers: {
+      [CONTINUATION_HEADER]: {
+        description: 'Present when more items follow: pass it back as continuationToken',
+        type: 'string',
+      },
     },
-  },
-});
+  }) satisfies ResponseDoc;

@@ -1,5 +1,9 @@
 // The one wrapper every request runs through, on every host: request id, span, authentication,
 // validation, authorization, handler, and the mapping of anything thrown to the route's error envelope.
+// Checked answers (`checkAnswers`): each JSON answer of a handler is validated against the route's
+// documented schema for its status (answers.ts); one that does not match is logged (route, status, zod
+// issues) and answered 500, so tests catch a handler and its OpenAPI document drifting apart. On under
+// vitest (VITEST is set) or when a host passes the option; off otherwise, so production pays nothing.
 import { randomUUID } from 'node:crypto';
 import {
   propagation,
@@ -22,6 +26,7 @@ import {
   validationError,
   type FieldError,
 } from '../errors.js';
+import { answerDrift } from './answers.js';
 import { errorReply, type ErrorStyle } from './envelopes.js';
 import { readJsonBody } from './json-body.js';
 import type { Route } from './route.js';
@@ -47,21 +52,39 @@ export function requestIdOf(request: PlatformRequest): string {
   return given !== undefined && REQUEST_ID.test(given) ? given : randomUUID();
 }
 
+/** What a host may ask of the pipeline. */
+export interface PipelineOptions {
+  /** Validate handlers' JSON answers against their routes' schemas (default: under vitest). */
+  checkAnswers?: boolean;
+}
+
+/** Whether answers are checked when the host does not say: in tests. */
+const CHECK_ANSWERS = process.env.VITEST !== undefined;
+
+/** One request for a route: what it asks, the path parameters the route's template matched, the services. */
+export interface RouteCall {
+  route: Route;
+  request: PlatformRequest;
+  rawParams: Readonly<Record<string, string>>;
+  services: Services;
+}
+
 /** Runs one request through the route. Never throws: every failure becomes a reply. */
 export async function handle(
-  route: Route,
-  request: PlatformRequest,
-  rawParams: Readonly<Record<string, string>>,
-  services: Services,
+  { route, request, rawParams, services }: RouteCall,
+  options: PipelineOptions = {},
 ): Promise<Reply> {
   const requestId = requestIdOf(request);
   const started = performance.now();
   const caller: { id?: string } = {};
+  const context = { route, request, rawParams, services, requestId, caller };
+  const check = options.checkAnswers ?? CHECK_ANSWERS;
   const answer = async (): Promise<Reply> => {
     try {
-      return await run(route, request, rawParams, services, requestId, caller);
+      const reply = await run(context);
+      return check ? checked(route, reply, { path: request.path, services }) : reply;
     } catch (thrown) {
-      return failure(thrown, route.errors, request.path, requestId, services);
+      return failure(thrown, route.errors, { path: request.path, requestId, services });
     }
   };
   let reply: Reply;
@@ -112,14 +135,18 @@ function spanStart(
   return [{ kind: SpanKind.SERVER, attributes, root: true, links }, ROOT_CONTEXT];
 }
 
-async function run(
-  route: Route,
-  request: PlatformRequest,
-  rawParams: Readonly<Record<string, string>>,
-  services: Services,
-  requestId: string,
-  caller: { id?: string },
-): Promise<Reply> {
+/** One request on its way through the pipeline. */
+interface RequestContext {
+  route: Route;
+  request: PlatformRequest;
+  rawParams: Readonly<Record<string, string>>;
+  services: Services;
+  requestId: string;
+  /** Who called, once authenticated, for the access line. */
+  caller: { id?: string };
+}
+
+async function run({ route, request, rawParams, services, requestId, caller }: RequestContext): Promise<Reply> {
   // Another instance's path does not exist here.
   if (rawParams.instanceId !== undefined && rawParams.instanceId.toLowerCase() !== services.config.instanceId) {
     throw notFound(`Instance ${rawParams.instanceId} not found`);
@@ -151,7 +178,24 @@ function parse(schema: z.ZodType | undefined, value: unknown, part: 'path' | 'qu
   throw validationError(details);
 }
 
-function failure(thrown: unknown, style: ErrorStyle, path: string, requestId: string, services: Services): Reply {
+/** A handler's answer as the route documents it, or a 500 naming nothing internal when it is not. */
+function checked(route: Route, reply: Reply, { path, services }: { path: string; services: Services }): Reply {
+  const drift = answerDrift(route.responses, reply);
+  if (!drift) return reply;
+  services.log.error('An answer does not match its route', {
+    route: route.name,
+    status: drift.status,
+    problem: drift.problem,
+    issues: drift.issues,
+  });
+  return errorReply(internalError(), route.errors, path);
+}
+
+function failure(
+  thrown: unknown,
+  style: ErrorStyle,
+  { path, requestId, services }: { path: string; requestId: string; services: Services },
+): Reply {
   if (thrown instanceof DomainError) {
     if (thrown.code === 'ValidationError' && style !== 'core') {
       // Outside the Core API a validation failure reads "field: message" in one line.

@@ -37,7 +37,7 @@ export function createRouter(routes: readonly Route[]): (method: string, path: s
       const params: Record<string, string> = {};
       const ok = c.segments.every((s, i) => {
         if ('literal' in s) return s.literal === lower[i];
-        const value = decode(parts[i] as string);
+        const value = decode(parts[i] ?? '');
         if (value === undefined || value.length === 0) return false;
         params[s.param] = value;
         return true;

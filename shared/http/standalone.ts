@@ -1,12 +1,13 @@
 // The standalone service: both APIs on their own ports and an in-process consumer per queue handler.
+// `checkAnswers` validates every JSON answer against its route's schema (pipeline.ts; on under vitest).
 import type { Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { startQueueConsumer, type Consumer } from '../queues/local-consumer.js';
 import type { QueueHandler } from '../queues/handler.js';
 import type { Timer } from '../queues/timer.js';
 import { ConfigError } from '../config.js';
 import type { Services } from '../services.js';
 import { createApiServer, InFlight } from './node-host.js';
+import type { PipelineOptions } from './pipeline.js';
 import type { Route } from './route.js';
 
 /** A WebSocket endpoint: it takes the upgrades of the Core API's server it is attached to. */
@@ -27,7 +28,7 @@ export interface Standalone {
 const LISTEN_BACKLOG = 4096;
 
 /** Listens; a port that is taken or not allowed is a ConfigError naming the setting. */
-const listen = (server: Server, host: string, port: number, setting: string) =>
+const listen = (server: Server, { host, port, setting }: { host: string; port: number; setting: string }) =>
   new Promise<string>((resolve, reject) => {
     server.once('error', (e: NodeJS.ErrnoException) => {
       if (e.code === 'EADDRINUSE')
@@ -41,8 +42,10 @@ const listen = (server: Server, host: string, port: number, setting: string) =>
       else reject(e);
     });
     server.listen({ port, host, backlog: LISTEN_BACKLOG }, () => {
-      const address = server.address() as AddressInfo;
-      resolve(`http://${host.includes(':') ? `[${host}]` : host}:${address.port}`);
+      // A TCP server's address is an AddressInfo (a string only for pipes and sockets).
+      const address = server.address();
+      const bound = typeof address === 'object' && address !== null ? address.port : port;
+      resolve(`http://${host.includes(':') ? `[${host}]` : host}:${bound}`);
     });
   });
 
@@ -67,19 +70,22 @@ export async function startStandalone(
     storageReady?: Promise<unknown>;
     upgrades?: readonly Upgrade[];
     timers?: readonly Timer[];
-  } = {},
+  } & PipelineOptions = {},
 ): Promise<Standalone> {
   const { host, corePort, managementPort } = services.config;
   const handlers = new InFlight();
-  const core = createApiServer('core', routes, services, handlers);
-  const management = createApiServer('management', routes, services, handlers);
+  const server = { inFlight: handlers, checkAnswers: options.checkAnswers };
+  const core = createApiServer('core', routes, services, server);
+  const management = createApiServer('management', routes, services, server);
   // WebSocket endpoints (the realtime relay) share the Core API's port.
   const upgrades = (options.upgrades ?? []).map((attach) => attach(core, services));
-  const coreUrl = await listen(core, host, corePort, 'CORE_PORT');
-  const managementUrl = await listen(management, host, managementPort, 'MANAGEMENT_PORT').catch(async (e: unknown) => {
-    await closeServer(core);
-    throw e;
-  });
+  const coreUrl = await listen(core, { host, port: corePort, setting: 'CORE_PORT' });
+  const managementUrl = await listen(management, { host, port: managementPort, setting: 'MANAGEMENT_PORT' }).catch(
+    async (e: unknown) => {
+      await closeServer(core);
+      throw e;
+    },
+  );
   // Ports chosen at listen (0): the public URLs not configured are this host's on the ports taken.
   const urls = services.config.publicUrls;
   if (!urls.coreConfigured) urls.core = urls.core.replace(/:\d+$/, `:${new URL(coreUrl).port}`);

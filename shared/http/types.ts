@@ -22,17 +22,31 @@ export interface PlatformRequest {
 
 /**
  * What a handler answers: JSON (`json`), raw bytes or text (`raw`), a body sent piece by piece as it is
- * produced (`stream`: server-sent events, file downloads), or no body.
+ * produced (`stream`: server-sent events, file downloads), or no body. `S` is the status, a literal type
+ * where it is known (a route's answers are checked against its documented statuses, shared/http/answers.ts).
  */
-export interface Reply {
-  status: number;
+export interface Reply<S extends number = number> {
+  status: S;
   headers?: Record<string, string>;
   json?: unknown;
   raw?: Uint8Array | string;
   stream?: AsyncIterable<string | Uint8Array>;
 }
 
-export const json = (status: number, body: unknown, headers?: Record<string, string>): Reply => ({
+/** A JSON reply: its status and the type of its body as the handler built them. */
+export interface JsonReply<S extends number = number, B = unknown> extends Reply<S> {
+  json: B;
+}
+
+/**
+ * A JSON reply. The status and the body keep their literal types (`200`, `{ status: 'live' }`), so the
+ * route's schema for that status can check the body (shared/http/answers.ts).
+ */
+export const json = <S extends number, const B>(
+  status: S,
+  body: B,
+  headers?: Record<string, string>,
+): JsonReply<S, B> => ({
   status,
   json: body,
   ...(headers ? { headers } : {}),

@@ -8,7 +8,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { embedderFor } from './embedder.js';
 import { agentTools, type Citation, type PromptEmbeddings } from './retrieval.js';
 import { CACHE_INDEX_PREFIX } from './vector-index.js';
-import { partitionOf, resourcesIn } from '../providers/types/resource-type.js';
+import { partitionOf, resourcesIn, resourcesOf } from '../providers/types/resource-type.js';
 import { agents, type AgentDoc } from '../providers/types/agent.js';
 import { tools } from '../providers/types/catalog.js';
 import type { Config } from '../config.js';
@@ -50,9 +50,7 @@ export interface CacheSlot {
 export async function cacheSlot(
   s: CacheDeps,
   agent: AgentDoc,
-  personal: boolean,
-  embeddings: PromptEmbeddings,
-  key: unknown,
+  { personal, embeddings, key }: { personal: boolean; embeddings: PromptEmbeddings; key: unknown },
 ): Promise<CacheSlot | undefined> {
   const settings = agent.cache_settings;
   const cache = settings?.semantic_cache_enabled ? settings.semantic_cache_settings : undefined;
@@ -105,9 +103,7 @@ export async function forgetAnswersFrom(s: CacheDeps, index: string): Promise<nu
   });
   if (searching.length === 0) return 0;
   const toolIds = new Set(searching.map((t) => t.object_id.toLowerCase()));
-  const { items: all } = await resources.query({ partition: partitionOf(agents), where: [live] });
-  const using = (all as AgentDoc[]).filter((a) =>
-    (a.tool_object_ids ?? []).some((id) => toolIds.has(id.toLowerCase())),
-  );
+  const { items: all } = await resourcesOf(s.store, agents).query({ partition: partitionOf(agents), where: [live] });
+  const using = all.filter((a) => (a.tool_object_ids ?? []).some((id) => toolIds.has(id.toLowerCase())));
   return using.length > 0 ? s.vectors.removeCached(using.map((a) => a.object_id)) : 0;
 }

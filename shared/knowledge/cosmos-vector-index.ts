@@ -69,20 +69,32 @@ interface RecordItem extends StoredEntry {
   ttl?: number;
 }
 
+/** One search of an index: the `top` partitions nearest the vector, filtered, that the readers may read at `now`. */
+export interface VectorSearchRequest {
+  index: string;
+  vector: readonly number[];
+  top: number;
+  values: Partial<Record<Clause['field'], string>>;
+  now: number;
+  readers?: Readers | undefined;
+  /** Full-text terms: a hybrid search when there are any. */
+  terms?: readonly string[];
+}
+
 /**
  * The search as one query: the filters, the readers and the expiry inside it, best first (ORDER BY
  * VectorDistance), or with `terms` a hybrid search: ORDER BY RANK RRF of the vector distance and the BM25
  * score of the terms (FullTextScore).
  */
-export function vectorSearchQuery(
-  index: string,
-  vector: readonly number[],
-  top: number,
-  values: Partial<Record<Clause['field'], string>>,
-  now: number,
-  readers: Readers = [],
-  terms: readonly string[] = [],
-): SqlQuerySpec {
+export function vectorSearchQuery({
+  index,
+  vector,
+  top,
+  values,
+  now,
+  readers = [],
+  terms = [],
+}: VectorSearchRequest): SqlQuerySpec {
   const access =
     readers === 'everything'
       ? ''
@@ -98,7 +110,8 @@ export function vectorSearchQuery(
       `VectorDistance(c.vector, @vector) AS score ` +
       `FROM c WHERE c.pk = @index AND c.kind = 'partition' AND c.expires_at > @now${filters} ` +
       (terms.length > 0
-        ? `ORDER BY RANK RRF(VectorDistance(c.vector, @vector), FullTextScore(c.text, ${terms.map((_, i) => `@term${i}`).join(', ')}))`
+        ? 'ORDER BY RANK RRF(VectorDistance(c.vector, @vector), ' +
+          `FullTextScore(c.text, ${terms.map((_, i) => `@term${i}`).join(', ')}))`
         : 'ORDER BY VectorDistance(c.vector, @vector)'),
     parameters: [
       { name: '@index', value: index },
@@ -270,15 +283,15 @@ export async function openCosmosVectorIndex(options: CosmosStoreOptions): Promis
           text: string;
           score: number;
         }>(
-          vectorSearchQuery(
+          vectorSearchQuery({
             index,
             vector,
             top,
             values,
-            Date.now(),
-            options.readers,
-            options.mode === 'hybrid' ? searchTerms(options.text ?? '') : [],
-          ),
+            now: Date.now(),
+            readers: options.readers,
+            terms: options.mode === 'hybrid' ? searchTerms(options.text ?? '') : [],
+          }),
           {
             partitionKey: index,
           },

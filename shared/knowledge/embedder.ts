@@ -94,7 +94,7 @@ export async function embedderFor(
       let promptTokens = 0;
       for (let i = 0; i < inputs.length; i += EMBEDDING_BATCH) {
         const batch = inputs.slice(i, i + EMBEDDING_BATCH);
-        const answer = await s.models.embed(endpoint, deployment, batch, dimensions, { signal });
+        const answer = await s.models.embed({ endpoint, deployment, inputs: batch, dimensions }, { signal });
         vectors.push(...answer.vectors);
         // A model that reports no usage is counted by the service: its inputs' tokens.
         promptTokens += answer.usageUnreported ? await tokensOf(batch.join('')) : answer.promptTokens;

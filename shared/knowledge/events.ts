@@ -6,44 +6,18 @@
 // pipelines every 10 s and writes the same events to the same queue for blobs that appeared, changed or
 // went, so the same handler starts the same runs. A run's name derives from the event and the pipeline: an
 // event delivered twice starts one run.
+import type { RunsDeps } from './run-records.js';
 import { z } from 'zod';
 import { partitionOf, resourcesOf } from '../providers/types/resource-type.js';
-import { type DataPipelineDoc, dataPipelines, dataSources } from '../providers/types/catalog.js';
+import { type DataPipelineDoc, dataPipelines, dataSources } from '../providers/types/data-pipelines.js';
 import type { QueueDelivery } from '../queues/producer.js';
 import { ConflictError } from '../store/types.js';
 import { derivedRunName } from './schedule.js';
 import { queueRun } from './runs.js';
 import { blobServiceOf, directoryPrefix, sourceSettings, type SourceSettings } from './sources.js';
-import type { GraphOptions } from '../auth/graph.js';
-import type { Config } from '../config.js';
-import type { ExtractionPool } from './extract-pool.js';
-import type { VectorIndex } from './vector-index.js';
-import type { Log } from '../log.js';
-import type { ModelGateway } from '../models/gateway.js';
-import type { CredentialGate } from '../net/credential-gate.js';
-import type { Dispatcher } from '../net/undici.js';
-import type { ResourceCache } from '../providers/resource-cache.js';
-import type { AppSettings } from '../providers/settings.js';
-import type { Producer } from '../queues/producer.js';
-import type { BlobService } from '../store/storage.js';
-import type { DocumentStore } from '../store/types.js';
 
 /** What this module uses of the service (the hosts pass the whole of it). */
-export interface KnowledgeEventsDeps {
-  readonly blobs: BlobService;
-  readonly config: Config;
-  readonly extraction: ExtractionPool;
-  readonly gate: CredentialGate;
-  readonly graph: GraphOptions | undefined;
-  readonly log: Log;
-  readonly models: ModelGateway;
-  readonly producer: Producer;
-  readonly resourceCache: ResourceCache;
-  readonly settings: AppSettings;
-  readonly store: DocumentStore;
-  readonly userDispatcher: Dispatcher;
-  readonly vectors: VectorIndex;
-}
+export type KnowledgeEventsDeps = RunsDeps;
 
 export const BLOB_CREATED = 'Microsoft.Storage.BlobCreated';
 export const BLOB_DELETED = 'Microsoft.Storage.BlobDeleted';
@@ -132,7 +106,9 @@ export async function handleBlobEvent(
     const document = documentOf(w, event.data.url);
     if (!document) continue;
     try {
-      await queueRun(s, w.pipeline, derivedRunName(w.pipeline.object_id, `event:${event.id}`), EVENTS, {
+      await queueRun(s, w.pipeline, {
+        name: derivedRunName(w.pipeline.object_id, `event:${event.id}`),
+        by: EVENTS,
         documents: [document],
       });
     } catch (e) {

@@ -92,7 +92,7 @@ const loadPdf = () =>
   (pdfReady ??= (async () => {
     // @ts-expect-error pdf.js ships no type declarations for its worker module
     const worker: unknown = await import('pdfjs-dist/legacy/build/pdf.worker.mjs');
-    (globalThis as { pdfjsWorker?: unknown }).pdfjsWorker = worker;
+    Object.assign(globalThis, { pdfjsWorker: worker });
     return import('pdfjs-dist/legacy/build/pdf.mjs');
   })());
 
@@ -202,7 +202,10 @@ async function docx(bytes: Uint8Array, fallbackTitle: string): Promise<Extracted
  * The text of the elements named `textTag` in an XML part, a line per `lineTag` element (and `cellTag` ones
  * tab-separated).
  */
-function xmlText(xml: Buffer, textTag: string, lineTag: string, cellTag?: string): string[] {
+function xmlText(
+  xml: Buffer,
+  { textTag, lineTag, cellTag }: { textTag: string; lineTag: string; cellTag?: string },
+): string[] {
   const lines: string[] = [];
   let line: string[] = [];
   let cell = '';
@@ -244,13 +247,13 @@ async function pptx(bytes: Uint8Array, fallbackTitle: string): Promise<Extracted
   const text = slides
     .map(
       ([name, xml]) =>
-        `Slide ${partNumber(name)}:\n${xmlText(xml, 'a:t', 'a:p')
+        `Slide ${partNumber(name)}:\n${xmlText(xml, { textTag: 'a:t', lineTag: 'a:p' })
           .filter((l) => l.trim().length > 0)
           .join('\n')}`,
     )
     .join('\n\n');
   const first = slides[0]
-    ? xmlText(slides[0][1], 'a:t', 'a:p')
+    ? xmlText(slides[0][1], { textTag: 'a:t', lineTag: 'a:p' })
         .find((l) => l.trim().length > 0)
         ?.trim()
     : undefined;
@@ -265,10 +268,10 @@ async function xlsx(bytes: Uint8Array, fallbackTitle: string): Promise<Extracted
     'XLSX',
     (name) => sheet.test(name) || name === 'xl/sharedStrings.xml' || name === 'xl/workbook.xml',
   );
-  const shared = parts.has('xl/sharedStrings.xml')
-    ? xmlText(parts.get('xl/sharedStrings.xml') as Buffer, 't', 'si')
-    : [];
-  const names = parts.has('xl/workbook.xml') ? sheetNames(parts.get('xl/workbook.xml') as Buffer) : [];
+  const sharedStrings = parts.get('xl/sharedStrings.xml');
+  const shared = sharedStrings ? xmlText(sharedStrings, { textTag: 't', lineTag: 'si' }) : [];
+  const workbook = parts.get('xl/workbook.xml');
+  const names = workbook ? sheetNames(workbook) : [];
   const sheets = [...parts.entries()]
     .filter(([name]) => sheet.test(name))
     .sort(([a], [b]) => partNumber(a) - partNumber(b));

@@ -9,7 +9,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { availableParallelism } from 'node:os';
 import { LIMIT_NOT_SET, residentBytes, startProcess } from '../workers/start-process.js';
-import { EXTRACTOR_READY, ExtractionError, type Extracted } from './extract.js';
+import { EXTRACTOR_READY, ExtractionError, type Extracted, type ExtractRequest } from './extract.js';
 import type { ExtractAnswer, ExtractTask } from './extract-worker.js';
 import type { TokenMarks } from './token-marks.js';
 
@@ -77,16 +77,14 @@ export class ExtractionPool {
   }
 
   /** The document's text, read in a process; rejects with ExtractionError when a bound is broken. */
-  extract(bytes: Uint8Array, format: string, fallbackTitle: string, signal?: AbortSignal): Promise<Extracted> {
+  extract(bytes: Uint8Array, { format, fallbackTitle, signal }: ExtractRequest): Promise<Extracted> {
     return this.submit({ bytes, format, fallbackTitle }, signal);
   }
 
   /** The document's text, its first `maxChars` characters, with their tokens counted (attachments). */
   async extractCounted(
     bytes: Uint8Array,
-    format: string,
-    maxChars: number,
-    signal?: AbortSignal,
+    { format, maxChars, signal }: { format: string; maxChars: number; signal?: AbortSignal | undefined },
   ): Promise<{ text: string; tokens: TokenMarks }> {
     const { text, tokens } = await this.submit({ bytes, format, fallbackTitle: '', countTokensUpTo: maxChars }, signal);
     if (!tokens) throw new ExtractionError('the document was read without its tokens counted');

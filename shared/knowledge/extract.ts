@@ -34,16 +34,21 @@ const utf8 = new TextDecoder('utf-8', { fatal: true });
 export function formatOf(name: string, contentType?: string): string | undefined {
   const type = contentType?.split(';')[0]?.trim().toLowerCase();
   const ext = path.extname(new URL(name, 'file:///').pathname).toLowerCase();
-  if ((EXTRACTABLE as readonly string[]).includes(ext)) return ext;
+  if (EXTRACTABLE.some((e) => e === ext)) return ext;
   return type ? FORMAT_BY_TYPE[type] : undefined;
+}
+
+/** How a document is read: its format (extension), the title when it has none, what stops the reading. */
+export interface ExtractRequest {
+  format: string;
+  fallbackTitle: string;
+  signal?: AbortSignal | undefined;
 }
 
 export async function extractText(
   pool: ExtractionPool,
   bytes: Uint8Array,
-  format: string,
-  fallbackTitle: string,
-  signal?: AbortSignal,
+  { format, fallbackTitle, signal }: ExtractRequest,
 ): Promise<Extracted> {
   try {
     switch (format) {
@@ -57,7 +62,7 @@ export async function extractText(
       case '.docx':
       case '.pptx':
       case '.xlsx':
-        return await pool.extract(bytes, format, fallbackTitle, signal);
+        return await pool.extract(bytes, { format, fallbackTitle, signal });
       default:
         throw new ExtractionError(`${format || 'this'} documents are not indexed (${EXTRACTABLE.join(', ')} are)`);
     }

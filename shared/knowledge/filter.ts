@@ -24,8 +24,8 @@ export function parseFilter(expression: string | undefined): Clause[] {
     const m = CLAUSE.exec(expression);
     if (!m) throw problem(`expected a clause like source eq 'value' at position ${at + 1}`);
     const [, field = '', operator = '', value = ''] = m;
-    const name = field.toLowerCase() as Clause['field'];
-    if (!FIELDS.includes(name)) throw problem(`unknown field ${field}: filter on ${FIELDS.join(' or ')}`);
+    const name = FIELDS.find((f) => f === field.toLowerCase());
+    if (!name) throw problem(`unknown field ${field}: filter on ${FIELDS.join(' or ')}`);
     if (operator.toLowerCase() !== 'eq') throw problem(`unsupported operator ${operator}: only eq is supported`);
     clauses.push({ field: name, value: value.replace(/''/g, "'") });
     at = CLAUSE.lastIndex;

@@ -1,6 +1,7 @@
 // The embedded index's WebAssembly loops (kernels.wat): the sketch's Hamming scan, and the dot products and
 // norms of re-scoring with four f32 lanes at a time. The module is compiled once; each caller instantiates it
 // over its own memory.
+import { elementAt } from './element-at.js';
 import { KERNELS_WASM } from './kernels-wasm.js';
 
 /** The part of Node's WebAssembly global used here (the service's type libraries do not declare it). */
@@ -13,7 +14,19 @@ interface Wasm {
   Instance: new (module: object, imports: { env: { memory: WasmMemory } }) => { exports: unknown };
   Memory: new (descriptor: { initial: number }) => WasmMemory;
 }
-const wasm = (globalThis as unknown as { WebAssembly: Wasm }).WebAssembly;
+
+/** Whether an object has a function under each of these names. */
+const hasFunctions = (value: unknown, names: readonly string[]): boolean =>
+  typeof value === 'object' && value !== null && names.every((name) => typeof Reflect.get(value, name) === 'function');
+
+const isWasm = (value: unknown): value is Wasm => hasFunctions(value, ['Module', 'Instance', 'Memory']);
+
+function wasmOf(global: object): Wasm {
+  const api: unknown = Reflect.get(global, 'WebAssembly');
+  if (!isWasm(api)) throw new Error('this Node.js has no WebAssembly');
+  return api;
+}
+const wasm = wasmOf(globalThis);
 
 /** A memory of one 64 KiB page, grown by ensureMemory. */
 export const newMemory = (): WasmMemory => new wasm.Memory({ initial: 1 });
@@ -47,8 +60,15 @@ export interface Kernels {
   dots(vectors: number, count: number, lanes: number, query: number, out: number): void;
 }
 
-export const kernelsOver = (memory: WasmMemory) =>
-  new wasm.Instance(kernelsModule, { env: { memory } }).exports as Kernels;
+const isKernels = (exports: unknown): exports is Kernels =>
+  hasFunctions(exports, ['scan', 'admit', 'collect', 'asymmetric', 'dots']);
+
+/** The kernels instantiated over a memory. */
+export function kernelsOver(memory: WasmMemory): Kernels {
+  const { exports } = new wasm.Instance(kernelsModule, { env: { memory } });
+  if (!isKernels(exports)) throw new Error('the kernels module does not export its functions');
+  return exports;
+}
 
 /** Grows the memory to at least `bytes`. */
 export function ensureMemory(memory: WasmMemory, bytes: number): void {
@@ -79,7 +99,7 @@ export function cosines(query: ArrayLike<number>, stored: readonly Uint8Array[])
   const pairs = new Float32Array(scratch.buffer, out, stored.length * 2);
   const queryNorm = Math.sqrt(Array.from(query).reduce((n, x) => n + x * x, 0));
   return Float32Array.from(stored, (_, i) => {
-    const norm = pairs[i * 2 + 1] as number;
-    return queryNorm === 0 || norm === 0 ? 0 : (pairs[i * 2] as number) / (queryNorm * Math.sqrt(norm));
+    const norm = elementAt(pairs, i * 2 + 1);
+    return queryNorm === 0 || norm === 0 ? 0 : elementAt(pairs, i * 2) / (queryNorm * Math.sqrt(norm));
   });
 }

@@ -6,7 +6,8 @@
 import { z } from 'zod';
 import { validationError } from '../errors.js';
 import type { AgentDoc } from '../providers/types/agent.js';
-import { dataPipelines, tools as toolKind, type ToolDoc } from '../providers/types/catalog.js';
+import { tools as toolKind, type ToolDoc } from '../providers/types/catalog.js';
+import { dataPipelines } from '../providers/types/data-pipelines.js';
 import { embedderFor, type Embedder, type EmbeddingSpend } from './embedder.js';
 import type { Clause, SearchHit } from './vector-index.js';
 import type { VectorIndex } from './vector-index.js';
@@ -103,17 +104,22 @@ export function aboveMinimum(tool: Pick<KnowledgeTool, 'minimumScore'>, hits: Se
   return minimum === undefined ? hits : hits.filter((h) => h.score >= minimum);
 }
 
+/** One search of a knowledge index: the prompt's embeddings, the caller's scope, how many and how. */
+export interface IndexSearch {
+  index: string;
+  embeddings: PromptEmbeddings;
+  scope: KnowledgeScope;
+  top: number;
+  mode?: KnowledgeTool['searchMode'];
+}
+
 /**
  * The most similar partitions of one index the caller may read, embedded with the model its data pipeline writes with.
  */
 export async function searchIndex(
   s: RetrievalDeps,
   agent: AgentDoc,
-  index: string,
-  embeddings: PromptEmbeddings,
-  scope: KnowledgeScope,
-  top: number,
-  mode: KnowledgeTool['searchMode'] = 'vector',
+  { index, embeddings, scope, top, mode = 'vector' }: IndexSearch,
 ): Promise<SearchHit[]> {
   const pipeline = await s.resourceCache.findBy(dataPipelines, 'index_name', index);
   // An index nothing writes yet has nothing to find.
@@ -143,9 +149,11 @@ export const citationOf = (h: SearchHit): Citation => ({
 export async function retrieve(
   s: RetrievalDeps,
   agent: AgentDoc,
-  embeddings: PromptEmbeddings,
-  scope: KnowledgeScope,
-  requestTopN: number | undefined,
+  {
+    embeddings,
+    scope,
+    topN: requestTopN,
+  }: { embeddings: PromptEmbeddings; scope: KnowledgeScope; topN: number | undefined },
 ): Promise<Citation[]> {
   const tools = (await agentTools(s, agent))
     .map(knowledgeTool)
@@ -155,7 +163,13 @@ export async function retrieve(
     tools.map(async (tool) =>
       aboveMinimum(
         tool,
-        await searchIndex(s, agent, tool.index, embeddings, scope, requestTopN ?? tool.topN, tool.searchMode),
+        await searchIndex(s, agent, {
+          index: tool.index,
+          embeddings,
+          scope,
+          top: requestTopN ?? tool.topN,
+          mode: tool.searchMode,
+        }),
       ),
     ),
   );

@@ -3,42 +3,16 @@
 // standalone server every 15 s, a timer trigger each minute in Azure); a run's id is derived from its pipeline
 // and due time, so however many instances see the same due time, creating the run succeeds once and only
 // that instance queues it.
+import type { RunsDeps } from './run-records.js';
 import { createHash } from 'node:crypto';
 import { ConflictError } from '../store/types.js';
 import { partitionOf, resourcesOf } from '../providers/types/resource-type.js';
-import { dataPipelines } from '../providers/types/catalog.js';
+import { dataPipelines } from '../providers/types/data-pipelines.js';
 import { cronProblem, lastDue } from './cron.js';
 import { queueRun } from './runs.js';
-import type { GraphOptions } from '../auth/graph.js';
-import type { Config } from '../config.js';
-import type { ExtractionPool } from './extract-pool.js';
-import type { VectorIndex } from './vector-index.js';
-import type { Log } from '../log.js';
-import type { ModelGateway } from '../models/gateway.js';
-import type { CredentialGate } from '../net/credential-gate.js';
-import type { Dispatcher } from '../net/undici.js';
-import type { ResourceCache } from '../providers/resource-cache.js';
-import type { AppSettings } from '../providers/settings.js';
-import type { Producer } from '../queues/producer.js';
-import type { BlobService } from '../store/storage.js';
-import type { DocumentStore } from '../store/types.js';
 
 /** What this module uses of the service (the hosts pass the whole of it). */
-export interface ScheduleDeps {
-  readonly blobs: BlobService;
-  readonly config: Config;
-  readonly extraction: ExtractionPool;
-  readonly gate: CredentialGate;
-  readonly graph: GraphOptions | undefined;
-  readonly log: Log;
-  readonly models: ModelGateway;
-  readonly producer: Producer;
-  readonly resourceCache: ResourceCache;
-  readonly settings: AppSettings;
-  readonly store: DocumentStore;
-  readonly userDispatcher: Dispatcher;
-  readonly vectors: VectorIndex;
-}
+export type ScheduleDeps = RunsDeps;
 
 /** A due time missed for longer than this (every instance stopped) is skipped, not caught up. */
 const CATCH_UP_MS = 10 * 60_000;
@@ -52,7 +26,8 @@ export const SCHEDULER = 'scheduler';
 export function derivedRunName(pipelineObjectId: string, cause: string): string {
   const h = createHash('sha256').update(`${pipelineObjectId.toLowerCase()}|${cause}`).digest('hex');
   // Laid out as a UUID (version 8: custom), like the names of runs started by hand.
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${((parseInt(h.slice(16, 17), 16) & 0x3) | 0x8).toString(16)}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+  const variant = ((parseInt(h.slice(16, 17), 16) & 0x3) | 0x8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
 }
 
 /**
@@ -78,7 +53,7 @@ export async function startDueRuns(s: ScheduleDeps, now = new Date()): Promise<n
     // A pipeline saved after its due time starts at its next one.
     if (Date.parse(pipeline.created_on) > due.getTime()) continue;
     try {
-      await queueRun(s, pipeline, scheduledRunName(pipeline.object_id, due), SCHEDULER);
+      await queueRun(s, pipeline, { name: scheduledRunName(pipeline.object_id, due), by: SCHEDULER });
       started++;
     } catch (e) {
       // Another instance started it.

@@ -89,14 +89,19 @@ class Graph {
   }
 }
 
+/** What a listing reads: the site and libraries, the path prefixes kept, and where the last run left off. */
+export interface SharePointRequest {
+  graph: GraphOptions | undefined;
+  settings: SharePointSettings;
+  paths: readonly string[];
+  cursors: DeltaCursors | undefined;
+  signal?: AbortSignal;
+}
+
 /** The files of the libraries (all, or changed since the cursors), with the groups that may read each. */
 export async function sharePointDocuments(
   s: SharepointDeps,
-  graphOptions: GraphOptions | undefined,
-  settings: SharePointSettings,
-  paths: readonly string[],
-  cursors: DeltaCursors | undefined,
-  signal?: AbortSignal,
+  { graph: graphOptions, settings, paths, cursors, signal }: SharePointRequest,
 ): Promise<SharePointListing> {
   if (!graphOptions)
     throw new DocumentError(
@@ -112,8 +117,9 @@ export async function sharePointDocuments(
     throw new DocumentError('site_url is not a URL');
   }
   const sitePath = site.pathname.replace(/\/+$/, '');
+  const siteRef = sitePath ? `:${sitePath.split('/').map(encodeURIComponent).join('/')}` : '';
   const { id: siteId } = await graph.must<{ id: string }>(
-    `${base}/sites/${encodeURIComponent(site.hostname)}${sitePath ? `:${sitePath.split('/').map(encodeURIComponent).join('/')}` : ''}?$select=id`,
+    `${base}/sites/${encodeURIComponent(site.hostname)}${siteRef}?$select=id`,
     'the site',
   );
   const { value: drives } = await graph.must<{ value: { id: string; name: string }[] }>(
@@ -167,7 +173,7 @@ export async function sharePointDocuments(
       const folder = (item.parentReference?.path ?? '').replace(/^.*?root:\/?/, '');
       const relative = `${drive.name}/${folder ? `${decodeURIComponent(folder)}/` : ''}${item.name}`;
       if (paths.length > 0 && !paths.some((p) => relative.startsWith(p))) continue;
-      documents.push(await fileDocument(s, graph, base, drive.id, item));
+      documents.push(await fileDocument(s, graph, { base, driveId: drive.id, item }));
     }
   }
   return { documents, removed, complete, cursors: next };
@@ -177,9 +183,7 @@ export async function sharePointDocuments(
 async function fileDocument(
   s: SharepointDeps,
   graph: Graph,
-  base: string,
-  driveId: string,
-  item: DriveItem,
+  { base, driveId, item }: { base: string; driveId: string; item: DriveItem },
 ): Promise<SourceDocument> {
   const { value: permissions } = await graph.must<{ value: Permission[] }>(
     `${base}/drives/${encodeURIComponent(driveId)}/items/${encodeURIComponent(item.id)}/permissions`,

@@ -7,6 +7,7 @@
 // dimension, summed a byte at a time from a table of the query), which orders them far closer to the exact
 // ranking than bits against bits. 100,000 partitions of 1,536 dimensions take 22 MiB here;
 // `npm run bench -- knowledge` measures the search's recall and latency.
+import { elementAt } from './element-at.js';
 import { ensureMemory, kernelsOver, newMemory, type Kernels } from './kernels.js';
 
 /** A code's words of 32 bits; bit d of the code is dimension d's sign. */
@@ -16,7 +17,7 @@ export const wordsOf = (dimensions: number) => Math.ceil(dimensions / 32);
 export function signCode(vector: ArrayLike<number>): Uint32Array {
   const code = new Uint32Array(wordsOf(vector.length));
   for (let d = 0; d < vector.length; d++)
-    if ((vector[d] as number) > 0) code[d >>> 5] = ((code[d >>> 5] as number) | (1 << (d & 31))) >>> 0;
+    if (elementAt(vector, d) > 0) code[d >>> 5] = (elementAt(code, d >>> 5) | (1 << (d & 31))) >>> 0;
   return code;
 }
 
@@ -73,6 +74,14 @@ function layoutFor(capacity: number, codeWords: number) {
   };
 }
 
+/** One partition as the sketch holds it: its rowid, sign code, access key and expiry (epoch milliseconds). */
+export interface SketchEntry {
+  rowid: number;
+  code: Uint32Array;
+  accessKey: string;
+  expiresAt: number;
+}
+
 export class Sketch {
   /** 32-bit words of a code, rounded up to whole 64-bit words for the scan. */
   private readonly codeWords: number;
@@ -107,7 +116,7 @@ export class Sketch {
     return this.size - this.dead;
   }
 
-  add(rowid: number, code: Uint32Array, accessKey: string, expiresAt: number): void {
+  add({ rowid, code, accessKey, expiresAt }: SketchEntry): void {
     if (code.length !== wordsOf(this.dimensions))
       throw new RangeError(`a code of ${code.length} words in a sketch of ${this.dimensions} dimensions`);
     this.remove(rowid);
@@ -121,7 +130,7 @@ export class Sketch {
     whole.set(code);
     const leads = new Uint32Array(buffer, l.leads + slot * LEAD_WORDS * 4, LEAD_WORDS);
     leads.fill(0);
-    this.lead.forEach((w, i) => (leads[i] = code[w] as number));
+    this.lead.forEach((w, i) => (leads[i] = elementAt(code, w)));
     new Float64Array(buffer, l.expires, this.capacity)[slot] = expiresAt;
     new Uint16Array(buffer, l.access, this.capacity)[slot] = this.keyId(accessKey);
     new Uint8Array(buffer, l.live, this.capacity)[slot] = 1;
@@ -159,7 +168,7 @@ export class Sketch {
       const query = new Uint32Array(buffer, l.query, words);
       query.fill(0);
       if (whole) query.set(code);
-      else this.lead.forEach((w, i) => (query[i] = code[w] as number));
+      else this.lead.forEach((w, i) => (query[i] = elementAt(code, w)));
       const histogram = new Uint32Array(buffer, l.hist, words * 32 + 1);
       histogram.fill(0);
       this.kernels.scan(whole ? l.codes : l.leads, this.size, words / 2, l.query, l.mask, l.dist, l.hist);
@@ -167,12 +176,12 @@ export class Sketch {
     }
     const kept = this.kernels.collect(l.mask, l.dist, this.size, limit.cut, limit.atCut, l.list);
     const pool = new Int32Array(buffer, l.list, kept);
-    if (kept <= count) return Array.from(pool, (s) => this.rowids[s] as number);
+    if (kept <= count) return Array.from(pool, (s) => elementAt(this.rowids, s));
     this.fillTable(vector, new Float32Array(buffer, l.table, this.codeWords * 4 * 256));
     this.kernels.asymmetric(l.codes, l.list, kept, this.codeWords * 4, l.table, l.scores);
     const scores = new Float32Array(buffer, l.scores, kept);
-    const order = Array.from(pool.keys()).sort((a, b) => (scores[b] as number) - (scores[a] as number));
-    return order.slice(0, count).map((i) => this.rowids[pool[i] as number] as number);
+    const order = Array.from(pool.keys()).sort((a, b) => elementAt(scores, b) - elementAt(scores, a));
+    return order.slice(0, count).map((i) => elementAt(this.rowids, elementAt(pool, i)));
   }
 
   /**
@@ -180,14 +189,14 @@ export class Sketch {
    * as +1 and -1 per dimension: built from the value without its lowest set bit.
    */
   private fillTable(vector: ArrayLike<number>, table: Float32Array): void {
-    const at = (d: number) => (d < vector.length ? (vector[d] as number) : 0);
+    const at = (d: number) => (d < vector.length ? elementAt(vector, d) : 0);
     for (let j = 0; j < this.codeWords * 4; j++) {
       const row = j * 256;
       let none = 0;
       for (let k = 0; k < 8; k++) none -= at(j * 8 + k);
       table[row] = none;
       for (let v = 1; v < 256; v++)
-        table[row + v] = (table[row + (v & (v - 1))] as number) + 2 * at(j * 8 + (31 - Math.clz32(v & -v)));
+        table[row + v] = elementAt(table, row + (v & (v - 1))) + 2 * at(j * 8 + (31 - Math.clz32(v & -v)));
     }
   }
 
@@ -236,9 +245,10 @@ export class Sketch {
       if (live[from] !== 1) continue;
       if (to !== from) {
         for (const { array, per } of regions) array.copyWithin(to * per, from * per, (from + 1) * per);
-        this.rowids[to] = this.rowids[from] as number;
+        const rowid = elementAt(this.rowids, from);
+        this.rowids[to] = rowid;
         live[to] = 1;
-        this.slotOf.set(this.rowids[to] as number, to);
+        this.slotOf.set(rowid, to);
       }
       to++;
     }
@@ -253,6 +263,6 @@ export class Sketch {
 function cutOff(histogram: Uint32Array, count: number): { cut: number; atCut: number } {
   let cut = 0;
   let below = 0;
-  while (cut < histogram.length - 1 && below + (histogram[cut] as number) < count) below += histogram[cut++] as number;
+  while (cut < histogram.length - 1 && below + elementAt(histogram, cut) < count) below += elementAt(histogram, cut++);
   return { cut, atCut: count - below };
 }

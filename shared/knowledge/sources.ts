@@ -11,7 +11,7 @@ import { request, type Dispatcher } from '../net/undici.js';
 import type { IncomingHttpHeaders } from 'node:http';
 import { readSecret, SECRET_NAME, SECRET_NAME_RULE } from '../config.js';
 import { guardedHttpAgent, guardedHttpsAgent } from '../net/outbound.js';
-import type { DataSourceDoc } from '../providers/types/catalog.js';
+import type { DataSourceDoc } from '../providers/types/data-pipelines.js';
 import { blobSdk, userBlobService } from '../store/storage.js';
 import type { CredentialGate } from '../net/credential-gate.js';
 import type { BlobService } from '../store/storage.js';
@@ -138,8 +138,7 @@ function webDocuments(s: SourcesDeps, prefixes: readonly string[], urls: readonl
       } catch (e) {
         if (signal.aborted) throw e;
         const blocked =
-          (e as { code?: string; cause?: { code?: string } }).code === 'EBLOCKED' ||
-          (e as { cause?: { code?: string } }).cause?.code === 'EBLOCKED';
+          propertyOf(e, 'code') === 'EBLOCKED' || propertyOf(propertyOf(e, 'cause'), 'code') === 'EBLOCKED';
         throw new DocumentError(blocked ? 'the URL is not an allowed destination' : 'the URL could not be reached');
       }
       const { statusCode, headers, body } = response;
@@ -159,6 +158,10 @@ function webDocuments(s: SourcesDeps, prefixes: readonly string[], urls: readonl
     },
   }));
 }
+
+/** A property of a thrown value (an SDK's status code, a network error's code), when it has one. */
+const propertyOf = (e: unknown, name: string): unknown =>
+  typeof e === 'object' && e !== null ? Reflect.get(e, name) : undefined;
 
 /** A downloaded document's bytes and content type, refused past MAX_DOCUMENT_BYTES (declared or counted). */
 export async function readCapped(
@@ -244,11 +247,11 @@ async function blobDocuments(
         found.set(blob.name, { size: blob.properties.contentLength ?? 0, groups: allowedGroups(blob.metadata) });
     }
   } catch (e) {
-    const status = (e as { statusCode?: number }).statusCode;
+    const status = propertyOf(e, 'statusCode');
     throw new DocumentError(
       status === 404
         ? `container ${container.containerName} does not exist`
-        : `the container cannot be listed (${status ?? 'unreachable'})`,
+        : `the container cannot be listed (${typeof status === 'number' ? status : 'unreachable'})`,
     );
   }
   return [...found].map(([name, { size, groups }]) => ({
@@ -263,7 +266,7 @@ async function blobDocuments(
           .downloadToBuffer(undefined, undefined, { abortSignal: signal });
         return { bytes };
       } catch (e) {
-        if ((e as { statusCode?: number }).statusCode === 404) return 'gone';
+        if (propertyOf(e, 'statusCode') === 404) return 'gone';
         throw e;
       }
     },

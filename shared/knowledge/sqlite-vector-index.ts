@@ -30,8 +30,10 @@ export interface SqliteIndexOptions {
   rescoringDepth?: number;
 }
 
-export function openSqliteVectorIndex(file: string, options: SqliteIndexOptions = {}): VectorIndex {
-  const depth = options.rescoringDepth ?? DEFAULT_RESCORING_DEPTH;
+export function openSqliteVectorIndex(
+  file: string,
+  { rescoringDepth: depth = DEFAULT_RESCORING_DEPTH }: SqliteIndexOptions = {},
+): VectorIndex {
   const opened = openVectorFile(file);
   const { db } = opened;
   const sketches = new SketchCache(opened);
@@ -67,8 +69,8 @@ export function openSqliteVectorIndex(file: string, options: SqliteIndexOptions 
     removeCached(origins) {
       return Promise.resolve().then(() => writes.removeCached(origins));
     },
-    search(index, vector, top, searchOptions) {
-      return Promise.resolve().then(() => search({ index, vector, top, options: searchOptions ?? {} }));
+    search(index, vector, top, options) {
+      return Promise.resolve().then(() => search({ index, vector, top, options: options ?? {} }));
     },
     close() {
       db.close();

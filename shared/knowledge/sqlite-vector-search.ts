@@ -2,10 +2,12 @@
 // candidates, ranked by the cosine of their full vectors; a search filtered by source or file name ranks
 // that document's few partitions exactly. A hybrid search fuses that ranking with the full text's BM25
 // ranking by reciprocal rank. Only partitions of the access keys the readers' groups admit are found.
+import { elementAt } from './element-at.js';
 import { cosines } from './kernels.js';
 import type { Admission } from './sketch.js';
 import { EVERYONE, type VectorFile } from './sqlite-vector-file.js';
 import type { SketchCache } from './sqlite-vector-sketches.js';
+import { columnValues, rowsOf, type RowOf } from './sqlite-rows.js';
 import {
   clauseValues,
   readerGroups,
@@ -19,14 +21,15 @@ import {
 /** Candidates the sign codes hand to exact re-scoring: at least this many, and `rescoringDepth` per result. */
 const MIN_CANDIDATES = 100;
 
-interface Row {
-  rowid: number;
-  source: string;
-  file_name: string;
-  part: number;
-  title: string;
-  text: string;
-}
+/** A partition as a search answers it. */
+const ROW = {
+  rowid: 'integer',
+  source: 'text',
+  file_name: 'text',
+  part: 'integer',
+  title: 'text',
+  text: 'text',
+} as const;
 interface Scored {
   rowid: number;
   score: number;
@@ -71,13 +74,16 @@ export function vectorSearch(
   }
 
   /** Full rows of these partitions, in the order given. */
-  function rowsOf(table: string, rowids: readonly number[]): Row[] {
-    const rows = statement(
-      `SELECT rowid, source, file_name, part, title, text FROM ${table} WHERE rowid IN (SELECT value FROM ` +
-        `json_each(?))`,
-    ).all(JSON.stringify(rowids)) as Row[];
+  function partitionsOf(table: string, rowids: readonly number[]): RowOf<typeof ROW>[] {
+    const rows = rowsOf(
+      ROW,
+      statement(
+        `SELECT rowid, source, file_name, part, title, text FROM ${table} WHERE rowid IN (SELECT value FROM ` +
+          `json_each(?))`,
+      ).all(JSON.stringify(rowids)),
+    );
     const byId = new Map(rows.map((r) => [r.rowid, r]));
-    return rowids.map((id) => byId.get(id)).filter((r): r is Row => r !== undefined);
+    return rowids.map((id) => byId.get(id)).filter((r) => r !== undefined);
   }
 
   /** The partitions ranked by the cosine of their full vectors to the query, best first. */
@@ -86,18 +92,18 @@ export function vectorSearch(
     const found: number[] = [];
     const embeddings: Buffer[] = [];
     for (const rowid of [...rowids].sort((a, b) => a - b)) {
-      const embedding = read.get(rowid) as Buffer | undefined;
-      if (embedding === undefined) continue;
+      const embedding = read.get(rowid);
+      if (!Buffer.isBuffer(embedding)) continue;
       found.push(rowid);
       embeddings.push(embedding);
     }
     const scores = cosines(vector, embeddings);
-    return found.map((rowid, i) => ({ rowid, score: scores[i] as number })).sort((a, b) => b.score - a.score);
+    return found.map((rowid, i) => ({ rowid, score: elementAt(scores, i) })).sort((a, b) => b.score - a.score);
   }
 
   function search({ index, vector, top, options }: SearchRequest): SearchHit[] {
     const values = clauseValues(options.filter);
-    const table = values && vectorTable(vector.length, false);
+    const table = values && vectorTable(vector.length);
     if (!values || !table || top <= 0) return [];
     const keys = readable(index, options);
     const terms = options.mode === 'hybrid' ? searchTerms(options.text ?? '') : [];
@@ -113,7 +119,7 @@ export function vectorSearch(
       `SELECT rowid FROM fulltext WHERE fulltext MATCH ? AND index_name = ? AND expires_at > ? AND dimensions ` +
         `= ?${where} ORDER BY rank LIMIT ?`,
     )
-      .raw()
+      .pluck()
       .all(
         terms.map((t) => `"${t.replace(/"/g, '""')}"`).join(' OR '),
         index,
@@ -122,10 +128,12 @@ export function vectorSearch(
         ...Object.values(values),
         ...(keys ? [JSON.stringify(keys)] : []),
         pool,
-      ) as [number][];
+      );
     const fused = new Map<number, number>();
     byVector.forEach((r, i) => fused.set(r.rowid, (fused.get(r.rowid) ?? 0) + 1 / (RRF_K + i + 1)));
-    byText.forEach(([rowid], i) => fused.set(rowid, (fused.get(rowid) ?? 0) + 1 / (RRF_K + i + 1)));
+    columnValues('integer', byText).forEach((rowid, i) =>
+      fused.set(rowid, (fused.get(rowid) ?? 0) + 1 / (RRF_K + i + 1)),
+    );
     const chosen = [...fused]
       .sort((a, b) => b[1] - a[1])
       .slice(0, top)
@@ -148,11 +156,12 @@ export function vectorSearch(
       const where =
         filtered.map((field) => ` AND ${field} = ?`).join('') +
         (keys ? ' AND access IN (SELECT value FROM json_each(?))' : '');
-      const rowids = (
+      const rowids = columnValues(
+        'integer',
         statement(`SELECT rowid FROM ${table} WHERE index_name = ? AND expires_at > ?${where}`)
-          .raw()
-          .all(index, BigInt(now), ...Object.values(values), ...(keys ? [JSON.stringify(keys)] : [])) as [number][]
-      ).map(([id]) => id);
+          .pluck()
+          .all(index, BigInt(now), ...Object.values(values), ...(keys ? [JSON.stringify(keys)] : [])),
+      );
       return rescore(table, vector, rowids).slice(0, top);
     }
     const admission: Admission = { keys: keys ? new Set(keys) : undefined, now };
@@ -163,7 +172,7 @@ export function vectorSearch(
 
   function hitsOf(table: string, scored: readonly Scored[]): SearchHit[] {
     const scores = new Map(scored.map((s) => [s.rowid, s.score]));
-    return rowsOf(
+    return partitionsOf(
       table,
       scored.map((s) => s.rowid),
     ).map((r) => ({

@@ -5,8 +5,11 @@
 import type Database from 'better-sqlite3';
 import { codeOf, type VectorFile } from './sqlite-vector-file.js';
 import { Sketch } from './sketch.js';
+import { columnValue, tupleOf } from './sqlite-rows.js';
 
-const dataVersionOf = (db: Database.Database) => db.pragma('data_version', { simple: true }) as number;
+const dataVersionOf = (db: Database.Database) => columnValue('integer', db.pragma('data_version', { simple: true }));
+/** A partition's code as the covering index holds it: rowid, access key, expiry, code. */
+const CODE_ROW = ['integer', 'text', 'integer', 'blob'] as const;
 const sketchKey = (dimensions: number, index: string) => `${dimensions}:${index}`;
 
 export class SketchCache {
@@ -34,8 +37,10 @@ export class SketchCache {
     if (!sketch) {
       sketch = new Sketch(dimensions);
       const read = this.file.statement(`SELECT rowid, access, expires_at, code FROM ${table} WHERE index_name = ?`);
-      const rows = read.raw().iterate(index) as IterableIterator<[number, string, number, Buffer]>;
-      for (const [rowid, access, expiresAt, code] of rows) sketch.add(rowid, codeOf(code), access, expiresAt);
+      for (const row of read.raw().iterate(index)) {
+        const [rowid, accessKey, expiresAt, code] = tupleOf(CODE_ROW, row);
+        sketch.add({ rowid, code: codeOf(code), accessKey, expiresAt });
+      }
       this.sketches.set(key, sketch);
     }
     return sketch;

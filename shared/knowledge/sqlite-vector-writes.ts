@@ -22,7 +22,8 @@ export interface VectorWrites {
   removeCached: (origins: readonly string[]) => number;
 }
 
-export function vectorWrites({ db, statement, vectorTable }: VectorFile, sketches: SketchCache): VectorWrites {
+export function vectorWrites(file: VectorFile, sketches: SketchCache): VectorWrites {
+  const { db, statement, vectorTable, ensureVectorTable } = file;
   const insertPartition = db.prepare<[string, string, number]>(
     `INSERT INTO partitions (index_name, source, dimensions) VALUES (?, ?, ?)`,
   );
@@ -70,7 +71,7 @@ export function vectorWrites({ db, statement, vectorTable }: VectorFile, sketche
 
   const remove = (index: string, source: string) => {
     for (const p of partitionsOf.all(index, source)) {
-      const table = vectorTable(p.dimensions, false);
+      const table = vectorTable(p.dimensions);
       if (table) statement(`DELETE FROM ${table} WHERE rowid = ?`).run(BigInt(p.rowid));
       deleteText.run(BigInt(p.rowid));
       pending.push((sketch) => sketch(p.dimensions, index)?.remove(p.rowid));
@@ -91,7 +92,7 @@ export function vectorWrites({ db, statement, vectorTable }: VectorFile, sketche
       const dimensions = p.vector.length;
       if (dimensions === 0 || dimensions > MAX_DIMENSIONS)
         throw new RangeError(`a vector has ${dimensions} dimensions (1 to ${MAX_DIMENSIONS})`);
-      const table = vectorTable(dimensions, true) as string;
+      const table = ensureVectorTable(dimensions);
       const rowid = Number(insertPartition.run(index, doc.source, dimensions).lastInsertRowid);
       const code = signCode(p.vector);
       statement(
@@ -113,7 +114,7 @@ export function vectorWrites({ db, statement, vectorTable }: VectorFile, sketche
       // Cache entries are found by their vector alone: their text is not searched.
       if (!index.startsWith(CACHE_INDEX_PREFIX))
         insertText.run(BigInt(rowid), p.text, index, doc.source, doc.file_name, access, BigInt(expires), dimensions);
-      pending.push((sketch) => sketch(dimensions, index)?.add(rowid, code, access, expires));
+      pending.push((sketch) => sketch(dimensions, index)?.add({ rowid, code, accessKey: access, expiresAt: expires }));
     });
     upsertDocument.run(
       index,
@@ -128,7 +129,8 @@ export function vectorWrites({ db, statement, vectorTable }: VectorFile, sketche
     );
   });
   const removeCached = inTransaction((origins: readonly string[]) => {
-    const end = `${CACHE_INDEX_PREFIX.slice(0, -1)}${String.fromCharCode(CACHE_INDEX_PREFIX.charCodeAt(CACHE_INDEX_PREFIX.length - 1) + 1)}`;
+    const last = CACHE_INDEX_PREFIX.charCodeAt(CACHE_INDEX_PREFIX.length - 1);
+    const end = `${CACHE_INDEX_PREFIX.slice(0, -1)}${String.fromCharCode(last + 1)}`;
     const found = cachedOf.all(CACHE_INDEX_PREFIX, end, JSON.stringify(origins));
     for (const e of found) remove(e.index_name, e.source);
     return found.length;

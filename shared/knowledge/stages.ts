@@ -4,7 +4,7 @@
 import { validationError } from '../errors.js';
 import { builtinCatalogue, builtinPlugin, MARKDOWN_PARTITIONING, STAGES } from '../plugins/builtin.js';
 import { checkReference } from '../plugins/references.js';
-import type { Stage } from '../providers/types/catalog.js';
+import type { Stage } from '../providers/types/data-pipelines.js';
 
 export type { Stage };
 
@@ -57,7 +57,7 @@ export function checkStages(stages: readonly Stage[] | undefined): void {
         },
       ]);
     last = at;
-    checkReference(plugin, stage.plugin_parameters, `stages[${i}].plugin_parameters`, available);
+    checkReference(plugin, stage.plugin_parameters, { field: `stages[${i}].plugin_parameters`, available });
   }
   const named = new Set(stages.map((s) => builtinPlugin(s.plugin_name)?.name));
   const missing = ORDER.filter((n) => !OPTIONAL.has(n) && !named.has(n));

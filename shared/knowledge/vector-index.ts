@@ -96,8 +96,8 @@ export interface VectorIndex {
   /** The documents of an index (not their partitions). */
   documents(index: string): Promise<IndexedEntry[]>;
   /**
-   * Removes every semantic cache entry (indexes named `semantic-cache:…`) written for one of these origins; answers how
-   * many.
+   * Removes every semantic cache entry (indexes named `semantic-cache:…`) written for one of these origins;
+   * answers how many.
    */
   removeCached(origins: readonly string[]): Promise<number>;
   /** The partitions most similar to the vector, best first, filtered (clauses and readers) inside the index query. */

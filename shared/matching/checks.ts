@@ -51,7 +51,8 @@ const list = (v: string | string[] | undefined) => (v === undefined ? [] : Array
 function answerJson(answer: string): { value: unknown } | undefined {
   const fenced = /```(?:json)?\s*\n([\s\S]*?)\n?```/.exec(answer);
   try {
-    return { value: JSON.parse((fenced?.[1] ?? answer).trim()) as unknown };
+    const value: unknown = JSON.parse((fenced?.[1] ?? answer).trim());
+    return { value };
   } catch {
     return undefined;
   }

@@ -87,7 +87,7 @@ export class Matcher {
   }
 
   private start(): { thread: Worker; ready: Promise<void> } {
-    const thread = startWorker(import.meta.url, 'match-worker', undefined, { maxOldGenerationSizeMb: 256 });
+    const thread = startWorker(import.meta.url, 'match-worker', { resourceLimits: { maxOldGenerationSizeMb: 256 } });
     const ready = new Promise<void>((resolve) => {
       const onReady = (message: unknown) => {
         if (message !== MATCHER_READY) return;

@@ -44,7 +44,7 @@ async function screened<T extends { content_markdown: string }>(
   const shields = effectiveShielding(agent).pre;
   const block =
     shields.length > 0 && memory.content_markdown.trim() !== ''
-      ? await screen(s, shields, 'pre', memory.content_markdown)
+      ? await screen(s, { plugins: shields, stage: 'pre', text: memory.content_markdown })
       : undefined;
   // The shield's reason stays out: it may quote what it matched, which the model is not to read.
   if (block)
@@ -81,7 +81,14 @@ export function memoryServer(s: McpServerDeps, user: Principal, agent: AgentDoc)
       },
     },
     ({ scope, memory, reason }) =>
-      tool(() => s.memories.append(user, scope, scope === 'agent' ? ref : undefined, memory, reason ? { reason } : {})),
+      tool(() =>
+        s.memories.append(user, {
+          scope,
+          agent: scope === 'agent' ? ref : undefined,
+          content: memory,
+          provenance: reason ? { reason } : {},
+        }),
+      ),
   );
   server.registerTool(
     'clear_memory',
@@ -91,12 +98,14 @@ export function memoryServer(s: McpServerDeps, user: Principal, agent: AgentDoc)
     },
     ({ scope, confirm }) =>
       confirm
-        ? tool(() => s.memories.clear(user, scope, scope === 'agent' ? ref : undefined))
+        ? tool(() => s.memories.clear(user, { scope, agent: scope === 'agent' ? ref : undefined }))
         : Promise.resolve(failure('ValidationError: confirm must be true to clear memory')),
   );
   return server;
 }
 
 /** Answers one JSON-RPC message of the streamable HTTP transport (stateless, JSON responses). */
-export const handleMemoryMcp = (s: McpServerDeps, user: Principal, agent: AgentDoc, url: string, body: unknown) =>
-  answerMcp(memoryServer(s, user, agent), url, body);
+export const handleMemoryMcp = (
+  s: McpServerDeps,
+  { user, agent, url, body }: { user: Principal; agent: AgentDoc; url: string; body: unknown },
+) => answerMcp(memoryServer(s, user, agent), url, body);

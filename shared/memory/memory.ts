@@ -2,13 +2,18 @@
 // (scope agent), in the memories resource type of Svc.Context. One document per (user) and per (user,
 // agent); a missing one reads as empty; every write is an ETag-checked read-modify-write.
 import { createHash } from 'node:crypto';
+import { z } from 'zod';
 import { ownerKey, type Principal } from '../auth/principal.js';
 import { DomainError } from '../errors.js';
 import type { Container, Doc } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 
-export type StoredScope = 'user' | 'agent';
-export type Scope = StoredScope | 'combined';
+/** Which memory a call reads: the user's, the user's with one agent, or both (reads only). */
+export const Scope = z.enum(['user', 'agent', 'combined'], { error: 'scope must be user, agent or combined' });
+export type Scope = z.output<typeof Scope>;
+/** Which memory a call writes: one document, the user's or the user's with one agent. */
+export const StoredScope = z.enum(['user', 'agent'], { error: 'scope must be user or agent' });
+export type StoredScope = z.output<typeof StoredScope>;
 
 export interface MemoryDoc extends Doc {
   type: 'memory';
@@ -29,22 +34,50 @@ declare module '../store/types.js' {
   }
 }
 
-/** MemoryResponse (the OpenAPI document). */
-export interface MemoryResponse {
-  scope: Scope;
-  upn: string;
-  user_name: string | null;
-  name: string | null;
-  agent_object_id: string | null;
-  agent_name: string | null;
-  content_markdown: string;
-  created_on: string | null;
-  updated_on: string | null;
-}
+/** A memory as the API answers it (the OpenAPI document's MemoryResponse). */
+export const MemoryResponse = z
+  .object({
+    scope: Scope,
+    upn: z.string(),
+    user_name: z.string().nullable(),
+    name: z.string().nullable(),
+    agent_object_id: z.string().nullable(),
+    agent_name: z.string().nullable(),
+    content_markdown: z.string(),
+    created_on: z.string().nullable(),
+    updated_on: z.string().nullable(),
+  })
+  .meta({ id: 'MemoryResponse' });
+export type MemoryResponse = z.output<typeof MemoryResponse>;
 
 export interface AgentRef {
   objectId: string;
   name: string;
+}
+
+/** The document a write changes: the user's, or the user's with one agent. */
+export interface MemoryTarget {
+  scope: StoredScope;
+  agent: AgentRef | undefined;
+}
+
+/** An append: the markdown and where it came from. */
+export interface MemoryAppend extends MemoryTarget {
+  content: string;
+  provenance: Parameters<typeof appendEntry>[2];
+}
+
+/** An import: the markdown, appended under an import heading or replacing the body. */
+export interface MemoryImport extends MemoryTarget {
+  content: string;
+  mode: 'append' | 'replace';
+}
+
+/** What a response shows: the scope asked for, the document read or written, the agent. */
+interface Shown {
+  scope: Scope;
+  doc: MemoryDoc | undefined;
+  agent?: AgentRef | undefined;
 }
 
 /** Document id: `user`, or `agent-` and a digest of the agent object id (ids cannot hold `/`). */
@@ -95,7 +128,7 @@ export class Memories {
     return this.container.read(ownerKey(upn), docId(scope, agent));
   }
 
-  private response(scope: Scope, p: Principal, doc: MemoryDoc | undefined, agent?: AgentRef): MemoryResponse {
+  private response(p: Principal, { scope, doc, agent }: Shown): MemoryResponse {
     return {
       scope,
       upn: p.upn,
@@ -110,7 +143,7 @@ export class Memories {
   }
 
   async get(p: Principal, scope: Scope, agent?: AgentRef): Promise<MemoryResponse> {
-    if (scope !== 'combined') return this.response(scope, p, await this.read(p.upn, scope, agent), agent);
+    if (scope !== 'combined') return this.response(p, { scope, doc: await this.read(p.upn, scope, agent), agent });
     const [user, agentDoc] = await Promise.all([
       this.read(p.upn, 'user'),
       agent ? this.read(p.upn, 'agent', agent) : undefined,
@@ -120,7 +153,7 @@ export class Memories {
     );
     const times = [user, agentDoc].filter((d): d is MemoryDoc => d !== undefined);
     return {
-      ...this.response('combined', p, user ?? agentDoc, agent),
+      ...this.response(p, { scope: 'combined', doc: user ?? agentDoc, agent }),
       content_markdown: parts.map((t) => t.replace(/\s+$/, '')).join('\n\n'),
       created_on: times.map((d) => d.created_on).sort()[0] ?? null,
       updated_on:
@@ -134,12 +167,10 @@ export class Memories {
   /** Changes one document with `edit` (current body -> new body), ETag-safe, refusing oversize results. */
   private async write(
     p: Principal,
-    scope: StoredScope,
-    agent: AgentRef | undefined,
-    edit: (body: string, now: Date) => string,
-    createIfMissing: boolean,
+    { scope, agent }: MemoryTarget,
+    { edit, createIfMissing }: { edit: (body: string, now: Date) => string; createIfMissing: boolean },
   ): Promise<MemoryResponse> {
-    const saved = await updateDocument(this.container, ownerKey(p.upn), docId(scope, agent), (current) => {
+    const saved = await updateDocument(this.container, { pk: ownerKey(p.upn), id: docId(scope, agent) }, (current) => {
       if (!current && !createIfMissing) return undefined;
       const now = new Date();
       const content = edit(current?.content_markdown ?? '', now);
@@ -165,37 +196,23 @@ export class Memories {
         updated_on: now.toISOString(),
       };
     });
-    return this.response(scope, p, saved, agent);
+    return this.response(p, { scope, doc: saved, agent });
   }
 
-  append(
-    p: Principal,
-    scope: StoredScope,
-    agent: AgentRef | undefined,
-    content: string,
-    provenance: Parameters<typeof appendEntry>[2],
-  ): Promise<MemoryResponse> {
-    return this.write(p, scope, agent, (body, now) => join(body, appendEntry(content, now, provenance)), true);
+  /** Appends `content` under a heading with its provenance. */
+  append(p: Principal, { provenance, content, ...target }: MemoryAppend): Promise<MemoryResponse> {
+    const edit = (body: string, now: Date) => join(body, appendEntry(content, now, provenance));
+    return this.write(p, target, { edit, createIfMissing: true });
   }
 
   /** Empties the body and keeps the profile; a missing profile stays missing (and reads as empty). */
-  clear(p: Principal, scope: StoredScope, agent: AgentRef | undefined): Promise<MemoryResponse> {
-    return this.write(p, scope, agent, () => '', false);
+  clear(p: Principal, target: MemoryTarget): Promise<MemoryResponse> {
+    return this.write(p, target, { edit: () => '', createIfMissing: false });
   }
 
-  import(
-    p: Principal,
-    scope: StoredScope,
-    agent: AgentRef | undefined,
-    content: string,
-    mode: 'append' | 'replace',
-  ): Promise<MemoryResponse> {
-    return this.write(
-      p,
-      scope,
-      agent,
-      (body, now) => (mode === 'replace' ? content : join(body, importEntry(content, now))),
-      true,
-    );
+  /** Imports `content`: under an import heading (append), or in place of the body (replace). */
+  import(p: Principal, { mode, content, ...target }: MemoryImport): Promise<MemoryResponse> {
+    const edit = (body: string, now: Date) => (mode === 'replace' ? content : join(body, importEntry(content, now)));
+    return this.write(p, target, { edit, createIfMissing: true });
   }
 }

@@ -20,7 +20,10 @@ export type ToolResult = { ok: true; memory: unknown } | { ok: false; status: nu
 export class MemoryTools {
   constructor(private readonly o: MemoryToolsOptions) {}
 
-  private async call(method: 'GET' | 'POST', path: string, user: UserIdentity, body?: unknown): Promise<ToolResult> {
+  private async call(
+    user: UserIdentity,
+    { method, path, body }: { method: 'GET' | 'POST'; path: string; body?: unknown },
+  ): Promise<ToolResult> {
     const res = await (this.o.fetch ?? fetch)(`${this.o.coreUrl}/instances/${this.o.instanceId}/memory${path}`, {
       method,
       headers: {
@@ -39,7 +42,7 @@ export class MemoryTools {
   get_memory(args: { scope?: 'user' | 'agent' | 'combined' }, user: UserIdentity): Promise<ToolResult> {
     const scope = args.scope ?? 'combined';
     const query = new URLSearchParams({ scope, ...(scope === 'user' ? {} : { agentObjectId: this.o.agentObjectId }) });
-    return this.call('GET', `?${query.toString()}`, user);
+    return this.call(user, { method: 'GET', path: `?${query.toString()}` });
   }
 
   /** append_memory(scope, memory, reason?): the markdown in `memory` becomes content_markdown. */
@@ -47,12 +50,13 @@ export class MemoryTools {
     args: { scope: 'user' | 'agent'; memory: string; reason?: string },
     user: UserIdentity,
   ): Promise<ToolResult> {
-    return this.call('POST', '/append', user, {
+    const body = {
       scope: args.scope,
       content_markdown: args.memory,
       ...(args.reason ? { reason: args.reason } : {}),
       ...(args.scope === 'agent' ? { agent_object_id: this.o.agentObjectId } : {}),
-    });
+    };
+    return this.call(user, { method: 'POST', path: '/append', body });
   }
 
   /** clear_memory(scope, confirm): calls clear only when confirm is true; otherwise a validation error of its own. */
@@ -70,10 +74,11 @@ export class MemoryTools {
         },
       };
     }
-    return this.call('POST', '/clear', user, {
+    const body = {
       scope: args.scope,
       confirm: true,
       ...(args.scope === 'agent' ? { agent_object_id: this.o.agentObjectId } : {}),
-    });
+    };
+    return this.call(user, { method: 'POST', path: '/clear', body });
   }
 }

@@ -39,14 +39,13 @@ class EndpointConnections {
   serve(): void {
     while (this.inUse < this.max && this.waiting.length > 0) {
       let best = 0;
-      for (let i = 1; i < this.waiting.length; i++) {
-        if (
-          (this.held.get((this.waiting[i] as Waiter).tenant) ?? 0) <
-          (this.held.get((this.waiting[best] as Waiter).tenant) ?? 0)
-        )
-          best = i;
+      let fewest = Infinity;
+      for (const [i, waiter] of this.waiting.entries()) {
+        const held = this.held.get(waiter.tenant) ?? 0;
+        if (held < fewest) [best, fewest] = [i, held];
       }
-      const [next] = this.waiting.splice(best, 1) as [Waiter];
+      const [next] = this.waiting.splice(best, 1);
+      if (!next) return;
       this.take(next.tenant);
       next.grant();
     }
@@ -55,6 +54,13 @@ class EndpointConnections {
   get idle(): boolean {
     return this.inUse === 0 && this.waiting.length === 0;
   }
+}
+
+/** Who asks for a connection, until when it may wait (epoch ms), and the signal of a caller that may give up. */
+export interface Claim {
+  tenant: string;
+  deadline: number;
+  signal?: AbortSignal | undefined;
 }
 
 export class ConnectionGate {
@@ -67,9 +73,7 @@ export class ConnectionGate {
    */
   acquire(
     endpoint: { objectId: string; maxConnections: number },
-    tenant: string,
-    deadline: number,
-    signal?: AbortSignal,
+    { tenant, deadline, signal }: Claim,
   ): Promise<() => void> | (() => void) {
     let e = this.endpoints.get(endpoint.objectId);
     if (!e) this.endpoints.set(endpoint.objectId, (e = new EndpointConnections(endpoint.maxConnections)));
@@ -140,6 +144,5 @@ export const connectionLimit = (max: number, deadline: number) =>
     'ConnectionLimit',
     `All ${max} connections of the model's API endpoint are in use (its max_connections); no connection freed ` +
       `before the call's deadline`,
-    false,
-    Math.max(1000, deadline - Date.now()),
+    { retryable: false, retryAfterMs: Math.max(1000, deadline - Date.now()) },
   );

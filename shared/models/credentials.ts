@@ -30,21 +30,31 @@ export const gateOf = (
     ...(identity ? { identity } : {}),
   });
 
-/** Why a managed-identity endpoint or tool server may not be used this way; undefined when it may. */
-export function identityProblem(
-  url: string,
-  scope: string | undefined,
-  gate: CredentialGate,
-  config: Pick<Config, 'auth'>,
-): string | undefined {
+/** A managed-identity endpoint or tool server: its URL and configured scope, and the gate and service it is for. */
+export interface IdentityUse {
+  url: string;
+  scope: string | undefined;
+  gate: CredentialGate;
+  config: Pick<Config, 'auth'>;
+}
+
+/** The audience of the token a managed-identity endpoint or tool server gets, or why it may not get one. */
+function identityAudience({ url, scope, gate, config }: IdentityUse): { audience: Audience } | { problem: string } {
   const audience = audienceOfScope(scope, config.auth.audience);
-  if (!audience) return `authentication_parameters.scope must be one of ${allowedScopes(config).join(', ')}`;
+  if (!audience)
+    return { problem: `authentication_parameters.scope must be one of ${allowedScopes(config).join(', ')}` };
   const problem = gate.urlProblem(audience, url);
-  return problem ? `url ${problem}` : undefined;
+  return problem ? { problem: `url ${problem}` } : { audience };
+}
+
+/** Why a managed-identity endpoint or tool server may not be used this way; undefined when it may. */
+export function identityProblem(use: IdentityUse): string | undefined {
+  const checked = identityAudience(use);
+  return 'problem' in checked ? checked.problem : undefined;
 }
 
 const misconfigured = (message: string) =>
-  new UpstreamError('upstream-failed', 'UpstreamConfiguration', message, false, undefined, true);
+  new UpstreamError('upstream-failed', 'UpstreamConfiguration', message, { retryable: false, permanent: true });
 
 export class ModelCredentials {
   private readonly providers = new Map<string, () => Promise<string>>();
@@ -72,15 +82,16 @@ export class ModelCredentials {
 
   /** A managed-identity token for a call to `url` with the configured scope; refused unless the gate allows both. */
   bearer(url: string, scope: string | undefined): Promise<string> {
-    const problem = identityProblem(url, scope, this.gate, this.config);
-    if (problem) return Promise.reject(misconfigured(`A managed-identity token cannot be sent there: ${problem}`));
-    const audience = audienceOfScope(scope, this.config.auth.audience) as Audience;
+    const checked = identityAudience({ url, scope, gate: this.gate, config: this.config });
+    if ('problem' in checked)
+      return Promise.reject(misconfigured(`A managed-identity token cannot be sent there: ${checked.problem}`));
+    const { audience } = checked;
     const origin = new URL(url).origin;
     const key = `${audience} ${origin}`;
     let provider = this.providers.get(key);
     if (!provider) {
       const credential = this.gate.credentialFor(audience, url);
-      const wanted = this.gate.scopes(audience, new URL(url))[0] as string;
+      const [wanted] = this.gate.scopes(audience, new URL(url));
       // The SDK's provider refreshes the token before it expires; loaded with the SDK, on first use.
       const made = import('@azure/identity').then(({ getBearerTokenProvider }) =>
         getBearerTokenProvider(credential, wanted),

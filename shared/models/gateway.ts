@@ -59,13 +59,15 @@ async function readCapped(body: Body, declared: string | string[] | undefined, l
   }
   const chunks: Buffer[] = [];
   let size = 0;
-  for await (const chunk of body as AsyncIterable<Buffer>) {
-    size += chunk.length;
+  for await (const chunk of body) {
+    // undici yields Buffers: the body has no encoding set.
+    const bytes = Buffer.isBuffer(chunk) ? chunk : Buffer.from(String(chunk));
+    size += bytes.length;
     if (size > limit) {
       body.destroy();
       throw tooLarge(limit);
     }
-    chunks.push(chunk);
+    chunks.push(bytes);
   }
   return Buffer.concat(chunks, size);
 }
@@ -108,6 +110,40 @@ export interface ModelCall {
   caller?: string | undefined;
 }
 
+/** A chat completion to ask of a deployment of an endpoint. */
+export interface ChatRequest {
+  endpoint: EndpointView;
+  deployment: string;
+  messages: readonly ChatMessage[];
+  parameters: ModelParameters;
+}
+
+/** Embeddings to ask of a deployment; `dimensions` asks models that can shorten their vectors for that length. */
+export interface EmbeddingsRequest {
+  endpoint: EndpointView;
+  deployment: string;
+  inputs: readonly string[];
+  dimensions?: number | undefined;
+}
+
+/** A JSON POST to a URL of an endpoint. */
+export interface JsonRequest {
+  endpoint: EndpointView;
+  url: string;
+  payload: unknown;
+}
+
+/** One attempt's request: the body already serialized, the headers already signed, the call's deadline. */
+interface AttemptRequest {
+  endpoint: EndpointView;
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  deadline: number;
+}
+
+type ReadAnswer<T> = (response: Dispatcher.ResponseData, attempt: Attempt) => Promise<T>;
+
 export class ModelGateway {
   /** Each endpoint's open calls (its max_connections), shared fairly among callers. */
   readonly connections = new ConnectionGate();
@@ -115,18 +151,10 @@ export class ModelGateway {
   constructor(private readonly options: GatewayOptions) {}
 
   /** One chat completion, whole. */
-  complete(
-    endpoint: EndpointView,
-    deployment: string,
-    messages: readonly ChatMessage[],
-    parameters: ModelParameters,
-    call: ModelCall = {},
-  ): Promise<ModelAnswer> {
+  complete({ endpoint, deployment, messages, parameters }: ChatRequest, call: ModelCall = {}): Promise<ModelAnswer> {
     return this.traced(deployment, 'chat', () =>
       this.post(
-        endpoint,
-        chatUrl(endpoint, deployment),
-        { model: deployment, messages, ...parameters },
+        { endpoint, url: chatUrl(endpoint, deployment), payload: { model: deployment, messages, ...parameters } },
         call,
         async (response) => {
           const answer = readChatCompletion(
@@ -144,16 +172,19 @@ export class ModelGateway {
    * answer (with its usage) resolves at the end. Retried only until the first piece arrived.
    */
   stream(
-    endpoint: EndpointView,
-    deployment: string,
-    messages: readonly ChatMessage[],
-    parameters: ModelParameters,
+    { endpoint, deployment, messages, parameters }: ChatRequest,
     onDelta: (text: string) => void,
     call: ModelCall = {},
   ): Promise<ModelAnswer> {
-    const body = { model: deployment, messages, ...parameters, stream: true, stream_options: { include_usage: true } };
+    const payload = {
+      model: deployment,
+      messages,
+      ...parameters,
+      stream: true,
+      stream_options: { include_usage: true },
+    };
     return this.traced(deployment, 'chat', () =>
-      this.post(endpoint, chatUrl(endpoint, deployment), body, call, async (response, attempt) => {
+      this.post({ endpoint, url: chatUrl(endpoint, deployment), payload }, call, async (response, attempt) => {
         const type = String(response.headers['content-type'] ?? '');
         // A server that ignores `stream` answers whole: one delta.
         if (!type.includes('text/event-stream')) {
@@ -177,16 +208,10 @@ export class ModelGateway {
    * Embeddings of `inputs` (the OpenAI embeddings API; Azure OpenAI too), in their order. `dimensions` asks
    * models that can shorten their vectors (text-embedding-3) for that length.
    */
-  embed(
-    endpoint: EndpointView,
-    deployment: string,
-    inputs: readonly string[],
-    dimensions?: number,
-    call: ModelCall = {},
-  ): Promise<Embeddings> {
-    const body = { model: deployment, input: inputs, ...(dimensions !== undefined ? { dimensions } : {}) };
+  embed({ endpoint, deployment, inputs, dimensions }: EmbeddingsRequest, call: ModelCall = {}): Promise<Embeddings> {
+    const payload = { model: deployment, input: inputs, ...(dimensions !== undefined ? { dimensions } : {}) };
     return this.traced(deployment, 'embeddings', () =>
-      this.post(endpoint, embeddingsUrl(endpoint, deployment), body, call, async (response) => {
+      this.post({ endpoint, url: embeddingsUrl(endpoint, deployment), payload }, call, async (response) => {
         const answer = readEmbeddings(
           decode(await readCapped(response.body, response.headers['content-length'], this.options.maxResponseBytes)),
           inputs.length,
@@ -203,8 +228,8 @@ export class ModelGateway {
    * A JSON POST to another API of an endpoint (Azure AI Content Safety), with the same authentication,
    * deadline, retries and size cap as model calls; the answer is the decoded body, not yet checked.
    */
-  postJson(endpoint: EndpointView, url: string, payload: unknown, call: ModelCall = {}): Promise<unknown> {
-    return this.post(endpoint, url, payload, call, async (response) =>
+  postJson(request: JsonRequest, call: ModelCall = {}): Promise<unknown> {
+    return this.post(request, call, async (response) =>
       decode(await readCapped(response.body, response.headers['content-length'], this.options.maxResponseBytes)),
     );
   }
@@ -240,23 +265,21 @@ export class ModelGateway {
 
   /** POSTs JSON and reads the answer with `read`, retrying transient failures inside the time budget. */
   private async post<T>(
-    e: EndpointView,
-    url: string,
-    payload: unknown,
+    { endpoint, url, payload }: JsonRequest,
     { signal, caller = '' }: ModelCall,
-    read: (response: Dispatcher.ResponseData, attempt: Attempt) => Promise<T>,
+    read: ReadAnswer<T>,
   ): Promise<T> {
-    const deadline = Date.now() + e.timeoutMs;
+    const deadline = Date.now() + endpoint.timeoutMs;
     const headers: Record<string, string> = {
       'content-type': 'application/json',
-      ...(await this.options.credentials.headers(e)),
+      ...(await this.options.credentials.headers(endpoint)),
     };
     propagation.inject(context.active(), headers);
     const body = JSON.stringify(payload);
     for (let attempt = 0; ; attempt++) {
       const progress = { started: false };
       try {
-        return await this.attempt(e, url, headers, body, deadline, { signal, caller }, (response, a) =>
+        return await this.attempt({ endpoint, url, headers, body, deadline }, { signal, caller }, (response, a) =>
           read(response, {
             ...a,
             started: () => {
@@ -283,17 +306,13 @@ export class ModelGateway {
   }
 
   private async attempt<T>(
-    e: EndpointView,
-    url: string,
-    headers: Record<string, string>,
-    body: string,
-    deadline: number,
+    { endpoint: e, url, headers, body, deadline }: AttemptRequest,
     { signal, caller = '' }: ModelCall,
-    read: (response: Dispatcher.ResponseData, attempt: Attempt) => Promise<T>,
+    read: ReadAnswer<T>,
   ): Promise<T> {
     // A connection of the endpoint first: waiting for one counts against the deadline (503 ConnectionLimit when none
     // frees in time).
-    const release = await Promise.resolve(this.connections.acquire(e, caller, deadline, signal)).catch(
+    const release = await Promise.resolve(this.connections.acquire(e, { tenant: caller, deadline, signal })).catch(
       (error: unknown) => {
         throw signal?.aborted ? new CallCancelledError('The call was cancelled') : error;
       },

@@ -3,27 +3,31 @@
 import { DomainError, type ErrorKind } from '../errors.js';
 
 /**
- * An upstream failure: what the client is told, whether another try within the call could help
- * (`retryable`), and whether no later try could (`permanent`: the same request gets the same answer).
+ * Whether another try within the call could help (`retryable`, after `retryAfterMs` when the upstream said),
+ * and whether no later try could (`permanent`: the same request gets the same answer).
  */
+export interface Retry {
+  retryable: boolean;
+  retryAfterMs?: number | undefined;
+  permanent?: boolean;
+}
+
+/** An upstream failure: what the client is told, and whether trying again could help. */
 export class UpstreamError extends DomainError {
-  constructor(
-    kind: ErrorKind,
-    code: string,
-    message: string,
-    readonly retryable: boolean,
-    readonly retryAfterMs?: number,
-    readonly permanent = false,
-  ) {
-    super(
-      kind,
-      code,
-      message,
-      [],
-      retryAfterMs !== undefined
-        ? { 'retry-after': String(Math.min(3600, Math.max(1, Math.ceil(retryAfterMs / 1000)))) }
-        : {},
-    );
+  readonly retryable: boolean;
+  readonly retryAfterMs: number | undefined;
+  readonly permanent: boolean;
+  constructor(kind: ErrorKind, code: string, message: string, options: Retry) {
+    const { retryAfterMs } = options;
+    super(kind, code, message, {
+      headers:
+        retryAfterMs !== undefined
+          ? { 'retry-after': String(Math.min(3600, Math.max(1, Math.ceil(retryAfterMs / 1000)))) }
+          : {},
+    });
+    this.retryable = options.retryable;
+    this.retryAfterMs = retryAfterMs;
+    this.permanent = options.permanent ?? false;
   }
 }
 
@@ -33,51 +37,40 @@ export class CallCancelledError extends Error {
 }
 
 export const unreachable = () =>
-  new UpstreamError('upstream-failed', 'UpstreamUnavailable', 'The model endpoint could not be reached', true);
+  new UpstreamError('upstream-failed', 'UpstreamUnavailable', 'The model endpoint could not be reached', {
+    retryable: true,
+  });
 export const timedOut = (seconds: number) =>
-  new UpstreamError('upstream-timeout', 'UpstreamTimeout', `The model did not answer within ${seconds} s`, false);
+  new UpstreamError('upstream-timeout', 'UpstreamTimeout', `The model did not answer within ${seconds} s`, {
+    retryable: false,
+  });
 export const tooLarge = (limit: number) =>
-  new UpstreamError(
-    'upstream-failed',
-    'UpstreamResponseTooLarge',
-    `The model's answer is larger than ${limit} bytes`,
-    false,
-    undefined,
-    true,
-  );
+  new UpstreamError('upstream-failed', 'UpstreamResponseTooLarge', `The model's answer is larger than ${limit} bytes`, {
+    retryable: false,
+    permanent: true,
+  });
 export const invalid = (why: string) =>
-  new UpstreamError(
-    'upstream-failed',
-    'UpstreamInvalidResponse',
-    `The model endpoint gave an invalid answer: ${why}`,
-    true,
-  );
+  new UpstreamError('upstream-failed', 'UpstreamInvalidResponse', `The model endpoint gave an invalid answer: ${why}`, {
+    retryable: true,
+  });
 
 export function statusError(status: number, retryAfterMs: number | undefined): UpstreamError {
   if (status === 429)
-    return new UpstreamError(
-      'unavailable',
-      'UpstreamRateLimited',
-      'The model is rate limited; try again later',
-      true,
+    return new UpstreamError('unavailable', 'UpstreamRateLimited', 'The model is rate limited; try again later', {
+      retryable: true,
       retryAfterMs,
-    );
+    });
   if (status >= 500 || status === 408)
-    return new UpstreamError(
-      'upstream-failed',
-      'UpstreamError',
-      `The model endpoint failed (${status})`,
-      true,
+    return new UpstreamError('upstream-failed', 'UpstreamError', `The model endpoint failed (${status})`, {
+      retryable: true,
       retryAfterMs,
-    );
+    });
   // Other 4xx answers are deterministic: the same request would be refused again.
   return new UpstreamError(
     'upstream-failed',
     'UpstreamRejected',
     `The model endpoint rejected the request (${status})`,
-    false,
-    undefined,
-    true,
+    { retryable: false, permanent: true },
   );
 }
 

@@ -53,16 +53,21 @@ export interface ModelAnswer {
   toolCalls?: ToolCall[];
 }
 
+/** An Azure OpenAI deployment's URL of an operation, with the endpoint's API version. */
+const azureDeploymentUrl = (e: EndpointView, deployment: string, operation: string) =>
+  `${e.url}/openai/deployments/${encodeURIComponent(deployment)}/${operation}` +
+  `?api-version=${encodeURIComponent(e.apiVersion ?? '2024-10-21')}`;
+
 /** The chat completions URL of a deployment on an endpoint. */
 export function chatUrl(e: EndpointView, deployment: string): string {
-  if (e.provider === 'azure-openai') {
-    return `${e.url}/openai/deployments/${encodeURIComponent(deployment)}/chat/completions?api-version=${encodeURIComponent(e.apiVersion ?? '2024-10-21')}`;
-  }
-  return `${e.url}/chat/completions`;
+  return e.provider === 'azure-openai'
+    ? azureDeploymentUrl(e, deployment, 'chat/completions')
+    : `${e.url}/chat/completions`;
 }
 
 const count = (v: unknown) => (typeof v === 'number' && Number.isInteger(v) && v >= 0 ? v : 0);
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isFiniteNumber = (x: unknown): x is number => typeof x === 'number' && Number.isFinite(x);
 
 /** The answer of a chat completion response body, or why the body is not one. */
 export function readChatCompletion(body: unknown): ModelAnswer | string {
@@ -105,10 +110,7 @@ function readToolCalls(calls: unknown[]): ToolCall[] | string {
 
 /** The embeddings URL of a deployment on an endpoint. */
 export function embeddingsUrl(e: EndpointView, deployment: string): string {
-  if (e.provider === 'azure-openai') {
-    return `${e.url}/openai/deployments/${encodeURIComponent(deployment)}/embeddings?api-version=${encodeURIComponent(e.apiVersion ?? '2024-10-21')}`;
-  }
-  return `${e.url}/embeddings`;
+  return e.provider === 'azure-openai' ? azureDeploymentUrl(e, deployment, 'embeddings') : `${e.url}/embeddings`;
 }
 
 export interface Embeddings {
@@ -126,14 +128,14 @@ export function readEmbeddings(body: unknown, inputs: number): Embeddings | stri
   if (!isObject(body) || !Array.isArray(body.data)) return 'the answer has no data';
   if (body.data.length !== inputs) return `the answer has ${body.data.length} embeddings for ${inputs} inputs`;
   const vectors: number[][] = new Array<number[]>(inputs);
-  for (const item of body.data as unknown[]) {
+  const items: unknown[] = body.data;
+  for (const item of items) {
     if (!isObject(item) || !Array.isArray(item.embedding)) return 'an embedding is missing';
     const index = typeof item.index === 'number' && Number.isInteger(item.index) ? item.index : -1;
     if (index < 0 || index >= inputs || vectors[index] !== undefined) return 'the embeddings are not indexed by input';
-    const v = item.embedding as unknown[];
-    if (v.length === 0 || !v.every((x) => typeof x === 'number' && Number.isFinite(x)))
-      return 'an embedding is not a list of numbers';
-    vectors[index] = v as number[];
+    const v: unknown[] = item.embedding;
+    if (v.length === 0 || !v.every(isFiniteNumber)) return 'an embedding is not a list of numbers';
+    vectors[index] = v;
   }
   const dims = vectors[0]?.length;
   if (vectors.some((v) => v.length !== dims)) return 'the embeddings differ in length';

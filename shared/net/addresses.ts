@@ -48,8 +48,8 @@ export function classifyAddress(text: string): AddressClass | undefined {
   const bare = text.startsWith('[') && text.endsWith(']') ? text.slice(1, -1) : text;
   if (!ipaddr.isValid(bare)) return undefined;
   const parsed = ipaddr.parse(bare);
-  if (parsed.kind() === 'ipv4') return classifyV4(parsed as ipaddr.IPv4);
-  const v6 = parsed as ipaddr.IPv6;
+  if (parsed instanceof ipaddr.IPv4) return classifyV4(parsed);
+  const v6 = parsed;
   const inner = EMBEDDING_RANGES.has(v6.range()) || v6.range() === 'unicast' ? embeddedIpv4(v6) : undefined;
   if (inner) return classifyV4(inner);
   switch (v6.range()) {

@@ -51,8 +51,8 @@ export class CredentialGate {
     this.identity = options.identity ?? azureCredential(options.clientId);
   }
 
-  /** The scopes a token for the audience may have; the Cosmos scope depends on the account's URL. */
-  scopes(audience: Audience, url: URL): string[] {
+  /** The scopes a token for the audience may have (the first is asked for); Cosmos's depends on the account's URL. */
+  scopes(audience: Audience, url: URL): [string, ...string[]] {
     switch (audience) {
       case 'storage':
         return [STORAGE_SCOPE];
@@ -109,7 +109,7 @@ export class CredentialGate {
     if (problem) throw new CredentialGateError(`The URL ${problem}`);
     const own = this.scopes(audience, new URL(url));
     const allowed = new Set(own);
-    const first = [own[0] as string];
+    const first = [own[0]];
     const identity = this.identity;
     return {
       // Any other scope (or tenant) asked for is answered with the audience's own token: an SDK that re-scopes
@@ -126,7 +126,7 @@ export class CredentialGate {
   /** A bearer token of the audience's first scope for one call to `url`. */
   async bearer(audience: Audience, url: string): Promise<string> {
     const credential = this.credentialFor(audience, url);
-    const token = await credential.getToken(this.scopes(audience, new URL(url))[0] as string);
+    const token = await credential.getToken(this.scopes(audience, new URL(url))[0]);
     if (!token) throw new CredentialGateError(`No managed-identity token could be obtained for ${audience}`);
     return token.token;
   }

@@ -83,14 +83,11 @@ export function guardedLookup(rules: OutboundRules, resolve: Resolve = dns.looku
   return (hostname, options, callback) => {
     resolve(hostname, { ...options, all: true }, (error, addresses: LookupAddress[]) => {
       if (error) return callback(error, '', 0);
-      if (
-        addresses.length === 0 ||
-        addresses.some((a) => !addressAllowed(classifyAddress(a.address) ?? 'unroutable', rules))
-      ) {
+      const [first] = addresses;
+      if (!first || addresses.some((a) => !addressAllowed(classifyAddress(a.address) ?? 'unroutable', rules))) {
         return callback(new BlockedDestinationError(`${hostname} is not an allowed destination`), '', 0);
       }
-      if (options.all) return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, addresses);
-      const first = addresses[0] as LookupAddress;
+      if (options.all) return callback(null, addresses);
       callback(null, first.address, first.family);
     });
   };

@@ -4,7 +4,7 @@
 // character), no symlinks. Nothing is extracted to disk: the entries asked for are read into memory (the manifest on
 // upload; a Python package's files when one of its plugins runs).
 import yauzl from 'yauzl';
-import { badRequest } from '../errors.js';
+import { badRequest, toError } from '../errors.js';
 
 export const ARCHIVE_LIMITS = {
   entries: 1000,
@@ -32,9 +32,14 @@ function checkName(name: string): void {
   if (/[\u0000-\u001f\u007f]/.test(name)) throw bad(`entry ${JSON.stringify(name)} has a control character`);
 }
 
-/** An entry's name as the archive stores it: UTF-8 when its flag says so, else code page 437 (ASCII here). */
-const storedName = (entry: yauzl.Entry) =>
-  (entry.fileName as unknown as Buffer).toString((entry.generalPurposeBitFlag & 0x800) !== 0 ? 'utf8' : 'latin1');
+/**
+ * An entry's name as the archive stores it: UTF-8 when its flag says so, else code page 437 (ASCII here). With
+ * `decodeStrings: false` yauzl gives the name as bytes, whatever its typings say.
+ */
+function storedName(entry: yauzl.Entry): string {
+  const name: string | Buffer = entry.fileName;
+  return Buffer.isBuffer(name) ? name.toString((entry.generalPurposeBitFlag & 0x800) !== 0 ? 'utf8' : 'latin1') : name;
+}
 
 /**
  * Lists the archive and reads the entries `wanted` selects, each at most `maxEntryBytes` (the manifest's
@@ -82,7 +87,7 @@ export function readArchive(
           if (total > 1024 * 1024 && total / bytes.length > ARCHIVE_LIMITS.ratio)
             throw bad(`its entries expand more than ${ARCHIVE_LIMITS.ratio}:1 in all (a compression bomb)`);
         } catch (e) {
-          return fail(e as Error);
+          return fail(toError(e));
         }
         names.push(name);
         if (!wanted(name) || name.endsWith('/')) return zip.readEntry();

@@ -32,15 +32,13 @@ export const STAGES = {
 
 const none = { parameters: [], dependencies: [], parameter_selection_hints: {} };
 
-const plugin = (
-  short: string,
-  display: string,
-  category: string,
-  description: string,
-  declared: Partial<Declared> & { selects?: string } = {},
-): BuiltinPlugin => ({
+/** A catalogue entry: the plugin's short name (the package's name prefixes it), what it is, and what it declares. */
+type Entry = Pick<BuiltinPlugin, 'display_name' | 'category' | 'description' | 'selects'> &
+  Partial<Declared> & { short: string };
+
+const plugin = ({ short, display_name, category, description, ...declared }: Entry): BuiltinPlugin => ({
   name: full(short),
-  display_name: display,
+  display_name,
   category,
   description,
   ...none,
@@ -48,118 +46,121 @@ const plugin = (
 });
 
 const CATALOGUE: readonly BuiltinPlugin[] = [
-  plugin(
-    'AzureBlobDataSource',
-    'Azure Blob data source',
-    'Data Source',
-    'Documents of a Blob container (data_source_type AzureBlob)',
-  ),
-  plugin(
-    'WebDataSource',
-    'Web data source',
-    'Data Source',
-    'Web pages under the URL prefixes of the source (data_source_type Web)',
-  ),
-  plugin(
-    'SharePointOnlineDataSource',
-    'SharePoint Online data source',
-    'Data Source',
-    'SharePoint Online document libraries (data_source_type SharePointOnline); such a source is a definition ' +
+  plugin({
+    short: 'AzureBlobDataSource',
+    display_name: 'Azure Blob data source',
+    category: 'Data Source',
+    description: 'Documents of a Blob container (data_source_type AzureBlob)',
+  }),
+  plugin({
+    short: 'WebDataSource',
+    display_name: 'Web data source',
+    category: 'Data Source',
+    description: 'Web pages under the URL prefixes of the source (data_source_type Web)',
+  }),
+  plugin({
+    short: 'SharePointOnlineDataSource',
+    display_name: 'SharePoint Online data source',
+    category: 'Data Source',
+    description:
+      'SharePoint Online document libraries (data_source_type SharePointOnline); such a source is a definition ' +
       'only for now: processing it is a 400',
-  ),
-  plugin(
-    'AzureDataLakeDataSource',
-    'Azure Data Lake data source',
-    'Data Source',
-    'Azure Data Lake file systems (data_source_type AzureDataLake); such a source is a definition only for ' +
+  }),
+  plugin({
+    short: 'AzureDataLakeDataSource',
+    display_name: 'Azure Data Lake data source',
+    category: 'Data Source',
+    description:
+      'Azure Data Lake file systems (data_source_type AzureDataLake); such a source is a definition only for ' +
       'now: processing it is a 400',
-  ),
-  plugin(
-    'TextExtraction',
-    'Text extraction',
-    'Content Text Extraction',
-    'Text of plain text, Markdown, HTML, PDF, Word, PowerPoint and Excel documents, read in the extraction workers',
-  ),
-  plugin(
-    'TokenPartitioning',
-    'Token partitioning',
-    'Content Text Partitioning',
-    'Windows of a number of tokens (cl100k) with an overlap',
-  ),
-  plugin(
-    'MarkdownPartitioning',
-    'Markdown partitioning',
-    'Content Text Partitioning',
-    'One partition per Markdown section (a heading and its text); a section longer than the size is cut into ' +
+  }),
+  plugin({
+    short: 'TextExtraction',
+    display_name: 'Text extraction',
+    category: 'Content Text Extraction',
+    description:
+      'Text of plain text, Markdown, HTML, PDF, Word, PowerPoint and Excel documents, read in the extraction workers',
+  }),
+  plugin({
+    short: 'TokenPartitioning',
+    display_name: 'Token partitioning',
+    category: 'Content Text Partitioning',
+    description: 'Windows of a number of tokens (cl100k) with an overlap',
+  }),
+  plugin({
+    short: 'MarkdownPartitioning',
+    display_name: 'Markdown partitioning',
+    category: 'Content Text Partitioning',
+    description:
+      'One partition per Markdown section (a heading and its text); a section longer than the size is cut into ' +
       'token windows',
-  ),
-  plugin('ExtractStage', 'Extract', 'Data Pipeline Stage', "Reads each document's text", {
+  }),
+  plugin({
+    short: 'ExtractStage',
+    display_name: 'Extract',
+    category: 'Data Pipeline Stage',
+    description: "Reads each document's text",
     dependencies: [{ selection_type: 'Single', dependency_plugin_names: [TEXT_EXTRACTION] }],
   }),
-  plugin(
-    'PartitionStage',
-    'Partition',
-    'Data Pipeline Stage',
-    "Cuts each document's text into partitions with the partitioner it names",
-    {
-      parameters: [
-        {
-          name: 'partitioner',
-          type: 'string',
-          description: `The partitioning plugin: ${TOKEN_PARTITIONING} or ${MARKDOWN_PARTITIONING}`,
-          default_value: TOKEN_PARTITIONING,
-        },
-        {
-          name: 'partition_size_tokens',
-          type: 'int',
-          description: "Tokens of a partition at most (16 to 8192; null: the pipeline's)",
-          default_value: null,
-        },
-        {
-          name: 'partition_overlap_tokens',
-          type: 'int',
-          description: "Tokens one token window shares with the previous one (null: the pipeline's)",
-          default_value: null,
-        },
-      ],
-      selects: 'partitioner',
-      dependencies: [
-        { selection_type: 'Single', dependency_plugin_names: [TOKEN_PARTITIONING, MARKDOWN_PARTITIONING] },
-      ],
-    },
-  ),
-  plugin(
-    'ShieldStage',
-    'Shield',
-    'Data Pipeline Stage',
-    'Screens each partition with shielding plugins, in order; a blocked partition is not indexed, and the run names it',
-    {
-      parameters: [
-        {
-          name: 'shielding_plugins',
-          type: 'array',
-          description: 'Names of shielding plugins',
-          default_value: [full('Blocklist')],
-        },
-      ],
-      dependencies: [
-        { selection_type: 'Multiple', dependency_plugin_names: [full('Blocklist'), full('PromptShield')] },
-      ],
-      selects: 'shielding_plugins',
-    },
-  ),
-  plugin(
-    'EmbedStage',
-    'Embed',
-    'Data Pipeline Stage',
-    "Embeds each partition with the pipeline's embedding model (embedding_ai_model_object_id, embedding_dimensions)",
-  ),
-  plugin(
-    'IndexStage',
-    'Index',
-    'Data Pipeline Stage',
-    "Writes the partitions to the pipeline's knowledge index (index_name)",
-  ),
+  plugin({
+    short: 'PartitionStage',
+    display_name: 'Partition',
+    category: 'Data Pipeline Stage',
+    description: "Cuts each document's text into partitions with the partitioner it names",
+    parameters: [
+      {
+        name: 'partitioner',
+        type: 'string',
+        description: `The partitioning plugin: ${TOKEN_PARTITIONING} or ${MARKDOWN_PARTITIONING}`,
+        default_value: TOKEN_PARTITIONING,
+      },
+      {
+        name: 'partition_size_tokens',
+        type: 'int',
+        description: "Tokens of a partition at most (16 to 8192; null: the pipeline's)",
+        default_value: null,
+      },
+      {
+        name: 'partition_overlap_tokens',
+        type: 'int',
+        description: "Tokens one token window shares with the previous one (null: the pipeline's)",
+        default_value: null,
+      },
+    ],
+    selects: 'partitioner',
+    dependencies: [{ selection_type: 'Single', dependency_plugin_names: [TOKEN_PARTITIONING, MARKDOWN_PARTITIONING] }],
+  }),
+  plugin({
+    short: 'ShieldStage',
+    display_name: 'Shield',
+    category: 'Data Pipeline Stage',
+    description:
+      'Screens each partition with shielding plugins, in order; a blocked partition is not indexed, and the run ' +
+      'names it',
+    parameters: [
+      {
+        name: 'shielding_plugins',
+        type: 'array',
+        description: 'Names of shielding plugins',
+        default_value: [full('Blocklist')],
+      },
+    ],
+    dependencies: [{ selection_type: 'Multiple', dependency_plugin_names: [full('Blocklist'), full('PromptShield')] }],
+    selects: 'shielding_plugins',
+  }),
+  plugin({
+    short: 'EmbedStage',
+    display_name: 'Embed',
+    category: 'Data Pipeline Stage',
+    description:
+      "Embeds each partition with the pipeline's embedding model (embedding_ai_model_object_id, embedding_dimensions)",
+  }),
+  plugin({
+    short: 'IndexStage',
+    display_name: 'Index',
+    category: 'Data Pipeline Stage',
+    description: "Writes the partitions to the pipeline's knowledge index (index_name)",
+  }),
 ];
 
 /** Every built-in plugin, the shielding ones included. */
@@ -167,7 +168,12 @@ export function builtinCatalogue(): readonly BuiltinPlugin[] {
   return [
     ...CATALOGUE,
     ...shieldingPlugins().map((p) =>
-      plugin(p.name.slice(BUILTIN_PACKAGE.length + 1), p.display_name, 'Shielding', p.description),
+      plugin({
+        short: p.name.slice(BUILTIN_PACKAGE.length + 1),
+        display_name: p.display_name,
+        category: 'Shielding',
+        description: p.description,
+      }),
     ),
   ];
 }

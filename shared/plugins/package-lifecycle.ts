@@ -2,20 +2,22 @@
 // deleted package leaves every list and keeps its name until purged); purge (the record, then the files of
 // all its versions).
 import type { Principal } from '../auth/principal.js';
-import { badRequest, conflict, notFound } from '../errors.js';
+import { badRequest, conflict, notFound, statusCodeOf } from '../errors.js';
 import { resourceId } from '../providers/types/resource-type.js';
 import type { BlobContainer } from '../store/storage.js';
 import type { Container, Doc } from '../store/types.js';
 import { updateDocument } from '../store/update.js';
 import type { PackageStores } from './packages.js';
 
+/** A file to read from a package store, and the most bytes it may have. */
+export interface StoredFile {
+  storeType: 'Public' | 'Private';
+  path: string;
+  maxBytes: number;
+}
+
 /** The bytes of `path` in the Public or Private store: 400 when it is not configured or too large, 404 when absent. */
-export async function readFromStore(
-  stores: PackageStores,
-  storeType: 'Public' | 'Private',
-  path: string,
-  maxBytes: number,
-): Promise<Buffer> {
+export async function readFromStore(stores: PackageStores, { storeType, path, maxBytes }: StoredFile): Promise<Buffer> {
   const store = storeType === 'Public' ? stores.public : stores.private;
   if (!store) throw badRequest('package_store_type: no Public package store is configured (PACKAGE_STORE_PUBLIC_URL)');
   try {
@@ -24,7 +26,7 @@ export async function readFromStore(
       throw badRequest(`The package is larger than ${maxBytes} bytes`);
     return await blob.downloadToBuffer();
   } catch (e) {
-    if ((e as { statusCode?: number }).statusCode === 404) throw notFound(`The ${storeType} store has no ${path}`);
+    if (statusCodeOf(e) === 404) throw notFound(`The ${storeType} store has no ${path}`);
     throw e;
   }
 }
@@ -36,15 +38,20 @@ interface PackageRecord extends Doc {
   versions: { blob_name: string }[];
 }
 
-/** `what` names the package in messages: "Plugin package", "Artifact package". */
+/** A package by its partition and name; `what` names it in messages: "Plugin package", "Artifact package". */
+export interface PackageRef {
+  pk: string;
+  name: string;
+  what: string;
+}
+
+/** Marks the package deleted (again: nothing changes); 404 when there is none. */
 export async function softDeletePackage<T extends PackageRecord>(
   docs: Container<T>,
-  pk: string,
-  name: string,
+  { pk, name, what }: PackageRef,
   principal: Principal,
-  what: string,
 ): Promise<T> {
-  const saved = await updateDocument(docs, pk, resourceId(name), (current) => {
+  const saved = await updateDocument(docs, { pk, id: resourceId(name) }, (current) => {
     if (!current) throw notFound(`${what} ${name} not found`);
     // Deleting a deleted package again changes nothing.
     return current.deleted
@@ -55,12 +62,11 @@ export async function softDeletePackage<T extends PackageRecord>(
   return saved;
 }
 
+/** Removes a deleted package's record, then the files of all its versions; 409 unless it was deleted first. */
 export async function purgePackage<T extends PackageRecord>(
   docs: Container<T>,
-  pk: string,
-  name: string,
+  { pk, name, what }: PackageRef,
   files: BlobContainer,
-  what: string,
 ): Promise<T> {
   const doc = await docs.read(pk, resourceId(name));
   if (!doc) throw notFound(`${what} ${name} not found`);

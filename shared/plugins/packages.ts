@@ -3,7 +3,7 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
-import { DomainError, badRequest, internalError, conflict, notFound } from '../errors.js';
+import { DomainError, badRequest, internalError, conflict, notFound, statusCodeOf } from '../errors.js';
 import { parseJsonText } from '../http/json-body.js';
 import type { Container, Doc, DocsOf } from '../store/types.js';
 import { resourceId } from '../providers/types/resource-type.js';
@@ -111,14 +111,38 @@ function bareName(resource: PackageResource, pathName: string): string {
   return pathName.slice(prefix.length);
 }
 
+/** Where plugin packages live: their records, their files, the package stores to deploy from, and their limit. */
+export interface PluginPackagesOptions {
+  docs: Container<PackageDoc>;
+  blobs: BlobContainer;
+  stores: PackageStores;
+  instanceId: string;
+  maxBytes: number;
+}
+
+/** How a version comes in: its bytes, what the request says it is, the path's name, who adds it and from where. */
+interface AddedVersion {
+  bytes: Buffer;
+  resource: PackageResource;
+  pathName: string;
+  principal: Principal;
+  source: PackageVersion['source'];
+}
+
 export class PluginPackages {
-  constructor(
-    private readonly docs: Container<PackageDoc>,
-    private readonly blobs: BlobContainer,
-    private readonly stores: PackageStores,
-    private readonly instanceId: string,
-    readonly maxBytes: number,
-  ) {}
+  private readonly docs: Container<PackageDoc>;
+  private readonly blobs: BlobContainer;
+  private readonly stores: PackageStores;
+  private readonly instanceId: string;
+  readonly maxBytes: number;
+
+  constructor({ docs, blobs, stores, instanceId, maxBytes }: PluginPackagesOptions) {
+    this.docs = docs;
+    this.blobs = blobs;
+    this.stores = stores;
+    this.instanceId = instanceId;
+    this.maxBytes = maxBytes;
+  }
 
   objectId(name: string) {
     return `/instances/${this.instanceId}/providers/Svc.Platform/pluginPackages/${name}`;
@@ -177,13 +201,7 @@ export class PluginPackages {
    * their own first and the record last: a failure in between removes the blob, so nothing half-stored
    * ever blocks the version.
    */
-  async addVersion(
-    bytes: Buffer,
-    resource: PackageResource,
-    pathName: string,
-    principal: Principal,
-    source: PackageVersion['source'],
-  ): Promise<PackageDoc> {
+  async addVersion({ bytes, resource, pathName, principal, source }: AddedVersion): Promise<PackageDoc> {
     const manifest = await this.inspect(bytes, resource, pathName);
     const taken = (current: PackageDoc | undefined) => {
       if (current?.deleted) throw conflict(`${pathName} is deleted; purge it before adding versions again`);
@@ -213,7 +231,7 @@ export class PluginPackages {
       manifest,
     };
     try {
-      const saved = await updateDocument(this.docs, PACKAGES_PK, resourceId(pathName), (current) => {
+      const saved = await updateDocument(this.docs, { pk: PACKAGES_PK, id: resourceId(pathName) }, (current) => {
         taken(current);
         return {
           id: resourceId(pathName),
@@ -245,13 +263,8 @@ export class PluginPackages {
     bareName(resource, pathName);
     const storeType = resource.package_store_type ?? 'Private';
     const path = `${pathName}/${resource.package_version}/${pathName}.${extension(resource.package_runtime)}`;
-    return this.addVersion(
-      await readFromStore(this.stores, storeType, path, this.maxBytes),
-      resource,
-      pathName,
-      principal,
-      storeType,
-    );
+    const bytes = await readFromStore(this.stores, { storeType, path, maxBytes: this.maxBytes });
+    return this.addVersion({ bytes, resource, pathName, principal, source: storeType });
   }
 
   async list(): Promise<PackageDoc[]> {
@@ -272,12 +285,12 @@ export class PluginPackages {
 
   /** Soft delete: the package and its plugins leave every list; its name stays taken until purged. */
   delete(name: string, principal: Principal): Promise<PackageDoc> {
-    return softDeletePackage(this.docs, PACKAGES_PK, name, principal, 'Plugin package');
+    return softDeletePackage(this.docs, { pk: PACKAGES_PK, name, what: 'Plugin package' }, principal);
   }
 
   /** Removes a soft-deleted package for good, with the blobs of all its versions. */
   purge(name: string): Promise<PackageDoc> {
-    return purgePackage(this.docs, PACKAGES_PK, name, this.blobs, 'Plugin package');
+    return purgePackage(this.docs, { pk: PACKAGES_PK, name, what: 'Plugin package' }, this.blobs);
   }
 
   /** The bytes of a version (the current one by default) exactly as uploaded. */
@@ -344,7 +357,7 @@ export class PluginPackages {
         message: 'The store is reachable and readable',
       };
     } catch (e) {
-      const status = (e as { statusCode?: number }).statusCode;
+      const status = statusCodeOf(e);
       return {
         package_store_type: type,
         configured: true,

@@ -8,6 +8,12 @@ import { TYPE_CHECKS } from '../providers/types/parameter-types.js';
 
 type Declared = Pick<BuiltinPlugin, 'name' | 'parameters' | 'dependencies' | 'selects'>;
 
+/** Where a reference is checked: the field its parameters were given in, and the plugins installed (by name). */
+export interface ReferenceContext {
+  field: string;
+  available: ReadonlySet<string>;
+}
+
 /**
  * Checks the parameters given for the plugin; `available` are the names of the plugins its dependencies may
  * name (the catalogue's). A parameter whose declared default is null may be given as null ("not set").
@@ -15,8 +21,7 @@ type Declared = Pick<BuiltinPlugin, 'name' | 'parameters' | 'dependencies' | 'se
 export function checkReference(
   plugin: Declared,
   given: Record<string, unknown>,
-  field: string,
-  available: ReadonlySet<string>,
+  { field, available }: ReferenceContext,
 ): void {
   const fail = (path: string, message: string) => validationError([{ field: `${field}.${path}`, message }]);
   for (const [name, value] of Object.entries(given)) {

@@ -13,7 +13,7 @@ import { DomainError } from '../errors.js';
 import type { AgentDoc } from '../providers/types/agent.js';
 import { VERSION } from '../version.js';
 import { GUID } from '../schemas.js';
-import type { CompletionRequest, CompletionResponse } from '../completions/completion.js';
+import type { CompletionRequest, CompletionResponse } from '../completions/completion-request.js';
 import { endOperation, readOperation, type OperationDoc } from '../completions/operations.js';
 import type { StreamFormat } from '../completions/stream.js';
 import type { Quotas } from '../completions/quotas.js';
@@ -159,11 +159,18 @@ export function messageRequest(agent: AgentDoc, params: MessageSendParams): Comp
 const STATE = { Completed: 'completed', Failed: 'failed', Cancelled: 'canceled' } as const;
 const stateOf = (op: OperationDoc) =>
   op.status === 'InProgress' ? (op.status_message === 'Queued' ? 'submitted' : 'working') : STATE[op.status];
-const textMessage = (role: 'user' | 'agent', text: string, messageId: string, op: OperationDoc) => ({
+/** One of a task's messages: who said it, what, and its id's suffix after the operation's. */
+interface TaskMessage {
+  role: 'user' | 'agent';
+  text: string;
+  suffix: 'user' | 'agent' | 'status';
+}
+
+const textMessage = (op: OperationDoc, { role, text, suffix }: TaskMessage) => ({
   kind: 'message',
   role,
   parts: [{ kind: 'text', text }],
-  messageId,
+  messageId: `${op.operation_id}-${suffix}`,
   taskId: op.operation_id,
   contextId: op.request.session_id ?? '',
 });
@@ -182,8 +189,8 @@ const answerArtifact = (r: CompletionResponse) => ({
 export function presentTask(op: OperationDoc, historyLength?: number) {
   const r = op.result;
   const history = [
-    textMessage('user', op.request.user_prompt, `${op.operation_id}-user`, op),
-    ...(r ? [textMessage('agent', r.completion, `${op.operation_id}-agent`, op)] : []),
+    textMessage(op, { role: 'user', text: op.request.user_prompt, suffix: 'user' }),
+    ...(r ? [textMessage(op, { role: 'agent', text: r.completion, suffix: 'agent' })] : []),
   ];
   return {
     kind: 'task',
@@ -193,7 +200,7 @@ export function presentTask(op: OperationDoc, historyLength?: number) {
       state: stateOf(op),
       timestamp: op.last_updated,
       ...(op.status === 'Failed'
-        ? { message: textMessage('agent', op.status_message, `${op.operation_id}-status`, op) }
+        ? { message: textMessage(op, { role: 'agent', text: op.status_message, suffix: 'status' }) }
         : {}),
     },
     ...(r ? { artifacts: [answerArtifact(r)] } : {}),
@@ -207,7 +214,11 @@ export function presentTask(op: OperationDoc, historyLength?: number) {
  * The caller's own A2A task of this agent; anything else (another user's, another agent's, a Core operation) is
  * TaskNotFound.
  */
-export async function readTask(s: A2aDeps, principal: Principal, agent: AgentDoc, id: string): Promise<OperationDoc> {
+export async function readTask(
+  s: A2aDeps,
+  principal: Principal,
+  { agent, id }: { agent: AgentDoc; id: string },
+): Promise<OperationDoc> {
   const op = await readOperation(s, principal, id).catch((e: unknown) => {
     if (e instanceof DomainError && e.kind === 'not-found') return undefined;
     throw e;

@@ -5,12 +5,8 @@
 import { z } from 'zod';
 import { badRequest, DomainError } from '../errors.js';
 import type { ChatMessage } from '../models/wire.js';
-import {
-  isAgentRefusal,
-  type CompletionRequest,
-  type CompletionResponse,
-  type Facade,
-} from '../completions/completion.js';
+import type { CompletionRequest, CompletionResponse, Facade } from '../completions/completion-request.js';
+import { isAgentRefusal } from '../completions/admit-request.js';
 import type { StreamFormat } from '../completions/stream.js';
 import { isWebPage, type Citation } from '../knowledge/retrieval.js';
 import { CallCancelledError } from '../models/upstream-errors.js';
@@ -162,7 +158,7 @@ export const asModelError = (e: unknown, model: string): unknown => (isAgentRefu
 /** OpenAI's 404 for a model: the same whether the agent does not exist or is not the caller's. */
 export function modelNotFound(model: string): DomainError {
   const message = `The model \`${model}\` does not exist or you do not have access to it.`;
-  return new DomainError('not-found', 'ModelNotFound', message, [{ field: 'model', message }]);
+  return new DomainError('not-found', 'ModelNotFound', message, { details: [{ field: 'model', message }] });
 }
 
 /** Citations as URL citations: the chat message has no other place for them. Sources that are not URLs stay out. */
@@ -205,12 +201,20 @@ export function chatCompletion(r: CompletionResponse, model: string, created: nu
 
 const data = (value: unknown) => `data: ${JSON.stringify(value)}\n\n`;
 
+/** A chunk stream's fixed parts: the operation (the chunks' id), the model, the creation time, and usage or not. */
+export interface ChunkStream {
+  operationId: string;
+  model: string;
+  created: number;
+  includeUsage: boolean;
+}
+
 /**
  * Chat completion chunks: the first carries the role, each then a piece of the text, the last the finish
  * reason (and the citations); with `include_usage` every chunk has `usage: null` and one more chunk without
  * choices carries it. The stream ends with `data: [DONE]`, or after an error chunk in OpenAI's error shape.
  */
-export function chatChunks(operationId: string, model: string, created: number, includeUsage: boolean): StreamFormat {
+export function chatChunks({ operationId, model, created, includeUsage }: ChunkStream): StreamFormat {
   let first = true;
   const chunk = (choices: unknown[], usage?: unknown) =>
     data({

@@ -7,7 +7,7 @@ import { z } from 'zod';
 import type { Principal } from '../auth/principal.js';
 import { badRequest, notFound } from '../errors.js';
 import { sseEvent } from '../http/event-stream.js';
-import type { CompletionRequest, CompletionResponse, Facade } from '../completions/completion.js';
+import type { CompletionRequest, CompletionResponse, Facade } from '../completions/completion-request.js';
 import { endOperation, readOperation, type OperationDoc, type OperationStatus } from '../completions/operations.js';
 import type { StreamFormat } from '../completions/stream.js';
 import { isWebPage, type Citation } from '../knowledge/retrieval.js';
@@ -259,7 +259,9 @@ export function responseEvents(s: OpenaiResponsesDeps, op: OperationDoc): Stream
     },
     async failed(error) {
       const ended = await endOperation(s, op, { error });
-      return `${open()}${event('response.failed', { response: { ...presentResponse(ended), error: (openaiErrorBody(error) as { error: unknown }).error } })}`;
+      const body = openaiErrorBody(error);
+      const failure = typeof body === 'object' && body !== null && 'error' in body ? body.error : undefined;
+      return `${open()}${event('response.failed', { response: { ...presentResponse(ended), error: failure } })}`;
     },
   };
 }

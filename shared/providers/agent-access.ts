@@ -45,8 +45,9 @@ export function agentOrNotFound(
   s: AgentAccessDeps,
   principal: Principal,
   agentName: string,
-  refusal: () => DomainError = () => notFound(`Agent ${agentName} not found`),
+  options: { refusal?: () => DomainError } = {},
 ): Promise<AgentDoc> {
+  const refusal = options.refusal ?? (() => notFound(`Agent ${agentName} not found`));
   return agentForUse(s, principal, agentName).catch((e: unknown) => {
     throw e instanceof DomainError && (e.kind === 'not-found' || e.kind === 'forbidden') ? refusal() : e;
   });

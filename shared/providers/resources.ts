@@ -98,13 +98,25 @@ function refuseSeed(s: ResourcesDeps, t: ResourceType, name: string): void {
     throw conflict(`${t.type} ${name} is built in and read-only; copy it under another name to change it`);
 }
 
+/** The resource an action is on (its type and name), and who acts. */
+export interface ResourceTarget {
+  type: ResourceType;
+  name: string;
+  principal: Principal;
+}
+
+/** A listing of a type's resources: who lists, whether deleted ones are shown, and which page. */
+export interface ResourceListing {
+  type: ResourceType;
+  principal: Principal;
+  includeDeleted: boolean;
+  query: PageQuery;
+}
+
 /** A page of the resources of a type that the caller may read, by name. */
 export async function listResources(
   s: ResourcesDeps,
-  t: ResourceType,
-  principal: Principal,
-  includeDeleted: boolean,
-  query: PageQuery,
+  { type: t, principal, includeDeleted, query }: ResourceListing,
 ): Promise<PageResult<Envelope>> {
   const read = `${partitionOf(t)}/read`;
   const fetch = async (continuation: string | undefined, limit: number): Promise<Page<AnyResource>> => {
@@ -136,15 +148,15 @@ export async function listResources(
       ...access,
     };
   };
-  return s.pager.page(principal, `resources\n${partitionOf(t)}\n${includeDeleted}`, query, fetch, envelope);
+  return s.pager.page(principal, {
+    list: `resources\n${partitionOf(t)}\n${includeDeleted}`,
+    query,
+    fetch,
+    keep: envelope,
+  });
 }
 
-export async function getResource(
-  s: ResourcesDeps,
-  t: ResourceType,
-  principal: Principal,
-  name: string,
-): Promise<Envelope> {
+export async function getResource(s: ResourcesDeps, { type: t, principal, name }: ResourceTarget): Promise<Envelope> {
   const doc = await readResource(s, t, name);
   if (!doc) throw notFound(`${t.type} ${name} not found`);
   const shown = present(doc);
@@ -156,9 +168,7 @@ export async function getResource(
 
 export async function upsertResource(
   s: ResourcesDeps,
-  t: ResourceType,
-  principal: Principal,
-  name: string,
+  { type: t, principal, name }: ResourceTarget,
   body: DefinitionOf<ResourceKind>,
 ): Promise<{ object_id: string; version: number }> {
   if (body.name !== name) throw badRequest(`name: must equal the name in the path (${name})`);
@@ -211,15 +221,13 @@ export async function upsertResource(
 
 export async function deleteResource(
   s: ResourcesDeps,
-  t: ResourceType,
-  principal: Principal,
-  name: string,
+  { type: t, principal, name }: ResourceTarget,
 ): Promise<{ object_id: string; deleted: boolean }> {
   refuseSeed(s, t, name);
   const objectId = objectIdOf(s.config.instanceId, t, name);
   const authorized = t.authorizeDelete ? await container(s).read(partitionOf(t), resourceId(name)) : undefined;
   if (authorized) await t.authorizeDelete?.(authorized, { services: s, principal, objectId });
-  const saved = await updateDocument(container(s), partitionOf(t), resourceId(name), (existing) => {
+  const saved = await updateDocument(container(s), { pk: partitionOf(t), id: resourceId(name) }, (existing) => {
     if (!existing) throw notFound(`${t.type} ${name} not found`);
     if (t.authorizeDelete && existing._etag !== authorized?._etag)
       throw conflict(`${t.type} ${name} changed meanwhile; try again`);
@@ -233,9 +241,7 @@ export async function deleteResource(
 
 export async function purgeResource(
   s: ResourcesDeps,
-  t: ResourceType,
-  principal: Principal,
-  name: string,
+  { type: t, principal, name }: ResourceTarget,
 ): Promise<{ object_id: string; is_success: boolean }> {
   refuseSeed(s, t, name);
   const objectId = objectIdOf(s.config.instanceId, t, name);
@@ -262,9 +268,7 @@ export async function listResourceVersions(s: ResourcesDeps, t: ResourceType, na
 /** One version of a resource, in the shape of the resource's own GET. */
 export async function getResourceVersion(
   s: ResourcesDeps,
-  t: ResourceType,
-  principal: Principal,
-  name: string,
+  { type: t, principal, name }: ResourceTarget,
   version: number,
 ): Promise<Envelope> {
   const doc = await readResource(s, t, name);
@@ -283,11 +287,10 @@ export async function getResourceVersion(
  */
 export async function restoreResourceVersion(
   s: ResourcesDeps,
-  t: ResourceType,
-  principal: Principal,
-  name: string,
+  target: ResourceTarget,
   version: number,
 ): Promise<{ object_id: string; version: number }> {
+  const { type: t, name } = target;
   const doc = await readResource(s, t, name);
   if (!doc) throw notFound(`${t.type} ${name} not found`);
   if (doc.deleted) throw deletedConflict(doc);
@@ -300,7 +303,8 @@ export async function restoreResourceVersion(
   const body = t.schema.safeParse(definition);
   if (!body.success)
     throw badRequest(
-      `Version ${version} no longer passes the checks of a ${t.type}: ${body.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+      `Version ${version} no longer passes the checks of a ${t.type}: ` +
+        body.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; '),
     );
-  return upsertResource(s, t, principal, name, body.data);
+  return upsertResource(s, target, body.data);
 }

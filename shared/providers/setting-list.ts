@@ -35,6 +35,14 @@ export function parseNamedList<T extends { name: string }>(
   return parsed.data;
 }
 
+/** Where a list setting comes from: the settings and its key, how its value parses, and where a bad one is logged. */
+export interface SettingListSource<T> {
+  settings: AppSettings;
+  key: string;
+  parse: (raw: string) => T[] | string;
+  log: Log;
+}
+
 /**
  * A list setting as the pipeline reads it: parsed again only when its value changed; a value stored before the save
  * check existed is logged and ignored.
@@ -42,20 +50,16 @@ export function parseNamedList<T extends { name: string }>(
 export class SettingList<T> {
   private parsed: { raw: string | undefined; definitions: T[] } = { raw: undefined, definitions: [] };
 
-  constructor(
-    private readonly settings: AppSettings,
-    private readonly key: string,
-    private readonly parse: (raw: string) => T[] | string,
-    private readonly log: Log,
-  ) {}
+  constructor(private readonly source: SettingListSource<T>) {}
 
   async get(): Promise<T[]> {
-    const raw = await this.settings.get(this.key);
+    const { settings, key, parse, log } = this.source;
+    const raw = await settings.get(key);
     if (raw === this.parsed.raw) return this.parsed.definitions;
     let definitions: T[] = [];
     if (raw !== undefined) {
-      const parsed = this.parse(raw);
-      if (typeof parsed === 'string') this.log.warn(`Ignoring invalid ${this.key}`, { error: parsed });
+      const parsed = parse(raw);
+      if (typeof parsed === 'string') log.warn(`Ignoring invalid ${key}`, { error: parsed });
       else definitions = parsed;
     }
     this.parsed = { raw, definitions };

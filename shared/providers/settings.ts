@@ -39,8 +39,7 @@ export const ROTATION_MS = 24 * 3600 * 1000;
 
 /** A secret setting's fields as a write keeps them: the replaced value stays valid for ROTATION_MS. */
 export function rotated(
-  key: string,
-  value: unknown,
+  { key, value }: { key: string; value: unknown },
   existing: Pick<AppConfigurationDoc, 'value' | 'previous_value' | 'previous_until'> | undefined,
   now = Date.now(),
 ): Pick<AppConfigurationDoc, 'previous_value' | 'previous_until'> {

@@ -112,8 +112,7 @@ export const callLimitSeconds = (s: Pick<RealtimeSessionsDeps, 'config'>, call: 
 export async function createRealtimeSession(
   s: RealtimeSessionsDeps,
   principal: Principal,
-  body: z.output<typeof RealtimeSessionRequest>,
-  relayBase: string,
+  { body, relayBase }: { body: z.output<typeof RealtimeSessionRequest>; relayBase: string },
 ) {
   const agent = await agentForUse(s, principal, body.agent_name);
   const { settings, model } = await speechOf(s, agent);
@@ -167,8 +166,7 @@ export async function claimCall(
   if (found?.type !== 'RealtimeSession') throw notFound(`Realtime session ${realtimeSessionId} not found`);
   const claimed = await updateDocument(
     container(s),
-    found.pk,
-    id,
+    { pk: found.pk, id },
     (current) => {
       if (!current) throw notFound(`Realtime session ${realtimeSessionId} not found`);
       if (current.connected_on !== null) throw conflict('This realtime session has had its call; create another');

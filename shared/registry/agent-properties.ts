@@ -60,6 +60,7 @@ export const READ_ONLY_PROPERTIES = [
   'tools',
   'virtual_security_group_id',
 ] as const;
+const READ_ONLY_NAMES: ReadonlySet<string> = new Set(READ_ONLY_PROPERTIES);
 
 /** Writable properties and the schema a new value must meet. */
 const WRITABLE = {
@@ -72,6 +73,7 @@ const WRITABLE = {
 const WritableProperties = z.object(WRITABLE).partial();
 export const WRITABLE_PROPERTIES = Object.keys(WRITABLE);
 export const METADATA_PROPERTIES = ['welcome_message'] as const;
+const METADATA_NAMES: ReadonlySet<string> = new Set(METADATA_PROPERTIES);
 
 const SHOW_FLAGS = new Set([
   'show_message_tokens',
@@ -126,10 +128,7 @@ export async function getProperties(
   if (names.length + metadataNames.length === 0)
     throw badRequest('Name at least one property in property_names or metadata_property_names');
   const known = new Set<string>([...READ_ONLY_PROPERTIES, ...WRITABLE_PROPERTIES]);
-  const invalid = [
-    ...names.filter((n) => !known.has(n)),
-    ...metadataNames.filter((n) => !(METADATA_PROPERTIES as readonly string[]).includes(n)),
-  ];
+  const invalid = [...names.filter((n) => !known.has(n)), ...metadataNames.filter((n) => !METADATA_NAMES.has(n))];
   if (invalid.length > 0) throw badRequest(`Invalid property names: ${invalid.join(', ')}`);
 
   const agent = await loadAgent(s, agentName);
@@ -150,19 +149,18 @@ export async function getProperties(
 export async function setProperties(
   s: AgentPropertiesDeps,
   principal: Principal,
-  agentName: string,
-  body: z.output<typeof SetPropertiesBody>,
+  { agentName, body }: { agentName: string; body: z.output<typeof SetPropertiesBody> },
 ) {
   const properties = body.properties ?? {};
   const metadata = body.metadata_properties ?? {};
   if (Object.keys(properties).length + Object.keys(metadata).length === 0) {
     throw badRequest('Give at least one entry in properties or metadata_properties');
   }
-  const readOnly = Object.keys(properties).filter((n) => (READ_ONLY_PROPERTIES as readonly string[]).includes(n));
+  const readOnly = Object.keys(properties).filter((n) => READ_ONLY_NAMES.has(n));
   if (readOnly.length > 0) throw badRequest(`Read-only properties cannot be set: ${readOnly.join(', ')}`);
   const invalidNames = [
     ...Object.keys(properties).filter((n) => !(n in WRITABLE)),
-    ...Object.keys(metadata).filter((n) => !(METADATA_PROPERTIES as readonly string[]).includes(n)),
+    ...Object.keys(metadata).filter((n) => !METADATA_NAMES.has(n)),
   ];
   if (invalidNames.length > 0) throw badRequest(`Invalid property names: ${invalidNames.join(', ')}`);
 
@@ -177,7 +175,7 @@ export async function setProperties(
 
   const agent = await loadAgent(s, agentName);
   await checkAgentLinks(s, values);
-  await authorizeAgentLinks(s, principal, values, agent);
+  await authorizeAgentLinks(s, principal, { definition: values, existing: agent });
   const newOwner =
     values.owner_user_id !== undefined && values.owner_user_id !== agent.owner_user_id
       ? values.owner_user_id
@@ -208,10 +206,12 @@ export async function setProperties(
   if (newOwner !== undefined) {
     await grant(
       { services: s, principal, objectId: agent.object_id },
-      { id: newOwner, type: 'User' },
-      ROLE_IDS.owner,
-      agent.object_id,
-      'Owner of the agent',
+      {
+        grantee: { id: newOwner, type: 'User' },
+        roleId: ROLE_IDS.owner,
+        scope: agent.object_id,
+        note: 'Owner of the agent',
+      },
     );
   }
   return { object_id: agent.object_id, is_success: true };

@@ -22,13 +22,11 @@ import {
   aiModels,
   apiEndpointConfigurations,
   appConfigurations,
-  dataPipelineRuns,
-  dataPipelines,
-  dataSources,
   prompts,
   tools,
   workflows,
 } from '../providers/types/catalog.js';
+import { dataPipelineRuns, dataPipelines, dataSources } from '../providers/types/data-pipelines.js';
 
 const served = <K extends ResourceKind>(kind: K, rules: ResourceRules<K> = {}): ResourceType => ({ ...kind, ...rules });
 

@@ -3,6 +3,7 @@
 // text. The process side reads synchronously (a Python call to `svc` blocks until its answer comes); the
 // service side reads what the process writes as untrusted input: a frame longer than the service accepts
 // fails the call before its bytes are kept.
+import { isRecord } from './sandbox.js';
 
 /** Length of the two 32-bit sizes that open a frame: the header's, then the body's. */
 const PREFIX = 8;
@@ -13,10 +14,7 @@ export interface Frame {
 }
 
 /** A frame as bytes: sizes and the header as JSON, then the body as it is (a large body is not copied). */
-export function encodeFrame(
-  header: Record<string, unknown>,
-  body: Uint8Array = new Uint8Array(0),
-): [Buffer, Uint8Array] {
+export function encodeFrame(header: object, body: Uint8Array = new Uint8Array(0)): [Buffer, Uint8Array] {
   const json = Buffer.from(JSON.stringify(header), 'utf8');
   const head = Buffer.alloc(PREFIX + json.length);
   head.writeUInt32LE(json.length, 0);
@@ -59,19 +57,22 @@ export class FrameReader {
       } catch {
         throw new FrameError('a message header is not JSON');
       }
-      if (typeof header !== 'object' || header === null || Array.isArray(header))
-        throw new FrameError('a message header is not an object');
-      frames.push({ header: header as Record<string, unknown>, body: whole.subarray(PREFIX + headerLength) });
+      if (!isRecord(header)) throw new FrameError('a message header is not an object');
+      frames.push({ header, body: whole.subarray(PREFIX + headerLength) });
     }
   }
 
   private peek(n: number): Buffer {
-    if ((this.chunks[0]?.length ?? 0) < n) this.chunks = [Buffer.concat(this.chunks)];
-    return (this.chunks[0] as Buffer).subarray(0, n);
+    const first = this.chunks[0];
+    if (first && first.length >= n) return first.subarray(0, n);
+    const all = Buffer.concat(this.chunks);
+    this.chunks = [all];
+    return all.subarray(0, n);
   }
 
   private take(n: number): Buffer {
-    const all = this.chunks.length === 1 ? (this.chunks[0] as Buffer) : Buffer.concat(this.chunks);
+    const [first, ...more] = this.chunks;
+    const all = first && more.length === 0 ? first : Buffer.concat(this.chunks);
     const rest = all.subarray(n);
     this.chunks = rest.length > 0 ? [rest] : [];
     this.buffered = rest.length;
@@ -93,11 +94,14 @@ export function readFrameSync(io: SyncIo, fd: number): Frame | null {
   // The body in a buffer of its own, starting at its first byte (typed views of it need aligned offsets).
   const body = header && readExactly(io, fd, prefix.readUInt32LE(4));
   if (!header || !body) return null;
-  return { header: JSON.parse(header.toString('utf8')) as Record<string, unknown>, body };
+  const parsed: unknown = JSON.parse(header.toString('utf8'));
+  if (!isRecord(parsed)) throw new FrameError('a message header is not an object');
+  return { header: parsed, body };
 }
 
-export function writeFrameSync(io: SyncIo, fd: number, header: Record<string, unknown>, body?: Uint8Array): void {
-  for (const bytes of encodeFrame(header, body))
+/** Writes one frame to `fd`, waiting until all of it is written. */
+export function writeFrameSync(io: SyncIo, fd: number, frame: { header: object; body?: Uint8Array }): void {
+  for (const bytes of encodeFrame(frame.header, frame.body))
     for (let at = 0; at < bytes.length;) at += io.writeSync(fd, bytes.subarray(at));
 }
 
@@ -111,7 +115,7 @@ function readExactly(io: SyncIo, fd: number, n: number): Buffer | null {
       read = io.readSync(fd, buffer, at, n - at, null);
     } catch (e) {
       // A descriptor left non-blocking answers EAGAIN when nothing has come yet: wait a little and read again.
-      if ((e as { code?: string }).code !== 'EAGAIN') throw e;
+      if (!(typeof e === 'object' && e !== null && 'code' in e && e.code === 'EAGAIN')) throw e;
       Atomics.wait(pause, 0, 0, 2);
       continue;
     }

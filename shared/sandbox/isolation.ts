@@ -85,7 +85,7 @@ function namespaces(readable: readonly string[]): Isolation {
   // One command a line: `set -e` ends the script at any that fails (it would not inside an && list).
   const lines = [
     `mount -t tmpfs -o size=1m,mode=0755 sandbox-root ${quoted(newRoot)}`,
-    `mkdir -p ${quoted(`${newRoot}/proc`)} ${quoted(`${newRoot}/dev`)} ${quoted(`${newRoot}/tmp`)} ${quoted(`${newRoot}/.old`)}`,
+    `mkdir -p ${['proc', 'dev', 'tmp', '.old'].map((d) => quoted(`${newRoot}/${d}`)).join(' ')}`,
     ...[...SYSTEM, ...nodeHome, ...needed].flatMap((p) => shown(newRoot, p)),
     ...DEVICES.flatMap((d) => [`touch ${quoted(`${newRoot}${d}`)}`, `mount --bind ${d} ${quoted(`${newRoot}${d}`)}`]),
     `mount --rbind /proc ${quoted(`${newRoot}/proc`)}`,

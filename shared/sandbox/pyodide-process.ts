@@ -11,10 +11,11 @@
 // limits, where Pyodide is, and the snapshot of a fresh interpreter, or a request to make one), `ready`, then
 // one job, the `svc` questions of a workflow plugin and their answers, and `done` or `broken`.
 import fs from 'node:fs';
-import { pathToFileURL } from 'node:url';
 import { readFrameSync, writeFrameSync, type SyncIo } from './frames.js';
+import { hasInternals, importPyodide, type EmscriptenFs, type Interpreter, type Resize } from './pyodide-internals.js';
 import { PYTHON_RUNNER } from './python-runner.js';
-import { MAX_OUTPUT_CHARS as KEPT_OUTPUT } from './sandbox.js';
+import { isRecord, MAX_OUTPUT_CHARS as KEPT_OUTPUT } from './sandbox.js';
+import { webAssembly, type WasmImports, type WasmMemory } from './wasm.js';
 
 /** The limits and the interpreter a process starts with. */
 export interface ProcessStart {
@@ -38,29 +39,45 @@ export interface ProcessJob {
   svc: boolean;
 }
 
+const hasNumbers = (h: Record<string, unknown>, keys: readonly string[]) => keys.every((k) => typeof h[k] === 'number');
+
+/** The start frame's header, as the service writes it. */
+const isProcessStart = (h: Record<string, unknown>): h is Record<string, unknown> & ProcessStart =>
+  typeof h.pyodide === 'string' &&
+  typeof h.make === 'boolean' &&
+  hasNumbers(h, ['memoryBytes', 'scratchBytes', 'outputBytes', 'filesBytes']);
+
+/** The job frame's header, as the service writes it. */
+const isProcessJob = (h: Record<string, unknown>): h is Record<string, unknown> & ProcessJob =>
+  typeof h.job === 'string' &&
+  typeof h.workDir === 'string' &&
+  typeof h.svc === 'boolean' &&
+  Array.isArray(h.files) &&
+  h.files.every((f: unknown) => isRecord(f) && typeof f.path === 'string' && typeof f.size === 'number');
+
+/** The runner the snapshot defines (python-runner.ts): a job as JSON in, the answer as JSON out. */
+const isRunner = (f: unknown): f is (job: string) => string => typeof f === 'function';
+
 const IN = 0;
 const OUT = 1;
 
 // Taken before anything runs: the frames go through these even if Python later replaces what `fs` holds.
 const io: SyncIo = { readSync: fs.readSync.bind(fs), writeSync: fs.writeSync.bind(fs) };
-const send = (header: Record<string, unknown>, body?: Uint8Array) => writeFrameSync(io, OUT, header, body);
-
-const wasmApi = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
-interface WasmMemory {
-  readonly buffer: ArrayBuffer;
-}
-interface WasmApi {
-  Memory: { prototype: WasmMemory };
-  instantiate(bytes: unknown, imports?: Record<string, Record<string, unknown>>): Promise<unknown>;
-}
+const send = (header: object, body?: Uint8Array) => writeFrameSync(io, OUT, { header, body });
 
 /** Emscripten library functions that reach the host: each is replaced before the interpreter is made. */
-const REFUSED_IMPORTS =
-  /^_?emscripten_(system|run_script|async_run_script|async_load_script|websocket_|async_wget|create_worker|call_worker|debugger)/;
+const REFUSED_IMPORTS = new RegExp(
+  '^_?emscripten_(system|run_script|async_run_script|async_load_script|websocket_|async_wget|' +
+    'create_worker|call_worker|debugger)',
+);
+
+/** The signature Emscripten gives an imported function (`sig`), which dlsym needs to make a callable of it. */
+const signatureOf = (f: unknown): unknown => (typeof f === 'function' && 'sig' in f ? f.sig : undefined);
 
 function prepareWasm(start: ProcessStart): void {
+  const wasmApi = webAssembly();
   // WebAssembly memory cannot grow past the bound: a refused growth is a failed malloc, MemoryError in Python.
-  const grow = Reflect.get(wasmApi.Memory.prototype, 'grow') as (this: WasmMemory, pages: number) => number;
+  const grow = wasmApi.Memory.prototype.grow;
   Object.defineProperty(wasmApi.Memory.prototype, 'grow', {
     value: function (this: WasmMemory, pages: number) {
       if (this.buffer.byteLength + pages * 65536 > start.memoryBytes)
@@ -73,53 +90,35 @@ function prepareWasm(start: ProcessStart): void {
   // The first instantiation is the interpreter's. Its imports are also the table `dlsym` (ctypes) resolves
   // names in: a refusal here is one there too. (Later ones, of Pyodide's own shared libraries, resolve through it.)
   const instantiate = wasmApi.instantiate.bind(wasmApi);
-  wasmApi.instantiate = (bytes, imports) => {
+  wasmApi.instantiate = (bytes, imports?: WasmImports) => {
     wasmApi.instantiate = instantiate;
     const env = imports?.env ?? {};
     for (const name of Object.keys(env)) {
       if (!REFUSED_IMPORTS.test(name)) continue;
       // Each does nothing and answers as a failed call would (system: -1; the others 0, a null pointer where
-      // one is expected), with the same signature (`sig`), which dlsym needs to make a callable of it.
-      env[name] = Object.assign(() => (name.endsWith('system') ? -1 : 0), { sig: (env[name] as { sig?: string }).sig });
+      // one is expected), with the same signature.
+      env[name] = Object.assign(() => (name.endsWith('system') ? -1 : 0), { sig: signatureOf(env[name]) });
     }
     return instantiate(bytes, imports);
   };
   // Emscripten's NODEFS reads Node's file flags through process.binding, which the permission model refuses.
-  (process as unknown as { binding: (name: string) => unknown }).binding = (name: string) => {
+  Reflect.set(process, 'binding', (name: string) => {
     if (name === 'constants') return { fs: fs.constants };
     throw new Error('process.binding is not available in the sandbox');
-  };
+  });
 }
-
-interface EmscriptenFs {
-  mkdirTree(path: string): void;
-  writeFile(path: string, bytes: Uint8Array): void;
-  readdir(path: string): string[];
-  lstat(path: string): { mode: number; size: number; mtime: Date };
-  isFile(mode: number): boolean;
-  isDir(mode: number): boolean;
-  readFile(path: string): Uint8Array;
-  utime(path: string, atime: number, mtime: number): void;
-  filesystems: Record<string, Record<string, unknown> | undefined>;
-  ErrnoError: new (errno: number) => Error;
-}
-interface Emscripten {
-  FS: EmscriptenFs;
-  NODEFS?: Record<string, unknown>;
-  SOCKFS?: Record<string, unknown> & { websocket_sock_ops?: Record<string, unknown> };
-}
-type Pyodide = Awaited<ReturnType<typeof import('pyodide').loadPyodide>>;
 
 async function main(): Promise<void> {
   const first = readFrameSync(io, IN);
   if (!first) return;
-  const start = first.header as unknown as ProcessStart;
+  const start = first.header;
+  if (!isProcessStart(start)) throw new Error('the start frame is not a start');
   prepareWasm(start);
-  const { loadPyodide } = (await import(pathToFileURL(start.pyodide).href)) as typeof import('pyodide');
+  const { loadPyodide } = await importPyodide(start.pyodide);
   const quiet = () => undefined;
   const options = {
     indexURL: start.pyodide.slice(0, start.pyodide.lastIndexOf('/') + 1),
-    jsglobals: Object.create(null) as object,
+    jsglobals: { __proto__: null },
     env: { HOME: '/sandbox/work' },
     stdout: quiet,
     stderr: quiet,
@@ -132,11 +131,13 @@ async function main(): Promise<void> {
     return;
   }
   const py = await loadPyodide({ ...options, _loadSnapshot: first.body });
+  if (!hasInternals(py)) throw new Error('this Pyodide is not the one the sandbox was written for');
   lockDown(py);
   send({ type: 'ready' });
   const job = readFrameSync(io, IN);
   if (!job) return;
-  const message = run(py, start, job.header as unknown as ProcessJob, job.body);
+  if (!isProcessJob(job.header)) throw new Error('the job frame is not a job');
+  const message = run({ py, start, job: job.header, body: job.body });
   send(message.header, message.body);
 }
 
@@ -151,7 +152,9 @@ for _module in list(sys.modules.values()):
     if isinstance(_vars, dict):
         for _key in [k for k, v in _vars.items() if isinstance(v, JsProxy)]:
             del _vars[_key]
-for _name in [n for n in dir(posix) if n in ('system', 'popen', 'fork', 'forkpty', 'kill', 'killpg', 'wait', 'waitpid', 'wait3', 'wait4', 'waitid', 'posix_spawn', 'posix_spawnp', 'register_at_fork') or n.startswith(('exec', 'spawn'))]:
+for _name in [n for n in dir(posix) if n in ('system', 'popen', 'fork', 'forkpty', 'kill', 'killpg', 'wait',
+        'waitpid', 'wait3', 'wait4', 'waitid', 'posix_spawn', 'posix_spawnp', 'register_at_fork')
+        or n.startswith(('exec', 'spawn'))]:
     for _module in (os, posix):
         _module.__dict__.pop(_name, None)
 for _name in [n for n in dir(os) if n.startswith(('exec', 'spawn', 'popen'))]:
@@ -160,8 +163,8 @@ del _name, _module, _vars, JsProxy
 `;
 
 /** Closes the ways from Python to the host that the interpreter would otherwise offer. */
-function lockDown(py: Pyodide): void {
-  const module = (py as unknown as { _module: Emscripten })._module;
+function lockDown(py: Interpreter): void {
+  const module = py._module;
   const refuse = () => {
     throw new module.FS.ErrnoError(2); // EACCES: Python sees PermissionError
   };
@@ -171,8 +174,7 @@ function lockDown(py: Pyodide): void {
   seal(module.SOCKFS, 'createSocket', refuse);
   seal(module.SOCKFS?.websocket_sock_ops, 'connect', refuse);
   seal(module.SOCKFS?.websocket_sock_ops, 'listen', refuse);
-  const api = (py as unknown as { _api?: Record<string, unknown> })._api;
-  seal(api, 'initializeNodeSockFS', () => Promise.reject(new Error('the sandbox has no network')));
+  seal(py._api, 'initializeNodeSockFS', () => Promise.reject(new Error('the sandbox has no network')));
   py.unregisterJsModule('js');
   py.unregisterJsModule('pyodide_js');
   py.runPython(PURGE);
@@ -185,21 +187,22 @@ function lockDown(py: Pyodide): void {
   py.setStdin({ error: true });
   // Emscripten reports a refused write on the console; the caller gets the reason instead.
   for (const name of ['log', 'warn', 'error', 'info', 'debug'] as const) console[name] = () => undefined;
-  const g = globalThis as Record<string, unknown>;
   for (const name of ['require', 'fetch', 'WebSocket', 'XMLHttpRequest', 'EventSource'])
-    Reflect.deleteProperty(g, name);
-  const p = process as unknown as Record<string, unknown>;
+    Reflect.deleteProperty(globalThis, name);
   for (const name of ['binding', '_linkedBinding', 'dlopen', 'getBuiltinModule', 'kill', 'abort', 'chdir'])
-    seal(p, name, refuse);
+    seal(process, name, refuse);
 }
 
-function run(
-  py: Pyodide,
-  start: ProcessStart,
-  job: ProcessJob,
-  body: Uint8Array,
-): { header: Record<string, unknown>; body?: Uint8Array } {
-  const fsApi = (py as unknown as { _module: Emscripten })._module.FS;
+/** A call to run: the interpreter, its limits, the job and the bytes of the job's files. */
+interface Call {
+  py: Interpreter;
+  start: ProcessStart;
+  job: ProcessJob;
+  body: Uint8Array;
+}
+
+function run({ py, start, job, body }: Call): { header: Record<string, unknown>; body?: Uint8Array } {
+  const fsApi = py._module.FS;
   let at = 0;
   for (const f of job.files) {
     fsApi.mkdirTree(f.path.slice(0, f.path.lastIndexOf('/')) || '/');
@@ -243,9 +246,8 @@ function run(
   let answer: string;
   try {
     if (job.svc) py.runPython('from _svc_bridge import call as _svc_call');
-    const runner = (py.globals as unknown as { get(name: string): unknown }).get('_sandbox_run') as (
-      job: string,
-    ) => string;
+    const runner = py.globals.get('_sandbox_run');
+    if (!isRunner(runner)) throw new Error('the interpreter has no runner');
     answer = runner(job.job);
   } catch (e) {
     return {
@@ -293,7 +295,7 @@ function run(
  * that were never written count too.
  */
 function boundScratch(fsApi: EmscriptenFs, limit: number, onBreak: (reason: string) => void): void {
-  const memfs = fsApi.filesystems.MEMFS as { expandFileStorage: Resize; resizeFileStorage: Resize } | undefined;
+  const memfs = fsApi.filesystems.MEMFS;
   if (!memfs) throw new Error('the interpreter has no memory file system');
   let used = 0;
   const counted = (original: Resize): Resize =>
@@ -309,7 +311,6 @@ function boundScratch(fsApi: EmscriptenFs, limit: number, onBreak: (reason: stri
   memfs.expandFileStorage = counted(memfs.expandFileStorage);
   memfs.resizeFileStorage = counted(memfs.resizeFileStorage);
 }
-type Resize = (this: unknown, node: { contents?: { length: number } | null }, size: number) => void;
 
 /** Regular files under `root` (not following links), by relative name. */
 function listFiles(fsApi: EmscriptenFs, root: string): Map<string, { size: number; mtime: Date }> {

@@ -15,6 +15,7 @@ import {
   MAX_OUTPUT_CHARS,
   MAX_RESULT_BYTES,
   PluginFailed,
+  isRecord,
   resultOf,
   returnedTooMuch,
   safeName,
@@ -135,9 +136,11 @@ export class PyodideSandbox implements Sandbox {
       const limits = start.make
         ? { maxHeader: 1024, maxBody: MAX_SNAPSHOT }
         : { maxHeader: MAX_HEADER, maxBody: this.options.limits.filesBytes + MAX_RESULT_BYTES + MAX_OUTPUT_CHARS };
-      return new SandboxProcess(isolation.launch(node, memoryBytes + PROCESS_BYTES), isolation.wrapped, limits, {
-        header: { ...start },
-        body: snapshot ?? new Uint8Array(0),
+      return new SandboxProcess({
+        launch: isolation.launch(node, memoryBytes + PROCESS_BYTES),
+        wrapped: isolation.wrapped,
+        limits,
+        start: { header: start, body: snapshot ?? new Uint8Array(0) },
       });
     });
   }
@@ -301,7 +304,7 @@ export class PyodideSandbox implements Sandbox {
     job.signal?.addEventListener('abort', onAbort, { once: true });
     const svc = 'entryPoint' in task ? task.svc : undefined;
     try {
-      child.send(header as unknown as Record<string, unknown>, Buffer.concat(files.map((f) => f.bytes)));
+      child.send(header, Buffer.concat(files.map((f) => f.bytes)));
       for (let questions = 0; ; questions++) {
         const frame = await child.next();
         if (frame.header.type === 'svc') {
@@ -345,9 +348,8 @@ async function svcAnswer(host: SvcHost, frame: Frame): Promise<string> {
     if (typeof method !== 'string' || typeof args !== 'string')
       throw new Error('the call is not a method and its arguments');
     const parsed: unknown = JSON.parse(args);
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
-      throw new Error('the arguments are not an object');
-    return JSON.stringify({ value: await host(method, parsed as Record<string, unknown>) });
+    if (!isRecord(parsed)) throw new Error('the arguments are not an object');
+    return JSON.stringify({ value: await host(method, parsed) });
   } catch (e) {
     return JSON.stringify({ error: e instanceof Error ? e.message : String(e) });
   }
@@ -357,7 +359,8 @@ async function svcAnswer(host: SvcHost, frame: Frame): Promise<string> {
 const readableBy = (pyodide: string, script: string) => [`${path.dirname(pyodide)}${path.sep}`, script];
 
 const memoryReason = (memoryBytes: number, signal?: string) =>
-  `the call needed more than ${Math.round((memoryBytes + PROCESS_BYTES) / 1048576)} MiB of memory${signal ? ` (its interpreter ended with ${signal})` : ''}`;
+  `the call needed more than ${Math.round((memoryBytes + PROCESS_BYTES) / 1048576)} MiB of memory` +
+  (signal ? ` (its interpreter ended with ${signal})` : '');
 
 const textOf = (value: unknown, otherwise: string) => (typeof value === 'string' ? value : otherwise);
 
@@ -370,7 +373,7 @@ const isSize = (n: unknown): n is number => typeof n === 'number' && Number.isSa
  */
 function answerOf(frame: Frame): SandboxResult {
   const { answer, stdout } = frame.header;
-  const listed = Array.isArray(frame.header.files) ? (frame.header.files as unknown[]) : [];
+  const listed: readonly unknown[] = Array.isArray(frame.header.files) ? frame.header.files : [];
   if (!isSize(answer) || !isSize(stdout) || stdout > MAX_OUTPUT_CHARS)
     throw new PluginFailed('the sandbox answered something it should not');
   if (answer > MAX_RESULT_BYTES) throw returnedTooMuch();
@@ -381,7 +384,7 @@ function answerOf(frame: Frame): SandboxResult {
   const files: SandboxFile[] = [];
   let at = answer + stdout;
   for (const item of listed) {
-    const { name, size } = (item ?? {}) as { name?: unknown; size?: unknown };
+    const { name, size } = isRecord(item) ? item : {};
     if (typeof name !== 'string' || !safeName(name) || !isSize(size) || at + size > frame.body.length)
       throw new PluginFailed('the sandbox named a written file it may not');
     files.push({ name, bytes: frame.body.subarray(at, at + size) });

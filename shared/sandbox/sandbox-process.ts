@@ -26,6 +26,16 @@ export class ProcessGone extends Error {
   }
 }
 
+/** How a sandbox process is started: its command, its frame bounds and the first frame it reads. */
+export interface ProcessLaunch {
+  launch: Launch;
+  /** Whether the Node process is the launcher's child (the launcher wraps it in its boundary). */
+  wrapped: boolean;
+  /** Bounds of the frames the process may write. */
+  limits: { maxHeader: number; maxBody: number };
+  start: { header: object; body: Uint8Array };
+}
+
 export class SandboxProcess {
   private readonly child: ChildProcess;
   private readonly frames: Frame[] = [];
@@ -34,13 +44,11 @@ export class SandboxProcess {
   private stderr = '';
   private nodePid: number | undefined;
 
+  private readonly wrapped: boolean;
+
   /** Starts `launch`, whose Node process is the launcher's child when `wrapped`, and sends it its start frame. */
-  constructor(
-    launch: Launch,
-    private readonly wrapped: boolean,
-    limits: { maxHeader: number; maxBody: number },
-    start: Frame,
-  ) {
+  constructor({ launch, wrapped, limits, start }: ProcessLaunch) {
+    this.wrapped = wrapped;
     this.child = spawn(launch.command, launch.args, { stdio: ['pipe', 'pipe', 'pipe'], env: {}, detached: true });
     this.child.unref();
     const reader = new FrameReader(limits);
@@ -76,7 +84,7 @@ export class SandboxProcess {
     return new Promise((resolve, reject) => (this.waiter = { resolve, reject }));
   }
 
-  send(header: Record<string, unknown>, body?: Uint8Array): void {
+  send(header: object, body?: Uint8Array): void {
     if (this.gone) return;
     for (const bytes of encodeFrame(header, body)) if (bytes.length > 0) this.child.stdin?.write(bytes);
   }

@@ -70,7 +70,7 @@ export function resultOf(answer: string, stdout: string, files: SandboxFile[]): 
   } catch {
     throw new PluginFailed('the sandbox answered something that is not JSON');
   }
-  const { ok, value, error } = (parsed ?? {}) as { ok?: unknown; value?: unknown; error?: unknown };
+  const { ok, value, error } = isRecord(parsed) ? parsed : {};
   if (ok !== true) throw new PluginFailed(typeof error === 'string' ? error.slice(0, 2000) : 'the interpreter stopped');
   return { value, stdout: stdout.slice(0, MAX_OUTPUT_CHARS), files };
 }
@@ -80,6 +80,10 @@ export const MAX_RESULT_BYTES = 256 * 1024;
 export const returnedTooMuch = () => new PluginFailed(`the plugin returned more than ${MAX_RESULT_BYTES / 1024} KiB`);
 /** Standard output kept for the caller; the rest is counted only. */
 export const MAX_OUTPUT_CHARS = 64 * 1024;
+
+/** A JSON object (not an array, not null): what a sandbox's answers and frame headers must be before they are read. */
+export const isRecord = (v: unknown): v is Record<string, unknown> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Files one call may give back. */
 export const MAX_FILES = 100;

@@ -12,6 +12,7 @@ import { PYTHON_RUNNER } from './python-runner.js';
 import {
   MAX_FILES,
   PluginFailed,
+  isRecord,
   resultOf,
   safeName,
   type Sandbox,
@@ -42,6 +43,17 @@ interface Execution {
   status: string;
   stdout: string;
   stderr: string;
+}
+
+/** A request to the session pool, for the session `identifier`; its answer is read up to `maxBytes`. */
+interface PoolRequest {
+  path: string;
+  identifier: string;
+  method: 'GET' | 'POST';
+  headers?: Record<string, string>;
+  body?: string | FormData;
+  signal: AbortSignal;
+  maxBytes?: number;
 }
 
 export class SessionsSandbox implements Sandbox {
@@ -109,16 +121,12 @@ export class SessionsSandbox implements Sandbox {
     return url.toString();
   }
 
-  private async call(
-    path: string,
-    identifier: string,
-    init: RequestInit,
-    signal: AbortSignal,
-    maxBytes = MAX_RESPONSE_BYTES,
-  ): Promise<Uint8Array> {
+  private async call(request: PoolRequest): Promise<Uint8Array> {
+    const { path, identifier, method, headers, body: sent, signal, maxBytes = MAX_RESPONSE_BYTES } = request;
     const response = await fetch(this.url(path, identifier), {
-      ...init,
-      headers: { ...(init.headers as Record<string, string>), authorization: `Bearer ${await this.options.token()}` },
+      method,
+      headers: { ...headers, authorization: `Bearer ${await this.options.token()}` },
+      ...(sent === undefined ? {} : { body: sent }),
       signal,
       redirect: 'error',
     });
@@ -132,24 +140,18 @@ export class SessionsSandbox implements Sandbox {
 
   private async execute(identifier: string, code: string, signal: AbortSignal): Promise<Execution> {
     const body = JSON.stringify({ properties: { codeInputType: 'inline', executionType: 'synchronous', code } });
-    const answer = JSON.parse(
-      Buffer.from(
-        await this.call(
-          'code/execute',
-          identifier,
-          { method: 'POST', headers: { 'content-type': 'application/json' }, body },
-          signal,
-        ),
-      ).toString('utf8'),
-    ) as { properties?: Partial<Execution> };
-    const p = answer.properties ?? {};
-    return { status: p.status ?? '', stdout: p.stdout ?? '', stderr: p.stderr ?? '' };
+    const headers = { 'content-type': 'application/json' };
+    const bytes = await this.call({ path: 'code/execute', identifier, method: 'POST', headers, body, signal });
+    const answer: unknown = JSON.parse(Buffer.from(bytes).toString('utf8'));
+    const p = isRecord(answer) && isRecord(answer.properties) ? answer.properties : {};
+    const text = (value: unknown) => (typeof value === 'string' ? value : '');
+    return { status: text(p.status), stdout: text(p.stdout), stderr: text(p.stderr) };
   }
 
   private async upload(identifier: string, file: SandboxFile, signal: AbortSignal): Promise<void> {
     const form = new FormData();
     form.append('file', new Blob([Buffer.from(file.bytes)]), file.name);
-    await this.call('files/upload', identifier, { method: 'POST', body: form }, signal);
+    await this.call({ path: 'files/upload', identifier, method: 'POST', body: form, signal });
   }
 
   /** The files the session says the call wrote, one after another, within the bytes a call may give back. */
@@ -157,13 +159,8 @@ export class SessionsSandbox implements Sandbox {
     const files: SandboxFile[] = [];
     let left = this.options.limits.filesBytes;
     for (const name of names) {
-      const bytes = await this.call(
-        `files/content/${name.split('/').map(encodeURIComponent).join('/')}`,
-        identifier,
-        { method: 'GET' },
-        signal,
-        left,
-      );
+      const path = `files/content/${name.split('/').map(encodeURIComponent).join('/')}`;
+      const bytes = await this.call({ path, identifier, method: 'GET', signal, maxBytes: left });
       left -= bytes.length;
       files.push({ name, bytes });
     }
@@ -179,10 +176,7 @@ function answerOf(text: string): { pending?: { method: string; args: Record<stri
   } catch {
     throw new PluginFailed('the session answered something that is not JSON');
   }
-  const { pending, written = [] } = (parsed ?? {}) as {
-    pending?: { method?: unknown; args?: unknown };
-    written?: unknown;
-  };
+  const { pending, written = [] } = isRecord(parsed) ? parsed : {};
   if (
     !Array.isArray(written) ||
     written.length > MAX_FILES ||
@@ -191,10 +185,9 @@ function answerOf(text: string): { pending?: { method: string; args: Record<stri
     throw new PluginFailed(`the session named written files it may not (at most ${MAX_FILES} relative names)`);
   }
   if (pending === undefined) return { written };
-  const args = pending.args;
-  if (typeof pending.method !== 'string' || typeof args !== 'object' || args === null || Array.isArray(args))
+  if (!isRecord(pending) || typeof pending.method !== 'string' || !isRecord(pending.args))
     throw new PluginFailed('the session asked svc something that is not a call');
-  return { pending: { method: pending.method, args: args as Record<string, unknown> }, written };
+  return { pending: { method: pending.method, args: pending.args }, written };
 }
 
 async function readCapped(response: Response, maxBytes: number): Promise<Uint8Array> {

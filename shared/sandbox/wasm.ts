@@ -6,13 +6,24 @@ export type WasmModule = object & { readonly __wasmModule?: never };
 
 export interface WasmMemory {
   readonly buffer: ArrayBuffer;
-  grow(pages: number): number;
+  grow: (this: WasmMemory, pages: number) => number;
 }
 
-interface WasmApi {
+/** A module's imports: by module name, then by the name of the function, memory or table imported. */
+export type WasmImports = Record<string, Record<string, unknown>>;
+
+export interface WasmApi {
   Memory: { prototype: WasmMemory };
   compile(bytes: Uint8Array): Promise<WasmModule>;
-  instantiate(module: unknown, imports?: object): Promise<unknown>;
+  instantiate(module: unknown, imports?: WasmImports): Promise<unknown>;
 }
 
-export const wasm = (globalThis as unknown as { WebAssembly: WasmApi }).WebAssembly;
+const isWasmApi = (api: unknown): api is WasmApi =>
+  typeof api === 'object' && api !== null && 'Memory' in api && 'compile' in api && 'instantiate' in api;
+
+/** The global WebAssembly object; throws where Node has none (run with `--jitless`, for one). */
+export function webAssembly(): WasmApi {
+  const api: unknown = Reflect.get(globalThis, 'WebAssembly');
+  if (!isWasmApi(api)) throw new Error('this Node has no WebAssembly');
+  return api;
+}

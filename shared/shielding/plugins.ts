@@ -22,6 +22,18 @@ export interface ShieldingPluginsDeps {
 export type Stage = 'pre' | 'post';
 export type Verdict = { verdict: 'allowed' } | { verdict: 'blocked'; reason: string };
 
+/** A text to screen at a stage of a completion, while the caller still waits (its signal). */
+export interface ShieldText {
+  stage: Stage;
+  text: string;
+  signal?: AbortSignal | undefined;
+}
+
+/** A text to screen by an agent's plugins (by name, in order). */
+export interface Screening extends ShieldText {
+  plugins: readonly string[];
+}
+
 export const REFUSAL_SETTING = 'Svc:Shielding:RefusalMessage';
 export const DEFAULT_REFUSAL = 'The request was blocked by the content policy.';
 
@@ -31,7 +43,7 @@ interface ShieldPlugin {
   description: string;
   /** Why the plugin cannot run here, or undefined (checked when an agent naming it is saved). */
   unavailable(s: ShieldingPluginsDeps): Promise<string | undefined>;
-  screen(s: ShieldingPluginsDeps, stage: Stage, text: string, signal?: AbortSignal): Promise<Verdict>;
+  screen(s: ShieldingPluginsDeps, shielded: ShieldText): Promise<Verdict>;
 }
 
 const blocklistOf = cachedBlocklist();
@@ -49,7 +61,7 @@ const PLUGINS: readonly ShieldPlugin[] = [
       `Blocks texts containing a term or matching a /regular expression/ of the app configuration ` +
       `${BLOCKLIST_SETTING} (a JSON array of strings)`,
     unavailable: () => Promise.resolve(undefined),
-    async screen(s, _stage, text) {
+    async screen(s, { text }) {
       const value = await s.settings.get(BLOCKLIST_SETTING);
       const list = blocklistOf(value);
       if (typeof list === 'string') throw new Error(`${BLOCKLIST_SETTING} ${list}`);
@@ -115,18 +127,15 @@ const unavailable = (plugin: string, why: string) =>
 /** Runs the plugins in order on the text; the first block, or undefined when every plugin allows it. */
 export async function screen(
   s: ShieldingPluginsDeps,
-  names: readonly string[],
-  stage: Stage,
-  text: string,
-  signal?: AbortSignal,
+  { plugins, stage, text, signal }: Screening,
 ): Promise<Block | undefined> {
-  for (const name of names) {
+  for (const name of plugins) {
     const plugin = byName.get(name.toLowerCase());
     // Saved agents name runnable plugins; one removed since (or an obsolete gatekeeper option) is not run.
     if (!plugin) continue;
     let verdict: Verdict;
     try {
-      verdict = await plugin.screen(s, stage, text, signal);
+      verdict = await plugin.screen(s, { stage, text, signal });
     } catch (e) {
       if (signal?.aborted) throw e;
       const why =

@@ -6,7 +6,7 @@
 import { endpointView, type EndpointView } from '../models/endpoint.js';
 import { invalid } from '../models/upstream-errors.js';
 import { apiEndpointConfigurations } from '../providers/types/catalog.js';
-import type { Stage, Verdict } from './plugins.js';
+import type { ShieldText, Verdict } from './plugins.js';
 import type { ModelGateway } from '../models/gateway.js';
 import type { ResourceCache } from '../providers/resource-cache.js';
 import type { AppSettings } from '../providers/settings.js';
@@ -35,20 +35,16 @@ const pieces = (text: string) =>
   );
 const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
-export async function promptShield(
-  s: PromptShieldDeps,
-  stage: Stage,
-  text: string,
-  signal?: AbortSignal,
-): Promise<Verdict> {
+/** Prompt Shields on the user prompt (`pre`), or text analysis of the answer (`post`). */
+export async function promptShield(s: PromptShieldDeps, { stage, text, signal }: ShieldText): Promise<Verdict> {
   const endpoint = await contentSafetyEndpoint(s);
   if (!endpoint) throw new Error('no API endpoint configuration with provider azure-content-safety exists');
-  const url = (operation: string) =>
-    `${endpoint.url}/contentsafety/text:${operation}?api-version=${encodeURIComponent(endpoint.apiVersion ?? API_VERSION)}`;
+  const version = encodeURIComponent(endpoint.apiVersion ?? API_VERSION);
+  const url = (operation: string) => `${endpoint.url}/contentsafety/text:${operation}?api-version=${version}`;
   if (stage === 'pre') {
     const answers = await Promise.all(
       pieces(text).map((userPrompt) =>
-        s.models.postJson(endpoint, url('shieldPrompt'), { userPrompt, documents: [] }, { signal }),
+        s.models.postJson({ endpoint, url: url('shieldPrompt'), payload: { userPrompt, documents: [] } }, { signal }),
       ),
     );
     for (const answer of answers) {
@@ -62,14 +58,15 @@ export async function promptShield(
   const threshold = await s.settings.getNumber(SEVERITY_SETTING, 4);
   const answers = await Promise.all(
     pieces(text).map((piece) =>
-      s.models.postJson(endpoint, url('analyze'), { text: piece, outputType: 'FourSeverityLevels' }, { signal }),
+      s.models.postJson(
+        { endpoint, url: url('analyze'), payload: { text: piece, outputType: 'FourSeverityLevels' } },
+        { signal },
+      ),
     ),
   );
   for (const answer of answers) {
-    const categories =
-      isObject(answer) && Array.isArray(answer.categoriesAnalysis)
-        ? (answer.categoriesAnalysis as unknown[])
-        : undefined;
+    const categories: unknown[] | undefined =
+      isObject(answer) && Array.isArray(answer.categoriesAnalysis) ? answer.categoriesAnalysis : undefined;
     if (!categories) throw invalid('text analysis answered without categoriesAnalysis');
     for (const c of categories) {
       if (!isObject(c) || typeof c.category !== 'string' || typeof c.severity !== 'number')

@@ -1,8 +1,9 @@
 // A Cosmos container's batch writes (writeBatch): each a transactional batch of one partition, its updates
 // replaces guarded by the ETag of the version they were made from. Batches updating the same documents are
 // queued and the waiting ones merged, so a busy document costs a round trip per group of writes.
-import type { Container as SdkContainer, JSONObject, OperationInput } from '@azure/cosmos';
+import type { Container as SdkContainer, OperationInput } from '@azure/cosmos';
 import { mapError } from './cosmos-errors.js';
+import { itemBody } from './cosmos-items.js';
 import { NotFoundError, StoreError, inBatch, type BatchOperation, type Doc, type Stored } from './types.js';
 
 /** The container a batch writer writes to. */
@@ -103,7 +104,7 @@ export class BatchWriter<T extends Doc> {
         if (o.op === 'create')
           writes.push({
             op: o,
-            body: { operationType: 'Create', resourceBody: inBatch(o.doc, pk) as unknown as JSONObject },
+            body: { operationType: 'Create', resourceBody: itemBody(inBatch(o.doc, pk)) },
           });
         else if (o.op === 'replace') writes.push({ op: o, body: replaceInput(inBatch(o.doc, pk), o.ifMatch) });
         else if (o.op === 'delete')
@@ -161,7 +162,7 @@ const replaceInput = (doc: Doc, ifMatch: string | undefined): OperationInput => 
   operationType: 'Replace',
   id: doc.id,
   partitionKey: doc.pk,
-  resourceBody: doc as unknown as JSONObject,
+  resourceBody: itemBody(doc),
   ...(ifMatch !== undefined ? { ifMatch } : {}),
 });
 

@@ -1,9 +1,10 @@
 // One Cosmos DB container as a store container: reads, writes and patches as single SDK calls, queries and
 // aggregates from the parameterized SQL of cosmos-sql.ts, batches through cosmos-batch.ts. Documents come
 // back without Cosmos's system properties, the ETag kept.
-import type { Container as SdkContainer, JSONObject, PatchOperation } from '@azure/cosmos';
+import type { Container as SdkContainer, PatchOperation, Resource } from '@azure/cosmos';
 import { BatchWriter } from './cosmos-batch.js';
 import { mapError, status } from './cosmos-errors.js';
+import { itemBody, withoutSystemProperties as clean } from './cosmos-items.js';
 import { aggregateSql, selectSql } from './cosmos-sql.js';
 import { segments } from './fields.js';
 import {
@@ -54,7 +55,7 @@ export class CosmosContainer<T extends Doc> implements Container<T> {
         chunk.map((d) => ({
           operationType: 'Create' as const,
           partitionKey: d.pk,
-          resourceBody: d as unknown as JSONObject,
+          resourceBody: itemBody(d),
         })),
       );
       for (const r of results) {
@@ -107,7 +108,7 @@ export class CosmosContainer<T extends Doc> implements Container<T> {
 
   async query(q: Query): Promise<Page<Stored<T>>> {
     const spec = selectSql(q);
-    const iterator = this.sdk.items.query<T>(spec, {
+    const iterator = this.sdk.items.query<T & Resource>(spec, {
       ...(q.partition !== undefined ? { partitionKey: q.partition } : {}),
       ...(q.limit !== undefined ? { maxItemCount: q.limit } : {}),
       ...(q.continuation !== undefined ? { continuationToken: q.continuation } : {}),
@@ -145,8 +146,8 @@ export class CosmosContainer<T extends Doc> implements Container<T> {
       }
       // Grouped: merge the GROUP BY rows and the distinct projections on the group key.
       const rows = new Map<string, AggregateRow>();
-      const rowFor = (g: Record<string, unknown>) => {
-        const values = groupBy.map((_, i) => (g[`g${i}`] ?? null) as JsonScalar);
+      const rowFor = (g: Record<string, JsonScalar>) => {
+        const values = groupBy.map((_, i) => g[`g${i}`] ?? null);
         const key = JSON.stringify(values);
         const existing = rows.get(key);
         if (existing) return existing;
@@ -164,9 +165,10 @@ export class CosmosContainer<T extends Doc> implements Container<T> {
         }
       }
       for (const d of plan.distinct) {
-        for (const g of await run<Record<string, unknown>>(d.spec)) {
+        for (const g of await run<Record<string, JsonScalar>>(d.spec)) {
           const row = rowFor(g);
-          row[d.alias] = (row[d.alias] as number) + 1;
+          const counted = row[d.alias];
+          row[d.alias] = (typeof counted === 'number' ? counted : 0) + 1;
         }
       }
       return [...rows.values()];
@@ -175,7 +177,7 @@ export class CosmosContainer<T extends Doc> implements Container<T> {
     }
   }
 
-  private async write(id: string, op: () => Promise<{ resource?: T | undefined }>): Promise<Stored<T>> {
+  private async write(id: string, op: () => Promise<{ resource?: (T & Resource) | undefined }>): Promise<Stored<T>> {
     try {
       const { resource } = await op();
       if (!resource) throw new StoreError(`No document returned for ${id}`);
@@ -189,10 +191,3 @@ export class CosmosContainer<T extends Doc> implements Container<T> {
 const id = (doc: Doc) => doc.id;
 const condition = (o: WriteOptions) =>
   o.ifMatch !== undefined ? { accessCondition: { type: 'IfMatch', condition: o.ifMatch } } : {};
-
-/** Drops Cosmos system properties other than the ETag. */
-function clean<T extends Doc>(resource: T): Stored<T> {
-  const out: Record<string, unknown> = {};
-  for (const [k, v] of Object.entries(resource)) if (!k.startsWith('_') || k === '_etag') out[k] = v;
-  return out as unknown as Stored<T>;
-}

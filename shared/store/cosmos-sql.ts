@@ -12,9 +12,9 @@ export const ref = (path: string, root = 'c') =>
 
 class Params {
   readonly list: SqlParameter[] = [];
-  add(value: unknown): string {
+  add(value: SqlParameter['value']): string {
     const name = `@p${this.list.length}`;
-    this.list.push({ name, value: value as SqlParameter['value'] });
+    this.list.push({ name, value });
     return name;
   }
 }

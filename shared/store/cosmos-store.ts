@@ -9,7 +9,7 @@ import { CONTAINER_LIST, indexFields, type ContainerDefinition } from './contain
 import { CosmosContainer } from './cosmos-container.js';
 import { status } from './cosmos-errors.js';
 import { segments } from './fields.js';
-import { StoreError, type Container, type Doc, type DocumentStore } from './types.js';
+import { containerNamed, type Doc, type DocumentStore } from './types.js';
 
 export interface CosmosStoreOptions {
   endpoint: string;
@@ -51,7 +51,8 @@ const authMode = (o: CosmosStoreOptions) =>
 
 /** Why Cosmos DB cannot be used, in words an operator can act on. */
 function whyUnusable(e: unknown, database: string): string {
-  const names = [e, (e as { cause?: unknown } | undefined)?.cause].map((x) => (x instanceof Error ? x.name : ''));
+  const cause = typeof e === 'object' && e !== null && 'cause' in e ? e.cause : undefined;
+  const names = [e, cause].map((x) => (x instanceof Error ? x.name : ''));
   if (names.some((n) => n === 'CredentialUnavailableError' || n === 'AggregateAuthenticationError'))
     return 'no Azure credential is available here';
   if (names.includes('AuthenticationError')) return 'the identity could not get a token';
@@ -64,8 +65,8 @@ function whyUnusable(e: unknown, database: string): string {
     case 404:
       return `database ${database} does not exist (provision it from infra/)`;
   }
-  const code = (e as { code?: unknown } | undefined)?.code;
-  if (typeof code === 'string') return `cannot connect (${code})`;
+  if (typeof e === 'object' && e !== null && 'code' in e && typeof e.code === 'string')
+    return `cannot connect (${e.code})`;
   return (e instanceof Error ? e.message : String(e)).split('\n')[0]?.slice(0, 200) ?? 'unknown error';
 }
 
@@ -139,11 +140,7 @@ export async function openCosmosStore(options: CosmosStoreOptions): Promise<Docu
   );
   return {
     kind: 'cosmos',
-    container<T extends Doc>(name: string): Container<T> {
-      const c = containers.get(name);
-      if (!c) throw new StoreError(`Unknown container ${name}`);
-      return c as unknown as Container<T>;
-    },
+    container: (name) => containerNamed(containers, name),
     close() {
       client.dispose();
       return Promise.resolve();

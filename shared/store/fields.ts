@@ -17,7 +17,8 @@ export function alias(name: string): string {
 }
 
 type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
+/** A JSON object (not an array, not null): a document, a field holding fields, a row as SQLite answers it. */
+export const isObject = (v: unknown): v is Json => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** Reads the value at a dotted path, or undefined. */
 export function getPath(doc: unknown, path: FieldPath): unknown {
@@ -32,12 +33,17 @@ export function getPath(doc: unknown, path: FieldPath): unknown {
 /** Applies `update` to the parent object of a dotted path, creating intermediate objects. */
 export function updatePath(doc: Json, path: FieldPath, update: (parent: Json, key: string) => void): void {
   const keys = segments(path);
-  const last = keys.pop() as string;
+  const last = keys.pop();
+  if (last === undefined) throw new StoreError(`Invalid field path: ${JSON.stringify(path)}`);
   let node = doc;
   for (const key of keys) {
     const next = node[key];
-    if (!isObject(next)) node[key] = {};
-    node = node[key] as Json;
+    if (isObject(next)) node = next;
+    else {
+      const created: Json = {};
+      node[key] = created;
+      node = created;
+    }
   }
   update(node, last);
 }

@@ -2,14 +2,13 @@
 // Cosmos DB deployment ships without the embedded store's native SQLite binding (an optional dependency),
 // and the embedded store starts without loading the Cosmos SDK.
 import { ConfigError, type StoreConfig } from '../config.js';
-import type { DocumentStore } from './types.js';
+import { errorCode, type DocumentStore } from './types.js';
 
 async function loadSqlite(): Promise<typeof import('./sqlite-store.js')> {
   try {
     return await import('./sqlite-store.js');
   } catch (e) {
-    const missing =
-      (e as { code?: string }).code === 'ERR_MODULE_NOT_FOUND' || /better-sqlite3|bindings|\.node\b/.test(String(e));
+    const missing = errorCode(e) === 'ERR_MODULE_NOT_FOUND' || /better-sqlite3|bindings|\.node\b/.test(String(e));
     if (!missing) throw e;
     throw new ConfigError(
       'STORE=embedded needs better-sqlite3, which is not installed (it compiles where no prebuilt binary ' +

@@ -10,9 +10,11 @@ import { pageOf, pageWindow } from './sqlite-paging.js';
 import { applyPatch } from './sqlite-patch.js';
 import { aggregateSql, bind, selectSql, type Bind, type QueryTarget } from './sqlite-query.js';
 import type { ReaderPool } from './sqlite-readers.js';
+import { isDocRow, isEtagRow, isScalarRow, rowOf, rowsOf, type DocRow } from './sqlite-rows.js';
 import { openTables, type FactsTable, type Schema } from './sqlite-schema.js';
 import {
   ConflictError,
+  errorCode,
   NotFoundError,
   PreconditionFailedError,
   StoreError,
@@ -22,15 +24,12 @@ import {
   type BatchOperation,
   type Container,
   type Doc,
-  type JsonScalar,
   type Page,
   type PatchOp,
   type Query,
   type Stored,
   type WriteOptions,
 } from './types.js';
-
-type Row = { body: string; etag: string };
 
 /** How many updated documents a container keeps its last written version of. */
 const WRITTEN_KEPT = 256;
@@ -43,7 +42,11 @@ let etagCounter = 0;
 const newEtag = () => `"${etagPrefix}-${(etagCounter++).toString(36)}"`;
 /** A document field as json_extract returns it: scalars as they are, objects and arrays as JSON text. */
 const extracted = (v: unknown): Bind =>
-  v === undefined || v === null ? null : typeof v === 'object' ? JSON.stringify(v) : bind(v as JsonScalar);
+  typeof v === 'object' && v !== null
+    ? JSON.stringify(v)
+    : typeof v === 'string' || typeof v === 'number' || typeof v === 'boolean'
+      ? bind(v)
+      : null;
 const sameValues = (a: readonly Bind[], b: readonly Bind[]) => a.length === b.length && a.every((v, i) => v === b[i]);
 
 export interface SqliteContainerOptions {
@@ -103,20 +106,20 @@ export class SqliteContainer<T extends Doc> implements Container<T> {
     return s;
   }
 
-  private readRow(pk: string, id: string): Row | undefined {
-    return this.liveRow<Row>('body, etag', pk, id);
+  private readRow(pk: string, id: string): DocRow | undefined {
+    return rowOf(this.liveRow('body, etag', pk, id), isDocRow);
   }
 
   /** A row's ETag alone: what a delete or a known version needs, without the body. */
-  private readEtag(pk: string, id: string): Pick<Row, 'etag'> | undefined {
-    return this.liveRow<Pick<Row, 'etag'>>('etag', pk, id);
+  private readEtag(pk: string, id: string): Pick<DocRow, 'etag'> | undefined {
+    return rowOf(this.liveRow('etag', pk, id), isEtagRow);
   }
 
   /** `columns` of the row (pk, id), unless it has expired. */
-  private liveRow<R>(columns: string, pk: string, id: string): R | undefined {
+  private liveRow(columns: string, pk: string, id: string): unknown {
     const sql = `SELECT ${columns} FROM "${this.table}" WHERE pk = ? AND id = ?`;
-    if (!this.ttl) return this.stmt(sql).get(pk, id) as R | undefined;
-    return this.stmt(`${sql} AND (expires_at IS NULL OR expires_at > ?)`).get(pk, id, Date.now()) as R | undefined;
+    if (!this.ttl) return this.stmt(sql).get(pk, id);
+    return this.stmt(`${sql} AND (expires_at IS NULL OR expires_at > ?)`).get(pk, id, Date.now());
   }
 
   /**
@@ -141,7 +144,8 @@ export class SqliteContainer<T extends Doc> implements Container<T> {
     const key = writtenKey(pk, id);
     this.written.delete(key);
     this.written.set(key, doc);
-    if (this.written.size > WRITTEN_KEPT) this.written.delete(this.written.keys().next().value as string);
+    const oldest = this.written.keys().next();
+    if (this.written.size > WRITTEN_KEPT && !oldest.done) this.written.delete(oldest.value);
   }
 
   private expiresAt(doc: T): number | null {
@@ -201,7 +205,7 @@ export class SqliteContainer<T extends Doc> implements Container<T> {
     try {
       return this.write(doc, 'INSERT');
     } catch (e) {
-      if ((e as { code?: string }).code === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw conflict();
+      if (errorCode(e) === 'SQLITE_CONSTRAINT_PRIMARYKEY') throw conflict();
       throw e;
     }
   }
@@ -308,7 +312,7 @@ export class SqliteContainer<T extends Doc> implements Container<T> {
       const row = this.readRow(pk, id);
       if (!row) throw new NotFoundError(`${this.name}/${pk}/${id} not found`);
       this.check(row, options.ifMatch, id);
-      const doc = JSON.parse(row.body) as T & Record<string, unknown>;
+      const doc = storedBody<T & Record<string, unknown>>(row.body);
       for (const op of ops) applyPatch(doc, op);
       return this.write(doc, 'INSERT OR REPLACE');
     });
@@ -321,21 +325,18 @@ export class SqliteContainer<T extends Doc> implements Container<T> {
   private querySync(q: Query): Page<Stored<T>> {
     const { sql, params } = selectSql(this.target, q);
     const window = pageWindow(q);
-    const rows = this.stmt(sql).all(...params, window.rows, window.offset) as Row[];
+    const rows = rowsOf(this.stmt(sql).all(...params, window.rows, window.offset), isDocRow);
     return pageOf(rows, window, (r) => parse<T>(r));
   }
 
   async aggregate(q: AggregateQuery): Promise<AggregateRow[]> {
     const { sql, params, shape } = aggregateSql(this.target, q);
     const pool = this.readers();
-    const rows = (pool ? await pool.run(sql, params) : await this.run(() => this.stmt(sql).all(...params))) as Record<
-      string,
-      JsonScalar
-    >[];
-    return rows.map(shape);
+    const rows = pool ? await pool.run(sql, params) : await this.run(() => this.stmt(sql).all(...params));
+    return rowsOf(rows, isScalarRow).map(shape);
   }
 
-  private check(row: Pick<Row, 'etag'> | undefined, ifMatch: string | undefined, id: string) {
+  private check(row: Pick<DocRow, 'etag'> | undefined, ifMatch: string | undefined, id: string) {
     if (ifMatch !== undefined && (!row || row.etag !== ifMatch)) {
       throw new PreconditionFailedError(`${this.name}/${id} was changed by another writer`);
     }
@@ -356,10 +357,21 @@ export class SqliteContainer<T extends Doc> implements Container<T> {
   }
 }
 
+/**
+ * A document without the store's own fields (`_etag`), as it is written. The cast is the one way to say that
+ * a copy of a T without its `_` fields is still a T (a document type's fields never start with `_`): a copy
+ * made by spreading and deleting would say it without one, but costs more on every write (measured).
+ */
 function strip<T extends Doc>(doc: T): T {
   const clean: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(doc)) if (!k.startsWith('_')) clean[k] = v;
   return clean as T;
 }
 
-const parse = <T extends Doc>(row: Row): Stored<T> => ({ ...(JSON.parse(row.body) as T), _etag: row.etag });
+/**
+ * A stored body as the document it is. The cast cannot be a check: the body is what this container wrote
+ * from a T, and T is known only by the container's name (StoredDocs), not by anything a row holds.
+ */
+const storedBody = <D>(body: string): D => JSON.parse(body) as D;
+
+const parse = <T extends Doc>(row: DocRow): Stored<T> => ({ ...storedBody<T>(row.body), _etag: row.etag });

@@ -4,31 +4,32 @@
 // commit to the WAL) is then paid once per group, not once per write. Every write still answers only after
 // the COMMIT that holds it, so nothing acknowledged can be lost; a write that fails rolls back alone.
 import type Database from 'better-sqlite3';
-import { StoreError } from './types.js';
+import { errorCode, StoreError } from './types.js';
 
+/** A write waiting for its group: its work, and its caller's promise, settled with what the work answered. */
 interface Pending {
-  work: () => unknown;
-  resolve: (value: unknown) => void;
+  work: () => void;
+  resolve: () => void;
   reject: (error: unknown) => void;
   /** When this write first found the database busy. */
   busySince?: number;
 }
 
-type Outcome = { ok: true; value: unknown } | { ok: false; error: unknown };
+type Outcome = { ok: true } | { ok: false; error: unknown };
 
 export class GroupCommit {
   private pending: Pending[] = [];
   private scheduled: NodeJS.Immediate | undefined;
   private retry: NodeJS.Timeout | undefined;
   /** Immediate at the top (the write lock taken at BEGIN), a savepoint when nested. */
-  private readonly transaction: Database.Transaction<(work: () => unknown) => unknown>;
+  private readonly transaction: Database.Transaction<(work: () => void) => void>;
 
   /** @param firstWrite called once, when the first write is asked for (the store starts its checkpointer). */
   constructor(
     private readonly db: Database.Database,
     private firstWrite?: () => void,
   ) {
-    this.transaction = db.transaction((work: () => unknown) => work());
+    this.transaction = db.transaction((work: () => void) => work());
   }
 
   /** Runs `work` (synchronous SQLite statements) in the next group; settles once that group committed. */
@@ -40,7 +41,8 @@ export class GroupCommit {
       started();
     }
     return new Promise<R>((resolve, reject) => {
-      this.pending.push({ work, resolve: resolve as (value: unknown) => void, reject });
+      let value: R;
+      this.pending.push({ work: () => (value = work()), resolve: () => resolve(value), reject });
       // After the I/O callbacks of this loop turn: every request that arrived with it joins the group.
       if (!this.retry) this.scheduled ??= setImmediate(() => this.flush());
     });
@@ -58,25 +60,31 @@ export class GroupCommit {
       for (const p of group) p.reject(new StoreError('The store is closed'));
       return;
     }
-    let began = false as boolean; // set inside the transaction callback
-    let settled: [Pending, Outcome][];
+    const progress = { began: false }; // set inside the transaction callback
+    const settled: [Pending, Outcome][] = [];
     try {
-      settled = this.transaction.immediate(() => {
-        began = true;
+      this.transaction.immediate(() => {
+        progress.began = true;
         const [only] = group;
         // Alone: no savepoint needed; a failure rolls the whole transaction back.
-        if (group.length === 1 && only) return [[only, { ok: true, value: only.work() }]];
-        return group.map((p) => {
+        if (group.length === 1 && only) {
+          only.work();
+          settled.push([only, { ok: true }]);
+          return;
+        }
+        for (const p of group) {
           const outcome = attempt(() => this.transaction(p.work));
           // Some errors (a full disk) make SQLite roll back the whole transaction: then nothing of it holds.
           if (!this.db.inTransaction) throw outcome.ok ? new Error('The transaction was rolled back') : outcome.error;
-          return [p, outcome];
-        });
-      }) as [Pending, Outcome][];
+          settled.push([p, outcome]);
+        }
+      });
     } catch (e) {
       // The write lock was refused at once (SQLite skips the busy wait where waiting could deadlock, as when the
       // checkpointer empties the log): nothing ran, so the group tries again shortly, for a second at most.
-      if (!began && (e as { code?: string }).code?.startsWith('SQLITE_BUSY') && this.busySince(group) < 1000) {
+      const code = errorCode(e);
+      const busy = typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+      if (!progress.began && busy && this.busySince(group) < 1000) {
         this.pending = [...group, ...this.pending];
         this.retry = setTimeout(() => this.flush(), 2);
         return;
@@ -98,14 +106,15 @@ export class GroupCommit {
 }
 
 function settle(p: Pending, outcome: Outcome): void {
-  if (outcome.ok) p.resolve(outcome.value);
+  if (outcome.ok) p.resolve();
   else p.reject(outcome.error);
 }
 
 /** A single write's failure is its own: caught here (its savepoint already rolled back), answered after the commit. */
-function attempt(work: () => unknown): Outcome {
+function attempt(work: () => void): Outcome {
   try {
-    return { ok: true, value: work() };
+    work();
+    return { ok: true };
   } catch (error) {
     return { ok: false, error };
   }

@@ -1,5 +1,6 @@
 // Paging of the embedded store's queries: a continuation token is the offset of the next page, and a page
 // reads one row past its limit, which tells whether another page follows.
+import { isObject } from './fields.js';
 import { StoreError, type Page, type Query } from './types.js';
 
 /** Where a page starts, its limit (-1: none), and how many rows to read for it. */
@@ -30,7 +31,8 @@ const encodeContinuation = (offset: number) => Buffer.from(JSON.stringify({ o: o
 function decodeContinuation(token: string | undefined): number {
   if (token === undefined) return 0;
   try {
-    const o = (JSON.parse(Buffer.from(token, 'base64url').toString()) as { o?: unknown }).o;
+    const parsed: unknown = JSON.parse(Buffer.from(token, 'base64url').toString());
+    const o = isObject(parsed) ? parsed.o : undefined;
     if (typeof o === 'number' && Number.isInteger(o) && o >= 0) return o;
   } catch {
     // fall through to the error below

@@ -4,7 +4,14 @@
 // container runs them.
 import { alias, segments } from './fields.js';
 import { jsonExpr, TYPE_NAME, typeIs, type ContainerTables } from './sqlite-schema.js';
-import type { AggregateQuery, AggregateRow, Filter, JsonScalar, Query } from './types.js';
+import {
+  StoreError,
+  type AggregateQuery,
+  type AggregateRow,
+  type Filter,
+  type JsonScalar,
+  type Query,
+} from './types.js';
 
 export type Bind = string | number | null;
 export const bind = (v: JsonScalar): Bind => (typeof v === 'boolean' ? (v ? 1 : 0) : v);
@@ -16,6 +23,11 @@ export interface QueryTarget extends ContainerTables {
 
 /** Operators a facts column answers like the document; the others look inside values. */
 const COLUMN_OPS = new Set<Filter['op']>(['eq', 'ne', 'lt', 'le', 'gt', 'ge', 'in', 'startsWith', 'includes']);
+
+/** A field the facts table was checked to hold and does not: the check and the table disagree. */
+const unreachable = (field: string): never => {
+  throw new StoreError(`The facts table has no column for ${field}`);
+};
 
 /** Where an aggregate reads its fields: the documents, or the container's facts table. */
 interface AggregateSource {
@@ -52,7 +64,8 @@ function aggregateSource(target: QueryTarget, q: AggregateQuery): AggregateSourc
     ...Object.values(q.aggregates).flatMap((a) => ('field' in a ? [a.field] : [])),
   ];
   if (facts && fields.every((f) => facts.columns.has(f)) && (q.where ?? []).every((f) => COLUMN_OPS.has(f.op))) {
-    return { table: facts.table, column: (f) => facts.columns.get(f) as string, columns: true };
+    const column = (f: string) => facts.columns.get(f) ?? unreachable(f);
+    return { table: facts.table, column, columns: true };
   }
   return { table: target.table, column: jsonExpr, columns: false };
 }
@@ -85,7 +98,8 @@ export function aggregateSql(
     sql = `SELECT ${results.join(', ')} FROM "${source.table}"${whereSql}`;
   } else if (source.columns) {
     const keys = groupBy.map((g, i) => `${source.column(g)} AS g${i}`);
-    sql = `SELECT ${[...keys, ...results].join(', ')} FROM "${source.table}"${whereSql} GROUP BY ${groupBy.map((_, i) => `g${i}`).join(', ')}`;
+    const groups = groupBy.map((_, i) => `g${i}`).join(', ');
+    sql = `SELECT ${[...keys, ...results].join(', ')} FROM "${source.table}"${whereSql} GROUP BY ${groups}`;
   } else {
     const inner = [
       ...groupBy.map((g, i) => `${jsonExpr(g)} AS g${i}`),

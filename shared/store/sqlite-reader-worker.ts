@@ -2,9 +2,12 @@
 // run beside the writer).
 import { parentPort, workerData } from 'node:worker_threads';
 import Database from 'better-sqlite3';
+import { isObject } from './fields.js';
 import { mapWholeFile } from './sqlite-file.js';
 
-const db = new Database((workerData as { file: string }).file, { readonly: true, fileMustExist: true });
+const start: unknown = workerData;
+if (!isObject(start) || typeof start.file !== 'string') throw new Error('the reader was started without its file');
+const db = new Database(start.file, { readonly: true, fileMustExist: true });
 // Aggregates read large ranges: mapped pages, not copies.
 mapWholeFile(db);
 db.pragma('cache_size = -65536');

@@ -5,7 +5,7 @@ import type { Worker } from 'node:worker_threads';
 import { startWorker as startWorkerBeside } from '../workers/start-worker.js';
 import { StoreError } from './types.js';
 
-const startWorker = (name: string, workerData: unknown) => startWorkerBeside(import.meta.url, name, workerData);
+const startWorker = (name: string, workerData: unknown) => startWorkerBeside(import.meta.url, name, { workerData });
 
 /**
  * Checkpoints the WAL every `intervalMs` on a connection of its own in a worker thread. A checkpoint copies

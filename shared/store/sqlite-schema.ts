@@ -5,7 +5,8 @@
 // where it reads the field exactly as the index was built.
 import type Database from 'better-sqlite3';
 import { indexFields, type ContainerDefinition } from './containers.js';
-import { segments } from './fields.js';
+import { isObject, segments } from './fields.js';
+import { rowsOf } from './sqlite-rows.js';
 import { StoreError } from './types.js';
 
 /** The file's tables (their CREATE statements) and each table's indexes, as the store opened it. */
@@ -51,10 +52,30 @@ export function typeLiteral(type: string): string {
   return `'${type}'`;
 }
 
+/** A table or index as sqlite_master lists it. */
+interface SchemaRow {
+  type: string;
+  name: string;
+  tableName: string;
+  sql: string | null;
+}
+
+const isSchemaRow = (r: unknown): r is SchemaRow =>
+  isObject(r) &&
+  typeof r.type === 'string' &&
+  typeof r.name === 'string' &&
+  typeof r.tableName === 'string' &&
+  (r.sql === null || typeof r.sql === 'string');
+
+const isNameRow = (r: unknown): r is { name: string } => isObject(r) && typeof r.name === 'string';
+
 export function readSchema(db: Database.Database): Schema {
-  const rows = db
-    .prepare(`SELECT type, name, tbl_name AS tableName, sql FROM sqlite_master WHERE type IN ('table', 'index')`)
-    .all() as { type: string; name: string; tableName: string; sql: string | null }[];
+  const rows = rowsOf(
+    db
+      .prepare(`SELECT type, name, tbl_name AS tableName, sql FROM sqlite_master WHERE type IN ('table', 'index')`)
+      .all(),
+    isSchemaRow,
+  );
   const schema: Schema = { tables: new Map(), indexes: new Map() };
   for (const r of rows) {
     if (r.type === 'table') schema.tables.set(r.name, r.sql ?? '');
@@ -125,7 +146,7 @@ function createFacts({ db, def, schema, table: documents }: TableContext, fields
   const table = `facts_${def.name}`;
   const columns = new Map(fields.map((f) => [f, `"f:${f.replace(/"/g, '')}"`]));
   const names = [...columns.values()];
-  const existing = (db.prepare(`SELECT name FROM pragma_table_info(?)`).all(table) as { name: string }[]).map(
+  const existing = rowsOf(db.prepare(`SELECT name FROM pragma_table_info(?)`).all(table), isNameRow).map(
     (c) => `"${c.name}"`,
   );
   const wanted = ['"pk"', '"id"', '"expires_at"', ...names];

@@ -13,7 +13,7 @@ import { CONTAINER_LIST } from './containers.js';
 import { SqliteContainer } from './sqlite-container.js';
 import { ReaderPool, startCheckpointer } from './sqlite-readers.js';
 import { readSchema } from './sqlite-schema.js';
-import { StoreError, type Container, type Doc, type DocumentStore } from './types.js';
+import { containerNamed, type Container, type Doc, type DocumentStore } from './types.js';
 
 /**
  * Opens (creating when needed) the SQLite file; `:memory:` gives a private in-memory store. Aggregates of
@@ -40,16 +40,12 @@ export function openSqliteStore(
   // Started on first use: most processes never run an aggregate.
   const readers = () => (readerCount > 0 ? (pool ??= new ReaderPool(file, readerCount)) : undefined);
   const commits = new GroupCommit(db, startCheckpointing);
-  const containers = new Map<string, SqliteContainer<Doc>>();
+  const containers = new Map<string, Container<Doc>>();
   const schema = readSchema(db);
   for (const def of definitions) containers.set(def.name, new SqliteContainer({ db, def, commits, schema, readers }));
   return {
     kind: 'embedded',
-    container<T extends Doc>(name: string): Container<T> {
-      const c = containers.get(name);
-      if (!c) throw new StoreError(`Unknown container ${name}`);
-      return c as unknown as Container<T>;
-    },
+    container: (name) => containerNamed(containers, name),
     async close() {
       if (db.open) commits.flush();
       await checkpointer?.stop();

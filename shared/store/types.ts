@@ -145,6 +145,30 @@ export interface DocumentStore {
   close(): Promise<void>;
 }
 
+/**
+ * Whether `container` was opened under `name`, which decides the type of its documents (StoredDocs). This is the
+ * one place the store takes a document type on trust: documents are read as written, and only the modules that
+ * declare a container's documents write to it (a container holding several kinds is read through narrowed()).
+ */
+const isNamed = <N extends ContainerName>(
+  container: Container<Doc>,
+  name: N,
+): container is Container<Doc> & Container<DocsOf<N>> => container.name === name;
+
+/** The container a store opened under `name` (StoreError when it opened none), as that name's documents. */
+export function containerNamed<N extends ContainerName>(
+  containers: ReadonlyMap<string, Container<Doc>>,
+  name: N,
+): Container<DocsOf<N>> {
+  const container = containers.get(name);
+  if (!container || !isNamed(container, name)) throw new StoreError(`Unknown container ${name}`);
+  return container;
+}
+
+/** The `code` a failed driver call carries (SQLite's name for the error, Node's module loader's), if any. */
+export const errorCode = (e: unknown): unknown =>
+  typeof e === 'object' && e !== null && 'code' in e ? e.code : undefined;
+
 export class StoreError extends Error {
   override name = 'StoreError';
 }

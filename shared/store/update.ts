@@ -9,6 +9,12 @@ import {
   type Stored,
 } from './types.js';
 
+/** Where a document is: its partition key and id. */
+export interface DocumentKey {
+  pk: string;
+  id: string;
+}
+
 /**
  * Reads the document, applies `change` and writes it back only if nobody wrote in between (ETag);
  * on a conflict it reads again and retries, so concurrent writers never lose an update. `change`
@@ -17,8 +23,7 @@ import {
  */
 export async function updateDocument<T extends Doc>(
   container: Container<T>,
-  pk: string,
-  id: string,
+  { pk, id }: DocumentKey,
   change: (current: Stored<T> | undefined) => T | undefined,
   options: { known?: Stored<T>; attempts?: number } = {},
 ): Promise<Stored<T> | undefined> {
@@ -44,10 +49,8 @@ export async function updateDocument<T extends Doc>(
  */
 export async function incrementCounter<T extends Doc>(
   container: Container<T>,
-  pk: string,
-  id: string,
-  ops: readonly PatchOp[],
-  initial: T,
+  { pk, id }: DocumentKey,
+  { ops, initial }: { ops: readonly PatchOp[]; initial: T },
 ): Promise<Stored<T>> {
   for (;;) {
     try {

@@ -7,6 +7,7 @@ import { performance } from 'node:perf_hooks';
 import type { ChatMessage, ModelAnswer, ModelParameters, ToolCall } from '../models/wire.js';
 import type { AgentFunction, Toolbox } from './toolbox.js';
 import type { Config } from '../config.js';
+import { toError } from '../errors.js';
 
 /** What this module uses of the service (the hosts pass the whole of it). */
 export interface LoopDeps {
@@ -32,13 +33,13 @@ const truncate = (text: string, max: number) =>
     ? text
     : `${text.slice(0, max)}\n[cut: the result was ${text.length} characters, ${max} are shown]`;
 
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
 /** Runs one call within the time left; whatever happens becomes a result the model reads. */
 async function execute(
   s: LoopDeps,
-  fn: AgentFunction | undefined,
   call: ToolCall,
-  deadline: number,
-  signal: AbortSignal | undefined,
+  { fn, deadline, signal }: { fn: AgentFunction | undefined; deadline: number; signal: AbortSignal | undefined },
 ): Promise<{ content: string; execution: ToolExecution }> {
   const started = performance.now();
   const base = {
@@ -58,17 +59,16 @@ async function execute(
   } catch {
     return done('Error: the arguments are not valid JSON', 'Failed');
   }
-  if (typeof args !== 'object' || args === null || Array.isArray(args))
-    return done('Error: the arguments must be a JSON object', 'Failed');
+  if (!isRecord(args)) return done('Error: the arguments must be a JSON object', 'Failed');
   const left = deadline - Date.now();
   if (left <= 0) return done('Error: the time for tool calls is used up', 'TimedOut');
   const timeout = AbortSignal.timeout(left);
   const both = signal ? AbortSignal.any([signal, timeout]) : timeout;
   try {
     const result = await Promise.race([
-      fn.run(args as Record<string, unknown>, both),
+      fn.run(args, both),
       new Promise<never>((_, reject) =>
-        both.addEventListener('abort', () => reject(both.reason as Error), { once: true }),
+        both.addEventListener('abort', () => reject(toError(both.reason)), { once: true }),
       ),
     ]);
     return done(result.isError ? `Error: ${result.text}` : result.text, result.isError ? 'Failed' : 'Succeeded');
@@ -125,7 +125,7 @@ export async function answerWithTools(
     const results = await Promise.all(
       answer.toolCalls.map(async (call) => {
         events.onToolStart?.({ function_name: call.name, tool_name: byName.get(call.name)?.tool ?? '' });
-        const r = await execute(s, byName.get(call.name), call, deadline, signal);
+        const r = await execute(s, call, { fn: byName.get(call.name), deadline, signal });
         events.onToolEnd?.(r.execution);
         return { call, ...r };
       }),

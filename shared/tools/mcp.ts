@@ -36,7 +36,14 @@ const identityOf = (user: Principal) =>
     JSON.stringify({ upn: user.upn, oid: user.id, name: user.name ?? null, group_ids: user.groups }),
   ).toString('base64');
 
-async function headersOf(s: McpDeps, tool: ToolDoc, url: string, user: Principal): Promise<Record<string, string>> {
+/** A tool server's connection: its definition, its URL, and the user the calls are made for. */
+interface ServerCall {
+  tool: ToolDoc;
+  url: string;
+  user: Principal;
+}
+
+async function headersOf(s: McpDeps, { tool, url, user }: ServerCall): Promise<Record<string, string>> {
   const context = Object.fromEntries(
     Object.keys(tool.headers ?? {}).map((name) => [name.toLowerCase(), identityOf(user)]),
   );
@@ -59,14 +66,15 @@ async function authorization(s: McpDeps, tool: ToolDoc, url: string): Promise<Re
   return {};
 }
 
+/** Whom a tool server's client works for: the user and agent of a turn, which may end the client (its signal). */
+export interface McpCaller {
+  user: Principal;
+  agent: AgentDoc;
+  signal?: AbortSignal | undefined;
+}
+
 /** A connected client for one completion's calls; close it when the turn ends. */
-export async function connectMcp(
-  s: McpDeps,
-  tool: ToolDoc,
-  user: Principal,
-  agent: AgentDoc,
-  signal?: AbortSignal,
-): Promise<Client> {
+export async function connectMcp(s: McpDeps, tool: ToolDoc, { user, agent, signal }: McpCaller): Promise<Client> {
   const url = tool.url;
   if (url === undefined) throw new Error(`tool ${tool.name} names no server URL`);
   // The MCP SDK is loaded by the first agent that uses a tool server, not at start-up.
@@ -84,15 +92,16 @@ export async function connectMcp(
     await client.connect(clientSide);
     return client;
   }
+  // undici's fetch and the SDK's (the global one) have the same shapes, typed by two copies of undici's types.
   const guardedFetch = (url: string | URL, init?: RequestInit) =>
     undiciFetch(url, {
       ...(init as UndiciInit),
       dispatcher: s.userDispatcher,
       redirect: 'error',
       ...(signal ? { signal } : {}),
-    }) as unknown as Promise<Response>;
+    }) as Promise<Response>;
   const transport = new StreamableHTTPClientTransport(new URL(url), {
-    requestInit: { headers: await headersOf(s, tool, url, user) },
+    requestInit: { headers: await headersOf(s, { tool, url, user }) },
     fetch: guardedFetch,
   });
   await client.connect(transport);
@@ -146,11 +155,14 @@ export async function mcpTools(
   return offered;
 }
 
+const isTextPart = (p: unknown): p is { type: 'text'; text: string } =>
+  typeof p === 'object' && p !== null && 'type' in p && p.type === 'text' && 'text' in p && typeof p.text === 'string';
+
 /** A tool result as text the model reads: the text parts of the content, or the structured content. */
 export function resultText(result: Record<string, unknown>): { text: string; isError: boolean } {
-  const parts = Array.isArray(result.content) ? (result.content as { type?: string; text?: string }[]) : [];
+  const parts: unknown[] = Array.isArray(result.content) ? result.content : [];
   const text = parts
-    .filter((p) => p.type === 'text' && typeof p.text === 'string')
+    .filter(isTextPart)
     .map((p) => p.text)
     .join('\n');
   const structured = result.structuredContent ?? result.toolResult;

@@ -77,11 +77,11 @@ async function failing(run: () => Promise<string>): Promise<{ text: string; isEr
   }
 }
 
+/** A plugin as a function the model may call: its name there, and a description when the manifest has none. */
 export function pluginFunction(
   s: SandboxedDeps,
   plugin: RunnablePlugin,
-  name: string,
-  description: string,
+  { name, description }: { name: string; description: string },
 ): SandboxedFunction {
   const declared = plugin.manifest.parameters;
   return {
@@ -176,6 +176,13 @@ async function saveOutput(s: SandboxedDeps, run: CodeRun, file: SandboxFile): Pr
   const fileName = file.name.split('/').pop() || 'output';
   const stored = await s.files.store(Readable.from([Buffer.from(file.bytes)]), fileName, run.user.upn);
   const contentType = await detectContentType(stored.head, fileName, undefined);
-  const doc = await s.files.save(run.user.upn, stored, fileName, contentType, run.agentName, run.sessionId ?? null);
+  const doc = await s.files.save({
+    owner: run.user.upn,
+    stored,
+    fileName,
+    contentType,
+    agentName: run.agentName,
+    sessionId: run.sessionId ?? null,
+  });
   return { type: 'File', file_object_id: doc.object_id, file_name: fileName, content_type: contentType };
 }

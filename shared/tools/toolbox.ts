@@ -81,11 +81,11 @@ export interface ToolContext {
   spend?: EmbeddingSpend;
 }
 
+/** The functions an agent's tools offer the model in one turn, and what they gather for the answer. */
 export async function toolboxFor(
   s: ToolboxDeps,
   context: ToolContext,
-  agent: AgentDoc,
-  tools: readonly ToolDoc[],
+  { agent, tools }: { agent: AgentDoc; tools: readonly ToolDoc[] },
 ): Promise<Toolbox> {
   const { user, scope } = context;
   const clients: Client[] = [];
@@ -107,7 +107,9 @@ export async function toolboxFor(
           type: 'function',
           function: {
             name: functionName(tool.name, 'search'),
-            description: `Searches the ${index} knowledge index${tool.description ? ` (${tool.description})` : ''} and returns the most relevant passages with their sources.`,
+            description:
+              `Searches the ${index} knowledge index${tool.description ? ` (${tool.description})` : ''} ` +
+              'and returns the most relevant passages with their sources.',
             parameters: {
               type: 'object',
               properties: { query: { type: 'string', description: 'What to look for' } },
@@ -121,15 +123,13 @@ export async function toolboxFor(
             return { text: 'query must be a non-empty string', isError: true };
           const hits = aboveMinimum(
             knowledge,
-            await searchIndex(
-              s,
-              agent,
+            await searchIndex(s, agent, {
               index,
-              new PromptEmbeddings(args.query, signal, context.spend),
+              embeddings: new PromptEmbeddings(args.query, signal, context.spend),
               scope,
-              topN,
-              knowledge.searchMode,
-            ),
+              top: topN,
+              mode: knowledge.searchMode,
+            }),
           );
           citations.push(...hits.map(citationOf));
           return {
@@ -156,12 +156,10 @@ export async function toolboxFor(
         const taken = functions.some((f) => f.definition.function.name === plugin.shortName);
         functions.push({
           tool: tool.name,
-          ...pluginFunction(
-            s,
-            plugin,
-            taken ? functionName(tool.name, plugin.shortName) : plugin.shortName,
-            tool.description ?? '',
-          ),
+          ...pluginFunction(s, plugin, {
+            name: taken ? functionName(tool.name, plugin.shortName) : plugin.shortName,
+            description: tool.description ?? '',
+          }),
         });
       }
     }
@@ -181,7 +179,7 @@ export async function toolboxFor(
       let client: Promise<Client> | undefined;
       const connected = () => {
         if (!client) {
-          client = connectMcp(s, tool, user, agent, (lifetime ??= new AbortController()).signal);
+          client = connectMcp(s, tool, { user, agent, signal: (lifetime ??= new AbortController()).signal });
           client.then(
             (c) => clients.push(c),
             () => undefined,

@@ -41,13 +41,27 @@ export const signature = (secrets: readonly string[], body: string, t: number) =
 /** A new signing secret, for when none is configured (operators read it from the app configuration). */
 export const newSigningSecret = () => randomBytes(32).toString('base64url');
 
+/** A delivery: the receiver's URL, the body, and the secrets that sign it (the current one first). */
+export interface Delivery {
+  url: string;
+  body: string;
+  secrets: readonly string[];
+}
+
+/** How deliveries connect: the pool of user URLs, and the outbound rules the URL must meet. */
+export interface DeliveryRoute {
+  dispatcher: Dispatcher;
+  rules: OutboundRules;
+}
+
+/** A property of a thrown value (own or inherited, enumerable or not), when it is an object that has it. */
+const fieldOf = (value: unknown, name: 'code' | 'cause'): unknown =>
+  typeof value === 'object' && value !== null && name in value ? Reflect.get(value, name) : undefined;
+
 /** POSTs a signed body; resolves with what happened, never throws. */
 export async function post(
-  url: string,
-  body: string,
-  secrets: readonly string[],
-  dispatcher: Dispatcher,
-  rules: OutboundRules,
+  { url, body, secrets }: Delivery,
+  { dispatcher, rules }: DeliveryRoute,
 ): Promise<Omit<DeliveryAttempt, 'attempt' | 'at'>> {
   const started = Date.now();
   const took = () => Date.now() - started;
@@ -73,9 +87,7 @@ export async function post(
     const ok = response.statusCode >= 200 && response.statusCode < 300;
     return { outcome: ok ? 'delivered' : 'failed', status_code: response.statusCode, duration_ms: took() };
   } catch (e) {
-    const blocked =
-      (e as { code?: string } | undefined)?.code === 'EBLOCKED' ||
-      (e as { cause?: { code?: string } } | undefined)?.cause?.code === 'EBLOCKED';
+    const blocked = fieldOf(e, 'code') === 'EBLOCKED' || fieldOf(fieldOf(e, 'cause'), 'code') === 'EBLOCKED';
     return blocked
       ? { outcome: 'refused', error: 'callback_url is not an allowed destination', duration_ms: took() }
       : { outcome: 'failed', error: 'the receiver could not be reached', duration_ms: took() };

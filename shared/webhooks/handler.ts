@@ -115,10 +115,13 @@ export async function deliverWebhook(
     const secrets = await signingSecrets(s);
     result =
       secrets.length > 0
-        ? await post(op.callback_url, body, secrets, s.userDispatcher, {
-            policy: 'user',
-            allowPrivateNetwork: s.config.allowPrivateNetwork,
-          })
+        ? await post(
+            { url: op.callback_url, body, secrets },
+            {
+              dispatcher: s.userDispatcher,
+              rules: { policy: 'user', allowPrivateNetwork: s.config.allowPrivateNetwork },
+            },
+          )
         : {
             outcome: 'refused' as const,
             error: `the secret that ${SIGNING_SECRET_SETTING} names is not set`,
@@ -127,7 +130,7 @@ export async function deliverWebhook(
   } finally {
     leave();
   }
-  await updateDocument(operations(s), key, key, (current) =>
+  await updateDocument(operations(s), { pk: key, id: key }, (current) =>
     current
       ? {
           ...current,

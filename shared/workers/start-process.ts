@@ -35,7 +35,8 @@ export function startProcess(base: string, name: string, options: ProcessOptions
   const tsx = source ? ['--import', pathToFileURL(createRequire(base).resolve('tsx')).href] : [];
   const node = [...(options.nodeArgs ?? []), ...tsx, script];
   // The shell sets the bound (no core dump of a document either), then becomes Node: the pid is Node's.
-  const bound = `ulimit -c 0 && ulimit -d ${Math.ceil(options.dataBytes / 1024)} || exit ${LIMIT_NOT_SET}; exec "$0" "$@"`;
+  const limits = `ulimit -c 0 && ulimit -d ${Math.ceil(options.dataBytes / 1024)}`;
+  const bound = `${limits} || exit ${LIMIT_NOT_SET}; exec "$0" "$@"`;
   const [command, args] =
     process.platform === 'win32' ? [process.execPath, node] : ['/bin/sh', ['-c', bound, process.execPath, ...node]];
   const child = spawn(command, args, {

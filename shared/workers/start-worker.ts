@@ -2,14 +2,15 @@
 // per-file build and in the bundle, whose entries sit beside its chunks), or `.ts` through tsx from sources.
 import { Worker, type ResourceLimits } from 'node:worker_threads';
 
+/** What a worker starts with: its data, its heap limits, and an environment of its own. */
+export interface WorkerStart {
+  workerData?: unknown;
+  resourceLimits?: ResourceLimits | undefined;
+  env?: Record<string, string> | undefined;
+}
+
 /** Starts the worker `name` beside the module whose `import.meta.url` is `base`; it does not hold the process open. */
-export function startWorker(
-  base: string,
-  name: string,
-  workerData: unknown,
-  resourceLimits?: ResourceLimits,
-  env?: Record<string, string>,
-): Worker {
+export function startWorker(base: string, name: string, { workerData, resourceLimits, env }: WorkerStart = {}): Worker {
   // From TypeScript sources (development, tests) the worker is loaded through tsx; built code runs plain.
   const source = base.endsWith('.ts');
   const url = new URL(`./${name}.${source ? 'ts' : 'js'}`, base);

@@ -46,7 +46,7 @@ describe('npm start for an operator', () => {
     for (const r of started) await r.stop();
   });
 
-  it('prints a token command that works with non-default settings, and gives each DATA_DIR its own Azurite', async () => {
+  it('prints a token command that works with non-default settings; gives each DATA_DIR its own Azurite', async () => {
     const instances = [];
     for (let i = 0; i < 2; i++) {
       const dataDir = tempDir();
@@ -77,9 +77,13 @@ describe('npm start for an operator', () => {
         /Azurite of this DATA_DIR on 127\.0\.0\.1:(\d+)\/(\d+)/.exec(running.output())?.slice(1).map(Number) ?? [],
     );
     expect(ports[0]).not.toEqual(ports[1]);
+    // Azurite's well-known development account.
+    const account =
+      'AccountName=devstoreaccount1;' +
+      'AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==';
     const blobs = ports.map(([blob]) =>
       BlobServiceClient.fromConnectionString(
-        `DefaultEndpointsProtocol=http;AccountName=devstoreaccount1;AccountKey=Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw==;BlobEndpoint=http://127.0.0.1:${blob}/devstoreaccount1;`,
+        `DefaultEndpointsProtocol=http;${account};BlobEndpoint=http://127.0.0.1:${blob}/devstoreaccount1;`,
       ),
     );
     await blobs[0]?.getContainerClient('only-in-the-first').create();

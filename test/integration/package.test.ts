@@ -115,7 +115,8 @@ describe('the Azure Functions package', () => {
       COSMOS_ENDPOINT: 'https://example.documents.azure.com:443/',
       STORAGE_ACCOUNT_NAME: 'example',
       APPLICATIONINSIGHTS_CONNECTION_STRING:
-        'InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint=https://example.in.applicationinsights.azure.com/',
+        'InstrumentationKey=00000000-0000-0000-0000-000000000000;' +
+        'IngestionEndpoint=https://example.in.applicationinsights.azure.com/',
       AZURE_CLIENT_ID: '00000000-0000-0000-0000-000000000001',
     };
     const modules = functionsCoreStandIn();

@@ -188,9 +188,10 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     expect(JSON.stringify(files.body)).toContain('notes.txt');
   });
 
-  it('previews an attached image, and shows a reloaded conversation with its sources, scores and stored prompt', async () => {
+  it('previews an attached image; a reloaded conversation shows its sources, scores and stored prompt', async () => {
     const png = Buffer.from(
-      '89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8ffff3f0005fe02fea7d6a4c40000000049454e44ae426082',
+      '89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489' +
+        '0000000d4944415478da63f8ffff3f0005fe02fea7d6a4c40000000049454e44ae426082',
       'hex',
     );
     await page.locator('#upload').setInputFiles({ name: 'dot.png', mimeType: 'image/png', buffer: png });
@@ -799,7 +800,7 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     await expect.poll(() => page.getByRole('row').filter({ hasText: 'Svc:Branding:PrimaryColor' }).count()).toBe(1);
   });
 
-  it("defines completion quotas, showing the API's message for one it refuses, and the Core API enforces them", async () => {
+  it("defines completion quotas, shows the API's message for a refused one; the Core API enforces them", async () => {
     const stored = async () =>
       (await app.call('GET', `${providers(app, 'Svc.Configuration')}/appConfigurations/Svc:Quota:Definitions`))
         .body as { resource?: { value: string } };
@@ -1158,7 +1159,7 @@ describe.skipIf(!BROWSER)('the portals in Chromium', () => {
     },
   );
 
-  it('fits a phone screen: no sideways scrolling (a long session name is cut), the navigation above the content', async () => {
+  it('fits a phone screen: no sideways scrolling (a long session name is cut), navigation above content', async () => {
     await app.call('POST', `${app.core}/instances/${INSTANCE}/sessions`, {
       body: { name: `A very long automatically named session ${'about penguins '.repeat(10)}` },
     });
@@ -1223,7 +1224,7 @@ describe.skipIf(!BROWSER)('Entra ID sign-in in Chromium', () => {
     await app.close();
   });
 
-  it('signs in with MSAL by redirect (authorization code with PKCE) and calls the APIs with the access token', async () => {
+  it('signs in with MSAL by redirect (auth code with PKCE) and calls the APIs with the access token', async () => {
     const page = await browser.newPage();
     const b64url = (v: unknown) => Buffer.from(JSON.stringify(v)).toString('base64url');
     const clientInfo = b64url({ uid: LOCAL_DEFAULT_USER.oid, utid: TENANT });
@@ -1261,7 +1262,9 @@ describe.skipIf(!BROWSER)('Entra ID sign-in in Chromium', () => {
         });
       if (url.pathname.endsWith('/oauth2/v2.0/authorize')) {
         seen.authorize = url.searchParams;
-        const back = `${url.searchParams.get('redirect_uri') ?? ''}#code=the-code&state=${encodeURIComponent(url.searchParams.get('state') ?? '')}&client_info=${clientInfo}`;
+        const redirect = url.searchParams.get('redirect_uri') ?? '';
+        const state = encodeURIComponent(url.searchParams.get('state') ?? '');
+        const back = `${redirect}#code=the-code&state=${state}&client_info=${clientInfo}`;
         return route.fulfill({ status: 302, headers: { location: back } });
       }
       if (url.pathname.endsWith('/oauth2/v2.0/token')) {

@@ -91,12 +91,15 @@ async function zipOf(parts: Record<string, string>): Promise<Buffer> {
   return Buffer.concat(chunks);
 }
 
-const contentTypes = (overrides: Record<string, string>) =>
-  `<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types"><Default Extension="xml" ContentType="application/xml"/>${Object.entries(
-    overrides,
-  )
+const contentTypes = (overrides: Record<string, string>) => {
+  const listed = Object.entries(overrides)
     .map(([part, type]) => `<Override PartName="${part}" ContentType="${type}"/>`)
-    .join('')}</Types>`;
+    .join('');
+  return (
+    '<?xml version="1.0"?><Types xmlns="http://schemas.openxmlformats.org/package/2006/content-types">' +
+    `<Default Extension="xml" ContentType="application/xml"/>${listed}</Types>`
+  );
+};
 
 /** A presentation of one slide per entry, each slide's lines as paragraphs. */
 export function pptxOf(slides: string[][]): Promise<Buffer> {
@@ -113,7 +116,8 @@ export function pptxOf(slides: string[][]): Promise<Buffer> {
       .join('');
     parts[`ppt/slides/slide${i + 1}.xml`] =
       `<?xml version="1.0"?><p:sld xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" ` +
-      `xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main"><p:cSld><p:spTree><p:sp><p:txBody>${paragraphs}</p:txBody></p:sp></p:spTree></p:cSld></p:sld>`;
+      `xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main">` +
+      `<p:cSld><p:spTree><p:sp><p:txBody>${paragraphs}</p:txBody></p:sp></p:spTree></p:cSld></p:sld>`;
   });
   return zipOf(parts);
 }
@@ -126,7 +130,12 @@ export function xlsxOf(sheetName: string, rows: (string | number)[][]): Promise<
     strings.push(v);
     return `<c t="s"><v>${strings.length - 1}</v></c>`;
   };
-  const sheet = `<?xml version="1.0"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheetData>${rows.map((r) => `<row>${r.map(cell).join('')}</row>`).join('')}</sheetData></worksheet>`;
+  // The rows first: their text cells fill the shared strings.
+  const sheetData = rows.map((r) => `<row>${r.map(cell).join('')}</row>`).join('');
+  const sheet =
+    '<?xml version="1.0"?><worksheet xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">' +
+    `<sheetData>${sheetData}</sheetData></worksheet>`;
+  const sharedStrings = strings.map((s) => `<si><t>${s}</t></si>`).join('');
   return zipOf({
     '[Content_Types].xml': contentTypes({
       '/xl/workbook.xml': 'application/vnd.openxmlformats-officedocument.spreadsheetml.sheet.main+xml',
@@ -136,6 +145,8 @@ export function xlsxOf(sheetName: string, rows: (string | number)[][]): Promise<
       `xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main"><sheets><sheet name="${sheetName}" ` +
       `sheetId="1"/></sheets></workbook>`,
     'xl/worksheets/sheet1.xml': sheet,
-    'xl/sharedStrings.xml': `<?xml version="1.0"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">${strings.map((s) => `<si><t>${s}</t></si>`).join('')}</sst>`,
+    'xl/sharedStrings.xml':
+      '<?xml version="1.0"?><sst xmlns="http://schemas.openxmlformats.org/spreadsheetml/2006/main">' +
+      `${sharedStrings}</sst>`,
   });
 }

@@ -57,9 +57,9 @@ export default async function setup(project: TestProject) {
     await azurite.stop();
     const left = marked(`${RUN_MARKER}=${runId}`);
     for (const p of left) process.kill(p.pid, 'SIGKILL');
-    if (left.length > 0)
-      throw new Error(
-        `The test run left ${left.length} process(es) running (now killed):\n${left.map((p) => `  ${p.pid} ${p.command}`).join('\n')}`,
-      );
+    if (left.length > 0) {
+      const listed = left.map((p) => `  ${p.pid} ${p.command}`).join('\n');
+      throw new Error(`The test run left ${left.length} process(es) running (now killed):\n${listed}`);
+    }
   };
 }

@@ -64,7 +64,10 @@ export async function compressedStreamBombPdf(mib = 256, fill?: string): Promise
     parts.push(part);
     length += part.length;
   });
-  const xref = `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('')}trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${length}\n%%EOF\n`;
+  const entries = offsets.map((o) => `${String(o).padStart(10, '0')} 00000 n \n`).join('');
+  const xref =
+    `xref\n0 ${objects.length + 1}\n0000000000 65535 f \n${entries}` +
+    `trailer\n<< /Size ${objects.length + 1} /Root 1 0 R >>\nstartxref\n${length}\n%%EOF\n`;
   parts.push(Buffer.from(xref));
   return Buffer.concat(parts);
 }
@@ -82,9 +85,10 @@ export async function docxBomb(mib = 200): Promise<Buffer> {
     '[Content_Types].xml',
   );
   const paragraph = '<w:p><w:r><w:t>bomb</w:t></w:r></w:p>';
+  const paragraphs = paragraph.repeat(Math.floor((mib * 1024 * 1024) / paragraph.length));
   const body = Buffer.from(
-    `<?xml version="1.0"?><w:document ` +
-      `xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:body>${paragraph.repeat(Math.floor((mib * 1024 * 1024) / paragraph.length))}</w:body></w:document>`,
+    '<?xml version="1.0"?><w:document xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main">' +
+      `<w:body>${paragraphs}</w:body></w:document>`,
   );
   zip.addBuffer(body, 'word/document.xml', { compress: true });
   zip.end();

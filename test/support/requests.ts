@@ -46,5 +46,5 @@ export async function call(routes: readonly Route[], services: Services, r: Fake
   const request = platformRequest(r);
   const found = createRouter(routes.filter((route) => !r.api || route.api === r.api))(request.method, request.path);
   if (found.kind !== 'found') throw new Error(`No route for ${request.method} ${request.path} (${found.kind})`);
-  return handle(found.route, request, found.params, services);
+  return handle({ route: found.route, request, rawParams: found.params, services });
 }

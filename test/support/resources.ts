@@ -39,5 +39,5 @@ export async function put(
   by: Principal = OWNER,
 ): Promise<string> {
   const definition = kind.schema.parse({ name, ...body });
-  return (await upsertResource(s, servedType(kind), by, name, definition)).object_id;
+  return (await upsertResource(s, { type: servedType(kind), principal: by, name }, definition)).object_id;
 }

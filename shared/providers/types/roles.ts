@@ -31,13 +31,15 @@ export const ROLE_IDS = {
 
 export const roleDefinitionPath = (id: string) => `/providers/Svc.Authorization/roleDefinitions/${id}`;
 
-const role = (
-  id: string,
-  display_name: string,
-  description: string,
-  actions: string[],
-  not_actions: string[] = [],
-): RoleDefinition => ({
+interface RoleSpec {
+  id: string;
+  display_name: string;
+  description: string;
+  actions: string[];
+  not_actions?: string[];
+}
+
+const role = ({ id, display_name, description, actions, not_actions = [] }: RoleSpec): RoleDefinition => ({
   type: 'role-definition',
   name: id,
   object_id: roleDefinitionPath(id),
@@ -48,46 +50,57 @@ const role = (
 });
 
 export const ROLE_DEFINITIONS: readonly RoleDefinition[] = [
-  role(ROLE_IDS.owner, 'Owner', 'Full access, including role assignments and owner changes.', ['*'], NOT_ANALYTICS),
-  role(
-    ROLE_IDS.contributor,
-    'Contributor',
-    'Full access to resources, but cannot write or delete Svc.Authorization resources.',
-    ['*'],
-    ['Svc.Authorization/*/write', 'Svc.Authorization/*/delete', ...NOT_ANALYTICS],
-  ),
-  role(
-    ROLE_IDS.reader,
-    'Reader',
-    'Reads resources; on an agent, also uses it through the Core API.',
-    ['*/read'],
-    NOT_ANALYTICS,
-  ),
-  role(
-    ROLE_IDS.userAccessAdministrator,
-    'User Access Administrator',
-    'Reads resources and manages role assignments.',
-    ['*/read', 'Svc.Authorization/*'],
-    NOT_ANALYTICS,
-  ),
-  role(
-    ROLE_IDS.rbacAdministrator,
-    'Role Based Access Control Administrator',
-    'Manages role assignments and reads role definitions.',
-    ['Svc.Authorization/roleAssignments/*', 'Svc.Authorization/roleDefinitions/read'],
-  ),
-  role(
-    ROLE_IDS.agentAccessTokensContributor,
-    'Agent Access Tokens Contributor',
-    'Reads, creates, deletes and validates agent access tokens.',
-    [
+  role({
+    id: ROLE_IDS.owner,
+    display_name: 'Owner',
+    description: 'Full access, including role assignments and owner changes.',
+    actions: ['*'],
+    not_actions: NOT_ANALYTICS,
+  }),
+  role({
+    id: ROLE_IDS.contributor,
+    display_name: 'Contributor',
+    description: 'Full access to resources, but cannot write or delete Svc.Authorization resources.',
+    actions: ['*'],
+    not_actions: ['Svc.Authorization/*/write', 'Svc.Authorization/*/delete', ...NOT_ANALYTICS],
+  }),
+  role({
+    id: ROLE_IDS.reader,
+    display_name: 'Reader',
+    description: 'Reads resources; on an agent, also uses it through the Core API.',
+    actions: ['*/read'],
+    not_actions: NOT_ANALYTICS,
+  }),
+  role({
+    id: ROLE_IDS.userAccessAdministrator,
+    display_name: 'User Access Administrator',
+    description: 'Reads resources and manages role assignments.',
+    actions: ['*/read', 'Svc.Authorization/*'],
+    not_actions: NOT_ANALYTICS,
+  }),
+  role({
+    id: ROLE_IDS.rbacAdministrator,
+    display_name: 'Role Based Access Control Administrator',
+    description: 'Manages role assignments and reads role definitions.',
+    actions: ['Svc.Authorization/roleAssignments/*', 'Svc.Authorization/roleDefinitions/read'],
+  }),
+  role({
+    id: ROLE_IDS.agentAccessTokensContributor,
+    display_name: 'Agent Access Tokens Contributor',
+    description: 'Reads, creates, deletes and validates agent access tokens.',
+    actions: [
       'Svc.Agent/agents/agentAccessTokens/read',
       'Svc.Agent/agents/agentAccessTokens/write',
       'Svc.Agent/agents/agentAccessTokens/delete',
       'Svc.Agent/agents/agentAccessTokens/validate',
     ],
-  ),
-  role(ROLE_IDS.analyticsReader, 'Analytics Reader', 'Runs analytics queries.', [...ANALYTICS_ACTIONS]),
+  }),
+  role({
+    id: ROLE_IDS.analyticsReader,
+    display_name: 'Analytics Reader',
+    description: 'Runs analytics queries.',
+    actions: [...ANALYTICS_ACTIONS],
+  }),
 ];
 
 export const ROLES_BY_ID: ReadonlyMap<string, RoleDefinition> = new Map(ROLE_DEFINITIONS.map((r) => [r.name, r]));

@@ -65,12 +65,11 @@ const LINKS = {
         : 'is not a realtime model',
 } satisfies Record<string, Link>;
 
-/** 400 when the object id names a live resource of another kind. */
+/** 400 when the object id (given in `field`) names a live resource of another kind. */
 export async function checkLink(
   s: AgentLinksDeps,
-  field: string,
-  objectId: string | undefined,
   link: Link,
+  { field, objectId }: { field: string; objectId: string | undefined },
 ): Promise<void> {
   if (objectId === undefined) return;
   const doc = await s.resourceCache.get(objectId);
@@ -93,38 +92,30 @@ export type AgentLinks = Partial<
 
 /** Checks the links a (possibly partial) agent definition carries. */
 export async function checkAgentLinks(s: AgentLinksDeps, d: AgentLinks): Promise<void> {
-  await checkLink(s, 'workflow_object_id', d.workflow_object_id, LINKS.workflow);
+  await checkLink(s, LINKS.workflow, { field: 'workflow_object_id', objectId: d.workflow_object_id });
   await checkWorkflowParameters(s, d);
   for (const [i, id] of (d.tool_object_ids ?? []).entries()) {
-    await checkLink(s, `tool_object_ids[${i}]`, id, LINKS.tool);
-    await checkLink(s, `tool_object_ids[${i}]`, id, LINKS.pluginTool);
+    await checkLink(s, LINKS.tool, { field: `tool_object_ids[${i}]`, objectId: id });
+    await checkLink(s, LINKS.pluginTool, { field: `tool_object_ids[${i}]`, objectId: id });
     await checkToolPlugin(s, `tool_object_ids[${i}]`, id);
   }
   const rewrite = d.text_rewrite_settings?.user_prompt_rewrite_settings;
-  await checkLink(
-    s,
-    'text_rewrite_settings.user_prompt_rewrite_settings.user_prompt_rewrite_ai_model_object_id',
-    rewrite?.user_prompt_rewrite_ai_model_object_id,
-    LINKS.completionModel,
-  );
-  await checkLink(
-    s,
-    'text_rewrite_settings.user_prompt_rewrite_settings.user_prompt_rewrite_prompt_object_id',
-    rewrite?.user_prompt_rewrite_prompt_object_id,
-    LINKS.prompt,
-  );
-  await checkLink(
-    s,
-    'cache_settings.semantic_cache_settings.embedding_ai_model_object_id',
-    d.cache_settings?.semantic_cache_settings?.embedding_ai_model_object_id,
-    LINKS.embeddingModel,
-  );
-  await checkLink(
-    s,
-    'realtime_speech_settings.realtime_speech_ai_model_object_id',
-    d.realtime_speech_settings?.realtime_speech_ai_model_object_id,
-    LINKS.realtimeModel,
-  );
+  await checkLink(s, LINKS.completionModel, {
+    field: 'text_rewrite_settings.user_prompt_rewrite_settings.user_prompt_rewrite_ai_model_object_id',
+    objectId: rewrite?.user_prompt_rewrite_ai_model_object_id,
+  });
+  await checkLink(s, LINKS.prompt, {
+    field: 'text_rewrite_settings.user_prompt_rewrite_settings.user_prompt_rewrite_prompt_object_id',
+    objectId: rewrite?.user_prompt_rewrite_prompt_object_id,
+  });
+  await checkLink(s, LINKS.embeddingModel, {
+    field: 'cache_settings.semantic_cache_settings.embedding_ai_model_object_id',
+    objectId: d.cache_settings?.semantic_cache_settings?.embedding_ai_model_object_id,
+  });
+  await checkLink(s, LINKS.realtimeModel, {
+    field: 'realtime_speech_settings.realtime_speech_ai_model_object_id',
+    objectId: d.realtime_speech_settings?.realtime_speech_ai_model_object_id,
+  });
   const shielding = d.shielding_settings;
   if (shielding) {
     await checkRunnable(
@@ -183,8 +174,7 @@ function namedResources(d: AgentLinks): [string, string][] {
 export async function authorizeAgentLinks(
   s: AgentLinksDeps,
   principal: Principal,
-  d: AgentLinks,
-  existing: AgentLinks | undefined,
+  { definition: d, existing }: { definition: AgentLinks; existing: AgentLinks | undefined },
 ): Promise<void> {
   const before = new Set(existing ? namedResources(existing).map(([, id]) => id.toLowerCase()) : []);
   for (const [field, objectId] of namedResources(d)) {
@@ -202,8 +192,8 @@ export async function checkWorkflowLinks(
   s: AgentLinksDeps,
   d: Pick<WorkflowDoc, 'main_ai_model_object_id' | 'main_prompt_object_id'>,
 ): Promise<void> {
-  await checkLink(s, 'main_ai_model_object_id', d.main_ai_model_object_id, LINKS.completionModel);
-  await checkLink(s, 'main_prompt_object_id', d.main_prompt_object_id, LINKS.prompt);
+  await checkLink(s, LINKS.completionModel, { field: 'main_ai_model_object_id', objectId: d.main_ai_model_object_id });
+  await checkLink(s, LINKS.prompt, { field: 'main_prompt_object_id', objectId: d.main_prompt_object_id });
 }
 
 /** An external workflow's plugin gets the agent's workflow_parameters: they must be the ones it declares. */
@@ -226,8 +216,7 @@ async function checkWorkflowParameters(s: AgentLinksDeps, d: AgentLinks): Promis
   checkReference(
     { name: plugin.name, parameters: plugin.manifest.parameters, dependencies: plugin.manifest.dependencies },
     d.workflow_parameters ?? {},
-    'workflow_parameters',
-    available,
+    { field: 'workflow_parameters', available },
   );
 }
 

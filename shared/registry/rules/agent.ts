@@ -19,14 +19,16 @@ export const assignmentName = (scope: string, principalId: string, roleId: strin
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-8${h.slice(17, 20)}-${h.slice(20, 32)}`;
 };
 
+/** A role the service grants: to whom, which role, at what scope, and the note the assignment carries. */
+export interface Grant {
+  grantee: { id: string; type: RoleAssignmentDoc['principal_type'] };
+  roleId: string;
+  scope: string;
+  note: string;
+}
+
 /** Writes a role assignment the service itself grants (not subject to the caller's permissions). */
-export async function grant(
-  ctx: HookContext,
-  grantee: { id: string; type: RoleAssignmentDoc['principal_type'] },
-  roleId: string,
-  scope: string,
-  note: string,
-): Promise<void> {
+export async function grant(ctx: HookContext, { grantee, roleId, scope, note }: Grant): Promise<void> {
   const name = assignmentName(scope, grantee.id, roleId);
   const doc = serviceAssignment(ctx.services.config.instanceId, name, {
     principalId: grantee.id,
@@ -43,22 +45,26 @@ export async function grant(
 export const agentRules: ResourceRules<typeof agents> = {
   validate: (definition, { services }) => checkAgentLinks(services, definition),
   authorizeWrite: (definition, existing, { services, principal }) =>
-    authorizeAgentLinks(services, principal, definition, existing),
+    authorizeAgentLinks(services, principal, { definition, existing }),
   computed: (_definition, existing, ctx) => ({
     // Stable for the agent's life: every access token of the agent shares it.
     virtual_security_group_id: existing?.virtual_security_group_id ?? randomUUID(),
     owner_user_id: existing?.owner_user_id ?? ctx.principal.id,
   }),
   afterCreate: async (doc, ctx) => {
-    await grant(ctx, { id: ctx.principal.id, type: 'User' }, ROLE_IDS.owner, doc.object_id, 'Creator of the agent');
+    await grant(ctx, {
+      grantee: { id: ctx.principal.id, type: 'User' },
+      roleId: ROLE_IDS.owner,
+      scope: doc.object_id,
+      note: 'Creator of the agent',
+    });
     if (doc.virtual_security_group_id)
-      await grant(
-        ctx,
-        { id: doc.virtual_security_group_id, type: 'Group' },
-        ROLE_IDS.reader,
-        doc.object_id,
-        'Agent access tokens of the agent',
-      );
+      await grant(ctx, {
+        grantee: { id: doc.virtual_security_group_id, type: 'Group' },
+        roleId: ROLE_IDS.reader,
+        scope: doc.object_id,
+        note: 'Agent access tokens of the agent',
+      });
   },
   // A purged agent takes its role assignments and access tokens with it: a new agent of that name starts clean.
   afterPurge: async (doc, ctx) => {
@@ -66,11 +72,13 @@ export const agentRules: ResourceRules<typeof agents> = {
     // The assignments and their versions (a version keeps the scope it granted under `definition`).
     const { items } = await c.query({ partition: ROLE_ASSIGNMENTS_PK });
     const scope = doc.object_id.toLowerCase();
-    for (const a of items as (Omit<RoleAssignmentDoc, 'scope'> & {
-      scope?: string;
-      definition?: { scope?: unknown };
-    })[]) {
-      const granted = a.scope ?? a.definition?.scope;
+    for (const a of items) {
+      // A version holds no scope of its own: the one it granted is in its definition.
+      const fields = new Map<string, unknown>(Object.entries(a));
+      const definition = fields.get('definition');
+      const granted =
+        fields.get('scope') ??
+        (typeof definition === 'object' && definition !== null && 'scope' in definition ? definition.scope : undefined);
       const assigned = typeof granted === 'string' ? granted.toLowerCase() : '';
       if (assigned === scope || assigned.startsWith(`${scope}/`)) await c.delete(a.pk, a.id);
     }

@@ -2,7 +2,7 @@
 // managed-identity tokens only for their audience, setting values that parse, secret settings rotated and
 // masked, and what a purged pipeline indexed removed with it.
 import { thresholdProblem } from '../../analytics/abuse.js';
-import { BUDGET_SETTING, parseBudgets } from '../../completions/budgets.js';
+import { BUDGET_SETTING, parseBudgets } from '../../completions/budget-definitions.js';
 import { parseQuotaDefinitions, QUOTA_SETTING } from '../../completions/quotas.js';
 import { forbidden, validationError } from '../../errors.js';
 import { dropPipelineDocuments } from '../../knowledge/runs.js';
@@ -15,9 +15,8 @@ import { BLOCKLIST_SETTING, compileBlocklist } from '../../matching/blocklist.js
 import { brandingProblem } from '../../providers/branding.js';
 import type { ResourceRules } from '../../providers/resource-rules.js';
 import { APP_CONFIG_PK, maskSecret, rotated } from '../../providers/settings.js';
+import { dataPipelines, dataSources } from '../../providers/types/data-pipelines.js';
 import {
-  dataPipelines,
-  dataSources,
   PLATFORM_MEMORY,
   type aiModels,
   type apiEndpointConfigurations,
@@ -95,7 +94,7 @@ export const toolRules: ResourceRules<typeof tools> = {
         },
       ]);
     }
-    const identity = identityProblem(d.url, scope, services.gate, services.config);
+    const identity = identityProblem({ url: d.url, scope, gate: services.gate, config: services.config });
     if (identity) throw validationError([{ field: 'url', message: identity }]);
   },
 };
@@ -168,7 +167,7 @@ export const appConfigurationRules: ResourceRules<typeof appConfigurations> = {
       : Promise.resolve();
   },
   // A secret setting keeps the value a change replaced valid for a while (rotation), and is never shown.
-  computed: (d, existing) => rotated(d.key, d.value, existing),
+  computed: (d, existing) => rotated(d, existing),
   present: maskSecret,
   afterChange: (doc, { services }) => {
     if (doc.pk === APP_CONFIG_PK) services.settings.invalidate(doc.name);
@@ -179,7 +178,8 @@ export const apiEndpointRules: ResourceRules<typeof apiEndpointConfigurations> =
   validate: async (d, { services, principal }) => {
     // Managed-identity tokens only for allowed scopes, and only to their audience's hosts.
     if (d.authentication_type === 'AzureIdentity') {
-      const problem = identityProblem(d.url, d.authentication_parameters.scope, services.gate, services.config);
+      const { scope } = d.authentication_parameters;
+      const problem = identityProblem({ url: d.url, scope, gate: services.gate, config: services.config });
       if (problem) throw validationError([{ field: 'url', message: problem }]);
     }
     // Loopback and private addresses (local model servers) only from a principal who may assign roles at the

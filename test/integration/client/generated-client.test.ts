@@ -24,13 +24,20 @@ const client = createClient<paths, 'application/json'>({
 });
 const instanceId = process.env.INSTANCE_ID ?? '';
 
-const session = await client.POST('/instances/{instanceId}/sessions', { params: { path: { instanceId } }, body: { name: 'Generated' } });
+const session = await client.POST('/instances/{instanceId}/sessions', {
+  params: { path: { instanceId } },
+  body: { name: 'Generated' },
+});
 if (!session.data) throw new Error(\`session: \${JSON.stringify(session.error)}\`);
 const sessionId: string = session.data.id;
 
 const upload = await client.POST('/instances/{instanceId}/files/upload', {
   params: { path: { instanceId } },
-  body: { file: new File(['The launch code is 4242.'], 'code.txt', { type: 'text/plain' }), agent_name: 'typed', session_id: sessionId },
+  body: {
+    file: new File(['The launch code is 4242.'], 'code.txt', { type: 'text/plain' }),
+    agent_name: 'typed',
+    session_id: sessionId,
+  },
   bodySerializer(body) {
     const form = new FormData();
     for (const [name, value] of Object.entries(body)) if (value !== undefined) form.append(name, value);
@@ -48,16 +55,27 @@ if (!completion.data) throw new Error(\`completion: \${JSON.stringify(completion
 const answer: string = completion.data.completion;
 const tokens: number = completion.data.total_tokens;
 
-const files = await client.GET('/instances/{instanceId}/files', { params: { path: { instanceId }, query: { top: 10 } } });
+const files = await client.GET('/instances/{instanceId}/files', {
+  params: { path: { instanceId }, query: { top: 10 } },
+});
 if (!files.data) throw new Error(\`files: \${JSON.stringify(files.error)}\`);
-const listed: { name: string; bytes: number }[] = files.data.map((f) => ({ name: f.display_name, bytes: f.size_bytes }));
+const listed: { name: string; bytes: number }[] = files.data.map((f) => ({
+  name: f.display_name,
+  bytes: f.size_bytes,
+}));
 
-const refused = await client.POST('/instances/{instanceId}/completions', { params: { path: { instanceId } }, body: { user_prompt: '' } });
+const refused = await client.POST('/instances/{instanceId}/completions', {
+  params: { path: { instanceId } },
+  body: { user_prompt: '' },
+});
 // A 400 is the error envelope; a 429 would be the quota response.
 const code: string | undefined = refused.error && 'error' in refused.error ? refused.error.error.code : undefined;
 
-const messages = await client.GET('/instances/{instanceId}/sessions/{sessionId}/messages', { params: { path: { instanceId, sessionId } } });
-console.log(JSON.stringify({ sessionId, objectId, answer, tokens, listed, refusedCode: code, senders: messages.data?.map((m) => m.sender) }));
+const messages = await client.GET('/instances/{instanceId}/sessions/{sessionId}/messages', {
+  params: { path: { instanceId, sessionId } },
+});
+const senders = messages.data?.map((m) => m.sender);
+console.log(JSON.stringify({ sessionId, objectId, answer, tokens, listed, refusedCode: code, senders }));
 `;
 
 /** The Management API's typed answers: plugin packages and an analytics query. */
@@ -69,7 +87,9 @@ const client = createClient<paths, 'application/json'>({
   headers: { authorization: \`Bearer \${process.env.TOKEN ?? ''}\` },
 });
 const instanceId = process.env.INSTANCE_ID ?? '';
-const packages = await client.GET('/instances/{instanceId}/providers/Svc.Platform/pluginPackages', { params: { path: { instanceId }, query: { 'api-version': '2024-02-16' } } });
+const packages = await client.GET('/instances/{instanceId}/providers/Svc.Platform/pluginPackages', {
+  params: { path: { instanceId }, query: { 'api-version': '2024-02-16' } },
+});
 const names: string[] = (packages.data ?? []).map((p) => p.resource.name + '@' + p.resource.current_version);
 const analytics = await client.POST('/instances/{instanceId}/providers/Svc.Analytics/analytics/query', {
   params: { path: { instanceId }, query: { 'api-version': '2024-02-16' } },

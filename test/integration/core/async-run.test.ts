@@ -142,7 +142,7 @@ describe('the async run', () => {
     );
   });
 
-  it('cancels a running operation: the model call is aborted, the status is Cancelled, nothing is recorded', async () => {
+  it('cancels a running operation: the model call is aborted, the status is Cancelled, nothing recorded', async () => {
     const session = await newSession();
     const calls = llm.requests.length;
     const abortedBefore = llm.aborted;

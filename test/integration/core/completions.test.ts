@@ -155,7 +155,7 @@ describe('completions', () => {
       expect((await complete({ agent_name: 'helper', user_prompt: 'x', surprise: true })).status).toBe(400);
     });
 
-    it('answers 403 for an agent the caller may not use, and picks the only usable agent when none is named', async () => {
+    it('answers 403 for an agent the caller may not use; picks the only usable agent when none is named', async () => {
       const r = await complete({ agent_name: 'helper', user_prompt: 'x' }, 'outsider@example.com');
       expect(r).toMatchObject({
         status: 403,

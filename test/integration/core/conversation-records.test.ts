@@ -25,7 +25,8 @@ import {
 } from '../knowledge/support.js';
 
 const PNG = Buffer.from(
-  '89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c4890000000d4944415478da63f8ffff3f0005fe02fea7d6a4c40000000049454e44ae426082',
+  '89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489' +
+    '0000000d4944415478da63f8ffff3f0005fe02fea7d6a4c40000000049454e44ae426082',
   'hex',
 );
 const OTHER = 'someone.else@contoso.com';
@@ -245,7 +246,8 @@ describe.each(STORES)('conversation records on the $name store', (store) => {
       const [, assistant] = await messagesOf(session);
       expect(assistant).toMatchObject({ sender: 'Assistant', citations: answer.citations, content_artifacts: [] });
       expect(assistant?.completion_prompt_id).toEqual(expect.any(String));
-      const promptUrl = `${app.core}/instances/${INSTANCE}/sessions/${session}/completionprompts/${assistant?.completion_prompt_id}`;
+      const sessionUrl = `${app.core}/instances/${INSTANCE}/sessions/${session}`;
+      const promptUrl = `${sessionUrl}/completionprompts/${assistant?.completion_prompt_id}`;
       const prompt = await app.call('GET', promptUrl);
       expect(prompt.status).toBe(200);
       expect(prompt.body).toMatchObject({
@@ -280,7 +282,8 @@ describe.each(STORES)('conversation records on the $name store', (store) => {
         const [, assistant] = (
           await app.call('GET', `${app.core}/instances/${INSTANCE}/sessions/${session}/messages`, as ? { as } : {})
         ).body as Message[];
-        return `${app.core}/instances/${INSTANCE}/sessions/${session}/completionprompts/${assistant?.completion_prompt_id}`;
+        const sessionUrl = `${app.core}/instances/${INSTANCE}/sessions/${session}`;
+        return `${sessionUrl}/completionprompts/${assistant?.completion_prompt_id}`;
       };
       const [viewers, owners] = [await promptOf(viewer), await promptOf()];
       expect((await app.call('GET', viewers, { as: viewer })).status).toBe(200);

@@ -58,10 +58,8 @@ describe('the memory tool server', () => {
     const later = await complete(app, 'remembers', 'What do I like to drink?', { session_id: await session() });
     expect(later.body.completion).toContain('Prefers green tea over coffee');
     // It is in the agent's memory of this user, through the memory API too.
-    const read = await app.call(
-      'GET',
-      `${app.core}/instances/${INSTANCE}/memory?scope=agent&agentObjectId=${encodeURIComponent(objectId('Svc.Agent', 'agents', 'remembers'))}`,
-    );
+    const agent = encodeURIComponent(objectId('Svc.Agent', 'agents', 'remembers'));
+    const read = await app.call('GET', `${app.core}/instances/${INSTANCE}/memory?scope=agent&agentObjectId=${agent}`);
     expect(JSON.stringify(read.body)).toContain('Prefers green tea over coffee');
 
     llm.next({ toolCalls: [{ name: 'memory__get_memory', arguments: { scope: 'combined' } }] });

@@ -65,7 +65,10 @@ describe('personalized memory', () => {
     const body = first.body as Record<string, string>;
     expect(body).toMatchObject({ scope: 'user', upn: as, user_name: as, name: 'writer', agent_object_id: null });
     expect(body.content_markdown).toMatch(
-      /^## Memory: User said so\n_Recorded \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z · reason: User said so · operation: op-1 · session: s-1_\n\nPrefers metric units\.\n$/,
+      new RegExp(
+        /^## Memory: User said so\n_Recorded \d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z · /.source +
+          /reason: User said so · operation: op-1 · session: s-1_\n\nPrefers metric units\.\n$/.source,
+      ),
     );
     await post('/append', { scope: 'user', content_markdown: 'Lives in Lyon.' }, as);
     const after = (await read('scope=user', as)).body as Record<string, string>;
@@ -78,9 +81,10 @@ describe('personalized memory', () => {
 
   it('keeps agent memory per agent, resolves agent_name, and joins user and agent memory when combined', async () => {
     const as = 'combo@example.com';
+    const assignment = '11111111-2222-4333-8444-555555555555';
     await app.call(
       'POST',
-      `${app.management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/11111111-2222-4333-8444-555555555555`,
+      `${app.management}/instances/${INSTANCE}/providers/Svc.Authorization/roleAssignments/${assignment}`,
       {
         body: {
           name: '11111111-2222-4333-8444-555555555555',
@@ -191,7 +195,7 @@ describe('personalized memory', () => {
     await bad(app.call('GET', url('/export')), 'scope');
   });
 
-  it("answers the agent provider's 403 or 404 for agents the user may not use, and 401 without credentials", async () => {
+  it("answers the agent provider's 403 or 404 for agents the user may not use, 401 without credentials", async () => {
     expect((await read(`scope=agent&agentObjectId=${AGENT}`, 'no-access@example.com')).status).toBe(403);
     expect(
       (await read(`scope=agent&agentObjectId=/instances/${INSTANCE}/providers/Svc.Agent/agents/ghost`)).status,

@@ -121,7 +121,7 @@ describe('paged lists', () => {
     expect(files.items.map((f) => f.display_name)).toEqual(['c.txt', 'b.txt', 'a.txt']);
   });
 
-  it('pages Management lists: resources (only those the caller may read), role assignments, access tokens', async () => {
+  it('pages Management lists: resources (those the caller may read), role assignments, access tokens', async () => {
     for (const name of ['page-a', 'page-b', 'page-c']) await seedAgent(app, name, { llmUrl: llm.url });
     const everything = await walk(providers(app, 'Svc.Agent/agents'), 1000);
     const agents = await walk(providers(app, 'Svc.Agent/agents'), 2);

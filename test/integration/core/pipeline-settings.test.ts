@@ -143,7 +143,7 @@ describe('agent pipeline settings', () => {
       await seedAgent(app, 'guarded', { llmUrl: llm.url });
     });
 
-    it('refuses on save a plugin that cannot run: unknown, or Prompt Shields without a Content Safety endpoint', async () => {
+    it('refuses to save an unknown plugin, or Prompt Shields without a Content Safety endpoint', async () => {
       const agentUrl = `${providers(app, 'Svc.Agent')}/agents/guarded`;
       const current = ((await app.call('GET', agentUrl)).body as { resource: Record<string, unknown> }).resource;
       const unknown = await app.call('POST', agentUrl, {

@@ -33,7 +33,8 @@ def answer(args, svc):
     history = " / ".join(m["content"] for m in args["history"])
     said = svc.complete(args["parameters"]["model"], [{"role": "user", "content": args["user_prompt"]}])
     files = ", ".join(a["file_name"] + "=" + a["text"].strip() for a in args["attachments"])
-    return {"completion": said + " | history: " + history + " | files: " + files, "citations": [{"title": "Week plan", "text": "Monday"}]}
+    completion = said + " | history: " + history + " | files: " + files
+    return {"completion": completion, "citations": [{"title": "Week plan", "text": "Monday"}]}
 
 def failing(args, svc):
     return svc.complete("/instances/x/providers/Svc.AIModel/aiModels/none", [{"role": "user", "content": "x"}])
@@ -119,7 +120,7 @@ describe('plugins', () => {
     await llm.close();
   });
 
-  it('offers a tool plugin by its short name with its declared parameters, and gives the model what it returns', async () => {
+  it('offers a tool plugin by its short name and declared parameters; the model gets what it returns', async () => {
     const id = await session();
     llm.next({ toolCalls: [{ name: 'lookup', arguments: { order_id: 'A-17' } }] });
     const r = await complete(app, 'clerk', 'Where is order A-17?', { session_id: id });
@@ -162,7 +163,10 @@ describe('plugins', () => {
     const r = await complete(app, 'clerk', 'try it');
     expect(r.status).toBe(200);
     expect(r.body.completion).toMatch(
-      /^Tools said: Error: KeyError: 'no such order' \(tools\.py, line \d+\) \| Error: nonsense is not a parameter of Python-acme-lookup$/,
+      new RegExp(
+        /^Tools said: Error: KeyError: 'no such order' \(tools\.py, line \d+\) \| /.source +
+          /Error: nonsense is not a parameter of Python-acme-lookup$/.source,
+      ),
     );
   }, 60_000);
 
@@ -243,7 +247,7 @@ describe('plugins', () => {
     expect(JSON.stringify(r.body)).toContain('is a plugin tool without a plugin_object_id');
   });
 
-  it("runs code with the attachments in its working directory; the files it writes become the caller's uploads", async () => {
+  it("runs code in a directory holding the attachments; the files it writes become the caller's uploads", async () => {
     const form = new FormData();
     form.append('file', new Blob(['region,amount\nnorth,10\nsouth,32\n'], { type: 'text/csv' }), 'sales.csv');
     form.append('agent_name', 'clerk');
@@ -300,7 +304,7 @@ describe('plugins', () => {
       });
     });
 
-    it("answers through its plugin, whose model calls go through the gateway and count as the turn's tokens", async () => {
+    it("answers through its plugin, whose model calls pass the gateway and count as the turn's tokens", async () => {
       const id = await session();
       const first = await complete(app, 'clerk', 'Plan my week', { session_id: id });
       expect(first.status, JSON.stringify(first.body)).toBe(200);

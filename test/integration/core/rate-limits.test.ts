@@ -132,7 +132,7 @@ describe('rate-limit headers', () => {
     expect(answered.headers.get('ratelimit')).toMatch(/^"Tokens";r=0;/);
   });
 
-  it('refuses quota definitions it could not enforce, under any spelling of the key, and keeps the ones in force', async () => {
+  it('refuses quota definitions it could not enforce, however the key is spelt, and keeps those in force', async () => {
     await setQuotas([quota('Kept', 50)]);
     const bad: [unknown, RegExp][] = [
       ['not json', /JSON array of quota definitions/],

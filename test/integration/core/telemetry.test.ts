@@ -40,7 +40,7 @@ describe('telemetry correlation', () => {
     stop();
   });
 
-  it('1-3: a completion is a new root linked to the caller; baggage reaches the model and tags every span', async () => {
+  it('1-3: a completion is a new root linked to the caller; baggage reaches the model, tags every span', async () => {
     exporter.reset();
     const r = await app.call('POST', `${app.core}/instances/${INSTANCE}/completions`, {
       headers: { traceparent: CALLER, baggage: 'OperationId=forged,UPN=mallory' },

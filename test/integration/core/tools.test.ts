@@ -226,7 +226,7 @@ describe('tools', () => {
     modelCalls();
   });
 
-  it('makes the analytics tool figures real: Tools, AgentToolCombinations, avg_tools_used and most_used_tools', async () => {
+  it('computes analytics tool figures: Tools, AgentToolCombinations, avg_tools_used, most_used_tools', async () => {
     const analyst = 'analyst@example.com';
     const name = randomUUID();
     await app.call('POST', `${providers(app, 'Svc.Authorization')}/roleAssignments/${name}`, {

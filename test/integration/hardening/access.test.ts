@@ -38,7 +38,7 @@ describe('access', () => {
     await llm.close();
   });
 
-  it('refuses a name that differs from an existing one only by case, so nobody becomes Owner of another agent', async () => {
+  it('refuses a name differing from an existing one only by case: nobody becomes Owner of another agent', async () => {
     expect((await assign('mallory@example.com', ROLE_IDS.contributor, `/instances/${INSTANCE}`)).status).toBe(200);
     const r = await app.call('POST', providers('Svc.Agent/agents/VICTIM'), {
       body: {

@@ -78,7 +78,11 @@ describe('hostile bodies', () => {
         status: 415,
       });
       expect(await sessions()).toBe(before);
-      const deep = `{"name":"p","data_source_object_id":"/instances/${INSTANCE}/providers/Svc.DataSource/dataSources/d","stages":[{"name":"s","plugin_object_id":"p","parameters":{"x":${'['.repeat(2000)}${']'.repeat(2000)}}}]}`;
+      const source = `/instances/${INSTANCE}/providers/Svc.DataSource/dataSources/d`;
+      const nested = `${'['.repeat(2000)}${']'.repeat(2000)}`;
+      const deep =
+        `{"name":"p","data_source_object_id":"${source}",` +
+        `"stages":[{"name":"s","plugin_object_id":"p","parameters":{"x":${nested}}}]}`;
       const r = await raw(`${app.management}/instances/${INSTANCE}/providers/Svc.DataPipeline/dataPipelines/p`, deep);
       expect(r).toMatchObject({
         status: 400,

@@ -38,7 +38,7 @@ describe('what configuration may make the service do', () => {
     await llm.close();
   });
 
-  it("refuses secret names outside SVC_SECRET_, so no endpoint can send the service's own settings anywhere", async () => {
+  it("refuses secret names outside SVC_SECRET_: no endpoint can send the service's own settings anywhere", async () => {
     for (const name of [
       'AzureWebJobsStorage',
       'COSMOS_KEY',
@@ -181,11 +181,21 @@ describe('what configuration may make the service do', () => {
           timeout_seconds: 5,
         } as unknown as AnyResource)!;
       const open = await gateway
-        .complete(view(`http://localhost:${port}/v1`), 'd', [{ role: 'user', content: 'x' }], {})
+        .complete({
+          endpoint: view(`http://localhost:${port}/v1`),
+          deployment: 'd',
+          messages: [{ role: 'user', content: 'x' }],
+          parameters: {},
+        })
         .catch((e: unknown) => e);
       server.close();
       const closed = await gateway
-        .complete(view(`http://localhost:${port}/v1`), 'd', [{ role: 'user', content: 'x' }], {})
+        .complete({
+          endpoint: view(`http://localhost:${port}/v1`),
+          deployment: 'd',
+          messages: [{ role: 'user', content: 'x' }],
+          parameters: {},
+        })
         .catch((e: unknown) => e);
       expect(connections).toBe(0);
       expect(open).toMatchObject({

@@ -45,7 +45,7 @@ describe('a hostile request never takes the process down', () => {
     await llm.close();
   });
 
-  it('answers 400 to a plugin upload whose file part never reaches its closing boundary, and keeps serving', async () => {
+  it('answers 400 to a plugin upload whose file part never reaches its closing boundary; keeps serving', async () => {
     const r = await rawRequest(`${management}${pluginUpload}`, {
       method: 'POST',
       headers: { authorization: `Bearer ${token}`, 'content-type': 'multipart/form-data; boundary=XX' },

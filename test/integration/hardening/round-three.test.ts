@@ -245,7 +245,7 @@ describe('hardening, third round, against the bundle', () => {
       expect(r.body.completion).toBe("svc.search: hr-confidential is not an index of the agent's knowledge tools");
     });
 
-    it("lets a Contributor of one agent name only what they may read: not another team's knowledge tool or model", async () => {
+    it("an agent's Contributor names only what they may read: no other team's knowledge tool or model", async () => {
       await upsert(app, 'Svc.Agent', 'tools', 'hr-knowledge', {
         tool_type: 'knowledge',
         index_name: 'hr-confidential',
@@ -292,7 +292,8 @@ describe('hardening, third round, against the bundle', () => {
       await upsert(app, 'Svc.Agent', 'agents', 'judged', {
         workflow_object_id: objectId('Svc.Agent', 'workflows', 'metered-workflow'),
       });
-      const evaluation = `${app.management}/instances/${INSTANCE}/providers/Svc.Agent/agents/judged/evaluations/quality`;
+      const agents = `${app.management}/instances/${INSTANCE}/providers/Svc.Agent/agents`;
+      const evaluation = `${agents}/judged/evaluations/quality`;
       const saved = await app.call('POST', evaluation, {
         body: {
           name: 'quality',
@@ -513,7 +514,8 @@ describe('hardening, third round, against the bundle', () => {
         });
         const attachment = ((await uploaded.json()) as { object_id: string }).object_id;
         const named = await complete(app, 'strict', 'what does it say?', { attachments: [attachment] });
-        const split = await complete(app, 'strict', 'say forbid\u200Bden-word, or ｆｏｒｂｉｄｄｅｎ－ｗｏｒｄ');
+        const fullWidth = 'ｆｏｒｂｉｄｄｅｎ－ｗｏｒｄ';
+        const split = await complete(app, 'strict', `say forbid\u200Bden-word, or ${fullWidth}`);
         for (const r of [named, split]) {
           expect(r.status, JSON.stringify(r.body)).toBe(200);
           expect(r.body.completion).not.toContain('Echo');
@@ -541,12 +543,11 @@ describe('hardening, third round, against the bundle', () => {
     it(
       'refuses an expression whose program is too large on save, and matches a long prompt off the request ' + 'thread',
       async () => {
+        const configurations = `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations`;
         const blocklist = (value: string[]) =>
-          app.call(
-            'POST',
-            `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations/Svc:Shielding:Blocklist`,
-            { body: { name: 'Svc:Shielding:Blocklist', key: 'Svc:Shielding:Blocklist', value: JSON.stringify(value) } },
-          );
+          app.call('POST', `${configurations}/Svc:Shielding:Blocklist`, {
+            body: { name: 'Svc:Shielding:Blocklist', key: 'Svc:Shielding:Blocklist', value: JSON.stringify(value) },
+          });
         const huge = await blocklist(['/[a-z]{1,1000}[0-9]{1,1000}x/']);
         expect(huge.status).toBe(400);
         expect(JSON.stringify(huge.body)).toContain('instructions');
@@ -673,7 +674,7 @@ describe('hardening, third round, against the bundle', () => {
       }
     });
 
-    it("finds the files a call wrote from the interpreter's file system, whatever its Python says it wrote", async () => {
+    it("finds the files a call wrote from the interpreter's file system, whatever Python says it wrote", async () => {
       await upsert(app, 'Svc.Agent', 'tools', 'round3-interpreter', { tool_type: 'code-interpreter' });
       await seedAgent(app, 'coder', { llmUrl: llm.url });
       await updateAgent(app, 'coder', { tool_object_ids: [objectId('Svc.Agent', 'tools', 'round3-interpreter')] });
@@ -712,7 +713,7 @@ describe('hardening, third round, against the bundle', () => {
       (await app.call('GET', `${app.core}/instances/${INSTANCE}/async-completions/${operationId}/status`, { as }))
         .body as { status: string; last_updated: string };
 
-    it("delivers another user's webhook within 10 s of its operation's end while 24 of one user's receivers hang", async () => {
+    it("delivers a webhook within 10 s of its operation's end while another user's 24 receivers hang", async () => {
       const start = async (as: string, callback: string) => {
         const r = await app.call('POST', `${app.core}/instances/${INSTANCE}/async-completions`, {
           body: { agent_name: 'async-helper', user_prompt: 'hi', callback_url: callback },
@@ -738,7 +739,7 @@ describe('hardening, third round, against the bundle', () => {
       expect(waited).toBeLessThan(10_000);
     }, 90_000);
 
-    it('starts an unrelated pipeline run within 10 s while eight drip-fed runs of one source are in progress', async () => {
+    it('starts an unrelated pipeline run within 10 s while eight drip-fed runs of one source go on', async () => {
       await upsert(app, 'Svc.AIModel', 'aiModels', 'fair-embedding', {
         model_type: 'embedding',
         deployment_name: 'text-embedding-3-small',
@@ -834,7 +835,7 @@ describe('hardening, third round, against the bundle', () => {
       expect((await raw(`${app.core}/status`, { headers: { host: `localhost:${port(app.core)}` } })).status).toBe(200);
     });
 
-    it("signs in only the portal's own page: a request without its Origin, or from another, gets no token", async () => {
+    it("signs in only the portal's own page: a request without its Origin or with another gets no token", async () => {
       expect((await signIn({})).status).toBe(403);
       expect((await signIn({ origin: 'http://evil.example' })).status).toBe(403);
       expect((await signIn({ origin: `http://localhost:${port(app.core)}` })).status).toBe(403);
@@ -843,7 +844,7 @@ describe('hardening, third round, against the bundle', () => {
       expect(JSON.parse(own.body)).toHaveProperty('access_token');
     });
 
-    it('gives a local process with the right Origin but not the sign-in code no token (another user here)', async () => {
+    it('gives no token to a local process with the right Origin but not the sign-in code (another user)', async () => {
       // As the red team ran it: any process on this machine can name the portal's origin; only the
       // service's user can read the signing key the code is derived from.
       const own = await code();

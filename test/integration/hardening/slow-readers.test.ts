@@ -114,7 +114,7 @@ describe('streamed answers to clients that stop reading', () => {
 });
 
 describe('downloads to clients that stop reading, against the bundle', () => {
-  it('6: the service cuts a streamed answer its client stopped taking for 30 s, instead of holding it open', async () => {
+  it('6: the service cuts a streamed answer its client stopped taking for 30 s rather than hold it open', async () => {
     const llm = await startMockLlm();
     const app = await startBundledApp({ MAX_UPLOAD_BYTES: String(80 * 1024 * 1024) });
     try {
@@ -160,9 +160,8 @@ describe('downloads to clients that stop reading, against the bundle', () => {
             }),
         ),
       );
-      console.log(
-        `slow downloads: ${received.map((b) => `${Math.round(b / 1024 / 1024)} MiB`).join(', ')} of ${size / 1024 / 1024} MiB before the service cut them`,
-      );
+      const downloads = received.map((b) => `${Math.round(b / 1024 / 1024)} MiB`).join(', ');
+      console.log(`slow downloads: ${downloads} of ${size / 1024 / 1024} MiB before the service cut them`);
       for (const bytes of received) expect(bytes).toBeLessThan(size);
       expect((await fetch(`${app.core}/status`)).status).toBe(200);
     } finally {

@@ -10,7 +10,7 @@ import { startMockLlm, type MockLlm } from '../../../scripts/mock-llm.js';
 import { BLOB_CREATED, EVENTS } from '../../../shared/knowledge/events.js';
 import { derivedRunName } from '../../../shared/knowledge/schedule.js';
 import { partitionOf, resourcesOf } from '../../../shared/providers/types/resource-type.js';
-import { dataPipelineRuns } from '../../../shared/providers/types/catalog.js';
+import { dataPipelineRuns } from '../../../shared/providers/types/data-pipelines.js';
 import { providers, startTestApp, type TestApp } from '../../support/app.js';
 import { TEXTS } from '../../support/documents.js';
 import { complete, objectId, seedKnowledgeAgent, seedPipeline, updateAgent, upsert } from './support.js';

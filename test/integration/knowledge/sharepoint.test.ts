@@ -56,7 +56,9 @@ describe('SharePoint Online data sources', () => {
           id: i.id,
           name: i.name,
           size: Buffer.byteLength(i.text ?? ''),
-          webUrl: `https://contoso.sharepoint.com/sites/Docs/Shared%20Documents/${i.folder ? `${i.folder}/` : ''}${i.name}`,
+          webUrl:
+            'https://contoso.sharepoint.com/sites/Docs/Shared%20Documents/' +
+            `${i.folder ? `${i.folder}/` : ''}${i.name}`,
           file: { mimeType: 'text/plain' },
           parentReference: { driveId: 'drive-docs', path: `/drives/drive-docs/root:${i.folder ? `/${i.folder}` : ''}` },
           '@microsoft.graph.downloadUrl': `${base}/download/${i.id}`,

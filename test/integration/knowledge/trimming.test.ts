@@ -73,7 +73,7 @@ describe('knowledge trimmed by groups', () => {
     await llm.close();
   });
 
-  it("cites a group's document only to its members, and their cached answer only to callers of the same groups", async () => {
+  it("cites a group's document only to members; their cached answer only to callers of the same groups", async () => {
     const member = await ask('member@example.com', ['g-board'], BOARD);
     expect(cited(member)[0]).toBe('docs/board.txt');
     expect(cacheHit(member)).toBe(false);

@@ -169,7 +169,8 @@ describe('analytics', () => {
   const query = (body: Record<string, unknown>, as = ANALYST, version = '2024-02-16') =>
     app.call(
       'POST',
-      `${app.management}/instances/${INSTANCE}/providers/Svc.Analytics/analytics/query${version ? `?api-version=${version}` : ''}`,
+      `${app.management}/instances/${INSTANCE}/providers/Svc.Analytics/analytics/query` +
+        (version ? `?api-version=${version}` : ''),
       { body, as },
     );
   const data = async (
@@ -305,7 +306,7 @@ describe('analytics', () => {
     });
   });
 
-  it('0 Overview: conversations, tokens, users, agents, models and time of the completions; and for one agent', async () => {
+  it('0 Overview: conversations, tokens, users, agents, models, time of completions; also for one agent', async () => {
     // Sessions of March's completions: s1, s2, s3. Tokens: 100+300+200+50+150+0+70. Users: alice, bob, dave.
     // Agents: A, B, C. Models: gpt-a, gpt-b, none, gpt-c. Durations: 8,800 ms over 7 completions.
     expect(await data(0)).toEqual({

@@ -33,7 +33,7 @@ describe('identity', () => {
     });
   });
 
-  it('finds principals seen signing in, and groups named in role assignments, but not for callers without rights', async () => {
+  it('finds principals seen signing in and groups in role assignments, not for callers without rights', async () => {
     await app.call('GET', identity(), { as: 'alice.search@example.com' });
     const group = randomUUID();
     const name = randomUUID();
@@ -86,8 +86,10 @@ describe('principal search through Microsoft Graph', () => {
       narrowed(store.container('principals'), isPrincipal),
       resourcesOf(store, roleAssignments),
       {
-        baseUrl: `http://127.0.0.1:${(graph.address() as AddressInfo).port}`,
-        getToken: () => Promise.resolve('graph-token'),
+        graph: {
+          baseUrl: `http://127.0.0.1:${(graph.address() as AddressInfo).port}`,
+          getToken: () => Promise.resolve('graph-token'),
+        },
       },
     );
     const found = await directory.search('dana');

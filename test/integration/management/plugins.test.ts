@@ -88,7 +88,7 @@ describe('plugin packages', () => {
     expect(Buffer.from(await download.arrayBuffer()).equals(bytes)).toBe(true);
   });
 
-  it('keeps versions: a new one replaces the plugin list, earlier ones stay downloadable, a repeat is 409', async () => {
+  it('keeps versions: a new one replaces the plugin list, older ones stay downloadable, a repeat is 409', async () => {
     const v1 = await python('2.0.0', [echo], 'versions');
     expect((await upload('Python-versions', v1, resource('2.0.0', { name: 'versions' }))).status).toBe(200);
     const v2 = await python('2.1.0', [{ ...echo, name: 'shout', display_name: 'Shout' }], 'versions');
@@ -295,20 +295,15 @@ describe('plugin packages', () => {
       expiresOn: new Date(Date.now() + 3_600_000),
     });
     const withPublic = await startTestApp({ PACKAGE_STORE_PUBLIC_URL: sas });
+    const packages = `${withPublic.management}/instances/${INSTANCE}/providers/Svc.Platform/pluginPackages`;
     try {
-      const validated = await withPublic.call(
-        'POST',
-        `${withPublic.management}/instances/${INSTANCE}/providers/Svc.Platform/pluginPackages/validate?api-version=2024-02-16`,
-        { body: { packageStoreType: 'Public' } },
-      );
+      const validated = await withPublic.call('POST', `${packages}/validate?api-version=2024-02-16`, {
+        body: { packageStoreType: 'Public' },
+      });
       expect(validated.body).toMatchObject({ configured: true, reachable: true, readable: true, package_count: 1 });
-      const fromPublic = await withPublic.call(
-        'POST',
-        `${withPublic.management}/instances/${INSTANCE}/providers/Svc.Platform/pluginPackages/Python-vendor?api-version=2024-02-16`,
-        {
-          body: resource('1.0.0', { name: 'vendor', package_store_type: 'Public' }),
-        },
-      );
+      const fromPublic = await withPublic.call('POST', `${packages}/Python-vendor?api-version=2024-02-16`, {
+        body: resource('1.0.0', { name: 'vendor', package_store_type: 'Public' }),
+      });
       expect(fromPublic.status).toBe(200);
     } finally {
       await withPublic.close();

@@ -125,7 +125,8 @@ const SAMPLES: {
 describe('Management API resources', () => {
   let app: TestApp;
   const url = (provider: string, segment: string, name?: string) =>
-    `${app.management}/instances/${INSTANCE}/providers/${provider}/${segment}${name ? `/${encodeURIComponent(name)}` : ''}`;
+    `${app.management}/instances/${INSTANCE}/providers/${provider}/${segment}` +
+    (name ? `/${encodeURIComponent(name)}` : '');
 
   beforeAll(async () => {
     app = await startTestApp();

@@ -108,7 +108,8 @@ describe('agents over MCP and A2A', () => {
         return fetch(input, { ...init, headers });
       };
       const factory = new ClientFactory({
-        // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment -- the SDK declares these options as a class it does not export
+        // The SDK declares these options as a class it does not export.
+        // eslint-disable-next-line @typescript-eslint/no-unsafe-class-instance-assignment
         transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat: { enabled: true } })],
         cardResolver: new DefaultAgentCardResolver({ fetchImpl, legacyCompat: { enabled: true } }),
       });
@@ -172,7 +173,7 @@ describe('agents over MCP and A2A', () => {
       expect(rpc.status).toBe(404);
     });
 
-    it('sends a message and answers a completed task; its context continues the conversation; tasks/get reads it', async () => {
+    it('a message gets a completed task; its context continues the conversation; tasks/get reads it', async () => {
       const client = await clientFor(await app.token(), 'helper');
       const first = (await client.sendMessage(message('my name is Ada'))) as unknown as {
         id: string;

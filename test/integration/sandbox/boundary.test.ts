@@ -25,17 +25,28 @@ const [port, socketPath, servicePid, marker] = process.argv.slice(2);
 const fs = process.getBuiltinModule('node:fs');
 const results = {};
 const attempt = async (name, f) => {
-  try { results[name] = String(await f()).slice(0, 200); } catch (e) { results[name] = 'refused: ' + (e.code || e.message); }
+  try {
+    results[name] = String(await f()).slice(0, 200);
+  } catch (e) {
+    results[name] = 'refused: ' + (e.code || e.message);
+  }
 };
-await attempt('program', () => process.getBuiltinModule('node:child_process').execSync('id > ' + marker + '; id').toString());
+await attempt('program', () =>
+  process.getBuiltinModule('node:child_process').execSync('id > ' + marker + '; id').toString());
 await attempt('spawnBinding', () => typeof process.binding('spawn_sync').spawn);
 await attempt('environ', () => fs.readFileSync('/proc/' + servicePid + '/environ', 'utf8'));
 await attempt('passwd', () => fs.readFileSync('/etc/passwd', 'utf8'));
 await attempt('write', () => { fs.writeFileSync(marker + '.written', 'x'); return 'written'; });
 await attempt('signal', () => { process.kill(Number(servicePid), 0); return 'signalled'; });
-await attempt('worker', () => { new (process.getBuiltinModule('node:worker_threads').Worker)('1', { eval: true }); return 'started'; });
+await attempt('worker', () => {
+  new (process.getBuiltinModule('node:worker_threads').Worker)('1', { eval: true });
+  return 'started';
+});
 await attempt('addon', () => { process.dlopen({ exports: {} }, '/lib/x86_64-linux-gnu/libc.so.6'); return 'loaded'; });
-await attempt('wasi', () => { new (process.getBuiltinModule('node:wasi').WASI)({ version: 'preview1', preopens: { '/': '/' } }); return 'made'; });
+await attempt('wasi', () => {
+  new (process.getBuiltinModule('node:wasi').WASI)({ version: 'preview1', preopens: { '/': '/' } });
+  return 'made';
+});
 await attempt('eval', () => new Function('return "made code"')());
 const connect = (options) => new Promise((resolve, reject) => {
   const s = process.getBuiltinModule('node:net').connect(options);

@@ -109,7 +109,7 @@ describe.each(['pyodide', 'sessions'])('the %s sandbox', (name) => {
     expect((await sandbox.run(call('echo', { text: 'after' }))).value).toMatchObject({ text: 'after' });
   }, 60_000);
 
-  it('runs code with the attachments in its working directory, returning its output and the files it wrote', async () => {
+  it('runs code in a directory holding the attachments, returning its output and the files it wrote', async () => {
     const code = [
       'import csv',
       'rows = list(csv.reader(open("orders.csv")))',

@@ -184,7 +184,11 @@ describe.each(STORES)('document store contract: $name', (adapter) => {
         c.replace({ ...w2, n: w2.n + 1, tags: [...w2.tags, 'w2'] }, { ifMatch: w2._etag }),
       ).rejects.toBeInstanceOf(PreconditionFailedError);
       // The loser re-reads and retries through the shared loop.
-      await updateDocument(c, 'race', 'counter', (cur) => cur && { ...cur, n: cur.n + 1, tags: [...cur.tags, 'w2'] });
+      await updateDocument(
+        c,
+        { pk: 'race', id: 'counter' },
+        (cur) => cur && { ...cur, n: cur.n + 1, tags: [...cur.tags, 'w2'] },
+      );
       expect(await c.read('race', 'counter')).toMatchObject({ n: 2, tags: ['even', 'w1', 'w2'] });
     });
 
@@ -192,7 +196,11 @@ describe.each(STORES)('document store contract: $name', (adapter) => {
       await c.create(item('race', 'many', 0));
       await Promise.all(
         Array.from({ length: 25 }, (_, i) =>
-          updateDocument(c, 'race', 'many', (cur) => cur && { ...cur, n: cur.n + 1, tags: [...cur.tags, `t${i}`] }),
+          updateDocument(
+            c,
+            { pk: 'race', id: 'many' },
+            (cur) => cur && { ...cur, n: cur.n + 1, tags: [...cur.tags, `t${i}`] },
+          ),
         ),
       );
       const final = await c.read('race', 'many');
@@ -296,7 +304,7 @@ describe.each(STORES)('document store contract: $name', (adapter) => {
       ).rejects.toBeInstanceOf(StoreError);
     });
 
-    it('starts each batch update from the stored version, after other writes and after a batch that failed', async () => {
+    it('starts each batch update from the stored version, after other writes and after a failed batch', async () => {
       const seen: number[] = [];
       const bump = {
         op: 'update' as const,
@@ -325,7 +333,9 @@ describe.each(STORES)('document store contract: $name', (adapter) => {
     it('creates a missing document once when writers race to create it', async () => {
       await Promise.all(
         Array.from({ length: 10 }, () =>
-          updateDocument(c, 'race', 'fresh', (cur) => (cur ? { ...cur, n: cur.n + 1 } : item('race', 'fresh', 1))),
+          updateDocument(c, { pk: 'race', id: 'fresh' }, (cur) =>
+            cur ? { ...cur, n: cur.n + 1 } : item('race', 'fresh', 1),
+          ),
         ),
       );
       expect((await c.read('race', 'fresh'))?.n).toBe(10);

@@ -22,12 +22,16 @@ describe('Cosmos DB requests of a completion', () => {
 
   beforeAll(async () => {
     server = createHttpServer({ keepAlive: true });
-    server.on('request', (req: { method?: string; url?: string; headers: Record<string, string | undefined> }) =>
-      requests.push(
-        `${req.method ?? ''} ` +
-          `${(req.url ?? '').replace(/\/docs\/[^/]+$/, '/docs/{id}')}${req.headers['x-ms-cosmos-is-query-plan-request'] ? ' (query plan)' : req.headers['x-ms-documentdb-isquery'] ? ' (query)' : req.headers['x-ms-cosmos-is-batch-request'] ? ' (batch)' : ''}`,
-      ),
-    );
+    server.on('request', (req: { method?: string; url?: string; headers: Record<string, string | undefined> }) => {
+      const kind = req.headers['x-ms-cosmos-is-query-plan-request']
+        ? ' (query plan)'
+        : req.headers['x-ms-documentdb-isquery']
+          ? ' (query)'
+          : req.headers['x-ms-cosmos-is-batch-request']
+            ? ' (batch)'
+            : '';
+      requests.push(`${req.method ?? ''} ${(req.url ?? '').replace(/\/docs\/[^/]+$/, '/docs/{id}')}${kind}`);
+    });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     store = await openCosmosStore({
       endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
@@ -77,7 +81,7 @@ describe('Cosmos DB requests of a completion', () => {
     },
   );
 
-  it('writes the updates of a document that wait for a batch as one batch, from the version that batch wrote', async () => {
+  it("writes a document's updates that wait for a batch as one batch, from the version that batch wrote", async () => {
     const sessions = rawContainer<{ id: string; pk: string; n: number }>(store, 'sessions');
     const known = await sessions.create({ id: 'queued', pk: 'queued', n: 0 });
     requests.length = 0;

@@ -16,11 +16,13 @@ describe('an embedded vector index of the previous release', () => {
     const old = openSqliteFile(file, { mapped: true });
     sqliteVec.load(old);
     old.exec(`
-      CREATE TABLE documents (index_name TEXT NOT NULL, source TEXT NOT NULL, file_name TEXT NOT NULL, title TEXT NOT NULL, origin TEXT NOT NULL,
-        hash TEXT NOT NULL, partitions INTEGER NOT NULL, expires_at INTEGER NOT NULL, PRIMARY KEY (index_name, source)) WITHOUT ROWID;
-      CREATE TABLE partitions (rowid INTEGER PRIMARY KEY, index_name TEXT NOT NULL, source TEXT NOT NULL, dimensions INTEGER NOT NULL);
-      CREATE VIRTUAL TABLE quantized_8 USING vec0(bits bit[8], index_name text partition key, source text, file_name text, expires_at integer,
-        +part integer, +title text, +text text, +embedding blob);
+      CREATE TABLE documents (index_name TEXT NOT NULL, source TEXT NOT NULL, file_name TEXT NOT NULL,
+        title TEXT NOT NULL, origin TEXT NOT NULL, hash TEXT NOT NULL, partitions INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL, PRIMARY KEY (index_name, source)) WITHOUT ROWID;
+      CREATE TABLE partitions (rowid INTEGER PRIMARY KEY, index_name TEXT NOT NULL, source TEXT NOT NULL,
+        dimensions INTEGER NOT NULL);
+      CREATE VIRTUAL TABLE quantized_8 USING vec0(bits bit[8], index_name text partition key, source text,
+        file_name text, expires_at integer, +part integer, +title text, +text text, +embedding blob);
     `);
     const never = BigInt(Number.MAX_SAFE_INTEGER);
     for (const [i, axis] of [0, 3].entries()) {
@@ -75,14 +77,18 @@ describe('an embedded vector index of the previous release', () => {
     const old = openSqliteFile(file, { mapped: true });
     sqliteVec.load(old);
     old.exec(`
-      CREATE TABLE documents (index_name TEXT NOT NULL, source TEXT NOT NULL, file_name TEXT NOT NULL, title TEXT NOT NULL, origin TEXT NOT NULL,
-        hash TEXT NOT NULL, partitions INTEGER NOT NULL, expires_at INTEGER NOT NULL, allowed_groups TEXT NOT NULL DEFAULT '', PRIMARY KEY (index_name, source)) WITHOUT ROWID;
-      CREATE TABLE partitions (rowid INTEGER PRIMARY KEY, index_name TEXT NOT NULL, source TEXT NOT NULL, dimensions INTEGER NOT NULL);
-      CREATE TABLE access_sets (index_name TEXT NOT NULL, group_id TEXT NOT NULL, access_key TEXT NOT NULL, PRIMARY KEY (index_name, group_id, access_key)) WITHOUT ROWID;
-      CREATE VIRTUAL TABLE partitions_8 USING vec0(bits bit[8], index_name text partition key, source text, file_name text, expires_at integer, access text,
-        +part integer, +title text, +text text, +embedding blob);
-      CREATE VIRTUAL TABLE fulltext USING fts5(text, index_name UNINDEXED, source UNINDEXED, file_name UNINDEXED, access UNINDEXED, expires_at UNINDEXED,
-        dimensions UNINDEXED, tokenize = 'unicode61 remove_diacritics 2');
+      CREATE TABLE documents (index_name TEXT NOT NULL, source TEXT NOT NULL, file_name TEXT NOT NULL,
+        title TEXT NOT NULL, origin TEXT NOT NULL, hash TEXT NOT NULL, partitions INTEGER NOT NULL,
+        expires_at INTEGER NOT NULL, allowed_groups TEXT NOT NULL DEFAULT '',
+        PRIMARY KEY (index_name, source)) WITHOUT ROWID;
+      CREATE TABLE partitions (rowid INTEGER PRIMARY KEY, index_name TEXT NOT NULL, source TEXT NOT NULL,
+        dimensions INTEGER NOT NULL);
+      CREATE TABLE access_sets (index_name TEXT NOT NULL, group_id TEXT NOT NULL, access_key TEXT NOT NULL,
+        PRIMARY KEY (index_name, group_id, access_key)) WITHOUT ROWID;
+      CREATE VIRTUAL TABLE partitions_8 USING vec0(bits bit[8], index_name text partition key, source text,
+        file_name text, expires_at integer, access text, +part integer, +title text, +text text, +embedding blob);
+      CREATE VIRTUAL TABLE fulltext USING fts5(text, index_name UNINDEXED, source UNINDEXED, file_name UNINDEXED,
+        access UNINDEXED, expires_at UNINDEXED, dimensions UNINDEXED, tokenize = 'unicode61 remove_diacritics 2');
       INSERT INTO access_sets VALUES ('docs', 'finance', 'g:finance');
     `);
     const never = BigInt(Number.MAX_SAFE_INTEGER);

@@ -8,7 +8,11 @@ import { loadConfig } from '../../../shared/config.js';
 import { ROUTES } from '../../../functions/groups.js';
 
 const read = (file: string) => readFileSync(file, 'utf8');
-const pkg = JSON.parse(read('package.json')) as { scripts: Record<string, string>; engines: { node: string }; devDependencies: Record<string, string> };
+const pkg = JSON.parse(read('package.json')) as {
+  scripts: Record<string, string>;
+  engines: { node: string };
+  devDependencies: Record<string, string>;
+};
 
 interface Stage {
   name: string;
@@ -18,7 +22,11 @@ interface Stage {
 
 /** The Dockerfile's stages: each FROM with its instructions (continuation lines joined, comments dropped). */
 function stages(text: string): Stage[] {
-  const lines = text.replace(/\\\n\s*/g, ' ').split('\n').map((l) => l.trim()).filter((l) => l && !l.startsWith('#'));
+  const lines = text
+    .replace(/\\\n\s*/g, ' ')
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l && !l.startsWith('#'));
   const result: Stage[] = [];
   for (const line of lines) {
     const [op = '', ...rest] = line.split(/\s+/);
@@ -42,14 +50,29 @@ describe('Dockerfile', () => {
   const ops = (s: Stage, op: string) => s.instructions.filter((i) => i.op === op).map((i) => i.args);
 
   it('ends in the all-in-one image, built on the image that serves production dependencies only', () => {
-    expect(all.map((s) => s.name)).toEqual(['toolchain', 'build', 'production-dependencies', 'azurite', 'service', 'standalone']);
+    expect(all.map((s) => s.name)).toEqual([
+      'toolchain',
+      'build',
+      'production-dependencies',
+      'azurite',
+      'service',
+      'standalone',
+    ]);
     expect(stage('standalone').from).toBe('service');
     const service = stage('service');
-    expect(ops(service, 'COPY')).toEqual(['--from=production-dependencies /app/node_modules ./node_modules', '--from=build /app/dist ./dist', 'package.json host.json ./']);
+    expect(ops(service, 'COPY')).toEqual([
+      '--from=production-dependencies /app/node_modules ./node_modules',
+      '--from=build /app/dist ./dist',
+      'package.json host.json ./',
+    ]);
     const production = ops(stage('production-dependencies'), 'RUN').join(' ');
     expect(production).toMatch(/npm ci --omit=dev\b/);
     // The embedded store's native module is optional to npm (dropped silently if it cannot build): not here.
-    expect(Object.keys((JSON.parse(read('package.json')) as { optionalDependencies: Record<string, string> }).optionalDependencies)).toContain('better-sqlite3');
+    expect(
+      Object.keys(
+        (JSON.parse(read('package.json')) as { optionalDependencies: Record<string, string> }).optionalDependencies,
+      ),
+    ).toContain('better-sqlite3');
     expect(production).toContain(`require('better-sqlite3')`);
   });
 
@@ -57,13 +80,16 @@ describe('Dockerfile', () => {
     const build = stage('build');
     expect(ops(build, 'RUN')).toEqual(['npm ci --no-audit --no-fund', 'npm run build']);
     // The portal's API types (generated from the route table), tsc, the bundle, the portals, the build's fingerprint.
-    expect(pkg.scripts.build).toBe(('npm run portal:types --silent && tsc -p tsconfig.build.json && node dist/scripts/bundle.js && vite build ' +
-'--config portal/vite.config.ts && node scripts/build-if-changed.mjs --stamp'));
+    expect(pkg.scripts.build).toBe(
+      'npm run portal:types --silent && tsc -p tsconfig.build.json && node dist/scripts/bundle.js && vite build ' +
+        '--config portal/vite.config.ts && node scripts/build-if-changed.mjs --stamp',
+    );
     expect(pkg.scripts['portal:types']).toBe('tsx scripts/portal-api-types.ts');
     const compiled = (JSON.parse(read('tsconfig.build.json')) as { include: string[] }).include;
     const copied = ops(build, 'COPY').flatMap((a) => a.split(/\s+/).slice(0, -1));
     for (const folder of compiled) expect(copied, folder).toContain(folder);
-    for (const file of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json']) expect(copied).toContain(file);
+    for (const file of ['package.json', 'package-lock.json', 'tsconfig.json', 'tsconfig.build.json'])
+      expect(copied).toContain(file);
   });
 
   it('runs what npm start runs, as the unprivileged node user, on the default ports, with a readiness check', () => {
@@ -81,21 +107,33 @@ describe('Dockerfile', () => {
     expect(pkg.engines.node).toContain(`^${node}.`);
   });
 
-  it("installs the Azurite that package.json pins, only into the all-in-one image", () => {
+  it('installs the Azurite that package.json pins, only into the all-in-one image', () => {
     expect(pkg.devDependencies.azurite).toMatch(/^\d+\.\d+\.\d+$/);
-    expect(ops(stage('azurite'), 'RUN').join(' ')).toContain(`azurite@$(node -p "require('/app/package.json').devDependencies.azurite")`);
-    expect(ops(stage('standalone'), 'COPY')).toEqual(['--from=azurite /azurite/node_modules /opt/azurite/node_modules']);
+    expect(ops(stage('azurite'), 'RUN').join(' ')).toContain(
+      `azurite@$(node -p "require('/app/package.json').devDependencies.azurite")`,
+    );
+    expect(ops(stage('standalone'), 'COPY')).toEqual([
+      '--from=azurite /azurite/node_modules /opt/azurite/node_modules',
+    ]);
     expect(ops(stage('service'), 'COPY').join(' ')).not.toContain('azurite');
     // Compose runs the same Azurite version beside the service image.
-    expect(read('compose.yaml')).toContain(`image: mcr.microsoft.com/azure-storage/azurite:${pkg.devDependencies.azurite}`);
+    expect(read('compose.yaml')).toContain(
+      `image: mcr.microsoft.com/azure-storage/azurite:${pkg.devDependencies.azurite}`,
+    );
     expect(read('compose.yaml')).toMatch(/build:\s+context: \.\s+target: service/);
   });
 
   it('sends the build everything it copies, and nothing else', () => {
-    const ignore = read('.dockerignore').split('\n').filter((l) => l && !l.startsWith('#'));
+    const ignore = read('.dockerignore')
+      .split('\n')
+      .filter((l) => l && !l.startsWith('#'));
     expect(ignore[0]).toBe('*');
     const allowed = ignore.slice(1).map((l) => l.replace(/^!/, '').replace(/\/$/, ''));
-    const copied = all.flatMap((s) => ops(s, 'COPY').filter((a) => !a.startsWith('--from')).flatMap((a) => a.split(/\s+/).slice(0, -1)));
+    const copied = all.flatMap((s) =>
+      ops(s, 'COPY')
+        .filter((a) => !a.startsWith('--from'))
+        .flatMap((a) => a.split(/\s+/).slice(0, -1)),
+    );
     for (const source of copied) expect(allowed, source).toContain(source);
   });
 });

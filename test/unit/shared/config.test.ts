@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, DEFAULT_INSTANCE_ID, loadConfig } from '../../../shared/config.js';
+import { DEFAULT_INSTANCE_ID } from '../../../shared/config-settings.js';
+import { ConfigError, loadConfig } from '../../../shared/config.js';
 
 describe('loadConfig', () => {
   it('gives the contract defaults with an empty environment', () => {

@@ -51,7 +51,8 @@ describe('a storage account URL a user names', () => {
       res.writeHead(401, {
         'www-authenticate':
           'Bearer ' +
-          'authorization_uri=https://login.microsoftonline.com/00000000-0000-0000-0000-000000000001/oauth2/authorize resource_id=https://vault.azure.net',
+          'authorization_uri=https://login.microsoftonline.com/00000000-0000-0000-0000-000000000001/oauth2/authorize ' +
+          'resource_id=https://vault.azure.net',
       });
       res.end();
     });
@@ -67,7 +68,7 @@ describe('a storage account URL a user names', () => {
     });
   };
 
-  it('gets only a Storage token: a challenge naming Key Vault mints nothing else, and the call fails at once', async () => {
+  it('gets only a Storage token: a challenge naming Key Vault mints nothing else; the call fails at once', async () => {
     seen.length = 0;
     const identity = recordingIdentity();
     const listing = (await client(identity, { policy: 'user', allowPrivateNetwork: true }))

@@ -43,12 +43,10 @@ describe('the groups of a token with a groups overage', () => {
   });
   const errors: unknown[] = [];
   const directory = () =>
-    new PrincipalDirectory(
-      {} as never,
-      {} as never,
-      { baseUrl: base, getToken: () => Promise.resolve('graph-token') },
-      (e) => errors.push(e),
-    );
+    new PrincipalDirectory({} as never, {} as never, {
+      graph: { baseUrl: base, getToken: () => Promise.resolve('graph-token') },
+      onError: (e) => errors.push(e),
+    });
 
   it('is read from the directory, every page of it, with the service token, and cached', async () => {
     expect(overage?.groupsOverage).toBe(true);
@@ -75,7 +73,7 @@ describe('the groups of a token with a groups overage', () => {
   });
 
   it('is the token’s own without Graph, and a token’s groups are taken as they are', async () => {
-    const none = new PrincipalDirectory({} as never, {} as never, undefined, () => undefined);
+    const none = new PrincipalDirectory({} as never, {} as never, { onError: () => undefined });
     expect(await none.readerGroups(overage!)).toEqual([]);
     const few = principalFromClaims({ oid: 'u-2', upn: 'few@example.com', groups: ['g-9'] })!;
     expect(await directory().readerGroups(few)).toEqual(['g-9']);

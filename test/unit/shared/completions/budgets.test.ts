@@ -2,14 +2,9 @@
 // cost of a call, and the shares two instances take of one budget.
 import { describe, expect, it } from 'vitest';
 import type { Principal } from '../../../../shared/auth/principal.js';
-import {
-  Budgets,
-  isBudgetCounter,
-  largestCost,
-  outputLimit,
-  parseBudgets,
-  periodOf,
-} from '../../../../shared/completions/budgets.js';
+import { isBudgetCounter, parseBudgets, periodOf } from '../../../../shared/completions/budget-definitions.js';
+import { Budgets } from '../../../../shared/completions/budgets.js';
+import { largestCost, outputLimit } from '../../../../shared/completions/call-cost.js';
 import { createLog } from '../../../../shared/log.js';
 import type { AppSettings } from '../../../../shared/providers/settings.js';
 import { countingStore as counting } from '../../../../shared/store/counting-store.js';
@@ -82,7 +77,7 @@ describe('budget shares of two instances on one store', () => {
       // 40 calls of 7 each, side by side on both: at most 14 fit in 100.
       const on = (i: number) => (i % 2 ? one : two);
       const outcomes = await Promise.allSettled(
-        Array.from({ length: 40 }, (_, i) => on(i).reserve(user, agent, () => 7, 'EUR')),
+        Array.from({ length: 40 }, (_, i) => on(i).reserve(user, agent, { amount: () => 7, currency: 'EUR' })),
       );
       const held = outcomes.flatMap((o, i) =>
         o.status === 'fulfilled' ? [{ budgets: on(i), reservation: o.value.reservation }] : [],
@@ -108,9 +103,12 @@ describe('budget shares of two instances on one store', () => {
     const store = counting(openSqliteStore(':memory:'));
     const budgets = budgetsOn(store, 10_000);
     try {
-      await budgets.reserve(user, agent, () => 1, 'EUR').then(({ reservation }) => budgets.settle(reservation, 1));
+      await budgets
+        .reserve(user, agent, { amount: () => 1, currency: 'EUR' })
+        .then(({ reservation }) => budgets.settle(reservation, 1));
       store.reset();
-      for (let i = 0; i < 50; i++) budgets.settle((await budgets.reserve(user, agent, () => 1, 'EUR')).reservation, 1);
+      for (let i = 0; i < 50; i++)
+        budgets.settle((await budgets.reserve(user, agent, { amount: () => 1, currency: 'EUR' })).reservation, 1);
       // A hundredth of the limit (100) is held: 50 calls of 1 need no store call.
       expect(store.counts.get('quotas')).toBeUndefined();
       await budgets.close();

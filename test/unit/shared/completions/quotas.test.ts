@@ -156,7 +156,7 @@ describe('quotas', () => {
     expect(log.records.some((r) => r.message.includes('Ignoring invalid'))).toBe(true);
   });
 
-  it('reserves before admission: 64 calls at once against a 10-token quota admit what it allows plus one call', async () => {
+  it('reserves before admission: 64 calls at once on a 10-token quota admit what it allows plus one', async () => {
     const quotas = await quotasWith([quota('Tokens', 10, { metric: 'tokens' })]);
     const used = { tokens: 0, admitted: 0 };
     // Each call uses 5 tokens: a quota that only read the total would admit all 64 (320 tokens).

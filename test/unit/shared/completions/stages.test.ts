@@ -3,7 +3,9 @@
 // is recorded. The model is the mock OpenAI-compatible server; the store is in memory.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockLlm, textOf, type MockLlm } from '../../../../scripts/mock-llm.js';
-import { admit, runCompletion, type CompletionRequest } from '../../../../shared/completions/completion.js';
+import { runCompletion } from '../../../../shared/completions/completion.js';
+import type { CompletionRequest } from '../../../../shared/completions/completion-request.js';
+import { admit } from '../../../../shared/completions/admit-request.js';
 import { rewritePrompt } from '../../../../shared/completions/rewrite.js';
 import { agents, type AgentDoc } from '../../../../shared/providers/types/agent.js';
 import { aiModels, apiEndpointConfigurations, prompts, workflows } from '../../../../shared/providers/types/catalog.js';
@@ -77,7 +79,7 @@ describe('the stages of a completion', () => {
   };
 
   describe('admission', () => {
-    it('names agent_name for an agent that does not exist, and answers 403 for one the caller may not use', async () => {
+    it('names agent_name for an agent that does not exist; answers 403 for one the caller may not use', async () => {
       await expect(admit(s, OWNER, request({ user_prompt: 'hi', agent_name: 'nobody' }))).rejects.toMatchObject({
         kind: 'invalid',
         details: [{ field: 'agent_name' }],

@@ -89,8 +89,8 @@ describe('Azure Functions adapter', () => {
     } as unknown as Registrar;
     const config = loadConfig({ SERVICE_APIS: apis });
     const services = () => Promise.resolve(s);
-    if (table) registerHost(tableFunctions(await functionTable()), config, services, registrar);
-    else registerHost(loadedFunctions(ROUTES, QUEUE_HANDLERS, TIMERS), config, services, registrar);
+    if (table) registerHost(tableFunctions(await functionTable()), { config, services, app: registrar });
+    else registerHost(loadedFunctions(ROUTES, QUEUE_HANDLERS, TIMERS), { config, services, app: registrar });
     return { http, queues, timers, queueHandlers, config };
   }
 

@@ -55,7 +55,7 @@ describe('OpenAPI documents', () => {
     expect(doc.paths['/status']?.get?.security).toEqual([]);
   });
 
-  it('documents what a generated client needs: streaming, every error status, multipart bodies, headers, servers', async () => {
+  it('documents what generated clients need: streaming, each error status, multipart, headers, servers', async () => {
     type Op = {
       requestBody?: {
         content: Record<string, { schema: { $ref?: string; properties?: Record<string, { format?: string }> } }>;

@@ -198,14 +198,10 @@ describe('pipeline', () => {
       responses: {},
       handler: () =>
         Promise.reject(
-          new DomainError(
-            'rate-limited',
-            'QuotaExceeded',
-            'slow down',
-            [],
-            { 'retry-after': '60' },
-            { quota_exceeded: true },
-          ),
+          new DomainError('rate-limited', 'QuotaExceeded', 'slow down', {
+            headers: { 'retry-after': '60' },
+            body: { quota_exceeded: true },
+          }),
         ),
     });
     const r = await call([quota], s, { path: '/q' });

@@ -72,7 +72,8 @@ describe('partitioning', () => {
 });
 
 const pool = new ExtractionPool({ size: 2, timeoutMs: 30_000 });
-const extractText = (bytes: Uint8Array, format: string, title: string) => extractWith(pool, bytes, format, title);
+const extractText = (bytes: Uint8Array, format: string, title: string) =>
+  extractWith(pool, bytes, { format, fallbackTitle: title });
 
 describe('text extraction', () => {
   afterAll(() => pool.close());
@@ -135,7 +136,13 @@ describe('full-text terms of a prompt', () => {
 
 describe('the Cosmos DB vector search query', () => {
   it('is one VectorDistance query, best first, with the index, the expiry and the filters in its WHERE clause', () => {
-    const q = vectorSearchQuery('docs', [0.1, 0.2], 5, { source: 'a.txt', file_name: 'a.txt' }, 1000);
+    const q = vectorSearchQuery({
+      index: 'docs',
+      vector: [0.1, 0.2],
+      top: 5,
+      values: { source: 'a.txt', file_name: 'a.txt' },
+      now: 1000,
+    });
     expect(q.query).toBe(
       'SELECT TOP 5 c.key, c.part, c.source, c.file_name, c.title, c.text, VectorDistance(c.vector, @vector) ' +
         'AS score ' +
@@ -156,7 +163,15 @@ describe('the Cosmos DB vector search query', () => {
   });
 
   it('ranks a hybrid search by RRF of the vector distance and the BM25 score of the terms', () => {
-    const q = vectorSearchQuery('docs', [0.1], 5, {}, 1000, 'everything', ['err-4711', 'mean']);
+    const q = vectorSearchQuery({
+      index: 'docs',
+      vector: [0.1],
+      top: 5,
+      values: {},
+      now: 1000,
+      readers: 'everything',
+      terms: ['err-4711', 'mean'],
+    });
     expect(q.query).toContain(
       'ORDER BY RANK RRF(VectorDistance(c.vector, @vector), FullTextScore(c.text, @term0, @term1))',
     );
@@ -170,11 +185,12 @@ describe('the Cosmos DB vector search query', () => {
     "admits partitions for everyone and those of the readers' groups, case-insensitively; the service reads " +
       'everything',
     () => {
-      expect(vectorSearchQuery('docs', [0.1], 5, {}, 1000, ['G-One', 'g-two', 'g-one']).parameters?.at(-1)).toEqual({
+      const query = { index: 'docs', vector: [0.1], top: 5, values: {}, now: 1000 };
+      expect(vectorSearchQuery({ ...query, readers: ['G-One', 'g-two', 'g-one'] }).parameters?.at(-1)).toEqual({
         name: '@readers',
         value: ['g-one', 'g-two'],
       });
-      const all = vectorSearchQuery('docs', [0.1], 5, {}, 1000, 'everything');
+      const all = vectorSearchQuery({ ...query, readers: 'everything' });
       expect(all.query).not.toContain('access_groups');
       expect((all.parameters ?? []).map((p) => p.name)).not.toContain('@readers');
     },
@@ -185,7 +201,8 @@ describe('hostile documents', () => {
   // A short deadline: the bombs below are cut by it, or by a cap before it.
   const bounded = new ExtractionPool({ size: 2, timeoutMs: 5_000, heapMb: 256 });
   afterAll(() => bounded.close());
-  const read = (bytes: Uint8Array, format: string) => extractWith(bounded, bytes, format, `x${format}`);
+  const read = (bytes: Uint8Array, format: string) =>
+    extractWith(bounded, bytes, { format, fallbackTitle: `x${format}` });
 
   it('refuses HTML nested deeper than the cap, in a worker, while this thread keeps running', async () => {
     let ticks = 0;

@@ -5,14 +5,13 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startMockLlm, type MockLlm } from '../../../../scripts/mock-llm.js';
 import { failPoisonedRun, runPipeline, startRun } from '../../../../shared/knowledge/runs.js';
+import { aiModels, apiEndpointConfigurations } from '../../../../shared/providers/types/catalog.js';
 import {
-  aiModels,
-  apiEndpointConfigurations,
   dataPipelineRuns,
   dataPipelines,
   dataSources,
   type DataPipelineRunDoc,
-} from '../../../../shared/providers/types/catalog.js';
+} from '../../../../shared/providers/types/data-pipelines.js';
 import { RunMessage } from '../../../../shared/queues/messages.js';
 import { objectIdOf, type ResourceKind } from '../../../../shared/providers/types/resource-type.js';
 import { OWNER, put } from '../../../support/resources.js';
@@ -99,7 +98,7 @@ describe('data pipeline runs', () => {
     ]);
   });
 
-  it('leaves unchanged documents alone, re-indexes a changed one, and removes one the source no longer has', async () => {
+  it('leaves unchanged documents alone, re-indexes a changed one, removes one the source no longer has', async () => {
     files.set('/docs/b.txt', 'Albatrosses sleep on the wing.');
     files.delete('/docs/a.txt');
     const done = await processed('birds');

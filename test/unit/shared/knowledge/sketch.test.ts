@@ -46,7 +46,9 @@ describe('the sketch', () => {
     (dimensions) => {
       const all = clustered(600, dimensions, dimensions);
       const sketch = new Sketch(dimensions);
-      all.forEach((v, i) => sketch.add(i, signCode(v), '*', Number.MAX_SAFE_INTEGER));
+      all.forEach((v, i) =>
+        sketch.add({ rowid: i, code: signCode(v), accessKey: '*', expiresAt: Number.MAX_SAFE_INTEGER }),
+      );
       const q = all[5] as number[];
       expect(sketch.nearest(q, 20, everyone)).toEqual(exactTop(all, q, 20));
     },
@@ -62,7 +64,9 @@ describe('the sketch', () => {
     (dimensions, count) => {
       const all = clustered(count, dimensions, dimensions);
       const sketch = new Sketch(dimensions);
-      all.forEach((v, i) => sketch.add(i, signCode(v), '*', Number.MAX_SAFE_INTEGER));
+      all.forEach((v, i) =>
+        sketch.add({ rowid: i, code: signCode(v), accessKey: '*', expiresAt: Number.MAX_SAFE_INTEGER }),
+      );
       const next = random(7);
       for (let t = 0; t < 5; t++) {
         // A query near one of the vectors.
@@ -80,12 +84,12 @@ describe('the sketch', () => {
     const all = vectors(2000, 64, 3);
     const sketch = new Sketch(64);
     all.forEach((v, i) =>
-      sketch.add(
-        i,
-        signCode(v),
-        i % 10 === 0 ? 'g:ten' : i % 2 === 0 ? '*' : 'g:other',
-        i % 7 === 0 ? 1_000 : Number.MAX_SAFE_INTEGER,
-      ),
+      sketch.add({
+        rowid: i,
+        code: signCode(v),
+        accessKey: i % 10 === 0 ? 'g:ten' : i % 2 === 0 ? '*' : 'g:other',
+        expiresAt: i % 7 === 0 ? 1_000 : Number.MAX_SAFE_INTEGER,
+      }),
     );
     const q = all[0] as number[];
     const found = sketch.nearest(q, 2000, { keys: new Set(['*', 'g:ten']), now: 2_000 });
@@ -98,7 +102,9 @@ describe('the sketch', () => {
   it('forgets removed codes, and keeps finding the rest after it has reclaimed their slots', () => {
     const all = vectors(5000, 128, 5);
     const sketch = new Sketch(128);
-    all.forEach((v, i) => sketch.add(i, signCode(v), '*', Number.MAX_SAFE_INTEGER));
+    all.forEach((v, i) =>
+      sketch.add({ rowid: i, code: signCode(v), accessKey: '*', expiresAt: Number.MAX_SAFE_INTEGER }),
+    );
     for (let i = 0; i < 5000; i += 2) sketch.remove(i);
     expect(sketch.count).toBe(2500);
     for (const t of [1, 2001, 4999]) {
@@ -107,7 +113,7 @@ describe('the sketch', () => {
       expect(found.every((i) => i % 2 === 1)).toBe(true);
     }
     // Written again under the same rowid: one entry, with the new code.
-    sketch.add(1, signCode(all[2] as number[]), '*', Number.MAX_SAFE_INTEGER);
+    sketch.add({ rowid: 1, code: signCode(all[2] as number[]), accessKey: '*', expiresAt: Number.MAX_SAFE_INTEGER });
     expect(sketch.count).toBe(2500);
     expect(sketch.nearest(all[2] as number[], 1, everyone)).toEqual([1]);
   });

@@ -38,8 +38,7 @@ describe('plugin references', () => {
               partition_size_tokens: 200,
               partition_overlap_tokens: null,
             },
-            'p',
-            available,
+            { field: 'p', available: available },
           ),
         ),
       ).toBeUndefined();
@@ -48,8 +47,7 @@ describe('plugin references', () => {
           checkReference(
             shield,
             { shielding_plugins: ['Dotnet-Builtin-Blocklist', 'Dotnet-Builtin-PromptShield'] },
-            's',
-            available,
+            { field: 's', available: available },
           ),
         ),
       ).toBeUndefined();
@@ -61,11 +59,15 @@ describe('plugin references', () => {
       'not allow',
     () => {
       if (!partition || !shield) throw new Error('the catalogue lacks its stages');
-      expect(problem(() => checkReference(partition, { size: 1 }, 'p', available))).toMatchObject({
-        field: 'p.size',
-        message: expect.stringContaining('size is not a parameter of Dotnet-Builtin-PartitionStage') as string,
-      });
-      expect(problem(() => checkReference(partition, { partition_size_tokens: 1.5 }, 'p', available))).toMatchObject({
+      expect(problem(() => checkReference(partition, { size: 1 }, { field: 'p', available: available }))).toMatchObject(
+        {
+          field: 'p.size',
+          message: expect.stringContaining('size is not a parameter of Dotnet-Builtin-PartitionStage') as string,
+        },
+      );
+      expect(
+        problem(() => checkReference(partition, { partition_size_tokens: 1.5 }, { field: 'p', available: available })),
+      ).toMatchObject({
         field: 'p.partition_size_tokens',
         message: 'partition_size_tokens must be an integer',
       });
@@ -74,12 +76,11 @@ describe('plugin references', () => {
           checkReference(
             shield,
             { shielding_plugins: ['Dotnet-Builtin-Blocklist', 'Dotnet-Builtin-Blocklist'] },
-            's',
-            available,
+            { field: 's', available: available },
           ),
         ),
       ).toMatchObject({ field: 's.shielding_plugins' });
-      expect(problem(() => checkReference(partition, {}, 'p', new Set()))).toMatchObject({
+      expect(problem(() => checkReference(partition, {}, { field: 'p', available: new Set() }))).toMatchObject({
         field: 'p',
         message: expect.stringContaining('none of them is installed') as string,
       });
@@ -88,7 +89,7 @@ describe('plugin references', () => {
         parameters: [{ name: 'model', type: 'resource-object-id' as const, description: '' }],
         dependencies: [],
       };
-      expect(problem(() => checkReference(required, {}, 'w', available))).toMatchObject({
+      expect(problem(() => checkReference(required, {}, { field: 'w', available: available }))).toMatchObject({
         field: 'w.model',
         message: 'model is required by Python-x-y',
       });

@@ -12,7 +12,7 @@ import type { EndpointView } from '../../../../shared/models/endpoint.js';
 import { ModelCredentials } from '../../../../shared/models/credentials.js';
 import { CredentialGate } from '../../../../shared/net/credential-gate.js';
 import type { AiModelDoc } from '../../../../shared/providers/types/catalog.js';
-import { openModelSocket } from '../../../../shared/realtime/relay.js';
+import { openModelSocket } from '../../../../shared/realtime/model-socket.js';
 import { testConfig } from '../../../support/services.js';
 
 const tls = (file: string) => readFileSync(path.join(import.meta.dirname, '../../../support/tls', file));

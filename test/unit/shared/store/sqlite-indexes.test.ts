@@ -34,8 +34,10 @@ function earlierFile(file: string) {
     ['type', 'session_id', 'timestamp'],
     ['type', 'created_on'],
   ].forEach((index, i) => db.exec(`CREATE INDEX ix_sessions_${i} ON docs_sessions (${index.map(json).join(', ')})`));
+  const factColumns = fields.map((f) => `"f:${f}"`).join(', ');
   db.exec(
-    `CREATE TABLE facts_sessions (pk TEXT NOT NULL, id TEXT NOT NULL, expires_at INTEGER, ${fields.map((f) => `"f:${f}"`).join(', ')}, PRIMARY KEY (pk, id)) WITHOUT ROWID`,
+    `CREATE TABLE facts_sessions (pk TEXT NOT NULL, id TEXT NOT NULL, expires_at INTEGER, ${factColumns}, ` +
+      'PRIMARY KEY (pk, id)) WITHOUT ROWID',
   );
   const insert = db.prepare(`INSERT INTO docs_sessions VALUES ('u1', ?, ?, NULL, ?)`);
   for (const doc of items()) insert.run(doc.id, `"e-${doc.id}"`, JSON.stringify(doc));
@@ -125,7 +127,7 @@ describe('embedded store indexes', () => {
     expect(entries.n).toBe(3);
   });
 
-  it('opens a file an earlier release wrote: tables in write order, typed indexes, every document and fact kept', async () => {
+  it("opens an earlier release's file: tables in write order, typed indexes, no document or fact lost", async () => {
     const f = file();
     earlierFile(f);
     store = openSqliteStore(f);

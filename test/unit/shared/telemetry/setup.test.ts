@@ -39,7 +39,8 @@ describe('telemetry start-up', () => {
     const { startTelemetry, stopTelemetry } = await import('../../../../shared/telemetry/setup.js');
     const exporting = await startTelemetry({
       appInsightsConnectionString:
-        'InstrumentationKey=00000000-0000-0000-0000-000000000000;IngestionEndpoint=https://x.in.applicationinsights.azure.com/',
+        'InstrumentationKey=00000000-0000-0000-0000-000000000000;' +
+        'IngestionEndpoint=https://x.in.applicationinsights.azure.com/',
       azureClientId: '11111111-2222-3333-4444-555555555555',
       otlp: undefined,
       version: 'test',
