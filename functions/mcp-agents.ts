@@ -3,7 +3,7 @@
 import { z } from 'zod';
 import { defineRoute } from '../shared/http/route.js';
 import { InstanceParams } from '../shared/schemas.js';
-import { relayed } from '../shared/http/answers.js';
+import { mcpReply } from '../shared/http/mcp-http.js';
 
 export const routes = [
   defineRoute({
@@ -31,12 +31,7 @@ export const routes = [
         url: `http://localhost/instances/${params.instanceId}/mcp/agents`,
         body,
       });
-      if (answer.body.length === 0) return relayed({ status: answer.status });
-      return relayed({
-        status: answer.status,
-        headers: { 'content-type': answer.contentType ?? 'application/json' },
-        raw: answer.body,
-      });
+      return mcpReply(answer);
     },
   }),
 ];

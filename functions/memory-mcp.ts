@@ -4,7 +4,7 @@
 import { z } from 'zod';
 import { badRequest } from '../shared/errors.js';
 import { defineRoute } from '../shared/http/route.js';
-import { relayed } from '../shared/http/answers.js';
+import { mcpReply } from '../shared/http/mcp-http.js';
 import { actingPrincipal, USER_IDENTITY_HEADER } from '../shared/memory/on-behalf.js';
 import { agentForUse } from '../shared/providers/agent-access.js';
 import { ResourceName } from '../shared/providers/types/resource-type.js';
@@ -40,12 +40,7 @@ export const routes = [
         url: `http://localhost/instances/${params.instanceId}/mcp/memory/${params.agentName}`,
         body,
       });
-      if (answer.body.length === 0) return relayed({ status: answer.status });
-      return relayed({
-        status: answer.status,
-        headers: { 'content-type': answer.contentType ?? 'application/json' },
-        raw: answer.body,
-      });
+      return mcpReply(answer);
     },
   }),
 ];

@@ -2,12 +2,22 @@
 // (stateless: no session id, JSON answers), with the official SDK's transport.
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import * as streamableHttp from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import { relayed, type RelayedReply } from './answers.js';
 
-export async function answerMcp(
-  server: McpServer,
-  url: string,
-  body: unknown,
-): Promise<{ status: number; body: string; contentType: string | null }> {
+/** What the SDK's transport answered one message. */
+export interface McpAnswer {
+  status: number;
+  body: string;
+  contentType: string | null;
+}
+
+/** An MCP answer as a route's reply: the transport decided its status and body (an empty body: none). */
+export const mcpReply = ({ status, body, contentType }: McpAnswer): RelayedReply =>
+  body.length === 0
+    ? relayed({ status })
+    : relayed({ status, headers: { 'content-type': contentType ?? 'application/json' }, raw: body });
+
+export async function answerMcp(server: McpServer, url: string, body: unknown): Promise<McpAnswer> {
   const transport = new streamableHttp.WebStandardStreamableHTTPServerTransport({
     sessionIdGenerator: undefined,
     enableJsonResponse: true,
