@@ -53,9 +53,18 @@ export function NewFromTemplate({
   }, []);
   useEffect(() => {
     if (!chosen) return;
-    setValues({});
-    readResource(ctx.api, TEMPLATES, chosen).then((t) => setParameters(parametersOf(t)), setError);
+    // A template chosen since this one was asked for keeps its own parameters.
+    let current = true;
+    readResource(ctx.api, TEMPLATES, chosen).then((t) => current && setParameters(parametersOf(t)), setError);
+    return () => {
+      current = false;
+    };
   }, [chosen]);
+  // The values are cleared as the template changes, not after it renders: what is typed next is kept.
+  const choose = (name: string) => {
+    setChosen(name);
+    setValues({});
+  };
   const save = async () => {
     const given: Record<string, unknown> = {};
     for (const p of parameters) {
@@ -75,7 +84,7 @@ export function NewFromTemplate({
     <EditorForm save={save} submit="Create agent" onCancel={onCancel}>
       <ErrorText error={error} />
       <label for="template">Template</label>
-      <select id="template" value={chosen} onChange={(e) => setChosen(e.currentTarget.value)}>
+      <select id="template" value={chosen} onChange={(e) => choose(e.currentTarget.value)}>
         {templates.map((t) => (
           <option key={t.name} value={t.name}>
             {text(t.display_name) || t.name}
