@@ -18,6 +18,7 @@ import { INSTANCE } from '../../support/services.js';
 import { complete, objectId, updateAgent, upsert } from '../knowledge/support.js';
 
 const BUDGETS = 'Svc:Budgets';
+const BLOCKLIST = 'Svc:Shielding:Blocklist';
 /**
  * A plugin's module: a workflow that asks for 250 model answers, one that searches an index by name, and a tool that
  * says what it is asked.
@@ -90,6 +91,18 @@ describe('hardening, third round, against the bundle', () => {
   const modelCalls = modelCallsSince(() => llm);
   const setBudgets = (budgets: unknown[]) =>
     upsert(app, 'Svc.Configuration', 'appConfigurations', BUDGETS, { key: BUDGETS, value: JSON.stringify(budgets) });
+  const setBlocklist = (terms: string[]) =>
+    upsert(app, 'Svc.Configuration', 'appConfigurations', BLOCKLIST, { key: BLOCKLIST, value: JSON.stringify(terms) });
+  /** An agent whose pre-completion shield is the blocklist. */
+  const seedBlocklisted = async (name: string, history?: { enabled: boolean; max_history: number }) => {
+    await seedAgent(app, name, { llmUrl: llm.url, ...(history ? { history } : {}) });
+    await updateAgent(app, name, {
+      shielding_settings: {
+        pre_completion_plugins: [{ plugin_name: 'Dotnet-Builtin-Blocklist' }],
+        post_completion_plugins: [],
+      },
+    });
+  };
   const assign = async (upn: string, role: string, scope: string) => {
     const name = randomUUID();
     const r = await app.call(
@@ -315,24 +328,10 @@ describe('hardening, third round, against the bundle', () => {
 
   describe('7: the OpenAI facade screens what the Core API screens', () => {
     beforeAll(async () => {
-      await upsert(app, 'Svc.Configuration', 'appConfigurations', 'Svc:Shielding:Blocklist', {
-        key: 'Svc:Shielding:Blocklist',
-        value: JSON.stringify(['forbidden-word']),
-      });
-      await seedAgent(app, 'guarded', { llmUrl: llm.url });
-      await updateAgent(app, 'guarded', {
-        shielding_settings: {
-          pre_completion_plugins: [{ plugin_name: 'Dotnet-Builtin-Blocklist' }],
-          post_completion_plugins: [],
-        },
-      });
+      await setBlocklist(['forbidden-word']);
+      await seedBlocklisted('guarded');
     });
-    afterAll(() =>
-      upsert(app, 'Svc.Configuration', 'appConfigurations', 'Svc:Shielding:Blocklist', {
-        key: 'Svc:Shielding:Blocklist',
-        value: '[]',
-      }),
-    );
+    afterAll(() => setBlocklist([]));
     const openai = (path: string, body: unknown) =>
       app.call('POST', `${app.core}/instances/${INSTANCE}/openai/v1/${path}`, { body });
 
@@ -381,24 +380,10 @@ describe('hardening, third round, against the bundle', () => {
 
   describe('7, second look: what else of the caller reaches the model', () => {
     beforeAll(async () => {
-      await upsert(app, 'Svc.Configuration', 'appConfigurations', 'Svc:Shielding:Blocklist', {
-        key: 'Svc:Shielding:Blocklist',
-        value: JSON.stringify(['forbidden-word']),
-      });
-      await seedAgent(app, 'remembering-guard', { llmUrl: llm.url, history: { enabled: true, max_history: 5 } });
-      await updateAgent(app, 'remembering-guard', {
-        shielding_settings: {
-          pre_completion_plugins: [{ plugin_name: 'Dotnet-Builtin-Blocklist' }],
-          post_completion_plugins: [],
-        },
-      });
+      await setBlocklist(['forbidden-word']);
+      await seedBlocklisted('remembering-guard', { enabled: true, max_history: 5 });
     });
-    afterAll(() =>
-      upsert(app, 'Svc.Configuration', 'appConfigurations', 'Svc:Shielding:Blocklist', {
-        key: 'Svc:Shielding:Blocklist',
-        value: '[]',
-      }),
-    );
+    afterAll(() => setBlocklist([]));
 
     it(
       "screens a facade's schema and stop sequences and the attachments' text, and never sends a blocked turn " +
@@ -475,25 +460,11 @@ describe('hardening, third round, against the bundle', () => {
 
   describe('7, third look: what a red team still got past the shields', () => {
     beforeAll(async () => {
-      await upsert(app, 'Svc.Configuration', 'appConfigurations', 'Svc:Shielding:Blocklist', {
-        key: 'Svc:Shielding:Blocklist',
-        value: JSON.stringify(['forbidden-word']),
-      });
-      await seedAgent(app, 'strict', { llmUrl: llm.url, history: { enabled: true, max_history: 5 } });
-      await updateAgent(app, 'strict', {
-        shielding_settings: {
-          pre_completion_plugins: [{ plugin_name: 'Dotnet-Builtin-Blocklist' }],
-          post_completion_plugins: [],
-        },
-      });
+      await setBlocklist(['forbidden-word']);
+      await seedBlocklisted('strict', { enabled: true, max_history: 5 });
       await seedAgent(app, 'lenient', { llmUrl: llm.url, history: { enabled: true, max_history: 5 } });
     });
-    afterAll(() =>
-      upsert(app, 'Svc.Configuration', 'appConfigurations', 'Svc:Shielding:Blocklist', {
-        key: 'Svc:Shielding:Blocklist',
-        value: '[]',
-      }),
-    );
+    afterAll(() => setBlocklist([]));
 
     it(
       "screens an attachment's file name, a word split by invisible characters, and what another agent of the " +
@@ -545,8 +516,8 @@ describe('hardening, third round, against the bundle', () => {
       async () => {
         const configurations = `${app.management}/instances/${INSTANCE}/providers/Svc.Configuration/appConfigurations`;
         const blocklist = (value: string[]) =>
-          app.call('POST', `${configurations}/Svc:Shielding:Blocklist`, {
-            body: { name: 'Svc:Shielding:Blocklist', key: 'Svc:Shielding:Blocklist', value: JSON.stringify(value) },
+          app.call('POST', `${configurations}/${BLOCKLIST}`, {
+            body: { name: BLOCKLIST, key: BLOCKLIST, value: JSON.stringify(value) },
           });
         const huge = await blocklist(['/[a-z]{1,1000}[0-9]{1,1000}x/']);
         expect(huge.status).toBe(400);
@@ -554,13 +525,7 @@ describe('hardening, third round, against the bundle', () => {
         // RE2 runs this in linear time, but at about 10 microseconds a letter: 3 s for 300,000 letters.
         expect((await blocklist(['/\\w{500}\\d{500}/'])).status).toBe(200);
         try {
-          await seedAgent(app, 'screened', { llmUrl: llm.url });
-          await updateAgent(app, 'screened', {
-            shielding_settings: {
-              pre_completion_plugins: [{ plugin_name: 'Dotnet-Builtin-Blocklist' }],
-              post_completion_plugins: [],
-            },
-          });
+          await seedBlocklisted('screened');
           let slowest = 0;
           const done = new AbortController();
           const probe = (async () => {
