@@ -8,6 +8,7 @@
 // ArrayBuffers, and the memory a thread used stays with the process that ran it).
 import type { ChildProcess } from 'node:child_process';
 import { availableParallelism } from 'node:os';
+import { readyOn } from '../workers/ready.js';
 import { LIMIT_NOT_SET, residentBytes, startProcess } from '../workers/start-process.js';
 import { EXTRACTOR_READY, ExtractionError, type Extracted, type ExtractRequest } from './extract.js';
 import type { ExtractAnswer, ExtractTask } from './extract-worker.js';
@@ -139,15 +140,7 @@ export class ExtractionPool {
       dataBytes: this.memoryMb * 1024 * 1024,
       nodeArgs: [`--max-old-space-size=${this.heapMb}`],
     });
-    const ready = new Promise<void>((resolve) => {
-      const onReady = (message: unknown) => {
-        if (message !== EXTRACTOR_READY) return;
-        child.off('message', onReady);
-        resolve();
-      };
-      child.on('message', onReady);
-    });
-    const slot: Slot = { child, busy: false, ready, stderr: '' };
+    const slot: Slot = { child, busy: false, ready: readyOn(child, EXTRACTOR_READY), stderr: '' };
     child.stderr?.setEncoding('utf8');
     child.stderr?.on('data', (text: string) => (slot.stderr = (slot.stderr + text).slice(-STDERR_TAIL)));
     // Its failures are the document's (a close, below); an idle one that ends is replaced on the next.

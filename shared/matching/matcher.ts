@@ -4,6 +4,7 @@
 // deadline runs from when the worker has loaded, so starting one never counts against a text. A text
 // short enough for its work to stay within a millisecond or so is matched where it is, by the caller.
 import type { Worker } from 'node:worker_threads';
+import { readyOn } from '../workers/ready.js';
 import { startWorker } from '../workers/start-worker.js';
 import { MATCHER_READY, type MatchAnswer, type MatchTask } from './match-worker.js';
 
@@ -88,17 +89,8 @@ export class Matcher {
 
   private start(): { thread: Worker; ready: Promise<void> } {
     const thread = startWorker(import.meta.url, 'match-worker', { resourceLimits: { maxOldGenerationSizeMb: 256 } });
-    const ready = new Promise<void>((resolve) => {
-      const onReady = (message: unknown) => {
-        if (message !== MATCHER_READY) return;
-        thread.off('message', onReady);
-        resolve();
-      };
-      thread.on('message', onReady);
-      // A worker that fails to start answers its task with the error (onError), never with ready.
-      thread.once('error', () => resolve());
-    });
-    return { thread, ready };
+    // A worker that fails to start answers its task with the error (onError), never with ready.
+    return { thread, ready: readyOn(thread, MATCHER_READY) };
   }
 }
 
